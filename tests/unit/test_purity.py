@@ -1,0 +1,61 @@
+"""The pure layers (core, member, assignors) must not do I/O, read the clock or sleep.
+
+DESIGN.md: they take `now_ms` and return results, so the same code runs in the broker, in a
+test with a manual clock, and in a Spark task. This test parses every module's imports (not
+just greps) so an aliased or nested import is caught too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "kgroup"
+PURE_LAYERS = ("core", "member", "assignors")
+FORBIDDEN = {
+    "asyncio", "socket", "time", "threading", "selectors", "subprocess", "multiprocessing",
+    "os", "io", "shutil", "tempfile", "signal", "random", "secrets", "datetime", "pathlib",
+    "uvloop", "concurrent",
+}
+# The pure layers may use each other and the standard library's pure modules, but not the
+# I/O layers of kgroup itself.
+FORBIDDEN_KGROUP = {"kgroup.storage", "kgroup.wire", "kgroup.broker", "kgroup.client",
+                    "kgroup.lab", "kgroup.spark", "kgroup.cli"}
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "__import__":
+            names.append("__import__")
+    return names
+
+
+def _pure_modules() -> list[Path]:
+    return sorted(p for layer in PURE_LAYERS for p in (SRC / layer).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", _pure_modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_pure_layer_module_does_no_io(path: Path) -> None:
+    bad = []
+    for name in _imports(path):
+        root = name.split(".")[0]
+        if root in FORBIDDEN or name == "__import__":
+            bad.append(name)
+        if any(name == k or name.startswith(k + ".") for k in FORBIDDEN_KGROUP):
+            bad.append(name)
+    assert not bad, f"{path.relative_to(SRC)} imports {bad}: pure layers take now_ms and do no I/O"
+
+
+def test_purity_check_catches_a_forbidden_import(tmp_path: Path) -> None:
+    # The checker itself must be able to fail.
+    sample = tmp_path / "bad.py"
+    sample.write_text("import time as t\nfrom asyncio import sleep\n")
+    assert _imports(sample) == ["time", "asyncio"]
