@@ -1,0 +1,76 @@
+"""ApiVersions negotiation: our advertised ranges and the too-new-version fallback.
+
+A client opens with ApiVersions at the newest version it knows. If that is newer than ours
+(kafka-python 3.0 sends v4 first, a future client v5), Kafka answers UNSUPPORTED_VERSION in
+the ApiVersions **v0** body format, with response header v0, listing its ranges; the client
+then retries with the highest version both sides know. The body of such a request may be
+unparseable, so the broker only needs the correlation id from ``peek_request_header``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i16, i32Timedelta
+
+from .codec import response_class
+from .versions import API_VERSIONS, api_ranges
+
+UNSUPPORTED_VERSION = 35
+NONE = 0
+
+_ZERO_THROTTLE = i32Timedelta.parse(timedelta(0))
+_V0 = struct.Struct(">ihi")  # correlation id, error code, array length
+_ENTRY = struct.Struct(">hhh")
+
+
+def api_versions_response(
+    request_version: int,
+    error: int | None = None,
+    *,
+    disabled: Iterable[int] = (),
+    throttle_time_ms: int = 0,
+) -> Any:
+    """kio ApiVersionsResponse at ``request_version`` listing our ranges.
+
+    ``error`` is a Kafka error code (default NONE); ``disabled`` api keys are left out.
+    """
+    cls = response_class(API_VERSIONS, request_version)
+    entry_cls = cls.__dataclass_fields__["api_keys"].type.__args__[0]
+    entries = tuple(
+        entry_cls(
+            api_key=i16(r.api_key),
+            min_version=i16(r.min_version),
+            max_version=i16(r.max_version),
+        )
+        for r in api_ranges(disabled)
+    )
+    kwargs: dict[str, Any] = {
+        "error_code": ErrorCode(error if error is not None else NONE),
+        "api_keys": entries,
+    }
+    if "throttle_time" in cls.__dataclass_fields__:
+        kwargs["throttle_time"] = (
+            _ZERO_THROTTLE
+            if throttle_time_ms == 0
+            else i32Timedelta.parse(timedelta(milliseconds=throttle_time_ms))
+        )
+    return cls(**kwargs)
+
+
+def encode_api_versions_fallback(
+    correlation_id: int, *, disabled: Iterable[int] = ()
+) -> bytes:
+    """Size-prefixed ApiVersions v0 reply with UNSUPPORTED_VERSION listing our ranges.
+
+    Send it when an ApiVersions request's version is newer than ours.
+    """
+    ranges = api_ranges(disabled)
+    body = _V0.pack(correlation_id, UNSUPPORTED_VERSION, len(ranges)) + b"".join(
+        _ENTRY.pack(r.api_key, r.min_version, r.max_version) for r in ranges
+    )
+    return struct.pack(">i", len(body)) + body

@@ -1,0 +1,253 @@
+"""Request/response codecs over kio's schema classes (sans-I/O).
+
+Server side: ``decode_request(frame)`` turns a frame payload (as returned by
+``FrameSplitter``) into ``(RequestHeader, kio request object)``; ``encode_response`` turns a
+kio response object back into a size-prefixed frame with the right response header.
+
+Client side: ``encode_request`` / ``decode_response`` do the mirror image.
+
+How decoding works: the first 8 bytes of every request are ``int16 api_key, int16
+api_version, int32 correlation_id`` in every header version, so they are read with struct
+before anything else. The (key, version) pair is checked against ``versions.SUPPORTED_APIS``
+(raising UnsupportedVersion with the correlation id), then the full header (v1, or v2 for
+flexible versions) and the body are read with kio's readers. Anything kio raises on bad
+bytes is wrapped in MalformedRequest; bytes left over after the body are malformed too.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import kio.schema.request_header.v1 as _req_h1
+import kio.schema.request_header.v2 as _req_h2
+import kio.schema.response_header.v0 as _resp_h0
+import kio.schema.response_header.v1 as _resp_h1
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32
+
+from .errors import MalformedRequest, MalformedResponse, UnsupportedVersion
+from .versions import SUPPORTED_APIS, is_flexible
+
+__all__ = [
+    "RequestHeader",
+    "peek_request_header",
+    "decode_request",
+    "encode_response",
+    "encode_request",
+    "decode_response",
+    "request_class",
+    "response_class",
+]
+
+_PEEK = struct.Struct(">hhi")
+_SIZE = struct.Struct(">i")
+_CORR = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    """The parts of a request header the broker needs."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    flexible: bool
+
+
+@cache
+def request_class(api_key: int, version: int) -> type[Any]:
+    """kio's request class for (api_key, version), e.g. HeartbeatRequest v4.
+
+    Raises KeyError-free kio errors (kio.index.UnknownAPIKey / UnknownEntity) if kio lacks it.
+    """
+    return load_request_schema(api_key, version)
+
+
+@cache
+def response_class(api_key: int, version: int) -> type[Any]:
+    """kio's response class for (api_key, version)."""
+    return load_response_schema(api_key, version)
+
+
+@cache
+def _reader(cls: type[Any]) -> Any:
+    return entity_reader(cls)
+
+
+@cache
+def _writer(cls: type[Any]) -> Any:
+    return entity_writer(cls)
+
+
+def peek_request_header(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
+    """``(api_key, api_version, correlation_id)`` from the first 8 bytes of a request.
+
+    Works for every header version, even when the rest of the frame is unparseable.
+    Raises MalformedRequest if the frame is shorter than 8 bytes.
+    """
+    if len(frame) < 8:
+        raise MalformedRequest(f"request frame of {len(frame)} bytes has no header")
+    return _PEEK.unpack_from(frame, 0)
+
+
+def _readonly(frame: bytes | bytearray | memoryview) -> bytes | memoryview:
+    # kio's native readers refuse writable buffers.
+    if isinstance(frame, bytes):
+        return frame
+    if isinstance(frame, memoryview) and frame.readonly:
+        return frame
+    return bytes(frame)
+
+
+def decode_request(
+    frame: bytes | bytearray | memoryview,
+    *,
+    disabled: Iterable[int] = (),
+) -> tuple[RequestHeader, Any]:
+    """Decode a request frame payload (without size prefix) into (header, kio request).
+
+    Raises UnsupportedVersion for an unknown/disabled API key or a version outside our
+    range, MalformedRequest for anything undecodable. Never raises kio's own errors.
+    """
+    data = _readonly(frame)
+    # 1. Key, version and correlation id sit at fixed offsets in every header version.
+    api_key, api_version, correlation_id = peek_request_header(data)
+    api = SUPPORTED_APIS.get(api_key)
+    if api is None or api_version not in api or (disabled and api_key in set(disabled)):
+        raise UnsupportedVersion(api_key, api_version, correlation_id)
+
+    # 2. Header v1/v2, then the body, both with kio's readers.
+    flexible = is_flexible(api_key, api_version)
+    header_cls = _req_h2.RequestHeader if flexible else _req_h1.RequestHeader
+    stage = "header"
+    try:
+        kio_header, offset = _reader(header_cls)(data, 0)
+        stage = "body"
+        request, size = _reader(request_class(api_key, api_version))(data, offset)
+    except Exception as exc:  # kio raises DecodeError, KeyError, ValueError, ...
+        raise MalformedRequest(
+            f"cannot decode {api.name} v{api_version} {stage}: "
+            f"{type(exc).__name__}: {exc}",
+            api_key=api_key,
+            api_version=api_version,
+            correlation_id=correlation_id,
+        ) from exc
+
+    # 3. The body must use up the frame exactly.
+    if offset + size != len(data):
+        raise MalformedRequest(
+            f"{api.name} v{api_version}: {len(data) - offset - size} trailing bytes",
+            api_key=api_key,
+            api_version=api_version,
+            correlation_id=correlation_id,
+        )
+    header = RequestHeader(
+        api_key=api_key,
+        api_version=api_version,
+        correlation_id=correlation_id,
+        client_id=kio_header.client_id,
+        flexible=flexible,
+    )
+    return header, request
+
+
+class _Buffer:
+    """Minimal write() sink collecting chunks; faster than BytesIO for many small writes."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def write(self, b: bytes) -> int:
+        self.parts.append(b)
+        return len(b)
+
+    def framed(self) -> bytes:
+        body = b"".join(self.parts)
+        return _SIZE.pack(len(body)) + body
+
+
+def _check_payload(obj: Any, api_key: int, version: int, kind: str) -> None:
+    if getattr(obj, "__api_key__", None) != api_key or obj.__version__ != version:
+        raise ValueError(
+            f"{kind} {type(obj).__name__} v{getattr(obj, '__version__', '?')} "
+            f"does not match api_key={api_key} version={version}"
+        )
+
+
+def encode_response(header: RequestHeader, response: Any) -> bytes:
+    """Encode a kio response object for ``header``'s request as a size-prefixed frame.
+
+    The response header version comes from the kio class (v0 for ApiVersions always).
+    Raises ValueError if the response's api key/version do not match the request.
+    """
+    _check_payload(response, header.api_key, header.api_version, "response")
+    buf = _Buffer()
+    header_cls = response.__header_schema__
+    if header_cls is _resp_h1.ResponseHeader:
+        buf.write(_CORR.pack(header.correlation_id))
+        buf.write(b"\x00")  # no tagged fields
+    else:
+        buf.write(_CORR.pack(header.correlation_id))
+    _writer(type(response))(buf, response)
+    return buf.framed()
+
+
+def encode_request(
+    api_key: int,
+    version: int,
+    correlation_id: int,
+    client_id: str | None,
+    request: Any,
+) -> bytes:
+    """Encode a kio request object with its header as a size-prefixed frame."""
+    _check_payload(request, api_key, version, "request")
+    buf = _Buffer()
+    header_cls = request.__header_schema__
+    kio_header = header_cls(
+        request_api_key=i16(api_key),
+        request_api_version=i16(version),
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    _writer(header_cls)(buf, kio_header)
+    _writer(type(request))(buf, request)
+    return buf.framed()
+
+
+def decode_response(
+    api_key: int, version: int, frame: bytes | bytearray | memoryview
+) -> tuple[int, Any]:
+    """Decode a response frame payload (without size prefix): (correlation_id, kio response).
+
+    Raises MalformedResponse for undecodable bytes or trailing bytes.
+    """
+    data = _readonly(frame)
+    try:
+        cls = response_class(api_key, version)
+        header_cls = cls.__header_schema__
+        kio_header, offset = _reader(header_cls)(data, 0)
+        response, size = _reader(cls)(data, offset)
+    except Exception as exc:
+        raise MalformedResponse(
+            f"cannot decode response api_key={api_key} v{version}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if offset + size != len(data):
+        raise MalformedResponse(
+            f"response api_key={api_key} v{version}: "
+            f"{len(data) - offset - size} trailing bytes"
+        )
+    return int(kio_header.correlation_id), response
+
+
+# Keep the header classes referenced for readers of this module.
+RESPONSE_HEADER_V0 = _resp_h0.ResponseHeader
+RESPONSE_HEADER_V1 = _resp_h1.ResponseHeader

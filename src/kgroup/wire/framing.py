@@ -1,0 +1,74 @@
+"""Sans-I/O splitting of a byte stream into Kafka frames.
+
+How this works: every Kafka request and response is ``int32 size`` (big-endian) followed by
+``size`` bytes. ``FrameSplitter.feed(data)`` appends bytes to an internal buffer and returns
+every frame completed so far (payloads without the size prefix). The size is checked as
+soon as its 4 bytes arrive, so an oversize or negative frame is rejected before its body is
+buffered; after a FramingError the splitter is unusable and the connection must be closed.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from .errors import FramingError, FrameTooLarge
+
+DEFAULT_MAX_FRAME_SIZE = 104_857_600  # socket.request.max.bytes, 100 MiB
+
+_SIZE = struct.Struct(">i")
+
+
+class FrameSplitter:
+    """Accumulates bytes and yields complete frame payloads."""
+
+    __slots__ = ("_buf", "_max", "_need", "_broken")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self._buf = bytearray()
+        self._max = max_frame_size
+        self._need: int | None = None  # body size of the frame in progress, once known
+        self._broken: FramingError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held that do not yet form a complete frame."""
+        return len(self._buf)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+        """Add bytes from the peer; return the frames they complete, in order.
+
+        Raises FrameTooLarge / FramingError for a size past the limit or negative.
+        """
+        if self._broken is not None:
+            raise self._broken
+        self._buf += data
+        frames: list[bytes] = []
+        buf = self._buf
+        pos = 0
+        end = len(buf)
+        while True:
+            if self._need is None:
+                if end - pos < 4:
+                    break
+                (size,) = _SIZE.unpack_from(buf, pos)
+                if size < 0:
+                    self._broken = FramingError(f"negative frame size {size}")
+                    raise self._broken
+                if size > self._max:
+                    self._broken = FrameTooLarge(size, self._max)
+                    raise self._broken
+                pos += 4
+                self._need = size
+            if end - pos < self._need:
+                break
+            frames.append(bytes(buf[pos : pos + self._need]))
+            pos += self._need
+            self._need = None
+        if pos:
+            del buf[:pos]
+        return frames
+
+
+def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:
+    """Prefix ``payload`` with its 4-byte big-endian size."""
+    return _SIZE.pack(len(payload)) + bytes(payload)

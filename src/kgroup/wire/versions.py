@@ -1,0 +1,136 @@
+"""The APIs and version ranges kgroup serves, and their header versions.
+
+The ranges follow the "serve at least" column of PROTOCOL.md, widened where kio has a newer
+version whose new fields change nothing for us:
+
+- Produce 3–12: v12 only signals KIP-890 transaction support (same schema as v11); we run
+  no transactions, so it means nothing to us. v13 (topic ids instead of names) is left out.
+- Fetch 4–18: v17/v18 add follower-only tagged fields (replica directory id, high
+  watermark) that consumers never send. Fetch v13+ names topics by id only — the broker
+  needs topic ids anyway for Metadata v10+.
+- Metadata 1–13: v13 adds a top-level ``error_code`` to the response (set it to 0).
+- Not widened: ListOffsets v9+ (tiered-storage timestamps), OffsetCommit/OffsetFetch v10
+  (topic ids), DescribeGroups v6 (GROUP_ID_NOT_FOUND semantics), CreateTopics v7 is the
+  last kio ships.
+
+ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69) are in the table but listed in
+``CONSUMER_PROTOCOL_APIS`` so the broker can pass them as ``disabled`` until the consumer
+protocol is implemented (then they are neither decoded nor advertised).
+
+Flexible versions (request header v2, response header v1) come from kio's schema classes.
+ApiVersions responses always use response header v0, even when flexible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType
+
+from kio.index import load_request_schema
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRange:
+    """One API we serve: its key, name and inclusive version range."""
+
+    api_key: int
+    name: str
+    min_version: int
+    max_version: int
+
+    def __contains__(self, version: object) -> bool:
+        return isinstance(version, int) and self.min_version <= version <= self.max_version
+
+
+PRODUCE = 0
+FETCH = 1
+LIST_OFFSETS = 2
+METADATA = 3
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
+API_VERSIONS = 18
+CREATE_TOPICS = 19
+DELETE_TOPICS = 20
+CREATE_PARTITIONS = 37
+DELETE_GROUPS = 42
+OFFSET_DELETE = 47
+CONSUMER_GROUP_HEARTBEAT = 68
+CONSUMER_GROUP_DESCRIBE = 69
+
+_RANGES = (
+    ApiRange(PRODUCE, "Produce", 3, 12),
+    ApiRange(FETCH, "Fetch", 4, 18),
+    ApiRange(LIST_OFFSETS, "ListOffsets", 1, 8),
+    ApiRange(METADATA, "Metadata", 1, 13),
+    ApiRange(OFFSET_COMMIT, "OffsetCommit", 2, 9),
+    ApiRange(OFFSET_FETCH, "OffsetFetch", 1, 9),
+    ApiRange(FIND_COORDINATOR, "FindCoordinator", 0, 6),
+    ApiRange(JOIN_GROUP, "JoinGroup", 0, 9),
+    ApiRange(HEARTBEAT, "Heartbeat", 0, 4),
+    ApiRange(LEAVE_GROUP, "LeaveGroup", 0, 5),
+    ApiRange(SYNC_GROUP, "SyncGroup", 0, 5),
+    ApiRange(DESCRIBE_GROUPS, "DescribeGroups", 0, 5),
+    ApiRange(LIST_GROUPS, "ListGroups", 0, 5),
+    ApiRange(API_VERSIONS, "ApiVersions", 0, 4),
+    ApiRange(CREATE_TOPICS, "CreateTopics", 2, 7),
+    ApiRange(DELETE_TOPICS, "DeleteTopics", 1, 6),
+    ApiRange(CREATE_PARTITIONS, "CreatePartitions", 0, 3),
+    ApiRange(DELETE_GROUPS, "DeleteGroups", 0, 2),
+    ApiRange(OFFSET_DELETE, "OffsetDelete", 0, 0),
+    ApiRange(CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1),
+    ApiRange(CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1),
+)
+
+SUPPORTED_APIS: Mapping[int, ApiRange] = MappingProxyType({r.api_key: r for r in _RANGES})
+"""api_key -> ApiRange for every API in the table (including the consumer-protocol ones)."""
+
+CONSUMER_PROTOCOL_APIS: frozenset[int] = frozenset(
+    {CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE}
+)
+"""APIs the broker should pass as ``disabled`` until the consumer protocol is implemented."""
+
+
+def api_ranges(disabled: Iterable[int] = ()) -> tuple[ApiRange, ...]:
+    """The ranges to advertise, sorted by api key, without the ``disabled`` keys."""
+    off = frozenset(disabled)
+    return tuple(r for r in _RANGES if r.api_key not in off)
+
+
+def is_supported(api_key: int, version: int, disabled: Iterable[int] = ()) -> bool:
+    """Whether we decode and serve ``(api_key, version)``."""
+    r = SUPPORTED_APIS.get(api_key)
+    return r is not None and version in r and api_key not in frozenset(disabled)
+
+
+def all_versions() -> tuple[tuple[int, int], ...]:
+    """Every (api_key, version) pair in the table."""
+    return tuple(
+        (r.api_key, v) for r in _RANGES for v in range(r.min_version, r.max_version + 1)
+    )
+
+
+@cache
+def is_flexible(api_key: int, version: int) -> bool:
+    """Whether this (api_key, version) uses the flexible (compact, tagged) encoding."""
+    return bool(load_request_schema(api_key, version).__flexible__)
+
+
+def request_header_version(api_key: int, version: int) -> int:
+    """Request header version: 2 for flexible versions, else 1."""
+    return 2 if is_flexible(api_key, version) else 1
+
+
+def response_header_version(api_key: int, version: int) -> int:
+    """Response header version: 1 for flexible versions, else 0; ApiVersions is always 0."""
+    if api_key == API_VERSIONS:
+        return 0
+    return 1 if is_flexible(api_key, version) else 0
