@@ -1,0 +1,73 @@
+"""Wire layer: framing, request/response codecs over kio, ApiVersions, record batches.
+
+Sans-I/O: nothing here touches a socket. See the module docstrings for details.
+"""
+
+from .api_versions import api_versions_response, encode_api_versions_fallback
+from .codec import (
+    RequestHeader,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    peek_request_header,
+    request_class,
+    response_class,
+)
+from .errors import (
+    CorruptRecord,
+    FrameTooLarge,
+    FramingError,
+    InvalidRecord,
+    MalformedRequest,
+    MalformedResponse,
+    RecordError,
+    UnsupportedCompression,
+    UnsupportedVersion,
+    WireError,
+)
+from .framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter, encode_frame
+from .versions import (
+    CONSUMER_PROTOCOL_APIS,
+    SUPPORTED_APIS,
+    ApiRange,
+    api_ranges,
+    is_flexible,
+    is_supported,
+    request_header_version,
+    response_header_version,
+)
+
+__all__ = [
+    "ApiRange",
+    "CONSUMER_PROTOCOL_APIS",
+    "CorruptRecord",
+    "DEFAULT_MAX_FRAME_SIZE",
+    "FrameSplitter",
+    "FrameTooLarge",
+    "FramingError",
+    "InvalidRecord",
+    "MalformedRequest",
+    "MalformedResponse",
+    "RecordError",
+    "RequestHeader",
+    "SUPPORTED_APIS",
+    "UnsupportedCompression",
+    "UnsupportedVersion",
+    "WireError",
+    "api_ranges",
+    "api_versions_response",
+    "decode_request",
+    "decode_response",
+    "encode_api_versions_fallback",
+    "encode_frame",
+    "encode_request",
+    "encode_response",
+    "is_flexible",
+    "is_supported",
+    "peek_request_header",
+    "request_class",
+    "request_header_version",
+    "response_class",
+    "response_header_version",
+]

@@ -1,0 +1,544 @@
+"""Record batch v2 (magic 2): split, validate, decode records, and build batches.
+
+How this works: a Produce ``records`` blob is a concatenation of batches, each laid out as
+
+    0  baseOffset int64        8  batchLength int32     12 partitionLeaderEpoch int32
+    16 magic int8              17 crc uint32 (CRC-32C of bytes 21..end)
+    21 attributes int16        23 lastOffsetDelta int32 27 baseTimestamp int64
+    35 maxTimestamp int64      43 producerId int64      51 producerEpoch int16
+    53 baseSequence int32      57 recordCount int32     61 records...
+
+and ``batchLength`` counts the bytes after the batchLength field (total size - 12).
+``split_batches`` checks the framing, magic and CRC of every batch without decompressing;
+``validate_produce`` adds the rules Kafka applies to batches from clients; ``decode_records``
+unpacks the records (uncompressed, gzip, or snappy/lz4/zstd if their library is
+importable). The broker stores batches as received and only rewrites baseOffset
+(``set_base_offset``), which the CRC does not cover.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from crc32c import crc32c
+
+from .errors import CorruptRecord, InvalidRecord, UnsupportedCompression
+
+__all__ = [
+    "Compression",
+    "TimestampType",
+    "BatchHeader",
+    "Record",
+    "RecordBatch",
+    "read_batch_header",
+    "split_batches",
+    "validate_produce",
+    "decode_records",
+    "build_batch",
+    "set_base_offset",
+    "compression_available",
+    "BATCH_HEADER_SIZE",
+    "MAGIC",
+]
+
+MAGIC = 2
+BATCH_HEADER_SIZE = 61
+_LOG_OVERHEAD = 12  # baseOffset + batchLength
+_CRC_START = 21
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_BASE_OFFSET = struct.Struct(">q")
+
+_COMPRESSION_MASK = 0x07
+_TIMESTAMP_TYPE_BIT = 0x08
+_TRANSACTIONAL_BIT = 0x10
+_CONTROL_BIT = 0x20
+_DELETE_HORIZON_BIT = 0x40
+
+DEFAULT_MAX_UNCOMPRESSED = 256 * 1024 * 1024
+
+
+class Compression(enum.IntEnum):
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+class TimestampType(enum.IntEnum):
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """The fixed 61-byte header of a v2 record batch."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def size(self) -> int:
+        """Total bytes of the batch including baseOffset and batchLength."""
+        return self.batch_length + _LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def compression(self) -> Compression:
+        """The codec; raises InvalidRecord for an unknown codec id (5..7)."""
+        codec = self.attributes & _COMPRESSION_MASK
+        try:
+            return Compression(codec)
+        except ValueError:
+            raise InvalidRecord(f"unknown compression codec id {codec}") from None
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        return TimestampType((self.attributes & _TIMESTAMP_TYPE_BIT) >> 3)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & _TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & _CONTROL_BIT)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & _DELETE_HORIZON_BIT)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One decoded record, with absolute offset and timestamp resolved from its batch."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    offset_delta: int
+    timestamp_delta: int
+    attributes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBatch:
+    """A validated batch: its header and its exact bytes (header included)."""
+
+    header: BatchHeader
+    data: bytes
+
+
+def read_batch_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Parse the 61-byte batch header at ``pos``; CorruptRecord if too short."""
+    if len(buf) - pos < BATCH_HEADER_SIZE:
+        raise CorruptRecord(
+            f"record batch header needs {BATCH_HEADER_SIZE} bytes, {len(buf) - pos} left"
+        )
+    return BatchHeader(*_HEADER.unpack_from(buf, pos))
+
+
+def split_batches(blob: bytes | bytearray | memoryview) -> list[RecordBatch]:
+    """Split a records blob into batches, checking framing, magic and CRC of each.
+
+    Raises CorruptRecord (size/CRC problems) or InvalidRecord (magic != 2).
+    Does not decompress.
+    """
+    data = bytes(blob)
+    batches: list[RecordBatch] = []
+    pos = 0
+    end = len(data)
+    while pos < end:
+        # 1. The size must be present and fit in what is left.
+        if end - pos < _LOG_OVERHEAD + 5:
+            raise CorruptRecord(f"truncated record batch: {end - pos} bytes at {pos}")
+        (batch_length,) = struct.unpack_from(">i", data, pos + 8)
+        total = batch_length + _LOG_OVERHEAD
+        if total < BATCH_HEADER_SIZE:
+            raise CorruptRecord(
+                f"record batch length {batch_length} is smaller than a batch header"
+            )
+        magic = data[pos + 16]
+        if magic != MAGIC:
+            raise InvalidRecord(f"record batch magic {magic} at {pos}, only magic 2 is served")
+        if total > end - pos:
+            raise CorruptRecord(
+                f"record batch length {batch_length} overruns the records blob "
+                f"({end - pos - _LOG_OVERHEAD} bytes left)"
+            )
+        # 2. CRC-32C over attributes..end.
+        header = read_batch_header(data, pos)
+        actual = crc32c(memoryview(data)[pos + _CRC_START : pos + total])
+        if actual != header.crc:
+            raise CorruptRecord(
+                f"record batch CRC mismatch: stored {header.crc:#010x}, computed {actual:#010x}"
+            )
+        batches.append(RecordBatch(header, data[pos : pos + total]))
+        pos += total
+    return batches
+
+
+def validate_produce(
+    blob: bytes | bytearray | memoryview | None,
+) -> list[RecordBatch]:
+    """Split and validate the records of one Produce partition, as Kafka does for clients.
+
+    On top of ``split_batches``: at least one batch; recordCount > 0;
+    lastOffsetDelta == recordCount - 1; no control batches; a known codec; and, when the
+    codec can be decoded here, the records themselves (count, consecutive offset deltas).
+    Codecs whose library is missing are stored unchecked past the header.
+    """
+    if blob is None or len(blob) == 0:
+        raise InvalidRecord("produce request carries no record batch")
+    batches = split_batches(blob)
+    for batch in batches:
+        h = batch.header
+        if h.record_count <= 0:
+            raise InvalidRecord(f"record batch has record count {h.record_count}")
+        if h.last_offset_delta != h.record_count - 1:
+            raise InvalidRecord(
+                f"inconsistent last offset delta {h.last_offset_delta} "
+                f"for {h.record_count} records"
+            )
+        if h.is_control:
+            raise InvalidRecord("clients may not produce control batches")
+        codec = h.compression
+        if compression_available(codec):
+            records = decode_records(batch)
+            for i, rec in enumerate(records):
+                if rec.offset_delta != i:
+                    raise InvalidRecord(
+                        f"record {i} has offset delta {rec.offset_delta}, expected {i}"
+                    )
+    return batches
+
+
+# --- varints --------------------------------------------------------------------------
+
+
+def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Zigzag varint at ``pos`` -> (value, new pos). CorruptRecord on overrun."""
+    shift = 0
+    raw = 0
+    while True:
+        try:
+            b = buf[pos]
+        except IndexError:
+            raise CorruptRecord("truncated varint in record") from None
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+        if shift > 63:
+            raise CorruptRecord("varint longer than 10 bytes in record")
+
+
+def _write_varint(out: bytearray, value: int) -> None:
+    raw = (value << 1) ^ (value >> 63)
+    raw &= 0xFFFFFFFFFFFFFFFF
+    while raw > 0x7F:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+
+
+def _read_bytes(buf: bytes, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
+    length, pos = _read_varint(buf, pos)
+    if length < 0:
+        if length != -1:
+            raise CorruptRecord(f"negative {what} length {length}")
+        return None, pos
+    if pos + length > end:
+        raise CorruptRecord(f"{what} of {length} bytes overruns its record")
+    return buf[pos : pos + length], pos + length
+
+
+# --- compression ----------------------------------------------------------------------
+
+
+def _optional_module(name: str) -> object | None:
+    try:
+        return __import__(name, fromlist=["_"])
+    except ImportError:
+        return None
+
+
+def compression_available(codec: Compression) -> bool:
+    """Whether records with this codec can be decoded/built here."""
+    if codec in (Compression.NONE, Compression.GZIP):
+        return True
+    if codec is Compression.SNAPPY:
+        return _optional_module("snappy") is not None
+    if codec is Compression.LZ4:
+        return _optional_module("lz4.frame") is not None
+    if codec is Compression.ZSTD:
+        return (
+            _optional_module("zstandard") is not None
+            or _optional_module("compression.zstd") is not None
+        )
+    return False
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    out: list[bytes] = []
+    size = 0
+    while data:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while True:
+            chunk = d.decompress(data, limit - size + 1)
+            out.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise CorruptRecord(f"gzip batch inflates past {limit} bytes")
+            if d.eof or not d.unconsumed_tail:
+                break
+            data = d.unconsumed_tail
+        if not d.eof:
+            raise CorruptRecord("truncated gzip data in record batch")
+        data = d.unused_data
+    return b"".join(out)
+
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+
+
+def _decompress(codec: Compression, data: bytes, limit: int) -> bytes:
+    if codec is Compression.GZIP:
+        try:
+            return _gunzip(data, limit)
+        except zlib.error as exc:
+            raise CorruptRecord(f"bad gzip data in record batch: {exc}") from exc
+    if not compression_available(codec):
+        raise UnsupportedCompression(
+            f"{codec.name.lower()} compression is not supported by this broker "
+            f"(its Python library is not installed)"
+        )
+    try:
+        if codec is Compression.SNAPPY:
+            import snappy  # type: ignore[import-not-found]
+
+            if data.startswith(_XERIAL_MAGIC):  # Java's framed (xerial) snappy
+                out = bytearray()
+                pos = 16
+                while pos < len(data):
+                    (n,) = struct.unpack_from(">i", data, pos)
+                    out += snappy.decompress(data[pos + 4 : pos + 4 + n])
+                    pos += 4 + n
+                return bytes(out)
+            return bytes(snappy.decompress(data))
+        if codec is Compression.LZ4:
+            import lz4.frame  # type: ignore[import-not-found]
+
+            return bytes(lz4.frame.decompress(data))
+        zstd = _optional_module("zstandard")
+        if zstd is not None:
+            return bytes(zstd.ZstdDecompressor().decompressobj().decompress(data))  # type: ignore[attr-defined]
+        from compression import zstd as std_zstd  # type: ignore[import-not-found]
+
+        return bytes(std_zstd.decompress(data))
+    except UnsupportedCompression:
+        raise
+    except Exception as exc:
+        raise CorruptRecord(f"bad {codec.name.lower()} data in record batch: {exc}") from exc
+
+
+def _compress(codec: Compression, data: bytes) -> bytes:
+    if codec is Compression.NONE:
+        return data
+    if codec is Compression.GZIP:
+        c = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        return c.compress(data) + c.flush()
+    if not compression_available(codec):
+        raise UnsupportedCompression(
+            f"{codec.name.lower()} compression needs a Python library that is not installed"
+        )
+    if codec is Compression.SNAPPY:
+        import snappy
+
+        return bytes(snappy.compress(data))
+    if codec is Compression.LZ4:
+        import lz4.frame
+
+        return bytes(lz4.frame.compress(data))
+    zstd = _optional_module("zstandard")
+    if zstd is not None:
+        return bytes(zstd.ZstdCompressor().compress(data))  # type: ignore[attr-defined]
+    from compression import zstd as std_zstd
+
+    return bytes(std_zstd.compress(data))
+
+
+# --- records --------------------------------------------------------------------------
+
+
+def decode_records(
+    batch: RecordBatch | bytes, *, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED
+) -> list[Record]:
+    """Decode every record of one batch (uncompressed, gzip, or an importable codec).
+
+    Raises CorruptRecord for malformed records, InvalidRecord if the count is wrong,
+    UnsupportedCompression if the codec's library is missing.
+    """
+    if not isinstance(batch, RecordBatch):
+        (batch,) = split_batches(batch)
+    h = batch.header
+    payload = batch.data[BATCH_HEADER_SIZE:]
+    codec = h.compression
+    if codec is not Compression.NONE:
+        payload = _decompress(codec, payload, max_uncompressed)
+    log_append = h.timestamp_type is TimestampType.LOG_APPEND_TIME
+    records: list[Record] = []
+    pos = 0
+    end = len(payload)
+    if h.record_count < 0:
+        raise InvalidRecord(f"negative record count {h.record_count}")
+    for i in range(h.record_count):
+        if pos >= end:
+            raise InvalidRecord(f"batch declares {h.record_count} records but holds {i}")
+        length, pos = _read_varint(payload, pos)
+        rec_end = pos + length
+        if length < 0 or rec_end > end:
+            raise CorruptRecord(f"record {i} length {length} overruns the batch")
+        attributes = payload[pos] if pos < rec_end else 0
+        pos += 1
+        ts_delta, pos = _read_varint(payload, pos)
+        off_delta, pos = _read_varint(payload, pos)
+        key, pos = _read_bytes(payload, pos, rec_end, "key")
+        value, pos = _read_bytes(payload, pos, rec_end, "value")
+        n_headers, pos = _read_varint(payload, pos)
+        if n_headers < 0 or n_headers > length:
+            raise CorruptRecord(f"record {i} has {n_headers} headers")
+        headers: list[tuple[str, bytes | None]] = []
+        for _ in range(n_headers):
+            hkey, pos = _read_bytes(payload, pos, rec_end, "header key")
+            if hkey is None:
+                raise CorruptRecord("null header key")
+            hval, pos = _read_bytes(payload, pos, rec_end, "header value")
+            try:
+                headers.append((hkey.decode("utf-8"), hval))
+            except UnicodeDecodeError as exc:
+                raise CorruptRecord(f"header key is not UTF-8: {exc}") from exc
+        if pos != rec_end:
+            raise CorruptRecord(
+                f"record {i} declares {length} bytes but its fields use {length + pos - rec_end}"
+            )
+        records.append(
+            Record(
+                offset=h.base_offset + off_delta,
+                timestamp=h.max_timestamp if log_append else h.base_timestamp + ts_delta,
+                key=key,
+                value=value,
+                headers=tuple(headers),
+                offset_delta=off_delta,
+                timestamp_delta=ts_delta,
+                attributes=attributes,
+            )
+        )
+    if pos != end:
+        raise InvalidRecord(f"{end - pos} bytes after the last of {h.record_count} records")
+    return records
+
+
+RecordInput = tuple[
+    bytes | None, bytes | None, Sequence[tuple[str | bytes, bytes | None]], int
+]
+
+
+def build_batch(
+    records: Sequence[RecordInput] | Iterable[RecordInput],
+    base_offset: int = 0,
+    compression: Compression = Compression.NONE,
+    *,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    partition_leader_epoch: int = -1,
+    transactional: bool = False,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+) -> bytes:
+    """Build one v2 batch from ``(key, value, headers, timestamp_ms)`` tuples, CRC set.
+
+    Offsets are base_offset + index; baseTimestamp is the first record's timestamp and
+    maxTimestamp the largest. Raises ValueError for an empty list.
+    """
+    items = list(records)
+    if not items:
+        raise ValueError("a record batch needs at least one record")
+    base_ts = items[0][3]
+    max_ts = max(r[3] for r in items)
+    body = bytearray()
+    rec = bytearray()
+    for i, (key, value, headers, ts) in enumerate(items):
+        rec.clear()
+        rec.append(0)  # record attributes (unused)
+        _write_varint(rec, ts - base_ts)
+        _write_varint(rec, i)
+        for field in (key, value):
+            if field is None:
+                _write_varint(rec, -1)
+            else:
+                _write_varint(rec, len(field))
+                rec += field
+        _write_varint(rec, len(headers))
+        for hkey, hval in headers:
+            kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
+            _write_varint(rec, len(kb))
+            rec += kb
+            if hval is None:
+                _write_varint(rec, -1)
+            else:
+                _write_varint(rec, len(hval))
+                rec += hval
+        _write_varint(body, len(rec))
+        body += rec
+    payload = _compress(compression, bytes(body))
+    attributes = int(compression) | (int(timestamp_type) << 3)
+    if transactional:
+        attributes |= _TRANSACTIONAL_BIT
+    after_crc = (
+        struct.pack(
+            ">hiqqqhii",
+            attributes,
+            len(items) - 1,
+            base_ts,
+            max_ts,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(items),
+        )
+        + payload
+    )
+    batch_length = len(after_crc) + 9  # partitionLeaderEpoch + magic + crc
+    return (
+        struct.pack(
+            ">qiibI", base_offset, batch_length, partition_leader_epoch, MAGIC, crc32c(after_crc)
+        )
+        + after_crc
+    )
+
+
+def set_base_offset(batch: bytes | bytearray | memoryview, base_offset: int) -> bytes:
+    """The same batch with baseOffset replaced (not covered by the CRC)."""
+    return _BASE_OFFSET.pack(base_offset) + bytes(batch[8:])
