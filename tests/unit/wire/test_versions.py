@@ -1,0 +1,101 @@
+"""The version table: PROTOCOL.md minimums, kio coverage, flexible flags, header versions."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.protocol.api_message import ApiMessage
+
+from kgroup.wire.codec import request_class, response_class
+from kgroup.wire.versions import (
+    CONSUMER_PROTOCOL_APIS,
+    SUPPORTED_APIS,
+    all_versions,
+    api_ranges,
+    is_flexible,
+    is_supported,
+    request_header_version,
+    response_header_version,
+)
+
+# PROTOCOL.md, "serve at least" column.
+AT_LEAST = {
+    0: (3, 11), 1: (4, 16), 2: (1, 8), 3: (1, 12), 8: (2, 9), 9: (1, 9), 10: (0, 6),
+    11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 18: (0, 4),
+    19: (2, 7), 20: (1, 6), 42: (0, 2), 37: (0, 3), 47: (0, 0), 68: (0, 1), 69: (0, 1),
+}
+
+
+def test_table_covers_protocol_md() -> None:
+    assert set(SUPPORTED_APIS) == set(AT_LEAST)
+    for key, (lo, hi) in AT_LEAST.items():
+        r = SUPPORTED_APIS[key]
+        assert r.min_version <= lo and r.max_version >= hi, r
+
+
+def test_consumer_protocol_apis_are_flagged_and_can_be_disabled() -> None:
+    assert CONSUMER_PROTOCOL_APIS == {68, 69}
+    keys = {r.api_key for r in api_ranges(disabled=CONSUMER_PROTOCOL_APIS)}
+    assert 68 not in keys and 69 not in keys and 12 in keys
+    assert is_supported(68, 1) and not is_supported(68, 1, CONSUMER_PROTOCOL_APIS)
+    assert not is_supported(12, 5) and not is_supported(99, 0)
+
+
+@pytest.mark.parametrize(("api_key", "version"), all_versions())
+def test_kio_has_every_version(api_key: int, version: int) -> None:
+    req, resp = request_class(api_key, version), response_class(api_key, version)
+    assert req.__api_key__ == resp.__api_key__ == api_key
+    assert req.__version__ == resp.__version__ == version
+    assert req.__flexible__ == resp.__flexible__ == is_flexible(api_key, version)
+
+
+def _kafka_python_classes() -> dict[int, type]:
+    import kafka.protocol.admin as admin
+    import kafka.protocol.consumer as consumer
+    import kafka.protocol.metadata as metadata
+    import kafka.protocol.producer as producer
+
+    found: dict[int, type] = {}
+    for mod in (admin, consumer, metadata, producer):
+        for name in dir(mod):
+            obj = getattr(mod, name)
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, ApiMessage)
+                and obj is not ApiMessage
+                and name.endswith("Request")
+            ):
+                try:
+                    found[obj.API_KEY] = obj
+                except Exception:  # abstract helpers
+                    pass
+    return found
+
+
+def test_flexible_flags_agree_with_kafka_python() -> None:
+    classes = _kafka_python_classes()
+    checked = 0
+    for api_key, version in all_versions():
+        cls = classes.get(api_key)
+        if cls is None or version > cls.max_version:
+            continue
+        assert cls.flexible_version_q(version) == is_flexible(api_key, version), (
+            api_key,
+            version,
+        )
+        checked += 1
+    assert checked > 100
+
+
+def test_header_versions() -> None:
+    assert request_header_version(12, 3) == 1 and request_header_version(12, 4) == 2
+    assert response_header_version(12, 3) == 0 and response_header_version(12, 4) == 1
+    # ApiVersions responses always use header v0 (KIP-511), even at flexible v3/v4.
+    assert is_flexible(18, 3) and response_header_version(18, 3) == 0
+    assert response_header_version(18, 4) == 0 and request_header_version(18, 4) == 2
+    for api_key, version in all_versions():
+        expected = response_header_version(api_key, version)
+        hdr = response_class(api_key, version).__header_schema__
+        assert hdr.__version__ == expected, (api_key, version)
+        assert request_class(api_key, version).__header_schema__.__version__ == (
+            request_header_version(api_key, version)
+        )
