@@ -1,0 +1,45 @@
+"""Exceptions raised by the storage layer.
+
+Every error caused by bad on-disk data or by misuse of a storage object is a `StorageError`,
+and its message names what is wrong and where (the file or directory involved).
+"""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Base class of every storage-layer error."""
+
+
+class CorruptDataError(StorageError):
+    """On-disk data that cannot be read back (bad frame, bad batch header, bad snapshot)."""
+
+
+class DataDirLockedError(StorageError):
+    """Another process holds the lock on the data directory."""
+
+
+class InvalidBatchError(StorageError):
+    """A record batch handed to a partition log is not a well-formed v2 batch header."""
+
+
+class OffsetOutOfRangeError(StorageError):
+    """A read asked for an offset outside [log_start_offset, log_end_offset]."""
+
+
+class LogClosedError(StorageError):
+    """The log was used after `close()` or `delete()`."""
+
+
+class LogFailedError(StorageError):
+    """A write or fsync failed earlier; the log refuses further writes (the broker should
+    stop: after a failed fsync the kernel may have dropped the dirty pages, so a retry that
+    succeeds would not prove anything)."""
+
+
+class ConfigError(StorageError):
+    """A storage configuration value is invalid or conflicts with what is on disk."""
+
+
+class TopicError(StorageError):
+    """Misuse of topic metadata: unknown topic, existing topic, bad partition count."""
