@@ -1,0 +1,80 @@
+"""ApiVersions: our ranges at every version, and the v0 fallback for a too-new request."""
+
+from __future__ import annotations
+
+import struct
+import warnings
+
+import pytest
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse  # noqa: E402
+
+from kgroup.wire.api_versions import (  # noqa: E402
+    api_versions_response,
+    encode_api_versions_fallback,
+)
+from kgroup.wire.codec import (  # noqa: E402
+    decode_request,
+    decode_response,
+    encode_response,
+    peek_request_header,
+)
+from kgroup.wire.errors import UnsupportedVersion  # noqa: E402
+from kgroup.wire.framing import FrameSplitter  # noqa: E402
+from kgroup.wire.versions import CONSUMER_PROTOCOL_APIS, api_ranges  # noqa: E402
+
+OUR_RANGES = [(r.api_key, r.min_version, r.max_version) for r in api_ranges()]
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_response_lists_our_ranges_and_kafka_python_reads_it(version: int) -> None:
+    kp_req = ApiVersionsRequest(client_software_name="kafka-python", client_software_version="3")
+    kp_req.API_VERSION = version
+    kp_req.with_header(correlation_id=21, client_id="kp")
+    (frame,) = FrameSplitter().feed(bytes(kp_req.encode(header=True, framed=True)))
+    header, _ = decode_request(frame)
+
+    response = api_versions_response(version)
+    assert response.__version__ == version and response.error_code == 0
+    out = encode_response(header, response)
+    # Header v0 always: the body's error code follows the correlation id directly.
+    assert out[4:10] == struct.pack(">ih", 21, 0)
+
+    kp = ApiVersionsResponse.decode(out, version=version, header=True, framed=True)
+    assert kp.header.correlation_id == 21 and kp.error_code == 0
+    assert [(a.api_key, a.min_version, a.max_version) for a in kp.api_keys] == OUR_RANGES
+    assert decode_response(18, version, out[4:])[1] == response
+
+
+def test_error_and_disabled_apis() -> None:
+    resp = api_versions_response(3, 35, disabled=CONSUMER_PROTOCOL_APIS)
+    assert resp.error_code == 35
+    assert {k.api_key for k in resp.api_keys}.isdisjoint(CONSUMER_PROTOCOL_APIS)
+
+
+def test_too_new_api_versions_gets_a_v0_fallback() -> None:
+    # A future client opens with ApiVersions v5: flexible header, body we cannot know.
+    frame = struct.pack(">hhih", 18, 5, 4242, 2) + b"kp" + b"\x00" + b"\x07garbage\x00"
+    with pytest.raises(UnsupportedVersion) as info:
+        decode_request(frame)
+    assert info.value.correlation_id == 4242 and info.value.api_key == 18
+    assert peek_request_header(frame) == (18, 5, 4242)
+
+    reply = encode_api_versions_fallback(info.value.correlation_id)
+    kp = ApiVersionsResponse.decode(reply, version=0, header=True, framed=True)
+    assert kp.header.correlation_id == 4242
+    assert kp.error_code == 35
+    assert [(a.api_key, a.min_version, a.max_version) for a in kp.api_keys] == OUR_RANGES
+    # Same bytes as our kio v0 response with the error set.
+    ours = encode_response(
+        decode_request(struct.pack(">hhih", 18, 0, 4242, -1))[0], api_versions_response(0, 35)
+    )
+    assert ours == reply
+
+
+def test_fallback_without_disabled_apis() -> None:
+    reply = encode_api_versions_fallback(1, disabled=CONSUMER_PROTOCOL_APIS)
+    kp = ApiVersionsResponse.decode(reply, version=0, header=True, framed=True)
+    assert {a.api_key for a in kp.api_keys}.isdisjoint(CONSUMER_PROTOCOL_APIS)
