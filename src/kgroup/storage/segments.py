@@ -59,16 +59,16 @@ def list_segment_files(directory: Path) -> list[tuple[int, Path]]:
 @dataclass(slots=True)
 class Segment:
     """One segment file. `size` counts buffered bytes too (for the active segment);
-    `next_offset` is the offset after its last record; `index` is a sparse list of
-    (offset, byte position) and `max_timestamp` the largest batch timestamp (-1 if none),
-    both used by partition logs only."""
+    `next_offset` is the offset after its last record; `index_offsets`/`index_positions`
+    are a sparse index (batch base offset -> byte position) and `max_timestamp` the
+    largest batch maxTimestamp (-1 if none), both used by partition logs only."""
 
     base_offset: int
     path: Path
     fd: int
     size: int
     next_offset: int
-    index: list[tuple[int, int]] = field(default_factory=list)
+    index_offsets: list[int] = field(default_factory=list)
     index_positions: list[int] = field(default_factory=list)
     max_timestamp: int = -1
     last_indexed_position: int = -1

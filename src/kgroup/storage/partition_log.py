@@ -1,0 +1,327 @@
+"""PartitionLog: the log of one topic partition, record batches stored as received.
+
+How this works: `append(batch)` takes a v2 record batch (validated by the broker), writes the
+next offset into its baseOffset field (bytes 0..8, outside the CRC, so the batch CRC stays
+valid) and buffers it on the active segment. Segments are `<base offset, 20 digits>.log`;
+each keeps in memory a sparse index (batch base offset -> byte position, one entry per
+`index_interval_bytes`), its next offset and its largest maxTimestamp, all rebuilt on open by
+walking the batch headers. On open, batches of the active segment are also CRC-checked; any
+segment is cut at its first torn (batchLength past EOF) or invalid batch, with a warning on
+logger "kgroup.storage". Offsets may have gaps between segments after such a cut; reads skip
+them as Kafka does.
+
+Retention (`apply_retention(now_ms)`) deletes whole segments from the oldest, never the
+active one, except that when every batch is past `retention_ms` the active segment is rolled
+first so it can go too (Kafka does the same). Storage never reads the clock: the caller
+passes `now_ms`. `log_start_offset` moves with deletion and with `delete_records_before`
+(persisted in `log-start-offset`).
+
+Durability and threading: see `segments.py`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from bisect import bisect_right
+from pathlib import Path
+
+import crc32c
+
+from kgroup.storage.atomic_files import write_atomically
+from kgroup.storage.batch_header import (
+    BASE_OFFSET,
+    CRC_START,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    header_problem,
+    parse_header,
+)
+from kgroup.storage.config import LogConfig
+from kgroup.storage.errors import (
+    CorruptDataError,
+    InvalidBatchError,
+    OffsetOutOfRangeError,
+    StorageError,
+)
+from kgroup.storage.segments import (
+    FLUSH_THRESHOLD,
+    Segment,
+    SegmentedLog,
+    list_segment_files,
+    log,
+)
+
+LOG_START_FILE = "log-start-offset"
+SCAN_CHUNK = 1024 * 1024
+_INT32 = struct.Struct(">i")
+
+
+class PartitionLog(SegmentedLog):
+    """Record batches of one topic partition with broker-assigned offsets."""
+
+    def __init__(self, directory: Path, config: LogConfig | None = None) -> None:
+        self.config = config or LogConfig()
+        super().__init__(directory, self.config.segment_bytes)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create partition directory {self.directory}: {exc}") from exc
+        self._log_start = 0
+        self._recover()
+
+    # -- opening -------------------------------------------------------------------------
+
+    def _recover(self) -> None:
+        files = list_segment_files(self.directory)
+        if not files:
+            self._new_active_segment(0)
+        previous_end = 0
+        for i, (base, path) in enumerate(files):
+            fd = self._open_segment_fd(path, create=False)
+            seg = Segment(base, path, fd, os.fstat(fd).st_size, base)
+            self._segments.append(seg)
+            if base < previous_end:
+                raise CorruptDataError(
+                    f"segment {path} starts at offset {base}, before the previous segment ends ({previous_end})")
+            self._scan(seg, verify_crc=(i == len(files) - 1))
+            previous_end = seg.next_offset
+        self._end_offset = self._durable_end = self._segments[-1].next_offset
+        self._log_start = self._segments[0].base_offset
+        checkpoint = self.directory / LOG_START_FILE
+        if checkpoint.exists():
+            try:
+                stored = int(checkpoint.read_text().strip())
+            except (OSError, ValueError) as exc:
+                raise CorruptDataError(f"cannot read log start offset from {checkpoint}: {exc}") from exc
+            self._log_start = min(max(self._log_start, stored), self._end_offset)
+
+    def _scan(self, seg: Segment, verify_crc: bool) -> None:
+        """Walk the batches of `seg`: build its index, next offset and max timestamp; cut
+        the file at the first torn or invalid batch."""
+        fd, size, interval = seg.fd, seg.size, self.config.index_interval_bytes
+        window, window_start = b"", 0
+        pos = 0
+        problem = None
+        while pos < size:
+            if size - pos < HEADER_SIZE:
+                problem = f"torn batch header at byte {pos} ({size - pos} of {HEADER_SIZE} bytes)"
+                break
+            if pos + HEADER_SIZE > window_start + len(window):
+                window, window_start = os.pread(fd, SCAN_CHUNK, pos), pos
+            h = parse_header(window, pos - window_start)
+            problem = header_problem(h)
+            if problem is not None:
+                problem = f"batch at byte {pos}: {problem}"
+                break
+            if pos + h.size > size:
+                problem = f"torn batch at byte {pos}: batchLength {h.batch_length} runs {pos + h.size - size} bytes past the end"
+                break
+            if h.base_offset < seg.next_offset:
+                problem = f"batch at byte {pos}: base offset {h.base_offset} goes backwards (expected >= {seg.next_offset})"
+                break
+            if verify_crc:
+                if pos + h.size > window_start + len(window):
+                    window, window_start = os.pread(fd, max(SCAN_CHUNK, h.size), pos), pos
+                start = pos - window_start
+                if crc32c.crc32c(memoryview(window)[start + CRC_START:start + h.size]) != h.crc:
+                    problem = f"batch at byte {pos}: CRC mismatch"
+                    break
+            self._index_batch(seg, pos, h.base_offset, interval)
+            if h.max_timestamp > seg.max_timestamp:
+                seg.max_timestamp = h.max_timestamp
+            seg.next_offset = h.last_offset + 1
+            pos += h.size
+        if problem is not None:
+            self._cut_file(seg, pos, problem)
+
+    @staticmethod
+    def _index_batch(seg: Segment, pos: int, base_offset: int, interval: int) -> None:
+        if seg.last_indexed_position < 0 or pos - seg.last_indexed_position >= interval:
+            seg.index_offsets.append(base_offset)
+            seg.index_positions.append(pos)
+            seg.last_indexed_position = pos
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first offset a fetch may ask for."""
+        return self._log_start
+
+    # -- writing -------------------------------------------------------------------------
+
+    def append(self, batch: bytes) -> int:
+        """Assign the next offset to a v2 record batch, buffer it, return its base offset.
+
+        The broker validates the batch (CRC, records) beforehand; storage checks only the
+        header fields it relies on and raises `InvalidBatchError` if they are wrong.
+        """
+        n = len(batch)
+        if n < HEADER_SIZE:
+            raise InvalidBatchError(f"partition {self.directory}: batch of {n} bytes is shorter than a v2 header")
+        h = parse_header(batch)
+        problem = header_problem(h)
+        if problem is None and h.size != n:
+            problem = f"batchLength {h.batch_length} does not match the {n} bytes given"
+        if problem is not None:
+            raise InvalidBatchError(f"partition {self.directory}: {problem}")
+        with self._lock:
+            self._check_writable()
+            seg = self._write_locked(n)
+            base = self._end_offset
+            buf = self._buffer
+            pos = seg.size
+            buf += BASE_OFFSET.pack(base)
+            buf += memoryview(batch)[8:]
+            seg.size += n
+            self._index_batch(seg, pos, base, self.config.index_interval_bytes)
+            if h.max_timestamp > seg.max_timestamp:
+                seg.max_timestamp = h.max_timestamp
+            self._end_offset = seg.next_offset = base + h.last_offset_delta + 1
+            if len(buf) >= FLUSH_THRESHOLD:
+                self._flush_locked()
+            return base
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _flush_for_read(self) -> None:
+        if self._buffer:
+            self.flush()
+
+    def _segment_for(self, offset: int) -> int | None:
+        """Index of the segment holding `offset` (or the first one after a gap)."""
+        segs = self._segments
+        i = bisect_right([s.base_offset for s in segs], offset) - 1
+        i = max(i, 0)
+        while i < len(segs) and segs[i].next_offset <= offset:
+            i += 1
+        return i if i < len(segs) else None
+
+    def _find_batch(self, seg: Segment, offset: int) -> tuple[int, int]:
+        """(byte position, size) of the first batch in `seg` whose last offset >= offset."""
+        k = bisect_right(seg.index_offsets, offset) - 1
+        pos = seg.index_positions[k] if k >= 0 else 0
+        while pos < seg.size:
+            h = parse_header(self._pread(seg, HEADER_SIZE, pos))
+            if h.last_offset >= offset:
+                return pos, h.size
+            pos += h.size
+        raise CorruptDataError(f"segment {seg.path}: no batch holds offset {offset} below {seg.next_offset}")
+
+    def _pread(self, seg: Segment, n: int, pos: int) -> bytes:
+        try:
+            data = os.pread(seg.fd, n, pos)
+        except OSError as exc:
+            raise StorageError(f"cannot read {seg.path} at byte {pos}: {exc}") from exc
+        if len(data) != n:
+            raise CorruptDataError(f"segment {seg.path}: short read of {len(data)}/{n} bytes at byte {pos}")
+        return data
+
+    def read(self, fetch_offset: int, max_bytes: int) -> bytes:
+        """Whole batches starting with the one that holds `fetch_offset`, up to `max_bytes`
+        but always at least one batch (KIP-74). The first batch may start before
+        `fetch_offset` (clients skip the earlier records). Reads stay within one segment.
+        Returns b"" at the log end; raises `OffsetOutOfRangeError` outside
+        [log_start_offset, log_end_offset]."""
+        end = self._end_offset
+        if fetch_offset == end:
+            return b""
+        if not self._log_start <= fetch_offset < end:
+            raise OffsetOutOfRangeError(
+                f"partition {self.directory}: offset {fetch_offset} outside [{self._log_start}, {end}]")
+        self._flush_for_read()
+        i = self._segment_for(fetch_offset)
+        if i is None:
+            return b""
+        seg = self._segments[i]
+        pos, first_size = self._find_batch(seg, max(fetch_offset, seg.base_offset))
+        want = min(seg.size - pos, max(max_bytes, first_size))
+        data = self._pread(seg, want, pos)
+        q = first_size
+        while q + LOG_OVERHEAD <= len(data):
+            (length,) = _INT32.unpack_from(data, q + 8)
+            if q + LOG_OVERHEAD + length > len(data):
+                break
+            q += LOG_OVERHEAD + length
+        return data if q == len(data) else data[:q]
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) for ListOffsets: the first batch whose maxTimestamp >=
+        `timestamp`, answered with that batch's base offset (clamped to the log start) and
+        its maxTimestamp. Kafka would return the exact first record; the batch base offset
+        is at or before it, so a consumer seeking there sees no record too late. None when
+        no batch qualifies."""
+        self._flush_for_read()
+        for seg in self._segments:
+            if seg.max_timestamp < timestamp or seg.next_offset <= self._log_start:
+                continue
+            pos = 0
+            while pos < seg.size:
+                h = parse_header(self._pread(seg, HEADER_SIZE, pos))
+                if h.max_timestamp >= timestamp and h.last_offset >= self._log_start:
+                    return max(h.base_offset, self._log_start), h.max_timestamp
+                pos += h.size
+        return None
+
+    # -- retention -----------------------------------------------------------------------
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete old segments by `retention_ms` (segment max timestamp older than
+        now_ms - retention_ms), by `retention_bytes` (Kafka's rule: drop the oldest segment
+        while the remaining ones still hold at least retention_bytes), and below the log
+        start offset; returns the number of segments deleted. Segments without timestamps
+        (maxTimestamp -1) are kept by time retention."""
+        cfg = self.config
+        deleted = 0
+        with self._lock:
+            self._check_writable()
+            segs = self._segments
+
+            def expired(seg: Segment) -> bool:
+                return cfg.retention_ms >= 0 and seg.max_timestamp >= 0 and now_ms - seg.max_timestamp > cfg.retention_ms
+
+            while len(segs) > 1 and (segs[0].next_offset <= self._log_start or expired(segs[0])):
+                self._delete_segment(segs.pop(0))
+                deleted += 1
+            if len(segs) == 1 and segs[0].size > 0 and expired(segs[0]):
+                self._roll_locked()
+                self._delete_segment(segs.pop(0))
+                deleted += 1
+            if cfg.retention_bytes >= 0:
+                total = sum(s.size for s in segs)
+                while len(segs) > 1 and total - segs[0].size >= cfg.retention_bytes:
+                    total -= segs[0].size
+                    self._delete_segment(segs.pop(0))
+                    deleted += 1
+            self._log_start = max(self._log_start, segs[0].base_offset)
+        if deleted:
+            log.info("retention deleted %d segments of %s; log start offset now %d",
+                     deleted, self.directory, self._log_start)
+        return deleted
+
+    def delete_records_before(self, offset: int) -> int:
+        """Advance the log start offset to `offset` (DeleteRecords), persist it, and delete
+        the segments entirely below it; returns the new log start offset."""
+        if not 0 <= offset <= self._end_offset:
+            raise OffsetOutOfRangeError(
+                f"partition {self.directory}: cannot delete records before {offset}; log end is {self._end_offset}")
+        if offset > self._log_start:
+            write_atomically(self.directory / LOG_START_FILE, [f"{offset}\n".encode()])
+            self._log_start = offset
+            with self._lock:
+                segs = self._segments
+                while len(segs) > 1 and segs[0].next_offset <= offset:
+                    self._delete_segment(segs.pop(0))
+        return self._log_start
+
+    def delete(self) -> None:
+        """Close the log and remove its directory (topic deletion)."""
+        self.close()
+        try:
+            shutil.rmtree(self.directory)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StorageError(f"cannot delete partition directory {self.directory}: {exc}") from exc
