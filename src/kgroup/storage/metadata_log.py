@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from kgroup.storage.atomic_files import write_atomically
+from kgroup.storage.atomic_files import fsync_directory, write_atomically
 from kgroup.storage.errors import ConfigError, CorruptDataError, StorageError
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.storage.record_log import RecordLog
@@ -154,6 +154,7 @@ class GroupMetadataLog:
             for p in range(num_partitions):
                 self.partitions.append(MetadataPartition(
                     self.directory / str(p), p, segment_bytes, snapshots_retained))
+            fsync_directory(self.directory)
         except BaseException:
             self.close()
             raise
