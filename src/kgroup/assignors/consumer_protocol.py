@@ -1,0 +1,234 @@
+"""ConsumerProtocol bytes: the subscription and assignment blobs inside JoinGroup/SyncGroup.
+
+Byte-compatible with Kafka's ConsumerProtocolSubscription and ConsumerProtocolAssignment
+schemas (and the sticky assignor's StickyAssignorUserData). None of these are flexible
+versions: an int16 version, then the fields in order with int16-length strings, int32-length
+arrays and int32-length nullable bytes.
+
+Decoding follows Kafka's Java client: a version newer than we know is read with the newest
+layout we know (the schemas promise new versions only append fields), and bytes after the
+last known field are ignored for the same reason. Anything truncated or malformed raises
+`ConsumerProtocolError` (a ValueError).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+
+from kgroup.assignors.spec import Assignment, Subscription, TopicPartitions
+
+SUBSCRIPTION_MAX_VERSION = 3
+ASSIGNMENT_MAX_VERSION = 3
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+class ConsumerProtocolError(ValueError):
+    """The bytes are not a valid ConsumerProtocol subscription, assignment or user data."""
+
+
+class _Reader:
+    """Reads big-endian Kafka primitives from a buffer, raising ConsumerProtocolError."""
+
+    __slots__ = ("buf", "pos", "what")
+
+    def __init__(self, data: bytes, what: str) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise ConsumerProtocolError(f"{what}: expected bytes, got {type(data).__name__}")
+        self.buf = bytes(data)
+        self.pos = 0
+        self.what = what
+
+    def _need(self, n: int, field: str) -> None:
+        if self.pos + n > len(self.buf):
+            raise ConsumerProtocolError(
+                f"{self.what}: truncated reading {field} at byte {self.pos} "
+                f"(need {n}, have {len(self.buf) - self.pos})"
+            )
+
+    def int16(self, field: str) -> int:
+        self._need(2, field)
+        (value,) = _I16.unpack_from(self.buf, self.pos)
+        self.pos += 2
+        return value
+
+    def int32(self, field: str) -> int:
+        self._need(4, field)
+        (value,) = _I32.unpack_from(self.buf, self.pos)
+        self.pos += 4
+        return value
+
+    def string(self, field: str, nullable: bool = False) -> str | None:
+        length = self.int16(field)
+        if length < 0:
+            if nullable and length == -1:
+                return None
+            raise ConsumerProtocolError(f"{self.what}: {field} has invalid length {length}")
+        self._need(length, field)
+        raw = self.buf[self.pos:self.pos + length]
+        self.pos += length
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConsumerProtocolError(f"{self.what}: {field} is not UTF-8") from exc
+
+    def nullable_bytes(self, field: str) -> bytes | None:
+        length = self.int32(field)
+        if length < 0:
+            if length == -1:
+                return None
+            raise ConsumerProtocolError(f"{self.what}: {field} has invalid length {length}")
+        self._need(length, field)
+        raw = self.buf[self.pos:self.pos + length]
+        self.pos += length
+        return raw
+
+    def array_length(self, field: str, min_item_size: int) -> int:
+        count = self.int32(field)
+        if count < 0:
+            raise ConsumerProtocolError(f"{self.what}: {field} has invalid length {count}")
+        # Why: a garbage length must fail here, not after allocating a huge list.
+        if count * min_item_size > len(self.buf) - self.pos:
+            raise ConsumerProtocolError(
+                f"{self.what}: {field} claims {count} items but only "
+                f"{len(self.buf) - self.pos} bytes remain"
+            )
+        return count
+
+    def int32_array(self, field: str) -> tuple[int, ...]:
+        count = self.array_length(field, 4)
+        values = struct.unpack_from(f">{count}i", self.buf, self.pos)
+        self.pos += 4 * count
+        return values
+
+    def topic_partitions(self, field: str) -> TopicPartitions:
+        count = self.array_length(field, 6)
+        out = []
+        for _ in range(count):
+            topic = self.string(field + ".topic")
+            out.append((topic, self.int32_array(field + ".partitions")))
+        return tuple(out)  # type: ignore[return-value]
+
+
+def _version(version: int, maximum: int, what: str) -> int:
+    if not isinstance(version, int) or not 0 <= version <= maximum:
+        raise ConsumerProtocolError(f"{what}: cannot encode version {version} (0..{maximum})")
+    return version
+
+
+def _string(value: str | None, out: list[bytes], nullable: bool = False) -> None:
+    if value is None:
+        if not nullable:
+            raise ConsumerProtocolError("null is not allowed for this string")
+        out.append(_I16.pack(-1))
+        return
+    raw = value.encode("utf-8")
+    if len(raw) > 0x7FFF:
+        raise ConsumerProtocolError(f"string too long ({len(raw)} bytes)")
+    out.append(_I16.pack(len(raw)))
+    out.append(raw)
+
+
+def _bytes(value: bytes | None, out: list[bytes]) -> None:
+    if value is None:
+        out.append(_I32.pack(-1))
+    else:
+        out.append(_I32.pack(len(value)))
+        out.append(bytes(value))
+
+
+def _topic_partitions(items: Iterable[tuple[str, Iterable[int]]], out: list[bytes]) -> None:
+    items = list(items)
+    out.append(_I32.pack(len(items)))
+    for topic, partitions in items:
+        _string(topic, out)
+        parts = tuple(partitions)
+        out.append(_I32.pack(len(parts)))
+        out.append(struct.pack(f">{len(parts)}i", *parts))
+
+
+def encode_subscription(sub: Subscription, version: int) -> bytes:
+    """ConsumerProtocolSubscription bytes at `version` (fields newer than it are dropped)."""
+    _version(version, SUBSCRIPTION_MAX_VERSION, "subscription")
+    out = [_I16.pack(version), _I32.pack(len(sub.topics))]
+    for topic in sub.topics:
+        _string(topic, out)
+    _bytes(sub.user_data, out)
+    if version >= 1:
+        _topic_partitions(sub.owned_partitions, out)
+    if version >= 2:
+        out.append(_I32.pack(sub.generation_id))
+    if version >= 3:
+        _string(sub.rack_id, out, nullable=True)
+    return b"".join(out)
+
+
+def decode_subscription(data: bytes) -> Subscription:
+    """Parse ConsumerProtocolSubscription bytes of any version."""
+    r = _Reader(data, "subscription")
+    version = r.int16("version")
+    if version < 0:
+        raise ConsumerProtocolError(f"subscription: unsupported version {version}")
+    version = min(version, SUBSCRIPTION_MAX_VERSION)
+    count = r.array_length("topics", 2)
+    topics = tuple(r.string("topics") for _ in range(count))
+    user_data = r.nullable_bytes("user_data")
+    owned: TopicPartitions = ()
+    generation_id = -1
+    rack_id = None
+    if version >= 1:
+        owned = r.topic_partitions("owned_partitions")
+    if version >= 2:
+        generation_id = r.int32("generation_id")
+    if version >= 3:
+        rack_id = r.string("rack_id", nullable=True)
+    return Subscription(topics, user_data, owned, generation_id, rack_id)  # type: ignore[arg-type]
+
+
+def encode_assignment(asg: Assignment, version: int) -> bytes:
+    """ConsumerProtocolAssignment bytes at `version` (the layout is the same for v0–v3)."""
+    _version(version, ASSIGNMENT_MAX_VERSION, "assignment")
+    out = [_I16.pack(version)]
+    _topic_partitions(asg.partitions, out)
+    _bytes(asg.user_data, out)
+    return b"".join(out)
+
+
+def decode_assignment(data: bytes) -> Assignment:
+    """Parse ConsumerProtocolAssignment bytes of any version.
+
+    An empty byte string decodes to an empty assignment: Kafka's coordinator sends empty
+    SyncGroup assignment bytes to a member the leader gave nothing.
+    """
+    if isinstance(data, (bytes, bytearray, memoryview)) and len(data) == 0:
+        return Assignment((), None)
+    r = _Reader(data, "assignment")
+    version = r.int16("version")
+    if version < 0:
+        raise ConsumerProtocolError(f"assignment: unsupported version {version}")
+    partitions = r.topic_partitions("assigned_partitions")
+    user_data = r.nullable_bytes("user_data")
+    return Assignment(partitions, user_data)
+
+
+def encode_sticky_user_data(owned: TopicPartitions, generation: int | None) -> bytes:
+    """StickyAssignorUserData: v1 when `generation` is given, v0 (no generation) otherwise.
+
+    This schema has no version prefix on the wire; Kafka tries v1 then v0 when reading.
+    """
+    out: list[bytes] = []
+    _topic_partitions(owned, out)
+    if generation is not None:
+        out.append(_I32.pack(generation))
+    return b"".join(out)
+
+
+def decode_sticky_user_data(data: bytes) -> tuple[TopicPartitions, int]:
+    """Parse StickyAssignorUserData (v1, else v0); returns (owned, generation or -1)."""
+    r = _Reader(data, "sticky user data")
+    owned = r.topic_partitions("previous_assignment")
+    if len(r.buf) - r.pos >= 4:
+        return owned, r.int32("generation")
+    return owned, -1

@@ -1,0 +1,321 @@
+"""Balanced, sticky placement of partitions onto members: the engine behind `uniform`,
+`sticky` and `cooperative-sticky`.
+
+How this works. Members with the same (effective) subscription form a *class*; inside a
+class members are interchangeable, so the problem splits in two:
+
+1. Class level: decide how many partitions of each topic each class gets (`alloc`). Start
+   from what the class already holds (stickiness), pour the unowned partitions of each topic
+   into its subscribing classes by water-filling on partitions-per-member (most constrained
+   topics first), then move partitions between classes while a member of one class would
+   hold two more than a member of another class subscribed to the same topic. Each such
+   move lowers the sum of squared member counts, so the loop ends.
+2. Member level, per class: every member gets floor or ceil of the class total; members
+   that already hold more than the floor get the extra ones first; each keeps as many of
+   its current partitions as its quota and the class budget per topic allow; the partitions
+   nobody kept are dealt in (topic, partition) order to members short of their quota.
+
+With one class (identical subscriptions) step 1 is trivial and step 2 moves exactly the
+partitions that must move: when a member joins a balanced group of N with P partitions,
+floor(P/(N+1)); when one leaves, exactly what it held. A fresh assignment comes out as
+contiguous runs in member order, like Kafka's uniform assignor.
+
+Hot loops work on whole tuples, slices and ranges, never one partition at a time, except
+where a topic is partly owned and its free partitions have to be found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+
+Parts = tuple[int, ...]
+
+
+def place(
+    subscriptions: Sequence[Hashable],
+    counts: Mapping[str, int],
+    current: Sequence[Mapping[str, Sequence[int]]],
+) -> list[dict[str, Parts]]:
+    """Assign every partition of every subscribed topic to exactly one subscriber.
+
+    `subscriptions[i]` is member i's subscribed topics as a hashable collection (frozenset
+    or sorted tuple); `current[i]` is what member i holds now (topic -> sorted partitions),
+    which may be stale or overlap other members'. Member order breaks every tie, so callers
+    pass members in a defined order. Returns one topic -> sorted partitions dict per member.
+    """
+    n_members = len(subscriptions)
+    # 1. Classes of members with the same effective subscription.
+    class_by_sub: dict[Hashable, int] = {}
+    class_by_topics: dict[tuple[str, ...], int] = {}
+    class_topics: list[tuple[str, ...]] = []
+    class_members: list[list[int]] = []
+    member_class = [0] * n_members
+    for i, sub in enumerate(subscriptions):
+        c = class_by_sub.get(sub)
+        if c is None:
+            topics = tuple(sorted(t for t in sub if counts.get(t, 0) > 0))  # type: ignore[attr-defined]
+            c = class_by_topics.get(topics)
+            if c is None:
+                c = len(class_topics)
+                class_by_topics[topics] = c
+                class_topics.append(topics)
+                class_members.append([])
+            class_by_sub[sub] = c
+        class_members[c].append(i)
+        member_class[i] = c
+    class_topic_sets = [frozenset(ts) for ts in class_topics]
+
+    # 2. Valid current holdings: subscribed, existing partitions, each held once.
+    held: list[dict[str, Parts]] = [{} for _ in range(n_members)]
+    holders: dict[str, list[int]] = {}
+    for i in range(n_members):
+        cur = current[i]
+        if not cur:
+            continue
+        allowed = class_topic_sets[member_class[i]]
+        mine = held[i]
+        for t, parts in cur.items():
+            if not parts or t not in allowed:
+                continue
+            n_t = counts[t]
+            if min(parts) < 0 or max(parts) >= n_t:
+                parts = tuple(p for p in parts if 0 <= p < n_t)
+                if not parts:
+                    continue
+            mine[t] = tuple(parts)
+            holders.setdefault(t, []).append(i)
+    for t, who in holders.items():
+        total = 0
+        seen: set[int] = set()
+        for i in who:
+            parts = held[i][t]
+            total += len(parts)
+            seen.update(parts)
+        if total != len(seen):
+            # Why: overlapping claims are invalid input; the first member in order keeps a
+            # partition, the rest lose it, so the output stays a partition of the topic.
+            seen = set()
+            for i in who:
+                keep = tuple(sorted(p for p in set(held[i][t]) if p not in seen))
+                seen.update(keep)
+                if keep:
+                    held[i][t] = keep
+                else:
+                    del held[i][t]
+
+    # 3. Class-level allocation: topic -> partitions per class.
+    n_classes = len(class_topics)
+    alloc: list[dict[str, int]] = [{} for _ in range(n_classes)]
+    topic_classes: dict[str, list[int]] = {}
+    for c, topics in enumerate(class_topics):
+        for t in topics:
+            topic_classes.setdefault(t, []).append(c)
+    if n_classes == 1 or all(len(cs) == 1 for cs in topic_classes.values()):
+        for t, cs in topic_classes.items():
+            alloc[cs[0]][t] = counts[t]
+    else:
+        _allocate_classes(alloc, topic_classes, class_members, held, counts)
+
+    # 4. Member level, per class: quotas, what each member keeps.
+    quota = [0] * n_members
+    kept_total = [0] * n_members
+    kept_class: list[dict[str, int]] = [{} for _ in range(n_classes)]
+    kept_by_topic: dict[str, list[Parts]] = {}
+    kept_count: dict[str, int] = {}
+    for c, members in enumerate(class_members):
+        total = sum(alloc[c].values())
+        if not total:
+            for i in members:
+                held[i] = {}
+            continue
+        q, extra = divmod(total, len(members))
+        for i in members:
+            have = sum(map(len, held[i].values()))
+            if have > q and extra:
+                quota[i] = q + 1
+                extra -= 1
+            else:
+                quota[i] = q
+        if extra:
+            for i in members:
+                if quota[i] == q:
+                    quota[i] = q + 1
+                    extra -= 1
+                    if not extra:
+                        break
+        budget = dict(alloc[c])
+        here = kept_class[c]
+        for i in members:
+            mine = held[i]
+            if not mine:
+                continue
+            room = quota[i]
+            kept: dict[str, Parts] = {}
+            for t in sorted(mine):
+                parts = mine[t]
+                take = min(len(parts), room, budget.get(t, 0))
+                if take <= 0:
+                    continue
+                if take < len(parts):
+                    parts = parts[:take]
+                kept[t] = parts
+                budget[t] -= take
+                room -= take
+                kept_count[t] = kept_count.get(t, 0) + take
+                here[t] = here.get(t, 0) + take
+                kept_by_topic.setdefault(t, []).append(parts)
+            held[i] = kept
+            kept_total[i] = quota[i] - room
+
+    # 5. Free partitions of each topic, in order.
+    pools: dict[str, Sequence[int]] = {}
+    for t in topic_classes:
+        n_t = counts[t]
+        k = kept_count.get(t, 0)
+        if k == n_t:
+            continue
+        if not k:
+            pools[t] = range(n_t)
+        else:
+            taken: set[int] = set()
+            for parts in kept_by_topic[t]:
+                taken.update(parts)
+            pools[t] = sorted(set(range(n_t)).difference(taken))
+    pool_pos = dict.fromkeys(pools, 0)
+
+    # 6. Deal the free partitions to members short of their quota, class by class.
+    for c, members in enumerate(class_members):
+        needs = [(t, alloc[c][t] - kept_class[c].get(t, 0)) for t in class_topics[c]
+                 if t in pools and alloc[c].get(t, 0) > kept_class[c].get(t, 0)]
+        if not needs:
+            continue
+        ti = 0
+        t_name, t_left = needs[0]
+        for i in members:
+            short = quota[i] - kept_total[i]
+            if short <= 0:
+                continue
+            mine = held[i]
+            while short > 0:
+                while t_left == 0:
+                    ti += 1
+                    t_name, t_left = needs[ti]
+                take = short if short < t_left else t_left
+                pos = pool_pos[t_name]
+                chunk = pools[t_name][pos:pos + take]
+                pool_pos[t_name] = pos + take
+                t_left -= take
+                short -= take
+                old = mine.get(t_name)
+                if old:
+                    mine[t_name] = tuple(sorted(old + tuple(chunk)))
+                else:
+                    mine[t_name] = tuple(chunk)
+    return held
+
+
+def _allocate_classes(
+    alloc: list[dict[str, int]],
+    topic_classes: dict[str, list[int]],
+    class_members: list[list[int]],
+    held: list[dict[str, Parts]],
+    counts: Mapping[str, int],
+) -> None:
+    """Fill `alloc` (class -> topic -> count) balanced across classes and sticky."""
+    size = [len(ms) for ms in class_members]
+    load = [0] * len(class_members)
+    for c, members in enumerate(class_members):
+        a = alloc[c]
+        for i in members:
+            for t, parts in held[i].items():
+                a[t] = a.get(t, 0) + len(parts)
+                load[c] += len(parts)
+    order = sorted(topic_classes, key=lambda t: (len(topic_classes[t]), t))
+    # Pour each topic's unowned partitions into its classes, lowest per-member load first.
+    for t in order:
+        cs = topic_classes[t]
+        free = counts[t] - sum(alloc[c].get(t, 0) for c in cs)
+        if free <= 0:
+            continue
+        gift = _water_fill(free, [(load[c], size[c]) for c in cs])
+        for c, g in zip(cs, gift):
+            if g:
+                alloc[c][t] = alloc[c].get(t, 0) + g
+                load[c] += g
+    # Move partitions between classes while a member of one would hold two more than a
+    # member of another that subscribes to the same topic.
+    multi = [t for t in order if len(topic_classes[t]) > 1]
+    changed = True
+    while changed:
+        changed = False
+        for t in multi:
+            cs = topic_classes[t]
+            while True:
+                src = dst = -1
+                hi = -1
+                lo = -1
+                for c in cs:
+                    if alloc[c].get(t, 0) > 0:
+                        top = -(-load[c] // size[c])
+                        if top > hi:
+                            hi, src = top, c
+                    bottom = load[c] // size[c]
+                    if dst < 0 or bottom < lo:
+                        lo, dst = bottom, c
+                if src < 0 or hi <= lo + 1:
+                    break
+                # Largest k such that moving units 0..k-1 each still fixes a violation.
+                a, b, na, nb = load[src], load[dst], size[src], size[dst]
+                limit = alloc[src][t]
+                k_lo, k_hi = 1, limit
+                while k_lo < k_hi:
+                    mid = (k_lo + k_hi + 1) // 2
+                    i = mid - 1
+                    if -(-(a - i) // na) >= (b + i) // nb + 2:
+                        k_lo = mid
+                    else:
+                        k_hi = mid - 1
+                k = k_lo
+                alloc[src][t] -= k
+                alloc[dst][t] = alloc[dst].get(t, 0) + k
+                load[src] -= k
+                load[dst] += k
+                changed = True
+
+
+def _water_fill(amount: int, levels: list[tuple[int, int]]) -> list[int]:
+    """Split `amount` over bins (load, members) so loads per member end as even as possible."""
+    n = len(levels)
+    order = sorted(range(n), key=lambda j: (levels[j][0] / levels[j][1], j))
+    # Find the water line: raise the lowest bins together until `amount` is used.
+    members_below = 0
+    load_below = 0
+    line = 0.0
+    for pos, j in enumerate(order):
+        load_j, size_j = levels[j]
+        members_below += size_j
+        load_below += load_j
+        line = (load_below + amount) / members_below
+        nxt = order[pos + 1] if pos + 1 < n else None
+        if nxt is None or line <= levels[nxt][0] / levels[nxt][1]:
+            break
+    gift = [0] * n
+    given = 0
+    for j in order:
+        load_j, size_j = levels[j]
+        g = int(line * size_j) - load_j
+        if g > 0:
+            gift[j] = g
+            given += g
+    # Float rounding and floors leave a little over or under; settle it one unit at a time
+    # on the bin whose per-member load is lowest (or highest, when taking back).
+    while given < amount:
+        j = min(range(n), key=lambda j: ((levels[j][0] + gift[j]) / levels[j][1], j))
+        gift[j] += 1
+        given += 1
+    while given > amount:
+        j = max((j for j in range(n) if gift[j]),
+                key=lambda j: ((levels[j][0] + gift[j]) / levels[j][1], -j))
+        gift[j] -= 1
+        given -= 1
+    return gift
