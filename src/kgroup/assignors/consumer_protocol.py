@@ -226,9 +226,23 @@ def encode_sticky_user_data(owned: TopicPartitions, generation: int | None) -> b
 
 
 def decode_sticky_user_data(data: bytes) -> tuple[TopicPartitions, int]:
-    """Parse StickyAssignorUserData (v1, else v0); returns (owned, generation or -1)."""
-    r = _Reader(data, "sticky user data")
-    owned = r.topic_partitions("previous_assignment")
-    if len(r.buf) - r.pos >= 4:
-        return owned, r.int32("generation")
-    return owned, -1
+    """Parse StickyAssignorUserData; returns (owned, generation or -1).
+
+    Kafka's Java client writes it without a version prefix (v1: previous assignment then
+    generation; v0: no generation) and reads v1, then v0. kafka-python 3 writes the same
+    fields behind an int16 version, so that layout is accepted too. The first layout that
+    consumes every byte wins.
+    """
+    for prefixed in (False, True):
+        for with_generation in (True, False):
+            try:
+                r = _Reader(data, "sticky user data")
+                if prefixed and r.int16("version") not in (0, 1):
+                    continue
+                owned = r.topic_partitions("previous_assignment")
+                generation = r.int32("generation") if with_generation else -1
+            except ConsumerProtocolError:
+                continue
+            if r.pos == len(r.buf):
+                return owned, generation
+    raise ConsumerProtocolError("sticky user data: not StickyAssignorUserData v0 or v1")
