@@ -41,10 +41,12 @@ class FrameScan:
 
     After iteration: `valid_end` is the byte position just past the last valid frame, `count`
     the number of frames yielded, and `problem` is None if the scan reached `end` cleanly, or
-    a sentence saying why it stopped ("torn frame ...", "CRC mismatch ...", ...).
+    a sentence saying why it stopped ("torn frame ...", "CRC mismatch ...", ...); `torn` is
+    True when the stop is a frame running past the end.
     """
 
-    __slots__ = ("fd", "start", "end", "chunk_size", "valid_end", "count", "problem")
+    __slots__ = ("fd", "start", "end", "chunk_size", "valid_end", "count", "problem", "torn",
+                 "bad_end")
 
     def __init__(self, fd: int, start: int, end: int, chunk_size: int = READ_CHUNK) -> None:
         self.fd = fd
@@ -54,6 +56,8 @@ class FrameScan:
         self.valid_end = start
         self.count = 0
         self.problem: str | None = None
+        self.torn = False  # the problem is a frame running past the end (a crash artifact)
+        self.bad_end = start  # where the bad frame ends (for corrupt, not torn, frames)
 
     def __iter__(self) -> Iterator[bytes]:
         fd, end, crc, unpack = self.fd, self.end, _crc, FRAME_HEADER.unpack_from
@@ -73,6 +77,7 @@ class FrameScan:
                 length, expected = unpack(data, i)
                 if length == 0 or length > MAX_FRAME_BYTES:
                     self.valid_end = pos + i
+                    self.bad_end = pos + i + HEADER_SIZE
                     self.problem = f"bad frame length {length} at byte {pos + i}"
                     return
                 j = i + HEADER_SIZE + length
@@ -81,6 +86,7 @@ class FrameScan:
                 payload = data[i + HEADER_SIZE:j]
                 if crc(payload) != expected:
                     self.valid_end = pos + i
+                    self.bad_end = pos + j
                     self.problem = f"CRC mismatch in frame at byte {pos + i}"
                     return
                 self.count += 1
@@ -93,6 +99,7 @@ class FrameScan:
             # otherwise read on from its start (with a chunk big enough to hold it).
             frame_start = pos + i
             if end - frame_start < HEADER_SIZE:
+                self.torn = True
                 self.problem = (f"torn frame header at byte {frame_start} "
                                 f"({end - frame_start} of {HEADER_SIZE} bytes)")
                 return
@@ -100,11 +107,35 @@ class FrameScan:
             if length is None:
                 length = FRAME_HEADER.unpack(os.pread(fd, HEADER_SIZE, frame_start))[0]
             if length == 0 or length > MAX_FRAME_BYTES:
+                self.bad_end = frame_start + HEADER_SIZE
                 self.problem = f"bad frame length {length} at byte {frame_start}"
                 return
             if frame_start + HEADER_SIZE + length > end:
+                self.torn = True
                 self.problem = (f"torn frame at byte {frame_start}: length {length} runs "
                                 f"{frame_start + HEADER_SIZE + length - end} bytes past the end")
                 return
             self.chunk_size = max(self.chunk_size, HEADER_SIZE + length)
             pos = frame_start
+
+
+
+def zero_tail_start(fd: int, start: int, end: int, chunk_size: int = READ_CHUNK) -> int:
+    """Where the run of zero bytes that ends the range [start, end) of `fd` begins (`end`
+    if the last byte is not zero). A machine crash can leave such zero-filled blocks."""
+    pos = end
+    while pos > start:
+        lo = max(start, pos - chunk_size)
+        data = os.pread(fd, pos - lo, lo)
+        stripped = len(data.rstrip(b"\0"))
+        if stripped:
+            return lo + stripped
+        pos = lo
+    return start
+
+
+def is_crash_artifact(fd: int, scan: FrameScan) -> bool:
+    """True if the problem `scan` stopped at looks like an unfinished write rather than
+    damage: a frame torn by the end of the file, or a bad frame from which on the rest of
+    the file is zeros."""
+    return scan.torn or zero_tail_start(fd, scan.valid_end, scan.end) <= scan.bad_end

@@ -5,10 +5,11 @@ next offset into its baseOffset field (bytes 0..8, outside the CRC, so the batch
 valid) and buffers it on the active segment. Segments are `<base offset, 20 digits>.log`;
 each keeps in memory a sparse index (batch base offset -> byte position, one entry per
 `index_interval_bytes`), its next offset and its largest maxTimestamp, all rebuilt on open by
-walking the batch headers. On open, batches of the active segment are also CRC-checked; any
-segment is cut at its first torn (batchLength past EOF) or invalid batch, with a warning on
-logger "kgroup.storage". Offsets may have gaps between segments after such a cut; reads skip
-them as Kafka does.
+walking the batch headers. On open, batches of the active segment are also CRC-checked and
+it is cut at its first torn (batchLength past EOF) or invalid batch, with a warning on logger
+"kgroup.storage". An older segment is cut only at a crash artifact (torn batch, zero-filled
+tail), and then the later segments, which were never durable, are removed (as Kafka's
+recovery does); other damage there raises `CorruptDataError`.
 
 Retention (`apply_retention(now_ms)`) deletes whole segments from the oldest, never the
 active one, except that when every batch is past `retention_ms` the active segment is rolled
@@ -45,6 +46,7 @@ from kgroup.storage.errors import (
     OffsetOutOfRangeError,
     StorageError,
 )
+from kgroup.storage.framing import zero_tail_start
 from kgroup.storage.segments import (
     FLUSH_THRESHOLD,
     Segment,
@@ -85,7 +87,14 @@ class PartitionLog(SegmentedLog):
             if base < previous_end:
                 raise CorruptDataError(
                     f"segment {path} starts at offset {base}, before the previous segment ends ({previous_end})")
-            self._scan(seg, verify_crc=(i == len(files) - 1))
+            later = files[i + 1:]
+            if not self._scan(seg, last=not later) and later:
+                log.warning("segment %s was cut: removing %d later segment(s) that were never durable",
+                            path, len(later))
+                for _, later_path in later:
+                    later_path.unlink()
+                self._dir_dirty = True
+                break
             previous_end = seg.next_offset
         self._end_offset = self._durable_end = self._segments[-1].next_offset
         self._log_start = self._segments[0].base_offset
@@ -97,16 +106,21 @@ class PartitionLog(SegmentedLog):
                 raise CorruptDataError(f"cannot read log start offset from {checkpoint}: {exc}") from exc
             self._log_start = min(max(self._log_start, stored), self._end_offset)
 
-    def _scan(self, seg: Segment, verify_crc: bool) -> None:
-        """Walk the batches of `seg`: build its index, next offset and max timestamp; cut
-        the file at the first torn or invalid batch."""
+    def _scan(self, seg: Segment, last: bool) -> bool:
+        """Walk the batches of `seg`: build its index, next offset and max timestamp.
+        Batch CRCs are checked in the last segment only. Cut the file at the first torn or
+        invalid batch and return False; return True if the segment was whole. In an older
+        segment only a crash artifact (torn batch, zero-filled tail) is cut; other damage
+        raises `CorruptDataError`."""
         fd, size, interval = seg.fd, seg.size, self.config.index_interval_bytes
         window, window_start = b"", 0
         pos = 0
         problem = None
+        torn = False
         while pos < size:
             if size - pos < HEADER_SIZE:
                 problem = f"torn batch header at byte {pos} ({size - pos} of {HEADER_SIZE} bytes)"
+                torn = True
                 break
             if pos + HEADER_SIZE > window_start + len(window):
                 window, window_start = os.pread(fd, SCAN_CHUNK, pos), pos
@@ -117,11 +131,12 @@ class PartitionLog(SegmentedLog):
                 break
             if pos + h.size > size:
                 problem = f"torn batch at byte {pos}: batchLength {h.batch_length} runs {pos + h.size - size} bytes past the end"
+                torn = True
                 break
             if h.base_offset < seg.next_offset:
                 problem = f"batch at byte {pos}: base offset {h.base_offset} goes backwards (expected >= {seg.next_offset})"
                 break
-            if verify_crc:
+            if last:
                 if pos + h.size > window_start + len(window):
                     window, window_start = os.pread(fd, max(SCAN_CHUNK, h.size), pos), pos
                 start = pos - window_start
@@ -133,8 +148,14 @@ class PartitionLog(SegmentedLog):
                 seg.max_timestamp = h.max_timestamp
             seg.next_offset = h.last_offset + 1
             pos += h.size
-        if problem is not None:
-            self._cut_file(seg, pos, problem)
+        if problem is None:
+            return True
+        if not last and not torn and zero_tail_start(fd, pos, size) > pos + HEADER_SIZE:
+            raise CorruptDataError(
+                f"segment {seg.path}: {problem}, followed by non-zero data; an older segment is "
+                "damaged (not a torn write), refusing to cut durable records")
+        self._cut_file(seg, pos, problem)
+        return False
 
     @staticmethod
     def _index_batch(seg: Segment, pos: int, base_offset: int, interval: int) -> None:

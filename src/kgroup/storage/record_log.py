@@ -1,11 +1,14 @@
 """RecordLog: one partition of the group-metadata log, a segmented file of framed records.
 
 Offsets are consecutive record numbers: the records of segment `<base>.log` have offsets
-base, base+1, ... up to the next segment's base. On open the active (last) segment is
-scanned and cut at the first torn or corrupt frame (a warning on logger "kgroup.storage"
-says how many bytes were cut); older segments are checked as they are read, and a bad frame
-there raises `CorruptDataError` (it was fsynced before the roll was reported durable, so
-it is damage, not a crash artifact).
+base, base+1, ... up to the next segment's base. On open every frame is CRC-checked (the
+same work a replay does; snapshots keep the log short). The active segment is cut at its
+first torn or corrupt frame (a warning on logger "kgroup.storage" says how many bytes were
+cut). An older segment with a torn frame or a bad frame followed only by zeros (what a
+machine crash leaves), or fewer records than the next
+segment's base implies, was never fully fsynced (`sync` fsyncs a rolled segment before it
+reports anything after it durable), so it is cut there and the later segments, which hold
+nothing durable, are removed. Other damage in an older segment raises `CorruptDataError`.
 
 Appends, flush, sync and threading follow `segments.SegmentedLog`.
 """
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from kgroup.storage.errors import CorruptDataError, OffsetOutOfRangeError, StorageError
-from kgroup.storage.framing import HEADER_SIZE, FrameScan, frame_header
+from kgroup.storage.framing import HEADER_SIZE, FrameScan, frame_header, is_crash_artifact
 from kgroup.storage.segments import (
     FLUSH_THRESHOLD,
     Segment,
@@ -39,6 +42,15 @@ class RecordLog(SegmentedLog):
         self._recover()
 
     def _recover(self) -> None:
+        """Open the segments, CRC-check every frame, cut the first torn or corrupt tail.
+
+        The active segment is cut at any bad frame. An older segment is cut only at a torn
+        frame or a zero-filled tail (what a machine crash leaves); other damage there raises
+        `CorruptDataError`. Segment `<base>.log` must hold exactly next_base - base records. A segment that
+        is cut or falls short was never fully fsynced (sync fsyncs rolled segments before it
+        reports them durable), so the segments after it hold nothing durable either: they
+        are removed, with a warning, and the log continues from the cut.
+        """
         files = list_segment_files(self.directory)
         if not files:
             self._new_active_segment(0)
@@ -46,19 +58,35 @@ class RecordLog(SegmentedLog):
             return
         for i, (base, path) in enumerate(files):
             fd = self._open_segment_fd(path, create=False)
-            size = os.fstat(fd).st_size
-            next_offset = files[i + 1][0] if i + 1 < len(files) else base
-            if i + 1 < len(files) and files[i + 1][0] < base:
-                raise CorruptDataError(f"segment {files[i + 1][1]} starts before {path} ends")
-            self._segments.append(Segment(base, path, fd, size, next_offset))
-        active = self._segments[-1]
-        scan = FrameScan(active.fd, 0, active.size)
-        for _ in scan:
-            pass
-        if scan.problem is not None:
-            self._cut_file(active, scan.valid_end, scan.problem)
-        active.next_offset = active.base_offset + scan.count
-        self._end_offset = self._durable_end = active.next_offset
+            seg = Segment(base, path, fd, os.fstat(fd).st_size, base)
+            self._segments.append(seg)
+            scan = FrameScan(fd, 0, seg.size)
+            for _ in scan:
+                pass
+            later = files[i + 1:]
+            if scan.problem is not None:
+                if later and not is_crash_artifact(fd, scan):
+                    raise CorruptDataError(
+                        f"segment {path}: {scan.problem}, followed by non-zero data; an older "
+                        "segment is damaged (not a torn write), refusing to cut durable records")
+                self._cut_file(seg, scan.valid_end, scan.problem)
+            seg.next_offset = base + scan.count
+            if not later:
+                break
+            next_base = later[0][0]
+            if seg.next_offset > next_base:
+                raise CorruptDataError(
+                    f"segment {path} holds {scan.count} records, more than the "
+                    f"{next_base - base} its successor {later[0][1].name} leaves room for")
+            if seg.next_offset < next_base:
+                log.warning("segment %s ends at offset %d, short of the next segment's base %d: "
+                            "removing %d later segment(s) that were never durable",
+                            path, seg.next_offset, next_base, len(later))
+                for _, later_path in later:
+                    later_path.unlink()
+                self._dir_dirty = True
+                break
+        self._end_offset = self._durable_end = self._segments[-1].next_offset
 
     # -- state ---------------------------------------------------------------------------
 
@@ -156,14 +184,16 @@ class RecordLog(SegmentedLog):
         return deleted
 
     def restart_at(self, offset: int) -> None:
-        """Start a new empty active segment at `offset` > log end (used when a snapshot is
-        newer than the surviving log: the records in between are covered by the snapshot)."""
+        """Drop every segment and continue with an empty log at `offset` > log end (used
+        when a snapshot is newer than the surviving log: it covers all records below)."""
         with self._lock:
             self._check_writable()
             if offset <= self._end_offset:
                 raise StorageError(f"log {self.directory}: restart_at({offset}) is not past the end {self._end_offset}")
             self._flush_locked()
-            old = self._segments[-1]
-            self._pending_fsync.append(os.dup(old.fd))
+            old = self._segments
+            self._segments = []
             self._end_offset = offset
             self._new_active_segment(offset)
+            for seg in old:
+                self._delete_segment(seg)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import struct
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from batch_builder import base_offset_of, crc_is_valid, make_batch, split_batches
 
 from kgroup.storage.config import LogConfig
-from kgroup.storage.errors import InvalidBatchError, OffsetOutOfRangeError
+from kgroup.storage.errors import CorruptDataError, InvalidBatchError, OffsetOutOfRangeError
 from kgroup.storage.partition_log import PartitionLog
 
 HOUR = 3_600_000
@@ -133,6 +134,36 @@ def test_crc_corruption_in_the_active_segment_is_cut(tmp_path: Path, caplog) -> 
         log = PartitionLog(tmp_path)
     assert "CRC mismatch" in caplog.text
     assert log.log_end_offset == 2
+
+
+def test_torn_older_segment_is_cut_and_later_segments_dropped(tmp_path: Path) -> None:
+    cfg = LogConfig(segment_bytes=300)
+    log = PartitionLog(tmp_path, cfg)
+    batch = make_batch(values(2))
+    for _ in range(12):
+        log.append(batch)
+    log.close()
+    segs = sorted(tmp_path.glob("*.log"))
+    os.truncate(segs[1], segs[1].stat().st_size - 3)
+    log = PartitionLog(tmp_path, cfg)
+    assert sorted(tmp_path.glob("*.log")) == segs[:2]
+    end = log.log_end_offset
+    assert end < 24 and end % 2 == 0
+    assert log.append(batch) == end
+
+
+def test_damage_inside_an_older_segment_raises(tmp_path: Path) -> None:
+    cfg = LogConfig(segment_bytes=300)
+    log = PartitionLog(tmp_path, cfg)
+    for _ in range(12):
+        log.append(make_batch(values(2)))
+    log.close()
+    first = sorted(tmp_path.glob("*.log"))[0]
+    data = bytearray(first.read_bytes())
+    data[16] = 7  # magic of the first batch
+    first.write_bytes(bytes(data))
+    with pytest.raises(CorruptDataError, match=first.name):
+        PartitionLog(tmp_path, cfg)
 
 
 def test_offset_for_timestamp(tmp_path: Path) -> None:

@@ -179,15 +179,42 @@ def test_crc_corruption_in_last_frame_is_cut(tmp_path: Path, caplog) -> None:
     assert records(log) == [(i, payload(i)) for i in range(9)]
 
 
-def test_corruption_in_an_older_segment_raises_on_read(tmp_path: Path) -> None:
+def test_damage_inside_an_older_segment_raises_on_open(tmp_path: Path) -> None:
     _write_synced(tmp_path, 20, segment_bytes=64)
     first = sorted(tmp_path.glob("*.log"))[0]
     with open(first, "r+b") as f:
         f.seek(9)
         f.write(b"!")
-    log = RecordLog(tmp_path, segment_bytes=64)
     with pytest.raises(CorruptDataError, match=first.name):
-        records(log)
+        RecordLog(tmp_path, segment_bytes=64)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "zeros"])
+def test_torn_older_segment_is_cut_and_later_segments_dropped(tmp_path: Path, damage: str,
+                                                              caplog) -> None:
+    # A machine crash before the roll was fsynced: the older segment lost its tail while
+    # the newer segment's directory entry survived.
+    _write_synced(tmp_path, 20, segment_bytes=64)
+    segs = sorted(tmp_path.glob("*.log"))
+    second = segs[1]
+    size = second.stat().st_size
+    if damage == "truncate":
+        os.truncate(second, size - 5)
+    else:
+        with open(second, "r+b") as f:
+            f.seek(size - 20)
+            f.write(b"\0" * 20)
+    with caplog.at_level(logging.WARNING, logger="kgroup.storage"):
+        log = RecordLog(tmp_path, segment_bytes=64)
+    assert "removing" in caplog.text
+    assert sorted(tmp_path.glob("*.log")) == segs[:2]
+    end = log.log_end_offset
+    assert end < 20
+    assert records(log) == [(i, payload(i)) for i in range(end)]
+    assert log.append(b"more") == end
+    log.sync()
+    log.close()
+    assert records(RecordLog(tmp_path, segment_bytes=64))[-1] == (end, b"more")
 
 
 # -- snapshots ----------------------------------------------------------------------------
