@@ -96,6 +96,7 @@ class PartitionLog(SegmentedLog):
                 self._dir_dirty = True
                 break
             previous_end = seg.next_offset
+        self._sync_recovered()
         self._end_offset = self._durable_end = self._segments[-1].next_offset
         self._log_start = self._segments[0].base_offset
         checkpoint = self.directory / LOG_START_FILE

@@ -86,6 +86,7 @@ class RecordLog(SegmentedLog):
                     later_path.unlink()
                 self._dir_dirty = True
                 break
+        self._sync_recovered()
         self._end_offset = self._durable_end = self._segments[-1].next_offset
 
     # -- state ---------------------------------------------------------------------------

@@ -140,6 +140,17 @@ class SegmentedLog:
             raise StorageError(f"cannot truncate {segment.path} to {valid_end} bytes: {exc}") from exc
         segment.size = valid_end
 
+    def _sync_recovered(self) -> None:
+        """fsync what recovery found (it may sit only in the page cache after a `kill -9`),
+        so that `durable_end` = end offset is true from the start."""
+        try:
+            for seg in self._segments:
+                os.fsync(seg.fd)
+        except OSError as exc:
+            raise StorageError(f"fsync of recovered segments in {self.directory} failed: {exc}") from exc
+        fsync_directory(self.directory)
+        self._dir_dirty = False
+
     def _new_active_segment(self, base_offset: int) -> Segment:
         path = self.directory / segment_name(base_offset)
         fd = self._open_segment_fd(path, create=True)
