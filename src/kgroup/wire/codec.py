@@ -47,6 +47,9 @@ __all__ = [
 _PEEK = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 _CORR = struct.Struct(">i")
+_ERROR16 = struct.Struct(">h")
+_API_VERSIONS = 18
+_UNSUPPORTED_VERSION = 35
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,9 +230,18 @@ def decode_response(
 ) -> tuple[int, Any]:
     """Decode a response frame payload (without size prefix): (correlation_id, kio response).
 
+    An ApiVersions response carrying UNSUPPORTED_VERSION is decoded in v0 format whatever
+    ``version`` was asked (the broker's fallback: retry with a version from its ranges).
     Raises MalformedResponse for undecodable bytes or trailing bytes.
     """
     data = _readonly(frame)
+    if (
+        api_key == _API_VERSIONS
+        and version > 0
+        and len(data) >= 6
+        and _ERROR16.unpack_from(data, 4)[0] == _UNSUPPORTED_VERSION
+    ):
+        version = 0
     try:
         cls = response_class(api_key, version)
         header_cls = cls.__header_schema__

@@ -78,3 +78,10 @@ def test_fallback_without_disabled_apis() -> None:
     reply = encode_api_versions_fallback(1, disabled=CONSUMER_PROTOCOL_APIS)
     kp = ApiVersionsResponse.decode(reply, version=0, header=True, framed=True)
     assert {a.api_key for a in kp.api_keys}.isdisjoint(CONSUMER_PROTOCOL_APIS)
+
+
+def test_client_side_decodes_the_fallback_as_v0() -> None:
+    reply = encode_api_versions_fallback(8)
+    correlation_id, resp = decode_response(18, 4, reply[4:])
+    assert correlation_id == 8 and resp.__version__ == 0 and resp.error_code == 35
+    assert [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys] == OUR_RANGES
