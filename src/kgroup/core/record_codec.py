@@ -1,0 +1,411 @@
+"""Bytes of the group-metadata log records (records.py), and back.
+
+How this works: one log entry's payload is the record's *key* followed by its *value*; a
+payload that ends right after the key is a tombstone (value None). Both key and value open
+with a big-endian int16 version, as in Kafka's `__consumer_offsets`, so a reader knows the
+record type from the key version alone and the value layout from the value version:
+
+    key version 0 or 1   offset commit     (we write 1; 0 is read the same way)
+    key version 2        classic group metadata
+
+All integers are big-endian. `str16` is an int16 byte length then UTF-8 (identifiers, as
+Kafka limits them); `str32`/`bytes32` an int32 length then the bytes; a length of -1 is
+None (only where the field is optional).
+
+Offset commit key (version 1). The fixed fields come first so one `unpack` reads them all:
+    int16 version=1 | int16 group_len | int16 topic_len | int32 partition | group | topic
+
+Offset commit value: version 3 when there is no expire timestamp, 1 when there is one
+(Kafka's v1 was the version that carried one; v3 added the leader epoch, which we always
+carry):
+    v3: int16 version=3 | int64 offset | int32 leader_epoch | int64 commit_ts | int32 metadata_len | metadata
+    v1: int16 version=1 | int64 offset | int32 leader_epoch | int64 commit_ts | int64 expire_ts
+        | int32 metadata_len | metadata
+
+Classic group key (version 2):
+    int16 version=2 | str16 group_id
+
+Classic group value (version 0, our own):
+    int16 version=0 | str32 protocol_type | int32 generation | nullable str32 protocol
+    | nullable str32 leader | int64 current_state_timestamp_ms | int32 member_count
+    | members, each: str32 member_id | nullable str32 group_instance_id | str32 client_id
+      | str32 client_host | int32 rebalance_timeout_ms | int32 session_timeout_ms
+      | bytes32 subscription | bytes32 assignment
+
+Decoding is the restart path (a log of millions of offset commits), so the offset-commit
+path is written for speed: precompiled `Struct`s, one unpack per key and per value, a
+bounded cache that maps key bytes to interned (group, topic) strings, and value objects
+built through their slot descriptors (the frozen-dataclass `__init__` costs twice as much;
+an import-time check falls back to it if the record classes ever change shape). Every
+malformed payload raises `RecordDecodeError`, never struct.error, IndexError or
+UnicodeDecodeError; a record that cannot be written raises `RecordEncodeError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from struct import Struct
+from struct import error as StructError
+
+from kgroup.core.records import (
+    ClassicGroupRecord,
+    ClassicGroupValue,
+    ClassicMemberValue,
+    OffsetCommitRecord,
+    OffsetCommitValue,
+    Record,
+)
+
+__all__ = [
+    "RecordDecodeError",
+    "RecordEncodeError",
+    "decode",
+    "decode_many",
+    "encode",
+    "encode_key",
+    "encode_value",
+]
+
+OFFSET_COMMIT_KEY_VERSION = 1
+GROUP_METADATA_KEY_VERSION = 2
+OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
+OFFSET_VALUE_VERSION = 3
+GROUP_VALUE_VERSION = 0
+
+
+class RecordDecodeError(ValueError):
+    """A payload is not a well-formed group-metadata record."""
+
+
+class RecordEncodeError(ValueError):
+    """A record cannot be written (a field out of range or not encodable)."""
+
+
+# ---- layouts ------------------------------------------------------------------------------
+
+_OC_KEY = Struct(">hhhi")          # version, group_len, topic_len, partition
+_OC_KEY_SIZE = _OC_KEY.size
+_OC_VALUE3 = Struct(">hqiqi")      # version, offset, leader_epoch, commit_ts, metadata_len
+_OC_VALUE3_SIZE = _OC_VALUE3.size
+_OC_VALUE1 = Struct(">hqiqqi")     # ... plus expire_ts before metadata_len
+_OC_VALUE1_SIZE = _OC_VALUE1.size
+_OC_VALUE_HEAD = Struct(">hqiq")   # the prefix v1 and v3 share
+_I16 = Struct(">h")
+_I16_I16 = Struct(">hh")
+_I32 = Struct(">i")
+_I32_I64_I32 = Struct(">iqi")
+_I32_I32 = Struct(">ii")
+_I64 = Struct(">q")
+
+_unpack_oc_key = _OC_KEY.unpack_from
+_unpack_oc_value3 = _OC_VALUE3.unpack_from
+_unpack_oc_value1 = _OC_VALUE1.unpack_from
+_unpack_i16 = _I16.unpack_from
+_unpack_i16_i16 = _I16_I16.unpack_from
+
+_DECODE_ERRORS = (StructError, UnicodeDecodeError, IndexError, OverflowError, ValueError)
+
+# ---- fast construction of frozen slot dataclasses -------------------------------------------
+
+_new = object.__new__
+
+
+def _slot_setters(cls: type, expected: tuple[str, ...]):
+    """The slot descriptors' setters of `cls`, or None if its shape is not `expected`."""
+    names = tuple(f.name for f in fields(cls))
+    if names != expected or hasattr(cls, "__post_init__") or "__slots__" not in cls.__dict__:
+        return None
+    return tuple(getattr(cls, name).__set__ for name in names)
+
+
+_VALUE_SETTERS = _slot_setters(
+    OffsetCommitValue, ("offset", "leader_epoch", "metadata", "commit_timestamp_ms", "expire_timestamp_ms"))
+_RECORD_SETTERS = _slot_setters(OffsetCommitRecord, ("group_id", "topic", "partition", "value"))
+
+if _VALUE_SETTERS is not None and _RECORD_SETTERS is not None:
+    _set_offset, _set_epoch, _set_metadata, _set_commit_ts, _set_expire_ts = _VALUE_SETTERS
+    _set_group, _set_topic, _set_partition, _set_value = _RECORD_SETTERS
+
+    def _offset_value(offset: int, epoch: int, metadata: str, commit_ts: int,
+                      expire_ts: int | None) -> OffsetCommitValue:
+        v = _new(OffsetCommitValue)
+        _set_offset(v, offset)
+        _set_epoch(v, epoch)
+        _set_metadata(v, metadata)
+        _set_commit_ts(v, commit_ts)
+        _set_expire_ts(v, expire_ts)
+        return v
+
+    def _offset_record(group: str, topic: str, partition: int,
+                       value: OffsetCommitValue | None) -> OffsetCommitRecord:
+        r = _new(OffsetCommitRecord)
+        _set_group(r, group)
+        _set_topic(r, topic)
+        _set_partition(r, partition)
+        _set_value(r, value)
+        return r
+else:  # pragma: no cover - only if records.py changes shape
+    _offset_value = OffsetCommitValue
+    _offset_record = OffsetCommitRecord
+
+
+# ---- encoding -----------------------------------------------------------------------------
+
+def _utf8(text: str, what: str) -> bytes:
+    if type(text) is not str:
+        raise RecordEncodeError(f"{what} must be a str, got {type(text).__name__}")
+    try:
+        return text.encode()
+    except UnicodeEncodeError as exc:
+        raise RecordEncodeError(f"{what} is not encodable as UTF-8: {exc}") from None
+
+
+def _str16(text: str, what: str) -> bytes:
+    raw = _utf8(text, what)
+    if len(raw) > 0x7FFF:
+        raise RecordEncodeError(f"{what} is {len(raw)} bytes; at most 32767 fit in a key")
+    return raw
+
+
+def _str32(text: str | None, what: str, out: list[bytes]) -> None:
+    if text is None:
+        out.append(b"\xff\xff\xff\xff")
+        return
+    raw = _utf8(text, what)
+    out.append(_I32.pack(len(raw)))
+    out.append(raw)
+
+
+def _bytes32(data: bytes, what: str, out: list[bytes]) -> None:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise RecordEncodeError(f"{what} must be bytes, got {type(data).__name__}")
+    out.append(_I32.pack(len(data)))
+    out.append(bytes(data))
+
+
+def encode_key(record: Record) -> bytes:
+    """The key bytes of a record (what identifies it for compaction)."""
+    try:
+        if type(record) is OffsetCommitRecord:
+            group = _str16(record.group_id, "group id")
+            topic = _str16(record.topic, "topic")
+            return _OC_KEY.pack(OFFSET_COMMIT_KEY_VERSION, len(group), len(topic), record.partition) + group + topic
+        if type(record) is ClassicGroupRecord:
+            group = _str16(record.group_id, "group id")
+            return _I16_I16.pack(GROUP_METADATA_KEY_VERSION, len(group)) + group
+    except StructError as exc:
+        raise RecordEncodeError(f"cannot encode key of {record!r}: {exc}") from None
+    raise RecordEncodeError(f"not a group-metadata record: {record!r}")
+
+
+def encode_value(record: Record) -> bytes | None:
+    """The value bytes of a record, or None for a tombstone."""
+    value = record.value
+    if value is None:
+        return None
+    try:
+        if type(value) is OffsetCommitValue:
+            metadata = _utf8(value.metadata, "offset metadata")
+            if value.expire_timestamp_ms is None:
+                head = _OC_VALUE3.pack(OFFSET_VALUE_VERSION, value.offset, value.leader_epoch,
+                                       value.commit_timestamp_ms, len(metadata))
+            else:
+                head = _OC_VALUE1.pack(OFFSET_VALUE_VERSION_WITH_EXPIRY, value.offset, value.leader_epoch,
+                                       value.commit_timestamp_ms, value.expire_timestamp_ms, len(metadata))
+            return head + metadata
+        if type(value) is ClassicGroupValue:
+            return _encode_group_value(value)
+    except StructError as exc:
+        raise RecordEncodeError(f"cannot encode value of {record!r}: {exc}") from None
+    raise RecordEncodeError(f"not a group-metadata value: {value!r}")
+
+
+def _encode_group_value(value: ClassicGroupValue) -> bytes:
+    out: list[bytes] = [_I16.pack(GROUP_VALUE_VERSION)]
+    _str32(value.protocol_type, "protocol type", out)
+    out.append(_I32.pack(value.generation))
+    _str32(value.protocol, "protocol", out)
+    _str32(value.leader, "leader", out)
+    out.append(_I64.pack(value.current_state_timestamp_ms))
+    out.append(_I32.pack(len(value.members)))
+    for m in value.members:
+        if type(m) is not ClassicMemberValue:
+            raise RecordEncodeError(f"not a ClassicMemberValue: {m!r}")
+        _str32(m.member_id, "member id", out)
+        _str32(m.group_instance_id, "group instance id", out)
+        _str32(m.client_id, "client id", out)
+        _str32(m.client_host, "client host", out)
+        out.append(_I32_I32.pack(m.rebalance_timeout_ms, m.session_timeout_ms))
+        _bytes32(m.subscription, "subscription", out)
+        _bytes32(m.assignment, "assignment", out)
+    return b"".join(out)
+
+
+def encode(record: Record) -> bytes:
+    """One log payload: key bytes, then value bytes (nothing for a tombstone)."""
+    key = encode_key(record)
+    value = encode_value(record)
+    return key if value is None else key + value
+
+
+# ---- decoding -----------------------------------------------------------------------------
+
+# Key bytes (group and topic) -> the interned (group, topic) strings. A shard's log names few
+# distinct partitions many times over, so this saves both decoding and memory. Bounded.
+_NAMES: dict[bytes, tuple[str, str]] = {}
+_NAMES_LIMIT = 1 << 16
+
+
+def decode(payload: bytes) -> Record:
+    """The record one log payload holds; RecordDecodeError if it is malformed."""
+    if type(payload) is not bytes:
+        payload = _as_bytes(payload)
+    try:
+        version, glen, tlen, partition = _unpack_oc_key(payload, 0)
+        if version == OFFSET_COMMIT_KEY_VERSION or version == 0:
+            # ---- offset commit: the hot path ----
+            if glen < 0 or tlen < 0:
+                raise RecordDecodeError(f"negative string length in offset commit key ({glen}, {tlen})")
+            end = _OC_KEY_SIZE + glen + tlen
+            n = len(payload)
+            if n < end:
+                raise RecordDecodeError(f"offset commit key truncated: {n} of {end} bytes")
+            raw = payload[_OC_KEY_SIZE:end]
+            names = _NAMES.get(raw)
+            if names is None:
+                names = _intern_names(raw, glen)
+            if n == end:
+                return _offset_record(names[0], names[1], partition, None)
+            vversion, offset, epoch, commit_ts, mlen = _unpack_oc_value3(payload, end)
+            if vversion == OFFSET_VALUE_VERSION:
+                start = end + _OC_VALUE3_SIZE
+                expire_ts = None
+            elif vversion == OFFSET_VALUE_VERSION_WITH_EXPIRY:
+                _, offset, epoch, commit_ts, expire_ts, mlen = _unpack_oc_value1(payload, end)
+                start = end + _OC_VALUE1_SIZE
+            else:
+                raise RecordDecodeError(f"unknown offset commit value version {vversion}")
+            if start + mlen != n or mlen < 0:
+                raise RecordDecodeError(
+                    f"offset commit value has {n - start} bytes after its header, metadata says {mlen}")
+            metadata = payload[start:n].decode() if mlen else ""
+            return _offset_record(names[0], names[1], partition,
+                                  _offset_value(offset, epoch, metadata, commit_ts, expire_ts))
+        if version == GROUP_METADATA_KEY_VERSION:
+            return _decode_group(payload)
+        raise RecordDecodeError(f"unknown record key version {version}")
+    except RecordDecodeError:
+        raise
+    except _DECODE_ERRORS as exc:
+        if len(payload) < _OC_KEY_SIZE and payload[:2] == _GROUP_KEY_PREFIX:
+            # A group key too short to hold an offset-commit key header.
+            return _decode_group_checked(payload)
+        raise RecordDecodeError(f"malformed group-metadata record ({len(payload)} bytes): {exc}") from None
+
+
+_GROUP_KEY_PREFIX = _I16.pack(GROUP_METADATA_KEY_VERSION)
+
+
+def _as_bytes(payload) -> bytes:
+    if isinstance(payload, (bytearray, memoryview)):
+        return bytes(payload)
+    raise RecordDecodeError(f"payload must be bytes, got {type(payload).__name__}")
+
+
+def _decode_group_checked(payload: bytes) -> ClassicGroupRecord:
+    try:
+        return _decode_group(payload)
+    except RecordDecodeError:
+        raise
+    except _DECODE_ERRORS as exc:
+        raise RecordDecodeError(f"malformed group-metadata record ({len(payload)} bytes): {exc}") from None
+
+
+def decode_many(payloads) -> list[Record]:
+    """Decode a sequence of payloads (the restart path), in order."""
+    return [decode(p) for p in payloads]
+
+
+def _intern_names(raw: bytes, glen: int) -> tuple[str, str]:
+    names = (raw[:glen].decode(), raw[glen:].decode())
+    if len(_NAMES) >= _NAMES_LIMIT:
+        _NAMES.clear()
+    _NAMES[bytes(raw)] = names
+    return names
+
+
+class _Reader:
+    """A cursor over a classic group payload; every read checks its bounds."""
+
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes, pos: int) -> None:
+        self.data = data
+        self.pos = pos
+
+    def unpack(self, st: Struct) -> tuple:
+        values = st.unpack_from(self.data, self.pos)
+        self.pos += st.size
+        return values
+
+    def raw(self, length: int, what: str) -> bytes:
+        if length < 0:
+            raise RecordDecodeError(f"negative length {length} for {what}")
+        end = self.pos + length
+        if end > len(self.data):
+            raise RecordDecodeError(f"{what} truncated: wants {length} bytes, {len(self.data) - self.pos} left")
+        chunk = self.data[self.pos:end]
+        self.pos = end
+        return chunk
+
+    def str32(self, what: str) -> str:
+        (length,) = self.unpack(_I32)
+        return self.raw(length, what).decode()
+
+    def nullable_str32(self, what: str) -> str | None:
+        (length,) = self.unpack(_I32)
+        if length == -1:
+            return None
+        return self.raw(length, what).decode()
+
+    def bytes32(self, what: str) -> bytes:
+        (length,) = self.unpack(_I32)
+        return bytes(self.raw(length, what))
+
+
+def _decode_group(payload: bytes) -> ClassicGroupRecord:
+    r = _Reader(payload, 2)
+    (glen,) = r.unpack(_I16)
+    group_id = r.raw(glen, "group id").decode()
+    if r.pos == len(payload):
+        return ClassicGroupRecord(group_id, None)
+    (version,) = r.unpack(_I16)
+    if version != GROUP_VALUE_VERSION:
+        raise RecordDecodeError(f"unknown group metadata value version {version}")
+    protocol_type = r.str32("protocol type")
+    (generation,) = r.unpack(_I32)
+    protocol = r.nullable_str32("protocol")
+    leader = r.nullable_str32("leader")
+    (timestamp,) = r.unpack(_I64)
+    (count,) = r.unpack(_I32)
+    if count < 0:
+        raise RecordDecodeError(f"negative member count {count}")
+    # Each member needs at least 32 bytes; refuse counts the payload cannot hold before
+    # looping over them.
+    if count * 32 > len(payload) - r.pos:
+        raise RecordDecodeError(f"member count {count} does not fit in {len(payload) - r.pos} bytes")
+    members = []
+    for _ in range(count):
+        member_id = r.str32("member id")
+        instance_id = r.nullable_str32("group instance id")
+        client_id = r.str32("client id")
+        client_host = r.str32("client host")
+        rebalance_timeout, session_timeout = r.unpack(_I32_I32)
+        subscription = r.bytes32("subscription")
+        assignment = r.bytes32("assignment")
+        members.append(ClassicMemberValue(member_id, instance_id, client_id, client_host,
+                                          rebalance_timeout, session_timeout, subscription, assignment))
+    if r.pos != len(payload):
+        raise RecordDecodeError(f"{len(payload) - r.pos} trailing bytes after group metadata value")
+    return ClassicGroupRecord(group_id, ClassicGroupValue(protocol_type, generation, protocol, leader,
+                                                          timestamp, tuple(members)))
