@@ -1,0 +1,38 @@
+"""Coordinator settings, named and defaulted as Apache Kafka's broker names them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    """Settings that shape classic-group and offset behaviour.
+
+    Every field carries the Kafka broker property it mirrors, so an operator's existing
+    numbers carry over.
+    """
+
+    # group.min.session.timeout.ms / group.max.session.timeout.ms
+    min_session_timeout_ms: int = 6_000
+    max_session_timeout_ms: int = 1_800_000
+    # group.initial.rebalance.delay.ms
+    initial_rebalance_delay_ms: int = 3_000
+    # group.max.size
+    max_group_size: int = 2_147_483_647
+    # offsets.retention.minutes (7 days), as milliseconds
+    offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
+    # offsets.retention.check.interval.ms
+    offsets_retention_check_interval_ms: int = 600_000
+    # offset.metadata.max.bytes
+    offset_metadata_max_bytes: int = 4096
+
+    def __post_init__(self) -> None:
+        if self.min_session_timeout_ms > self.max_session_timeout_ms:
+            raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+        if self.initial_rebalance_delay_ms < 0:
+            raise ValueError("group.initial.rebalance.delay.ms must be >= 0")
+        if self.max_group_size < 1:
+            raise ValueError("group.max.size must be >= 1")
+        if self.offsets_retention_ms < 1 or self.offsets_retention_check_interval_ms < 1:
+            raise ValueError("offset retention settings must be positive")

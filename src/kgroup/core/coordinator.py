@@ -1,0 +1,162 @@
+"""One coordinator shard: the entry point the broker, the lab and the tests drive.
+
+How this works: every request goes to a handler that returns a `Result` (records and
+replies) and never touches stored state. The caller appends the records to the shard's log,
+calls `replay` on each (the only thing that changes stored state), and sends the replies
+once the records are durable. Timers are data: the caller sleeps until `next_deadline()` and
+calls `expire(now_ms)`, which runs due operations and returns their records and replies the
+same way, one operation per call. Loading after a restart is `replay` over the log followed by `load_complete`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kgroup.core.admin import Admin
+from kgroup.core.classic_group import ClassicGroup
+from kgroup.core.classic_protocol import ClassicProtocol
+from kgroup.core.config import GroupConfig
+from kgroup.core.messages import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+from kgroup.core.offsets import Offsets
+from kgroup.core.records import ClassicGroupRecord, ClassicGroupValue, OffsetCommitRecord, Record
+from kgroup.core.result import EMPTY_RESULT, ReplyTo, Result
+from kgroup.core.state import ShardState, StoredState, counter_member_ids
+
+
+class GroupCoordinator:
+    """The groups and offsets of one group-metadata log partition."""
+
+    def __init__(self, config: GroupConfig | None = None,
+                 new_member_id: Callable[[str], str] | None = None) -> None:
+        self.shard = ShardState(config or GroupConfig(), new_member_id or counter_member_ids())
+        self.classic = ClassicProtocol(self.shard)
+        self.offsets = Offsets(self.shard)
+        self.admin = Admin(self.shard)
+        self._timer_ops = {
+            "heartbeat": self.classic.heartbeat_expired,
+            "join": self.classic.join_expired,
+            "initial-join": self.classic.initial_join_expired,
+            "sync": self.classic.sync_expired,
+            "expire-offsets": lambda op, now: self.offsets.expire(now),
+        }
+
+    # ---- state ----------------------------------------------------------------------------
+
+    @property
+    def stored(self) -> StoredState:
+        return self.shard.stored
+
+    @property
+    def groups(self) -> dict[str, ClassicGroup]:
+        return self.shard.groups
+
+    # ---- requests -------------------------------------------------------------------------
+
+    def join_group(self, req: JoinGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.classic.join(req, reply, now_ms)
+
+    def sync_group(self, req: SyncGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.classic.sync(req, reply, now_ms)
+
+    def heartbeat(self, req: HeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.classic.heartbeat(req, reply, now_ms)
+
+    def leave_group(self, req: LeaveGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.classic.leave(req, reply, now_ms)
+
+    def commit_offsets(self, req: OffsetCommitRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.offsets.commit(req, reply, now_ms)
+
+    def fetch_offsets(self, req: OffsetFetchRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.offsets.fetch(req, reply, now_ms)
+
+    def delete_offsets(self, req: OffsetDeleteRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.offsets.delete(req, reply, now_ms)
+
+    def describe_groups(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int,
+                        missing_as_error: bool = False) -> Result:
+        return self.admin.describe(group_ids, reply, now_ms, missing_as_error)
+
+    def list_groups(self, req: ListGroupsRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.admin.list(req, reply, now_ms)
+
+    def delete_groups(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
+        return self.admin.delete(group_ids, reply, now_ms)
+
+    # ---- replay ---------------------------------------------------------------------------
+
+    def replay(self, record: Record) -> None:
+        """Apply one record to stored state: the only way stored state changes."""
+        if type(record) is OffsetCommitRecord:
+            offsets = self.shard.stored.offsets
+            if record.value is None:
+                group_offsets = offsets.get(record.group_id)
+                if group_offsets is not None:
+                    group_offsets.pop((record.topic, record.partition), None)
+                    if not group_offsets:
+                        del offsets[record.group_id]
+            else:
+                group_offsets = offsets.get(record.group_id)
+                if group_offsets is None:
+                    group_offsets = offsets[record.group_id] = {}
+                group_offsets[(record.topic, record.partition)] = record.value
+        elif type(record) is ClassicGroupRecord:
+            if record.value is None:
+                self.shard.stored.classic_groups.pop(record.group_id, None)
+            else:
+                self.shard.stored.classic_groups[record.group_id] = record.value
+        else:
+            raise TypeError(f"not a group-metadata record: {record!r}")
+
+    def load_complete(self, now_ms: int) -> Result:
+        """Rebuild runtime groups from stored state after a replay, and re-arm timers.
+
+        Members of a loaded group get a full session to show up again, so a coordinator
+        restart shorter than the session timeout costs no rebalance.
+        """
+        out = EMPTY_RESULT
+        stored = self.shard.stored
+        for group_id in sorted(set(stored.classic_groups) | set(stored.offsets)):
+            if group_id in self.shard.groups:
+                continue
+            value = stored.classic_groups.get(group_id) or ClassicGroupValue("", 0, None, None, now_ms, ())
+            group = ClassicGroup.from_value(group_id, value)
+            self.shard.groups[group_id] = group
+            out = out + self.classic.group_loaded(group, now_ms)
+        self.offsets.schedule_expiry(now_ms)
+        return out
+
+    def snapshot_records(self) -> list[Record]:
+        """Records that rebuild the current stored state from nothing (for log snapshots)."""
+        stored = self.shard.stored
+        records: list[Record] = [ClassicGroupRecord(g, v) for g, v in sorted(stored.classic_groups.items())]
+        for group_id, offsets in sorted(stored.offsets.items()):
+            records.extend(OffsetCommitRecord(group_id, t, p, v) for (t, p), v in sorted(offsets.items()))
+        return records
+
+    # ---- timers ---------------------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        """When `expire` next has work to do, or None."""
+        return self.shard.timers.next_deadline()
+
+    def expire(self, now_ms: int) -> Result | None:
+        """Run the earliest timer operation due at `now_ms`; None when none is due.
+
+        One operation at a time, so the caller replays its records before the next one
+        reads stored state.
+        """
+        due = self.shard.timers.pop_due(now_ms)
+        if due is None:
+            return None
+        _, op = due
+        return self._timer_ops[op.kind](op, now_ms)

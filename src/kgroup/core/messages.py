@@ -1,0 +1,239 @@
+"""Requests and responses of the group APIs, as the core sees them.
+
+These are version-independent: the wire layer maps each Kafka request version onto them
+(filling defaults for fields an old version lacks) and back. Field names follow Kafka's
+schemas so the mapping stays obvious.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgroup.core.errors import ErrorCode
+
+UNKNOWN_MEMBER_ID = ""
+NO_GENERATION = -1
+
+
+# ---- JoinGroup ----------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupRequest:
+    group_id: str
+    member_id: str
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int = -1  # v0 has none: Kafka uses the session timeout
+    group_instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 9
+    reason: str | None = None
+
+    @property
+    def requires_known_member_id(self) -> bool:
+        """v4+: a new dynamic member is first handed an id (MEMBER_ID_REQUIRED, KIP-394)."""
+        return self.api_version >= 4
+
+    @property
+    def supports_skip_assignment(self) -> bool:
+        """v9+: a static leader rejoining a Stable group is told to skip assignment."""
+        return self.api_version >= 9
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupResponse:
+    error: ErrorCode
+    generation_id: int = NO_GENERATION
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    member_id: str = ""
+    members: tuple[JoinGroupMember, ...] = ()
+    skip_assignment: bool = False
+
+
+# ---- SyncGroup ----------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+    protocol_type: str | None = None  # v5+
+    protocol_name: str | None = None  # v5+
+    assignments: tuple[tuple[str, bytes], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupResponse:
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+# ---- Heartbeat ----------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResponse:
+    error: ErrorCode
+
+
+# ---- LeaveGroup ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class LeavingMember:
+    member_id: str
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupRequest:
+    group_id: str
+    members: tuple[LeavingMember, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeftMember:
+    member_id: str
+    group_instance_id: str | None
+    error: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupResponse:
+    error: ErrorCode
+    members: tuple[LeftMember, ...] = ()
+
+
+# ---- Offsets ------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitPartition:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = ""
+    # OffsetCommit v1 per-partition timestamp; v2-v4 retention_time_ms. -1 = broker default.
+    commit_timestamp_ms: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    partitions: tuple[OffsetCommitPartition, ...]
+    group_instance_id: str | None = None
+    retention_time_ms: int = -1  # v2-v4
+    api_version: int = 8
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionError:
+    topic: str
+    partition: int
+    error: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitResponse:
+    partitions: tuple[PartitionError, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchRequest:
+    group_id: str
+    # None asks for every partition the group has an offset for.
+    partitions: tuple[tuple[str, int], ...] | None
+    require_stable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    error: ErrorCode = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResponse:
+    error: ErrorCode
+    partitions: tuple[FetchedOffset, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleteRequest:
+    group_id: str
+    partitions: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleteResponse:
+    error: ErrorCode
+    partitions: tuple[PartitionError, ...] = ()
+
+
+# ---- Admin --------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedGroup:
+    group_id: str
+    error: ErrorCode
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[DescribedMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListGroupsRequest:
+    states_filter: tuple[str, ...] = ()
+    types_filter: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedGroup:
+    group_id: str
+    error: ErrorCode

@@ -1,0 +1,217 @@
+"""Committed offsets: commit with generation fencing, fetch, delete, and retention.
+
+How this works: a commit is validated against the group (member, instance id, generation;
+a generation of -1 from a client outside group management is a "simple" commit, allowed
+only while the group has no members), then becomes one OffsetCommitRecord per partition.
+Offsets live in the shard's stored state and change only by replay. Retention follows
+KIP-211: an Empty group's offsets expire `offsets.retention` after the group became empty
+(whatever their commit time, as in Kafka); a group with no protocol type (simple commits only) uses
+the commit time; offsets of a Stable consumer group expire only for topics nobody
+subscribes to. An Empty group left with no offsets is deleted.
+"""
+
+from __future__ import annotations
+
+from kgroup.core.classic_group import ClassicGroup, ClassicGroupState
+from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.messages import (
+    UNKNOWN_MEMBER_ID,
+    FetchedOffset,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    PartitionError,
+)
+from kgroup.core.records import ClassicGroupRecord, OffsetCommitRecord, OffsetCommitValue
+from kgroup.core.result import EMPTY_RESULT, ReplyTo, Result, ResultBuilder
+from kgroup.core.state import ShardState
+from kgroup.core.subscriptions import subscribed_topics
+from kgroup.core.timers import TimerOp
+
+S = ClassicGroupState
+EXPIRY_KEY = ("expire-offsets",)
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+class Offsets:
+    """Handlers of OffsetCommit, OffsetFetch, OffsetDelete and the retention timer."""
+
+    def __init__(self, shard: ShardState) -> None:
+        self.shard = shard
+        self.config = shard.config
+
+    # ---- OffsetCommit ---------------------------------------------------------------------
+
+    def commit(self, req: OffsetCommitRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """Validate the committer, then write one record per partition that fits."""
+        if not req.group_id:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
+        group = self.shard.groups.get(req.group_id)
+        if group is None:
+            if req.generation_id >= 0:
+                # Only a client outside group management may create a group by committing.
+                raise GroupError(
+                    ErrorCode.GROUP_ID_NOT_FOUND if req.api_version >= 9 else ErrorCode.ILLEGAL_GENERATION,
+                    f"group {req.group_id} does not exist",
+                )
+            group = ClassicGroup(req.group_id, now_ms)
+        else:
+            self._validate_commit(group, req)
+        self.shard.groups.setdefault(req.group_id, group)
+        if req.member_id and group.has_member(req.member_id):
+            # A commit is proof of life, as a heartbeat is.
+            member = group.members[req.member_id]
+            self.shard.timers.schedule(
+                ("heartbeat", group.group_id, member.member_id), now_ms + member.session_timeout_ms,
+                TimerOp("heartbeat", group.group_id, member.member_id),
+            )
+        out = ResultBuilder()
+        errors = []
+        limit = self.config.offset_metadata_max_bytes
+        for p in req.partitions:
+            metadata = p.metadata or ""
+            if len(metadata.encode()) > limit:
+                errors.append(PartitionError(p.topic, p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+                continue
+            expire = None
+            if req.retention_time_ms >= 0:
+                expire = now_ms + req.retention_time_ms
+            elif p.commit_timestamp_ms >= 0:
+                expire = p.commit_timestamp_ms + self.config.offsets_retention_ms
+            out.record(OffsetCommitRecord(
+                req.group_id, p.topic, p.partition,
+                OffsetCommitValue(p.offset, p.leader_epoch, metadata, now_ms, expire),
+            ))
+            errors.append(PartitionError(p.topic, p.partition, ErrorCode.NONE))
+        out.reply(reply, OffsetCommitResponse(tuple(errors)))
+        return out.build()
+
+    def _validate_commit(self, group: ClassicGroup, req: OffsetCommitRequest) -> None:
+        if group.is_in(S.DEAD):
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if req.generation_id < 0 and group.is_in(S.EMPTY):
+            return  # simple commit to a group nobody is in
+        if req.generation_id >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
+            group.validate_member(req.member_id, req.group_instance_id)
+            if req.generation_id != group.generation:
+                raise GroupError(ErrorCode.ILLEGAL_GENERATION,
+                                 f"generation {req.generation_id} is not the group's {group.generation}")
+        else:
+            # No member and no generation: only allowed while nobody is in the group.
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, "group has members; commit with member id and generation")
+        if group.is_in(S.COMPLETING_REBALANCE):
+            # The member knows the new generation but has no assignment yet.
+            raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
+
+    # ---- OffsetFetch ----------------------------------------------------------------------
+
+    def fetch(self, req: OffsetFetchRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """Committed offsets of listed partitions (-1 where none), or of all of them."""
+        stored = self.shard.stored.offsets.get(req.group_id, {})
+        if req.partitions is None:
+            found = tuple(
+                FetchedOffset(t, p, v.offset, v.leader_epoch, v.metadata)
+                for (t, p), v in sorted(stored.items())
+            )
+        else:
+            fetched = []
+            for t, p in req.partitions:
+                v = stored.get((t, p))
+                fetched.append(FetchedOffset(t, p, -1, -1, "") if v is None
+                               else FetchedOffset(t, p, v.offset, v.leader_epoch, v.metadata))
+            found = tuple(fetched)
+        return Result((), ((reply, OffsetFetchResponse(ErrorCode.NONE, found)),))
+
+    # ---- OffsetDelete ---------------------------------------------------------------------
+
+    def delete(self, req: OffsetDeleteRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """Delete offsets, except of topics the group's live members subscribe to."""
+        group = self.shard.groups.get(req.group_id)
+        if group is None or group.is_in(S.DEAD):
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} does not exist")
+        if group.is_in(S.EMPTY) or not group.protocol_type:
+            protected: frozenset[str] = frozenset()
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            protected = self.subscribed_topics(group) or frozenset()
+        else:
+            raise GroupError(ErrorCode.NON_EMPTY_GROUP, "the group has members of a non-consumer protocol")
+        out = ResultBuilder()
+        stored = self.shard.stored.offsets.get(req.group_id, {})
+        errors = []
+        for topic, partition in req.partitions:
+            if topic in protected:
+                errors.append(PartitionError(topic, partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+                continue
+            if (topic, partition) in stored:
+                out.record(OffsetCommitRecord(req.group_id, topic, partition, None))
+            errors.append(PartitionError(topic, partition, ErrorCode.NONE))
+        out.reply(reply, OffsetDeleteResponse(ErrorCode.NONE, tuple(errors)))
+        return out.build()
+
+    @staticmethod
+    def subscribed_topics(group: ClassicGroup) -> frozenset[str] | None:
+        """Topics the members subscribe to, or None if any member's metadata is unreadable."""
+        topics: set[str] = set()
+        for member in group.members.values():
+            member_topics = subscribed_topics(member.metadata(group.protocol))
+            if member_topics is None:
+                return None
+            topics.update(member_topics)
+        return frozenset(topics)
+
+    # ---- Retention ------------------------------------------------------------------------
+
+    def schedule_expiry(self, now_ms: int) -> None:
+        self.shard.timers.schedule(EXPIRY_KEY, now_ms + self.config.offsets_retention_check_interval_ms,
+                                   TimerOp("expire-offsets", ""))
+
+    def expire(self, now_ms: int) -> Result:
+        """Tombstone expired offsets; delete Empty groups that are left with none."""
+        out = ResultBuilder()
+        retention = self.config.offsets_retention_ms
+        stored = self.shard.stored
+        for group_id in sorted(set(stored.offsets) | set(self.shard.groups)):
+            group = self.shard.groups.get(group_id)
+            offsets = stored.offsets.get(group_id, {})
+            expired = self._expired(group, offsets, now_ms, retention)
+            for topic, partition in expired:
+                out.record(OffsetCommitRecord(group_id, topic, partition, None))
+            if group is not None and group.is_in(S.EMPTY) and len(expired) == len(offsets):
+                group.transition_to(S.DEAD, now_ms)
+                del self.shard.groups[group_id]
+                if group_id in stored.classic_groups:
+                    out.record(ClassicGroupRecord(group_id, None))
+        self.schedule_expiry(now_ms)
+        return out.build() if out.records else EMPTY_RESULT
+
+    def _expired(self, group: ClassicGroup | None, offsets: dict, now_ms: int,
+                 retention: int) -> list[tuple[str, int]]:
+        if not offsets:
+            return []
+        if group is None or not group.protocol_type:
+            base = None  # simple group: each commit's own time
+            keep: frozenset[str] = frozenset()
+        elif group.is_in(S.EMPTY):
+            base = group.state_timestamp_ms
+            keep = frozenset()
+        elif group.is_in(S.STABLE) and group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscribed = self.subscribed_topics(group)
+            if subscribed is None:
+                return []
+            base = None
+            keep = subscribed
+        else:
+            return []
+        expired = []
+        for (topic, partition), v in sorted(offsets.items()):
+            if topic in keep:
+                continue
+            if v.expire_timestamp_ms is not None:
+                if now_ms >= v.expire_timestamp_ms:
+                    expired.append((topic, partition))
+            elif now_ms - (v.commit_timestamp_ms if base is None else base) >= retention:
+                expired.append((topic, partition))
+        return expired

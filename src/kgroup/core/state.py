@@ -1,0 +1,51 @@
+"""What one coordinator shard holds, shared by the handler modules.
+
+`stored` is the durable state: it changes only through `replay` (coordinator.py), live or
+while loading the log. Everything else is runtime state that handlers change directly:
+classic groups mid-rebalance, parked replies, timers. After a restart the runtime state is
+rebuilt from `stored` (`GroupCoordinator.load_complete`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from kgroup.core.classic_group import ClassicGroup
+from kgroup.core.config import GroupConfig
+from kgroup.core.records import ClassicGroupValue, OffsetCommitValue
+from kgroup.core.timers import Timers
+
+# (topic, partition) -> committed offset
+GroupOffsets = dict[tuple[str, int], OffsetCommitValue]
+
+
+@dataclass(slots=True)
+class StoredState:
+    """The durable state of a shard: exactly what replaying its log produces."""
+
+    classic_groups: dict[str, ClassicGroupValue] = field(default_factory=dict)
+    offsets: dict[str, GroupOffsets] = field(default_factory=dict)
+
+
+def counter_member_ids() -> Callable[[str], str]:
+    """A deterministic member-id source for tests and simulations: `<client id>-<n>`."""
+    counter = 0
+
+    def new_id(prefix: str) -> str:
+        nonlocal counter
+        counter += 1
+        return f"{prefix or 'member'}-{counter}"
+
+    return new_id
+
+
+@dataclass(slots=True)
+class ShardState:
+    config: GroupConfig
+    # Returns a fresh member id for a client id (or an instance id for static members).
+    # Injected so the core never draws randomness of its own.
+    new_member_id: Callable[[str], str]
+    timers: Timers = field(default_factory=Timers)
+    stored: StoredState = field(default_factory=StoredState)
+    groups: dict[str, ClassicGroup] = field(default_factory=dict)

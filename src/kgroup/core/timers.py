@@ -1,0 +1,98 @@
+"""Timers as data: a key, a deadline, and an operation the coordinator runs at expiry.
+
+How this works: `schedule(key, deadline, op)` replaces whatever the key held. Entries live in
+a heap with lazy deletion: the dict `_current` is the truth, the heap only says "look at this
+key no earlier than t". Pushing a key's deadline later (every heartbeat does this) only
+updates the dict; when the stale heap entry surfaces it is pushed again with the real
+deadline. That keeps a heartbeat at O(1) amortised instead of a heap push per request.
+Nothing here reads a clock: callers pass `now_ms`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class TimerOp:
+    """What to do at expiry: a kind the coordinator dispatches on, and its target."""
+
+    kind: str
+    group_id: str
+    member_id: str = ""
+    generation: int = -1
+    # The initial-rebalance delay carries its own delay and what is left of the budget.
+    delay_ms: int = 0
+    remaining_ms: int = 0
+
+
+class Timers:
+    """A set of keyed deadlines; the earliest due ones are popped in deadline order."""
+
+    __slots__ = ("_current", "_heap", "_seq")
+
+    def __init__(self) -> None:
+        self._current: dict[Hashable, tuple[int, int, TimerOp]] = {}
+        self._heap: list[tuple[int, int, Hashable]] = []
+        self._seq = 0
+
+    def schedule(self, key: Hashable, deadline_ms: int, op: TimerOp) -> None:
+        """Arm `key` to run `op` at `deadline_ms`, replacing any earlier arming of it."""
+        self._seq += 1
+        old = self._current.get(key)
+        self._current[key] = (deadline_ms, self._seq, op)
+        if old is None or deadline_ms < old[0]:
+            heapq.heappush(self._heap, (deadline_ms, self._seq, key))
+        # else: the heap already holds an entry for this key that is no later; it will be
+        # re-pushed with the new deadline when it surfaces.
+
+    def cancel(self, key: Hashable) -> None:
+        self._current.pop(key, None)
+
+    def deadline(self, key: Hashable) -> int | None:
+        entry = self._current.get(key)
+        return None if entry is None else entry[0]
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._current
+
+    def __len__(self) -> int:
+        return len(self._current)
+
+    def next_deadline(self) -> int | None:
+        """The earliest deadline of any armed key, or None when nothing is armed."""
+        heap = self._heap
+        while heap:
+            deadline, _, key = heap[0]
+            entry = self._current.get(key)
+            if entry is None:
+                heapq.heappop(heap)
+            elif entry[0] != deadline:
+                heapq.heapreplace(heap, (entry[0], entry[1], key))
+            else:
+                return deadline
+        return None
+
+    def pop_due(self, now_ms: int) -> tuple[Hashable, TimerOp] | None:
+        """Remove and return the earliest (key, op) whose deadline is <= now_ms.
+
+        Ties are broken by scheduling order so expiry is deterministic.
+        """
+        heap = self._heap
+        while heap:
+            deadline, seq, key = heap[0]
+            entry = self._current.get(key)
+            if entry is None:
+                heapq.heappop(heap)
+                continue
+            if entry[0] != deadline or entry[1] != seq:
+                heapq.heapreplace(heap, (entry[0], entry[1], key))
+                continue
+            if deadline > now_ms:
+                return None
+            heapq.heappop(heap)
+            del self._current[key]
+            return key, entry[2]
+        return None
