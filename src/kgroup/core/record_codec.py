@@ -12,8 +12,10 @@ All integers are big-endian. `str16` is an int16 byte length then UTF-8 (identif
 Kafka limits them); `str32`/`bytes32` an int32 length then the bytes; a length of -1 is
 None (only where the field is optional).
 
-Offset commit key (version 1). The fixed fields come first so one `unpack` reads them all:
-    int16 version=1 | int16 group_len | int16 topic_len | int32 partition | group | topic
+Offset commit key (version 1). Both lengths come first, so the bytes from the first length
+to the end of the topic name the (group, topic) pair unambiguously and serve as a cache key;
+the partition sits right before the value, so one `unpack` reads it with the value's header:
+    int16 version=1 | int16 group_len | int16 topic_len | group | topic | int32 partition
 
 Offset commit value: version 3 when there is no expire timestamp, 1 when there is one
 (Kafka's v1 was the version that carried one; v3 added the leader epoch, which we always
@@ -83,13 +85,15 @@ class RecordEncodeError(ValueError):
 
 # ---- layouts ------------------------------------------------------------------------------
 
-_OC_KEY = Struct(">hhhi")          # version, group_len, topic_len, partition
-_OC_KEY_SIZE = _OC_KEY.size
+_OC_KEY_HEAD = Struct(">hhh")      # version, group_len, topic_len
+_OC_KEY_HEAD_SIZE = _OC_KEY_HEAD.size
 _OC_VALUE3 = Struct(">hqiqi")      # version, offset, leader_epoch, commit_ts, metadata_len
-_OC_VALUE3_SIZE = _OC_VALUE3.size
 _OC_VALUE1 = Struct(">hqiqqi")     # ... plus expire_ts before metadata_len
-_OC_VALUE1_SIZE = _OC_VALUE1.size
-_OC_VALUE_HEAD = Struct(">hqiq")   # the prefix v1 and v3 share
+# The key's trailing partition together with the value header that follows it.
+_OC_PART_VALUE3 = Struct(">ihqiqi")
+_OC_PART_VALUE3_SIZE = _OC_PART_VALUE3.size
+_OC_PART_VALUE1 = Struct(">ihqiqqi")
+_OC_PART_VALUE1_SIZE = _OC_PART_VALUE1.size
 _I16 = Struct(">h")
 _I16_I16 = Struct(">hh")
 _I32 = Struct(">i")
@@ -97,9 +101,10 @@ _I32_I64_I32 = Struct(">iqi")
 _I32_I32 = Struct(">ii")
 _I64 = Struct(">q")
 
-_unpack_oc_key = _OC_KEY.unpack_from
-_unpack_oc_value3 = _OC_VALUE3.unpack_from
-_unpack_oc_value1 = _OC_VALUE1.unpack_from
+_unpack_oc_key_head = _OC_KEY_HEAD.unpack_from
+_unpack_oc_part_value3 = _OC_PART_VALUE3.unpack_from
+_unpack_oc_part_value1 = _OC_PART_VALUE1.unpack_from
+_unpack_i32 = _I32.unpack_from
 _unpack_i16 = _I16.unpack_from
 _unpack_i16_i16 = _I16_I16.unpack_from
 
@@ -189,7 +194,8 @@ def encode_key(record: Record) -> bytes:
         if type(record) is OffsetCommitRecord:
             group = _str16(record.group_id, "group id")
             topic = _str16(record.topic, "topic")
-            return _OC_KEY.pack(OFFSET_COMMIT_KEY_VERSION, len(group), len(topic), record.partition) + group + topic
+            return b"".join((_OC_KEY_HEAD.pack(OFFSET_COMMIT_KEY_VERSION, len(group), len(topic)),
+                             group, topic, _I32.pack(record.partition)))
         if type(record) is ClassicGroupRecord:
             group = _str16(record.group_id, "group id")
             return _I16_I16.pack(GROUP_METADATA_KEY_VERSION, len(group)) + group
@@ -250,7 +256,7 @@ def encode(record: Record) -> bytes:
 
 # ---- decoding -----------------------------------------------------------------------------
 
-# Key bytes (group and topic) -> the interned (group, topic) strings. A shard's log names few
+# Key bytes from the group length to the end of the topic -> the (group, topic) strings. A shard's log names few
 # distinct partitions many times over, so this saves both decoding and memory. Bounded.
 _NAMES: dict[bytes, tuple[str, str]] = {}
 _NAMES_LIMIT = 1 << 16
@@ -261,28 +267,25 @@ def decode(payload: bytes) -> Record:
     if type(payload) is not bytes:
         payload = _as_bytes(payload)
     try:
-        version, glen, tlen, partition = _unpack_oc_key(payload, 0)
+        version, glen, tlen = _unpack_oc_key_head(payload, 0)
         if version == OFFSET_COMMIT_KEY_VERSION or version == 0:
             # ---- offset commit: the hot path ----
             if glen < 0 or tlen < 0:
                 raise RecordDecodeError(f"negative string length in offset commit key ({glen}, {tlen})")
-            end = _OC_KEY_SIZE + glen + tlen
-            n = len(payload)
-            if n < end:
-                raise RecordDecodeError(f"offset commit key truncated: {n} of {end} bytes")
-            raw = payload[_OC_KEY_SIZE:end]
-            names = _NAMES.get(raw)
+            end = _OC_KEY_HEAD_SIZE + glen + tlen
+            names = _NAMES.get(payload[2:end])
             if names is None:
-                names = _intern_names(raw, glen)
-            if n == end:
-                return _offset_record(names[0], names[1], partition, None)
-            vversion, offset, epoch, commit_ts, mlen = _unpack_oc_value3(payload, end)
+                names = _intern_names(payload, glen, end)
+            n = len(payload)
+            if n == end + 4:
+                return _offset_record(names[0], names[1], _unpack_i32(payload, end)[0], None)
+            partition, vversion, offset, epoch, commit_ts, mlen = _unpack_oc_part_value3(payload, end)
             if vversion == OFFSET_VALUE_VERSION:
-                start = end + _OC_VALUE3_SIZE
+                start = end + _OC_PART_VALUE3_SIZE
                 expire_ts = None
             elif vversion == OFFSET_VALUE_VERSION_WITH_EXPIRY:
-                _, offset, epoch, commit_ts, expire_ts, mlen = _unpack_oc_value1(payload, end)
-                start = end + _OC_VALUE1_SIZE
+                partition, _, offset, epoch, commit_ts, expire_ts, mlen = _unpack_oc_part_value1(payload, end)
+                start = end + _OC_PART_VALUE1_SIZE
             else:
                 raise RecordDecodeError(f"unknown offset commit value version {vversion}")
             if start + mlen != n or mlen < 0:
@@ -297,7 +300,7 @@ def decode(payload: bytes) -> Record:
     except RecordDecodeError:
         raise
     except _DECODE_ERRORS as exc:
-        if len(payload) < _OC_KEY_SIZE and payload[:2] == _GROUP_KEY_PREFIX:
+        if len(payload) < _OC_KEY_HEAD_SIZE and payload[:2] == _GROUP_KEY_PREFIX:
             # A group key too short to hold an offset-commit key header.
             return _decode_group_checked(payload)
         raise RecordDecodeError(f"malformed group-metadata record ({len(payload)} bytes): {exc}") from None
@@ -326,11 +329,15 @@ def decode_many(payloads) -> list[Record]:
     return [decode(p) for p in payloads]
 
 
-def _intern_names(raw: bytes, glen: int) -> tuple[str, str]:
-    names = (raw[:glen].decode(), raw[glen:].decode())
+def _intern_names(payload: bytes, glen: int, end: int) -> tuple[str, str]:
+    if len(payload) < end:
+        raise RecordDecodeError(f"offset commit key truncated: {len(payload)} of {end}+ bytes")
+    split = _OC_KEY_HEAD_SIZE + glen
+    names = (payload[_OC_KEY_HEAD_SIZE:split].decode(), payload[split:end].decode())
     if len(_NAMES) >= _NAMES_LIMIT:
         _NAMES.clear()
-    _NAMES[bytes(raw)] = names
+    # The cache key starts at the lengths, so "ab"+"c" and "a"+"bc" stay apart.
+    _NAMES[payload[2:end]] = names
     return names
 
 
