@@ -1,0 +1,108 @@
+"""Broker settings: flags, a TOML file, and the Kafka property names they mirror."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kgroup.core.config import GroupConfig
+from kgroup.wire import DEFAULT_MAX_FRAME_SIZE
+
+
+class ConfigError(ValueError):
+    """A setting is wrong; the message says which and how to fix it."""
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    listen_host: str = "127.0.0.1"
+    listen_port: int = 9092
+    # What clients are told to connect to (Metadata, FindCoordinator); defaults to listen.
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+    data_dir: str = "./kgroup-data"
+    node_id: int = 1
+    cluster_id: str = "kgroup"
+    # offsets.topic.num.partitions: coordinator shards.
+    metadata_partitions: int = 50
+    # "always" | "interval:<ms>" | "never"
+    fsync: str = "always"
+    # socket.request.max.bytes
+    max_request_bytes: int = DEFAULT_MAX_FRAME_SIZE
+    # auto.create.topics.enable / num.partitions
+    auto_create_topics: bool = True
+    default_partitions: int = 1
+    # log.segment.bytes / log.retention.ms / log.retention.bytes
+    log_segment_bytes: int = 1 << 30
+    log_retention_ms: int = 7 * 24 * 3600 * 1000
+    log_retention_bytes: int = -1
+    log_retention_check_interval_ms: int = 300_000
+    # message.max.bytes
+    max_message_bytes: int = 1_048_588
+    group: GroupConfig = field(default_factory=GroupConfig)
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        return (self.advertised_host or self.listen_host, self.advertised_port or self.listen_port)
+
+
+# TOML keys (Kafka property names where Kafka has one) -> (section, field)
+GROUP_KEYS = {f.name for f in dataclasses.fields(GroupConfig)}
+BROKER_KEYS = {f.name for f in dataclasses.fields(BrokerConfig)} - {"group"}
+
+
+def parse_host_port(text: str, what: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"{what} must look like HOST:PORT (for example 127.0.0.1:9092), not {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
+    """Settings from an optional TOML file, then flag overrides (None means not given).
+
+    The file has top-level broker keys and a [group] table, e.g.
+    `listen = "127.0.0.1:9092"`, `fsync = "always"`, `[group] initial_rebalance_delay_ms = 0`.
+    """
+    broker: dict[str, Any] = {}
+    group: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        for key, value in raw.items():
+            if key == "group":
+                if not isinstance(value, dict):
+                    raise ConfigError("[group] must be a table")
+                for gkey, gvalue in value.items():
+                    if gkey not in GROUP_KEYS:
+                        raise ConfigError(f"unknown [group] setting {gkey!r}; known: {', '.join(sorted(GROUP_KEYS))}")
+                    group[gkey] = gvalue
+            elif key in ("listen", "advertised"):
+                host, port = parse_host_port(str(value), key)
+                broker[f"{key}_host"], broker[f"{key}_port"] = host, port
+            elif key in BROKER_KEYS:
+                broker[key] = value
+            else:
+                raise ConfigError(f"unknown setting {key!r} in {path}; known: listen, advertised, "
+                                  f"{', '.join(sorted(BROKER_KEYS))}, [group]")
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if key in ("listen", "advertised"):
+            host, port = parse_host_port(value, "--" + key)
+            broker[f"{key}_host"], broker[f"{key}_port"] = host, port
+        elif key in GROUP_KEYS:
+            group[key] = value
+        else:
+            broker[key] = value
+    try:
+        return BrokerConfig(**broker, group=GroupConfig(**group))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None

@@ -1,0 +1,272 @@
+"""`kgroup serve`: the asyncio broker process.
+
+How this works: one asyncio server accepts connections; each connection reads frames
+(FrameSplitter, bounded by the maximum request size), decodes them with the wire layer and
+answers them one at a time in order, as Kafka does (a parked JoinGroup holds its
+connection's later requests until it is answered). Group APIs go to the coordinator shard
+that owns the group (one per group-metadata log partition); data APIs go to DataPath.
+Anything a client sends that we cannot serve gets an error response or, for bytes we cannot
+even frame or decode, a closed connection — never a crash of the broker. SIGTERM/SIGINT
+stop accepting, let in-flight requests finish briefly, sync every log and exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+import time
+import uuid
+from typing import Any
+
+from kgroup.broker.config import BrokerConfig, ConfigError, load_config
+from kgroup.broker.durability import Durability
+from kgroup.broker.group_api import GroupApi
+from kgroup.broker.shard import Shard, now_ms
+from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
+from kgroup.storage.group_hash import partition_for_group
+from kgroup.wire import (
+    CONSUMER_PROTOCOL_APIS,
+    FrameSplitter,
+    FramingError,
+    MalformedRequest,
+    UnsupportedVersion,
+    api_versions_response,
+    decode_request,
+    encode_api_versions_fallback,
+    encode_response,
+)
+
+log = logging.getLogger("kgroup.broker")
+
+API_VERSIONS = 18
+READ_CHUNK = 256 * 1024
+# APIs we advertise as unsupported until the consumer-protocol issue lands.
+DISABLED_APIS = CONSUMER_PROTOCOL_APIS
+
+
+def _member_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4()}"
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.data: DataDir | None = None
+        self.durability: Durability | None = None
+        self.shards: list[Shard] = []
+        self.server: asyncio.AbstractServer | None = None
+        self.connections: set[asyncio.Task] = set()
+        self.handlers: dict[int, Any] = {}
+        self._stopping = asyncio.Event()
+        self._background: list[asyncio.Task] = []
+
+    # ---- life cycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        cfg = self.config
+        self.durability = Durability(FsyncPolicy.parse(cfg.fsync))
+        self.data = DataDir(
+            cfg.data_dir,
+            metadata_partitions=cfg.metadata_partitions,
+            log_config=LogConfig(segment_bytes=cfg.log_segment_bytes, retention_bytes=cfg.log_retention_bytes,
+                                 retention_ms=cfg.log_retention_ms),
+        )
+        self.durability.start()
+        metadata_log = self.data.metadata_log
+        self.shards = [
+            Shard(i, metadata_log.partition(i), cfg.group, self.durability, _member_id)
+            for i in range(cfg.metadata_partitions)
+        ]
+        groups = GroupApi(self.shards, lambda g: partition_for_group(g, cfg.metadata_partitions),
+                          cfg.advertised, cfg.node_id)
+        from kgroup.broker.data_path import DataPath  # noqa: PLC0415 (data path is optional at import)
+        self.data_path = DataPath(cfg, self.data, self.durability)
+        dp = self.data_path
+        self.handlers = {
+            0: dp.produce, 1: dp.fetch, 2: dp.list_offsets, 3: dp.metadata,
+            8: groups.offset_commit, 9: groups.offset_fetch, 10: groups.find_coordinator,
+            11: groups.join_group, 12: groups.heartbeat, 13: groups.leave_group, 14: groups.sync_group,
+            15: groups.describe_groups, 16: groups.list_groups,
+            19: dp.create_topics, 20: dp.delete_topics, 37: dp.create_partitions,
+            42: groups.delete_groups, 47: groups.offset_delete,
+        }
+        self.server = await asyncio.start_server(self._serve_connection, cfg.listen_host, cfg.listen_port,
+                                                 reuse_address=True)
+        host, port = self.server.sockets[0].getsockname()[:2]
+        self.bound = (host, port)
+        log.info("listening on %s:%d advertised=%s:%d data_dir=%s fsync=%s", host, port,
+                 *cfg.advertised, cfg.data_dir, cfg.fsync)
+        self._background.append(asyncio.create_task(self._load_shards(), name="kgroup-load"))
+        self._background.append(asyncio.create_task(self._retention(), name="kgroup-retention"))
+
+    async def _load_shards(self) -> None:
+        started = time.monotonic()
+        total = 0
+        for shard in self.shards:
+            total += shard.load()
+            await asyncio.sleep(0)  # let requests in; unloaded shards answer LOAD_IN_PROGRESS
+        groups = sum(len(s.coordinator.groups) for s in self.shards)
+        log.info("coordinator loaded: records=%d groups=%d seconds=%.3f", total, groups,
+                 time.monotonic() - started)
+
+    async def _retention(self) -> None:
+        interval = self.config.log_retention_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.data_path.apply_retention(now_ms())
+            except Exception:
+                log.exception("log retention pass failed")
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+
+    async def run_until_stopped(self) -> None:
+        await self._stopping.wait()
+        await self.stop()
+
+    async def stop(self) -> None:
+        log.info("stopping: finishing in-flight requests")
+        if self.server is not None:
+            self.server.close()
+        for task in self._background:
+            task.cancel()
+        if self.connections:
+            # Requests already being served get a moment; parked joins are cut off.
+            _, pending = await asyncio.wait(self.connections, timeout=1.0)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        for shard in self.shards:
+            shard.close()
+        if hasattr(self, "data_path"):
+            self.data_path.close()
+        if self.durability is not None:
+            await self.durability.close()
+        if self.data is not None:
+            self.data.sync()
+            self.data.close()
+        log.info("stopped cleanly")
+
+    # ---- connections ----------------------------------------------------------------------
+
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self.connections.add(task)
+        peer = writer.get_extra_info("peername")
+        client_host = f"/{peer[0]}" if peer else ""
+        splitter = FrameSplitter(self.config.max_request_bytes)
+        try:
+            while True:
+                chunk = await reader.read(READ_CHUNK)
+                if not chunk:
+                    return
+                for frame in splitter.feed(chunk):
+                    response = await self._handle(frame, client_host)
+                    if response is not None:
+                        writer.write(response)
+                        if writer.transport.get_write_buffer_size() > (1 << 20):
+                            await writer.drain()
+                await writer.drain()
+        except FramingError as exc:
+            log.warning("closing connection from %s: %s", peer, exc)
+        except _CloseConnection as exc:
+            log.warning("closing connection from %s: %s", peer, exc)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("closing connection from %s after an internal error", peer)
+        finally:
+            self.connections.discard(task)
+            writer.close()
+
+    async def _handle(self, frame: bytes, client_host: str) -> bytes | None:
+        try:
+            header, request = decode_request(frame, disabled=DISABLED_APIS)
+        except UnsupportedVersion as exc:
+            if exc.api_key == API_VERSIONS:
+                # Too new for us: answer in v0 format with our ranges so the client falls back.
+                return encode_api_versions_fallback(exc.correlation_id, disabled=DISABLED_APIS)
+            raise _CloseConnection(f"unsupported API {exc.api_key} v{exc.api_version}") from None
+        except MalformedRequest as exc:
+            raise _CloseConnection(f"malformed request: {exc}") from None
+        if header.api_key == API_VERSIONS:
+            return encode_response(header, api_versions_response(header.api_version, disabled=DISABLED_APIS))
+        handler = self.handlers[header.api_key]
+        try:
+            if header.api_key == 11:
+                response = await handler(header, request, client_host)
+            else:
+                response = await handler(header, request)
+        except StorageError as exc:
+            log.error("storage error serving api %d: %s", header.api_key, exc)
+            raise _CloseConnection("storage error") from None
+        if response is None:
+            return None
+        return encode_response(header, response)
+
+
+class _CloseConnection(Exception):
+    """Drop this connection (bad bytes from the client); the broker goes on."""
+
+
+# ---- entry point --------------------------------------------------------------------------
+
+def configure_logging(level: str = "INFO") -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> None:
+    broker = Broker(config)
+    await broker.start()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, broker.request_stop)
+        except (NotImplementedError, RuntimeError):
+            pass
+    if ready is not None:
+        ready.set()
+    await broker.run_until_stopped()
+
+
+def serve_main(args: Any) -> int:
+    """Run `kgroup serve` with argparse-style args; returns the exit status."""
+    configure_logging(getattr(args, "log_level", None) or "INFO")
+    try:
+        config = load_config(
+            getattr(args, "config", None),
+            listen=getattr(args, "listen", None),
+            advertised=getattr(args, "advertised", None),
+            data_dir=getattr(args, "data_dir", None),
+            fsync=getattr(args, "fsync", None),
+        )
+        FsyncPolicy.parse(config.fsync)
+    except (ConfigError, ValueError, StorageError) as exc:
+        print(f"kgroup: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import uvloop  # type: ignore[import-not-found]
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    try:
+        runner(run_broker(config))
+    except StorageError as exc:
+        print(f"kgroup: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"kgroup: error: cannot listen on {config.listen_host}:{config.listen_port}: {exc.strerror}"
+              " — is another broker running there? Pick another --listen address.", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0

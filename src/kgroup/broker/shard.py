@@ -1,0 +1,158 @@
+"""One coordinator shard: a GroupCoordinator bound to one group-metadata log partition.
+
+How this works: `call(handler, request)` runs the pure handler with an asyncio future as the
+reply token, appends the records it returned to the partition log, replays them, and hands
+replies out once the log is durable up to its end *as of that moment* — so no reply ever
+reveals state that a crash could take back. Parked replies (a JoinGroup waiting for the
+rebalance) resolve later from another request's or a timer's Result, through the same path.
+Timers: after every call the shard re-arms one loop timer at the core's next deadline.
+Loading replays the partition's snapshot and log tail; until it finishes, group requests
+get COORDINATOR_LOAD_IN_PROGRESS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Callable
+
+from kgroup.broker.durability import Durability
+from kgroup.core import record_codec
+from kgroup.core.config import GroupConfig
+from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.result import Result
+from kgroup.storage.metadata_log import MetadataPartition
+
+log = logging.getLogger("kgroup.broker.coordinator")
+
+# Write a snapshot once this many records were appended since the last one, so a restart
+# replays at most about this many records per shard.
+SNAPSHOT_EVERY = 100_000
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Shard:
+    def __init__(self, index: int, partition: MetadataPartition, config: GroupConfig,
+                 durability: Durability, new_member_id: Callable[[str], str]) -> None:
+        self.index = index
+        self.partition = partition
+        self.durability = durability
+        self.coordinator = GroupCoordinator(config, new_member_id)
+        self.loaded = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_deadline: int | None = None
+        self._since_snapshot = 0
+        self._snapshot_task: asyncio.Task | None = None
+
+    # ---- loading --------------------------------------------------------------------------
+
+    def load(self) -> int:
+        """Replay the snapshot and log tail into the coordinator; returns records replayed."""
+        replay = self.partition.load()
+        count = 0
+        coordinator = self.coordinator
+        decode = record_codec.decode
+        for payload in replay.snapshot:
+            coordinator.replay(decode(payload))
+            count += 1
+        for _, payload in replay.tail:
+            coordinator.replay(decode(payload))
+            count += 1
+            self._since_snapshot += 1
+        self.apply(coordinator.load_complete(now_ms()))
+        self.loaded = True
+        return count
+
+    # ---- requests -------------------------------------------------------------------------
+
+    async def call(self, handler: Callable[..., Result], request: Any, *args: Any) -> Any:
+        """Run a core handler and wait for its reply to this request."""
+        if not self.loaded:
+            raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        reply = asyncio.get_running_loop().create_future()
+        result = handler(request, reply, now_ms(), *args)
+        self.apply(result)
+        return await reply
+
+    def apply(self, result: Result) -> None:
+        """Persist and replay a Result's records; release its replies once durable."""
+        if result.records:
+            encode = record_codec.encode
+            for record in result.records:
+                self.partition.append(encode(record))
+                self.coordinator.replay(record)
+            self._since_snapshot += len(result.records)
+        if result.replies:
+            end = self.partition.log_end_offset
+            if self.partition.durable_end >= end:
+                _deliver(result.replies)
+            else:
+                asyncio.get_running_loop().create_task(self._deliver_when_durable(end, result.replies))
+        self._arm_timer()
+        if self._since_snapshot >= SNAPSHOT_EVERY and self._snapshot_task is None:
+            self._snapshot_task = asyncio.get_running_loop().create_task(self._snapshot())
+
+    async def _deliver_when_durable(self, end: int, replies) -> None:
+        try:
+            await self.durability.durable(self.partition, end)
+        except Exception as exc:
+            for fut, _ in replies:
+                if isinstance(fut, asyncio.Future) and not fut.done():
+                    fut.set_exception(exc)
+            return
+        _deliver(replies)
+
+    # ---- timers ---------------------------------------------------------------------------
+
+    def _arm_timer(self) -> None:
+        deadline = self.coordinator.next_deadline()
+        if deadline == self._timer_deadline:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_deadline = deadline
+        if deadline is not None:
+            loop = asyncio.get_running_loop()
+            delay = max(0.0, (deadline - now_ms()) / 1000)
+            self._timer = loop.call_later(delay, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._timer_deadline = None
+        now = now_ms()
+        for _ in range(10_000):  # bounded: never starve the loop
+            result = self.coordinator.expire(now)
+            if result is None:
+                break
+            self.apply(result)
+        self._arm_timer()
+
+    # ---- snapshots ------------------------------------------------------------------------
+
+    async def _snapshot(self) -> None:
+        try:
+            offset = self.partition.log_end_offset
+            payloads = [record_codec.encode(r) for r in self.coordinator.snapshot_records()]
+            await asyncio.to_thread(self.partition.write_snapshot, offset, payloads)
+            self._since_snapshot = 0
+            log.info("shard %d: snapshot of %d records at offset %d", self.index, len(payloads), offset)
+        except Exception:
+            log.exception("shard %d: snapshot failed (the log still has everything)", self.index)
+        finally:
+            self._snapshot_task = None
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def _deliver(replies) -> None:
+    for fut, response in replies:
+        if isinstance(fut, asyncio.Future) and not fut.done():
+            fut.set_result(response)

@@ -1,0 +1,90 @@
+"""A real `kgroup serve` process on a free loopback port, for integration tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+KGROUP = str(Path(sys.executable).with_name("kgroup"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class BrokerProcess:
+    """Starts, stops, kills and restarts one broker with one data dir."""
+
+    def __init__(self, data_dir: Path, *, group: dict | None = None, extra: dict | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.config_path = data_dir.parent / f"{data_dir.name}.toml"
+        lines = [f"{k} = {_toml(v)}" for k, v in (extra or {}).items()]
+        group = {"initial_rebalance_delay_ms": 0, **(group or {})}
+        lines.append("[group]")
+        lines += [f"{k} = {_toml(v)}" for k, v in group.items()]
+        self.config_path.write_text("\n".join(lines) + "\n")
+        self.proc: subprocess.Popen | None = None
+        self.log_path = data_dir.parent / f"{data_dir.name}.log"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> "BrokerProcess":
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [KGROUP, "serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
+             "--config", str(self.config_path)],
+            stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"kgroup serve exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"kgroup serve did not listen within {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGTERM and wait; returns the exit status."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        self._log.close()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return '"' + str(value).replace('"', '\\"') + '"'
