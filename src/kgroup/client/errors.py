@@ -1,0 +1,94 @@
+"""Exceptions raised by the asyncio client (connection and admin).
+
+Every exception carries a one-line ``str`` saying what went wrong and a ``hint`` saying how
+to fix it, so the CLI can print ``kgroup: error: <what> — <hint>`` without a traceback.
+Broker error codes are reported by name (``kio.schema.errors.ErrorCode(code).name``).
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+
+def error_name(code: int) -> str:
+    """The Kafka name of an error code, e.g. 16 -> NOT_COORDINATOR."""
+    try:
+        return ErrorCode(int(code)).name
+    except ValueError:
+        return f"UNKNOWN_ERROR_CODE_{int(code)}"
+
+
+class KafkaClientError(Exception):
+    """Base class: ``str(exc)`` is what is wrong, ``exc.hint`` how to fix it."""
+
+    hint = "check the broker log and the command's arguments"
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        if hint is not None:
+            self.hint = hint
+
+
+class KafkaConnectionError(KafkaClientError):
+    """Could not connect to host:port, or the broker closed the connection."""
+
+    hint = "check that the broker is running and --bootstrap-server points at it"
+
+
+class RequestTimeout(KafkaClientError):
+    """The broker did not answer a request in time."""
+
+    hint = "the broker may be overloaded or stuck; retry or raise the timeout"
+
+
+class UnsupportedApi(KafkaClientError):
+    """The broker does not serve an API at any version we speak."""
+
+    hint = "use a broker that supports this API (kgroup serve does)"
+
+
+class ProtocolError(KafkaClientError):
+    """The broker sent bytes we cannot decode, or answered an unknown correlation id."""
+
+    hint = "the broker is not speaking the Kafka protocol we expect; check the address"
+
+
+class BrokerError(KafkaClientError):
+    """A broker answered with a non-zero error code."""
+
+    _HINTS = {
+        "UNKNOWN_TOPIC_OR_PARTITION": "check the name with `kgroup topics list`",
+        "TOPIC_ALREADY_EXISTS": "pick another name or delete the topic first",
+        "INVALID_PARTITIONS": "use a partition count of at least 1 (and more than today's "
+        "for create-partitions)",
+        "INVALID_REPLICATION_FACTOR": "kgroup runs one broker; use replication factor 1",
+        "GROUP_ID_NOT_FOUND": "check the name with `kgroup groups list`",
+        "NON_EMPTY_GROUP": "stop every consumer of the group first",
+        "UNKNOWN_MEMBER_ID": "the group has active members; stop them first",
+        "ILLEGAL_GENERATION": "the group has active members; stop them first",
+        "REBALANCE_IN_PROGRESS": "the group is rebalancing; stop its consumers and retry",
+        "COORDINATOR_NOT_AVAILABLE": "the coordinator is starting; retry in a moment",
+        "NOT_COORDINATOR": "the coordinator moved; retry in a moment",
+        "COORDINATOR_LOAD_IN_PROGRESS": "the coordinator is loading groups; retry in a moment",
+        "OFFSET_OUT_OF_RANGE": "pick an offset between the earliest and latest offsets",
+        "INVALID_TOPIC_EXCEPTION": "use letters, digits, '.', '_' and '-' (at most 249)",
+        "POLICY_VIOLATION": "the broker's topic policy refused it; see the broker log",
+        "INVALID_CONFIG": "check the --config names and values",
+        "UNKNOWN_TOPIC_ID": "the topic was deleted or recreated; retry",
+        "FENCED_INSTANCE_ID": "another member uses that group.instance.id",
+    }
+
+    def __init__(self, code: int, context: str = "", message: str | None = None) -> None:
+        self.code = int(code)
+        self.name = error_name(code)
+        self.context = context
+        text = f"{context}: {self.name}" if context else self.name
+        if message:
+            text += f" ({message})"
+        super().__init__(text, self._HINTS.get(self.name))
+
+
+class GroupNotEmpty(KafkaClientError):
+    """An admin operation that needs an Empty group found it with members."""
+
+    hint = "stop every consumer of the group (or remove its members) and retry"
