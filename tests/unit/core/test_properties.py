@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
+from hypothesis import HealthCheck, currently_in_test_context, event, example, given, settings
 from hypothesis import strategies as st
 
 from kgroup.core.classic_group import ClassicGroupState
@@ -267,7 +267,7 @@ class Run:
 
     def quiesce(self) -> None:
         """No more requests: let every rebalance, sync and session timer run out."""
-        self.ctx.advance(NEW_MEMBER_JOIN_TIMEOUT_MS + 4 * MAX_REBALANCE)
+        self.ctx.advance(2 * NEW_MEMBER_JOIN_TIMEOUT_MS + 10 * MAX_REBALANCE)
         self.learn_from_replies()
 
 
@@ -427,6 +427,36 @@ def test_every_parked_request_gets_exactly_one_reply(scenario):
     check_single_replies(run)
     hanging = unanswered_for_good(run)
     assert not hanging, [p.request for p in hanging]
+
+
+# Found by reading classic_protocol.py, then confirmed here: static member i1 parks in
+# SyncGroup, its session expires while parked (ignored, timer consumed), then the leader i0
+# expires for never syncing, and i1's SyncGroup fails with REBALANCE_IN_PROGRESS without
+# its session being re-armed. i1 then sits in PreparingRebalance forever (the join timer
+# re-fires every rebalance timeout; "nobody rejoined"). Kafka's propagateAssignment
+# reschedules the heartbeat of every member whose parked sync it answers, errors included.
+STATIC_FOLLOWER_SYNC_THEN_LEADER_EXPIRES = (
+    GroupConfig(min_session_timeout_ms=6_000, max_session_timeout_ms=30_000, initial_rebalance_delay_ms=3_000),
+    [("join_static", 0, 0, 0, 20_000, 40_000, 9), ("join_static", 0, 1, 0, 10_000, 40_000, 9), ("settle", 0),
+     ("rejoin", 0, 1, 1), ("rejoin", 0, 0, None), ("sync", 0, 1, "current"),
+     ("advance", 10_000), ("advance", 10_000)],
+)
+
+
+@PROPERTY_SETTINGS
+@example(STATIC_FOLLOWER_SYNC_THEN_LEADER_EXPIRES)
+@given(scenarios)
+def test_silent_groups_lose_every_member(scenario):
+    # Once clients fall silent, every session runs out: no member, pending member or
+    # parked reply outlives them (Kafka re-arms a session whenever it answers a parked
+    # JoinGroup or SyncGroup, errors included).
+    config, ops = scenario
+    run = play(config, ops)
+    run.quiesce()
+    for group_id, group in run.ctx.coord.groups.items():
+        assert not group.members, (group_id, group.state, list(group.members))
+        assert not group.pending_members, (group_id, list(group.pending_members))
+        assert not group.awaiting_join and not group.awaiting_sync, group_id
 
 
 @PROPERTY_SETTINGS
