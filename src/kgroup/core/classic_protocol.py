@@ -292,7 +292,7 @@ class ClassicProtocol:
         if group.is_in(S.COMPLETING_REBALANCE):
             # Members waiting for an assignment of a generation that will never be
             # completed must rejoin.
-            self._reset_assignment_and_fail_syncs(group, ErrorCode.REBALANCE_IN_PROGRESS, out)
+            self._reset_assignment_and_fail_syncs(group, ErrorCode.REBALANCE_IN_PROGRESS, out, now_ms)
         self.timers.cancel(sync_key(group.group_id))
         initial = group.is_in(S.EMPTY)
         group.transition_to(S.PREPARING_REBALANCE, now_ms)
@@ -409,12 +409,15 @@ class ClassicProtocol:
         return out.build()
 
     def _reset_assignment_and_fail_syncs(self, group: ClassicGroup, error: ErrorCode,
-                                         out: ResultBuilder) -> None:
+                                         out: ResultBuilder, now_ms: int) -> None:
         for member_id, member in list(group.members.items()):
             if member.assignment:
                 group.members[member_id] = replace(member, assignment=b"")
         for member_id, parked in list(group.awaiting_sync.items()):
             out.reply(parked, SyncGroupResponse(error))
+            # Its session was on hold while it was parked; it runs again from now, or a
+            # member that never comes back would stay forever.
+            self._schedule_heartbeat(group, group.members[member_id], now_ms)
         group.awaiting_sync.clear()
 
     def _schedule_heartbeat(self, group: ClassicGroup, member: ClassicMember, now_ms: int) -> None:

@@ -537,3 +537,19 @@ def test_loaded_group_is_stable_and_rearms_sessions():
     restarted.heartbeat("g", a, 1)
     restarted.advance(5_000)                 # b never came back after the restart
     assert b not in group.members
+
+
+def test_member_whose_parked_sync_was_failed_still_expires_after_its_session():
+    # Found by the property tests: a parked SyncGroup holds the session; when the rebalance
+    # fails it, the session must run again or a silent member stays forever.
+    ctx = GroupContext()
+    ja = ctx.join(instance="i-a", session=20_000)
+    jb = ctx.join(instance="i-b", session=10_000)
+    ctx.run_until(lambda: ja.done and jb.done)
+    a, b = ctx.complete_rebalance([ja, jb])
+    ctx.join(member=b, instance="i-b", session=10_000, protocols=(("range", b"changed"),))
+    ctx.join(member=a, instance="i-a", session=20_000)
+    parked = ctx.sync("g", b, 2, instance="i-b")             # the leader never syncs
+    ctx.advance(3_600_000)
+    assert parked.error is E.REBALANCE_IN_PROGRESS
+    assert ctx.group().state is S.EMPTY and not ctx.group().members

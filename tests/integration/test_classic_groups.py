@@ -1,0 +1,42 @@
+"""Classic consumer groups against a real `kgroup serve`, with real clients from PyPI."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.integration.clients import ConsumerThread, create_topic, produce_keyed, wait_for
+
+pytestmark = pytest.mark.integration
+CLIENTS = ["kafka-python", "aiokafka", "confluent-kafka"]
+MESSAGES = 10_000
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_group_of_three_consumes_everything_once_and_commits(broker, kind):
+    create_topic(broker.bootstrap, "orders", 6)
+    produce_keyed(broker.bootstrap, "orders", MESSAGES)
+    consumers = [ConsumerThread(kind, broker.bootstrap, "g", "orders", f"{kind}-{i}") for i in range(3)]
+    for c in consumers:
+        c.start()
+    total = lambda: sum(len(c.tally.consumed) for c in consumers)  # noqa: E731
+    wait_for(lambda: total() >= MESSAGES and all(len(c.tally.assigned) == 2 for c in consumers),
+             timeout=90, what=f"3 {kind} consumers to share 6 partitions and read {MESSAGES} messages")
+    for c in consumers:
+        c.stop(commit=True)
+    for c in consumers:
+        assert c.tally.error is None, c.tally.error
+        assert c.tally.committed
+    seen = [(p, o) for c in consumers for p, o, *_ in c.tally.consumed]
+    assert len(set(seen)) == MESSAGES, "every message consumed, none twice... across the final assignment"
+    keys = {k for c in consumers for _, _, k, _ in c.tally.consumed}
+    assert len(keys) == MESSAGES
+    # A fresh member of the same group starts from the committed offsets: nothing old.
+    fresh = ConsumerThread(kind, broker.bootstrap, "g", "orders", f"{kind}-fresh")
+    fresh.start()
+    wait_for(lambda: len(fresh.tally.assigned) == 6, timeout=60, what="fresh consumer assignment")
+    time.sleep(2)
+    fresh.stop(commit=False)
+    assert fresh.tally.error is None, fresh.tally.error
+    assert fresh.tally.consumed == []
