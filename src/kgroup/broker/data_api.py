@@ -1,0 +1,116 @@
+"""What the data-path handlers share: error codes, the arrival watch, the handler context.
+
+How this works: every data-path handler (metadata_api, produce_api, fetch_api,
+list_offsets_api, topics_api) is a function of a `DataContext` (config, data dir,
+durability, arrival watch) and the decoded kio request. Handlers never raise for a bad
+topic, partition or a storage failure: those become per-item error codes, logged on
+"kgroup.broker.data".
+
+`ArrivalWatch` is the long-poll doorbell: a fetch that has fewer than MinBytes waits on the
+partitions it asked for, and a produce (or a topic deletion) rings the partitions it
+touched. Each waiter is one future registered under every partition key it watches, so one
+ring wakes it no matter which partition got data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from kgroup.broker.config import BrokerConfig
+from kgroup.broker.durability import Durability
+from kgroup.storage import DataDir
+
+log = logging.getLogger("kgroup.broker.data")
+
+
+class DataError(IntEnum):
+    """Kafka error codes the data path answers with (Kafka's numbers)."""
+
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    LEADER_NOT_AVAILABLE = 5
+    MESSAGE_TOO_LARGE = 10
+    INVALID_TOPIC_EXCEPTION = 17
+    INVALID_REQUIRED_ACKS = 21
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    INVALID_REQUEST = 42
+    UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+    KAFKA_STORAGE_ERROR = 56
+    FETCH_SESSION_ID_NOT_FOUND = 70
+    UNSUPPORTED_COMPRESSION_TYPE = 76
+    INVALID_RECORD = 87
+    UNKNOWN_TOPIC_ID = 100
+
+
+PartitionKey = tuple[str, int]
+
+
+class ArrivalWatch:
+    """Wake long-polling fetches when data arrives on a partition they watch."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
+        self.closed = False
+
+    async def wait(self, keys: Iterable[PartitionKey], timeout_s: float) -> bool:
+        """Wait until one of `keys` is rung, the watch closes, or `timeout_s` passes.
+        Returns True when woken by a ring or close, False on timeout."""
+        if self.closed:
+            return True
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        watched = list(dict.fromkeys(keys))
+        for key in watched:
+            self._waiters.setdefault(key, set()).add(fut)
+        try:
+            done, _ = await asyncio.wait((fut,), timeout=max(timeout_s, 0.0))
+            return bool(done)
+        finally:
+            if not fut.done():
+                fut.cancel()
+            for key in watched:
+                waiting = self._waiters.get(key)
+                if waiting is not None:
+                    waiting.discard(fut)
+                    if not waiting:
+                        del self._waiters[key]
+
+    def ring(self, key: PartitionKey) -> None:
+        """Data arrived on (or the fate changed of) partition `key`."""
+        for fut in self._waiters.pop(key, ()):
+            if not fut.done():
+                fut.set_result(None)
+
+    def close(self) -> None:
+        """Wake every waiter; later waits return at once."""
+        self.closed = True
+        waiting, self._waiters = self._waiters, {}
+        for futs in waiting.values():
+            for fut in futs:
+                if not fut.done():
+                    fut.set_result(None)
+
+    @property
+    def waiting(self) -> int:
+        """How many distinct waiters are registered (for tests)."""
+        return len({id(f) for futs in self._waiters.values() for f in futs})
+
+
+@dataclass
+class DataContext:
+    """Everything a data-path handler may use."""
+
+    config: BrokerConfig
+    data: DataDir
+    durability: Durability
+    watch: ArrivalWatch = field(default_factory=ArrivalWatch)

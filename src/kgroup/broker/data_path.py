@@ -1,0 +1,106 @@
+"""DataPath: the broker's data-path API handlers, one method per API.
+
+The server decodes a request, calls the method for its API key with the header and the kio
+request, and encodes what comes back (nothing for a Produce with acks=0). Each method
+serves every version in `kgroup.wire.versions` of its API; the handlers live in modules
+named for their API (metadata_api, produce_api, fetch_api, list_offsets_api, topics_api)
+and share a `DataContext` (data_api). Nothing here raises for a bad topic, partition or a
+storage failure: those are answered as error codes and logged on "kgroup.broker.data".
+
+Hooks for the group coordinator: `on_topics_changed` (set by the server) is called after a
+topic is created (also by Metadata auto-creation) or deleted, or gains partitions;
+`topic_ids()` maps topic names to ids.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kgroup.broker import fetch_api, list_offsets_api, metadata_api, produce_api, topics_api
+from kgroup.broker.config import BrokerConfig
+from kgroup.broker.data_api import ArrivalWatch, DataContext, log
+from kgroup.broker.durability import Durability
+from kgroup.storage import DataDir, StorageError
+from kgroup.wire import RequestHeader
+
+
+class DataPath:
+    """Produce, Fetch, ListOffsets, Metadata, CreateTopics, DeleteTopics, CreatePartitions."""
+
+    def __init__(self, config: BrokerConfig, data: DataDir, durability: Durability) -> None:
+        self.config = config
+        self.data = data
+        self.durability = durability
+        self.watch = ArrivalWatch()
+        self.ctx = DataContext(config, data, durability, self.watch)
+        self.on_topics_changed: Callable[[], None] | None = None
+
+    # -- hooks ---------------------------------------------------------------------------
+
+    def topic_ids(self) -> dict[str, uuid.UUID]:
+        """Topic name -> topic id, for every topic."""
+        return {name: meta.topic_id for name, meta in self.data.topics().items()}
+
+    def _changed(self, changed: bool) -> None:
+        if changed and self.on_topics_changed is not None:
+            try:
+                self.on_topics_changed()
+            except Exception:
+                log.exception("on_topics_changed hook failed")
+
+    # -- APIs ----------------------------------------------------------------------------
+
+    async def metadata(self, header: RequestHeader, request: Any) -> Any:
+        """Metadata (api 3)."""
+        response, changed = metadata_api.metadata(self.ctx, header, request)
+        self._changed(changed)
+        return response
+
+    async def produce(self, header: RequestHeader, request: Any) -> Any | None:
+        """Produce (api 0); None when acks=0 (the server then sends nothing)."""
+        return await produce_api.produce(self.ctx, header, request)
+
+    async def fetch(self, header: RequestHeader, request: Any) -> Any:
+        """Fetch (api 1), long-polling up to max_wait for min_bytes."""
+        return await fetch_api.fetch(self.ctx, header, request)
+
+    async def list_offsets(self, header: RequestHeader, request: Any) -> Any:
+        """ListOffsets (api 2)."""
+        return list_offsets_api.list_offsets(self.ctx, header, request)
+
+    async def create_topics(self, header: RequestHeader, request: Any) -> Any:
+        """CreateTopics (api 19)."""
+        response, changed = topics_api.create_topics(self.ctx, header, request)
+        self._changed(changed)
+        return response
+
+    async def delete_topics(self, header: RequestHeader, request: Any) -> Any:
+        """DeleteTopics (api 20)."""
+        response, changed = topics_api.delete_topics(self.ctx, header, request)
+        self._changed(changed)
+        return response
+
+    async def create_partitions(self, header: RequestHeader, request: Any) -> Any:
+        """CreatePartitions (api 37)."""
+        response, changed = topics_api.create_partitions(self.ctx, header, request)
+        self._changed(changed)
+        return response
+
+    # -- upkeep --------------------------------------------------------------------------
+
+    def apply_retention(self, now_ms: int) -> None:
+        """Delete log segments past their topic's retention."""
+        deleted = 0
+        for (topic, partition), plog in sorted(self.data.partition_logs().items()):
+            try:
+                deleted += plog.apply_retention(now_ms)
+            except StorageError as exc:
+                log.error("retention of %s-%d failed: %s", topic, partition, exc)
+        if deleted:
+            log.info("retention deleted %d segments", deleted)
+
+    def close(self) -> None:
+        """Wake every long-polling fetch (they answer with what they have)."""
+        self.watch.close()

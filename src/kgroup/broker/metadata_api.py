@@ -1,0 +1,102 @@
+"""Metadata (api 3), v1–v13: one broker that leads every partition.
+
+Version notes: v1 null topics = all, empty list = none; v2 cluster_id; v4
+allow_auto_topic_creation (older versions always allow); v7 leader_epoch; v8–v10 authorized
+operations (left at "not requested"); v10 topic ids (a topic may be asked for by id only);
+v13 top-level error_code.
+
+Auto-creation: an unknown, legal topic name is created with `default_partitions` when the
+broker allows it and the request does. Kafka answers LEADER_NOT_AVAILABLE for such a topic
+and lets the client retry; we answer NONE with its partitions at once, since on one broker
+the new partitions are ready before the answer goes out (kafka-python, aiokafka and
+librdkafka all accept that and skip a metadata retry round trip).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kgroup.broker.data_api import DataContext, DataError, log
+from kgroup.broker.kio_build import build, get, item
+from kgroup.storage import StorageError, TopicMeta
+from kgroup.storage.data_dir import check_topic_name
+from kgroup.wire import RequestHeader, response_class
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def legal_topic_name(name: str | None) -> bool:
+    if not name:
+        return False
+    try:
+        check_topic_name(name)
+    except StorageError:
+        return False
+    return True
+
+
+def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, bool]:
+    """The Metadata response, and whether topics were auto-created."""
+    cls = response_class(3, header.api_version)
+    broker_cls = item(cls, "brokers")
+    topic_cls = item(cls, "topics")
+    part_cls = item(topic_cls, "partitions")
+    node = ctx.config.node_id
+    host, port = ctx.config.advertised
+
+    def topic_ok(meta: TopicMeta) -> Any:
+        parts = tuple(
+            build(part_cls, error_code=DataError.NONE, partition_index=p, leader_id=node,
+                  leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,), offline_replicas=())
+            for p in range(meta.partitions))
+        return build(topic_cls, error_code=DataError.NONE, name=meta.name,
+                     topic_id=meta.topic_id, is_internal=False, partitions=parts)
+
+    def topic_error(code: DataError, name: str | None, topic_id: uuid.UUID | None = None) -> Any:
+        return build(topic_cls, error_code=code, name=name, topic_id=topic_id or ZERO_UUID,
+                     is_internal=False, partitions=())
+
+    # 1. Which topics: null = all, otherwise by name (or by id from v10).
+    requested = get(request, "topics", None)
+    created = False
+    topics: list[Any] = []
+    if requested is None:
+        topics = [topic_ok(m) for _, m in sorted(ctx.data.topics().items())]
+    else:
+        allow_auto = ctx.config.auto_create_topics and get(request, "allow_auto_topic_creation", True)
+        by_id = {m.topic_id: m for m in ctx.data.topics().values()}
+        for wanted in requested:
+            name = get(wanted, "name", None)
+            topic_id = get(wanted, "topic_id", None)
+            # 2. By id when no name is given (v10+).
+            if name is None:
+                meta = by_id.get(topic_id) if topic_id is not None else None
+                topics.append(topic_ok(meta) if meta is not None
+                              else topic_error(DataError.UNKNOWN_TOPIC_ID, None, topic_id))
+                continue
+            # 3. By name, auto-creating a legal unknown name when allowed.
+            if not legal_topic_name(name):
+                topics.append(topic_error(DataError.INVALID_TOPIC_EXCEPTION, name))
+                continue
+            known = ctx.data.topics().get(name)
+            if known is not None:
+                topics.append(topic_ok(known))
+            elif not allow_auto:
+                topics.append(topic_error(DataError.UNKNOWN_TOPIC_OR_PARTITION, name))
+            else:
+                try:
+                    meta = ctx.data.create_topic(name, ctx.config.default_partitions)
+                except StorageError as exc:
+                    log.error("auto-creating topic %r failed: %s", name, exc)
+                    topics.append(topic_error(DataError.KAFKA_STORAGE_ERROR, name))
+                    continue
+                log.info("auto-created topic %r with %d partitions", name, meta.partitions)
+                created = True
+                topics.append(topic_ok(meta))
+
+    # 4. One broker, which is also the controller.
+    brokers = (build(broker_cls, node_id=node, host=host, port=port, rack=None),)
+    response = build(cls, throttle_time=0, brokers=brokers, cluster_id=ctx.config.cluster_id,
+                     controller_id=node, topics=tuple(topics), error_code=DataError.NONE)
+    return response, created
