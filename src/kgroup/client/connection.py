@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import struct
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -105,7 +106,8 @@ class Connection:
                 f"timed out connecting to {host}:{port} after {timeout:g}s"
             ) from exc
         except (OSError, ValueError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            errno = getattr(exc, "errno", None)
+            reason = os.strerror(errno).lower() if errno else str(exc)
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: {reason}") from exc
         conn = cls(host, port, reader, writer, client_id, timeout)
         try:

@@ -1,0 +1,83 @@
+"""``kgroup`` command line: ``serve``, ``topics``, ``groups``, ``produce``, ``consume``.
+
+``main(argv)`` returns the exit status. Every mistake — bad arguments, a broker that cannot
+be reached, an unknown topic or group, a broker error code — prints exactly one line
+``kgroup: error: <what is wrong> — <how to fix>`` to stderr and returns non-zero (2 for
+bad arguments, 1 otherwise); Ctrl-C returns 130 quietly. No traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+from typing import Any
+
+from .errors import CliError, format_error
+from .parser import build_parser
+
+__all__ = ["main", "run_serve"]
+
+
+def run_serve(args: Any) -> int:
+    """Hand ``kgroup serve`` to the broker (imported only when asked for)."""
+    try:
+        server = importlib.import_module("kgroup.broker.server")
+        serve_main = server.serve_main
+    except ImportError as exc:
+        raise CliError(
+            f"kgroup serve is not available: cannot import kgroup.broker.server ({exc})",
+            "install a kgroup build that includes the broker",
+        ) from None
+    except AttributeError:
+        raise CliError("kgroup serve is not available: kgroup.broker.server has no serve_main",
+                       "install a kgroup build that includes the broker") from None
+    result = serve_main(args)
+    if inspect.isawaitable(result):
+        result = asyncio.run(result)  # type: ignore[arg-type]
+    return int(result or 0)
+
+
+async def _run_client(args: Any) -> int:
+    from kgroup.client.admin import AdminClient
+
+    from .commands import COMMANDS
+
+    command = COMMANDS[(args.command, getattr(args, "action", None))]
+    try:
+        admin = AdminClient(args.bootstrap_server, timeout=args.request_timeout_ms / 1000)
+    except ValueError as exc:
+        raise CliError(f"bad --bootstrap-server: {exc}", "use HOST:PORT[,HOST:PORT...]",
+                       code=2) from None
+    try:
+        await admin.connect()
+        return await command(args, admin, sys.stdout)
+    finally:
+        await admin.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``kgroup`` command line; returns the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "serve":
+            return run_serve(args)
+        return asyncio.run(_run_client(args))
+    except KeyboardInterrupt:
+        return 130
+    except SystemExit as exc:  # --help, or a library calling sys.exit
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException as exc:  # noqa: BLE001 - the one place that turns errors into a line
+        line, code = format_error(exc)
+        if line:
+            try:
+                sys.stderr.write(line + "\n")
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+        return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

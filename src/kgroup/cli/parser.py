@@ -1,0 +1,216 @@
+"""The ``kgroup`` argument parser.
+
+Global options (``--bootstrap-server``, ``--request-timeout-ms``) are accepted both before
+and after the subcommand, as Kafka's tools take them after. The parser never prints usage
+and exits on a mistake: it raises ``UsageError`` so ``main`` prints the one-line error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+
+from .errors import UsageError
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+_FSYNC = re.compile(r"^(always|never|interval:[1-9][0-9]*)$")
+
+
+class Parser(argparse.ArgumentParser):
+    """ArgumentParser that raises UsageError instead of exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message, f"run `{self.prog} --help`")
+
+
+def fsync_policy(text: str) -> str:
+    """``always``, ``never`` or ``interval:MS``."""
+    if not _FSYNC.match(text):
+        raise argparse.ArgumentTypeError(
+            f"invalid fsync policy {text!r} (use always, never or interval:MS)"
+        )
+    return text
+
+
+def host_port(text: str) -> str:
+    """``HOST:PORT`` with a port in 1..65535."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"invalid address {text!r} (use HOST:PORT)")
+    return text
+
+
+def bootstrap_list(text: str) -> str:
+    for part in text.split(","):
+        host_port(part.strip())
+    return text
+
+
+def config_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"invalid config {text!r} (use NAME=VALUE)")
+    return key.strip(), value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return value
+
+
+def _client_options(defaults: bool) -> argparse.ArgumentParser:
+    """Options every client command takes; real defaults only on the top-level parser."""
+    p = argparse.ArgumentParser(add_help=False)
+    sup = argparse.SUPPRESS
+    p.add_argument(
+        "--bootstrap-server",
+        metavar="HOST:PORT[,HOST:PORT...]",
+        type=bootstrap_list,
+        default=os.environ.get("KGROUP_BOOTSTRAP", DEFAULT_BOOTSTRAP) if defaults else sup,
+        help="broker to connect to (default: $KGROUP_BOOTSTRAP or 127.0.0.1:9092)",
+    )
+    p.add_argument(
+        "--request-timeout-ms",
+        metavar="MS",
+        type=positive_int,
+        default=10000 if defaults else sup,
+        help="how long to wait to connect and for each answer (default: 10000)",
+    )
+    return p
+
+
+def build_parser() -> Parser:
+    """The full ``kgroup`` parser."""
+    root = Parser(
+        prog="kgroup",
+        description="kgroup: a Kafka-compatible broker built around the consumer-group "
+        "coordinator, and tools to drive it.",
+        parents=[_client_options(True)],
+    )
+    client = _client_options(False)
+    sub = root.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+
+    # serve
+    serve = sub.add_parser("serve", help="run the broker")
+    serve.add_argument("--listen", metavar="HOST:PORT", type=host_port,
+                       default="127.0.0.1:9092", help="address to listen on "
+                       "(default: 127.0.0.1:9092)")
+    serve.add_argument("--advertised", metavar="HOST:PORT", type=host_port, default=None,
+                       help="address given to clients in Metadata (default: --listen)")
+    serve.add_argument("--data-dir", metavar="DIR", default="./kgroup-data",
+                       help="where logs and group state live (default: ./kgroup-data)")
+    serve.add_argument("--config", metavar="FILE", default=None, help="broker config file")
+    serve.add_argument("--fsync", metavar="{always,never,interval:MS}", type=fsync_policy,
+                       default=None, help="when to fsync appended data")
+    serve.add_argument("--log-level", default=None, type=str.upper,
+                       choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+                       help="logging level (default: INFO)")
+
+    # topics
+    topics = sub.add_parser("topics", help="create, list, describe, delete topics")
+    tsub = topics.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
+    tsub.required = True
+    t = tsub.add_parser("create", parents=[client], help="create a topic")
+    t.add_argument("name", metavar="NAME")
+    t.add_argument("--partitions", type=positive_int, default=1, help="(default: 1)")
+    t.add_argument("--replication-factor", type=positive_int, default=1, help="(default: 1)")
+    t.add_argument("--config", metavar="NAME=VALUE", type=config_pair, action="append",
+                   default=[], help="topic config, repeatable")
+    tsub.add_parser("list", parents=[client], help="list topic names")
+    t = tsub.add_parser("describe", parents=[client], help="partitions and leaders of a topic")
+    t.add_argument("name", metavar="NAME")
+    t = tsub.add_parser("delete", parents=[client], help="delete a topic")
+    t.add_argument("name", metavar="NAME")
+    t = tsub.add_parser("add-partitions", parents=[client],
+                        help="grow a topic to a new partition count")
+    t.add_argument("name", metavar="NAME")
+    t.add_argument("--partitions", type=positive_int, required=True,
+                   help="the new total partition count")
+
+    # groups
+    groups = sub.add_parser("groups", help="list, describe, delete groups; reset offsets")
+    gsub = groups.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
+    gsub.required = True
+    g = gsub.add_parser("list", parents=[client], help="list groups")
+    g.add_argument("--state", action="append", default=[],
+                   help="only groups in this state (Empty, Stable, ...), repeatable")
+    g.add_argument("--type", action="append", default=[],
+                   help="only groups of this type (classic, consumer), repeatable")
+    g = gsub.add_parser("describe", parents=[client],
+                        help="state, members, assignments, committed offsets and lag")
+    g.add_argument("group", metavar="GROUP")
+    g = gsub.add_parser("delete", parents=[client], help="delete an empty group")
+    g.add_argument("group", metavar="GROUP")
+    g = gsub.add_parser("remove-members", parents=[client],
+                        help="remove static members by group.instance.id")
+    g.add_argument("group", metavar="GROUP")
+    g.add_argument("--instance-id", action="append", required=True, metavar="ID",
+                   help="group.instance.id to remove, repeatable")
+    g = gsub.add_parser(
+        "reset-offsets", parents=[client],
+        help="change a group's committed offsets (the group must be Empty)",
+        description="Change the committed offsets of an Empty group (no active members). "
+        "Prints the plan; add --execute to commit it.",
+    )
+    g.add_argument("group", metavar="GROUP")
+    g.add_argument("--topic", required=True, help="topic whose offsets to reset")
+    target = g.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-earliest", action="store_true", help="the first offset")
+    target.add_argument("--to-latest", action="store_true", help="the log end offset")
+    target.add_argument("--to-offset", type=non_negative_int, metavar="N",
+                        help="offset N (clamped into the partition's range)")
+    g.add_argument("--execute", action="store_true",
+                   help="commit the plan (without it: dry run, only print the plan)")
+
+    # produce
+    p = sub.add_parser("produce", parents=[client],
+                       help="send stdin lines to a topic, one message per line")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--key-separator", metavar="SEP", default=None,
+                   help="split each line into KEY SEP VALUE at the first SEP")
+    p.add_argument("--partition", type=non_negative_int, default=None,
+                   help="send every message to this partition (default: by key hash, "
+                   "else round robin)")
+    p.add_argument("--acks", type=int, choices=[-1, 0, 1], default=-1, help="(default: -1)")
+
+    # consume
+    c = sub.add_parser(
+        "consume", parents=[client],
+        help="print messages of a topic",
+        description="Print the messages of a topic. With --group, start from the group's "
+        "committed offsets and commit progress as a 'simple' consumer (generation -1): the "
+        "group must have no active members.",
+    )
+    c.add_argument("topic", metavar="TOPIC")
+    c.add_argument("--from-beginning", action="store_true",
+                   help="start at the earliest offset (default: the latest) where the group "
+                   "has no committed offset")
+    c.add_argument("--max-messages", type=positive_int, default=None,
+                   help="stop after N messages")
+    c.add_argument("--group", default=None,
+                   help="start from and commit to this group (it must have no active members)")
+    c.add_argument("--partition", type=non_negative_int, default=None,
+                   help="only this partition")
+    c.add_argument("--timeout-ms", type=positive_int, default=None,
+                   help="stop after this long without a new message (default: never)")
+    c.add_argument("--print-key", action="store_true", help="print KEY<separator>VALUE")
+    c.add_argument("--key-separator", metavar="SEP", default="\t",
+                   help="separator for --print-key (default: tab)")
+    return root
