@@ -13,10 +13,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TextIO
 
-from kio.schema.errors import ErrorCode
-
 from kgroup.client.admin import EARLIEST, LATEST, AdminClient, GroupDescription
 from kgroup.client.errors import BrokerError, GroupNotEmpty, UnsupportedApi
+from kgroup.client.errors import error_code as _code
 
 from .errors import CliError
 from .partitioner import partition_for_key
@@ -373,8 +372,6 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
     return 0
 
 
-def _code(name: str) -> int:
-    return int(ErrorCode[name])
 
 
 COMMANDS: dict[tuple[str, str | None], Command] = {

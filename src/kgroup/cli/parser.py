@@ -187,7 +187,7 @@ def build_parser() -> Parser:
                    help="split each line into KEY SEP VALUE at the first SEP")
     p.add_argument("--partition", type=non_negative_int, default=None,
                    help="send every message to this partition (default: by key hash, "
-                   "else round robin)")
+                   "else one partition per batch of 500 in turn)")
     p.add_argument("--acks", type=int, choices=[-1, 0, 1], default=-1, help="(default: -1)")
 
     # consume

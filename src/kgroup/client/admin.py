@@ -22,8 +22,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from kgroup.broker.kio_build import build, has, item
 from kgroup.wire import record_batch
 from kgroup.wire.versions import (
@@ -50,6 +48,7 @@ from .errors import (
     KafkaClientError,
     KafkaConnectionError,
     UnsupportedApi,
+    error_code,
     error_name,
 )
 
@@ -582,6 +581,12 @@ class AdminClient:
         resp = await self._group_request(group, OFFSET_FETCH, body, error_of)
         _check(error_of(resp), f"fetch offsets of group {group!r}")
         result_topics = resp.groups[0].topics if hasattr(resp, "groups") else resp.topics
+        if result_topics is None and topics is None:
+            # Some brokers (librdkafka's mock) answer "all topics" with null: ask by name.
+            md = await self.metadata()
+            every = {t.name: [p.partition for p in t.partitions]
+                     for t in md.topics.values() if not t.is_internal and t.partitions}
+            return await self.list_group_offsets(group, every) if every else {}
         out: dict[tuple[str, int], int] = {}
         for t in result_topics or ():
             for p in t.partitions:
@@ -807,8 +812,7 @@ def _records(topic: str, partition: int, blob: bytes, start: int) -> list[Fetche
     return out
 
 
-def _code(name: str) -> int:
-    return 0 if name == "NONE" else int(ErrorCode[name])
+_code = error_code
 
 
 def _decode_assignment(protocol_type: str, data: bytes) -> Mapping[str, tuple[int, ...]] | None:

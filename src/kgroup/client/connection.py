@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import socket
 import struct
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -107,7 +108,10 @@ class Connection:
             ) from exc
         except (OSError, ValueError) as exc:
             errno = getattr(exc, "errno", None)
-            reason = os.strerror(errno).lower() if errno else str(exc)
+            if isinstance(exc, socket.gaierror):
+                reason = f"cannot resolve host ({exc.strerror})"
+            else:
+                reason = os.strerror(errno).lower() if errno and errno > 0 else str(exc)
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: {reason}") from exc
         conn = cls(host, port, reader, writer, client_id, timeout)
         try:

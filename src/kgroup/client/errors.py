@@ -11,11 +11,19 @@ from kio.schema.errors import ErrorCode
 
 
 def error_name(code: int) -> str:
-    """The Kafka name of an error code, e.g. 16 -> NOT_COORDINATOR."""
+    """The Kafka name of an error code, e.g. 16 -> NOT_COORDINATOR.
+
+    kio spells the names in lower case; Kafka's documentation and tools use upper case.
+    """
     try:
-        return ErrorCode(int(code)).name
+        return ErrorCode(int(code)).name.upper()
     except ValueError:
         return f"UNKNOWN_ERROR_CODE_{int(code)}"
+
+
+def error_code(name: str) -> int:
+    """The code of a Kafka error name (either case), e.g. NOT_COORDINATOR -> 16."""
+    return 0 if name.upper() == "NONE" else int(ErrorCode[name.lower()])
 
 
 class KafkaClientError(Exception):
