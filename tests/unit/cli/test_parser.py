@@ -1,0 +1,107 @@
+"""Argument parsing of `kgroup`: options, defaults, and mistakes as one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgroup.cli.errors import UsageError
+from kgroup.cli.main import main
+from kgroup.cli.parser import build_parser
+
+
+def parse(*argv: str):
+    return build_parser().parse_args(list(argv))
+
+
+def test_serve_defines_the_broker_options_with_defaults() -> None:
+    args = parse("serve")
+    assert args.command == "serve"
+    assert args.listen == "127.0.0.1:9092"
+    assert args.advertised is None
+    assert args.data_dir == "./kgroup-data"
+    assert args.config is None
+    assert args.fsync is None
+
+
+def test_serve_accepts_every_fsync_policy_form() -> None:
+    for policy in ("always", "never", "interval:250"):
+        assert parse("serve", "--fsync", policy).fsync == policy
+    with pytest.raises(UsageError, match="fsync"):
+        parse("serve", "--fsync", "interval:")
+
+
+def test_serve_rejects_a_listen_address_without_port() -> None:
+    with pytest.raises(UsageError, match="HOST:PORT"):
+        parse("serve", "--listen", "localhost")
+
+
+def test_bootstrap_server_is_accepted_before_and_after_the_subcommand() -> None:
+    assert parse("--bootstrap-server", "h:1", "topics", "list").bootstrap_server == "h:1"
+    assert parse("topics", "list", "--bootstrap-server", "h:2").bootstrap_server == "h:2"
+
+
+def test_bootstrap_server_defaults_to_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("KGROUP_BOOTSTRAP", "envhost:1234")
+    assert parse("topics", "list").bootstrap_server == "envhost:1234"
+    monkeypatch.delenv("KGROUP_BOOTSTRAP")
+    assert parse("topics", "list").bootstrap_server == "127.0.0.1:9092"
+
+
+def test_topics_create_collects_configs() -> None:
+    args = parse("topics", "create", "t", "--partitions", "3", "--config", "a=1",
+                 "--config", "retention.ms=10")
+    assert (args.name, args.partitions) == ("t", 3)
+    assert args.config == [("a", "1"), ("retention.ms", "10")]
+
+
+@pytest.mark.parametrize("argv", [
+    ["topics", "create", "t", "--partitions", "0"],
+    ["topics", "create", "t", "--config", "novalue"],
+    ["groups", "reset-offsets", "g", "--topic", "t"],  # no target
+    ["groups", "reset-offsets", "g", "--topic", "t", "--to-earliest", "--to-latest"],
+    ["groups", "remove-members", "g"],  # no --instance-id
+    ["produce", "t", "--acks", "2"],
+    ["consume"],
+    ["nonsense"],
+])
+def test_bad_arguments_raise_usage_error(argv) -> None:
+    with pytest.raises(UsageError):
+        parse(*argv)
+
+
+def test_reset_offsets_targets() -> None:
+    args = parse("groups", "reset-offsets", "g", "--topic", "t", "--to-offset", "7")
+    assert (args.to_offset, args.to_earliest, args.to_latest, args.execute) == (7, False, False,
+                                                                                 False)
+    assert parse("groups", "reset-offsets", "g", "--topic", "t", "--to-latest",
+                 "--execute").execute
+
+
+def test_remove_members_takes_several_instance_ids() -> None:
+    args = parse("groups", "remove-members", "g", "--instance-id", "a", "--instance-id", "b")
+    assert args.instance_id == ["a", "b"]
+
+
+def test_consume_options() -> None:
+    args = parse("consume", "t", "--from-beginning", "--max-messages", "5", "--group", "g",
+                 "--partition", "2", "--timeout-ms", "100", "--print-key")
+    assert (args.from_beginning, args.max_messages, args.group, args.partition,
+            args.timeout_ms, args.print_key) == (True, 5, "g", 2, 100, True)
+
+
+def test_main_prints_one_line_for_bad_arguments(capsys) -> None:
+    assert main(["topics", "create"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("kgroup: error: ") and " — " in err
+    assert "Traceback" not in err
+
+
+def test_help_exits_zero(capsys) -> None:
+    assert main(["--help"]) == 0
+    assert "consume" in capsys.readouterr().out
+
+
+def test_consume_help_says_the_group_must_have_no_active_members(capsys) -> None:
+    assert main(["consume", "--help"]) == 0
+    assert "no active members" in " ".join(capsys.readouterr().out.split())
