@@ -21,13 +21,15 @@ from typing import Any
 from kgroup.broker import fetch_api, list_offsets_api, metadata_api, produce_api, topics_api
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.data_api import ArrivalWatch, DataContext, log
+from kgroup.broker.producer_id_api import ProducerIds
 from kgroup.broker.durability import Durability
 from kgroup.storage import DataDir, StorageError
 from kgroup.wire import RequestHeader
 
 
 class DataPath:
-    """Produce, Fetch, ListOffsets, Metadata, CreateTopics, DeleteTopics, CreatePartitions."""
+    """Produce, Fetch, ListOffsets, Metadata, CreateTopics, DeleteTopics, CreatePartitions,
+    InitProducerId."""
 
     def __init__(self, config: BrokerConfig, data: DataDir, durability: Durability) -> None:
         self.config = config
@@ -36,6 +38,7 @@ class DataPath:
         self.watch = ArrivalWatch()
         self.ctx = DataContext(config, data, durability, self.watch)
         self.on_topics_changed: Callable[[], None] | None = None
+        self.producer_ids = ProducerIds()
 
     # -- hooks ---------------------------------------------------------------------------
 
@@ -69,6 +72,10 @@ class DataPath:
     async def list_offsets(self, header: RequestHeader, request: Any) -> Any:
         """ListOffsets (api 2)."""
         return list_offsets_api.list_offsets(self.ctx, header, request)
+
+    async def init_producer_id(self, header: RequestHeader, request: Any) -> Any:
+        """InitProducerId (api 22): ids for idempotent producers; no transactions."""
+        return self.producer_ids.init_producer_id(header, request)
 
     async def create_topics(self, header: RequestHeader, request: Any) -> Any:
         """CreateTopics (api 19)."""

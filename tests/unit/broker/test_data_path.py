@@ -464,3 +464,30 @@ def test_topic_ids_and_retention(tmp_path):
         assert [(p.offset, p.timestamp) for p in r.topics[0].partitions] == [(8, -1), (-1, -1)]
 
     run(tmp_path, scenario)
+
+
+# -- init producer id ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", range(0, 6))
+def test_init_producer_id(tmp_path, version):
+    from kgroup.broker.kio_build import build
+    from kgroup.wire import RequestHeader, encode_response, is_flexible, request_class
+
+    async def scenario(ctx: DataCtx):
+        header = RequestHeader(22, version, 1, "t", is_flexible(22, version))
+        cls = request_class(22, version)
+
+        async def ask(**fields):
+            r = await ctx.dp.init_producer_id(header, build(cls, transaction_timeout=60_000, **fields))
+            encode_response(header, r)
+            return int(r.error_code), r.producer_id, r.producer_epoch
+
+        first = await ask(transactional_id=None, producer_id=-1, producer_epoch=-1)
+        second = await ask(transactional_id=None, producer_id=-1, producer_epoch=-1)
+        assert first[0] == second[0] == 0 and first[2] == 0 and second[1] == first[1] + 1
+        if version >= 3:
+            assert await ask(transactional_id=None, producer_id=first[1], producer_epoch=4) == (0, first[1], 5)
+        assert (await ask(transactional_id="tx", producer_id=-1, producer_epoch=-1))[0] == 53
+
+    run(tmp_path, scenario)
