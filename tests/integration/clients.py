@@ -43,6 +43,7 @@ class ConsumerThread(threading.Thread):
         self._commit = threading.Event()
         self._close = True
         self.closed = threading.Event()
+        self.commit_done = threading.Event()
 
     def run(self) -> None:
         try:
@@ -54,6 +55,18 @@ class ConsumerThread(threading.Thread):
             self.tally.error = exc
         finally:
             self.closed.set()
+
+    def commit_now(self, timeout: float = 30) -> None:
+        """Commit what this consumer has read of its current partitions, and keep polling."""
+        self.commit_done.clear()
+        self._commit.set()
+        if not self.commit_done.wait(timeout):
+            raise AssertionError(f"{self.name} did not commit within {timeout}s")
+
+    def _committed(self) -> None:
+        self._commit.clear()
+        self.tally.committed = True
+        self.commit_done.set()
 
     def stop(self, commit: bool = True, close: bool = True, timeout: float = 30) -> None:
         self._close = close
@@ -87,9 +100,12 @@ class ConsumerThread(threading.Thread):
         while not self._stop.is_set():
             for tp, records in consumer.poll(timeout_ms=200).items():
                 tally.consumed.extend((tp.partition, r.offset, r.key, r.value) for r in records)
+            if self._commit.is_set():
+                consumer.commit()
+                self._committed()
         if self._commit.is_set():
             consumer.commit()
-            tally.committed = True
+            self._committed()
         if self._close:
             consumer.close()
 
@@ -122,13 +138,27 @@ class ConsumerThread(threading.Thread):
         config.update(self.options)
         consumer = Consumer(config)
         consumer.subscribe([self.topic], on_assign=on_assign, on_revoke=on_revoke)
+        from confluent_kafka import TopicPartition
+
+        def commit() -> None:
+            # The next offset to read of each partition this consumer owns now.
+            positions = {}
+            for p, offset, *_ in tally.consumed:
+                if p in tally.assigned:
+                    positions[p] = max(positions.get(p, -1), offset + 1)
+            if positions:
+                consumer.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in positions.items()],
+                                asynchronous=False)
+            self._committed()
+
         while not self._stop.is_set():
             for msg in consumer.consume(num_messages=1000, timeout=0.2):
                 if msg.error() is None:
                     tally.consumed.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
-        if self._commit.is_set() and tally.consumed:
-            consumer.commit(asynchronous=False)
-            tally.committed = True
+            if self._commit.is_set():
+                commit()
+        if self._commit.is_set():
+            commit()
         if self._close:
             consumer.close()
 
@@ -160,9 +190,12 @@ class ConsumerThread(threading.Thread):
                 batches = await consumer.getmany(timeout_ms=200)
                 for tp, records in batches.items():
                     tally.consumed.extend((tp.partition, r.offset, r.key, r.value) for r in records)
+                if self._commit.is_set():
+                    await consumer.commit()
+                    self._committed()
             if self._commit.is_set():
                 await consumer.commit()
-                tally.committed = True
+                self._committed()
         finally:
             if self._close:
                 await consumer.stop()
@@ -197,3 +230,22 @@ def wait_for(condition, timeout: float = 60.0, interval: float = 0.1, what: str 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kgroup-test-watermarks"})
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in range(partitions)}
+    finally:
+        consumer.close()
+
+
+def caught_up(consumer: "ConsumerThread", ends: dict[int, int]) -> bool:
+    """The consumer has read each partition it owns now up to the end."""
+    last: dict[int, int] = {}
+    for p, offset, *_ in list(consumer.tally.consumed):
+        last[p] = max(last.get(p, -1), offset)
+    return all(last.get(p, -1) >= ends[p] - 1 for p in consumer.tally.assigned)

@@ -6,7 +6,9 @@ import time
 
 import pytest
 
-from tests.integration.clients import ConsumerThread, create_topic, produce_keyed, wait_for
+from tests.integration.clients import (
+    ConsumerThread, caught_up, create_topic, end_offsets, produce_keyed, wait_for,
+)
 
 pytestmark = pytest.mark.integration
 CLIENTS = ["kafka-python", "aiokafka", "confluent-kafka"]
@@ -20,11 +22,14 @@ def test_group_of_three_consumes_everything_once_and_commits(broker, kind):
     consumers = [ConsumerThread(kind, broker.bootstrap, "g", "orders", f"{kind}-{i}") for i in range(3)]
     for c in consumers:
         c.start()
-    total = lambda: sum(len(c.tally.consumed) for c in consumers)  # noqa: E731
-    wait_for(lambda: total() >= MESSAGES and all(len(c.tally.assigned) == 2 for c in consumers),
+    ends = end_offsets(broker.bootstrap, "orders", 6)
+    assert sum(ends.values()) == MESSAGES
+    wait_for(lambda: all(len(c.tally.assigned) == 2 and caught_up(c, ends) for c in consumers),
              timeout=90, what=f"3 {kind} consumers to share 6 partitions and read {MESSAGES} messages")
+    for c in consumers:                     # everyone commits while the group is still whole
+        c.commit_now()
     for c in consumers:
-        c.stop(commit=True)
+        c.stop(commit=False)
     for c in consumers:
         assert c.tally.error is None, c.tally.error
         assert c.tally.committed

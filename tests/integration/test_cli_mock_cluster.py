@@ -4,7 +4,7 @@ A confluent-kafka client created with ``test.mock.num.brokers=1`` starts an in-p
 Kafka cluster on loopback; our client connects to it over the real wire protocol.
 
 What the mock (librdkafka 2.16) does not serve, so those commands are checked here only for
-a clear one-line error and must be tested again against `kgroup serve`: CreateTopics,
+a clear one-line error and again at the end against a real `kgroup serve`: CreateTopics,
 DeleteTopics, CreatePartitions, ListGroups, DescribeGroups, DeleteGroups. Its LeaveGroup
 v3+ reply for an unknown group omits the members array (undecodable), and it auto-creates
 topics (4 partitions) on Metadata with allow_auto_topic_creation.
@@ -18,6 +18,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,68 @@ def test_closed_port_gives_one_line_error_from_the_real_script() -> None:
     assert "Traceback" not in proc.stderr
     assert one_line_error(proc.stderr)
     assert f"127.0.0.1:{port}" in proc.stderr
+
+
+# -- the commands the mock lacks, against `kgroup serve` -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kgroup_broker(tmp_path_factory):
+    pytest.importorskip("kgroup.broker.server")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = tmp_path_factory.mktemp("kgroup-data")
+    proc = subprocess.Popen(
+        [str(KGROUP), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data),
+         "--log-level", "WARNING"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                pytest.skip(f"kgroup serve exited: {proc.stderr.read().decode()[-300:]}")
+            time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.skip("kgroup serve did not start listening")
+    yield f"127.0.0.1:{port}"
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_topic_and_group_admin_against_kgroup_serve(kgroup_broker, capsys, monkeypatch) -> None:
+    b = kgroup_broker
+    status, out, err = run(capsys, b, "topics", "create", "srv-t", "--partitions", "3")
+    assert status == 0, err
+    status, _, err = run(capsys, b, "topics", "create", "srv-t")
+    assert status == 1 and one_line_error(err) and "TOPIC_ALREADY_EXISTS" in err
+    assert run(capsys, b, "produce", "srv-t", "--partition", "0", stdin="a\nb\nc\n",
+               monkeypatch=monkeypatch)[0] == 0
+    status, out, err = run(capsys, b, "consume", "srv-t", "--group", "srv-g",
+                           "--from-beginning", "--timeout-ms", "700")
+    assert status == 0 and out.splitlines() == ["a", "b", "c"], err
+    status, out, _ = run(capsys, b, "groups", "list")
+    assert status == 0 and "srv-g" in out
+    status, out, _ = run(capsys, b, "groups", "describe", "srv-g")
+    assert status == 0 and "STATE Empty" in out
+    row = next(line.split() for line in out.splitlines() if line.startswith("srv-t "))
+    assert row[:5] == ["srv-t", "0", "3", "3", "0"]
+    status, _, err = run(capsys, b, "groups", "remove-members", "srv-g", "--instance-id", "x")
+    assert status == 1 and one_line_error(err)
+    status, out, _ = run(capsys, b, "groups", "delete", "srv-g")
+    assert status == 0
+    status, _, err = run(capsys, b, "groups", "describe", "srv-g")
+    assert status == 1 and one_line_error(err) and "does not exist" in err
+    status, _, err = run(capsys, b, "topics", "add-partitions", "srv-t", "--partitions", "4")
+    assert status == 0, err
+    status, _, err = run(capsys, b, "topics", "delete", "srv-t")
+    assert status == 0, err
+    status, out, _ = run(capsys, b, "topics", "list")
+    assert "srv-t" not in out.split()

@@ -1,0 +1,44 @@
+"""A kafka-python consumer in its own process, so a test can SIGKILL it.
+
+Prints one JSON line per event: {"event": "assigned", "partitions": [...]}, and
+{"event": "fenced"} / {"event": "error", ...} when the coordinator fences it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def main() -> None:
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
+
+    bootstrap, group, topic = sys.argv[1:4]
+    instance = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] != "-" else None
+
+    def say(**event) -> None:
+        print(json.dumps(event), flush=True)
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            say(event="revoked", partitions=sorted(tp.partition for tp in revoked))
+
+        def on_partitions_assigned(self, assigned):
+            say(event="assigned", partitions=sorted(tp.partition for tp in assigned))
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, group_instance_id=instance,
+                             session_timeout_ms=6000, heartbeat_interval_ms=1000,
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             client_id=instance or "proc")
+    consumer.subscribe([topic], listener=Listener())
+    try:
+        while True:
+            consumer.poll(timeout_ms=200)
+    except Exception as exc:  # kafka-python raises the fencing error from poll
+        kind = "fenced" if "Fenced" in type(exc).__name__ or "FENCED" in str(exc).upper() else "error"
+        say(event=kind, error=f"{type(exc).__name__}: {exc}")
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Nothing acknowledged is lost: kill -9 the broker during continuous commits."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from tests.integration.clients import ConsumerThread, create_topic, produce_keyed, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def _committer(bootstrap: str, acked: dict, sent: dict, stop: threading.Event) -> None:
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="durable", enable_auto_commit=False,
+                             request_timeout_ms=3000, api_version_auto_timeout_ms=3000)
+    partitions = [TopicPartition("t", p) for p in range(3)]
+    consumer.assign(partitions)
+    n = 0
+    try:
+        while not stop.is_set():
+            n += 1
+            offsets = {tp: OffsetAndMetadata(n * 10 + tp.partition, "", -1) for tp in partitions}
+            for tp in partitions:
+                sent[tp.partition] = n * 10 + tp.partition
+            consumer.commit(offsets)     # raises once the broker is gone
+            for tp in partitions:
+                acked[tp.partition] = n * 10 + tp.partition
+    except Exception:
+        pass
+    finally:
+        try:
+            consumer.close(autocommit=False)
+        except Exception:
+            pass
+
+
+def test_acknowledged_commits_survive_kill_9_and_the_group_resumes(broker):
+    create_topic(broker.bootstrap, "t", 3)
+    acked: dict[int, int] = {}
+    sent: dict[int, int] = {}
+    stop = threading.Event()
+    worker = threading.Thread(target=_committer, args=(broker.bootstrap, acked, sent, stop), daemon=True)
+    worker.start()
+    wait_for(lambda: len(acked) == 3 and min(acked.values()) > 200, timeout=60, what="some commits")
+    broker.kill9()                              # mid-stream, no warning
+    stop.set()
+    worker.join(30)
+    last_acked = dict(acked)
+    broker.start()
+
+    from kafka import KafkaConsumer, TopicPartition
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="durable", enable_auto_commit=False)
+    try:
+        for p in range(3):
+            committed = consumer.committed(TopicPartition("t", p))
+            assert committed is not None
+            # Every answered commit is there; at most the one in flight went further.
+            assert last_acked[p] <= committed <= sent[p], (p, last_acked[p], committed, sent[p])
+    finally:
+        consumer.close()
+
+
+def test_group_offsets_survive_kill_9_and_consumers_resume_where_they_committed(broker):
+    create_topic(broker.bootstrap, "orders", 2)
+    produce_keyed(broker.bootstrap, "orders", 1_000)
+    first = ConsumerThread("kafka-python", broker.bootstrap, "resume", "orders", "first")
+    first.start()
+    wait_for(lambda: len(first.tally.consumed) >= 1_000, timeout=60, what="first pass")
+    first.stop(commit=True, close=False)        # committed, then the broker dies under it
+    assert first.tally.committed
+    broker.kill9()
+    broker.start()
+    produce_keyed(broker.bootstrap, "orders", 100)
+    second = ConsumerThread("kafka-python", broker.bootstrap, "resume", "orders", "second")
+    second.start()
+    wait_for(lambda: len(second.tally.consumed) >= 100, timeout=60, what="second pass")
+    time.sleep(1)
+    second.stop(commit=False)
+    assert len(second.tally.consumed) == 100       # only the new ones: the commit survived

@@ -1,0 +1,109 @@
+"""Hostile bytes never crash or hang the broker, and a well-behaved consumer keeps working."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import ConsumerThread, create_topic, produce_keyed, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def _valid_frames() -> list[bytes]:
+    """A few real requests from kafka-python's encoder, to mutate."""
+    from kafka.protocol.api_versions import ApiVersionsRequest
+    from kafka.protocol.group import HeartbeatRequest, JoinGroupRequest
+    from kafka.protocol.metadata import MetadataRequest
+
+    requests = [
+        ApiVersionsRequest[0](),
+        MetadataRequest[1](topics=None),
+        HeartbeatRequest[0](group="g", generation_id=1, member_id="m"),
+        JoinGroupRequest[1](group="g", session_timeout=6000, rebalance_timeout=6000, member_id="",
+                            protocol_type="consumer", group_protocols=[("range", b"\x00\x00")]),
+    ]
+    frames = []
+    for i, req in enumerate(requests):
+        header = struct.pack(">hhih", req.API_KEY, req.API_VERSION, i, 4) + b"fuzz"
+        body = header + req.encode()
+        frames.append(struct.pack(">i", len(body)) + body)
+    return frames
+
+
+VALID = _valid_frames()
+
+
+def _mutate(data: bytes, draw) -> bytes:
+    kind = draw(st.sampled_from(["flip", "truncate", "garbage-after", "length", "api-key", "version"]))
+    buf = bytearray(data)
+    if kind == "flip":
+        for pos in draw(st.lists(st.integers(0, len(buf) - 1), min_size=1, max_size=4)):
+            buf[pos] ^= draw(st.integers(1, 255))
+    elif kind == "truncate":
+        cut = draw(st.integers(4, len(buf) - 1))
+        body = bytes(buf[4:cut])
+        return struct.pack(">i", len(body)) + body
+    elif kind == "garbage-after":
+        return bytes(buf) + draw(st.binary(min_size=1, max_size=64))
+    elif kind == "length":
+        buf[0:4] = struct.pack(">i", draw(st.sampled_from([-1, 0, 3, 2**31 - 1, 100 * 1024 * 1024 + 1])))
+    elif kind == "api-key":
+        buf[4:6] = struct.pack(">h", draw(st.sampled_from([-1, 99, 1000, 32767, 68, 69])))
+    else:
+        buf[6:8] = struct.pack(">h", draw(st.sampled_from([-1, 17, 99, 32767])))
+    return bytes(buf)
+
+
+@st.composite
+def hostile(draw):
+    if draw(st.booleans()):
+        return draw(st.binary(min_size=0, max_size=256))
+    return _mutate(draw(st.sampled_from(VALID)), draw)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    proc = BrokerProcess(tmp_path_factory.mktemp("fuzz") / "data").start()
+    create_topic(proc.bootstrap, "steady", 2)
+    consumer = ConsumerThread("kafka-python", proc.bootstrap, "steady-group", "steady", "steady")
+    consumer.start()
+    yield proc, consumer
+    consumer.stop(commit=False)
+    proc.stop()
+
+
+def _send(port: int, data: bytes) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+        s.settimeout(2)
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            while s.recv(65536):
+                pass
+        except (socket.timeout, ConnectionError):
+            pass  # a closed or silent connection is a fine answer to garbage
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=hostile())
+def test_hostile_frames_never_crash_or_hang_the_broker(live, data):
+    proc, _ = live
+    _send(proc.port, data)
+    assert proc.alive(), proc.log()
+    # The broker still answers a well-formed request at once.
+    with socket.create_connection(("127.0.0.1", proc.port), timeout=5) as s:
+        s.sendall(VALID[0])
+        assert len(s.recv(4)) == 4
+
+
+def test_well_behaved_consumer_kept_working_through_the_fuzz(live):
+    proc, consumer = live
+    produce_keyed(proc.bootstrap, "steady", 200)
+    wait_for(lambda: len(consumer.tally.consumed) >= 200, timeout=60, what="steady consumer")
+    assert consumer.tally.error is None
+    assert "Traceback" not in proc.log(), proc.log()

@@ -1,0 +1,219 @@
+"""Membership changes with real clients: join, leave, crash, static members, cooperative,
+mixed client libraries, and a partition-count change."""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from kgroup.client.admin import AdminClient
+from tests.integration.clients import ConsumerThread, create_topic, produce_keyed, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+class ConsumerProcess:
+    def __init__(self, bootstrap: str, group: str, topic: str, instance: str | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.integration.consumer_process", bootstrap, group, topic, instance or "-"],
+            stdout=subprocess.PIPE, text=True,
+        )
+        self.events: queue.Queue = queue.Queue()
+        self.assigned: set[int] = set()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            event = json.loads(line)
+            if event["event"] == "assigned":
+                self.assigned = set(event["partitions"])
+            elif event["event"] == "revoked":
+                self.assigned -= set(event["partitions"])
+            self.events.put(event)
+
+    def wait_event(self, kind: str, timeout: float = 60) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            event = self.events.get(timeout=max(0.1, deadline - time.monotonic()))
+            if event["event"] == kind:
+                return event
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def describe(bootstrap: str, group: str):
+    import asyncio
+
+    async def go():
+        admin = AdminClient(bootstrap)
+        try:
+            return (await admin.describe_groups([group]))[0]
+        finally:
+            await admin.close()
+    return asyncio.run(go())
+
+
+def owned(consumers) -> list[set]:
+    return [set(c.tally.assigned) for c in consumers]
+
+
+def test_fourth_consumer_gets_partitions_and_a_closing_one_hands_them_over(broker):
+    create_topic(broker.bootstrap, "t", 6)
+    consumers = [ConsumerThread("kafka-python", broker.bootstrap, "g", "t", f"c{i}") for i in range(3)]
+    for c in consumers:
+        c.start()
+    wait_for(lambda: all(len(a) == 2 for a in owned(consumers)), what="3 x 2 partitions")
+    fourth = ConsumerThread("kafka-python", broker.bootstrap, "g", "t", "c3")
+    fourth.start()
+    consumers.append(fourth)
+    wait_for(lambda: sorted(len(a) for a in owned(consumers)) == [1, 1, 2, 2]
+             and set().union(*owned(consumers)) == set(range(6)), what="4 consumers sharing 6 partitions")
+    consumers[0].stop(commit=False)                      # a clean close: LeaveGroup
+    rest = consumers[1:]
+    wait_for(lambda: sorted(len(a) for a in owned(rest)) == [2, 2, 2]
+             and set().union(*owned(rest)) == set(range(6)), what="partitions handed to the others")
+    for c in rest:
+        c.stop(commit=False)
+        assert c.tally.error is None
+
+
+def test_killed_consumer_loses_its_partitions_after_the_session_timeout(broker):
+    create_topic(broker.bootstrap, "t", 4)
+    survivor = ConsumerThread("kafka-python", broker.bootstrap, "g", "t", "survivor")
+    survivor.start()
+    victim = ConsumerProcess(broker.bootstrap, "g", "t")
+    wait_for(lambda: len(survivor.tally.assigned) == 2 and len(victim.assigned) == 2, what="2 x 2")
+    killed_at = time.monotonic()
+    victim.kill()                                        # SIGKILL: no LeaveGroup
+    wait_for(lambda: len(survivor.tally.assigned) == 4, timeout=30, interval=0.05, what="takeover")
+    took = time.monotonic() - killed_at
+    survivor.stop(commit=False)
+    assert 6.0 <= took < 12.0, f"partitions moved {took:.1f}s after the kill (session timeout 6 s)"
+
+
+def test_static_member_restart_keeps_its_partitions_without_a_rebalance(broker):
+    create_topic(broker.bootstrap, "t", 4)
+    other = ConsumerThread("kafka-python", broker.bootstrap, "g", "t", "other", group_instance_id="other")
+    other.start()
+    first = ConsumerProcess(broker.bootstrap, "g", "t", instance="static-1")
+    wait_for(lambda: len(other.tally.assigned) == 2 and len(first.assigned) == 2, what="2 x 2")
+    before = describe(broker.bootstrap, "g")
+    mine = set(first.assigned)
+    events_before = len(other.tally.events)
+    first.kill()                                          # gone, but back within 6 s
+    restarted = ConsumerProcess(broker.bootstrap, "g", "t", instance="static-1")
+    event = restarted.wait_event("assigned", timeout=30)
+    assert set(event["partitions"]) == mine
+    after = describe(broker.bootstrap, "g")
+    assert before.group_state == after.group_state == "Stable"
+    assert ({m.group_instance_id for m in before.members} == {m.group_instance_id for m in after.members}
+            == {"static-1", "other"})
+    time.sleep(2)
+    assert len(other.tally.events) == events_before, "the other member saw no rebalance"
+    # A second process with the same instance id fences the first.
+    duplicate = ConsumerProcess(broker.bootstrap, "g", "t", instance="static-1")
+    duplicate.wait_event("assigned", timeout=30)
+    fenced = restarted.wait_event("fenced", timeout=30)
+    assert "Fenced" in fenced["error"] or "FENCED" in fenced["error"].upper()
+    duplicate.kill()
+    restarted.kill()
+    other.stop(commit=False)
+
+
+def test_remove_members_by_instance_id_rebalances_at_once(broker):
+    create_topic(broker.bootstrap, "t", 4)
+    keeper = ConsumerThread("kafka-python", broker.bootstrap, "g", "t", "keeper", group_instance_id="keeper")
+    keeper.start()
+    gone = ConsumerProcess(broker.bootstrap, "g", "t", instance="gone")
+    wait_for(lambda: len(keeper.tally.assigned) == 2 and len(gone.assigned) == 2, what="2 x 2")
+    gone.kill()                                           # static: the session would keep it 6 s
+    started = time.monotonic()
+    out = subprocess.run([sys.executable.replace("python", "kgroup"), "--bootstrap-server", broker.bootstrap,
+                          "groups", "remove-members", "g", "--instance-id", "gone"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    wait_for(lambda: len(keeper.tally.assigned) == 4, timeout=20, interval=0.05, what="takeover")
+    assert time.monotonic() - started < 6.0, "removal did not wait for the session timeout"
+    keeper.stop(commit=False)
+
+
+@pytest.mark.parametrize("kind", ["kafka-python", "confluent-kafka"])
+def test_cooperative_sticky_revokes_only_what_moves(broker, kind):
+    create_topic(broker.bootstrap, "t", 6)
+    produce_keyed(broker.bootstrap, "t", 600)
+    if kind == "kafka-python":
+        from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyPartitionAssignor
+        strategy = {"partition_assignment_strategy": [CooperativeStickyPartitionAssignor]}
+    else:
+        strategy = {"partition.assignment.strategy": "cooperative-sticky"}
+    a = ConsumerThread(kind, broker.bootstrap, "coop", "t", "a", **strategy)
+    b = ConsumerThread(kind, broker.bootstrap, "coop", "t", "b", **strategy)
+    a.start(), b.start()
+    wait_for(lambda: len(a.tally.assigned) == 3 and len(b.tally.assigned) == 3, what="3 + 3")
+    before = {"a": set(a.tally.assigned), "b": set(b.tally.assigned)}
+    marks = {"a": len(a.tally.events), "b": len(b.tally.events)}
+    c = ConsumerThread(kind, broker.bootstrap, "coop", "t", "c", **strategy)
+    c.start()
+    wait_for(lambda: sorted(len(x.tally.assigned) for x in (a, b, c)) == [2, 2, 2]
+             and set().union(a.tally.assigned, b.tally.assigned, c.tally.assigned) == set(range(6)),
+             what="2 + 2 + 2")
+    for name, consumer in (("a", a), ("b", b)):
+        revoked = set().union(*[p for _, kind_, p in consumer.tally.events[marks[name]:] if kind_ == "revoked"])
+        kept = before[name] & set(consumer.tally.assigned)
+        # Only the partition that moved to c was revoked; the rest were never taken away.
+        assert revoked == before[name] - set(consumer.tally.assigned), (name, revoked)
+        assert len(kept) == 2 and len(revoked) <= 1
+    for x in (a, b, c):
+        x.stop(commit=False)
+        assert x.tally.error is None
+
+
+def test_one_group_mixing_three_client_libraries_gets_disjoint_complete_assignments(broker):
+    create_topic(broker.bootstrap, "t", 6)
+    consumers = [
+        ConsumerThread("kafka-python", broker.bootstrap, "mixed", "t", "kp"),
+        ConsumerThread("aiokafka", broker.bootstrap, "mixed", "t", "aio"),
+        ConsumerThread("confluent-kafka", broker.bootstrap, "mixed", "t", "ck",
+                       **{"partition.assignment.strategy": "range"}),
+    ]
+    for c in consumers:
+        c.start()
+
+    def settled() -> bool:
+        sets = owned(consumers)
+        return all(len(s) == 2 for s in sets) and set().union(*sets) == set(range(6))
+    wait_for(settled, timeout=90, what="each of three libraries owning 2 of 6 partitions")
+    sets = owned(consumers)
+    assert sum(len(s) for s in sets) == 6                 # disjoint
+    for c in consumers:
+        c.stop(commit=False)
+        assert c.tally.error is None
+
+
+def test_create_partitions_rebalances_and_new_partitions_are_consumed(broker):
+    create_topic(broker.bootstrap, "t", 3)
+    consumers = [ConsumerThread("kafka-python", broker.bootstrap, "grow", "t", f"c{i}", metadata_max_age_ms=1000)
+                 for i in range(3)]
+    for c in consumers:
+        c.start()
+    wait_for(lambda: all(len(a) == 1 for a in owned(consumers)), what="3 x 1")
+    from confluent_kafka.admin import AdminClient as CKAdmin, NewPartitions
+    CKAdmin({"bootstrap.servers": broker.bootstrap}).create_partitions([NewPartitions("t", 6)])["t"].result(10)
+    wait_for(lambda: all(len(a) == 2 for a in owned(consumers)), timeout=60, what="3 x 2 after growth")
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for p in range(3, 6):
+        producer.produce("t", value=b"new", partition=p)
+    producer.flush(10)
+    wait_for(lambda: {p for c in consumers for p, *_ in c.tally.consumed} >= {3, 4, 5},
+             timeout=30, what="new partitions consumed")
+    for c in consumers:
+        c.stop(commit=False)
