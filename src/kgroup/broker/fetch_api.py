@@ -9,9 +9,9 @@ follower-only fields. Follower fetches (replica_id >= 0) are not special-cased.
 
 Fetch sessions: we never create one. Every response carries session_id 0, which tells the
 client the session was not created, so kafka-python, aiokafka, librdkafka and Java send a
-full fetch request every time. A request that claims an incremental session (epoch other
-than 0 "new session" or -1 "sessionless") gets FETCH_SESSION_ID_NOT_FOUND, which makes the
-client fall back to a full fetch.
+full fetch request every time. A full request (epoch 0 or -1) is served whatever session id
+it carries (Kafka closes that session); an incremental one (epoch > 0) gets
+FETCH_SESSION_ID_NOT_FOUND, which makes the client fall back to a full fetch.
 
 Sizes (KIP-74): partitions are read in request order; each gets at most its
 partition_max_bytes and what is left of the request's max_bytes, except that the first
@@ -48,9 +48,10 @@ async def fetch(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(ms(request.max_wait), 0) / 1000
 
-    # 1. Sessions: only sessionless (-1) and new-session (0) requests are served.
+    # 1. Sessions: full requests (epoch 0 "new session", -1 "sessionless", whatever the
+    #    session id) are served; an incremental one (epoch > 0) names a session we never made.
     session_epoch = int(get(request, "session_epoch", -1))
-    if session_epoch not in (0, -1) or int(get(request, "session_id", 0)) != 0:
+    if session_epoch not in (0, -1):
         return _answer_error(ctx, cls, DataError.FETCH_SESSION_ID_NOT_FOUND)
 
     # 2. Read; wait for more while below min_bytes; read again.
