@@ -29,7 +29,10 @@ from kgroup.assignors import (  # noqa: E402
 )
 from kgroup.assignors.spec import topic_partitions  # noqa: E402
 
-KAFKA_PYTHON_MAX_PARTITIONS = 10_000
+# kafka-python's sticky assignors take seconds at 5,000 partitions and ~20-50 s at 10,000,
+# so they run up to 1,000 partitions, plus the 1,000 members x 10,000 partitions headline.
+KAFKA_PYTHON_MAX_PARTITIONS = 1_000
+KAFKA_PYTHON_HEADLINE = (1000, 10_000, 100)
 
 
 def group(members: int, ppm: int, topics: int, mixed: bool):
@@ -105,7 +108,7 @@ def main() -> None:
         grid = [(m, p, t) for m in (100, 1000) for p in (5, 10) for t in (10, 100)]
     elif args.big:
         grid = [(1000, 10, 100), (10000, 10, 100), (10000, 10, 1000), (10000, 50, 1000),
-                (10000, 100, 1000)]
+                (10000, 100, 1000), (1000, 1000, 1000)]
     else:
         grid = [(m, p, t) for m in (100, 1000, 10000) for p in (5, 10, 50)
                 for t in (10, 100, 1000)]
@@ -123,7 +126,8 @@ def main() -> None:
                 uni = server_case("uniform", subs, counts, incremental, runs)
                 rng = server_case("range", subs, counts, incremental, runs)
                 coop, subs2, prev = coop_case(subs, counts, incremental, runs)
-                if total <= KAFKA_PYTHON_MAX_PARTITIONS:
+                if (total <= KAFKA_PYTHON_MAX_PARTITIONS
+                        or (members, total, topics) == KAFKA_PYTHON_HEADLINE):
                     kp_runs = 1 if total >= 5000 else 3
                     kps = kafka_python_case("sticky", subs2, counts, prev, kp_runs)
                     kpc = kafka_python_case("cooperative-sticky", subs2, counts, prev, kp_runs)
