@@ -89,7 +89,7 @@ class Broker:
             8: groups.offset_commit, 9: groups.offset_fetch, 10: groups.find_coordinator,
             11: groups.join_group, 12: groups.heartbeat, 13: groups.leave_group, 14: groups.sync_group,
             15: groups.describe_groups, 16: groups.list_groups,
-            19: dp.create_topics, 20: dp.delete_topics, 37: dp.create_partitions,
+            19: dp.create_topics, 20: dp.delete_topics, 22: dp.init_producer_id, 37: dp.create_partitions,
             42: groups.delete_groups, 47: groups.offset_delete,
         }
         self.server = await asyncio.start_server(self._serve_connection, cfg.listen_host, cfg.listen_port,

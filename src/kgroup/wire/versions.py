@@ -60,6 +60,7 @@ LIST_GROUPS = 16
 API_VERSIONS = 18
 CREATE_TOPICS = 19
 DELETE_TOPICS = 20
+INIT_PRODUCER_ID = 22
 CREATE_PARTITIONS = 37
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
@@ -83,6 +84,7 @@ _RANGES = (
     ApiRange(API_VERSIONS, "ApiVersions", 0, 4),
     ApiRange(CREATE_TOPICS, "CreateTopics", 2, 7),
     ApiRange(DELETE_TOPICS, "DeleteTopics", 1, 6),
+    ApiRange(INIT_PRODUCER_ID, "InitProducerId", 0, 4),
     ApiRange(CREATE_PARTITIONS, "CreatePartitions", 0, 3),
     ApiRange(DELETE_GROUPS, "DeleteGroups", 0, 2),
     ApiRange(OFFSET_DELETE, "OffsetDelete", 0, 0),
