@@ -86,8 +86,11 @@ class ServerRangeAssignor:
             # Sticky: keep up to quota, holders of more than q get the extras first.
             seen: set[int] = set()
             kept: dict[int, tuple[int, ...]] = {}
-            for pos, parts in sorted(held):
-                valid = tuple(p for p in sorted(set(parts)) if 0 <= p < n and p not in seen)
+            for pos, parts in held:  # built in member order
+                if parts[0] >= 0 and parts[-1] < n and seen.isdisjoint(parts):
+                    valid = parts  # the common case: a sorted, valid current target
+                else:
+                    valid = tuple(p for p in sorted(set(parts)) if 0 <= p < n and p not in seen)
                 if len(valid) > q and extra:
                     extra -= 1
                     valid = valid[:q + 1]
