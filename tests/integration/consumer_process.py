@@ -7,6 +7,7 @@ Prints one JSON line per event: {"event": "assigned", "partitions": [...]}, and
 from __future__ import annotations
 
 import json
+import logging
 import sys
 
 
@@ -25,6 +26,18 @@ def main() -> None:
 
         def on_partitions_assigned(self, assigned):
             say(event="assigned", partitions=sorted(tp.partition for tp in assigned))
+
+    class FencedWatcher(logging.Handler):
+        """kafka-python reports a fenced heartbeat as an error log, not an exception."""
+
+        def emit(self, record: logging.LogRecord) -> None:
+            message = record.getMessage()
+            if "fenced" in message.lower():
+                say(event="fenced", error=message)
+
+    watcher = FencedWatcher(logging.ERROR)
+    logging.getLogger("kafka").addHandler(watcher)
+    logging.getLogger("kafka").setLevel(logging.ERROR)
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, group_instance_id=instance,
                              session_timeout_ms=6000, heartbeat_interval_ms=1000,
