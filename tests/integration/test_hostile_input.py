@@ -15,24 +15,20 @@ pytestmark = pytest.mark.integration
 
 
 def _valid_frames() -> list[bytes]:
-    """A few real requests from kafka-python's encoder, to mutate."""
-    from kafka.protocol.api_versions import ApiVersionsRequest
-    from kafka.protocol.group import HeartbeatRequest, JoinGroupRequest
-    from kafka.protocol.metadata import MetadataRequest
+    """A few well-formed requests (our encoder is byte-checked against kafka-python's)."""
+    from kgroup.broker.kio_build import build, item
+    from kgroup.wire import encode_request, request_class
 
+    join = request_class(11, 5)
     requests = [
-        ApiVersionsRequest[0](),
-        MetadataRequest[1](topics=None),
-        HeartbeatRequest[0](group="g", generation_id=1, member_id="m"),
-        JoinGroupRequest[1](group="g", session_timeout=6000, rebalance_timeout=6000, member_id="",
-                            protocol_type="consumer", group_protocols=[("range", b"\x00\x00")]),
+        (18, 0, build(request_class(18, 0))),
+        (3, 1, build(request_class(3, 1), topics=None)),
+        (12, 0, build(request_class(12, 0), group_id="g", generation_id=1, member_id="m")),
+        (11, 5, build(join, group_id="g", session_timeout=6000, rebalance_timeout=6000, member_id="",
+                      group_instance_id=None, protocol_type="consumer",
+                      protocols=(build(item(join, "protocols"), name="range", metadata=b"\x00\x00"),))),
     ]
-    frames = []
-    for i, req in enumerate(requests):
-        header = struct.pack(">hhih", req.API_KEY, req.API_VERSION, i, 4) + b"fuzz"
-        body = header + req.encode()
-        frames.append(struct.pack(">i", len(body)) + body)
-    return frames
+    return [encode_request(key, version, i, "fuzz", req) for i, (key, version, req) in enumerate(requests)]
 
 
 VALID = _valid_frames()

@@ -191,7 +191,7 @@ class Broker:
             if exc.api_key == API_VERSIONS:
                 # Too new for us: answer in v0 format with our ranges so the client falls back.
                 return encode_api_versions_fallback(exc.correlation_id, disabled=DISABLED_APIS)
-            raise _CloseConnection(f"unsupported API {exc.api_key} v{exc.api_version}") from None
+            raise _CloseConnection(str(exc)) from None
         except MalformedRequest as exc:
             raise _CloseConnection(f"malformed request: {exc}") from None
         if header.api_key == API_VERSIONS:
