@@ -3,6 +3,8 @@
     .venv/bin/python bench/assignors.py            # full grid (several minutes)
     .venv/bin/python bench/assignors.py --quick    # small grid
     .venv/bin/python bench/assignors.py --big      # only the headline cases (10k x 100k, 1M)
+    .venv/bin/python bench/assignors.py --case 10000x100000x100 --subs mixed \
+        --mode incremental --only uniform,range   # one row, chosen assignors
 
 Grid: members 100/1,000/10,000 x partitions per member 5/10/50 x topics 10/100/1,000;
 identical and mixed subscriptions (mixed: topics in 3 buckets, member i subscribes to
@@ -55,12 +57,15 @@ def new_member_sub(subs):
     return first
 
 
+CLOCK = time.perf_counter
+
+
 def timed(fn, runs: int) -> float:
     samples = []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         fn()
-        samples.append((time.perf_counter() - t0) * 1000)
+        samples.append((CLOCK() - t0) * 1000)
     return statistics.median(samples)
 
 
@@ -103,8 +108,25 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small grid")
     ap.add_argument("--big", action="store_true", help="headline large cases only")
     ap.add_argument("--runs", type=int, default=0, help="runs per case (default: by size)")
+    ap.add_argument("--case", action="append", default=[], metavar="MxPxT",
+                    help="only this case: members x total partitions x topics (repeatable)")
+    ap.add_argument("--subs", choices=("identical", "mixed"), help="only these subscriptions")
+    ap.add_argument("--mode", choices=("full", "incremental"), help="only this mode")
+    ap.add_argument("--only", default="uniform,range,coop,kp",
+                    help="comma-separated subset of uniform,range,coop,kp (default: all)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall: perf_counter; cpu: process_time (steadier on a busy machine)")
     args = ap.parse_args()
-    if args.quick:
+    if args.clock == "cpu":
+        global CLOCK
+        CLOCK = time.process_time
+    only = set(args.only.split(","))
+    if args.case:
+        grid = []
+        for case in args.case:
+            m, p, t = (int(x.replace("_", "").replace(",", "")) for x in case.split("x"))
+            grid.append((m, p // m, t))
+    elif args.quick:
         grid = [(m, p, t) for m in (100, 1000) for p in (5, 10) for t in (10, 100)]
     elif args.big:
         grid = [(1000, 10, 100), (10000, 10, 100), (10000, 10, 1000), (10000, 50, 1000),
@@ -121,12 +143,23 @@ def main() -> None:
             continue
         runs = args.runs or (7 if total <= 50_000 else 5 if total <= 200_000 else 3)
         for mixed in (False, True):
+            if args.subs and args.subs != ("mixed" if mixed else "identical"):
+                continue
             subs, counts = group(members, ppm, topics, mixed)
             for incremental in (False, True):
-                uni = server_case("uniform", subs, counts, incremental, runs)
-                rng = server_case("range", subs, counts, incremental, runs)
-                coop, subs2, prev = coop_case(subs, counts, incremental, runs)
-                if (total <= KAFKA_PYTHON_MAX_PARTITIONS
+                if args.mode and args.mode != ("incremental" if incremental else "full"):
+                    continue
+                nan = float("nan")
+                uni = server_case("uniform", subs, counts, incremental, runs) \
+                    if "uniform" in only else nan
+                rng = server_case("range", subs, counts, incremental, runs) \
+                    if "range" in only else nan
+                coop = nan
+                if "coop" in only or "kp" in only:
+                    coop, subs2, prev = coop_case(subs, counts, incremental, runs)
+                if "kp" not in only:
+                    kp = f"{'not run':>30}"
+                elif (total <= KAFKA_PYTHON_MAX_PARTITIONS
                         or (members, total, topics) == KAFKA_PYTHON_HEADLINE):
                     kp_runs = 1 if total >= 5000 else 3
                     kps = kafka_python_case("sticky", subs2, counts, prev, kp_runs)
