@@ -245,7 +245,7 @@ def print_table(title: str, rows: list[tuple[str, dict[str, object]]], sides_: l
     print(f"\n{title}")
     head = ["measure"] + sides_
     if len(sides_) == 2:
-        head.append(f"ours/{sides_[1]}")
+        head.append(f"ours/{sides_[1]}" if higher_is_better else f"{sides_[1]}/ours")
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
     for label, vals in rows:
@@ -253,7 +253,8 @@ def print_table(title: str, rows: list[tuple[str, dict[str, object]]], sides_: l
         if len(sides_) == 2:
             a, b = vals.get(sides_[0]), vals.get(sides_[1])
             if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a and b:
-                cells.append(f"{a / b:.2f}x")
+                r = a / b if higher_is_better else b / a
+                cells.append(f"{r:,.2f}x" if r < 100 else f"{r:,.0f}x")
             else:
                 cells.append("")
         print("| " + " | ".join(cells) + " |")

@@ -1,0 +1,106 @@
+"""Rebalance overhead: a newcomer joins a Stable classic group of N; time until all are Stable.
+
+    .venv/bin/python bench/broker_rebalance.py [--quick] [--runs N] [--sizes 10,100]
+        [--bootstrap HOST:PORT] [--peer tansu]
+
+Per run: a fresh group of N members is brought to Stable with raw JoinGroup/SyncGroup
+(bench/broker_common.py, one connection per member; not timed). Then, timed:
+t0 = the newcomer sends JoinGroup (two-step MEMBER_ID_REQUIRED included, as a real client
+does it); each existing member heartbeats in a tight loop (no sleep) until it sees
+REBALANCE_IN_PROGRESS, then rejoins at once; the leader assigns in its SyncGroup, everyone
+else syncs with no assignments. The figure is the time from t0 to the last member's SyncGroup
+response for the new generation (N + 1 members). Client work is a few kio encodes/decodes
+per member, on the same machine.
+Without --bootstrap it starts `kgroup serve` with initial_rebalance_delay_ms=0, fsync=never.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+import peers
+from broker_common import NONE, REBALANCE_IN_PROGRESS, Member, build_group
+
+
+async def _existing(m: Member, t0: float) -> float:
+    while True:
+        err = await m.heartbeat()
+        if err == NONE:
+            continue
+        while True:
+            if await m.join() != NONE:
+                raise RuntimeError(f"join failed for {m.member_id}")
+            err = await m.sync()
+            if err == NONE:
+                return time.perf_counter() - t0
+            if err != REBALANCE_IN_PROGRESS:
+                raise RuntimeError(f"sync error {err}")
+
+
+async def _newcomer(m: Member, t0: float) -> float:
+    while True:
+        err = await m.join()
+        if err != NONE:
+            raise RuntimeError(f"newcomer join error {err}")
+        err = await m.sync()
+        if err == NONE:
+            return time.perf_counter() - t0
+        if err != REBALANCE_IN_PROGRESS:
+            raise RuntimeError(f"newcomer sync error {err}")
+
+
+async def one_run(host: str, port: int, n: int) -> float:
+    group = f"rb-bench-{n}-{time.time_ns()}"
+    members = await build_group(host, port, group, n)
+    newcomer = await Member.open(host, port, group)
+    try:
+        t0 = time.perf_counter()
+        times = await asyncio.wait_for(asyncio.gather(
+            _newcomer(newcomer, t0), *(_existing(m, t0) for m in members)), 120)
+        everyone = members + [newcomer]
+        gens = {m.synced_generation for m in everyone}
+        leaders = [m for m in everyone if m.leader]
+        if len(gens) != 1 or len(leaders) != 1 or leaders[0].members_seen != n + 1:
+            raise RuntimeError(f"not one Stable generation of {n + 1}: gens={gens}, "
+                               f"leader saw {[x.members_seen for x in leaders]}")
+        return max(times)
+    finally:
+        await asyncio.gather(*(m.close() for m in members + [newcomer]), return_exceptions=True)
+
+
+async def measure(host: str, port: int, n: int, runs: int) -> list[float]:
+    out = []
+    for r in range(runs):
+        ms = await one_run(host, port, n) * 1000
+        out.append(ms)
+        print(f"  {n} members, run {r + 1}: {ms:.1f} ms", flush=True)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    peers.add_args(p)
+    p.add_argument("--sizes", default="10,100", help="group sizes before the newcomer")
+    args = p.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    runs = peers.runs(args)
+    rows = {f"{n} members + 1 newcomer, ms": {} for n in sizes}
+    cfg = peers.toml_config(fsync="never", initial_rebalance_delay_ms=0)
+    for side in peers.sides(args):
+        print(f"{side}:", flush=True)
+        with peers.broker(args, side, cfg) as b:
+            for n, key in zip(sizes, rows):
+                try:
+                    rows[key][side] = peers.median(asyncio.run(measure(b.host, b.port, n, runs)))
+                except Exception as exc:  # report the failure in the table, go on
+                    print(f"  {n} members: failed: {exc!r}", flush=True)
+                    rows[key][side] = f"failed ({type(exc).__name__})"
+    peers.print_table(f"Rebalance overhead (newcomer JoinGroup sent -> last SyncGroup answer), "
+                      f"{runs} runs (median, lower is better)", list(rows.items()), peers.sides(args),
+                      higher_is_better=False)
+
+
+if __name__ == "__main__":
+    main()
