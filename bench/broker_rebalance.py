@@ -25,14 +25,20 @@ from broker_common import NONE, REBALANCE_IN_PROGRESS, Member, build_group
 
 
 async def _existing(m: Member, t0: float) -> float:
+    m.phases = []  # (what, ms since t0) for the slow-run report
+    beats = 0
     while True:
         err = await m.heartbeat()
+        beats += 1
         if err == NONE:
             continue
+        m.phases.append((f"heartbeat#{beats}->{err}", (time.perf_counter() - t0) * 1000))
         while True:
             if await m.join() != NONE:
                 raise RuntimeError(f"join failed for {m.member_id}")
+            m.phases.append(("join answered", (time.perf_counter() - t0) * 1000))
             err = await m.sync()
+            m.phases.append((f"sync answered {err}", (time.perf_counter() - t0) * 1000))
             if err == NONE:
                 return time.perf_counter() - t0
             if err != REBALANCE_IN_PROGRESS:
@@ -40,15 +46,25 @@ async def _existing(m: Member, t0: float) -> float:
 
 
 async def _newcomer(m: Member, t0: float) -> float:
+    m.phases = []
     while True:
         err = await m.join()
         if err != NONE:
             raise RuntimeError(f"newcomer join error {err}")
+        m.phases.append(("join answered", (time.perf_counter() - t0) * 1000))
         err = await m.sync()
+        m.phases.append((f"sync answered {err}", (time.perf_counter() - t0) * 1000))
         if err == NONE:
             return time.perf_counter() - t0
         if err != REBALANCE_IN_PROGRESS:
             raise RuntimeError(f"newcomer sync error {err}")
+
+
+SLOW_S = 0.5
+
+
+def fmt_phases(m: Member) -> str:
+    return ", ".join(f"{what} @{ms:.0f}ms" for what, ms in getattr(m, "phases", []))
 
 
 async def one_run(host: str, port: int, n: int) -> float:
@@ -65,7 +81,13 @@ async def one_run(host: str, port: int, n: int) -> float:
         if len(gens) != 1 or len(leaders) != 1 or leaders[0].members_seen != n + 1:
             raise RuntimeError(f"not one Stable generation of {n + 1}: gens={gens}, "
                                f"leader saw {[x.members_seen for x in leaders]}")
-        return max(times)
+        worst = max(times)
+        if worst > SLOW_S:
+            # Say where the time went: the first and last member to finish, the newcomer.
+            last = members[max(range(n), key=lambda i: times[1 + i])]
+            print(f"    slow run ({worst * 1000:.0f} ms): newcomer {fmt_phases(newcomer)}; "
+                  f"last existing member {fmt_phases(last)}", flush=True)
+        return worst
     finally:
         await asyncio.gather(*(m.close() for m in members + [newcomer]), return_exceptions=True)
 
