@@ -27,7 +27,9 @@ class BrokerProcess:
         self.port = free_port()
         self.config_path = data_dir.parent / f"{data_dir.name}.toml"
         lines = [f"{k} = {_toml(v)}" for k, v in (extra or {}).items()]
-        group = {"initial_rebalance_delay_ms": 0, **(group or {})}
+        # A short initial delay, as a real deployment has (3 s default): kafka-python leaders
+        # that join before their first metadata response otherwise assign nothing.
+        group = {"initial_rebalance_delay_ms": 1000, **(group or {})}
         lines.append("[group]")
         lines += [f"{k} = {_toml(v)}" for k, v in group.items()]
         self.config_path.write_text("\n".join(lines) + "\n")
