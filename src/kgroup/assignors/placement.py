@@ -26,9 +26,61 @@ where a topic is partly owned and its free partitions have to be found.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
+from itertools import chain, compress, repeat
+from operator import gt, not_
 
 Parts = tuple[int, ...]
+
+# Consumes an iterator at C speed (a deque that keeps nothing).
+_drain = deque(maxlen=0).extend
+
+
+def _keys_within(d: dict[str, Parts], allowed: frozenset[str]) -> bool:
+    return d.keys() <= allowed
+
+
+def _claims_valid(plist: list[Parts], n_t: int) -> bool:
+    """Whether the claims on a topic are non-empty tuples of distinct partitions < n_t."""
+    try:
+        if not min(map(tuple.__len__, plist)):  # TypeError unless all are tuples
+            return False
+    except TypeError:
+        return False
+    flat = list(chain.from_iterable(plist))
+    return min(flat) >= 0 and max(flat) < n_t and len(set(flat)) == len(flat)
+
+
+def _clean_claims(t: str, n_t: int, who: list[int], held: list[dict[str, Parts]]) -> None:
+    """Drop the invalid claims on topic t; the first member in order keeps an overlap."""
+    keepers = []
+    for i in who:
+        parts = held[i][t]
+        if parts and (min(parts) < 0 or max(parts) >= n_t):
+            parts = tuple(p for p in parts if 0 <= p < n_t)
+        if not parts:
+            del held[i][t]
+            continue
+        held[i][t] = tuple(parts)
+        keepers.append(i)
+    total = 0
+    seen: set[int] = set()
+    for i in keepers:
+        parts = held[i][t]
+        total += len(parts)
+        seen.update(parts)
+    if total != len(seen):
+        # Why: overlapping claims are invalid input; the first member in order keeps a
+        # partition, the rest lose it, so the output stays a partition of the topic.
+        seen = set()
+        for i in keepers:
+            keep = tuple(sorted(p for p in set(held[i][t]) if p not in seen))
+            seen.update(keep)
+            if keep:
+                held[i][t] = keep
+            else:
+                del held[i][t]
 
 
 def place(
@@ -65,77 +117,82 @@ def place(
         member_class[i] = c
     class_topic_sets = [frozenset(ts) for ts in class_topics]
 
-    # 2. Valid current holdings: subscribed, existing partitions, each held once.
-    held: list[dict[str, Parts]] = [{} for _ in range(n_members)]
-    holders: dict[str, list[int]] = {}
-    for i in range(n_members):
-        cur = current[i]
-        if not cur:
-            continue
-        allowed = class_topic_sets[member_class[i]]
-        mine = held[i]
-        for t, parts in cur.items():
-            if not parts or t not in allowed:
-                continue
-            n_t = counts[t]
-            if min(parts) < 0 or max(parts) >= n_t:
-                parts = tuple(p for p in parts if 0 <= p < n_t)
-                if not parts:
-                    continue
-            mine[t] = tuple(parts)
-            holders.setdefault(t, []).append(i)
-    for t, who in holders.items():
-        total = 0
-        seen: set[int] = set()
-        for i in who:
-            parts = held[i][t]
-            total += len(parts)
-            seen.update(parts)
-        if total != len(seen):
-            # Why: overlapping claims are invalid input; the first member in order keeps a
-            # partition, the rest lose it, so the output stays a partition of the topic.
-            seen = set()
-            for i in who:
-                keep = tuple(sorted(p for p in set(held[i][t]) if p not in seen))
-                seen.update(keep)
-                if keep:
-                    held[i][t] = keep
-                else:
-                    del held[i][t]
+    # 2. Valid current holdings: subscribed, existing partitions, each held once. The
+    # members' dicts are copied and turned around to topic -> holders at C speed; each
+    # topic is then checked as a whole, and only a topic with invalid claims (out of
+    # range, overlapping, empty or not tuples) is cleaned up holder by holder.
+    held: list[dict[str, Parts]] = list(map(dict, current))
+    fits = list(map(_keys_within, held, map(class_topic_sets.__getitem__, member_class)))
+    if not all(fits):
+        for i in compress(range(n_members), map(not_, fits)):
+            allowed = class_topic_sets[member_class[i]]
+            held[i] = {t: p for t, p in held[i].items() if t in allowed}
+    hold_idx: dict[str, list[int]] = {t: [] for t in chain.from_iterable(class_topics)}
+    hold_parts: dict[str, list[Parts]] = {t: [] for t in hold_idx}
+    lens_per_member = list(map(len, held))
+    _drain(map(list.append, map(hold_idx.__getitem__, chain.from_iterable(held)),
+               chain.from_iterable(map(repeat, range(n_members), lens_per_member))))
+    _drain(map(list.append, map(hold_parts.__getitem__, chain.from_iterable(held)),
+               chain.from_iterable(map(dict.values, held))))
+    for t, plist in hold_parts.items():
+        if plist and not _claims_valid(plist, counts[t]):
+            _clean_claims(t, counts[t], hold_idx[t], held)
+            hold_idx[t] = [i for i in hold_idx[t] if t in held[i]]
+            hold_parts[t] = [held[i][t] for i in hold_idx[t]]
 
-    # 3. Class-level allocation: topic -> partitions per class.
+    # 3. Class-level allocation: topic -> partitions per class, starting from what each
+    # class holds (`class_held`, summed per topic at C speed).
     n_classes = len(class_topics)
     alloc: list[dict[str, int]] = [{} for _ in range(n_classes)]
     topic_classes: dict[str, list[int]] = {}
     for c, topics in enumerate(class_topics):
         for t in topics:
             topic_classes.setdefault(t, []).append(c)
+    claimed: dict[str, int] = {}
+    class_held: list[dict[str, int]] = [{} for _ in range(n_classes)]
+    for t, plist in hold_parts.items():
+        if not plist:
+            continue
+        lens = list(map(len, plist))
+        claimed[t] = sum(lens)
+        cs = topic_classes[t]
+        if len(cs) == 1:
+            class_held[cs[0]][t] = claimed[t]
+            continue
+        holder_class = list(map(member_class.__getitem__, hold_idx[t]))
+        for c in cs:
+            got = sum(compress(lens, map(c.__eq__, holder_class)))
+            if got:
+                class_held[c][t] = got
     if n_classes == 1 or all(len(cs) == 1 for cs in topic_classes.values()):
         for t, cs in topic_classes.items():
             alloc[cs[0]][t] = counts[t]
     else:
-        _allocate_classes(alloc, topic_classes, class_members, held, counts)
+        _allocate_classes(alloc, topic_classes, class_members, class_held, counts)
 
-    # 4. Member level, per class: quotas, what each member keeps.
+    # 4. Member level, per class: quotas, what each member keeps. Partitions a member
+    # held but does not keep are collected in `dropped`.
     quota = [0] * n_members
     kept_total = [0] * n_members
     kept_class: list[dict[str, int]] = [{} for _ in range(n_classes)]
-    kept_by_topic: dict[str, list[Parts]] = {}
-    kept_count: dict[str, int] = {}
+    dropped: dict[str, list[int]] = {}
+    haves = list(map(sum, map(map, repeat(len), map(dict.values, held))))
     for c, members in enumerate(class_members):
         total = sum(alloc[c].values())
         if not total:
             for i in members:
+                for t, parts in held[i].items():
+                    dropped.setdefault(t, []).extend(parts)
                 held[i] = {}
             continue
         q, extra = divmod(total, len(members))
-        for i in members:
-            have = sum(map(len, held[i].values()))
-            if have > q and extra:
+        _drain(map(quota.__setitem__, members, repeat(q)))
+        if extra:
+            for i in compress(members, map(q.__lt__, map(haves.__getitem__, members))):
                 quota[i] = q + 1
                 extra -= 1
-            else:
-                quota[i] = q
+                if not extra:
+                    break
         if extra:
             for i in members:
                 if quota[i] == q:
@@ -144,26 +201,50 @@ def place(
                     if not extra:
                         break
         budget = dict(alloc[c])
+        mine_held = class_held[c]
+        if all(budget.get(t, 0) >= k for t, k in mine_held.items()):
+            # The class budget cannot run out: everyone keeps all it holds up to its quota,
+            # so only members over quota are looked at.
+            here = kept_class[c] = dict(mine_held)
+            my_haves = list(map(haves.__getitem__, members))
+            my_quotas = list(map(quota.__getitem__, members))
+            _drain(map(kept_total.__setitem__, members, map(min, my_haves, my_quotas)))
+            for i in compress(members, map(gt, my_haves, my_quotas)):
+                room = quota[i]
+                mine = held[i]
+                kept: dict[str, Parts] = {}
+                for t in sorted(mine):
+                    parts = mine[t]
+                    take = min(len(parts), room)
+                    if take < len(parts):
+                        dropped.setdefault(t, []).extend(parts[take:])
+                        here[t] -= len(parts) - take
+                        if take <= 0:
+                            continue
+                        parts = parts[:take]
+                    kept[t] = parts
+                    room -= take
+                held[i] = kept
+            continue
         here = kept_class[c]
         for i in members:
             mine = held[i]
             if not mine:
                 continue
             room = quota[i]
-            kept: dict[str, Parts] = {}
+            kept = {}
             for t in sorted(mine):
                 parts = mine[t]
                 take = min(len(parts), room, budget.get(t, 0))
-                if take <= 0:
-                    continue
                 if take < len(parts):
+                    dropped.setdefault(t, []).extend(parts[max(take, 0):])
+                    if take <= 0:
+                        continue
                     parts = parts[:take]
                 kept[t] = parts
                 budget[t] -= take
                 room -= take
-                kept_count[t] = kept_count.get(t, 0) + take
                 here[t] = here.get(t, 0) + take
-                kept_by_topic.setdefault(t, []).append(parts)
             held[i] = kept
             kept_total[i] = quota[i] - room
 
@@ -171,15 +252,16 @@ def place(
     pools: dict[str, Sequence[int]] = {}
     for t in topic_classes:
         n_t = counts[t]
-        k = kept_count.get(t, 0)
+        drop = dropped.get(t)
+        k = claimed.get(t, 0) - (len(drop) if drop else 0)
         if k == n_t:
             continue
         if not k:
             pools[t] = range(n_t)
         else:
-            taken: set[int] = set()
-            for parts in kept_by_topic[t]:
-                taken.update(parts)
+            taken = set(chain.from_iterable(hold_parts[t]))
+            if drop:
+                taken.difference_update(drop)
             pools[t] = sorted(set(range(n_t)).difference(taken))
     pool_pos = dict.fromkeys(pools, 0)
 
@@ -218,18 +300,15 @@ def _allocate_classes(
     alloc: list[dict[str, int]],
     topic_classes: dict[str, list[int]],
     class_members: list[list[int]],
-    held: list[dict[str, Parts]],
+    class_held: list[dict[str, int]],
     counts: Mapping[str, int],
 ) -> None:
     """Fill `alloc` (class -> topic -> count) balanced across classes and sticky."""
     size = [len(ms) for ms in class_members]
     load = [0] * len(class_members)
-    for c, members in enumerate(class_members):
-        a = alloc[c]
-        for i in members:
-            for t, parts in held[i].items():
-                a[t] = a.get(t, 0) + len(parts)
-                load[c] += len(parts)
+    for c, got in enumerate(class_held):
+        alloc[c].update(got)
+        load[c] = sum(got.values())
     order = sorted(topic_classes, key=lambda t: (len(topic_classes[t]), t))
     # Pour each topic's unowned partitions into its classes, lowest per-member load first.
     for t in order:
