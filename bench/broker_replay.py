@@ -71,8 +71,17 @@ def serve_once(data: Path) -> tuple[int, float, float]:
                 return int(m.group(1)), float(m.group(3)), wall
         raise RuntimeError(f"kgroup serve exited ({proc.wait()}) without 'coordinator loaded'")
     finally:
+        t_stop = time.perf_counter()
         proc.terminate()
-        proc.wait(30)
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            print("  kgroup serve did not exit within 120 s of SIGTERM; killed", flush=True)
+        stop_s = time.perf_counter() - t_stop
+        if stop_s > 5:
+            print(f"  kgroup serve took {stop_s:.1f}s to exit after SIGTERM", flush=True)
 
 
 async def _load_in_process(data: Path) -> tuple[int, float, float]:
