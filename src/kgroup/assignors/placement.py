@@ -121,24 +121,29 @@ def place(
     # members' dicts are copied and turned around to topic -> holders at C speed; each
     # topic is then checked as a whole, and only a topic with invalid claims (out of
     # range, overlapping, empty or not tuples) is cleaned up holder by holder.
-    held: list[dict[str, Parts]] = list(map(dict, current))
-    fits = list(map(_keys_within, held, map(class_topic_sets.__getitem__, member_class)))
-    if not all(fits):
-        for i in compress(range(n_members), map(not_, fits)):
-            allowed = class_topic_sets[member_class[i]]
-            held[i] = {t: p for t, p in held[i].items() if t in allowed}
-    hold_idx: dict[str, list[int]] = {t: [] for t in chain.from_iterable(class_topics)}
-    hold_parts: dict[str, list[Parts]] = {t: [] for t in hold_idx}
-    lens_per_member = list(map(len, held))
-    _drain(map(list.append, map(hold_idx.__getitem__, chain.from_iterable(held)),
-               chain.from_iterable(map(repeat, range(n_members), lens_per_member))))
-    _drain(map(list.append, map(hold_parts.__getitem__, chain.from_iterable(held)),
-               chain.from_iterable(map(dict.values, held))))
-    for t, plist in hold_parts.items():
-        if plist and not _claims_valid(plist, counts[t]):
-            _clean_claims(t, counts[t], hold_idx[t], held)
-            hold_idx[t] = [i for i in hold_idx[t] if t in held[i]]
-            hold_parts[t] = [held[i][t] for i in hold_idx[t]]
+    hold_idx: dict[str, list[int]] = {}
+    hold_parts: dict[str, list[Parts]] = {}
+    if not any(current):  # a fresh group: nothing to check
+        held: list[dict[str, Parts]] = [{} for _ in range(n_members)]
+    else:
+        held = list(map(dict, current))
+        fits = list(map(_keys_within, held, map(class_topic_sets.__getitem__, member_class)))
+        if not all(fits):
+            for i in compress(range(n_members), map(not_, fits)):
+                allowed = class_topic_sets[member_class[i]]
+                held[i] = {t: p for t, p in held[i].items() if t in allowed}
+        hold_idx = {t: [] for t in chain.from_iterable(class_topics)}
+        hold_parts = {t: [] for t in hold_idx}
+        lens_per_member = list(map(len, held))
+        _drain(map(list.append, map(hold_idx.__getitem__, chain.from_iterable(held)),
+                   chain.from_iterable(map(repeat, range(n_members), lens_per_member))))
+        _drain(map(list.append, map(hold_parts.__getitem__, chain.from_iterable(held)),
+                   chain.from_iterable(map(dict.values, held))))
+        for t, plist in hold_parts.items():
+            if plist and not _claims_valid(plist, counts[t]):
+                _clean_claims(t, counts[t], hold_idx[t], held)
+                hold_idx[t] = [i for i in hold_idx[t] if t in held[i]]
+                hold_parts[t] = [held[i][t] for i in hold_idx[t]]
 
     # 3. Class-level allocation: topic -> partitions per class, starting from what each
     # class holds (`class_held`, summed per topic at C speed).
@@ -176,7 +181,8 @@ def place(
     kept_total = [0] * n_members
     kept_class: list[dict[str, int]] = [{} for _ in range(n_classes)]
     dropped: dict[str, list[int]] = {}
-    haves = list(map(sum, map(map, repeat(len), map(dict.values, held))))
+    haves = list(map(sum, map(map, repeat(len), map(dict.values, held)))) if hold_parts \
+        else [0] * n_members
     for c, members in enumerate(class_members):
         total = sum(alloc[c].values())
         if not total:
