@@ -26,6 +26,17 @@ class GroupConfig:
     offsets_retention_check_interval_ms: int = 600_000
     # offset.metadata.max.bytes
     offset_metadata_max_bytes: int = 4096
+    # Consumer protocol (KIP-848): group.consumer.* settings.
+    consumer_session_timeout_ms: int = 45_000
+    consumer_min_session_timeout_ms: int = 45_000
+    consumer_max_session_timeout_ms: int = 60_000
+    consumer_heartbeat_interval_ms: int = 5_000
+    consumer_min_heartbeat_interval_ms: int = 5_000
+    consumer_max_heartbeat_interval_ms: int = 15_000
+    # group.consumer.assignors: the first is the default.
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    # group.consumer.max.size
+    consumer_max_size: int = 2_147_483_647
 
     def __post_init__(self) -> None:
         if self.min_session_timeout_ms > self.max_session_timeout_ms:
@@ -36,3 +47,13 @@ class GroupConfig:
             raise ValueError("group.max.size must be >= 1")
         if self.offsets_retention_ms < 1 or self.offsets_retention_check_interval_ms < 1:
             raise ValueError("offset retention settings must be positive")
+        if not (self.consumer_min_session_timeout_ms <= self.consumer_session_timeout_ms
+                <= self.consumer_max_session_timeout_ms):
+            raise ValueError("group.consumer.session.timeout.ms must lie within its min and max")
+        if not (self.consumer_min_heartbeat_interval_ms <= self.consumer_heartbeat_interval_ms
+                <= self.consumer_max_heartbeat_interval_ms):
+            raise ValueError("group.consumer.heartbeat.interval.ms must lie within its min and max")
+        if self.consumer_heartbeat_interval_ms >= self.consumer_session_timeout_ms:
+            raise ValueError("group.consumer.heartbeat.interval.ms must be below the session timeout")
+        if not self.consumer_assignors:
+            raise ValueError("group.consumer.assignors must name at least one assignor")

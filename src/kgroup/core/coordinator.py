@@ -26,8 +26,21 @@ from kgroup.core.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
+from kgroup.core.consumer_group import ConsumerGroup, ConsumerMember
+from kgroup.core.consumer_protocol import ConsumerProtocol
+from kgroup.core.messages import ConsumerGroupHeartbeatRequest
 from kgroup.core.offsets import Offsets
-from kgroup.core.records import ClassicGroupRecord, ClassicGroupValue, OffsetCommitRecord, Record
+from kgroup.core.records import (
+    ClassicGroupRecord,
+    ClassicGroupValue,
+    ConsumerCurrentRecord,
+    ConsumerGroupEpochRecord,
+    ConsumerMemberRecord,
+    ConsumerTargetEpochRecord,
+    ConsumerTargetRecord,
+    OffsetCommitRecord,
+    Record,
+)
 from kgroup.core.result import EMPTY_RESULT, ReplyTo, Result
 from kgroup.core.state import ShardState, StoredState, counter_member_ids
 
@@ -41,7 +54,10 @@ class GroupCoordinator:
         self.classic = ClassicProtocol(self.shard)
         self.offsets = Offsets(self.shard)
         self.admin = Admin(self.shard)
+        self.consumer = ConsumerProtocol(self.shard)
         self._timer_ops = {
+            "consumer-session": self.consumer.session_expired,
+            "consumer-revoke": self.consumer.revoke_expired,
             "heartbeat": self.classic.heartbeat_expired,
             "join": self.classic.join_expired,
             "initial-join": self.classic.initial_join_expired,
@@ -82,6 +98,22 @@ class GroupCoordinator:
     def delete_offsets(self, req: OffsetDeleteRequest, reply: ReplyTo, now_ms: int) -> Result:
         return self.offsets.delete(req, reply, now_ms)
 
+    def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, reply: ReplyTo,
+                                 now_ms: int) -> Result:
+        return self.consumer.heartbeat(req, reply, now_ms)
+
+    def consumer_group_describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
+        return self.consumer.describe(group_ids, reply, now_ms)
+
+    def update_topics(self, topics: dict[str, tuple[str, int]], now_ms: int) -> Result:
+        """The broker's topics changed (name -> (topic id, partitions)); bump affected groups."""
+        self.shard.topics = dict(topics)
+        return self.consumer.topics_changed(now_ms)
+
+    @property
+    def consumer_groups(self) -> dict[str, ConsumerGroup]:
+        return self.shard.consumer_groups
+
     def describe_groups(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int,
                         missing_as_error: bool = False) -> Result:
         return self.admin.describe(group_ids, reply, now_ms, missing_as_error)
@@ -115,7 +147,48 @@ class GroupCoordinator:
             else:
                 self.shard.stored.classic_groups[record.group_id] = record.value
         else:
+            self._replay_consumer(record)
+
+    def _replay_consumer(self, record: Record) -> None:
+        groups = self.shard.consumer_groups
+        kind = type(record)
+        if kind is ConsumerGroupEpochRecord:
+            if record.epoch is None:
+                groups.pop(record.group_id, None)
+                return
+            group = self._consumer_group(record.group_id)
+            group.epoch = record.epoch
+            group.subscribed = record.subscribed
+            return
+        group = self._consumer_group(record.group_id)
+        if kind is ConsumerMemberRecord:
+            if record.value is None:
+                group.set_current(record.member_id, None)
+                group.members.pop(record.member_id, None)
+            elif record.member_id in group.members:
+                group.members[record.member_id].meta = record.value
+            else:
+                group.members[record.member_id] = ConsumerMember(record.member_id, record.value)
+        elif kind is ConsumerTargetRecord:
+            if record.partitions is None:
+                group.target.pop(record.member_id, None)
+            else:
+                group.target[record.member_id] = record.partitions
+        elif kind is ConsumerTargetEpochRecord:
+            if record.epoch is not None:
+                group.target_epoch = record.epoch
+        elif kind is ConsumerCurrentRecord:
+            group.set_current(record.member_id, record.value)
+        else:
             raise TypeError(f"not a group-metadata record: {record!r}")
+
+    def _consumer_group(self, group_id: str) -> ConsumerGroup:
+        group = self.shard.consumer_groups.get(group_id)
+        if group is None:
+            group = self.shard.consumer_groups[group_id] = ConsumerGroup(group_id)
+            # A group id is of one type: a consumer group replaces an empty classic one.
+            self.shard.groups.pop(group_id, None)
+        return group
 
     def load_complete(self, now_ms: int) -> Result:
         """Rebuild runtime groups from stored state after a replay, and re-arm timers.
@@ -126,12 +199,13 @@ class GroupCoordinator:
         out = EMPTY_RESULT
         stored = self.shard.stored
         for group_id in sorted(set(stored.classic_groups) | set(stored.offsets)):
-            if group_id in self.shard.groups:
+            if group_id in self.shard.groups or group_id in self.shard.consumer_groups:
                 continue
             value = stored.classic_groups.get(group_id) or ClassicGroupValue("", 0, None, None, now_ms, ())
             group = ClassicGroup.from_value(group_id, value)
             self.shard.groups[group_id] = group
             out = out + self.classic.group_loaded(group, now_ms)
+        self.consumer.loaded(now_ms)
         self.offsets.schedule_expiry(now_ms)
         return out
 
@@ -139,6 +213,15 @@ class GroupCoordinator:
         """Records that rebuild the current stored state from nothing (for log snapshots)."""
         stored = self.shard.stored
         records: list[Record] = [ClassicGroupRecord(g, v) for g, v in sorted(stored.classic_groups.items())]
+        for group_id, group in sorted(self.shard.consumer_groups.items()):
+            records.append(ConsumerGroupEpochRecord(group_id, group.epoch, group.subscribed))
+            for member_id, member in group.members.items():
+                records.append(ConsumerMemberRecord(group_id, member_id, member.meta))
+            for member_id, target in sorted(group.target.items()):
+                records.append(ConsumerTargetRecord(group_id, member_id, target))
+            records.append(ConsumerTargetEpochRecord(group_id, group.target_epoch))
+            for member_id, member in group.members.items():
+                records.append(ConsumerCurrentRecord(group_id, member_id, member.current))
         for group_id, offsets in sorted(stored.offsets.items()):
             records.extend(OffsetCommitRecord(group_id, t, p, v) for (t, p), v in sorted(offsets.items()))
         return records

@@ -237,3 +237,64 @@ class ListGroupsRequest:
 class DeletedGroup:
     group_id: str
     error: ErrorCode
+
+
+# ---- ConsumerGroupHeartbeat (KIP-848) -----------------------------------------------------
+
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    # None: unchanged since the last heartbeat.
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    # (topic id, partitions) the member owns; None: unchanged.
+    owned: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatResponse:
+    error: ErrorCode
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: tuple[tuple[str, tuple[int, ...]], ...]
+    target_assignment: tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerGroup:
+    group_id: str
+    error: ErrorCode
+    state: str = "Dead"
+    epoch: int = 0
+    assignment_epoch: int = 0
+    assignor: str = ""
+    members: tuple[DescribedConsumerMember, ...] = ()

@@ -62,4 +62,85 @@ class ClassicGroupRecord:
     value: ClassicGroupValue | None
 
 
-Record = OffsetCommitRecord | ClassicGroupRecord
+
+
+# ---- consumer groups (KIP-848) ----------------------------------------------------------
+# Assignments are keyed by topic id (as a string) and hold sorted partition tuples:
+#   ((topic_id, (p0, p1, ...)), ...) sorted by topic id.
+Partitions = tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupEpochRecord:
+    """The group epoch and the metadata of its subscribed topics at that epoch.
+
+    An epoch of None deletes the whole group. `subscribed` is ((topic name, topic id,
+    partition count), ...) sorted: a change to it is what bumps the epoch when topics change.
+    """
+
+    group_id: str
+    epoch: int | None
+    subscribed: tuple[tuple[str, str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberValue:
+    """What a member asked for: its subscription and how it runs."""
+
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    rebalance_timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberRecord:
+    group_id: str
+    member_id: str
+    value: ConsumerMemberValue | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerTargetRecord:
+    """One member's target assignment (None removes it)."""
+
+    group_id: str
+    member_id: str
+    partitions: Partitions | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerTargetEpochRecord:
+    """The epoch of the group's target assignment (None: removed with the group)."""
+
+    group_id: str
+    epoch: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerCurrentValue:
+    """Where a member stands in reconciling towards its target."""
+
+    member_epoch: int
+    previous_member_epoch: int
+    state: str
+    assigned: Partitions
+    pending_revocation: Partitions
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerCurrentRecord:
+    group_id: str
+    member_id: str
+    value: ConsumerCurrentValue | None
+
+
+ConsumerRecord = (ConsumerGroupEpochRecord | ConsumerMemberRecord | ConsumerTargetRecord
+                  | ConsumerTargetEpochRecord | ConsumerCurrentRecord)
+
+
+Record = OffsetCommitRecord | ClassicGroupRecord | ConsumerRecord

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from kgroup.core.classic_group import ClassicGroup
+from kgroup.core.consumer_group import ConsumerGroup
 from kgroup.core.config import GroupConfig
 from kgroup.core.records import ClassicGroupValue, OffsetCommitValue
 from kgroup.core.timers import Timers
@@ -49,3 +50,8 @@ class ShardState:
     timers: Timers = field(default_factory=Timers)
     stored: StoredState = field(default_factory=StoredState)
     groups: dict[str, ClassicGroup] = field(default_factory=dict)
+    # Consumer-protocol groups are durable as a whole: built and changed by replay only.
+    consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
+    # The broker's topics: name -> (topic id, partition count). Pure input, set by the
+    # broker through GroupCoordinator.update_topics.
+    topics: dict[str, tuple[str, int]] = field(default_factory=dict)

@@ -16,6 +16,7 @@ from kgroup.core.config import GroupConfig
 from kgroup.core.coordinator import GroupCoordinator
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.messages import (
+    ConsumerGroupHeartbeatRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -110,6 +111,30 @@ class GroupContext:
                 if member is not None:
                     self.heartbeat(group, member_id, generation, instance=member.group_instance_id)
             self.advance(min(step, target - self.now))
+
+    # ---- consumer protocol ----------------------------------------------------------------
+
+    def set_topics(self, **partitions: int) -> None:
+        """Topics as the broker would report them; topic ids are `id-<name>`."""
+        self.apply(self.coord.update_topics({n: (f"id-{n}", c) for n, c in partitions.items()}, self.now))
+
+    def cg_heartbeat(self, member: str, epoch: int, *, group: str = "cg", topics=None, regex=None,
+                     owned=None, instance: str | None = None, assignor: str | None = None,
+                     rebalance: int = -1, version: int = 1) -> Pending:
+        if epoch == 0:
+            rebalance = 60_000 if rebalance == -1 else rebalance
+            owned = () if owned is None else owned
+        return self.call(self.coord.consumer_group_heartbeat, ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=epoch, instance_id=instance,
+            rebalance_timeout_ms=rebalance,
+            subscribed_topic_names=None if topics is None else tuple(topics),
+            subscribed_topic_regex=regex, server_assignor=assignor,
+            owned=None if owned is None else tuple((t, tuple(ps)) for t, ps in owned),
+            client_id="client", client_host="/127.0.0.1", api_version=version,
+        ))
+
+    def cgroup(self, group_id: str = "cg"):
+        return self.coord.consumer_groups[group_id]
 
     def group(self, group_id: str = "g") -> ClassicGroup:
         return self.coord.groups[group_id]

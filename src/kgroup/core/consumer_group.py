@@ -1,0 +1,184 @@
+"""A consumer group of the consumer protocol (KIP-848) and how a member reconciles.
+
+How this works: the coordinator owns the assignment. The group epoch moves whenever what the
+group asks for changes (a member joins, leaves or changes its subscription, a subscribed
+topic changes); when it is ahead of the target assignment's epoch, the server assignor
+computes a new target and stamps it with the group epoch. Each member then walks towards
+its own target one heartbeat at a time (`reconcile`):
+
+- partitions in both its current and target assignment stay;
+- partitions it holds but the target does not are *pending revocation*: the member keeps
+  its epoch and stays UNREVOKED_PARTITIONS until a heartbeat shows it no longer owns them;
+- partitions the target adds are handed over only when no other member still holds them
+  (else UNRELEASED_PARTITIONS, at the target epoch);
+- with nothing to revoke and nothing unreleased the member is STABLE at the target epoch.
+
+So a partition never has two owners: `owners` maps each held partition (assigned or pending
+revocation) to its member, and a partition enters someone's assigned set only when it has
+no owner. Unlike classic groups, this whole aggregate is durable: only `replay` (in
+coordinator.py) changes it; handlers compute records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from kgroup.core.records import ConsumerCurrentValue, ConsumerMemberValue, Partitions
+
+
+class MemberState(Enum):
+    STABLE = "stable"
+    UNREVOKED_PARTITIONS = "unrevoked_partitions"
+    UNRELEASED_PARTITIONS = "unreleased_partitions"
+
+
+_M = MemberState
+# Every state may reach every other in one reconciliation step, except that a member with
+# revocations outstanding (UNREVOKED) can only leave that state by revoking; the table says
+# which moves `reconcile` may make from where.
+MEMBER_TRANSITIONS: dict[MemberState, frozenset[MemberState]] = {
+    _M.STABLE: frozenset({_M.STABLE, _M.UNREVOKED_PARTITIONS, _M.UNRELEASED_PARTITIONS}),
+    _M.UNREVOKED_PARTITIONS: frozenset({_M.UNREVOKED_PARTITIONS, _M.UNRELEASED_PARTITIONS, _M.STABLE}),
+    _M.UNRELEASED_PARTITIONS: frozenset({_M.UNRELEASED_PARTITIONS, _M.UNREVOKED_PARTITIONS, _M.STABLE}),
+}
+
+
+class GroupState(Enum):
+    """As DescribeGroups / ListGroups / ConsumerGroupDescribe report it."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+
+
+def as_dict(partitions: Partitions) -> dict[str, set[int]]:
+    return {t: set(ps) for t, ps in partitions}
+
+
+def as_tuple(mapping: dict[str, set[int]] | dict[str, tuple[int, ...]]) -> Partitions:
+    return tuple(sorted((t, tuple(sorted(ps))) for t, ps in mapping.items() if ps))
+
+
+@dataclass(slots=True)
+class ConsumerMember:
+    member_id: str
+    meta: ConsumerMemberValue
+    current: ConsumerCurrentValue = field(default_factory=lambda: ConsumerCurrentValue(
+        0, 0, MemberState.STABLE.value, (), ()))
+
+    @property
+    def epoch(self) -> int:
+        return self.current.member_epoch
+
+    @property
+    def state(self) -> MemberState:
+        return MemberState(self.current.state)
+
+    def owned(self) -> Partitions:
+        """Assigned plus pending revocation: what this member may still be consuming."""
+        merged = as_dict(self.current.assigned)
+        for t, ps in self.current.pending_revocation:
+            merged.setdefault(t, set()).update(ps)
+        return as_tuple(merged)
+
+
+@dataclass(slots=True)
+class ConsumerGroup:
+    group_id: str
+    epoch: int = 0
+    target_epoch: int = 0
+    # ((topic name, topic id, partitions), ...) the group subscribed to at `epoch`
+    subscribed: tuple[tuple[str, str, int], ...] = ()
+    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    target: dict[str, Partitions] = field(default_factory=dict)
+    # (topic id, partition) -> member id that still holds it
+    owners: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    def state(self) -> GroupState:
+        if not self.members:
+            return GroupState.EMPTY
+        if self.epoch > self.target_epoch:
+            return GroupState.ASSIGNING
+        for m in self.members.values():
+            if m.epoch != self.target_epoch or m.state is not MemberState.STABLE:
+                return GroupState.RECONCILING
+        return GroupState.STABLE
+
+    def static_member(self, instance_id: str | None) -> ConsumerMember | None:
+        if instance_id is None:
+            return None
+        for m in self.members.values():
+            if m.meta.instance_id == instance_id:
+                return m
+        return None
+
+    def set_current(self, member_id: str, value: ConsumerCurrentValue | None) -> None:
+        """Replay helper: update a member's current assignment and the owner index."""
+        member = self.members.get(member_id)
+        if member is not None:
+            for t, ps in member.owned():
+                for p in ps:
+                    if self.owners.get((t, p)) == member_id:
+                        del self.owners[(t, p)]
+        if value is None or member is None:
+            return
+        member.current = value
+        for t, ps in member.owned():
+            for p in ps:
+                self.owners[(t, p)] = member_id
+
+
+def reconcile(member_id: str, current: ConsumerCurrentValue, target: Partitions, target_epoch: int,
+              owners: dict[tuple[str, int], str], owned_reported: Partitions | None) -> ConsumerCurrentValue:
+    """The member's next step towards its target (Kafka's CurrentAssignmentBuilder)."""
+    state = MemberState(current.state)
+    if state is MemberState.UNREVOKED_PARTITIONS:
+        # Stay until the member shows it let go of everything pending revocation.
+        if owned_reported is None:
+            return current
+        still = as_dict(owned_reported)
+        if any(still.get(t, set()) & set(ps) for t, ps in current.pending_revocation):
+            return current
+    elif state is MemberState.STABLE and current.member_epoch == target_epoch:
+        return current
+    held = as_dict(current.assigned)
+    wanted = as_dict(target)
+    keep: dict[str, set[int]] = {}
+    revoke: dict[str, set[int]] = {}
+    unreleased = False
+    for topic in sorted(set(held) | set(wanted)):
+        mine, goal = held.get(topic, set()), wanted.get(topic, set())
+        keep[topic] = mine & goal
+        gone = mine - goal
+        if gone:
+            revoke[topic] = gone
+        for p in goal - mine:
+            owner = owners.get((topic, p))
+            if owner is None or owner == member_id:
+                keep[topic].add(p)
+            else:
+                unreleased = True
+    if revoke:
+        # Revocation first: the member keeps its epoch and gets nothing new until it has
+        # given up what moves, so no partition is ever owned twice.
+        nxt = ConsumerCurrentValue(current.member_epoch, current.previous_member_epoch,
+                                   MemberState.UNREVOKED_PARTITIONS.value,
+                                   as_tuple({t: held[t] & wanted.get(t, set()) for t in held}),
+                                   as_tuple(revoke))
+    elif unreleased:
+        nxt = ConsumerCurrentValue(target_epoch, current.member_epoch,
+                                   MemberState.UNRELEASED_PARTITIONS.value, as_tuple(keep), ())
+    else:
+        nxt = ConsumerCurrentValue(target_epoch, current.member_epoch, MemberState.STABLE.value,
+                                   as_tuple(keep), ())
+    if MemberState(nxt.state) not in MEMBER_TRANSITIONS[state]:
+        raise RuntimeError(f"illegal member transition {state} -> {nxt.state}")
+    if (nxt.member_epoch == current.member_epoch and nxt.state == current.state
+            and nxt.assigned == current.assigned and nxt.pending_revocation == current.pending_revocation):
+        return current
+    if nxt.member_epoch == current.member_epoch:
+        nxt = ConsumerCurrentValue(nxt.member_epoch, current.previous_member_epoch, nxt.state,
+                                   nxt.assigned, nxt.pending_revocation)
+    return nxt

@@ -1,0 +1,402 @@
+"""ConsumerGroupHeartbeat: the consumer protocol's one request, and its timers (KIP-848).
+
+How this works (numbered steps in `heartbeat`): validate; find or create the group and the
+member (epoch 0 joins, -1 leaves, -2 is a static member leaving for a moment); fold the
+request into the member's metadata; recompute what the group subscribes to; bump the group
+epoch if anything the assignment depends on changed; if the group epoch is ahead of the
+target, run the server assignor; move the member one reconciliation step towards its target
+(consumer_group.reconcile); re-arm its session (and, while it owes a revocation, its
+rebalance timeout); answer with its epoch and, when it changed or was asked for in full, its
+assignment. Everything durable comes out as records; replay applies them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from kgroup.assignors import GroupSpec, MemberSpec, UnknownAssignor, get_server_assignor
+from kgroup.core.consumer_group import (
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    as_dict,
+    reconcile,
+)
+from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.messages import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+)
+from kgroup.core.records import (
+    ClassicGroupRecord,
+    ConsumerCurrentRecord,
+    ConsumerCurrentValue,
+    ConsumerGroupEpochRecord,
+    ConsumerMemberRecord,
+    ConsumerMemberValue,
+    ConsumerTargetEpochRecord,
+    ConsumerTargetRecord,
+    Partitions,
+)
+from kgroup.core.result import EMPTY_RESULT, ReplyTo, Result, ResultBuilder
+from kgroup.core.state import ShardState
+from kgroup.core.timers import TimerOp
+
+NEW_MEMBER = ConsumerCurrentValue(0, 0, MemberState.STABLE.value, (), ())
+
+
+def session_key(group_id: str, member_id: str) -> tuple:
+    return ("consumer-session", group_id, member_id)
+
+
+def revoke_key(group_id: str, member_id: str) -> tuple:
+    return ("consumer-revoke", group_id, member_id)
+
+
+class ConsumerProtocol:
+    def __init__(self, shard: ShardState) -> None:
+        self.shard = shard
+        self.config = shard.config
+        self.timers = shard.timers
+
+    # ======================================================================================
+    # ConsumerGroupHeartbeat
+    # ======================================================================================
+
+    def heartbeat(self, req: ConsumerGroupHeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """Handle one ConsumerGroupHeartbeat (join, leave, or reconcile a step)."""
+        # 1. Validate the request as a whole.
+        self._validate(req)
+        out = ResultBuilder()
+        if req.group_id in self.shard.groups:
+            classic = self.shard.groups[req.group_id]
+            if classic.members or classic.pending_members:
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
+                                 f"group {req.group_id} is a classic group with members; online "
+                                 "migration to the consumer protocol is not supported yet")
+            if req.member_epoch == JOIN_EPOCH and req.group_id in self.shard.stored.classic_groups:
+                # An empty classic group becomes a consumer group (its offsets stay).
+                out.record(ClassicGroupRecord(req.group_id, None))
+        group = self.shard.consumer_groups.get(req.group_id)
+        if group is None:
+            if req.member_epoch != JOIN_EPOCH:
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
+            group = ConsumerGroup(req.group_id)
+        if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return self._leave(group, req, reply, now_ms, out)
+
+        # 2. Find or create the member, checking its epoch.
+        member_id = req.member_id or self.shard.new_member_id(req.client_id or "consumer")
+        member, replaced = self._member_for(group, req, member_id)
+        # 3. Fold the request into the member's metadata.
+        old_meta = member.meta if member is not None else None
+        meta = self._merge(old_meta, req)
+        if member is None:
+            if len(group.members) >= self.config.consumer_max_size:
+                raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED, f"group {group.group_id} is full")
+            current = replaced.current if replaced is not None else NEW_MEMBER
+            member = ConsumerMember(member_id, meta, current)
+        if replaced is not None:
+            self._remove_records(group, replaced.member_id, out)
+        if meta != old_meta or replaced is not None:
+            out.record(ConsumerMemberRecord(group.group_id, member_id, meta))
+        # 4. What the group subscribes to now, and whether the assignment must be redone.
+        members = dict(group.members)
+        if replaced is not None:
+            members.pop(replaced.member_id, None)
+        members[member_id] = ConsumerMember(member_id, meta, member.current)
+        subscribed = self._subscribed_metadata(members)
+        old_subscribed = self._group_subscribed(group)
+        bump = (old_meta is None and replaced is None) or subscribed != old_subscribed or (
+            old_meta is not None and self._subscription(old_meta) != self._subscription(meta))
+        if replaced is not None and self._subscription(replaced.meta) != self._subscription(meta):
+            bump = True
+        epoch = group.epoch
+        if bump or group.group_id not in self.shard.consumer_groups:
+            epoch = group.epoch + 1
+            out.record(ConsumerGroupEpochRecord(group.group_id, epoch, subscribed))
+        # 5. A new target assignment when the group epoch is ahead of it.
+        target_epoch = group.target_epoch
+        targets = dict(group.target)
+        if replaced is not None and replaced.member_id in targets:
+            targets[member_id] = targets.pop(replaced.member_id)
+            out.record(ConsumerTargetRecord(group.group_id, member_id, targets[member_id]))
+        if epoch > target_epoch:
+            targets = self._assign(group, members, targets, subscribed, out)
+            target_epoch = epoch
+            out.record(ConsumerTargetEpochRecord(group.group_id, target_epoch))
+        # 6. One reconciliation step for this member.
+        owners = group.owners
+        if replaced is not None:
+            owners = {k: (member_id if v == replaced.member_id else v) for k, v in owners.items()}
+        current = member.current
+        if req.member_epoch == JOIN_EPOCH and replaced is None and current is not NEW_MEMBER:
+            current = NEW_MEMBER  # a rejoin after being fenced starts from nothing
+        nxt = reconcile(member_id, current, targets.get(member_id, ()), target_epoch, owners, req.owned)
+        if nxt != member.current or replaced is not None or member_id not in group.members:
+            out.record(ConsumerCurrentRecord(group.group_id, member_id, nxt))
+        # 7. Timers: the session always; the rebalance timeout while a revocation is owed.
+        self.timers.schedule(session_key(group.group_id, member_id),
+                             now_ms + self.config.consumer_session_timeout_ms,
+                             TimerOp("consumer-session", group.group_id, member_id))
+        if MemberState(nxt.state) is MemberState.UNREVOKED_PARTITIONS:
+            if (MemberState(member.current.state) is not MemberState.UNREVOKED_PARTITIONS
+                    or nxt.pending_revocation != member.current.pending_revocation):
+                self.timers.schedule(revoke_key(group.group_id, member_id),
+                                     now_ms + meta.rebalance_timeout_ms,
+                                     TimerOp("consumer-revoke", group.group_id, member_id,
+                                             generation=nxt.member_epoch))
+        else:
+            self.timers.cancel(revoke_key(group.group_id, member_id))
+        # 8. Answer; the assignment only when it changed or was asked for in full.
+        full = req.member_epoch == JOIN_EPOCH or (
+            req.rebalance_timeout_ms != -1 and req.owned is not None
+            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
+        changed = (nxt.assigned != member.current.assigned or nxt.member_epoch != member.current.member_epoch
+                   or replaced is not None)
+        out.reply(reply, ConsumerGroupHeartbeatResponse(
+            ErrorCode.NONE, None, member_id, nxt.member_epoch, self.config.consumer_heartbeat_interval_ms,
+            nxt.assigned if (full or changed) else None))
+        return out.build()
+
+    def _validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
+        def invalid(why: str) -> GroupError:
+            return GroupError(ErrorCode.INVALID_REQUEST, why)
+
+        if not req.group_id:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID, "GroupId can't be empty")
+        if req.api_version >= 1 and not req.member_id:
+            raise invalid("MemberId can't be empty")
+        if req.member_epoch < STATIC_LEAVE_EPOCH:
+            raise invalid(f"MemberEpoch {req.member_epoch} is invalid")
+        if req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
+            raise invalid("MemberEpoch -2 is only for static members (InstanceId is missing)")
+        if req.member_epoch != JOIN_EPOCH and req.api_version == 0 and not req.member_id:
+            raise invalid("MemberId can't be empty")
+        if req.member_epoch == JOIN_EPOCH:
+            if req.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request")
+            if req.owned is None or len(req.owned) != 0:
+                raise invalid("TopicPartitions must be empty when (re-)joining")
+            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request")
+        if req.subscribed_topic_regex is not None:
+            try:
+                re.compile(req.subscribed_topic_regex)
+            except re.error as exc:
+                raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                                 f"SubscribedTopicRegex {req.subscribed_topic_regex!r} is invalid: {exc}") from None
+        if req.server_assignor is not None and req.server_assignor not in self.config.consumer_assignors:
+            raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR,
+                             f"ServerAssignor {req.server_assignor} is not supported; "
+                             f"supported: {', '.join(self.config.consumer_assignors)}")
+
+    def _member_for(self, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest,
+                    member_id: str) -> tuple[ConsumerMember | None, ConsumerMember | None]:
+        """(the member, or None if new; a static member it replaces, or None)."""
+        static = group.static_member(req.instance_id)
+        if req.member_epoch == JOIN_EPOCH:
+            if static is not None and static.member_id != member_id:
+                if static.epoch != STATIC_LEAVE_EPOCH:
+                    raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
+                                     f"static member {req.instance_id} is still in use by {static.member_id}")
+                return None, static
+            return group.members.get(member_id), None
+        member = group.members.get(member_id)
+        if member is None:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group.group_id}")
+        if req.instance_id is not None and member.meta.instance_id != req.instance_id:
+            raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"instance {req.instance_id} is not {member_id}'s")
+        # Epoch check: ahead is fenced; behind is fenced unless it is the previous epoch and
+        # the member owns nothing beyond what it is assigned (it missed our last answer).
+        if req.member_epoch > member.epoch:
+            raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH,
+                             f"epoch {req.member_epoch} is ahead of the member's {member.epoch}")
+        if req.member_epoch < member.epoch:
+            owned_ok = req.owned is not None and _subset(req.owned, member.current.assigned)
+            if req.member_epoch != member.current.previous_member_epoch or not owned_ok:
+                raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH,
+                                 f"epoch {req.member_epoch} is behind the member's {member.epoch}")
+        return member, None
+
+    @staticmethod
+    def _merge(old: ConsumerMemberValue | None, req: ConsumerGroupHeartbeatRequest) -> ConsumerMemberValue:
+        def pick(new, previous, default):
+            if new is not None:
+                return new
+            return previous if old is not None else default
+
+        return ConsumerMemberValue(
+            instance_id=req.instance_id if req.instance_id is not None else (old.instance_id if old else None),
+            rack_id=pick(req.rack_id, old.rack_id if old else None, None),
+            client_id=req.client_id or (old.client_id if old else ""),
+            client_host=req.client_host or (old.client_host if old else ""),
+            subscribed_topic_names=tuple(sorted(req.subscribed_topic_names)) if req.subscribed_topic_names is not None
+            else (old.subscribed_topic_names if old else ()),
+            subscribed_topic_regex=(req.subscribed_topic_regex if req.subscribed_topic_regex is not None
+                                    else (old.subscribed_topic_regex if old else None)) or None,
+            server_assignor=pick(req.server_assignor, old.server_assignor if old else None, None),
+            rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
+                                  else (old.rebalance_timeout_ms if old else 300_000)),
+        )
+
+    @staticmethod
+    def _subscription(meta: ConsumerMemberValue) -> tuple:
+        return (meta.subscribed_topic_names, meta.subscribed_topic_regex, meta.server_assignor)
+
+    def _topics_of(self, meta: ConsumerMemberValue) -> set[str]:
+        """Names of existing topics the member subscribes to (by name or regex)."""
+        names = {n for n in meta.subscribed_topic_names if n in self.shard.topics}
+        if meta.subscribed_topic_regex:
+            pattern = re.compile(meta.subscribed_topic_regex)
+            names.update(n for n in self.shard.topics if pattern.fullmatch(n))
+        return names
+
+    def _subscribed_metadata(self, members: dict[str, ConsumerMember]) -> tuple[tuple[str, str, int], ...]:
+        names: set[str] = set()
+        for m in members.values():
+            names |= self._topics_of(m.meta)
+        return tuple(sorted((n, *self.shard.topics[n]) for n in names))
+
+    @staticmethod
+    def _group_subscribed(group: ConsumerGroup) -> tuple[tuple[str, str, int], ...]:
+        return group.subscribed
+
+    def _assign(self, group: ConsumerGroup, members: dict[str, ConsumerMember], targets: dict[str, Partitions],
+                subscribed: tuple[tuple[str, str, int], ...], out: ResultBuilder) -> dict[str, Partitions]:
+        """Run the server assignor most members ask for; record what changes."""
+        votes = Counter(m.meta.server_assignor for m in members.values() if m.meta.server_assignor)
+        preferred = self.config.consumer_assignors
+        if votes:
+            best = max(votes.values())
+            name = next(a for a in preferred if votes.get(a) == best)
+        else:
+            name = preferred[0]
+        try:
+            assignor = get_server_assignor(name)
+        except UnknownAssignor:
+            raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"no server assignor {name}") from None
+        by_name = {n: tid for n, tid, _ in subscribed}
+        spec = GroupSpec(members={
+            mid: MemberSpec(
+                member_id=mid,
+                subscribed_topics=frozenset(by_name[n] for n in self._topics_of(m.meta) if n in by_name),
+                instance_id=m.meta.instance_id,
+                rack_id=m.meta.rack_id,
+                assignment={t: tuple(ps) for t, ps in targets.get(mid, ())},
+            )
+            for mid, m in sorted(members.items())
+        })
+        result = assignor.assign(spec, {tid: count for _, tid, count in subscribed})
+        new_targets: dict[str, Partitions] = {}
+        for mid in sorted(members):
+            assigned = tuple(sorted((t, tuple(sorted(ps))) for t, ps in result.get(mid, {}).items() if ps))
+            new_targets[mid] = assigned
+            if targets.get(mid) != assigned:
+                out.record(ConsumerTargetRecord(group.group_id, mid, assigned))
+        return new_targets
+
+    # ---- leaving and fencing --------------------------------------------------------------
+
+    def _leave(self, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, reply: ReplyTo, now_ms: int,
+               out: ResultBuilder) -> Result:
+        member = group.members.get(req.member_id)
+        if member is None:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {req.member_id} is not in group {group.group_id}")
+        if req.instance_id is not None and member.meta.instance_id != req.instance_id:
+            raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"instance {req.instance_id} is not {req.member_id}'s")
+        if req.member_epoch == STATIC_LEAVE_EPOCH:
+            # A static member steps out for a restart: it keeps its assignment (and the group
+            # its epoch) until its session runs out.
+            cur = member.current
+            out.record(ConsumerCurrentRecord(group.group_id, member.member_id, ConsumerCurrentValue(
+                STATIC_LEAVE_EPOCH, cur.previous_member_epoch, cur.state, cur.assigned, cur.pending_revocation)))
+            self.timers.schedule(session_key(group.group_id, member.member_id),
+                                 now_ms + self.config.consumer_session_timeout_ms,
+                                 TimerOp("consumer-session", group.group_id, member.member_id))
+        else:
+            self._fence(group, member.member_id, out)
+        out.reply(reply, ConsumerGroupHeartbeatResponse(ErrorCode.NONE, None, req.member_id, req.member_epoch, 0, None))
+        return out.build()
+
+    def _remove_records(self, group: ConsumerGroup, member_id: str, out: ResultBuilder) -> None:
+        out.record(ConsumerCurrentRecord(group.group_id, member_id, None))
+        out.record(ConsumerTargetRecord(group.group_id, member_id, None))
+        out.record(ConsumerMemberRecord(group.group_id, member_id, None))
+        self.timers.cancel(session_key(group.group_id, member_id))
+        self.timers.cancel(revoke_key(group.group_id, member_id))
+
+    def _fence(self, group: ConsumerGroup, member_id: str, out: ResultBuilder) -> None:
+        """Remove a member and bump the group epoch so the others get its partitions."""
+        self._remove_records(group, member_id, out)
+        remaining = {mid: m for mid, m in group.members.items() if mid != member_id}
+        out.record(ConsumerGroupEpochRecord(group.group_id, group.epoch + 1, self._subscribed_metadata(remaining)))
+
+    def session_expired(self, op: TimerOp, now_ms: int) -> Result:
+        group = self.shard.consumer_groups.get(op.group_id)
+        if group is None or op.member_id not in group.members:
+            return EMPTY_RESULT
+        out = ResultBuilder()
+        self._fence(group, op.member_id, out)
+        return out.build()
+
+    def revoke_expired(self, op: TimerOp, now_ms: int) -> Result:
+        group = self.shard.consumer_groups.get(op.group_id)
+        member = group.members.get(op.member_id) if group else None
+        if (member is None or member.state is not MemberState.UNREVOKED_PARTITIONS
+                or member.epoch != op.generation):
+            return EMPTY_RESULT
+        out = ResultBuilder()
+        self._fence(group, op.member_id, out)   # it never gave the partitions back
+        return out.build()
+
+    # ---- topics ---------------------------------------------------------------------------
+
+    def topics_changed(self, now_ms: int) -> Result:
+        """Bump the epoch of every group whose subscribed topics' metadata changed."""
+        out = ResultBuilder()
+        for group_id in sorted(self.shard.consumer_groups):
+            group = self.shard.consumer_groups[group_id]
+            subscribed = self._subscribed_metadata(group.members)
+            if subscribed != self._group_subscribed(group):
+                out.record(ConsumerGroupEpochRecord(group_id, group.epoch + 1, subscribed))
+        return out.build()
+
+    # ---- describe -------------------------------------------------------------------------
+
+    def describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
+        described = []
+        for group_id in group_ids:
+            group = self.shard.consumer_groups.get(group_id)
+            if group is None:
+                described.append(DescribedConsumerGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
+                continue
+            votes = Counter(m.meta.server_assignor for m in group.members.values() if m.meta.server_assignor)
+            assignor = votes.most_common(1)[0][0] if votes else self.config.consumer_assignors[0]
+            described.append(DescribedConsumerGroup(
+                group_id, ErrorCode.NONE, group.state().value, group.epoch, group.target_epoch, assignor,
+                tuple(DescribedConsumerMember(
+                    m.member_id, m.meta.instance_id, m.meta.rack_id, m.epoch, m.meta.client_id,
+                    m.meta.client_host, m.meta.subscribed_topic_names, m.meta.subscribed_topic_regex,
+                    m.current.assigned, group.target.get(m.member_id, ()))
+                    for m in group.members.values())))
+        return Result((), ((reply, tuple(described)),))
+
+    def loaded(self, now_ms: int) -> None:
+        """After a restart every member gets a fresh session to come back in."""
+        for group_id, group in self.shard.consumer_groups.items():
+            for member_id in group.members:
+                self.timers.schedule(session_key(group_id, member_id),
+                                     now_ms + self.config.consumer_session_timeout_ms,
+                                     TimerOp("consumer-session", group_id, member_id))
+
+
+def _subset(owned: Partitions, assigned: Partitions) -> bool:
+    mine = as_dict(assigned)
+    return all(set(ps) <= mine.get(t, set()) for t, ps in owned)
