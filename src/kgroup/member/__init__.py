@@ -1,0 +1,48 @@
+"""PURE group-member state machines (no I/O, no clock): they take events with ``now_ms``
+and return actions. ``classic_member`` speaks JoinGroup/SyncGroup/Heartbeat/LeaveGroup;
+a consumer-protocol member (ConsumerGroupHeartbeat) will sit beside it in
+``consumer_member``, sharing ``actions`` and ``config``."""
+
+from kgroup.member.actions import (
+    CommitOffsets,
+    Fatal,
+    FindCoordinator,
+    Partitions,
+    RunAssigned,
+    RunLost,
+    RunRevoked,
+    TopicPartition,
+)
+from kgroup.member.classic_member import (
+    ClassicMember,
+    ClassicState,
+    Close,
+    CommitResponse,
+    CoordinatorFound,
+    CoordinatorLost,
+    HeartbeatResponse,
+    IllegalTransition,
+    JoinGroupResponse,
+    JoinedMember,
+    MetadataUpdated,
+    Poll,
+    RequestFailed,
+    SendHeartbeat,
+    SendJoinGroup,
+    SendLeaveGroup,
+    SendSyncGroup,
+    Subscribe,
+    SyncGroupResponse,
+    Tick,
+    Unsubscribe,
+)
+from kgroup.member.config import MemberConfig
+
+__all__ = [
+    "ClassicMember", "ClassicState", "Close", "CommitOffsets", "CommitResponse",
+    "CoordinatorFound", "CoordinatorLost", "Fatal", "FindCoordinator", "HeartbeatResponse",
+    "IllegalTransition", "JoinGroupResponse", "JoinedMember", "MemberConfig",
+    "MetadataUpdated", "Partitions", "Poll", "RequestFailed", "RunAssigned", "RunLost",
+    "RunRevoked", "SendHeartbeat", "SendJoinGroup", "SendLeaveGroup", "SendSyncGroup",
+    "Subscribe", "SyncGroupResponse", "Tick", "TopicPartition", "Unsubscribe",
+]

@@ -1,0 +1,57 @@
+"""Actions a member state machine asks its driver to perform, in the order given.
+
+Shared by every member protocol: finding the coordinator, running the user's rebalance
+callbacks, committing positions before a revocation, and giving up. The classic protocol's
+request actions (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) live in ``classic_member``;
+a consumer-protocol member adds its own request action beside them.
+
+A partition is a ``(topic, partition)`` tuple; sets of them are frozensets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TopicPartition = tuple[str, int]
+Partitions = frozenset[TopicPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinator:
+    """Discover the group coordinator (with backoff), then send ``CoordinatorFound``."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommitOffsets:
+    """Synchronously commit the consumed positions of ``partitions`` (auto-commit)."""
+
+    partitions: Partitions
+
+
+@dataclass(frozen=True, slots=True)
+class RunRevoked:
+    """Call the listener's ``on_partitions_revoked``; stop consuming these first."""
+
+    partitions: Partitions
+
+
+@dataclass(frozen=True, slots=True)
+class RunAssigned:
+    """Call the listener's ``on_partitions_assigned``; start consuming these."""
+
+    partitions: Partitions
+
+
+@dataclass(frozen=True, slots=True)
+class RunLost:
+    """Call the listener's ``on_partitions_lost``; these are already someone else's."""
+
+    partitions: Partitions
+
+
+@dataclass(frozen=True, slots=True)
+class Fatal:
+    """The member cannot continue (e.g. FENCED_INSTANCE_ID); raise ``error`` to the user."""
+
+    error: str
+    message: str = ""

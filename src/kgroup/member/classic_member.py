@@ -1,0 +1,681 @@
+"""The classic-protocol group member (JoinGroup / SyncGroup / Heartbeat / LeaveGroup).
+
+How this works: ``ClassicMember.handle(event)`` takes one event (a user call, a response,
+the passing of time), each carrying ``now_ms``, and returns the actions its driver must
+perform in order (send this request, run this callback, commit these offsets). Nothing here
+reads a clock or does I/O; ``next_deadline()`` says when the driver should send a ``Tick``.
+
+States (one transition table, ``_TRANSITIONS``; an illegal move raises and changes nothing):
+
+    UNJOINED --subscribe / poll after a poll timeout--> JOINING
+    JOINING  --JoinGroup ok--> SYNCING --SyncGroup ok--> STABLE
+    JOINING  --MEMBER_ID_REQUIRED--> JOINING (same state, resend with the given id)
+    SYNCING / STABLE --REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+                       subscription or (leader) metadata change--> JOINING
+    any      --poll timeout (max.poll.interval.ms)--> UNJOINED (partitions lost, leave)
+    any      --FENCED_INSTANCE_ID or a non-retriable error--> FATAL
+    any      --close--> LEFT
+
+Eager rebalancing revokes every owned partition before it rejoins. Cooperative (KIP-429,
+when every configured assignor supports it) keeps its partitions while rejoining, revokes
+only those the new assignment takes away, and then rejoins for a second round so they can
+be handed to their new owner. ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID mean the partitions
+already belong to someone else: they are *lost*, not revoked. ``owned`` is exactly what the
+driver may consume: it shrinks in the same step that emits RunRevoked/RunLost, and grows
+only with RunAssigned.
+
+Coordinator errors (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) emit FindCoordinator; the
+member keeps its state and resends what it was doing once ``CoordinatorFound`` arrives.
+COORDINATOR_LOAD_IN_PROGRESS retries after ``retry_backoff_ms``. Every request action has a
+``request_id``; responses to anything but the request the member waits for are ignored.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass
+
+from kgroup.assignors import (
+    COOPERATIVE,
+    Assignment,
+    ClientMember,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+    get_client_assignor,
+)
+from kgroup.assignors.consumer_protocol import ConsumerProtocolError, encode_sticky_user_data
+from kgroup.member.actions import (
+    CommitOffsets,
+    Fatal,
+    FindCoordinator,
+    Partitions,
+    RunAssigned,
+    RunLost,
+    RunRevoked,
+)
+from kgroup.member.config import MemberConfig
+
+SUBSCRIPTION_VERSION = 3
+ASSIGNMENT_VERSION = 3
+NO_GENERATION = -1
+PROTOCOL_TYPE = "consumer"
+
+_COORDINATOR_GONE = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"})
+_LOADING = "COORDINATOR_LOAD_IN_PROGRESS"
+_RESET = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"})
+
+
+class ClassicState(enum.Enum):
+    UNJOINED = "unjoined"
+    JOINING = "joining"
+    SYNCING = "syncing"
+    STABLE = "stable"
+    FATAL = "fatal"
+    LEFT = "left"
+
+
+S = ClassicState
+_TRANSITIONS: dict[ClassicState, frozenset[ClassicState]] = {
+    S.UNJOINED: frozenset({S.JOINING, S.FATAL, S.LEFT}),
+    S.JOINING: frozenset({S.SYNCING, S.UNJOINED, S.FATAL, S.LEFT}),
+    S.SYNCING: frozenset({S.STABLE, S.JOINING, S.UNJOINED, S.FATAL, S.LEFT}),
+    S.STABLE: frozenset({S.JOINING, S.UNJOINED, S.FATAL, S.LEFT}),
+    S.FATAL: frozenset({S.LEFT}),
+    S.LEFT: frozenset(),
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A move the transition table does not allow; the state is left unchanged."""
+
+
+# -- events ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribe:
+    """The user subscribed to ``topics`` (a pattern is resolved to topics by the driver)."""
+
+    topics: tuple[str, ...]
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Unsubscribe:
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Poll:
+    """The user polled: resets the max.poll.interval.ms timer."""
+
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Time passed; timers due at ``now_ms`` fire."""
+
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorFound:
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorLost:
+    """The connection to the coordinator failed outside any request we track."""
+
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataUpdated:
+    """Partition counts of topics, as (topic, count) pairs."""
+
+    partitions: tuple[tuple[str, int], ...]
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class JoinedMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupResponse:
+    request_id: int
+    error: str
+    now_ms: int
+    generation: int = NO_GENERATION
+    protocol: str | None = None
+    leader: str = ""
+    member_id: str = ""
+    members: tuple[JoinedMember, ...] = ()
+    skip_assignment: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupResponse:
+    request_id: int
+    error: str
+    now_ms: int
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResponse:
+    request_id: int
+    error: str
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResponse:
+    """The group-level outcome of an OffsetCommit this member sent ("NONE" if fine)."""
+
+    error: str
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFailed:
+    """A request got no answer (connection lost or timed out)."""
+
+    request_id: int
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    now_ms: int
+
+
+Event = (Subscribe | Unsubscribe | Poll | Tick | CoordinatorFound | CoordinatorLost
+         | MetadataUpdated | JoinGroupResponse | SyncGroupResponse | HeartbeatResponse
+         | CommitResponse | RequestFailed | Close)
+
+
+# -- request actions ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SendJoinGroup:
+    request_id: int
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+    reason: str = ""
+    protocol_type: str = PROTOCOL_TYPE
+
+
+@dataclass(frozen=True, slots=True)
+class SendSyncGroup:
+    request_id: int
+    group_id: str
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+    protocol: str | None
+    assignments: tuple[tuple[str, bytes], ...]
+    protocol_type: str = PROTOCOL_TYPE
+
+
+@dataclass(frozen=True, slots=True)
+class SendHeartbeat:
+    request_id: int
+    group_id: str
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SendLeaveGroup:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    reason: str = ""
+
+
+Action = (SendJoinGroup | SendSyncGroup | SendHeartbeat | SendLeaveGroup | FindCoordinator
+          | CommitOffsets | RunRevoked | RunAssigned | RunLost | Fatal)
+
+
+# -- the member --------------------------------------------------------------------------
+
+
+class ClassicMember:
+    """One consumer's membership in a classic group; see the module comment."""
+
+    def __init__(self, config: MemberConfig, now_ms: int = 0) -> None:
+        self.config = config
+        self.state = ClassicState.UNJOINED
+        self.member_id = ""
+        self.generation = NO_GENERATION
+        self.protocol: str | None = None
+        self.leader = ""
+        self.subscription: tuple[str, ...] = ()
+        self.owned: Partitions = frozenset()
+        self.metadata: dict[str, int] = {}
+        self.coordinator_known = False
+        self.cooperative = config.rebalance_protocol == COOPERATIVE
+        self.fatal_error: str | None = None
+        self._ids = 0
+        self._waiting: tuple[str, int] | None = None    # ("join"|"sync", request id)
+        self._heartbeat: tuple[int, int] | None = None  # (request id, sent at)
+        self._finding = False
+        self._retry_at: int | None = None
+        self._next_heartbeat = 0
+        self._last_poll = now_ms
+        self._poll_expired = False
+        self._group_topics: frozenset[str] = frozenset()
+        self._assigned_counts: dict[str, int] = {}
+        self._reason = ""
+
+    # -- queries --------------------------------------------------------------------------
+
+    @property
+    def in_group(self) -> bool:
+        """Whether offsets may be committed with this member's generation."""
+        return self.state is ClassicState.STABLE
+
+    @property
+    def is_leader(self) -> bool:
+        return bool(self.member_id) and self.leader == self.member_id
+
+    def next_deadline(self) -> int | None:
+        """The earliest ``now_ms`` at which a ``Tick`` has something to do (None: never)."""
+        times: list[int] = []
+        if self.state in (S.LEFT, S.FATAL):
+            return None
+        if self.subscription and not self._poll_expired:
+            times.append(self._last_poll + self.config.max_poll_interval_ms)
+        if self.state is S.STABLE and self.coordinator_known:
+            if self._heartbeat is None:
+                times.append(self._next_heartbeat)
+            else:
+                times.append(self._heartbeat[1] + self.config.session_timeout_ms)
+        if self._retry_at is not None:
+            times.append(self._retry_at)
+        return min(times) if times else None
+
+    # -- transitions ----------------------------------------------------------------------
+
+    def _to(self, new: ClassicState) -> None:
+        if new is self.state:
+            return
+        if new not in _TRANSITIONS[self.state]:
+            raise IllegalTransition(f"classic member cannot go {self.state.name} -> {new.name}")
+        self.state = new
+
+    def _next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    def handle(self, event: Event) -> list[Action]:
+        """Apply one event; return the actions to perform, in order."""
+        if self.state is S.LEFT:
+            return []
+        out: list[Action] = []
+        handler = getattr(self, "_on_" + type(event).__name__)
+        handler(event, out)
+        if self.state not in (S.LEFT, S.FATAL):
+            self._timers(event.now_ms, out)
+        return out
+
+    # -- user calls -----------------------------------------------------------------------
+
+    def _on_Subscribe(self, ev: Subscribe, out: list[Action]) -> None:
+        topics = tuple(sorted(set(ev.topics)))
+        if self.state is S.FATAL or topics == self.subscription:
+            return
+        self.subscription = topics
+        if not topics:
+            self._on_Unsubscribe(Unsubscribe(ev.now_ms), out)
+            return
+        if self.cooperative:
+            gone = frozenset(tp for tp in self.owned if tp[0] not in topics)
+            self._revoke(gone, out)
+        self._last_poll = ev.now_ms
+        self._poll_expired = False
+        self._rejoin("subscription changed", ev.now_ms, out)
+
+    def _on_Unsubscribe(self, ev: Unsubscribe, out: list[Action]) -> None:
+        if self.state is S.FATAL:
+            return
+        self._revoke(self.owned, out)
+        self._leave("the consumer unsubscribed", out)
+        self.subscription = ()
+        if self.state is not S.UNJOINED:
+            self._to(S.UNJOINED)
+
+    def _on_Poll(self, ev: Poll, out: list[Action]) -> None:
+        self._last_poll = ev.now_ms
+        if self._poll_expired and self.state is S.UNJOINED:
+            self._poll_expired = False
+            if self.subscription:
+                self._rejoin("the consumer polled again after a poll timeout", ev.now_ms, out)
+
+    def _on_Close(self, ev: Close, out: list[Action]) -> None:
+        if self.state is not S.FATAL:
+            self._revoke(self.owned, out)
+            self._leave("the consumer is being closed", out)
+        else:
+            self._lose(out)
+        self._waiting = None
+        self._heartbeat = None
+        self._to(S.LEFT)
+
+    # -- coordinator ----------------------------------------------------------------------
+
+    def _on_CoordinatorFound(self, ev: CoordinatorFound, out: list[Action]) -> None:
+        self.coordinator_known = True
+        self._finding = False
+        if self.state is S.STABLE and self._heartbeat is None:
+            self._next_heartbeat = min(self._next_heartbeat, ev.now_ms)
+
+    def _on_CoordinatorLost(self, ev: CoordinatorLost, out: list[Action]) -> None:
+        self._coordinator_gone(out)
+
+    def _coordinator_gone(self, out: list[Action]) -> None:
+        self.coordinator_known = False
+        self._heartbeat = None
+        if self._waiting is not None:
+            kind = self._waiting[0]
+            self._waiting = None
+            if kind == "sync" and self.state is S.SYNCING:
+                self._to(S.JOINING)  # the join round is lost with the coordinator
+        if not self._finding and self.subscription:
+            self._finding = True
+            out.append(FindCoordinator())
+
+    def _on_MetadataUpdated(self, ev: MetadataUpdated, out: list[Action]) -> None:
+        self.metadata.update(dict(ev.partitions))
+        if self.state is not S.STABLE or not self.is_leader:
+            return
+        for topic in sorted(self._group_topics):
+            if self.metadata.get(topic) != self._assigned_counts.get(topic):
+                self._rejoin(f"partitions of {topic} changed", ev.now_ms, out)
+                return
+
+    # -- responses ------------------------------------------------------------------------
+
+    def _on_JoinGroupResponse(self, ev: JoinGroupResponse, out: list[Action]) -> None:
+        if self._waiting != ("join", ev.request_id) or self.state is not S.JOINING:
+            return
+        self._waiting = None
+        err = ev.error
+        if err == "NONE":
+            self.member_id = ev.member_id
+            self.generation = ev.generation
+            self.protocol = ev.protocol
+            self.leader = ev.leader
+            assignments: tuple[tuple[str, bytes], ...] = ()
+            if self.is_leader and not ev.skip_assignment:
+                try:
+                    assignments = self._assign(ev.members)
+                except (ConsumerProtocolError, KeyError, ValueError) as exc:
+                    self._fatal("INCONSISTENT_GROUP_PROTOCOL", f"cannot assign: {exc}", out)
+                    return
+            self._to(S.SYNCING)
+            rid = self._next_id()
+            self._waiting = ("sync", rid)
+            out.append(SendSyncGroup(rid, self.config.group_id, self.generation, self.member_id,
+                                     self.config.group_instance_id, self.protocol, assignments))
+        elif err == "MEMBER_ID_REQUIRED":
+            self.member_id = ev.member_id
+            self._send_join(out)
+        elif err in _RESET:
+            self._reset(err, out)
+            self._send_join(out)
+        elif err == "REBALANCE_IN_PROGRESS":
+            self._send_join(out)
+        elif err in _COORDINATOR_GONE:
+            self._coordinator_gone(out)
+        elif err == _LOADING:
+            self._retry_at = ev.now_ms + self.config.retry_backoff_ms
+        else:
+            self._fatal(err, "JoinGroup failed", out)
+
+    def _on_SyncGroupResponse(self, ev: SyncGroupResponse, out: list[Action]) -> None:
+        if self._waiting != ("sync", ev.request_id) or self.state is not S.SYNCING:
+            return
+        self._waiting = None
+        err = ev.error
+        if err == "NONE":
+            try:
+                assignment = decode_assignment(ev.assignment)
+            except ConsumerProtocolError as exc:
+                self._fatal("INCONSISTENT_GROUP_PROTOCOL", f"bad assignment: {exc}", out)
+                return
+            subscribed = set(self.subscription)
+            new = frozenset((t, p) for t, ps in assignment.partitions if t in subscribed
+                            for p in ps)
+            self._install(new, ev.now_ms, out)
+        elif err in _RESET:
+            self._reset(err, out)
+            self._to(S.JOINING)
+            self._send_join(out)
+        elif err == "REBALANCE_IN_PROGRESS":
+            self._to(S.JOINING)
+            self._send_join(out)
+        elif err in _COORDINATOR_GONE or err == _LOADING:
+            self._to(S.JOINING)
+            if err == _LOADING:
+                self._retry_at = ev.now_ms + self.config.retry_backoff_ms
+            else:
+                self._coordinator_gone(out)
+        else:
+            self._fatal(err, "SyncGroup failed", out)
+
+    def _on_HeartbeatResponse(self, ev: HeartbeatResponse, out: list[Action]) -> None:
+        if self._heartbeat is None or self._heartbeat[0] != ev.request_id:
+            return
+        self._heartbeat = None
+        self._next_heartbeat = ev.now_ms + self.config.heartbeat_interval_ms
+        if self.state is not S.STABLE:
+            return
+        self._group_error(ev.error, "heartbeat", ev.now_ms, out)
+
+    def _on_CommitResponse(self, ev: CommitResponse, out: list[Action]) -> None:
+        if self.state is S.STABLE:
+            self._group_error(ev.error, "offset commit", ev.now_ms, out)
+
+    def _group_error(self, err: str, what: str, now_ms: int, out: list[Action]) -> None:
+        if err == "NONE":
+            return
+        if err == "REBALANCE_IN_PROGRESS":
+            self._rejoin(f"{what}: the group is rebalancing", now_ms, out)
+        elif err in _RESET:
+            self._reset(err, out)
+            self._rejoin(f"{what}: {err}", now_ms, out)
+        elif err in _COORDINATOR_GONE:
+            self._coordinator_gone(out)
+        elif err == "FENCED_INSTANCE_ID":
+            self._fatal(err, f"{what}: another member uses this group.instance.id", out)
+        elif err == _LOADING:
+            pass  # the next heartbeat retries
+        else:
+            self._fatal(err, f"{what} failed", out)
+
+    def _on_RequestFailed(self, ev: RequestFailed, out: list[Action]) -> None:
+        mine = (self._waiting is not None and self._waiting[1] == ev.request_id) or (
+            self._heartbeat is not None and self._heartbeat[0] == ev.request_id)
+        if mine:
+            self._coordinator_gone(out)
+
+    def _on_Tick(self, ev: Tick, out: list[Action]) -> None:
+        return  # timers run after every event
+
+    # -- timers ---------------------------------------------------------------------------
+
+    def _timers(self, now: int, out: list[Action]) -> None:
+        # 1. max.poll.interval.ms without a poll: leave; the partitions are lost.
+        if (self.subscription and not self._poll_expired
+                and now >= self._last_poll + self.config.max_poll_interval_ms):
+            self._poll_expired = True
+            self._lose(out)
+            self._leave("consumer poll timeout has expired", out)
+            self.member_id = "" if not self.config.is_static else self.member_id
+            self.generation = NO_GENERATION
+            self._waiting = None
+            self._heartbeat = None
+            self._retry_at = None
+            if self.state is not S.UNJOINED:
+                self._to(S.UNJOINED)
+            return
+        # 2. A join waiting out COORDINATOR_LOAD_IN_PROGRESS.
+        if self._retry_at is not None and now >= self._retry_at:
+            self._retry_at = None
+            if self.state is S.JOINING and self._waiting is None:
+                self._send_join(out)
+        # 3. Heartbeats in STABLE; no answer within the session timeout: coordinator gone.
+        if self.state is S.STABLE and self.coordinator_known:
+            if self._heartbeat is None and now >= self._next_heartbeat:
+                rid = self._next_id()
+                self._heartbeat = (rid, now)
+                out.append(SendHeartbeat(rid, self.config.group_id, self.generation,
+                                         self.member_id, self.config.group_instance_id))
+            elif (self._heartbeat is not None
+                  and now >= self._heartbeat[1] + self.config.session_timeout_ms):
+                self._coordinator_gone(out)
+        # 4. A join to (re)send once the coordinator is known.
+        if (self.state is S.JOINING and self._waiting is None and self._retry_at is None
+                and self.coordinator_known):
+            self._send_join(out)
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def _rejoin(self, reason: str, now_ms: int, out: list[Action]) -> None:
+        """Start a join round: eager revokes everything first, cooperative keeps it."""
+        if self.state in (S.FATAL, S.LEFT) or not self.subscription:
+            return
+        if not self.cooperative:
+            self._revoke(self.owned, out)
+        self._reason = reason
+        self._waiting = None
+        self._heartbeat = None
+        self._to(S.JOINING)
+        if self.coordinator_known:
+            self._send_join(out)
+        elif not self._finding:
+            self._finding = True
+            out.append(FindCoordinator())
+
+    def _send_join(self, out: list[Action]) -> None:
+        if not self.coordinator_known:
+            if not self._finding:
+                self._finding = True
+                out.append(FindCoordinator())
+            return
+        rid = self._next_id()
+        self._waiting = ("join", rid)
+        self._retry_at = None
+        out.append(SendJoinGroup(
+            rid, self.config.group_id, self.member_id, self.config.group_instance_id,
+            self.config.session_timeout_ms, self.config.max_poll_interval_ms,
+            self._protocols(), self._reason))
+
+    def _protocols(self) -> tuple[tuple[str, bytes], ...]:
+        owned = _topic_partitions(self.owned)
+        out = []
+        for name in self.config.assignors:
+            user_data: bytes | None = None
+            if name == "sticky":
+                gen = self.generation if self.generation >= 0 else None
+                user_data = encode_sticky_user_data(owned, gen)
+            elif name == "cooperative-sticky":
+                user_data = struct.pack(">i", self.generation)
+            sub = Subscription(self.subscription, user_data, owned, self.generation)
+            out.append((name, encode_subscription(sub, SUBSCRIPTION_VERSION)))
+        return tuple(out)
+
+    def _assign(self, members: tuple[JoinedMember, ...]) -> tuple[tuple[str, bytes], ...]:
+        """The leader's assignment for every member, by the chosen assignor."""
+        assignor = get_client_assignor(self.protocol or "")
+        clients = {}
+        topics: set[str] = set()
+        for m in members:
+            sub = decode_subscription(m.metadata)
+            clients[m.member_id] = ClientMember(m.member_id, m.group_instance_id, sub)
+            topics.update(sub.topics)
+        counts = {t: self.metadata[t] for t in sorted(topics) if self.metadata.get(t, 0) > 0}
+        self._group_topics = frozenset(topics)
+        self._assigned_counts = dict(counts)
+        result = assignor.assign(clients, counts)
+        return tuple(
+            (mid, encode_assignment(result.get(mid, Assignment()), ASSIGNMENT_VERSION))
+            for mid in sorted(clients)
+        )
+
+    def _install(self, new: Partitions, now_ms: int, out: list[Action]) -> None:
+        """A SyncGroup assignment arrived: revoke what moved away, assign what is new."""
+        revoked = self.owned - new
+        added = new - self.owned
+        self._revoke(revoked, out)
+        self.owned = self.owned | added
+        out.append(RunAssigned(added))
+        self._to(S.STABLE)
+        self._next_heartbeat = now_ms + self.config.heartbeat_interval_ms
+        if self.cooperative and revoked:
+            self._rejoin("partitions were revoked: second round", now_ms, out)
+
+    def _revoke(self, partitions: Partitions, out: list[Action]) -> None:
+        if not partitions:
+            return
+        if self.config.auto_commit and self.generation >= 0:
+            out.append(CommitOffsets(partitions))
+        self.owned = self.owned - partitions
+        out.append(RunRevoked(partitions))
+
+    def _lose(self, out: list[Action]) -> None:
+        if self.owned:
+            lost, self.owned = self.owned, frozenset()
+            out.append(RunLost(lost))
+
+    def _reset(self, err: str, out: list[Action]) -> None:
+        """Our generation is gone: what we own is lost; UNKNOWN_MEMBER_ID drops our id."""
+        self._lose(out)
+        self.generation = NO_GENERATION
+        if err == "UNKNOWN_MEMBER_ID":
+            self.member_id = ""
+
+    def _leave(self, reason: str, out: list[Action]) -> None:
+        """LeaveGroup for a dynamic member that has an id; static members never send it."""
+        if (not self.config.is_static and self.member_id
+                and self.state in (S.JOINING, S.SYNCING, S.STABLE) and self.coordinator_known):
+            out.append(SendLeaveGroup(self.config.group_id, self.member_id, None, reason))
+        self._waiting = None
+        self._heartbeat = None
+        if not self.config.is_static:
+            self.member_id = ""
+        self.generation = NO_GENERATION
+
+    def _fatal(self, err: str, message: str, out: list[Action]) -> None:
+        self._lose(out)
+        self._waiting = None
+        self._heartbeat = None
+        self.fatal_error = err
+        self._to(S.FATAL)
+        out.append(Fatal(err, message))
+
+
+def _topic_partitions(parts: Partitions) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in parts:
+        by_topic.setdefault(t, []).append(p)
+    return tuple((t, tuple(sorted(by_topic[t]))) for t in sorted(by_topic))
