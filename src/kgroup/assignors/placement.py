@@ -21,7 +21,9 @@ floor(P/(N+1)); when one leaves, exactly what it held. A fresh assignment comes 
 contiguous runs in member order, like Kafka's uniform assignor.
 
 Hot loops work on whole tuples, slices and ranges, never one partition at a time, except
-where a topic is partly owned and its free partitions have to be found.
+where a topic is partly owned and its free partitions have to be found. Passes over all
+members (copying and checking current holdings, quotas, what is kept) run inside map()
+and friends at C speed; Python-level loops only visit members that lose or gain partitions.
 """
 
 from __future__ import annotations
