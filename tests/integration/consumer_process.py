@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
+import time
 
 
 def main() -> None:
@@ -44,8 +46,10 @@ def main() -> None:
                              auto_offset_reset="earliest", enable_auto_commit=False,
                              client_id=instance or "proc")
     consumer.subscribe([topic], listener=Listener())
+    parent = os.getppid()
+    deadline = time.monotonic() + 180  # never outlive a test run, even an aborted one
     try:
-        while True:
+        while os.getppid() == parent and time.monotonic() < deadline:
             consumer.poll(timeout_ms=200)
     except Exception as exc:  # kafka-python raises the fencing error from poll
         kind = "fenced" if "Fenced" in type(exc).__name__ or "FENCED" in str(exc).upper() else "error"

@@ -18,8 +18,19 @@ from tests.integration.clients import ConsumerThread, create_topic, produce_keye
 pytestmark = pytest.mark.integration
 
 
+LIVE: list["ConsumerProcess"] = []
+
+
+@pytest.fixture(autouse=True)
+def _kill_consumer_processes():
+    yield
+    while LIVE:
+        LIVE.pop().kill()
+
+
 class ConsumerProcess:
     def __init__(self, bootstrap: str, group: str, topic: str, instance: str | None = None) -> None:
+        LIVE.append(self)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.integration.consumer_process", bootstrap, group, topic, instance or "-"],
             stdout=subprocess.PIPE, text=True,
@@ -45,7 +56,8 @@ class ConsumerProcess:
                 return event
 
     def kill(self) -> None:
-        self.proc.kill()
+        if self.proc.poll() is None:
+            self.proc.kill()
         self.proc.wait()
 
 

@@ -8,6 +8,7 @@ that API's error response here, at the wire edge, and nowhere else.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Callable
 
 from kgroup.broker.kio_build import build, get, item, ms
@@ -298,3 +299,92 @@ class GroupApi:
                 error = exc.code
             results.append(build(result_cls, group_id=group_id, error_code=error))
         return build(cls, results=tuple(results))
+
+
+# ---- consumer protocol (KIP-848) ----------------------------------------------------------
+
+CONSUMER_HEARTBEAT, CONSUMER_DESCRIBE = 68, 69
+
+
+def _uuid_partitions(partitions) -> tuple:
+    """Core assignments (topic id strings) -> (UUID, partitions) pairs for kio."""
+    return tuple((uuid.UUID(t), ps) for t, ps in partitions)
+
+
+class ConsumerGroupApi:
+    """ConsumerGroupHeartbeat and ConsumerGroupDescribe over the same shards."""
+
+    def __init__(self, groups: GroupApi) -> None:
+        self.groups = groups
+
+    async def heartbeat(self, header: RequestHeader, req: Any, client_host: str = "") -> Any:
+        owned = None
+        if req.topic_partitions is not None:
+            owned = tuple((str(tp.topic_id), tuple(sorted(tp.partitions))) for tp in req.topic_partitions
+                          if tp.topic_id is not None)
+        core_req = m.ConsumerGroupHeartbeatRequest(
+            group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
+            instance_id=req.instance_id, rack_id=req.rack_id,
+            rebalance_timeout_ms=ms(req.rebalance_timeout),
+            subscribed_topic_names=None if req.subscribed_topic_names is None else tuple(req.subscribed_topic_names),
+            subscribed_topic_regex=get(req, "subscribed_topic_regex"),
+            server_assignor=req.server_assignor, owned=owned,
+            client_id=header.client_id or "", client_host=client_host, api_version=header.api_version,
+        )
+        shard = self.groups._shard(core_req.group_id)
+        cls = response_class(CONSUMER_HEARTBEAT, header.api_version)
+        try:
+            resp = await shard.call(shard.coordinator.consumer_group_heartbeat, core_req)
+        except GroupError as exc:
+            return build(cls, error_code=exc.code, error_message=exc.message or None, member_id=None,
+                         member_epoch=-1, heartbeat_interval=0, assignment=None)
+        assignment = None
+        if resp.assignment is not None:
+            asg_cls = _field_class(cls, "assignment")
+            tp_cls = item(asg_cls, "topic_partitions")
+            assignment = build(asg_cls, topic_partitions=tuple(
+                build(tp_cls, topic_id=t, partitions=ps) for t, ps in _uuid_partitions(resp.assignment)))
+        return build(cls, error_code=resp.error, error_message=resp.error_message, member_id=resp.member_id,
+                     member_epoch=resp.member_epoch, heartbeat_interval=resp.heartbeat_interval_ms,
+                     assignment=assignment)
+
+    async def describe(self, header: RequestHeader, req: Any) -> Any:
+        cls = response_class(CONSUMER_DESCRIBE, header.api_version)
+        group_cls = item(cls, "groups")
+        member_cls = item(group_cls, "members")
+        asg_cls = _field_class(member_cls, "assignment")
+        tp_cls = item(asg_cls, "topic_partitions")
+
+        def assignment(partitions):
+            return build(asg_cls, topic_partitions=tuple(
+                build(tp_cls, topic_id=t, partitions=ps) for t, ps in _uuid_partitions(partitions)))
+
+        groups = []
+        for group_id in req.group_ids:
+            shard = self.groups._shard(group_id)
+            try:
+                (d,) = await shard.call(shard.coordinator.consumer_group_describe, (group_id,))
+            except GroupError as exc:
+                d = m.DescribedConsumerGroup(group_id, exc.code)
+            groups.append(build(
+                group_cls, error_code=d.error, error_message=None, group_id=d.group_id, group_state=d.state,
+                group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
+                authorized_operations=NO_AUTHORIZED_OPERATIONS,
+                members=tuple(build(
+                    member_cls, member_id=x.member_id, instance_id=x.instance_id, rack_id=x.rack_id,
+                    member_epoch=x.member_epoch, client_id=x.client_id, client_host=x.client_host,
+                    subscribed_topic_names=x.subscribed_topic_names, subscribed_topic_regex=x.subscribed_topic_regex,
+                    assignment=assignment(x.assignment), target_assignment=assignment(x.target_assignment),
+                    member_type=1) for x in d.members)))
+        return build(cls, groups=tuple(groups))
+
+
+def _field_class(cls: type, name: str) -> type:
+    """The entity class of a single (non-tuple, maybe optional) entity field."""
+    import typing
+
+    hint = typing.get_type_hints(cls)[name]
+    for candidate in (hint, *typing.get_args(hint)):
+        if isinstance(candidate, type) and hasattr(candidate, "__dataclass_fields__"):
+            return candidate
+    raise TypeError(f"{cls.__name__}.{name} is not an entity field")

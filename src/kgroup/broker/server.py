@@ -22,12 +22,11 @@ from typing import Any
 
 from kgroup.broker.config import BrokerConfig, ConfigError, load_config
 from kgroup.broker.durability import Durability
-from kgroup.broker.group_api import GroupApi
+from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
 from kgroup.broker.shard import Shard, now_ms
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.wire import (
-    CONSUMER_PROTOCOL_APIS,
     FrameSplitter,
     FramingError,
     MalformedRequest,
@@ -42,8 +41,8 @@ log = logging.getLogger("kgroup.broker")
 
 API_VERSIONS = 18
 READ_CHUNK = 256 * 1024
-# APIs we advertise as unsupported until the consumer-protocol issue lands.
-DISABLED_APIS = CONSUMER_PROTOCOL_APIS
+# Nothing is held back any more: the consumer protocol (68, 69) is served.
+DISABLED_APIS: frozenset[int] = frozenset()
 
 
 def _member_id(prefix: str) -> str:
@@ -84,6 +83,8 @@ class Broker:
         from kgroup.broker.data_path import DataPath  # noqa: PLC0415 (data path is optional at import)
         self.data_path = DataPath(cfg, self.data, self.durability)
         dp = self.data_path
+        dp.on_topics_changed = self._topics_changed
+        consumer = ConsumerGroupApi(groups)
         self.handlers = {
             0: dp.produce, 1: dp.fetch, 2: dp.list_offsets, 3: dp.metadata,
             8: groups.offset_commit, 9: groups.offset_fetch, 10: groups.find_coordinator,
@@ -91,6 +92,7 @@ class Broker:
             15: groups.describe_groups, 16: groups.list_groups,
             19: dp.create_topics, 20: dp.delete_topics, 22: dp.init_producer_id, 37: dp.create_partitions,
             42: groups.delete_groups, 47: groups.offset_delete,
+            68: consumer.heartbeat, 69: consumer.describe,
         }
         self.server = await asyncio.start_server(self._serve_connection, cfg.listen_host, cfg.listen_port,
                                                  reuse_address=True)
@@ -101,11 +103,24 @@ class Broker:
         self._background.append(asyncio.create_task(self._load_shards(), name="kgroup-load"))
         self._background.append(asyncio.create_task(self._retention(), name="kgroup-retention"))
 
+    def _topic_image(self) -> dict[str, tuple[str, int]]:
+        return {name: (str(meta.topic_id), meta.partitions) for name, meta in self.data.topics().items()}
+
+    def _topics_changed(self) -> None:
+        """Consumer groups subscribed to a topic that changed get a new group epoch."""
+        image = self._topic_image()
+        for shard in self.shards:
+            if shard.loaded:
+                shard.apply(shard.coordinator.update_topics(image, now_ms()))
+
     async def _load_shards(self) -> None:
         started = time.monotonic()
         total = 0
+        image = self._topic_image()
         for shard in self.shards:
+            shard.coordinator.shard.topics = dict(image)
             total += shard.load()
+            shard.apply(shard.coordinator.update_topics(self._topic_image(), now_ms()))
             await asyncio.sleep(0)  # let requests in; unloaded shards answer LOAD_IN_PROGRESS
         groups = sum(len(s.coordinator.groups) for s in self.shards)
         log.info("coordinator loaded: records=%d groups=%d seconds=%.3f", total, groups,
@@ -198,7 +213,7 @@ class Broker:
             return encode_response(header, api_versions_response(header.api_version, disabled=DISABLED_APIS))
         handler = self.handlers[header.api_key]
         try:
-            if header.api_key == 11:
+            if header.api_key in (11, 68):
                 response = await handler(header, request, client_host)
             else:
                 response = await handler(header, request)

@@ -137,11 +137,19 @@ class Shard:
 
     async def _snapshot(self) -> None:
         try:
+            # The records are taken on the loop (a consistent cut); encoding and writing them
+            # happen in a worker thread so a large snapshot does not stall requests.
             offset = self.partition.log_end_offset
-            payloads = [record_codec.encode(r) for r in self.coordinator.snapshot_records()]
-            await asyncio.to_thread(self.partition.write_snapshot, offset, payloads)
+            records = self.coordinator.snapshot_records()
+
+            def write() -> int:
+                payloads = [record_codec.encode(r) for r in records]
+                self.partition.write_snapshot(offset, payloads)
+                return len(payloads)
+
+            count = await asyncio.to_thread(write)
             self._since_snapshot = 0
-            log.info("shard %d: snapshot of %d records at offset %d", self.index, len(payloads), offset)
+            log.info("shard %d: snapshot of %d records at offset %d", self.index, count, offset)
         except Exception:
             log.exception("shard %d: snapshot failed (the log still has everything)", self.index)
         finally:

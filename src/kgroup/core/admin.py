@@ -11,12 +11,18 @@ from kgroup.core.messages import (
     ListedGroup,
     ListGroupsRequest,
 )
-from kgroup.core.records import ClassicGroupRecord, OffsetCommitRecord
+from kgroup.core.records import (
+    ClassicGroupRecord,
+    ConsumerGroupEpochRecord,
+    ConsumerTargetEpochRecord,
+    OffsetCommitRecord,
+)
 from kgroup.core.result import ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
 
 S = ClassicGroupState
 CLASSIC = "classic"
+CONSUMER = "consumer"
 
 
 class Admin:
@@ -32,6 +38,15 @@ class Admin:
         """
         described = []
         for group_id in group_ids:
+            consumer = self.shard.consumer_groups.get(group_id)
+            if consumer is not None:
+                # The classic API sees a consumer group's members without protocol bytes.
+                described.append(DescribedGroup(
+                    group_id, ErrorCode.NONE, consumer.state().value, CONSUMER, "",
+                    tuple(DescribedMember(m.member_id, m.meta.instance_id, m.meta.client_id,
+                                          m.meta.client_host, b"", b"")
+                          for m in consumer.members.values())))
+                continue
             group = self.shard.groups.get(group_id)
             if group is None or group.is_in(S.DEAD):
                 error = ErrorCode.GROUP_ID_NOT_FOUND if missing_as_error else ErrorCode.NONE
@@ -72,6 +87,14 @@ class Admin:
             if types and CLASSIC not in types:
                 continue
             listed.append(ListedGroup(group_id, group.protocol_type, group.state.value, CLASSIC))
+        for group_id in sorted(self.shard.consumer_groups):
+            state = self.shard.consumer_groups[group_id].state().value
+            if states and state.lower() not in states:
+                continue
+            if types and CONSUMER not in types:
+                continue
+            listed.append(ListedGroup(group_id, CONSUMER, state, CONSUMER))
+        listed.sort(key=lambda g: g.group_id)
         return Result((), ((reply, tuple(listed)),))
 
     def delete(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
@@ -80,6 +103,17 @@ class Admin:
         results = []
         for group_id in group_ids:
             group = self.shard.groups.get(group_id)
+            consumer = self.shard.consumer_groups.get(group_id)
+            if consumer is not None:
+                if consumer.members:
+                    results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))
+                    continue
+                for topic, partition in sorted(self.shard.stored.offsets.get(group_id, {})):
+                    out.record(OffsetCommitRecord(group_id, topic, partition, None))
+                out.record(ConsumerTargetEpochRecord(group_id, None))
+                out.record(ConsumerGroupEpochRecord(group_id, None))
+                results.append(DeletedGroup(group_id, ErrorCode.NONE))
+                continue
             if not group_id:
                 results.append(DeletedGroup(group_id, ErrorCode.INVALID_GROUP_ID))
             elif group is None or group.is_in(S.DEAD):

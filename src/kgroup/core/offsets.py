@@ -49,6 +49,10 @@ class Offsets:
         """Validate the committer, then write one record per partition that fits."""
         if not req.group_id:
             raise GroupError(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
+        consumer_group = self.shard.consumer_groups.get(req.group_id)
+        if consumer_group is not None:
+            self._validate_consumer_commit(consumer_group, req)
+            return self._write_commits(req, reply, now_ms)
         group = self.shard.groups.get(req.group_id)
         if group is None:
             if req.generation_id >= 0:
@@ -68,6 +72,23 @@ class Offsets:
                 ("heartbeat", group.group_id, member.member_id), now_ms + member.session_timeout_ms,
                 TimerOp("heartbeat", group.group_id, member.member_id),
             )
+        return self._write_commits(req, reply, now_ms)
+
+    def _validate_consumer_commit(self, group, req: OffsetCommitRequest) -> None:
+        """Consumer-protocol groups fence commits by member epoch (KIP-848)."""
+        if req.generation_id < 0 and not req.member_id and not group.members:
+            return  # simple commit to a group nobody is in
+        member = group.members.get(req.member_id)
+        if member is None:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {req.member_id} is not in group {group.group_id}")
+        if req.api_version < 9:
+            raise GroupError(ErrorCode.UNSUPPORTED_VERSION,
+                             "a consumer-protocol member must commit with OffsetCommit v9 or later")
+        if req.generation_id != member.epoch:
+            raise GroupError(ErrorCode.STALE_MEMBER_EPOCH,
+                             f"epoch {req.generation_id} is not the member's {member.epoch}")
+
+    def _write_commits(self, req: OffsetCommitRequest, reply: ReplyTo, now_ms: int) -> Result:
         out = ResultBuilder()
         errors = []
         limit = self.config.offset_metadata_max_bytes

@@ -7,6 +7,8 @@ record type from the key version alone and the value layout from the value versi
 
     key version 0 or 1   offset commit     (we write 1; 0 is read the same way)
     key version 2        classic group metadata
+    key versions 3-7     consumer-group records (epoch, member, target member, target
+                         epoch, current member), see "Consumer-group records" below
 
 All integers are big-endian. `str16` is an int16 byte length then UTF-8 (identifiers, as
 Kafka limits them); `str32`/`bytes32` an int32 length then the bytes; a length of -1 is
@@ -34,6 +36,12 @@ Classic group value (version 0, our own):
       | str32 client_host | int32 rebalance_timeout_ms | int32 session_timeout_ms
       | bytes32 subscription | bytes32 assignment
 
+Consumer-group records (KIP-848 groups; written only when membership or assignments change,
+so they favour simplicity over speed): the key is
+    int16 version | int16 group_len | int16 member_len | group | member
+(member empty for the group-level records) and the value, absent for a tombstone, is the
+record's fields as compact UTF-8 JSON. Partitions are [[topic id, [p, ...]], ...].
+
 Decoding is the restart path (a log of millions of offset commits), so the offset-commit
 path is written for speed: precompiled `Struct`s, one unpack per key and per value, a
 bounded cache that maps key bytes to interned (group, topic) strings, and value objects
@@ -45,12 +53,20 @@ UnicodeDecodeError; a record that cannot be written raises `RecordEncodeError`.
 
 from __future__ import annotations
 
+import json as _json
 from dataclasses import fields
 from struct import Struct
 from struct import error as StructError
 
 from kgroup.core.records import (
     ClassicGroupRecord,
+    ConsumerCurrentRecord,
+    ConsumerCurrentValue,
+    ConsumerGroupEpochRecord,
+    ConsumerMemberRecord,
+    ConsumerMemberValue,
+    ConsumerTargetEpochRecord,
+    ConsumerTargetRecord,
     ClassicGroupValue,
     ClassicMemberValue,
     OffsetCommitRecord,
@@ -247,8 +263,85 @@ def _encode_group_value(value: ClassicGroupValue) -> bytes:
     return b"".join(out)
 
 
+_CONSUMER_KEY_VERSIONS = {
+    ConsumerGroupEpochRecord: 3, ConsumerMemberRecord: 4, ConsumerTargetRecord: 5,
+    ConsumerTargetEpochRecord: 6, ConsumerCurrentRecord: 7,
+}
+_CONSUMER_BY_VERSION = {v: k for k, v in _CONSUMER_KEY_VERSIONS.items()}
+
+
+def _consumer_value(record) -> object | None:
+    kind = type(record)
+    if kind is ConsumerGroupEpochRecord:
+        return None if record.epoch is None else [record.epoch, [list(t) for t in record.subscribed]]
+    if kind is ConsumerTargetEpochRecord:
+        return None if record.epoch is None else record.epoch
+    if kind is ConsumerTargetRecord:
+        return None if record.partitions is None else [[t, list(ps)] for t, ps in record.partitions]
+    value = record.value
+    if value is None:
+        return None
+    if kind is ConsumerMemberRecord:
+        return [value.instance_id, value.rack_id, value.client_id, value.client_host,
+                list(value.subscribed_topic_names), value.subscribed_topic_regex, value.server_assignor,
+                value.rebalance_timeout_ms]
+    return [value.member_epoch, value.previous_member_epoch, value.state,
+            [[t, list(ps)] for t, ps in value.assigned], [[t, list(ps)] for t, ps in value.pending_revocation]]
+
+
+def _encode_consumer(record) -> bytes:
+    group = _str16(record.group_id, "group id")
+    member = _str16(getattr(record, "member_id", ""), "member id")
+    key = _OC_KEY_HEAD.pack(_CONSUMER_KEY_VERSIONS[type(record)], len(group), len(member)) + group + member
+    value = _consumer_value(record)
+    if value is None:
+        return key
+    return key + _json.dumps(value, separators=(",", ":")).encode()
+
+
+def _partitions(raw) -> tuple:
+    return tuple((str(t), tuple(int(p) for p in ps)) for t, ps in raw)
+
+
+def _decode_consumer(payload: bytes, version: int, glen: int, mlen: int) -> Record:
+    end = _OC_KEY_HEAD_SIZE + glen + mlen
+    if glen < 0 or mlen < 0 or end > len(payload):
+        raise RecordDecodeError("consumer-group record key runs past the payload")
+    group = payload[_OC_KEY_HEAD_SIZE:_OC_KEY_HEAD_SIZE + glen].decode()
+    member = payload[_OC_KEY_HEAD_SIZE + glen:end].decode()
+    kind = _CONSUMER_BY_VERSION[version]
+    raw = None if end == len(payload) else _json.loads(payload[end:])
+    try:
+        if kind is ConsumerGroupEpochRecord:
+            if raw is None:
+                return ConsumerGroupEpochRecord(group, None)
+            return ConsumerGroupEpochRecord(group, int(raw[0]), tuple((str(n), str(i), int(c)) for n, i, c in raw[1]))
+        if kind is ConsumerTargetEpochRecord:
+            return ConsumerTargetEpochRecord(group, None if raw is None else int(raw))
+        if kind is ConsumerTargetRecord:
+            return ConsumerTargetRecord(group, member, None if raw is None else _partitions(raw))
+        if kind is ConsumerMemberRecord:
+            if raw is None:
+                return ConsumerMemberRecord(group, member, None)
+            iid, rack, cid, host, names, regex, assignor, rto = raw
+            return ConsumerMemberRecord(group, member, ConsumerMemberValue(
+                iid, rack, str(cid), str(host), tuple(str(n) for n in names), regex, assignor, int(rto)))
+        if raw is None:
+            return ConsumerCurrentRecord(group, member, None)
+        epoch, previous, state, assigned, pending = raw
+        return ConsumerCurrentRecord(group, member, ConsumerCurrentValue(
+            int(epoch), int(previous), str(state), _partitions(assigned), _partitions(pending)))
+    except (TypeError, ValueError, KeyError) as exc:
+        raise RecordDecodeError(f"malformed consumer-group record value: {exc}") from None
+
+
 def encode(record: Record) -> bytes:
     """One log payload: key bytes, then value bytes (nothing for a tombstone)."""
+    if type(record) in _CONSUMER_KEY_VERSIONS:
+        try:
+            return _encode_consumer(record)
+        except (StructError, TypeError, ValueError) as exc:
+            raise RecordEncodeError(f"cannot encode {record!r}: {exc}") from None
     key = encode_key(record)
     value = encode_value(record)
     return key if value is None else key + value
@@ -296,6 +389,8 @@ def decode(payload: bytes) -> Record:
                                   _offset_value(offset, epoch, metadata, commit_ts, expire_ts))
         if version == GROUP_METADATA_KEY_VERSION:
             return _decode_group(payload)
+        if version in _CONSUMER_BY_VERSION:
+            return _decode_consumer(payload, version, glen, tlen)
         raise RecordDecodeError(f"unknown record key version {version}")
     except RecordDecodeError:
         raise

@@ -158,7 +158,7 @@ def test_unencodable_records_raise_encode_error(record):
 @pytest.mark.parametrize("payload, message", [
     (b"", "malformed"),
     (b"\x00", "malformed"),
-    (b"\x00\x07" + b"\x00" * 12, "unknown record key version 7"),
+    (b"\x00\x63" + b"\x00" * 12, "unknown record key version 99"),  # 3-7: consumer groups
     (b"\xff\xff" + b"\x00" * 12, "unknown record key version -1"),
     (struct.pack(">hhhi", 1, -1, 0, 0), "negative string length"),
     (struct.pack(">hhhi", 1, 5, 5, 0) + b"abc", "truncated"),
