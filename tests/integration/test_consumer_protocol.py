@@ -1,0 +1,212 @@
+"""Consumer-protocol groups (KIP-848) with librdkafka's `group.protocol=consumer`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import create_topic, produce_keyed, wait_for
+
+pytestmark = pytest.mark.integration
+
+FAST_SESSIONS = {
+    "consumer_min_session_timeout_ms": 6_000, "consumer_session_timeout_ms": 6_000,
+    "consumer_min_heartbeat_interval_ms": 500, "consumer_heartbeat_interval_ms": 500,
+}
+
+
+@pytest.fixture
+def cbroker(tmp_path):
+    proc = BrokerProcess(tmp_path / "data", group=FAST_SESSIONS).start()
+    yield proc
+    print("---- broker log (tail) ----\n" + "\n".join(proc.log().splitlines()[-80:]))
+    if proc.alive():
+        assert proc.stop() == 0
+    assert "Traceback" not in proc.log()
+
+
+class Ownership:
+    """Every assign/revoke callback of every consumer, timestamped, checked for overlap."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.owned: dict[str, set[tuple[str, int]]] = {}
+        self.events: list[tuple[float, str, str, tuple]] = []
+        self.overlaps: list[str] = []
+
+    def assigned(self, name: str, partitions) -> None:
+        with self.lock:
+            for p in partitions:
+                holders = [n for n, s in self.owned.items() if p in s and n != name]
+                if holders:
+                    self.overlaps.append(f"{name} got {p} while {holders} held it")
+            self.owned.setdefault(name, set()).update(partitions)
+            self.events.append((time.monotonic(), name, "assigned", tuple(sorted(partitions))))
+
+    def revoked(self, name: str, partitions) -> None:
+        with self.lock:
+            self.owned.setdefault(name, set()).difference_update(partitions)
+            self.events.append((time.monotonic(), name, "revoked", tuple(sorted(partitions))))
+
+    def sizes(self) -> list[int]:
+        with self.lock:
+            return sorted(len(s) for s in self.owned.values())
+
+    def union(self) -> set:
+        with self.lock:
+            return set().union(*self.owned.values()) if self.owned else set()
+
+
+def tp(topic: str, count: int) -> set:
+    return {(topic, p) for p in range(count)}
+
+
+class Member(threading.Thread):
+    def __init__(self, bootstrap: str, group: str, topics, name: str, ownership: Ownership, **config) -> None:
+        super().__init__(daemon=True, name=name)
+        self.bootstrap, self.group, self.topics, self.ownership = bootstrap, group, topics, ownership
+        self.config = config
+        self.stopping = threading.Event()
+        self.consumed: list[tuple[str, int, int]] = []
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        from confluent_kafka import Consumer
+        try:
+            consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group,
+                                 "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                                 "client.id": self.name, **self.config})
+            name = self.name
+            consumer.subscribe(list(self.topics),
+                               on_assign=lambda c, ps: self.ownership.assigned(name, [(p.topic, p.partition) for p in ps]),
+                               on_revoke=lambda c, ps: self.ownership.revoked(name, [(p.topic, p.partition) for p in ps]))
+            while not self.stopping.is_set():
+                msg = consumer.poll(0.1)
+                if msg is not None and msg.error() is None:
+                    self.consumed.append((msg.topic(), msg.partition(), msg.offset()))
+            consumer.close()
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.done.wait(30)
+
+
+def test_fourth_member_takes_only_what_moves_and_no_partition_has_two_owners(cbroker):
+    create_topic(cbroker.bootstrap, "t", 12)
+    produce_keyed(cbroker.bootstrap, "t", 1_200)
+    owners = Ownership()
+    members = [Member(cbroker.bootstrap, "cg", ["t"], f"m{i}", owners) for i in range(3)]
+    for m in members:
+        m.start()
+    wait_for(lambda: owners.sizes() == [4, 4, 4] and owners.union() == tp("t", 12), what="3 x 4")
+    before = {name: set(s) for name, s in owners.owned.items()}
+    mark = len(owners.events)
+    fourth = Member(cbroker.bootstrap, "cg", ["t"], "m3", owners)
+    fourth.start()
+    members.append(fourth)
+    wait_for(lambda: owners.sizes() == [3, 3, 3, 3] and owners.union() == tp("t", 12), what="4 x 3")
+    for name, had in before.items():
+        revoked = set().union(*[set(p) for _, n, kind, p in owners.events[mark:] if n == name and kind == "revoked"])
+        now = owners.owned[name]
+        # Incremental: only what moved to m3 was revoked; the rest never paused.
+        assert revoked == had - now and len(had - now) == 1, (name, had, now, revoked)
+    assert owners.overlaps == []
+    for m in members:
+        m.stop()
+        assert m.error is None
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_remote_assignor_is_honoured(cbroker, assignor):
+    create_topic(cbroker.bootstrap, "t", 6)
+    owners = Ownership()
+    members = [Member(cbroker.bootstrap, "cg", ["t"], f"m{i}", owners, **{"group.remote.assignor": assignor})
+               for i in range(2)]
+    for m in members:
+        m.start()
+    wait_for(lambda: owners.sizes() == [3, 3] and owners.union() == tp("t", 6), what="2 x 3")
+    if assignor == "range":
+        # Range hands out contiguous runs of partitions.
+        assert sorted(tuple(sorted(p for _, p in s)) for s in owners.owned.values()) == [(0, 1, 2), (3, 4, 5)]
+    for m in members:
+        m.stop()
+    assert owners.overlaps == []
+
+
+def test_killed_member_loses_its_partitions_after_the_session_timeout(cbroker):
+    create_topic(cbroker.bootstrap, "t", 4)
+    owners = Ownership()
+    survivor = Member(cbroker.bootstrap, "cg", ["t"], "survivor", owners)
+    survivor.start()
+    wait_for(lambda: owners.sizes() == [4], what="survivor owns all")
+    victim = subprocess.Popen([sys.executable, "-m", "tests.integration.consumer_protocol_process",
+                               cbroker.bootstrap, "cg", "t"], stdout=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: owners.sizes() == [2], timeout=60, what="victim takes half")
+        got = []
+        for line in victim.stdout:
+            event = json.loads(line)
+            if event["event"] == "assigned" and event["partitions"]:
+                got = event["partitions"]
+                break
+        assert len(got) == 2
+        killed = time.monotonic()
+        victim.kill()
+        wait_for(lambda: owners.sizes() == [4], timeout=30, interval=0.05, what="takeover")
+        took = time.monotonic() - killed
+        assert 5.0 <= took < 12.0, f"took {took:.1f}s with a 6 s session"
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+        survivor.stop()
+
+
+def test_regex_subscription_picks_up_a_topic_created_later(cbroker):
+    create_topic(cbroker.bootstrap, "logs-a", 2)
+    owners = Ownership()
+    member = Member(cbroker.bootstrap, "cg", ["^logs-.*"], "m", owners, **{"topic.metadata.refresh.interval.ms": 1000})
+    member.start()
+    wait_for(lambda: owners.sizes() == [2], what="logs-a assigned")
+    create_topic(cbroker.bootstrap, "logs-b", 3)
+    produce_keyed(cbroker.bootstrap, "logs-b", 30)
+    wait_for(lambda: owners.sizes() == [5], timeout=60, what="logs-b assigned too")
+    wait_for(lambda: any(t == "logs-b" for t, _, _ in member.consumed), timeout=30, what="logs-b consumed")
+    member.stop()
+
+
+def test_kill_9_of_the_broker_keeps_assignments_and_commits(cbroker):
+    create_topic(cbroker.bootstrap, "t", 4)
+    produce_keyed(cbroker.bootstrap, "t", 400)
+    owners = Ownership()
+    members = [Member(cbroker.bootstrap, "cg", ["t"], f"m{i}", owners, **{"enable.auto.commit": True,
+                                                                          "auto.commit.interval.ms": 200})
+               for i in range(2)]
+    for m in members:
+        m.start()
+    wait_for(lambda: owners.sizes() == [2, 2] and sum(len(m.consumed) for m in members) >= 400, what="consumed")
+    time.sleep(1)                                    # let auto-commit land
+    before = {n: set(s) for n, s in owners.owned.items()}
+    cbroker.kill9()
+    cbroker.start()
+    produce_keyed(cbroker.bootstrap, "t", 40)
+    wait_for(lambda: sum(len(m.consumed) for m in members) >= 440, timeout=60, what="resume after restart")
+    after = {n: set(s) for n, s in owners.owned.items()}
+    assert before == after                           # nobody lost or traded partitions
+    for m in members:
+        m.stop()
+    from confluent_kafka import Consumer, TopicPartition
+    probe = Consumer({"bootstrap.servers": cbroker.bootstrap, "group.id": "cg"})
+    committed = probe.committed([TopicPartition("t", p) for p in range(4)], timeout=10)
+    probe.close()
+    assert sum(tp.offset for tp in committed) >= 400
