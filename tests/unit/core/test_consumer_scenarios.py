@@ -1,0 +1,310 @@
+"""Scenario tests for consumer-protocol groups (KIP-848) on the pure core."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from kgroup.core.consumer_group import GroupState, MemberState
+from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.errors import ErrorCode as E
+
+from tests.unit.core.groupctx import GroupContext
+
+T = "id-t"
+
+
+def owned(ctx: GroupContext, member: str) -> set[int]:
+    m = ctx.cgroup().members[member]
+    return {p for t, ps in m.owned() for p in ps}
+
+
+def settle(ctx: GroupContext, members: list[str], rounds: int = 6) -> None:
+    """Every member heartbeats with what it was told, a few rounds, like a live client."""
+    for _ in range(rounds):
+        for mid in members:
+            m = ctx.cgroup().members.get(mid)
+            if m is not None:
+                ctx.cg_heartbeat(mid, m.epoch, owned=m.current.assigned)
+
+
+def stable_group(ctx: GroupContext, n: int, partitions: int = 6) -> list[str]:
+    ctx.set_topics(t=partitions)
+    members = [f"m{i}" for i in range(n)]
+    for mid in members:
+        ctx.cg_heartbeat(mid, 0, topics=["t"])
+    settle(ctx, members)
+    assert ctx.cgroup().state() is GroupState.STABLE
+    return members
+
+
+# ---- joining, epochs -----------------------------------------------------------------------
+
+def test_first_member_gets_everything_at_epoch_one():
+    ctx = GroupContext()
+    ctx.set_topics(t=4)
+    r = ctx.cg_heartbeat("a", 0, topics=["t"]).response
+    assert r.error is E.NONE and r.member_epoch == 1 and r.assignment == ((T, (0, 1, 2, 3)),)
+    assert r.heartbeat_interval_ms == 5_000
+
+
+def test_epoch_above_the_members_is_fenced():
+    ctx = GroupContext()
+    stable_group(ctx, 1)
+    assert ctx.cg_heartbeat("m0", 5).error is E.FENCED_MEMBER_EPOCH
+
+
+def test_epoch_below_is_fenced_unless_previous_with_owned_subset():
+    ctx = GroupContext()
+    a, b = stable_group(ctx, 2)
+    epoch = ctx.cgroup().members[a].epoch
+    assert epoch == 2
+    # The previous epoch with owned partitions inside the assignment: it missed a response.
+    mine = ctx.cgroup().members[a].current.assigned
+    assert ctx.cg_heartbeat(a, 1, owned=mine).error is E.NONE
+    # The previous epoch claiming partitions it no longer has: fenced.
+    assert ctx.cg_heartbeat(a, 1, owned=[(T, range(6))]).error is E.FENCED_MEMBER_EPOCH
+    # Once the member has moved on twice, the epoch before the previous one is fenced too.
+    ctx.cg_heartbeat("m2", 0, topics=["t"])
+    settle(ctx, [a, b, "m2"])
+    member = ctx.cgroup().members[a]
+    assert member.epoch == 3 and member.current.previous_member_epoch == 2
+    assert ctx.cg_heartbeat(a, 1, owned=member.current.assigned).error is E.FENCED_MEMBER_EPOCH
+
+
+def test_unknown_member_gets_unknown_member_id():
+    ctx = GroupContext()
+    stable_group(ctx, 1)
+    assert ctx.cg_heartbeat("ghost", 3).error is E.UNKNOWN_MEMBER_ID
+
+
+# ---- reconciliation ------------------------------------------------------------------------
+
+def test_partition_reaches_its_new_owner_only_after_the_old_one_released_it():
+    ctx = GroupContext()
+    a, b = stable_group(ctx, 2)
+    c_join = ctx.cg_heartbeat("m2", 0, topics=["t"]).response
+    assert c_join.assignment == ()                              # everything it will get is still held
+    # a and b are told to revoke one partition each; they stay at their epoch meanwhile.
+    ra = ctx.cg_heartbeat(a, 2).response
+    assert ctx.cgroup().members[a].state is MemberState.UNREVOKED_PARTITIONS
+    assert ra.member_epoch == 2 and len(dict(ra.assignment)[T]) == 2
+    assert ctx.cg_heartbeat("m2", c_join.member_epoch).response.assignment in (None, ())
+    # a acknowledges the revocation; its partition is now free and m2 can have it.
+    ctx.cg_heartbeat(a, 2, owned=ra.assignment)
+    got = ctx.cg_heartbeat("m2", c_join.member_epoch).response.assignment
+    assert len(dict(got)[T]) == 1
+    settle(ctx, [a, b, "m2"])
+    assert ctx.cgroup().state() is GroupState.STABLE
+    assert sorted(len(owned(ctx, m)) for m in (a, b, "m2")) == [2, 2, 2]
+
+
+def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced():
+    ctx = GroupContext()
+    a, b = stable_group(ctx, 2)
+    ctx.cg_heartbeat("m2", 0, topics=["t"])
+    ctx.cg_heartbeat(a, 2)                                      # told to revoke; never does
+    assert ctx.cgroup().members[a].state is MemberState.UNREVOKED_PARTITIONS
+    for _ in range(12):                                         # heartbeats, but keeps the partitions
+        ctx.advance(5_000)
+        if a in ctx.cgroup().members:
+            ctx.cg_heartbeat(a, 2, owned=[(T, sorted(owned(ctx, a)))])
+        ctx.cg_heartbeat(b, ctx.cgroup().members[b].epoch, owned=ctx.cgroup().members[b].current.assigned)
+        ctx.cg_heartbeat("m2", ctx.cgroup().members["m2"].epoch)
+    assert a not in ctx.cgroup().members                        # rebalance timeout 60 s
+
+
+def test_session_timeout_fences_a_silent_member_and_bumps_the_epoch():
+    ctx = GroupContext()
+    a, b = stable_group(ctx, 2)
+    epoch = ctx.cgroup().epoch
+    for _ in range(10):
+        ctx.advance(5_000)
+        ctx.cg_heartbeat(a, ctx.cgroup().members[a].epoch, owned=ctx.cgroup().members[a].current.assigned)
+    assert b not in ctx.cgroup().members and ctx.cgroup().epoch == epoch + 1
+    settle(ctx, [a])
+    assert owned(ctx, a) == set(range(6))
+
+
+def test_leave_with_epoch_minus_one_bumps_the_epoch_and_frees_partitions():
+    ctx = GroupContext()
+    a, b = stable_group(ctx, 2)
+    epoch = ctx.cgroup().epoch
+    r = ctx.cg_heartbeat(b, -1).response
+    assert r.member_epoch == -1 and ctx.cgroup().epoch == epoch + 1
+    settle(ctx, [a])
+    assert owned(ctx, a) == set(range(6))
+
+
+# ---- static members ------------------------------------------------------------------------
+
+def test_static_member_temporary_leave_keeps_its_partitions_without_an_epoch_bump():
+    ctx = GroupContext()
+    ctx.set_topics(t=6)
+    for i in range(2):
+        ctx.cg_heartbeat(f"m{i}", 0, topics=["t"], instance=f"i{i}")
+    settle(ctx, ["m0", "m1"])
+    mine = owned(ctx, "m1")
+    epoch = ctx.cgroup().epoch
+    assert ctx.cg_heartbeat("m1", -2, instance="i1").response.member_epoch == -2
+    assert ctx.cgroup().epoch == epoch                          # no bump
+    back = ctx.cg_heartbeat("m1-restarted", 0, topics=["t"], instance="i1").response
+    assert back.error is E.NONE and {p for _, ps in back.assignment for p in ps} == mine
+    assert ctx.cgroup().epoch == epoch and "m1" not in ctx.cgroup().members
+
+
+def test_instance_id_still_in_use_gets_unreleased_instance_id():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"], instance="i")
+    assert ctx.cg_heartbeat("b", 0, topics=["t"], instance="i").error is E.UNRELEASED_INSTANCE_ID
+
+
+def test_static_member_expires_after_its_session_once_it_left_temporarily():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"], instance="i")
+    ctx.cg_heartbeat("a", -2, instance="i")
+    ctx.advance(45_000)
+    assert "a" not in ctx.cgroup().members
+
+
+# ---- validation ----------------------------------------------------------------------------
+
+def test_request_validation():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    assert ctx.cg_heartbeat("", 0, topics=["t"]).error is E.INVALID_REQUEST           # v1 needs a member id
+    assert ctx.cg_heartbeat("a", 0, topics=None).error is E.INVALID_REQUEST          # join needs a subscription
+    assert ctx.cg_heartbeat("a", 0, topics=["t"], owned=[(T, [0])]).error is E.INVALID_REQUEST
+    assert ctx.cg_heartbeat("a", -2).error is E.INVALID_REQUEST                      # -2 is for static members
+    assert ctx.cg_heartbeat("a", 0, topics=["t"], assignor="magic").error is E.UNSUPPORTED_ASSIGNOR
+    assert ctx.cg_heartbeat("a", 0, regex="logs-[").error is E.INVALID_REGULAR_EXPRESSION
+    assert ctx.cg_heartbeat("a", 0, topics=["t"], group="").error is E.INVALID_GROUP_ID
+
+
+def test_response_carries_the_assignment_only_when_it_changed_or_was_asked_in_full():
+    ctx = GroupContext()
+    (a,) = stable_group(ctx, 1)
+    member = ctx.cgroup().members[a]
+    assert ctx.cg_heartbeat(a, member.epoch).response.assignment is None
+    full = ctx.cg_heartbeat(a, member.epoch, topics=["t"], rebalance=60_000, owned=member.current.assigned)
+    assert full.response.assignment == member.current.assigned
+
+
+# ---- topics, regex, assignors --------------------------------------------------------------
+
+def test_partition_count_change_bumps_the_epoch_and_assigns_new_partitions():
+    ctx = GroupContext()
+    a, b = stable_group(ctx, 2, partitions=2)
+    epoch = ctx.cgroup().epoch
+    ctx.set_topics(t=4)
+    assert ctx.cgroup().epoch == epoch + 1
+    settle(ctx, [a, b])
+    assert owned(ctx, a) | owned(ctx, b) == {0, 1, 2, 3}
+
+
+def test_regex_subscription_matches_topics_created_later():
+    ctx = GroupContext()
+    ctx.set_topics(**{"logs-a": 2})
+    ctx.cg_heartbeat("a", 0, regex="logs-.*")
+    ctx.set_topics(**{"logs-a": 2, "logs-b": 1, "other": 3})
+    settle(ctx, ["a"])
+    assert {t for t, _ in ctx.cgroup().members["a"].current.assigned} == {"id-logs-a", "id-logs-b"}
+
+
+def test_range_assignor_when_members_ask_for_it():
+    ctx = GroupContext()
+    ctx.set_topics(t=4)
+    for mid in ("a", "b"):
+        ctx.cg_heartbeat(mid, 0, topics=["t"], assignor="range")
+    settle(ctx, ["a", "b"])
+    assert sorted(sorted(owned(ctx, m)) for m in ("a", "b")) == [[0, 1], [2, 3]]
+
+
+# ---- offsets -------------------------------------------------------------------------------
+
+def test_commit_with_a_stale_member_epoch_is_rejected():
+    ctx = GroupContext()
+    a, b = stable_group(ctx, 2)
+    epoch = ctx.cgroup().members[a].epoch
+    assert ctx.commit("cg", a, epoch, {("t", 0): 5}, version=9).response.partitions[0].error is E.NONE
+    assert ctx.commit("cg", a, epoch - 1, {("t", 0): 6}, version=9).error is E.STALE_MEMBER_EPOCH
+    assert ctx.commit("cg", a, epoch, {("t", 0): 6}, version=8).error is E.UNSUPPORTED_VERSION
+    assert ctx.commit("cg", "ghost", epoch, {("t", 0): 6}, version=9).error is E.UNKNOWN_MEMBER_ID
+
+
+def test_list_describe_and_delete_see_consumer_groups():
+    ctx = GroupContext()
+    (a,) = stable_group(ctx, 1)
+    listed = ctx.list_groups(types=["consumer"])
+    assert [(g.group_id, g.group_type, g.state) for g in listed] == [("cg", "consumer", "Stable")]
+    assert ctx.delete_groups("cg")[0].error is E.NON_EMPTY_GROUP
+    ctx.cg_heartbeat(a, -1)
+    assert ctx.list_groups()[0].state == "Empty"
+    assert ctx.delete_groups("cg")[0].error is E.NONE
+    assert "cg" not in ctx.coord.consumer_groups
+
+
+# ---- durability ----------------------------------------------------------------------------
+
+def test_replaying_the_log_rebuilds_consumer_groups_exactly():
+    ctx = GroupContext()
+    stable_group(ctx, 3)
+    ctx.cg_heartbeat("m3", 0, topics=["t"])
+    fresh = GroupCoordinator(ctx.config)
+    for record in ctx.log:
+        fresh.replay(record)
+    assert fresh.consumer_groups == ctx.coord.consumer_groups
+    again = GroupCoordinator(ctx.config)
+    for record in ctx.coord.snapshot_records():
+        again.replay(record)
+    assert again.consumer_groups == ctx.coord.consumer_groups
+
+
+# ---- property ------------------------------------------------------------------------------
+
+ops = st.lists(st.tuples(st.sampled_from(["join", "beat", "beat-stale", "ack", "leave", "crash", "advance"]),
+                         st.integers(0, 3)), max_size=40)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops)
+def test_no_partition_ever_has_two_owners_and_the_group_converges(operations):
+    ctx = GroupContext()
+    ctx.set_topics(t=5)
+    ids = [f"m{i}" for i in range(4)]
+    ctx.cg_heartbeat("m0", 0, topics=["t"])
+    ctx.cg_heartbeat("m1", 0, topics=["t"])
+    for op, i in operations:
+        mid = ids[i]
+        group = ctx.coord.consumer_groups.get("cg")
+        member = group.members.get(mid) if group else None
+        if op == "join" and member is None:
+            ctx.cg_heartbeat(mid, 0, topics=["t"])
+        elif member is not None and op == "beat":
+            ctx.cg_heartbeat(mid, member.epoch)                 # never acknowledges revocations
+        elif member is not None and op == "beat-stale":
+            ctx.cg_heartbeat(mid, member.current.previous_member_epoch, owned=member.current.assigned)
+        elif member is not None and op == "ack":
+            ctx.cg_heartbeat(mid, member.epoch, owned=member.current.assigned)
+        elif member is not None and op == "leave":
+            ctx.cg_heartbeat(mid, -1)
+        elif op == "crash":
+            ctx.advance(20_000)
+        elif op == "advance":
+            ctx.advance(1_000)
+        group = ctx.coord.consumer_groups.get("cg")
+        if group is not None:
+            seen: dict[int, str] = {}
+            for m in group.members.values():
+                for _, ps in m.owned():
+                    for p in ps:
+                        assert p not in seen, f"partition {p} owned by {seen[p]} and {m.member_id}"
+                        seen[p] = m.member_id
+    # Membership stops changing: everyone left acknowledges until the group is Stable.
+    group = ctx.coord.consumer_groups.get("cg")
+    if group and group.members:
+        settle(ctx, list(group.members), rounds=8)
+        assert group.state() is GroupState.STABLE
+        assigned = {p for m in group.members.values() for _, ps in m.current.assigned for p in ps}
+        assert assigned == set(range(5))
