@@ -83,7 +83,7 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
                 for gkey, gvalue in value.items():
                     if gkey not in GROUP_KEYS:
                         raise ConfigError(f"unknown [group] setting {gkey!r}; known: {', '.join(sorted(GROUP_KEYS))}")
-                    group[gkey] = gvalue
+                    group[gkey] = tuple(gvalue) if isinstance(gvalue, list) else gvalue
             elif key in ("listen", "advertised"):
                 host, port = parse_host_port(str(value), key)
                 broker[f"{key}_host"], broker[f"{key}_port"] = host, port
