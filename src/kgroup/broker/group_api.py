@@ -201,18 +201,22 @@ class GroupApi:
             group_cls = item(cls, "groups")
             groups = []
             for g in req.groups:
-                error, topics = await self._fetch_one(g.group_id, g.topics, item(group_cls, "topics"))
+                error, topics = await self._fetch_one(g.group_id, g.topics, item(group_cls, "topics"),
+                                                      get(g, "member_id"), get(g, "member_epoch", -1))
                 groups.append(build(group_cls, group_id=g.group_id, topics=topics, error_code=error))
             return build(cls, groups=tuple(groups))
         error, topics = await self._fetch_one(req.group_id, req.topics, item(cls, "topics"))
         return build(cls, topics=topics, error_code=error)
 
-    async def _fetch_one(self, group_id: str, topics: Any, topic_cls: type) -> tuple[ErrorCode, tuple]:
+    async def _fetch_one(self, group_id: str, topics: Any, topic_cls: type, member_id: str | None = None,
+                         member_epoch: int = -1) -> tuple[ErrorCode, tuple]:
         listed = None if topics is None else tuple((t.name, p) for t in topics for p in t.partition_indexes)
         shard = self._shard(group_id)
         part_cls = item(topic_cls, "partitions")
         try:
-            resp = await shard.call(shard.coordinator.fetch_offsets, m.OffsetFetchRequest(group_id, listed))
+            resp = await shard.call(shard.coordinator.fetch_offsets,
+                                    m.OffsetFetchRequest(group_id, listed, member_id=member_id or None,
+                                                         member_epoch=member_epoch))
         except GroupError as exc:
             if topics is None:
                 return exc.code, ()

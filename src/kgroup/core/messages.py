@@ -167,6 +167,9 @@ class OffsetFetchRequest:
     # None asks for every partition the group has an offset for.
     partitions: tuple[tuple[str, int], ...] | None
     require_stable: bool = False
+    # v9+: a consumer-protocol member proves it is current (None: not given).
+    member_id: str | None = None
+    member_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)

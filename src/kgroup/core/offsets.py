@@ -131,6 +131,14 @@ class Offsets:
 
     def fetch(self, req: OffsetFetchRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Committed offsets of listed partitions (-1 where none), or of all of them."""
+        consumer_group = self.shard.consumer_groups.get(req.group_id)
+        if consumer_group is not None and req.member_id:
+            member = consumer_group.members.get(req.member_id)
+            if member is None:
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {req.member_id} is not in the group")
+            if req.member_epoch != member.epoch:
+                raise GroupError(ErrorCode.STALE_MEMBER_EPOCH,
+                                 f"epoch {req.member_epoch} is not the member's {member.epoch}")
         stored = self.shard.stored.offsets.get(req.group_id, {})
         if req.partitions is None:
             found = tuple(

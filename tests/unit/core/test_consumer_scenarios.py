@@ -308,3 +308,14 @@ def test_no_partition_ever_has_two_owners_and_the_group_converges(operations):
         assert group.state() is GroupState.STABLE
         assigned = {p for m in group.members.values() for _, ps in m.current.assigned for p in ps}
         assert assigned == set(range(5))
+
+
+def test_offset_fetch_with_a_stale_member_epoch_is_rejected():
+    from kgroup.core.messages import OffsetFetchRequest
+
+    ctx = GroupContext()
+    (a,) = stable_group(ctx, 1)
+    epoch = ctx.cgroup().members[a].epoch
+    ok = ctx.call(ctx.coord.fetch_offsets, OffsetFetchRequest("cg", None, member_id=a, member_epoch=epoch))
+    stale = ctx.call(ctx.coord.fetch_offsets, OffsetFetchRequest("cg", None, member_id=a, member_epoch=epoch - 1))
+    assert ok.error is E.NONE and stale.error is E.STALE_MEMBER_EPOCH
