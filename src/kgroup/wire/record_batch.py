@@ -11,8 +11,8 @@ How this works: a Produce ``records`` blob is a concatenation of batches, each l
 and ``batchLength`` counts the bytes after the batchLength field (total size - 12).
 ``split_batches`` checks the framing, magic and CRC of every batch without decompressing;
 ``validate_produce`` adds the rules Kafka applies to batches from clients; ``decode_records``
-unpacks the records (uncompressed, gzip, or snappy/lz4/zstd if their library is
-importable). The broker stores batches as received and only rewrites baseOffset
+unpacks the records (uncompressed, gzip, and snappy/lz4/zstd through cramjam). The broker
+stores batches as received and only rewrites baseOffset
 (``set_base_offset``), which the CRC does not cover.
 """
 
@@ -288,16 +288,7 @@ def compression_available(codec: Compression) -> bool:
     """Whether records with this codec can be decoded/built here."""
     if codec in (Compression.NONE, Compression.GZIP):
         return True
-    if codec is Compression.SNAPPY:
-        return _optional_module("snappy") is not None
-    if codec is Compression.LZ4:
-        return _optional_module("lz4.frame") is not None
-    if codec is Compression.ZSTD:
-        return (
-            _optional_module("zstandard") is not None
-            or _optional_module("compression.zstd") is not None
-        )
-    return False
+    return _optional_module("cramjam") is not None
 
 
 def _gunzip(data: bytes, limit: int) -> bytes:
@@ -320,7 +311,41 @@ def _gunzip(data: bytes, limit: int) -> bytes:
     return b"".join(out)
 
 
+# Kafka's Java client writes snappy in xerial framing: this 16-byte header (magic, version 1,
+# compatible version 1), then blocks of int32 length + raw snappy, each of at most 32 KiB
+# uncompressed. librdkafka and others write raw snappy; both are read.
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK = 32 * 1024
+
+
+def _unsnappy(data: bytes) -> bytes:
+    import cramjam
+
+    if not data.startswith(_XERIAL_MAGIC):
+        return bytes(cramjam.snappy.decompress_raw(data))
+    out = bytearray()
+    pos = 16
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise CorruptRecord("truncated xerial snappy block length")
+        (n,) = struct.unpack_from(">i", data, pos)
+        if n < 0 or pos + 4 + n > len(data):
+            raise CorruptRecord("xerial snappy block overruns the batch")
+        out += bytes(cramjam.snappy.decompress_raw(data[pos + 4 : pos + 4 + n]))
+        pos += 4 + n
+    return bytes(out)
+
+
+def _snappy(data: bytes) -> bytes:
+    import cramjam
+
+    out = bytearray(_XERIAL_HEADER)
+    view = memoryview(data)
+    for pos in range(0, len(data), _XERIAL_BLOCK):
+        block = bytes(cramjam.snappy.compress_raw(view[pos : pos + _XERIAL_BLOCK]))
+        out += struct.pack(">i", len(block)) + block
+    return bytes(out)
 
 
 def _decompress(codec: Compression, data: bytes, limit: int) -> bytes:
@@ -331,36 +356,25 @@ def _decompress(codec: Compression, data: bytes, limit: int) -> bytes:
             raise CorruptRecord(f"bad gzip data in record batch: {exc}") from exc
     if not compression_available(codec):
         raise UnsupportedCompression(
-            f"{codec.name.lower()} compression is not supported by this broker "
-            f"(its Python library is not installed)"
+            f"{codec.name.lower()} compression is not supported here "
+            f"(its Python library, cramjam, is not installed)"
         )
     try:
+        import cramjam
+
         if codec is Compression.SNAPPY:
-            import snappy  # type: ignore[import-not-found]
-
-            if data.startswith(_XERIAL_MAGIC):  # Java's framed (xerial) snappy
-                out = bytearray()
-                pos = 16
-                while pos < len(data):
-                    (n,) = struct.unpack_from(">i", data, pos)
-                    out += snappy.decompress(data[pos + 4 : pos + 4 + n])
-                    pos += 4 + n
-                return bytes(out)
-            return bytes(snappy.decompress(data))
-        if codec is Compression.LZ4:
-            import lz4.frame  # type: ignore[import-not-found]
-
-            return bytes(lz4.frame.decompress(data))
-        zstd = _optional_module("zstandard")
-        if zstd is not None:
-            return bytes(zstd.ZstdDecompressor().decompressobj().decompress(data))  # type: ignore[attr-defined]
-        from compression import zstd as std_zstd  # type: ignore[import-not-found]
-
-        return bytes(std_zstd.decompress(data))
-    except UnsupportedCompression:
+            out = _unsnappy(data)
+        elif codec is Compression.LZ4:
+            out = bytes(cramjam.lz4.decompress(data))  # LZ4 frame format
+        else:
+            out = bytes(cramjam.zstd.decompress(data))
+    except (UnsupportedCompression, CorruptRecord):
         raise
     except Exception as exc:
         raise CorruptRecord(f"bad {codec.name.lower()} data in record batch: {exc}") from exc
+    if len(out) > limit:
+        raise CorruptRecord(f"{codec.name.lower()} batch inflates past {limit} bytes")
+    return out
 
 
 def _compress(codec: Compression, data: bytes) -> bytes:
@@ -371,22 +385,15 @@ def _compress(codec: Compression, data: bytes) -> bytes:
         return c.compress(data) + c.flush()
     if not compression_available(codec):
         raise UnsupportedCompression(
-            f"{codec.name.lower()} compression needs a Python library that is not installed"
+            f"{codec.name.lower()} compression needs cramjam, which is not installed"
         )
+    import cramjam
+
     if codec is Compression.SNAPPY:
-        import snappy
-
-        return bytes(snappy.compress(data))
+        return _snappy(data)
     if codec is Compression.LZ4:
-        import lz4.frame
-
-        return bytes(lz4.frame.compress(data))
-    zstd = _optional_module("zstandard")
-    if zstd is not None:
-        return bytes(zstd.ZstdCompressor().compress(data))  # type: ignore[attr-defined]
-    from compression import zstd as std_zstd
-
-    return bytes(std_zstd.compress(data))
+        return bytes(cramjam.lz4.compress(data))
+    return bytes(cramjam.zstd.compress(data))
 
 
 # --- records --------------------------------------------------------------------------
