@@ -31,6 +31,21 @@ class Tally:
         return dict(counts)
 
 
+class _Recording:
+    """Rebalance callbacks that record into a Tally (mixed into each library's listener)."""
+
+    def __init__(self, tally: Tally) -> None:
+        self.tally = tally
+
+    def on_partitions_revoked(self, revoked):
+        self.tally.events.append((time.monotonic(), "revoked", {tp.partition for tp in revoked}))
+        self.tally.assigned -= {tp.partition for tp in revoked}
+
+    def on_partitions_assigned(self, assigned):
+        self.tally.events.append((time.monotonic(), "assigned", {tp.partition for tp in assigned}))
+        self.tally.assigned |= {tp.partition for tp in assigned}
+
+
 class ConsumerThread(threading.Thread):
     """Polls until stopped; `commit_and_stop()` commits synchronously, then closes."""
 
@@ -82,21 +97,15 @@ class ConsumerThread(threading.Thread):
 
         tally = self.tally
 
-        class Listener(ConsumerRebalanceListener):
-            def on_partitions_revoked(self, revoked):
-                tally.events.append((time.monotonic(), "revoked", {tp.partition for tp in revoked}))
-                tally.assigned -= {tp.partition for tp in revoked}
-
-            def on_partitions_assigned(self, assigned):
-                tally.events.append((time.monotonic(), "assigned", {tp.partition for tp in assigned}))
-                tally.assigned |= {tp.partition for tp in assigned}
+        class Listener(_Recording, ConsumerRebalanceListener):
+            pass
 
         options = dict(bootstrap_servers=self.bootstrap, group_id=self.group, auto_offset_reset="earliest",
                        enable_auto_commit=False, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000,
                        client_id=self.name)
         options.update(self.options)
         consumer = KafkaConsumer(**options)
-        consumer.subscribe([self.topic], listener=Listener())
+        consumer.subscribe([self.topic], listener=Listener(tally))
         while not self._stop.is_set():
             for tp, records in consumer.poll(timeout_ms=200).items():
                 tally.consumed.extend((tp.partition, r.offset, r.key, r.value) for r in records)
@@ -169,14 +178,8 @@ class ConsumerThread(threading.Thread):
 
         tally = self.tally
 
-        class Listener(ConsumerRebalanceListener):
-            def on_partitions_revoked(self, revoked):
-                tally.events.append((time.monotonic(), "revoked", {tp.partition for tp in revoked}))
-                tally.assigned -= {tp.partition for tp in revoked}
-
-            def on_partitions_assigned(self, assigned):
-                tally.events.append((time.monotonic(), "assigned", {tp.partition for tp in assigned}))
-                tally.assigned |= {tp.partition for tp in assigned}
+        class Listener(_Recording, ConsumerRebalanceListener):
+            pass
 
         options = dict(bootstrap_servers=self.bootstrap, group_id=self.group, auto_offset_reset="earliest",
                        enable_auto_commit=False, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000,
@@ -184,7 +187,7 @@ class ConsumerThread(threading.Thread):
         options.update(self.options)
         consumer = AIOKafkaConsumer(**options)
         await consumer.start()
-        consumer.subscribe([self.topic], listener=Listener())
+        consumer.subscribe([self.topic], listener=Listener(tally))
         try:
             while not self._stop.is_set():
                 batches = await consumer.getmany(timeout_ms=200)
