@@ -303,7 +303,8 @@ def test_existing_member_rejoining_past_max_size_is_removed():
     a, b = ctx.stable_group(2, static=True)
     group = ctx.group()
     ctx.join(member=a, instance="instance-0")
-    # Simulate a lowered limit on a loaded group by squeezing a third static member in:
+    # The limit is lowered under a live group (as after a restart with a smaller
+    # group.max.size): a is already back in the join phase, b comes back too late.
     ctx.coord.shard.config = GroupConfig(max_group_size=1)
     ctx.coord.classic.config = ctx.coord.shard.config
     late = ctx.join(member=b, instance="instance-1")
