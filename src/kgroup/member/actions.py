@@ -23,9 +23,12 @@ class FindCoordinator:
 
 @dataclass(frozen=True, slots=True)
 class CommitOffsets:
-    """Synchronously commit the consumed positions of ``partitions`` (auto-commit)."""
+    """Synchronously commit the consumed positions of ``partitions`` (auto-commit), with
+    the generation and member id that own them (the member may move on right after)."""
 
     partitions: Partitions
+    generation: int = -1
+    member_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -638,7 +638,7 @@ class ClassicMember:
         if not partitions:
             return
         if self.config.auto_commit and self.generation >= 0:
-            out.append(CommitOffsets(partitions))
+            out.append(CommitOffsets(partitions, self.generation, self.member_id))
         self.owned = self.owned - partitions
         out.append(RunRevoked(partitions))
 

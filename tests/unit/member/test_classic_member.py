@@ -189,7 +189,7 @@ def test_eager_rebalance_in_progress_revokes_all_then_rejoins():
     ctx.stable({"t": [0, 1]})
     ctx.advance(1_000)
     out = ctx.heartbeat_answer("REBALANCE_IN_PROGRESS")
-    assert out == [CommitOffsets(tps("t", 0, 1)), RunRevoked(tps("t", 0, 1)), out[2]]
+    assert out == [CommitOffsets(tps("t", 0, 1), 1, "m1"), RunRevoked(tps("t", 0, 1)), out[2]]
     assert isinstance(out[2], SendJoinGroup) and ctx.member.owned == frozenset()
 
 
@@ -256,7 +256,7 @@ def test_cooperative_rebalance_keeps_partitions_and_revokes_only_what_moves():
     ctx.join_ok(generation=2, protocol="cooperative-sticky")
     out = ctx.sync_ok({"t": [0, 1]})
     # revoke what moved, assign nothing new, then rejoin for the second round
-    assert out[:3] == [CommitOffsets(tps("t", 2, 3)), RunRevoked(tps("t", 2, 3)), RunAssigned(frozenset())]
+    assert out[:3] == [CommitOffsets(tps("t", 2, 3), 2, "m1"), RunRevoked(tps("t", 2, 3)), RunAssigned(frozenset())]
     assert isinstance(out[3], SendJoinGroup) and ctx.state == "JOINING"
     assert ctx.member.owned == tps("t", 0, 1)
     ctx.join_ok(generation=3, protocol="cooperative-sticky")

@@ -1,0 +1,510 @@
+"""An asyncio Kafka consumer: group subscription or manual assignment, fetch, commit.
+
+How this works: ``Consumer`` wires three parts together. A ``GroupCoordinator`` task drives
+the pure ``ClassicMember`` (join, sync, heartbeats, rebalances); the member's callback
+actions land in ``_on_action``, which changes what the ``Fetcher`` may fetch *before* the
+user's listener runs (so no record of a revoked or lost partition is handed out after its
+callback). The ``Fetcher`` keeps Fetch requests in flight ahead of the user; ``getmany`` /
+``poll`` / ``async for`` drain its buffer and advance positions. Commits go to the
+coordinator with the member's generation (or as a "simple" consumer, generation -1, with
+manual assignment); auto-commit runs from ``getmany`` every ``auto.commit.interval.ms``,
+before every revocation and on close.
+
+Settings use Kafka's names (see ``settings.CONSUMER_DEFAULTS``)::
+
+    consumer = Consumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": "billing",
+                         "auto.offset.reset": "earliest"})
+    await consumer.start()
+    consumer.subscribe(["orders"])
+    async for record in consumer: ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+from kgroup.member import (
+    Close,
+    CommitOffsets,
+    CommitResponse,
+    Fatal,
+    MemberConfig,
+    MetadataUpdated,
+    Poll,
+    RunAssigned,
+    RunLost,
+    RunRevoked,
+    Subscribe,
+    Unsubscribe,
+)
+from kgroup.wire.versions import OFFSET_COMMIT
+
+from .admin import EARLIEST, LATEST, AdminClient, _make
+from .coordinator import GroupCoordinator, now_ms
+from .errors import BrokerError, KafkaClientError, error_name
+from .fetcher import Fetcher
+from .records import ConsumerRecord, OffsetAndMetadata, TopicPartition
+from .settings import CONSUMER_DEFAULTS, resolve
+
+__all__ = ["CommitFailedError", "Consumer", "ConsumerRebalanceListener"]
+
+_GROUP_ERRORS = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS",
+                           "FENCED_INSTANCE_ID"})
+_COORDINATOR_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
+                                 "COORDINATOR_LOAD_IN_PROGRESS"})
+
+
+class CommitFailedError(KafkaClientError):
+    """The group rebalanced (or fenced us) before the commit: the offsets were not stored."""
+
+    hint = "the partitions moved to another member; poll again and commit what you own then"
+
+
+class ConsumerRebalanceListener:
+    """Override any of these; each may be a plain method or a coroutine."""
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> Any:
+        """Partitions are taken away; commit what you processed of them."""
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> Any:
+        """Partitions are now yours (only the new ones under cooperative rebalancing)."""
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> Any:
+        """Partitions already belong to someone else; do not commit them. As in Kafka,
+        this calls ``on_partitions_revoked`` unless overridden."""
+        return self.on_partitions_revoked(lost)
+
+
+class Consumer:
+    """An asyncio consumer; see the module comment."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        self.settings = resolve(CONSUMER_DEFAULTS, config, kwargs)
+        s = self.settings
+        if s["group.protocol"] not in ("classic", "consumer"):
+            raise ValueError("group.protocol must be 'classic' or 'consumer'")
+        if s["group.protocol"] == "consumer":
+            raise KafkaClientError(
+                "group.protocol=consumer is not implemented by kgroup's client yet",
+                "use group.protocol=classic")
+        if s["auto.offset.reset"] not in ("earliest", "latest", "none"):
+            raise ValueError("auto.offset.reset must be earliest, latest or none")
+        self.cluster = AdminClient(s["bootstrap.servers"], client_id=s["client.id"],
+                                   timeout=s["request.timeout.ms"] / 1000)
+        self.fetcher = Fetcher(self.cluster, s, self._resolve_positions)
+        self.group: GroupCoordinator | None = None
+        self._listener: ConsumerRebalanceListener = ConsumerRebalanceListener()
+        self._topics: tuple[str, ...] = ()
+        self._pattern: re.Pattern[str] | None = None
+        self._manual = False
+        self._started = False
+        self._closed = False
+        self._fatal: Fatal | None = None
+        self._metadata_task: asyncio.Task[None] | None = None
+        self._next_auto_commit = 0.0
+        self._commits: set[asyncio.Task[Any]] = set()
+        self._last_committed: dict[TopicPartition, int] = {}
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect to the cluster and start the fetch (and group) tasks."""
+        if self._started:
+            return
+        await self.cluster.connect()
+        s = self.settings
+        if s["group.id"]:
+            cfg = MemberConfig(
+                group_id=s["group.id"], group_instance_id=s["group.instance.id"],
+                session_timeout_ms=int(s["session.timeout.ms"]),
+                heartbeat_interval_ms=int(s["heartbeat.interval.ms"]),
+                max_poll_interval_ms=int(s["max.poll.interval.ms"]),
+                assignors=tuple(a.strip() for a in
+                                str(s["partition.assignment.strategy"]).split(",") if a.strip()),
+                auto_commit=bool(s["enable.auto.commit"]),
+                retry_backoff_ms=int(s["retry.backoff.ms"]))
+            self.group = GroupCoordinator(self.cluster, cfg, on_action=self._on_action,
+                                          retry_backoff_ms=int(s["retry.backoff.ms"]),
+                                          request_timeout_ms=int(s["request.timeout.ms"]))
+            self.group.start()
+        self.fetcher.start()
+        self._metadata_task = asyncio.create_task(self._refresh_metadata())
+        self._next_auto_commit = time.monotonic() + s["auto.commit.interval.ms"] / 1000
+        self._started = True
+
+    async def __aenter__(self) -> Consumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Commit (with auto-commit), revoke, leave the group (unless static), disconnect."""
+        if self._closed or not self._started:
+            self._closed = True
+            return
+        self._closed = True
+        if self._metadata_task is not None:
+            self._metadata_task.cancel()
+        if self._commits:
+            await asyncio.gather(*self._commits, return_exceptions=True)
+        if self._manual and self.settings["enable.auto.commit"] and self.settings["group.id"]:
+            await self._commit_positions(None, swallow=True)
+        if self.group is not None:
+            await self.group.stop()
+            try:
+                if self.group.conn is not None and not self.group.conn.closed:
+                    await self.group.handle_now(Close(now_ms()))
+            except KafkaClientError:
+                pass
+        await self.fetcher.stop()
+        await self.cluster.close()
+
+    # -- subscription and assignment --------------------------------------------------------
+
+    def subscribe(self, topics: Iterable[str] = (), *, pattern: str | None = None,
+                  listener: ConsumerRebalanceListener | None = None) -> None:
+        """Join the group for ``topics`` (or every topic matching the regex ``pattern``)."""
+        if self.group is None:
+            raise KafkaClientError("subscribe needs a group.id", "set group.id or use assign()")
+        if self._manual:
+            raise KafkaClientError("this consumer uses manual assignment",
+                                   "call unsubscribe() first")
+        if listener is not None:
+            self._listener = listener
+        if pattern is not None:
+            self._pattern = re.compile(pattern)
+            self._topics = ()
+            if self._metadata_task is not None:
+                self._metadata_task.cancel()
+            self._metadata_task = asyncio.create_task(self._refresh_metadata())
+            return
+        self._pattern = None
+        self._topics = tuple(sorted(set(topics)))
+        self.group.post(Subscribe(self._topics, now_ms()))
+
+    def unsubscribe(self) -> None:
+        self._pattern = None
+        self._topics = ()
+        if self._manual:
+            self._manual = False
+            self.fetcher.set_assignment(())
+        elif self.group is not None:
+            self.group.post(Unsubscribe(now_ms()))
+
+    def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
+        """Consume exactly these partitions, with no group membership."""
+        if self._topics or self._pattern is not None:
+            raise KafkaClientError("this consumer is subscribed", "call unsubscribe() first")
+        self._manual = True
+        self.fetcher.set_assignment(TopicPartition(*tp) for tp in partitions)
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self.fetcher.states)
+
+    def subscription(self) -> set[str]:
+        return set(self._topics)
+
+    # -- the member's actions ---------------------------------------------------------------
+
+    async def _on_action(self, action: Any) -> None:
+        if isinstance(action, CommitOffsets):
+            tps = {TopicPartition(*tp) for tp in action.partitions}
+            await self._commit_positions(tps, swallow=True,
+                                         member=(action.generation, action.member_id))
+            return
+        if isinstance(action, Fatal):
+            self._fatal = action
+            self.fetcher.set_assignment(())
+            self.fetcher._data.set()
+            return
+        tps = {TopicPartition(*tp) for tp in action.partitions}
+        if isinstance(action, RunAssigned):
+            self.fetcher.add(sorted(tps))
+            callback = self._listener.on_partitions_assigned
+        else:
+            self.fetcher.remove(tps)  # before the callback: nothing of them is handed out
+            callback = (self._listener.on_partitions_revoked if isinstance(action, RunRevoked)
+                        else self._listener.on_partitions_lost)
+            assert isinstance(action, (RunRevoked, RunLost))
+        result = callback(tps)
+        if inspect.isawaitable(result):
+            await result
+
+    # -- metadata ---------------------------------------------------------------------------
+
+    async def _refresh_metadata(self) -> None:
+        period = self.settings["metadata.max.age.ms"] / 1000
+        if self._pattern is not None:
+            period = min(period, 5.0)
+        while True:
+            try:
+                if self._pattern is not None:
+                    md = await self.cluster.metadata(None)
+                    topics = tuple(sorted(t for t, info in md.topics.items()
+                                          if not info.is_internal
+                                          and self._pattern.fullmatch(t)))
+                    if topics != self._topics and self.group is not None:
+                        self._topics = topics
+                        self.group.post(Subscribe(topics, now_ms()))
+                elif self._topics:
+                    md = await self.cluster.metadata(self._topics)
+                else:
+                    md = None
+                if md is not None and self.group is not None:
+                    counts = tuple((t, len(i.partitions)) for t, i in sorted(md.topics.items())
+                                   if i.error == "NONE")
+                    self.group.post(MetadataUpdated(counts, now_ms()))
+            except KafkaClientError:
+                pass
+            await asyncio.sleep(period)
+
+    # -- consuming --------------------------------------------------------------------------
+
+    def _check(self) -> None:
+        if not self._started:
+            raise KafkaClientError("the consumer is not started", "await consumer.start()")
+        if self._closed:
+            raise KafkaClientError("the consumer is closed")
+        if self._fatal is not None:
+            raise BrokerError(_code(self._fatal.error), f"group {self.settings['group.id']!r}",
+                              self._fatal.message)
+        if self.fetcher.error is not None:
+            raise self.fetcher.error
+
+    async def getmany(self, *partitions: TopicPartition, timeout_ms: int = 0,
+                      max_records: int | None = None) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records by partition, waiting up to ``timeout_ms`` for the first ones."""
+        self._check()
+        if self.group is not None:
+            self.group.post(Poll(now_ms()))
+        self._maybe_auto_commit()
+        limit = max_records or int(self.settings["max.poll.records"])
+        out = self.fetcher.drain(limit)
+        if not out and timeout_ms > 0:
+            await self.fetcher.wait(timeout_ms / 1000)
+            self._check()
+            out = self.fetcher.drain(limit)
+        if partitions:
+            out = {tp: rs for tp, rs in out.items() if tp in partitions}
+        return out
+
+    async def poll(self, timeout_ms: int = 1000) -> ConsumerRecord | None:
+        """One record, or None when none came within ``timeout_ms``."""
+        got = await self.getmany(timeout_ms=timeout_ms, max_records=1)
+        for records in got.values():
+            return records[0]
+        return None
+
+    def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[ConsumerRecord]:
+        while not self._closed:
+            got = await self.getmany(timeout_ms=1000)
+            for records in got.values():
+                for record in records:
+                    yield record
+
+    # -- positions --------------------------------------------------------------------------
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.fetcher.seek(TopicPartition(*tp), offset)
+
+    async def seek_to_beginning(self, *tps: TopicPartition) -> None:
+        await self._seek_to(tps, EARLIEST)
+
+    async def seek_to_end(self, *tps: TopicPartition) -> None:
+        await self._seek_to(tps, LATEST)
+
+    async def _seek_to(self, tps: Iterable[TopicPartition], spec: int) -> None:
+        wanted = list(tps) or list(self.fetcher.states)
+        for tp, offset in (await self._list_offsets(wanted, spec)).items():
+            self.fetcher.seek(tp, offset)
+
+    async def position(self, tp: TopicPartition) -> int:
+        """The offset of the next record ``getmany`` returns for ``tp``."""
+        tp = TopicPartition(*tp)
+        st = self.fetcher.states.get(tp)
+        if st is None:
+            raise KafkaClientError(f"partition {tp.topic}-{tp.partition} is not assigned")
+        if st.position is None:
+            found = await self._resolve_positions([tp])
+            if st.position is None:
+                st.position = st.fetch_offset = found[tp]
+        return st.position
+
+    async def committed(self, tp: TopicPartition) -> int | None:
+        """The group's committed offset of ``tp`` (None if nothing is committed)."""
+        tp = TopicPartition(*tp)
+        got = await self.cluster.list_group_offsets(self.settings["group.id"],
+                                                    {tp.topic: [tp.partition]})
+        return got.get((tp.topic, tp.partition))
+
+    def pause(self, *tps: TopicPartition) -> None:
+        for tp in tps:
+            st = self.fetcher.states.get(TopicPartition(*tp))
+            if st is not None:
+                st.paused = True
+
+    def resume(self, *tps: TopicPartition) -> None:
+        for tp in tps:
+            st = self.fetcher.states.get(TopicPartition(*tp))
+            if st is not None:
+                st.paused = False
+        self.fetcher._wake.set()
+
+    def paused(self) -> set[TopicPartition]:
+        return {tp for tp, st in self.fetcher.states.items() if st.paused}
+
+    def highwater(self, tp: TopicPartition) -> int:
+        st = self.fetcher.states.get(TopicPartition(*tp))
+        return -1 if st is None else st.high_watermark
+
+    async def _list_offsets(self, tps: list[TopicPartition], spec: int) -> dict[TopicPartition, int]:
+        by_topic: dict[str, list[int]] = {}
+        for tp in tps:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        out = {}
+        for topic, parts in by_topic.items():
+            for p, off in (await self.cluster.list_offsets(topic, parts, spec)).items():
+                out[TopicPartition(topic, p)] = off
+        return out
+
+    async def _resolve_positions(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """Committed offsets, else auto.offset.reset, for partitions without a position."""
+        out: dict[TopicPartition, int] = {}
+        group = self.settings["group.id"]
+        if group:
+            wanted: dict[str, list[int]] = {}
+            for tp in tps:
+                wanted.setdefault(tp.topic, []).append(tp.partition)
+            for (t, p), off in (await self.cluster.list_group_offsets(group, wanted)).items():
+                out[TopicPartition(t, p)] = off
+        rest = [tp for tp in tps if tp not in out]
+        if rest:
+            policy = self.settings["auto.offset.reset"]
+            if policy == "none":
+                raise KafkaClientError(f"no committed offset for {rest[0]} and "
+                                       "auto.offset.reset=none")
+            out.update(await self._list_offsets(rest, EARLIEST if policy == "earliest" else LATEST))
+        return out
+
+    # -- committing -------------------------------------------------------------------------
+
+    def _maybe_auto_commit(self) -> None:
+        if not self.settings["enable.auto.commit"] or not self.settings["group.id"]:
+            return
+        now = time.monotonic()
+        if now < self._next_auto_commit:
+            return
+        self._next_auto_commit = now + self.settings["auto.commit.interval.ms"] / 1000
+        if self.group is not None and not self.group.member.in_group and not self._manual:
+            return
+        self.commit_async()
+
+    async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
+                     ) -> None:
+        """Commit ``offsets`` (default: the current positions); CommitFailedError if the group
+        moved on."""
+        await self._commit(offsets)
+
+    def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
+                     ) -> asyncio.Task[None]:
+        """Start a commit and return its task (errors are kept in the task)."""
+        task = asyncio.create_task(self._commit(offsets))
+        self._commits.add(task)
+        task.add_done_callback(self._commits.discard)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return task
+
+    async def _commit_positions(self, tps: set[TopicPartition] | None, *, swallow: bool,
+                                member: tuple[int, str] | None = None) -> None:
+        positions = self.fetcher.positions()
+        if tps is not None:
+            positions = {tp: o for tp, o in positions.items() if tp in tps}
+        positions = {tp: o for tp, o in positions.items() if self._last_committed.get(tp) != o}
+        if not positions:
+            return
+        try:
+            await self._commit(positions, member)
+        except KafkaClientError:
+            if not swallow:
+                raise
+
+    async def _commit(self, offsets: Mapping[TopicPartition, Any] | None,
+                      member: tuple[int, str] | None = None) -> None:
+        group_id = self.settings["group.id"]
+        if not group_id:
+            raise KafkaClientError("commit needs a group.id")
+        if offsets is None:
+            offsets = self.fetcher.positions()
+        if not offsets:
+            return
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, value in sorted(offsets.items()):
+            off, meta = (value.offset, value.metadata) if isinstance(value, OffsetAndMetadata) \
+                else (int(value), "")
+            by_topic.setdefault(tp[0], []).append(
+                {"partition_index": tp[1], "committed_offset": off, "committed_leader_epoch": -1,
+                 "committed_metadata": meta})
+        generation, member_id, instance = -1, "", None
+        if self.group is not None and not self._manual:
+            m = self.group.member
+            instance = m.config.group_instance_id
+            if member is not None:
+                generation, member_id = member
+            elif not m.in_group:
+                raise CommitFailedError(f"group {group_id!r} is rebalancing; not committed")
+            else:
+                generation, member_id = m.generation, m.member_id
+
+        def body(cls: type) -> Any:
+            return _make(cls, group_id=group_id, generation_id_or_member_epoch=generation,
+                         member_id=member_id, group_instance_id=instance, retention_time=-1,
+                         topics=[{"name": t, "partitions": ps} for t, ps in by_topic.items()])
+
+        for attempt in range(5):
+            conn = await self._coordinator()
+            resp = await conn.request(OFFSET_COMMIT, body,
+                                      timeout=self.settings["request.timeout.ms"] / 1000)
+            errors = {error_name(int(p.error_code)) for t in resp.topics for p in t.partitions
+                      if int(p.error_code)}
+            if errors & _COORDINATOR_ERRORS and attempt < 4:
+                if self.group is not None:
+                    self.group.conn = None
+                await asyncio.sleep(self.settings["retry.backoff.ms"] / 1000 * (2 ** attempt))
+                continue
+            group_errors = errors & _GROUP_ERRORS
+            if group_errors:
+                name = sorted(group_errors)[0]
+                if self.group is not None and not self._manual:
+                    self.group.post(CommitResponse(name, now_ms()))
+                raise CommitFailedError(f"commit to group {group_id!r} failed: {name}")
+            for t in resp.topics:
+                for p in t.partitions:
+                    if int(p.error_code):
+                        raise BrokerError(int(p.error_code),
+                                          f"commit {t.name}-{p.partition_index}")
+            for tp, value in offsets.items():
+                self._last_committed[TopicPartition(*tp)] = (
+                    value.offset if isinstance(value, OffsetAndMetadata) else int(value))
+            return
+
+    async def _coordinator(self) -> Any:
+        if self.group is not None:
+            return await self.group.coordinator()
+        info = await self.cluster.find_coordinator(self.settings["group.id"])
+        return await self.cluster._connect(info.host, info.port)
+
+
+def _code(name: str) -> int:
+    from .errors import error_code
+
+    return error_code(name)

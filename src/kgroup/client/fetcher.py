@@ -1,0 +1,276 @@
+"""The consumer's fetch pipeline: positions, Fetch requests ahead of the user, a buffer.
+
+How this works: every assigned partition has a ``PartitionState`` with the user's position
+(the next offset ``getmany`` returns) and a fetch offset that runs ahead of it. A background
+task sends one Fetch per leader for every partition that is not paused, has a position, has
+no Fetch in flight and fewer than ``_AHEAD`` undrained responses; the decoded records go into
+a buffer that ``drain`` hands out. A seek or a (re)assignment bumps the partition's epoch, so
+responses and buffered records of an older epoch are dropped; a partition no longer assigned
+is never returned. Partitions without a position are resolved first by ``resolve`` (the
+committed offset, else auto.offset.reset).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kgroup.wire import record_batch
+from kgroup.wire.versions import FETCH
+
+from .admin import AdminClient, _complete_batches, _make
+from .errors import KafkaClientError, error_name
+from .records import ConsumerRecord, TopicPartition
+
+_AHEAD = 2
+
+
+@dataclass(slots=True)
+class PartitionState:
+    position: int | None = None
+    fetch_offset: int | None = None
+    epoch: int = 0
+    paused: bool = False
+    inflight: bool = False
+    buffered: int = 0
+    high_watermark: int = -1
+
+
+class Fetcher:
+    """Fetches assigned partitions ahead of the user; see the module comment."""
+
+    def __init__(self, cluster: AdminClient, settings: dict[str, Any],
+                 resolve: Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition, int]]]
+                 ) -> None:
+        self.cluster = cluster
+        self.settings = settings
+        self.resolve = resolve
+        self.states: dict[TopicPartition, PartitionState] = {}
+        self._buffer: collections.deque[list[Any]] = collections.deque()
+        self._wake = asyncio.Event()
+        self._data = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._leaders: dict[TopicPartition, int] = {}
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="kgroup-fetcher")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    # -- assignment and positions -----------------------------------------------------------
+
+    def add(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            if tp not in self.states:
+                self.states[tp] = PartitionState()
+        self._wake.set()
+
+    def remove(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self.states.pop(tp, None)
+        self._buffer = collections.deque(e for e in self._buffer if e[0] in self.states)
+
+    def set_assignment(self, partitions: Iterable[TopicPartition]) -> None:
+        wanted = set(partitions)
+        self.remove([tp for tp in self.states if tp not in wanted])
+        self.add(sorted(wanted))
+
+    def seek(self, tp: TopicPartition, offset: int | None) -> None:
+        st = self.states.get(tp)
+        if st is None:
+            raise KafkaClientError(f"partition {tp.topic}-{tp.partition} is not assigned",
+                                   "seek only partitions this consumer is assigned")
+        st.epoch += 1
+        st.position = offset
+        st.fetch_offset = offset
+        st.buffered = 0
+        self._buffer = collections.deque(e for e in self._buffer if e[0] != tp)
+        self._wake.set()
+
+    def positions(self) -> dict[TopicPartition, int]:
+        return {tp: st.position for tp, st in self.states.items() if st.position is not None}
+
+    # -- handing records out ----------------------------------------------------------------
+
+    async def wait(self, timeout: float) -> None:
+        if self._buffer or timeout <= 0:
+            return
+        self._data.clear()
+        try:
+            await asyncio.wait_for(self._data.wait(), timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            pass
+
+    def drain(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Up to ``max_records`` buffered records of assigned, unpaused partitions."""
+        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        kept: list[list[Any]] = []
+        left = max_records
+        buf = self._buffer
+        while buf and left > 0:
+            entry = buf.popleft()
+            tp, epoch, records, idx = entry
+            st = self.states.get(tp)
+            if st is None or st.epoch != epoch:
+                continue
+            if st.paused:
+                kept.append(entry)
+                continue
+            end = idx + left
+            if end < len(records):
+                take = records[idx:end]
+                entry[3] = end
+                buf.appendleft(entry)
+            else:
+                take = records[idx:] if idx else records
+                st.buffered -= 1
+            if tp in out:
+                out[tp].extend(take)
+            else:
+                out[tp] = take
+            st.position = take[-1].offset + 1
+            left -= len(take)
+        buf.extendleft(reversed(kept))
+        self._wake.set()
+        return out
+
+    # -- the fetch loop ---------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                await self._round()
+            except asyncio.CancelledError:
+                raise
+            except KafkaClientError:
+                self._leaders.clear()
+                await asyncio.sleep(self.settings["retry.backoff.ms"] / 1000)
+                continue
+            except BaseException as exc:  # surfaced by the consumer's next poll
+                self.error = exc
+                self._data.set()
+                return
+            await self._wake.wait()
+
+    async def _round(self) -> None:
+        """Resolve missing positions, then send one Fetch per leader for what can go."""
+        unknown = [tp for tp, st in self.states.items() if st.position is None]
+        if unknown:
+            epochs = {tp: self.states[tp].epoch for tp in unknown}
+            found = await self.resolve(unknown)
+            for tp, offset in found.items():
+                st = self.states.get(tp)
+                if st is not None and st.epoch == epochs[tp] and st.position is None:
+                    st.position = st.fetch_offset = offset
+        by_node: dict[int, list[TopicPartition]] = {}
+        for tp, st in list(self.states.items()):
+            if st.position is None or st.paused or st.inflight or st.buffered >= _AHEAD:
+                continue
+            leader = await self._leader(tp)
+            by_node.setdefault(leader, []).append(tp)
+        for node, tps in by_node.items():
+            tps = [tp for tp in tps if tp in self.states]
+            for tp in tps:
+                self.states[tp].inflight = True
+            asyncio.create_task(self._fetch(node, tps))
+
+    async def _leader(self, tp: TopicPartition) -> int:
+        leader = self._leaders.get(tp)
+        if leader is None:
+            info = await self.cluster.describe_topic(tp.topic)
+            for p in info.partitions:
+                self._leaders[TopicPartition(tp.topic, p.partition)] = p.leader
+            leader = self._leaders.get(tp, -1)
+        return leader
+
+    async def _fetch(self, node: int, tps: list[TopicPartition]) -> None:
+        s = self.settings
+        sent = {tp: (self.states[tp].epoch, self.states[tp].fetch_offset) for tp in tps}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp in tps:
+            by_topic.setdefault(tp.topic, []).append(
+                {"partition": tp.partition, "fetch_offset": sent[tp][1],
+                 "partition_max_bytes": s["max.partition.fetch.bytes"],
+                 "current_leader_epoch": -1, "log_start_offset": -1, "last_fetched_epoch": -1})
+        max_wait = int(s["fetch.max.wait.ms"])
+
+        def body(cls: type) -> Any:
+            return _make(cls, replica_id=-1, max_wait=max_wait, min_bytes=s["fetch.min.bytes"],
+                         max_bytes=s["fetch.max.bytes"], isolation_level=0, session_id=0,
+                         session_epoch=-1,
+                         topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+                         forgotten_topics_data=[], rack_id="")
+
+        resp = None
+        try:
+            conn = await self.cluster._node(node)
+            resp = await conn.request(FETCH, body, max_version=12,
+                                      timeout=s["request.timeout.ms"] / 1000 + max_wait / 1000)
+        except KafkaClientError:
+            self._leaders.clear()
+            await asyncio.sleep(s["retry.backoff.ms"] / 1000)
+        finally:
+            for tp in tps:
+                st = self.states.get(tp)
+                if st is not None:
+                    st.inflight = False
+        if resp is not None:
+            got = False
+            for t in resp.responses:
+                for p in t.partitions:
+                    tp = TopicPartition(t.topic, int(p.partition_index))
+                    got |= self._partition_data(tp, sent.get(tp), p)
+            if got:
+                self._data.set()
+        self._wake.set()
+
+    def _partition_data(self, tp: TopicPartition, sent: tuple[int, int | None] | None,
+                        p: Any) -> bool:
+        st = self.states.get(tp)
+        if st is None or sent is None or st.epoch != sent[0]:
+            return False
+        code = int(p.error_code)
+        if code:
+            name = error_name(code)
+            if name == "OFFSET_OUT_OF_RANGE":
+                st.epoch += 1
+                st.position = st.fetch_offset = None
+            else:
+                self._leaders.pop(tp, None)
+            return False
+        st.high_watermark = int(p.high_watermark)
+        start = sent[1] or 0
+        records = decode(tp, bytes(p.records or b""), start)
+        if not records:
+            return False
+        st.fetch_offset = records[-1].offset + 1
+        st.buffered += 1
+        self._buffer.append([tp, st.epoch, records, 0])
+        return True
+
+
+def decode(tp: TopicPartition, blob: bytes, start: int) -> list[ConsumerRecord]:
+    """The records at or after ``start`` in a Fetch records blob (control batches skipped)."""
+    out: list[ConsumerRecord] = []
+    topic, partition = tp
+    for batch in record_batch.split_batches(_complete_batches(blob)):
+        h = batch.header
+        if h.is_control or h.last_offset < start:
+            continue
+        ts_type = int(h.timestamp_type)
+        for r in record_batch.decode_records(batch):
+            if r.offset >= start:
+                out.append(ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type,
+                                          r.key, r.value, r.headers))
+    return out
