@@ -1,0 +1,323 @@
+"""An asyncio Kafka producer: per-partition batching with linger, acks, compression.
+
+How this works: ``send`` picks the partition (explicit, else Kafka's default partitioner:
+murmur2 of the key, or a sticky partition per batch for records without a key), appends the
+record to that partition's open batch and returns a future for its ``RecordMetadata``. A
+batch is ready when it reaches ``batch.size`` bytes or has waited ``linger.ms``. The sender
+task groups ready batches by partition leader and sends one Produce per leader, with up to
+``max.in.flight.requests.per.connection`` Produce requests in flight per leader (the
+connection pipelines them). A retriable error (leader moved, timeout) refreshes metadata
+and retries the batch up to ``retries`` times; any other error fails the batch's futures.
+With ``acks=0`` the futures resolve with offset -1 once the request is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kgroup.wire.record_batch import Compression, build_batch
+from kgroup.wire.versions import PRODUCE
+
+from .admin import AdminClient, _make
+from .errors import BrokerError, KafkaClientError, error_name
+from .partitioner import StickyPartitioner
+from .records import RecordMetadata, TopicPartition
+from .settings import PRODUCER_DEFAULTS, resolve
+
+__all__ = ["Producer"]
+
+_RETRIABLE = frozenset({"NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "REQUEST_TIMED_OUT",
+                        "UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS",
+                        "NETWORK_EXCEPTION", "KAFKA_STORAGE_ERROR"})
+_RECORD_OVERHEAD = 12
+
+
+class _Batch:
+    __slots__ = ("tp", "records", "futures", "size", "created", "attempts")
+
+    def __init__(self, tp: TopicPartition, created: float) -> None:
+        self.tp = tp
+        self.records: list[tuple[bytes | None, bytes | None, Sequence[Any], int]] = []
+        self.futures: list[asyncio.Future[RecordMetadata]] = []
+        self.size = 0
+        self.created = created
+        self.attempts = 0
+
+
+class Producer:
+    """An asyncio producer; see the module comment."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        cfg = dict(config or {})
+        for source in (cfg, kwargs):
+            if str(source.get("acks", "")).lower() == "all":
+                source["acks"] = -1
+            if "compression_type" in source:
+                source["compression.type"] = source.pop("compression_type")
+        self.settings = resolve(PRODUCER_DEFAULTS, cfg, kwargs)
+        s = self.settings
+        self.acks = int(s["acks"])
+        codec = str(s["compression.type"] or "none").upper()
+        try:
+            self.compression = Compression[codec]
+        except KeyError:
+            raise ValueError(f"unknown compression.type {s['compression.type']!r}") from None
+        self.linger = s["linger.ms"] / 1000
+        self.batch_size = int(s["batch.size"])
+        self.cluster = AdminClient(s["bootstrap.servers"], client_id=s["client.id"],
+                                   timeout=s["request.timeout.ms"] / 1000)
+        self.partitioner = StickyPartitioner()
+        self._counts: dict[str, int] = {}
+        self._leaders: dict[TopicPartition, int] = {}
+        self._open: dict[TopicPartition, _Batch] = {}
+        self._ready: list[_Batch] = []
+        self._wake = asyncio.Event()
+        self._inflight: dict[int, asyncio.Semaphore] = {}
+        self._pending = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+        self._sends: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    async def start(self) -> None:
+        await self.cluster.connect()
+        self._task = asyncio.create_task(self._run(), name="kgroup-producer")
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def stop(self) -> None:
+        """Send everything buffered, wait for it, then disconnect."""
+        if self._closed:
+            return
+        await self.flush()
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+        await self.cluster.close()
+
+    close = stop
+
+    # -- sending ----------------------------------------------------------------------------
+
+    async def partitions_for(self, topic: str) -> int:
+        count = self._counts.get(topic)
+        if count is None:
+            info = await self.cluster.describe_topic(topic, auto_create=True)
+            count = len(info.partitions)
+            self._counts[topic] = count
+            for p in info.partitions:
+                self._leaders[TopicPartition(topic, p.partition)] = p.leader
+        return count
+
+    async def send(self, topic: str, value: bytes | None = None, key: bytes | None = None, *,
+                   partition: int | None = None, timestamp_ms: int | None = None,
+                   headers: Sequence[tuple[str, bytes | None]] | None = None
+                   ) -> asyncio.Future[RecordMetadata]:
+        """Queue one record; returns a future of where it landed."""
+        if self._closed:
+            raise KafkaClientError("the producer is closed")
+        count = self._counts.get(topic)
+        if count is None:
+            count = await self.partitions_for(topic)
+        if partition is None:
+            partition = self.partitioner.partition(topic, key, count)
+        tp = TopicPartition(topic, partition)
+        batch = self._open.get(tp)
+        now = time.monotonic()
+        if batch is None:
+            batch = self._open[tp] = _Batch(tp, now)
+            if len(self._open) == 1:
+                self._wake.set()
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        batch.records.append((key, value, headers or (), timestamp_ms))
+        fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        batch.futures.append(fut)
+        batch.size += _RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
+        self._pending += 1
+        self._idle.clear()
+        if batch.size >= self.batch_size:
+            self._close_batch(tp)
+        if self._pending > 200_000:
+            # back-pressure: let the sender catch up
+            while self._pending > 100_000:
+                await asyncio.sleep(0.001)
+        return fut
+
+    async def send_and_wait(self, topic: str, value: bytes | None = None,
+                            key: bytes | None = None, **kw: Any) -> RecordMetadata:
+        return await (await self.send(topic, value, key, **kw))
+
+    async def flush(self) -> None:
+        """Send every buffered record now and wait until all are acknowledged."""
+        for tp in list(self._open):
+            self._close_batch(tp)
+        if self._pending:
+            await self._idle.wait()
+
+    def _close_batch(self, tp: TopicPartition) -> None:
+        batch = self._open.pop(tp, None)
+        if batch is not None:
+            self._ready.append(batch)
+            if batch.tp.partition == self.partitioner._sticky.get(tp.topic):
+                self.partitioner.batch_sent(tp.topic, self._counts.get(tp.topic, 1))
+            self._wake.set()
+
+    # -- the sender -------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            now = time.monotonic()
+            for tp, batch in list(self._open.items()):
+                if now - batch.created >= self.linger:
+                    self._close_batch(tp)
+            if self._ready:
+                ready, self._ready = self._ready, []
+                await self._dispatch(ready)
+                continue
+            self._wake.clear()
+            if self._open:
+                oldest = min(b.created for b in self._open.values())
+                wait = max(0.0, oldest + self.linger - time.monotonic())
+                try:
+                    await asyncio.wait_for(self._wake.wait(), wait)
+                except (TimeoutError, asyncio.TimeoutError):
+                    pass
+            else:
+                await self._wake.wait()
+
+    async def _dispatch(self, ready: list[_Batch]) -> None:
+        by_node: dict[int, list[_Batch]] = {}
+        for batch in ready:
+            leader = self._leaders.get(batch.tp)
+            if leader is None:
+                try:
+                    self._counts.pop(batch.tp.topic, None)
+                    await self.partitions_for(batch.tp.topic)
+                except KafkaClientError as exc:
+                    self._fail(batch, exc)
+                    continue
+                leader = self._leaders.get(batch.tp, -1)
+            by_node.setdefault(leader, []).append(batch)
+        limit = int(self.settings["max.request.size"])
+        for node, batches in by_node.items():
+            sem = self._inflight.get(node)
+            if sem is None:
+                sem = self._inflight[node] = asyncio.Semaphore(
+                    int(self.settings["max.in.flight.requests.per.connection"]))
+            group: list[_Batch] = []
+            size = 0
+            for b in batches:
+                if group and size + b.size > limit:
+                    await sem.acquire()
+                    self._spawn(self._produce(node, group, sem))
+                    group, size = [], 0
+                group.append(b)
+                size += b.size
+            if group:
+                await sem.acquire()
+                self._spawn(self._produce(node, group, sem))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._sends.add(task)
+        task.add_done_callback(self._sends.discard)
+
+    async def _produce(self, node: int, batches: list[_Batch], sem: asyncio.Semaphore) -> None:
+        try:
+            blobs = {b.tp: build_batch(b.records, compression=self.compression) for b in batches}
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for b in batches:
+                by_topic.setdefault(b.tp.topic, []).append(
+                    {"index": b.tp.partition, "records": blobs[b.tp]})
+
+            def body(cls: type) -> Any:
+                return _make(cls, transactional_id=None, acks=self.acks,
+                             timeout=int(self.settings["request.timeout.ms"]),
+                             topic_data=[{"name": t, "partition_data": ps}
+                                         for t, ps in by_topic.items()])
+
+            try:
+                conn = await self.cluster._node(node)
+                resp = await conn.request(PRODUCE, body)
+            except KafkaClientError as exc:
+                self._leaders.clear()
+                for b in batches:
+                    self._retry_or_fail(b, exc)
+                return
+            if resp is None:  # acks=0
+                for b in batches:
+                    self._complete(b, -1)
+                return
+            done: set[TopicPartition] = set()
+            for t in resp.responses:
+                for p in t.partition_responses:
+                    tp = TopicPartition(t.name, int(p.index))
+                    batch = next((b for b in batches if b.tp == tp), None)
+                    if batch is None:
+                        continue
+                    done.add(tp)
+                    code = int(p.error_code)
+                    if code:
+                        self._retry_or_fail(batch, BrokerError(code, f"produce to {tp.topic}-"
+                                                               f"{tp.partition}"))
+                    else:
+                        self._complete(batch, int(p.base_offset))
+            for b in batches:
+                if b.tp not in done:
+                    self._fail(b, KafkaClientError(f"no answer for {b.tp}"))
+        finally:
+            sem.release()
+
+    def _complete(self, batch: _Batch, base: int) -> None:
+        topic, partition = batch.tp
+        for i, (fut, rec) in enumerate(zip(batch.futures, batch.records)):
+            if not fut.done():
+                fut.set_result(RecordMetadata(topic, partition, base + i if base >= 0 else -1,
+                                              rec[3]))
+        self._settled(len(batch.futures))
+
+    def _retry_or_fail(self, batch: _Batch, exc: KafkaClientError) -> None:
+        name = getattr(exc, "name", "NETWORK_EXCEPTION")
+        retriable = name in _RETRIABLE or not isinstance(exc, BrokerError)
+        if retriable and batch.attempts < int(self.settings["retries"]):
+            batch.attempts += 1
+            self._leaders.pop(batch.tp, None)
+
+            async def later() -> None:
+                await asyncio.sleep(self.settings["retry.backoff.ms"] / 1000)
+                self._ready.append(batch)
+                self._wake.set()
+
+            self._spawn(later())
+            return
+        self._fail(batch, exc)
+
+    def _fail(self, batch: _Batch, exc: BaseException) -> None:
+        for fut in batch.futures:
+            if not fut.done():
+                fut.set_exception(exc)
+        self._settled(len(batch.futures))
+
+    def _settled(self, n: int) -> None:
+        self._pending -= n
+        if self._pending <= 0:
+            self._pending = 0
+            self._idle.set()
+
+
+def _name(code: int) -> str:
+    return error_name(code)
