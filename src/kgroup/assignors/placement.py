@@ -46,12 +46,12 @@ def _keys_within(d: dict[str, Parts], allowed: frozenset[str]) -> bool:
 def _claims_valid(plist: list[Parts], n_t: int) -> bool:
     """Whether the claims on a topic are non-empty tuples of distinct partitions < n_t."""
     try:
-        if not min(map(tuple.__len__, plist)):  # TypeError unless all are tuples
-            return False
+        lens = list(map(tuple.__len__, plist))  # TypeError unless all are tuples
     except TypeError:
         return False
-    flat = list(chain.from_iterable(plist))
-    return min(flat) >= 0 and max(flat) < n_t and len(set(flat)) == len(flat)
+    if not min(lens) or min(map(min, plist)) < 0 or max(map(max, plist)) >= n_t:
+        return False
+    return len(set(chain.from_iterable(plist))) == sum(lens)
 
 
 def _clean_claims(t: str, n_t: int, who: list[int], held: list[dict[str, Parts]]) -> None:
