@@ -1,0 +1,275 @@
+"""kgroup's own asyncio Consumer and Producer against real brokers and real peer clients.
+
+- a real `kgroup serve`: produce/consume with every codec, rebalance listener, close leaving
+  the group, static membership, commits;
+- one group shared with kafka-python and confluent-kafka consumers (disjoint, complete);
+- librdkafka's built-in mock cluster, with a confluent-kafka consumer in the same group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+
+import pytest
+
+from kgroup.client import Consumer, ConsumerRebalanceListener, Producer, TopicPartition
+from tests.integration.clients import ConsumerThread, create_topic, produce_keyed, wait_for
+
+pytestmark = pytest.mark.integration
+
+FAST = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "auto.offset.reset": "earliest"}
+
+
+class OurConsumerThread(threading.Thread):
+    """Our Consumer on its own event loop and thread, recording assignments and records."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, name: str, **settings) -> None:
+        super().__init__(name=name, daemon=True)
+        self.config = {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
+                       "enable.auto.commit": False, **FAST, **settings}
+        self.topic = topic
+        self.assigned: set[int] = set()
+        self.events: list[tuple[str, set[int]]] = []
+        self.consumed: list[tuple[int, int]] = []
+        self.error: BaseException | None = None
+        self._stop_event = threading.Event()
+        self.closed = threading.Event()
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.closed.set()
+
+    async def _main(self) -> None:
+        me = self
+
+        class Listener(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked):
+                me.events.append(("revoked", {tp.partition for tp in revoked}))
+                me.assigned -= {tp.partition for tp in revoked}
+
+            def on_partitions_assigned(self, assigned):
+                me.events.append(("assigned", {tp.partition for tp in assigned}))
+                me.assigned |= {tp.partition for tp in assigned}
+
+        async with Consumer(self.config) as consumer:
+            consumer.subscribe([self.topic], listener=Listener())
+            while not self._stop_event.is_set():
+                for tp, records in (await consumer.getmany(timeout_ms=200)).items():
+                    assert tp.partition in self.assigned, "record of a partition we do not own"
+                    self.consumed.extend((tp.partition, r.offset) for r in records)
+                    await consumer.commit({tp: records[-1].offset + 1})
+
+    def stop(self, timeout: float = 30) -> None:
+        self._stop_event.set()
+        self.closed.wait(timeout)
+
+
+def _stable(owners, partitions: int) -> bool:
+    sets = [o() for o in owners]
+    union = set().union(*sets)
+    return union == set(range(partitions)) and sum(len(s) for s in sets) == partitions
+
+
+# -- against a real kgroup serve -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_produce_and_consume_every_codec(broker, codec):
+    topic = f"codec-{codec}"
+    create_topic(broker.bootstrap, topic, 2)
+
+    async def main():
+        async with Producer({"bootstrap.servers": broker.bootstrap, "compression.type": codec,
+                             "linger.ms": 2}) as producer:
+            futs = [await producer.send(topic, f"v{i}".encode(), key=f"k{i}".encode())
+                    for i in range(200)]
+            metas = [await f for f in futs]
+        assert all(m.offset >= 0 for m in metas)
+        from kgroup.client.partitioner import partition_for_key
+
+        assert all(m.partition == partition_for_key(f"k{i}".encode(), 2) for i, m in enumerate(metas))
+        async with Consumer({"bootstrap.servers": broker.bootstrap,
+                             "auto.offset.reset": "earliest"}) as consumer:
+            consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+            got = []
+            deadline = time.monotonic() + 20
+            while len(got) < 200 and time.monotonic() < deadline:
+                for records in (await consumer.getmany(timeout_ms=500)).values():
+                    got.extend(r.value for r in records)
+        assert sorted(got) == sorted(f"v{i}".encode() for i in range(200))
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("codec", ["snappy", "lz4", "zstd"])
+def test_consume_batches_compressed_by_librdkafka(broker, codec):
+    from confluent_kafka import Producer as CProducer
+
+    topic = f"rd-{codec}"
+    create_topic(broker.bootstrap, topic, 1)
+    p = CProducer({"bootstrap.servers": broker.bootstrap, "compression.type": codec, "linger.ms": 5})
+    for i in range(500):
+        p.produce(topic, value=b"x" * 50 + str(i).encode())
+    assert p.flush(10) == 0
+
+    async def main():
+        async with Consumer({"bootstrap.servers": broker.bootstrap,
+                             "auto.offset.reset": "earliest"}) as consumer:
+            consumer.assign([(topic, 0)])
+            n = 0
+            while n < 500:
+                got = await consumer.getmany(timeout_ms=5000)
+                assert got, "no records"
+                n += sum(len(v) for v in got.values())
+            assert await consumer.position((topic, 0)) == 500
+
+    asyncio.run(main())
+
+
+def test_group_commit_seek_pause_and_close_leaves(broker):
+    topic = "ours"
+    create_topic(broker.bootstrap, topic, 4)
+    produce_keyed(broker.bootstrap, topic, 400)
+
+    async def main():
+        events: list = []
+
+        class Listener(ConsumerRebalanceListener):
+            async def on_partitions_assigned(self, assigned):
+                events.append(("a", frozenset(assigned)))
+
+            def on_partitions_revoked(self, revoked):
+                events.append(("r", frozenset(revoked)))
+
+        cfg = {"bootstrap.servers": broker.bootstrap, "group.id": "g1", **FAST,
+               "partition.assignment.strategy": "cooperative-sticky"}
+        a = Consumer(cfg, client_id="a")
+        await a.start()
+        a.subscribe([topic], listener=Listener())
+        n = 0
+        while n < 400:
+            n += sum(len(v) for v in (await a.getmany(timeout_ms=1000)).values())
+        assert len(a.assignment()) == 4
+        await a.commit()
+        tp0 = TopicPartition(topic, 0)
+        assert await a.committed(tp0) == await a.position(tp0)
+        # seek back and re-read partition 0
+        a.seek(tp0, 0)
+        again = []
+        while len(again) < 5:
+            again += (await a.getmany(timeout_ms=1000)).get(tp0, [])
+        assert again[0].offset == 0
+        # pause: nothing of a paused partition comes back
+        a.pause(*a.assignment())
+        assert await a.getmany(timeout_ms=300) == {}
+        a.resume(*a.assignment())
+        # a second (cooperative) member takes half, a keeps the rest without a revoke-all
+        b = Consumer(cfg, client_id="b")
+        await b.start()
+        b.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(b.assignment()) != 2:
+            await a.getmany(timeout_ms=100)
+            await b.getmany(timeout_ms=100)
+        assert len(a.assignment()) == 2 and not (a.assignment() & b.assignment())
+        revoked = [e for e in events if e[0] == "r"]
+        assert revoked and all(len(e[1]) == 2 for e in revoked)  # only what moved
+        # b closes: it leaves, so a gets everything back well before a session timeout
+        t0 = time.monotonic()
+        await b.close()
+        while time.monotonic() - t0 < 5 and len(a.assignment()) != 4:
+            await a.getmany(timeout_ms=100)
+        assert len(a.assignment()) == 4, "b's close did not leave the group"
+        await a.close()
+
+    asyncio.run(main())
+
+
+def test_static_member_close_does_not_leave(broker):
+    topic = "static"
+    create_topic(broker.bootstrap, topic, 2)
+
+    async def main():
+        cfg = {"bootstrap.servers": broker.bootstrap, "group.id": "gs", **FAST,
+               "group.instance.id": "i-1"}
+        c = Consumer(cfg)
+        await c.start()
+        c.subscribe([topic])
+        while len(c.assignment()) != 2:
+            await c.getmany(timeout_ms=200)
+        await c.close()
+        from kgroup.client import AdminClient
+
+        async with AdminClient(broker.bootstrap) as admin:
+            desc = await admin.describe_group("gs")
+        assert [m.group_instance_id for m in desc.members] == ["i-1"]
+
+    asyncio.run(main())
+
+
+def test_one_group_with_kafka_python_and_confluent_kafka(broker):
+    topic = "mixed"
+    partitions = 6
+    create_topic(broker.bootstrap, topic, partitions)
+    produce_keyed(broker.bootstrap, topic, 3000)
+    group = "mixed-group"
+    ours = OurConsumerThread(broker.bootstrap, group, topic, "ours")
+    kp = ConsumerThread("kafka-python", broker.bootstrap, group, topic, "kp")
+    ck = ConsumerThread("confluent-kafka", broker.bootstrap, group, topic, "ck")
+    for t in (ours, kp, ck):
+        t.start()
+    try:
+        owners = [lambda: set(ours.assigned), lambda: set(kp.tally.assigned),
+                  lambda: set(ck.tally.assigned)]
+        wait_for(lambda: _stable(owners, partitions) and all(o() for o in owners), 60,
+                 what="a disjoint, complete assignment over all three clients")
+        seen = lambda: ({(p, o) for p, o in ours.consumed}
+                        | {(p, o) for p, o, *_ in kp.tally.consumed}
+                        | {(p, o) for p, o, *_ in ck.tally.consumed})
+        wait_for(lambda: len(seen()) == 3000, 60, what="every record consumed")
+        assert ours.error is None and kp.tally.error is None and ck.tally.error is None
+    finally:
+        ours.stop()
+        kp.stop(commit=False)
+        ck.stop(commit=False)
+    assert ours.error is None, ours.error
+
+
+# -- against librdkafka's mock cluster -----------------------------------------------------
+
+
+def test_shares_a_group_with_confluent_kafka_on_librdkafka_mock_cluster():
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    holder = confluent_kafka.Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "",
+                                       "log_level": 0})
+    b = next(iter(holder.list_topics(timeout=5).brokers.values()))
+    bootstrap = f"{b.host}:{b.port}"
+    topic = f"mock-{uuid.uuid4().hex[:6]}"
+    p = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
+    for i in range(100):
+        p.produce(topic, key=str(i).encode(), value=b"v")
+    assert p.flush(10) == 0
+    partitions = len(p.list_topics(topic, timeout=5).topics[topic].partitions)
+    group = "mock-group"
+    ours = OurConsumerThread(bootstrap, group, topic, "ours", **{"session.timeout.ms": 10000})
+    ck = ConsumerThread("confluent-kafka", bootstrap, group, topic, "ck",
+                        **{"session.timeout.ms": 10000})
+    ours.start()
+    ck.start()
+    try:
+        owners = [lambda: set(ours.assigned), lambda: set(ck.tally.assigned)]
+        wait_for(lambda: _stable(owners, partitions) and all(o() for o in owners), 60,
+                 what="a disjoint, complete assignment on the mock cluster")
+        assert ours.error is None and ck.tally.error is None
+    finally:
+        ours.stop()
+        ck.stop(commit=False)
+        del p, holder
+    assert ours.error is None, ours.error
