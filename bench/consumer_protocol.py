@@ -107,7 +107,7 @@ class ConsumerThread(threading.Thread):
         try:
             c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group,
                           "group.protocol": "consumer", "client.id": self.name,
-                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                          "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 4,
                           "error_cb": lambda e: self.errors.append(str(e)), **self.conf})
             name, topic = self.name, self.topic
             c.subscribe([topic],
