@@ -45,9 +45,11 @@ from kgroup.wire.versions import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
 
 from .admin import AdminClient, _make
 from .connection import Connection
-from .errors import KafkaClientError, error_name
+from .errors import KafkaClientError, KafkaConnectionError, error_name
 
 _MAX_BACKOFF_S = 1.0
+# Versions every classic-group broker we know speaks (librdkafka's own ceiling).
+_FALLBACK = {JOIN_GROUP: 5, SYNC_GROUP: 3, HEARTBEAT: 3, LEAVE_GROUP: 1}
 
 
 def now_ms() -> int:
@@ -77,6 +79,12 @@ class GroupCoordinator:
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._last_find = 0.0
+        self._find_backoff = self.backoff_s
+        # Highest versions to use per API: lowered when a broker that advertises a version
+        # drops the connection on it (librdkafka's mock cluster advertises JoinGroup v6+ but
+        # speaks up to v5).
+        self._caps: dict[int, int] = {}
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"kgroup-group-{self.config.group_id}")
@@ -158,6 +166,14 @@ class GroupCoordinator:
                 delay = min(delay * 2, _MAX_BACKOFF_S)
 
     async def _find(self) -> None:
+        # Back off when rediscovering soon after the last time (a failing coordinator).
+        now = time.monotonic()
+        if now - self._last_find < _MAX_BACKOFF_S * 2:
+            self._find_backoff = min(self._find_backoff * 2, _MAX_BACKOFF_S)
+            await asyncio.sleep(self._find_backoff)
+        else:
+            self._find_backoff = self.backoff_s / 2
+        self._last_find = time.monotonic()
         self.conn = None
         await self._discover()
         self.post(CoordinatorFound(now_ms()))
@@ -168,7 +184,19 @@ class GroupCoordinator:
         conn = self.conn
         if conn is None or conn.closed:
             raise KafkaClientError("no coordinator connection")
-        return await conn.request(api_key, body, timeout=timeout, **kw)
+        cap = self._caps.get(api_key)
+        version = conn.choose_version(api_key, cap)
+        try:
+            return await conn.request(api_key, body, timeout=timeout, max_version=cap, **kw)
+        except KafkaConnectionError:
+            fallback = _FALLBACK.get(api_key)
+            if fallback is None or version <= fallback or cap is not None:
+                raise
+            # Retry once at the fallback version on a fresh connection.
+            self._caps[api_key] = fallback
+            self.conn = await self.cluster._connect(conn.host, conn.port)
+            return await self.conn.request(api_key, body, timeout=timeout,
+                                           max_version=fallback, **kw)
 
     async def _join(self, a: SendJoinGroup) -> None:
         def body(cls: type) -> Any:
