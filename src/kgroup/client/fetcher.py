@@ -261,7 +261,12 @@ class Fetcher:
 
 
 def decode(tp: TopicPartition, blob: bytes, start: int) -> list[ConsumerRecord]:
-    """The records at or after ``start`` in a Fetch records blob (control batches skipped)."""
+    """The records at or after ``start`` in a Fetch records blob (control batches skipped).
+
+    Batches are framed and CRC-checked by ``record_batch.split_batches``; records are then
+    read by ``_records`` (a fast path that builds ``ConsumerRecord`` directly), falling back
+    to ``record_batch.decode_records`` for anything it does not expect.
+    """
     out: list[ConsumerRecord] = []
     topic, partition = tp
     for batch in record_batch.split_batches(_complete_batches(blob)):
@@ -269,8 +274,99 @@ def decode(tp: TopicPartition, blob: bytes, start: int) -> list[ConsumerRecord]:
         if h.is_control or h.last_offset < start:
             continue
         ts_type = int(h.timestamp_type)
-        for r in record_batch.decode_records(batch):
-            if r.offset >= start:
-                out.append(ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type,
-                                          r.key, r.value, r.headers))
+        payload = batch.data[record_batch.BATCH_HEADER_SIZE:]
+        if h.compression is not record_batch.Compression.NONE:
+            payload = record_batch._decompress(h.compression, payload,
+                                               record_batch.DEFAULT_MAX_UNCOMPRESSED)
+        try:
+            _records(out, payload, h, topic, partition, ts_type, start)
+        except (IndexError, ValueError):
+            for r in record_batch.decode_records(batch):
+                if r.offset >= start:
+                    out.append(ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type,
+                                              r.key, r.value, r.headers))
     return out
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    shift = 0
+    raw = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def _records(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, partition: int,
+             ts_type: int, start: int) -> None:
+    """Append the records of one decompressed batch payload (see ``decode``)."""
+    mark = len(out)
+    pos = 0
+    base_offset = h.base_offset
+    base_ts = h.base_timestamp
+    log_append = ts_type == 1
+    append = out.append
+    try:
+        for _ in range(h.record_count):
+            b = payload[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = _varint(payload, pos)
+            end = pos + length
+            pos += 1  # attributes
+            b = payload[pos]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                ts_delta, pos = _varint(payload, pos)
+            b = payload[pos]
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                off_delta, pos = _varint(payload, pos)
+            b = payload[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                n, pos = _varint(payload, pos)
+            if n < 0:
+                key = None
+            else:
+                key = payload[pos:pos + n]
+                pos += n
+            b = payload[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                n, pos = _varint(payload, pos)
+            if n < 0:
+                value = None
+            else:
+                value = payload[pos:pos + n]
+                pos += n
+            if payload[pos] != 0:  # headers: leave them to the full decoder
+                raise ValueError("headers")
+            pos += 1
+            if pos != end:
+                raise ValueError("record length mismatch")
+            offset = base_offset + off_delta
+            if offset >= start:
+                append(ConsumerRecord(topic, partition, offset,
+                                      h.max_timestamp if log_append else base_ts + ts_delta,
+                                      ts_type, key, value))
+        if pos != len(payload):
+            raise ValueError("bytes after the last record")
+    except (IndexError, ValueError):
+        del out[mark:]
+        raise
