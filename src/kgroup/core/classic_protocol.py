@@ -68,6 +68,8 @@ class ClassicProtocol:
         self.shard = shard
         self.config = shard.config
         self.timers = shard.timers
+        # Classic members of a group that migrated to the consumer protocol (migration.py).
+        self.migration = None
 
     # ======================================================================================
     # JoinGroup
@@ -85,6 +87,9 @@ class ClassicProtocol:
                 f"session timeout {req.session_timeout_ms} ms is outside "
                 f"[{cfg.min_session_timeout_ms}, {cfg.max_session_timeout_ms}]",
             )
+        consumer_group = self.shard.consumer_groups.get(req.group_id)
+        if consumer_group is not None:
+            return self.migration.join(consumer_group, req, reply, now_ms)
         is_unknown = req.member_id == UNKNOWN_MEMBER_ID
         group = self.shard.groups.get(req.group_id)
         if group is None:
@@ -468,6 +473,8 @@ class ClassicProtocol:
 
     def sync(self, req: SyncGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Handle SyncGroup; followers are parked until the leader's assignment is stored."""
+        if req.group_id in self.shard.consumer_groups:
+            return self.migration.sync(self.shard.consumer_groups[req.group_id], req, reply, now_ms)
         group = self.shard.groups.get(req.group_id)
         if group is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
@@ -520,6 +527,8 @@ class ClassicProtocol:
     def heartbeat(self, req: HeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Handle Heartbeat: keep the session alive and tell the member if it must rejoin."""
         group = self.shard.groups.get(req.group_id)
+        if group is None and req.group_id in self.shard.consumer_groups:
+            return self.migration.heartbeat(self.shard.consumer_groups[req.group_id], req, reply, now_ms)
         if group is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
         if group.state is S.DEAD:
@@ -547,6 +556,8 @@ class ClassicProtocol:
 
     def leave(self, req: LeaveGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Handle LeaveGroup: one member (v0-v2) or a batch by member or instance id (v3+)."""
+        if req.group_id in self.shard.consumer_groups:
+            return self.migration.leave(self.shard.consumer_groups[req.group_id], req, reply, now_ms)
         group = self.shard.groups.get(req.group_id)
         if group is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")

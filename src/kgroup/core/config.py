@@ -37,6 +37,8 @@ class GroupConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # group.consumer.max.size
     consumer_max_size: int = 2_147_483_647
+    # group.consumer.migration.policy: bidirectional | upgrade | downgrade | disabled
+    consumer_migration_policy: str = "bidirectional"
 
     def __post_init__(self) -> None:
         if self.min_session_timeout_ms > self.max_session_timeout_ms:
@@ -55,5 +57,7 @@ class GroupConfig:
             raise ValueError("group.consumer.heartbeat.interval.ms must lie within its min and max")
         if self.consumer_heartbeat_interval_ms >= self.consumer_session_timeout_ms:
             raise ValueError("group.consumer.heartbeat.interval.ms must be below the session timeout")
+        if self.consumer_migration_policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
+            raise ValueError("group.consumer.migration.policy must be bidirectional, upgrade, downgrade or disabled")
         if not self.consumer_assignors:
             raise ValueError("group.consumer.assignors must name at least one assignor")

@@ -24,7 +24,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from kgroup.core.records import ConsumerCurrentValue, ConsumerMemberValue, Partitions
+from kgroup.core.records import (
+    ConsumerCurrentRecord,
+    ConsumerCurrentValue,
+    ConsumerGroupEpochRecord,
+    ConsumerMemberRecord,
+    ConsumerMemberValue,
+    ConsumerTargetEpochRecord,
+    ConsumerTargetRecord,
+    Partitions,
+)
 
 
 class MemberState(Enum):
@@ -182,3 +191,39 @@ def reconcile(member_id: str, current: ConsumerCurrentValue, target: Partitions,
         nxt = ConsumerCurrentValue(nxt.member_epoch, current.previous_member_epoch, nxt.state,
                                    nxt.assigned, nxt.pending_revocation)
     return nxt
+
+
+def apply_consumer_record(groups: dict[str, ConsumerGroup], record) -> bool:
+    """Replay one consumer-group record into `groups`; True if it created the group."""
+    kind = type(record)
+    group = groups.get(record.group_id)
+    if kind is ConsumerGroupEpochRecord and record.epoch is None:
+        groups.pop(record.group_id, None)
+        return False
+    created = group is None
+    if created:
+        group = groups[record.group_id] = ConsumerGroup(record.group_id)
+    if kind is ConsumerGroupEpochRecord:
+        group.epoch = record.epoch
+        group.subscribed = record.subscribed
+    elif kind is ConsumerMemberRecord:
+        if record.value is None:
+            group.set_current(record.member_id, None)
+            group.members.pop(record.member_id, None)
+        elif record.member_id in group.members:
+            group.members[record.member_id].meta = record.value
+        else:
+            group.members[record.member_id] = ConsumerMember(record.member_id, record.value)
+    elif kind is ConsumerTargetRecord:
+        if record.partitions is None:
+            group.target.pop(record.member_id, None)
+        else:
+            group.target[record.member_id] = record.partitions
+    elif kind is ConsumerTargetEpochRecord:
+        if record.epoch is not None:
+            group.target_epoch = record.epoch
+    elif kind is ConsumerCurrentRecord:
+        group.set_current(record.member_id, record.value)
+    else:
+        raise TypeError(f"not a group-metadata record: {record!r}")
+    return created

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 
 from kgroup.assignors import GroupSpec, MemberSpec, UnknownAssignor, get_server_assignor
 from kgroup.core.consumer_group import (
@@ -21,6 +22,7 @@ from kgroup.core.consumer_group import (
     ConsumerMember,
     MemberState,
     as_dict,
+    as_tuple,
     reconcile,
 )
 from kgroup.core.errors import ErrorCode, GroupError
@@ -64,6 +66,7 @@ class ConsumerProtocol:
         self.shard = shard
         self.config = shard.config
         self.timers = shard.timers
+        self.migration = None  # set by the coordinator (migration.Migration)
 
     # ======================================================================================
     # ConsumerGroupHeartbeat
@@ -74,29 +77,52 @@ class ConsumerProtocol:
         # 1. Validate the request as a whole.
         self._validate(req)
         out = ResultBuilder()
+        group = self.shard.consumer_groups.get(req.group_id)
         if req.group_id in self.shard.groups:
             classic = self.shard.groups[req.group_id]
             if classic.members or classic.pending_members:
-                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
-                                 f"group {req.group_id} is a classic group with members; online "
-                                 "migration to the consumer protocol is not supported yet")
-            if req.member_epoch == JOIN_EPOCH and req.group_id in self.shard.stored.classic_groups:
+                if req.member_epoch != JOIN_EPOCH or not self.migration.can_upgrade(classic):
+                    raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
+                                     f"group {req.group_id} is not a consumer group (a classic group "
+                                     f"with members; migration policy {self.config.consumer_migration_policy})")
+                # Online upgrade: the classic members carry on inside a consumer group.
+                group = self.migration.upgrade(classic, out, now_ms)
+            elif req.member_epoch == JOIN_EPOCH and req.group_id in self.shard.stored.classic_groups:
                 # An empty classic group becomes a consumer group (its offsets stay).
                 out.record(ClassicGroupRecord(req.group_id, None))
-        group = self.shard.consumer_groups.get(req.group_id)
         if group is None:
             if req.member_epoch != JOIN_EPOCH:
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
             group = ConsumerGroup(req.group_id)
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, req, reply, now_ms, out)
+        member_id, before, nxt, replaced = self.step(group, req, now_ms, out)
+        # 8. Answer; the assignment only when it changed or was asked for in full.
+        full = req.member_epoch == JOIN_EPOCH or (
+            req.rebalance_timeout_ms != -1 and req.owned is not None
+            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
+        changed = (nxt.assigned != before.assigned or nxt.member_epoch != before.member_epoch
+                   or replaced is not None)
+        out.reply(reply, ConsumerGroupHeartbeatResponse(
+            ErrorCode.NONE, None, member_id, nxt.member_epoch, self.config.consumer_heartbeat_interval_ms,
+            nxt.assigned if (full or changed) else None))
+        return out.build()
 
+    def step(self, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, now_ms: int, out: ResultBuilder,
+             classic: tuple[tuple[tuple[str, bytes], ...], int] | None = None):
+        """Steps 2-7 of a heartbeat: (member id, its current before, its next current, replaced).
+
+        `classic` carries a classic member's (JoinGroup protocols, session timeout): its join
+        already shows what it gave up, so what it reports owning is taken as the truth.
+        """
         # 2. Find or create the member, checking its epoch.
         member_id = req.member_id or self.shard.new_member_id(req.client_id or "consumer")
         member, replaced = self._member_for(group, req, member_id)
         # 3. Fold the request into the member's metadata.
         old_meta = member.meta if member is not None else None
         meta = self._merge(old_meta, req)
+        if classic is not None:
+            meta = replace(meta, classic_protocols=classic[0], classic_session_timeout_ms=classic[1])
         if member is None:
             if len(group.members) >= self.config.consumer_max_size:
                 raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED, f"group {group.group_id} is full")
@@ -138,12 +164,20 @@ class ConsumerProtocol:
         current = member.current
         if req.member_epoch == JOIN_EPOCH and replaced is None and current is not NEW_MEMBER:
             current = NEW_MEMBER  # a rejoin after being fenced starts from nothing
+        if classic is not None and req.owned is not None and current is not NEW_MEMBER:
+            # A classic member revokes before it rejoins: what it no longer reports is released.
+            # (An eager member reports nothing: it gave everything up.) Then recompute in full,
+            # as for a member waiting on unreleased partitions.
+            still = as_dict(req.owned)
+            current = ConsumerCurrentValue(
+                current.member_epoch, current.previous_member_epoch, MemberState.UNRELEASED_PARTITIONS.value,
+                as_tuple({t: set(ps) & still.get(t, set()) for t, ps in current.assigned}), ())
         nxt = reconcile(member_id, current, targets.get(member_id, ()), target_epoch, owners, req.owned)
         if nxt != member.current or replaced is not None or member_id not in group.members:
             out.record(ConsumerCurrentRecord(group.group_id, member_id, nxt))
         # 7. Timers: the session always; the rebalance timeout while a revocation is owed.
-        self.timers.schedule(session_key(group.group_id, member_id),
-                             now_ms + self.config.consumer_session_timeout_ms,
+        session = meta.classic_session_timeout_ms if meta.is_classic else self.config.consumer_session_timeout_ms
+        self.timers.schedule(session_key(group.group_id, member_id), now_ms + session,
                              TimerOp("consumer-session", group.group_id, member_id))
         if MemberState(nxt.state) is MemberState.UNREVOKED_PARTITIONS:
             if (MemberState(member.current.state) is not MemberState.UNREVOKED_PARTITIONS
@@ -154,16 +188,7 @@ class ConsumerProtocol:
                                              generation=nxt.member_epoch))
         else:
             self.timers.cancel(revoke_key(group.group_id, member_id))
-        # 8. Answer; the assignment only when it changed or was asked for in full.
-        full = req.member_epoch == JOIN_EPOCH or (
-            req.rebalance_timeout_ms != -1 and req.owned is not None
-            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
-        changed = (nxt.assigned != member.current.assigned or nxt.member_epoch != member.current.member_epoch
-                   or replaced is not None)
-        out.reply(reply, ConsumerGroupHeartbeatResponse(
-            ErrorCode.NONE, None, member_id, nxt.member_epoch, self.config.consumer_heartbeat_interval_ms,
-            nxt.assigned if (full or changed) else None))
-        return out.build()
+        return member_id, member.current, nxt, replaced
 
     def _validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
         def invalid(why: str) -> GroupError:
@@ -321,7 +346,7 @@ class ConsumerProtocol:
                                  now_ms + self.config.consumer_session_timeout_ms,
                                  TimerOp("consumer-session", group.group_id, member.member_id))
         else:
-            self._fence(group, member.member_id, out)
+            self._fence(group, member.member_id, out, now_ms)
         out.reply(reply, ConsumerGroupHeartbeatResponse(ErrorCode.NONE, None, req.member_id, req.member_epoch, 0, None))
         return out.build()
 
@@ -332,10 +357,17 @@ class ConsumerProtocol:
         self.timers.cancel(session_key(group.group_id, member_id))
         self.timers.cancel(revoke_key(group.group_id, member_id))
 
-    def _fence(self, group: ConsumerGroup, member_id: str, out: ResultBuilder) -> None:
-        """Remove a member and bump the group epoch so the others get its partitions."""
-        self._remove_records(group, member_id, out)
-        remaining = {mid: m for mid, m in group.members.items() if mid != member_id}
+    def _fence(self, group: ConsumerGroup, member_ids, out: ResultBuilder, now_ms: int) -> None:
+        """Remove members and bump the group epoch so the others get their partitions.
+
+        If that leaves only classic-protocol members, the group turns classic again.
+        """
+        member_ids = [member_ids] if isinstance(member_ids, str) else list(member_ids)
+        if self.migration.maybe_downgrade(group, member_ids, out, now_ms):
+            return
+        for member_id in member_ids:
+            self._remove_records(group, member_id, out)
+        remaining = {mid: m for mid, m in group.members.items() if mid not in member_ids}
         out.record(ConsumerGroupEpochRecord(group.group_id, group.epoch + 1, self._subscribed_metadata(remaining)))
 
     def session_expired(self, op: TimerOp, now_ms: int) -> Result:
@@ -343,7 +375,7 @@ class ConsumerProtocol:
         if group is None or op.member_id not in group.members:
             return EMPTY_RESULT
         out = ResultBuilder()
-        self._fence(group, op.member_id, out)
+        self._fence(group, op.member_id, out, now_ms)
         return out.build()
 
     def revoke_expired(self, op: TimerOp, now_ms: int) -> Result:
@@ -353,7 +385,7 @@ class ConsumerProtocol:
                 or member.epoch != op.generation):
             return EMPTY_RESULT
         out = ResultBuilder()
-        self._fence(group, op.member_id, out)   # it never gave the partitions back
+        self._fence(group, op.member_id, out, now_ms)   # it never gave the partitions back
         return out.build()
 
     # ---- topics ---------------------------------------------------------------------------

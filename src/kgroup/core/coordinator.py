@@ -26,9 +26,10 @@ from kgroup.core.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from kgroup.core.consumer_group import ConsumerGroup, ConsumerMember
+from kgroup.core.consumer_group import ConsumerGroup, apply_consumer_record
 from kgroup.core.consumer_protocol import ConsumerProtocol
 from kgroup.core.messages import ConsumerGroupHeartbeatRequest
+from kgroup.core.migration import Migration
 from kgroup.core.offsets import Offsets
 from kgroup.core.records import (
     ClassicGroupRecord,
@@ -55,6 +56,9 @@ class GroupCoordinator:
         self.offsets = Offsets(self.shard)
         self.admin = Admin(self.shard)
         self.consumer = ConsumerProtocol(self.shard)
+        self.migration = Migration(self.shard, self.consumer, self.classic)
+        self.consumer.migration = self.migration
+        self.classic.migration = self.migration
         self._timer_ops = {
             "consumer-session": self.consumer.session_expired,
             "consumer-revoke": self.consumer.revoke_expired,
@@ -150,45 +154,9 @@ class GroupCoordinator:
             self._replay_consumer(record)
 
     def _replay_consumer(self, record: Record) -> None:
-        groups = self.shard.consumer_groups
-        kind = type(record)
-        if kind is ConsumerGroupEpochRecord:
-            if record.epoch is None:
-                groups.pop(record.group_id, None)
-                return
-            group = self._consumer_group(record.group_id)
-            group.epoch = record.epoch
-            group.subscribed = record.subscribed
-            return
-        group = self._consumer_group(record.group_id)
-        if kind is ConsumerMemberRecord:
-            if record.value is None:
-                group.set_current(record.member_id, None)
-                group.members.pop(record.member_id, None)
-            elif record.member_id in group.members:
-                group.members[record.member_id].meta = record.value
-            else:
-                group.members[record.member_id] = ConsumerMember(record.member_id, record.value)
-        elif kind is ConsumerTargetRecord:
-            if record.partitions is None:
-                group.target.pop(record.member_id, None)
-            else:
-                group.target[record.member_id] = record.partitions
-        elif kind is ConsumerTargetEpochRecord:
-            if record.epoch is not None:
-                group.target_epoch = record.epoch
-        elif kind is ConsumerCurrentRecord:
-            group.set_current(record.member_id, record.value)
-        else:
-            raise TypeError(f"not a group-metadata record: {record!r}")
-
-    def _consumer_group(self, group_id: str) -> ConsumerGroup:
-        group = self.shard.consumer_groups.get(group_id)
-        if group is None:
-            group = self.shard.consumer_groups[group_id] = ConsumerGroup(group_id)
-            # A group id is of one type: a consumer group replaces an empty classic one.
-            self.shard.groups.pop(group_id, None)
-        return group
+        if apply_consumer_record(self.shard.consumer_groups, record):
+            # A group id is of one type: a new consumer group replaces the classic one.
+            self.shard.groups.pop(record.group_id, None)
 
     def load_complete(self, now_ms: int) -> Result:
         """Rebuild runtime groups from stored state after a replay, and re-arm timers.

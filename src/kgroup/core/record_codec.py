@@ -282,9 +282,12 @@ def _consumer_value(record) -> object | None:
     if value is None:
         return None
     if kind is ConsumerMemberRecord:
-        return [value.instance_id, value.rack_id, value.client_id, value.client_host,
-                list(value.subscribed_topic_names), value.subscribed_topic_regex, value.server_assignor,
-                value.rebalance_timeout_ms]
+        fields = [value.instance_id, value.rack_id, value.client_id, value.client_host,
+                  list(value.subscribed_topic_names), value.subscribed_topic_regex, value.server_assignor,
+                  value.rebalance_timeout_ms]
+        if value.classic_protocols is not None:
+            fields += [[[n, m.hex()] for n, m in value.classic_protocols], value.classic_session_timeout_ms]
+        return fields
     return [value.member_epoch, value.previous_member_epoch, value.state,
             [[t, list(ps)] for t, ps in value.assigned], [[t, list(ps)] for t, ps in value.pending_revocation]]
 
@@ -323,9 +326,11 @@ def _decode_consumer(payload: bytes, version: int, glen: int, mlen: int) -> Reco
         if kind is ConsumerMemberRecord:
             if raw is None:
                 return ConsumerMemberRecord(group, member, None)
-            iid, rack, cid, host, names, regex, assignor, rto = raw
+            iid, rack, cid, host, names, regex, assignor, rto = raw[:8]
+            classic = None if len(raw) < 10 else tuple((str(n), bytes.fromhex(m)) for n, m in raw[8])
             return ConsumerMemberRecord(group, member, ConsumerMemberValue(
-                iid, rack, str(cid), str(host), tuple(str(n) for n in names), regex, assignor, int(rto)))
+                iid, rack, str(cid), str(host), tuple(str(n) for n in names), regex, assignor, int(rto),
+                classic, int(raw[9]) if classic is not None else -1))
         if raw is None:
             return ConsumerCurrentRecord(group, member, None)
         epoch, previous, state, assigned, pending = raw

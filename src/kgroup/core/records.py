@@ -95,6 +95,14 @@ class ConsumerMemberValue:
     subscribed_topic_regex: str | None
     server_assignor: str | None
     rebalance_timeout_ms: int
+    # Set for a member that still speaks the classic protocol inside a consumer group
+    # (online migration): its JoinGroup protocols and session timeout.
+    classic_protocols: tuple[tuple[str, bytes], ...] | None = None
+    classic_session_timeout_ms: int = -1
+
+    @property
+    def is_classic(self) -> bool:
+        return self.classic_protocols is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,101 @@
+"""Online migration between classic and consumer groups (KIP-848) on the pure core."""
+
+from __future__ import annotations
+
+from kgroup.assignors import Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription
+from kgroup.core.classic_group import ClassicGroupState as S
+from kgroup.core.config import GroupConfig
+from kgroup.core.consumer_group import GroupState
+from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.errors import ErrorCode as E
+
+from tests.unit.core.groupctx import GroupContext
+
+SUB = encode_subscription(Subscription(("t",)), 0)
+PROTOCOLS = (("range", SUB),)
+
+
+def classic_stable_group(ctx: GroupContext) -> tuple[str, str]:
+    """Two classic members on topic t (4 partitions): leader gets 0-1, follower 2-3."""
+    ctx.set_topics(t=4)
+    joins = [ctx.join_new("cg", protocols=PROTOCOLS), ctx.join_new("cg", protocols=PROTOCOLS)]
+    ctx.run_until(lambda: all(j.done for j in joins))
+    a, b = (j.response.member_id for j in joins)
+    gen = joins[0].response.generation_id
+    asg = {a: encode_assignment(Assignment((("t", (0, 1)),)), 0),
+           b: encode_assignment(Assignment((("t", (2, 3)),)), 0)}
+    ctx.sync("cg", a, gen, asg)
+    ctx.sync("cg", b, gen)
+    assert ctx.group("cg").state is S.STABLE
+    return a, b
+
+
+def partitions(sync_response) -> set[int]:
+    return {p for _, ps in decode_assignment(sync_response.assignment).partitions for p in ps}
+
+
+def test_consumer_member_joining_a_stable_classic_group_upgrades_it_in_place():
+    ctx = GroupContext()
+    a, b = classic_stable_group(ctx)
+    generation = ctx.group("cg").generation
+    joined = ctx.cg_heartbeat("new", 0, topics=["t"]).response
+    assert joined.error is E.NONE
+    assert "cg" not in ctx.coord.groups and "cg" in ctx.coord.consumer_groups
+    group = ctx.cgroup()
+    # The classic members came over with their partitions, at epoch = generation.
+    assert group.members[a].epoch == generation and group.members[a].meta.is_classic
+    assert {p for _, ps in group.members[a].current.assigned for p in ps} == {0, 1}
+    assert joined.assignment == ()                       # everything is still held
+    # The classic members learn from Heartbeat that they must rejoin.
+    assert ctx.heartbeat("cg", a, generation).error is E.REBALANCE_IN_PROGRESS
+    # Each rejoins (eager: revoked everything first), syncs, and gets its share.
+    shares = {}
+    for _ in range(3):
+        for m in (a, b):
+            member = ctx.cgroup().members[m]
+            j = ctx.join("cg", m, protocols=(("range", encode_subscription(Subscription(("t",)), 0)),))
+            assert j.error is E.NONE and j.response.leader == ""
+            s = ctx.sync("cg", m, j.response.generation_id)
+            shares[m] = partitions(s.response)
+        new = ctx.cgroup().members["new"]
+        ctx.cg_heartbeat("new", new.epoch, owned=new.current.assigned)
+    new_parts = {p for _, ps in ctx.cgroup().members["new"].current.assigned for p in ps}
+    assert shares[a] | shares[b] | new_parts == {0, 1, 2, 3}
+    assert not (shares[a] & shares[b]) and not (new_parts & (shares[a] | shares[b]))
+    assert ctx.cgroup().state() is GroupState.STABLE
+
+
+def test_last_consumer_member_leaving_downgrades_to_classic():
+    ctx = GroupContext()
+    a, b = classic_stable_group(ctx)
+    ctx.cg_heartbeat("new", 0, topics=["t"])
+    ctx.cg_heartbeat("new", -1)
+    assert "cg" in ctx.coord.groups and "cg" not in ctx.coord.consumer_groups
+    group = ctx.group("cg")
+    assert set(group.members) == {a, b} and group.state is S.PREPARING_REBALANCE
+    # They rejoin the classic way; the leader assigns again.
+    ja, jb = ctx.join("cg", a, protocols=PROTOCOLS), ctx.join("cg", b, protocols=PROTOCOLS)
+    assert ja.error is E.NONE and jb.error is E.NONE and ja.response.leader == a
+    # Replaying the whole log lands in the same place.
+    fresh = GroupCoordinator(ctx.config)
+    for record in ctx.log:
+        fresh.replay(record)
+    assert "cg" not in fresh.consumer_groups and "cg" in fresh.stored.classic_groups
+
+
+def test_migration_policy_disabled_refuses_the_upgrade():
+    ctx = GroupContext(GroupConfig(consumer_migration_policy="disabled"))
+    classic_stable_group(ctx)
+    assert ctx.cg_heartbeat("new", 0, topics=["t"]).error is E.GROUP_ID_NOT_FOUND
+    assert ctx.group("cg").state is S.STABLE
+
+
+def test_upgrade_keeps_the_group_alive_across_a_restart():
+    ctx = GroupContext()
+    a, b = classic_stable_group(ctx)
+    ctx.cg_heartbeat("new", 0, topics=["t"])
+    fresh = GroupCoordinator(ctx.config)
+    for record in ctx.log:
+        fresh.replay(record)
+    assert fresh.consumer_groups == ctx.coord.consumer_groups
+    assert "cg" not in fresh.stored.classic_groups
