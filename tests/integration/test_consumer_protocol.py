@@ -210,3 +210,47 @@ def test_kill_9_of_the_broker_keeps_assignments_and_commits(cbroker):
     committed = probe.committed([TopicPartition("t", p) for p in range(4)], timeout=10)
     probe.close()
     assert sum(tp.offset for tp in committed) >= 400
+
+
+def test_mixed_group_upgrades_when_a_consumer_protocol_member_joins_and_downgrades_when_it_leaves(cbroker):
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+    from tests.integration.clients import ConsumerThread
+
+    create_topic(cbroker.bootstrap, "t", 6)
+    classic = [ConsumerThread("kafka-python", cbroker.bootstrap, "mixed", "t", f"kp{i}",
+                              partition_assignment_strategy=[RangePartitionAssignor]) for i in range(2)]
+    for c in classic:
+        c.start()
+    wait_for(lambda: sorted(len(c.tally.assigned) for c in classic) == [3, 3], what="classic 3 + 3")
+    owners = Ownership()
+    newcomer = Member(cbroker.bootstrap, "mixed", ["t"], "ck", owners)
+    newcomer.start()
+
+    def disjoint_and_complete() -> bool:
+        sets = [set(c.tally.assigned) for c in classic] + [{p for _, p in owners.owned.get("ck", set())}]
+        return all(len(s) == 2 for s in sets) and set().union(*sets) == set(range(6))
+    wait_for(disjoint_and_complete, timeout=60, what="three members, two partitions each")
+    assert describe_type(cbroker.bootstrap, "mixed") == "consumer"
+    newcomer.stop()
+    wait_for(lambda: sorted(len(c.tally.assigned) for c in classic) == [3, 3]
+             and set().union(*[c.tally.assigned for c in classic]) == set(range(6)),
+             timeout=60, what="the two classic members take everything back")
+    assert describe_type(cbroker.bootstrap, "mixed") == "classic"
+    for c in classic:
+        c.stop(commit=False)
+        assert c.tally.error is None
+
+
+def describe_type(bootstrap: str, group: str) -> str:
+    import asyncio
+
+    from kgroup.client.admin import AdminClient
+
+    async def go():
+        admin = AdminClient(bootstrap)
+        try:
+            return {g.group_id: g.group_type for g in await admin.list_groups()}.get(group, "")
+        finally:
+            await admin.close()
+    return asyncio.run(go())
