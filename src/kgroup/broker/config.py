@@ -80,6 +80,19 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
             if key == "group":
                 if not isinstance(value, dict):
                     raise ConfigError("[group] must be a table")
+                per_group = value.pop("overrides", {})
+                if not isinstance(per_group, dict):
+                    raise ConfigError("[group.overrides] must be a table of group ids")
+                rows = []
+                for gid, table in per_group.items():
+                    try:
+                        rows.append((gid, int(table["consumer_session_timeout_ms"]),
+                                     int(table["consumer_heartbeat_interval_ms"])))
+                    except (KeyError, TypeError, ValueError):
+                        raise ConfigError(f"[group.overrides.{gid}] needs consumer_session_timeout_ms and "
+                                          "consumer_heartbeat_interval_ms (milliseconds)") from None
+                if rows:
+                    group["consumer_group_overrides"] = tuple(rows)
                 for gkey, gvalue in value.items():
                     if gkey not in GROUP_KEYS:
                         raise ConfigError(f"unknown [group] setting {gkey!r}; known: {', '.join(sorted(GROUP_KEYS))}")

@@ -39,6 +39,23 @@ class GroupConfig:
     consumer_max_size: int = 2_147_483_647
     # group.consumer.migration.policy: bidirectional | upgrade | downgrade | disabled
     consumer_migration_policy: str = "bidirectional"
+    # Per-group overrides of the consumer session timeout and heartbeat interval (Kafka's
+    # group-level configs): ((group id, session timeout ms, heartbeat interval ms), ...).
+    consumer_group_overrides: tuple[tuple[str, int, int], ...] = ()
+
+    def consumer_session_timeout(self, group_id: str) -> int:
+        """group.consumer.session.timeout.ms for this group (its override, or the broker's)."""
+        for gid, session, _ in self.consumer_group_overrides:
+            if gid == group_id:
+                return session
+        return self.consumer_session_timeout_ms
+
+    def consumer_heartbeat_interval(self, group_id: str) -> int:
+        """group.consumer.heartbeat.interval.ms for this group (its override, or the broker's)."""
+        for gid, _, heartbeat in self.consumer_group_overrides:
+            if gid == group_id:
+                return heartbeat
+        return self.consumer_heartbeat_interval_ms
 
     def __post_init__(self) -> None:
         if self.min_session_timeout_ms > self.max_session_timeout_ms:
@@ -59,5 +76,12 @@ class GroupConfig:
             raise ValueError("group.consumer.heartbeat.interval.ms must be below the session timeout")
         if self.consumer_migration_policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
             raise ValueError("group.consumer.migration.policy must be bidirectional, upgrade, downgrade or disabled")
+        for gid, session, heartbeat in self.consumer_group_overrides:
+            if not (self.consumer_min_session_timeout_ms <= session <= self.consumer_max_session_timeout_ms):
+                raise ValueError(f"group {gid}: session timeout {session} ms is outside the broker's bounds")
+            if not (self.consumer_min_heartbeat_interval_ms <= heartbeat <= self.consumer_max_heartbeat_interval_ms):
+                raise ValueError(f"group {gid}: heartbeat interval {heartbeat} ms is outside the broker's bounds")
+            if heartbeat >= session:
+                raise ValueError(f"group {gid}: heartbeat interval must be below the session timeout")
         if not self.consumer_assignors:
             raise ValueError("group.consumer.assignors must name at least one assignor")

@@ -104,7 +104,7 @@ class ConsumerProtocol:
         changed = (nxt.assigned != before.assigned or nxt.member_epoch != before.member_epoch
                    or replaced is not None)
         out.reply(reply, ConsumerGroupHeartbeatResponse(
-            ErrorCode.NONE, None, member_id, nxt.member_epoch, self.config.consumer_heartbeat_interval_ms,
+            ErrorCode.NONE, None, member_id, nxt.member_epoch, self.config.consumer_heartbeat_interval(group.group_id),
             nxt.assigned if (full or changed) else None))
         return out.build()
 
@@ -176,7 +176,8 @@ class ConsumerProtocol:
         if nxt != member.current or replaced is not None or member_id not in group.members:
             out.record(ConsumerCurrentRecord(group.group_id, member_id, nxt))
         # 7. Timers: the session always; the rebalance timeout while a revocation is owed.
-        session = meta.classic_session_timeout_ms if meta.is_classic else self.config.consumer_session_timeout_ms
+        session = (meta.classic_session_timeout_ms if meta.is_classic
+                   else self.config.consumer_session_timeout(group.group_id))
         self.timers.schedule(session_key(group.group_id, member_id), now_ms + session,
                              TimerOp("consumer-session", group.group_id, member_id))
         if MemberState(nxt.state) is MemberState.UNREVOKED_PARTITIONS:
@@ -343,7 +344,7 @@ class ConsumerProtocol:
             out.record(ConsumerCurrentRecord(group.group_id, member.member_id, ConsumerCurrentValue(
                 STATIC_LEAVE_EPOCH, cur.previous_member_epoch, cur.state, cur.assigned, cur.pending_revocation)))
             self.timers.schedule(session_key(group.group_id, member.member_id),
-                                 now_ms + self.config.consumer_session_timeout_ms,
+                                 now_ms + self.config.consumer_session_timeout(group.group_id),
                                  TimerOp("consumer-session", group.group_id, member.member_id))
         else:
             self._fence(group, member.member_id, out, now_ms)
@@ -423,9 +424,10 @@ class ConsumerProtocol:
     def loaded(self, now_ms: int) -> None:
         """After a restart every member gets a fresh session to come back in."""
         for group_id, group in self.shard.consumer_groups.items():
-            for member_id in group.members:
-                self.timers.schedule(session_key(group_id, member_id),
-                                     now_ms + self.config.consumer_session_timeout_ms,
+            for member_id, member in group.members.items():
+                session = (member.meta.classic_session_timeout_ms if member.meta.is_classic
+                           else self.config.consumer_session_timeout(group_id))
+                self.timers.schedule(session_key(group_id, member_id), now_ms + session,
                                      TimerOp("consumer-session", group_id, member_id))
 
 

@@ -319,3 +319,17 @@ def test_offset_fetch_with_a_stale_member_epoch_is_rejected():
     ok = ctx.call(ctx.coord.fetch_offsets, OffsetFetchRequest("cg", None, member_id=a, member_epoch=epoch))
     stale = ctx.call(ctx.coord.fetch_offsets, OffsetFetchRequest("cg", None, member_id=a, member_epoch=epoch - 1))
     assert ok.error is E.NONE and stale.error is E.STALE_MEMBER_EPOCH
+
+
+def test_per_group_overrides_of_session_timeout_and_heartbeat_interval():
+    from kgroup.core.config import GroupConfig
+
+    ctx = GroupContext(GroupConfig(consumer_group_overrides=(("fast", 50_000, 10_000),)))
+    ctx.set_topics(t=1)
+    assert ctx.cg_heartbeat("a", 0, topics=["t"], group="fast").response.heartbeat_interval_ms == 10_000
+    assert ctx.cg_heartbeat("b", 0, topics=["t"], group="other").response.heartbeat_interval_ms == 5_000
+    ctx.advance(45_000)                                     # the broker default session ends ...
+    assert "b" not in ctx.cgroup("other").members
+    assert "a" in ctx.cgroup("fast").members                # ... but "fast" has 50 s
+    ctx.advance(5_000)
+    assert "a" not in ctx.cgroup("fast").members
