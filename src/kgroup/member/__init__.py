@@ -1,7 +1,7 @@
 """PURE group-member state machines (no I/O, no clock): they take events with ``now_ms``
 and return actions. ``classic_member`` speaks JoinGroup/SyncGroup/Heartbeat/LeaveGroup;
-a consumer-protocol member (ConsumerGroupHeartbeat) will sit beside it in
-``consumer_member``, sharing ``actions`` and ``config``."""
+the consumer-protocol member (ConsumerGroupHeartbeat, KIP-848) sits beside it in
+``consumer_member``, sharing ``actions``, ``config`` and the user/timer events."""
 
 from kgroup.member.actions import (
     CommitOffsets,
@@ -37,9 +37,19 @@ from kgroup.member.classic_member import (
     Unsubscribe,
 )
 from kgroup.member.config import MemberConfig
+from kgroup.member.consumer_member import (
+    ConsumerGroupHeartbeatResponse,
+    ConsumerMember,
+    ConsumerState,
+    RefreshTopicNames,
+    SendConsumerGroupHeartbeat,
+    TopicNames,
+)
 
 __all__ = [
     "ClassicMember", "ClassicState", "Close", "CommitOffsets", "CommitResponse",
+    "ConsumerGroupHeartbeatResponse", "ConsumerMember", "ConsumerState",
+    "RefreshTopicNames", "SendConsumerGroupHeartbeat", "TopicNames",
     "CoordinatorFound", "CoordinatorLost", "Fatal", "FindCoordinator", "HeartbeatResponse",
     "IllegalTransition", "JoinGroupResponse", "JoinedMember", "MemberConfig",
     "MetadataUpdated", "Partitions", "Poll", "RequestFailed", "RunAssigned", "RunLost",

@@ -13,7 +13,8 @@ class MemberConfig:
 
     ``assignors`` are client-side assignor names, preferred first
     (``partition.assignment.strategy``); ``rebalance_timeout_ms`` is ``max.poll.interval.ms``
-    as in Kafka's Java client.
+    as in Kafka's Java client. ``server_assignor`` is what a consumer-protocol member asks
+    the coordinator to assign with (None: the coordinator's default).
     """
 
     group_id: str
@@ -24,6 +25,7 @@ class MemberConfig:
     assignors: tuple[str, ...] = ("range", "cooperative-sticky")
     auto_commit: bool = True                       # enable.auto.commit
     retry_backoff_ms: int = 100                    # retry.backoff.ms
+    server_assignor: str | None = None             # group.remote.assignor (consumer protocol)
 
     @property
     def is_static(self) -> bool:
