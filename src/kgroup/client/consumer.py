@@ -1,12 +1,15 @@
 """An asyncio Kafka consumer: group subscription or manual assignment, fetch, commit.
 
 How this works: ``Consumer`` wires three parts together. A ``GroupCoordinator`` task drives
-the pure ``ClassicMember`` (join, sync, heartbeats, rebalances); the member's callback
+the pure ``ClassicMember`` (join, sync, heartbeats, rebalances) — or, with
+``group.protocol=consumer``, a ``ConsumerGroupCoordinator`` drives the pure
+``ConsumerMember`` (KIP-848: ConsumerGroupHeartbeat, server-side assignment, incremental
+reconciliation, member epochs); the member's callback
 actions land in ``_on_action``, which changes what the ``Fetcher`` may fetch *before* the
 user's listener runs (so no record of a revoked or lost partition is handed out after its
 callback). The ``Fetcher`` keeps Fetch requests in flight ahead of the user; ``getmany`` /
 ``poll`` / ``async for`` drain its buffer and advance positions. Commits go to the
-coordinator with the member's generation (or as a "simple" consumer, generation -1, with
+coordinator with the member's generation or member epoch (or as a "simple" consumer, generation -1, with
 manual assignment); auto-commit runs from ``getmany`` every ``auto.commit.interval.ms``,
 before every revocation and on close.
 
@@ -45,6 +48,7 @@ from kgroup.member import (
 from kgroup.wire.versions import OFFSET_COMMIT
 
 from .admin import EARLIEST, LATEST, AdminClient, _make
+from .consumer_coordinator import ConsumerGroupCoordinator
 from .coordinator import GroupCoordinator, now_ms
 from .errors import BrokerError, KafkaClientError, error_name
 from .fetcher import Fetcher
@@ -54,7 +58,7 @@ from .settings import CONSUMER_DEFAULTS, resolve
 __all__ = ["CommitFailedError", "Consumer", "ConsumerRebalanceListener"]
 
 _GROUP_ERRORS = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS",
-                           "FENCED_INSTANCE_ID"})
+                           "FENCED_INSTANCE_ID", "STALE_MEMBER_EPOCH", "FENCED_MEMBER_EPOCH"})
 _COORDINATOR_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
                                  "COORDINATOR_LOAD_IN_PROGRESS"})
 
@@ -88,10 +92,6 @@ class Consumer:
         s = self.settings
         if s["group.protocol"] not in ("classic", "consumer"):
             raise ValueError("group.protocol must be 'classic' or 'consumer'")
-        if s["group.protocol"] == "consumer":
-            raise KafkaClientError(
-                "group.protocol=consumer is not implemented by kgroup's client yet",
-                "use group.protocol=classic")
         if s["auto.offset.reset"] not in ("earliest", "latest", "none"):
             raise ValueError("auto.offset.reset must be earliest, latest or none")
         self.cluster = AdminClient(s["bootstrap.servers"], client_id=s["client.id"],
@@ -127,10 +127,13 @@ class Consumer:
                 assignors=tuple(a.strip() for a in
                                 str(s["partition.assignment.strategy"]).split(",") if a.strip()),
                 auto_commit=bool(s["enable.auto.commit"]),
-                retry_backoff_ms=int(s["retry.backoff.ms"]))
-            self.group = GroupCoordinator(self.cluster, cfg, on_action=self._on_action,
-                                          retry_backoff_ms=int(s["retry.backoff.ms"]),
-                                          request_timeout_ms=int(s["request.timeout.ms"]))
+                retry_backoff_ms=int(s["retry.backoff.ms"]),
+                server_assignor=s["group.remote.assignor"] or None)
+            driver = (ConsumerGroupCoordinator if s["group.protocol"] == "consumer"
+                      else GroupCoordinator)
+            self.group = driver(self.cluster, cfg, on_action=self._on_action,
+                                retry_backoff_ms=int(s["retry.backoff.ms"]),
+                                request_timeout_ms=int(s["request.timeout.ms"]))
             self.group.start()
         self.fetcher.start()
         self._metadata_task = asyncio.create_task(self._refresh_metadata())
@@ -159,7 +162,9 @@ class Consumer:
         if self.group is not None:
             await self.group.stop()
             try:
-                if self.group.conn is not None and not self.group.conn.closed:
+                # The consumer-protocol member decides itself whether it can still leave.
+                if (isinstance(self.group, ConsumerGroupCoordinator)
+                        or (self.group.conn is not None and not self.group.conn.closed)):
                     await self.group.handle_now(Close(now_ms()))
             except KafkaClientError:
                 pass
