@@ -132,7 +132,7 @@ def test_one_group_with_confluent_kafka_on_the_consumer_protocol(cbroker):
     assert ck.error is None, ck.error
 
 
-def test_librdkafka_mock_cluster_speaks_heartbeat_v1_with_ours():
+def test_librdkafka_mock_cluster_with_confluent_kafka_in_the_same_group():
     confluent_kafka = pytest.importorskip("confluent_kafka")
     holder = confluent_kafka.Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "",
                                        "log_level": 0})
@@ -146,12 +146,22 @@ def test_librdkafka_mock_cluster_speaks_heartbeat_v1_with_ours():
     partitions = len(p.list_topics(topic, timeout=5).topics[topic].partitions)
     ours = OurConsumerThread(bootstrap, "mock-cg", topic, "ours", **KIP848)
     ours.start()
+    owners = Ownership()
+    ck = None
     try:
         wait_for(lambda: ours.assigned == set(range(partitions)) or ours.error is not None, 30,
                  what="ours owns every partition on the mock cluster")
         assert ours.error is None, ours.error
         wait_for(lambda: len(set(ours.consumed)) == 100, 30, what="every record consumed")
+        ck = Member(bootstrap, "mock-cg", [topic], "ck", owners, log_level=0)
+        ck.start()
+        theirs = lambda: {q for _, q in owners.owned.get("ck", set())}  # noqa: E731
+        wait_for(lambda: _stable([lambda: set(ours.assigned), theirs], partitions)
+                 and ours.assigned and theirs(), 40,
+                 what="a disjoint, complete assignment with confluent-kafka on the mock")
     finally:
         ours.stop()
+        if ck is not None:
+            ck.stop()
         del p, holder
     assert ours.error is None, ours.error

@@ -88,7 +88,11 @@ class ConsumerGroupCoordinator(GroupCoordinator):
                          rebalance_timeout=a.rebalance_timeout_ms,
                          subscribed_topic_names=(None if a.subscribed_topic_names is None
                                                  else list(a.subscribed_topic_names)),
-                         subscribed_topic_regex=None, server_assignor=a.server_assignor,
+                         # v1: an empty regex ("no regex") goes with the topic names,
+                         # as librdkafka sends it (its mock cluster insists on it).
+                         subscribed_topic_regex=(None if a.subscribed_topic_names is None
+                                                 else ""),
+                         server_assignor=a.server_assignor,
                          topic_partitions=owned)
 
         try:
