@@ -13,6 +13,7 @@ stop accepting, let in-flight requests finish briefly, sync every log and exit 0
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 import sys
@@ -78,8 +79,11 @@ class Broker:
             Shard(i, metadata_log.partition(i), cfg.group, self.durability, _member_id)
             for i in range(cfg.metadata_partitions)
         ]
-        groups = GroupApi(self.shards, lambda g: partition_for_group(g, cfg.metadata_partitions),
-                          cfg.advertised, cfg.node_id)
+        # Every group request hashes its group id (a Python loop over the string); remember
+        # the answer for the groups in use.
+        shard_for = functools.lru_cache(maxsize=1 << 16)(
+            lambda g: partition_for_group(g, cfg.metadata_partitions))
+        groups = GroupApi(self.shards, shard_for, cfg.advertised, cfg.node_id)
         from kgroup.broker.data_path import DataPath  # noqa: PLC0415 (data path is optional at import)
         self.data_path = DataPath(cfg, self.data, self.durability)
         dp = self.data_path
@@ -173,18 +177,38 @@ class Broker:
         peer = writer.get_extra_info("peername")
         client_host = f"/{peer[0]}" if peer else ""
         splitter = FrameSplitter(self.config.max_request_bytes)
+        transport = writer.transport
+        handle = self._handle
+        out: list[bytes] = []  # responses not yet handed to the transport, in order
         try:
             while True:
                 chunk = await reader.read(READ_CHUNK)
                 if not chunk:
                     return
                 for frame in splitter.feed(chunk):
-                    response = await self._handle(frame, client_host)
+                    # Most requests (heartbeats, commits with fsync=never, fetches with data)
+                    # complete without ever suspending: run the handler's first step here and
+                    # collect its response, so one read chunk of pipelined requests costs one
+                    # send() instead of one per response. A handler that does suspend (a
+                    # parked JoinGroup, a long-poll Fetch, an fsync wait) first releases the
+                    # responses collected so far, then is awaited as usual.
+                    coro = handle(frame, client_host)
+                    try:
+                        yielded = coro.send(None)
+                    except StopIteration as done:
+                        response = done.value
+                    else:
+                        if out:
+                            transport.write(b"".join(out))
+                            out.clear()
+                        response = await _Resume(coro, yielded)
                     if response is not None:
-                        writer.write(response)
-                        if writer.transport.get_write_buffer_size() > (1 << 20):
-                            await writer.drain()
-                await writer.drain()
+                        out.append(response)
+                if out:
+                    transport.write(b"".join(out) if len(out) > 1 else out[0])
+                    out.clear()
+                    if transport.get_write_buffer_size() > (1 << 20):
+                        await writer.drain()
         except FramingError as exc:
             log.warning("closing connection from %s: %s", peer, exc)
         except _CloseConnection as exc:
@@ -197,6 +221,8 @@ class Broker:
             log.exception("closing connection from %s after an internal error", peer)
         finally:
             self.connections.discard(task)
+            if out and not transport.is_closing():
+                transport.write(b"".join(out))  # answers to the requests before the bad one
             writer.close()
 
     async def _handle(self, frame: bytes, client_host: str) -> bytes | None:
@@ -223,6 +249,39 @@ class Broker:
         if response is None:
             return None
         return encode_response(header, response)
+
+
+class _Resume:
+    """Await the rest of a coroutine whose first step already ran and yielded `first`.
+
+    Equivalent to having awaited the coroutine from the start: whatever it yields (a future
+    it blocks on) is passed up to the task unchanged, and the task's wake-up value or
+    exception (a cancellation) is passed back down.
+    """
+
+    __slots__ = ("coro", "first")
+
+    def __init__(self, coro: Any, first: Any) -> None:
+        self.coro = coro
+        self.first = first
+
+    def __await__(self):
+        coro = self.coro
+        yielded = self.first
+        self.first = None
+        while True:
+            try:
+                value = yield yielded
+            except BaseException as exc:  # noqa: BLE001 (handed to the coroutine, as await does)
+                try:
+                    yielded = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    yielded = coro.send(value)
+                except StopIteration as done:
+                    return done.value
 
 
 class _CloseConnection(Exception):

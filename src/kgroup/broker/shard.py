@@ -74,23 +74,45 @@ class Shard:
         """Run a core handler and wait for its reply to this request."""
         if not self.loaded:
             raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        reply = asyncio.get_running_loop().create_future()
-        result = handler(request, reply, now_ms(), *args)
-        self.apply(result)
-        return await reply
+        reply = Reply()
+        self.apply(handler(request, reply, now_ms(), *args))
+        # Most replies are given at once (a heartbeat, a commit under fsync=never): no
+        # future, no suspension. A parked or fsync-waiting reply gets a future to wait on.
+        if reply.state is _GIVEN:
+            return reply.value
+        if reply.state is _FAILED:
+            raise reply.value
+        reply.future = asyncio.get_running_loop().create_future()
+        return await reply.future
 
     def apply(self, result: Result) -> None:
         """Persist and replay a Result's records; release its replies once durable."""
-        if result.records:
+        records = result.records
+        if records:
             encode = record_codec.encode
-            for record in result.records:
-                self.partition.append(encode(record))
-                self.coordinator.replay(record)
-            self._since_snapshot += len(result.records)
+            append = self.partition.append
+            replay = self.coordinator.replay
+            for record in records:
+                append(encode(record))
+                replay(record)
+            self._since_snapshot += len(records)
         if result.replies:
             end = self.partition.log_end_offset
             if self.partition.durable_end >= end:
                 _deliver(result.replies)
+            elif not self.durability.policy.sync_before_answer:
+                # fsync=never/interval: durable() only flushes to the kernel and never waits,
+                # so run it here rather than in a task per reply.
+                waiting = self.durability.durable(self.partition, end)
+                try:
+                    waiting.send(None)
+                except StopIteration:
+                    _deliver(result.replies)
+                except Exception as exc:
+                    _fail(result.replies, exc)
+                else:  # it waits after all (not for these policies today): use a task
+                    waiting.close()
+                    asyncio.get_running_loop().create_task(self._deliver_when_durable(end, result.replies))
             else:
                 asyncio.get_running_loop().create_task(self._deliver_when_durable(end, result.replies))
         self._arm_timer()
@@ -101,9 +123,7 @@ class Shard:
         try:
             await self.durability.durable(self.partition, end)
         except Exception as exc:
-            for fut, _ in replies:
-                if isinstance(fut, asyncio.Future) and not fut.done():
-                    fut.set_exception(exc)
+            _fail(replies, exc)
             return
         _deliver(replies)
 
@@ -160,7 +180,44 @@ class Shard:
             self._timer.cancel()
 
 
+_WAITING, _GIVEN, _FAILED = 0, 1, 2
+
+
+class Reply:
+    """The reply token a shard hands to a core handler: the response lands here, and wakes
+    the request's future if it had to wait for one."""
+
+    __slots__ = ("state", "value", "future")
+
+    def __init__(self) -> None:
+        self.state = _WAITING
+        self.value: Any = None
+        self.future: asyncio.Future | None = None
+
+
 def _deliver(replies) -> None:
-    for fut, response in replies:
-        if isinstance(fut, asyncio.Future) and not fut.done():
-            fut.set_result(response)
+    for token, response in replies:
+        if type(token) is Reply:
+            if token.state is not _WAITING:
+                continue
+            token.state = _GIVEN
+            token.value = response
+            fut = token.future
+            if fut is not None and not fut.done():
+                fut.set_result(response)
+        elif isinstance(token, asyncio.Future) and not token.done():
+            token.set_result(response)
+
+
+def _fail(replies, exc: BaseException) -> None:
+    for token, _ in replies:
+        if type(token) is Reply:
+            if token.state is not _WAITING:
+                continue
+            token.state = _FAILED
+            token.value = exc
+            fut = token.future
+            if fut is not None and not fut.done():
+                fut.set_exception(exc)
+        elif isinstance(token, asyncio.Future) and not token.done():
+            token.set_exception(exc)

@@ -543,9 +543,11 @@ class ClassicProtocol:
         state = group.state
         if state is S.EMPTY:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
-        self.timers.schedule(heartbeat_key(group.group_id, member.member_id),
-                             now_ms + member.session_timeout_ms,
-                             TimerOp("heartbeat", group.group_id, member.member_id))
+        # Every heartbeat key holds TimerOp("heartbeat", group, member): extend it in place.
+        key = heartbeat_key(group.group_id, member.member_id)
+        deadline = now_ms + member.session_timeout_ms
+        if not self.timers.extend(key, deadline):
+            self.timers.schedule(key, deadline, TimerOp("heartbeat", group.group_id, member.member_id))
         if state is S.PREPARING_REBALANCE:
             return Result((), ((reply, HEARTBEAT_REBALANCING),))
         return Result((), ((reply, HEARTBEAT_OK),))

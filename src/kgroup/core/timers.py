@@ -48,6 +48,19 @@ class Timers:
         # else: the heap already holds an entry for this key that is no later; it will be
         # re-pushed with the new deadline when it surfaces.
 
+    def extend(self, key: Hashable, deadline_ms: int) -> bool:
+        """Move an armed `key` to `deadline_ms`, keeping its operation, as `schedule` would;
+        False (and nothing armed) when the key is not armed. Saves building the operation
+        again on the hot path (a heartbeat pushes its member's session deadline)."""
+        old = self._current.get(key)
+        if old is None:
+            return False
+        self._seq += 1
+        self._current[key] = (deadline_ms, self._seq, old[2])
+        if deadline_ms < old[0]:
+            heapq.heappush(self._heap, (deadline_ms, self._seq, key))
+        return True
+
     def cancel(self, key: Hashable) -> None:
         self._current.pop(key, None)
 
