@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from kgroup.client import AdminClient, Consumer
+from kgroup.client import AdminClient, Consumer, ConsumerRebalanceListener
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import create_topic, produce_keyed, wait_for
 from tests.integration.test_consumer_protocol import FAST_SESSIONS, Member, Ownership
@@ -165,3 +165,33 @@ def test_librdkafka_mock_cluster_with_confluent_kafka_in_the_same_group():
             ck.stop()
         del p, holder
     assert ours.error is None, ours.error
+
+
+def test_poll_timeout_goes_stale_loses_partitions_and_rejoins_on_poll(cbroker):
+    create_topic(cbroker.bootstrap, "p", 2)
+
+    async def main():
+        lost: list = []
+
+        class Listener(ConsumerRebalanceListener):
+            def on_partitions_lost(self, partitions):
+                lost.append(set(partitions))
+
+        cfg = {"bootstrap.servers": cbroker.bootstrap, "group.id": "gp", **KIP848,
+               "max.poll.interval.ms": 1500}
+        async with Consumer(cfg) as c:
+            c.subscribe(["p"], listener=Listener())
+            deadline = time.monotonic() + 20
+            while len(c.assignment()) != 2 and time.monotonic() < deadline:
+                await c.getmany(timeout_ms=100)
+            assert len(c.assignment()) == 2
+            await asyncio.sleep(2.5)  # no poll: STALE, lost, left with epoch -1
+            assert c.group.member.state.name == "STALE" and lost and c.assignment() == set()
+            async with AdminClient(cbroker.bootstrap) as admin:
+                assert (await admin.describe_group("gp")).members == ()
+            deadline = time.monotonic() + 20
+            while len(c.assignment()) != 2 and time.monotonic() < deadline:
+                await c.getmany(timeout_ms=100)  # polling again rejoins at epoch 0
+            assert len(c.assignment()) == 2 and c.group.member.state.name == "STABLE"
+
+    asyncio.run(main())
