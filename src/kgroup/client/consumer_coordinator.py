@@ -35,7 +35,7 @@ from kgroup.wire.versions import CONSUMER_GROUP_HEARTBEAT
 
 from .admin import AdminClient, _make
 from .coordinator import GroupCoordinator, now_ms
-from .errors import KafkaClientError, error_name
+from .errors import KafkaClientError, UnsupportedApi, error_name
 
 _LEAVE_TIMEOUT_S = 5.0
 
@@ -97,6 +97,10 @@ class ConsumerGroupCoordinator(GroupCoordinator):
 
         try:
             resp = await self._request(CONSUMER_GROUP_HEARTBEAT, body, timeout)
+        except UnsupportedApi as exc:
+            # A broker without KIP-848: nothing to retry (the member goes FATAL).
+            return ConsumerGroupHeartbeatResponse(a.request_id, "UNSUPPORTED_VERSION", now_ms(),
+                                                  error_message=str(exc))
         except KafkaClientError:
             return RequestFailed(a.request_id, now_ms())
         code = int(resp.error_code)

@@ -3,6 +3,12 @@
 A ``Consumer`` or ``Producer`` takes a dict with Kafka's dotted names (as librdkafka and the
 Java client do) and/or keyword arguments with underscores (``group_id=...``); unknown names
 raise ``ValueError`` so a typo is not silently ignored.
+
+``group.protocol`` is ``classic`` (JoinGroup/SyncGroup, client-side assignors from
+``partition.assignment.strategy``, ``session.timeout.ms``, ``heartbeat.interval.ms``) or
+``consumer`` (KIP-848 ConsumerGroupHeartbeat: the coordinator assigns with
+``group.remote.assignor``, or its default when unset, and sets the session timeout and
+heartbeat interval; the three classic settings are then unused).
 """
 
 from __future__ import annotations
