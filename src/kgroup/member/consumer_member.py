@@ -104,7 +104,7 @@ class ConsumerState(enum.Enum):
 
 S = ConsumerState
 _TRANSITIONS: dict[ConsumerState, frozenset[ConsumerState]] = {
-    S.UNSUBSCRIBED: frozenset({S.JOINING, S.FATAL}),
+    S.UNSUBSCRIBED: frozenset({S.JOINING}),
     S.JOINING: frozenset({S.RECONCILING, S.STABLE, S.FENCED, S.PREPARE_LEAVING, S.STALE,
                           S.FATAL}),
     S.RECONCILING: frozenset({S.ACKNOWLEDGING, S.STABLE, S.FENCED, S.PREPARE_LEAVING, S.STALE,
@@ -112,10 +112,10 @@ _TRANSITIONS: dict[ConsumerState, frozenset[ConsumerState]] = {
     S.ACKNOWLEDGING: frozenset({S.STABLE, S.RECONCILING, S.FENCED, S.PREPARE_LEAVING, S.STALE,
                                 S.FATAL}),
     S.STABLE: frozenset({S.RECONCILING, S.FENCED, S.PREPARE_LEAVING, S.STALE, S.FATAL}),
-    S.FENCED: frozenset({S.JOINING, S.UNSUBSCRIBED, S.FATAL}),
-    S.PREPARE_LEAVING: frozenset({S.LEAVING, S.UNSUBSCRIBED, S.FATAL}),
-    S.LEAVING: frozenset({S.UNSUBSCRIBED, S.FATAL}),
-    S.STALE: frozenset({S.JOINING, S.UNSUBSCRIBED, S.FATAL}),
+    S.FENCED: frozenset({S.JOINING}),
+    S.PREPARE_LEAVING: frozenset({S.LEAVING, S.UNSUBSCRIBED}),
+    S.LEAVING: frozenset({S.UNSUBSCRIBED}),
+    S.STALE: frozenset({S.JOINING, S.UNSUBSCRIBED}),
     S.FATAL: frozenset(),
 }
 _IN_GROUP = frozenset({S.JOINING, S.RECONCILING, S.ACKNOWLEDGING, S.STABLE})

@@ -456,3 +456,50 @@ def test_find_coordinator_is_not_repeated_while_searching():
     ctx.subscribe("t", coordinator=False)
     assert ctx.advance(1_000) == []
     assert FindCoordinator() in ctx.log
+
+
+# -- the remaining edges out of RECONCILING and ACKNOWLEDGING -------------------------------
+
+
+def reconciling_without_names() -> ConsumerCtx:
+    ctx = ConsumerCtx()
+    ctx.subscribe("t", names=False)
+    ctx.answer({"t": [0]})
+    assert ctx.state == "RECONCILING"
+    return ctx
+
+
+def acknowledging() -> ConsumerCtx:
+    ctx = ConsumerCtx()
+    ctx.subscribe("t")
+    ctx.answer({"t": [0]})
+    assert ctx.state == "ACKNOWLEDGING"
+    return ctx
+
+
+@pytest.mark.parametrize("start", [reconciling_without_names, acknowledging])
+@pytest.mark.parametrize("move, expected", [
+    ("fenced", ["FENCED", "JOINING"]),
+    ("fatal", ["FATAL"]),
+    ("poll_timeout", ["STALE"]),
+    ("close", ["PREPARE_LEAVING", "LEAVING"]),
+])
+def test_edges_out_of_reconciling_and_acknowledging(start, move, expected):
+    ctx = start()
+    if move in ("fenced", "fatal"):
+        if ctx.member._in_flight is None:
+            ctx.advance(1_000)
+        ctx.answer(error="FENCED_MEMBER_EPOCH" if move == "fenced" else "INVALID_REQUEST")
+    elif move == "poll_timeout":
+        ctx.advance(30_000)
+    else:
+        ctx.send(Close(ctx.now))
+    assert ctx.path == expected
+    assert ctx.member.owned == frozenset()
+
+
+def test_reconciling_goes_stable_when_the_unnamed_topic_is_taken_away():
+    ctx = reconciling_without_names()
+    ctx.advance(1_000)
+    out = ctx.answer({})
+    assert out == [] and ctx.path == ["STABLE"]
