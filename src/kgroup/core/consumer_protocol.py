@@ -133,12 +133,21 @@ class ConsumerProtocol:
         if meta != old_meta or replaced is not None:
             out.record(ConsumerMemberRecord(group.group_id, member_id, meta))
         # 4. What the group subscribes to now, and whether the assignment must be redone.
-        members = dict(group.members)
-        if replaced is not None:
-            members.pop(replaced.member_id, None)
-        members[member_id] = ConsumerMember(member_id, meta, member.current)
-        subscribed = self._subscribed_metadata(members)
+        #    Only a join, a replacement or a changed subscription can change it: a steady
+        #    heartbeat must not cost work proportional to the group's size.
+        def members_now() -> dict[str, ConsumerMember]:
+            members = dict(group.members)
+            if replaced is not None:
+                members.pop(replaced.member_id, None)
+            members[member_id] = ConsumerMember(member_id, meta, member.current)
+            return members
+
         old_subscribed = self._group_subscribed(group)
+        if (old_meta is None or replaced is not None or group.group_id not in self.shard.consumer_groups
+                or self._subscription(old_meta) != self._subscription(meta)):
+            subscribed = self._subscribed_metadata(members_now())
+        else:
+            subscribed = old_subscribed
         bump = (old_meta is None and replaced is None) or subscribed != old_subscribed or (
             old_meta is not None and self._subscription(old_meta) != self._subscription(meta))
         if replaced is not None and self._subscription(replaced.meta) != self._subscription(meta):
@@ -154,7 +163,7 @@ class ConsumerProtocol:
             targets[member_id] = targets.pop(replaced.member_id)
             out.record(ConsumerTargetRecord(group.group_id, member_id, targets[member_id]))
         if epoch > target_epoch:
-            targets = self._assign(group, members, targets, subscribed, out)
+            targets = self._assign(group, members_now(), targets, subscribed, out)
             target_epoch = epoch
             out.record(ConsumerTargetEpochRecord(group.group_id, target_epoch))
         # 6. One reconciliation step for this member.
