@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from typing import Any, Callable
 
 from kgroup.broker.durability import Durability
@@ -57,13 +58,15 @@ class Shard:
         count = 0
         coordinator = self.coordinator
         decode = record_codec.decode
+        replay_record = coordinator.replay
         for payload in replay.snapshot:
-            coordinator.replay(decode(payload))
+            replay_record(decode(payload))
             count += 1
-        for _, payload in replay.tail:
-            coordinator.replay(decode(payload))
-            count += 1
-            self._since_snapshot += 1
+        for payloads in replay.tail_chunks:
+            # deque(map(...), 0) runs decode + replay over the list without a Python loop.
+            deque(map(replay_record, map(decode, payloads)), 0)
+            count += len(payloads)
+            self._since_snapshot += len(payloads)
         self.apply(coordinator.load_complete(now_ms()))
         self.loaded = True
         return count

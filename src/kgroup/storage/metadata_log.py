@@ -33,15 +33,25 @@ DEFAULT_PARTITIONS = 50
 
 @dataclass(slots=True)
 class Replay:
-    """What `load()` hands to the core: replay `snapshot` then `tail`.
+    """What `load()` hands to the core: replay `snapshot` then the tail.
 
     `snapshot_offset` is the log offset the snapshot stands for (0 and an empty snapshot
-    when there is none); `tail` yields (offset, payload) from there to the end of the log.
+    when there is none); `tail_chunks` yields the payloads of the log from there to its end,
+    a list at a time, and `tail` the same records one by one as (offset, payload). They
+    share one read: use one of them.
     """
 
     snapshot_offset: int
     snapshot: Iterator[bytes]
-    tail: Iterator[tuple[int, bytes]]
+    tail_chunks: Iterator[list[bytes]]
+
+    @property
+    def tail(self) -> Iterator[tuple[int, bytes]]:
+        offset = self.snapshot_offset
+        for payloads in self.tail_chunks:
+            for payload in payloads:
+                yield offset, payload
+                offset += 1
 
 
 class MetadataPartition:
@@ -109,8 +119,8 @@ class MetadataPartition:
                 raise CorruptDataError(
                     f"group-metadata partition {self.directory}: records below offset {start} "
                     f"were deleted and no valid snapshot at or after {start} exists")
-            return Replay(0, iter(()), self.log.read_from(0))
-        return Replay(offset, self.snapshots.payloads(offset), self.log.read_from(offset))
+            return Replay(0, iter(()), self.log.read_chunks(0))
+        return Replay(offset, self.snapshots.payloads(offset), self.log.read_chunks(offset))
 
     def write_snapshot(self, offset: int, payloads: Iterable[bytes]) -> Path:
         """Persist a snapshot for `offset` (the payloads rebuild the state after records

@@ -59,7 +59,8 @@ def list_segment_files(directory: Path) -> list[tuple[int, Path]]:
 @dataclass(slots=True)
 class Segment:
     """One segment file. `size` counts buffered bytes too (for the active segment);
-    `next_offset` is the offset after its last record; `index_offsets`/`index_positions`
+    `next_offset` is the offset after its last record; `verified` how many leading bytes
+    were CRC-checked on open; `index_offsets`/`index_positions`
     are a sparse index (batch base offset -> byte position) and `max_timestamp` the
     largest batch maxTimestamp (-1 if none), both used by partition logs only."""
 
@@ -72,6 +73,9 @@ class Segment:
     index_positions: list[int] = field(default_factory=list)
     max_timestamp: int = -1
     last_indexed_position: int = -1
+    # Bytes [0, verified) were CRC-checked frame by frame when this process opened the log
+    # (record logs only); reads need not check them again.
+    verified: int = 0
 
 
 class SegmentedLog:
