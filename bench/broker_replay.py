@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -57,7 +58,9 @@ def build_data_dir(path: Path, n: int, groups: int) -> None:
           f"({sum(f.stat().st_size for f in path.rglob('*') if f.is_file()) / 1e6:.0f} MB)", flush=True)
 
 
-def serve_once(data: Path) -> tuple[int, float, float]:
+def serve_once(data: Path, stops: list[float]) -> tuple[int, float, float]:
+    """Start kgroup serve on `data`, wait for "coordinator loaded", SIGTERM it; appends the
+    seconds from SIGTERM to exit to `stops`."""
     port = peers.free_port()
     t0 = time.perf_counter()
     proc = subprocess.Popen([str(peers.KGROUP), "serve", "--listen", f"127.0.0.1:{port}",
@@ -71,6 +74,11 @@ def serve_once(data: Path) -> tuple[int, float, float]:
                 return int(m.group(1)), float(m.group(3)), wall
         raise RuntimeError(f"kgroup serve exited ({proc.wait()}) without 'coordinator loaded'")
     finally:
+        # Keep reading stderr until it closes: a broker blocked writing a log line to a full
+        # pipe could not exit, and that would be this script's fault, not the broker's.
+        tail: list[str] = []
+        reader = threading.Thread(target=lambda: [tail.append(x) for x in proc.stderr], daemon=True)
+        reader.start()
         t_stop = time.perf_counter()
         proc.terminate()
         try:
@@ -80,8 +88,10 @@ def serve_once(data: Path) -> tuple[int, float, float]:
             proc.wait()
             print("  kgroup serve did not exit within 120 s of SIGTERM; killed", flush=True)
         stop_s = time.perf_counter() - t_stop
+        stops.append(stop_s)
         if stop_s > 5:
-            print(f"  kgroup serve took {stop_s:.1f}s to exit after SIGTERM", flush=True)
+            print(f"  kgroup serve took {stop_s:.1f}s to exit after SIGTERM; its last lines: "
+                  + " | ".join(x.strip() for x in tail[-5:]), flush=True)
 
 
 async def _load_in_process(data: Path) -> tuple[int, float, float]:
@@ -121,9 +131,9 @@ def main() -> None:
     try:
         if not (data / "group-metadata").exists():
             build_data_dir(data, args.records, args.groups)
-        serve_rate, serve_wall, inproc, inproc_open = [], [], [], []
+        serve_rate, serve_wall, inproc, inproc_open, stops = [], [], [], [], []
         for r in range(runs):
-            n, secs, wall = serve_once(data)
+            n, secs, wall = serve_once(data, stops)
             serve_rate.append(n / secs)
             serve_wall.append(n / wall)
             n2, load_s, total_s = asyncio.run(_load_in_process(data))
@@ -131,7 +141,8 @@ def main() -> None:
             inproc_open.append(n2 / total_s)
             print(f"  run {r + 1}: serve replayed {n:,} in {secs:.2f}s ({n / secs:,.0f}/s; "
                   f"{wall:.2f}s from exec to loaded); in-process load {n2:,} in {load_s:.2f}s "
-                  f"({n2 / load_s:,.0f}/s), with DataDir open {total_s:.2f}s", flush=True)
+                  f"({n2 / load_s:,.0f}/s), with DataDir open {total_s:.2f}s; serve exited "
+                  f"{stops[-1]:.2f}s after SIGTERM", flush=True)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -142,7 +153,9 @@ def main() -> None:
         [("kgroup serve: 'coordinator loaded' seconds", {"ours": peers.median(serve_rate), **na}),
          ("kgroup serve: exec -> loaded (wall)", {"ours": peers.median(serve_wall), **na}),
          ("in-process Shard.load() x 50", {"ours": peers.median(inproc), **na}),
-         ("in-process DataDir open + load", {"ours": peers.median(inproc_open), **na})], sides)
+         ("in-process DataDir open + load", {"ours": peers.median(inproc_open), **na}),
+         ("kgroup serve: seconds from SIGTERM to exit (not records/s)", {"ours": peers.median(stops), **na})],
+        sides)
 
 
 if __name__ == "__main__":
