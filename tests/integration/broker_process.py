@@ -41,6 +41,7 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> "BrokerProcess":
+        loaded_before = self.log().count("coordinator loaded")
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [KGROUP, "serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
@@ -51,12 +52,12 @@ class BrokerProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"kgroup serve exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+            if self.log().count("coordinator loaded") > loaded_before:
+                # Listening and every coordinator shard loaded: groups can be used.
+                with socket.create_connection(("127.0.0.1", self.port), timeout=5):
                     return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"kgroup serve did not listen within {timeout}s:\n{self.log()}")
+            time.sleep(0.05)
+        raise RuntimeError(f"kgroup serve did not listen and load within {timeout}s:\n{self.log()}")
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

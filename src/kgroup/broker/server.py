@@ -60,6 +60,7 @@ class Broker:
         self.connections: set[asyncio.Task] = set()
         self.handlers: dict[int, Any] = {}
         self._stopping = asyncio.Event()
+        self.exit_status = 0
         self._background: list[asyncio.Task] = []
 
     # ---- life cycle -----------------------------------------------------------------------
@@ -123,8 +124,15 @@ class Broker:
         image = self._topic_image()
         for shard in self.shards:
             shard.coordinator.shard.topics = dict(image)
-            total += shard.load()
-            shard.apply(shard.coordinator.update_topics(self._topic_image(), now_ms()))
+            try:
+                total += shard.load()
+                shard.apply(shard.coordinator.update_topics(image, now_ms()))
+            except Exception:
+                # A shard that cannot load would answer LOAD_IN_PROGRESS forever: stop loudly.
+                log.critical("cannot load group-metadata partition %d; stopping", shard.index, exc_info=True)
+                self.exit_status = 1
+                self.request_stop()
+                return
             await asyncio.sleep(0)  # let requests in; unloaded shards answer LOAD_IN_PROGRESS
         groups = sum(len(s.coordinator.groups) for s in self.shards)
         log.info("coordinator loaded: records=%d groups=%d seconds=%.3f", total, groups,
@@ -298,7 +306,7 @@ def configure_logging(level: str = "INFO") -> None:
     )
 
 
-async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> None:
+async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> int:
     broker = Broker(config)
     await broker.start()
     loop = asyncio.get_running_loop()
@@ -310,6 +318,7 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
     if ready is not None:
         ready.set()
     await broker.run_until_stopped()
+    return broker.exit_status
 
 
 def serve_main(args: Any) -> int:
@@ -333,7 +342,7 @@ def serve_main(args: Any) -> int:
     except ImportError:
         runner = asyncio.run
     try:
-        runner(run_broker(config))
+        status = runner(run_broker(config))
     except StorageError as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)
         return 1
@@ -343,4 +352,4 @@ def serve_main(args: Any) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    return 0
+    return status
