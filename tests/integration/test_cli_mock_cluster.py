@@ -238,11 +238,11 @@ def kgroup_broker(tmp_path_factory):
             break
         except OSError:
             if proc.poll() is not None:
-                pytest.skip(f"kgroup serve exited: {proc.stderr.read().decode()[-300:]}")
+                pytest.fail(f"kgroup serve exited: {proc.stderr.read().decode()[-300:]}")
             time.sleep(0.1)
     else:
         proc.kill()
-        pytest.skip("kgroup serve did not start listening")
+        pytest.fail("kgroup serve did not start listening")
     yield f"127.0.0.1:{port}"
     proc.terminate()
     try:
