@@ -53,18 +53,22 @@ class Fetcher:
         self._wake = asyncio.Event()
         self._data = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self._leaders: dict[TopicPartition, int] = {}
         self.error: BaseException | None = None
 
     def start(self) -> None:
+        self._stopping = False
         self._task = asyncio.create_task(self._run(), name="kgroup-fetcher")
 
     async def stop(self) -> None:
         if self._task is not None:
+            self._stopping = True
             self._task.cancel()
+            self._wake.set()  # in case the cancellation was swallowed below us (see _run)
             try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._task, timeout=5)
+            except (asyncio.CancelledError, asyncio.TimeoutError, Exception):
                 pass
 
     # -- assignment and positions -----------------------------------------------------------
@@ -147,13 +151,17 @@ class Fetcher:
     # -- the fetch loop ---------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             self._wake.clear()
             try:
                 await self._round()
             except asyncio.CancelledError:
                 raise
             except KafkaClientError:
+                # A stop() can arrive as a KafkaClientError when closing connections fail the
+                # request we were waiting on; the cancellation is then gone, so check the flag.
+                if self._stopping:
+                    return
                 self._leaders.clear()
                 await asyncio.sleep(self.settings["retry.backoff.ms"] / 1000)
                 continue
