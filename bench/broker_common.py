@@ -17,7 +17,7 @@ import struct
 
 from peers import ROOT  # noqa: F401  (puts src/ on sys.path)
 
-from kgroup.broker.kio_build import build, item
+from kgroup.wire.kio_build import build, item
 from kgroup.client.connection import Connection
 from kgroup.wire import request_class
 

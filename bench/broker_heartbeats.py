@@ -20,7 +20,7 @@ import time
 
 import peers
 from broker_common import HB_V, HEARTBEAT, build_group, HbReq
-from kgroup.broker.kio_build import build
+from kgroup.wire.kio_build import build
 from kgroup.wire import encode_request
 
 _LEN = struct.Struct(">i")

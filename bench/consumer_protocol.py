@@ -327,7 +327,7 @@ def _hb_fields(m: SimMember, join: bool, topic: str) -> dict:
 
 async def _one(m: SimMember, join: bool, topic: str) -> bool:
     """One heartbeat with full fields; True if the member's epoch or assignment changed."""
-    from kgroup.broker.kio_build import build, item
+    from kgroup.wire.kio_build import build, item
     from kgroup.wire import request_class
     cls = request_class(CG_HEARTBEAT, 1)
     tp_cls = item(cls, "topic_partitions")
@@ -441,7 +441,7 @@ async def _pipe(host: str, port: int, frames: list[bytes], window: int, seconds:
 
 async def tcp_heartbeats(b: peers.Broker, members: int, groups: int, partitions: int, conns: int,
                          window: int, seconds: float, runs: int) -> dict:
-    from kgroup.broker.kio_build import build
+    from kgroup.wire.kio_build import build
     from kgroup.wire import encode_request, request_class
     topic = f"hb-topic-{time.time_ns()}"
     sims, pool, join_s, settle_s = await tcp_setup(b, members, groups, partitions, conns, topic)

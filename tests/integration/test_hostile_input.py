@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 def _valid_frames() -> list[bytes]:
     """A few well-formed requests (our encoder is byte-checked against kafka-python's)."""
-    from kgroup.broker.kio_build import build, item
+    from kgroup.wire.kio_build import build, item
     from kgroup.wire import encode_request, request_class
 
     join = request_class(11, 5)

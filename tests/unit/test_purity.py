@@ -59,3 +59,27 @@ def test_purity_check_catches_a_forbidden_import(tmp_path: Path) -> None:
     sample = tmp_path / "bad.py"
     sample.write_text("import time as t\nfrom asyncio import sleep\n")
     assert _imports(sample) == ["time", "asyncio"]
+
+
+# DESIGN.md's layers: dependencies point down only. Each layer may import these kgroup layers.
+ALLOWED_LAYERS = {
+    "assignors": {"assignors"},
+    "core": {"core", "assignors"},
+    "member": {"member", "assignors"},
+    "wire": {"wire"},
+    "storage": {"storage"},
+    "broker": {"broker", "core", "wire", "storage", "assignors"},
+    "client": {"client", "member", "wire", "assignors"},
+}
+
+
+def _layer_modules() -> list[Path]:
+    return sorted(p for layer in ALLOWED_LAYERS for p in (SRC / layer).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", _layer_modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_layers_only_import_downwards(path: Path) -> None:
+    layer = path.relative_to(SRC).parts[0]
+    upward = [name for name in _imports(path)
+              if name.startswith("kgroup.") and name.split(".")[1] not in ALLOWED_LAYERS[layer]]
+    assert not upward, f"{path.relative_to(SRC)} ({layer}/) reaches up to {upward}"

@@ -30,7 +30,7 @@ import uuid
 from typing import Any
 
 from kgroup.broker.data_api import DataContext, DataError, PartitionKey, log
-from kgroup.broker.kio_build import build, get, item, ms
+from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.storage import StorageError
 from kgroup.storage.errors import OffsetOutOfRangeError, TopicError
 from kgroup.wire import RequestHeader, response_class

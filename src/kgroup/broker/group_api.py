@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Callable
 
-from kgroup.broker.kio_build import build, get, item, ms
+from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.broker.shard import Shard
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError

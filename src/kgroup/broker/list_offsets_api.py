@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.data_api import DataContext, DataError, log
-from kgroup.broker.kio_build import build, item
+from kgroup.wire.kio_build import build, item
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import TopicError
 from kgroup.wire import RequestHeader, response_class

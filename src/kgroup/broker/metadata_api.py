@@ -18,7 +18,7 @@ import uuid
 from typing import Any
 
 from kgroup.broker.data_api import DataContext, DataError, log
-from kgroup.broker.kio_build import build, get, item
+from kgroup.wire.kio_build import build, get, item
 from kgroup.storage import StorageError, TopicMeta
 from kgroup.storage.data_dir import check_topic_name
 from kgroup.wire import RequestHeader, response_class

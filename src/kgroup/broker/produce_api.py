@@ -23,7 +23,7 @@ import struct
 from typing import Any
 
 from kgroup.broker.data_api import DataContext, DataError, log
-from kgroup.broker.kio_build import build, item
+from kgroup.wire.kio_build import build, item
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import InvalidBatchError, TopicError
 from kgroup.wire import RecordError, RequestHeader, response_class

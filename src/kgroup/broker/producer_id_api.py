@@ -18,7 +18,7 @@ import itertools
 import time
 from typing import Any
 
-from kgroup.broker.kio_build import build, get
+from kgroup.wire.kio_build import build, get
 from kgroup.wire import RequestHeader, response_class
 
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53

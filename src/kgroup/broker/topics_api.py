@@ -30,7 +30,7 @@ from collections import Counter
 from typing import Any
 
 from kgroup.broker.data_api import DataContext, DataError, log
-from kgroup.broker.kio_build import build, get, has, item
+from kgroup.wire.kio_build import build, get, has, item
 from kgroup.broker.metadata_api import ZERO_UUID, legal_topic_name
 from kgroup.storage import StorageError
 from kgroup.storage.errors import ConfigError, TopicError

@@ -9,7 +9,7 @@ coordinator, with a short bounded backoff. Every other non-zero error code is ra
 ``BrokerError`` carrying its Kafka name.
 
 Requests are described as plain field dicts and built for whichever version both sides
-speak by ``kgroup.broker.kio_build`` (a pure helper; see ``_make``), so one call site
+speak by ``kgroup.wire.kio_build`` (a pure helper; see ``_make``), so one call site
 covers every version: fields a version lacks are dropped.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgroup.broker.kio_build import build, has, item
+from kgroup.wire.kio_build import build, has, item
 from kgroup.wire import record_batch
 from kgroup.wire.versions import (
     CREATE_PARTITIONS,

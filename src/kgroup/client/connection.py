@@ -12,7 +12,7 @@ KafkaConnectionError naming host:port.
 
 Requests are given as a kio request object (its version is used as is), a mapping of
 field values, or a callable ``cls -> request``; the last two are built for the chosen
-version with ``kgroup.broker.kio_build.build`` (fields that version lacks are dropped).
+version with ``kgroup.wire.kio_build.build`` (fields that version lacks are dropped).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 from kio.serial import entity_reader
 
-from kgroup.broker.kio_build import build
+from kgroup.wire.kio_build import build
 from kgroup.wire import (
     FrameSplitter,
     WireError,

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kgroup.broker.kio_build import ms
+from kgroup.wire.kio_build import ms
 from kgroup.member import (
     ConsumerGroupHeartbeatResponse,
     ConsumerMember,

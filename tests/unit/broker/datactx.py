@@ -17,7 +17,7 @@ from typing import Any
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.data_path import DataPath
 from kgroup.broker.durability import Durability
-from kgroup.broker.kio_build import build, item
+from kgroup.wire.kio_build import build, item
 from kgroup.storage import DataDir, FsyncPolicy
 from kgroup.wire import (
     RequestHeader,

@@ -476,7 +476,7 @@ def test_topic_ids_and_retention(tmp_path):
 
 @pytest.mark.parametrize("version", range(0, 6))
 def test_init_producer_id(tmp_path, version):
-    from kgroup.broker.kio_build import build
+    from kgroup.wire.kio_build import build
     from kgroup.wire import RequestHeader, encode_response, is_flexible, request_class
 
     async def scenario(ctx: DataCtx):
