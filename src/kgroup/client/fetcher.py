@@ -204,6 +204,11 @@ class Fetcher:
 
     async def _fetch(self, node: int, tps: list[TopicPartition]) -> None:
         s = self.settings
+        # A partition may have been revoked between scheduling this task and running it.
+        tps = [tp for tp in tps if tp in self.states]
+        if not tps:
+            self._wake.set()
+            return
         sent = {tp: (self.states[tp].epoch, self.states[tp].fetch_offset) for tp in tps}
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp in tps:
