@@ -31,6 +31,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
 from .errors import MalformedRequest, MalformedResponse, UnsupportedVersion
+from .fast_responses import encode_consumer_group_heartbeat_response
 from .versions import SUPPORTED_APIS, is_flexible
 
 __all__ = [
@@ -49,6 +50,7 @@ _SIZE = struct.Struct(">i")
 _CORR = struct.Struct(">i")
 _ERROR16 = struct.Struct(">h")
 _API_VERSIONS = 18
+_CONSUMER_GROUP_HEARTBEAT = 68
 _UNSUPPORTED_VERSION = 35
 
 
@@ -192,6 +194,8 @@ def encode_response(header: RequestHeader, response: Any) -> bytes:
     Raises ValueError if the response's api key/version do not match the request.
     """
     _check_payload(response, header.api_key, header.api_version, "response")
+    if header.api_key == _CONSUMER_GROUP_HEARTBEAT:
+        return encode_consumer_group_heartbeat_response(header.correlation_id, response)
     buf = _Buffer()
     header_cls = response.__header_schema__
     if header_cls is _resp_h1.ResponseHeader:
