@@ -49,6 +49,8 @@ class Shard:
         self._timer_deadline: int | None = None
         self._since_snapshot = 0
         self._snapshot_task: asyncio.Task | None = None
+        # Log end already flushed to the kernel (used only by the non-fsync policies).
+        self._flushed_end = -1
 
     # ---- loading --------------------------------------------------------------------------
 
@@ -101,9 +103,12 @@ class Shard:
             self._since_snapshot += len(records)
         if result.replies:
             end = self.partition.log_end_offset
-            if self.partition.durable_end >= end:
+            if self.partition.durable_end >= end or end <= self._flushed_end:
+                # Nothing new since the last fsync (or, under fsync=never/interval, since the
+                # last flush): a steady heartbeat must not cost a flush.
                 _deliver(result.replies)
             elif not self.durability.policy.sync_before_answer:
+                self._flushed_end = end
                 # fsync=never/interval: durable() only flushes to the kernel and never waits,
                 # so run it here rather than in a task per reply.
                 waiting = self.durability.durable(self.partition, end)
