@@ -152,3 +152,73 @@ async def build_group(host: str, port: int, group: str, n: int, interval: float 
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
     return members
+
+
+_FRAME_LEN = struct.Struct(">i")
+_ERROR_CODE = struct.Struct(">h")
+
+
+async def pipeline(host: str, port: int, frames: list[bytes], window: int, seconds: float,
+                   counts: dict, start: asyncio.Event, error_at: int) -> None:
+    """Keep `window` pre-encoded requests in flight on one connection for `seconds`.
+
+    Each response's int16 error code sits `error_at` bytes into its frame (size prefix
+    included); successes go to counts["ok"], failures to counts["bad"] and, by code, to
+    counts["codes"].
+    """
+    reader, writer = await asyncio.open_connection(host, port)
+    nframes = len(frames)
+    nxt = 0
+
+    def send(k: int) -> None:
+        nonlocal nxt
+        out = []
+        for _ in range(k):
+            out.append(frames[nxt])
+            nxt = nxt + 1 if nxt + 1 < nframes else 0
+        writer.write(b"".join(out))
+
+    await start.wait()
+    loop = asyncio.get_running_loop()
+    end = loop.time() + seconds
+    send(window)
+    buf = b""
+    ok = bad = 0
+    codes: dict[int, int] = {}
+    in_flight = window
+    sending = True
+    try:
+        while in_flight:
+            data = await reader.read(1 << 16)
+            if not data:
+                raise ConnectionError("broker closed a benchmark connection")
+            buf = buf + data if buf else data
+            pos = 0
+            got = 0
+            n = len(buf)
+            while n - pos >= 4:
+                (size,) = _FRAME_LEN.unpack_from(buf, pos)
+                if n - pos - 4 < size:
+                    break
+                code = _ERROR_CODE.unpack_from(buf, pos + error_at)[0]
+                if code == 0:
+                    ok += 1
+                else:
+                    bad += 1
+                    codes[code] = codes.get(code, 0) + 1
+                pos += 4 + size
+                got += 1
+            buf = buf[pos:]
+            in_flight -= got
+            if sending and loop.time() >= end:
+                sending = False
+            if sending and got:
+                send(got)
+                in_flight += got
+    finally:
+        counts["ok"] = counts.get("ok", 0) + ok
+        counts["bad"] = counts.get("bad", 0) + bad
+        merged = counts.setdefault("codes", {})
+        for c, k in codes.items():
+            merged[c] = merged.get(c, 0) + k
+        writer.close()

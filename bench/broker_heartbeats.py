@@ -15,71 +15,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import struct
 import time
 
 import peers
-from broker_common import HB_V, HEARTBEAT, build_group, HbReq
+from broker_common import HB_V, HEARTBEAT, HbReq, build_group, pipeline
 from kgroup.wire.kio_build import build
 from kgroup.wire import encode_request
 
-_LEN = struct.Struct(">i")
-_ERR = struct.Struct(">h")
-
-
-async def _pipe(host: str, port: int, frames: list[bytes], window: int, seconds: float,
-                counts: dict[str, int], start: asyncio.Event) -> None:
-    reader, writer = await asyncio.open_connection(host, port)
-    nframes = len(frames)
-    nxt = 0
-
-    def send(k: int) -> None:
-        nonlocal nxt
-        out = []
-        for _ in range(k):
-            out.append(frames[nxt])
-            nxt = nxt + 1 if nxt + 1 < nframes else 0
-        writer.write(b"".join(out))
-
-    await start.wait()
-    loop = asyncio.get_running_loop()
-    end = loop.time() + seconds
-    send(window)
-    buf = b""
-    ok = bad = 0
-    in_flight = window
-    sending = True
-    try:
-        while in_flight:
-            data = await reader.read(1 << 16)
-            if not data:
-                raise ConnectionError("broker closed a heartbeat connection")
-            buf = buf + data if buf else data
-            pos = 0
-            got = 0
-            n = len(buf)
-            while n - pos >= 4:
-                (size,) = _LEN.unpack_from(buf, pos)
-                if n - pos - 4 < size:
-                    break
-                # v3 response: correlation id (4), throttle_time_ms (4), error_code (2)
-                if _ERR.unpack_from(buf, pos + 12)[0] == 0:
-                    ok += 1
-                else:
-                    bad += 1
-                pos += 4 + size
-                got += 1
-            buf = buf[pos:]
-            in_flight -= got
-            if sending and loop.time() >= end:
-                sending = False
-            if sending and got:
-                send(got)
-                in_flight += got
-    finally:
-        counts["ok"] += ok
-        counts["bad"] += bad
-        writer.close()
+# v3 Heartbeat response: size (4), correlation id (4), throttle_time_ms (4), then the error.
+HEARTBEAT_ERROR_AT = 12
 
 
 async def measure(b: peers.Broker, members_n: int, conns: int, window: int,
@@ -100,8 +44,8 @@ async def measure(b: peers.Broker, members_n: int, conns: int, window: int,
         for r in range(runs):
             counts = {"ok": 0, "bad": 0}
             start = asyncio.Event()
-            tasks = [asyncio.create_task(_pipe(host, port, frames[c::conns] or frames, window,
-                                               seconds, counts, start)) for c in range(conns)]
+            tasks = [asyncio.create_task(pipeline(host, port, frames[c::conns] or frames, window,
+                                               seconds, counts, start, HEARTBEAT_ERROR_AT)) for c in range(conns)]
             await asyncio.sleep(0.3)  # connections open
             cpu0 = b.cpu_seconds()
             t0 = time.perf_counter()

@@ -45,9 +45,9 @@ import time
 import uuid
 
 import peers
+from broker_common import pipeline
 from kgroup.core.config import GroupConfig
 from kgroup.core.coordinator import GroupCoordinator
-from kgroup.core.errors import GroupError
 from kgroup.core.messages import ConsumerGroupHeartbeatRequest
 
 CG_HEARTBEAT = 68
@@ -380,65 +380,6 @@ async def tcp_setup(b: peers.Broker, members: int, groups: int, partitions: int,
     return sims, pool, join_s, settle_s
 
 
-async def _pipe(host: str, port: int, frames: list[bytes], window: int, seconds: float,
-                counts: dict, start: asyncio.Event) -> None:
-    reader, writer = await asyncio.open_connection(host, port)
-    nframes = len(frames)
-    nxt = 0
-
-    def send(k: int) -> None:
-        nonlocal nxt
-        out = []
-        for _ in range(k):
-            out.append(frames[nxt])
-            nxt = nxt + 1 if nxt + 1 < nframes else 0
-        writer.write(b"".join(out))
-
-    await start.wait()
-    loop = asyncio.get_running_loop()
-    end = loop.time() + seconds
-    send(window)
-    buf = b""
-    ok = bad = 0
-    codes: dict[int, int] = {}
-    in_flight = window
-    sending = True
-    try:
-        while in_flight:
-            data = await reader.read(1 << 16)
-            if not data:
-                raise ConnectionError("broker closed a heartbeat connection")
-            buf = buf + data if buf else data
-            pos = 0
-            got = 0
-            n = len(buf)
-            while n - pos >= 4:
-                (size,) = _LEN.unpack_from(buf, pos)
-                if n - pos - 4 < size:
-                    break
-                code = _ERR.unpack_from(buf, pos + _ERR_AT)[0]
-                if code == 0:
-                    ok += 1
-                else:
-                    bad += 1
-                    codes[code] = codes.get(code, 0) + 1
-                pos += 4 + size
-                got += 1
-            buf = buf[pos:]
-            in_flight -= got
-            if sending and loop.time() >= end:
-                sending = False
-            if sending and got:
-                send(got)
-                in_flight += got
-    finally:
-        counts["ok"] += ok
-        counts["bad"] += bad
-        for c, k in codes.items():
-            counts["codes"][c] = counts["codes"].get(c, 0) + k
-        writer.close()
-
-
 async def tcp_heartbeats(b: peers.Broker, members: int, groups: int, partitions: int, conns: int,
                          window: int, seconds: float, runs: int) -> dict:
     from kgroup.wire.kio_build import build
@@ -475,7 +416,7 @@ async def tcp_heartbeats(b: peers.Broker, members: int, groups: int, partitions:
             order = list(range(len(frames)))
             random.shuffle(order)
             shuffled = [frames[i] for i in order]
-            tasks = [asyncio.create_task(_pipe(b.host, b.port, shuffled[c::conns], window, seconds, counts, start))
+            tasks = [asyncio.create_task(pipeline(b.host, b.port, shuffled[c::conns], window, seconds, counts, start, _ERR_AT))
                      for c in range(conns)]
             await asyncio.sleep(0.3)
             cpu0 = b.cpu_seconds()
