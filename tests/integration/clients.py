@@ -252,3 +252,24 @@ def caught_up(consumer: "ConsumerThread", ends: dict[int, int]) -> bool:
     for p, offset, *_ in list(consumer.tally.consumed):
         last[p] = max(last.get(p, -1), offset)
     return all(last.get(p, -1) >= ends[p] - 1 for p in consumer.tally.assigned)
+
+
+def mock_cluster_with_topic(messages: int):
+    """librdkafka's built-in mock cluster, with a new topic holding `messages` keyed records.
+
+    Returns (holder, bootstrap, topic, partitions); the mock lives as long as `holder`.
+    """
+    import uuid
+
+    from confluent_kafka import Producer
+
+    holder = Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "", "log_level": 0})
+    broker = next(iter(holder.list_topics(timeout=5).brokers.values()))
+    bootstrap = f"{broker.host}:{broker.port}"
+    topic = f"mock-{uuid.uuid4().hex[:6]}"
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(messages):
+        producer.produce(topic, key=str(i).encode(), value=b"v")
+    assert producer.flush(10) == 0
+    partitions = len(producer.list_topics(topic, timeout=5).topics[topic].partitions)
+    return holder, bootstrap, topic, partitions

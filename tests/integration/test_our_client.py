@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import uuid
 
 import pytest
 
 from kgroup.client import Consumer, ConsumerRebalanceListener, Producer, TopicPartition
-from tests.integration.clients import ConsumerThread, create_topic, produce_keyed, wait_for
+from tests.integration.clients import mock_cluster_with_topic, ConsumerThread, create_topic, produce_keyed, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -246,17 +245,7 @@ def test_one_group_with_kafka_python_and_confluent_kafka(broker):
 
 
 def test_shares_a_group_with_confluent_kafka_on_librdkafka_mock_cluster():
-    confluent_kafka = pytest.importorskip("confluent_kafka")
-    holder = confluent_kafka.Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "",
-                                       "log_level": 0})
-    b = next(iter(holder.list_topics(timeout=5).brokers.values()))
-    bootstrap = f"{b.host}:{b.port}"
-    topic = f"mock-{uuid.uuid4().hex[:6]}"
-    p = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
-    for i in range(100):
-        p.produce(topic, key=str(i).encode(), value=b"v")
-    assert p.flush(10) == 0
-    partitions = len(p.list_topics(topic, timeout=5).topics[topic].partitions)
+    holder, bootstrap, topic, partitions = mock_cluster_with_topic(100)
     group = "mock-group"
     ours = OurConsumerThread(bootstrap, group, topic, "ours", **{"session.timeout.ms": 10000})
     ck = ConsumerThread("confluent-kafka", bootstrap, group, topic, "ck",
@@ -271,5 +260,5 @@ def test_shares_a_group_with_confluent_kafka_on_librdkafka_mock_cluster():
     finally:
         ours.stop()
         ck.stop(commit=False)
-        del p, holder
+        del holder
     assert ours.error is None, ours.error

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 
 import pytest
 
 from kgroup.client import AdminClient, Consumer, ConsumerRebalanceListener
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.clients import create_topic, produce_keyed, wait_for
+from tests.integration.clients import mock_cluster_with_topic, create_topic, produce_keyed, wait_for
 from tests.integration.test_consumer_protocol import FAST_SESSIONS, Member, Ownership
 from tests.integration.test_our_client import OurConsumerThread, _stable
 
@@ -131,17 +130,7 @@ def test_one_group_with_confluent_kafka_on_the_consumer_protocol(cbroker):
 
 
 def test_librdkafka_mock_cluster_with_confluent_kafka_in_the_same_group():
-    confluent_kafka = pytest.importorskip("confluent_kafka")
-    holder = confluent_kafka.Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "",
-                                       "log_level": 0})
-    b = next(iter(holder.list_topics(timeout=5).brokers.values()))
-    bootstrap = f"{b.host}:{b.port}"
-    topic = f"mock-{uuid.uuid4().hex[:6]}"
-    p = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
-    for i in range(100):
-        p.produce(topic, key=str(i).encode(), value=b"v")
-    assert p.flush(10) == 0
-    partitions = len(p.list_topics(topic, timeout=5).topics[topic].partitions)
+    holder, bootstrap, topic, partitions = mock_cluster_with_topic(100)
     ours = OurConsumerThread(bootstrap, "mock-cg", topic, "ours", **KIP848)
     ours.start()
     owners = Ownership()
@@ -161,7 +150,7 @@ def test_librdkafka_mock_cluster_with_confluent_kafka_in_the_same_group():
         ours.stop()
         if ck is not None:
             ck.stop()
-        del p, holder
+        del holder
     assert ours.error is None, ours.error
 
 
