@@ -70,6 +70,7 @@ ALLOWED_LAYERS = {
     "storage": {"storage"},
     "broker": {"broker", "core", "wire", "storage", "assignors"},
     "client": {"client", "member", "wire", "assignors"},
+    "lab": {"lab", "core", "member", "assignors"},
 }
 
 
@@ -83,3 +84,22 @@ def test_layers_only_import_downwards(path: Path) -> None:
     upward = [name for name in _imports(path)
               if name.startswith("kgroup.") and name.split(".")[1] not in ALLOWED_LAYERS[layer]]
     assert not upward, f"{path.relative_to(SRC)} ({layer}/) reaches up to {upward}"
+
+
+# The rebalance lab runs the pure layers under virtual time: it may draw randomness only from
+# generators seeded by the scenario (random.Random(seed)), and does no I/O and no clock, so
+# the same scenario and seed give the same numbers in a test, a CLI run or a Spark task.
+LAB_FORBIDDEN = FORBIDDEN - {"random"}
+
+
+@pytest.mark.parametrize("path", sorted((SRC / "lab").rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_lab_module_is_deterministic(path: Path) -> None:
+    bad = [n for n in _imports(path) if n.split(".")[0] in LAB_FORBIDDEN or n == "__import__"]
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == "random" and node.attr != "Random"):
+            bad.append(f"random.{node.attr}")
+        if isinstance(node, ast.ImportFrom) and node.module == "random":
+            bad += [f"random.{a.name}" for a in node.names if a.name != "Random"]
+    assert not bad, f"{path.relative_to(SRC)} uses {bad}: the lab is seeded and clock-free"

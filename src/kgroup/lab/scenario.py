@@ -1,0 +1,464 @@
+"""Scenarios for the rebalance lab: what a group looks like and what happens to it.
+
+A scenario is plain data, usually read from YAML (see ``examples/lab/``):
+
+    name: rolling-bounce
+    seed: 7
+    duration_s: 900
+    topics: {orders: 60}
+    coordinator: {initial_rebalance_delay_ms: 3000}      # any GroupConfig field
+    network: {delay_ms: 1, jitter_ms: 0, request_timeout_ms: 30000}
+    members:
+      count: 20
+      protocol: classic            # classic | consumer
+      assignor: range              # classic: a client assignor (or a list, preferred first);
+                                   # consumer: the server assignor (uniform | range)
+      static: false                # group.instance.id set (= the member's name)
+      session_timeout_ms: 10000
+      heartbeat_interval_ms: 3000
+      rebalance_timeout_ms: 300000 # max.poll.interval.ms
+      processing_ms: 100           # time one poll's batch takes to process
+      records_per_s: 100           # consumed per owned partition while consuming
+      state_bytes_per_partition: 0
+      auto_commit_interval_ms: 5000
+      metadata_max_age_ms: 300000
+      fatal_restart_ms: 10000      # a fatal group error kills the process; restarted after this
+    events:
+      - rolling_bounce: {at_s: 120, down_s: 5, interval_s: 30}
+      - crash: {at_s: 600, member: 3, restart_after_s: 60}
+
+Events (``at_s`` is when it starts; ``member`` is an index into the members, in start
+order): ``bounce`` (clean close, back after ``down_s``), ``rolling_bounce`` (each member in
+turn, ``interval_s`` apart, or ``members: [..]``), ``crash`` (no leave; back after
+``restart_after_s`` if given), ``scale`` (``to`` members: new ones start, the newest close
+cleanly), ``gc_pause`` (the member's process freezes ``duration_s``), ``network`` (the
+member's link gets ``delay_ms``/``jitter_ms`` for ``duration_s``), ``cut`` (the member's
+link drops everything for ``duration_s``), ``add_partitions`` (``topic`` grows ``to``
+partitions), ``coordinator_restart`` (down ``down_s``, then the group-metadata log is
+replayed) and ``churn``, a generator: from ``from_s`` to ``to_s`` every ``every_s`` one of
+``kinds`` (bounce, crash, gc_pause, cut) hits a member drawn with the scenario's seed.
+
+Everything here is pure: ``parse_scenario`` takes the YAML text, ``timeline`` expands the
+events into concrete, time-ordered actions. Mistakes raise ``ScenarioError`` with the path
+of the offending field, so the CLI can say exactly what to fix.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import yaml
+
+from kgroup.assignors import client_assignor_names, server_assignor_names
+from kgroup.core.config import GroupConfig
+
+PROTOCOLS = ("classic", "consumer")
+
+
+class ScenarioError(ValueError):
+    """A scenario or sweep file that cannot be run; the message says what to fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSpec:
+    """How every member of the simulated group is configured (Kafka consumer settings)."""
+
+    count: int = 10
+    protocol: str = "classic"
+    assignor: tuple[str, ...] = ("range",)
+    static: bool = False
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 3_000
+    rebalance_timeout_ms: int = 300_000
+    processing_ms: int = 100
+    records_per_s: int = 100
+    state_bytes_per_partition: int = 0
+    auto_commit_interval_ms: int = 5_000
+    metadata_max_age_ms: int = 300_000
+    start_stagger_ms: int = 0
+    # A fatal group error ends the consumer process (the application sees the exception);
+    # a supervisor starts it again this long after. 0: it stays down.
+    fatal_restart_ms: int = 10_000
+
+    @property
+    def server_assignor(self) -> str | None:
+        return self.assignor[0] if self.protocol == "consumer" else None
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSpec:
+    """The link between each member and the coordinator (one broker)."""
+
+    delay_ms: int = 1
+    jitter_ms: int = 0
+    request_timeout_ms: int = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One concrete thing that happens at ``at_ms`` (after ``timeline`` expands events).
+
+    ``kind``: start, bounce, crash, restart, close, gc_pause, network, cut,
+    add_partitions, coordinator_restart. ``member`` is a member index (or -1); ``until_ms``
+    ends a timed disruption; ``event`` is the index of the scenario event it came from.
+    """
+
+    at_ms: int
+    kind: str
+    member: int = -1
+    until_ms: int = -1
+    delay_ms: int = 0
+    jitter_ms: int = 0
+    topic: str = ""
+    partitions: int = 0
+    event: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str = "scenario"
+    seed: int = 0
+    duration_s: float = 600.0
+    topics: tuple[tuple[str, int], ...] = (("topic", 12),)
+    coordinator: GroupConfig = field(default_factory=GroupConfig)
+    network: NetworkSpec = field(default_factory=NetworkSpec)
+    members: MemberSpec = field(default_factory=MemberSpec)
+    events: tuple[dict[str, Any], ...] = ()
+    # Skip quiet stretches (every member Stable, nothing in flight) in one step; see engine.
+    fast_forward: bool = True
+
+    @property
+    def duration_ms(self) -> int:
+        return int(self.duration_s * 1000)
+
+    @property
+    def partition_count(self) -> int:
+        return sum(n for _, n in self.topics)
+
+
+# ---- parsing --------------------------------------------------------------------------------
+
+_EVENT_FIELDS: dict[str, dict[str, type]] = {
+    "bounce": {"at_s": float, "member": int, "down_s": float},
+    "rolling_bounce": {"at_s": float, "down_s": float, "interval_s": float, "members": list},
+    "crash": {"at_s": float, "member": int, "restart_after_s": float},
+    "scale": {"at_s": float, "to": int, "stagger_ms": int},
+    "gc_pause": {"at_s": float, "member": int, "duration_s": float},
+    "network": {"at_s": float, "member": int, "delay_ms": int, "jitter_ms": int,
+                "duration_s": float},
+    "cut": {"at_s": float, "member": int, "duration_s": float},
+    "add_partitions": {"at_s": float, "topic": str, "to": int},
+    "coordinator_restart": {"at_s": float, "down_s": float},
+    "churn": {"from_s": float, "to_s": float, "every_s": float, "kinds": list, "down_s": float,
+              "pause_s": float, "restart_after_s": float},
+}
+_REQUIRED = {
+    "bounce": ("at_s", "member"), "rolling_bounce": ("at_s",), "crash": ("at_s", "member"),
+    "scale": ("at_s", "to"), "gc_pause": ("at_s", "member", "duration_s"),
+    "network": ("at_s", "member", "duration_s"), "cut": ("at_s", "member", "duration_s"),
+    "add_partitions": ("at_s", "topic", "to"), "coordinator_restart": ("at_s",),
+    "churn": ("every_s",),
+}
+CHURN_KINDS = ("bounce", "crash", "gc_pause", "cut")
+
+
+def parse_scenario(text: str, *, source: str = "scenario") -> Scenario:
+    """A Scenario from YAML text; ScenarioError says what is wrong and where."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{source}: not valid YAML ({_yaml_where(exc)})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{source}: expected a mapping of scenario fields at the top level")
+    return scenario_from_dict(data, source=source)
+
+
+def scenario_from_dict(data: dict[str, Any], *, source: str = "scenario") -> Scenario:
+    """A Scenario from already-parsed data (a sweep builds these from its base and overrides)."""
+    known = {"name", "seed", "duration_s", "topics", "coordinator", "network", "members", "events",
+             "fast_forward"}
+    _no_unknown(data, known, source)
+    sc = Scenario()
+    name = str(data.get("name", sc.name))
+    seed = _typed(data, "seed", int, sc.seed, source)
+    duration = _typed(data, "duration_s", float, sc.duration_s, source)
+    if duration <= 0:
+        raise ScenarioError(f"{source}: duration_s must be positive")
+    topics = _topics(data.get("topics", dict(sc.topics)), source)
+    coordinator = _coordinator(data.get("coordinator") or {}, f"{source}: coordinator")
+    network = _dataclass_from(NetworkSpec, data.get("network") or {}, f"{source}: network")
+    if network.delay_ms < 0 or network.jitter_ms < 0 or network.request_timeout_ms <= 0:
+        raise ScenarioError(f"{source}: network delays must be >= 0 and request_timeout_ms > 0")
+    members = _members(data.get("members") or {}, f"{source}: members")
+    events = data.get("events") or []
+    if not isinstance(events, list):
+        raise ScenarioError(f"{source}: events must be a list")
+    checked = tuple(_event(e, i, topics, f"{source}: events[{i}]") for i, e in enumerate(events))
+    fast = _typed(data, "fast_forward", bool, True, source)
+    sc = Scenario(name, seed, duration, topics, coordinator, network, members, checked, fast)
+    if members.protocol == "classic" and not (coordinator.min_session_timeout_ms <= members.session_timeout_ms
+                                              <= coordinator.max_session_timeout_ms):
+        raise ScenarioError(f"{source}: members: session_timeout_ms {members.session_timeout_ms} is outside "
+                            f"the coordinator's [{coordinator.min_session_timeout_ms}, "
+                            f"{coordinator.max_session_timeout_ms}] (INVALID_SESSION_TIMEOUT)")
+    try:
+        timeline(sc)                 # member indices and partition counts, checked now
+    except ScenarioError as exc:
+        raise ScenarioError(f"{source}: {exc}") from None
+    return sc
+
+
+def _yaml_where(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or "syntax error"
+    return f"{problem} at line {mark.line + 1}" if mark is not None else str(problem)
+
+
+def _no_unknown(data: dict[str, Any], known: set[str], where: str) -> None:
+    unknown = sorted(set(map(str, data)) - known)
+    if unknown:
+        raise ScenarioError(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(known))})")
+
+
+def _typed(data: dict[str, Any], key: str, kind: type, default: Any, where: str) -> Any:
+    if key not in data or data[key] is None:
+        return default
+    value = data[key]
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind is bool and isinstance(value, bool):
+        return value
+    if kind is str and isinstance(value, str):
+        return value
+    if kind is list and isinstance(value, list):
+        return value
+    raise ScenarioError(f"{where}: {key} must be {_kind_name(kind)}, not {value!r}")
+
+
+def _kind_name(kind: type) -> str:
+    return {float: "a number", int: "an integer", bool: "true or false", str: "a string",
+            list: "a list"}[kind]
+
+
+def _topics(raw: Any, where: str) -> tuple[tuple[str, int], ...]:
+    if not isinstance(raw, dict) or not raw:
+        raise ScenarioError(f"{where}: topics must map each topic name to its partition count")
+    out = []
+    for name, count in raw.items():
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ScenarioError(f"{where}: topics.{name} must be a partition count >= 1, not {count!r}")
+        out.append((str(name), count))
+    return tuple(sorted(out))
+
+
+def _coordinator(raw: Any, where: str) -> GroupConfig:
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: must be a mapping of coordinator settings")
+    allowed = {f.name for f in fields(GroupConfig)} - {"consumer_group_overrides"}
+    _no_unknown(raw, allowed, where)
+    values = {}
+    for key, value in raw.items():
+        if key == "consumer_assignors":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ScenarioError(f"{where}: consumer_assignors must be a list of names")
+            values[key] = tuple(value)
+        elif key == "consumer_migration_policy":
+            values[key] = str(value)
+        else:
+            values[key] = _typed(raw, key, int, None, where)
+    try:
+        return GroupConfig(**values)
+    except ValueError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+
+
+def _dataclass_from(cls: type, raw: Any, where: str) -> Any:
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: must be a mapping")
+    names = {f.name: f for f in fields(cls)}
+    _no_unknown(raw, set(names), where)
+    values = {}
+    for key in raw:
+        default = getattr(cls(), key)
+        values[key] = _typed(raw, key, type(default), default, where)
+    return cls(**values)
+
+
+def _members(raw: Any, where: str) -> MemberSpec:
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: must be a mapping of member settings")
+    raw = dict(raw)
+    assignor = raw.pop("assignor", None)
+    spec = _dataclass_from(MemberSpec, {k: v for k, v in raw.items() if k != "assignor"}, where)
+    if spec.protocol not in PROTOCOLS:
+        raise ScenarioError(f"{where}: protocol must be classic or consumer, not {spec.protocol!r}")
+    if assignor is None:
+        names: tuple[str, ...] = ("range",) if spec.protocol == "classic" else ("uniform",)
+    elif isinstance(assignor, str):
+        names = (assignor,)
+    elif isinstance(assignor, list) and assignor and all(isinstance(a, str) for a in assignor):
+        names = tuple(assignor)
+    else:
+        raise ScenarioError(f"{where}: assignor must be a name or a list of names")
+    known = client_assignor_names() if spec.protocol == "classic" else server_assignor_names()
+    for n in names:
+        if n not in known:
+            side = "client" if spec.protocol == "classic" else "server"
+            raise ScenarioError(f"{where}: unknown {side} assignor {n!r} for protocol "
+                                f"{spec.protocol} (known: {', '.join(known)})")
+    if spec.protocol == "consumer" and len(names) != 1:
+        raise ScenarioError(f"{where}: a consumer-protocol member asks for one server assignor")
+    for key in ("count", "session_timeout_ms", "heartbeat_interval_ms", "rebalance_timeout_ms",
+                "processing_ms", "auto_commit_interval_ms", "metadata_max_age_ms"):
+        if getattr(spec, key) < (0 if key == "count" else 1):
+            raise ScenarioError(f"{where}: {key} must be positive")
+    if (spec.records_per_s < 0 or spec.state_bytes_per_partition < 0 or spec.start_stagger_ms < 0
+            or spec.fatal_restart_ms < 0):
+        raise ScenarioError(f"{where}: records_per_s, state_bytes_per_partition, start_stagger_ms and "
+                            f"fatal_restart_ms must be >= 0")
+    if spec.heartbeat_interval_ms >= spec.session_timeout_ms:
+        raise ScenarioError(f"{where}: heartbeat_interval_ms must be below session_timeout_ms")
+    return replace(spec, assignor=names)
+
+
+def _event(raw: Any, index: int, topics: tuple[tuple[str, int], ...], where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict) or len(raw) != 1:
+        raise ScenarioError(f"{where}: each event is a mapping with one key, the event kind "
+                            f"({', '.join(_EVENT_FIELDS)})")
+    (kind, body), = raw.items()
+    if kind not in _EVENT_FIELDS:
+        raise ScenarioError(f"{where}: unknown event {kind!r} (known: {', '.join(_EVENT_FIELDS)})")
+    body = body or {}
+    if not isinstance(body, dict):
+        raise ScenarioError(f"{where}: {kind} needs a mapping of its settings")
+    spec = _EVENT_FIELDS[kind]
+    _no_unknown(body, set(spec), f"{where} ({kind})")
+    for key in _REQUIRED[kind]:
+        if key not in body:
+            raise ScenarioError(f"{where} ({kind}): missing {key}")
+    checked: dict[str, Any] = {"kind": kind}
+    for key, typ in spec.items():
+        if key in body:
+            checked[key] = _typed(body, key, typ, None, f"{where} ({kind})")
+    for key in ("at_s", "from_s", "to_s", "down_s", "duration_s", "restart_after_s", "interval_s",
+                "every_s", "pause_s", "delay_ms", "jitter_ms"):
+        if checked.get(key) is not None and checked[key] < 0:
+            raise ScenarioError(f"{where} ({kind}): {key} must be >= 0")
+    if kind == "churn":
+        if checked["every_s"] <= 0:
+            raise ScenarioError(f"{where} (churn): every_s must be positive")
+        for k in checked.get("kinds") or []:
+            if k not in CHURN_KINDS:
+                raise ScenarioError(f"{where} (churn): unknown kind {k!r} (known: {', '.join(CHURN_KINDS)})")
+    if kind == "add_partitions":
+        counts = dict(topics)
+        if checked["topic"] not in counts:
+            raise ScenarioError(f"{where} (add_partitions): no topic {checked['topic']!r} in topics")
+    if kind == "scale" and checked["to"] < 0:
+        raise ScenarioError(f"{where} (scale): to must be >= 0")
+    return checked
+
+
+# ---- expanding events into a timeline ------------------------------------------------------
+
+def timeline(sc: Scenario) -> list[Action]:
+    """Every action of the scenario in time order: member starts, then the events expanded.
+
+    Generators draw from a ``random.Random`` seeded with the scenario's seed, so the same
+    scenario always gives the same timeline. Member indices past the current membership are
+    rejected here rather than ignored.
+    """
+    rng = random.Random(f"timeline:{sc.seed}")
+    m = sc.members
+    out: list[Action] = [Action(i * m.start_stagger_ms, "start", i) for i in range(m.count)]
+    live = m.count                               # members 0 .. live-1 exist after scaling
+    counts = dict(sc.topics)
+    for index, ev in enumerate(sc.events):
+        kind = ev["kind"]
+        at = int(ev.get("at_s", 0) * 1000)
+        where = f"events[{index}] ({kind})"
+
+        def member(i: int) -> int:
+            if not 0 <= i < live:
+                raise ScenarioError(f"{where}: member {i} does not exist (members are 0..{live - 1})")
+            return i
+
+        if kind == "bounce":
+            down = int(ev.get("down_s", 5) * 1000)
+            out.append(Action(at, "bounce", member(ev["member"]), at + down, event=index))
+        elif kind == "rolling_bounce":
+            down = int(ev.get("down_s", 5) * 1000)
+            gap = int(ev.get("interval_s", 30) * 1000)
+            who = [member(i) for i in ev.get("members") or range(live)]
+            for n, i in enumerate(who):
+                start = at + n * gap
+                out.append(Action(start, "bounce", i, start + down, event=index))
+        elif kind == "crash":
+            back = ev.get("restart_after_s")
+            until = -1 if back is None else at + int(back * 1000)
+            out.append(Action(at, "crash", member(ev["member"]), until, event=index))
+        elif kind == "scale":
+            to = ev["to"]
+            stagger = ev.get("stagger_ms", 0)
+            if to > live:
+                out += [Action(at + n * stagger, "start", i, event=index)
+                        for n, i in enumerate(range(live, to))]
+            else:
+                out += [Action(at, "close", i, event=index) for i in range(live - 1, to - 1, -1)]
+            live = to
+        elif kind == "gc_pause":
+            out.append(Action(at, "gc_pause", member(ev["member"]), at + int(ev["duration_s"] * 1000),
+                              event=index))
+        elif kind == "network":
+            out.append(Action(at, "network", member(ev["member"]), at + int(ev["duration_s"] * 1000),
+                              delay_ms=ev.get("delay_ms", 0), jitter_ms=ev.get("jitter_ms", 0),
+                              event=index))
+        elif kind == "cut":
+            out.append(Action(at, "cut", member(ev["member"]), at + int(ev["duration_s"] * 1000),
+                              event=index))
+        elif kind == "add_partitions":
+            topic, to = ev["topic"], ev["to"]
+            if to <= counts[topic]:
+                raise ScenarioError(f"{where}: {topic} has {counts[topic]} partitions by then; "
+                                    f"to must be larger")
+            counts[topic] = to
+            out.append(Action(at, "add_partitions", topic=topic, partitions=to, event=index))
+        elif kind == "coordinator_restart":
+            out.append(Action(at, "coordinator_restart", until_ms=at + int(ev.get("down_s", 1) * 1000),
+                              event=index))
+        elif kind == "churn":
+            out += _churn(ev, index, live, sc, rng)
+    out.sort(key=lambda a: (a.at_ms, a.event, a.member))
+    return out
+
+
+def _churn(ev: dict[str, Any], index: int, live: int, sc: Scenario, rng: random.Random) -> list[Action]:
+    """A churn generator: one disruption every ``every_s`` on a member drawn at random."""
+    if live == 0:
+        return []
+    kinds = ev.get("kinds") or ["bounce"]
+    start = int(ev.get("from_s", 0) * 1000)
+    end = int(ev.get("to_s", sc.duration_s) * 1000)
+    every = int(ev["every_s"] * 1000)
+    down = int(ev.get("down_s", 5) * 1000)
+    pause = int(ev.get("pause_s", 20) * 1000)
+    back = int(ev.get("restart_after_s", 30) * 1000)
+    out = []
+    busy_until = [0] * live                        # one disruption at a time per member
+    at = start + every // 2
+    while at < end:
+        kind = kinds[rng.randrange(len(kinds))]
+        candidates = [i for i in range(live) if busy_until[i] <= at]
+        if candidates:
+            i = candidates[rng.randrange(len(candidates))]
+            length = {"bounce": down, "crash": back, "gc_pause": pause, "cut": pause}[kind]
+            out.append(Action(at, kind, i, at + length, event=index))
+            busy_until[i] = at + length + every
+        at += every
+    return out
