@@ -213,4 +213,19 @@ def build_parser() -> Parser:
     c.add_argument("--print-key", action="store_true", help="print KEY<separator>VALUE")
     c.add_argument("--key-separator", metavar="SEP", default="\t",
                    help="separator for --print-key (default: tab)")
+
+    # lab
+    lab = sub.add_parser("lab", help="simulate consumer groups under churn (the rebalance lab)")
+    lsub = lab.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
+    lsub.required = True
+    r = lsub.add_parser("run", help="simulate one scenario here; write Parquet and report.html")
+    r.add_argument("scenario", metavar="SCENARIO", help="scenario YAML file")
+    r.add_argument("--out", metavar="DIR", required=True, help="output directory")
+    r.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
+    w = lsub.add_parser("sweep", help="simulate a sweep's groups on Spark; write Parquet and report.html")
+    w.add_argument("sweep", metavar="SWEEP", help="sweep YAML file")
+    w.add_argument("--out", metavar="DIR", required=True, help="output directory")
+    w.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
+    w.add_argument("--partitions", type=positive_int, default=None,
+                   help="Spark tasks to split the groups into (default: 8 per core)")
     return root

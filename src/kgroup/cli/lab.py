@@ -1,0 +1,134 @@
+"""``kgroup lab run SCENARIO --out DIR`` and ``kgroup lab sweep SWEEP --out DIR``.
+
+``run`` simulates one scenario's group here (no Spark); ``sweep`` expands a sweep file and
+simulates its groups on Spark (``local[*]`` unless ``--master`` says otherwise). Both write
+Parquet and a self-contained ``report.html`` into ``--out`` and print a comparison table.
+Reading and writing files happens here: ``kgroup.lab`` itself is pure.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from kgroup.lab.report import AGGREGATES, comparison, render, stop_quantiles
+from kgroup.lab.results import SUMMARY_COLUMNS, WINDOW_COLUMNS, simulate
+from kgroup.lab.scenario import ScenarioError, parse_scenario
+from kgroup.lab.sweep import parse_sweep
+
+from .errors import CliError
+
+_TABLE = ("variant", "groups", "rebalances_mean", "moved_mean", "min_moved_mean", "unowned_partition_s_mean",
+          "stop_s_total_mean", "converge_s_median", "double_ownership", "offset_regressions")
+
+
+def run_lab(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    try:
+        if args.action == "run":
+            return _run(args, out)
+        return _sweep(args, out, err)
+    except ScenarioError as exc:
+        raise CliError(str(exc), "fix the file; the scenario format is in examples/lab/README.md",
+                       code=2) from None
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except FileNotFoundError:
+        raise CliError(f"no such file: {path}", "check the path") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise CliError(f"cannot read {path}: {exc}", "give a readable YAML file") from None
+
+
+def _out_dir(path: str) -> Path:
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {path} is a file", "give a directory (it is created if missing)")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _run(args: Any, out: TextIO) -> int:
+    sc = parse_scenario(_read(args.scenario), source=args.scenario)
+    if args.seed is not None:
+        from dataclasses import replace
+        sc = replace(sc, seed=args.seed)
+    directory = _out_dir(args.out)
+    started = time.perf_counter()
+    result = simulate(sc, group=f"{sc.name}/seed={sc.seed}", variant=sc.name, record_timeline=True)
+    took = time.perf_counter() - started
+    summary = dict(result.summary)
+    _write_parquet(directory / "groups.parquet", [summary], SUMMARY_COLUMNS)
+    _write_parquet(directory / "windows.parquet", result.windows, WINDOW_COLUMNS)
+    rows = comparison([summary])
+    html = render(f"kgroup lab: {sc.name}", [summary], result.windows, {sc.name: result},
+                  {sc.name: stop_quantiles([result])}, rows,
+                  note=f"Scenario {args.scenario}, seed {sc.seed}, {sc.duration_s:g} simulated seconds.")
+    (directory / "report.html").write_text(html)
+    _print_table(rows, out)
+    out.write(f"{result.summary['member_events']:,} member events in {took:.2f} s; "
+              f"wrote {directory}/groups.parquet, windows.parquet, report.html\n")
+    return 0
+
+
+def _sweep(args: Any, out: TextIO, err: TextIO) -> int:
+    base = Path(args.sweep).parent
+    sweep = parse_sweep(_read(args.sweep), source=args.sweep,
+                        read=lambda p: _read(str(base / p)))
+    directory = _out_dir(args.out)
+    try:
+        from kgroup.spark import lab_job
+    except ImportError as exc:
+        raise CliError(f"Spark is not installed ({exc})", "pip install 'kgroup[spark]'") from None
+    started = time.perf_counter()
+    err.write(f"lab: {len(sweep.groups)} groups in {len(sweep.variants)} variants on {args.master}\n")
+    spark = lab_job.session(args.master)
+    try:
+        result = lab_job.run_sweep(spark, sweep, str(directory), partitions=args.partitions,
+                                   progress=lambda line: (err.write(f"lab: {line}\n"), err.flush()))
+    finally:
+        spark.stop()
+    took = time.perf_counter() - started
+    html = render(f"kgroup lab: {sweep.name}", result.summaries, result.windows, result.examples,
+                  result.stops, result.comparison,
+                  note=f"Sweep {args.sweep}: {result.groups} groups on {args.master}.")
+    (directory / "report.html").write_text(html)
+    _print_table(result.comparison, out)
+    out.write(f"{result.groups} groups in {took:.1f} s; wrote {directory}/groups.parquet, "
+              f"windows.parquet, comparison.parquet, report.html\n")
+    return 0
+
+
+def _print_table(rows: list[dict[str, Any]], out: TextIO) -> None:
+    cols = [c for c in _TABLE if c == "variant" or c in {a[0] for a in AGGREGATES}]
+    cells = [[_cell(r.get(c)) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    out.write("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip() + "\n")
+    for row in cells:
+        out.write("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() + "\n")
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.2f}"
+    return str(v)
+
+
+def _write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...]) -> None:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise CliError(f"writing Parquet needs pyarrow ({exc})", "pip install 'kgroup[spark]'") from None
+    types = {"string": pa.string(), "long": pa.int64(), "double": pa.float64(), "boolean": pa.bool_()}
+    schema = pa.schema([(name, types[kind]) for name, kind in columns])
+    table = pa.Table.from_pylist([{n: r.get(n) for n, _ in columns} for r in rows], schema=schema)
+    tmp = path.with_suffix(".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)

@@ -1,0 +1,213 @@
+"""The lab's HTML report: one self-contained file with tables and SVG plots.
+
+``comparison`` aggregates per-group summary rows by variant (the sweep's Spark job computes
+the same columns with Spark SQL from ``AGGREGATES``); ``render`` draws:
+- the ownership timeline of one example group per variant through its first disruption,
+- the downtime distribution per variant (stop-the-world seconds per member, and unowned
+  partition-seconds per group, as box plots),
+- partitions moved against the theoretical minimum per variant,
+and tables of the comparison and of the invariant checks. A small script marks each plot
+once the browser has laid it out (``data-rendered``), so a headless browser can confirm the
+report really renders.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from kgroup.lab.results import GroupResult
+from kgroup.lab.svg import box_plot, esc, grouped_bars, quantiles, timeline
+
+# (output column, aggregate, input column): the comparison table, here and in Spark.
+AGGREGATES: tuple[tuple[str, str, str], ...] = (
+    ("groups", "count", "group"),
+    ("rebalances_mean", "mean", "rebalances"),
+    ("moved_mean", "mean", "moved"),
+    ("min_moved_mean", "mean", "min_moved"),
+    ("state_bytes_moved_mean", "mean", "state_bytes_moved"),
+    ("unowned_partition_s_mean", "mean", "unowned_partition_s"),
+    ("unowned_partition_s_max", "max", "unowned_partition_s"),
+    ("stop_s_total_mean", "mean", "stop_s_total"),
+    ("stop_s_max", "max", "stop_s_max"),
+    ("converge_s_median", "median", "converge_s_median"),
+    ("converge_s_max", "max", "converge_s_max"),
+    ("duplicates_mean", "mean", "duplicates"),
+    ("unconverged_events", "sum", "unconverged_events"),
+    ("double_ownership", "sum", "double_ownership"),
+    ("offset_regressions", "sum", "offset_regressions"),
+    ("fatal_errors", "sum", "fatal_errors"),
+)
+INVARIANTS = ("double_ownership", "offset_regressions")
+
+
+def comparison(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per variant (in first-seen order) with the ``AGGREGATES`` columns."""
+    by_variant: dict[str, list[dict[str, Any]]] = {}
+    for row in summaries:
+        by_variant.setdefault(row["variant"], []).append(row)
+    out = []
+    for variant, rows in by_variant.items():
+        agg: dict[str, Any] = {"variant": variant}
+        for name, how, column in AGGREGATES:
+            values = [r[column] for r in rows if r.get(column) is not None]
+            if how == "count":
+                agg[name] = len(rows)
+            elif not values:
+                agg[name] = None
+            elif how == "mean":
+                agg[name] = sum(values) / len(values)
+            elif how == "max":
+                agg[name] = max(values)
+            elif how == "sum":
+                agg[name] = sum(values)
+            elif how == "median":
+                agg[name] = statistics.median(values)
+        out.append(agg)
+    return out
+
+
+def stop_quantiles(results: list[GroupResult]) -> tuple[float, ...] | None:
+    values = [v for r in results for v in r.stop_s.values()]
+    return quantiles(values) if values else None
+
+
+def _segments(result: GroupResult) -> tuple[list[tuple[str, list[tuple[float, float, int]]]], float]:
+    """Per member, (from s, to s, partitions held) segments from the ownership intervals."""
+    changes: dict[str, list[tuple[int, int]]] = {}
+    for name, _topic, _p, start, end in result.timeline or ():
+        changes.setdefault(name, []).extend(((start, 1), (end, -1)))
+    rows = []
+    last = 0
+    for name in sorted(changes):
+        points = sorted(changes[name])
+        segs = []
+        held = 0
+        prev = points[0][0]
+        for t, delta in points:
+            if t != prev and held:
+                segs.append((prev / 1000, t / 1000, held))
+            held += delta
+            prev = t
+            last = max(last, t)
+        rows.append((name, segs))
+    return rows, last / 1000
+
+
+def _example_plot(variant: str, result: GroupResult) -> str:
+    rows, end = _segments(result)
+    first = next((w for w in result.windows), None)
+    if first is not None:
+        start = max(0.0, first["start_s"] - 10)
+        stop = first["start_s"] + (first["converge_s"] or 30) + 15
+    else:
+        start, stop = 0.0, end or 1.0
+    marks = [(w["start_s"], f"{w['kind']} m{w['member']:03d}" if w["member"] >= 0 else w["kind"])
+             for w in result.windows]
+    return timeline(f"Ownership through a rebalance: {variant}", rows, start, stop, marks)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    body = []
+    for r in rows:
+        cells = []
+        for c in columns:
+            v = r.get(c)
+            if isinstance(v, float):
+                v = f"{v:,.2f}"
+            elif v is None:
+                v = "–"
+            cls = ' class="bad"' if c in INVARIANTS and v not in (0, "0", "–") else ""
+            cells.append(f"<td{cls}>{esc(v)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>'
+            f'</table></div>')
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 24px; color: #222; }
+h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }
+table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
+div.scroll { overflow-x: auto; max-width: 100%; }
+th { max-width: 90px; white-space: normal; }
+th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+td.bad { background: #f6d5d5; font-weight: bold; }
+.ok { color: #2d7a46; font-weight: bold; } .fail { color: #b84a4a; font-weight: bold; }
+.note { color: #555; font-size: 13px; max-width: 760px; }
+svg.plot { display: block; margin: 10px 0 18px; }
+"""
+
+_CHECK = """
+window.addEventListener('load', function () {
+  var plots = document.querySelectorAll('svg.plot'), ok = 0;
+  plots.forEach(function (svg) {
+    var box = svg.getBBox(), marks = svg.querySelectorAll('.mark').length;
+    var good = box.width > 0 && box.height > 0 && marks > 0;
+    svg.setAttribute('data-rendered', good ? 'yes' : 'no');
+    svg.setAttribute('data-marks', String(marks));
+    if (good) ok++;
+  });
+  document.body.setAttribute('data-plots', String(plots.length));
+  document.body.setAttribute('data-plots-rendered', String(ok));
+});
+"""
+
+
+def render(title: str, summaries: list[dict[str, Any]], windows: list[dict[str, Any]],
+           examples: dict[str, GroupResult], stops: dict[str, tuple[float, ...] | None],
+           comparison_rows: list[dict[str, Any]] | None = None, note: str = "") -> str:
+    """The whole report as one HTML string."""
+    rows = comparison_rows if comparison_rows is not None else comparison(summaries)
+    variants = [r["variant"] for r in rows]
+    violations = sum((r.get("double_ownership") or 0) + (r.get("offset_regressions") or 0) for r in rows)
+    verdict = (f'<span class="ok">0 invariant violations</span> across {len(summaries)} groups'
+               if violations == 0 else f'<span class="fail">{violations} invariant violations</span>')
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
+             f"<style>{_STYLE}</style></head><body>",
+             f"<h1>{esc(title)}</h1>",
+             f"<p>{len(summaries)} simulated groups, {len(variants)} variants. {verdict} "
+             f"(double ownership, committed offsets going backwards).</p>"]
+    if note:
+        parts.append(f'<p class="note">{esc(note)}</p>')
+    parts.append("<h2>Comparison</h2>")
+    parts.append(_table(rows, ["variant"] + [a[0] for a in AGGREGATES]))
+    parts.append("<h2>Ownership timeline</h2><p class='note'>One group per variant, each member a row; "
+                 "shaded while it holds partitions (darker: more), blank while it holds none. Dashed "
+                 "lines mark disruptions.</p>")
+    for variant in variants:
+        if variant in examples:
+            parts.append(_example_plot(variant, examples[variant]))
+    parts.append("<h2>Downtime</h2><p class='note'>Stop-the-world: time a running member spent "
+                 "in a rebalance holding nothing to consume. Unowned: partitions nobody held (a "
+                 "restarting or dead member's included), summed over time.</p>")
+    parts.append(_stop_plot(variants, stops))
+    unowned = [(v, [s["unowned_partition_s"] for s in summaries if s["variant"] == v]) for v in variants]
+    parts.append(_values_plot("Unowned partition-seconds per group", unowned, "partition-seconds"))
+    parts.append("<h2>Partitions moved</h2><p class='note'>Mean per group. The minimum is what a "
+                 "balanced assignment over the members present after each disruption must move "
+                 "(a member that comes back under its own name keeps its local state).</p>")
+    by = {r["variant"]: r for r in rows}
+    parts.append(grouped_bars("Partitions moved against the theoretical minimum", variants,
+                              [("moved", [by[v]["moved_mean"] or 0.0 for v in variants]),
+                               ("minimum", [by[v]["min_moved_mean"] or 0.0 for v in variants])],
+                              "partitions per group"))
+    if windows:
+        parts.append("<h2>Events</h2>")
+        shown = windows[:200]
+        parts.append(_table(shown, list(shown[0].keys())))
+        if len(windows) > len(shown):
+            parts.append(f"<p class='note'>First {len(shown)} of {len(windows)} event windows; all are "
+                         f"in windows.parquet.</p>")
+    parts.append(f"<script>{_CHECK}</script></body></html>")
+    return "\n".join(parts)
+
+
+def _stop_plot(variants: list[str], stops: dict[str, tuple[float, ...] | None]) -> str:
+    groups = [(v, stops.get(v)) for v in variants]
+    return box_plot("Stop-the-world seconds per member", groups, "seconds")
+
+
+def _values_plot(title: str, groups: list[tuple[str, list[float]]], unit: str) -> str:
+    return box_plot(title, [(label, quantiles(vs) if vs else None) for label, vs in groups], unit)

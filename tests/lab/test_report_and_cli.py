@@ -1,0 +1,83 @@
+"""``kgroup lab run`` end to end: Parquet, and a report that really renders in Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from kgroup.cli.main import main
+from kgroup.lab.report import comparison, render, stop_quantiles
+from tests.lab.labctx import run, scenario
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "lab"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def rendered_dom(html_file: Path, tmp_path: Path) -> str:
+    """The report's DOM after its scripts ran, from headless Chromium."""
+    assert CHROMIUM, "headless Chromium is needed (make test installs Debian's chromium)"
+    out = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=5000", "--dump-dom",
+         html_file.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+def test_lab_run_writes_parquet_and_a_report_whose_plots_render(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["lab", "run", str(EXAMPLES / "rolling-bounce.yaml"), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "rolling-bounce" in printed and "double_ownership" in printed
+    groups = pq.read_table(out / "groups.parquet").to_pylist()
+    windows = pq.read_table(out / "windows.parquet").to_pylist()
+    assert len(groups) == 1 and groups[0]["members"] == 20 and groups[0]["double_ownership"] == 0
+    assert len(windows) == 20 and all(w["kind"] == "bounce" for w in windows)
+    dom = rendered_dom(out / "report.html", tmp_path)
+    plots = int(re.search(r'data-plots="(\d+)"', dom).group(1))
+    assert plots == 4                                 # timeline, two downtime plots, moved
+    assert re.search(r'data-plots-rendered="(\d+)"', dom).group(1) == str(plots)
+    assert dom.count('data-rendered="yes"') == plots
+    marks = [int(m) for m in re.findall(r'data-marks="(\d+)"', dom)]
+    assert len(marks) == plots and min(marks) >= 1 and marks[0] >= 20   # a bar per member at least
+
+
+def test_a_report_with_an_empty_plot_is_not_taken_for_rendered(tmp_path):
+    result = run(scenario(events=[]))
+    html = render("empty", [result.summary], [], {}, {"t": None}, comparison([result.summary]))
+    page = tmp_path / "r.html"
+    page.write_text(html)
+    dom = rendered_dom(page, tmp_path)
+    plots = int(re.search(r'data-plots="(\d+)"', dom).group(1))
+    assert int(re.search(r'data-plots-rendered="(\d+)"', dom).group(1)) < plots
+
+
+def test_stop_quantiles_cover_every_member():
+    result = run(scenario(events=[{"bounce": {"at_s": 60, "member": 1}}]))
+    q = stop_quantiles([result])
+    assert len(result.stop_s) == 6 and q[0] >= 0 and q[4] == max(result.stop_s.values())
+
+
+def kgroup(*args: str) -> subprocess.CompletedProcess:
+    exe = str(Path(sys.executable).with_name("kgroup"))
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_a_bad_scenario_gets_one_line_saying_what_to_fix(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("members: {count: 3, protocol: kraft}\n")
+    out = kgroup("lab", "run", str(bad), "--out", str(tmp_path / "o"))
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert "bad.yaml: members: protocol must be classic or consumer" in out.stderr
+    missing = kgroup("lab", "run", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o"))
+    assert missing.returncode == 1 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
+    no_out = kgroup("lab", "run", str(bad))
+    assert no_out.returncode == 2 and "--out" in no_out.stderr
