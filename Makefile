@@ -5,7 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench clean
+.PHONY: run test bench clean chromium
+
+# Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
+# installed once (as root, or through sudo).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -16,7 +20,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/kgroup serve --listen 127.0.0.1:9092 --data-dir ./kgroup-data
 
-test: $(STAMP)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+
+test: $(STAMP) chromium
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
