@@ -94,7 +94,7 @@ class Offsets:
         limit = self.config.offset_metadata_max_bytes
         for p in req.partitions:
             metadata = p.metadata or ""
-            if len(metadata.encode()) > limit:
+            if metadata and len(metadata.encode()) > limit:
                 errors.append(PartitionError(p.topic, p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                 continue
             expire = None

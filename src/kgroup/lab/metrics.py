@@ -73,6 +73,7 @@ class Metrics:
         self.now = 0
         self.holders: dict[Partition, list[int]] = {p: [] for p in partitions}
         self.unowned: set[Partition] = set(partitions)
+        self.shared = 0                               # partitions held by two or more members
         self.unowned_since: dict[Partition, int] = {p: 0 for p in partitions}
         self.first_owned_ms: dict[Partition, int] = {}
         self.last_owner: dict[Partition, str] = {}
@@ -126,6 +127,8 @@ class Metrics:
             self.double_ownership += conflicts(member, p)
             if not holders:
                 self._owned_again(p)
+            elif len(holders) == 1:
+                self.shared += 1
             holders.append(member)
             prev = self.last_owner.get(p)
             if prev is not None and prev != name and self.warm:
@@ -148,6 +151,8 @@ class Metrics:
             if not holders or member not in holders:
                 continue
             holders.remove(member)
+            if len(holders) == 1:
+                self.shared -= 1
             if not holders:
                 self.unowned.add(p)
                 self.unowned_since[p] = self.now

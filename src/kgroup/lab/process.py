@@ -26,7 +26,8 @@ class Process:
     __slots__ = ("index", "name", "spec", "incarnation", "up", "paused_until", "deferred",
                  "cut", "delay", "jitter", "link_out", "link_in", "sm", "tick_at", "bundle",
                  "bundle_at", "phase", "positions", "since", "holding", "find_backoff",
-                 "finding", "is_consumer", "rng", "steady", "stopped", "last_commit")
+                 "finding", "is_consumer", "rng", "steady", "stopped", "last_commit", "commit_seq",
+                 "commit_at")
 
     def __init__(self, index: int, spec: MemberSpec, network: NetworkSpec, rng: random.Random) -> None:
         self.index = index
@@ -56,6 +57,8 @@ class Process:
         self.steady = False
         self.stopped = False
         self.last_commit: dict[Partition, int] = {}
+        self.commit_seq = 0          # bumps when a fast-forward reschedules the auto-commit
+        self.commit_at = 0           # when the next auto-commit is due
 
     # ---- lifecycle ---------------------------------------------------------------------
 
