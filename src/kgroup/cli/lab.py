@@ -1,13 +1,16 @@
-"""``kgroup lab run SCENARIO --out DIR`` and ``kgroup lab sweep SWEEP --out DIR``.
+"""``kgroup lab run SCENARIO``, ``kgroup lab sweep SWEEP`` and ``kgroup lab replay EVENTS``.
 
 ``run`` simulates one scenario's group here (no Spark); ``sweep`` expands a sweep file and
 simulates its groups on Spark (``local[*]`` unless ``--master`` says otherwise). Both write
 Parquet and a self-contained ``report.html`` into ``--out`` and print a comparison table.
+``replay`` turns a group's recorded ``__kgroup_events`` into a scenario and replays it as
+recorded and under each ``--as`` variant (here, no Spark).
 Reading and writing files happens here: ``kgroup.lab`` itself is pure.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -15,8 +18,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kgroup.lab.report import AGGREGATES, comparison, render, stop_quantiles
+import yaml
+
+from kgroup.lab.recorded import group_ids, recording
 from kgroup.lab.results import SUMMARY_COLUMNS, WINDOW_COLUMNS, simulate
-from kgroup.lab.scenario import ScenarioError, parse_scenario
+from kgroup.lab.scenario import ScenarioError, parse_scenario, scenario_from_dict
 from kgroup.lab.sweep import parse_sweep
 
 from .errors import CliError
@@ -29,6 +35,8 @@ def run_lab(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
     try:
         if args.action == "run":
             return _run(args, out)
+        if args.action == "replay":
+            return _replay(args, out)
         return _sweep(args, out, err)
     except ScenarioError as exc:
         raise CliError(str(exc), "fix the file; the scenario format is in examples/lab/README.md",
@@ -100,6 +108,71 @@ def _sweep(args: Any, out: TextIO, err: TextIO) -> int:
     _print_table(result.comparison, out)
     out.write(f"{result.groups} groups in {took:.1f} s; wrote {directory}/groups.parquet, "
               f"windows.parquet, comparison.parquet, report.html\n")
+    return 0
+
+
+def _events(path: str) -> list[dict[str, Any]]:
+    """Group events, one JSON object a line (a `kgroup consume --print-key` line works too)."""
+    text = sys.stdin.read() if path == "-" else _read(path)
+    events = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            try:
+                event = json.loads(line.split("\t", 1)[1]) if "\t" in line else None
+            except json.JSONDecodeError:
+                event = None
+        if not isinstance(event, dict):
+            raise CliError(f"{path}:{number}: not a JSON group event", "give the values of __kgroup_events, "
+                           "one JSON object a line (kgroup consume __kgroup_events --from-beginning)")
+        events.append(event)
+    return events
+
+
+def _variant(spec: str) -> tuple[str, dict[str, Any]]:
+    """``static=true,session_timeout_ms=10000`` -> (label, overrides)."""
+    overrides = {}
+    for part in spec.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"bad --as {spec!r}", "use --as KEY=VALUE[,KEY=VALUE...], e.g. --as static=true",
+                           code=2)
+        overrides[key.strip()] = yaml.safe_load(value)
+    return spec, overrides
+
+
+def _replay(args: Any, out: TextIO) -> int:
+    events = _events(args.events)
+    groups = group_ids(events)
+    group = args.group or (groups[0] if len(groups) == 1 else None)
+    if group is None:
+        raise CliError(f"the recording has {len(groups)} groups ({', '.join(groups[:5])})",
+                       "choose one with --group", code=2)
+    variants = [("recorded", {})] + [_variant(v) for v in args.variant or []]
+    directory = _out_dir(args.out)
+    summaries, windows, examples, stops = [], [], {}, {}
+    for label, overrides in variants:
+        rec = recording(events, group, overrides=overrides)
+        sc = scenario_from_dict(rec.scenario, source=f"{group} as {label}")
+        result = simulate(sc, group=f"{group}/{label}", variant=label, record_timeline=True)
+        summaries.append(result.summary)
+        windows += result.windows
+        examples[label] = result
+        stops[label] = stop_quantiles([result])
+    _write_parquet(directory / "groups.parquet", summaries, SUMMARY_COLUMNS)
+    _write_parquet(directory / "windows.parquet", windows, WINDOW_COLUMNS)
+    rows = comparison(summaries)
+    rec = recording(events, group)
+    note = (f"Group {group} replayed from {args.events}: {rec.members} members ({rec.restarts} joins taken "
+            f"as restarts), {rec.rebalances} rebalances recorded by the broker.")
+    (directory / "report.html").write_text(render(f"kgroup lab: what if {group}...", summaries, windows,
+                                                  examples, stops, rows, note=note))
+    _print_table(rows, out)
+    out.write(f"{note}\nwrote {directory}/groups.parquet, windows.parquet, report.html\n")
     return 0
 
 

@@ -228,4 +228,13 @@ def build_parser() -> Parser:
     w.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
     w.add_argument("--partitions", type=positive_int, default=None,
                    help="Spark tasks to split the groups into (default: 8 per core)")
+    y = lsub.add_parser("replay", help="replay a group's recorded __kgroup_events under other settings")
+    y.add_argument("events", metavar="EVENTS",
+                   help="file of group events, one JSON a line ('-': stdin), e.g. from "
+                   "`kgroup consume __kgroup_events --from-beginning --timeout-ms 2000`")
+    y.add_argument("--group", default=None, help="the group to replay (needed if the file has several)")
+    y.add_argument("--as", dest="variant", metavar="KEY=VALUE[,...]", action="append",
+                   help="a what-if variant of member settings, e.g. --as static=true or "
+                   "--as protocol=consumer,assignor=uniform (repeatable)")
+    y.add_argument("--out", metavar="DIR", required=True, help="output directory")
     return root

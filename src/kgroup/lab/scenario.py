@@ -35,7 +35,8 @@ cleanly), ``gc_pause`` (the member's process freezes ``duration_s``), ``network`
 member's link gets ``delay_ms``/``jitter_ms`` for ``duration_s``), ``cut`` (the member's
 link drops everything for ``duration_s``), ``add_partitions`` (``topic`` grows ``to``
 partitions), ``coordinator_restart`` (down ``down_s``, then the group-metadata log is
-replayed) and ``churn``, a generator: from ``from_s`` to ``to_s`` every ``every_s`` one of
+replayed), ``start`` / ``stop`` / ``kill`` (one member's process starts, closes cleanly, or
+dies; what a recorded event stream becomes, see ``recorded``) and ``churn``, a generator: from ``from_s`` to ``to_s`` every ``every_s`` one of
 ``kinds`` (bounce, crash, gc_pause, cut) hits a member drawn with the scenario's seed.
 
 Everything here is pure: ``parse_scenario`` takes the YAML text, ``timeline`` expands the
@@ -153,6 +154,9 @@ _EVENT_FIELDS: dict[str, dict[str, type]] = {
     "coordinator_restart": {"at_s": float, "down_s": float},
     "churn": {"from_s": float, "to_s": float, "every_s": float, "kinds": list, "down_s": float,
               "pause_s": float, "restart_after_s": float},
+    "start": {"at_s": float, "member": int},
+    "stop": {"at_s": float, "member": int},
+    "kill": {"at_s": float, "member": int},
 }
 _REQUIRED = {
     "bounce": ("at_s", "member"), "rolling_bounce": ("at_s",), "crash": ("at_s", "member"),
@@ -160,6 +164,7 @@ _REQUIRED = {
     "network": ("at_s", "member", "duration_s"), "cut": ("at_s", "member", "duration_s"),
     "add_partitions": ("at_s", "topic", "to"), "coordinator_restart": ("at_s",),
     "churn": ("every_s",),
+    "start": ("at_s", "member"), "stop": ("at_s", "member"), "kill": ("at_s", "member"),
 }
 CHURN_KINDS = ("bounce", "crash", "gc_pause", "cut")
 
@@ -434,6 +439,15 @@ def timeline(sc: Scenario) -> list[Action]:
                               event=index))
         elif kind == "churn":
             out += _churn(ev, index, live, sc, rng)
+        elif kind == "start":
+            if ev["member"] < 0:
+                raise ScenarioError(f"{where}: member must be >= 0")
+            live = max(live, ev["member"] + 1)
+            out.append(Action(at, "start", ev["member"], event=index))
+        elif kind == "stop":
+            out.append(Action(at, "close", member(ev["member"]), event=index))
+        elif kind == "kill":
+            out.append(Action(at, "crash", member(ev["member"]), event=index))
     out.sort(key=lambda a: (a.at_ms, a.event, a.member))
     return out
 

@@ -1,0 +1,88 @@
+"""Replaying a recorded group event stream (the broker's __kgroup_events) under other settings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgroup.cli.main import main
+from kgroup.lab.recorded import recording
+from kgroup.lab.results import simulate
+from kgroup.lab.scenario import ScenarioError, scenario_from_dict
+
+
+def rolling_restart_recording(group: str = "billing") -> list[dict]:
+    """What the broker records for 4 dynamic kafka-python-like consumers on 8 partitions,
+    then a rolling restart: each leaves and comes back 5 s later with a new member id."""
+    events, now, gen = [], 1_700_000_000_000, 0
+
+    def ev(kind, member=None, **more):
+        events.append({"v": 1, "time_ms": now, "group": group, "protocol": "classic", "kind": kind,
+                       "member": member, "instance": None, "generation": gen, "member_epoch": None,
+                       "state": more.pop("state", "Stable"), "partitions": more.pop("partitions", None),
+                       "reason": None, **more})
+
+    def rebalance(members):
+        nonlocal gen
+        ev("rebalance_started", state="PreparingRebalance")
+        gen += 1
+        ev("rebalance_completed")
+        for i, m in enumerate(members):
+            ev("assignment_changed", m, partitions=[["orders", p] for p in range(8) if p % len(members) == i])
+
+    members = [f"consumer-{i}-a" for i in range(4)]
+    for m in members:
+        ev("member_joined", m)
+    rebalance(members)
+    for i in range(4):
+        now += 30_000
+        ev("member_left", members[i])
+        rebalance([m for m in members if m != members[i]])
+        now += 5_000
+        members[i] = f"consumer-{i}-b"
+        ev("member_joined", members[i])
+        rebalance(members)
+    return events
+
+
+def test_a_rolling_restart_becomes_stops_and_starts_of_the_same_four_members():
+    rec = recording(rolling_restart_recording(), "billing")
+    assert rec.members == 4 and rec.restarts == 4 and rec.rebalances == 9
+    assert rec.scenario["topics"] == {"orders": 8}
+    kinds = [next(iter(e)) for e in rec.scenario["events"]]
+    assert kinds == ["start"] * 4 + ["stop", "start"] * 4
+    stops = [e["stop"]["member"] for e in rec.scenario["events"] if "stop" in e]
+    starts = [e["start"]["member"] for e in rec.scenario["events"][4:] if "start" in e]
+    assert stops == starts == [0, 1, 2, 3]
+
+
+def test_replayed_as_static_members_the_restarts_cost_no_rebalance():
+    events = rolling_restart_recording()
+    dynamic = simulate(scenario_from_dict(recording(events, "billing").scenario)).summary
+    static = simulate(scenario_from_dict(recording(events, "billing", overrides={
+        "static": True, "session_timeout_ms": 10_000}).scenario)).summary
+    assert dynamic["rebalances"] >= 8           # as recorded: two per restart
+    assert static["rebalances"] == 0 and static["moved"] == 0
+    assert static["double_ownership"] == dynamic["double_ownership"] == 0
+
+
+def test_kgroup_lab_replay_compares_the_recording_with_what_if_variants(tmp_path, capsys):
+    path = tmp_path / "events.jsonl"
+    lines = [json.dumps(e) for e in rolling_restart_recording()]
+    lines.insert(3, "billing\t" + lines[3])                 # as `kgroup consume --print-key` prints it
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["lab", "replay", str(path), "--out", str(tmp_path / "o"),
+                 "--as", "static=true,session_timeout_ms=10000", "--as", "protocol=consumer,assignor=uniform"]) == 0
+    printed = capsys.readouterr().out
+    assert "recorded" in printed and "static=true" in printed and "protocol=consumer" in printed
+    assert "4 members (4 joins taken as restarts), 9 rebalances recorded" in printed
+    assert (tmp_path / "o" / "report.html").read_text().count('<svg class="plot"') == 6
+
+
+def test_a_group_missing_from_the_recording_is_a_clear_error(tmp_path):
+    with pytest.raises(ScenarioError, match="no events of group 'other'"):
+        recording(rolling_restart_recording(), "other")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    assert main(["lab", "replay", str(bad), "--out", str(tmp_path / "o")]) == 1
