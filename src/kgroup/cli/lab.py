@@ -31,7 +31,10 @@ _TABLE = ("variant", "groups", "rebalances_mean", "moved_mean", "min_moved_mean"
           "stop_s_total_mean", "converge_s_median", "double_ownership", "offset_regressions")
 
 
-def run_lab(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run_lab(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    # The streams are looked up now, not bound at import: callers may have replaced them.
+    out = out or sys.stdout
+    err = err or sys.stderr
     try:
         if args.action == "run":
             return _run(args, out)

@@ -134,6 +134,7 @@ class Engine:
         self.metrics = Metrics(self._partitions(), record_timeline=record_timeline)
         self._quiet_check = 0
         self._instant = False
+        self._scaling: set[int] = set()
         m = scenario.members
         beat = self.config.consumer_heartbeat_interval(GROUP_ID) if m.protocol == "consumer" \
             else m.heartbeat_interval_ms
@@ -598,7 +599,14 @@ class Engine:
     def _action(self, a: Action) -> None:
         kind = a.kind
         if kind in _DISRUPTIVE and self.metrics.warm and a.event >= 0:
-            self._open_window(a)
+            if self._grouped(a):
+                # Scaling is one disruption however many members come or go.
+                if a.event not in self._scaling:
+                    self._scaling.add(a.event)
+                    self._open_window(replace(a, kind="scale", member=-1))
+                    self._end_at(replace(a, kind="scale", member=-1))
+            else:
+                self._open_window(a)
         if kind == "start":
             self._start(a.member)
         elif kind == "bounce":
@@ -642,6 +650,10 @@ class Engine:
         elif kind == "coordinator_restart":
             self._coordinator_down()
             self._end_at(a)
+
+    def _grouped(self, a: Action) -> bool:
+        """Actions of a scale event (starts or closes of several members, one window)."""
+        return (a.kind == "start" or a.kind == "close") and a.until_ms >= 0
 
     def _schedule(self, a: Action) -> None:
         self._push(a.at_ms, ACTION, a)
@@ -689,7 +701,7 @@ class Engine:
                 held[proc.name] = len(proc.holding)
         target = self.processes.get(a.member)
         target_held = frozenset(target.holding) if target is not None else frozenset()
-        timed = a.until_ms >= 0 and a.kind != "start" and a.kind != "close"
+        timed = a.until_ms >= 0
         self.metrics.open_window(a.event, a.kind, a.member, a.until_ms, target_held, held, self.generation, timed)
 
     def _up(self) -> list[Process]:

@@ -411,11 +411,13 @@ def timeline(sc: Scenario) -> list[Action]:
         elif kind == "scale":
             to = ev["to"]
             stagger = ev.get("stagger_ms", 0)
+            # One disruption: every action of the event carries when its last one happens.
             if to > live:
-                out += [Action(at + n * stagger, "start", i, event=index)
+                last = at + (to - live - 1) * stagger
+                out += [Action(at + n * stagger, "start", i, last, event=index)
                         for n, i in enumerate(range(live, to))]
             else:
-                out += [Action(at, "close", i, event=index) for i in range(live - 1, to - 1, -1)]
+                out += [Action(at, "close", i, at, event=index) for i in range(live - 1, to - 1, -1)]
             live = to
         elif kind == "gc_pause":
             out.append(Action(at, "gc_pause", member(ev["member"]), at + int(ev["duration_s"] * 1000),
