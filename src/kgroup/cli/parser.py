@@ -227,7 +227,8 @@ def build_parser() -> Parser:
     w.add_argument("--out", metavar="DIR", required=True, help="output directory")
     w.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
     w.add_argument("--partitions", type=positive_int, default=None,
-                   help="Spark tasks to split the groups into (default: 8 per core)")
+                   help="Spark tasks to split the groups into (default: 8 per core, or one per "
+                   "50 groups if more)")
     y = lsub.add_parser("replay", help="replay a group's recorded __kgroup_events under other settings")
     y.add_argument("events", metavar="EVENTS",
                    help="file of group events, one JSON a line ('-': stdin), e.g. from "

@@ -92,7 +92,9 @@ def run_sweep(spark: Any, sweep: Sweep, out_dir: str, *, partitions: int | None 
     sc = spark.sparkContext
     specs = [json.dumps({"group": g.group, "variant": g.variant, "scenario": g.scenario}, sort_keys=True)
              for g in sweep.groups]
-    slices = partitions or max(1, min(len(specs), sc.defaultParallelism * 8))
+    # Eight tasks per core at least, and about 50 groups a task for big sweeps, so progress
+    # moves in small steps and a slow task does not hold the others up.
+    slices = partitions or max(1, min(len(specs), max(sc.defaultParallelism * 8, len(specs) // 50)))
     rows = sc.parallelize(specs, slices).mapPartitions(_simulate_partition)
     df = spark.createDataFrame(rows, _schema())
     groups_path = os.path.join(out_dir, "groups.parquet")
