@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kgroup.assignors.registry import UnknownAssignor, get_server_assignor
 from kgroup.core.config import GroupConfig
 from kgroup.wire import DEFAULT_MAX_FRAME_SIZE
 
@@ -44,14 +45,58 @@ class BrokerConfig:
     max_message_bytes: int = 1_048_588
     group: GroupConfig = field(default_factory=GroupConfig)
 
+    def __post_init__(self) -> None:
+        # Refuse at start what would otherwise fail later and far away (a topic auto-created
+        # with -3 partitions, a frame limit of 0).
+        for name in ("listen_port", "advertised_port"):
+            port = getattr(self, name)
+            if port is not None and not 0 < port < 65536:
+                raise ConfigError(f"{name} must be a port number (1-65535), not {port}")
+        for name in ("metadata_partitions", "default_partitions", "max_request_bytes", "max_message_bytes",
+                     "log_segment_bytes", "log_retention_check_interval_ms"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        for name in ("log_retention_ms", "log_retention_bytes"):
+            if getattr(self, name) < -1:
+                raise ConfigError(f"{name} must be -1 (no limit) or more, not {getattr(self, name)}")
+        if self.node_id < 0:
+            raise ConfigError(f"node_id must be 0 or more, not {self.node_id}")
+
     @property
     def advertised(self) -> tuple[str, int]:
         return (self.advertised_host or self.listen_host, self.advertised_port or self.listen_port)
 
 
-# TOML keys (Kafka property names where Kafka has one) -> (section, field)
-GROUP_KEYS = {f.name for f in dataclasses.fields(GroupConfig)}
-BROKER_KEYS = {f.name for f in dataclasses.fields(BrokerConfig)} - {"group"}
+# TOML keys -> the type their field holds, as written in the dataclass ("int", "str | None").
+GROUP_TYPES = {f.name: f.type for f in dataclasses.fields(GroupConfig)}
+BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig) if f.name != "group"}
+GROUP_KEYS = set(GROUP_TYPES)
+BROKER_KEYS = set(BROKER_TYPES)
+
+
+def _typed(where: str, value: Any, kind: str) -> Any:
+    """`value` from the TOML file if it has the type the setting holds (lists become tuples).
+
+    Without this a wrong type starts the broker and fails inside it later (a string frame
+    limit breaks every connection), or surfaces as a Python comparison error.
+    """
+    kind = kind.removesuffix(" | None")  # TOML has no null: None is only ever the default
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be a whole number, not {value!r}")
+    elif kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, not {value!r}")
+    elif kind == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string, not {value!r}")
+    elif kind == "tuple[str, ...]":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where} must be a list of names, not {value!r}")
+        return tuple(value)
+    else:  # consumer_group_overrides: only through its own tables
+        raise ConfigError(f"{where} cannot be set directly; use [group.overrides.<group id>] tables")
+    return value
 
 
 def parse_host_port(text: str, what: str) -> tuple[str, int]:
@@ -96,12 +141,12 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
                 for gkey, gvalue in value.items():
                     if gkey not in GROUP_KEYS:
                         raise ConfigError(f"unknown [group] setting {gkey!r}; known: {', '.join(sorted(GROUP_KEYS))}")
-                    group[gkey] = tuple(gvalue) if isinstance(gvalue, list) else gvalue
+                    group[gkey] = _typed(f"[group] {gkey}", gvalue, GROUP_TYPES[gkey])
             elif key in ("listen", "advertised"):
                 host, port = parse_host_port(str(value), key)
                 broker[f"{key}_host"], broker[f"{key}_port"] = host, port
             elif key in BROKER_KEYS:
-                broker[key] = value
+                broker[key] = _typed(key, value, BROKER_TYPES[key])
             else:
                 raise ConfigError(f"unknown setting {key!r} in {path}; known: listen, advertised, "
                                   f"{', '.join(sorted(BROKER_KEYS))}, [group]")
@@ -116,6 +161,13 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
         else:
             broker[key] = value
     try:
-        return BrokerConfig(**broker, group=GroupConfig(**group))
+        config = BrokerConfig(**broker, group=GroupConfig(**group))
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
+    for name in config.group.consumer_assignors:
+        try:
+            get_server_assignor(name)
+        except UnknownAssignor:
+            # Otherwise every consumer-protocol member would get UNSUPPORTED_ASSIGNOR.
+            raise ConfigError(f"[group] consumer_assignors: unknown server assignor {name!r}") from None
+    return config

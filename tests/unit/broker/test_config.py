@@ -41,3 +41,28 @@ def test_mistakes_get_a_clear_message(tmp_path, text, message):
 def test_missing_file_says_so(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(str(tmp_path / "nope.toml"))
+
+
+@pytest.mark.parametrize("text, message", [
+    # Wrong types are named with the setting, not left to fail later inside the broker.
+    ('max_request_bytes = "big"\n', "max_request_bytes must be a whole number"),
+    ("default_partitions = 1.5\n", "default_partitions must be a whole number"),
+    ('auto_create_topics = "yes"\n', "auto_create_topics must be true or false"),
+    ("fsync = 1\n", "fsync must be a string"),
+    ('[group]\nmin_session_timeout_ms = "x"\n', r"\[group\] min_session_timeout_ms must be a whole number"),
+    ("[group]\ninitial_rebalance_delay_ms = true\n", "initial_rebalance_delay_ms must be a whole number"),
+    ('[group]\nconsumer_assignors = "uniform"\n', "consumer_assignors must be a list of names"),
+    ("[group]\nconsumer_group_overrides = 3\n", r"\[group.overrides.<group id>\]"),
+    # Values out of range are refused at start, not when a topic is auto-created.
+    ("default_partitions = -3\n", "default_partitions must be at least 1"),
+    ("metadata_partitions = 0\n", "metadata_partitions must be at least 1"),
+    ("max_request_bytes = 0\n", "max_request_bytes must be at least 1"),
+    ("listen_port = 70000\n", "listen_port must be a port number"),
+    ("log_retention_ms = -5\n", "log_retention_ms must be -1"),
+    ('[group]\nconsumer_assignors = ["uniform", "nope"]\n', "unknown server assignor 'nope'"),
+])
+def test_wrong_types_and_ranges_are_refused_with_the_setting_named(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(str(path))
