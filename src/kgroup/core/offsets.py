@@ -89,26 +89,30 @@ class Offsets:
                              f"epoch {req.generation_id} is not the member's {member.epoch}")
 
     def _write_commits(self, req: OffsetCommitRequest, reply: ReplyTo, now_ms: int) -> Result:
-        out = ResultBuilder()
+        # The hot path of every consumer's auto-commit: plain lists, no builder calls.
+        records = []
         errors = []
         limit = self.config.offset_metadata_max_bytes
+        group_id = req.group_id
+        retention = req.retention_time_ms
+        default_retention = self.config.offsets_retention_ms
         for p in req.partitions:
             metadata = p.metadata or ""
             if metadata and len(metadata.encode()) > limit:
                 errors.append(PartitionError(p.topic, p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                 continue
             expire = None
-            if req.retention_time_ms >= 0:
-                expire = now_ms + req.retention_time_ms
+            if retention >= 0:
+                expire = now_ms + retention
             elif p.commit_timestamp_ms >= 0:
-                expire = p.commit_timestamp_ms + self.config.offsets_retention_ms
-            out.record(OffsetCommitRecord(
-                req.group_id, p.topic, p.partition,
+                expire = p.commit_timestamp_ms + default_retention
+            records.append(OffsetCommitRecord(
+                group_id, p.topic, p.partition,
                 OffsetCommitValue(p.offset, p.leader_epoch, metadata, now_ms, expire),
             ))
             errors.append(PartitionError(p.topic, p.partition, ErrorCode.NONE))
-        out.reply(reply, OffsetCommitResponse(tuple(errors)))
-        return out.build()
+        replies = ((reply, OffsetCommitResponse(tuple(errors))),) if reply is not None else ()
+        return Result(tuple(records), replies)
 
     def _validate_commit(self, group: ClassicGroup, req: OffsetCommitRequest) -> None:
         if group.is_in(S.DEAD):

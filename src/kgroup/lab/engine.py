@@ -418,10 +418,11 @@ class Engine:
     def _assigned(self, proc: Process, parts) -> None:
         proc.settle(self.now)
         committed = self.metrics.last_committed
+        holding, positions = proc.holding, proc.positions
         for p in parts:
-            proc.holding.add(p)
-            proc.positions[p] = float(committed.get(p, 0))
-        self.metrics.assign(proc.index, proc.name, parts, lambda p: committed.get(p, 0), self._conflicts)
+            holding.add(p)
+            positions[p] = float(committed.get(p, 0))
+        self.metrics.assign(proc.index, proc.name, parts, committed, self._conflicts)
 
     def _released(self, proc: Process, parts) -> None:
         proc.settle(self.now)
@@ -859,8 +860,8 @@ class Engine:
         # before it are replayed at their own phase, so the action finds what a full
         # simulation would have left.
         land = min(upcoming, self.end) - 2 * self._max_latency - 1
-        if land - t < period:
-            return
+        if land - t < 3 * period:
+            return                        # a landing costs about what a few seconds do
         landings = []
         for proc in self._up():
             if not proc.running:

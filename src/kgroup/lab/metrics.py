@@ -114,11 +114,13 @@ class Metrics:
 
     # ---- ownership ---------------------------------------------------------------------
 
-    def assign(self, member: int, name: str, parts, committed: Callable[[Partition], int],
+    def assign(self, member: int, name: str, parts, committed: dict[Partition, int],
                conflicts: Callable[[int, Partition], int]) -> None:
-        """``name`` (member index ``member``) ran its assigned callback for ``parts``."""
+        """``name`` (member index ``member``) ran its assigned callback for ``parts``;
+        ``committed`` is where each partition's consumption starts again."""
         now = self.now
-        for p in sorted(parts):
+        warm = self.warm
+        for p in (sorted(parts) if len(parts) > 1 else parts):
             holders = self.holders.get(p)
             if holders is None:          # a partition added since: known from now on
                 holders = self.holders[p] = []
@@ -131,16 +133,18 @@ class Metrics:
                 self.shared += 1
             holders.append(member)
             prev = self.last_owner.get(p)
-            if prev is not None and prev != name and self.warm:
+            if prev is not None and prev != name and warm:
                 self.moved += 1
                 for w in self.open:
                     w.moved += 1
             self.last_owner[p] = name
-            self.first_owned_ms.setdefault(p, now)
-            start = committed(p)
-            high = self.consumed_high.get(p, 0.0)
-            if high > start and self.warm:
-                self.duplicates += high - start
+            if p not in self.first_owned_ms:
+                self.first_owned_ms[p] = now
+            if warm:
+                high = self.consumed_high.get(p, 0.0)
+                start = committed.get(p, 0)
+                if high > start:
+                    self.duplicates += high - start
             if self.timeline is not None:
                 self._held_since[(name, p)] = now
 
