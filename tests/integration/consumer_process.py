@@ -1,6 +1,6 @@
 """A kafka-python consumer in its own process, so a test can SIGKILL it.
 
-Prints one JSON line per event: {"event": "assigned", "partitions": [...]}, and
+Prints one JSON line per event: {"event": "assigned", "partitions": [...], "generation": N}, and
 {"event": "fenced"} / {"event": "error", ...} when the coordinator fences it.
 """
 
@@ -27,7 +27,10 @@ def main() -> None:
             say(event="revoked", partitions=sorted(tp.partition for tp in revoked))
 
         def on_partitions_assigned(self, assigned):
-            say(event="assigned", partitions=sorted(tp.partition for tp in assigned))
+            # The generation this assignment belongs to (kafka-python sets it before the
+            # callback), so a test can tell a static rejoin from a rebalance.
+            generation = consumer._coordinator._generation.generation_id
+            say(event="assigned", partitions=sorted(tp.partition for tp in assigned), generation=generation)
 
     class FencedWatcher(logging.Handler):
         """kafka-python reports a fenced heartbeat as an error log, not an exception."""

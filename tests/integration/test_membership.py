@@ -37,6 +37,7 @@ class ConsumerProcess:
         )
         self.events: queue.Queue = queue.Queue()
         self.assigned: set[int] = set()
+        self.generation: int | None = None          # of the latest assignment
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -44,6 +45,7 @@ class ConsumerProcess:
             event = json.loads(line)
             if event["event"] == "assigned":
                 self.assigned = set(event["partitions"])
+                self.generation = event["generation"]
             elif event["event"] == "revoked":
                 self.assigned -= set(event["partitions"])
             self.events.put(event)
@@ -126,6 +128,8 @@ def test_static_member_restart_keeps_its_partitions_without_a_rebalance(broker):
     restarted = ConsumerProcess(broker.bootstrap, "g", "t", instance="static-1")
     event = restarted.wait_event("assigned", timeout=30)
     assert set(event["partitions"]) == mine
+    # Same generation: the coordinator handed the old assignment back without a rebalance.
+    assert event["generation"] == first.generation, (event, first.generation)
     after = describe(broker.bootstrap, "g")
     assert before.state == after.state == "Stable"
     assert ({m.group_instance_id for m in before.members} == {m.group_instance_id for m in after.members}
