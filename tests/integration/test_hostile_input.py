@@ -62,15 +62,15 @@ def hostile(draw):
     return _mutate(draw(st.sampled_from(VALID)), draw)
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    proc = BrokerProcess(tmp_path_factory.mktemp("fuzz") / "data").start()
+@pytest.fixture
+def live(tmp_path):
+    proc = BrokerProcess(tmp_path / "data").start()
     create_topic(proc.bootstrap, "steady", 2)
     consumer = ConsumerThread("kafka-python", proc.bootstrap, "steady-group", "steady", "steady")
     consumer.start()
     yield proc, consumer
     consumer.stop(commit=False)
-    proc.stop()
+    assert proc.stop() == 0, proc.log()
 
 
 def _send(port: int, data: bytes) -> None:
@@ -85,21 +85,42 @@ def _send(port: int, data: bytes) -> None:
             pass  # a closed or silent connection is a fine answer to garbage
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=hostile())
-def test_hostile_frames_never_crash_or_hang_the_broker(live, data):
-    proc, _ = live
-    _send(proc.port, data)
-    assert proc.alive(), proc.log()
-    # The broker still answers a well-formed request at once.
-    with socket.create_connection(("127.0.0.1", proc.port), timeout=5) as s:
-        s.sendall(VALID[0])
-        assert len(s.recv(4)) == 4
+PROBE_EVERY = 25  # examples between two checks that the steady consumer still consumes
 
 
-def test_well_behaved_consumer_kept_working_through_the_fuzz(live):
+def test_hostile_frames_never_crash_or_hang_the_broker_and_a_consumer_keeps_working(live):
+    from confluent_kafka import Producer
+
     proc, consumer = live
-    produce_keyed(proc.bootstrap, "steady", 200)
-    wait_for(lambda: len(consumer.tally.consumed) >= 200, timeout=60, what="steady consumer")
-    assert consumer.tally.error is None
+    wait_for(lambda: consumer.tally.assigned == {0, 1}, timeout=60, what="steady consumer owns both partitions")
+    joined = len(consumer.tally.events)
+    producer = Producer({"bootstrap.servers": proc.bootstrap})
+    sent = 0
+    examples = 0
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(data=hostile())
+    def fuzz(data):
+        nonlocal sent, examples
+        _send(proc.port, data)
+        assert proc.alive(), proc.log()
+        # The broker still answers a well-formed request at once.
+        with socket.create_connection(("127.0.0.1", proc.port), timeout=5) as s:
+            s.sendall(VALID[0])
+            assert len(s.recv(4)) == 4
+        examples += 1
+        if examples % PROBE_EVERY == 0:
+            # Throughout the fuzz, not only after it: a record produced now is consumed now.
+            producer.produce("steady", key=str(sent).encode(), value=b"probe")
+            assert producer.flush(10) == 0
+            sent += 1
+            wait_for(lambda: len(consumer.tally.consumed) >= sent, timeout=20,
+                     what=f"steady consumer to read probe {sent} (after {examples} hostile frames)")
+
+    fuzz()
+    assert sent >= 300 // PROBE_EVERY
+    assert consumer.tally.error is None, consumer.tally.error
+    # It kept its membership: the fuzz never made the group take a partition away from it.
+    revoked = [p for _, kind, p in consumer.tally.events[joined:] if kind == "revoked" and p]
+    assert revoked == [] and consumer.tally.assigned == {0, 1}
     assert "Traceback" not in proc.log(), proc.log()
