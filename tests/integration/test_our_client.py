@@ -262,3 +262,78 @@ def test_shares_a_group_with_confluent_kafka_on_librdkafka_mock_cluster():
         ck.stop(commit=False)
         del holder
     assert ours.error is None, ours.error
+
+
+def test_pattern_subscription_poll_async_for_auto_commit_and_commit_async(broker):
+    create_topic(broker.bootstrap, "logs-a", 2)
+    produce_keyed(broker.bootstrap, "logs-a", 20)
+
+    async def positions_committed(consumer: Consumer) -> bool:
+        return all([await consumer.committed(tp) == await consumer.position(tp) for tp in consumer.assignment()])
+
+    async def main():
+        cfg = {"bootstrap.servers": broker.bootstrap, "group.id": "pat", **FAST,
+               "metadata.max.age.ms": 500, "auto.commit.interval.ms": 200}
+        async with Consumer(cfg, enable_auto_commit=True) as c:
+            c.subscribe(pattern=r"logs-.*")
+            got = []
+            deadline = time.monotonic() + 30
+            while len(got) < 20 and time.monotonic() < deadline:
+                record = await c.poll(timeout_ms=200)           # one record at a time
+                if record is not None:
+                    got.append(record)
+            assert len(got) == 20 and {r.topic for r in got} == {"logs-a"}
+            # A matching topic created later joins the subscription; another one does not.
+            create_topic(broker.bootstrap, "logs-b", 1)
+            create_topic(broker.bootstrap, "other", 1)
+            produce_keyed(broker.bootstrap, "logs-b", 10)
+            produce_keyed(broker.bootstrap, "other", 5)
+            later = []
+            async for record in c:
+                later.append(record)
+                if len(later) == 10:
+                    break
+            assert {r.topic for r in later} == {"logs-b"}
+            assert {(tp.topic, tp.partition) for tp in c.assignment()} == {("logs-a", 0), ("logs-a", 1), ("logs-b", 0)}
+            # enable.auto.commit: the positions get committed by polling alone.
+            deadline = time.monotonic() + 10
+            while not await positions_committed(c) and time.monotonic() < deadline:
+                await c.getmany(timeout_ms=100)
+            assert await positions_committed(c), "auto-commit did not commit the positions"
+        # A new member of the group starts at the committed offsets: nothing old comes back.
+        produce_keyed(broker.bootstrap, "logs-b", 3)
+        async with Consumer(cfg, enable_auto_commit=False) as d:
+            d.subscribe(pattern=r"logs-.*")
+            fresh = []
+            deadline = time.monotonic() + 20
+            while len(fresh) < 3 and time.monotonic() < deadline:
+                for records in (await d.getmany(timeout_ms=200)).values():
+                    fresh.extend(records)
+            await d.getmany(timeout_ms=500)
+            assert [(r.topic, r.offset) for r in fresh] == [("logs-b", 10), ("logs-b", 11), ("logs-b", 12)]
+            await d.commit_async()                               # the task carries the outcome
+            assert await d.committed(TopicPartition("logs-b", 0)) == 13
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_our_consumer_carries_on_after_the_broker_is_killed_and_restarted(broker, protocol):
+    topic = "restart"
+    create_topic(broker.bootstrap, topic, 2)
+    produce_keyed(broker.bootstrap, topic, 100)
+    ours = OurConsumerThread(broker.bootstrap, "rg", topic, "ours", **{"group.protocol": protocol})
+    ours.start()
+    try:
+        wait_for(lambda: len(set(ours.consumed)) == 100, 60, what="first 100 records")
+        broker.kill9()
+        broker.start()      # the coordinator is gone, then loading: the client rediscovers it
+        produce_keyed(broker.bootstrap, topic, 100)
+        wait_for(lambda: len(set(ours.consumed)) == 200 or ours.error is not None, 90,
+                 what="the records produced after the restart")
+        assert ours.error is None, ours.error
+        assert ours.assigned == {0, 1}
+    finally:
+        ours.stop()
+    assert ours.error is None, ours.error
+    assert len(set(ours.consumed)) == 200       # each record once: commits survived the restart

@@ -50,7 +50,7 @@ from kgroup.wire.versions import OFFSET_COMMIT
 from .admin import EARLIEST, LATEST, AdminClient, _make
 from .consumer_coordinator import ConsumerGroupCoordinator
 from .coordinator import GroupCoordinator, now_ms
-from .errors import BrokerError, KafkaClientError, error_name
+from .errors import BrokerError, KafkaClientError, KafkaConnectionError, error_name
 from .fetcher import Fetcher
 from .records import ConsumerRecord, OffsetAndMetadata, TopicPartition
 from .settings import CONSUMER_DEFAULTS, resolve
@@ -61,6 +61,7 @@ _GROUP_ERRORS = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE
                            "FENCED_INSTANCE_ID", "STALE_MEMBER_EPOCH", "FENCED_MEMBER_EPOCH"})
 _COORDINATOR_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
                                  "COORDINATOR_LOAD_IN_PROGRESS"})
+_MAX_BACKOFF_S = 1.0
 
 
 class CommitFailedError(KafkaClientError):
@@ -475,16 +476,28 @@ class Consumer:
                          member_id=member_id, group_instance_id=instance, retention_time=-1,
                          topics=[{"name": t, "partitions": ps} for t, ps in by_topic.items()])
 
-        for attempt in range(5):
-            conn = await self._coordinator()
-            resp = await conn.request(OFFSET_COMMIT, body,
-                                      timeout=self.settings["request.timeout.ms"] / 1000)
-            errors = {error_name(int(p.error_code)) for t in resp.topics for p in t.partitions
-                      if int(p.error_code)}
-            if errors & _COORDINATOR_ERRORS and attempt < 4:
+        # A coordinator that moved, is loading, or whose connection died (a broker restart)
+        # is found again and the commit resent until request.timeout.ms, with backoff
+        # doubling to 1 s; resending is safe, a commit of the same offsets is idempotent.
+        timeout = self.settings["request.timeout.ms"] / 1000
+        deadline = time.monotonic() + timeout
+        backoff = self.settings["retry.backoff.ms"] / 1000
+        while True:
+            try:
+                conn = await self._coordinator()
+                resp = await conn.request(OFFSET_COMMIT, body, timeout=timeout)
+            except KafkaConnectionError:
+                if time.monotonic() + backoff >= deadline:
+                    raise
+                errors = {"COORDINATOR_NOT_AVAILABLE"}
+            else:
+                errors = {error_name(int(p.error_code)) for t in resp.topics for p in t.partitions
+                          if int(p.error_code)}
+            if errors & _COORDINATOR_ERRORS and time.monotonic() + backoff < deadline:
                 if self.group is not None:
                     self.group.conn = None
-                await asyncio.sleep(self.settings["retry.backoff.ms"] / 1000 * (2 ** attempt))
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF_S)
                 continue
             group_errors = errors & _GROUP_ERRORS
             if group_errors:
