@@ -94,7 +94,7 @@ class ClassicGroup:
         "group_id", "state", "previous_state", "state_timestamp_ms", "generation",
         "protocol_type", "protocol", "leader", "members", "static_members", "pending_members",
         "awaiting_join", "awaiting_sync", "pending_sync", "new_member_added", "new_members",
-        "_protocol_counts",
+        "_protocol_counts", "version",
     )
 
     def __init__(self, group_id: str, now_ms: int) -> None:
@@ -115,6 +115,9 @@ class ClassicGroup:
         self.new_member_added = False                  # extends the initial rebalance delay
         self.new_members: dict[str, None] = {}         # joined, never completed a join phase
         self._protocol_counts: dict[str, int] = {}
+        # Moves on every change of state or membership (assignments and generations only
+        # change with the state), so an observer can tell "unchanged" without a look inside.
+        self.version = 0
 
     # ---- state ----------------------------------------------------------------------------
 
@@ -124,6 +127,7 @@ class ClassicGroup:
         self.previous_state = self.state
         self.state = target
         self.state_timestamp_ms = now_ms
+        self.version += 1
 
     def is_in(self, *states: ClassicGroupState) -> bool:
         return self.state in states
@@ -148,6 +152,7 @@ class ClassicGroup:
     def add(self, member: ClassicMember, reply: ReplyTo | None) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type
+        self.version += 1
         self.members[member.member_id] = member
         for name in member.protocol_names():
             self._protocol_counts[name] = self._protocol_counts.get(name, 0) + 1
@@ -164,6 +169,7 @@ class ClassicGroup:
 
         Parked replies are the caller's to answer first; this only forgets them.
         """
+        self.version += 1
         self.pending_members.pop(member_id, None)
         self.pending_sync.pop(member_id, None)
         self.awaiting_join.pop(member_id, None)
@@ -191,6 +197,7 @@ class ClassicGroup:
 
         The new id goes to the end of the join order, as a new entry would in Kafka.
         """
+        self.version += 1
         old = self.members.pop(old_member_id)
         new = replace(old, member_id=new_member_id)
         self.members[new_member_id] = new

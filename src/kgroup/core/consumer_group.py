@@ -104,6 +104,9 @@ class ConsumerGroup:
     target: dict[str, Partitions] = field(default_factory=dict)
     # (topic id, partition) -> member id that still holds it
     owners: dict[tuple[str, int], str] = field(default_factory=dict)
+    # Moves with every record replayed into the group, so an observer can tell "unchanged"
+    # without a look inside; not part of the group's value.
+    version: int = field(default=0, compare=False)
 
     def state(self) -> GroupState:
         if not self.members:
@@ -203,6 +206,7 @@ def apply_consumer_record(groups: dict[str, ConsumerGroup], record) -> bool:
     created = group is None
     if created:
         group = groups[record.group_id] = ConsumerGroup(record.group_id)
+    group.version += 1
     if kind is ConsumerGroupEpochRecord:
         group.epoch = record.epoch
         group.subscribed = record.subscribed

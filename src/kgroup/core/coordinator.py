@@ -44,6 +44,7 @@ from kgroup.core.records import (
 )
 from kgroup.core.result import EMPTY_RESULT, ReplyTo, Result
 from kgroup.core.state import ShardState, StoredState, counter_member_ids
+from kgroup.core.timers import TimerOp
 
 
 class GroupCoordinator:
@@ -206,8 +207,13 @@ class GroupCoordinator:
         One operation at a time, so the caller replays its records before the next one
         reads stored state.
         """
+        due = self.expire_next(now_ms)
+        return None if due is None else due[1]
+
+    def expire_next(self, now_ms: int) -> tuple[TimerOp, Result] | None:
+        """As `expire`, with the operation that ran (which group it was for, and why)."""
         due = self.shard.timers.pop_due(now_ms)
         if due is None:
             return None
         _, op = due
-        return self._timer_ops[op.kind](op, now_ms)
+        return op, self._timer_ops[op.kind](op, now_ms)

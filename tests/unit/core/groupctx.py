@@ -95,10 +95,14 @@ class GroupContext:
             if deadline is None or deadline > target:
                 break
             self.now = max(self.now, deadline)
-            result = self.coord.expire(self.now)
-            if result is not None:
-                self.apply(result)
+            due = self.coord.expire_next(self.now)
+            if due is not None:
+                self.timer_fired(*due)
         self.now = target
+
+    def timer_fired(self, op, result: Result) -> None:
+        """One timer operation ran (a subclass may watch which)."""
+        self.apply(result)
 
     def advance_alive(self, ms: int, members, generation: int, group: str = "g",
                       step: int = 3_000) -> None:

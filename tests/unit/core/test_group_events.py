@@ -1,0 +1,349 @@
+"""Group events derived from the coordinator's state (core/group_events.py), on a manual clock.
+
+`EventContext` plays the broker's part as `broker/event_stream.py` does: after every handler
+or timer (records replayed) it asks the tracker for the events of the groups it touched.
+"""
+
+from __future__ import annotations
+
+import json
+
+from kgroup.assignors.consumer_protocol import encode_assignment
+from kgroup.assignors.spec import Assignment
+from kgroup.core.config import GroupConfig
+from kgroup.core.consumer_group import GroupState
+from kgroup.core.group_events import (
+    REQUEST_CAUSES,
+    TOPICS_CHANGED,
+    EventKind as K,
+    EventTracker,
+    GroupEvent,
+    diff,
+    record_groups,
+    request_groups,
+    summarise,
+    timer_cause,
+)
+from kgroup.core.messages import LeavingMember
+
+from tests.unit.core.groupctx import GroupContext
+from tests.unit.core.test_consumer_scenarios import settle
+
+
+class EventContext(GroupContext):
+    """A GroupContext that records the group events each call and timer brings."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.tracker = EventTracker()
+        self.tracker.prime(self.coord.shard)
+        self.events: list[GroupEvent] = []
+
+    def call(self, method, request, *args, **kwargs):
+        pending = super().call(method, request, *args, **kwargs)
+        cause = REQUEST_CAUSES.get(method.__name__)
+        if cause is not None:
+            self.events += self.tracker.observe(self.coord.shard, request_groups(request), cause, self.now)
+        return pending
+
+    def set_topics(self, **partitions: int) -> None:
+        result = self.coord.update_topics({n: (f"id-{n}", c) for n, c in partitions.items()}, self.now)
+        self.apply(result)
+        self.events += self.tracker.observe(self.coord.shard, record_groups(result.records),
+                                            TOPICS_CHANGED, self.now)
+
+    def delete_groups(self, *group_ids: str):
+        response = super().delete_groups(*group_ids)
+        self.events += self.tracker.observe(self.coord.shard, group_ids, REQUEST_CAUSES["delete_groups"],
+                                            self.now)
+        return response
+
+    def timer_fired(self, op, result) -> None:
+        super().timer_fired(op, result)
+        touched = [op.group_id] if op.group_id else []
+        touched += [g for g in record_groups(result.records) if g not in touched]
+        self.events += self.tracker.observe(self.coord.shard, touched, timer_cause(op.kind), self.now)
+
+    def take(self) -> list[GroupEvent]:
+        events, self.events = self.events, []
+        return events
+
+
+def kinds(events) -> list[str]:
+    return [e.kind.value for e in events]
+
+
+def of(events, kind: K) -> list[GroupEvent]:
+    return [e for e in events if e.kind is kind]
+
+
+def assignment(*partitions: tuple[str, int]) -> bytes:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in partitions:
+        by_topic.setdefault(t, []).append(p)
+    return encode_assignment(Assignment(tuple((t, tuple(ps)) for t, ps in by_topic.items())), 0)
+
+
+def classic_round(ctx: EventContext, joins, plan: dict[int, list[tuple[str, int]]], group: str = "g"):
+    """Everyone answered: the leader syncs `plan` (join index -> partitions), then the rest."""
+    ctx.run_until(lambda: all(j.done for j in joins))
+    members = [j.response.member_id for j in joins]
+    generation = joins[0].response.generation_id
+    leader = joins[0].response.leader
+    assignments = {members[i]: assignment(*tps) for i, tps in plan.items()}
+    ctx.sync(group, leader, generation, assignments)
+    for m in members:
+        if m != leader:
+            ctx.sync(group, m, generation)
+    assert ctx.group(group).state.value == "Stable"
+    return members, generation
+
+
+# ---- classic ---------------------------------------------------------------------------------
+
+def test_a_join_and_sync_round_reports_joins_the_rebalance_and_each_assignment():
+    ctx = EventContext()
+    joins = [ctx.join_new(), ctx.join_new()]
+    (a, b), generation = classic_round(ctx, joins, {0: [("t", 0), ("t", 1)], 1: [("t", 2)]})
+    events = ctx.take()
+    assert kinds(events) == ["member_joined", "rebalance_started", "member_joined", "group_state",
+                             "assignment_changed", "assignment_changed", "rebalance_completed"]
+    assert [e.member for e in of(events, K.MEMBER_JOINED)] == [a, b]
+    started, = of(events, K.REBALANCE_STARTED)
+    assert started.generation == 0 and started.state == "PreparingRebalance"
+    assert of(events, K.GROUP_STATE)[0].state == "CompletingRebalance"
+    completed, = of(events, K.REBALANCE_COMPLETED)
+    assert completed.generation == generation == 1 and completed.state == "Stable"
+    assert {e.member: e.partitions for e in of(events, K.ASSIGNMENT_CHANGED)} == {
+        a: (("t", 0), ("t", 1)), b: (("t", 2),)}
+    assert all(e.protocol == "classic" and e.group == "g" for e in events)
+
+
+def test_a_leave_reports_member_left_then_the_next_generation_moves_only_what_changed():
+    ctx = EventContext()
+    joins = [ctx.join_new(), ctx.join_new(), ctx.join_new()]
+    (a, b, c), _ = classic_round(ctx, joins, {0: [("t", 0)], 1: [("t", 1)], 2: [("t", 2)]})
+    ctx.take()
+    ctx.leave("g", c)
+    left = ctx.take()
+    assert kinds(left) == ["member_left", "rebalance_started"]
+    assert left[0].member == c and left[0].reason == "LeaveGroup"
+    assert left[1].generation == 1 and left[1].reason == "member_left"
+    # a and b rejoin; the leader gives c's partition to b and leaves a alone.
+    rejoins = [ctx.join("g", a), ctx.join("g", b)]
+    _, generation = classic_round(ctx, rejoins, {0: [("t", 0)], 1: [("t", 1), ("t", 2)]})
+    after = ctx.take()
+    completed, = of(after, K.REBALANCE_COMPLETED)
+    assert completed.generation == generation == 2
+    changed = of(after, K.ASSIGNMENT_CHANGED)
+    assert [(e.member, e.partitions) for e in changed] == [(b, (("t", 1), ("t", 2)))]
+
+
+def test_a_session_expiry_reports_member_expired():
+    ctx = EventContext()
+    joins = [ctx.join_new(), ctx.join_new()]
+    (a, b), generation = classic_round(ctx, joins, {0: [("t", 0)], 1: [("t", 1)]})
+    ctx.take()
+    ctx.advance_alive(12_000, [a], generation)          # b stops heartbeating (session 10 s)
+    events = ctx.take()
+    expired, = of(events, K.MEMBER_EXPIRED)
+    assert expired.member == b and expired.reason == "session timeout"
+    assert kinds(events)[:2] == ["member_expired", "rebalance_started"]
+
+
+def test_a_static_member_restart_is_one_join_replacing_its_old_id_without_a_rebalance():
+    ctx = EventContext()
+    joins = [ctx.join("g", instance="i-0"), ctx.join("g", instance="i-1")]
+    (a, b), generation = classic_round(ctx, joins, {0: [("t", 0)], 1: [("t", 1)]})
+    ctx.take()
+    again = ctx.join("g", instance="i-1")               # restarted: no member id
+    assert again.error.name == "NONE" and again.response.generation_id == generation
+    events = ctx.take()
+    assert kinds(events) == ["member_joined"]
+    joined, = events
+    assert joined.instance == "i-1" and joined.replaced == b and joined.member != b
+    assert joined.as_dict()["replaced"] == b
+
+
+def test_a_member_past_the_group_size_limit_is_reported_fenced():
+    ctx = EventContext(GroupConfig(initial_rebalance_delay_ms=0))
+    joins = [ctx.join_new(), ctx.join_new()]
+    (a, b), _ = classic_round(ctx, joins, {0: [("t", 0)], 1: [("t", 1)]})
+    ctx.coord.shard.config = ctx.coord.classic.config = GroupConfig(initial_rebalance_delay_ms=0,
+                                                                     max_group_size=1)
+    ctx.take()
+    ctx.join("g", a)                                    # the leader rejoins: a rebalance
+    refused = ctx.join("g", b)                          # one past the (lowered) limit
+    assert refused.error.name == "GROUP_MAX_SIZE_REACHED"
+    fenced, = of(ctx.take(), K.MEMBER_FENCED)
+    assert fenced.member == b and fenced.reason == "JoinGroup"
+
+
+def test_a_quiet_heartbeat_leaves_the_group_version_alone_and_reports_nothing():
+    ctx = EventContext()
+    joins = [ctx.join_new(), ctx.join_new()]
+    (a, b), generation = classic_round(ctx, joins, {0: [("t", 0)], 1: [("t", 1)]})
+    ctx.take()
+    version = ctx.group().version
+    for _ in range(5):
+        ctx.heartbeat("g", a, generation)
+        ctx.heartbeat("g", b, generation)
+    assert ctx.group().version == version               # the tracker's cheap check holds
+    assert ctx.take() == []
+
+
+def test_an_undecodable_classic_assignment_is_reported_with_null_partitions():
+    ctx = EventContext()
+    joins = [ctx.join_new()]
+    ctx.run_until(lambda: joins[0].done)
+    member = joins[0].response.member_id
+    ctx.sync("g", member, joins[0].response.generation_id, {member: b"\x00\x07not-consumer-protocol"})
+    changed, = of(ctx.take(), K.ASSIGNMENT_CHANGED)
+    assert changed.partitions is None and changed.as_dict()["partitions"] is None
+
+
+def test_a_deleted_group_is_reported_dead():
+    ctx = EventContext()
+    joins = [ctx.join_new()]
+    (a,), _ = classic_round(ctx, joins, {0: [("t", 0)]})
+    ctx.leave("g", a)
+    assert of(ctx.take(), K.GROUP_STATE)[-1].state == "Empty"
+    ctx.delete_groups("g")
+    dead, = ctx.take()
+    assert dead.kind is K.GROUP_STATE and dead.state == "Dead"
+
+
+def test_leaving_by_instance_id_in_a_batch_reports_each_member():
+    ctx = EventContext()
+    joins = [ctx.join("g", instance="i-0"), ctx.join("g", instance="i-1")]
+    (a, b), _ = classic_round(ctx, joins, {0: [("t", 0)], 1: [("t", 1)]})
+    ctx.take()
+    ctx.leave("g", LeavingMember("", "i-0"), LeavingMember("", "i-1"))
+    events = ctx.take()
+    assert [(e.member, e.instance) for e in of(events, K.MEMBER_LEFT)] == [(a, "i-0"), (b, "i-1")]
+    assert of(events, K.GROUP_STATE)[-1].state == "Empty"
+
+
+# ---- consumer protocol -----------------------------------------------------------------------
+
+def test_consumer_group_epoch_bump_and_convergence():
+    ctx = EventContext()
+    ctx.set_topics(t=4)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    first = ctx.take()
+    assert kinds(first) == ["member_joined", "rebalance_started", "assignment_changed", "rebalance_completed"]
+    assert [e.generation for e in first] == [1, 1, 1, 1]
+    assert first[2].partitions == tuple(("t", p) for p in range(4)) and first[2].member_epoch == 1
+    ctx.cg_heartbeat("b", 0, topics=["t"])
+    joined = ctx.take()
+    assert kinds(joined)[:2] == ["member_joined", "rebalance_started"]
+    assert joined[1].generation == 2 and joined[1].state == "Reconciling"
+    settle(ctx, ["a", "b"])
+    assert ctx.cgroup().state() is GroupState.STABLE
+    rest = ctx.take()
+    completed, = of(rest, K.REBALANCE_COMPLETED)
+    assert completed.generation == ctx.cgroup().epoch == 2
+    # a gave two partitions up before b got them: a's change comes first.
+    changed = [(e.member, e.partitions) for e in of(rest, K.ASSIGNMENT_CHANGED)]
+    assert changed[0][0] == "a" and len(changed[0][1]) == 2
+    assert changed[-1][0] == "b" and len(changed[-1][1]) == 2
+    final = {m: set(p) for m, p in changed}
+    assert final["a"].isdisjoint(final["b"]) and len(final["a"] | final["b"]) == 4
+    assert rest[-1] is completed                       # after the assignments it waited for
+
+
+def test_consumer_member_leaving_and_a_topic_change_bump_the_epoch():
+    ctx = EventContext()
+    ctx.set_topics(t=4)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    ctx.cg_heartbeat("b", 0, topics=["t"])
+    settle(ctx, ["a", "b"])
+    ctx.take()
+    ctx.cg_heartbeat("b", -1)
+    events = ctx.take()
+    assert kinds(events) == ["member_left", "rebalance_started"]
+    assert events[0].member == "b" and events[1].generation == 3
+    settle(ctx, ["a"])
+    ctx.take()
+    ctx.set_topics(t=6)
+    started, = ctx.take()
+    assert started.kind is K.REBALANCE_STARTED and started.reason == "topic metadata changed"
+    assert started.generation == 4
+
+
+def test_consumer_static_member_temporary_leave_and_return():
+    ctx = EventContext()
+    ctx.set_topics(t=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"], instance="i-a")
+    settle(ctx, ["a"])
+    ctx.take()
+    ctx.cg_heartbeat("a", -2, instance="i-a")
+    left, state = ctx.take()
+    assert left.kind is K.MEMBER_LEFT and left.as_dict()["temporary"] is True and left.member_epoch == -2
+    assert state.kind is K.GROUP_STATE and state.state == "Reconciling"   # as Describe shows it
+    ctx.cg_heartbeat("a2", 0, topics=["t"], instance="i-a")
+    events = ctx.take()                                 # same assignment, same epoch: no rebalance
+    assert kinds(events) == ["member_joined", "group_state"]
+    assert events[0].replaced == "a" and events[0].member == "a2" and events[1].state == "Stable"
+
+
+def test_a_consumer_member_that_never_revokes_is_reported_fenced():
+    ctx = EventContext()
+    ctx.set_topics(t=4)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    settle(ctx, ["a"])
+    ctx.cg_heartbeat("b", 0, topics=["t"])
+    ctx.cg_heartbeat("a", 1)                            # told to revoke; never does
+    ctx.take()
+    for _ in range(13):
+        ctx.advance(5_000)
+        if "a" in ctx.cgroup().members:
+            ctx.cg_heartbeat("a", 1, owned=[("id-t", (0, 1, 2, 3))])
+        ctx.cg_heartbeat("b", ctx.cgroup().members["b"].epoch)
+    fenced, = of(ctx.take(), K.MEMBER_FENCED)
+    assert fenced.member == "a" and fenced.reason == "revocation timeout"
+
+
+def test_consumer_session_expiry_is_member_expired():
+    ctx = EventContext()
+    ctx.set_topics(t=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    ctx.take()
+    ctx.advance(46_000)                                 # consumer session 45 s
+    events = ctx.take()
+    assert kinds(events)[:2] == ["member_expired", "rebalance_started"]
+    assert events[0].reason == "session timeout" and events[-1].state == "Empty"
+
+
+# ---- format and the pure pieces --------------------------------------------------------------
+
+def test_json_value_has_the_contract_fields_sorted_and_compact():
+    e = GroupEvent(1_700_000_000_000, "g", "consumer", K.ASSIGNMENT_CHANGED, 3, "Reconciling",
+                   member="m", instance=None, member_epoch=3, partitions=(("t", 0), ("t", 1)))
+    raw = e.to_json()
+    value = json.loads(raw)
+    assert list(value) == sorted(value) and b" " not in raw
+    assert value == {"v": 1, "time_ms": 1_700_000_000_000, "group": "g", "protocol": "consumer",
+                     "kind": "assignment_changed", "member": "m", "instance": None, "generation": 3,
+                     "member_epoch": 3, "state": "Reconciling", "partitions": [["t", 0], ["t", 1]],
+                     "reason": None}
+
+
+def test_diff_of_a_summary_with_itself_is_empty_and_a_vanished_group_is_dead():
+    ctx = EventContext()
+    ctx.join_new()
+    summary = summarise(ctx.group(), {})
+    assert diff(summary, summary, REQUEST_CAUSES["join_group"], 0) == []
+    gone, dead = diff(summary, None, REQUEST_CAUSES["leave_group"], 5)
+    assert gone.kind is K.MEMBER_LEFT and gone.member == next(iter(summary.members))
+    assert dead.kind is K.GROUP_STATE and dead.state == "Dead" and dead.time_ms == 5
+
+
+def test_request_and_record_group_helpers():
+    from kgroup.core.messages import HeartbeatRequest
+    from kgroup.core.records import OffsetCommitRecord
+    assert request_groups(HeartbeatRequest("g", 1, "m")) == ("g",)
+    assert request_groups(("a", "b")) == ("a", "b")
+    assert request_groups(object()) == ()
+    records = [OffsetCommitRecord("x", "t", p, None) for p in range(3)] + [OffsetCommitRecord("y", "t", 0, None)]
+    assert record_groups(records) == ["x", "y"]
