@@ -16,9 +16,22 @@ def test_murmur2_matches_kafka_python(data: bytes) -> None:
     assert murmur2(data) & 0x7FFFFFFF == kafka_python_murmur2(data) & 0x7FFFFFFF
 
 
-def test_known_key_lands_where_java_puts_it() -> None:
-    # Java: Utils.toPositive(Utils.murmur2("foo".getBytes())) % 3
-    assert partition_for_key(b"foo", 3) == (murmur2(b"foo") & 0x7FFFFFFF) % 3
+# The vectors of Apache Kafka's UtilsTest.testMurmur2 (Utils.murmur2, signed 32-bit).
+JAVA_MURMUR2 = {
+    b"21": -973932308,
+    b"foobar": -790332482,
+    b"a-little-bit-long-string": -985981536,
+    b"a-little-bit-longer-string": -1486304829,
+    b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+    b"abc": 479470107,
+}
+
+
+@pytest.mark.parametrize("key, java", JAVA_MURMUR2.items())
+def test_known_keys_hash_and_land_where_java_puts_them(key: bytes, java: int) -> None:
+    assert murmur2(key) & 0xFFFFFFFF == java & 0xFFFFFFFF
+    # Java: Utils.toPositive(Utils.murmur2(key)) % numPartitions
+    assert partition_for_key(key, 7) == (java & 0x7FFFFFFF) % 7
     assert 0 <= partition_for_key(b"", 7) < 7
 
 
