@@ -163,6 +163,34 @@ def test_remote_assignor_is_honoured(cbroker, assignor):
     assert owners.overlaps == []
 
 
+def test_confluent_admin_describes_a_consumer_group_with_consumer_group_describe(cbroker):
+    from confluent_kafka import ConsumerGroupState, ConsumerGroupType
+    from confluent_kafka.admin import AdminClient
+
+    create_topic(cbroker.bootstrap, "t", 4)
+    owners = Ownership()
+    members = [Member(cbroker.bootstrap, "cg", ["t"], f"m{i}", owners, **{"group.remote.assignor": "range"})
+               for i in range(2)]
+    for m in members:
+        m.start()
+    try:
+        wait_for(lambda: owners.sizes() == [2, 2] and owners.union() == tp("t", 4), what="2 x 2")
+        admin = AdminClient({"bootstrap.servers": cbroker.bootstrap})
+        desc = admin.describe_consumer_groups(["cg"])["cg"].result(20)
+        assert desc.type == ConsumerGroupType.CONSUMER and desc.state == ConsumerGroupState.STABLE
+        assert desc.partition_assignor == "range"
+        described = {m.client_id: {(p.topic, p.partition) for p in m.assignment.topic_partitions}
+                     for m in desc.members}
+        assert described == {name: set(s) for name, s in owners.owned.items()}
+        # Only ConsumerGroupDescribe carries the target assignment (DescribeGroups has none).
+        for m in desc.members:
+            assert ({(p.topic, p.partition) for p in m.target_assignment.topic_partitions}
+                    == described[m.client_id])
+    finally:
+        for m in members:
+            m.stop()
+
+
 def test_killed_member_loses_its_partitions_after_the_session_timeout(cbroker):
     create_topic(cbroker.bootstrap, "t", 4)
     owners = Ownership()

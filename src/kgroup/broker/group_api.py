@@ -359,9 +359,11 @@ class ConsumerGroupApi:
         asg_cls = _field_class(member_cls, "assignment")
         tp_cls = item(asg_cls, "topic_partitions")
 
-        def assignment(partitions):
+        def assignment(partitions, names: dict[str, str]):
+            # Describe names each topic too (clients print the assignment by name).
             return build(asg_cls, topic_partitions=tuple(
-                build(tp_cls, topic_id=t, partitions=ps) for t, ps in _uuid_partitions(partitions)))
+                build(tp_cls, topic_id=uuid.UUID(t), topic_name=names.get(t, ""), partitions=ps)
+                for t, ps in partitions))
 
         groups = []
         for group_id in req.group_ids:
@@ -370,6 +372,7 @@ class ConsumerGroupApi:
                 (d,) = await shard.call(shard.coordinator.consumer_group_describe, (group_id,))
             except GroupError as exc:
                 d = m.DescribedConsumerGroup(group_id, exc.code)
+            names = {topic_id: name for name, (topic_id, _) in shard.coordinator.shard.topics.items()}
             groups.append(build(
                 group_cls, error_code=d.error, error_message=None, group_id=d.group_id, group_state=d.state,
                 group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
@@ -378,8 +381,9 @@ class ConsumerGroupApi:
                     member_cls, member_id=x.member_id, instance_id=x.instance_id, rack_id=x.rack_id,
                     member_epoch=x.member_epoch, client_id=x.client_id, client_host=x.client_host,
                     subscribed_topic_names=x.subscribed_topic_names, subscribed_topic_regex=x.subscribed_topic_regex,
-                    assignment=assignment(x.assignment), target_assignment=assignment(x.target_assignment),
-                    member_type=1) for x in d.members)))
+                    assignment=assignment(x.assignment, names),
+                    target_assignment=assignment(x.target_assignment, names),
+                    member_type=x.member_type) for x in d.members)))
         return build(cls, groups=tuple(groups))
 
 

@@ -426,7 +426,7 @@ class ConsumerProtocol:
                 tuple(DescribedConsumerMember(
                     m.member_id, m.meta.instance_id, m.meta.rack_id, m.epoch, m.meta.client_id,
                     m.meta.client_host, m.meta.subscribed_topic_names, m.meta.subscribed_topic_regex,
-                    m.current.assigned, group.target.get(m.member_id, ()))
+                    m.current.assigned, group.target.get(m.member_id, ()), 0 if m.meta.is_classic else 1)
                     for m in group.members.values())))
         return Result((), ((reply, tuple(described)),))
 

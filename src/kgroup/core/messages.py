@@ -290,6 +290,8 @@ class DescribedConsumerMember:
     subscribed_topic_regex: str | None
     assignment: tuple[tuple[str, tuple[int, ...]], ...]
     target_assignment: tuple[tuple[str, tuple[int, ...]], ...]
+    # ConsumerGroupDescribe v1 MemberType: 0 a classic member of a migrated group, 1 consumer.
+    member_type: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,9 @@ def test_consumer_member_joining_a_stable_classic_group_upgrades_it_in_place():
     assert group.members[a].epoch == generation and group.members[a].meta.is_classic
     assert {p for _, ps in group.members[a].current.assigned for p in ps} == {0, 1}
     assert joined.assignment == ()                       # everything is still held
+    # ConsumerGroupDescribe v1 tells the two kinds of member apart (MemberType 0 / 1).
+    (described,) = ctx.call(ctx.coord.consumer_group_describe, ("cg",)).response
+    assert {x.member_id: x.member_type for x in described.members} == {a: 0, b: 0, "new": 1}
     # The classic members learn from Heartbeat that they must rejoin.
     assert ctx.heartbeat("cg", a, generation).error is E.REBALANCE_IN_PROGRESS
     # Each rejoins (eager: revoked everything first), syncs, and gets its share.
