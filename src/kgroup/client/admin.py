@@ -25,6 +25,7 @@ from typing import Any
 from kgroup.wire.kio_build import build, has, item
 from kgroup.wire import record_batch
 from kgroup.wire.versions import (
+    CONSUMER_GROUP_DESCRIBE,
     CREATE_PARTITIONS,
     CREATE_TOPICS,
     DELETE_GROUPS,
@@ -501,7 +502,47 @@ class AdminClient:
         return out
 
     async def describe_group(self, group: str) -> GroupDescription:
-        """State, protocol and members of one group (assignments decoded when possible)."""
+        """State, protocol and members of one group (assignments decoded when possible).
+
+        A consumer-protocol group is described with ConsumerGroupDescribe, the only API that
+        carries its members' assignments; a classic group (the broker answers that it is not
+        a consumer group), or a broker without that API, with DescribeGroups — the order
+        Kafka's own admin client uses.
+        """
+        try:
+            described = await self._describe_consumer_group(group)
+        except UnsupportedApi:
+            described = None
+        return described if described is not None else await self._describe_classic_group(group)
+
+    async def _describe_consumer_group(self, group: str) -> GroupDescription | None:
+        resp = await self._group_request(
+            group,
+            CONSUMER_GROUP_DESCRIBE,
+            _fields(group_ids=[group], include_authorized_operations=False),
+            lambda r: _err(r.groups[0]) if r.groups else 0,
+        )
+        g = resp.groups[0]
+        if error_name(_err(g)) == "GROUP_ID_NOT_FOUND":
+            return None
+        _check(_err(g), f"describe group {group!r}", g.error_message)
+        members = tuple(
+            MemberDescription(
+                member_id=m.member_id,
+                group_instance_id=m.instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                metadata=b"",
+                assignment_bytes=b"",
+                assignment={tp.topic_name or str(tp.topic_id): tuple(sorted(tp.partitions))
+                            for tp in m.assignment.topic_partitions},
+            )
+            for m in g.members
+        )
+        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type="consumer",
+                                protocol=g.assignor_name, members=members)
+
+    async def _describe_classic_group(self, group: str) -> GroupDescription:
         resp = await self._group_request(
             group,
             DESCRIBE_GROUPS,
