@@ -203,6 +203,22 @@ def test_partition_count_change_bumps_the_epoch_and_assigns_new_partitions():
     assert owned(ctx, a) | owned(ctx, b) == {0, 1, 2, 3}
 
 
+def test_deleting_a_subscribed_topic_bumps_the_epoch_and_takes_its_partitions_away():
+    ctx = GroupContext()
+    ctx.set_topics(t=2, u=2)
+    for mid in ("a", "b"):
+        ctx.cg_heartbeat(mid, 0, topics=["t", "u"])
+    settle(ctx, ["a", "b"])
+    assert {t for m in ("a", "b") for t, _ in ctx.cgroup().members[m].current.assigned} == {"id-t", "id-u"}
+    epoch = ctx.cgroup().epoch
+    ctx.set_topics(t=2)                                     # u is deleted
+    assert ctx.cgroup().epoch == epoch + 1
+    settle(ctx, ["a", "b"])
+    assert ctx.cgroup().state() is GroupState.STABLE
+    assert {t for m in ("a", "b") for t, _ in ctx.cgroup().members[m].current.assigned} == {"id-t"}
+    assert owned(ctx, "a") | owned(ctx, "b") == {0, 1}
+
+
 def test_regex_subscription_matches_topics_created_later():
     ctx = GroupContext()
     ctx.set_topics(**{"logs-a": 2})
