@@ -337,3 +337,28 @@ def test_our_consumer_carries_on_after_the_broker_is_killed_and_restarted(broker
         ours.stop()
     assert ours.error is None, ours.error
     assert len(set(ours.consumed)) == 200       # each record once: commits survived the restart
+
+
+@pytest.mark.parametrize("acks", [0, 1, "all"])
+def test_producer_acks(broker, acks):
+    topic = f"acks-{acks}"
+    create_topic(broker.bootstrap, topic, 1)
+
+    async def main():
+        async with Producer({"bootstrap.servers": broker.bootstrap, "acks": acks, "linger.ms": 20}) as p:
+            futs = [await p.send(topic, f"v{i}".encode(), partition=0) for i in range(50)]
+            metas = [await f for f in futs]
+        if acks == 0:
+            assert {m.offset for m in metas} == {-1}          # no answer, so no offsets
+        else:
+            assert [m.offset for m in metas] == list(range(50))
+        async with Consumer({"bootstrap.servers": broker.bootstrap, "auto.offset.reset": "earliest"}) as c:
+            c.assign([TopicPartition(topic, 0)])
+            got = []
+            deadline = time.monotonic() + 20
+            while len(got) < 50 and time.monotonic() < deadline:
+                for records in (await c.getmany(timeout_ms=500)).values():
+                    got.extend(r.value for r in records)
+        assert got == [f"v{i}".encode() for i in range(50)]
+
+    asyncio.run(main())
