@@ -94,7 +94,7 @@ class ClassicGroup:
         "group_id", "state", "previous_state", "state_timestamp_ms", "generation",
         "protocol_type", "protocol", "leader", "members", "static_members", "pending_members",
         "awaiting_join", "awaiting_sync", "pending_sync", "new_member_added", "new_members",
-        "_protocol_counts", "version",
+        "_protocol_counts", "version", "removals",
     )
 
     def __init__(self, group_id: str, now_ms: int) -> None:
@@ -116,8 +116,11 @@ class ClassicGroup:
         self.new_members: dict[str, None] = {}         # joined, never completed a join phase
         self._protocol_counts: dict[str, int] = {}
         # Moves on every change of state or membership (assignments and generations only
-        # change with the state), so an observer can tell "unchanged" without a look inside.
+        # change with the state), so an observer can tell "unchanged" without a look inside;
+        # `removals` counts members taken out, so while it stands still the members an
+        # observer has not seen yet are the last ones (new members are appended).
         self.version = 0
+        self.removals = 0
 
     # ---- state ----------------------------------------------------------------------------
 
@@ -177,6 +180,7 @@ class ClassicGroup:
         self.new_members.pop(member_id, None)
         member = self.members.pop(member_id, None)
         if member is not None:
+            self.removals += 1
             self._forget_protocols(member)
             if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
                 del self.static_members[member.group_instance_id]
@@ -198,6 +202,7 @@ class ClassicGroup:
         The new id goes to the end of the join order, as a new entry would in Kafka.
         """
         self.version += 1
+        self.removals += 1
         old = self.members.pop(old_member_id)
         new = replace(old, member_id=new_member_id)
         self.members[new_member_id] = new

@@ -8,6 +8,15 @@ order (departures, joins, rebalance started, state, assignments, rebalance compl
 counter (`version`), so looking at a group that did not change costs two dict lookups and
 no summary: the caller may ask after every handler or timer without paying per heartbeat.
 
+Summaries are built incrementally from the previous one, so a change costs in proportion
+to the members it touched, not to the group: a classic group between rebalances only
+gains and loses members (new ones are appended, so while nobody left they are the last
+few; else the key sets are compared, at C speed); a consumer group changes only through
+records, which name the members they touch. A summary says which member
+entries differ from the one it was built on (`base`, `changed`), and `diff` looks only at
+those. A full pass (every member) runs when a classic group becomes Stable (its new
+assignments), when a consumer group's target epoch moves, or when nothing better is known.
+
 The summaries cannot tell why a member is gone (it left, its session expired, it was
 fenced): the caller knows which request or timer ran and says so with a `Cause`.
 
@@ -24,12 +33,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from itertools import islice
+from typing import Any, Iterable, Mapping, Sequence
 
 from kgroup.assignors.consumer_protocol import ConsumerProtocolError, decode_assignment
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupState
-from kgroup.core.consumer_group import ConsumerGroup
+from kgroup.core.consumer_group import ConsumerGroup, ConsumerMember, GroupState, MemberState
 from kgroup.core.messages import STATIC_LEAVE_EPOCH
+from kgroup.core.records import ClassicGroupRecord, ConsumerCurrentRecord, ConsumerMemberRecord, OffsetCommitRecord
 from kgroup.core.state import ShardState
 
 FORMAT_VERSION = 1
@@ -134,6 +145,9 @@ class MemberSummary:
     # What "the assignment changed" compares: the partitions, or the raw bytes of an
     # assignment that is not ConsumerProtocol.
     key: Any = ()
+    # Consumer protocol: the member's reconciliation state is stable (with its epoch at the
+    # target epoch, it counts as converged).
+    reconciled: bool = True
     # The object the assignment was read from, so an unchanged member is not decoded again.
     source: Any = field(default=None, compare=False, repr=False)
 
@@ -149,6 +163,16 @@ class GroupSummary:
     # rebalance completes when the group is Stable at a later one. (A consumer group also
     # leaves Stable without a rebalance, while a static member is away with epoch -2.)
     settled: int = -1
+    # Consumer protocol: the target assignment's epoch, and how many members are not yet
+    # converged to it (what the group state is computed from, kept up to date per member).
+    target_epoch: int = 0
+    unconverged: int = 0
+    # The members mapping this summary was built from, and the ids whose entries differ
+    # from it (joined, gone or rebuilt): what `diff` needs to look at.
+    base: Mapping[str, MemberSummary] | None = field(default=None, compare=False, repr=False)
+    changed: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # Classic: the group's removal count when this was taken (ClassicGroup.removals).
+    removals: int = field(default=-1, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,48 +215,113 @@ class GroupEvent:
 # ---- summaries ------------------------------------------------------------------------------
 
 def summarise(group: ClassicGroup | ConsumerGroup, topics: Mapping[str, tuple[str, int]],
-              previous: GroupSummary | None = None) -> GroupSummary:
-    """What the event stream knows of `group`; `previous` carries classic assignments
-    forward between rebalances and saves decoding members that did not change.
+              previous: GroupSummary | None = None, touched: Iterable[str] | None = None) -> GroupSummary:
+    """What the event stream knows of `group`, built on `previous` (the summary of the same
+    group before this change) when there is one.
 
-    `topics` is the broker's topic image (name -> (topic id, partitions)), used to name
-    the topics of consumer-protocol assignments (which are kept by topic id).
+    `topics` is the broker's topic image (name -> (topic id, partitions)), used to name the
+    topics of consumer-protocol assignments (kept by topic id). `touched`: for a consumer
+    group, the members named by the records replayed since `previous` (None: not known, so
+    every member is looked at).
     """
     if isinstance(group, ConsumerGroup):
-        return _summarise_consumer(group, topics, previous)
+        return _summarise_consumer(group, topics, previous, touched)
     return _summarise_classic(group, previous)
 
 
+def _ordered(members: Mapping[str, Any], ids: Iterable[str]) -> list[str]:
+    """`ids` in the order of `members` (cheap for the usual one or none)."""
+    ids = set(ids)
+    if len(ids) <= 1:
+        return list(ids)
+    return [mid for mid in members if mid in ids]
+
+
 def _summarise_classic(group: ClassicGroup, previous: GroupSummary | None) -> GroupSummary:
-    before = previous.members if previous is not None and previous.protocol == CLASSIC else {}
-    by_instance = {m.instance_id: m for m in before.values() if m.instance_id is not None}
+    base = previous.members if previous is not None and previous.protocol == CLASSIC else None
     stable = group.state is ClassicGroupState.STABLE
-    decodable = group.protocol_type == CONSUMER_PROTOCOL_TYPE
-    members: dict[str, MemberSummary] = {}
-    for member_id, m in group.members.items():
-        last = before.get(member_id)
-        if last is None and m.group_instance_id is not None:
-            last = by_instance.get(m.group_instance_id)     # a static member's new id
-        if not stable:
-            # Mid-rebalance the bytes are the old generation's (or reset): keep what was
-            # last reported until the group is Stable again.
-            partitions, key = (last.partitions, last.key) if last is not None else ((), ())
-            members[member_id] = MemberSummary(member_id, m.group_instance_id, None, partitions, key,
-                                               last.source if last is not None else None)
-            continue
-        raw = m.assignment
-        if last is not None and last.source is raw:
-            partitions, key = last.partitions, last.key
-        elif not raw:
-            partitions, key = (), ()
-        elif decodable:
-            partitions = _decoded(raw)
-            key = partitions if partitions is not None else raw
+    current = group.members
+    added: list[str] | None = None
+    if base is None:
+        base_keys: Any = ()
+        removed: list[str] = []
+    elif previous.removals == group.removals:
+        # Nobody left since: whoever is new was appended (no pass over the members).
+        base_keys = base.keys()
+        removed = []
+        added = list(islice(reversed(current), len(current) - len(base)))[::-1]
+    else:
+        base_keys = base.keys()
+        removed = [] if current.keys() == base_keys else _ordered(base, base_keys - current.keys())
+    # A static member's new id inherits what its old id was last known to hold.
+    gone_by_instance = {base[mid].instance_id: base[mid] for mid in removed
+                        if base[mid].instance_id is not None}
+    members: dict[str, MemberSummary]
+    changed: list[str] = list(removed)
+    if base is not None and not stable:
+        # Mid-rebalance the assignment bytes are the old generation's (or reset): members
+        # keep what was last reported, so only arrivals and departures can differ.
+        if added is None:
+            added = _ordered(current, current.keys() - base_keys) if removed or len(current) != len(base) else []
+        if not removed and not added:
+            members = base                               # shared: nothing changed
         else:
-            partitions, key = None, raw
-        members[member_id] = MemberSummary(member_id, m.group_instance_id, None, partitions, key, raw)
+            members = dict(base)
+            for mid in removed:
+                del members[mid]
+            for mid in added:
+                m = current[mid]
+                members[mid] = _carried(m, gone_by_instance.get(m.group_instance_id))
+            changed += added
+    else:
+        decodable = group.protocol_type == CONSUMER_PROTOCOL_TYPE
+        members = {}
+        for mid, m in current.items():
+            last = base.get(mid) if base is not None else None
+            if not stable:
+                members[mid] = _carried(m, last)
+                changed.append(mid)
+                continue
+            if last is None and m.group_instance_id is not None:
+                carried = gone_by_instance.get(m.group_instance_id)
+            else:
+                carried = last
+            raw = m.assignment
+            if last is not None and last.source is raw:
+                summary = last                           # unchanged since last seen
+            elif carried is not None and carried.source is raw:
+                summary = MemberSummary(mid, m.group_instance_id, None, carried.partitions, carried.key,
+                                        source=raw)
+            else:
+                summary = MemberSummary(mid, m.group_instance_id, None, *_classic_assignment(raw, decodable),
+                                        source=raw)
+            members[mid] = summary
+            if summary is not last:
+                changed.append(mid)
     return GroupSummary(group.group_id, CLASSIC, group.state.value, group.generation, members,
-                        _settled(stable, group.generation, previous))
+                        _settled(stable, group.generation, previous), base=base, changed=tuple(changed),
+                        removals=group.removals)
+
+
+def _carried(m: Any, last: MemberSummary | None) -> MemberSummary:
+    """A classic member mid-rebalance: its last known assignment, carried forward."""
+    if last is None:
+        return MemberSummary(m.member_id, m.group_instance_id, None, (), ())
+    return MemberSummary(m.member_id, m.group_instance_id, None, last.partitions, last.key, source=last.source)
+
+
+def _classic_assignment(raw: bytes, decodable: bool) -> tuple[TopicPartitionList | None, Any]:
+    """(partitions, change key) of classic assignment bytes."""
+    if not raw:
+        return (), ()
+    if not decodable:
+        return None, raw
+    try:
+        assignment = decode_assignment(raw)
+    except ConsumerProtocolError:
+        return None, raw
+    partitions = tuple(sorted((str(t), int(p)) for t, ps in assignment.partitions for p in ps))
+    return partitions, partitions
 
 
 def _settled(stable: bool, generation: int, previous: GroupSummary | None) -> int:
@@ -241,34 +330,90 @@ def _settled(stable: bool, generation: int, previous: GroupSummary | None) -> in
     return previous.settled if previous is not None else -1
 
 
-def _decoded(raw: bytes) -> TopicPartitionList | None:
-    try:
-        assignment = decode_assignment(raw)
-    except ConsumerProtocolError:
-        return None
-    return tuple(sorted((str(t), int(p)) for t, ps in assignment.partitions for p in ps))
+_RECONCILED = MemberState.STABLE.value
+
+
+class _TopicNames:
+    """Topic id -> name for a consumer group's assignments, looked up only when needed."""
+
+    __slots__ = ("group", "topics", "names")
+
+    def __init__(self, group: ConsumerGroup, topics: Mapping[str, tuple[str, int]]) -> None:
+        self.group, self.topics, self.names = group, topics, None
+
+    def __call__(self, topic_id: str) -> str:
+        if self.names is None:
+            self.names = {tid: name for name, (tid, _) in self.topics.items()}
+            self.names.update((tid, name) for name, tid, _ in self.group.subscribed)
+        return self.names.get(topic_id, topic_id)
+
+
+def _consumer_member(m: ConsumerMember, last: MemberSummary | None, name: _TopicNames) -> MemberSummary:
+    current = m.current
+    instance = m.meta.instance_id
+    if last is not None and last.source is current and last.instance_id == instance:
+        return last
+    if last is not None and last.partitions is not None and current.assigned == getattr(last.source, "assigned", None):
+        partitions = last.partitions
+    else:
+        partitions = tuple(sorted((name(t), p) for t, ps in current.assigned for p in ps))
+    return MemberSummary(m.member_id, instance, current.member_epoch, partitions, partitions,
+                         current.state == _RECONCILED, source=current)
+
+
+def _unconverged(s: MemberSummary, target_epoch: int) -> bool:
+    return s.member_epoch != target_epoch or not s.reconciled
 
 
 def _summarise_consumer(group: ConsumerGroup, topics: Mapping[str, tuple[str, int]],
-                        previous: GroupSummary | None) -> GroupSummary:
-    before = previous.members if previous is not None and previous.protocol == CONSUMER else {}
-    names = {tid: name for name, tid, _ in group.subscribed}
-    members: dict[str, MemberSummary] = {}
-    for member_id, m in group.members.items():
-        current = m.current
-        last = before.get(member_id)
-        if last is not None and last.source is current:
-            partitions = last.partitions
-        else:
-            missing = [t for t, _ in current.assigned if t not in names]
-            if missing:
-                names.update({tid: name for name, (tid, _) in topics.items()})
-            partitions = tuple(sorted((names.get(t, t), p) for t, ps in current.assigned for p in ps))
-        members[member_id] = MemberSummary(member_id, m.meta.instance_id, current.member_epoch,
-                                           partitions, partitions, current)
-    state = group.state().value
+                        previous: GroupSummary | None, touched: Iterable[str] | None) -> GroupSummary:
+    base = previous.members if previous is not None and previous.protocol == CONSUMER else None
+    name = _TopicNames(group, topics)
+    target = group.target_epoch
+    current = group.members
+    changed: list[str] = []
+    if base is not None and touched is not None:
+        # Only the members the records named can differ.
+        members = dict(base)
+        unconverged = previous.unconverged
+        for mid in touched:
+            was = members.get(mid)
+            m = current.get(mid)
+            now = _consumer_member(m, was, name) if m is not None else None
+            if now is was:
+                continue
+            changed.append(mid)
+            if was is not None:
+                unconverged -= _unconverged(was, previous.target_epoch)
+            if now is None:
+                del members[mid]
+            else:
+                members[mid] = now
+                unconverged += _unconverged(now, previous.target_epoch)
+        if target != previous.target_epoch:
+            unconverged = sum(_unconverged(s, target) for s in members.values())
+    else:
+        members = {}
+        for mid, m in current.items():
+            was = base.get(mid) if base is not None else None
+            members[mid] = now = _consumer_member(m, was, name)
+            if now is not was:
+                changed.append(mid)
+        if base is not None:
+            changed += _ordered(base, base.keys() - current.keys())
+        unconverged = sum(_unconverged(s, target) for s in members.values())
+    # As ConsumerGroup.state(), from the counts kept here rather than a pass over members.
+    if not members:
+        state = GroupState.EMPTY.value
+    elif group.epoch > target:
+        state = GroupState.ASSIGNING.value
+    elif unconverged:
+        state = GroupState.RECONCILING.value
+    else:
+        state = GroupState.STABLE.value
     return GroupSummary(group.group_id, CONSUMER, state, group.epoch, members,
-                        _settled(state == STABLE, group.epoch, previous))
+                        _settled(state == STABLE, group.epoch, previous), target, unconverged,
+                        base=base, changed=tuple(changed))
 
 
 def _nothing(group_id: str, protocol: str) -> GroupSummary:
@@ -300,9 +445,17 @@ def diff(before: GroupSummary | None, after: GroupSummary | None, cause: Cause,
             member_epoch=m.member_epoch if m is not None and consumer else None, **extra))
 
     # 1. Membership: departures, then arrivals (a static member's new id replaces its old).
+    #    Only the entries that differ are looked at: those `after` says it changed when it
+    #    was built on `before`, else every one.
     old, new = before.members, after.members
-    gone = [m for mid, m in old.items() if mid not in new]
-    added = [m for mid, m in new.items() if mid not in old]
+    if after.base is old:
+        touched = [mid for mid in after.changed if mid in new]
+        gone = [old[mid] for mid in after.changed if mid not in new and mid in old]
+        added = [new[mid] for mid in touched if mid not in old]
+    else:
+        touched = [mid for mid, m in new.items() if old.get(mid) != m]
+        gone = [m for mid, m in old.items() if mid not in new]
+        added = [new[mid] for mid in touched if mid not in old]
     gone_by_instance = {m.instance_id: m for m in gone if m.instance_id is not None}
     replaced: dict[str, MemberSummary] = {}
     for m in added:
@@ -316,8 +469,8 @@ def diff(before: GroupSummary | None, after: GroupSummary | None, cause: Cause,
         was = replaced.get(m.member_id)
         event(K.MEMBER_JOINED, m, replaced=was.member_id if was is not None else None,
               reason="static member restarted" if was is not None else None)
-    for mid, m in new.items():
-        was = old.get(mid)
+    for mid in touched:
+        m, was = new[mid], old.get(mid)
         if (m.member_epoch == STATIC_LEAVE_EPOCH and was is not None
                 and was.member_epoch != STATIC_LEAVE_EPOCH):
             event(K.MEMBER_LEFT, m, temporary=True, reason=cause.what)
@@ -350,7 +503,8 @@ def diff(before: GroupSummary | None, after: GroupSummary | None, cause: Cause,
     #    Before the completion they lead to, so a reader that closes a rebalance at
     #    rebalance_completed has seen every partition it moved.
     if consumer or after.state == STABLE:
-        for mid, m in new.items():
+        for mid in touched:
+            m = new[mid]
             was = old.get(mid) or replaced.get(mid)
             if m.key != (was.key if was is not None else ()):
                 event(K.ASSIGNMENT_CHANGED, m, partitions=m.partitions)
@@ -376,11 +530,16 @@ class EventTracker:
             for group_id, group in groups.items():
                 self._seen[group_id] = (group, group.version, summarise(group, shard.topics))
 
-    def observe(self, shard: ShardState, group_ids: Iterable[str], cause: Cause,
-                time_ms: int) -> list[GroupEvent]:
-        """Events of the named groups since they were last observed, oldest first."""
+    def observe(self, shard: ShardState, group_ids: Iterable[str], cause: Cause, time_ms: int,
+                records: Sequence[Any] = ()) -> list[GroupEvent]:
+        """Events of the named groups since they were last observed, oldest first.
+
+        `records`: what the change replayed; they tell which consumer-group members it
+        touched, so only those are summarised again.
+        """
         events: list[GroupEvent] = []
         seen = self._seen
+        touched = None
         for group_id in group_ids:
             group = shard.consumer_groups.get(group_id)
             if group is None:
@@ -394,10 +553,38 @@ class EventTracker:
             if entry is not None and entry[0] is group and entry[1] == group.version:
                 continue
             before = entry[2] if entry is not None else None
-            after = summarise(group, shard.topics, before)
+            hint = None
+            if records and entry is not None and entry[0] is group and isinstance(group, ConsumerGroup):
+                if touched is None:
+                    touched = consumer_changes(records)
+                count, members = touched.get(group_id, (0, ()))
+                if group.version - entry[1] == count:      # every change came from these records
+                    hint = members
+            after = summarise(group, shard.topics, before, hint)
             seen[group_id] = (group, group.version, after)
             events += diff(before, after, cause, time_ms)
         return events
 
+    def summary(self, group_id: str) -> GroupSummary | None:
+        """The last summary taken of a group (None if not seen or gone)."""
+        entry = self._seen.get(group_id)
+        return entry[2] if entry is not None else None
+
     def __len__(self) -> int:
         return len(self._seen)
+
+
+def consumer_changes(records: Iterable[Any]) -> dict[str, tuple[int, list[str]]]:
+    """Per group: how many consumer-group records, and the members they name (in order)."""
+    out: dict[str, list] = {}
+    for record in records:
+        kind = type(record)
+        if kind is OffsetCommitRecord or kind is ClassicGroupRecord:
+            continue
+        entry = out.get(record.group_id)
+        if entry is None:
+            entry = out[record.group_id] = [0, {}]
+        entry[0] += 1
+        if kind is ConsumerMemberRecord or kind is ConsumerCurrentRecord:
+            entry[1][record.member_id] = None
+    return {group_id: (count, list(members)) for group_id, (count, members) in out.items()}

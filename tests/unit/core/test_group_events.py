@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import HealthCheck, given, settings, strategies as st
+
 from kgroup.assignors.consumer_protocol import encode_assignment
 from kgroup.assignors.spec import Assignment
 from kgroup.core.config import GroupConfig
@@ -38,31 +40,52 @@ class EventContext(GroupContext):
         self.tracker = EventTracker()
         self.tracker.prime(self.coord.shard)
         self.events: list[GroupEvent] = []
+        self._mark = len(self.log)                    # log records already observed
 
     def call(self, method, request, *args, **kwargs):
         pending = super().call(method, request, *args, **kwargs)
         cause = REQUEST_CAUSES.get(method.__name__)
-        if cause is not None:
-            self.events += self.tracker.observe(self.coord.shard, request_groups(request), cause, self.now)
+        if cause is not None and pending.raised is None:
+            self.observe(request_groups(request), cause, self.log[self._mark:])
+        self._mark = len(self.log)
         return pending
 
     def set_topics(self, **partitions: int) -> None:
         result = self.coord.update_topics({n: (f"id-{n}", c) for n, c in partitions.items()}, self.now)
         self.apply(result)
-        self.events += self.tracker.observe(self.coord.shard, record_groups(result.records),
-                                            TOPICS_CHANGED, self.now)
+        self.observe(record_groups(result.records), TOPICS_CHANGED, result.records)
 
     def delete_groups(self, *group_ids: str):
         response = super().delete_groups(*group_ids)
-        self.events += self.tracker.observe(self.coord.shard, group_ids, REQUEST_CAUSES["delete_groups"],
-                                            self.now)
+        self.observe(group_ids, REQUEST_CAUSES["delete_groups"], self.log[self._mark:])
         return response
 
     def timer_fired(self, op, result) -> None:
         super().timer_fired(op, result)
         touched = [op.group_id] if op.group_id else []
         touched += [g for g in record_groups(result.records) if g not in touched]
-        self.events += self.tracker.observe(self.coord.shard, touched, timer_cause(op.kind), self.now)
+        self.observe(touched, timer_cause(op.kind), result.records)
+
+    def observe(self, group_ids, cause, records) -> None:
+        self.events += self.tracker.observe(self.coord.shard, group_ids, cause, self.now, records)
+        self._mark = len(self.log)
+        for group_id in group_ids:
+            self.check(group_id)
+
+    def check(self, group_id: str) -> None:
+        """The tracker's incremental summary says what a summary from scratch says."""
+        kept = self.tracker.summary(group_id)
+        group = self.coord.consumer_groups.get(group_id) or self.coord.groups.get(group_id)
+        if group is None or kept is None:
+            assert kept is None or group is not None
+            return
+        fresh = summarise(group, self.coord.shard.topics)
+        assert (kept.state, kept.generation, list(kept.members)) == (fresh.state, fresh.generation,
+                                                                     list(fresh.members))
+        if kept.protocol == "consumer":
+            assert kept.members == fresh.members and kept.unconverged == fresh.unconverged
+        elif kept.state == "Stable":                    # classic assignments are known at Stable
+            assert {m: s.key for m, s in kept.members.items()} == {m: s.key for m, s in fresh.members.items()}
 
     def take(self) -> list[GroupEvent]:
         events, self.events = self.events, []
@@ -347,3 +370,93 @@ def test_request_and_record_group_helpers():
     assert request_groups(object()) == ()
     records = [OffsetCommitRecord("x", "t", p, None) for p in range(3)] + [OffsetCommitRecord("y", "t", 0, None)]
     assert record_groups(records) == ["x", "y"]
+
+
+# ---- incremental summaries equal summaries from scratch (EventContext.check) ------------------
+
+CONSUMER_OPS = st.lists(st.tuples(st.sampled_from(["join", "beat", "all", "leave", "away", "wait", "long", "grow"]),
+                                  st.integers(0, 3)), min_size=1, max_size=40)
+
+
+@given(CONSUMER_OPS)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_consumer_summaries_kept_incrementally_match_ones_from_scratch(ops):
+    ctx = EventContext()
+    partitions = 4
+    ctx.set_topics(t=partitions)
+    joined: dict[int, str] = {}
+
+    def beat(i: int) -> None:
+        mid = joined.get(i)
+        group = ctx.coord.consumer_groups.get("cg")
+        member = group.members.get(mid) if group is not None and mid else None
+        if member is not None and member.epoch >= 0:
+            ctx.cg_heartbeat(mid, member.epoch, owned=member.current.assigned,
+                             instance=member.meta.instance_id)
+
+    for op, i in ops:
+        static = f"i-{i}" if i % 2 else None
+        group = ctx.coord.consumer_groups.get("cg")
+        mid = joined.get(i)
+        member = group.members.get(mid) if group is not None and mid else None
+        if op == "join" and (member is None or member.epoch == -2):
+            mid = f"m{i}-{len(ctx.log)}"
+            if ctx.cg_heartbeat(mid, 0, topics=["t"], instance=static).raised is None:
+                joined[i] = mid
+        elif op == "beat":
+            beat(i)
+        elif op == "all":
+            for k in sorted(joined):
+                beat(k)
+        elif op == "leave" and member is not None and member.epoch >= 0:
+            ctx.cg_heartbeat(mid, -1, instance=static)
+        elif op == "away" and member is not None and static is not None and member.epoch >= 0:
+            ctx.cg_heartbeat(mid, -2, instance=static)
+        elif op in ("wait", "long"):
+            ctx.advance(20_000 if op == "wait" else 50_000)     # session 45 s
+        elif op == "grow":
+            partitions += 1
+            ctx.set_topics(t=partitions)
+    completed = [e.generation for e in ctx.events if e.kind is K.REBALANCE_COMPLETED]
+    assert completed == sorted(completed)
+
+
+CLASSIC_OPS = st.lists(st.tuples(st.sampled_from(["join", "static", "rejoin", "sync", "beat", "leave", "wait", "long"]),
+                                 st.integers(0, 3)), min_size=1, max_size=40)
+
+
+@given(CLASSIC_OPS)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_classic_summaries_kept_incrementally_match_ones_from_scratch(ops):
+    ctx = EventContext(GroupConfig(initial_rebalance_delay_ms=0))
+    members: dict[int, str] = {}
+    for op, i in ops:
+        group = ctx.coord.groups.get("g")
+        live = dict(group.members) if group is not None else {}
+        mid = members.get(i)
+        if op in ("join", "static") and mid not in live:
+            instance = f"i-{i}" if op == "static" else None
+            ctx.join("g", instance=instance, version=3)        # parked until the join phase ends
+            now = ctx.coord.groups["g"].members
+            added = [m for m in now if m not in live]
+            if added:
+                members[i] = added[-1]
+        elif op == "rejoin" and mid in live:
+            ctx.join("g", mid, instance=live[mid].group_instance_id, version=3)
+        elif op == "sync" and group is not None and group.state.value == "CompletingRebalance":
+            # The leader assigns one partition each (a different split every generation).
+            plan = {m: assignment(("t", (k + group.generation) % 5)) for k, m in enumerate(live)}
+            order = [group.leader] + [m for m in live if m != group.leader]
+            for m in order:
+                ctx.sync("g", m, group.generation, plan if m == group.leader else None,
+                         instance=live[m].group_instance_id)
+        elif op == "beat" and group is not None:
+            for m, member in live.items():
+                ctx.heartbeat("g", m, group.generation, instance=member.group_instance_id)
+        elif op == "leave" and mid in live:
+            ctx.leave("g", LeavingMember(mid, live[mid].group_instance_id))
+        elif op in ("wait", "long"):
+            ctx.advance(4_000 if op == "wait" else 11_000)     # session 10 s
+        ctx.advance(1)                                         # the join phase may end now
+    completed = [e.generation for e in ctx.events if e.kind is K.REBALANCE_COMPLETED]
+    assert completed == sorted(set(completed))
