@@ -43,6 +43,8 @@ class BrokerConfig:
     log_retention_check_interval_ms: int = 300_000
     # message.max.bytes
     max_message_bytes: int = 1_048_588
+    # Write every group change as an event to the internal topic __kgroup_events.
+    group_events: bool = True
     group: GroupConfig = field(default_factory=GroupConfig)
 
     def __post_init__(self) -> None:

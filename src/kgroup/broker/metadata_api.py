@@ -9,7 +9,8 @@ Auto-creation: an unknown, legal topic name is created with `default_partitions`
 broker allows it and the request does. Kafka answers LEADER_NOT_AVAILABLE for such a topic
 and lets the client retry; we answer NONE with its partitions at once, since on one broker
 the new partitions are ready before the answer goes out (kafka-python, aiokafka and
-librdkafka all accept that and skip a metadata retry round trip).
+librdkafka all accept that and skip a metadata retry round trip). Internal topics
+(`__kgroup_events`, internal_topics.py) are flagged `is_internal` and never auto-created.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import uuid
 from typing import Any
 
 from kgroup.broker.data_api import DataContext, DataError, log
+from kgroup.broker.internal_topics import is_internal
 from kgroup.wire.kio_build import build, get, item
 from kgroup.storage import StorageError, TopicMeta
 from kgroup.storage.data_dir import check_topic_name
@@ -51,11 +53,11 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
                   leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,), offline_replicas=())
             for p in range(meta.partitions))
         return build(topic_cls, error_code=DataError.NONE, name=meta.name,
-                     topic_id=meta.topic_id, is_internal=False, partitions=parts)
+                     topic_id=meta.topic_id, is_internal=is_internal(meta.name), partitions=parts)
 
     def topic_error(code: DataError, name: str | None, topic_id: uuid.UUID | None = None) -> Any:
         return build(topic_cls, error_code=code, name=name, topic_id=topic_id or ZERO_UUID,
-                     is_internal=False, partitions=())
+                     is_internal=is_internal(name), partitions=())
 
     # 1. Which topics: null = all, otherwise by name (or by id from v10).
     requested = get(request, "topics", None)
@@ -82,7 +84,8 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
             known = ctx.data.topics().get(name)
             if known is not None:
                 topics.append(topic_ok(known))
-            elif not allow_auto:
+            elif not allow_auto or is_internal(name):
+                # Internal topics are the broker's to create (group_events may be off).
                 topics.append(topic_error(DataError.UNKNOWN_TOPIC_OR_PARTITION, name))
             else:
                 try:

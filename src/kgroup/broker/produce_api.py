@@ -6,8 +6,10 @@ log_start_offset; v8 adds record_errors and error_message; v9 is flexible; v10�
 nothing we fill (current_leader / node_endpoints stay at their defaults, KIP-951 is for
 leader changes, which never happen here).
 
-Per partition, in order: the topic partition must exist (UNKNOWN_TOPIC_OR_PARTITION — Kafka
-does not auto-create on produce, clients create through Metadata); every batch must parse
+Per partition, in order: the topic must not be internal (`__kgroup_events`:
+INVALID_TOPIC_EXCEPTION, as Kafka answers a client's append to `__consumer_offsets`); the
+topic partition must exist (UNKNOWN_TOPIC_OR_PARTITION — Kafka does not auto-create on
+produce, clients create through Metadata); every batch must parse
 and validate (wrong magic → UNSUPPORTED_FOR_MESSAGE_FORMAT, framing/CRC → CORRUPT_MESSAGE,
 rule breaks → INVALID_RECORD, missing codec → UNSUPPORTED_COMPRESSION_TYPE); no batch may
 exceed max.message.bytes (topic config, else the broker's) → MESSAGE_TOO_LARGE. Only when
@@ -23,6 +25,7 @@ import struct
 from typing import Any
 
 from kgroup.broker.data_api import DataContext, DataError, log
+from kgroup.broker.internal_topics import is_internal
 from kgroup.wire.kio_build import build, item
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import InvalidBatchError, TopicError
@@ -66,7 +69,10 @@ class PartitionFailure(Exception):
 
 def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | None
               ) -> tuple[PartitionLog, list[RecordBatch]]:
-    # 1. The partition exists.
+    # 1. The partition exists, and is not the broker's own: Kafka's ReplicaManager refuses
+    #    client appends to an internal topic with InvalidTopicException.
+    if is_internal(topic):
+        raise PartitionFailure(DataError.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
     try:
         meta = ctx.data.topic(topic)
         plog = ctx.data.partition_log(topic, partition)

@@ -23,6 +23,7 @@ from typing import Any
 
 from kgroup.broker.config import BrokerConfig, ConfigError, load_config
 from kgroup.broker.durability import Durability
+from kgroup.broker.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
 from kgroup.broker.shard import Shard, now_ms
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
@@ -89,6 +90,13 @@ class Broker:
         self.data_path = DataPath(cfg, self.data, self.durability)
         dp = self.data_path
         dp.on_topics_changed = self._topics_changed
+        self.events: GroupEventStream | None = None
+        if cfg.group_events:
+            # Created before the shards load, so the coordinator's first topic image has it.
+            ensure_topic(self.data)
+            self.events = GroupEventStream(self.data, self.durability, dp.watch.ring)
+            for shard in self.shards:
+                shard.events = self.events
         consumer = ConsumerGroupApi(groups)
         self.handlers = {
             0: dp.produce, 1: dp.fetch, 2: dp.list_offsets, 3: dp.metadata,
@@ -116,7 +124,7 @@ class Broker:
         image = self._topic_image()
         for shard in self.shards:
             if shard.loaded:
-                shard.apply(shard.coordinator.update_topics(image, now_ms()))
+                shard.update_topics(image)
 
     async def _load_shards(self) -> None:
         started = time.monotonic()
@@ -126,7 +134,7 @@ class Broker:
             shard.coordinator.shard.topics = dict(image)
             try:
                 total += shard.load()
-                shard.apply(shard.coordinator.update_topics(image, now_ms()))
+                shard.update_topics(image)
             except Exception:
                 # A shard that cannot load would answer LOAD_IN_PROGRESS forever: stop loudly.
                 log.critical("cannot load group-metadata partition %d; stopping", shard.index, exc_info=True)
@@ -331,6 +339,7 @@ def serve_main(args: Any) -> int:
             advertised=getattr(args, "advertised", None),
             data_dir=getattr(args, "data_dir", None),
             fsync=getattr(args, "fsync", None),
+            group_events=getattr(args, "group_events", None),
         )
         FsyncPolicy.parse(config.fsync)
     except (ConfigError, ValueError, StorageError) as exc:

@@ -7,7 +7,8 @@ reveals state that a crash could take back. Parked replies (a JoinGroup waiting 
 rebalance) resolve later from another request's or a timer's Result, through the same path.
 Timers: after every call the shard re-arms one loop timer at the core's next deadline.
 Loading replays the partition's snapshot and log tail; until it finishes, group requests
-get COORDINATOR_LOAD_IN_PROGRESS.
+get COORDINATOR_LOAD_IN_PROGRESS. With the group event stream on (`events`), every call,
+timer and topic change is reported to it once its records are replayed (event_stream.py).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class Shard:
         self._snapshot_task: asyncio.Task | None = None
         # Log end already flushed to the kernel (used only by the non-fsync policies).
         self._flushed_end = -1
+        # The group event stream (broker/event_stream.py), or None when it is off.
+        self.events: Any = None
 
     # ---- loading --------------------------------------------------------------------------
 
@@ -70,8 +73,18 @@ class Shard:
             count += len(payloads)
             self._since_snapshot += len(payloads)
         self.apply(coordinator.load_complete(now_ms()))
+        if self.events is not None:
+            self.events.loaded(self)
         self.loaded = True
         return count
+
+    def update_topics(self, image: dict[str, tuple[str, int]]) -> None:
+        """The broker's topics changed: consumer groups subscribed to them get a new epoch."""
+        now = now_ms()
+        result = self.coordinator.update_topics(image, now)
+        self.apply(result)
+        if self.events is not None:
+            self.events.after_topics(self, result.records, now)
 
     # ---- requests -------------------------------------------------------------------------
 
@@ -80,7 +93,11 @@ class Shard:
         if not self.loaded:
             raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         reply = Reply()
-        self.apply(handler(request, reply, now_ms(), *args))
+        now = now_ms()
+        result = handler(request, reply, now, *args)
+        self.apply(result)
+        if self.events is not None:
+            self.events.after_call(self, handler, request, result.records, now)
         # Most replies are given at once (a heartbeat, a commit under fsync=never): no
         # future, no suspension. A parked or fsync-waiting reply gets a future to wait on.
         if reply.state is _GIVEN:
@@ -154,11 +171,15 @@ class Shard:
         self._timer = None
         self._timer_deadline = None
         now = now_ms()
+        events = self.events
         for _ in range(10_000):  # bounded: never starve the loop
-            result = self.coordinator.expire(now)
-            if result is None:
+            due = self.coordinator.expire_next(now)
+            if due is None:
                 break
+            op, result = due
             self.apply(result)
+            if events is not None:
+                events.after_timer(self, op, result.records, now)
         self._arm_timer()
 
     # ---- snapshots ------------------------------------------------------------------------

@@ -1,0 +1,154 @@
+"""The group event stream: every group change as a JSON record on `__kgroup_events`.
+
+How this works: after a shard has run a handler or a timer and replayed its records, it
+tells the stream what ran and the stream asks the core's `EventTracker` for the events of
+the groups that call touched (a pure diff of group summaries, core/group_events.py). A call
+that cannot have changed a group (a commit, a fetch, a heartbeat that wrote no record) is
+not looked at; one that could but did not costs the tracker two dict lookups. The events
+of one change become one record batch (key = group id, value = the JSON object) appended
+to partition 0 of `__kgroup_events` through the same storage as produced data, so any
+Kafka client can fetch them.
+
+A change is written once the group-metadata records behind it are durable per the fsync
+policy: under `always` its events wait, in order, behind the shard's next fsync; the
+event log itself is flushed but not fsynced on its own. Best effort throughout: nothing
+here blocks or fails a group request, and an error is logged, not raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+from kgroup.broker.durability import Durability
+from kgroup.broker.internal_topics import GROUP_EVENTS_TOPIC
+from kgroup.core.group_events import (
+    REQUEST_CAUSES,
+    TOPICS_CHANGED,
+    Cause,
+    EventTracker,
+    GroupEvent,
+    record_groups,
+    request_groups,
+    timer_cause,
+)
+from kgroup.core.timers import TimerOp
+from kgroup.storage import DataDir
+from kgroup.wire.record_batch import build_batch
+
+if TYPE_CHECKING:
+    from kgroup.broker.shard import Shard
+
+log = logging.getLogger("kgroup.broker.events")
+
+PARTITION = 0
+# After the first failure is logged in full, one line every this many.
+LOG_EVERY = 1000
+
+Payload = list[tuple[bytes, bytes, tuple, int]]
+
+
+def ensure_topic(data: DataDir) -> None:
+    """Create `__kgroup_events` (one partition) unless it exists."""
+    if GROUP_EVENTS_TOPIC not in data.topics():
+        data.create_topic(GROUP_EVENTS_TOPIC, 1)
+        log.info("created internal topic %s", GROUP_EVENTS_TOPIC)
+
+
+class GroupEventStream:
+    """Derives group events after each shard call and appends them to the internal topic."""
+
+    def __init__(self, data: DataDir, durability: Durability,
+                 ring: Callable[[tuple[str, int]], None] | None = None) -> None:
+        self.data = data
+        self.durability = durability
+        self.ring = ring
+        self.tracker = EventTracker()
+        self.written = 0
+        self.failures = 0
+        # shard partition -> (group-metadata end offset, events) waiting for that offset
+        # to be durable; at most one drain task per partition.
+        self._waiting: dict[int, deque[tuple[int, Payload]]] = {}
+        self._tasks: set[asyncio.Task] = set()
+
+    # ---- what the shard calls ------------------------------------------------------------
+
+    def loaded(self, shard: Shard) -> None:
+        """A shard finished loading: its groups as they are now are the starting point."""
+        self.tracker.prime(shard.coordinator.shard)
+
+    def after_call(self, shard: Shard, handler: Callable, request: Any, records: Sequence, now_ms: int) -> None:
+        cause = REQUEST_CAUSES.get(getattr(handler, "__name__", ""))
+        if cause is None or not (records or cause.unrecorded):
+            return
+        self._observe(shard, request_groups(request), cause, now_ms, records)
+
+    def after_timer(self, shard: Shard, op: TimerOp, records: Sequence, now_ms: int) -> None:
+        touched = [op.group_id] if op.group_id else []
+        if records:
+            # The offsets-expiry timer names no group; the groups it deleted are in its records.
+            touched += [g for g in record_groups(records) if g not in touched]
+        self._observe(shard, touched, timer_cause(op.kind), now_ms, records)
+
+    def after_topics(self, shard: Shard, records: Sequence, now_ms: int) -> None:
+        if records:
+            self._observe(shard, record_groups(records), TOPICS_CHANGED, now_ms, records)
+
+    # ---- deriving and writing ------------------------------------------------------------
+
+    def _observe(self, shard: Shard, group_ids: Iterable[str], cause: Cause, now_ms: int,
+                 records: Sequence) -> None:
+        try:
+            events = self.tracker.observe(shard.coordinator.shard, group_ids, cause, now_ms, records)
+            if events:
+                self._publish(shard, events)
+        except Exception:
+            self._failed("deriving group events")
+
+    def _publish(self, shard: Shard, events: list[GroupEvent]) -> None:
+        payload: Payload = [(e.group.encode(), e.to_json(), (), e.time_ms) for e in events]
+        partition = shard.partition
+        end = partition.log_end_offset
+        queue = self._waiting.get(id(partition))
+        if queue is None and (not self.durability.policy.sync_before_answer or partition.durable_end >= end):
+            self._append(payload)
+            return
+        if queue is None:
+            queue = self._waiting[id(partition)] = deque()
+            task = asyncio.get_running_loop().create_task(self._drain(partition, queue))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        queue.append((end, payload))
+
+    async def _drain(self, partition: Any, queue: deque[tuple[int, Payload]]) -> None:
+        """Write queued events, oldest first, as the shard's log becomes durable under them."""
+        try:
+            while queue:
+                await self.durability.durable(partition, queue[-1][0])
+                while queue and queue[0][0] <= partition.durable_end:
+                    self._append(queue.popleft()[1])
+        except Exception:
+            self._failed(f"waiting to write {sum(len(p) for _, p in queue)} group events")
+        finally:
+            self._waiting.pop(id(partition), None)
+
+    def _append(self, payload: Payload) -> None:
+        try:
+            plog = self.data.partition_log(GROUP_EVENTS_TOPIC, PARTITION)
+            plog.append(build_batch(payload))
+            plog.flush()
+        except Exception:
+            self._failed(f"writing {len(payload)} group events to {GROUP_EVENTS_TOPIC}")
+            return
+        self.written += len(payload)
+        if self.ring is not None:
+            self.ring((GROUP_EVENTS_TOPIC, PARTITION))
+
+    def _failed(self, what: str) -> None:
+        self.failures += 1
+        if self.failures == 1:
+            log.exception("%s failed (group requests are not affected)", what)
+        elif self.failures % LOG_EVERY == 0:
+            log.warning("%s failed (%d failures so far)", what, self.failures)

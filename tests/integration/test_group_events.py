@@ -1,0 +1,209 @@
+"""The broker's group event stream (`__kgroup_events`) with a real `kgroup serve` and real
+kafka-python clients: the events match what the broker told the members; the topic is
+internal (no client writes); `group_events = false` turns it all off."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+import pytest
+from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
+
+from kgroup.client.admin import AdminClient
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import create_topic, wait_for
+from tests.integration.test_membership import ConsumerProcess, _kill_consumer_processes  # noqa: F401 (autouse)
+
+pytestmark = pytest.mark.integration
+
+EVENTS = "__kgroup_events"
+
+
+class MemberThread(threading.Thread):
+    """A kafka-python consumer that records (generation, member id, partitions) per assignment
+    and leaves the group cleanly (LeaveGroup) when told to stop."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.bootstrap, self.group, self.topic = bootstrap, group, topic
+        self.assignments: list[tuple[int, str, set[int]]] = []
+        self.error: BaseException | None = None
+        self._quit = threading.Event()
+
+    def run(self) -> None:
+        try:
+            consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group,
+                                     session_timeout_ms=6000, heartbeat_interval_ms=1000,
+                                     enable_auto_commit=False, client_id=self.name)
+            record = self.assignments
+
+            class Listener(ConsumerRebalanceListener):
+                def on_partitions_revoked(self, revoked):
+                    pass
+
+                def on_partitions_assigned(self, assigned):
+                    generation = consumer._coordinator._generation
+                    record.append((generation.generation_id, generation.member_id,
+                                   {tp.partition for tp in assigned}))
+
+            consumer.subscribe([self.topic], listener=Listener())
+            while not self._quit.is_set():
+                consumer.poll(timeout_ms=100)
+            consumer.close()                                  # sends LeaveGroup
+        except BaseException as exc:  # surfaced by the test
+            self.error = exc
+
+    def stop(self) -> None:
+        self._quit.set()
+        self.join(30)
+
+    @property
+    def latest(self) -> tuple[int, str, set[int]] | None:
+        return self.assignments[-1] if self.assignments else None
+
+
+def read_events(bootstrap: str) -> list[tuple[bytes, dict]]:
+    """Every record of __kgroup_events, fetched with kafka-python: (key, decoded value)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        tp = TopicPartition(EVENTS, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        end = consumer.end_offsets([tp])[tp]
+        out: list[tuple[bytes, dict]] = []
+        deadline = time.monotonic() + 20
+        while consumer.position(tp) < end and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                for r in records:
+                    assert r.value == json.dumps(json.loads(r.value), sort_keys=True,
+                                                 separators=(",", ":")).encode()  # compact, sorted
+                    out.append((r.key, json.loads(r.value)))
+        assert len(out) == end, f"read {len(out)} of {end} events"
+        return out
+    finally:
+        consumer.close()
+
+
+def describe(bootstrap: str, group: str):
+    async def go():
+        async with AdminClient(bootstrap) as admin:
+            return await admin.describe_group(group)
+    return asyncio.run(go())
+
+
+def metadata(bootstrap: str, *topics: str):
+    async def go():
+        async with AdminClient(bootstrap) as admin:
+            return await admin.metadata(list(topics) if topics else None)
+    return asyncio.run(go())
+
+
+def test_events_follow_joins_a_leave_and_a_kill_as_the_members_saw_them(broker):
+    create_topic(broker.bootstrap, "t", 4)
+    group = "events-g"
+    a = MemberThread(broker.bootstrap, group, "t", "member-a")
+    a.start()
+    wait_for(lambda: a.latest is not None, 30, what="a assigned")
+    doomed = ConsumerProcess(broker.bootstrap, group, "t")      # kafka-python, client id "proc"
+    b = MemberThread(broker.bootstrap, group, "t", "member-b")
+    b.start()
+    # Three members, one generation, every partition owned once.
+    wait_for(lambda: a.latest and b.latest and doomed.generation == a.latest[0] == b.latest[0]
+             and len(a.latest[2] | b.latest[2] | doomed.assigned) == 4, 40, what="three members stable")
+    members = {m.client_id: m.member_id for m in describe(broker.bootstrap, group).members}
+    assert set(members) == {"member-a", "member-b", "proc"}
+    doomed_id = members["proc"]
+    generations = {doomed.generation}
+    # a leaves cleanly; then the process is killed: its session (6 s) runs out.
+    a.stop()
+    wait_for(lambda: b.latest[2] | doomed.assigned == {0, 1, 2, 3} and doomed.generation == b.latest[0]
+             and doomed.generation > max(g for g, _, _ in a.assignments), 40, what="b and proc after a left")
+    generations.add(doomed.generation)
+    doomed.proc.kill()
+    doomed.proc.wait()
+    wait_for(lambda: b.latest[2] == {0, 1, 2, 3}, 40, what="b alone")
+    final = describe(broker.bootstrap, group)
+    assert [m.member_id for m in final.members] == [members["member-b"]] and final.state == "Stable"
+    b_generation = b.latest[0]
+
+    mine = [(k, e) for k, e in read_events(broker.bootstrap) if e["group"] == group]
+    events = [e for _, e in mine]
+    assert all(k == group.encode() for k, _ in mine)
+    assert all(e["v"] == 1 and e["protocol"] == "classic" for e in events)
+    kinds = [e["kind"] for e in events]
+
+    # Rebalances: the generations the stream completed are the ones the members were given.
+    completed = [e["generation"] for e in events if e["kind"] == "rebalance_completed"]
+    seen = {g for t in (a, b) for g, _, _ in t.assignments} | generations
+    assert set(completed) == seen and completed == sorted(completed)
+    assert completed[-1] == b_generation
+    assert kinds.count("rebalance_started") >= len(completed)
+
+    # Members: three joined; a left (LeaveGroup) before the killed one expired.
+    joined = {e["member"] for e in events if e["kind"] == "member_joined"}
+    assert joined == set(members.values())
+    left = [e for e in events if e["kind"] == "member_left"]
+    expired = [e for e in events if e["kind"] == "member_expired"]
+    assert [e["member"] for e in left] == [members["member-a"]] and left[0]["reason"] == "LeaveGroup"
+    assert [e["member"] for e in expired] == [doomed_id] and expired[0]["reason"] == "session timeout"
+    assert events.index(left[0]) < events.index(expired[0])
+
+    # Assignments: each member's last reported assignment is what it was last given.
+    last: dict[str, list] = {}
+    for e in events:
+        if e["kind"] == "assignment_changed":
+            last[e["member"]] = e["partitions"]
+    assert last[members["member-b"]] == [["t", p] for p in range(4)]
+    for member_id in members.values():
+        assert member_id in last
+    # The stream's times never go backwards within the group.
+    times = [e["time_ms"] for e in events]
+    assert times == sorted(times)
+    assert a.error is None and b.error is None
+    b.stop()
+
+
+def test_the_events_topic_is_internal_and_clients_cannot_write_to_it(broker):
+    topic = metadata(broker.bootstrap).topics[EVENTS]
+    assert topic.is_internal and len(topic.partitions) == 1
+    create_topic(broker.bootstrap, "plain", 1)
+    assert not metadata(broker.bootstrap, "plain").topics["plain"].is_internal
+
+    # kafka-python will not even try (it keeps internal topics out of its partitioner);
+    # librdkafka sends, and the broker refuses as Kafka does for __consumer_offsets.
+    from confluent_kafka import KafkaError, Producer
+
+    outcomes: list = []
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "message.send.max.retries": 0})
+    producer.produce(EVENTS, b"forged", partition=0, on_delivery=lambda err, msg: outcomes.append(err))
+    assert producer.flush(20) == 0
+    (err,) = outcomes
+    assert err is not None and err.code() == KafkaError.TOPIC_EXCEPTION      # INVALID_TOPIC_EXCEPTION (17)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    try:
+        tp = TopicPartition(EVENTS, 0)
+        assert consumer.end_offsets([tp])[tp] == 0                 # nothing got in
+    finally:
+        consumer.close()
+
+
+def test_switched_off_there_is_no_topic_and_no_event(tmp_path):
+    proc = BrokerProcess(tmp_path / "data", extra={"group_events": False}).start()
+    try:
+        create_topic(proc.bootstrap, "t", 1)
+        member = MemberThread(proc.bootstrap, "quiet", "t", "m")
+        member.start()
+        wait_for(lambda: member.latest is not None, 30, what="assigned")
+        member.stop()
+        assert member.error is None
+        assert EVENTS not in metadata(proc.bootstrap).topics
+        # Asking for it by name does not create it either.
+        assert metadata(proc.bootstrap, EVENTS).topics[EVENTS].error == "UNKNOWN_TOPIC_OR_PARTITION"
+        assert EVENTS not in metadata(proc.bootstrap).topics
+        assert not list((tmp_path / "data").rglob(f"{EVENTS}*"))
+    finally:
+        assert proc.stop() == 0
+    assert "Traceback" not in proc.log()
