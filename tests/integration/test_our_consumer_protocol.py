@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from kgroup.client import AdminClient, Consumer, ConsumerRebalanceListener
+from kgroup.client import AdminClient, Consumer, ConsumerRebalanceListener, TopicPartition
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import mock_cluster_with_topic, create_topic, produce_keyed, wait_for
 from tests.integration.test_consumer_protocol import FAST_SESSIONS, Member, Ownership
@@ -180,5 +180,34 @@ def test_poll_timeout_goes_stale_loses_partitions_and_rejoins_on_poll(cbroker):
             while len(c.assignment()) != 2 and time.monotonic() < deadline:
                 await c.getmany(timeout_ms=100)  # polling again rejoins at epoch 0
             assert len(c.assignment()) == 2 and c.group.member.state.name == "STABLE"
+
+    asyncio.run(main())
+
+
+def test_a_commit_with_a_stale_epoch_is_resent_with_the_epoch_the_member_learns(cbroker):
+    create_topic(cbroker.bootstrap, "e", 1)
+    produce_keyed(cbroker.bootstrap, "e", 5)
+
+    async def main():
+        cfg = {"bootstrap.servers": cbroker.bootstrap, "group.id": "ge", **KIP848,
+               "auto.offset.reset": "earliest", "enable.auto.commit": False}
+        async with Consumer(cfg) as c:
+            c.subscribe(["e"])
+            deadline = time.monotonic() + 20
+            while len(c.assignment()) != 1 and time.monotonic() < deadline:
+                await c.getmany(timeout_ms=100)
+            async with AdminClient(cbroker.bootstrap) as admin:     # epoch 1 -> 2
+                await admin.create_partitions("e", 2)
+            member = c.group.member
+            while not (len(c.assignment()) == 2 and member.state.name == "STABLE") and time.monotonic() < deadline:
+                await c.getmany(timeout_ms=100)
+            epoch = member.member_epoch
+            assert member.state.name == "STABLE" and epoch >= 2
+            # As between the coordinator bumping this member's epoch and the member reading
+            # the heartbeat answer that says so: the member's epoch is behind the broker's.
+            member.member_epoch = epoch - 1
+            asyncio.get_running_loop().call_later(0.3, setattr, member, "member_epoch", epoch)
+            await c.commit({TopicPartition("e", 0): 3})         # STALE_MEMBER_EPOCH, then resent
+            assert await c.committed(TopicPartition("e", 0)) == 3
 
     asyncio.run(main())

@@ -500,6 +500,18 @@ class Consumer:
                 backoff = min(backoff * 2, _MAX_BACKOFF_S)
                 continue
             group_errors = errors & _GROUP_ERRORS
+            if (group_errors == {"STALE_MEMBER_EPOCH"} and member is None and self.group is not None
+                    and not self._manual and self.group.member.in_group
+                    and time.monotonic() + backoff < deadline):
+                # The coordinator has moved this member to a newer epoch (one step of a
+                # rebalance) that its heartbeat has not brought back yet: while still in the
+                # group, resend with the epoch it learns, as Kafka's consumer does. (The
+                # member heartbeats at once on this error, to learn it sooner.)
+                self.group.post(CommitResponse("STALE_MEMBER_EPOCH", now_ms()))
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF_S)
+                generation, member_id = self.group.member.generation, self.group.member.member_id
+                continue
             if group_errors:
                 name = sorted(group_errors)[0]
                 if self.group is not None and not self._manual:
