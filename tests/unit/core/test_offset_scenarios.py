@@ -170,6 +170,17 @@ def test_stable_consumer_group_expires_only_offsets_of_unsubscribed_topics():
     assert ctx.committed() == {("live", 0): 1}
 
 
+def test_default_retention_is_seven_days():
+    # offsets.retention.minutes defaults to 10080 (7 days); the check runs every 10 minutes,
+    # and 7 days is a whole number of checks, so the boundary falls on a check.
+    ctx = GroupContext()
+    ctx.commit("g", "", -1, {("t", 0): 1})
+    ctx.advance(7 * 24 * 60 * 60 * 1000 - 1)
+    assert ctx.committed() == {("t", 0): 1}
+    ctx.advance(1)
+    assert ctx.committed() == {}
+
+
 def test_commit_with_explicit_retention_expires_at_its_own_time():
     ctx = GroupContext(RETENTION)
     ctx.commit("g", "", -1, {("t", 0): 1}, retention_ms=1_000)

@@ -312,6 +312,11 @@ def check_replay(run: Run) -> None:
     assert replayed(run.config, decoded).stored == ctx.coord.stored
     # A snapshot stands for the whole log.
     assert replayed(run.config, ctx.coord.snapshot_records()).stored == ctx.coord.stored
+    # A restart brings back no group the live coordinator no longer has (deleted groups and
+    # expired offsets stay gone). Live may have more: a first join writes nothing yet.
+    fresh = replayed(run.config, decoded)
+    fresh.load_complete(ctx.now)
+    assert set(fresh.groups) <= set(ctx.coord.groups), set(fresh.groups) - set(ctx.coord.groups)
 
 
 def check_durable_view(run: Run) -> None:
