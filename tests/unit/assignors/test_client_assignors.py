@@ -15,7 +15,7 @@ from assignor_support import SETTINGS, check_balanced, check_valid, moved, sizes
 from kgroup.assignors import ClientMember, Subscription, get_client_assignor
 from kgroup.assignors.consumer_protocol import encode_sticky_user_data
 from kgroup.assignors.spec import topic_partitions
-from kgroup.assignors.sticky import cooperative_claim
+from kgroup.assignors.sticky import cooperative_claim, resolve_claims
 
 
 def member(mid, topics, owned=None, generation=-1, instance=None, rack=None, user_data=None):
@@ -93,6 +93,17 @@ def test_older_generation_claim_loses_and_same_generation_tie_is_unowned() -> No
     assert all(1 not in a.get("t", ()) for a in coop.values())
     # Partition 0 is still claimed by b (stale) - withheld from a too, until b revokes it.
     assert all(0 not in a.get("t", ()) for a in coop.values())
+
+
+def test_claims_newest_generation_wins_and_a_same_generation_tie_voids_the_partition() -> None:
+    # Partition 1: claimed by two members in generation 5, so neither keeps it (Kafka
+    # invalidates it). Partition 0: generation 5 beats generation 4.
+    claims = [(5, {"t": (0, 1)}), (5, {"t": (1, 2)}), (4, {"t": (0,)})]
+    assert resolve_claims(claims) == [{"t": (0,)}, {"t": (2,)}, {}]
+    ms = [member("a", ["t"], {"t": (0, 1)}, generation=5),
+          member("b", ["t"], {"t": (1, 2)}, generation=5), member("c", ["t"])]
+    # Eager sticky: the voided partition is free, so it goes to c, the member short of one.
+    assert run("sticky", ms, {"t": 3}) == {"a": {"t": (0,)}, "b": {"t": (2,)}, "c": {"t": (1,)}}
 
 
 def test_cooperative_generation_from_user_data_before_v2() -> None:
@@ -197,3 +208,27 @@ def test_cooperative_sticky_matches_kafka_python_safety(rng, identical) -> None:
             for t, parts in asg.items():
                 for p in parts:
                     assert all(p not in prev.get(o, {}).get(t, ()) for o in subs2 if o != m)
+
+
+@SETTINGS
+@given(st.randoms(use_true_random=False), st.booleans())
+def test_cooperative_sticky_after_the_follow_up_round_is_at_least_as_good_as_kafka_python(
+        rng, identical) -> None:
+    # One member leaves and one joins; both assignors withhold moving partitions, then the
+    # follow-up rebalance hands them out. Compare the settled assignments.
+    subs, counts, _ = _random_group(rng, identical)
+    prev = run("cooperative-sticky", [member(m, subs[m]) for m in subs], counts)
+    subs2 = {m: s for m, s in subs.items() if m != sorted(subs)[0]}
+    subs2["zz-new"] = frozenset(sorted(counts))
+    ours = _sticky_step("cooperative-sticky", subs2, counts,
+                        _sticky_step("cooperative-sticky", subs2, counts, prev, 1), 2)
+    theirs = kafka_python_side.run(
+        "cooperative-sticky", subs2, counts,
+        kafka_python_side.run("cooperative-sticky", subs2, counts, prev, 1), 2)
+    check_valid(ours, subs2, counts)
+    check_balanced(ours, subs2)
+    check_valid(theirs, subs2, counts)
+    if identical:
+        spread = lambda r: max(sizes(r).values()) - min(sizes(r).values())  # noqa: E731
+        assert spread(ours) <= spread(theirs)
+        assert moved(prev, ours) <= moved(prev, theirs)

@@ -11,6 +11,7 @@ from assignor_support import SETTINGS, check_balanced, check_valid, moved, sizes
 from kgroup.assignors import (
     ClientMember, GroupSpec, MemberSpec, Subscription, get_client_assignor, get_server_assignor,
 )
+from kgroup.assignors.consumer_protocol import encode_sticky_user_data
 from kgroup.assignors.spec import topic_partitions
 
 # Movement ratios (moved / lower bound) seen for mixed subscriptions, printed at the end.
@@ -61,6 +62,21 @@ def _apply(event, subs, counts, seq):
     return subs, counts
 
 
+def check_minimal_movement(prev, out, subs, counts, event) -> None:
+    """Identical subscriptions: a join into a balanced, complete assignment moves exactly
+    floor(P/(N+1)) partitions; a leave moves exactly what the leaver owned."""
+    total = sum(counts[t] for t in set().union(*subs.values()))
+    if event[0] == "join":
+        was = sizes(prev)
+        balanced_before = max(was.values()) - min(was.values()) <= 1
+        if balanced_before and sum(was.values()) == total:
+            assert moved(prev, out) == total // len(subs)
+    if event[0] == "leave":
+        gone = set(prev) - set(subs)
+        if gone:
+            assert moved(prev, out) == sum(sizes(prev)[g] for g in gone)
+
+
 def _check_uniform_step(prev, subs, counts, event, same):
     spec = _spec(subs, prev)
     out = get_server_assignor("uniform").assign(spec, counts)
@@ -72,17 +88,9 @@ def _check_uniform_step(prev, subs, counts, event, same):
     if same:
         assert max(n.values()) - min(n.values()) <= 1
     if prev and event is not None:
-        total = sum(counts[t] for t in set().union(*subs.values()))
-        if same and event[0] == "join":
-            was = sizes(prev)
-            balanced_before = max(was.values()) - min(was.values()) <= 1
-            if balanced_before and sum(was.values()) == total:
-                assert moved(prev, out) == total // len(subs)
-        if same and event[0] == "leave":
-            gone = set(prev) - set(subs)
-            if gone:
-                assert moved(prev, out) == sum(sizes(prev)[g] for g in gone)
-        if not same:
+        if same:
+            check_minimal_movement(prev, out, subs, counts, event)
+        else:
             # Lower bound: partitions whose owner left or unsubscribed, plus what members
             # that shrank had to give up.
             forced = sum(len(ps) for m, a in prev.items() for t, ps in a.items()
@@ -173,34 +181,121 @@ def test_server_range_stays_co_partitioned_through_joins(n, n_topics, per_topic,
         subs = {**subs, f"j{j}": frozenset(topics)}
 
 
-def _coop_round(subs, counts, owned, gen):
-    members = {m: ClientMember(m, None, Subscription(
-        tuple(sorted(subs[m])), None, topic_partitions(owned.get(m, {})), gen))
-        for m in subs}
-    out = get_client_assignor("cooperative-sticky").assign(members, counts)
+def _client_round(name, subs, counts, owned, gen):
+    """One rebalance by a client-side sticky assignor. Cooperative members report owned
+    partitions and generation in the subscription; eager members have revoked everything,
+    so their previous assignment travels in the sticky user data."""
+    members = {}
+    for m in subs:
+        mine = topic_partitions(owned.get(m, {}))
+        if name == "cooperative-sticky":
+            sub = Subscription(tuple(sorted(subs[m])), None, mine, gen)
+        else:
+            sub = Subscription(tuple(sorted(subs[m])), encode_sticky_user_data(mine, gen) if mine else None)
+        members[m] = ClientMember(m, None, sub)
+    out = get_client_assignor(name).assign(members, counts)
     return {m: a.as_dict() for m, a in out.items()}
 
 
 @SETTINGS
 @given(scenarios())
 def test_cooperative_never_moves_a_partition_between_owners_in_one_round(case) -> None:
-    counts, subs, events, _ = case
+    counts, subs, events, same = case
     owned: dict = {}
     gen = 0
     for seq, event in enumerate([None, *events]):
         if event is not None:
             subs, counts = _apply(event, subs, counts, seq)
+        before = owned
         # Members that left take their claims with them.
         owned = {m: a for m, a in owned.items() if m in subs}
         for _ in range(3):  # a rebalance, then the follow-up ones it asks for
             gen += 1
-            out = _coop_round(subs, counts, owned, gen)
+            out = _client_round("cooperative-sticky", subs, counts, owned, gen)
             check_valid(out, subs, counts, complete=False)
             for m, asg in out.items():
                 for t, parts in asg.items():
                     for p in parts:
                         assert all(p not in owned.get(o, {}).get(t, ()) for o in subs if o != m)
             owned = out
-        # After the follow-up round everything is assigned and balanced.
+        # After the follow-up round everything is assigned and balanced, and over both
+        # rounds no more partitions moved than had to.
         check_valid(owned, subs, counts)
         check_balanced(owned, subs)
+        if same and before and event is not None:
+            check_minimal_movement(before, owned, subs, counts, event)
+
+
+@SETTINGS
+@given(scenarios())
+def test_sticky_over_event_sequences(case) -> None:
+    counts, subs, events, same = case
+    prev = _client_round("sticky", subs, counts, {}, 0)
+    check_valid(prev, subs, counts)
+    check_balanced(prev, subs)
+    for seq, event in enumerate(events):
+        subs, counts = _apply(event, subs, counts, seq)
+        out = _client_round("sticky", subs, counts, prev, seq + 1)
+        check_valid(out, subs, counts)
+        check_balanced(out, subs)
+        if same:
+            check_minimal_movement(prev, out, subs, counts, event)
+        prev = out
+
+
+# --- output independent of member, topic and partition order (client side) -----------------
+
+@st.composite
+def client_groups(draw):
+    """Members with random subscriptions, claims (possibly stale or overlapping),
+    generations, instance ids and racks; partition racks for the rack-aware range."""
+    topics = TOPICS[:draw(st.integers(1, 4))]
+    counts = {t: draw(st.integers(0, 12)) for t in topics}
+    members = []
+    for i in range(draw(st.integers(1, 6))):
+        sub = draw(st.lists(st.sampled_from(topics), min_size=1, unique=True))
+        owned = {}
+        for t in sub:
+            parts = draw(st.lists(st.integers(0, max(counts[t] - 1, 0)), unique=True, max_size=4))
+            if counts[t] and parts:
+                owned[t] = parts
+        members.append((
+            f"m{draw(st.integers(0, 99)):02d}-{i}",
+            draw(st.none() | st.just(f"i{draw(st.integers(0, 9))}-{i}")),
+            sub, owned, draw(st.integers(-1, 3)), draw(st.none() | st.sampled_from(["r0", "r1"])),
+        ))
+    racks = {t: tuple(draw(st.sampled_from([frozenset({"r0"}), frozenset({"r1"}),
+                                            frozenset({"r0", "r1"})])) for _ in range(n))
+             for t, n in counts.items()} if draw(st.booleans()) else None
+    return members, counts, racks
+
+
+def _client_members(members, reverse: bool, sticky_user_data: bool):
+    out = {}
+    for mid, inst, sub, owned, gen, rack in (reversed(members) if reverse else members):
+        items = [(t, tuple(reversed(ps) if reverse else ps)) for t, ps in owned.items()]
+        if reverse:
+            items.reverse()
+        user_data = encode_sticky_user_data(tuple(items), gen) if sticky_user_data and items else None
+        topics = tuple(reversed(sub)) if reverse else tuple(sub)
+        out[mid] = ClientMember(mid, inst, Subscription(topics, user_data, tuple(items), gen, rack))
+    return out
+
+
+@SETTINGS
+@given(client_groups(), st.sampled_from(["range", "roundrobin", "sticky", "cooperative-sticky"]),
+       st.booleans())
+def test_client_assignors_ignore_member_topic_and_partition_order(group, name, user_data) -> None:
+    members, counts, racks = group
+    assignor = get_client_assignor(name)
+    forward = assignor.assign(_client_members(members, False, user_data), counts, racks)
+    backward = assignor.assign(_client_members(members, True, user_data), counts, racks)
+    assert {m: a.as_dict() for m, a in forward.items()} == {m: a.as_dict() for m, a in backward.items()}
+
+
+def test_server_range_orders_static_members_first_by_instance_id() -> None:
+    # Same order as the client-side range: a restarted static member lands in its old slot.
+    spec = GroupSpec({m: MemberSpec(m, frozenset({"t"}), instance_id=i)
+                      for m, i in (("a", None), ("z", "i1"), ("b", "i0"))})
+    assert get_server_assignor("range").assign(spec, {"t": 5}) == {
+        "b": {"t": (0, 1)}, "z": {"t": (2, 3)}, "a": {"t": (4,)}}
