@@ -4,10 +4,11 @@ How this works: after a shard has run a handler or a timer and replayed its reco
 tells the stream what ran and the stream asks the core's `EventTracker` for the events of
 the groups that call touched (a pure diff of group summaries, core/group_events.py). A call
 that cannot have changed a group (a commit, a fetch, a heartbeat that wrote no record) is
-not looked at; one that could but did not costs the tracker two dict lookups. The events
-of one change become one record batch (key = group id, value = the JSON object) appended
-to partition 0 of `__kgroup_events` through the same storage as produced data, so any
-Kafka client can fetch them.
+not looked at; one that could but did not costs the tracker two dict lookups. Each event is a
+record (key = group id, value = the JSON object) appended to partition 0 of
+`__kgroup_events` through the same storage as produced data, so any Kafka client can
+fetch them; the events ready in one turn of the event loop go out as one record batch and
+one flush (a rebalance of a thousand members is a thousand joins in a few turns).
 
 A change is written once the group-metadata records behind it are durable per the fsync
 policy: under `always` its events wait, in order, behind the shard's next fsync; the
@@ -47,7 +48,8 @@ PARTITION = 0
 # After the first failure is logged in full, one line every this many.
 LOG_EVERY = 1000
 
-Payload = list[tuple[bytes, bytes, tuple, int]]
+# Most records in one batch (about 300 bytes each: far below max.message.bytes).
+BATCH_RECORDS = 1000
 
 
 def ensure_topic(data: DataDir) -> None:
@@ -70,8 +72,10 @@ class GroupEventStream:
         self.failures = 0
         # shard partition -> (group-metadata end offset, events) waiting for that offset
         # to be durable; at most one drain task per partition.
-        self._waiting: dict[int, deque[tuple[int, Payload]]] = {}
+        self._waiting: dict[int, deque[tuple[int, list[GroupEvent]]]] = {}
         self._tasks: set[asyncio.Task] = set()
+        # Events due to be written at the end of this turn of the event loop, in order.
+        self._ready: list[GroupEvent] = []
 
     # ---- what the shard calls ------------------------------------------------------------
 
@@ -108,21 +112,20 @@ class GroupEventStream:
             self._failed("deriving group events")
 
     def _publish(self, shard: Shard, events: list[GroupEvent]) -> None:
-        payload: Payload = [(e.group.encode(), e.to_json(), (), e.time_ms) for e in events]
         partition = shard.partition
         end = partition.log_end_offset
         queue = self._waiting.get(id(partition))
         if queue is None and (not self.durability.policy.sync_before_answer or partition.durable_end >= end):
-            self._append(payload)
+            self._append(events)
             return
         if queue is None:
             queue = self._waiting[id(partition)] = deque()
             task = asyncio.get_running_loop().create_task(self._drain(partition, queue))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        queue.append((end, payload))
+        queue.append((end, events))
 
-    async def _drain(self, partition: Any, queue: deque[tuple[int, Payload]]) -> None:
+    async def _drain(self, partition: Any, queue: deque[tuple[int, list[GroupEvent]]]) -> None:
         """Write queued events, oldest first, as the shard's log becomes durable under them."""
         try:
             while queue:
@@ -134,15 +137,28 @@ class GroupEventStream:
         finally:
             self._waiting.pop(id(partition), None)
 
-    def _append(self, payload: Payload) -> None:
+    def _append(self, events: list[GroupEvent]) -> None:
+        """Write `events` after everything before them, at the end of this loop turn."""
+        first = not self._ready
+        self._ready += events
+        if first:
+            try:
+                asyncio.get_running_loop().call_soon(self._write)
+            except RuntimeError:                  # no loop (a test driving the stream directly)
+                self._write()
+
+    def _write(self) -> None:
+        ready, self._ready = self._ready, []
         try:
             plog = self.data.partition_log(GROUP_EVENTS_TOPIC, PARTITION)
-            plog.append(build_batch(payload))
+            for i in range(0, len(ready), BATCH_RECORDS):
+                plog.append(build_batch([(e.group.encode(), e.to_json(), (), e.time_ms)
+                                         for e in ready[i:i + BATCH_RECORDS]]))
             plog.flush()
         except Exception:
-            self._failed(f"writing {len(payload)} group events to {GROUP_EVENTS_TOPIC}")
+            self._failed(f"writing {len(ready)} group events to {GROUP_EVENTS_TOPIC}")
             return
-        self.written += len(payload)
+        self.written += len(ready)
         if self.ring is not None:
             self.ring((GROUP_EVENTS_TOPIC, PARTITION))
 

@@ -209,7 +209,11 @@ class GroupEvent:
 
     def to_json(self) -> bytes:
         """Compact UTF-8 JSON with sorted keys: the record value."""
-        return json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":")).encode()
+        return _ENCODE(self.as_dict()).encode()
+
+
+# One encoder for all events (json.dumps with options builds a new one per call).
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 
 # ---- summaries ------------------------------------------------------------------------------
