@@ -362,3 +362,30 @@ def test_producer_acks(broker, acks):
         assert got == [f"v{i}".encode() for i in range(50)]
 
     asyncio.run(main())
+
+
+def test_producer_with_several_batches_of_a_partition_ready_at_once(broker):
+    # 20,000 records fill many 16 KB batches per partition faster than they are sent, so
+    # one dispatch holds several batches of one partition: each must reach the log once.
+    topic = "many-batches"
+    create_topic(broker.bootstrap, topic, 4)
+
+    async def main():
+        async with Producer({"bootstrap.servers": broker.bootstrap}) as p:
+            futs = [await p.send(topic, f"v{i}".encode(), f"k{i}".encode()) for i in range(20_000)]
+            await p.flush()
+            assert all(f.done() for f in futs)
+            metas = [f.result() for f in futs]
+        placed = {(m.partition, m.offset) for m in metas}
+        assert len(placed) == 20_000
+        async with Consumer({"bootstrap.servers": broker.bootstrap, "auto.offset.reset": "earliest"}) as c:
+            c.assign([TopicPartition(topic, p) for p in range(4)])
+            got = {}
+            deadline = time.monotonic() + 60
+            while len(got) < 20_000 and time.monotonic() < deadline:
+                for tp, records in (await c.getmany(timeout_ms=500)).items():
+                    got.update(((tp.partition, r.offset), r.value) for r in records)
+        assert set(got) == placed
+        assert sorted(got.values()) == sorted(f"v{i}".encode() for i in range(20_000))
+
+    asyncio.run(main())

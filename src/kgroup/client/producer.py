@@ -221,7 +221,9 @@ class Producer:
             group: list[_Batch] = []
             size = 0
             for b in batches:
-                if group and size + b.size > limit:
+                # A second batch of a partition goes in the next request: one request
+                # carries each partition once (its answer names partitions, not batches).
+                if group and (size + b.size > limit or any(g.tp == b.tp for g in group)):
                     await sem.acquire()
                     self._spawn(self._produce(node, group, sem))
                     group, size = [], 0
