@@ -389,3 +389,53 @@ def test_producer_with_several_batches_of_a_partition_ready_at_once(broker):
         assert sorted(got.values()) == sorted(f"v{i}".encode() for i in range(20_000))
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_commit_inside_on_partitions_revoked_uses_the_owning_generation(broker, protocol):
+    # As in Kafka, a listener commits what it processed of revoked partitions: during an
+    # eager rebalance (the member is already rejoining) and when the consumer closes.
+    topic = f"revoke-commit-{protocol}"
+    create_topic(broker.bootstrap, topic, 2)
+    group = f"revoke-commit-{protocol}"
+    settings = {"bootstrap.servers": broker.bootstrap, "group.id": group,
+                "group.protocol": protocol, "enable.auto.commit": False, **FAST}
+    if protocol == "classic":
+        settings["partition.assignment.strategy"] = "range"
+    outcomes: list[str] = []
+
+    async def main():
+        a = Consumer(settings, client_id="a")
+        b = Consumer(settings, client_id="b")
+
+        class CommitOnRevoke(ConsumerRebalanceListener):
+            async def on_partitions_revoked(self, revoked):
+                try:
+                    await a.commit({tp: 10 + tp.partition for tp in revoked})
+                    outcomes.append("committed")
+                except Exception as exc:  # CommitFailedError before the fix
+                    outcomes.append(type(exc).__name__)
+
+        await a.start()
+        a.subscribe([topic], listener=CommitOnRevoke())
+        deadline = time.monotonic() + 30
+        while len(a.assignment()) < 2 and time.monotonic() < deadline:
+            await a.getmany(timeout_ms=100)
+        assert len(a.assignment()) == 2
+        await b.start()
+        b.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not outcomes or len(b.assignment()) != 1 or len(a.assignment()) != 1:
+            assert time.monotonic() < deadline, (outcomes, a.assignment(), b.assignment())
+            await asyncio.gather(a.getmany(timeout_ms=100), b.getmany(timeout_ms=100))
+        await a.close()
+        committed = {tp.partition: await b.committed(tp) for tp in
+                     (TopicPartition(topic, 0), TopicPartition(topic, 1))}
+        await b.close()
+        return committed
+
+    committed = asyncio.run(main())
+    assert outcomes and set(outcomes) == {"committed"}, outcomes
+    # Both partitions were committed by a's listener: the rebalance revoked at least one,
+    # and closing revoked the one a kept.
+    assert committed == {0: 10, 1: 11}

@@ -74,7 +74,9 @@ class ConsumerRebalanceListener:
     """Override any of these; each may be a plain method or a coroutine."""
 
     def on_partitions_revoked(self, revoked: set[TopicPartition]) -> Any:
-        """Partitions are taken away; commit what you processed of them."""
+        """Partitions are taken away; commit what you processed of them (``commit`` called
+        here uses the generation that owned them, although the member is already rejoining
+        or leaving)."""
 
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> Any:
         """Partitions are now yours (only the new ones under cooperative rebalancing)."""
@@ -110,6 +112,9 @@ class Consumer:
         self._next_auto_commit = 0.0
         self._commits: set[asyncio.Task[Any]] = set()
         self._last_committed: dict[TopicPartition, int] = {}
+        # (generation, member id) that owned the partitions of a revocation callback running
+        # now: commits made inside it use them, as Kafka's onPartitionsRevoked commits do.
+        self._revoking: tuple[int, str] | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -239,9 +244,14 @@ class Consumer:
             callback = (self._listener.on_partitions_revoked if isinstance(action, RunRevoked)
                         else self._listener.on_partitions_lost)
             assert isinstance(action, (RunRevoked, RunLost))
-        result = callback(tps)
-        if inspect.isawaitable(result):
-            await result
+        if isinstance(action, RunRevoked) and action.generation >= 0:
+            self._revoking = (action.generation, action.member_id)
+        try:
+            result = callback(tps)
+            if inspect.isawaitable(result):
+                await result
+        finally:
+            self._revoking = None
 
     # -- metadata ---------------------------------------------------------------------------
 
@@ -464,6 +474,7 @@ class Consumer:
         if self.group is not None and not self._manual:
             m = self.group.member
             instance = m.config.group_instance_id
+            member = member or self._revoking
             if member is not None:
                 generation, member_id = member
             elif not m.in_group:

@@ -10,7 +10,7 @@ A partition is a ``(topic, partition)`` tuple; sets of them are frozensets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 TopicPartition = tuple[str, int]
 Partitions = frozenset[TopicPartition]
@@ -33,9 +33,17 @@ class CommitOffsets:
 
 @dataclass(frozen=True, slots=True)
 class RunRevoked:
-    """Call the listener's ``on_partitions_revoked``; stop consuming these first."""
+    """Call the listener's ``on_partitions_revoked``; stop consuming these first.
+
+    ``generation`` and ``member_id`` are those that owned the partitions: a listener may
+    commit with them (as Kafka's onPartitionsRevoked may) although the member has already
+    moved on to rejoining or leaving. They are context, not part of what the action is, so
+    they take no part in equality.
+    """
 
     partitions: Partitions
+    generation: int = field(default=-1, compare=False)
+    member_id: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)

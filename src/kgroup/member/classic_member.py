@@ -640,7 +640,7 @@ class ClassicMember:
         if self.config.auto_commit and self.generation >= 0:
             out.append(CommitOffsets(partitions, self.generation, self.member_id))
         self.owned = self.owned - partitions
-        out.append(RunRevoked(partitions))
+        out.append(RunRevoked(partitions, self.generation, self.member_id))
 
     def _lose(self, out: list[Action]) -> None:
         if self.owned:

@@ -537,7 +537,7 @@ class ConsumerMember:
         if self.config.auto_commit and self.member_epoch > 0:
             out.append(CommitOffsets(named, self.member_epoch, self.member_id))
         self._set_owned(self.owned_ids - ids)
-        out.append(RunRevoked(named))
+        out.append(RunRevoked(named, self.member_epoch, self.member_id))
 
     def _lose(self, out: list[Action]) -> None:
         if self.owned_ids:
