@@ -138,8 +138,11 @@ class Engine:
         m = scenario.members
         beat = self.config.consumer_heartbeat_interval(GROUP_ID) if m.protocol == "consumer" \
             else m.heartbeat_interval_ms
-        # Quiet stretches shorter than this are not worth a jump.
         self._period = max(beat, m.auto_commit_interval_ms)
+        # A landing replays one heartbeat and one commit per member; simulating a stretch
+        # costs a heartbeat per interval and a commit per auto-commit interval. Jump only
+        # when the stretch would cost half again what the landing does.
+        self._worth_jumping = int(3 / (1 / beat + 1 / m.auto_commit_interval_ms))
         self._max_latency = scenario.network.delay_ms + scenario.network.jitter_ms
         self.apply(self.coord.update_topics(self._topic_image(), 0))
         self.apply(self.coord.load_complete(0))
@@ -228,13 +231,17 @@ class Engine:
     def _run(self) -> Metrics:
         heap = self._heap
         metrics = self.metrics
+        pop = heapq.heappop
+        dispatch = self._dispatch
+        fast = self.sc.fast_forward
+        end = self.end
         while heap:
             t = heap[0][0]
-            if t > self.end:
+            if t > end:
                 break
-            if self.sc.fast_forward and t >= self._quiet_check:
+            if fast and t >= self._quiet_check:
                 self._maybe_jump(t)
-            t, _, kind, payload = heapq.heappop(heap)
+            t, _, kind, payload = pop(heap)
             if t > self.now:
                 self.now = t
                 metrics.tick(t)
@@ -245,8 +252,9 @@ class Engine:
                     self.in_flight -= 1
             elif kind >= BUNDLE:
                 self.special -= 1
-            self._dispatch(kind, payload, t)
-            if metrics.open or not metrics.warm:
+            dispatch(kind, payload, t)
+            # Convergence needs every partition held and every running member steady.
+            if (metrics.open or not metrics.warm) and not metrics.unowned and not self.unsteady:
                 self._check_converged()
         self.now = self.end
         metrics.close(self.end)
@@ -364,7 +372,7 @@ class Engine:
                 self.unsteady.discard(proc.index)
             else:
                 self.unsteady.add(proc.index)
-        stopped = not steady and not proc.holding and proc.running
+        stopped = not steady and not proc.holding and proc.paused_until < 0 and not proc.cut
         if stopped != proc.stopped:
             proc.stopped = stopped
             self.metrics.stopped(proc.name, stopped)
@@ -860,8 +868,8 @@ class Engine:
         # before it are replayed at their own phase, so the action finds what a full
         # simulation would have left.
         land = min(upcoming, self.end) - 2 * self._max_latency - 1
-        if land - t < 3 * period:
-            return                        # a landing costs about what a few seconds do
+        if land - t < self._worth_jumping:
+            return                        # the landing would cost more than the stretch
         landings = []
         for proc in self._up():
             if not proc.running:

@@ -105,10 +105,10 @@ class Metrics:
         if dt <= 0:
             return
         n = len(self.unowned)
-        if n and self.warm:
-            self.unowned_partition_ms += n * dt
-        for w in self.open:
-            if n:
+        if n:
+            if self.warm:
+                self.unowned_partition_ms += n * dt
+            for w in self.open:
                 w.unowned_partition_ms += n * dt
         self.now = now
 
