@@ -27,14 +27,14 @@ def rows(path: Path) -> list[dict]:
 def test_a_sweep_gives_identical_numbers_on_one_core_and_on_two(tmp_path):
     one = sweep("local[1]", tmp_path / "one")
     assert one.returncode == 0, one.stderr[-3000:]
-    two = sweep("local[2]", tmp_path / "two")
+    two = sweep("local[2]", tmp_path / "two [2]")      # glob characters in --out are just a name
     assert two.returncode == 0, two.stderr[-3000:]
     # Progress was shown while it ran, and the comparison table printed at the end.
     assert "lab: 12/12 groups simulated" in one.stderr
     assert "consumer-protocol" in one.stdout and "double_ownership" in one.stdout
-    groups_one, groups_two = rows(tmp_path / "one" / "groups.parquet"), rows(tmp_path / "two" / "groups.parquet")
+    groups_one, groups_two = rows(tmp_path / "one" / "groups.parquet"), rows(tmp_path / "two [2]" / "groups.parquet")
     assert len(groups_one) == 12 and groups_one == groups_two
-    assert rows(tmp_path / "one" / "windows.parquet") == rows(tmp_path / "two" / "windows.parquet")
+    assert rows(tmp_path / "one" / "windows.parquet") == rows(tmp_path / "two [2]" / "windows.parquet")
     comparison = {r["variant"]: r for r in pq.read_table(tmp_path / "one" / "comparison.parquet").to_pylist()}
     assert set(comparison) == {"dynamic-eager", "static", "cooperative", "consumer-protocol"}
     assert all(r["groups"] == 3 and r["double_ownership"] == 0 and r["offset_regressions"] == 0

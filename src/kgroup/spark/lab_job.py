@@ -95,20 +95,23 @@ def run_sweep(spark: Any, sweep: Sweep, out_dir: str, *, partitions: int | None 
     # Eight tasks per core at least, and about 50 groups a task for big sweeps, so progress
     # moves in small steps and a slow task does not hold the others up.
     slices = partitions or max(1, min(len(specs), max(sc.defaultParallelism * 8, len(specs) // 50)))
+    from pyspark import StorageLevel
+
     rows = sc.parallelize(specs, slices).mapPartitions(_simulate_partition)
-    df = spark.createDataFrame(rows, _schema())
+    # Simulated once, kept, and used for every output: re-reading the Parquet by path would
+    # take an --out with [ ] or * in its name for a glob.
+    groups = spark.createDataFrame(rows, _schema()).persist(StorageLevel.MEMORY_AND_DISK)
     groups_path = os.path.join(out_dir, "groups.parquet")
     stop = threading.Event()
     if progress is not None:
         threading.Thread(target=_report_progress, args=(sc, len(specs), slices, progress, stop),
                          daemon=True).start()
     try:
-        df.write.mode("overwrite").parquet(groups_path)
+        groups.write.mode("overwrite").parquet(groups_path)
     finally:
         stop.set()
     if progress is not None:
         progress(f"{len(specs)}/{len(specs)} groups simulated")
-    groups = spark.read.parquet(groups_path)
     windows = groups.select(F.explode("windows").alias("w")).select("w.*")
     windows.write.mode("overwrite").parquet(os.path.join(out_dir, "windows.parquet"))
     comparison = _compare(groups)
@@ -121,6 +124,7 @@ def run_sweep(spark: Any, sweep: Sweep, out_dir: str, *, partitions: int | None 
     summaries = [r.asDict() for r in groups.select("group", "variant", "unowned_partition_s")
                  .orderBy("group").collect()]
     first_windows = [r.asDict() for r in windows.orderBy("group", "start_s").limit(200).collect()]
+    groups.unpersist()
     return SweepOutput(compared, summaries, first_windows, stops, examples(sweep), len(specs))
 
 
