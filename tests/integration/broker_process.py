@@ -84,6 +84,15 @@ class BrokerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def finish(self) -> None:
+        """End of a fixture: print the log's tail (pytest shows it when the test failed),
+        stop the broker and check it exited cleanly without a traceback."""
+        print("---- broker log (tail) ----\n" + "\n".join(self.log().splitlines()[-80:]))
+        if self.alive():
+            status = self.stop()
+            assert status == 0, f"broker exited with {status}:\n{self.log()}"
+        assert "Traceback" not in self.log(), self.log()
+
 
 def _toml(value) -> str:
     if isinstance(value, bool):

@@ -12,6 +12,8 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from tests.integration.kafka_python_pending_join import count_pending_join_as_rejoin
+
 SESSION_MS = 6_000
 
 
@@ -105,6 +107,7 @@ class ConsumerThread(threading.Thread):
                        client_id=self.name)
         options.update(self.options)
         consumer = KafkaConsumer(**options)
+        count_pending_join_as_rejoin(consumer)
         consumer.subscribe([self.topic], listener=Listener(tally))
         while not self._stop.is_set():
             for tp, records in consumer.poll(timeout_ms=200).items():

@@ -16,6 +16,8 @@ import time
 def main() -> None:
     from kafka import ConsumerRebalanceListener, KafkaConsumer
 
+    from tests.integration.kafka_python_pending_join import count_pending_join_as_rejoin
+
     bootstrap, group, topic = sys.argv[1:4]
     instance = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] != "-" else None
 
@@ -48,6 +50,7 @@ def main() -> None:
                              session_timeout_ms=6000, heartbeat_interval_ms=1000,
                              auto_offset_reset="earliest", enable_auto_commit=False,
                              client_id=instance or "proc")
+    count_pending_join_as_rejoin(consumer)
     consumer.subscribe([topic], listener=Listener())
     parent = os.getppid()
     deadline = time.monotonic() + 180  # never outlive a test run, even an aborted one
