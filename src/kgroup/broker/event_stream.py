@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from kgroup.broker.durability import Durability
 from kgroup.broker.internal_topics import GROUP_EVENTS_TOPIC
+from kgroup.core.coordinator import GroupCoordinator
 from kgroup.core.group_events import (
     REQUEST_CAUSES,
     TOPICS_CHANGED,
@@ -51,6 +52,10 @@ LOG_EVERY = 1000
 # Most records in one batch (about 300 bytes each: far below max.message.bytes).
 BATCH_RECORDS = 1000
 
+# The core handlers a shard call is looked at for, by function, and why.
+HANDLER_CAUSES: dict[Callable, Cause] = {getattr(GroupCoordinator, name): cause
+                                         for name, cause in REQUEST_CAUSES.items()}
+
 
 def ensure_topic(data: DataDir) -> None:
     """Create `__kgroup_events` (one partition) unless it exists."""
@@ -60,7 +65,16 @@ def ensure_topic(data: DataDir) -> None:
 
 
 class GroupEventStream:
-    """Derives group events after each shard call and appends them to the internal topic."""
+    """Derives group events after each shard call and appends them to the internal topic.
+
+    The shard checks `always` and `with_records` itself before calling `after_call`, so a
+    call that cannot have changed a group (a steady heartbeat) costs a set lookup.
+    """
+
+    # Handlers that may change a group without writing a record, and ones that change a
+    # group only through records (looked at only when they wrote some).
+    always = frozenset(f for f, cause in HANDLER_CAUSES.items() if cause.unrecorded)
+    with_records = frozenset(f for f, cause in HANDLER_CAUSES.items() if not cause.unrecorded)
 
     def __init__(self, data: DataDir, durability: Durability,
                  ring: Callable[[tuple[str, int]], None] | None = None) -> None:
@@ -84,10 +98,8 @@ class GroupEventStream:
         self.tracker.prime(shard.coordinator.shard)
 
     def after_call(self, shard: Shard, handler: Callable, request: Any, records: Sequence, now_ms: int) -> None:
-        cause = REQUEST_CAUSES.get(getattr(handler, "__name__", ""))
-        if cause is None or not (records or cause.unrecorded):
-            return
-        self._observe(shard, request_groups(request), cause, now_ms, records)
+        """A core handler (a GroupCoordinator function in `always` or `with_records`) ran."""
+        self._observe(shard, request_groups(request), HANDLER_CAUSES[handler], now_ms, records)
 
     def after_timer(self, shard: Shard, op: TimerOp, records: Sequence, now_ms: int) -> None:
         touched = [op.group_id] if op.group_id else []

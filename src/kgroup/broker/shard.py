@@ -96,8 +96,12 @@ class Shard:
         now = now_ms()
         result = handler(request, reply, now, *args)
         self.apply(result)
-        if self.events is not None:
-            self.events.after_call(self, handler, request, result.records, now)
+        events = self.events
+        if events is not None:
+            # Inline, so a steady heartbeat pays a set lookup and no call.
+            func = getattr(handler, "__func__", None)
+            if func in events.always or (result.records and func in events.with_records):
+                events.after_call(self, func, request, result.records, now)
         # Most replies are given at once (a heartbeat, a commit under fsync=never): no
         # future, no suspension. A parked or fsync-waiting reply gets a future to wait on.
         if reply.state is _GIVEN:
