@@ -77,6 +77,7 @@ ALLOWED_LAYERS = {
     "broker": {"broker", "core", "wire", "storage", "assignors"},
     "client": {"client", "member", "wire", "assignors"},
     "lab": {"lab", "core", "member", "assignors"},
+    "spark": {"spark", "lab", "client"},
 }
 
 

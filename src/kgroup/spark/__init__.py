@@ -1,0 +1,31 @@
+"""kgroup on Spark: the ``kgroup`` data source and sink, and the rebalance lab's Spark job.
+
+Register the source and sink once per SparkSession, then use format("kgroup")::
+
+    import kgroup.spark
+    kgroup.spark.register(spark)
+
+    df = (spark.read.format("kgroup")
+          .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+          .option("subscribe", "orders").load())
+    (df.selectExpr("key", "upper(cast(value as string)) as value")
+       .write.format("kgroup").option("kafka.bootstrap.servers", "127.0.0.1:9092")
+       .option("topic", "orders-upper").save())
+
+Reading: ``kgroup.spark.source`` (batch), ``kgroup.spark.stream`` (streaming, commits to
+``group.id``), ``kgroup.spark.membership`` (``group.mode=member`` and its delivery
+guarantee). Writing: ``kgroup.spark.sink``. Options: ``kgroup.spark.options``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(spark: Any) -> None:
+    """Make format("kgroup") available in the SparkSession ``spark``."""
+    from .source import KgroupDataSource
+
+    spark.dataSource.register(KgroupDataSource)

@@ -1,0 +1,102 @@
+"""Reading one offset range in a Spark task, as Arrow record batches.
+
+How this works: the task runs kgroup's own ``Consumer`` (no group: the partition is
+assigned and sought to the range's start) on a ``LoopThread``, so the consumer keeps
+fetching ahead while Spark takes the batches already handed over. Records at or past the
+range's end are cut off. A range whose start is no longer in the log (deleted by
+retention) is data loss: an error with ``failOnDataLoss`` (the default), else reading
+starts at the earliest offset still there (checked once, when the task starts). Offsets that hold no record (control records,
+compaction) are skipped; a range ends once the high watermark is past its end and
+fetches come back empty.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from kgroup.client import Consumer, TopicPartition
+from kgroup.client.admin import EARLIEST
+from kgroup.client.blocking import LoopThread
+from kgroup.client.errors import KafkaClientError
+
+from .offsets import OffsetRange
+from .options import SourceOptions
+from .schema import records_to_arrow
+
+# Records handed over per Arrow batch, and how long a poll waits.
+_BATCH = 20_000
+_POLL_MS = 500
+# Empty polls in a row, with the high watermark past the range, that end a range early.
+_EMPTY_POLLS = 3
+
+
+class DataLossError(KafkaClientError):
+    """Offsets a batch was planned to read are no longer in the log."""
+
+    hint = ("the records were deleted (retention) before the query read them; restart from "
+            "newer offsets, or set failOnDataLoss=false to skip what is gone")
+
+
+def consumer_settings(opts: SourceOptions, client_id: str) -> dict[str, Any]:
+    """Settings of a reading consumer: the user's kafka.* settings over ours."""
+    return {"bootstrap.servers": opts.bootstrap, "client.id": client_id,
+            "enable.auto.commit": False, "max.poll.records": _BATCH,
+            "max.partition.fetch.bytes": 4 << 20, "fetch.max.wait.ms": 100,
+            **opts.consumer, "auto.offset.reset": "earliest"}
+
+
+def read_range(opts: SourceOptions, rng: OffsetRange) -> Iterator[Any]:
+    """Arrow record batches of the records in ``rng``."""
+    if rng.size <= 0:
+        return
+    loop = LoopThread("kgroup-spark-read")
+    tp = TopicPartition(rng.topic, rng.partition)
+    consumer = Consumer(consumer_settings(opts, "kgroup-spark-read"))
+
+    async def start() -> int:
+        await consumer.start()
+        earliest = (await consumer.cluster.list_offsets(rng.topic, [rng.partition],
+                                                        EARLIEST))[rng.partition]
+        if earliest > rng.start and opts.fail_on_data_loss:
+            raise DataLossError(f"{rng.topic}-{rng.partition}: offsets {rng.start} to "
+                                f"{earliest - 1} are no longer in the log")
+        consumer.assign([tp])
+        consumer.seek(tp, max(earliest, rng.start))
+        return max(earliest, rng.start)
+
+    async def poll() -> list[Any]:
+        got = await consumer.getmany(tp, timeout_ms=_POLL_MS, max_records=_BATCH)
+        return got.get(tp, [])
+
+    try:
+        position = loop.run(start())
+        empty = 0
+        idle_since = time.monotonic()
+        timeout = float(consumer.settings["request.timeout.ms"]) / 1000
+        while position < rng.end:
+            records = loop.run(poll())
+            if not records:
+                empty += 1
+                if consumer.highwater(tp) >= rng.end and empty >= _EMPTY_POLLS:
+                    return  # the rest of the range holds no records
+                if time.monotonic() - idle_since > timeout:
+                    raise KafkaClientError(
+                        f"{rng.topic}-{rng.partition}: no records from offset {position} "
+                        f"within {timeout:g}s; the range ends at {rng.end}",
+                        "check that the broker is up and the topic was not recreated")
+                continue
+            empty = 0
+            idle_since = time.monotonic()
+            if records[-1].offset >= rng.end:
+                records = [r for r in records if r.offset < rng.end]
+            if records:
+                position = records[-1].offset + 1
+                yield records_to_arrow(records, rng.topic, rng.partition)
+    finally:
+        try:
+            loop.run(consumer.close(), timeout=10)
+        except Exception:  # closing after a failure: the failure is what matters
+            pass
+        loop.close()

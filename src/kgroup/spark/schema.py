@@ -1,0 +1,135 @@
+"""The columns of the kgroup source and sink, and records to Arrow and back.
+
+The source has the columns of Spark's Kafka source. The sink takes ``value`` (binary or
+string) and optionally ``key``, ``topic``, ``partition`` and ``headers``, as Spark's Kafka
+sink does. Records cross into Spark as Arrow record batches, built column by column: far
+cheaper than one Python tuple per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+SOURCE_DDL = ("key binary, value binary, topic string, partition int, offset bigint, "
+              "timestamp timestamp, timestampType int, "
+              "headers array<struct<key:string,value:binary>>")
+
+SINK_COLUMNS = ("key", "value", "topic", "partition", "headers")
+
+_ARROW_SCHEMA: Any = None
+
+
+def source_schema() -> Any:
+    """The source's StructType (built by hand: parsing SOURCE_DDL needs a SparkContext,
+    which a task does not have)."""
+    from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType,
+                                   StructField, StructType, TimestampType)
+
+    header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+    return StructType([
+        StructField("key", BinaryType()), StructField("value", BinaryType()),
+        StructField("topic", StringType()), StructField("partition", IntegerType()),
+        StructField("offset", LongType()), StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+        StructField("headers", ArrayType(header)),
+    ])
+
+
+def arrow_schema() -> Any:
+    """The Arrow schema Spark expects the source's batches in (timestamps in UTC)."""
+    global _ARROW_SCHEMA
+    if _ARROW_SCHEMA is None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        _ARROW_SCHEMA = to_arrow_schema(source_schema(), timezone="UTC")
+    return _ARROW_SCHEMA
+
+
+def records_to_arrow(records: Sequence[Any], topic: str, partition: int) -> Any:
+    """One Arrow record batch of ``ConsumerRecord``s of one partition."""
+    import pyarrow as pa
+
+    schema = arrow_schema()
+    n = len(records)
+    headers_type = schema.field("headers").type
+    if any(r.headers for r in records):
+        headers = pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records],
+                           type=headers_type)
+    else:
+        # No record has headers: n empty lists, without building n Python lists.
+        empty = pa.array([], type=headers_type.value_type)
+        headers = pa.ListArray.from_arrays(pa.array([0] * (n + 1), type=pa.int32()), empty,
+                                           type=headers_type)
+    millis = pa.array([r.timestamp for r in records], type=pa.timestamp("ms", tz="UTC"))
+    columns = [
+        pa.array([r.key for r in records], type=pa.binary()),
+        pa.array([r.value for r in records], type=pa.binary()),
+        pa.array([topic] * n, type=pa.string()),
+        pa.array([partition] * n, type=pa.int32()),
+        pa.array([r.offset for r in records], type=pa.int64()),
+        millis.cast(schema.field("timestamp").type),
+        pa.array([r.timestamp_type for r in records], type=pa.int32()),
+        headers,
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+# -- the sink --------------------------------------------------------------------------------
+
+
+def check_sink_schema(schema: Any, default_topic: str | None) -> None:
+    """The DataFrame written must have the sink's columns with the right types."""
+    from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, ShortType,
+                                   StringType, StructType)
+
+    from .options import OptionError
+
+    fields = {f.name: f.dataType for f in schema.fields}
+    unknown = sorted(set(fields) - set(SINK_COLUMNS))
+    if unknown:
+        raise OptionError(f"the kgroup sink writes columns {', '.join(SINK_COLUMNS)}; "
+                          f"the DataFrame also has {', '.join(unknown)} (select the columns "
+                          "to write)")
+    if "value" not in fields:
+        raise OptionError("the kgroup sink needs a value column (binary or string)")
+    for name in ("key", "value"):
+        if name in fields and not isinstance(fields[name], (BinaryType, StringType)):
+            raise OptionError(f"column {name} must be binary or string, not "
+                              f"{fields[name].simpleString()}")
+    if "topic" in fields and not isinstance(fields["topic"], StringType):
+        raise OptionError(f"column topic must be a string, not {fields['topic'].simpleString()}")
+    if "topic" not in fields and default_topic is None:
+        raise OptionError("the kgroup sink needs option topic or a topic column")
+    if "partition" in fields and not isinstance(fields["partition"],
+                                                (IntegerType, LongType, ShortType)):
+        raise OptionError("column partition must be an integer, not "
+                          f"{fields['partition'].simpleString()}")
+    if "headers" in fields:
+        h = fields["headers"]
+        ok = (isinstance(h, ArrayType) and isinstance(h.elementType, StructType)
+              and [f.name for f in h.elementType.fields] == ["key", "value"]
+              and isinstance(h.elementType.fields[0].dataType, StringType)
+              and isinstance(h.elementType.fields[1].dataType, (BinaryType, StringType)))
+        if not ok:
+            raise OptionError("column headers must be array<struct<key:string,value:binary>>, "
+                              f"not {h.simpleString()}")
+
+
+def arrow_to_rows(batch: Any) -> list[tuple[Any, ...]]:
+    """(key, value, topic, partition, headers) per row of a sink batch, bytes encoded."""
+    n = batch.num_rows
+    names = batch.schema.names
+
+    def column(name: str) -> list[Any]:
+        return batch.column(name).to_pylist() if name in names else [None] * n
+
+    keys = [_bytes(v) for v in column("key")]
+    values = [_bytes(v) for v in column("value")]
+    headers = [tuple((h["key"], _bytes(h["value"])) for h in hs) if hs else ()
+               for hs in column("headers")]
+    return list(zip(keys, values, column("topic"), column("partition"), headers))
+
+
+def _bytes(value: Any) -> bytes | None:
+    return value.encode() if isinstance(value, str) else value

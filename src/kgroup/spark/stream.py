@@ -1,0 +1,238 @@
+"""The streaming read: ``spark.readStream.format("kgroup")``.
+
+How this works: Spark keeps the stream reader in a Python process of its own on the
+driver for the whole query and asks it, per micro-batch, for the latest offset (with the
+read limit of maxOffsetsPerTrigger), then for the partitions between two offsets; tasks
+read those ranges (``range_reader``). The offsets are the JSON-able dicts of
+``offsets.stream_offset``; Spark checkpoints them, so a restarted query continues where
+its checkpoint says. With Trigger.AvailableNow the latest offsets of every partition are
+taken once, when the query starts, and no micro-batch reads past them.
+
+Committing (``group.id``): Spark calls ``commit(end)`` only after it has planned the next
+micro-batch, so a query's last batch would never be committed. But Spark runs one
+micro-batch at a time and asks for the next latest offset only after the previous batch is
+done (its commit log written), with the previous end as ``start``. So ``latestOffset``
+commits ``start`` first: the group's committed offsets equal the query's processed offsets
+as soon as a micro-batch is done. Without group.mode this is a commit without membership
+(a group of its own, with no other members); with ``group.mode=member`` it is the
+member's commit (``membership``).
+
+Delivery: Spark's checkpoint decides what a query reads, so a query restarted from its
+checkpoint into a sink that writes each micro-batch once (files, Parquet) gets every
+record exactly once. Group mode is at least once; ``membership`` says which duplicates
+can occur and how many.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
+                                              SupportsTriggerAvailableNow)
+
+from kgroup.client.admin import EARLIEST, LATEST
+from kgroup.client.blocking import BlockingAdmin, LoopThread
+from kgroup.client.errors import GroupNotEmpty, KafkaClientError
+
+from .membership import GroupMember
+from .offsets import (TP, admit, positions_of, ranges_between, split, stream_offset)
+from .options import SourceOptions
+from .range_reader import DataLossError, read_range
+from .topics import log_offsets, partitions, resolve
+
+# How long latestOffset waits for the member: to join at first, later for a rebalance.
+_JOIN_WAIT_S = 60.0
+_REBALANCE_WAIT_S = 30.0
+
+
+class RangePartition(InputPartition):
+    """One Spark task: an ``OffsetRange``."""
+
+
+class KgroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Spark's stream reader for format("kgroup"); see the module comment.
+
+    Spark also pickles this object into its tasks (which only call ``read``), so the
+    driver-side state (``StreamPlanner``) is made on first use and never pickled.
+    """
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self._planner: StreamPlanner | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"opts": self.opts}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.opts = state["opts"]
+        self._planner = None
+
+    @property
+    def planner(self) -> StreamPlanner:
+        if self._planner is None:
+            self._planner = StreamPlanner(self.opts)
+        return self._planner
+
+    def initialOffset(self) -> dict:
+        return self.planner.initial()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.opts.max_offsets_per_trigger
+        return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.planner.prepare_available_now()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        return self.planner.latest(start, limit)
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        pieces = split(ranges_between(start, end), self.opts.min_partitions,
+                       self.opts.max_records_per_partition)
+        return [RangePartition(r) for r in pieces]
+
+    def read(self, partition: InputPartition) -> Any:
+        return read_range(self.opts, partition.value)
+
+    def commit(self, end: dict) -> None:
+        self.planner.completed(end)
+
+    def stop(self) -> None:
+        if self._planner is not None:
+            self._planner.close()
+            self._planner = None
+
+
+class StreamPlanner:
+    """The driver side of one streaming query: offsets, AvailableNow, commits, membership."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self.loop = LoopThread("kgroup-spark-stream")
+        self.admin = BlockingAdmin(opts.bootstrap, client_id="kgroup-spark-stream",
+                                   loop=self.loop)
+        self.target: dict[TP, int] | None = None
+        self.committed: dict[TP, int] = {}
+        self.member: GroupMember | None = None
+        self._views = 0
+        if opts.group_member:
+            self.member = GroupMember(opts, self.loop, str(opts.starting or "latest"))
+            self.member.start()
+            _leave_on_sigterm()
+
+    def close(self) -> None:
+        try:
+            if self.member is not None:
+                self.member.close()
+            self.admin.close()
+        finally:
+            self.loop.close()
+
+    # -- Spark's calls -----------------------------------------------------------------------
+
+    def initial(self) -> dict:
+        """Where a new query starts: startingOffsets (default latest); in group mode
+        nothing yet — each partition resumes from the group's offset when assigned."""
+        if self.member is not None:
+            return stream_offset({})
+        tps = partitions(self.admin, self.opts, must_exist=False)
+        earliest = log_offsets(self.admin, tps, EARLIEST)
+        latest = log_offsets(self.admin, tps, LATEST)
+        return stream_offset(resolve(self.opts.starting, "latest", EARLIEST, tps, earliest,
+                                     latest))
+
+    def prepare_available_now(self) -> None:
+        """Trigger.AvailableNow: read up to the latest offsets of now, no further."""
+        tps = partitions(self.admin, self.opts, must_exist=False)
+        self.target = log_offsets(self.admin, tps, LATEST)
+
+    def latest(self, start: Mapping, limit: ReadLimit) -> dict:
+        """Commit ``start`` (a finished micro-batch), then plan the next micro-batch."""
+        self.completed(start)
+        before = positions_of(start)
+        if self.member is not None:
+            continuing, new = self.member.view(_JOIN_WAIT_S if not self._views
+                                               else _REBALANCE_WAIT_S)
+            self._views += 1
+            new |= continuing - before.keys()
+            tps = sorted(continuing | new)
+            fresh = self._group_positions(new)
+        else:
+            tps = partitions(self.admin, self.opts, must_exist=False)
+            fresh = {tp: EARLIEST for tp in tps if tp not in before}  # a new partition
+        if not tps:
+            return dict(start)
+        earliest = log_offsets(self.admin, tps, EARLIEST)
+        latest = log_offsets(self.admin, tps, LATEST)
+        lows: dict[TP, int] = {}
+        resumed: dict[TP, int] = {}
+        for tp in tps:
+            lo = before[tp] if tp not in fresh else (
+                earliest[tp] if fresh[tp] == EARLIEST else
+                latest[tp] if fresh[tp] == LATEST else fresh[tp])
+            if not earliest[tp] <= lo <= latest[tp]:
+                if self.opts.fail_on_data_loss:
+                    raise DataLossError(
+                        f"{tp[0]}-{tp[1]}: the query is at offset {lo} but the log holds "
+                        f"{earliest[tp]} to {latest[tp]}; records were deleted or the topic "
+                        "was recreated")
+                lo = earliest[tp]
+            if tp in fresh or lo != before.get(tp):
+                resumed[tp] = lo
+            lows[tp] = lo
+        highs = {tp: latest[tp] if self.target is None else
+                 max(lows[tp], min(latest[tp], self.target.get(tp, lows[tp]))) for tp in tps}
+        rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        ends = admit({tp: (lows[tp], highs[tp]) for tp in tps}, rows)
+        if all(ends[tp] == lows[tp] for tp in tps):
+            return dict(start)  # nothing new: no micro-batch
+        if self.member is not None:
+            self.member.planned(ends)
+        return stream_offset(ends, resumed)
+
+    def completed(self, offset: Mapping) -> None:
+        """Every micro-batch up to ``offset`` is done: commit it to the group, if any."""
+        positions = positions_of(offset)
+        if self.member is not None:
+            self.member.completed(positions)
+            return
+        group = self.opts.group_id
+        changed = {tp: off for tp, off in positions.items() if self.committed.get(tp) != off}
+        if group is None or not changed:
+            return
+        try:
+            self.admin.commit_group_offsets(group, changed)
+        except GroupNotEmpty:
+            raise KafkaClientError(
+                f"cannot commit the query's offsets to group {group!r}: the group has active "
+                "members", "give the query a group.id of its own, or join the group with "
+                "group.mode=member") from None
+        self.committed.update(changed)
+
+    # -- pieces ------------------------------------------------------------------------------
+
+    def _group_positions(self, tps: set[TP]) -> dict[TP, int]:
+        """The group's committed offsets of ``tps``; EARLIEST / LATEST (startingOffsets)
+        where it has none."""
+        if not tps:
+            return {}
+        wanted: dict[str, list[int]] = {}
+        for t, p in sorted(tps):
+            wanted.setdefault(t, []).append(p)
+        assert self.opts.group_id is not None
+        committed = self.admin.group_offsets(self.opts.group_id, wanted)
+        default = LATEST if (self.opts.starting or "latest") == "latest" else EARLIEST
+        return {tp: committed.get(tp, default) for tp in tps}
+
+
+def _leave_on_sigterm() -> None:
+    """Spark ends a query's reader process with SIGTERM, which skips the reader's stop().
+    Turned into SystemExit, it unwinds through Spark's ``finally: reader.stop()``, so the
+    member commits and leaves the group instead of waiting out its session."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
