@@ -13,6 +13,9 @@ import pytest
 from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
 
 from kgroup.client.admin import AdminClient
+from kgroup.lab.recorded import recording
+from kgroup.lab.results import simulate
+from kgroup.lab.scenario import scenario_from_dict
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import create_topic, wait_for
 from tests.integration.test_membership import ConsumerProcess, _kill_consumer_processes  # noqa: F401 (autouse)
@@ -165,6 +168,23 @@ def test_events_follow_joins_a_leave_and_a_kill_as_the_members_saw_them(broker):
     assert a.error is None and b.error is None
     b.stop()
 
+    # The lab replays this recorded history: the same three members, one leaving cleanly and
+    # one dying, on the recorded topic. The joins and the leave fall inside the lab's warm-up
+    # (initial rebalance delay), so the kill is the one disruption measured: the survivors
+    # wait out the dead member's session (the lab default, 45 s) before taking its partitions.
+    rec = recording(events, group)
+    assert rec.members == 3 and rec.scenario["topics"] == {"t": 4}
+    lifecycle = [next(iter(e)) for e in rec.scenario["events"]]
+    assert lifecycle == ["start", "start", "start", "stop", "kill"]
+    replayed = simulate(scenario_from_dict(rec.scenario)).summary
+    assert replayed["rebalances"] >= 1 and replayed["double_ownership"] == 0
+    assert replayed["events"] == 1 and replayed["unconverged_events"] == 0
+    assert replayed["converge_s_max"] >= 45
+    # The same history with a 6 s session (simulated time): the dead member's share comes back
+    # that much sooner.
+    short = simulate(scenario_from_dict(recording(events, group, overrides={
+        "session_timeout_ms": 6000}).scenario)).summary
+    assert short["double_ownership"] == 0 and 6 <= short["converge_s_max"] < 45
 
 def test_the_events_topic_is_internal_and_clients_cannot_write_to_it(broker):
     topic = metadata(broker.bootstrap).topics[EVENTS]
