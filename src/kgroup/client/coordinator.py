@@ -78,6 +78,7 @@ class GroupCoordinator:
         self.fatal: Fatal | None = None
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._last_find = 0.0
         self._find_backoff = self.backoff_s
@@ -101,7 +102,12 @@ class GroupCoordinator:
         for t in list(self._tasks):
             t.cancel()
         if self._task is not None:
+            # Python 3.11's wait_for returns the inner result and drops a cancellation that
+            # arrives as the queue hands over an event, so the loop also checks the flag, and
+            # the Tick wakes a loop that would otherwise wait for the next event forever.
+            self._stopping = True
             self._task.cancel()
+            self._queue.put_nowait(Tick(now_ms()))
             try:
                 await self._task
             except (asyncio.CancelledError, Exception):
@@ -117,7 +123,7 @@ class GroupCoordinator:
     # -- the loop ---------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             deadline = self.member.next_deadline()
             try:
                 if deadline is None:
@@ -127,6 +133,8 @@ class GroupCoordinator:
                     event = await asyncio.wait_for(self._queue.get(), wait)
             except (TimeoutError, asyncio.TimeoutError):
                 event = Tick(now_ms())
+            if self._stopping:
+                return
             for action in self.member.handle(event):
                 await self._perform(action)
 

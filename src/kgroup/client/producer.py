@@ -102,6 +102,9 @@ class Producer:
         self._closed = True
         if self._task is not None:
             self._task.cancel()
+            # If the cancellation is swallowed (Python 3.11's wait_for can drop one that lands
+            # as the event is set), the loop sees _closed on waking.
+            self._wake.set()
             try:
                 await self._task
             except (asyncio.CancelledError, Exception):
@@ -179,7 +182,7 @@ class Producer:
     # -- the sender -------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while True:
+        while not self._closed:
             now = time.monotonic()
             for tp, batch in list(self._open.items()):
                 if now - batch.created >= self.linger:
