@@ -9,9 +9,10 @@
 Grid: members 100/1,000/10,000 x partitions per member 5/10/50 x topics 10/100/1,000;
 identical and mixed subscriptions (mixed: topics in 3 buckets, member i subscribes to
 buckets i%3 and (i+1)%3); full assignment and incremental (one member added to an assigned
-group). Times are medians in ms. kafka-python's sticky and cooperative-sticky run side by
-side where they finish in reasonable time (<= 10,000 partitions) and the ratio
-kafka-python / ours is printed.
+group). c-range and c-rr are the client-side range and roundrobin (stateless: incremental
+means one member more). Times are medians in ms. kafka-python's sticky and
+cooperative-sticky run side by side where they finish in reasonable time (<= 10,000
+partitions) and the ratio kafka-python / ours is printed.
 """
 
 from __future__ import annotations
@@ -98,6 +99,15 @@ def coop_case(subs, counts, incremental, runs):
     return timed(lambda: assignor.assign(members, counts), runs), subs, prev
 
 
+def client_case(name, subs, counts, incremental, runs):
+    """A stateless client-side assignor (range, roundrobin): incremental = one member more."""
+    assignor = get_client_assignor(name)
+    if incremental:
+        subs = {**subs, "member-zzzzz": new_member_sub(subs)}
+    members = client_members(subs, {}, -1)
+    return timed(lambda: assignor.assign(members, counts), runs)
+
+
 def kafka_python_case(name, subs, counts, prev, runs):
     import kafka_python_side
     return timed(lambda: kafka_python_side.run(name, subs, counts, prev, 1), runs)
@@ -112,8 +122,9 @@ def main() -> None:
                     help="only this case: members x total partitions x topics (repeatable)")
     ap.add_argument("--subs", choices=("identical", "mixed"), help="only these subscriptions")
     ap.add_argument("--mode", choices=("full", "incremental"), help="only this mode")
-    ap.add_argument("--only", default="uniform,range,coop,kp",
-                    help="comma-separated subset of uniform,range,coop,kp (default: all)")
+    ap.add_argument("--only", default="uniform,range,coop,client,kp",
+                    help="comma-separated subset of uniform,range,coop,client,kp (default: all);"
+                         " client = the client-side range and roundrobin")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall: perf_counter; cpu: process_time (steadier on a busy machine)")
     args = ap.parse_args()
@@ -135,7 +146,8 @@ def main() -> None:
         grid = [(m, p, t) for m in (100, 1000, 10000) for p in (5, 10, 50)
                 for t in (10, 100, 1000)]
     print(f"{'members':>8} {'parts':>8} {'topics':>6} {'subs':>9} {'mode':>11} | "
-          f"{'uniform':>9} {'range':>9} {'coop-st':>9} | {'kp sticky':>10} {'kp coop':>10}"
+          f"{'uniform':>9} {'range':>9} {'coop-st':>9} {'c-range':>9} {'c-rr':>9} |"
+          f" {'kp sticky':>10} {'kp coop':>10}"
           f" {'kp/ours':>8}")
     for members, ppm, topics in grid:
         total = members * ppm
@@ -154,6 +166,10 @@ def main() -> None:
                     if "uniform" in only else nan
                 rng = server_case("range", subs, counts, incremental, runs) \
                     if "range" in only else nan
+                crange = client_case("range", subs, counts, incremental, runs) \
+                    if "client" in only else nan
+                crr = client_case("roundrobin", subs, counts, incremental, runs) \
+                    if "client" in only else nan
                 coop = nan
                 if "coop" in only or "kp" in only:
                     coop, subs2, prev = coop_case(subs, counts, incremental, runs)
@@ -169,7 +185,7 @@ def main() -> None:
                     kp = f"{'skipped (too slow)':>30}"
                 print(f"{members:>8} {total:>8} {topics:>6} {'mixed' if mixed else 'identical':>9}"
                       f" {'incremental' if incremental else 'full':>11} | {uni:9.1f} {rng:9.1f}"
-                      f" {coop:9.1f} | {kp}", flush=True)
+                      f" {coop:9.1f} {crange:9.1f} {crr:9.1f} | {kp}", flush=True)
 
 
 if __name__ == "__main__":

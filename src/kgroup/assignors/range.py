@@ -10,11 +10,13 @@ order, as Kafka's RangeAssignor does.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
 
 from kgroup.assignors.interface import EAGER, PartitionRacks
 from kgroup.assignors.member_order import ordered_members
-from kgroup.assignors.spec import Assignment, ClientMember, topic_partitions
+from kgroup.assignors.spec import Assignment, ClientMember, topic_lists
 
 
 class RangeAssignor:
@@ -31,31 +33,54 @@ class RangeAssignor:
     ) -> dict[str, Assignment]:
         """One assignment per member id."""
         order = ordered_members(members)
-        subscribers: dict[str, list[ClientMember]] = {}
-        for m in order:
-            for t in set(m.subscription.topics):
-                subscribers.setdefault(t, []).append(m)
-        out: dict[str, dict[str, Sequence[int]]] = {m.member_id: {} for m in order}
-        for topic in sorted(subscribers):
+        # Per topic, its subscribers in assignor order. Members with the same topic list
+        # share one entry (10,000 members x 1,000 topics would be 10M appends otherwise),
+        # and topics subscribed by the same set of entries share one subscriber list.
+        keys, entry = topic_lists(order)
+        entry_members: list[list[int]] = [[] for _ in keys]
+        for i, e in enumerate(entry):
+            entry_members[e].append(i)
+        topic_entries: dict[str, list[int]] = {}
+        for e, key in enumerate(keys):
+            for t in set(key):
+                topic_entries.setdefault(t, []).append(e)
+        merged: dict[tuple[int, ...], list[int]] = {}
+        out: list[dict[str, tuple[int, ...]]] = [{} for _ in order]
+        for topic in sorted(topic_entries):
             n = partitions_per_topic.get(topic, 0)
             if n <= 0:
                 continue
-            consumers = subscribers[topic]
+            es = tuple(topic_entries[topic])
+            consumers = merged.get(es)
+            if consumers is None:
+                consumers = merged[es] = (
+                    entry_members[es[0]] if len(es) == 1
+                    else sorted(chain.from_iterable(map(entry_members.__getitem__, es))))
             racks = partition_racks.get(topic) if partition_racks else None
-            ranges = _rack_aware_ranges(consumers, n, racks) if racks else None
+            ranges = _rack_aware_ranges([order[i] for i in consumers], n, racks) if racks else None
             if ranges is None:
                 q, extra = divmod(n, len(consumers))
+                if not q:
+                    # Fewer partitions than subscribers: the first n get one each (set at C
+                    # speed: zip(range) yields the one-partition tuples).
+                    _drain(map(dict.__setitem__, map(out.__getitem__, consumers[:n]),
+                               repeat(topic), zip(range(n))))
+                    continue
                 start = 0
-                for i, m in enumerate(consumers):
-                    size = q + (1 if i < extra else 0)
-                    if size:
-                        out[m.member_id][topic] = range(start, start + size)
+                for k, i in enumerate(consumers):
+                    size = q + 1 if k < extra else q
+                    out[i][topic] = tuple(range(start, start + size))
                     start += size
             else:
-                for m, parts in zip(consumers, ranges):
+                for i, parts in zip(consumers, ranges):
                     if parts:
-                        out[m.member_id][topic] = parts
-        return {mid: Assignment(topic_partitions(a), None) for mid, a in out.items()}
+                        out[i][topic] = tuple(parts)
+        # Topics went in sorted, partition runs ascending: already the wire shape.
+        return {m.member_id: Assignment(tuple(a.items()), None) for m, a in zip(order, out)}
+
+
+# Consumes an iterator at C speed (a deque that keeps nothing).
+_drain = deque(maxlen=0).extend
 
 
 def _rack_aware_ranges(

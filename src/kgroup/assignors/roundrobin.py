@@ -7,11 +7,14 @@ members not subscribed to the partition's topic — Kafka's RoundRobinAssignor.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
 
 from kgroup.assignors.interface import EAGER, PartitionRacks
 from kgroup.assignors.member_order import ordered_members
-from kgroup.assignors.spec import Assignment, ClientMember, topic_partitions
+from kgroup.assignors.spec import Assignment, ClientMember, topic_lists
 
 
 class RoundRobinAssignor:
@@ -28,24 +31,41 @@ class RoundRobinAssignor:
     ) -> dict[str, Assignment]:
         """One assignment per member id."""
         order = ordered_members(members)
-        subs = [frozenset(m.subscription.topics) for m in order]
-        topics = sorted(frozenset().union(*subs)) if subs else []
-        out: list[dict[str, list[int]]] = [{} for _ in order]
         n = len(order)
+        # Members with the same topic list share one subscription set.
+        keys, which = topic_lists(order)
+        distinct = list(map(frozenset, keys))
+        subs = list(map(distinct.__getitem__, which))
+        everyone = range(n)
+        out: list[dict[str, tuple[int, ...]]] = [{} for _ in order]
         cursor = 0
-        for topic in topics:
+        for topic in sorted(frozenset().union(*distinct)):
             count = partitions_per_topic.get(topic, 0)
             if count <= 0:
                 continue
-            if all(topic in s for s in subs):
-                # Every member takes this topic: deal without checking subscriptions.
-                for p in range(count):
-                    out[cursor].setdefault(topic, []).append(p)
-                    cursor = (cursor + 1) % n
-                continue
-            for p in range(count):
-                while topic not in subs[cursor]:
-                    cursor = (cursor + 1) % n
-                out[cursor].setdefault(topic, []).append(p)
-                cursor = (cursor + 1) % n
-        return {m.member_id: Assignment(topic_partitions(a), None) for m, a in zip(order, out)}
+            # Dealing one partition at a time, skipping non-subscribers, hands the k-th
+            # partition to the k-th subscriber (cyclically) from the first one at or after
+            # the cursor; so each subscriber gets every L-th partition from its position.
+            if all(topic in s for s in distinct):
+                takers: Sequence[int] = everyone
+                pos = cursor
+            else:
+                takers = [i for i, s in enumerate(subs) if topic in s]
+                pos = bisect_left(takers, cursor) % len(takers)
+            size = len(takers)
+            if count <= size:
+                # One partition each, to a cyclic run of takers (set at C speed: zip(range)
+                # yields the one-partition tuples).
+                run = chain(takers[pos:pos + count], takers[:max(0, pos + count - size)])
+                _drain(map(dict.__setitem__, map(out.__getitem__, run), repeat(topic),
+                           zip(range(count))))
+            else:
+                for k in range(size):
+                    out[takers[(pos + k) % size]][topic] = tuple(range(k, count, size))
+            cursor = (takers[(pos + count - 1) % size] + 1) % n
+        # Topics went in sorted, each run ascending: already the wire shape.
+        return {m.member_id: Assignment(tuple(a.items()), None) for m, a in zip(order, out)}
+
+
+# Consumes an iterator at C speed (a deque that keeps nothing).
+_drain = deque(maxlen=0).extend

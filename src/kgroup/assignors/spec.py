@@ -11,7 +11,7 @@ lists are sorted tuples of ints.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 # (topic, sorted partitions) pairs, sorted by topic: the wire shape of owned/assigned lists.
@@ -74,6 +74,25 @@ class GroupSpec:
 
     members: Mapping[str, MemberSpec]
     partition_racks: Mapping[str, tuple[frozenset[str], ...]] | None = None
+
+
+def topic_lists(members: Sequence[ClientMember]) -> tuple[list[tuple[str, ...]], list[int]]:
+    """The distinct subscribed-topic lists (first seen first) and each member's index in them.
+
+    Client-side assignors work per distinct list: at 10,000 members x 1,000 topics, a set
+    per member, or a pass over every member's topics, costs seconds.
+    """
+    index: dict[tuple[str, ...], int] = {}
+    which: list[int] = []
+    for m in members:
+        key = m.subscription.topics
+        if type(key) is not tuple:
+            key = tuple(key)
+        i = index.get(key)
+        if i is None:
+            i = index[key] = len(index)
+        which.append(i)
+    return list(index), which
 
 
 def topic_partitions(mapping: Mapping[str, object]) -> TopicPartitions:

@@ -79,6 +79,19 @@ def test_sticky_reads_ownership_from_user_data() -> None:
     assert out["a"] == {"t": (3, 4, 5)}
 
 
+@pytest.mark.parametrize("name", ["sticky", "cooperative-sticky"])
+def test_sticky_subscriptions_naming_a_topic_twice_or_in_any_order_count_it_once(name) -> None:
+    # The topic tuples go to placement as they are (no frozenset per member, for speed):
+    # members listing the same topics differently are still one class, each topic once.
+    ms = [ClientMember("a", None, Subscription(("t", "u", "t"))),
+          ClientMember("b", None, Subscription(("u", "t"))),
+          ClientMember("c", None, Subscription(["t", "u"]))]  # type: ignore[arg-type]
+    out = run(name, ms, {"t": 3, "u": 3})
+    assert sorted(p for a in out.values() for p in a.get("t", ())) == [0, 1, 2]
+    assert sorted(p for a in out.values() for p in a.get("u", ())) == [0, 1, 2]
+    assert sorted(sum(map(len, a.values())) for a in out.values()) == [2, 2, 2]
+
+
 def test_older_generation_claim_loses_and_same_generation_tie_is_unowned() -> None:
     ms = [member("a", ["t"], {"t": (0, 1)}, generation=5),
           member("b", ["t"], {"t": (0, 2)}, generation=4),
