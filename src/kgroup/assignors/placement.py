@@ -107,7 +107,9 @@ def place(
     for i, sub in enumerate(subscriptions):
         c = class_by_sub.get(sub)
         if c is None:
-            topics = tuple(sorted({t for t in sub if counts.get(t, 0) > 0}))  # type: ignore[attr-defined]
+            # A set: a member's topic list may name a topic twice.
+            topics = tuple(sorted({t for t in sub  # type: ignore[attr-defined]
+                                   if counts.get(t, 0) > 0}))
             c = class_by_topics.get(topics)
             if c is None:
                 c = len(class_topics)

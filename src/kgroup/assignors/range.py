@@ -16,7 +16,7 @@ from itertools import chain, repeat
 
 from kgroup.assignors.interface import EAGER, PartitionRacks
 from kgroup.assignors.member_order import ordered_members
-from kgroup.assignors.spec import Assignment, ClientMember, topic_lists
+from kgroup.assignors.spec import Assignment, ClientMember, one_partition_tuples, topic_lists
 
 
 class RangeAssignor:
@@ -46,6 +46,7 @@ class RangeAssignor:
                 topic_entries.setdefault(t, []).append(e)
         merged: dict[tuple[int, ...], list[int]] = {}
         out: list[dict[str, tuple[int, ...]]] = [{} for _ in order]
+        ones = one_partition_tuples(min(len(order), max(partitions_per_topic.values(), default=0)))
         for topic in sorted(topic_entries):
             n = partitions_per_topic.get(topic, 0)
             if n <= 0:
@@ -61,10 +62,11 @@ class RangeAssignor:
             if ranges is None:
                 q, extra = divmod(n, len(consumers))
                 if not q:
-                    # Fewer partitions than subscribers: the first n get one each (set at C
-                    # speed: zip(range) yields the one-partition tuples).
+                    # Fewer partitions than subscribers: the first n get one each, set at C
+                    # speed; the one-partition tuples are shared (a million of them is GC
+                    # time otherwise).
                     _drain(map(dict.__setitem__, map(out.__getitem__, consumers[:n]),
-                               repeat(topic), zip(range(n))))
+                               repeat(topic), ones[:n]))
                     continue
                 start = 0
                 for k, i in enumerate(consumers):

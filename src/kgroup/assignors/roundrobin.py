@@ -14,7 +14,7 @@ from itertools import chain, repeat
 
 from kgroup.assignors.interface import EAGER, PartitionRacks
 from kgroup.assignors.member_order import ordered_members
-from kgroup.assignors.spec import Assignment, ClientMember, topic_lists
+from kgroup.assignors.spec import Assignment, ClientMember, one_partition_tuples, topic_lists
 
 
 class RoundRobinAssignor:
@@ -35,8 +35,10 @@ class RoundRobinAssignor:
         # Members with the same topic list share one subscription set.
         keys, which = topic_lists(order)
         distinct = list(map(frozenset, keys))
-        subs = list(map(distinct.__getitem__, which))
+        # Subscribers (member indexes, in order) per set of topic lists that have a topic.
+        subscribers: dict[tuple[int, ...], Sequence[int]] = {}
         everyone = range(n)
+        ones = one_partition_tuples(min(n, max(partitions_per_topic.values(), default=0)))
         out: list[dict[str, tuple[int, ...]]] = [{} for _ in order]
         cursor = 0
         for topic in sorted(frozenset().union(*distinct)):
@@ -46,19 +48,20 @@ class RoundRobinAssignor:
             # Dealing one partition at a time, skipping non-subscribers, hands the k-th
             # partition to the k-th subscriber (cyclically) from the first one at or after
             # the cursor; so each subscriber gets every L-th partition from its position.
-            if all(topic in s for s in distinct):
-                takers: Sequence[int] = everyone
-                pos = cursor
-            else:
-                takers = [i for i, s in enumerate(subs) if topic in s]
-                pos = bisect_left(takers, cursor) % len(takers)
+            having = tuple(c for c, s in enumerate(distinct) if topic in s)
+            takers = subscribers.get(having)
+            if takers is None:
+                takers = subscribers[having] = (
+                    everyone if len(having) == len(distinct)
+                    else [i for i, c in enumerate(which) if c in having])
+            pos = bisect_left(takers, cursor) % len(takers)
             size = len(takers)
             if count <= size:
-                # One partition each, to a cyclic run of takers (set at C speed: zip(range)
-                # yields the one-partition tuples).
+                # One partition each, to a cyclic run of takers, set at C speed; the
+                # one-partition tuples are shared (a million of them is GC time otherwise).
                 run = chain(takers[pos:pos + count], takers[:max(0, pos + count - size)])
                 _drain(map(dict.__setitem__, map(out.__getitem__, run), repeat(topic),
-                           zip(range(count))))
+                           ones[:count]))
             else:
                 for k in range(size):
                     out[takers[(pos + k) % size]][topic] = tuple(range(k, count, size))
