@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from itertools import chain, repeat
-from operator import setitem
+from itertools import chain, compress, repeat
+from operator import ge, getitem, gt, itemgetter, not_, setitem
 
 from kgroup.assignors.spec import GroupSpec, MemberSpec
 
@@ -43,6 +43,49 @@ def _unchanged(parts_list: list[tuple[int, ...]], n: int, n_subs: int) -> bool:
     if len(flat) != n or min(flat) < 0 or max(flat) >= n:
         return False
     return len(set(flat)) == n
+
+
+def _sticky_fast(n: int, q: int, extra: int, positions: list[int], parts: list[tuple[int, ...]],
+                 subscribers: list[int]) -> tuple[list[int], list[tuple[int, ...]]] | None:
+    """The sticky rule of ``assign`` for one topic in whole-list passes: the members (in
+    ``out`` positions) that get partitions and what they get; None if it does not apply.
+
+    ``positions``/``parts`` are the holders in member order with non-empty tuples. It applies
+    when those runs are disjoint and within range(n) (a valid current target), so none is
+    cut short by an earlier one: what each keeps then depends only on its length, and only
+    members short of their quota are visited one by one.
+    """
+    flat = list(chain.from_iterable(parts))
+    if min(flat) < 0 or max(flat) >= n or len(set(flat)) != len(flat):
+        return None
+    lens = list(map(len, parts))
+    # Keep: up to q each, q + 1 for the first `extra` holders of more than q.
+    if max(lens) > q:
+        over = list(compress(range(len(lens)), map(gt, lens, repeat(q))))
+        caps = list(map(min, lens, repeat(q)))
+        for i in over[:extra]:
+            caps[i] = q + 1
+        extra -= min(extra, len(over))
+        parts = list(map(getitem, parts, map(slice, caps)))
+        lens = caps
+    have = dict(zip(positions, parts))
+    have_len = list(map(dict(zip(positions, lens)).get, subscribers, repeat(0)))
+    # Fill: the first `extra` subscribers holding at most q go to q + 1, the rest to q.
+    bumped = set(compress(range(len(subscribers)), map(ge, repeat(q), have_len)))
+    if len(bumped) > extra:
+        bumped = set(sorted(bumped)[:extra])
+    short = sorted(bumped.union(compress(range(len(subscribers)), map(gt, repeat(q), have_len))))
+    if short:
+        seen = set(chain.from_iterable(parts))
+        pool = sorted(set(range(n)).difference(seen))
+        at = 0
+        for j in short:
+            need = (q + 1 if j in bumped else q) - have_len[j]
+            pos = subscribers[j]
+            have[pos] = tuple(sorted(have.get(pos, ()) + tuple(pool[at:at + need])))
+            at += need
+    got = [(pos, ps) for pos, ps in have.items() if ps]
+    return list(map(itemgetter(0), got)), list(map(itemgetter(1), got))
 
 
 def _order_key(m: MemberSpec) -> tuple[int, str, str]:
@@ -127,17 +170,39 @@ class ServerRangeAssignor:
                 out.append({})
             elif clean[pos] and (not redo or a.keys().isdisjoint(redo)):
                 out.append(dict(a))
+            elif clean[pos]:
+                # Everything but the reworked topics, in order, filtered at C speed.
+                out.append(dict(compress(a.items(), map(not_, map(redo.__contains__, a)))))
             else:
                 allowed = class_valid[member_class[pos]]
                 out.append({t: p for t, p in a.items() if t in allowed and t not in redo})
 
         fresh_cache: dict[tuple[int, int], tuple[list[dict], list[tuple[int, ...]]]] = {}
+        kept_cache: dict[tuple, tuple[list[int], list[tuple[int, ...]]] | None] = {}
         for t in rework:
             n = topics[t]
             subscribers = subscribers_of(t)
             q, extra = divmod(n, len(subscribers))
+            positions, parts_of = held_pos[t], held_parts[t]
+            try:
+                plain = bool(parts_of) and min(map(tuple.__len__, parts_of)) > 0
+            except TypeError:
+                plain = False
+            if plain:
+                # Holders with the same runs (co-partitioned topics, whose runs are shared
+                # tuples) come out the same: the first such topic is worked out, the rest
+                # reuse it.
+                key = (id(subscribers), n, tuple(positions), tuple(parts_of))
+                if key in kept_cache:
+                    got = kept_cache[key]
+                else:
+                    got = kept_cache[key] = _sticky_fast(n, q, extra, positions, parts_of,
+                                                         subscribers)
+                if got is not None:
+                    _drain(map(setitem, map(out.__getitem__, got[0]), repeat(t), got[1]))
+                    continue
             held = [(pos, tuple(parts))
-                    for pos, parts in zip(held_pos[t], held_parts[t]) if parts]
+                    for pos, parts in zip(positions, parts_of) if parts]
             if not held:
                 # Contiguous runs in member order. Topics with the same subscribers and
                 # partition count share the run tuples (they are immutable).
