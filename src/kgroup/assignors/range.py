@@ -16,7 +16,7 @@ from itertools import chain, repeat
 
 from kgroup.assignors.interface import EAGER, PartitionRacks
 from kgroup.assignors.member_order import ordered_members
-from kgroup.assignors.spec import Assignment, ClientMember, one_partition_tuples, topic_lists
+from kgroup.assignors.spec import Assignment, ClientMember, topic_lists
 
 
 class RangeAssignor:
@@ -46,7 +46,7 @@ class RangeAssignor:
                 topic_entries.setdefault(t, []).append(e)
         merged: dict[tuple[int, ...], list[int]] = {}
         out: list[dict[str, tuple[int, ...]]] = [{} for _ in order]
-        ones = one_partition_tuples(min(len(order), max(partitions_per_topic.values(), default=0)))
+        runs_of: dict[tuple[int, int], list[tuple[int, ...]]] = {}
         for topic in sorted(topic_entries):
             n = partitions_per_topic.get(topic, 0)
             if n <= 0:
@@ -60,19 +60,15 @@ class RangeAssignor:
             racks = partition_racks.get(topic) if partition_racks else None
             ranges = _rack_aware_ranges([order[i] for i in consumers], n, racks) if racks else None
             if ranges is None:
-                q, extra = divmod(n, len(consumers))
-                if not q:
-                    # Fewer partitions than subscribers: the first n get one each, set at C
-                    # speed; the one-partition tuples are shared (a million of them is GC
-                    # time otherwise).
-                    _drain(map(dict.__setitem__, map(out.__getitem__, consumers[:n]),
-                               repeat(topic), ones[:n]))
-                    continue
-                start = 0
-                for k, i in enumerate(consumers):
-                    size = q + 1 if k < extra else q
-                    out[i][topic] = tuple(range(start, start + size))
-                    start += size
+                # The runs depend only on (partitions, subscribers): topics alike share
+                # them (a tuple per member and topic is a million allocations at 1M
+                # partitions, and GC time). With fewer partitions than subscribers only the
+                # first n get one; map() stops at the shorter list.
+                runs = runs_of.get((n, len(consumers)))
+                if runs is None:
+                    runs = runs_of[n, len(consumers)] = _runs(n, len(consumers))
+                _drain(map(dict.__setitem__, map(out.__getitem__, consumers), repeat(topic),
+                           runs))
             else:
                 for i, parts in zip(consumers, ranges):
                     if parts:
@@ -83,6 +79,18 @@ class RangeAssignor:
 
 # Consumes an iterator at C speed (a deque that keeps nothing).
 _drain = deque(maxlen=0).extend
+
+
+def _runs(n: int, subscribers: int) -> list[tuple[int, ...]]:
+    """Range's split of n partitions: P // N each, the first P % N one more (none empty)."""
+    q, extra = divmod(n, subscribers)
+    runs = []
+    start = 0
+    for k in range(min(n, subscribers)):
+        size = q + 1 if k < extra else q
+        runs.append(tuple(range(start, start + size)))
+        start += size
+    return runs
 
 
 def _rack_aware_ranges(

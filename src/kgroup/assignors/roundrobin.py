@@ -14,7 +14,7 @@ from itertools import chain, repeat
 
 from kgroup.assignors.interface import EAGER, PartitionRacks
 from kgroup.assignors.member_order import ordered_members
-from kgroup.assignors.spec import Assignment, ClientMember, one_partition_tuples, topic_lists
+from kgroup.assignors.spec import Assignment, ClientMember, topic_lists
 
 
 class RoundRobinAssignor:
@@ -38,7 +38,7 @@ class RoundRobinAssignor:
         # Subscribers (member indexes, in order) per set of topic lists that have a topic.
         subscribers: dict[tuple[int, ...], Sequence[int]] = {}
         everyone = range(n)
-        ones = one_partition_tuples(min(n, max(partitions_per_topic.values(), default=0)))
+        runs_of: dict[tuple[int, int], list[tuple[int, ...]]] = {}
         out: list[dict[str, tuple[int, ...]]] = [{} for _ in order]
         cursor = 0
         for topic in sorted(frozenset().union(*distinct)):
@@ -56,15 +56,16 @@ class RoundRobinAssignor:
                     else [i for i, c in enumerate(which) if c in having])
             pos = bisect_left(takers, cursor) % len(takers)
             size = len(takers)
-            if count <= size:
-                # One partition each, to a cyclic run of takers, set at C speed; the
-                # one-partition tuples are shared (a million of them is GC time otherwise).
-                run = chain(takers[pos:pos + count], takers[:max(0, pos + count - size)])
-                _drain(map(dict.__setitem__, map(out.__getitem__, run), repeat(topic),
-                           ones[:count]))
-            else:
-                for k in range(size):
-                    out[takers[(pos + k) % size]][topic] = tuple(range(k, count, size))
+            # The k-th taker from pos gets partitions k, k + size, ...: the runs depend only
+            # on (count, size), so topics alike share them (no tuple per member and topic:
+            # at 1M partitions that is a million allocations, and GC time). map() stops at
+            # the shorter of the takers and the runs.
+            runs = runs_of.get((count, size))
+            if runs is None:
+                runs = runs_of[count, size] = [tuple(range(k, count, size))
+                                               for k in range(min(count, size))]
+            _drain(map(dict.__setitem__, map(out.__getitem__, chain(takers[pos:], takers[:pos])),
+                       repeat(topic), runs))
             cursor = (takers[(pos + count - 1) % size] + 1) % n
         # Topics went in sorted, each run ascending: already the wire shape.
         return {m.member_id: Assignment(tuple(a.items()), None) for m, a in zip(order, out)}

@@ -95,11 +95,6 @@ def topic_lists(members: Sequence[ClientMember]) -> tuple[list[tuple[str, ...]],
     return list(index), which
 
 
-def one_partition_tuples(n: int) -> list[tuple[int]]:
-    """[(0,), (1,), ...]: shared by every member given a single partition of some topic."""
-    return list(zip(range(n)))
-
-
 def topic_partitions(mapping: Mapping[str, object]) -> TopicPartitions:
     """Normalise topic -> partitions into the sorted wire shape, dropping empty topics."""
     return tuple(
