@@ -31,16 +31,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
 from itertools import chain, compress, repeat
-from operator import gt, not_
+from operator import gt, le, lt, not_
 
 Parts = tuple[int, ...]
 
 # Consumes an iterator at C speed (a deque that keeps nothing).
 _drain = deque(maxlen=0).extend
-
-
-def _keys_within(d: dict[str, Parts], allowed: frozenset[str]) -> bool:
-    return d.keys() <= allowed
 
 
 def _claims_valid(plist: list[Parts], n_t: int) -> bool:
@@ -99,26 +95,25 @@ def place(
     """
     n_members = len(subscriptions)
     # 1. Classes of members with the same effective subscription.
-    class_by_sub: dict[Hashable, int] = {}
     class_by_topics: dict[tuple[str, ...], int] = {}
     class_topics: list[tuple[str, ...]] = []
     class_members: list[list[int]] = []
-    member_class = [0] * n_members
-    for i, sub in enumerate(subscriptions):
-        c = class_by_sub.get(sub)
+    # Distinct subscriptions first (a dict keeps first-seen order; frozensets cache their
+    # hash), then each member's class at C speed.
+    class_of_sub: dict[Hashable, int] = {}
+    for sub in dict.fromkeys(subscriptions):
+        topics = tuple(sorted({t for t in sub  # type: ignore[attr-defined]
+                               if counts.get(t, 0) > 0}))  # a set: a topic may be listed twice
+        c = class_by_topics.get(topics)
         if c is None:
-            # A set: a member's topic list may name a topic twice.
-            topics = tuple(sorted({t for t in sub  # type: ignore[attr-defined]
-                                   if counts.get(t, 0) > 0}))
-            c = class_by_topics.get(topics)
-            if c is None:
-                c = len(class_topics)
-                class_by_topics[topics] = c
-                class_topics.append(topics)
-                class_members.append([])
-            class_by_sub[sub] = c
+            c = len(class_topics)
+            class_by_topics[topics] = c
+            class_topics.append(topics)
+            class_members.append([])
+        class_of_sub[sub] = c
+    member_class = list(map(class_of_sub.__getitem__, subscriptions))
+    for i, c in enumerate(member_class):
         class_members[c].append(i)
-        member_class[i] = c
     class_topic_sets = [frozenset(ts) for ts in class_topics]
 
     # 2. Valid current holdings: subscribed, existing partitions, each held once. The
@@ -131,7 +126,7 @@ def place(
         held: list[dict[str, Parts]] = [{} for _ in range(n_members)]
     else:
         held = list(map(dict, current))
-        fits = list(map(_keys_within, held, map(class_topic_sets.__getitem__, member_class)))
+        fits = list(map(le, map(dict.keys, held), map(class_topic_sets.__getitem__, member_class)))
         if not all(fits):
             for i in compress(range(n_members), map(not_, fits)):
                 allowed = class_topic_sets[member_class[i]]
@@ -283,10 +278,10 @@ def place(
             continue
         ti = 0
         t_name, t_left = needs[0]
-        for i in members:
+        # Only members short of their quota (kept < quota), found at C speed.
+        for i in compress(members, map(lt, map(kept_total.__getitem__, members),
+                                       map(quota.__getitem__, members))):
             short = quota[i] - kept_total[i]
-            if short <= 0:
-                continue
             mine = held[i]
             while short > 0:
                 while t_left == 0:
