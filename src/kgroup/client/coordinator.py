@@ -88,6 +88,7 @@ class GroupCoordinator:
         self._caps: dict[int, int] = {}
 
     def start(self) -> None:
+        self._stopping = False
         self._task = asyncio.create_task(self._run(), name=f"kgroup-group-{self.config.group_id}")
 
     def post(self, event: Event) -> None:
