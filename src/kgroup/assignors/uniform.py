@@ -10,6 +10,8 @@ on exactly what it held. Mixed subscriptions are balanced class by class.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import repeat
+from operator import attrgetter
 
 from kgroup.assignors.placement import place
 from kgroup.assignors.spec import GroupSpec
@@ -25,8 +27,14 @@ class UniformAssignor:
     ) -> dict[str, dict[str, tuple[int, ...]]]:
         """Target assignment: member id -> topic key -> sorted partitions."""
         ids = sorted(spec.members)
-        members = [spec.members[m] for m in ids]
-        subs = [s if isinstance(s, frozenset) else frozenset(s)
-                for s in (m.subscribed_topics for m in members)]
-        result = place(subs, topics, [m.assignment for m in members])
+        members = list(map(spec.members.__getitem__, ids))
+        # Passes over every member at C speed (10,000 members and more).
+        subs = list(map(_SUBSCRIBED, members))
+        if not all(map(isinstance, subs, repeat(frozenset))):
+            subs = [s if isinstance(s, frozenset) else frozenset(s) for s in subs]
+        result = place(subs, topics, list(map(_ASSIGNMENT, members)))
         return dict(zip(ids, result))
+
+
+_SUBSCRIBED = attrgetter("subscribed_topics")
+_ASSIGNMENT = attrgetter("assignment")
