@@ -28,15 +28,13 @@ and friends at C speed; Python-level loops only visit members that lose or gain 
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
 from itertools import chain, compress, repeat
 from operator import gt, le, lt, not_
 
-Parts = tuple[int, ...]
+from kgroup.assignors.passes import drain
 
-# Consumes an iterator at C speed (a deque that keeps nothing).
-_drain = deque(maxlen=0).extend
+Parts = tuple[int, ...]
 
 
 def _claims_valid(plist: list[Parts], n_t: int) -> bool:
@@ -134,9 +132,9 @@ def place(
         hold_idx = {t: [] for t in chain.from_iterable(class_topics)}
         hold_parts = {t: [] for t in hold_idx}
         lens_per_member = list(map(len, held))
-        _drain(map(list.append, map(hold_idx.__getitem__, chain.from_iterable(held)),
+        drain(map(list.append, map(hold_idx.__getitem__, chain.from_iterable(held)),
                    chain.from_iterable(map(repeat, range(n_members), lens_per_member))))
-        _drain(map(list.append, map(hold_parts.__getitem__, chain.from_iterable(held)),
+        drain(map(list.append, map(hold_parts.__getitem__, chain.from_iterable(held)),
                    chain.from_iterable(map(dict.values, held))))
         for t, plist in hold_parts.items():
             if plist and not _claims_valid(plist, counts[t]):
@@ -191,7 +189,7 @@ def place(
                 held[i] = {}
             continue
         q, extra = divmod(total, len(members))
-        _drain(map(quota.__setitem__, members, repeat(q)))
+        drain(map(quota.__setitem__, members, repeat(q)))
         if extra:
             for i in compress(members, map(q.__lt__, map(haves.__getitem__, members))):
                 quota[i] = q + 1
@@ -213,7 +211,7 @@ def place(
             here = kept_class[c] = dict(mine_held)
             my_haves = list(map(haves.__getitem__, members))
             my_quotas = list(map(quota.__getitem__, members))
-            _drain(map(kept_total.__setitem__, members, map(min, my_haves, my_quotas)))
+            drain(map(kept_total.__setitem__, members, map(min, my_haves, my_quotas)))
             for i in compress(members, map(gt, my_haves, my_quotas)):
                 room = quota[i]
                 mine = held[i]

@@ -10,12 +10,12 @@ order, as Kafka's RangeAssignor does.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
 
 from kgroup.assignors.interface import EAGER, PartitionRacks
 from kgroup.assignors.member_order import ordered_members
+from kgroup.assignors.passes import drain
 from kgroup.assignors.spec import Assignment, ClientMember, topic_lists
 
 
@@ -67,7 +67,7 @@ class RangeAssignor:
                 runs = runs_of.get((n, len(consumers)))
                 if runs is None:
                     runs = runs_of[n, len(consumers)] = _runs(n, len(consumers))
-                _drain(map(dict.__setitem__, map(out.__getitem__, consumers), repeat(topic),
+                drain(map(dict.__setitem__, map(out.__getitem__, consumers), repeat(topic),
                            runs))
             else:
                 for i, parts in zip(consumers, ranges):
@@ -75,10 +75,6 @@ class RangeAssignor:
                         out[i][topic] = tuple(parts)
         # Topics went in sorted, partition runs ascending: already the wire shape.
         return {m.member_id: Assignment(tuple(a.items()), None) for m, a in zip(order, out)}
-
-
-# Consumes an iterator at C speed (a deque that keeps nothing).
-_drain = deque(maxlen=0).extend
 
 
 def _runs(n: int, subscribers: int) -> list[tuple[int, ...]]:

@@ -8,12 +8,12 @@ members not subscribed to the partition's topic — Kafka's RoundRobinAssignor.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
 
 from kgroup.assignors.interface import EAGER, PartitionRacks
 from kgroup.assignors.member_order import ordered_members
+from kgroup.assignors.passes import drain
 from kgroup.assignors.spec import Assignment, ClientMember, topic_lists
 
 
@@ -64,12 +64,8 @@ class RoundRobinAssignor:
             if runs is None:
                 runs = runs_of[count, size] = [tuple(range(k, count, size))
                                                for k in range(min(count, size))]
-            _drain(map(dict.__setitem__, map(out.__getitem__, chain(takers[pos:], takers[:pos])),
+            drain(map(dict.__setitem__, map(out.__getitem__, chain(takers[pos:], takers[:pos])),
                        repeat(topic), runs))
             cursor = (takers[(pos + count - 1) % size] + 1) % n
         # Topics went in sorted, each run ascending: already the wire shape.
         return {m.member_id: Assignment(tuple(a.items()), None) for m, a in zip(order, out)}
-
-
-# Consumes an iterator at C speed (a deque that keeps nothing).
-_drain = deque(maxlen=0).extend

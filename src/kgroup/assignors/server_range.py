@@ -11,16 +11,12 @@ assignments are (always, for a fresh group).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping
 from itertools import chain, compress, repeat
 from operator import ge, getitem, gt, itemgetter, not_, setitem
 
+from kgroup.assignors.passes import drain
 from kgroup.assignors.spec import GroupSpec, MemberSpec
-
-
-# Consumes an iterator at C speed (a deque that keeps nothing).
-_drain = deque(maxlen=0).extend
 
 
 def _unchanged(parts_list: list[tuple[int, ...]], n: int, n_subs: int) -> bool:
@@ -154,8 +150,8 @@ class ServerRangeAssignor:
             else:
                 keys = [t for t in a if t in allowed]
                 values = [a[t] for t in keys]
-            _drain(map(list.append, map(held_parts.__getitem__, keys), values))
-            _drain(map(list.append, map(held_pos.__getitem__, keys), repeat(pos)))
+            drain(map(list.append, map(held_parts.__getitem__, keys), values))
+            drain(map(list.append, map(held_pos.__getitem__, keys), repeat(pos)))
 
         # A topic whose current targets already are a range split with the right quotas
         # comes out unchanged, so its holders keep their tuples as they are. Only the other
@@ -199,7 +195,7 @@ class ServerRangeAssignor:
                     got = kept_cache[key] = _sticky_fast(n, q, extra, positions, parts_of,
                                                          subscribers)
                 if got is not None:
-                    _drain(map(setitem, map(out.__getitem__, got[0]), repeat(t), got[1]))
+                    drain(map(setitem, map(out.__getitem__, got[0]), repeat(t), got[1]))
                     continue
             held = [(pos, tuple(parts))
                     for pos, parts in zip(positions, parts_of) if parts]
@@ -220,7 +216,7 @@ class ServerRangeAssignor:
                         parts_list.append(tuple(range(start, start + size)))
                         start += size
                     runs = fresh_cache[ck] = (dicts, parts_list)
-                _drain(map(setitem, runs[0], repeat(t), runs[1]))
+                drain(map(setitem, runs[0], repeat(t), runs[1]))
                 continue
             # Sticky: keep up to quota, holders of more than q get the extras first.
             seen: set[int] = set()
