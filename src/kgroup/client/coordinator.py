@@ -78,7 +78,6 @@ class GroupCoordinator:
         self.fatal: Fatal | None = None
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-        self._stopping = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._last_find = 0.0
         self._find_backoff = self.backoff_s
@@ -88,7 +87,6 @@ class GroupCoordinator:
         self._caps: dict[int, int] = {}
 
     def start(self) -> None:
-        self._stopping = False
         self._task = asyncio.create_task(self._run(), name=f"kgroup-group-{self.config.group_id}")
 
     def post(self, event: Event) -> None:
@@ -103,12 +101,7 @@ class GroupCoordinator:
         for t in list(self._tasks):
             t.cancel()
         if self._task is not None:
-            # Python 3.11's wait_for returns the inner result and drops a cancellation that
-            # arrives as the queue hands over an event, so the loop also checks the flag, and
-            # the Tick wakes a loop that would otherwise wait for the next event forever.
-            self._stopping = True
             self._task.cancel()
-            self._queue.put_nowait(Tick(now_ms()))
             try:
                 await self._task
             except (asyncio.CancelledError, Exception):
@@ -124,18 +117,17 @@ class GroupCoordinator:
     # -- the loop ---------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while not self._stopping:
+        while True:
             deadline = self.member.next_deadline()
+            wait = None if deadline is None else max(0.0, (deadline - now_ms()) / 1000)
             try:
-                if deadline is None:
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the event and
+                # drops a cancellation (stop()) that lands in the same loop turn, which left
+                # close() waiting for ever.
+                async with asyncio.timeout(wait):
                     event = await self._queue.get()
-                else:
-                    wait = max(0.0, (deadline - now_ms()) / 1000)
-                    event = await asyncio.wait_for(self._queue.get(), wait)
-            except (TimeoutError, asyncio.TimeoutError):
+            except TimeoutError:
                 event = Tick(now_ms())
-            if self._stopping:
-                return
             for action in self.member.handle(event):
                 await self._perform(action)
 

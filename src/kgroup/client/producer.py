@@ -102,9 +102,6 @@ class Producer:
         self._closed = True
         if self._task is not None:
             self._task.cancel()
-            # If the cancellation is swallowed (Python 3.11's wait_for can drop one that lands
-            # as the event is set), the loop sees _closed on waking.
-            self._wake.set()
             try:
                 await self._task
             except (asyncio.CancelledError, Exception):
@@ -182,7 +179,7 @@ class Producer:
     # -- the sender -------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while not self._closed:
+        while True:
             now = time.monotonic()
             for tp, batch in list(self._open.items()):
                 if now - batch.created >= self.linger:
@@ -196,8 +193,10 @@ class Producer:
                 oldest = min(b.created for b in self._open.values())
                 wait = max(0.0, oldest + self.linger - time.monotonic())
                 try:
-                    await asyncio.wait_for(self._wake.wait(), wait)
-                except (TimeoutError, asyncio.TimeoutError):
+                    # Not wait_for: in Python 3.11 it can drop stop()'s cancellation.
+                    async with asyncio.timeout(wait):
+                        await self._wake.wait()
+                except TimeoutError:
                     pass
             else:
                 await self._wake.wait()
