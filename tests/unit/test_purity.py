@@ -81,6 +81,18 @@ ALLOWED_LAYERS = {
 }
 
 
+# The leaf every layer may import: Kafka's error codes (kgroup/error_codes.py).
+LEAVES = {"error_codes"}
+
+
+def test_leaf_modules_import_nothing_of_kgroup_and_do_no_io() -> None:
+    for leaf in sorted(LEAVES):
+        path = SRC / f"{leaf}.py"
+        bad = [n for n in _imports(path)
+               if n.startswith("kgroup") or n.split(".")[0] in FORBIDDEN or n == "__import__"]
+        assert not bad, f"{leaf}.py imports {bad}: a leaf module imports no kgroup layer, no I/O"
+
+
 def _layer_modules() -> list[Path]:
     return sorted(p for layer in ALLOWED_LAYERS for p in (SRC / layer).rglob("*.py"))
 
@@ -89,7 +101,8 @@ def _layer_modules() -> list[Path]:
 def test_layers_only_import_downwards(path: Path) -> None:
     layer = path.relative_to(SRC).parts[0]
     upward = [name for name in _imports(path)
-              if name.startswith("kgroup.") and name.split(".")[1] not in ALLOWED_LAYERS[layer]]
+              if name.startswith("kgroup.")
+              and name.split(".")[1] not in ALLOWED_LAYERS[layer] | LEAVES]
     assert not upward, f"{path.relative_to(SRC)} ({layer}/) reaches up to {upward}"
 
 

@@ -2,28 +2,22 @@
 
 Every exception carries a one-line ``str`` saying what went wrong and a ``hint`` saying how
 to fix it, so the CLI can print ``kgroup: error: <what> — <hint>`` without a traceback.
-Broker error codes are reported by name (``kio.schema.errors.ErrorCode(code).name``).
+Broker error codes are ``kgroup.error_codes.ErrorCode`` members, reported by Kafka's name.
 """
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
+from kgroup.error_codes import ErrorCode
 
 
 def error_name(code: int) -> str:
-    """The Kafka name of an error code, e.g. 16 -> NOT_COORDINATOR.
-
-    kio spells the names in lower case; Kafka's documentation and tools use upper case.
-    """
-    try:
-        return ErrorCode(int(code)).name.upper()
-    except ValueError:
-        return f"UNKNOWN_ERROR_CODE_{int(code)}"
+    """The Kafka name of an error code, e.g. 16 -> NOT_COORDINATOR."""
+    return ErrorCode(int(code)).name
 
 
-def error_code(name: str) -> int:
+def error_code(name: str) -> ErrorCode:
     """The code of a Kafka error name (either case), e.g. NOT_COORDINATOR -> 16."""
-    return 0 if name.upper() == "NONE" else int(ErrorCode[name.lower()])
+    return ErrorCode[name.upper()]
 
 
 class KafkaClientError(Exception):
@@ -65,35 +59,36 @@ class BrokerError(KafkaClientError):
     """A broker answered with a non-zero error code."""
 
     _HINTS = {
-        "UNKNOWN_TOPIC_OR_PARTITION": "check the name with `kgroup topics list`",
-        "TOPIC_ALREADY_EXISTS": "pick another name or delete the topic first",
-        "INVALID_PARTITIONS": "use a partition count of at least 1 (and more than today's "
-        "for create-partitions)",
-        "INVALID_REPLICATION_FACTOR": "kgroup runs one broker; use replication factor 1",
-        "GROUP_ID_NOT_FOUND": "check the name with `kgroup groups list`",
-        "NON_EMPTY_GROUP": "stop every consumer of the group first",
-        "UNKNOWN_MEMBER_ID": "the group has active members; stop them first",
-        "ILLEGAL_GENERATION": "the group has active members; stop them first",
-        "REBALANCE_IN_PROGRESS": "the group is rebalancing; stop its consumers and retry",
-        "COORDINATOR_NOT_AVAILABLE": "the coordinator is starting; retry in a moment",
-        "NOT_COORDINATOR": "the coordinator moved; retry in a moment",
-        "COORDINATOR_LOAD_IN_PROGRESS": "the coordinator is loading groups; retry in a moment",
-        "OFFSET_OUT_OF_RANGE": "pick an offset between the earliest and latest offsets",
-        "INVALID_TOPIC_EXCEPTION": "use letters, digits, '.', '_' and '-' (at most 249)",
-        "POLICY_VIOLATION": "the broker's topic policy refused it; see the broker log",
-        "INVALID_CONFIG": "check the --config names and values",
-        "UNKNOWN_TOPIC_ID": "the topic was deleted or recreated; retry",
-        "FENCED_INSTANCE_ID": "another member uses that group.instance.id",
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "check the name with `kgroup topics list`",
+        ErrorCode.TOPIC_ALREADY_EXISTS: "pick another name or delete the topic first",
+        ErrorCode.INVALID_PARTITIONS:
+            "use a partition count of at least 1 (and more than today's for create-partitions)",
+        ErrorCode.INVALID_REPLICATION_FACTOR: "kgroup runs one broker; use replication factor 1",
+        ErrorCode.GROUP_ID_NOT_FOUND: "check the name with `kgroup groups list`",
+        ErrorCode.NON_EMPTY_GROUP: "stop every consumer of the group first",
+        ErrorCode.UNKNOWN_MEMBER_ID: "the group has active members; stop them first",
+        ErrorCode.ILLEGAL_GENERATION: "the group has active members; stop them first",
+        ErrorCode.REBALANCE_IN_PROGRESS: "the group is rebalancing; stop its consumers and retry",
+        ErrorCode.COORDINATOR_NOT_AVAILABLE: "the coordinator is starting; retry in a moment",
+        ErrorCode.NOT_COORDINATOR: "the coordinator moved; retry in a moment",
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            "the coordinator is loading groups; retry in a moment",
+        ErrorCode.OFFSET_OUT_OF_RANGE: "pick an offset between the earliest and latest offsets",
+        ErrorCode.INVALID_TOPIC_EXCEPTION: "use letters, digits, '.', '_' and '-' (at most 249)",
+        ErrorCode.POLICY_VIOLATION: "the broker's topic policy refused it; see the broker log",
+        ErrorCode.INVALID_CONFIG: "check the --config names and values",
+        ErrorCode.UNKNOWN_TOPIC_ID: "the topic was deleted or recreated; retry",
+        ErrorCode.FENCED_INSTANCE_ID: "another member uses that group.instance.id",
     }
 
     def __init__(self, code: int, context: str = "", message: str | None = None) -> None:
-        self.code = int(code)
-        self.name = error_name(code)
+        self.code = ErrorCode(int(code))
+        self.name = self.code.name
         self.context = context
         text = f"{context}: {self.name}" if context else self.name
         if message:
             text += f" ({message})"
-        super().__init__(text, self._HINTS.get(self.name))
+        super().__init__(text, self._HINTS.get(self.code))
 
 
 class GroupNotEmpty(KafkaClientError):
