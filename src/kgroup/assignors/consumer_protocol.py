@@ -29,7 +29,7 @@ class ConsumerProtocolError(ValueError):
     """The bytes are not a valid ConsumerProtocol subscription, assignment or user data."""
 
 
-class _Reader:
+class _ConsumerProtocolReader:
     """Reads big-endian Kafka primitives from a buffer, raising ConsumerProtocolError."""
 
     __slots__ = ("buf", "pos", "what")
@@ -167,7 +167,7 @@ def encode_subscription(sub: Subscription, version: int) -> bytes:
 
 def decode_subscription(data: bytes) -> Subscription:
     """Parse ConsumerProtocolSubscription bytes of any version."""
-    r = _Reader(data, "subscription")
+    r = _ConsumerProtocolReader(data, "subscription")
     version = r.int16("version")
     if version < 0:
         raise ConsumerProtocolError(f"subscription: unsupported version {version}")
@@ -204,7 +204,7 @@ def decode_assignment(data: bytes) -> Assignment:
     """
     if isinstance(data, (bytes, bytearray, memoryview)) and len(data) == 0:
         return Assignment((), None)
-    r = _Reader(data, "assignment")
+    r = _ConsumerProtocolReader(data, "assignment")
     version = r.int16("version")
     if version < 0:
         raise ConsumerProtocolError(f"assignment: unsupported version {version}")
@@ -236,7 +236,7 @@ def decode_sticky_user_data(data: bytes) -> tuple[TopicPartitions, int]:
     for prefixed in (False, True):
         for with_generation in (True, False):
             try:
-                r = _Reader(data, "sticky user data")
+                r = _ConsumerProtocolReader(data, "sticky user data")
                 if prefixed and r.int16("version") not in (0, 1):
                     continue
                 owned = r.topic_partitions("previous_assignment")

@@ -1,9 +1,9 @@
 """An asyncio Kafka consumer: group subscription or manual assignment, fetch, commit.
 
 How this works: ``Consumer`` wires three parts together. A ``GroupCoordinator`` task drives
-the pure ``ClassicMember`` (join, sync, heartbeats, rebalances) — or, with
+the pure ``ClassicMemberMachine`` (join, sync, heartbeats, rebalances) — or, with
 ``group.protocol=consumer``, a ``ConsumerGroupCoordinator`` drives the pure
-``ConsumerMember`` (KIP-848: ConsumerGroupHeartbeat, server-side assignment, incremental
+``ConsumerMemberMachine`` (KIP-848: ConsumerGroupHeartbeat, server-side assignment, incremental
 reconciliation, member epochs); the member's callback
 actions land in ``_on_action``, which changes what the ``Fetcher`` may fetch *before* the
 user's listener runs (so no record of a revoked or lost partition is handed out after its
@@ -34,7 +34,7 @@ from typing import Any
 from kgroup.member import (
     Close,
     CommitOffsets,
-    CommitResponse,
+    CommitAnswered,
     Fatal,
     MemberConfig,
     MetadataUpdated,
@@ -45,6 +45,7 @@ from kgroup.member import (
     Subscribe,
     Unsubscribe,
 )
+from kgroup.error_codes import ErrorCode
 from kgroup.wire.versions import OFFSET_COMMIT
 
 from .admin import EARLIEST, LATEST, AdminClient, _make
@@ -289,7 +290,7 @@ class Consumer:
         if self._closed:
             raise KafkaClientError("the consumer is closed")
         if self._fatal is not None:
-            raise BrokerError(_code(self._fatal.error), f"group {self.settings['group.id']!r}",
+            raise BrokerError(self._fatal.error, f"group {self.settings['group.id']!r}",
                               self._fatal.message)
         if self.fetcher.error is not None:
             raise self.fetcher.error
@@ -518,7 +519,7 @@ class Consumer:
                 # rebalance) that its heartbeat has not brought back yet: while still in the
                 # group, resend with the epoch it learns, as Kafka's consumer does. (The
                 # member heartbeats at once on this error, to learn it sooner.)
-                self.group.post(CommitResponse("STALE_MEMBER_EPOCH", now_ms()))
+                self.group.post(CommitAnswered(ErrorCode.STALE_MEMBER_EPOCH, now_ms()))
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF_S)
                 generation, member_id = self.group.member.generation, self.group.member.member_id
@@ -526,7 +527,7 @@ class Consumer:
             if group_errors:
                 name = sorted(group_errors)[0]
                 if self.group is not None and not self._manual:
-                    self.group.post(CommitResponse(name, now_ms()))
+                    self.group.post(CommitAnswered(ErrorCode[name], now_ms()))
                 raise CommitFailedError(f"commit to group {group_id!r} failed: {name}")
             for t in resp.topics:
                 for p in t.partitions:

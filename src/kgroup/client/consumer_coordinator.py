@@ -1,7 +1,7 @@
 """Drives the pure consumer-protocol member (KIP-848) over real connections.
 
 How this works: the same loop as the classic ``GroupCoordinator`` (which this extends):
-one asyncio task owns a ``ConsumerMember``, waits for the next event or the member's next
+one asyncio task owns a ``ConsumerMemberMachine``, waits for the next event or the member's next
 deadline (then a ``Tick``), hands the event over and performs the returned actions in order.
 A ConsumerGroupHeartbeat runs as its own task and posts its answer back as an event; a
 *leave* heartbeat (epoch -1 or -2) is awaited inline, with a short timeout, so ``close``
@@ -23,8 +23,8 @@ from typing import Any
 
 from kgroup.wire.kio_build import ms
 from kgroup.member import (
-    ConsumerGroupHeartbeatResponse,
-    ConsumerMember,
+    ConsumerGroupHeartbeatAnswered,
+    ConsumerMemberMachine,
     MemberConfig,
     RefreshTopicNames,
     RequestFailed,
@@ -35,7 +35,9 @@ from kgroup.wire.versions import CONSUMER_GROUP_HEARTBEAT
 
 from .admin import AdminClient, _make
 from .coordinator import GroupCoordinator, now_ms
-from .errors import KafkaClientError, UnsupportedApi, error_name
+from kgroup.error_codes import ErrorCode
+
+from .errors import KafkaClientError, UnsupportedApi
 
 _LEAVE_TIMEOUT_S = 5.0
 
@@ -59,7 +61,7 @@ class ConsumerGroupCoordinator(GroupCoordinator):
     ) -> None:
         super().__init__(cluster, config, on_action=on_action, retry_backoff_ms=retry_backoff_ms,
                          request_timeout_ms=request_timeout_ms)
-        self.member: ConsumerMember = ConsumerMember(config, new_member_id(), now_ms())  # type: ignore[assignment]
+        self.member: ConsumerMemberMachine = ConsumerMemberMachine(config, new_member_id(), now_ms())  # type: ignore[assignment]
 
     async def _perform(self, action: Any) -> None:
         if isinstance(action, SendConsumerGroupHeartbeat):
@@ -99,7 +101,7 @@ class ConsumerGroupCoordinator(GroupCoordinator):
             resp = await self._request(CONSUMER_GROUP_HEARTBEAT, body, timeout)
         except UnsupportedApi as exc:
             # A broker without KIP-848: nothing to retry (the member goes FATAL).
-            return ConsumerGroupHeartbeatResponse(a.request_id, "UNSUPPORTED_VERSION", now_ms(),
+            return ConsumerGroupHeartbeatAnswered(a.request_id, ErrorCode.UNSUPPORTED_VERSION, now_ms(),
                                                   error_message=str(exc))
         except KafkaClientError:
             return RequestFailed(a.request_id, now_ms())
@@ -108,8 +110,8 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         if resp.assignment is not None:
             assignment = tuple((str(tp.topic_id), tuple(int(p) for p in tp.partitions))
                                for tp in resp.assignment.topic_partitions)
-        return ConsumerGroupHeartbeatResponse(
-            a.request_id, error_name(code) if code else "NONE", now_ms(),
+        return ConsumerGroupHeartbeatAnswered(
+            a.request_id, ErrorCode(code), now_ms(),
             resp.member_id or "", int(resp.member_epoch), ms(resp.heartbeat_interval),
             assignment, resp.error_message or "")
 

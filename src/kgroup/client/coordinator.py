@@ -1,6 +1,6 @@
 """Drives the pure classic member over real connections: the consumer's group task.
 
-How this works: one asyncio task owns a ``ClassicMember``. It waits for the next event
+How this works: one asyncio task owns a ``ClassicMemberMachine``. It waits for the next event
 (a response, a user call posted with ``post``) or the member's next deadline (then a
 ``Tick``), hands the event to the member and performs the returned actions in order.
 Requests (JoinGroup, SyncGroup, Heartbeat) run as their own tasks and post their response
@@ -19,14 +19,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kgroup.member import (
-    ClassicMember,
+    ClassicMemberMachine,
     CommitOffsets,
     CoordinatorFound,
     Fatal,
     FindCoordinator,
-    HeartbeatResponse,
+    HeartbeatAnswered,
     JoinedMember,
-    JoinGroupResponse,
+    JoinGroupAnswered,
     MemberConfig,
     MetadataUpdated,
     RequestFailed,
@@ -37,7 +37,7 @@ from kgroup.member import (
     SendJoinGroup,
     SendLeaveGroup,
     SendSyncGroup,
-    SyncGroupResponse,
+    SyncGroupAnswered,
     Tick,
 )
 from kgroup.member.classic_member import Event
@@ -45,7 +45,9 @@ from kgroup.wire.versions import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
 
 from .admin import AdminClient, _make
 from .connection import Connection
-from .errors import KafkaClientError, KafkaConnectionError, error_name
+from kgroup.error_codes import ErrorCode
+
+from .errors import KafkaClientError, KafkaConnectionError
 
 _MAX_BACKOFF_S = 1.0
 # Versions every classic-group broker we know speaks (librdkafka's own ceiling).
@@ -70,7 +72,7 @@ class GroupCoordinator:
     ) -> None:
         self.cluster = cluster
         self.config = config
-        self.member = ClassicMember(config, now_ms())
+        self.member = ClassicMemberMachine(config, now_ms())
         self.on_action = on_action
         self.backoff_s = retry_backoff_ms / 1000
         self.request_timeout_s = request_timeout_ms / 1000
@@ -233,8 +235,8 @@ class GroupCoordinator:
                 self.post(MetadataUpdated(counts, now_ms()))
             except KafkaClientError:
                 pass
-        self.post(JoinGroupResponse(
-            a.request_id, error_name(code) if code else "NONE", now_ms(),
+        self.post(JoinGroupAnswered(
+            a.request_id, ErrorCode(code), now_ms(),
             int(resp.generation_id), getattr(resp, "protocol_name", None), resp.leader,
             resp.member_id, members, bool(getattr(resp, "skip_assignment", False))))
 
@@ -252,7 +254,7 @@ class GroupCoordinator:
             self.post(RequestFailed(a.request_id, now_ms()))
             return
         code = int(resp.error_code)
-        self.post(SyncGroupResponse(a.request_id, error_name(code) if code else "NONE",
+        self.post(SyncGroupAnswered(a.request_id, ErrorCode(code),
                                     now_ms(), bytes(resp.assignment or b"")))
 
     async def _heartbeat(self, a: SendHeartbeat) -> None:
@@ -266,7 +268,7 @@ class GroupCoordinator:
             self.post(RequestFailed(a.request_id, now_ms()))
             return
         code = int(resp.error_code)
-        self.post(HeartbeatResponse(a.request_id, error_name(code) if code else "NONE",
+        self.post(HeartbeatAnswered(a.request_id, ErrorCode(code),
                                     now_ms()))
 
     async def _leave(self, a: SendLeaveGroup) -> None:

@@ -32,7 +32,7 @@ from kgroup.core.classic_protocol import heartbeat_key
 from kgroup.core.config import GroupConfig
 from kgroup.core.consumer_protocol import session_key
 from kgroup.core.coordinator import GroupCoordinator
-from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.errors import GroupError
 from kgroup.core.messages import (
     ConsumerGroupHeartbeatRequest,
     HeartbeatRequest,
@@ -46,6 +46,7 @@ from kgroup.core.messages import (
 from kgroup.core.records import OffsetCommitRecord
 from kgroup.core.result import Result
 from kgroup.core.state import counter_member_ids
+from kgroup.error_codes import ErrorCode
 from kgroup.lab.metrics import Metrics
 from kgroup.lab.process import GROUP_ID, Process
 from kgroup.lab.scenario import Action, Scenario, timeline
@@ -53,15 +54,15 @@ from kgroup.member import (
     ClassicState,
     Close,
     CommitOffsets,
-    CommitResponse,
-    ConsumerGroupHeartbeatResponse,
+    CommitAnswered,
+    ConsumerGroupHeartbeatAnswered,
     ConsumerState,
     CoordinatorFound,
     Fatal,
     FindCoordinator,
-    HeartbeatResponse,
+    HeartbeatAnswered,
     JoinedMember,
-    JoinGroupResponse,
+    JoinGroupAnswered,
     MetadataUpdated,
     Poll,
     RefreshTopicNames,
@@ -75,7 +76,7 @@ from kgroup.member import (
     SendLeaveGroup,
     SendSyncGroup,
     Subscribe,
-    SyncGroupResponse,
+    SyncGroupAnswered,
     Tick,
     TopicNames,
 )
@@ -568,29 +569,29 @@ class Engine:
         """A coordinator response (or raised error) as the member state machine's event."""
         now = self.now
         if isinstance(r, GroupError):
-            error = r.code.name
+            error = r.code
             if kind == "join":
-                return JoinGroupResponse(rid, error, now)
+                return JoinGroupAnswered(rid, error, now)
             if kind == "sync":
-                return SyncGroupResponse(rid, error, now)
+                return SyncGroupAnswered(rid, error, now)
             if kind == "hb":
-                return HeartbeatResponse(rid, error, now)
+                return HeartbeatAnswered(rid, error, now)
             if kind == "cghb":
-                return ConsumerGroupHeartbeatResponse(rid, error, now, error_message=r.message)
-            return CommitResponse(error, now)
+                return ConsumerGroupHeartbeatAnswered(rid, error, now, error_message=r.message)
+            return CommitAnswered(error, now)
         if kind == "hb":
-            return HeartbeatResponse(rid, r.error.name, now)
+            return HeartbeatAnswered(rid, r.error, now)
         if kind == "cghb":
-            return ConsumerGroupHeartbeatResponse(rid, r.error.name, now, r.member_id or "", r.member_epoch,
+            return ConsumerGroupHeartbeatAnswered(rid, r.error, now, r.member_id or "", r.member_epoch,
                                                   r.heartbeat_interval_ms, r.assignment, r.error_message or "")
         if kind == "join":
-            return JoinGroupResponse(rid, r.error.name, now, r.generation_id, r.protocol_name, r.leader,
+            return JoinGroupAnswered(rid, r.error, now, r.generation_id, r.protocol_name, r.leader,
                                      r.member_id, tuple(JoinedMember(m.member_id, m.group_instance_id, m.metadata)
                                                         for m in r.members), r.skip_assignment)
         if kind == "sync":
-            return SyncGroupResponse(rid, r.error.name, now, r.assignment)
+            return SyncGroupAnswered(rid, r.error, now, r.assignment)
         errors = [p.error for p in r.partitions if p.error is not ErrorCode.NONE]
-        return CommitResponse(errors[0].name if errors else "NONE", now)
+        return CommitAnswered(errors[0] if errors else ErrorCode.NONE, now)
 
     def _reschedule_coordinator(self) -> None:
         if not self.coord_up:

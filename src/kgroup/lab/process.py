@@ -1,6 +1,6 @@
 """One simulated consumer process: a real member state machine and what its driver does.
 
-The state machine (``ClassicMember`` or ``ConsumerMember`` from ``kgroup.member``) is the
+The state machine (``ClassicMemberMachine`` or ``ConsumerMemberMachine`` from ``kgroup.member``) is the
 one our asyncio client runs; here the engine plays its driver. This module holds what a
 consumer process has besides its group state: its link to the coordinator (delay, jitter,
 cuts, FIFO like a TCP connection), its poll loop (rebalance work waits for the end of the
@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 
 from kgroup.lab.scenario import MemberSpec, NetworkSpec
-from kgroup.member import ClassicMember, ConsumerMember, MemberConfig
+from kgroup.member import ClassicMemberMachine, ConsumerMemberMachine, MemberConfig
 
 Partition = tuple[str, int]
 GROUP_ID = "lab"
@@ -43,7 +43,7 @@ class Process:
         self.jitter = network.jitter_ms
         self.link_out = 0
         self.link_in = 0
-        self.sm: ClassicMember | ConsumerMember | None = None
+        self.sm: ClassicMemberMachine | ConsumerMemberMachine | None = None
         self.tick_at: int | None = None
         self.bundle: list | None = None
         self.bundle_at = -1
@@ -81,9 +81,9 @@ class Process:
         self.phase = now + self.rng.randrange(max(1, self.spec.processing_ms))
         config = self.config()
         if self.is_consumer:
-            self.sm = ConsumerMember(config, f"{self.name}~{self.incarnation}", now)
+            self.sm = ConsumerMemberMachine(config, f"{self.name}~{self.incarnation}", now)
         else:
-            self.sm = ClassicMember(config, now)
+            self.sm = ClassicMemberMachine(config, now)
 
     def config(self) -> MemberConfig:
         s = self.spec

@@ -14,15 +14,15 @@ from kgroup.member.actions import (
     TopicPartition,
 )
 from kgroup.member.classic_member import (
-    ClassicMember,
+    ClassicMemberMachine,
     ClassicState,
     Close,
-    CommitResponse,
+    CommitAnswered,
     CoordinatorFound,
     CoordinatorLost,
-    HeartbeatResponse,
-    IllegalTransition,
-    JoinGroupResponse,
+    HeartbeatAnswered,
+    IllegalMemberTransition,
+    JoinGroupAnswered,
     JoinedMember,
     MetadataUpdated,
     Poll,
@@ -32,14 +32,14 @@ from kgroup.member.classic_member import (
     SendLeaveGroup,
     SendSyncGroup,
     Subscribe,
-    SyncGroupResponse,
+    SyncGroupAnswered,
     Tick,
     Unsubscribe,
 )
 from kgroup.member.config import MemberConfig
 from kgroup.member.consumer_member import (
-    ConsumerGroupHeartbeatResponse,
-    ConsumerMember,
+    ConsumerGroupHeartbeatAnswered,
+    ConsumerMemberMachine,
     ConsumerState,
     RefreshTopicNames,
     SendConsumerGroupHeartbeat,
@@ -47,12 +47,12 @@ from kgroup.member.consumer_member import (
 )
 
 __all__ = [
-    "ClassicMember", "ClassicState", "Close", "CommitOffsets", "CommitResponse",
-    "ConsumerGroupHeartbeatResponse", "ConsumerMember", "ConsumerState",
+    "ClassicMemberMachine", "ClassicState", "Close", "CommitOffsets", "CommitAnswered",
+    "ConsumerGroupHeartbeatAnswered", "ConsumerMemberMachine", "ConsumerState",
     "RefreshTopicNames", "SendConsumerGroupHeartbeat", "TopicNames",
-    "CoordinatorFound", "CoordinatorLost", "Fatal", "FindCoordinator", "HeartbeatResponse",
-    "IllegalTransition", "JoinGroupResponse", "JoinedMember", "MemberConfig",
+    "CoordinatorFound", "CoordinatorLost", "Fatal", "FindCoordinator", "HeartbeatAnswered",
+    "IllegalMemberTransition", "JoinGroupAnswered", "JoinedMember", "MemberConfig",
     "MetadataUpdated", "Partitions", "Poll", "RequestFailed", "RunAssigned", "RunLost",
     "RunRevoked", "SendHeartbeat", "SendJoinGroup", "SendLeaveGroup", "SendSyncGroup",
-    "Subscribe", "SyncGroupResponse", "Tick", "TopicPartition", "Unsubscribe",
+    "Subscribe", "SyncGroupAnswered", "Tick", "TopicPartition", "Unsubscribe",
 ]

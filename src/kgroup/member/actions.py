@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kgroup.error_codes import ErrorCode
+
 TopicPartition = tuple[str, int]
 Partitions = frozenset[TopicPartition]
 
@@ -64,5 +66,5 @@ class RunLost:
 class Fatal:
     """The member cannot continue (e.g. FENCED_INSTANCE_ID); raise ``error`` to the user."""
 
-    error: str
+    error: ErrorCode
     message: str = ""

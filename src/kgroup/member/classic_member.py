@@ -1,6 +1,6 @@
 """The classic-protocol group member (JoinGroup / SyncGroup / Heartbeat / LeaveGroup).
 
-How this works: ``ClassicMember.handle(event)`` takes one event (a user call, a response,
+How this works: ``ClassicMemberMachine.handle(event)`` takes one event (a user call, a response,
 the passing of time), each carrying ``now_ms``, and returns the actions its driver must
 perform in order (send this request, run this callback, commit these offsets). Nothing here
 reads a clock or does I/O; ``next_deadline()`` says when the driver should send a ``Tick``.
@@ -48,6 +48,7 @@ from kgroup.assignors import (
     get_client_assignor,
 )
 from kgroup.assignors.consumer_protocol import ConsumerProtocolError, encode_sticky_user_data
+from kgroup.error_codes import ErrorCode
 from kgroup.member.actions import (
     CommitOffsets,
     Fatal,
@@ -64,9 +65,9 @@ ASSIGNMENT_VERSION = 3
 NO_GENERATION = -1
 PROTOCOL_TYPE = "consumer"
 
-_COORDINATOR_GONE = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"})
-_LOADING = "COORDINATOR_LOAD_IN_PROGRESS"
-_RESET = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"})
+_COORDINATOR_GONE = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+_LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+_RESET = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID})
 
 
 class ClassicState(enum.Enum):
@@ -89,7 +90,7 @@ _TRANSITIONS: dict[ClassicState, frozenset[ClassicState]] = {
 }
 
 
-class IllegalTransition(RuntimeError):
+class IllegalMemberTransition(RuntimeError):
     """A move the transition table does not allow; the state is left unchanged."""
 
 
@@ -151,9 +152,9 @@ class JoinedMember:
 
 
 @dataclass(frozen=True, slots=True)
-class JoinGroupResponse:
+class JoinGroupAnswered:
     request_id: int
-    error: str
+    error: ErrorCode
     now_ms: int
     generation: int = NO_GENERATION
     protocol: str | None = None
@@ -164,25 +165,25 @@ class JoinGroupResponse:
 
 
 @dataclass(frozen=True, slots=True)
-class SyncGroupResponse:
+class SyncGroupAnswered:
     request_id: int
-    error: str
+    error: ErrorCode
     now_ms: int
     assignment: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatResponse:
+class HeartbeatAnswered:
     request_id: int
-    error: str
+    error: ErrorCode
     now_ms: int
 
 
 @dataclass(frozen=True, slots=True)
-class CommitResponse:
-    """The group-level outcome of an OffsetCommit this member sent ("NONE" if fine)."""
+class CommitAnswered:
+    """The group-level outcome of an OffsetCommit this member sent (NONE if fine)."""
 
-    error: str
+    error: ErrorCode
     now_ms: int
 
 
@@ -200,8 +201,8 @@ class Close:
 
 
 Event = (Subscribe | Unsubscribe | Poll | Tick | CoordinatorFound | CoordinatorLost
-         | MetadataUpdated | JoinGroupResponse | SyncGroupResponse | HeartbeatResponse
-         | CommitResponse | RequestFailed | Close)
+         | MetadataUpdated | JoinGroupAnswered | SyncGroupAnswered | HeartbeatAnswered
+         | CommitAnswered | RequestFailed | Close)
 
 
 # -- request actions ---------------------------------------------------------------------
@@ -256,7 +257,7 @@ Action = (SendJoinGroup | SendSyncGroup | SendHeartbeat | SendLeaveGroup | FindC
 # -- the member --------------------------------------------------------------------------
 
 
-class ClassicMember:
+class ClassicMemberMachine:
     """One consumer's membership in a classic group; see the module comment."""
 
     def __init__(self, config: MemberConfig, now_ms: int = 0) -> None:
@@ -271,7 +272,7 @@ class ClassicMember:
         self.metadata: dict[str, int] = {}
         self.coordinator_known = False
         self.cooperative = config.rebalance_protocol == COOPERATIVE
-        self.fatal_error: str | None = None
+        self.fatal_error: ErrorCode | None = None
         self._ids = 0
         self._waiting: tuple[str, int] | None = None    # ("join"|"sync", request id)
         self._heartbeat: tuple[int, int] | None = None  # (request id, sent at)
@@ -317,7 +318,8 @@ class ClassicMember:
         if new is self.state:
             return
         if new not in _TRANSITIONS[self.state]:
-            raise IllegalTransition(f"classic member cannot go {self.state.name} -> {new.name}")
+            raise IllegalMemberTransition(
+                f"classic member cannot go {self.state.name} -> {new.name}")
         self.state = new
 
     def _next_id(self) -> int:
@@ -414,12 +416,12 @@ class ClassicMember:
 
     # -- responses ------------------------------------------------------------------------
 
-    def _on_JoinGroupResponse(self, ev: JoinGroupResponse, out: list[Action]) -> None:
+    def _on_JoinGroupAnswered(self, ev: JoinGroupAnswered, out: list[Action]) -> None:
         if self._waiting != ("join", ev.request_id) or self.state is not S.JOINING:
             return
         self._waiting = None
         err = ev.error
-        if err == "NONE":
+        if err is ErrorCode.NONE:
             self.member_id = ev.member_id
             self.generation = ev.generation
             self.protocol = ev.protocol
@@ -429,20 +431,21 @@ class ClassicMember:
                 try:
                     assignments = self._assign(ev.members)
                 except (ConsumerProtocolError, KeyError, ValueError) as exc:
-                    self._fatal("INCONSISTENT_GROUP_PROTOCOL", f"cannot assign: {exc}", out)
+                    self._fatal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"cannot assign: {exc}",
+                                out)
                     return
             self._to(S.SYNCING)
             rid = self._next_id()
             self._waiting = ("sync", rid)
             out.append(SendSyncGroup(rid, self.config.group_id, self.generation, self.member_id,
                                      self.config.group_instance_id, self.protocol, assignments))
-        elif err == "MEMBER_ID_REQUIRED":
+        elif err is ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = ev.member_id
             self._send_join(out)
         elif err in _RESET:
             self._reset(err, out)
             self._send_join(out)
-        elif err == "REBALANCE_IN_PROGRESS":
+        elif err is ErrorCode.REBALANCE_IN_PROGRESS:
             self._send_join(out)
         elif err in _COORDINATOR_GONE:
             self._coordinator_gone(out)
@@ -451,16 +454,16 @@ class ClassicMember:
         else:
             self._fatal(err, "JoinGroup failed", out)
 
-    def _on_SyncGroupResponse(self, ev: SyncGroupResponse, out: list[Action]) -> None:
+    def _on_SyncGroupAnswered(self, ev: SyncGroupAnswered, out: list[Action]) -> None:
         if self._waiting != ("sync", ev.request_id) or self.state is not S.SYNCING:
             return
         self._waiting = None
         err = ev.error
-        if err == "NONE":
+        if err is ErrorCode.NONE:
             try:
                 assignment = decode_assignment(ev.assignment)
             except ConsumerProtocolError as exc:
-                self._fatal("INCONSISTENT_GROUP_PROTOCOL", f"bad assignment: {exc}", out)
+                self._fatal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"bad assignment: {exc}", out)
                 return
             subscribed = set(self.subscription)
             new = frozenset((t, p) for t, ps in assignment.partitions if t in subscribed
@@ -470,7 +473,7 @@ class ClassicMember:
             self._reset(err, out)
             self._to(S.JOINING)
             self._send_join(out)
-        elif err == "REBALANCE_IN_PROGRESS":
+        elif err is ErrorCode.REBALANCE_IN_PROGRESS:
             self._to(S.JOINING)
             self._send_join(out)
         elif err in _COORDINATOR_GONE or err == _LOADING:
@@ -482,7 +485,7 @@ class ClassicMember:
         else:
             self._fatal(err, "SyncGroup failed", out)
 
-    def _on_HeartbeatResponse(self, ev: HeartbeatResponse, out: list[Action]) -> None:
+    def _on_HeartbeatAnswered(self, ev: HeartbeatAnswered, out: list[Action]) -> None:
         if self._heartbeat is None or self._heartbeat[0] != ev.request_id:
             return
         self._heartbeat = None
@@ -491,21 +494,21 @@ class ClassicMember:
             return
         self._group_error(ev.error, "heartbeat", ev.now_ms, out)
 
-    def _on_CommitResponse(self, ev: CommitResponse, out: list[Action]) -> None:
+    def _on_CommitAnswered(self, ev: CommitAnswered, out: list[Action]) -> None:
         if self.state is S.STABLE:
             self._group_error(ev.error, "offset commit", ev.now_ms, out)
 
-    def _group_error(self, err: str, what: str, now_ms: int, out: list[Action]) -> None:
-        if err == "NONE":
+    def _group_error(self, err: ErrorCode, what: str, now_ms: int, out: list[Action]) -> None:
+        if err is ErrorCode.NONE:
             return
-        if err == "REBALANCE_IN_PROGRESS":
+        if err is ErrorCode.REBALANCE_IN_PROGRESS:
             self._rejoin(f"{what}: the group is rebalancing", now_ms, out)
         elif err in _RESET:
             self._reset(err, out)
-            self._rejoin(f"{what}: {err}", now_ms, out)
+            self._rejoin(f"{what}: {err.name}", now_ms, out)
         elif err in _COORDINATOR_GONE:
             self._coordinator_gone(out)
-        elif err == "FENCED_INSTANCE_ID":
+        elif err is ErrorCode.FENCED_INSTANCE_ID:
             self._fatal(err, f"{what}: another member uses this group.instance.id", out)
         elif err == _LOADING:
             pass  # the next heartbeat retries
@@ -647,11 +650,11 @@ class ClassicMember:
             lost, self.owned = self.owned, frozenset()
             out.append(RunLost(lost))
 
-    def _reset(self, err: str, out: list[Action]) -> None:
+    def _reset(self, err: ErrorCode, out: list[Action]) -> None:
         """Our generation is gone: what we own is lost; UNKNOWN_MEMBER_ID drops our id."""
         self._lose(out)
         self.generation = NO_GENERATION
-        if err == "UNKNOWN_MEMBER_ID":
+        if err is ErrorCode.UNKNOWN_MEMBER_ID:
             self.member_id = ""
 
     def _leave(self, reason: str, out: list[Action]) -> None:
@@ -665,7 +668,7 @@ class ClassicMember:
             self.member_id = ""
         self.generation = NO_GENERATION
 
-    def _fatal(self, err: str, message: str, out: list[Action]) -> None:
+    def _fatal(self, err: ErrorCode, message: str, out: list[Action]) -> None:
         self._lose(out)
         self._waiting = None
         self._heartbeat = None

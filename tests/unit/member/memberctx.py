@@ -7,12 +7,13 @@ Scenarios read as ``ctx.subscribe(...)``, ``ctx.join_ok(...)``, ``ctx.sync_ok(..
 from __future__ import annotations
 
 from kgroup.assignors import Assignment, encode_assignment
+from kgroup.error_codes import ErrorCode as E
 from kgroup.member import (
-    ClassicMember,
+    ClassicMemberMachine,
     CoordinatorFound,
-    HeartbeatResponse,
+    HeartbeatAnswered,
     JoinedMember,
-    JoinGroupResponse,
+    JoinGroupAnswered,
     MemberConfig,
     MetadataUpdated,
     Poll,
@@ -20,7 +21,7 @@ from kgroup.member import (
     SendJoinGroup,
     SendSyncGroup,
     Subscribe,
-    SyncGroupResponse,
+    SyncGroupAnswered,
     Tick,
 )
 
@@ -37,7 +38,7 @@ class MemberCtx:
         config.setdefault("max_poll_interval_ms", 30_000)
         config.setdefault("assignors", ("range",))
         self.now = 0
-        self.member = ClassicMember(MemberConfig(**config), now_ms=0)
+        self.member = ClassicMemberMachine(MemberConfig(**config), now_ms=0)
         self.log: list = []
 
     @property
@@ -68,24 +69,24 @@ class MemberCtx:
 
     def join_ok(self, member_id="m1", generation=1, leader="other", members=(), protocol="range"):
         req = self.last(SendJoinGroup)
-        return self.send(JoinGroupResponse(req.request_id, "NONE", self.now, generation, protocol,
+        return self.send(JoinGroupAnswered(req.request_id, E.NONE, self.now, generation, protocol,
                                            leader, member_id, tuple(members)))
 
     def join_error(self, error, member_id=""):
         req = self.last(SendJoinGroup)
-        return self.send(JoinGroupResponse(req.request_id, error, self.now, member_id=member_id))
+        return self.send(JoinGroupAnswered(req.request_id, error, self.now, member_id=member_id))
 
     def sync_ok(self, parts: dict[str, list[int]]):
         req = self.last(SendSyncGroup)
-        return self.send(SyncGroupResponse(req.request_id, "NONE", self.now, assignment(parts)))
+        return self.send(SyncGroupAnswered(req.request_id, E.NONE, self.now, assignment(parts)))
 
     def sync_error(self, error):
         req = self.last(SendSyncGroup)
-        return self.send(SyncGroupResponse(req.request_id, error, self.now))
+        return self.send(SyncGroupAnswered(req.request_id, error, self.now))
 
-    def heartbeat_answer(self, error="NONE"):
+    def heartbeat_answer(self, error=E.NONE):
         req = self.last(SendHeartbeat)
-        return self.send(HeartbeatResponse(req.request_id, error, self.now))
+        return self.send(HeartbeatAnswered(req.request_id, error, self.now))
 
     def stable(self, parts: dict[str, list[int]], topics=("t",), **join):
         self.subscribe(*topics)

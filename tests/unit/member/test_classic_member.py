@@ -5,16 +5,17 @@ from __future__ import annotations
 import pytest
 
 from kgroup.assignors import decode_assignment, decode_subscription
+from kgroup.error_codes import ErrorCode as E
 from kgroup.member import (
-    ClassicMember,
+    ClassicMemberMachine,
     ClassicState,
     Close,
     CommitOffsets,
-    CommitResponse,
+    CommitAnswered,
     CoordinatorFound,
     Fatal,
     FindCoordinator,
-    IllegalTransition,
+    IllegalMemberTransition,
     MemberConfig,
     MetadataUpdated,
     RequestFailed,
@@ -56,7 +57,7 @@ def test_subscribe_without_coordinator_asks_for_it_then_joins_when_found():
 def test_member_id_required_resends_join_with_the_given_id():
     ctx = MemberCtx()
     ctx.subscribe("t")
-    out = ctx.join_error("MEMBER_ID_REQUIRED", member_id="m-42")
+    out = ctx.join_error(E.MEMBER_ID_REQUIRED, member_id="m-42")
     assert kinds(out) == ["SendJoinGroup"] and out[0].member_id == "m-42"
     assert ctx.state == "JOINING"
 
@@ -92,10 +93,10 @@ def test_leader_rejoins_when_partition_count_changes():
 def test_join_errors_reset_or_retry():
     ctx = MemberCtx()
     ctx.subscribe("t")
-    assert kinds(ctx.join_error("REBALANCE_IN_PROGRESS")) == ["SendJoinGroup"]
-    out = ctx.join_error("UNKNOWN_MEMBER_ID")
+    assert kinds(ctx.join_error(E.REBALANCE_IN_PROGRESS)) == ["SendJoinGroup"]
+    out = ctx.join_error(E.UNKNOWN_MEMBER_ID)
     assert kinds(out) == ["SendJoinGroup"] and out[0].member_id == ""
-    out = ctx.join_error("NOT_COORDINATOR")
+    out = ctx.join_error(E.NOT_COORDINATOR)
     assert kinds(out) == ["FindCoordinator"] and ctx.state == "JOINING"
     assert kinds(ctx.send(CoordinatorFound(ctx.now))) == ["SendJoinGroup"]
 
@@ -103,7 +104,7 @@ def test_join_errors_reset_or_retry():
 def test_coordinator_loading_retries_join_after_backoff():
     ctx = MemberCtx(retry_backoff_ms=100)
     ctx.subscribe("t")
-    assert ctx.join_error("COORDINATOR_LOAD_IN_PROGRESS") == []
+    assert ctx.join_error(E.COORDINATOR_LOAD_IN_PROGRESS) == []
     assert ctx.member.next_deadline() == 100
     assert ctx.advance(50) == []
     assert kinds(ctx.advance(50)) == ["SendJoinGroup"]
@@ -112,7 +113,7 @@ def test_coordinator_loading_retries_join_after_backoff():
 def test_fatal_join_error():
     ctx = MemberCtx()
     ctx.subscribe("t")
-    out = ctx.join_error("INVALID_SESSION_TIMEOUT")
+    out = ctx.join_error(E.INVALID_SESSION_TIMEOUT)
     assert kinds(out) == ["Fatal"] and ctx.state == "FATAL"
     assert ctx.member.next_deadline() is None
 
@@ -120,21 +121,21 @@ def test_fatal_join_error():
 # -- syncing ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("error", ["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"])
+@pytest.mark.parametrize("error", [E.REBALANCE_IN_PROGRESS, E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID])
 def test_sync_errors_rejoin(error):
     ctx = MemberCtx()
     ctx.subscribe("t")
     ctx.join_ok()
     out = ctx.sync_error(error)
     assert kinds(out) == ["SendJoinGroup"] and ctx.state == "JOINING"
-    assert out[0].member_id == ("" if error == "UNKNOWN_MEMBER_ID" else "m1")
+    assert out[0].member_id == ("" if error == E.UNKNOWN_MEMBER_ID else "m1")
 
 
 def test_sync_coordinator_error_rejoins_after_rediscovery():
     ctx = MemberCtx()
     ctx.subscribe("t")
     ctx.join_ok()
-    assert kinds(ctx.sync_error("NOT_COORDINATOR")) == ["FindCoordinator"]
+    assert kinds(ctx.sync_error(E.NOT_COORDINATOR)) == ["FindCoordinator"]
     assert ctx.state == "JOINING"
     assert kinds(ctx.send(CoordinatorFound(ctx.now))) == ["SendJoinGroup"]
 
@@ -143,7 +144,7 @@ def test_fenced_instance_on_sync_is_fatal_and_loses_nothing_new():
     ctx = MemberCtx(group_instance_id="i1")
     ctx.subscribe("t")
     ctx.join_ok()
-    out = ctx.sync_error("FENCED_INSTANCE_ID")
+    out = ctx.sync_error(E.FENCED_INSTANCE_ID)
     assert kinds(out) == ["Fatal"] and ctx.state == "FATAL"
 
 
@@ -151,10 +152,10 @@ def test_stale_responses_are_ignored():
     ctx = MemberCtx()
     ctx.subscribe("t")
     first = ctx.last(SendJoinGroup)
-    ctx.join_error("REBALANCE_IN_PROGRESS")
-    from kgroup.member import JoinGroupResponse
+    ctx.join_error(E.REBALANCE_IN_PROGRESS)
+    from kgroup.member import JoinGroupAnswered
 
-    assert ctx.send(JoinGroupResponse(first.request_id, "NONE", ctx.now, 1, "range", "x", "m1")) == []
+    assert ctx.send(JoinGroupAnswered(first.request_id, E.NONE, ctx.now, 1, "range", "x", "m1")) == []
     assert ctx.state == "JOINING"
 
 
@@ -188,7 +189,7 @@ def test_eager_rebalance_in_progress_revokes_all_then_rejoins():
     ctx = MemberCtx()
     ctx.stable({"t": [0, 1]})
     ctx.advance(1_000)
-    out = ctx.heartbeat_answer("REBALANCE_IN_PROGRESS")
+    out = ctx.heartbeat_answer(E.REBALANCE_IN_PROGRESS)
     assert out == [CommitOffsets(tps("t", 0, 1), 1, "m1"), RunRevoked(tps("t", 0, 1)), out[2]]
     assert isinstance(out[2], SendJoinGroup) and ctx.member.owned == frozenset()
 
@@ -197,10 +198,10 @@ def test_eager_without_auto_commit_does_not_commit_on_revoke():
     ctx = MemberCtx(auto_commit=False)
     ctx.stable({"t": [0, 1]})
     ctx.advance(1_000)
-    assert kinds(ctx.heartbeat_answer("REBALANCE_IN_PROGRESS")) == ["RunRevoked", "SendJoinGroup"]
+    assert kinds(ctx.heartbeat_answer(E.REBALANCE_IN_PROGRESS)) == ["RunRevoked", "SendJoinGroup"]
 
 
-@pytest.mark.parametrize("error", ["ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"])
+@pytest.mark.parametrize("error", [E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID])
 def test_generation_errors_lose_partitions_and_rejoin(error):
     ctx = MemberCtx()
     ctx.stable({"t": [0, 1]})
@@ -214,7 +215,7 @@ def test_fenced_instance_on_heartbeat_is_fatal():
     ctx = MemberCtx(group_instance_id="i1")
     ctx.stable({"t": [0]})
     ctx.advance(1_000)
-    out = ctx.heartbeat_answer("FENCED_INSTANCE_ID")
+    out = ctx.heartbeat_answer(E.FENCED_INSTANCE_ID)
     assert kinds(out) == ["RunLost", "Fatal"] and ctx.state == "FATAL"
     assert ctx.member.owned == frozenset()
 
@@ -223,7 +224,7 @@ def test_heartbeat_coordinator_error_keeps_partitions():
     ctx = MemberCtx()
     ctx.stable({"t": [0]})
     ctx.advance(1_000)
-    assert kinds(ctx.heartbeat_answer("NOT_COORDINATOR")) == ["FindCoordinator"]
+    assert kinds(ctx.heartbeat_answer(E.NOT_COORDINATOR)) == ["FindCoordinator"]
     assert ctx.state == "STABLE" and ctx.member.owned == tps("t", 0)
 
 
@@ -237,7 +238,7 @@ def test_request_failure_rediscovers_coordinator():
 def test_commit_errors_feed_the_member():
     ctx = MemberCtx()
     ctx.stable({"t": [0]})
-    out = ctx.send(CommitResponse("ILLEGAL_GENERATION", ctx.now))
+    out = ctx.send(CommitAnswered(E.ILLEGAL_GENERATION, ctx.now))
     assert kinds(out) == ["RunLost", "SendJoinGroup"]
 
 
@@ -249,7 +250,7 @@ def test_cooperative_rebalance_keeps_partitions_and_revokes_only_what_moves():
     assert ctx.member.cooperative
     ctx.stable({"t": [0, 1, 2, 3]}, protocol="cooperative-sticky")
     ctx.advance(1_000)
-    out = ctx.heartbeat_answer("REBALANCE_IN_PROGRESS")
+    out = ctx.heartbeat_answer(E.REBALANCE_IN_PROGRESS)
     assert kinds(out) == ["SendJoinGroup"] and ctx.member.owned == tps("t", 0, 1, 2, 3)
     sub = decode_subscription(out[0].protocols[0][1])
     assert sub.owned_partitions == (("t", (0, 1, 2, 3)),) and sub.generation_id == 1
@@ -327,7 +328,7 @@ def test_unsubscribe_revokes_and_leaves():
 
 
 def test_illegal_transition_raises_and_keeps_state():
-    m = ClassicMember(MemberConfig(group_id="g"))
-    with pytest.raises(IllegalTransition):
+    m = ClassicMemberMachine(MemberConfig(group_id="g"))
+    with pytest.raises(IllegalMemberTransition):
         m._to(ClassicState.STABLE)
     assert m.state is ClassicState.UNJOINED

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from kgroup.error_codes import ErrorCode as E
 from kgroup.member import (
     Close,
     CommitOffsets,
-    CommitResponse,
-    ConsumerGroupHeartbeatResponse,
-    ConsumerMember,
+    CommitAnswered,
+    ConsumerGroupHeartbeatAnswered,
+    ConsumerMemberMachine,
     ConsumerState,
     CoordinatorFound,
     Fatal,
     FindCoordinator,
-    IllegalTransition,
+    IllegalMemberTransition,
     MemberConfig,
     Poll,
     RefreshTopicNames,
@@ -34,14 +35,14 @@ NAMES = (("id-t", "t"), ("id-u", "u"))
 
 
 class ConsumerCtx:
-    """A manual clock and a scripted coordinator for one ``ConsumerMember``."""
+    """A manual clock and a scripted coordinator for one ``ConsumerMemberMachine``."""
 
     def __init__(self, **config) -> None:
         config.setdefault("group_id", "g")
         config.setdefault("heartbeat_interval_ms", 1_000)
         config.setdefault("max_poll_interval_ms", 30_000)
         self.now = 0
-        self.member = ConsumerMember(MemberConfig(**config), member_id="m1", now_ms=0)
+        self.member = ConsumerMemberMachine(MemberConfig(**config), member_id="m1", now_ms=0)
         self.log: list = []
 
     @property
@@ -77,15 +78,15 @@ class ConsumerCtx:
         return [a for a in self.log if isinstance(a, SendConsumerGroupHeartbeat)][-1]
 
     def answer(self, parts: dict[str, list[int]] | None = None, epoch: int | None = None,
-               error: str = "NONE", interval: int = 1_000):
+               error: E = E.NONE, interval: int = 1_000):
         req = self.last_heartbeat()
         if epoch is None:
             epoch = max(req.member_epoch, 0) + (1 if parts is not None else 0)
         asg = None if parts is None else tuple((f"id-{t}", tuple(sorted(ps)))
                                               for t, ps in sorted(parts.items()))
-        return self.send(ConsumerGroupHeartbeatResponse(
-            req.request_id, error, self.now, "m1" if error == "NONE" else "",
-            epoch if error == "NONE" else -1, interval if error == "NONE" else 0, asg))
+        return self.send(ConsumerGroupHeartbeatAnswered(
+            req.request_id, error, self.now, "m1" if error == E.NONE else "",
+            epoch if error == E.NONE else -1, interval if error == E.NONE else 0, asg))
 
     def stable(self, parts: dict[str, list[int]], topics=("t",)):
         self.subscribe(*topics)
@@ -110,8 +111,8 @@ def test_every_state_is_in_the_table_and_fatal_is_terminal():
 
 
 def test_an_illegal_move_raises_and_leaves_the_state_unchanged():
-    m = ConsumerMember(MemberConfig(group_id="g"))
-    with pytest.raises(IllegalTransition):
+    m = ConsumerMemberMachine(MemberConfig(group_id="g"))
+    with pytest.raises(IllegalMemberTransition):
         m._to(ConsumerState.STABLE)
     assert m.state is ConsumerState.UNSUBSCRIBED
 
@@ -250,7 +251,7 @@ def test_subscription_change_is_sent_at_once_and_only_it():
 # -- fencing ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("error", ["FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"])
+@pytest.mark.parametrize("error", [E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID])
 def test_fenced_loses_everything_and_rejoins_at_epoch_zero(error):
     ctx = ConsumerCtx()
     ctx.stable({"t": [0, 1]})
@@ -268,14 +269,14 @@ def test_fenced_while_acknowledging():
     ctx = ConsumerCtx()
     ctx.subscribe("t")
     ctx.answer({"t": [0]})
-    out = ctx.answer(error="FENCED_MEMBER_EPOCH")
+    out = ctx.answer(error=E.FENCED_MEMBER_EPOCH)
     assert ctx.path == ["FENCED", "JOINING"] and out[0] == RunLost(tps("t", 0))
 
 
 def test_commit_fenced_makes_the_next_heartbeat_immediate():
     ctx = ConsumerCtx()
     ctx.stable({"t": [0]})
-    out = ctx.send(CommitResponse("STALE_MEMBER_EPOCH", ctx.now))
+    out = ctx.send(CommitAnswered(E.STALE_MEMBER_EPOCH, ctx.now))
     assert kinds(out) == ["SendConsumerGroupHeartbeat"]
 
 
@@ -286,7 +287,7 @@ def test_coordinator_moved_keeps_partitions_and_sends_a_full_request_when_found(
     ctx = ConsumerCtx()
     ctx.stable({"t": [0]})
     ctx.advance(1_000)
-    out = ctx.answer(error="NOT_COORDINATOR")
+    out = ctx.answer(error=E.NOT_COORDINATOR)
     assert kinds(out) == ["FindCoordinator"] and ctx.state == "STABLE"
     assert ctx.member.owned == tps("t", 0)
     out = ctx.send(CoordinatorFound(ctx.now))
@@ -308,15 +309,15 @@ def test_failed_request_rediscovers_the_coordinator():
 def test_load_in_progress_retries_after_backoff_with_a_full_request():
     ctx = ConsumerCtx(retry_backoff_ms=100)
     ctx.subscribe("t")
-    assert ctx.answer(error="COORDINATOR_LOAD_IN_PROGRESS") == []
+    assert ctx.answer(error=E.COORDINATOR_LOAD_IN_PROGRESS) == []
     assert ctx.advance(99) == []
     out = ctx.advance(1)
     assert kinds(out) == ["SendConsumerGroupHeartbeat"] and out[0].full
 
 
-@pytest.mark.parametrize("error", ["UNSUPPORTED_ASSIGNOR", "INVALID_REQUEST",
-                                   "GROUP_AUTHORIZATION_FAILED", "FENCED_INSTANCE_ID",
-                                   "UNRELEASED_INSTANCE_ID", "GROUP_MAX_SIZE_REACHED"])
+@pytest.mark.parametrize("error", [E.UNSUPPORTED_ASSIGNOR, E.INVALID_REQUEST,
+                                   E.GROUP_AUTHORIZATION_FAILED, E.FENCED_INSTANCE_ID,
+                                   E.UNRELEASED_INSTANCE_ID, E.GROUP_MAX_SIZE_REACHED])
 def test_unrecoverable_errors_are_fatal_and_lose_the_partitions(error):
     ctx = ConsumerCtx()
     ctx.stable({"t": [0]})
@@ -330,15 +331,15 @@ def test_unrecoverable_errors_are_fatal_and_lose_the_partitions(error):
 def test_fatal_while_joining_has_nothing_to_lose():
     ctx = ConsumerCtx()
     ctx.subscribe("t")
-    out = ctx.answer(error="UNSUPPORTED_ASSIGNOR")
-    assert out == [Fatal("UNSUPPORTED_ASSIGNOR", "ConsumerGroupHeartbeat failed")]
+    out = ctx.answer(error=E.UNSUPPORTED_ASSIGNOR)
+    assert out == [Fatal(E.UNSUPPORTED_ASSIGNOR, "ConsumerGroupHeartbeat failed")]
 
 
 def test_stale_responses_are_ignored():
     ctx = ConsumerCtx()
     ctx.stable({"t": [0]})
     old = ctx.last_heartbeat().request_id
-    assert ctx.send(ConsumerGroupHeartbeatResponse(old, "FENCED_MEMBER_EPOCH", ctx.now)) == []
+    assert ctx.send(ConsumerGroupHeartbeatAnswered(old, E.FENCED_MEMBER_EPOCH, ctx.now)) == []
     assert ctx.state == "STABLE"
 
 
@@ -412,7 +413,7 @@ def test_unsubscribe_then_subscribe_again_rejoins_after_the_leave():
     leave = ctx.last_heartbeat()
     ctx.send(Subscribe(("u",), ctx.now))
     assert ctx.state == "LEAVING"
-    out = ctx.send(ConsumerGroupHeartbeatResponse(leave.request_id, "NONE", ctx.now))
+    out = ctx.send(ConsumerGroupHeartbeatAnswered(leave.request_id, E.NONE, ctx.now))
     assert ctx.path == ["UNSUBSCRIBED", "JOINING"]
     assert out[0].member_epoch == 0 and out[0].subscribed_topic_names == ("u",)
 
@@ -427,7 +428,7 @@ def test_close_without_coordinator_goes_straight_to_unsubscribed():
 def test_close_when_fatal_does_nothing():
     ctx = ConsumerCtx()
     ctx.subscribe("t")
-    ctx.answer(error="INVALID_REQUEST")
+    ctx.answer(error=E.INVALID_REQUEST)
     assert ctx.send(Close(ctx.now)) == [] and ctx.state == "FATAL"
 
 
@@ -489,7 +490,7 @@ def test_edges_out_of_reconciling_and_acknowledging(start, move, expected):
     if move in ("fenced", "fatal"):
         if ctx.member._in_flight is None:
             ctx.advance(1_000)
-        ctx.answer(error="FENCED_MEMBER_EPOCH" if move == "fenced" else "INVALID_REQUEST")
+        ctx.answer(error=E.FENCED_MEMBER_EPOCH if move == "fenced" else E.INVALID_REQUEST)
     elif move == "poll_timeout":
         ctx.advance(30_000)
     else:

@@ -7,12 +7,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kgroup.error_codes import ErrorCode as E
 from kgroup.member import (
     Close,
     CommitOffsets,
-    CommitResponse,
-    ConsumerGroupHeartbeatResponse,
-    ConsumerMember,
+    CommitAnswered,
+    ConsumerGroupHeartbeatAnswered,
+    ConsumerMemberMachine,
     ConsumerState,
     CoordinatorFound,
     CoordinatorLost,
@@ -30,8 +31,8 @@ from kgroup.member import (
 )
 from kgroup.member.consumer_member import _TRANSITIONS
 
-ERRORS = ["NONE"] * 5 + ["FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID", "NOT_COORDINATOR",
-                         "COORDINATOR_LOAD_IN_PROGRESS", "UNSUPPORTED_ASSIGNOR"]
+ERRORS = [E.NONE] * 5 + [E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID, E.NOT_COORDINATOR,
+                         E.COORDINATOR_LOAD_IN_PROGRESS, E.UNSUPPORTED_ASSIGNOR]
 TOPICS = ("id-t", "id-u", "id-v")
 
 assignment = st.one_of(st.none(), st.sets(st.tuples(st.sampled_from(TOPICS), st.integers(0, 4)),
@@ -46,8 +47,8 @@ step = st.one_of(
     st.tuples(st.just("poll"), st.just(0)),
     st.tuples(st.just("leave_answer"), st.just(0)),
     st.tuples(st.just("names"), st.sets(st.sampled_from(TOPICS))),
-    st.tuples(st.just("commit"), st.sampled_from(["NONE", "STALE_MEMBER_EPOCH",
-                                                  "FENCED_MEMBER_EPOCH"])),
+    st.tuples(st.just("commit"), st.sampled_from([E.NONE, E.STALE_MEMBER_EPOCH,
+                                                  E.FENCED_MEMBER_EPOCH])),
     st.tuples(st.just("found"), st.just(0)),
     st.tuples(st.just("lost"), st.just(0)),
     st.tuples(st.just("failed"), st.just(0)),
@@ -59,7 +60,7 @@ step = st.one_of(
 @settings(max_examples=400, deadline=None)
 @given(static=st.booleans(), auto_commit=st.booleans(), steps=st.lists(step, min_size=15, max_size=80))
 def test_never_consumes_a_partition_after_revoked_or_lost(static, auto_commit, steps):
-    m = ConsumerMember(MemberConfig(group_id="g", heartbeat_interval_ms=1_000,
+    m = ConsumerMemberMachine(MemberConfig(group_id="g", heartbeat_interval_ms=1_000,
                                     max_poll_interval_ms=30_000, auto_commit=auto_commit,
                                     group_instance_id="i" if static else None), "m")
     now = 0
@@ -122,16 +123,16 @@ def test_never_consumes_a_partition_after_revoked_or_lost(static, auto_commit, s
                 for t, p in parts:
                     by.setdefault(t, []).append(p)
                 asg = tuple((t, tuple(sorted(ps))) for t, ps in sorted(by.items()))
-            apply(ConsumerGroupHeartbeatResponse(req.request_id, err, now, "m", max(epoch, 1),
+            apply(ConsumerGroupHeartbeatAnswered(req.request_id, err, now, "m", max(epoch, 1),
                                                  1_000, asg))
         elif kind == "leave_answer":
             leaves = [a for a in sent if a.member_epoch < 0]
             if leaves:
-                apply(ConsumerGroupHeartbeatResponse(leaves[-1].request_id, "NONE", now))
+                apply(ConsumerGroupHeartbeatAnswered(leaves[-1].request_id, E.NONE, now))
         elif kind == "names":
             apply(TopicNames(tuple((t, t[3:]) for t in sorted(s[1])), now))
         elif kind == "commit":
-            apply(CommitResponse(s[1], now))
+            apply(CommitAnswered(s[1], now))
         elif kind == "found":
             apply(CoordinatorFound(now))
         elif kind == "lost":

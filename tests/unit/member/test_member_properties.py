@@ -6,14 +6,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kgroup.error_codes import ErrorCode as E
 from kgroup.member import (
-    ClassicMember,
+    ClassicMemberMachine,
     Close,
-    CommitResponse,
+    CommitAnswered,
     CoordinatorFound,
     CoordinatorLost,
-    HeartbeatResponse,
-    JoinGroupResponse,
+    HeartbeatAnswered,
+    JoinGroupAnswered,
     MemberConfig,
     MetadataUpdated,
     Poll,
@@ -25,14 +26,14 @@ from kgroup.member import (
     SendJoinGroup,
     SendSyncGroup,
     Subscribe,
-    SyncGroupResponse,
+    SyncGroupAnswered,
     Tick,
     Unsubscribe,
 )
 from tests.unit.member.memberctx import assignment, members_meta
 
-ERRORS = ["NONE", "NONE", "NONE", "REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID",
-          "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "MEMBER_ID_REQUIRED", "FENCED_INSTANCE_ID"]
+ERRORS = [E.NONE, E.NONE, E.NONE, E.REBALANCE_IN_PROGRESS, E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID,
+          E.NOT_COORDINATOR, E.COORDINATOR_LOAD_IN_PROGRESS, E.MEMBER_ID_REQUIRED, E.FENCED_INSTANCE_ID]
 
 step = st.one_of(
     st.tuples(st.just("advance"), st.integers(0, 40_000)),
@@ -55,7 +56,7 @@ step = st.one_of(
 @given(assignors=st.sampled_from([("range",), ("cooperative-sticky",), ("sticky", "range")]),
        static=st.booleans(), steps=st.lists(step, max_size=60))
 def test_never_consumes_a_partition_after_revoked_or_lost(assignors, static, steps):
-    m = ClassicMember(MemberConfig(group_id="g", assignors=assignors, session_timeout_ms=10_000,
+    m = ClassicMemberMachine(MemberConfig(group_id="g", assignors=assignors, session_timeout_ms=10_000,
                                    heartbeat_interval_ms=1_000, max_poll_interval_ms=30_000,
                                    group_instance_id="i" if static else None))
     now = 0
@@ -92,15 +93,15 @@ def test_never_consumes_a_partition_after_revoked_or_lost(assignors, static, ste
             gen += 1
             req = last_req[SendJoinGroup]
             leader = "m" if s[2] else "x"
-            apply(JoinGroupResponse(req.request_id, s[1], now, gen, assignors[0], leader, "m",
+            apply(JoinGroupAnswered(req.request_id, s[1], now, gen, assignors[0], leader, "m",
                                     tuple(members_meta(["m", "x"], ("t", "u")))))
         elif kind == "sync" and SendSyncGroup in last_req:
             req = last_req[SendSyncGroup]
-            apply(SyncGroupResponse(req.request_id, s[1], now, assignment({"t": sorted(s[2]), "u": [1]})))
+            apply(SyncGroupAnswered(req.request_id, s[1], now, assignment({"t": sorted(s[2]), "u": [1]})))
         elif kind == "heartbeat" and SendHeartbeat in last_req:
-            apply(HeartbeatResponse(last_req[SendHeartbeat].request_id, s[1], now))
+            apply(HeartbeatAnswered(last_req[SendHeartbeat].request_id, s[1], now))
         elif kind == "commit":
-            apply(CommitResponse(s[1], now))
+            apply(CommitAnswered(s[1], now))
         elif kind == "found":
             apply(CoordinatorFound(now))
         elif kind == "lost":
