@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from kgroup.client.admin import EARLIEST, LATEST, AdminClient, GroupDescription
 from kgroup.client.errors import BrokerError, GroupNotEmpty, UnsupportedApi
-from kgroup.client.errors import error_code as _code
+from kgroup.error_codes import ErrorCode
 
 from .errors import CliError
 from .partitioner import partition_for_key
@@ -36,7 +36,7 @@ async def _topic(admin: AdminClient, name: str, auto_create: bool = False) -> An
     try:
         return await admin.describe_topic(name, auto_create=auto_create)
     except BrokerError as exc:
-        if exc.name == "UNKNOWN_TOPIC_OR_PARTITION":
+        if exc.code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
             raise CliError(f"topic {name!r} does not exist",
                            "check the name with `kgroup topics list` or create it with "
                            "`kgroup topics create`") from None
@@ -69,7 +69,7 @@ async def topics_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
     tid = f"\tTopicId: {info.topic_id}" if info.topic_id else ""
     out.write(f"Topic: {info.name}{tid}\tPartitionCount: {len(info.partitions)}\n")
     for p in info.partitions:
-        err = f"\tError: {p.error}" if p.error != "NONE" else ""
+        err = f"\tError: {p.error.name}" if p.error is not ErrorCode.NONE else ""
         out.write(
             f"\tPartition: {p.partition}\tLeader: {p.leader}\t"
             f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
@@ -101,10 +101,10 @@ async def topics_add_partitions(args: Any, admin: AdminClient, out: TextIO) -> i
 
 
 def _group_errors(exc: BrokerError, group: str) -> None:
-    if exc.name in ("GROUP_ID_NOT_FOUND", "INVALID_GROUP_ID"):
+    if exc.code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.INVALID_GROUP_ID):
         raise CliError(f"group {group!r} does not exist",
                        "check the name with `kgroup groups list`") from None
-    if exc.name == "NON_EMPTY_GROUP":
+    if exc.code is ErrorCode.NON_EMPTY_GROUP:
         raise CliError(f"group {group!r} still has active members",
                        "stop its consumers (or `kgroup groups remove-members`) first") from None
 
@@ -203,7 +203,7 @@ async def groups_remove_members(args: Any, admin: AdminClient, out: TextIO) -> i
         await admin.remove_members(args.group, args.instance_id)
     except BrokerError as exc:
         _group_errors(exc, args.group)
-        if exc.name == "UNKNOWN_MEMBER_ID":
+        if exc.code is ErrorCode.UNKNOWN_MEMBER_ID:
             raise CliError(f"{exc}: no member of group {args.group!r} has that instance id",
                            "check the ids with `kgroup groups describe`") from None
         raise
@@ -339,12 +339,12 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
             any_data = False
             for p in sorted(got):
                 fp = got[p]
-                if fp.error == "OFFSET_OUT_OF_RANGE":
+                if fp.error is ErrorCode.OFFSET_OUT_OF_RANGE:
                     reset = EARLIEST if args.from_beginning else LATEST
                     positions[p] = (await admin.list_offsets(args.topic, [p], reset))[p]
                     continue
-                if fp.error != "NONE":
-                    raise BrokerError(_code(fp.error), f"fetch {args.topic}-{p}")
+                if fp.error is not ErrorCode.NONE:
+                    raise BrokerError(fp.error, f"fetch {args.topic}-{p}")
                 for r in fp.records:
                     if args.max_messages is not None and printed >= args.max_messages:
                         break

@@ -1,9 +1,12 @@
-"""kgroup's asyncio Kafka client: ``Consumer``, ``Producer`` and ``AdminClient``."""
+"""kgroup's asyncio Kafka client: ``Consumer``, ``Producer`` and ``AdminClient``, all over a
+``Cluster`` (connections, metadata, leaders, coordinators and the retries when they move)."""
 
 from kgroup.client.admin import AdminClient
+from kgroup.client.cluster import Cluster
 from kgroup.client.consumer import CommitFailedError, Consumer, ConsumerRebalanceListener
 from kgroup.client.producer import Producer
 from kgroup.client.records import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
 
-__all__ = ["AdminClient", "CommitFailedError", "Consumer", "ConsumerRebalanceListener",
-           "ConsumerRecord", "OffsetAndMetadata", "Producer", "RecordMetadata", "TopicPartition"]
+__all__ = ["AdminClient", "Cluster", "CommitFailedError", "Consumer",
+           "ConsumerRebalanceListener", "ConsumerRecord", "OffsetAndMetadata", "Producer",
+           "RecordMetadata", "TopicPartition"]

@@ -20,7 +20,10 @@ import threading
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .admin import LATEST, AdminClient, ClusterMetadata
+from kgroup.error_codes import ErrorCode
+
+from .admin import LATEST, AdminClient
+from .cluster import ClusterMetadata
 from .connection import DEFAULT_TIMEOUT
 
 __all__ = ["BlockingAdmin", "LoopThread"]
@@ -104,7 +107,7 @@ class BlockingAdmin:
         when ``topics`` is None)."""
         md = self.metadata(topics)
         return {name: len(info.partitions) for name, info in sorted(md.topics.items())
-                if info.error == "NONE" and info.partitions
+                if info.error is ErrorCode.NONE and info.partitions
                 and (topics is not None or not info.is_internal)}
 
     def list_offsets(self, topic: str, partitions: Sequence[int] | None = None,

@@ -1,17 +1,18 @@
 """An asyncio Kafka consumer: group subscription or manual assignment, fetch, commit.
 
-How this works: ``Consumer`` wires three parts together. A ``GroupCoordinator`` task drives
-the pure ``ClassicMemberMachine`` (join, sync, heartbeats, rebalances) — or, with
-``group.protocol=consumer``, a ``ConsumerGroupCoordinator`` drives the pure
-``ConsumerMemberMachine`` (KIP-848: ConsumerGroupHeartbeat, server-side assignment, incremental
-reconciliation, member epochs); the member's callback
-actions land in ``_on_action``, which changes what the ``Fetcher`` may fetch *before* the
-user's listener runs (so no record of a revoked or lost partition is handed out after its
-callback). The ``Fetcher`` keeps Fetch requests in flight ahead of the user; ``getmany`` /
-``poll`` / ``async for`` drain its buffer and advance positions. Commits go to the
-coordinator with the member's generation or member epoch (or as a "simple" consumer, generation -1, with
-manual assignment); auto-commit runs from ``getmany`` every ``auto.commit.interval.ms``,
-before every revocation and on close.
+How this works: ``Consumer`` wires three parts together over one ``Cluster`` (connections,
+metadata, leaders, the group's coordinator). A ``ClassicGroupDriver`` task drives the pure
+``ClassicMemberMachine`` (join, sync, heartbeats, rebalances) — or, with
+``group.protocol=consumer``, a ``ConsumerGroupDriver`` drives the pure
+``ConsumerMemberMachine`` (KIP-848: ConsumerGroupHeartbeat, server-side assignment,
+incremental reconciliation, member epochs); the member's callback actions land in
+``_on_action``, which changes what the ``Fetcher`` may fetch *before* the user's listener
+runs (so no record of a revoked or lost partition is handed out after its callback). The
+``Fetcher`` keeps Fetch requests in flight ahead of the user; ``getmany`` / ``poll`` /
+``async for`` drain its buffer and advance positions. Commits go to the coordinator with
+the member's generation or member epoch (or as a "simple" consumer, generation -1, with
+manual assignment), following it while it moves; auto-commit runs from ``getmany`` every
+``auto.commit.interval.ms``, before every revocation and on close.
 
 Settings use Kafka's names (see ``settings.CONSUMER_DEFAULTS``)::
 
@@ -31,10 +32,11 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
+from kgroup.error_codes import ErrorCode
 from kgroup.member import (
     Close,
-    CommitOffsets,
     CommitAnswered,
+    CommitOffsets,
     Fatal,
     MemberConfig,
     MetadataUpdated,
@@ -45,24 +47,24 @@ from kgroup.member import (
     Subscribe,
     Unsubscribe,
 )
-from kgroup.error_codes import ErrorCode
 from kgroup.wire.versions import OFFSET_COMMIT
 
-from .admin import EARLIEST, LATEST, AdminClient, _make
-from .consumer_coordinator import ConsumerGroupCoordinator
-from .coordinator import GroupCoordinator, now_ms
-from .errors import BrokerError, KafkaClientError, KafkaConnectionError, error_name
+from .admin import EARLIEST, LATEST, AdminClient
+from .classic_driver import ClassicGroupDriver
+from .cluster import Backoff, Cluster, request_fields
+from .consumer_driver import ConsumerGroupDriver
+from .errors import BrokerError, KafkaClientError
 from .fetcher import Fetcher
+from .group_driver import GroupDriver, now_ms
 from .records import ConsumerRecord, OffsetAndMetadata, TopicPartition
 from .settings import CONSUMER_DEFAULTS, resolve
 
 __all__ = ["CommitFailedError", "Consumer", "ConsumerRebalanceListener"]
 
-_GROUP_ERRORS = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS",
-                           "FENCED_INSTANCE_ID", "STALE_MEMBER_EPOCH", "FENCED_MEMBER_EPOCH"})
-_COORDINATOR_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
-                                 "COORDINATOR_LOAD_IN_PROGRESS"})
-_MAX_BACKOFF_S = 1.0
+_GROUP_ERRORS = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID,
+                           ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.FENCED_INSTANCE_ID,
+                           ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.FENCED_MEMBER_EPOCH})
+_MAX_BACKOFF_MS = 1_000
 
 
 class CommitFailedError(KafkaClientError):
@@ -98,10 +100,12 @@ class Consumer:
             raise ValueError("group.protocol must be 'classic' or 'consumer'")
         if s["auto.offset.reset"] not in ("earliest", "latest", "none"):
             raise ValueError("auto.offset.reset must be earliest, latest or none")
-        self.cluster = AdminClient(s["bootstrap.servers"], client_id=s["client.id"],
-                                   timeout=s["request.timeout.ms"] / 1000)
+        self.cluster = Cluster(s["bootstrap.servers"], client_id=s["client.id"],
+                               timeout=s["request.timeout.ms"] / 1000,
+                               backoff=Backoff(int(s["retry.backoff.ms"]), _MAX_BACKOFF_MS))
+        self.admin = AdminClient(cluster=self.cluster)
         self.fetcher = Fetcher(self.cluster, s, self._resolve_positions)
-        self.group: GroupCoordinator | None = None
+        self.group: GroupDriver | None = None
         self._listener: ConsumerRebalanceListener = ConsumerRebalanceListener()
         self._topics: tuple[str, ...] = ()
         self._pattern: re.Pattern[str] | None = None
@@ -136,8 +140,8 @@ class Consumer:
                 auto_commit=bool(s["enable.auto.commit"]),
                 retry_backoff_ms=int(s["retry.backoff.ms"]),
                 server_assignor=s["group.remote.assignor"] or None)
-            driver = (ConsumerGroupCoordinator if s["group.protocol"] == "consumer"
-                      else GroupCoordinator)
+            driver: type[GroupDriver] = (ConsumerGroupDriver if s["group.protocol"] == "consumer"
+                                         else ClassicGroupDriver)
             self.group = driver(self.cluster, cfg, on_action=self._on_action,
                                 retry_backoff_ms=int(s["retry.backoff.ms"]),
                                 request_timeout_ms=int(s["request.timeout.ms"]))
@@ -169,9 +173,7 @@ class Consumer:
         if self.group is not None:
             await self.group.stop()
             try:
-                # The consumer-protocol member decides itself whether it can still leave.
-                if (isinstance(self.group, ConsumerGroupCoordinator)
-                        or (self.group.conn is not None and not self.group.conn.closed)):
+                if self.group.can_leave():
                     await self.group.handle_now(Close(now_ms()))
             except KafkaClientError:
                 pass
@@ -234,7 +236,7 @@ class Consumer:
         if isinstance(action, Fatal):
             self._fatal = action
             self.fetcher.set_assignment(())
-            self.fetcher._data.set()
+            self.fetcher.interrupt()
             return
         tps = {TopicPartition(*tp) for tp in action.partitions}
         if isinstance(action, RunAssigned):
@@ -276,7 +278,7 @@ class Consumer:
                     md = None
                 if md is not None and self.group is not None:
                     counts = tuple((t, len(i.partitions)) for t, i in sorted(md.topics.items())
-                                   if i.error == "NONE")
+                                   if i.error is ErrorCode.NONE)
                     self.group.post(MetadataUpdated(counts, now_ms()))
             except KafkaClientError:
                 pass
@@ -360,8 +362,8 @@ class Consumer:
     async def committed(self, tp: TopicPartition) -> int | None:
         """The group's committed offset of ``tp`` (None if nothing is committed)."""
         tp = TopicPartition(*tp)
-        got = await self.cluster.list_group_offsets(self.settings["group.id"],
-                                                    {tp.topic: [tp.partition]})
+        got = await self.admin.list_group_offsets(self.settings["group.id"],
+                                                  {tp.topic: [tp.partition]})
         return got.get((tp.topic, tp.partition))
 
     def pause(self, *tps: TopicPartition) -> None:
@@ -375,7 +377,7 @@ class Consumer:
             st = self.fetcher.states.get(TopicPartition(*tp))
             if st is not None:
                 st.paused = False
-        self.fetcher._wake.set()
+        self.fetcher.wake()
 
     def paused(self) -> set[TopicPartition]:
         return {tp for tp, st in self.fetcher.states.items() if st.paused}
@@ -384,13 +386,22 @@ class Consumer:
         st = self.fetcher.states.get(TopicPartition(*tp))
         return -1 if st is None else st.high_watermark
 
-    async def _list_offsets(self, tps: list[TopicPartition], spec: int) -> dict[TopicPartition, int]:
+    async def beginning_offsets(self, *tps: TopicPartition) -> dict[TopicPartition, int]:
+        """The first offset still in the log of each partition (assigned or not)."""
+        return await self._list_offsets([TopicPartition(*tp) for tp in tps], EARLIEST)
+
+    async def end_offsets(self, *tps: TopicPartition) -> dict[TopicPartition, int]:
+        """The offset the next record produced to each partition will get."""
+        return await self._list_offsets([TopicPartition(*tp) for tp in tps], LATEST)
+
+    async def _list_offsets(self, tps: list[TopicPartition], spec: int
+                            ) -> dict[TopicPartition, int]:
         by_topic: dict[str, list[int]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         out = {}
         for topic, parts in by_topic.items():
-            for p, off in (await self.cluster.list_offsets(topic, parts, spec)).items():
+            for p, off in (await self.admin.list_offsets(topic, parts, spec)).items():
                 out[TopicPartition(topic, p)] = off
         return out
 
@@ -402,7 +413,7 @@ class Consumer:
             wanted: dict[str, list[int]] = {}
             for tp in tps:
                 wanted.setdefault(tp.topic, []).append(tp.partition)
-            for (t, p), off in (await self.cluster.list_group_offsets(group, wanted)).items():
+            for (t, p), off in (await self.admin.list_group_offsets(group, wanted)).items():
                 out[TopicPartition(t, p)] = off
         rest = [tp for tp in tps if tp not in out]
         if rest:
@@ -483,52 +494,43 @@ class Consumer:
             else:
                 generation, member_id = m.generation, m.member_id
 
-        def body(cls: type) -> Any:
-            return _make(cls, group_id=group_id, generation_id_or_member_epoch=generation,
-                         member_id=member_id, group_instance_id=instance, retention_time=-1,
-                         topics=[{"name": t, "partitions": ps} for t, ps in by_topic.items()])
+        def body(generation: int, member_id: str) -> Any:
+            return request_fields(
+                group_id=group_id, generation_id_or_member_epoch=generation,
+                member_id=member_id, group_instance_id=instance, retention_time=-1,
+                topics=[{"name": t, "partitions": ps} for t, ps in by_topic.items()])
 
         # A coordinator that moved, is loading, or whose connection died (a broker restart)
-        # is found again and the commit resent until request.timeout.ms, with backoff
-        # doubling to 1 s; resending is safe, a commit of the same offsets is idempotent.
-        timeout = self.settings["request.timeout.ms"] / 1000
-        deadline = time.monotonic() + timeout
-        backoff = self.settings["retry.backoff.ms"] / 1000
+        # is found again and the commit resent until request.timeout.ms, with the cluster's
+        # backoff (retry.backoff.ms doubling to 1 s); resending is safe, a commit of the same
+        # offsets is idempotent.
+        retries = self.cluster.retries(self.settings["request.timeout.ms"] / 1000)
         while True:
-            try:
-                conn = await self._coordinator()
-                resp = await conn.request(OFFSET_COMMIT, body, timeout=timeout)
-            except KafkaConnectionError:
-                if time.monotonic() + backoff >= deadline:
-                    raise
-                errors = {"COORDINATOR_NOT_AVAILABLE"}
-            else:
-                errors = {error_name(int(p.error_code)) for t in resp.topics for p in t.partitions
-                          if int(p.error_code)}
-            if errors & _COORDINATOR_ERRORS and time.monotonic() + backoff < deadline:
-                if self.group is not None:
-                    self.group.conn = None
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, _MAX_BACKOFF_S)
-                continue
+            resp = await self.cluster.call_coordinator(
+                group_id, OFFSET_COMMIT, body(generation, member_id), error_of=_first_error,
+                timeout=retries.remaining())
+            errors = {ErrorCode(int(p.error_code)) for t in resp.topics for p in t.partitions
+                      if int(p.error_code)}
             group_errors = errors & _GROUP_ERRORS
-            if (group_errors == {"STALE_MEMBER_EPOCH"} and member is None and self.group is not None
-                    and not self._manual and self.group.member.in_group
-                    and time.monotonic() + backoff < deadline):
+            if (group_errors == {ErrorCode.STALE_MEMBER_EPOCH} and member is None
+                    and self.group is not None and not self._manual
+                    and self.group.member.in_group):
                 # The coordinator has moved this member to a newer epoch (one step of a
                 # rebalance) that its heartbeat has not brought back yet: while still in the
                 # group, resend with the epoch it learns, as Kafka's consumer does. (The
                 # member heartbeats at once on this error, to learn it sooner.)
-                self.group.post(CommitAnswered(ErrorCode.STALE_MEMBER_EPOCH, now_ms()))
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, _MAX_BACKOFF_S)
-                generation, member_id = self.group.member.generation, self.group.member.member_id
-                continue
+                delay = retries.next_delay()
+                if delay is not None:
+                    self.group.post(CommitAnswered(ErrorCode.STALE_MEMBER_EPOCH, now_ms()))
+                    await self.cluster.sleep(delay)
+                    generation = self.group.member.generation
+                    member_id = self.group.member.member_id
+                    continue
             if group_errors:
-                name = sorted(group_errors)[0]
+                code = min(group_errors, key=lambda c: c.name)
                 if self.group is not None and not self._manual:
-                    self.group.post(CommitAnswered(ErrorCode[name], now_ms()))
-                raise CommitFailedError(f"commit to group {group_id!r} failed: {name}")
+                    self.group.post(CommitAnswered(code, now_ms()))
+                raise CommitFailedError(f"commit to group {group_id!r} failed: {code.name}")
             for t in resp.topics:
                 for p in t.partitions:
                     if int(p.error_code):
@@ -539,14 +541,11 @@ class Consumer:
                     value.offset if isinstance(value, OffsetAndMetadata) else int(value))
             return
 
-    async def _coordinator(self) -> Any:
-        if self.group is not None:
-            return await self.group.coordinator()
-        info = await self.cluster.find_coordinator(self.settings["group.id"])
-        return await self.cluster._connect(info.host, info.port)
 
-
-def _code(name: str) -> int:
-    from .errors import error_code
-
-    return error_code(name)
+def _first_error(resp: Any) -> int:
+    """The first partition's error code of an OffsetCommit answer (0: none)."""
+    for t in resp.topics:
+        for p in t.partitions:
+            if int(p.error_code):
+                return int(p.error_code)
+    return 0

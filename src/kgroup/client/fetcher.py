@@ -18,11 +18,12 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kgroup.error_codes import ErrorCode
 from kgroup.wire import record_batch
 from kgroup.wire.versions import FETCH
 
-from .admin import AdminClient, _complete_batches, _make
-from .errors import KafkaClientError, error_name
+from .cluster import Cluster, build_request
+from .errors import KafkaClientError
 from .records import ConsumerRecord, TopicPartition
 
 _AHEAD = 2
@@ -42,7 +43,7 @@ class PartitionState:
 class Fetcher:
     """Fetches assigned partitions ahead of the user; see the module comment."""
 
-    def __init__(self, cluster: AdminClient, settings: dict[str, Any],
+    def __init__(self, cluster: Cluster, settings: dict[str, Any],
                  resolve: Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition, int]]]
                  ) -> None:
         self.cluster = cluster
@@ -54,7 +55,6 @@ class Fetcher:
         self._data = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
-        self._leaders: dict[TopicPartition, int] = {}
         self.error: BaseException | None = None
 
     def start(self) -> None:
@@ -100,6 +100,14 @@ class Fetcher:
         st.buffered = 0
         self._buffer = collections.deque(e for e in self._buffer if e[0] != tp)
         self._wake.set()
+
+    def wake(self) -> None:
+        """Look again at what can be fetched (a partition was resumed)."""
+        self._wake.set()
+
+    def interrupt(self) -> None:
+        """Wake a ``wait`` now (the consumer has an error to raise)."""
+        self._data.set()
 
     def positions(self) -> dict[TopicPartition, int]:
         return {tp: st.position for tp, st in self.states.items() if st.position is not None}
@@ -162,7 +170,6 @@ class Fetcher:
                 # request we were waiting on; the cancellation is then gone, so check the flag.
                 if self._stopping:
                     return
-                self._leaders.clear()
                 await asyncio.sleep(self.settings["retry.backoff.ms"] / 1000)
                 continue
             except BaseException as exc:  # surfaced by the consumer's next poll
@@ -194,12 +201,9 @@ class Fetcher:
             asyncio.create_task(self._fetch(node, tps))
 
     async def _leader(self, tp: TopicPartition) -> int:
-        leader = self._leaders.get(tp)
+        leader = self.cluster.cached_leader(tp.topic, tp.partition)
         if leader is None:
-            info = await self.cluster.describe_topic(tp.topic)
-            for p in info.partitions:
-                self._leaders[TopicPartition(tp.topic, p.partition)] = p.leader
-            leader = self._leaders.get(tp, -1)
+            leader = await self.cluster.leader(tp.topic, tp.partition)
         return leader
 
     async def _fetch(self, node: int, tps: list[TopicPartition]) -> None:
@@ -219,19 +223,22 @@ class Fetcher:
         max_wait = int(s["fetch.max.wait.ms"])
 
         def body(cls: type) -> Any:
-            return _make(cls, replica_id=-1, max_wait=max_wait, min_bytes=s["fetch.min.bytes"],
-                         max_bytes=s["fetch.max.bytes"], isolation_level=0, session_id=0,
-                         session_epoch=-1,
-                         topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
-                         forgotten_topics_data=[], rack_id="")
+            return build_request(cls, replica_id=-1, max_wait=max_wait,
+                                 min_bytes=s["fetch.min.bytes"], max_bytes=s["fetch.max.bytes"],
+                                 isolation_level=0, session_id=0, session_epoch=-1,
+                                 topics=[{"topic": t, "partitions": ps}
+                                         for t, ps in by_topic.items()],
+                                 forgotten_topics_data=[], rack_id="")
 
         resp = None
         try:
-            conn = await self.cluster._node(node)
-            resp = await conn.request(FETCH, body, max_version=12,
-                                      timeout=s["request.timeout.ms"] / 1000 + max_wait / 1000)
+            conn = await self.cluster.node(node)
+            resp = await self.cluster.request(
+                conn, FETCH, body, max_version=12,
+                timeout=s["request.timeout.ms"] / 1000 + max_wait / 1000)
         except KafkaClientError:
-            self._leaders.clear()
+            for tp in tps:   # route them again (the cluster also forgets a lost broker's)
+                self.cluster.forget_leader(tp.topic, tp.partition)
             await asyncio.sleep(s["retry.backoff.ms"] / 1000)
         finally:
             for tp in tps:
@@ -255,12 +262,11 @@ class Fetcher:
             return False
         code = int(p.error_code)
         if code:
-            name = error_name(code)
-            if name == "OFFSET_OUT_OF_RANGE":
+            if code == ErrorCode.OFFSET_OUT_OF_RANGE:
                 st.epoch += 1
                 st.position = st.fetch_offset = None
-            else:
-                self._leaders.pop(tp, None)
+            else:   # a moved leader, or an error the next fetch may not get: route again
+                self.cluster.forget_leader(tp.topic, tp.partition)
             return False
         st.high_watermark = int(p.high_watermark)
         start = sent[1] or 0
@@ -282,14 +288,14 @@ def decode(tp: TopicPartition, blob: bytes, start: int) -> list[ConsumerRecord]:
     """
     out: list[ConsumerRecord] = []
     topic, partition = tp
-    for batch in record_batch.split_batches(_complete_batches(blob)):
+    for batch in record_batch.split_batches(record_batch.whole_batches(blob)):
         h = batch.header
         if h.is_control or h.last_offset < start:
             continue
         ts_type = int(h.timestamp_type)
         payload = batch.data[record_batch.BATCH_HEADER_SIZE:]
         if h.compression is not record_batch.Compression.NONE:
-            payload = record_batch._decompress(h.compression, payload,
+            payload = record_batch.decompress(h.compression, payload,
                                                record_batch.DEFAULT_MAX_UNCOMPRESSED)
         try:
             _records(out, payload, h, topic, partition, ts_type, start)

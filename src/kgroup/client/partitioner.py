@@ -62,6 +62,12 @@ class StickyPartitioner:
         """A batch of ``topic`` was closed: keyless records move to the next partition."""
         self._next(topic, partitions)
 
+    def batch_closed(self, topic: str, partition: int, partitions: int) -> None:
+        """A batch of ``topic``-``partition`` was closed: keyless records sticking to that
+        partition move on to the next."""
+        if self._sticky.get(topic) == partition:
+            self._next(topic, partitions)
+
     def _next(self, topic: str, partitions: int) -> int:
         self._counter += 1
         p = self._counter % partitions

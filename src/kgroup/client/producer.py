@@ -4,10 +4,12 @@ How this works: ``send`` picks the partition (explicit, else Kafka's default par
 murmur2 of the key, or a sticky partition per batch for records without a key), appends the
 record to that partition's open batch and returns a future for its ``RecordMetadata``. A
 batch is ready when it reaches ``batch.size`` bytes or has waited ``linger.ms``. The sender
-task groups ready batches by partition leader and sends one Produce per leader, with up to
-``max.in.flight.requests.per.connection`` Produce requests in flight per leader (the
-connection pipelines them). A retriable error (leader moved, timeout) refreshes metadata
-and retries the batch up to ``retries`` times; any other error fails the batch's futures.
+task groups ready batches by partition leader (the ``Cluster``'s) and sends one Produce per
+leader, with up to ``max.in.flight.requests.per.connection`` Produce requests in flight per
+leader (the connection pipelines them). An error the cluster calls a move or a passing
+failure (leader moved, broker unreachable, timeout: ``Cluster.recover``) retries the batch
+after ``retry.backoff.ms`` up to ``retries`` times, reading the leader again where it moved;
+any other error fails the batch's futures.
 With ``acks=0`` the futures resolve with offset -1 once the request is written.
 """
 
@@ -18,20 +20,18 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kgroup.error_codes import ErrorCode
 from kgroup.wire.record_batch import Compression, build_batch
 from kgroup.wire.versions import PRODUCE
 
-from .admin import AdminClient, _make
-from .errors import BrokerError, KafkaClientError, error_name
+from .cluster import Backoff, Cluster, Recovery, build_request
+from .errors import BrokerError, KafkaClientError
 from .partitioner import StickyPartitioner
 from .records import RecordMetadata, TopicPartition
 from .settings import PRODUCER_DEFAULTS, resolve
 
 __all__ = ["Producer"]
 
-_RETRIABLE = frozenset({"NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "REQUEST_TIMED_OUT",
-                        "UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS",
-                        "NETWORK_EXCEPTION", "KAFKA_STORAGE_ERROR"})
 _RECORD_OVERHEAD = 12
 
 
@@ -67,11 +67,11 @@ class Producer:
             raise ValueError(f"unknown compression.type {s['compression.type']!r}") from None
         self.linger = s["linger.ms"] / 1000
         self.batch_size = int(s["batch.size"])
-        self.cluster = AdminClient(s["bootstrap.servers"], client_id=s["client.id"],
-                                   timeout=s["request.timeout.ms"] / 1000)
+        self.cluster = Cluster(s["bootstrap.servers"], client_id=s["client.id"],
+                               timeout=s["request.timeout.ms"] / 1000,
+                               backoff=Backoff(int(s["retry.backoff.ms"]), 1_000))
         self.partitioner = StickyPartitioner()
         self._counts: dict[str, int] = {}
-        self._leaders: dict[TopicPartition, int] = {}
         self._open: dict[TopicPartition, _Batch] = {}
         self._ready: list[_Batch] = []
         self._wake = asyncio.Event()
@@ -115,11 +115,9 @@ class Producer:
     async def partitions_for(self, topic: str) -> int:
         count = self._counts.get(topic)
         if count is None:
-            info = await self.cluster.describe_topic(topic, auto_create=True)
+            info = await self.cluster.topic(topic, auto_create=True)
             count = len(info.partitions)
             self._counts[topic] = count
-            for p in info.partitions:
-                self._leaders[TopicPartition(topic, p.partition)] = p.leader
         return count
 
     async def send(self, topic: str, value: bytes | None = None, key: bytes | None = None, *,
@@ -172,8 +170,7 @@ class Producer:
         batch = self._open.pop(tp, None)
         if batch is not None:
             self._ready.append(batch)
-            if batch.tp.partition == self.partitioner._sticky.get(tp.topic):
-                self.partitioner.batch_sent(tp.topic, self._counts.get(tp.topic, 1))
+            self.partitioner.batch_closed(tp.topic, tp.partition, self._counts.get(tp.topic, 1))
             self._wake.set()
 
     # -- the sender -------------------------------------------------------------------------
@@ -204,7 +201,7 @@ class Producer:
     async def _dispatch(self, ready: list[_Batch]) -> None:
         by_node: dict[int, list[_Batch]] = {}
         for batch in ready:
-            leader = self._leaders.get(batch.tp)
+            leader = self.cluster.cached_leader(*batch.tp)
             if leader is None:
                 try:
                     self._counts.pop(batch.tp.topic, None)
@@ -212,7 +209,12 @@ class Producer:
                 except KafkaClientError as exc:
                     self._fail(batch, exc)
                     continue
-                leader = self._leaders.get(batch.tp, -1)
+                leader = self.cluster.cached_leader(*batch.tp)
+            if leader is None or leader < 0:
+                self._retry_or_fail(batch, BrokerError(ErrorCode.LEADER_NOT_AVAILABLE,
+                                                       f"produce to {batch.tp.topic}-"
+                                                       f"{batch.tp.partition}"))
+                continue
             by_node.setdefault(leader, []).append(batch)
         limit = int(self.settings["max.request.size"])
         for node, batches in by_node.items():
@@ -249,16 +251,15 @@ class Producer:
                     {"index": b.tp.partition, "records": blobs[b.tp]})
 
             def body(cls: type) -> Any:
-                return _make(cls, transactional_id=None, acks=self.acks,
-                             timeout=int(self.settings["request.timeout.ms"]),
-                             topic_data=[{"name": t, "partition_data": ps}
-                                         for t, ps in by_topic.items()])
+                return build_request(cls, transactional_id=None, acks=self.acks,
+                                     timeout=int(self.settings["request.timeout.ms"]),
+                                     topic_data=[{"name": t, "partition_data": ps}
+                                                 for t, ps in by_topic.items()])
 
             try:
-                conn = await self.cluster._node(node)
-                resp = await conn.request(PRODUCE, body)
+                conn = await self.cluster.node(node)
+                resp = await self.cluster.request(conn, PRODUCE, body)
             except KafkaClientError as exc:
-                self._leaders.clear()
                 for b in batches:
                     self._retry_or_fail(b, exc)
                 return
@@ -295,11 +296,9 @@ class Producer:
         self._settled(len(batch.futures))
 
     def _retry_or_fail(self, batch: _Batch, exc: KafkaClientError) -> None:
-        name = getattr(exc, "name", "NETWORK_EXCEPTION")
-        retriable = name in _RETRIABLE or not isinstance(exc, BrokerError)
-        if retriable and batch.attempts < int(self.settings["retries"]):
+        moved = self.cluster.recover(exc, partitions=[batch.tp]) is not Recovery.FAIL
+        if moved and batch.attempts < int(self.settings["retries"]):
             batch.attempts += 1
-            self._leaders.pop(batch.tp, None)
 
             async def later() -> None:
                 await asyncio.sleep(self.settings["retry.backoff.ms"] / 1000)
@@ -321,7 +320,3 @@ class Producer:
         if self._pending <= 0:
             self._pending = 0
             self._idle.set()
-
-
-def _name(code: int) -> str:
-    return error_name(code)

@@ -198,7 +198,7 @@ def _bootstrap(opts: Mapping[str, str]) -> str:
     if not value or not value.strip():
         raise OptionError("option kafka.bootstrap.servers is missing: give the broker as "
                           "host:port, e.g. .option('kafka.bootstrap.servers', '127.0.0.1:9092')")
-    from kgroup.client.admin import parse_bootstrap
+    from kgroup.client.cluster import parse_bootstrap
 
     try:
         parse_bootstrap(value)

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from kgroup.client import Consumer, TopicPartition
-from kgroup.client.admin import EARLIEST
 from kgroup.client.blocking import LoopThread
 from kgroup.client.errors import KafkaClientError
 
@@ -57,8 +56,7 @@ def read_range(opts: SourceOptions, rng: OffsetRange) -> Iterator[Any]:
 
     async def start() -> int:
         await consumer.start()
-        earliest = (await consumer.cluster.list_offsets(rng.topic, [rng.partition],
-                                                        EARLIEST))[rng.partition]
+        earliest = (await consumer.beginning_offsets(tp))[tp]
         if earliest > rng.start and opts.fail_on_data_loss:
             raise DataLossError(f"{rng.topic}-{rng.partition}: offsets {rng.start} to "
                                 f"{earliest - 1} are no longer in the log")

@@ -149,6 +149,19 @@ class RecordBatch:
     data: bytes
 
 
+def whole_batches(blob: bytes) -> bytes:
+    """The prefix of a Fetch records blob made of whole batches (a broker may end its
+    answer in the middle of a batch, to be fetched again next time)."""
+    pos = 0
+    end = len(blob)
+    while end - pos >= _LOG_OVERHEAD:
+        length = int.from_bytes(blob[pos + 8 : pos + 12], "big", signed=True)
+        if length <= 0 or pos + _LOG_OVERHEAD + length > end:
+            break
+        pos += _LOG_OVERHEAD + length
+    return blob[:pos]
+
+
 def read_batch_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     """Parse the 61-byte batch header at ``pos``; CorruptRecord if too short."""
     if len(buf) - pos < BATCH_HEADER_SIZE:
@@ -407,7 +420,8 @@ def _snappy(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _decompress(codec: Compression, data: bytes, limit: int) -> bytes:
+def decompress(codec: Compression, data: bytes, limit: int) -> bytes:
+    """A batch's records payload uncompressed (CorruptRecord past ``limit`` bytes)."""
     if codec is Compression.GZIP:
         try:
             return _gunzip(data, limit)
@@ -472,7 +486,7 @@ def decode_records(
     payload = batch.data[BATCH_HEADER_SIZE:]
     codec = h.compression
     if codec is not Compression.NONE:
-        payload = _decompress(codec, payload, max_uncompressed)
+        payload = decompress(codec, payload, max_uncompressed)
     log_append = h.timestamp_type is TimestampType.LOG_APPEND_TIME
     records: list[Record] = []
     pos = 0

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from kgroup.cli.partitioner import murmur2, partition_for_key
-from kgroup.client.admin import parse_address, parse_bootstrap
+from kgroup.client.cluster import parse_address, parse_bootstrap
 
 
 @given(st.binary(max_size=64))

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import asyncio
 
-from kgroup.client.coordinator import GroupCoordinator, now_ms
+from kgroup.client.classic_driver import ClassicGroupDriver
+from kgroup.client.cluster import Cluster
+from kgroup.client.group_driver import now_ms
 from kgroup.member.classic_member import Poll, Subscribe
 from kgroup.member.config import MemberConfig
 
 
-class NeverFound:
-    """A cluster whose coordinator lookup never answers: the member stays subscribed, waiting."""
+async def _never_connects(host: str, port: int, client_id: str, timeout: float):
+    await asyncio.Event().wait()
 
-    async def find_coordinator(self, group_id: str):
-        await asyncio.Event().wait()
+
+def never_found() -> Cluster:
+    """A cluster whose coordinator lookup never answers: the member stays subscribed, waiting."""
+    return Cluster("127.0.0.1:9", open_connection=_never_connects)
 
 
 async def _nothing(action) -> None:
@@ -27,7 +31,7 @@ async def _nothing(action) -> None:
 
 def test_stop_returns_when_an_event_arrives_with_the_cancellation():
     async def main() -> bool:
-        coord = GroupCoordinator(NeverFound(), MemberConfig("g"), on_action=_nothing)
+        coord = ClassicGroupDriver(never_found(), MemberConfig("g"), on_action=_nothing)
         coord.start()
         coord.post(Subscribe(("t",), now_ms()))
         for _ in range(5):
@@ -38,4 +42,4 @@ def test_stop_returns_when_an_event_arrives_with_the_cancellation():
         done, _ = await asyncio.wait([stopping], timeout=10)
         return stopping in done and coord._task.done()
 
-    assert asyncio.run(main()), "GroupCoordinator.stop() did not return"
+    assert asyncio.run(main()), "ClassicGroupDriver.stop() did not return"

@@ -1,13 +1,13 @@
 """Drives the pure consumer-protocol member (KIP-848) over real connections.
 
-How this works: the same loop as the classic ``GroupCoordinator`` (which this extends):
-one asyncio task owns a ``ConsumerMemberMachine``, waits for the next event or the member's next
-deadline (then a ``Tick``), hands the event over and performs the returned actions in order.
-A ConsumerGroupHeartbeat runs as its own task and posts its answer back as an event; a
-*leave* heartbeat (epoch -1 or -2) is awaited inline, with a short timeout, so ``close``
-has left the group when it returns. Topic ids in assignments are named with Metadata v10+
-(``RefreshTopicNames`` -> ``TopicNames``). Callbacks, auto-commits, coordinator discovery
-and version fallbacks are the classic driver's.
+How this works: the ``GroupDriver`` loop (group_driver.py) owns a ``ConsumerMemberMachine``:
+it waits for the next event or the member's next deadline (then a ``Tick``), hands the
+event over and performs the returned actions in order. A ConsumerGroupHeartbeat runs as its
+own task and posts its answer back as an event; a *leave* heartbeat (epoch -1 or -2) is
+awaited inline, with a short timeout, so ``close`` has left the group when it returns.
+Topic ids in assignments are named with Metadata v10+ (``RefreshTopicNames`` ->
+``TopicNames``). Callbacks, auto-commits, coordinator discovery and version fallbacks are
+the shared loop's.
 
 The member id is generated here, once per consumer, as Kafka's clients do for
 ConsumerGroupHeartbeat v1 (a random UUID in Kafka's url-safe base64 form); it is kept
@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kgroup.wire.kio_build import ms
+from kgroup.error_codes import ErrorCode
 from kgroup.member import (
     ConsumerGroupHeartbeatAnswered,
     ConsumerMemberMachine,
@@ -31,13 +30,12 @@ from kgroup.member import (
     SendConsumerGroupHeartbeat,
     TopicNames,
 )
+from kgroup.wire.kio_build import ms
 from kgroup.wire.versions import CONSUMER_GROUP_HEARTBEAT
 
-from .admin import AdminClient, _make
-from .coordinator import GroupCoordinator, now_ms
-from kgroup.error_codes import ErrorCode
-
+from .cluster import request_fields
 from .errors import KafkaClientError, UnsupportedApi
+from .group_driver import GroupDriver, now_ms
 
 _LEAVE_TIMEOUT_S = 5.0
 
@@ -47,21 +45,13 @@ def new_member_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
-class ConsumerGroupCoordinator(GroupCoordinator):
+class ConsumerGroupDriver(GroupDriver):
     """The consumer's membership in one consumer-protocol group; see the module comment."""
 
-    def __init__(
-        self,
-        cluster: AdminClient,
-        config: MemberConfig,
-        *,
-        on_action: Callable[[Any], Awaitable[None]],
-        retry_backoff_ms: int = 100,
-        request_timeout_ms: int = 30_000,
-    ) -> None:
-        super().__init__(cluster, config, on_action=on_action, retry_backoff_ms=retry_backoff_ms,
-                         request_timeout_ms=request_timeout_ms)
-        self.member: ConsumerMemberMachine = ConsumerMemberMachine(config, new_member_id(), now_ms())  # type: ignore[assignment]
+    member: ConsumerMemberMachine
+
+    def _new_member(self, config: MemberConfig) -> ConsumerMemberMachine:
+        return ConsumerMemberMachine(config, new_member_id(), now_ms())
 
     async def _perform(self, action: Any) -> None:
         if isinstance(action, SendConsumerGroupHeartbeat):
@@ -84,34 +74,31 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         owned = None if a.owned is None else [
             {"topic_id": uuid.UUID(t), "partitions": tuple(ps)} for t, ps in a.owned]
 
-        def body(cls: type) -> Any:
-            return _make(cls, group_id=a.group_id, member_id=a.member_id,
-                         member_epoch=a.member_epoch, instance_id=a.instance_id, rack_id=None,
-                         rebalance_timeout=a.rebalance_timeout_ms,
-                         subscribed_topic_names=(None if a.subscribed_topic_names is None
-                                                 else list(a.subscribed_topic_names)),
-                         # v1: an empty regex ("no regex") goes with the topic names,
-                         # as librdkafka sends it (its mock cluster insists on it).
-                         subscribed_topic_regex=(None if a.subscribed_topic_names is None
-                                                 else ""),
-                         server_assignor=a.server_assignor,
-                         topic_partitions=owned)
+        body = request_fields(
+            group_id=a.group_id, member_id=a.member_id, member_epoch=a.member_epoch,
+            instance_id=a.instance_id, rack_id=None, rebalance_timeout=a.rebalance_timeout_ms,
+            subscribed_topic_names=(None if a.subscribed_topic_names is None
+                                    else list(a.subscribed_topic_names)),
+            # v1: an empty regex ("no regex") goes with the topic names, as librdkafka sends
+            # it (its mock cluster insists on it).
+            subscribed_topic_regex=None if a.subscribed_topic_names is None else "",
+            server_assignor=a.server_assignor,
+            topic_partitions=owned)
 
         try:
             resp = await self._request(CONSUMER_GROUP_HEARTBEAT, body, timeout)
         except UnsupportedApi as exc:
             # A broker without KIP-848: nothing to retry (the member goes FATAL).
-            return ConsumerGroupHeartbeatAnswered(a.request_id, ErrorCode.UNSUPPORTED_VERSION, now_ms(),
-                                                  error_message=str(exc))
+            return ConsumerGroupHeartbeatAnswered(a.request_id, ErrorCode.UNSUPPORTED_VERSION,
+                                                  now_ms(), error_message=str(exc))
         except KafkaClientError:
             return RequestFailed(a.request_id, now_ms())
-        code = int(resp.error_code)
         assignment = None
         if resp.assignment is not None:
             assignment = tuple((str(tp.topic_id), tuple(int(p) for p in tp.partitions))
                                for tp in resp.assignment.topic_partitions)
         return ConsumerGroupHeartbeatAnswered(
-            a.request_id, ErrorCode(code), now_ms(),
+            a.request_id, ErrorCode(int(resp.error_code)), now_ms(),
             resp.member_id or "", int(resp.member_epoch), ms(resp.heartbeat_interval),
             assignment, resp.error_message or "")
 
