@@ -13,6 +13,7 @@ import pytest
 from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
 
 from kgroup.client.admin import AdminClient
+from kgroup.error_codes import ErrorCode
 from kgroup.lab.recorded import recording
 from kgroup.lab.results import simulate
 from kgroup.lab.scenario import scenario_from_dict
@@ -225,7 +226,8 @@ def test_switched_off_there_is_no_topic_and_no_event(tmp_path):
         assert member.error is None
         assert EVENTS not in metadata(proc.bootstrap).topics
         # Asking for it by name does not create it either.
-        assert metadata(proc.bootstrap, EVENTS).topics[EVENTS].error == "UNKNOWN_TOPIC_OR_PARTITION"
+        assert metadata(proc.bootstrap, EVENTS).topics[EVENTS].error \
+            is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         assert EVENTS not in metadata(proc.bootstrap).topics
         assert not list((tmp_path / "data").rglob(f"{EVENTS}*"))
     finally:
