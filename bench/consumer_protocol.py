@@ -17,7 +17,7 @@
                topic.metadata.refresh.interval.ms = --metadata-refresh-ms (500).
 
 --heartbeats   ConsumerGroupHeartbeat throughput with --members simulated members:
-               (a) the pure core in-process (`GroupCoordinator.consumer_group_heartbeat`),
+               (a) the pure core in-process (`GroupCoordinatorShard.consumer_group_heartbeat`),
                    members spread over each --groups count in turn; every member joins
                    (epoch 0), all then heartbeat with what they were told until every
                    member is at the group epoch and owns its target; then steady state:
@@ -47,7 +47,7 @@ import uuid
 import peers
 from broker_common import pipeline
 from kgroup.core.config import GroupConfig
-from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.messages import ConsumerGroupHeartbeatRequest
 
 CG_HEARTBEAT = 68
@@ -226,7 +226,7 @@ REPLY = _Token()
 def core_heartbeats(members: int, groups: int, partitions: int, seconds: float) -> dict:
     cfg = GroupConfig(initial_rebalance_delay_ms=0, consumer_session_timeout_ms=600_000,
                       consumer_max_session_timeout_ms=600_000)
-    coord = GroupCoordinator(cfg)
+    coord = GroupCoordinatorShard(cfg)
     now = 0
 
     def apply(result):

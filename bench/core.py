@@ -3,7 +3,7 @@
 Everything runs in-process against the pure core (no broker, no wire codec); only the core
 calls are timed. Figures are medians over 5 runs (3 with --quick, on smaller inputs).
 
-  heartbeat      1,000-member Stable group; `GroupCoordinator.heartbeat` called directly with
+  heartbeat      1,000-member Stable group; `GroupCoordinatorShard.heartbeat` called directly with
                  a dummy reply token, rotating through the members.
   join-sync      1,000-member group; one round = the leader rejoins (starting a rebalance),
                  every other member rejoins, the join phase completes, the leader syncs with
@@ -26,7 +26,7 @@ import statistics
 import time
 
 from kgroup.core.config import GroupConfig
-from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from kgroup.core.record_codec import decode, encode
 from kgroup.core.records import OffsetCommitRecord, OffsetCommitValue
@@ -36,7 +36,7 @@ PROTOCOLS = (("range", b"\x00\x01\x00\x00\x00\x01\x00\x05topic\x00\x00\x00\x00")
 REPLY = object()  # the dummy reply token
 
 
-def apply(coord: GroupCoordinator, result) -> None:
+def apply(coord: GroupCoordinatorShard, result) -> None:
     for record in result.records:
         coord.replay(record)
 
@@ -49,9 +49,9 @@ def join_request(member_id: str, instance: str | None = None) -> JoinGroupReques
     )
 
 
-def stable_group(n: int) -> tuple[GroupCoordinator, list[str], int]:
+def stable_group(n: int) -> tuple[GroupCoordinatorShard, list[str], int]:
     """A coordinator holding one Stable group of n members (v3 joins: no two-step)."""
-    coord = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0))
+    coord = GroupCoordinatorShard(GroupConfig(initial_rebalance_delay_ms=0))
     apply(coord, coord.load_complete(0))
     for _ in range(n):
         req = join_request("")
@@ -73,7 +73,7 @@ def _fields(req) -> dict:
     return {name: getattr(req, name) for name in req.__slots__}
 
 
-def sync_all(coord: GroupCoordinator, leader: str, members: list[str], generation: int, now: int) -> None:
+def sync_all(coord: GroupCoordinatorShard, leader: str, members: list[str], generation: int, now: int) -> None:
     assignments = tuple((m, b"assignment-" + m.encode()) for m in members)
     apply(coord, coord.sync_group(SyncGroupRequest(GROUP, generation, leader, assignments=assignments), REPLY, now))
     for m in members:
@@ -153,7 +153,7 @@ def offset_records(n: int) -> list[OffsetCommitRecord]:
 
 
 def bench_replay(records) -> float:
-    coord = GroupCoordinator()
+    coord = GroupCoordinatorShard()
     replay = coord.replay
     gc.collect()
     start = time.perf_counter()
@@ -176,7 +176,7 @@ def bench_decode(payloads) -> float:
 
 
 def bench_decode_replay(payloads) -> float:
-    coord = GroupCoordinator()
+    coord = GroupCoordinatorShard()
     replay = coord.replay
     gc.collect()
     start = time.perf_counter()

@@ -335,3 +335,70 @@ def describe_type(bootstrap: str, group: str) -> str:
         finally:
             await admin.close()
     return asyncio.run(go())
+
+
+def test_kip848_consumer_member_reusing_a_classic_static_instance_id_is_refused_and_the_classic_group_carries_on(cbroker):
+    """Two static kafka-python members hold a classic group; a librdkafka consumer-protocol
+    member joins with one of their instance ids. It is refused (UNRELEASED_INSTANCE_ID, as in
+    Kafka) and the classic group stays exactly as it was: same member ids and assignments,
+    no rebalance."""
+    import asyncio
+
+    from confluent_kafka import Consumer, KafkaError
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+    from kgroup.client.admin import AdminClient
+    from tests.integration.clients import ConsumerThread
+
+    create_topic(cbroker.bootstrap, "t", 4)
+    classic = [ConsumerThread("kafka-python", cbroker.bootstrap, "static-mix", "t", f"kp{i}",
+                              group_instance_id=f"inst-{i}",
+                              partition_assignment_strategy=[RangePartitionAssignor]) for i in range(2)]
+    for c in classic:
+        c.start()
+    wait_for(lambda: sorted(len(c.tally.assigned) for c in classic) == [2, 2], what="classic 2 + 2")
+
+    def described():
+        async def go():
+            admin = AdminClient(cbroker.bootstrap)
+            try:
+                return await admin.describe_group("static-mix")
+            finally:
+                await admin.close()
+        group = asyncio.run(go())
+        return group.state, {m.group_instance_id: (m.member_id, dict(m.assignment or {})) for m in group.members}
+
+    before = described()
+    assert before[0] == "Stable" and set(before[1]) == {"inst-0", "inst-1"}
+    events_before = [list(c.tally.events) for c in classic]
+
+    errors: list = []
+
+    def refused() -> bool:
+        # librdkafka treats UNRELEASED_INSTANCE_ID as fatal and reports it as _FATAL.
+        return any(e.code() == KafkaError.UNRELEASED_INSTANCE_ID
+                   or (e.code() == KafkaError._FATAL and "instance ID is still used" in e.str())
+                   for e in errors)
+
+    newcomer = Consumer({"bootstrap.servers": cbroker.bootstrap, "group.id": "static-mix",
+                         "group.protocol": "consumer", "group.instance.id": "inst-0",
+                         "error_cb": errors.append})
+    try:
+        newcomer.subscribe(["t"])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not refused():
+            msg = newcomer.poll(0.2)
+            if msg is not None and msg.error() is not None:
+                errors.append(msg.error())
+        assert refused(), errors
+    finally:
+        newcomer.close()
+    # Well past a session timeout (6 s) of heartbeats at 1 s: a torn-down group would have
+    # made both members rejoin with new ids by now.
+    time.sleep(8)
+    assert described() == before
+    assert [list(c.tally.events) for c in classic] == events_before
+    assert describe_type(cbroker.bootstrap, "static-mix") == "classic"
+    for c in classic:
+        c.stop(commit=False)
+        assert c.tally.error is None

@@ -11,7 +11,7 @@ import kgroup.core.consumer_protocol as consumer_protocol
 from kgroup.assignors import registry
 from kgroup.assignors.sticky import CooperativeStickyAssignor
 from kgroup.core.classic_group import ClassicGroup
-from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import GroupError
 from kgroup.core.messages import OffsetCommitPartition, OffsetCommitRequest
 from kgroup.core.offsets import Offsets
@@ -68,7 +68,7 @@ class AcceptsStaleCommits(Offsets):
 
 
 def broken_offsets_coordinator(*args, **kwargs):
-    coord = GroupCoordinator(*args, **kwargs)
+    coord = GroupCoordinatorShard(*args, **kwargs)
     coord.offsets.__class__ = AcceptsStaleCommits
     return coord
 
@@ -100,7 +100,7 @@ def test_the_broken_offsets_variant_really_drops_the_generation_check():
     group = ClassicGroup("g", 0)
     group.generation = 5
     stale = OffsetCommitRequest("g", 4, "m", (OffsetCommitPartition("t", 0, 1),))
-    coord = GroupCoordinator()
+    coord = GroupCoordinatorShard()
     with pytest.raises(GroupError):
         coord.offsets._validate_commit(group, stale)
     assert broken_offsets_coordinator().offsets._validate_commit(group, stale) is None

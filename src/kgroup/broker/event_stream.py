@@ -1,10 +1,11 @@
 """The group event stream: every group change as a JSON record on `__kgroup_events`.
 
 How this works: after a shard has run a handler or a timer and replayed its records, it
-tells the stream what ran and the stream asks the core's `EventTracker` for the events of
-the groups that call touched (a pure diff of group summaries, core/group_events.py). A call
-that cannot have changed a group (a commit, a fetch, a heartbeat that wrote no record) is
-not looked at; one that could but did not costs the tracker two dict lookups. Each event is a
+hands the stream the Result, whose `changes` name the groups the handler may have changed
+and why (core/result.py, GroupChange); the stream asks the core's `EventTracker` for their
+events (a pure diff of group summaries, core/group_events.py). A Result that names no group
+(a commit, a fetch, a steady heartbeat) is not looked at; one that names a group that did
+not change costs the tracker two dict lookups. Each event is a
 record (key = group id, value = the JSON object) appended to partition 0 of
 `__kgroup_events` through the same storage as produced data, so any Kafka client can
 fetch them; the events ready in one turn of the event loop go out as one record batch and
@@ -21,22 +22,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 from kgroup.broker.durability import Durability
 from kgroup.broker.internal_topics import GROUP_EVENTS_TOPIC
-from kgroup.core.coordinator import GroupCoordinator
-from kgroup.core.group_events import (
-    REQUEST_CAUSES,
-    TOPICS_CHANGED,
-    Cause,
-    EventTracker,
-    GroupEvent,
-    record_groups,
-    request_groups,
-    timer_cause,
-)
-from kgroup.core.timers import TimerOp
+from kgroup.core.group_events import EventTracker, GroupEvent
+from kgroup.core.result import Result
 from kgroup.storage import DataDir
 from kgroup.wire.record_batch import build_batch
 
@@ -52,10 +43,6 @@ LOG_EVERY = 1000
 # Most records in one batch (about 300 bytes each: far below max.message.bytes).
 BATCH_RECORDS = 1000
 
-# The core handlers a shard call is looked at for, by function, and why.
-HANDLER_CAUSES: dict[Callable, Cause] = {getattr(GroupCoordinator, name): cause
-                                         for name, cause in REQUEST_CAUSES.items()}
-
 
 def ensure_topic(data: DataDir) -> None:
     """Create `__kgroup_events` (one partition) unless it exists."""
@@ -67,14 +54,9 @@ def ensure_topic(data: DataDir) -> None:
 class GroupEventStream:
     """Derives group events after each shard call and appends them to the internal topic.
 
-    The shard checks `always` and `with_records` itself before calling `after_call`, so a
-    call that cannot have changed a group (a steady heartbeat) costs a set lookup.
+    The shard calls `after` only for a Result with changes, so a call that changed no group
+    (a steady heartbeat) costs it one attribute test.
     """
-
-    # Handlers that may change a group without writing a record, and ones that change a
-    # group only through records (looked at only when they wrote some).
-    always = frozenset(f for f, cause in HANDLER_CAUSES.items() if cause.unrecorded)
-    with_records = frozenset(f for f, cause in HANDLER_CAUSES.items() if not cause.unrecorded)
 
     def __init__(self, data: DataDir, durability: Durability,
                  ring: Callable[[tuple[str, int]], None] | None = None) -> None:
@@ -97,27 +79,10 @@ class GroupEventStream:
         """A shard finished loading: its groups as they are now are the starting point."""
         self.tracker.prime(shard.coordinator.shard)
 
-    def after_call(self, shard: Shard, handler: Callable, request: Any, records: Sequence, now_ms: int) -> None:
-        """A core handler (a GroupCoordinator function in `always` or `with_records`) ran."""
-        self._observe(shard, request_groups(request), HANDLER_CAUSES[handler], now_ms, records)
-
-    def after_timer(self, shard: Shard, op: TimerOp, records: Sequence, now_ms: int) -> None:
-        touched = [op.group_id] if op.group_id else []
-        if records:
-            # The offsets-expiry timer names no group; the groups it deleted are in its records.
-            touched += [g for g in record_groups(records) if g not in touched]
-        self._observe(shard, touched, timer_cause(op.kind), now_ms, records)
-
-    def after_topics(self, shard: Shard, records: Sequence, now_ms: int) -> None:
-        if records:
-            self._observe(shard, record_groups(records), TOPICS_CHANGED, now_ms, records)
-
-    # ---- deriving and writing ------------------------------------------------------------
-
-    def _observe(self, shard: Shard, group_ids: Iterable[str], cause: Cause, now_ms: int,
-                 records: Sequence) -> None:
+    def after(self, shard: Shard, result: Result, now_ms: int) -> None:
+        """A core handler or timer ran and its records were replayed; `result.changes` is not empty."""
         try:
-            events = self.tracker.observe(shard.coordinator.shard, group_ids, cause, now_ms, records)
+            events = self.tracker.observe(shard.coordinator.shard, result.changes, now_ms, result.records)
             if events:
                 self._publish(shard, events)
         except Exception:

@@ -1,4 +1,4 @@
-"""One coordinator shard: a GroupCoordinator bound to one group-metadata log partition.
+"""One coordinator shard: a GroupCoordinatorShard bound to one group-metadata log partition.
 
 How this works: `call(handler, request)` runs the pure handler with an asyncio future as the
 reply token, appends the records it returned to the partition log, replays them, and hands
@@ -8,7 +8,8 @@ rebalance) resolve later from another request's or a timer's Result, through the
 Timers: after every call the shard re-arms one loop timer at the core's next deadline.
 Loading replays the partition's snapshot and log tail; until it finishes, group requests
 get COORDINATOR_LOAD_IN_PROGRESS. With the group event stream on (`events`), every call,
-timer and topic change is reported to it once its records are replayed (event_stream.py).
+timer and topic change whose Result names a group it changed is reported to it once its
+records are replayed (event_stream.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Callable
 from kgroup.broker.durability import Durability
 from kgroup.core import record_codec
 from kgroup.core.config import GroupConfig
-from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.result import Result
 from kgroup.storage.metadata_log import MetadataPartition
@@ -44,7 +45,7 @@ class Shard:
         self.index = index
         self.partition = partition
         self.durability = durability
-        self.coordinator = GroupCoordinator(config, new_member_id)
+        self.coordinator = GroupCoordinatorShard(config, new_member_id)
         self.loaded = False
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
@@ -83,8 +84,8 @@ class Shard:
         now = now_ms()
         result = self.coordinator.update_topics(image, now)
         self.apply(result)
-        if self.events is not None:
-            self.events.after_topics(self, result.records, now)
+        if self.events is not None and result.changes:
+            self.events.after(self, result, now)
 
     # ---- requests -------------------------------------------------------------------------
 
@@ -97,11 +98,9 @@ class Shard:
         result = handler(request, reply, now, *args)
         self.apply(result)
         events = self.events
-        if events is not None:
-            # Inline, so a steady heartbeat pays a set lookup and no call.
-            func = getattr(handler, "__func__", None)
-            if func in events.always or (result.records and func in events.with_records):
-                events.after_call(self, func, request, result.records, now)
+        if events is not None and result.changes:
+            # Only a Result that names a group it changed: a steady heartbeat names none.
+            events.after(self, result, now)
         # Most replies are given at once (a heartbeat, a commit under fsync=never): no
         # future, no suspension. A parked or fsync-waiting reply gets a future to wait on.
         if reply.state is _GIVEN:
@@ -182,8 +181,8 @@ class Shard:
                 break
             op, result = due
             self.apply(result)
-            if events is not None:
-                events.after_timer(self, op, result.records, now)
+            if events is not None and result.changes:
+                events.after(self, result, now)
         self._arm_timer()
 
     # ---- snapshots ------------------------------------------------------------------------

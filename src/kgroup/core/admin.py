@@ -102,6 +102,7 @@ class Admin:
         out = ResultBuilder()
         results = []
         for group_id in group_ids:
+            out.changed(group_id, "DeleteGroups")
             group = self.shard.groups.get(group_id)
             consumer = self.shard.consumer_groups.get(group_id)
             if consumer is not None:

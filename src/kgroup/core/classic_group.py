@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.errors import ErrorCode, GroupError, IllegalGroupTransition
 from kgroup.core.messages import JoinGroupMember
 from kgroup.core.records import ClassicGroupValue, ClassicMemberValue
 from kgroup.core.result import ReplyTo
@@ -46,12 +46,8 @@ TRANSITIONS: dict[ClassicGroupState, frozenset[ClassicGroupState]] = {
 }
 
 
-class IllegalTransition(RuntimeError):
-    """A bug: some handler tried a move the transition table forbids."""
-
-
 @dataclass(frozen=True, slots=True)
-class ClassicMember:
+class ClassicGroupMember:
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -80,7 +76,7 @@ class ClassicMember:
         for name, _ in self.protocols:
             if name in candidates:
                 return name
-        raise IllegalTransition(f"member {self.member_id} supports none of {sorted(candidates)}")
+        raise IllegalGroupTransition(f"member {self.member_id} supports none of {sorted(candidates)}")
 
     def matches(self, protocols: tuple[tuple[str, bytes], ...]) -> bool:
         """Same protocols with the same metadata, in the same order."""
@@ -106,7 +102,7 @@ class ClassicGroup:
         self.protocol_type: str = ""
         self.protocol: str | None = None
         self.leader: str | None = None
-        self.members: dict[str, ClassicMember] = {}
+        self.members: dict[str, ClassicGroupMember] = {}
         self.static_members: dict[str, str] = {}      # instance id -> member id
         self.pending_members: dict[str, None] = {}     # MEMBER_ID_REQUIRED, not yet joined
         self.awaiting_join: dict[str, ReplyTo] = {}    # member id -> parked JoinGroup reply
@@ -126,7 +122,7 @@ class ClassicGroup:
 
     def transition_to(self, target: ClassicGroupState, now_ms: int) -> None:
         if target not in TRANSITIONS[self.state]:
-            raise IllegalTransition(f"group {self.group_id}: {self.state.value} -> {target.value}")
+            raise IllegalGroupTransition(f"group {self.group_id}: {self.state.value} -> {target.value}")
         self.previous_state = self.state
         self.state = target
         self.state_timestamp_ms = now_ms
@@ -152,7 +148,7 @@ class ClassicGroup:
     def static_member_id(self, instance_id: str | None) -> str | None:
         return None if instance_id is None else self.static_members.get(instance_id)
 
-    def add(self, member: ClassicMember, reply: ReplyTo | None) -> None:
+    def add(self, member: ClassicGroupMember, reply: ReplyTo | None) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.version += 1
@@ -167,7 +163,7 @@ class ClassicGroup:
         if reply is not None:
             self.awaiting_join[member.member_id] = reply
 
-    def remove(self, member_id: str) -> ClassicMember | None:
+    def remove(self, member_id: str) -> ClassicGroupMember | None:
         """Drop a member (or pending member) and hand leadership on if it led.
 
         Parked replies are the caller's to answer first; this only forgets them.
@@ -188,7 +184,7 @@ class ClassicGroup:
             self.leader = next(iter(self.members), None)
         return member
 
-    def update(self, member: ClassicMember) -> None:
+    def update(self, member: ClassicGroupMember) -> None:
         """Replace a member's record (protocols or timeouts changed), keeping its place."""
         old = self.members[member.member_id]
         self._forget_protocols(old)
@@ -196,7 +192,7 @@ class ClassicGroup:
             self._protocol_counts[name] = self._protocol_counts.get(name, 0) + 1
         self.members[member.member_id] = member
 
-    def replace_static(self, old_member_id: str, new_member_id: str) -> ClassicMember:
+    def replace_static(self, old_member_id: str, new_member_id: str) -> ClassicGroupMember:
         """Give a static member's place to a new member id (a restarted instance).
 
         The new id goes to the end of the join order, as a new entry would in Kafka.
@@ -216,7 +212,7 @@ class ClassicGroup:
                 tracked[new_member_id] = None
         return new
 
-    def _forget_protocols(self, member: ClassicMember) -> None:
+    def _forget_protocols(self, member: ClassicGroupMember) -> None:
         for name in member.protocol_names():
             left = self._protocol_counts[name] - 1
             if left:
@@ -275,7 +271,7 @@ class ClassicGroup:
     def all_joined(self) -> bool:
         return len(self.awaiting_join) == len(self.members) and not self.pending_members
 
-    def not_yet_rejoined(self) -> list[ClassicMember]:
+    def not_yet_rejoined(self) -> list[ClassicGroupMember]:
         return [m for mid, m in self.members.items() if mid not in self.awaiting_join]
 
     def join_members(self) -> tuple[JoinGroupMember, ...]:
@@ -322,7 +318,7 @@ class ClassicGroup:
         group.protocol = value.protocol
         for mv in value.members:
             group.add(
-                ClassicMember(
+                ClassicGroupMember(
                     member_id=mv.member_id,
                     group_instance_id=mv.group_instance_id,
                     client_id=mv.client_id,

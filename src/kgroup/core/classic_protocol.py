@@ -12,7 +12,10 @@ Stable. Any member change (join with new metadata, leader rejoin, leave, session
 member that never syncs) sends the group back to PreparingRebalance.
 
 Replies to parked requests are returned in `Result.replies` against the reply token the
-request brought; immediate failures raise GroupError before anything changes.
+request brought; immediate failures raise GroupError before anything changes. These
+handlers see classic groups only: the coordinator routes a classic request for a consumer
+group to migration.py, which may hand a group back here (`adopt`) or take one away
+(`retire`) through the public methods at the end.
 Behaviour follows Apache Kafka's GroupMetadataManager; comments note where we choose.
 """
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kgroup.core.classic_group import ClassicGroup, ClassicGroupState, ClassicMember
+from kgroup.core.classic_group import ClassicGroup, ClassicGroupState, ClassicGroupMember
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.messages import (
     UNKNOWN_MEMBER_ID,
@@ -35,9 +38,15 @@ from kgroup.core.messages import (
     SyncGroupResponse,
 )
 from kgroup.core.records import ClassicGroupRecord
-from kgroup.core.result import EMPTY_RESULT, ReplyTo, Result, ResultBuilder
+from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
-from kgroup.core.timers import TimerOp
+from kgroup.core.timers import (
+    TimerKind,
+    TimerOp,
+    classic_join_key,
+    classic_session_key,
+    classic_sync_key,
+)
 
 S = ClassicGroupState
 
@@ -49,18 +58,6 @@ HEARTBEAT_REBALANCING = HeartbeatResponse(ErrorCode.REBALANCE_IN_PROGRESS)
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 
-def heartbeat_key(group_id: str, member_id: str) -> tuple:
-    return ("heartbeat", group_id, member_id)
-
-
-def join_key(group_id: str) -> tuple:
-    return ("join", group_id)
-
-
-def sync_key(group_id: str) -> tuple:
-    return ("sync", group_id)
-
-
 class ClassicProtocol:
     """Handlers of the classic group APIs over one shard's state."""
 
@@ -68,17 +65,14 @@ class ClassicProtocol:
         self.shard = shard
         self.config = shard.config
         self.timers = shard.timers
-        # Classic members of a group that migrated to the consumer protocol (migration.py).
-        self.migration = None
 
     # ======================================================================================
     # JoinGroup
     # ======================================================================================
 
-    def join(self, req: JoinGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
-        """Handle JoinGroup; the reply may be parked until the join phase completes."""
+    def check_join(self, req: JoinGroupRequest) -> None:
+        """Request-level validation of a JoinGroup, whatever kind of group it is for."""
         cfg = self.config
-        # 1. Request-level validation, before anything changes.
         if not req.group_id:
             raise GroupError(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
@@ -87,9 +81,11 @@ class ClassicProtocol:
                 f"session timeout {req.session_timeout_ms} ms is outside "
                 f"[{cfg.min_session_timeout_ms}, {cfg.max_session_timeout_ms}]",
             )
-        consumer_group = self.shard.consumer_groups.get(req.group_id)
-        if consumer_group is not None:
-            return self.migration.join(consumer_group, req, reply, now_ms)
+
+    def join(self, req: JoinGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """Handle JoinGroup; the reply may be parked until the join phase completes."""
+        # 1. Request-level validation, before anything changes.
+        self.check_join(req)
         is_unknown = req.member_id == UNKNOWN_MEMBER_ID
         group = self.shard.groups.get(req.group_id)
         if group is None:
@@ -107,6 +103,8 @@ class ClassicProtocol:
         # 2. The group now exists in memory (a failed join above left nothing behind).
         self.shard.groups.setdefault(req.group_id, group)
         out = ResultBuilder()
+        # The only member a JoinGroup removes is one past group.max.size.
+        out.changed(group.group_id, "JoinGroup", Departure.FENCED)
         # 3. group.max.size: members past the limit lose (KIP-389).
         if not self._accept_joining_member(group, req.member_id):
             self._remove_member(group, req.member_id, out)
@@ -145,8 +143,8 @@ class ClassicProtocol:
             # as "pending" until it comes back with it or its session times out.
             group.pending_members[new_id] = None
             self.timers.schedule(
-                heartbeat_key(group.group_id, new_id), now_ms + req.session_timeout_ms,
-                TimerOp("heartbeat", group.group_id, new_id),
+                classic_session_key(group.group_id, new_id), now_ms + req.session_timeout_ms,
+                TimerOp(TimerKind.CLASSIC_SESSION, group.group_id, new_id),
             )
             out.reply(reply, JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id))
         else:
@@ -180,8 +178,8 @@ class ClassicProtocol:
         else:
             out.reply(reply, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
 
-    def _new_member(self, req: JoinGroupRequest, member_id: str) -> ClassicMember:
-        return ClassicMember(
+    def _new_member(self, req: JoinGroupRequest, member_id: str) -> ClassicGroupMember:
+        return ClassicGroupMember(
             member_id=member_id,
             group_instance_id=req.group_instance_id,
             client_id=req.client_id,
@@ -201,19 +199,19 @@ class ClassicProtocol:
         group.add(member, reply)
         group.new_members[member_id] = None
         self.timers.schedule(
-            heartbeat_key(group.group_id, member_id), now_ms + NEW_MEMBER_JOIN_TIMEOUT_MS,
-            TimerOp("heartbeat", group.group_id, member_id),
+            classic_session_key(group.group_id, member_id), now_ms + NEW_MEMBER_JOIN_TIMEOUT_MS,
+            TimerOp(TimerKind.CLASSIC_SESSION, group.group_id, member_id),
         )
         self._maybe_prepare_rebalance_or_complete_join(group, out, now_ms)
 
-    def _update_member_and_rebalance(self, group: ClassicGroup, member: ClassicMember,
+    def _update_member_and_rebalance(self, group: ClassicGroup, member: ClassicGroupMember,
                                      req: JoinGroupRequest, reply: ReplyTo, out: ResultBuilder,
                                      now_ms: int) -> None:
         self._update_member(group, member, req, reply)
         self._maybe_prepare_rebalance_or_complete_join(group, out, now_ms)
 
-    def _update_member(self, group: ClassicGroup, member: ClassicMember, req: JoinGroupRequest,
-                       reply: ReplyTo | None) -> ClassicMember:
+    def _update_member(self, group: ClassicGroup, member: ClassicGroupMember, req: JoinGroupRequest,
+                       reply: ReplyTo | None) -> ClassicGroupMember:
         updated = replace(
             member,
             protocols=req.protocols,
@@ -241,7 +239,7 @@ class ClassicProtocol:
         old_sync = group.awaiting_sync.pop(old_id, None)
         if old_sync is not None:
             out.reply(old_sync, SyncGroupResponse(ErrorCode.FENCED_INSTANCE_ID))
-        self.timers.cancel(heartbeat_key(group.group_id, old_id))
+        self.timers.cancel(classic_session_key(group.group_id, old_id))
         member = group.replace_static(old_id, new_id)
         self._schedule_heartbeat(group, member, now_ms)
         member = self._update_member(group, member, req, reply)
@@ -298,22 +296,22 @@ class ClassicProtocol:
             # Members waiting for an assignment of a generation that will never be
             # completed must rejoin.
             self._reset_assignment_and_fail_syncs(group, ErrorCode.REBALANCE_IN_PROGRESS, out, now_ms)
-        self.timers.cancel(sync_key(group.group_id))
+        self.timers.cancel(classic_sync_key(group.group_id))
         initial = group.is_in(S.EMPTY)
         group.transition_to(S.PREPARING_REBALANCE, now_ms)
         if initial:
             delay = self.config.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
             self.timers.schedule(
-                join_key(group.group_id), now_ms + delay,
-                TimerOp("initial-join", group.group_id, delay_ms=delay, remaining_ms=remaining),
+                classic_join_key(group.group_id), now_ms + delay,
+                TimerOp(TimerKind.CLASSIC_INITIAL_JOIN, group.group_id, delay_ms=delay, remaining_ms=remaining),
             )
             return
         if group.all_joined():
             self._complete_join(group, out, now_ms)
         else:
-            self.timers.schedule(join_key(group.group_id), now_ms + group.rebalance_timeout_ms(),
-                                 TimerOp("join", group.group_id))
+            self.timers.schedule(classic_join_key(group.group_id), now_ms + group.rebalance_timeout_ms(),
+                                 TimerOp(TimerKind.CLASSIC_JOIN, group.group_id))
 
     def _maybe_complete_join_phase(self, group: ClassicGroup, out: ResultBuilder, now_ms: int) -> None:
         # The initial rebalance always waits out its delay, even when everyone is in.
@@ -331,11 +329,12 @@ class ClassicProtocol:
             delay = min(self.config.initial_rebalance_delay_ms, op.remaining_ms)
             remaining = max(op.remaining_ms - op.delay_ms, 0)
             self.timers.schedule(
-                join_key(group.group_id), now_ms + delay,
-                TimerOp("initial-join", group.group_id, delay_ms=delay, remaining_ms=remaining),
+                classic_join_key(group.group_id), now_ms + delay,
+                TimerOp(TimerKind.CLASSIC_INITIAL_JOIN, group.group_id, delay_ms=delay, remaining_ms=remaining),
             )
             return EMPTY_RESULT
         out = ResultBuilder()
+        out.changed(group.group_id, "initial rebalance delay", Departure.EXPIRED)
         self._complete_join(group, out, now_ms)
         return out.build()
 
@@ -344,21 +343,22 @@ class ClassicProtocol:
         if group is None or not group.is_in(S.PREPARING_REBALANCE):
             return EMPTY_RESULT
         out = ResultBuilder()
+        out.changed(group.group_id, "rebalance timeout", Departure.EXPIRED)
         self._complete_join(group, out, now_ms)
         return out.build()
 
     def _complete_join(self, group: ClassicGroup, out: ResultBuilder, now_ms: int) -> None:
-        self.timers.cancel(join_key(group.group_id))
+        self.timers.cancel(classic_join_key(group.group_id))
         # 1. Dynamic members that did not rejoin are gone; static members keep their place.
         for member in group.not_yet_rejoined():
             if not member.is_static:
-                self.timers.cancel(heartbeat_key(group.group_id, member.member_id))
+                self.timers.cancel(classic_session_key(group.group_id, member.member_id))
                 group.remove(member.member_id)
         # 2. A leader that did not rejoin hands over to the first member that did. If nobody
         #    rejoined (only absent static members are left) wait another rebalance timeout.
         if group.members and not self._elect_joined_leader(group):
-            self.timers.schedule(join_key(group.group_id), now_ms + group.rebalance_timeout_ms(),
-                                 TimerOp("join", group.group_id))
+            self.timers.schedule(classic_join_key(group.group_id), now_ms + group.rebalance_timeout_ms(),
+                                 TimerOp(TimerKind.CLASSIC_JOIN, group.group_id))
             return
         # 3. Next generation.
         group.generation += 1
@@ -388,8 +388,8 @@ class ClassicProtocol:
             self._schedule_heartbeat(group, member, now_ms)
             group.pending_sync[member_id] = None
         # 5. Members that never send SyncGroup are removed after the rebalance timeout.
-        self.timers.schedule(sync_key(group.group_id), now_ms + group.rebalance_timeout_ms(),
-                             TimerOp("sync", group.group_id, generation=group.generation))
+        self.timers.schedule(classic_sync_key(group.group_id), now_ms + group.rebalance_timeout_ms(),
+                             TimerOp(TimerKind.CLASSIC_SYNC, group.group_id, generation=group.generation))
 
     def _elect_joined_leader(self, group: ClassicGroup) -> bool:
         if group.leader is None:
@@ -408,6 +408,7 @@ class ClassicProtocol:
                 or not group.is_in(S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync):
             return EMPTY_RESULT
         out = ResultBuilder()
+        out.changed(group.group_id, "sync timeout", Departure.EXPIRED)
         for member_id in list(group.pending_sync):
             self._remove_member(group, member_id, out)
         self._prepare_rebalance(group, out, now_ms)
@@ -425,14 +426,14 @@ class ClassicProtocol:
             self._schedule_heartbeat(group, group.members[member_id], now_ms)
         group.awaiting_sync.clear()
 
-    def _schedule_heartbeat(self, group: ClassicGroup, member: ClassicMember, now_ms: int) -> None:
-        self.timers.schedule(heartbeat_key(group.group_id, member.member_id),
+    def _schedule_heartbeat(self, group: ClassicGroup, member: ClassicGroupMember, now_ms: int) -> None:
+        self.timers.schedule(classic_session_key(group.group_id, member.member_id),
                              now_ms + member.session_timeout_ms,
-                             TimerOp("heartbeat", group.group_id, member.member_id))
+                             TimerOp(TimerKind.CLASSIC_SESSION, group.group_id, member.member_id))
 
     def _remove_member(self, group: ClassicGroup, member_id: str, out: ResultBuilder) -> None:
         """Remove a member, answering its parked requests so no client waits forever."""
-        self.timers.cancel(heartbeat_key(group.group_id, member_id))
+        self.timers.cancel(classic_session_key(group.group_id, member_id))
         parked_join = group.awaiting_join.get(member_id)
         if parked_join is not None:
             out.reply(parked_join, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID))
@@ -452,6 +453,7 @@ class ClassicProtocol:
         if group is None or group.is_in(S.DEAD):
             return EMPTY_RESULT
         out = ResultBuilder()
+        out.changed(group.group_id, "session timeout", Departure.EXPIRED)
         member_id = op.member_id
         if group.is_pending(member_id):
             group.remove(member_id)
@@ -473,8 +475,6 @@ class ClassicProtocol:
 
     def sync(self, req: SyncGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Handle SyncGroup; followers are parked until the leader's assignment is stored."""
-        if req.group_id in self.shard.consumer_groups:
-            return self.migration.sync(self.shard.consumer_groups[req.group_id], req, reply, now_ms)
         group = self.shard.groups.get(req.group_id)
         if group is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
@@ -492,6 +492,7 @@ class ClassicProtocol:
         if group.is_in(S.PREPARING_REBALANCE):
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
         out = ResultBuilder()
+        out.changed(group.group_id, "SyncGroup")
         self._sync_received(group, req.member_id)
         if group.is_in(S.STABLE):
             member = group.members[req.member_id]
@@ -518,7 +519,7 @@ class ClassicProtocol:
     def _sync_received(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync.pop(member_id, None)
         if not group.pending_sync:
-            self.timers.cancel(sync_key(group.group_id))
+            self.timers.cancel(classic_sync_key(group.group_id))
 
     # ======================================================================================
     # Heartbeat
@@ -527,8 +528,6 @@ class ClassicProtocol:
     def heartbeat(self, req: HeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Handle Heartbeat: keep the session alive and tell the member if it must rejoin."""
         group = self.shard.groups.get(req.group_id)
-        if group is None and req.group_id in self.shard.consumer_groups:
-            return self.migration.heartbeat(self.shard.consumer_groups[req.group_id], req, reply, now_ms)
         if group is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
         if group.state is S.DEAD:
@@ -543,11 +542,11 @@ class ClassicProtocol:
         state = group.state
         if state is S.EMPTY:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
-        # Every heartbeat key holds TimerOp("heartbeat", group, member): extend it in place.
-        key = heartbeat_key(group.group_id, member.member_id)
+        # Every session key holds TimerOp(CLASSIC_SESSION, group, member): extend it in place.
+        key = classic_session_key(group.group_id, member.member_id)
         deadline = now_ms + member.session_timeout_ms
         if not self.timers.extend(key, deadline):
-            self.timers.schedule(key, deadline, TimerOp("heartbeat", group.group_id, member.member_id))
+            self.timers.schedule(key, deadline, TimerOp(TimerKind.CLASSIC_SESSION, group.group_id, member.member_id))
         if state is S.PREPARING_REBALANCE:
             return Result((), ((reply, HEARTBEAT_REBALANCING),))
         return Result((), ((reply, HEARTBEAT_OK),))
@@ -558,14 +557,13 @@ class ClassicProtocol:
 
     def leave(self, req: LeaveGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Handle LeaveGroup: one member (v0-v2) or a batch by member or instance id (v3+)."""
-        if req.group_id in self.shard.consumer_groups:
-            return self.migration.leave(self.shard.consumer_groups[req.group_id], req, reply, now_ms)
         group = self.shard.groups.get(req.group_id)
         if group is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
         if group.is_in(S.DEAD):
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         out = ResultBuilder()
+        out.changed(group.group_id, "LeaveGroup")
         results: list[LeftMember] = []
         removed_any = False
         for leaving in req.members:
@@ -578,7 +576,7 @@ class ClassicProtocol:
                 else:
                     self._remove_member(group, target, out)
             elif group.is_pending(leaving.member_id):
-                self.timers.cancel(heartbeat_key(group.group_id, leaving.member_id))
+                self.timers.cancel(classic_session_key(group.group_id, leaving.member_id))
                 group.remove(leaving.member_id)
             else:
                 try:
@@ -607,3 +605,26 @@ class ClassicProtocol:
             self._prepare_rebalance(group, out, now_ms)
             return out.build()
         return EMPTY_RESULT
+
+    # ======================================================================================
+    # Groups changing kind (migration.py)
+    # ======================================================================================
+
+    def retire(self, group: ClassicGroup, now_ms: int) -> None:
+        """Take `group` out of this shard's classic groups (it became a consumer group): its
+        timers stop and it is Dead. Its parked replies are the caller's to answer first."""
+        group_id = group.group_id
+        self.timers.cancel(classic_join_key(group_id))
+        self.timers.cancel(classic_sync_key(group_id))
+        for member_id in list(group.members) + list(group.pending_members):
+            self.timers.cancel(classic_session_key(group_id, member_id))
+        if self.shard.groups.get(group_id) is group:
+            del self.shard.groups[group_id]
+        group.transition_to(S.DEAD, now_ms)
+
+    def adopt(self, group: ClassicGroup, out: ResultBuilder, now_ms: int) -> None:
+        """Take in `group`, rebuilt from its persisted value (a consumer group turned classic
+        again): arm its members' sessions and start a rebalance, so they rejoin the classic way."""
+        self.shard.groups[group.group_id] = group
+        self.group_loaded(group, now_ms)
+        self._prepare_rebalance(group, out, now_ms)

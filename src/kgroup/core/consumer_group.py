@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from kgroup.core.errors import IllegalGroupTransition
 from kgroup.core.records import (
     ConsumerCurrentRecord,
     ConsumerCurrentValue,
@@ -32,25 +33,47 @@ from kgroup.core.records import (
     ConsumerMemberValue,
     ConsumerTargetEpochRecord,
     ConsumerTargetRecord,
+    MemberState,
     Partitions,
 )
 
 
-class MemberState(Enum):
-    STABLE = "stable"
-    UNREVOKED_PARTITIONS = "unrevoked_partitions"
-    UNRELEASED_PARTITIONS = "unreleased_partitions"
-
-
 _M = MemberState
-# Every state may reach every other in one reconciliation step, except that a member with
-# revocations outstanding (UNREVOKED) can only leave that state by revoking; the table says
-# which moves `reconcile` may make from where.
-MEMBER_TRANSITIONS: dict[MemberState, frozenset[MemberState]] = {
-    _M.STABLE: frozenset({_M.STABLE, _M.UNREVOKED_PARTITIONS, _M.UNRELEASED_PARTITIONS}),
-    _M.UNREVOKED_PARTITIONS: frozenset({_M.UNREVOKED_PARTITIONS, _M.UNRELEASED_PARTITIONS, _M.STABLE}),
-    _M.UNRELEASED_PARTITIONS: frozenset({_M.UNRELEASED_PARTITIONS, _M.UNREVOKED_PARTITIONS, _M.STABLE}),
+
+
+class EpochMove(Enum):
+    """What a reconciliation step does to the member's epoch."""
+
+    KEEP = "keep"          # it still owes partitions back: no new epoch until it revokes
+    TO_TARGET = "target"   # it reaches the target assignment's epoch
+
+
+# The moves one reconciliation step (`reconcile`) may make, and what each does to the epoch.
+# Every state can reach every state: a new target can take partitions away from a member
+# whatever it was doing (-> UNREVOKED, keeping its epoch), and once it has nothing to give
+# back it moves to the target epoch, STABLE or still waiting for a partition another member
+# holds (UNRELEASED). What the table rules out is the epoch going the wrong way: a member
+# that must revoke never gets the new epoch, one that is done always does. The guards that
+# keep a member where it is (STABLE at the target epoch; UNREVOKED while it still reports a
+# partition pending revocation) are in `reconcile`, which returns the value unchanged.
+MEMBER_TRANSITIONS: dict[MemberState, dict[MemberState, EpochMove]] = {
+    source: {
+        _M.STABLE: EpochMove.TO_TARGET,
+        _M.UNRELEASED_PARTITIONS: EpochMove.TO_TARGET,
+        _M.UNREVOKED_PARTITIONS: EpochMove.KEEP,
+    }
+    for source in MemberState
 }
+
+
+def check_member_transition(current: ConsumerCurrentValue, nxt: ConsumerCurrentValue, target_epoch: int) -> None:
+    """Raise IllegalGroupTransition unless `current` -> `nxt` is a move the table allows."""
+    move = MEMBER_TRANSITIONS[current.state].get(nxt.state)
+    expected = current.member_epoch if move is EpochMove.KEEP else target_epoch
+    if move is None or nxt.member_epoch != expected:
+        raise IllegalGroupTransition(
+            f"member {current.state.value}@{current.member_epoch} -> {nxt.state.value}@{nxt.member_epoch} "
+            f"(target epoch {target_epoch})")
 
 
 class GroupState(Enum):
@@ -71,11 +94,11 @@ def as_tuple(mapping: dict[str, set[int]] | dict[str, tuple[int, ...]]) -> Parti
 
 
 @dataclass(slots=True)
-class ConsumerMember:
+class ConsumerGroupMember:
     member_id: str
     meta: ConsumerMemberValue
     current: ConsumerCurrentValue = field(default_factory=lambda: ConsumerCurrentValue(
-        0, 0, MemberState.STABLE.value, (), ()))
+        0, 0, MemberState.STABLE, (), ()))
 
     @property
     def epoch(self) -> int:
@@ -83,7 +106,7 @@ class ConsumerMember:
 
     @property
     def state(self) -> MemberState:
-        return MemberState(self.current.state)
+        return self.current.state
 
     def owned(self) -> Partitions:
         """Assigned plus pending revocation: what this member may still be consuming."""
@@ -100,7 +123,7 @@ class ConsumerGroup:
     target_epoch: int = 0
     # ((topic name, topic id, partitions), ...) the group subscribed to at `epoch`
     subscribed: tuple[tuple[str, str, int], ...] = ()
-    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     target: dict[str, Partitions] = field(default_factory=dict)
     # (topic id, partition) -> member id that still holds it
     owners: dict[tuple[str, int], str] = field(default_factory=dict)
@@ -118,7 +141,7 @@ class ConsumerGroup:
                 return GroupState.RECONCILING
         return GroupState.STABLE
 
-    def static_member(self, instance_id: str | None) -> ConsumerMember | None:
+    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
         if instance_id is None:
             return None
         for m in self.members.values():
@@ -145,7 +168,7 @@ class ConsumerGroup:
 def reconcile(member_id: str, current: ConsumerCurrentValue, target: Partitions, target_epoch: int,
               owners: dict[tuple[str, int], str], owned_reported: Partitions | None) -> ConsumerCurrentValue:
     """The member's next step towards its target (Kafka's CurrentAssignmentBuilder)."""
-    state = MemberState(current.state)
+    state = current.state
     if state is MemberState.UNREVOKED_PARTITIONS:
         # Stay until the member shows it let go of everything pending revocation.
         if owned_reported is None:
@@ -176,17 +199,16 @@ def reconcile(member_id: str, current: ConsumerCurrentValue, target: Partitions,
         # Revocation first: the member keeps its epoch and gets nothing new until it has
         # given up what moves, so no partition is ever owned twice.
         nxt = ConsumerCurrentValue(current.member_epoch, current.previous_member_epoch,
-                                   MemberState.UNREVOKED_PARTITIONS.value,
+                                   MemberState.UNREVOKED_PARTITIONS,
                                    as_tuple({t: held[t] & wanted.get(t, set()) for t in held}),
                                    as_tuple(revoke))
     elif unreleased:
         nxt = ConsumerCurrentValue(target_epoch, current.member_epoch,
-                                   MemberState.UNRELEASED_PARTITIONS.value, as_tuple(keep), ())
+                                   MemberState.UNRELEASED_PARTITIONS, as_tuple(keep), ())
     else:
-        nxt = ConsumerCurrentValue(target_epoch, current.member_epoch, MemberState.STABLE.value,
+        nxt = ConsumerCurrentValue(target_epoch, current.member_epoch, MemberState.STABLE,
                                    as_tuple(keep), ())
-    if MemberState(nxt.state) not in MEMBER_TRANSITIONS[state]:
-        raise RuntimeError(f"illegal member transition {state} -> {nxt.state}")
+    check_member_transition(current, nxt, target_epoch)
     if (nxt.member_epoch == current.member_epoch and nxt.state == current.state
             and nxt.assigned == current.assigned and nxt.pending_revocation == current.pending_revocation):
         return current
@@ -217,7 +239,7 @@ def apply_consumer_record(groups: dict[str, ConsumerGroup], record) -> bool:
         elif record.member_id in group.members:
             group.members[record.member_id].meta = record.value
         else:
-            group.members[record.member_id] = ConsumerMember(record.member_id, record.value)
+            group.members[record.member_id] = ConsumerGroupMember(record.member_id, record.value)
     elif kind is ConsumerTargetRecord:
         if record.partitions is None:
             group.target.pop(record.member_id, None)

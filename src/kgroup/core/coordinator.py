@@ -5,18 +5,31 @@ replies) and never touches stored state. The caller appends the records to the s
 calls `replay` on each (the only thing that changes stored state), and sends the replies
 once the records are durable. Timers are data: the caller sleeps until `next_deadline()` and
 calls `expire(now_ms)`, which runs due operations and returns their records and replies the
-same way, one operation per call. Loading after a restart is `replay` over the log followed by `load_complete`.
+same way, one operation per call. Loading after a restart is `replay` over the log followed
+by `load_complete`.
+
+Routing: a group id names one kind of group at a time (`GroupKind`). This is the one place
+that decides, per group API and kind, which handler set answers: classic requests for a
+classic group (or none yet) go to classic_protocol.py, ConsumerGroupHeartbeat for a
+consumer group (or none yet) to consumer_protocol.py, and a request of one protocol for a
+group of the other kind to migration.py. A new kind of group (share groups) is a new kind
+and a new column of `routes`, with its own handler set built here and handed the
+collaborators it needs.
 """
 
 from __future__ import annotations
 
+from enum import Enum, IntEnum
 from typing import Callable
 
 from kgroup.core.admin import Admin
 from kgroup.core.classic_group import ClassicGroup
 from kgroup.core.classic_protocol import ClassicProtocol
 from kgroup.core.config import GroupConfig
+from kgroup.core.consumer_group import ConsumerGroup, apply_consumer_record
+from kgroup.core.consumer_protocol import ConsumerProtocol
 from kgroup.core.messages import (
+    ConsumerGroupHeartbeatRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -26,10 +39,7 @@ from kgroup.core.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from kgroup.core.consumer_group import ConsumerGroup, apply_consumer_record
-from kgroup.core.consumer_protocol import ConsumerProtocol
-from kgroup.core.messages import ConsumerGroupHeartbeatRequest
-from kgroup.core.migration import Migration
+from kgroup.core.migration import Downgrade, Migration
 from kgroup.core.offsets import Offsets
 from kgroup.core.records import (
     ClassicGroupRecord,
@@ -44,31 +54,81 @@ from kgroup.core.records import (
 )
 from kgroup.core.result import EMPTY_RESULT, ReplyTo, Result
 from kgroup.core.state import ShardState, StoredState, counter_member_ids
-from kgroup.core.timers import TimerOp
+from kgroup.core.timers import TimerKind, TimerOp
+
+Handler = Callable[..., Result]
 
 
-class GroupCoordinator:
+class GroupKind(IntEnum):
+    """What a group id names in this shard. (An IntEnum: routing hashes it on every
+    request, and an int hashes in C where a plain Enum member calls Python.)"""
+
+    NONE = 0                 # no group yet
+    CLASSIC = 1
+    CONSUMER = 2
+
+
+_NONE, _CLASSIC, _CONSUMER = GroupKind.NONE, GroupKind.CLASSIC, GroupKind.CONSUMER
+
+
+class GroupApi(Enum):
+    """The group-membership APIs, routed by the kind of the group they name."""
+
+    JOIN_GROUP = "JoinGroup"
+    SYNC_GROUP = "SyncGroup"
+    HEARTBEAT = "Heartbeat"
+    LEAVE_GROUP = "LeaveGroup"
+    CONSUMER_GROUP_HEARTBEAT = "ConsumerGroupHeartbeat"
+
+
+class GroupCoordinatorShard:
     """The groups and offsets of one group-metadata log partition."""
 
     def __init__(self, config: GroupConfig | None = None,
                  new_member_id: Callable[[str], str] | None = None) -> None:
-        self.shard = ShardState(config or GroupConfig(), new_member_id or counter_member_ids())
-        self.classic = ClassicProtocol(self.shard)
-        self.offsets = Offsets(self.shard)
-        self.admin = Admin(self.shard)
-        self.consumer = ConsumerProtocol(self.shard)
-        self.migration = Migration(self.shard, self.consumer, self.classic)
-        self.consumer.migration = self.migration
-        self.classic.migration = self.migration
-        self._timer_ops = {
-            "consumer-session": self.consumer.session_expired,
-            "consumer-revoke": self.consumer.revoke_expired,
-            "heartbeat": self.classic.heartbeat_expired,
-            "join": self.classic.join_expired,
-            "initial-join": self.classic.initial_join_expired,
-            "sync": self.classic.sync_expired,
-            "expire-offsets": lambda op, now: self.offsets.expire(now),
+        self.shard = shard = ShardState(config or GroupConfig(), new_member_id or counter_member_ids())
+        # The group maps of the shard (never replaced), for `kind_of` on every request.
+        self._classic_groups = shard.groups
+        self._consumer_groups = shard.consumer_groups
+        # Handler sets, each handed the collaborators it uses (their public methods only).
+        self.classic = classic = ClassicProtocol(shard)
+        self.consumer = consumer = ConsumerProtocol(shard, Downgrade(shard, classic))
+        self.migration = migration = Migration(shard, consumer, classic)
+        self.offsets = Offsets(shard)
+        self.admin = Admin(shard)
+        K, A = GroupKind, GroupApi
+        # API -> group kind -> handler: where every group request goes.
+        self.routes: dict[GroupApi, dict[GroupKind, Handler]] = {
+            A.JOIN_GROUP: {K.NONE: classic.join, K.CLASSIC: classic.join, K.CONSUMER: migration.join},
+            A.SYNC_GROUP: {K.NONE: classic.sync, K.CLASSIC: classic.sync, K.CONSUMER: migration.sync},
+            A.HEARTBEAT: {K.NONE: classic.heartbeat, K.CLASSIC: classic.heartbeat, K.CONSUMER: migration.heartbeat},
+            A.LEAVE_GROUP: {K.NONE: classic.leave, K.CLASSIC: classic.leave, K.CONSUMER: migration.leave},
+            A.CONSUMER_GROUP_HEARTBEAT: {K.NONE: consumer.heartbeat, K.CLASSIC: migration.consumer_heartbeat,
+                                         K.CONSUMER: consumer.heartbeat},
         }
+        self._join = self.routes[A.JOIN_GROUP]
+        self._sync = self.routes[A.SYNC_GROUP]
+        self._heartbeat = self.routes[A.HEARTBEAT]
+        self._leave = self.routes[A.LEAVE_GROUP]
+        self._consumer_heartbeat = self.routes[A.CONSUMER_GROUP_HEARTBEAT]
+        # Timer kind -> the handler that runs at expiry.
+        self._timer_ops: dict[TimerKind, Callable[[TimerOp, int], Result]] = {
+            TimerKind.CONSUMER_SESSION: consumer.session_expired,
+            TimerKind.CONSUMER_REVOKE: consumer.revoke_expired,
+            TimerKind.CLASSIC_SESSION: classic.heartbeat_expired,
+            TimerKind.CLASSIC_JOIN: classic.join_expired,
+            TimerKind.CLASSIC_INITIAL_JOIN: classic.initial_join_expired,
+            TimerKind.CLASSIC_SYNC: classic.sync_expired,
+            TimerKind.OFFSETS_EXPIRY: lambda op, now: self.offsets.expire(now),
+        }
+
+    def kind_of(self, group_id: str) -> GroupKind:
+        """Which kind of group `group_id` names here (a group id is of one kind at a time)."""
+        if group_id in self._classic_groups:
+            return _CLASSIC
+        if group_id in self._consumer_groups:
+            return _CONSUMER
+        return _NONE
 
     # ---- state ----------------------------------------------------------------------------
 
@@ -83,16 +143,16 @@ class GroupCoordinator:
     # ---- requests -------------------------------------------------------------------------
 
     def join_group(self, req: JoinGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
-        return self.classic.join(req, reply, now_ms)
+        return self._join[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def sync_group(self, req: SyncGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
-        return self.classic.sync(req, reply, now_ms)
+        return self._sync[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def heartbeat(self, req: HeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
-        return self.classic.heartbeat(req, reply, now_ms)
+        return self._heartbeat[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def leave_group(self, req: LeaveGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
-        return self.classic.leave(req, reply, now_ms)
+        return self._leave[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def commit_offsets(self, req: OffsetCommitRequest, reply: ReplyTo, now_ms: int) -> Result:
         return self.offsets.commit(req, reply, now_ms)
@@ -105,7 +165,7 @@ class GroupCoordinator:
 
     def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, reply: ReplyTo,
                                  now_ms: int) -> Result:
-        return self.consumer.heartbeat(req, reply, now_ms)
+        return self._consumer_heartbeat[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def consumer_group_describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
         return self.consumer.describe(group_ids, reply, now_ms)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kgroup.error_codes import ErrorCode
 
-__all__ = ["ErrorCode", "GroupError"]
+__all__ = ["ErrorCode", "GroupError", "IllegalGroupTransition"]
 
 
 class GroupError(Exception):
@@ -25,3 +25,7 @@ class GroupError(Exception):
         super().__init__(f"{code.name}: {message}" if message else code.name)
         self.code = code
         self.message = message
+
+
+class IllegalGroupTransition(RuntimeError):
+    """A bug: some handler tried a move a group's or member's transition table forbids."""

@@ -18,7 +18,9 @@ those. A full pass (every member) runs when a classic group becomes Stable (its 
 assignments), when a consumer group's target epoch moves, or when nothing better is known.
 
 The summaries cannot tell why a member is gone (it left, its session expired, it was
-fenced): the caller knows which request or timer ran and says so with a `Cause`.
+fenced): the handler that changed the group knows, and says so in its Result with a
+`GroupChange` (what ran, and how a member it removed is reported). Only the groups a
+Result names are looked at, so a steady heartbeat (which names none) costs nothing here.
 
 A classic member's assignment is known only once its group is Stable (the leader's
 SyncGroup); between rebalances a summary carries each member's last known assignment
@@ -38,9 +40,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from kgroup.assignors.consumer_protocol import ConsumerProtocolError, decode_assignment
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupState
-from kgroup.core.consumer_group import ConsumerGroup, ConsumerMember, GroupState, MemberState
+from kgroup.core.consumer_group import ConsumerGroup, ConsumerGroupMember, GroupState, MemberState
 from kgroup.core.messages import STATIC_LEAVE_EPOCH
 from kgroup.core.records import ClassicGroupRecord, ConsumerCurrentRecord, ConsumerMemberRecord, OffsetCommitRecord
+from kgroup.core.result import Departure, GroupChange
 from kgroup.core.state import ShardState
 
 FORMAT_VERSION = 1
@@ -69,71 +72,8 @@ class EventKind(Enum):
 
 K = EventKind
 
-
-@dataclass(frozen=True, slots=True)
-class Cause:
-    """What ran: a request or timer name, and how a member it removed is reported.
-
-    `unrecorded`: the handler may change a group without writing a record (classic groups
-    live in memory between rebalances). A handler without it changes a group only through
-    records, so a call that wrote none needs no look (the steady heartbeat).
-    """
-
-    what: str
-    gone: EventKind = EventKind.MEMBER_LEFT
-    unrecorded: bool = True
-
-
-# GroupCoordinator handler names -> cause. Handlers not listed never change a group as the
-# event stream sees it (commits, fetches, describes, lists).
-REQUEST_CAUSES: dict[str, Cause] = {
-    # The only member a JoinGroup removes is one past group.max.size.
-    "join_group": Cause("JoinGroup", K.MEMBER_FENCED),
-    "sync_group": Cause("SyncGroup"),
-    "leave_group": Cause("LeaveGroup"),
-    "delete_groups": Cause("DeleteGroups"),
-    "heartbeat": Cause("Heartbeat", unrecorded=False),
-    "consumer_group_heartbeat": Cause("ConsumerGroupHeartbeat", unrecorded=False),
-}
-TOPICS_CHANGED = Cause("topic metadata changed", unrecorded=False)
-
-
-# Timer operations (core/timers.py kinds) -> why a member they remove is gone.
-TIMER_CAUSES: dict[str, Cause] = {
-    "heartbeat": Cause("session timeout", K.MEMBER_EXPIRED),
-    "join": Cause("rebalance timeout", K.MEMBER_EXPIRED),
-    "initial-join": Cause("initial rebalance delay", K.MEMBER_EXPIRED),
-    "sync": Cause("sync timeout", K.MEMBER_EXPIRED),
-    "consumer-session": Cause("session timeout", K.MEMBER_EXPIRED),
-    "consumer-revoke": Cause("revocation timeout", K.MEMBER_FENCED),
-    "expire-offsets": Cause("offsets expired", K.MEMBER_EXPIRED),
-}
-
-
-def timer_cause(kind: str) -> Cause:
-    return TIMER_CAUSES.get(kind) or Cause(kind, K.MEMBER_EXPIRED)
-
-
-def request_groups(request: Any) -> tuple[str, ...]:
-    """The group ids a core request names (one, or a tuple of them for admin calls)."""
-    group_id = getattr(request, "group_id", None)
-    if group_id is not None:
-        return (group_id,)
-    if isinstance(request, tuple):
-        return tuple(g for g in request if isinstance(g, str))
-    return ()
-
-
-def record_groups(records: Iterable[Any]) -> list[str]:
-    """The group ids of `records`, each once, in order of first appearance."""
-    out: dict[str, None] = {}
-    last = None
-    for record in records:
-        group_id = record.group_id
-        if group_id != last:
-            out[group_id] = None
-            last = group_id
-    return list(out)
+# How a member a change removed is reported.
+_GONE = {Departure.LEFT: K.MEMBER_LEFT, Departure.EXPIRED: K.MEMBER_EXPIRED, Departure.FENCED: K.MEMBER_FENCED}
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +274,7 @@ def _settled(stable: bool, generation: int, previous: GroupSummary | None) -> in
     return previous.settled if previous is not None else -1
 
 
-_RECONCILED = MemberState.STABLE.value
+_RECONCILED = MemberState.STABLE
 
 
 class _TopicNames:
@@ -352,7 +292,7 @@ class _TopicNames:
         return self.names.get(topic_id, topic_id)
 
 
-def _consumer_member(m: ConsumerMember, last: MemberSummary | None, name: _TopicNames) -> MemberSummary:
+def _consumer_member(m: ConsumerGroupMember, last: MemberSummary | None, name: _TopicNames) -> MemberSummary:
     current = m.current
     instance = m.meta.instance_id
     if last is not None and last.source is current and last.instance_id == instance:
@@ -362,7 +302,7 @@ def _consumer_member(m: ConsumerMember, last: MemberSummary | None, name: _Topic
     else:
         partitions = tuple(sorted((name(t), p) for t, ps in current.assigned for p in ps))
     return MemberSummary(m.member_id, instance, current.member_epoch, partitions, partitions,
-                         current.state == _RECONCILED, source=current)
+                         current.state is _RECONCILED, source=current)
 
 
 def _unconverged(s: MemberSummary, target_epoch: int) -> bool:
@@ -427,9 +367,10 @@ def _nothing(group_id: str, protocol: str) -> GroupSummary:
 
 # ---- diff -----------------------------------------------------------------------------------
 
-def diff(before: GroupSummary | None, after: GroupSummary | None, cause: Cause,
+def diff(before: GroupSummary | None, after: GroupSummary | None, change: GroupChange,
          time_ms: int) -> list[GroupEvent]:
-    """The events that take a group from `before` to `after` (None: it did not exist)."""
+    """The events that take a group from `before` to `after` (None: it did not exist), as
+    `change` (what ran, and how it removes members) brought them about."""
     if after is None:
         if before is None:
             return []
@@ -438,6 +379,7 @@ def diff(before: GroupSummary | None, after: GroupSummary | None, cause: Cause,
         before = _nothing(after.group_id, after.protocol)
     protocol, gid = after.protocol, after.group_id
     consumer = protocol == CONSUMER
+    gone_kind = _GONE[change.departure]
     events: list[GroupEvent] = []
 
     def event(kind: EventKind, m: MemberSummary | None = None, *, state: str = after.state,
@@ -468,7 +410,7 @@ def diff(before: GroupSummary | None, after: GroupSummary | None, cause: Cause,
     replaced_ids = {m.member_id for m in replaced.values()}
     for m in gone:
         if m.member_id not in replaced_ids:
-            event(cause.gone, m, reason=cause.what)
+            event(gone_kind, m, reason=change.what)
     for m in added:
         was = replaced.get(m.member_id)
         event(K.MEMBER_JOINED, m, replaced=was.member_id if was is not None else None,
@@ -477,8 +419,8 @@ def diff(before: GroupSummary | None, after: GroupSummary | None, cause: Cause,
         m, was = new[mid], old.get(mid)
         if (m.member_epoch == STATIC_LEAVE_EPOCH and was is not None
                 and was.member_epoch != STATIC_LEAVE_EPOCH):
-            event(K.MEMBER_LEFT, m, temporary=True, reason=cause.what)
-    why = events[0].kind.value if events else cause.what
+            event(K.MEMBER_LEFT, m, temporary=True, reason=change.what)
+    why = events[0].kind.value if events else change.what
 
     # 2. Rebalance and state. Classic: a rebalance starts when the group enters
     #    PreparingRebalance (or passes through it within one change: the generation moved);
@@ -534,9 +476,10 @@ class EventTracker:
             for group_id, group in groups.items():
                 self._seen[group_id] = (group, group.version, summarise(group, shard.topics))
 
-    def observe(self, shard: ShardState, group_ids: Iterable[str], cause: Cause, time_ms: int,
+    def observe(self, shard: ShardState, changes: Iterable[GroupChange], time_ms: int,
                 records: Sequence[Any] = ()) -> list[GroupEvent]:
-        """Events of the named groups since they were last observed, oldest first.
+        """Events of the groups a Result's `changes` name since they were last observed,
+        oldest first.
 
         `records`: what the change replayed; they tell which consumer-group members it
         touched, so only those are summarised again.
@@ -544,7 +487,12 @@ class EventTracker:
         events: list[GroupEvent] = []
         seen = self._seen
         touched = None
-        for group_id in group_ids:
+        looked: set[str] = set()
+        for change in changes:
+            group_id = change.group_id
+            if group_id in looked:
+                continue
+            looked.add(group_id)
             group = shard.consumer_groups.get(group_id)
             if group is None:
                 group = shard.groups.get(group_id)
@@ -552,7 +500,7 @@ class EventTracker:
             if group is None:
                 if entry is not None:
                     del seen[group_id]
-                    events += diff(entry[2], None, cause, time_ms)
+                    events += diff(entry[2], None, change, time_ms)
                 continue
             if entry is not None and entry[0] is group and entry[1] == group.version:
                 continue
@@ -566,7 +514,7 @@ class EventTracker:
                     hint = members
             after = summarise(group, shard.topics, before, hint)
             seen[group_id] = (group, group.version, after)
-            events += diff(before, after, cause, time_ms)
+            events += diff(before, after, change, time_ms)
         return events
 
     def summary(self, group_id: str) -> GroupSummary | None:

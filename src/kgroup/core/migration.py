@@ -19,16 +19,30 @@ How this works:
   and their assignments, and goes straight into a rebalance so they rejoin the classic way.
 
 Policy (`consumer_migration_policy`): bidirectional (default), upgrade, downgrade, disabled.
+
+A request either converts a group whole or not at all: the upgrade is built as records
+(the consumer group replay will make) plus staged runtime changes (the classic group
+retired, its parked replies answered), and the newcomer's own heartbeat runs on the group
+those records describe; if any step raises (UNRELEASED_INSTANCE_ID, a full group, ...) the
+records and staged changes are dropped with it and the classic group carries on untouched.
+
+`Migration` is what the coordinator routes to when a request's protocol differs from its
+group's kind (a ConsumerGroupHeartbeat for a classic group, a classic request for a consumer
+group); `Downgrade` is what the consumer protocol calls when members leave. Each gets its
+collaborators in its constructor and uses only their public methods.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kgroup.assignors import Assignment, ConsumerProtocolError, decode_assignment, decode_subscription
 from kgroup.assignors import encode_assignment
-from kgroup.core.classic_group import ClassicGroup, ClassicGroupState, ClassicMember
-from kgroup.core.consumer_group import ConsumerGroup, MemberState, apply_consumer_record
+from kgroup.core.classic_group import ClassicGroup, ClassicGroupMember
+from kgroup.core.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState, apply_consumer_record
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.messages import (
+    JOIN_EPOCH,
     UNKNOWN_MEMBER_ID,
     ConsumerGroupHeartbeatRequest,
     HeartbeatRequest,
@@ -54,55 +68,131 @@ from kgroup.core.records import (
     ConsumerTargetRecord,
     Partitions,
 )
-from kgroup.core.result import ReplyTo, Result, ResultBuilder
+from kgroup.core.result import Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
-from kgroup.core.timers import TimerOp
+from kgroup.core.timers import consumer_revoke_key, consumer_session_key
 
-S = ClassicGroupState
+if TYPE_CHECKING:
+    from kgroup.core.classic_protocol import ClassicProtocol
+    from kgroup.core.consumer_protocol import ConsumerProtocol
+
 CONSUMER = "consumer"
 
 
-class Migration:
-    def __init__(self, shard: ShardState, consumer, classic) -> None:
+class _TopicNames:
+    """Topic names <-> ids, as ConsumerProtocol bytes (names) and consumer groups (ids) need."""
+
+    def __init__(self, shard: ShardState) -> None:
+        self.shard = shard
+
+    def ids(self, by_name) -> Partitions:
+        topics = self.shard.topics
+        return tuple(sorted((topics[t][0], tuple(sorted(ps))) for t, ps in by_name if t in topics and ps))
+
+    def names(self, by_id: Partitions) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        names = {tid: name for name, (tid, _) in self.shard.topics.items()}
+        return tuple(sorted((names[t], ps) for t, ps in by_id if t in names))
+
+
+# ==========================================================================================
+# Downgrade: a consumer group whose last consumer-protocol member left turns classic again
+# ==========================================================================================
+
+class Downgrade:
+    def __init__(self, shard: ShardState, classic: ClassicProtocol) -> None:
         self.shard = shard
         self.config = shard.config
-        self.consumer = consumer      # ConsumerProtocol
-        self.classic = classic        # ClassicProtocol
+        self.classic = classic
+        self.topics = _TopicNames(shard)
 
-    # ---- policy ---------------------------------------------------------------------------
+    def allowed(self) -> bool:
+        return self.config.consumer_migration_policy in ("bidirectional", "downgrade")
+
+    def maybe_downgrade(self, group: ConsumerGroup, leaving: list[str], out: ResultBuilder, now_ms: int) -> bool:
+        """After `leaving` go: if only classic members remain, make the group classic again
+        (records, and the classic group staged to be adopted); False if it stays as it is."""
+        rest = [m for mid, m in group.members.items() if mid not in leaving]
+        if not rest or not self.allowed() or not all(m.meta.is_classic for m in rest):
+            return False
+        if not any(not group.members[mid].meta.is_classic for mid in leaving if mid in group.members):
+            return False  # only the last consumer-protocol member's departure converts back
+        group_id, generation = group.group_id, group.epoch + 1
+        for m in group.members.values():
+            out.record(ConsumerCurrentRecord(group_id, m.member_id, None))
+            out.record(ConsumerTargetRecord(group_id, m.member_id, None))
+            out.record(ConsumerMemberRecord(group_id, m.member_id, None))
+            out.then(self.shard.timers.cancel, consumer_session_key(group_id, m.member_id))
+            out.then(self.shard.timers.cancel, consumer_revoke_key(group_id, m.member_id))
+        out.record(ConsumerTargetEpochRecord(group_id, None))
+        out.record(ConsumerGroupEpochRecord(group_id, None))
+        protocol = rest[0].meta.classic_protocols[0][0] if rest[0].meta.classic_protocols else "range"
+        value = ClassicGroupValue(CONSUMER, generation, protocol, rest[0].member_id, now_ms, tuple(
+            ClassicMemberValue(m.member_id, m.meta.instance_id, m.meta.client_id, m.meta.client_host,
+                               m.meta.rebalance_timeout_ms, m.meta.classic_session_timeout_ms,
+                               dict(m.meta.classic_protocols or ()).get(protocol, b""),
+                               encode_assignment(Assignment(self.topics.names(m.current.assigned)), 0))
+            for m in rest))
+        out.record(ClassicGroupRecord(group_id, value))
+        classic = ClassicGroup.from_value(group_id, value)
+        for m in rest:   # keep every protocol they offered, so the vote works as before
+            classic.update(ClassicGroupMember(m.member_id, m.meta.instance_id, m.meta.client_id, m.meta.client_host,
+                                              m.meta.classic_session_timeout_ms, m.meta.rebalance_timeout_ms,
+                                              CONSUMER, m.meta.classic_protocols or (),
+                                              classic.members[m.member_id].assignment))
+        # Everyone rejoins the classic way once the group is in.
+        out.then(self.classic.adopt, classic, out, now_ms)
+        return True
+
+
+# ==========================================================================================
+# Migration: requests of one protocol for a group of the other kind
+# ==========================================================================================
+
+class Migration:
+    def __init__(self, shard: ShardState, consumer: ConsumerProtocol, classic: ClassicProtocol) -> None:
+        self.shard = shard
+        self.config = shard.config
+        self.consumer = consumer
+        self.classic = classic
+        self.topics = _TopicNames(shard)
+
+    # ---- a ConsumerGroupHeartbeat for a classic group -------------------------------------
 
     def can_upgrade(self, group: ClassicGroup) -> bool:
         return (self.config.consumer_migration_policy in ("bidirectional", "upgrade")
                 and group.protocol_type == CONSUMER
                 and len(group.members) < self.config.consumer_max_size)
 
-    def can_downgrade(self) -> bool:
-        return self.config.consumer_migration_policy in ("bidirectional", "downgrade")
+    def consumer_heartbeat(self, req: ConsumerGroupHeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """A ConsumerGroupHeartbeat for a classic group: convert it (as records) and go on as
+        the consumer protocol would; nothing happens unless the whole request succeeds."""
+        self.consumer.validate(req)
+        classic = self.shard.groups[req.group_id]
+        out = ResultBuilder()
+        group = None
+        if classic.members or classic.pending_members:
+            if req.member_epoch != JOIN_EPOCH or not self.can_upgrade(classic):
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
+                                 f"group {req.group_id} is not a consumer group (a classic group "
+                                 f"with members; migration policy {self.config.consumer_migration_policy})")
+            # Online upgrade: the classic members carry on inside a consumer group.
+            group = self._upgrade(classic, out, now_ms)
+        elif req.member_epoch == JOIN_EPOCH and req.group_id in self.shard.stored.classic_groups:
+            # An empty classic group becomes a consumer group (its offsets stay).
+            out.record(ClassicGroupRecord(req.group_id, None))
+        return self.consumer.heartbeat_in(group, req, reply, now_ms, out)
 
-    # ---- topic names <-> ids --------------------------------------------------------------
-
-    def _ids(self, by_name) -> Partitions:
-        topics = self.shard.topics
-        return tuple(sorted((topics[t][0], tuple(sorted(ps))) for t, ps in by_name if t in topics and ps))
-
-    def _names(self, by_id: Partitions) -> tuple[tuple[str, tuple[int, ...]], ...]:
-        names = {tid: name for name, (tid, _) in self.shard.topics.items()}
-        return tuple(sorted((names[t], ps) for t, ps in by_id if t in names))
-
-    # ---- upgrade --------------------------------------------------------------------------
-
-    def upgrade(self, classic: ClassicGroup, out: ResultBuilder, now_ms: int) -> ConsumerGroup:
-        """Records that turn `classic` into a consumer group; returns that group as replay
-        will build it (the caller goes on from there before anything is replayed)."""
+    def _upgrade(self, classic: ClassicGroup, out: ResultBuilder, now_ms: int) -> ConsumerGroup:
+        """Records that turn `classic` into a consumer group, and the classic group's
+        retirement staged on `out`; returns the group as replay will build it (the caller
+        goes on from there before anything is replayed)."""
         group_id, generation = classic.group_id, classic.generation
         # Parked requests of the classic rebalance must rejoin the new way.
         for parked in list(classic.awaiting_join.values()):
             out.reply(parked, JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
         for parked in list(classic.awaiting_sync.values()):
             out.reply(parked, SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
-        for key in [("join", group_id), ("sync", group_id)] + [
-                ("heartbeat", group_id, m) for m in list(classic.members) + list(classic.pending_members)]:
-            self.shard.timers.cancel(key)
+        out.then(self.classic.retire, classic, now_ms)
         records: list = [ClassicGroupRecord(group_id, None)]
         members = []
         for m in classic.members.values():
@@ -111,7 +201,7 @@ class Migration:
             except ConsumerProtocolError:
                 topics = ()
             try:
-                assigned = self._ids(decode_assignment(m.assignment).partitions) if m.assignment else ()
+                assigned = self.topics.ids(decode_assignment(m.assignment).partitions) if m.assignment else ()
             except ConsumerProtocolError:
                 assigned = ()
             meta = ConsumerMemberValue(m.group_instance_id, None, m.client_id, m.client_host, tuple(sorted(topics)),
@@ -127,59 +217,18 @@ class Migration:
         records.append(ConsumerTargetEpochRecord(group_id, generation))
         for member_id, _, assigned in members:
             records.append(ConsumerCurrentRecord(group_id, member_id, ConsumerCurrentValue(
-                generation, generation, MemberState.STABLE.value, assigned, ())))
-            self.shard.timers.schedule(("consumer-session", group_id, member_id),
-                                       now_ms + classic.members[member_id].session_timeout_ms,
-                                       TimerOp("consumer-session", group_id, member_id))
+                generation, generation, MemberState.STABLE, assigned, ())))
+            self.consumer.arm_session(group_id, member_id, now_ms + classic.members[member_id].session_timeout_ms, out)
         for record in records:
             out.record(record)
-        del self.shard.groups[group_id]
-        classic.transition_to(S.DEAD, now_ms)
         scratch: dict[str, ConsumerGroup] = {}
         for record in records[1:]:
             apply_consumer_record(scratch, record)
         return scratch[group_id]
 
-    # ---- downgrade ------------------------------------------------------------------------
+    # ---- classic requests for a consumer group --------------------------------------------
 
-    def maybe_downgrade(self, group: ConsumerGroup, leaving: list[str], out: ResultBuilder, now_ms: int) -> bool:
-        """After `leaving` go: if only classic members remain, make the group classic again."""
-        rest = [m for mid, m in group.members.items() if mid not in leaving]
-        if not rest or not self.can_downgrade() or not all(m.meta.is_classic for m in rest):
-            return False
-        if not any(not group.members[mid].meta.is_classic for mid in leaving if mid in group.members):
-            return False  # only the last consumer-protocol member's departure converts back
-        group_id, generation = group.group_id, group.epoch + 1
-        for m in group.members.values():
-            out.record(ConsumerCurrentRecord(group_id, m.member_id, None))
-            out.record(ConsumerTargetRecord(group_id, m.member_id, None))
-            out.record(ConsumerMemberRecord(group_id, m.member_id, None))
-            self.shard.timers.cancel(("consumer-session", group_id, m.member_id))
-            self.shard.timers.cancel(("consumer-revoke", group_id, m.member_id))
-        out.record(ConsumerTargetEpochRecord(group_id, None))
-        out.record(ConsumerGroupEpochRecord(group_id, None))
-        protocol = rest[0].meta.classic_protocols[0][0] if rest[0].meta.classic_protocols else "range"
-        value = ClassicGroupValue(CONSUMER, generation, protocol, rest[0].member_id, now_ms, tuple(
-            ClassicMemberValue(m.member_id, m.meta.instance_id, m.meta.client_id, m.meta.client_host,
-                               m.meta.rebalance_timeout_ms, m.meta.classic_session_timeout_ms,
-                               dict(m.meta.classic_protocols or ()).get(protocol, b""),
-                               encode_assignment(Assignment(self._names(m.current.assigned)), 0))
-            for m in rest))
-        out.record(ClassicGroupRecord(group_id, value))
-        classic = ClassicGroup.from_value(group_id, value)
-        for m in rest:   # keep every protocol they offered, so the vote works as before
-            classic.update(ClassicMember(m.member_id, m.meta.instance_id, m.meta.client_id, m.meta.client_host,
-                                         m.meta.classic_session_timeout_ms, m.meta.rebalance_timeout_ms,
-                                         CONSUMER, m.meta.classic_protocols or (),
-                                         classic.members[m.member_id].assignment))
-        self.shard.groups[group_id] = classic
-        self.classic.group_loaded(classic, now_ms)
-        self.classic._prepare_rebalance(classic, out, now_ms)   # everyone rejoins the classic way
-        return True
-
-    # ---- classic members inside a consumer group ------------------------------------------
-
-    def _classic_member(self, group: ConsumerGroup, member_id: str, instance_id: str | None):
+    def _classic_member(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
         if instance_id is not None:
             static = group.static_member(instance_id)
             if static is None:
@@ -191,7 +240,12 @@ class Migration:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group.group_id}")
         return member
 
-    def join(self, group: ConsumerGroup, req: JoinGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+    def _group(self, group_id: str) -> ConsumerGroup:
+        return self.shard.consumer_groups[group_id]
+
+    def join(self, req: JoinGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        self.classic.check_join(req)
+        group = self._group(req.group_id)
         if req.protocol_type != CONSUMER or not req.protocols:
             raise GroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "a consumer group takes protocol type consumer")
         protocol, metadata = req.protocols[0]
@@ -205,38 +259,42 @@ class Migration:
         else:
             epoch = 0
         member_id = req.member_id or self.shard.new_member_id(req.group_instance_id or req.client_id)
-        owned = self._ids(sub.owned_partitions)
+        owned = self.topics.ids(sub.owned_partitions)
         hb = ConsumerGroupHeartbeatRequest(
             group_id=group.group_id, member_id=member_id, member_epoch=epoch, instance_id=req.group_instance_id,
             rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms >= 0 else req.session_timeout_ms,
             subscribed_topic_names=tuple(sub.topics), owned=owned, client_id=req.client_id,
             client_host=req.client_host)
         out = ResultBuilder()
-        _, _, nxt, _ = self.consumer.step(group, hb, now_ms, out, classic=(req.protocols, req.session_timeout_ms))
-        out.reply(reply, JoinGroupResponse(ErrorCode.NONE, nxt.member_epoch, CONSUMER, protocol, "", member_id))
+        out.changed(group.group_id, "JoinGroup", Departure.FENCED)
+        done = self.consumer.step(group, hb, now_ms, out, classic=(req.protocols, req.session_timeout_ms))
+        out.reply(reply, JoinGroupResponse(ErrorCode.NONE, done.after.member_epoch, CONSUMER, protocol, "", member_id))
         return out.build()
 
-    def sync(self, group: ConsumerGroup, req: SyncGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+    def sync(self, req: SyncGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        group = self._group(req.group_id)
         member = self._classic_member(group, req.member_id, req.group_instance_id)
         if req.generation_id != member.epoch:
             raise GroupError(ErrorCode.ILLEGAL_GENERATION, f"generation {req.generation_id} is not {member.epoch}")
         protocol = req.protocol_name or (member.meta.classic_protocols or (("range", b""),))[0][0]
-        assignment = encode_assignment(Assignment(self._names(member.current.assigned)), 0)
+        assignment = encode_assignment(Assignment(self.topics.names(member.current.assigned)), 0)
         return Result((), ((reply, SyncGroupResponse(ErrorCode.NONE, CONSUMER, protocol, assignment)),))
 
-    def heartbeat(self, group: ConsumerGroup, req: HeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
+    def heartbeat(self, req: HeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
+        group = self._group(req.group_id)
         member = self._classic_member(group, req.member_id, req.group_instance_id)
         if req.generation_id != member.epoch:
             raise GroupError(ErrorCode.ILLEGAL_GENERATION, f"generation {req.generation_id} is not {member.epoch}")
-        self.shard.timers.schedule(("consumer-session", group.group_id, member.member_id),
-                                   now_ms + member.meta.classic_session_timeout_ms,
-                                   TimerOp("consumer-session", group.group_id, member.member_id))
-        behind = member.epoch < group.epoch or member.state is not MemberState.STABLE
-        error = ErrorCode.REBALANCE_IN_PROGRESS if behind else ErrorCode.NONE
-        return Result((), ((reply, HeartbeatResponse(error)),))
-
-    def leave(self, group: ConsumerGroup, req: LeaveGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
         out = ResultBuilder()
+        self.consumer.arm_session(group.group_id, member.member_id, now_ms + member.meta.classic_session_timeout_ms, out)
+        behind = member.epoch < group.epoch or member.state is not MemberState.STABLE
+        out.reply(reply, HeartbeatResponse(ErrorCode.REBALANCE_IN_PROGRESS if behind else ErrorCode.NONE))
+        return out.build()
+
+    def leave(self, req: LeaveGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        group = self._group(req.group_id)
+        out = ResultBuilder()
+        out.changed(group.group_id, "LeaveGroup")
         results, leaving_ids = [], []
         for leaving in req.members:
             try:
@@ -252,6 +310,6 @@ class Migration:
             leaving_ids.append(member.member_id)
             results.append(LeftMember(leaving.member_id, leaving.group_instance_id, ErrorCode.NONE))
         if leaving_ids:
-            self.consumer._fence(group, leaving_ids, out, now_ms)
+            self.consumer.fence(group, leaving_ids, out, now_ms)
         out.reply(reply, LeaveGroupResponse(ErrorCode.NONE, tuple(results)))
         return out.build()

@@ -26,13 +26,12 @@ from kgroup.core.messages import (
     PartitionError,
 )
 from kgroup.core.records import ClassicGroupRecord, OffsetCommitRecord, OffsetCommitValue
-from kgroup.core.result import EMPTY_RESULT, ReplyTo, Result, ResultBuilder
+from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
 from kgroup.core.subscriptions import subscribed_topics
-from kgroup.core.timers import TimerOp
+from kgroup.core.timers import OFFSETS_EXPIRY_KEY, TimerKind, TimerOp, classic_session_key
 
 S = ClassicGroupState
-EXPIRY_KEY = ("expire-offsets",)
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
@@ -68,10 +67,11 @@ class Offsets:
         if req.member_id and group.has_member(req.member_id):
             # A commit is proof of life, as a heartbeat is.
             member = group.members[req.member_id]
-            self.shard.timers.schedule(
-                ("heartbeat", group.group_id, member.member_id), now_ms + member.session_timeout_ms,
-                TimerOp("heartbeat", group.group_id, member.member_id),
-            )
+            key = classic_session_key(group.group_id, member.member_id)
+            deadline = now_ms + member.session_timeout_ms
+            if not self.shard.timers.extend(key, deadline):
+                self.shard.timers.schedule(key, deadline, TimerOp(TimerKind.CLASSIC_SESSION, group.group_id,
+                                                                  member.member_id))
         return self._write_commits(req, reply, now_ms)
 
     def _validate_consumer_commit(self, group, req: OffsetCommitRequest) -> None:
@@ -198,8 +198,8 @@ class Offsets:
     # ---- Retention ------------------------------------------------------------------------
 
     def schedule_expiry(self, now_ms: int) -> None:
-        self.shard.timers.schedule(EXPIRY_KEY, now_ms + self.config.offsets_retention_check_interval_ms,
-                                   TimerOp("expire-offsets", ""))
+        self.shard.timers.schedule(OFFSETS_EXPIRY_KEY, now_ms + self.config.offsets_retention_check_interval_ms,
+                                   TimerOp(TimerKind.OFFSETS_EXPIRY, ""))
 
     def expire(self, now_ms: int) -> Result:
         """Tombstone expired offsets; delete Empty groups that are left with none."""
@@ -217,6 +217,8 @@ class Offsets:
                 del self.shard.groups[group_id]
                 if group_id in stored.classic_groups:
                     out.record(ClassicGroupRecord(group_id, None))
+            if expired or (out.records and out.records[-1].group_id == group_id):
+                out.changed(group_id, "offsets expired", Departure.EXPIRED)
         self.schedule_expiry(now_ms)
         return out.build() if out.records else EMPTY_RESULT
 

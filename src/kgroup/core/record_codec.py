@@ -70,6 +70,7 @@ from kgroup.core.records import (
     ClassicGroupValue,
     ClassicMemberValue,
     OffsetCommitRecord,
+    MemberState,
     OffsetCommitValue,
     Record,
 )
@@ -288,7 +289,7 @@ def _consumer_value(record) -> object | None:
         if value.classic_protocols is not None:
             fields += [[[n, m.hex()] for n, m in value.classic_protocols], value.classic_session_timeout_ms]
         return fields
-    return [value.member_epoch, value.previous_member_epoch, value.state,
+    return [value.member_epoch, value.previous_member_epoch, value.state.value,
             [[t, list(ps)] for t, ps in value.assigned], [[t, list(ps)] for t, ps in value.pending_revocation]]
 
 
@@ -335,7 +336,7 @@ def _decode_consumer(payload: bytes, version: int, glen: int, mlen: int) -> Reco
             return ConsumerCurrentRecord(group, member, None)
         epoch, previous, state, assigned, pending = raw
         return ConsumerCurrentRecord(group, member, ConsumerCurrentValue(
-            int(epoch), int(previous), str(state), _partitions(assigned), _partitions(pending)))
+            int(epoch), int(previous), MemberState(state), _partitions(assigned), _partitions(pending)))
     except (TypeError, ValueError, KeyError) as exc:
         raise RecordDecodeError(f"malformed consumer-group record value: {exc}") from None
 
@@ -441,7 +442,7 @@ def _intern_names(payload: bytes, glen: int, end: int) -> tuple[str, str]:
     return names
 
 
-class _Reader:
+class _GroupValueReader:
     """A cursor over a classic group payload; every read checks its bounds."""
 
     __slots__ = ("data", "pos")
@@ -481,7 +482,7 @@ class _Reader:
 
 
 def _decode_group(payload: bytes) -> ClassicGroupRecord:
-    r = _Reader(payload, 2)
+    r = _GroupValueReader(payload, 2)
     (glen,) = r.unpack(_I16)
     group_id = r.raw(glen, "group id").decode()
     if r.pos == len(payload):

@@ -8,6 +8,7 @@ both live and when a coordinator loads a log after a restart.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +61,6 @@ class ClassicGroupValue:
 class ClassicGroupRecord:
     group_id: str
     value: ClassicGroupValue | None
-
-
 
 
 # ---- consumer groups (KIP-848) ----------------------------------------------------------
@@ -129,13 +128,22 @@ class ConsumerTargetEpochRecord:
     epoch: int | None
 
 
+class MemberState(Enum):
+    """Where a consumer-group member stands in reconciling (consumer_group.py); the value is
+    what the log holds."""
+
+    STABLE = "stable"
+    UNREVOKED_PARTITIONS = "unrevoked_partitions"
+    UNRELEASED_PARTITIONS = "unreleased_partitions"
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerCurrentValue:
     """Where a member stands in reconciling towards its target."""
 
     member_epoch: int
     previous_member_epoch: int
-    state: str
+    state: MemberState
     assigned: Partitions
     pending_revocation: Partitions
 

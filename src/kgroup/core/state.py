@@ -3,7 +3,7 @@
 `stored` is the durable state: it changes only through `replay` (coordinator.py), live or
 while loading the log. Everything else is runtime state that handlers change directly:
 classic groups mid-rebalance, parked replies, timers. After a restart the runtime state is
-rebuilt from `stored` (`GroupCoordinator.load_complete`).
+rebuilt from `stored` (`GroupCoordinatorShard.load_complete`).
 """
 
 from __future__ import annotations
@@ -53,5 +53,5 @@ class ShardState:
     # Consumer-protocol groups are durable as a whole: built and changed by replay only.
     consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
     # The broker's topics: name -> (topic id, partition count). Pure input, set by the
-    # broker through GroupCoordinator.update_topics.
+    # broker through GroupCoordinatorShard.update_topics.
     topics: dict[str, tuple[str, int]] = field(default_factory=dict)

@@ -6,20 +6,72 @@ key no earlier than t". Pushing a key's deadline later (every heartbeat does thi
 updates the dict; when the stale heap entry surfaces it is pushed again with the real
 deadline. That keeps a heartbeat at O(1) amortised instead of a heap push per request.
 Nothing here reads a clock: callers pass `now_ms`.
+
+Every timer the coordinator arms is of one `TimerKind`, under a key built by that kind's
+helper below (`classic_session_key`, ...): the only place a key's shape is written, so the
+handler that arms a timer, the one that cancels it and the lab that reads its deadline
+agree. The initial-rebalance delay and the rebalance timeout share the join key: arming
+one replaces the other.
 """
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from enum import Enum
 from typing import Hashable
+
+
+class TimerKind(Enum):
+    """What a timer is for; the coordinator dispatches expiry on it."""
+
+    CLASSIC_SESSION = "heartbeat"          # a classic member's session (or a new member's join)
+    CLASSIC_JOIN = "join"                  # the rebalance timeout of a join phase
+    CLASSIC_INITIAL_JOIN = "initial-join"  # group.initial.rebalance.delay.ms
+    CLASSIC_SYNC = "sync"                  # members that never send SyncGroup
+    CONSUMER_SESSION = "consumer-session"  # a consumer-group member's session
+    CONSUMER_REVOKE = "consumer-revoke"    # a revocation owed past the rebalance timeout
+    OFFSETS_EXPIRY = "expire-offsets"      # offsets.retention.check.interval.ms
+
+
+# Keys hold the kind's string value, not the member: a key is hashed on every heartbeat,
+# and an Enum member hashes through a Python-level __hash__ (several times slower).
+_CLASSIC_SESSION = TimerKind.CLASSIC_SESSION.value
+_CLASSIC_JOIN = TimerKind.CLASSIC_JOIN.value
+_CLASSIC_SYNC = TimerKind.CLASSIC_SYNC.value
+_CONSUMER_SESSION = TimerKind.CONSUMER_SESSION.value
+_CONSUMER_REVOKE = TimerKind.CONSUMER_REVOKE.value
+
+
+def classic_session_key(group_id: str, member_id: str) -> tuple:
+    return (_CLASSIC_SESSION, group_id, member_id)
+
+
+def classic_join_key(group_id: str) -> tuple:
+    """The join phase's timer: the initial delay or the rebalance timeout, whichever is armed."""
+    return (_CLASSIC_JOIN, group_id)
+
+
+def classic_sync_key(group_id: str) -> tuple:
+    return (_CLASSIC_SYNC, group_id)
+
+
+def consumer_session_key(group_id: str, member_id: str) -> tuple:
+    return (_CONSUMER_SESSION, group_id, member_id)
+
+
+def consumer_revoke_key(group_id: str, member_id: str) -> tuple:
+    return (_CONSUMER_REVOKE, group_id, member_id)
+
+
+OFFSETS_EXPIRY_KEY = (TimerKind.OFFSETS_EXPIRY.value,)
 
 
 @dataclass(frozen=True, slots=True)
 class TimerOp:
     """What to do at expiry: a kind the coordinator dispatches on, and its target."""
 
-    kind: str
+    kind: TimerKind
     group_id: str
     member_id: str = ""
     generation: int = -1

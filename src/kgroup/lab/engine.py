@@ -1,7 +1,7 @@
 """The lab's deterministic discrete-event engine: one group, virtual time, real code.
 
 How this works: a heap of (time, sequence, kind, payload) events drives everything. The
-coordinator is the real ``kgroup.core`` ``GroupCoordinator``: requests reach it after the
+coordinator is the real ``kgroup.core`` ``GroupCoordinatorShard``: requests reach it after the
 sender's link delay, its handler's records are appended to an in-memory group-metadata log
 and replayed (as the broker does), and its replies travel back over the link. Each member
 is a real ``kgroup.member`` state machine inside a ``Process``; the engine performs the
@@ -28,10 +28,8 @@ import random
 from dataclasses import replace
 from typing import Any, Callable
 
-from kgroup.core.classic_protocol import heartbeat_key
 from kgroup.core.config import GroupConfig
-from kgroup.core.consumer_protocol import session_key
-from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import GroupError
 from kgroup.core.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -46,6 +44,7 @@ from kgroup.core.messages import (
 from kgroup.core.records import OffsetCommitRecord
 from kgroup.core.result import Result
 from kgroup.core.state import counter_member_ids
+from kgroup.core.timers import classic_session_key, consumer_session_key
 from kgroup.error_codes import ErrorCode
 from kgroup.lab.metrics import Metrics
 from kgroup.lab.process import GROUP_ID, Process
@@ -92,7 +91,7 @@ _DISRUPTIVE = ("bounce", "crash", "close", "gc_pause", "cut", "network", "add_pa
 LOG_COMPACT_AT = 50_000
 FATAL_EXIT = -2                 # Action.event of a process ending on a fatal group error
 
-CoordinatorFactory = Callable[..., GroupCoordinator]
+CoordinatorFactory = Callable[..., GroupCoordinatorShard]
 
 
 def topic_id(name: str) -> str:
@@ -102,7 +101,7 @@ def topic_id(name: str) -> str:
 class Engine:
     """Runs one scenario for one group; ``run()`` returns its ``Metrics``."""
 
-    def __init__(self, scenario: Scenario, *, coordinator_factory: CoordinatorFactory = GroupCoordinator,
+    def __init__(self, scenario: Scenario, *, coordinator_factory: CoordinatorFactory = GroupCoordinatorShard,
                  record_timeline: bool = False) -> None:
         self.sc = scenario
         self.factory = coordinator_factory
@@ -153,7 +152,7 @@ class Engine:
 
     # ---- plumbing ----------------------------------------------------------------------
 
-    def _new_coordinator(self) -> GroupCoordinator:
+    def _new_coordinator(self) -> GroupCoordinatorShard:
         coord = self.factory(self.config, new_member_id=self.new_member_id)
         self._handlers = {"hb": coord.heartbeat, "cghb": coord.consumer_group_heartbeat,
                           "join": coord.join_group, "sync": coord.sync_group,
@@ -914,10 +913,10 @@ class Engine:
         deadlines = []
         group = self.coord.groups.get(GROUP_ID)
         if group is not None:
-            deadlines += [timers.deadline(heartbeat_key(GROUP_ID, m)) for m in group.members if m not in running]
+            deadlines += [timers.deadline(classic_session_key(GROUP_ID, m)) for m in group.members if m not in running]
         cgroup = self.coord.consumer_groups.get(GROUP_ID)
         if cgroup is not None:
-            deadlines += [timers.deadline(session_key(GROUP_ID, m)) for m in cgroup.members if m not in running]
+            deadlines += [timers.deadline(consumer_session_key(GROUP_ID, m)) for m in cgroup.members if m not in running]
         deadlines = [d for d in deadlines if d is not None]
         return min(deadlines) if deadlines else None
 

@@ -11,7 +11,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.lab.engine import CoordinatorFactory, Engine
 from kgroup.lab.scenario import Scenario
 
@@ -45,7 +45,7 @@ class GroupResult:
 
 
 def simulate(sc: Scenario, *, group: str = "group-0", variant: str = "",
-             coordinator_factory: CoordinatorFactory = GroupCoordinator,
+             coordinator_factory: CoordinatorFactory = GroupCoordinatorShard,
              record_timeline: bool = False) -> GroupResult:
     """Run ``sc`` for one group and collect its rows."""
     engine = Engine(sc, coordinator_factory=coordinator_factory, record_timeline=record_timeline)

@@ -8,12 +8,13 @@ advance.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 from kgroup.core.classic_group import ClassicGroup
 from kgroup.core.config import GroupConfig
-from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -63,7 +64,7 @@ class GroupContext:
     log: list[Record] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.coord = GroupCoordinator(self.config)
+        self.coord = GroupCoordinatorShard(self.config)
         self.apply(self.coord.load_complete(self.now))
 
     # ---- plumbing -------------------------------------------------------------------------
@@ -244,3 +245,29 @@ class GroupContext:
         syncs += [self.sync(group, m, generation) for m in members if m != leader]
         assert all(s.error is ErrorCode.NONE for s in syncs), [s.response for s in syncs]
         return members
+
+
+def shard_view(coord) -> dict:
+    """Everything a request could change in a shard, stored and runtime, as comparable data.
+
+    Classic groups are runtime objects: each slot is copied (reply tokens compare by
+    identity), so two views are equal exactly when no group, member, parked reply, timer or
+    stored value moved in between. The member-id source is left out (drawing an id is not a
+    change of state).
+    """
+    shard = coord.shard
+    classic = {}
+    for group_id, group in shard.groups.items():
+        slots = {}
+        for name in type(group).__slots__:
+            value = getattr(group, name)
+            slots[name] = dict(value) if isinstance(value, dict) else value
+        classic[group_id] = (id(group), slots)
+    timers = shard.timers
+    return {
+        "classic": classic,
+        "consumer": copy.deepcopy(shard.consumer_groups),
+        "stored": copy.deepcopy(shard.stored),
+        "topics": dict(shard.topics),
+        "timers": (dict(timers._current), timers._seq),
+    }

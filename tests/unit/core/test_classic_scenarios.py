@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.core.classic_group import ClassicGroupState as S, IllegalTransition, TRANSITIONS
+from kgroup.core.classic_group import ClassicGroupState as S, IllegalGroupTransition, TRANSITIONS
 from kgroup.core.config import GroupConfig
 from kgroup.core.errors import ErrorCode as E
 from kgroup.core.messages import LeavingMember
@@ -28,7 +28,7 @@ def test_illegal_transition_raises_and_leaves_state_unchanged():
     ctx.stable_group(1)
     group = ctx.group()
     assert S.EMPTY not in TRANSITIONS[S.STABLE]
-    with pytest.raises(IllegalTransition):
+    with pytest.raises(IllegalGroupTransition):
         group.transition_to(S.EMPTY, ctx.now)
     assert group.state is S.STABLE
 

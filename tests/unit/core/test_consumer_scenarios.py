@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kgroup.core.consumer_group import GroupState, MemberState
-from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode as E
 
 from tests.unit.core.groupctx import GroupContext
@@ -267,11 +267,11 @@ def test_replaying_the_log_rebuilds_consumer_groups_exactly():
     ctx = GroupContext()
     stable_group(ctx, 3)
     ctx.cg_heartbeat("m3", 0, topics=["t"])
-    fresh = GroupCoordinator(ctx.config)
+    fresh = GroupCoordinatorShard(ctx.config)
     for record in ctx.log:
         fresh.replay(record)
     assert fresh.consumer_groups == ctx.coord.consumer_groups
-    again = GroupCoordinator(ctx.config)
+    again = GroupCoordinatorShard(ctx.config)
     for record in ctx.coord.snapshot_records():
         again.replay(record)
     assert again.consumer_groups == ctx.coord.consumer_groups

@@ -15,62 +15,36 @@ from kgroup.assignors.spec import Assignment
 from kgroup.core.config import GroupConfig
 from kgroup.core.consumer_group import GroupState
 from kgroup.core.group_events import (
-    REQUEST_CAUSES,
-    TOPICS_CHANGED,
     EventKind as K,
     EventTracker,
     GroupEvent,
     diff,
-    record_groups,
-    request_groups,
     summarise,
-    timer_cause,
 )
 from kgroup.core.messages import LeavingMember
+from kgroup.core.result import Departure, GroupChange
 
 from tests.unit.core.groupctx import GroupContext
 from tests.unit.core.test_consumer_scenarios import settle
 
 
 class EventContext(GroupContext):
-    """A GroupContext that records the group events each call and timer brings."""
+    """A GroupContext that records the group events each call and timer brings: after every
+    Result is applied, the tracker looks at the groups its changes name, as the broker's
+    event stream does."""
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         self.tracker = EventTracker()
-        self.tracker.prime(self.coord.shard)
         self.events: list[GroupEvent] = []
-        self._mark = len(self.log)                    # log records already observed
+        super().__post_init__()
+        self.tracker.prime(self.coord.shard)
 
-    def call(self, method, request, *args, **kwargs):
-        pending = super().call(method, request, *args, **kwargs)
-        cause = REQUEST_CAUSES.get(method.__name__)
-        if cause is not None and pending.raised is None:
-            self.observe(request_groups(request), cause, self.log[self._mark:])
-        self._mark = len(self.log)
-        return pending
-
-    def set_topics(self, **partitions: int) -> None:
-        result = self.coord.update_topics({n: (f"id-{n}", c) for n, c in partitions.items()}, self.now)
-        self.apply(result)
-        self.observe(record_groups(result.records), TOPICS_CHANGED, result.records)
-
-    def delete_groups(self, *group_ids: str):
-        response = super().delete_groups(*group_ids)
-        self.observe(group_ids, REQUEST_CAUSES["delete_groups"], self.log[self._mark:])
-        return response
-
-    def timer_fired(self, op, result) -> None:
-        super().timer_fired(op, result)
-        touched = [op.group_id] if op.group_id else []
-        touched += [g for g in record_groups(result.records) if g not in touched]
-        self.observe(touched, timer_cause(op.kind), result.records)
-
-    def observe(self, group_ids, cause, records) -> None:
-        self.events += self.tracker.observe(self.coord.shard, group_ids, cause, self.now, records)
-        self._mark = len(self.log)
-        for group_id in group_ids:
-            self.check(group_id)
+    def apply(self, result) -> None:
+        super().apply(result)
+        if result.changes:
+            self.events += self.tracker.observe(self.coord.shard, result.changes, self.now, result.records)
+            for change in result.changes:
+                self.check(change.group_id)
 
     def check(self, group_id: str) -> None:
         """The tracker's incremental summary says what a summary from scratch says."""
@@ -356,20 +330,10 @@ def test_diff_of_a_summary_with_itself_is_empty_and_a_vanished_group_is_dead():
     ctx = EventContext()
     ctx.join_new()
     summary = summarise(ctx.group(), {})
-    assert diff(summary, summary, REQUEST_CAUSES["join_group"], 0) == []
-    gone, dead = diff(summary, None, REQUEST_CAUSES["leave_group"], 5)
+    assert diff(summary, summary, GroupChange("g", "JoinGroup", Departure.FENCED), 0) == []
+    gone, dead = diff(summary, None, GroupChange("g", "LeaveGroup"), 5)
     assert gone.kind is K.MEMBER_LEFT and gone.member == next(iter(summary.members))
     assert dead.kind is K.GROUP_STATE and dead.state == "Dead" and dead.time_ms == 5
-
-
-def test_request_and_record_group_helpers():
-    from kgroup.core.messages import HeartbeatRequest
-    from kgroup.core.records import OffsetCommitRecord
-    assert request_groups(HeartbeatRequest("g", 1, "m")) == ("g",)
-    assert request_groups(("a", "b")) == ("a", "b")
-    assert request_groups(object()) == ()
-    records = [OffsetCommitRecord("x", "t", p, None) for p in range(3)] + [OffsetCommitRecord("y", "t", 0, None)]
-    assert record_groups(records) == ["x", "y"]
 
 
 # ---- incremental summaries equal summaries from scratch (EventContext.check) ------------------

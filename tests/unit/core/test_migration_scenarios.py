@@ -6,10 +6,10 @@ from kgroup.assignors import Assignment, Subscription, decode_assignment, encode
 from kgroup.core.classic_group import ClassicGroupState as S
 from kgroup.core.config import GroupConfig
 from kgroup.core.consumer_group import GroupState
-from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode as E
 
-from tests.unit.core.groupctx import GroupContext
+from tests.unit.core.groupctx import GroupContext, shard_view
 
 SUB = encode_subscription(Subscription(("t",)), 0)
 PROTOCOLS = (("range", SUB),)
@@ -80,7 +80,7 @@ def test_last_consumer_member_leaving_downgrades_to_classic():
     ja, jb = ctx.join("cg", a, protocols=PROTOCOLS), ctx.join("cg", b, protocols=PROTOCOLS)
     assert ja.error is E.NONE and jb.error is E.NONE and ja.response.leader == a
     # Replaying the whole log lands in the same place.
-    fresh = GroupCoordinator(ctx.config)
+    fresh = GroupCoordinatorShard(ctx.config)
     for record in ctx.log:
         fresh.replay(record)
     assert "cg" not in fresh.consumer_groups and "cg" in fresh.stored.classic_groups
@@ -97,8 +97,60 @@ def test_upgrade_keeps_the_group_alive_across_a_restart():
     ctx = GroupContext()
     a, b = classic_stable_group(ctx)
     ctx.cg_heartbeat("new", 0, topics=["t"])
-    fresh = GroupCoordinator(ctx.config)
+    fresh = GroupCoordinatorShard(ctx.config)
     for record in ctx.log:
         fresh.replay(record)
     assert fresh.consumer_groups == ctx.coord.consumer_groups
     assert "cg" not in fresh.stored.classic_groups
+
+
+# ---- a refused upgrade changes nothing ------------------------------------------------------
+
+def static_classic_group(ctx: GroupContext) -> tuple[str, str, int]:
+    """Static classic members inst-0 (leader, partitions 0-1) and inst-1 (2-3), Stable."""
+    ctx.set_topics(t=4)
+    joins = [ctx.join("cg", instance="inst-0", protocols=PROTOCOLS),
+             ctx.join("cg", instance="inst-1", protocols=PROTOCOLS)]
+    ctx.run_until(lambda: all(j.done for j in joins))
+    a, b = (j.response.member_id for j in joins)
+    gen = joins[0].response.generation_id
+    ctx.sync("cg", a, gen, {a: encode_assignment(Assignment((("t", (0, 1)),)), 0),
+                            b: encode_assignment(Assignment((("t", (2, 3)),)), 0)})
+    ctx.sync("cg", b, gen)
+    assert ctx.group("cg").state is S.STABLE
+    return a, b, gen
+
+
+def test_kip848_consumer_member_reusing_a_static_classic_instance_id_leaves_the_classic_group_as_it_was():
+    ctx = GroupContext()
+    a, b, gen = static_classic_group(ctx)
+    before, logged = shard_view(ctx.coord), len(ctx.log)
+    refused = ctx.cg_heartbeat("newcomer", 0, topics=["t"], instance="inst-0")
+    assert refused.error is E.UNRELEASED_INSTANCE_ID
+    # Nothing moved: no record, no conversion, no timer cancelled, the same group object.
+    assert len(ctx.log) == logged
+    assert shard_view(ctx.coord) == before
+    # The classic members carry on: same ids, generation and assignments, no rebalance.
+    for _ in range(5):
+        ctx.advance(3_000)
+        assert ctx.heartbeat("cg", a, gen, instance="inst-0").error is E.NONE
+        assert ctx.heartbeat("cg", b, gen, instance="inst-1").error is E.NONE
+    group = ctx.group("cg")
+    assert group.state is S.STABLE and group.generation == gen and list(group.members) == [a, b]
+    assert partitions(ctx.sync("cg", b, gen, instance="inst-1").response) == {2, 3}
+
+
+def test_kip848_refused_upgrade_keeps_a_parked_join_of_the_classic_rebalance():
+    ctx = GroupContext()
+    a, b, gen = static_classic_group(ctx)
+    # inst-0 rejoins with new metadata: the group rebalances and its JoinGroup waits for inst-1.
+    other = (("range", encode_subscription(Subscription(("t", "u")), 0)),)
+    parked = ctx.join("cg", a, instance="inst-0", protocols=other)
+    assert not parked.done and ctx.group("cg").state is S.PREPARING_REBALANCE
+    before = shard_view(ctx.coord)
+    assert ctx.cg_heartbeat("newcomer", 0, topics=["t"], instance="inst-1").error is E.UNRELEASED_INSTANCE_ID
+    assert shard_view(ctx.coord) == before and not parked.done
+    # inst-1 rejoins: the join phase completes and the parked JoinGroup gets its one answer.
+    rejoined = ctx.join("cg", b, instance="inst-1", protocols=PROTOCOLS)
+    assert parked.replies == 1 and parked.error is E.NONE and rejoined.error is E.NONE
+    assert parked.response.generation_id == gen + 1 == rejoined.response.generation_id

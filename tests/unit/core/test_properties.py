@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from kgroup.core.classic_group import ClassicGroupState
 from kgroup.core.classic_protocol import NEW_MEMBER_JOIN_TIMEOUT_MS
 from kgroup.core.config import GroupConfig
-from kgroup.core.coordinator import GroupCoordinator
+from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode
 from kgroup.core.messages import JoinGroupRequest, LeavingMember, SyncGroupRequest
 from kgroup.core.record_codec import decode, encode
@@ -297,8 +297,8 @@ def note_coverage(run: Run, stable_generations: set) -> None:
 
 # ---- checks -------------------------------------------------------------------------------
 
-def replayed(config: GroupConfig, records) -> GroupCoordinator:
-    fresh = GroupCoordinator(config)
+def replayed(config: GroupConfig, records) -> GroupCoordinatorShard:
+    fresh = GroupCoordinatorShard(config)
     for record in records:
         fresh.replay(record)
     return fresh
@@ -393,7 +393,7 @@ class Shadow:
     """A second coordinator that replays the live log as it grows, via the codec's bytes."""
 
     def __init__(self, config: GroupConfig) -> None:
-        self.coord = GroupCoordinator(config)
+        self.coord = GroupCoordinatorShard(config)
         self.seen = 0
 
     def __call__(self, run: Run) -> None:
