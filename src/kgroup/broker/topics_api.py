@@ -33,7 +33,7 @@ from kgroup.broker.data_api import DataContext, DataError, log
 from kgroup.wire.kio_build import build, get, has, item
 from kgroup.broker.metadata_api import ZERO_UUID, legal_topic_name
 from kgroup.storage import StorageError
-from kgroup.storage.errors import ConfigError, TopicError
+from kgroup.storage.errors import StorageConfigError, TopicError
 from kgroup.wire import RequestHeader, response_class
 
 CONFIG_SOURCE_DYNAMIC_TOPIC = 1
@@ -96,7 +96,7 @@ def _check_create(ctx: DataContext, topic: Any) -> tuple[int, dict[str, str]]:
         ctx.data.default_log_config.with_topic_configs(configs)
         if "max.message.bytes" in configs:
             int(configs["max.message.bytes"])
-    except (ConfigError, ValueError) as exc:
+    except (StorageConfigError, ValueError) as exc:
         raise TopicFailure(DataError.INVALID_CONFIG, f"invalid topic config: {exc}") from None
     return num, configs
 
@@ -122,7 +122,7 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
             if not validate_only:
                 try:
                     meta = ctx.data.create_topic(topic.name, num, configs)
-                except ConfigError as exc:
+                except StorageConfigError as exc:
                     raise TopicFailure(DataError.INVALID_CONFIG, str(exc)) from None
                 except StorageError as exc:
                     log.error("creating topic %r failed: %s", topic.name, exc)

@@ -13,13 +13,13 @@ Threading and durability contract: segments.py.
 from kgroup.storage.config import FsyncPolicy, LogConfig
 from kgroup.storage.data_dir import DataDir, TopicMeta
 from kgroup.storage.errors import (
-    ConfigError,
     CorruptDataError,
     DataDirLockedError,
     InvalidBatchError,
     LogClosedError,
     LogFailedError,
     OffsetOutOfRangeError,
+    StorageConfigError,
     StorageError,
     TopicError,
 )
@@ -29,8 +29,8 @@ from kgroup.storage.partition_log import PartitionLog
 from kgroup.storage.record_log import RecordLog
 
 __all__ = [
-    "ConfigError", "CorruptDataError", "DataDir", "DataDirLockedError", "FsyncPolicy",
+    "CorruptDataError", "DataDir", "DataDirLockedError", "FsyncPolicy",
     "GroupMetadataLog", "InvalidBatchError", "LogClosedError", "LogConfig", "LogFailedError",
     "MetadataPartition", "OffsetOutOfRangeError", "PartitionLog", "RecordLog", "Replay",
-    "StorageError", "TopicError", "TopicMeta", "java_string_hashcode", "partition_for_group",
+    "StorageConfigError", "StorageError", "TopicError", "TopicMeta", "java_string_hashcode", "partition_for_group",
 ]

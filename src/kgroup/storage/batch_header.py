@@ -33,7 +33,7 @@ _TIMESTAMP = struct.Struct(">q")
 
 
 @dataclass(frozen=True, slots=True)
-class BatchHeader:
+class StoredBatchHeader:
     """The fields of a v2 batch header that storage uses."""
 
     base_offset: int
@@ -54,14 +54,14 @@ class BatchHeader:
         return self.base_offset + self.last_offset_delta
 
 
-def parse_header(data: bytes | memoryview, at: int = 0) -> BatchHeader:
+def parse_header(data: bytes | memoryview, at: int = 0) -> StoredBatchHeader:
     """Parse the header at `data[at:]` (at least 61 bytes must be there)."""
     (base, length, _epoch, magic, crc, _attrs, last_delta, _base_ts, max_ts,
      _pid, _pepoch, _seq, count) = HEADER.unpack_from(data, at)
-    return BatchHeader(base, length, magic, crc, last_delta, max_ts, count)
+    return StoredBatchHeader(base, length, magic, crc, last_delta, max_ts, count)
 
 
-def header_problem(h: BatchHeader) -> str | None:
+def header_problem(h: StoredBatchHeader) -> str | None:
     """Why a parsed header cannot be a v2 batch, or None."""
     if h.magic != 2:
         return f"magic {h.magic} (only record batch v2, magic 2, is supported)"

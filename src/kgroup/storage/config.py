@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Mapping
 
-from kgroup.storage.errors import ConfigError
+from kgroup.storage.errors import StorageConfigError
 
 MiB = 1024 * 1024
 
@@ -40,11 +40,11 @@ class FsyncPolicy:
             try:
                 ms = int(raw)
             except ValueError:
-                raise ConfigError(f"fsync policy {text!r}: interval {raw!r} is not an integer") from None
+                raise StorageConfigError(f"fsync policy {text!r}: interval {raw!r} is not an integer") from None
             if ms <= 0:
-                raise ConfigError(f"fsync policy {text!r}: interval must be > 0 ms")
+                raise StorageConfigError(f"fsync policy {text!r}: interval must be > 0 ms")
             return cls(mode="interval", interval_ms=ms)
-        raise ConfigError(f"fsync policy {text!r}: expected 'always', 'never' or 'interval:<ms>'")
+        raise StorageConfigError(f"fsync policy {text!r}: expected 'always', 'never' or 'interval:<ms>'")
 
     @property
     def sync_before_answer(self) -> bool:
@@ -69,9 +69,9 @@ class LogConfig:
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 64:
-            raise ConfigError(f"segment_bytes={self.segment_bytes} is too small (minimum 64)")
+            raise StorageConfigError(f"segment_bytes={self.segment_bytes} is too small (minimum 64)")
         if self.index_interval_bytes < 0:
-            raise ConfigError(f"index_interval_bytes={self.index_interval_bytes} must be >= 0")
+            raise StorageConfigError(f"index_interval_bytes={self.index_interval_bytes} must be >= 0")
 
     def with_topic_configs(self, configs: Mapping[str, str | None]) -> LogConfig:
         """Overlay Kafka topic configs (segment.bytes, retention.bytes, retention.ms,
@@ -95,5 +95,5 @@ class LogConfig:
             try:
                 values[attr] = int(raw)
             except ValueError:
-                raise ConfigError(f"topic config {key}={raw!r} is not an integer") from None
+                raise StorageConfigError(f"topic config {key}={raw!r} is not an integer") from None
         return LogConfig(**values)

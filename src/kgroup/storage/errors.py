@@ -37,7 +37,7 @@ class LogFailedError(StorageError):
     succeeds would not prove anything)."""
 
 
-class ConfigError(StorageError):
+class StorageConfigError(StorageError):
     """A storage configuration value is invalid or conflicts with what is on disk."""
 
 

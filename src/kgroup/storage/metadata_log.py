@@ -2,7 +2,7 @@
 with snapshots that bound replay time.
 
 Layout: `<directory>/partitions.json` records the partition count (changing it would move
-groups between partitions, so a mismatch raises `ConfigError`); partition p lives in
+groups between partitions, so a mismatch raises `StorageConfigError`); partition p lives in
 `<directory>/<p>/` with segments `<base>.log` and snapshots `<offset>.snapshot`.
 
 Restart: `load()` returns the newest valid snapshot (a corrupt one is skipped in favour of an
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from kgroup.storage.atomic_files import fsync_directory, write_atomically
-from kgroup.storage.errors import ConfigError, CorruptDataError, StorageError
+from kgroup.storage.errors import CorruptDataError, StorageConfigError, StorageError
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.storage.record_log import RecordLog
 from kgroup.storage.segments import log
@@ -60,7 +60,7 @@ class MetadataPartition:
     def __init__(self, directory: Path, partition: int, segment_bytes: int = 100 * 1024 * 1024,
                  snapshots_retained: int = 2) -> None:
         if snapshots_retained < 1:
-            raise ConfigError(f"snapshots_retained must be >= 1, got {snapshots_retained}")
+            raise StorageConfigError(f"snapshots_retained must be >= 1, got {snapshots_retained}")
         self.partition = partition
         self.directory = Path(directory)
         self.log = RecordLog(self.directory, segment_bytes)
@@ -151,7 +151,7 @@ class GroupMetadataLog:
     def __init__(self, directory: Path, num_partitions: int = DEFAULT_PARTITIONS,
                  segment_bytes: int = 100 * 1024 * 1024, snapshots_retained: int = 2) -> None:
         if num_partitions <= 0:
-            raise ConfigError(f"num_partitions must be positive, got {num_partitions}")
+            raise StorageConfigError(f"num_partitions must be positive, got {num_partitions}")
         self.directory = Path(directory)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -177,7 +177,7 @@ class GroupMetadataLog:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise CorruptDataError(f"cannot read {meta}: {exc}") from exc
             if stored != num_partitions:
-                raise ConfigError(
+                raise StorageConfigError(
                     f"{meta} says the group-metadata log has {stored} partitions but "
                     f"{num_partitions} were configured; changing it would move groups")
         else:

@@ -11,9 +11,9 @@ from batch_builder import base_offset_of, make_batch
 
 from kgroup.storage.data_dir import DataDir
 from kgroup.storage.errors import (
-    ConfigError,
     CorruptDataError,
     DataDirLockedError,
+    StorageConfigError,
     StorageError,
     TopicError,
 )
@@ -104,7 +104,7 @@ def test_corrupt_topics_file_is_a_storage_error(tmp_path: Path) -> None:
 
 def test_metadata_partition_count_is_fixed(tmp_path: Path) -> None:
     DataDir(tmp_path, metadata_partitions=4).close()
-    with pytest.raises(ConfigError, match="4 partitions"):
+    with pytest.raises(StorageConfigError, match="4 partitions"):
         DataDir(tmp_path, metadata_partitions=50)
 
 

@@ -12,10 +12,10 @@ import pytest
 
 from kgroup.storage.config import FsyncPolicy
 from kgroup.storage.errors import (
-    ConfigError,
     CorruptDataError,
     LogClosedError,
     OffsetOutOfRangeError,
+    StorageConfigError,
     StorageError,
 )
 from kgroup.storage.group_hash import java_string_hashcode, partition_for_group
@@ -353,7 +353,7 @@ def test_group_metadata_log_routes_groups_and_syncs_dirty_partitions(tmp_path: P
     assert gml.sync() == {part.partition: 1}
     assert gml.sync() == {}
     gml.close()
-    with pytest.raises(ConfigError, match="5 partitions"):
+    with pytest.raises(StorageConfigError, match="5 partitions"):
         GroupMetadataLog(tmp_path, num_partitions=7)
 
 
@@ -361,5 +361,5 @@ def test_fsync_policy_parse() -> None:
     assert FsyncPolicy.parse("always").sync_before_answer
     assert FsyncPolicy.parse("interval:250") == FsyncPolicy("interval", 250)
     assert str(FsyncPolicy.parse("never")) == "never"
-    with pytest.raises(ConfigError):
+    with pytest.raises(StorageConfigError):
         FsyncPolicy.parse("sometimes")
