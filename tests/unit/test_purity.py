@@ -1,4 +1,5 @@
-"""The pure layers (core, member, assignors) must not do I/O, read the clock or sleep.
+"""The pure layers (core, member, assignors) must not do I/O, read the clock, sleep or load
+plug-ins.
 
 DESIGN.md: they take `now_ms` and return results, so the same code runs in the broker, in a
 test with a manual clock, and in a Spark task. This test parses every module's imports (not
@@ -18,6 +19,9 @@ FORBIDDEN = {
     "asyncio", "socket", "time", "threading", "selectors", "subprocess", "multiprocessing",
     "os", "io", "shutil", "tempfile", "signal", "random", "secrets", "datetime", "pathlib",
     "uvloop", "concurrent",
+    # Plug-ins are found at the edges (kgroup/plugins.py): entry points read the installed
+    # packages and import their code.
+    "importlib", "pkg_resources", "pkgutil", "runpy", "zipimport",
 }
 # The pure layers may use each other and the standard library's pure modules, but not the
 # I/O layers of kgroup itself.
@@ -67,6 +71,14 @@ def test_purity_check_catches_a_forbidden_import(tmp_path: Path) -> None:
     assert "__import__" in _imports(sample)
 
 
+def test_purity_check_catches_plugin_loading(tmp_path: Path) -> None:
+    sample = tmp_path / "plugins.py"
+    for source in ("import importlib.metadata\n", "from importlib.metadata import entry_points\n",
+                   "from importlib import metadata\n", "import pkg_resources\n"):
+        sample.write_text(source)
+        assert any(n.split(".")[0] in FORBIDDEN for n in _imports(sample)), source
+
+
 # DESIGN.md's layers: dependencies point down only. Each layer may import these kgroup layers.
 ALLOWED_LAYERS = {
     "assignors": {"assignors"},
@@ -74,10 +86,10 @@ ALLOWED_LAYERS = {
     "member": {"member", "assignors"},
     "wire": {"wire"},
     "storage": {"storage"},
-    "broker": {"broker", "core", "wire", "storage", "assignors"},
-    "client": {"client", "member", "wire", "assignors"},
+    "broker": {"broker", "core", "wire", "storage", "assignors", "plugins"},
+    "client": {"client", "member", "wire", "assignors", "plugins"},
     "lab": {"lab", "core", "member", "assignors"},
-    "spark": {"spark", "lab", "client"},
+    "spark": {"spark", "lab", "client", "plugins"},
 }
 
 
@@ -123,3 +135,10 @@ def test_lab_module_is_deterministic(path: Path) -> None:
         if isinstance(node, ast.ImportFrom) and node.module == "random":
             bad += [f"random.{a.name}" for a in node.names if a.name != "Random"]
     assert not bad, f"{path.relative_to(SRC)} uses {bad}: the lab is seeded and clock-free"
+
+
+def test_the_plugin_loader_stands_on_the_pure_layers_only() -> None:
+    # kgroup/plugins.py is an edge of its own: it imports plug-ins and registers them with
+    # the pure assignors registry, and reaches no other kgroup layer.
+    names = [n for n in _imports(SRC / "plugins.py") if n.startswith("kgroup.")]
+    assert names and all(n.split(".")[1] == "assignors" for n in names), names

@@ -1,15 +1,18 @@
-"""Assignors by name: the built-ins, plus third-party ones found through entry points.
+"""Assignors by name: the built-ins, plus third-party ones registered at start-up.
 
 A third-party package registers an assignor class or instance under the
 `kgroup.assignors` entry-point group; the entry point's name is only a label, the object's
-`name` attribute is what members ask for. Client-side assignors have `supported_protocols`
-(they run in a classic-group leader); server-side ones do not. Built-in names cannot be
+`name` attribute is what members ask for. Finding entry points reads installed packages and
+imports their code, which a pure layer must not do: the edges (broker start-up, the client's
+Consumer, the lab's CLI and Spark tasks) call `kgroup.plugins.load_assignor_plugins()`, which
+hands each one to `register` here. Client-side assignors have `supported_protocols` (they
+run in a classic-group leader); server-side ones do not. Built-in names cannot be
 overridden by a plug-in.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
+from typing import Any
 
 from kgroup.assignors.interface import ClientAssignor, ServerAssignor
 from kgroup.assignors.range import RangeAssignor
@@ -27,38 +30,34 @@ _BUILTIN_CLIENT: dict[str, ClientAssignor] = {
 _BUILTIN_SERVER: dict[str, ServerAssignor] = {
     a.name: a for a in (UniformAssignor(), ServerRangeAssignor())
 }
+# Registered plug-ins, by name (the first registered under a name stays).
+_PLUGIN_CLIENT: dict[str, ClientAssignor] = {}
+_PLUGIN_SERVER: dict[str, ServerAssignor] = {}
 
 
 class UnknownAssignor(KeyError):
-    """No assignor of that name (built in or registered through entry points)."""
+    """No assignor of that name (built in or registered)."""
 
 
-def discover_plugins() -> tuple[dict[str, ClientAssignor], dict[str, ServerAssignor]]:
-    """Third-party assignors from the `kgroup.assignors` entry-point group, by kind."""
-    client: dict[str, ClientAssignor] = {}
-    server: dict[str, ServerAssignor] = {}
-    eps = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
-                 key=lambda ep: (ep.name, ep.value))
-    for ep in eps:
-        obj = ep.load()
-        if isinstance(obj, type):
-            obj = obj()
-        name = getattr(obj, "name", None)
-        if not isinstance(name, str) or not callable(getattr(obj, "assign", None)):
-            continue
-        if hasattr(obj, "supported_protocols"):
-            if name not in _BUILTIN_CLIENT:
-                client.setdefault(name, obj)
-        elif name not in _BUILTIN_SERVER:
-            server.setdefault(name, obj)
-    return client, server
+def register(assignor: Any) -> bool:
+    """Make a third-party assignor (an instance) available by its `name`; False if it is not
+    an assignor or its name is taken by a built-in or an earlier plug-in of its kind."""
+    name = getattr(assignor, "name", None)
+    if not isinstance(name, str) or not callable(getattr(assignor, "assign", None)):
+        return False
+    if hasattr(assignor, "supported_protocols"):
+        builtin, plugins = _BUILTIN_CLIENT, _PLUGIN_CLIENT
+    else:
+        builtin, plugins = _BUILTIN_SERVER, _PLUGIN_SERVER
+    if name in builtin or name in plugins:
+        return False
+    plugins[name] = assignor
+    return True
 
 
 def get_client_assignor(name: str) -> ClientAssignor:
     """The client-side assignor called `name` ("range", "roundrobin", "sticky", ...)."""
-    found = _BUILTIN_CLIENT.get(name)
-    if found is None:
-        found = discover_plugins()[0].get(name)
+    found = _BUILTIN_CLIENT.get(name) or _PLUGIN_CLIENT.get(name)
     if found is None:
         raise UnknownAssignor(name)
     return found
@@ -66,9 +65,7 @@ def get_client_assignor(name: str) -> ClientAssignor:
 
 def get_server_assignor(name: str) -> ServerAssignor:
     """The server-side assignor called `name` ("uniform", "range", ...)."""
-    found = _BUILTIN_SERVER.get(name)
-    if found is None:
-        found = discover_plugins()[1].get(name)
+    found = _BUILTIN_SERVER.get(name) or _PLUGIN_SERVER.get(name)
     if found is None:
         raise UnknownAssignor(name)
     return found
@@ -76,9 +73,9 @@ def get_server_assignor(name: str) -> ServerAssignor:
 
 def client_assignor_names() -> tuple[str, ...]:
     """Every client-side assignor name, built-ins first."""
-    return tuple(_BUILTIN_CLIENT) + tuple(sorted(discover_plugins()[0]))
+    return tuple(_BUILTIN_CLIENT) + tuple(sorted(_PLUGIN_CLIENT))
 
 
 def server_assignor_names() -> tuple[str, ...]:
     """Every server-side assignor name, the default (`uniform`) first."""
-    return tuple(_BUILTIN_SERVER) + tuple(sorted(discover_plugins()[1]))
+    return tuple(_BUILTIN_SERVER) + tuple(sorted(_PLUGIN_SERVER))

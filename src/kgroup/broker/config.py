@@ -10,6 +10,7 @@ from typing import Any
 
 from kgroup.assignors.registry import UnknownAssignor, get_server_assignor
 from kgroup.core.config import GroupConfig
+from kgroup.plugins import load_assignor_plugins
 from kgroup.wire import DEFAULT_MAX_FRAME_SIZE
 
 
@@ -166,6 +167,7 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
         config = BrokerConfig(**broker, group=GroupConfig(**group))
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
+    load_assignor_plugins()
     for name in config.group.consumer_assignors:
         try:
             get_server_assignor(name)

@@ -24,6 +24,7 @@ from kgroup.lab.recorded import group_ids, recording
 from kgroup.lab.results import SUMMARY_COLUMNS, WINDOW_COLUMNS, simulate
 from kgroup.lab.scenario import ScenarioError, parse_scenario, scenario_from_dict
 from kgroup.lab.sweep import parse_sweep
+from kgroup.plugins import load_assignor_plugins
 
 from .errors import CliError
 
@@ -35,6 +36,7 @@ def run_lab(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> 
     # The streams are looked up now, not bound at import: callers may have replaced them.
     out = out or sys.stdout
     err = err or sys.stderr
+    load_assignor_plugins()
     try:
         if args.action == "run":
             return _run(args, out)

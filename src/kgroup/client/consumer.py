@@ -47,6 +47,7 @@ from kgroup.member import (
     Subscribe,
     Unsubscribe,
 )
+from kgroup.plugins import load_assignor_plugins
 from kgroup.wire.versions import OFFSET_COMMIT
 
 from .admin import EARLIEST, LATEST, AdminClient
@@ -94,6 +95,7 @@ class Consumer:
     """An asyncio consumer; see the module comment."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        load_assignor_plugins()   # partition.assignment.strategy may name a plug-in
         self.settings = resolve(CONSUMER_DEFAULTS, config, kwargs)
         s = self.settings
         if s["group.protocol"] not in ("classic", "consumer"):

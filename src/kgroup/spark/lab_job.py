@@ -25,6 +25,7 @@ from kgroup.lab.report import AGGREGATES
 from kgroup.lab.results import SUMMARY_COLUMNS, WINDOW_COLUMNS, GroupResult, simulate
 from kgroup.lab.scenario import scenario_from_dict
 from kgroup.lab.sweep import GroupSpec, Sweep
+from kgroup.plugins import load_assignor_plugins
 
 _SPARK_TYPES = {"string": "string", "long": "bigint", "double": "double", "boolean": "boolean"}
 
@@ -62,6 +63,7 @@ def simulate_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _simulate_partition(specs: Iterator[str]) -> Iterator[dict[str, Any]]:
+    load_assignor_plugins()   # an executor is a process of its own
     for text in specs:
         yield simulate_spec(json.loads(text))
 

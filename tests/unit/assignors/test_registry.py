@@ -1,5 +1,5 @@
-"""Assignor registry: Kafka's names for the built-ins, and third-party discovery through the
-`kgroup.assignors` entry-point group."""
+"""Assignor registry: Kafka's names for the built-ins, and third-party assignors found through
+the `kgroup.assignors` entry-point group (at the edge, kgroup.plugins) and registered."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from kgroup.assignors import (
     get_client_assignor, get_server_assignor, server_assignor_names,
 )
 from kgroup.assignors import registry
+from kgroup.plugins import load_assignor_plugins
 
 
 def test_builtin_names_are_kafkas() -> None:
@@ -65,6 +66,11 @@ def test_third_party_assignors_come_from_entry_points(monkeypatch) -> None:
         return [ep for ep in eps if ep.group == group]
 
     monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(registry, "_PLUGIN_CLIENT", {})
+    monkeypatch.setattr(registry, "_PLUGIN_SERVER", {})
+    with pytest.raises(UnknownAssignor):
+        get_server_assignor("first")        # not until the edge has loaded the plug-ins
+    load_assignor_plugins(again=True)
     first = get_server_assignor("first")
     spec = GroupSpec({"b": MemberSpec("b", frozenset({"t"})), "a": MemberSpec("a", frozenset({"t"}))})
     assert first.assign(spec, {"t": 2}) == {"a": {"t": (0, 1)}, "b": {}}
@@ -80,3 +86,12 @@ class Shadow:
 
     def assign(self, spec, topics):
         raise AssertionError("a plug-in must not shadow a built-in")
+
+
+def test_register_refuses_non_assignors_and_taken_names(monkeypatch) -> None:
+    monkeypatch.setattr(registry, "_PLUGIN_SERVER", {})
+    assert not registry.register(object())
+    assert not registry.register(Shadow())                # a built-in's name
+    assert registry.register(EverythingToFirst())
+    assert not registry.register(EverythingToFirst())     # the first one stays
+    assert get_server_assignor("first").name == "first"
