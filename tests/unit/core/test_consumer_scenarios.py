@@ -349,3 +349,30 @@ def test_per_group_overrides_of_session_timeout_and_heartbeat_interval():
     assert "a" in ctx.cgroup("fast").members                # ... but "fast" has 50 s
     ctx.advance(5_000)
     assert "a" not in ctx.cgroup("fast").members
+
+
+# ---- the member transition table ------------------------------------------------------------
+
+def test_member_transitions_move_the_epoch_as_the_table_says():
+    from kgroup.core.consumer_group import MEMBER_TRANSITIONS, EpochMove, check_member_transition
+    from kgroup.core.errors import IllegalGroupTransition
+    from kgroup.core.records import ConsumerCurrentValue
+
+    def at(state: MemberState, epoch: int) -> ConsumerCurrentValue:
+        return ConsumerCurrentValue(epoch, epoch - 1, state, (), ())
+
+    for source, moves in MEMBER_TRANSITIONS.items():
+        for target, move in moves.items():
+            right = 4 if move is EpochMove.KEEP else 7
+            check_member_transition(at(source, 4), at(target, right), 7)
+            wrong = 7 if move is EpochMove.KEEP else 4
+            try:
+                check_member_transition(at(source, 4), at(target, wrong), 7)
+            except IllegalGroupTransition:
+                pass
+            else:
+                raise AssertionError(f"{source} -> {target} at epoch {wrong} was allowed")
+    # Revoking keeps the epoch; reaching STABLE or UNRELEASED takes the target's.
+    assert {t: m for t, m in MEMBER_TRANSITIONS[MemberState.STABLE].items()} == {
+        MemberState.STABLE: EpochMove.TO_TARGET, MemberState.UNRELEASED_PARTITIONS: EpochMove.TO_TARGET,
+        MemberState.UNREVOKED_PARTITIONS: EpochMove.KEEP}
