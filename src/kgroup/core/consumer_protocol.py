@@ -419,9 +419,9 @@ class ConsumerProtocol:
         out.record(ConsumerCurrentRecord(group.group_id, member_id, None))
         out.record(ConsumerTargetRecord(group.group_id, member_id, None))
         out.record(ConsumerMemberRecord(group.group_id, member_id, None))
-        self.cancel_timers(group.group_id, member_id, out)
+        self._cancel_timers(group.group_id, member_id, out)
 
-    def cancel_timers(self, group_id: str, member_id: str, out: ResultBuilder) -> None:
+    def _cancel_timers(self, group_id: str, member_id: str, out: ResultBuilder) -> None:
         """Stage the cancelling of a member's session and revocation timers."""
         out.then(self.timers.cancel, consumer_session_key(group_id, member_id))
         out.then(self.timers.cancel, consumer_revoke_key(group_id, member_id))
