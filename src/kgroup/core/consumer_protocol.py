@@ -247,7 +247,7 @@ class ConsumerProtocol:
                     or nxt.pending_revocation != before.pending_revocation):
                 out.then(self.timers.schedule, revoke, now_ms + meta.rebalance_timeout_ms,
                          TimerOp(TimerKind.CONSUMER_REVOKE, group_id, member_id, generation=nxt.member_epoch))
-        else:
+        elif revoke in self.timers:
             out.then(self.timers.cancel, revoke)
 
     def arm_session(self, group_id: str, member_id: str, deadline_ms: int, out: ResultBuilder) -> None:
