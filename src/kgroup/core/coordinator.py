@@ -71,7 +71,7 @@ class GroupKind(IntEnum):
 _NONE, _CLASSIC, _CONSUMER = GroupKind.NONE, GroupKind.CLASSIC, GroupKind.CONSUMER
 
 
-class GroupApi(Enum):
+class MembershipApi(Enum):
     """The group-membership APIs, routed by the kind of the group they name."""
 
     JOIN_GROUP = "JoinGroup"
@@ -96,9 +96,9 @@ class GroupCoordinatorShard:
         self.migration = migration = Migration(shard, consumer, classic)
         self.offsets = Offsets(shard)
         self.admin = Admin(shard)
-        K, A = GroupKind, GroupApi
+        K, A = GroupKind, MembershipApi
         # API -> group kind -> handler: where every group request goes.
-        self.routes: dict[GroupApi, dict[GroupKind, Handler]] = {
+        self.routes: dict[MembershipApi, dict[GroupKind, Handler]] = {
             A.JOIN_GROUP: {K.NONE: classic.join, K.CLASSIC: classic.join, K.CONSUMER: migration.join},
             A.SYNC_GROUP: {K.NONE: classic.sync, K.CLASSIC: classic.sync, K.CONSUMER: migration.sync},
             A.HEARTBEAT: {K.NONE: classic.heartbeat, K.CLASSIC: classic.heartbeat, K.CONSUMER: migration.heartbeat},

@@ -79,7 +79,7 @@ if TYPE_CHECKING:
 CONSUMER = "consumer"
 
 
-class _TopicNames:
+class _TopicIds:
     """Topic names <-> ids, as ConsumerProtocol bytes (names) and consumer groups (ids) need."""
 
     def __init__(self, shard: ShardState) -> None:
@@ -103,7 +103,7 @@ class Downgrade:
         self.shard = shard
         self.config = shard.config
         self.classic = classic
-        self.topics = _TopicNames(shard)
+        self.topics = _TopicIds(shard)
 
     def allowed(self) -> bool:
         return self.config.consumer_migration_policy in ("bidirectional", "downgrade")
@@ -154,7 +154,7 @@ class Migration:
         self.config = shard.config
         self.consumer = consumer
         self.classic = classic
-        self.topics = _TopicNames(shard)
+        self.topics = _TopicIds(shard)
 
     # ---- a ConsumerGroupHeartbeat for a classic group -------------------------------------
 
