@@ -16,92 +16,31 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
+from kgroup.assignors.protocol_bytes import (
+    I16,
+    I32,
+    ProtocolBytesError,
+    Reader,
+    write_bytes,
+    write_string,
+)
 from kgroup.assignors.spec import Assignment, Subscription, TopicPartitions
 
 SUBSCRIPTION_MAX_VERSION = 3
 ASSIGNMENT_MAX_VERSION = 3
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 
-
-class ConsumerProtocolError(ValueError):
+class ConsumerProtocolError(ProtocolBytesError):
     """The bytes are not a valid ConsumerProtocol subscription, assignment or user data."""
 
 
-class _ConsumerProtocolReader:
-    """Reads big-endian Kafka primitives from a buffer, raising ConsumerProtocolError."""
+class _ConsumerProtocolReader(Reader):
+    """A ``Reader`` that raises ConsumerProtocolError and reads topic-partition lists."""
 
-    __slots__ = ("buf", "pos", "what")
+    __slots__ = ()
 
     def __init__(self, data: bytes, what: str) -> None:
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise ConsumerProtocolError(f"{what}: expected bytes, got {type(data).__name__}")
-        self.buf = bytes(data)
-        self.pos = 0
-        self.what = what
-
-    def _need(self, n: int, field: str) -> None:
-        if self.pos + n > len(self.buf):
-            raise ConsumerProtocolError(
-                f"{self.what}: truncated reading {field} at byte {self.pos} "
-                f"(need {n}, have {len(self.buf) - self.pos})"
-            )
-
-    def int16(self, field: str) -> int:
-        self._need(2, field)
-        (value,) = _I16.unpack_from(self.buf, self.pos)
-        self.pos += 2
-        return value
-
-    def int32(self, field: str) -> int:
-        self._need(4, field)
-        (value,) = _I32.unpack_from(self.buf, self.pos)
-        self.pos += 4
-        return value
-
-    def string(self, field: str, nullable: bool = False) -> str | None:
-        length = self.int16(field)
-        if length < 0:
-            if nullable and length == -1:
-                return None
-            raise ConsumerProtocolError(f"{self.what}: {field} has invalid length {length}")
-        self._need(length, field)
-        raw = self.buf[self.pos:self.pos + length]
-        self.pos += length
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ConsumerProtocolError(f"{self.what}: {field} is not UTF-8") from exc
-
-    def nullable_bytes(self, field: str) -> bytes | None:
-        length = self.int32(field)
-        if length < 0:
-            if length == -1:
-                return None
-            raise ConsumerProtocolError(f"{self.what}: {field} has invalid length {length}")
-        self._need(length, field)
-        raw = self.buf[self.pos:self.pos + length]
-        self.pos += length
-        return raw
-
-    def array_length(self, field: str, min_item_size: int) -> int:
-        count = self.int32(field)
-        if count < 0:
-            raise ConsumerProtocolError(f"{self.what}: {field} has invalid length {count}")
-        # Why: a garbage length must fail here, not after allocating a huge list.
-        if count * min_item_size > len(self.buf) - self.pos:
-            raise ConsumerProtocolError(
-                f"{self.what}: {field} claims {count} items but only "
-                f"{len(self.buf) - self.pos} bytes remain"
-            )
-        return count
-
-    def int32_array(self, field: str) -> tuple[int, ...]:
-        count = self.array_length(field, 4)
-        values = struct.unpack_from(f">{count}i", self.buf, self.pos)
-        self.pos += 4 * count
-        return values
+        super().__init__(data, what, ConsumerProtocolError)
 
     def topic_partitions(self, field: str) -> TopicPartitions:
         count = self.array_length(field, 6)
@@ -119,47 +58,30 @@ def _version(version: int, maximum: int, what: str) -> int:
 
 
 def _string(value: str | None, out: list[bytes], nullable: bool = False) -> None:
-    if value is None:
-        if not nullable:
-            raise ConsumerProtocolError("null is not allowed for this string")
-        out.append(_I16.pack(-1))
-        return
-    raw = value.encode("utf-8")
-    if len(raw) > 0x7FFF:
-        raise ConsumerProtocolError(f"string too long ({len(raw)} bytes)")
-    out.append(_I16.pack(len(raw)))
-    out.append(raw)
-
-
-def _bytes(value: bytes | None, out: list[bytes]) -> None:
-    if value is None:
-        out.append(_I32.pack(-1))
-    else:
-        out.append(_I32.pack(len(value)))
-        out.append(bytes(value))
+    write_string(value, out, nullable, ConsumerProtocolError)
 
 
 def _topic_partitions(items: Iterable[tuple[str, Iterable[int]]], out: list[bytes]) -> None:
     items = list(items)
-    out.append(_I32.pack(len(items)))
+    out.append(I32.pack(len(items)))
     for topic, partitions in items:
         _string(topic, out)
         parts = tuple(partitions)
-        out.append(_I32.pack(len(parts)))
+        out.append(I32.pack(len(parts)))
         out.append(struct.pack(f">{len(parts)}i", *parts))
 
 
 def encode_subscription(sub: Subscription, version: int) -> bytes:
     """ConsumerProtocolSubscription bytes at `version` (fields newer than it are dropped)."""
     _version(version, SUBSCRIPTION_MAX_VERSION, "subscription")
-    out = [_I16.pack(version), _I32.pack(len(sub.topics))]
+    out = [I16.pack(version), I32.pack(len(sub.topics))]
     for topic in sub.topics:
         _string(topic, out)
-    _bytes(sub.user_data, out)
+    write_bytes(sub.user_data, out)
     if version >= 1:
         _topic_partitions(sub.owned_partitions, out)
     if version >= 2:
-        out.append(_I32.pack(sub.generation_id))
+        out.append(I32.pack(sub.generation_id))
     if version >= 3:
         _string(sub.rack_id, out, nullable=True)
     return b"".join(out)
@@ -190,9 +112,9 @@ def decode_subscription(data: bytes) -> Subscription:
 def encode_assignment(asg: Assignment, version: int) -> bytes:
     """ConsumerProtocolAssignment bytes at `version` (the layout is the same for v0–v3)."""
     _version(version, ASSIGNMENT_MAX_VERSION, "assignment")
-    out = [_I16.pack(version)]
+    out = [I16.pack(version)]
     _topic_partitions(asg.partitions, out)
-    _bytes(asg.user_data, out)
+    write_bytes(asg.user_data, out)
     return b"".join(out)
 
 
@@ -221,7 +143,7 @@ def encode_sticky_user_data(owned: TopicPartitions, generation: int | None) -> b
     out: list[bytes] = []
     _topic_partitions(owned, out)
     if generation is not None:
-        out.append(_I32.pack(generation))
+        out.append(I32.pack(generation))
     return b"".join(out)
 
 
