@@ -1,5 +1,6 @@
 """PURE group-member state machines (no I/O, no clock): they take events with ``now_ms``
-and return actions. ``classic_member`` speaks JoinGroup/SyncGroup/Heartbeat/LeaveGroup;
+and return actions. ``classic_member`` speaks JoinGroup/SyncGroup/Heartbeat/LeaveGroup, for
+consumer groups and groups of any other protocol type (events in ``classic_events``);
 the consumer-protocol member (ConsumerGroupHeartbeat, KIP-848) sits beside it in
 ``consumer_member``, sharing ``actions``, ``config`` and the user/timer events."""
 
@@ -13,29 +14,35 @@ from kgroup.member.actions import (
     RunRevoked,
     TopicPartition,
 )
-from kgroup.member.classic_member import (
-    ClassicMemberMachine,
-    ClassicState,
+from kgroup.member.classic_events import (
+    AssignmentsComputed,
     Close,
     CommitAnswered,
     CoordinatorFound,
     CoordinatorLost,
     HeartbeatAnswered,
-    IllegalMemberTransition,
-    JoinGroupAnswered,
     JoinedMember,
+    JoinGroupAnswered,
     MetadataUpdated,
     Poll,
+    Rejoin,
     RequestFailed,
+    RunAssign,
+    RunOnAssignment,
+    RunOpaqueAssigned,
+    RunOpaqueLost,
+    RunOpaqueRevoked,
     SendHeartbeat,
     SendJoinGroup,
     SendLeaveGroup,
     SendSyncGroup,
+    SetProtocols,
     Subscribe,
     SyncGroupAnswered,
     Tick,
     Unsubscribe,
 )
+from kgroup.member.classic_member import ClassicMemberMachine, ClassicState, IllegalMemberTransition
 from kgroup.member.config import MemberConfig
 from kgroup.member.consumer_member import (
     ConsumerGroupHeartbeatAnswered,
@@ -47,6 +54,8 @@ from kgroup.member.consumer_member import (
 )
 
 __all__ = [
+    "AssignmentsComputed", "Rejoin", "RunAssign", "RunOnAssignment", "RunOpaqueAssigned",
+    "RunOpaqueLost", "RunOpaqueRevoked", "SetProtocols",
     "ClassicMemberMachine", "ClassicState", "Close", "CommitOffsets", "CommitAnswered",
     "ConsumerGroupHeartbeatAnswered", "ConsumerMemberMachine", "ConsumerState",
     "RefreshTopicNames", "SendConsumerGroupHeartbeat", "TopicNames",

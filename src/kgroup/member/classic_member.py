@@ -4,25 +4,43 @@ How this works: ``ClassicMemberMachine.handle(event)`` takes one event (a user c
 the passing of time), each carrying ``now_ms``, and returns the actions its driver must
 perform in order (send this request, run this callback, commit these offsets). Nothing here
 reads a clock or does I/O; ``next_deadline()`` says when the driver should send a ``Tick``.
+The events and actions are in ``classic_events``.
 
 States (one transition table, ``_TRANSITIONS``; an illegal move raises and changes nothing):
 
-    UNJOINED --subscribe / poll after a poll timeout--> JOINING
+    UNJOINED --subscribe / set protocols / poll after a poll timeout--> JOINING
     JOINING  --JoinGroup ok--> SYNCING --SyncGroup ok--> STABLE
     JOINING  --MEMBER_ID_REQUIRED--> JOINING (same state, resend with the given id)
     SYNCING / STABLE --REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
-                       subscription or (leader) metadata change--> JOINING
+                       subscription or (leader) metadata change, Rejoin--> JOINING
     any      --poll timeout (max.poll.interval.ms)--> UNJOINED (partitions lost, leave)
     any      --FENCED_INSTANCE_ID or a non-retriable error--> FATAL
     any      --close--> LEFT
 
-Eager rebalancing revokes every owned partition before it rejoins. Cooperative (KIP-429,
-when every configured assignor supports it) keeps its partitions while rejoining, revokes
-only those the new assignment takes away, and then rejoins for a second round so they can
-be handed to their new owner. ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID mean the partitions
-already belong to someone else: they are *lost*, not revoked. ``owned`` is exactly what the
-driver may consume: it shrinks in the same step that emits RunRevoked/RunLost, and grows
-only with RunAssigned.
+Two kinds of group. With protocol type ``consumer`` the member subscribes to topics, its
+leader assigns partitions with a client-side assignor, and it owns partitions. With any
+other protocol type the metadata and assignments are opaque: the member offers the
+protocols it is given (``SetProtocols``), its leader's assignment comes from the driver
+(``RunAssign`` / ``AssignmentsComputed``), and it holds one assignment (``assignment``).
+
+Eager rebalancing revokes everything held before it rejoins. Cooperative (KIP-429, when
+every configured assignor supports it, or when a member of another protocol type is
+configured so) keeps what it holds while rejoining; a consumer then revokes only the
+partitions the new assignment takes away, and rejoins for a second round so they can be
+handed to their new owner (an opaque member gets the new assignment and decides itself).
+ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID mean what it held already belongs to someone else:
+it is *lost*, not revoked. ``owned`` is exactly what the driver may consume: it shrinks in
+the same step that emits RunRevoked/RunLost, and grows only with RunAssigned.
+
+Losing before the coordinator gives away (with ``lose_before_expiry``, as a ``Membership``
+has it). The coordinator hands a member's share to others once it has not heard from it
+for the session timeout (or, mid-rebalance, the rebalance timeout). The member counts from the send time of its last request the coordinator
+answered in its generation (``_alive_at``): the coordinator received it later, so its
+deadline is later too. Past ``min(session, rebalance timeout) - margin`` without such an
+answer (the margin is the heartbeat interval, at most half the limit, for the member's own
+timer running late) the member gives up what it holds as lost and rejoins. The count
+pauses while a JoinGroup or SyncGroup is in flight: the coordinator keeps a member whose
+join or sync it holds, and a request that fails brings the count back at once.
 
 Coordinator errors (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) emit FindCoordinator; the
 member keeps its state and resends what it was doing once ``CoordinatorFound`` arrives.
@@ -34,7 +52,6 @@ from __future__ import annotations
 
 import enum
 import struct
-from dataclasses import dataclass
 
 from kgroup.assignors import (
     COOPERATIVE,
@@ -45,7 +62,6 @@ from kgroup.assignors import (
     decode_subscription,
     encode_assignment,
     encode_subscription,
-    get_client_assignor,
 )
 from kgroup.assignors.consumer_protocol import ConsumerProtocolError, encode_sticky_user_data
 from kgroup.error_codes import ErrorCode
@@ -58,12 +74,43 @@ from kgroup.member.actions import (
     RunLost,
     RunRevoked,
 )
+from kgroup.member.classic_events import (
+    NO_GENERATION,
+    PROTOCOL_TYPE,
+    Action,
+    AssignmentsComputed,
+    Close,
+    CommitAnswered,
+    CoordinatorFound,
+    CoordinatorLost,
+    Event,
+    HeartbeatAnswered,
+    JoinedMember,
+    JoinGroupAnswered,
+    MetadataUpdated,
+    Poll,
+    Rejoin,
+    RequestFailed,
+    RunAssign,
+    RunOnAssignment,
+    RunOpaqueAssigned,
+    RunOpaqueLost,
+    RunOpaqueRevoked,
+    SendHeartbeat,
+    SendJoinGroup,
+    SendLeaveGroup,
+    SendSyncGroup,
+    SetProtocols,
+    Subscribe,
+    SyncGroupAnswered,
+    Tick,
+    Unsubscribe,
+)
 from kgroup.member.config import MemberConfig
+
 
 SUBSCRIPTION_VERSION = 3
 ASSIGNMENT_VERSION = 3
-NO_GENERATION = -1
-PROTOCOL_TYPE = "consumer"
 
 _COORDINATOR_GONE = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
 _LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
@@ -94,171 +141,8 @@ class IllegalMemberTransition(RuntimeError):
     """A move the transition table does not allow; the state is left unchanged."""
 
 
-# -- events ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Subscribe:
-    """The user subscribed to ``topics`` (a pattern is resolved to topics by the driver)."""
-
-    topics: tuple[str, ...]
-    now_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class Unsubscribe:
-    now_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class Poll:
-    """The user polled: resets the max.poll.interval.ms timer."""
-
-    now_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class Tick:
-    """Time passed; timers due at ``now_ms`` fire."""
-
-    now_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class CoordinatorFound:
-    now_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class CoordinatorLost:
-    """The connection to the coordinator failed outside any request we track."""
-
-    now_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class MetadataUpdated:
-    """Partition counts of topics, as (topic, count) pairs."""
-
-    partitions: tuple[tuple[str, int], ...]
-    now_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class JoinedMember:
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class JoinGroupAnswered:
-    request_id: int
-    error: ErrorCode
-    now_ms: int
-    generation: int = NO_GENERATION
-    protocol: str | None = None
-    leader: str = ""
-    member_id: str = ""
-    members: tuple[JoinedMember, ...] = ()
-    skip_assignment: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class SyncGroupAnswered:
-    request_id: int
-    error: ErrorCode
-    now_ms: int
-    assignment: bytes = b""
-
-
-@dataclass(frozen=True, slots=True)
-class HeartbeatAnswered:
-    request_id: int
-    error: ErrorCode
-    now_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class CommitAnswered:
-    """The group-level outcome of an OffsetCommit this member sent (NONE if fine)."""
-
-    error: ErrorCode
-    now_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class RequestFailed:
-    """A request got no answer (connection lost or timed out)."""
-
-    request_id: int
-    now_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class Close:
-    now_ms: int
-
-
-Event = (Subscribe | Unsubscribe | Poll | Tick | CoordinatorFound | CoordinatorLost
-         | MetadataUpdated | JoinGroupAnswered | SyncGroupAnswered | HeartbeatAnswered
-         | CommitAnswered | RequestFailed | Close)
-
-
-# -- request actions ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SendJoinGroup:
-    request_id: int
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocols: tuple[tuple[str, bytes], ...]
-    reason: str = ""
-    protocol_type: str = PROTOCOL_TYPE
-
-
-@dataclass(frozen=True, slots=True)
-class SendSyncGroup:
-    request_id: int
-    group_id: str
-    generation: int
-    member_id: str
-    group_instance_id: str | None
-    protocol: str | None
-    assignments: tuple[tuple[str, bytes], ...]
-    protocol_type: str = PROTOCOL_TYPE
-
-
-@dataclass(frozen=True, slots=True)
-class SendHeartbeat:
-    request_id: int
-    group_id: str
-    generation: int
-    member_id: str
-    group_instance_id: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class SendLeaveGroup:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    reason: str = ""
-
-
-Action = (SendJoinGroup | SendSyncGroup | SendHeartbeat | SendLeaveGroup | FindCoordinator
-          | CommitOffsets | RunRevoked | RunAssigned | RunLost | Fatal)
-
-
-# -- the member --------------------------------------------------------------------------
-
-
 class ClassicMemberMachine:
-    """One consumer's membership in a classic group; see the module comment."""
+    """One member of a classic group; see the module comment."""
 
     def __init__(self, config: MemberConfig, now_ms: int = 0) -> None:
         self.config = config
@@ -270,17 +154,25 @@ class ClassicMemberMachine:
         self.subscription: tuple[str, ...] = ()
         self.owned: Partitions = frozenset()
         self.metadata: dict[str, int] = {}
+        # A group of another protocol type: the protocols offered, the assignment held.
+        self.opaque = config.protocol_type != PROTOCOL_TYPE
+        self.offered: tuple[tuple[str, bytes], ...] = ()
+        self.assignment: bytes | None = None
         self.coordinator_known = False
         self.cooperative = config.rebalance_protocol == COOPERATIVE
         self.fatal_error: ErrorCode | None = None
         self._ids = 0
-        self._waiting: tuple[str, int] | None = None    # ("join"|"sync", request id)
+        self._now = now_ms
+        self._waiting: tuple[str, int] | None = None    # ("join"|"sync"|"assign", request id)
+        self._sent_at = now_ms                          # when the join/sync waited for was sent
         self._heartbeat: tuple[int, int] | None = None  # (request id, sent at)
+        self._alive_at: int | None = None               # see "Losing before ..." above
         self._finding = False
         self._retry_at: int | None = None
         self._next_heartbeat = 0
         self._last_poll = now_ms
         self._poll_expired = False
+        self._rejoin_after_sync: str | None = None
         self._group_topics: frozenset[str] = frozenset()
         self._assigned_counts: dict[str, int] = {}
         self._reason = ""
@@ -296,12 +188,21 @@ class ClassicMemberMachine:
     def is_leader(self) -> bool:
         return bool(self.member_id) and self.leader == self.member_id
 
+    @property
+    def holds(self) -> bool:
+        """Whether the member holds anything (partitions, or an opaque assignment)."""
+        return self.assignment is not None if self.opaque else bool(self.owned)
+
+    @property
+    def _wants_group(self) -> bool:
+        return bool(self.offered) if self.opaque else bool(self.subscription)
+
     def next_deadline(self) -> int | None:
         """The earliest ``now_ms`` at which a ``Tick`` has something to do (None: never)."""
         times: list[int] = []
         if self.state in (S.LEFT, S.FATAL):
             return None
-        if self.subscription and not self._poll_expired:
+        if self._polls and not self._poll_expired:
             times.append(self._last_poll + self.config.max_poll_interval_ms)
         if self.state is S.STABLE and self.coordinator_known:
             if self._heartbeat is None:
@@ -310,7 +211,23 @@ class ClassicMemberMachine:
                 times.append(self._heartbeat[1] + self.config.session_timeout_ms)
         if self._retry_at is not None:
             times.append(self._retry_at)
+        loss = self._loss_deadline()
+        if loss is not None:
+            times.append(loss)
         return min(times) if times else None
+
+    @property
+    def _polls(self) -> bool:
+        """A subscribed consumer must poll within max.poll.interval.ms; others never poll."""
+        return not self.opaque and bool(self.subscription)
+
+    def _loss_deadline(self) -> int | None:
+        if not self.config.lose_before_expiry or not self.holds or self._alive_at is None:
+            return None
+        if self._waiting is not None and self._waiting[0] in ("join", "sync"):
+            return None  # the coordinator keeps a member whose join or sync it holds
+        limit = min(self.config.session_timeout_ms, self.config.max_poll_interval_ms)
+        return self._alive_at + limit - min(self.config.heartbeat_interval_ms, limit // 2)
 
     # -- transitions ----------------------------------------------------------------------
 
@@ -332,6 +249,7 @@ class ClassicMemberMachine:
         """Apply one event; return the actions to perform, in order."""
         if self.state is S.LEFT:
             return []
+        self._now = event.now_ms
         out: list[Action] = []
         handler = getattr(self, "_on_" + type(event).__name__)
         handler(event, out)
@@ -343,7 +261,7 @@ class ClassicMemberMachine:
 
     def _on_Subscribe(self, ev: Subscribe, out: list[Action]) -> None:
         topics = tuple(sorted(set(ev.topics)))
-        if self.state is S.FATAL or topics == self.subscription:
+        if self.state is S.FATAL or self.opaque or topics == self.subscription:
             return
         self.subscription = topics
         if not topics:
@@ -356,12 +274,31 @@ class ClassicMemberMachine:
         self._poll_expired = False
         self._rejoin("subscription changed", ev.now_ms, out)
 
+    def _on_SetProtocols(self, ev: SetProtocols, out: list[Action]) -> None:
+        if self.state is S.FATAL or not self.opaque:
+            return
+        if not ev.protocols:
+            self._on_Unsubscribe(Unsubscribe(ev.now_ms), out)
+            return
+        self.offered = tuple((str(name), bytes(meta)) for name, meta in ev.protocols)
+        if self.state is S.UNJOINED:
+            self._rejoin("joining the group", ev.now_ms, out)
+
+    def _on_Rejoin(self, ev: Rejoin, out: list[Action]) -> None:
+        if self.state in (S.JOINING, S.SYNCING):
+            # The round under way started before this: run one more once it completes.
+            self._rejoin_after_sync = ev.reason
+        elif self.state in (S.STABLE, S.UNJOINED):
+            self._rejoin(ev.reason, ev.now_ms, out)
+
     def _on_Unsubscribe(self, ev: Unsubscribe, out: list[Action]) -> None:
         if self.state is S.FATAL:
             return
-        self._revoke(self.owned, out)
-        self._leave("the consumer unsubscribed", out)
+        self._revoke_all(out)
+        self._leave("the member left the group" if self.opaque else "the consumer unsubscribed",
+                    out)
         self.subscription = ()
+        self.offered = ()
         if self.state is not S.UNJOINED:
             self._to(S.UNJOINED)
 
@@ -374,8 +311,8 @@ class ClassicMemberMachine:
 
     def _on_Close(self, ev: Close, out: list[Action]) -> None:
         if self.state is not S.FATAL:
-            self._revoke(self.owned, out)
-            self._leave("the consumer is being closed", out)
+            self._revoke_all(out)
+            self._leave(f"the {'member' if self.opaque else 'consumer'} is being closed", out)
         else:
             self._lose(out)
         self._waiting = None
@@ -399,9 +336,9 @@ class ClassicMemberMachine:
         if self._waiting is not None:
             kind = self._waiting[0]
             self._waiting = None
-            if kind == "sync" and self.state is S.SYNCING:
+            if kind in ("sync", "assign") and self.state is S.SYNCING:
                 self._to(S.JOINING)  # the join round is lost with the coordinator
-        if not self._finding and self.subscription:
+        if not self._finding and self._wants_group:
             self._finding = True
             out.append(FindCoordinator())
 
@@ -426,19 +363,24 @@ class ClassicMemberMachine:
             self.generation = ev.generation
             self.protocol = ev.protocol
             self.leader = ev.leader
+            self._alive_at = self._sent_at
             assignments: tuple[tuple[str, bytes], ...] = ()
             if self.is_leader and not ev.skip_assignment:
+                if self.opaque:
+                    # The driver runs the assign callback and answers AssignmentsComputed.
+                    self._to(S.SYNCING)
+                    rid = self._next_id()
+                    self._waiting = ("assign", rid)
+                    out.append(RunAssign(rid, self.generation, self.protocol, ev.members))
+                    return
                 try:
                     assignments = self._assign(ev.members)
-                except (ConsumerProtocolError, KeyError, ValueError) as exc:
+                except Exception as exc:  # the assignor may be the user's own code
                     self._fatal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"cannot assign: {exc}",
                                 out)
                     return
             self._to(S.SYNCING)
-            rid = self._next_id()
-            self._waiting = ("sync", rid)
-            out.append(SendSyncGroup(rid, self.config.group_id, self.generation, self.member_id,
-                                     self.config.group_instance_id, self.protocol, assignments))
+            self._send_sync(assignments, out)
         elif err is ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = ev.member_id
             self._send_join(out)
@@ -454,12 +396,27 @@ class ClassicMemberMachine:
         else:
             self._fatal(err, "JoinGroup failed", out)
 
+    def _on_AssignmentsComputed(self, ev: AssignmentsComputed, out: list[Action]) -> None:
+        if self._waiting != ("assign", ev.request_id) or self.state is not S.SYNCING:
+            return
+        self._waiting = None
+        if ev.error is not None:
+            # Leave, so the coordinator need not wait out our session to try another leader.
+            self._leave("the assign callback failed", out)
+            self._fatal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"assign failed: {ev.error}", out)
+            return
+        self._send_sync(tuple((str(m), bytes(b)) for m, b in ev.assignments), out)
+
     def _on_SyncGroupAnswered(self, ev: SyncGroupAnswered, out: list[Action]) -> None:
         if self._waiting != ("sync", ev.request_id) or self.state is not S.SYNCING:
             return
         self._waiting = None
         err = ev.error
         if err is ErrorCode.NONE:
+            self._alive_at = self._sent_at
+            if self.opaque:
+                self._install_opaque(bytes(ev.assignment), ev.now_ms, out)
+                return
             try:
                 assignment = decode_assignment(ev.assignment)
             except ConsumerProtocolError as exc:
@@ -468,6 +425,9 @@ class ClassicMemberMachine:
             subscribed = set(self.subscription)
             new = frozenset((t, p) for t, ps in assignment.partitions if t in subscribed
                             for p in ps)
+            if self.protocol and hasattr(self.config.client_assignor(self.protocol),
+                                         "on_assignment"):
+                out.append(RunOnAssignment(self.protocol, assignment, self.generation))
             self._install(new, ev.now_ms, out)
         elif err in _RESET:
             self._reset(err, out)
@@ -488,10 +448,13 @@ class ClassicMemberMachine:
     def _on_HeartbeatAnswered(self, ev: HeartbeatAnswered, out: list[Action]) -> None:
         if self._heartbeat is None or self._heartbeat[0] != ev.request_id:
             return
+        sent = self._heartbeat[1]
         self._heartbeat = None
         self._next_heartbeat = ev.now_ms + self.config.heartbeat_interval_ms
         if self.state is not S.STABLE:
             return
+        if ev.error is ErrorCode.NONE:
+            self._alive_at = max(self._alive_at or sent, sent)
         self._group_error(ev.error, "heartbeat", ev.now_ms, out)
 
     def _on_CommitAnswered(self, ev: CommitAnswered, out: list[Action]) -> None:
@@ -528,7 +491,7 @@ class ClassicMemberMachine:
 
     def _timers(self, now: int, out: list[Action]) -> None:
         # 1. max.poll.interval.ms without a poll: leave; the partitions are lost.
-        if (self.subscription and not self._poll_expired
+        if (self._polls and not self._poll_expired
                 and now >= self._last_poll + self.config.max_poll_interval_ms):
             self._poll_expired = True
             self._lose(out)
@@ -541,12 +504,19 @@ class ClassicMemberMachine:
             if self.state is not S.UNJOINED:
                 self._to(S.UNJOINED)
             return
-        # 2. A join waiting out COORDINATOR_LOAD_IN_PROGRESS.
+        # 2. Holding something while the coordinator went unheard for too long: it may
+        #    give it to another member any moment, so let it go first and rejoin.
+        loss = self._loss_deadline()
+        if loss is not None and now >= loss:
+            self._lose(out)
+            self.generation = NO_GENERATION
+            self._rejoin("no answer from the coordinator within the session timeout", now, out)
+        # 3. A join waiting out COORDINATOR_LOAD_IN_PROGRESS.
         if self._retry_at is not None and now >= self._retry_at:
             self._retry_at = None
             if self.state is S.JOINING and self._waiting is None:
                 self._send_join(out)
-        # 3. Heartbeats in STABLE; no answer within the session timeout: coordinator gone.
+        # 4. Heartbeats in STABLE; no answer within the session timeout: coordinator gone.
         if self.state is S.STABLE and self.coordinator_known:
             if self._heartbeat is None and now >= self._next_heartbeat:
                 rid = self._next_id()
@@ -556,7 +526,7 @@ class ClassicMemberMachine:
             elif (self._heartbeat is not None
                   and now >= self._heartbeat[1] + self.config.session_timeout_ms):
                 self._coordinator_gone(out)
-        # 4. A join to (re)send once the coordinator is known.
+        # 5. A join to (re)send once the coordinator is known.
         if (self.state is S.JOINING and self._waiting is None and self._retry_at is None
                 and self.coordinator_known):
             self._send_join(out)
@@ -565,11 +535,12 @@ class ClassicMemberMachine:
 
     def _rejoin(self, reason: str, now_ms: int, out: list[Action]) -> None:
         """Start a join round: eager revokes everything first, cooperative keeps it."""
-        if self.state in (S.FATAL, S.LEFT) or not self.subscription:
+        if self.state in (S.FATAL, S.LEFT) or not self._wants_group:
             return
         if not self.cooperative:
-            self._revoke(self.owned, out)
+            self._revoke_all(out)
         self._reason = reason
+        self._rejoin_after_sync = None
         self._waiting = None
         self._heartbeat = None
         self._to(S.JOINING)
@@ -587,29 +558,45 @@ class ClassicMemberMachine:
             return
         rid = self._next_id()
         self._waiting = ("join", rid)
+        self._sent_at = self._now
         self._retry_at = None
         out.append(SendJoinGroup(
             rid, self.config.group_id, self.member_id, self.config.group_instance_id,
             self.config.session_timeout_ms, self.config.max_poll_interval_ms,
-            self._protocols(), self._reason))
+            self._protocols(), self._reason, self.config.protocol_type))
+
+    def _send_sync(self, assignments: tuple[tuple[str, bytes], ...], out: list[Action]) -> None:
+        rid = self._next_id()
+        self._waiting = ("sync", rid)
+        self._sent_at = self._now
+        out.append(SendSyncGroup(rid, self.config.group_id, self.generation, self.member_id,
+                                 self.config.group_instance_id, self.protocol, assignments,
+                                 self.config.protocol_type))
 
     def _protocols(self) -> tuple[tuple[str, bytes], ...]:
+        if self.opaque:
+            return self.offered
         owned = _topic_partitions(self.owned)
         out = []
-        for name in self.config.assignors:
+        for entry in self.config.assignors:
+            name = entry if isinstance(entry, str) else entry.name
             user_data: bytes | None = None
             if name == "sticky":
                 gen = self.generation if self.generation >= 0 else None
                 user_data = encode_sticky_user_data(owned, gen)
             elif name == "cooperative-sticky":
                 user_data = struct.pack(">i", self.generation)
+            else:
+                hook = getattr(self.config.client_assignor(name), "subscription_user_data", None)
+                if hook is not None:
+                    user_data = hook(self.subscription)
             sub = Subscription(self.subscription, user_data, owned, self.generation)
             out.append((name, encode_subscription(sub, SUBSCRIPTION_VERSION)))
         return tuple(out)
 
     def _assign(self, members: tuple[JoinedMember, ...]) -> tuple[tuple[str, bytes], ...]:
         """The leader's assignment for every member, by the chosen assignor."""
-        assignor = get_client_assignor(self.protocol or "")
+        assignor = self.config.client_assignor(self.protocol or "")
         clients = {}
         topics: set[str] = set()
         for m in members:
@@ -632,10 +619,31 @@ class ClassicMemberMachine:
         self._revoke(revoked, out)
         self.owned = self.owned | added
         out.append(RunAssigned(added))
-        self._to(S.STABLE)
-        self._next_heartbeat = now_ms + self.config.heartbeat_interval_ms
+        self._stable(now_ms)
         if self.cooperative and revoked:
             self._rejoin("partitions were revoked: second round", now_ms, out)
+        elif self._rejoin_after_sync is not None:
+            self._rejoin(self._rejoin_after_sync, now_ms, out)
+
+    def _install_opaque(self, assignment: bytes, now_ms: int, out: list[Action]) -> None:
+        """A SyncGroup assignment of another protocol type arrived: hand it over whole."""
+        self.assignment = assignment
+        out.append(RunOpaqueAssigned(assignment, self.generation, self.leader, self.member_id))
+        self._stable(now_ms)
+        if self._rejoin_after_sync is not None:
+            self._rejoin(self._rejoin_after_sync, now_ms, out)
+
+    def _stable(self, now_ms: int) -> None:
+        self._to(S.STABLE)
+        self._next_heartbeat = now_ms + self.config.heartbeat_interval_ms
+
+    def _revoke_all(self, out: list[Action]) -> None:
+        if self.opaque:
+            if self.assignment is not None:
+                self.assignment = None
+                out.append(RunOpaqueRevoked(self.generation))
+        else:
+            self._revoke(self.owned, out)
 
     def _revoke(self, partitions: Partitions, out: list[Action]) -> None:
         if not partitions:
@@ -646,7 +654,11 @@ class ClassicMemberMachine:
         out.append(RunRevoked(partitions, self.generation, self.member_id))
 
     def _lose(self, out: list[Action]) -> None:
-        if self.owned:
+        if self.opaque:
+            if self.assignment is not None:
+                self.assignment = None
+                out.append(RunOpaqueLost(self.generation))
+        elif self.owned:
             lost, self.owned = self.owned, frozenset()
             out.append(RunLost(lost))
 
