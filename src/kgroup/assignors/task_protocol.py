@@ -79,3 +79,20 @@ def decode_tasks(data: bytes) -> tuple[str, ...]:
     if version < 1:
         raise TaskProtocolError(f"task assignment: unsupported version {version}")
     return r.strings("tasks")
+
+
+def claim_protocols(held: bytes | None, previous: bytes | None,
+                    generation: int) -> tuple[tuple[str, bytes], ...]:
+    """The protocols a kgroup-tasks member joins with, from the assignment it holds (it
+    runs those tasks) or, holding none, the last one it held (stopped: a claim for
+    stickiness only). Unreadable assignment bytes claim nothing."""
+    try:
+        if held is not None:
+            claim = TaskClaim(decode_tasks(held), generation, True)
+        elif previous is not None:
+            claim = TaskClaim(decode_tasks(previous), generation, False)
+        else:
+            claim = TaskClaim()
+    except TaskProtocolError:
+        claim = TaskClaim()
+    return ((PROTOCOL_NAME, encode_claim(claim)),)

@@ -20,7 +20,8 @@ States (one transition table, ``_TRANSITIONS``; an illegal move raises and chang
 Two kinds of group. With protocol type ``consumer`` the member subscribes to topics, its
 leader assigns partitions with a client-side assignor, and it owns partitions. With any
 other protocol type the metadata and assignments are opaque: the member offers the
-protocols it is given (``SetProtocols``), its leader's assignment comes from the driver
+protocols it is given (``SetProtocols``, or ``metadata_for`` of what it holds at each
+join), its leader's assignment comes from the driver
 (``RunAssign`` / ``AssignmentsComputed``), and it holds one assignment (``assignment``).
 
 Eager rebalancing revokes everything held before it rejoins. Cooperative (KIP-429, when
@@ -158,6 +159,7 @@ class ClassicMemberMachine:
         self.opaque = config.protocol_type != PROTOCOL_TYPE
         self.offered: tuple[tuple[str, bytes], ...] = ()
         self.assignment: bytes | None = None
+        self.previous: tuple[bytes, int] | None = None  # the last assignment, its generation
         self.coordinator_known = False
         self.cooperative = config.rebalance_protocol == COOPERATIVE
         self.fatal_error: ErrorCode | None = None
@@ -575,7 +577,10 @@ class ClassicMemberMachine:
 
     def _protocols(self) -> tuple[tuple[str, bytes], ...]:
         if self.opaque:
-            return self.offered
+            if self.config.metadata_for is None:
+                return self.offered
+            last, generation = self.previous or (None, NO_GENERATION)
+            return tuple(self.config.metadata_for(self.assignment, last, generation))
         owned = _topic_partitions(self.owned)
         out = []
         for entry in self.config.assignors:
@@ -628,6 +633,7 @@ class ClassicMemberMachine:
     def _install_opaque(self, assignment: bytes, now_ms: int, out: list[Action]) -> None:
         """A SyncGroup assignment of another protocol type arrived: hand it over whole."""
         self.assignment = assignment
+        self.previous = (assignment, self.generation)
         out.append(RunOpaqueAssigned(assignment, self.generation, self.leader, self.member_id))
         self._stable(now_ms)
         if self._rejoin_after_sync is not None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kgroup.assignors import COOPERATIVE, EAGER, ClientAssignor, get_client_assignor
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
+
+# (held assignment or None, last assignment or None, its generation) -> protocols to offer
+MetadataFor = Callable[[bytes | None, bytes | None, int], tuple[tuple[str, bytes], ...]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +26,12 @@ class MemberConfig:
     ``protocol_type`` other than ``consumer`` makes a member of a group of that type (Kafka
     Connect's ``connect``, say): its metadata and assignments are opaque bytes, it has no
     assignors and never polls, and it rebalances as ``rebalance`` says (eager by default).
+
+    ``metadata_for`` (another protocol type): a pure function giving the protocols to send
+    with each JoinGroup from what the member holds — ``(held, previous, generation)``: the
+    assignment held now (None if none), the last one it held, and that one's generation —
+    as Kafka's AbstractCoordinator asks its subclass for metadata at every join. Without
+    it, a member sends the protocols it was last given (``SetProtocols``).
 
     ``lose_before_expiry``: give up what the member holds (as lost) once the coordinator has
     gone unheard for nearly a session, before it could hand it to another member; what a
@@ -41,6 +51,7 @@ class MemberConfig:
     protocol_type: str = CONSUMER_PROTOCOL_TYPE    # JoinGroup protocol type
     rebalance: str | None = None                   # EAGER or COOPERATIVE (other protocol types)
     lose_before_expiry: bool = False               # see ClassicMemberMachine: "Losing before..."
+    metadata_for: MetadataFor | None = None        # other protocol types: metadata per join
 
     @property
     def is_static(self) -> bool:

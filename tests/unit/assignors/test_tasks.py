@@ -241,3 +241,13 @@ def test_from_any_disjoint_ownership_the_fewest_tasks_move(group, data):
         for more in map(set, combinations(members, extra))
     )
     assert moved == best
+
+
+def test_a_member_claims_what_it_holds_as_running_and_what_it_held_as_stopped():
+    from kgroup.assignors.task_protocol import claim_protocols
+
+    held = encode_tasks(["b", "a"])
+    assert claim_protocols(held, held, 4) == (("sticky", encode_claim(TaskClaim(("a", "b"), 4, True))),)
+    assert claim_protocols(None, held, 4) == (("sticky", encode_claim(TaskClaim(("a", "b"), 4, False))),)
+    assert claim_protocols(None, None, -1) == (("sticky", encode_claim(TaskClaim())),)
+    assert claim_protocols(b"\xff", None, 3) == (("sticky", encode_claim(TaskClaim())),)

@@ -348,3 +348,24 @@ def test_an_assignment_is_never_held_past_what_the_coordinator_allows(cooperativ
             break
     apply(Close(ctx.now))
     assert not holding
+
+
+def test_metadata_for_is_asked_at_each_join_with_what_is_held():
+    seen = []
+
+    def metadata_for(held, previous, generation):
+        seen.append((held, previous, generation))
+        return (("v1", b"%s/%d" % (held or b"-", generation)),)
+
+    ctx = Ctx(rebalance="cooperative", metadata_for=metadata_for)
+    ctx.start()
+    ctx.join_ok(generation=3)
+    ctx.sync_ok(b"T1")
+    out = ctx.send(Rejoin("more", ctx.now))
+    assert out[0].protocols == (("v1", b"T1/3"),)
+    assert seen == [(None, None, -1), (b"T1", b"T1", 3)]
+    ctx.advance(1_000)
+    ctx.send(CoordinatorLost(ctx.now))
+    ctx.advance(20_000)                             # lost as the join failed
+    ctx.send(CoordinatorFound(ctx.now))
+    assert seen[-1] == (None, b"T1", 3)
