@@ -5,6 +5,26 @@ subscriptions into one ConsumerProtocol assignment per member. A server-side ass
 in the coordinator for consumer groups (KIP-848): it turns a group spec into a target
 assignment. Both are pure functions of their inputs and must not depend on dict or set
 iteration order.
+
+A custom client-side assignor (Kafka's ConsumerPartitionAssignor, as Kafka Streams writes
+one) is any object with ``name``, ``supported_protocols`` and ``assign``; give it to our
+``Consumer`` in ``partition.assignment.strategy`` (a list of names and objects), or
+register it by name. In ``assign`` the leader sees, for each member, its
+``Subscription``: topics, ``user_data``, ``owned_partitions`` and ``generation_id`` (what it
+owned and when, for stickiness and cooperative rebalancing), ``rack_id``; it returns an
+``Assignment`` per member: partitions and ``user_data``. Two optional methods carry user
+data end to end:
+
+- ``subscription_user_data(topics) -> bytes | None``: what this member sends in its
+  subscription (called at every JoinGroup); Kafka's ``subscriptionUserData``.
+- ``on_assignment(assignment, generation)``: this member's whole ``Assignment``, user data
+  included, before the rebalance listener runs; Kafka's ``onAssignment``. May be a
+  coroutine function.
+
+Members send one subscription per assignor they list, so each assignor's user data is its
+own; the group uses the assignor every member lists (the first, by vote). An assignor
+whose ``supported_protocols`` include ``COOPERATIVE`` must not move a partition straight
+from one owner to another in one rebalance (leave it out; the next round assigns it).
 """
 
 from __future__ import annotations
@@ -23,7 +43,8 @@ PartitionRacks = Mapping[str, "tuple[frozenset[str], ...]"]
 
 @runtime_checkable
 class ClientAssignor(Protocol):
-    """Runs in the classic-group leader; `name` is the protocol name members vote on."""
+    """Runs in the classic-group leader; `name` is the protocol name members vote on.
+    (Optional hooks ``subscription_user_data`` and ``on_assignment``: see the module.)"""
 
     name: str
     # Rebalance protocols it supports, preferred first (KIP-429).

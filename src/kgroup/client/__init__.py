@@ -1,12 +1,18 @@
 """kgroup's asyncio Kafka client: ``Consumer``, ``Producer`` and ``AdminClient``, all over a
-``Cluster`` (connections, metadata, leaders, coordinators and the retries when they move)."""
+``Cluster`` (connections, metadata, leaders, coordinators and the retries when they move);
+``Membership`` of a group of any protocol type, and on it ``LeaderElection`` and
+``TaskAssignment``."""
 
 from kgroup.client.admin import AdminClient
 from kgroup.client.cluster import Cluster
 from kgroup.client.consumer import CommitFailedError, Consumer, ConsumerRebalanceListener
+from kgroup.client.leader_election import LeaderElection
+from kgroup.client.membership import GroupMember, Membership
 from kgroup.client.producer import Producer
 from kgroup.client.records import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
+from kgroup.client.task_assignment import TaskAssignment
 
 __all__ = ["AdminClient", "Cluster", "CommitFailedError", "Consumer",
-           "ConsumerRebalanceListener", "ConsumerRecord", "OffsetAndMetadata", "Producer",
-           "RecordMetadata", "TopicPartition"]
+           "ConsumerRebalanceListener", "ConsumerRecord", "GroupMember", "LeaderElection",
+           "Membership", "OffsetAndMetadata", "Producer", "RecordMetadata", "TaskAssignment",
+           "TopicPartition"]

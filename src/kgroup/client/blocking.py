@@ -11,6 +11,11 @@ script) drives ``Consumer``, ``Producer`` and ``AdminClient`` this way, all on o
 metadata, the offsets of partitions, and a group's committed offsets, read and written as
 a "simple" client (no membership, generation -1), which the coordinator accepts only while
 the group has no members.
+
+``BlockingMembership``, ``BlockingLeaderElection`` and ``BlockingTaskAssignment`` are the
+group helpers for blocking code (a worker process that is not asyncio): each starts when
+made, its waits block, and its callbacks run on the loop's thread (keep them short, or hand
+the work to your own threads).
 """
 
 from __future__ import annotations
@@ -25,8 +30,12 @@ from kgroup.error_codes import ErrorCode
 from .admin import LATEST, AdminClient
 from .cluster import ClusterMetadata
 from .connection import DEFAULT_TIMEOUT
+from .leader_election import LeaderElection
+from .membership import Membership
+from .task_assignment import TaskAssignment
 
-__all__ = ["BlockingAdmin", "LoopThread"]
+__all__ = ["BlockingAdmin", "BlockingLeaderElection", "BlockingMembership",
+           "BlockingTaskAssignment", "LoopThread"]
 
 T = TypeVar("T")
 
@@ -131,3 +140,108 @@ class BlockingAdmin:
             self.loop.run(self.admin.close())
             if self._own_loop:
                 self.loop.close()
+
+
+class _BlockingGroup:
+    """A group helper started on a ``LoopThread`` (its own unless one is given)."""
+
+    def __init__(self, target: Any, loop: LoopThread | None, name: str) -> None:
+        self._own_loop = loop is None
+        self.loop = loop or LoopThread(f"kgroup-{name}")
+        self.target = target
+        try:
+            self.loop.run(target.start())
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Give up what the member holds (its callbacks run), leave the group, stop."""
+        if not self.loop.loop.is_closed():
+            self.loop.run(self.target.close())
+            if self._own_loop:
+                self.loop.close()
+
+
+class BlockingMembership(_BlockingGroup):
+    """``Membership`` for blocking code; takes the same arguments (and ``loop``)."""
+
+    target: Membership
+
+    def __init__(self, config: Mapping[str, Any] | None = None, /, *,
+                 loop: LoopThread | None = None, **kwargs: Any) -> None:
+        super().__init__(Membership(config, **kwargs), loop, "membership")
+
+    @property
+    def member_id(self) -> str:
+        return self.target.member_id
+
+    @property
+    def assignment(self) -> bytes | None:
+        return self.target.assignment
+
+    @property
+    def generation(self) -> int:
+        return self.target.generation
+
+    @property
+    def is_leader(self) -> bool:
+        return self.target.is_leader
+
+    def wait_assigned(self, timeout: float | None = None) -> bytes:
+        return self.loop.run(self.target.wait_assigned(timeout))
+
+    def set_metadata(self, protocols: Sequence[tuple[str, bytes]], *, rejoin: bool = True) -> None:
+        self.loop.call_soon(lambda: self.target.set_metadata(protocols, rejoin=rejoin))
+
+    def rejoin(self, reason: str = "the application asked for a rebalance") -> None:
+        self.loop.call_soon(self.target.rejoin, reason)
+
+
+class BlockingLeaderElection(_BlockingGroup):
+    """``LeaderElection`` for blocking code; takes the same arguments (and ``loop``)."""
+
+    target: LeaderElection
+
+    def __init__(self, group: str, config: Mapping[str, Any] | None = None, /, *,
+                 loop: LoopThread | None = None, **kwargs: Any) -> None:
+        super().__init__(LeaderElection(group, config, **kwargs), loop, "leader-election")
+
+    @property
+    def is_leader(self) -> bool:
+        return self.target.is_leader
+
+    @property
+    def leader(self) -> Any:
+        return self.target.leader
+
+    def elected(self, timeout: float | None = None) -> None:
+        """Block until this member leads (TimeoutError after ``timeout`` seconds)."""
+        self.loop.run(self.target.elected(timeout))
+
+
+class BlockingTaskAssignment(_BlockingGroup):
+    """``TaskAssignment`` for blocking code; takes the same arguments (and ``loop``)."""
+
+    target: TaskAssignment
+
+    def __init__(self, group: str, tasks: Iterable[str], config: Mapping[str, Any] | None = None,
+                 /, *, loop: LoopThread | None = None, **kwargs: Any) -> None:
+        super().__init__(TaskAssignment(group, tasks, config, **kwargs), loop, "task-assignment")
+
+    @property
+    def tasks(self) -> frozenset[str]:
+        return self.target.tasks
+
+    def wait_assigned(self, timeout: float | None = None) -> frozenset[str]:
+        return self.loop.run(self.target.wait_assigned(timeout))
+
+    def set_tasks(self, tasks: Iterable[str]) -> None:
+        tasks = list(tasks)
+        self.loop.call_soon(self.target.set_tasks, tasks)

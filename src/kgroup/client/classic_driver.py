@@ -4,7 +4,7 @@ How this works: the ``GroupDriver`` loop (group_driver.py) owns a ``ClassicMembe
 this module sends the classic protocol's requests the member asks for. JoinGroup, SyncGroup
 and Heartbeat run as their own tasks and post the answer back as a ``...Answered`` event
 (or ``RequestFailed`` when the coordinator could not be reached); a leader that is to
-assign first reads the partition counts of every member's topics. LeaveGroup is sent
+assign first reads the partition counts of every member's topics (in a consumer group). LeaveGroup is sent
 inline, so ``close`` has left when it returns.
 """
 
@@ -38,7 +38,8 @@ _LEAVE_TIMEOUT_S = 5.0
 
 
 class ClassicGroupDriver(GroupDriver):
-    """The consumer's membership in one classic group; see the module comment."""
+    """A member of one classic group (a consumer's, or a ``Membership`` of any protocol
+    type); see the module comment."""
 
     member: ClassicMemberMachine
 
@@ -77,7 +78,8 @@ class ClassicGroupDriver(GroupDriver):
         code = ErrorCode(int(resp.error_code))
         members = tuple(JoinedMember(m.member_id, getattr(m, "group_instance_id", None),
                                      bytes(m.metadata)) for m in resp.members)
-        if code is ErrorCode.NONE and resp.leader == resp.member_id and members:
+        if (code is ErrorCode.NONE and resp.leader == resp.member_id and members
+                and not self.member.opaque):
             await self._read_partition_counts(members)
         self.post(JoinGroupAnswered(
             a.request_id, code, now_ms(),

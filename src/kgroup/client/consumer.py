@@ -14,6 +14,10 @@ the member's generation or member epoch (or as a "simple" consumer, generation -
 manual assignment), following it while it moves; auto-commit runs from ``getmany`` every
 ``auto.commit.interval.ms``, before every revocation and on close.
 
+``partition.assignment.strategy`` may list assignor objects beside names: a custom
+``ClientAssignor`` (``kgroup.assignors.interface``) sees every member's subscription, owned
+partitions and user data and returns assignments with user data, as Kafka Streams' does.
+
 Settings use Kafka's names (see ``settings.CONSUMER_DEFAULTS``)::
 
     consumer = Consumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": "billing",
@@ -32,6 +36,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
+from kgroup.assignors import ClientAssignor
 from kgroup.error_codes import ErrorCode
 from kgroup.member import (
     Close,
@@ -43,6 +48,7 @@ from kgroup.member import (
     Poll,
     RunAssigned,
     RunLost,
+    RunOnAssignment,
     RunRevoked,
     Subscribe,
     Unsubscribe,
@@ -102,6 +108,7 @@ class Consumer:
             raise ValueError("group.protocol must be 'classic' or 'consumer'")
         if s["auto.offset.reset"] not in ("earliest", "latest", "none"):
             raise ValueError("auto.offset.reset must be earliest, latest or none")
+        self._assignors = _assignors(s["partition.assignment.strategy"])
         self.cluster = Cluster(s["bootstrap.servers"], client_id=s["client.id"],
                                timeout=s["request.timeout.ms"] / 1000,
                                backoff=Backoff(int(s["retry.backoff.ms"]), _MAX_BACKOFF_MS))
@@ -137,8 +144,7 @@ class Consumer:
                 session_timeout_ms=int(s["session.timeout.ms"]),
                 heartbeat_interval_ms=int(s["heartbeat.interval.ms"]),
                 max_poll_interval_ms=int(s["max.poll.interval.ms"]),
-                assignors=tuple(a.strip() for a in
-                                str(s["partition.assignment.strategy"]).split(",") if a.strip()),
+                assignors=self._assignors,
                 auto_commit=bool(s["enable.auto.commit"]),
                 retry_backoff_ms=int(s["retry.backoff.ms"]),
                 server_assignor=s["group.remote.assignor"] or None)
@@ -230,6 +236,13 @@ class Consumer:
     # -- the member's actions ---------------------------------------------------------------
 
     async def _on_action(self, action: Any) -> None:
+        if isinstance(action, RunOnAssignment):
+            assert self.group is not None
+            assignor = self.group.member.config.client_assignor(action.protocol)
+            result = getattr(assignor, "on_assignment")(action.assignment, action.generation)
+            if inspect.isawaitable(result):
+                await result
+            return
         if isinstance(action, CommitOffsets):
             tps = {TopicPartition(*tp) for tp in action.partitions}
             await self._commit_positions(tps, swallow=True,
@@ -542,6 +555,26 @@ class Consumer:
                 self._last_committed[TopicPartition(*tp)] = (
                     value.offset if isinstance(value, OffsetAndMetadata) else int(value))
             return
+
+
+def _assignors(value: Any) -> tuple[Any, ...]:
+    """``partition.assignment.strategy``: names separated by commas, or a list of names and
+    assignor objects (a custom ``ClientAssignor``), preferred first."""
+    entries = value.split(",") if isinstance(value, str) else (
+        list(value) if isinstance(value, (list, tuple)) else [value])
+    out: list[Any] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            if entry.strip():
+                out.append(entry.strip())
+        elif isinstance(entry, ClientAssignor):
+            out.append(entry)
+        else:
+            raise ValueError(f"partition.assignment.strategy: {entry!r} is neither an assignor "
+                             "name nor an assignor (name, supported_protocols, assign)")
+    if not out:
+        raise ValueError("partition.assignment.strategy names no assignor")
+    return tuple(out)
 
 
 def _first_error(resp: Any) -> int:

@@ -26,15 +26,22 @@ from typing import Any
 
 from kgroup.member import (
     ClassicMemberMachine,
+    Close,
     CommitOffsets,
     ConsumerMemberMachine,
     CoordinatorFound,
     Fatal,
     FindCoordinator,
     MemberConfig,
+    RunAssign,
     RunAssigned,
     RunLost,
+    RunOnAssignment,
+    RunOpaqueAssigned,
+    RunOpaqueLost,
+    RunOpaqueRevoked,
     RunRevoked,
+    SendLeaveGroup,
     Tick,
 )
 from kgroup.wire.versions import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
@@ -44,6 +51,9 @@ from .connection import Connection
 from .errors import KafkaClientError, KafkaConnectionError
 
 _MAX_BACKOFF_MS = 1_000
+# Actions the driver's owner performs: callbacks, commits, the leader's assignment.
+_OWNER_ACTIONS = (CommitOffsets, RunRevoked, RunAssigned, RunLost, RunOnAssignment, RunAssign,
+                  RunOpaqueAssigned, RunOpaqueRevoked, RunOpaqueLost)
 # Versions every classic-group broker we know speaks (librdkafka's own ceiling).
 _FALLBACK = {JOIN_GROUP: 5, SYNC_GROUP: 3, HEARTBEAT: 3, LEAVE_GROUP: 1}
 
@@ -109,6 +119,14 @@ class GroupDriver:
             except (asyncio.CancelledError, Exception):
                 pass
 
+    async def close_member(self, now: int) -> None:
+        """After ``stop``: hand the member ``Close`` and perform what it asks — callbacks
+        always, the LeaveGroup only when it can still be sent (``can_leave``)."""
+        leave = self.can_leave()
+        for action in self.member.handle(Close(now)):
+            if leave or not isinstance(action, SendLeaveGroup):
+                await self._perform(action)
+
     def can_leave(self) -> bool:
         """Whether a leave request can still be sent on close (the consumer-protocol member
         decides that itself; see ``ClassicGroupDriver``)."""
@@ -143,7 +161,7 @@ class GroupDriver:
         elif isinstance(action, Fatal):
             self.fatal = action
             await self.on_action(action)
-        elif isinstance(action, (CommitOffsets, RunRevoked, RunAssigned, RunLost)):
+        elif isinstance(action, _OWNER_ACTIONS):
             await self.on_action(action)
 
     # -- coordinator discovery --------------------------------------------------------------

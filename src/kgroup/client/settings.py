@@ -41,6 +41,20 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
     "check.crcs": True,
 }
 
+# A Membership (and LeaderElection, TaskAssignment): Kafka Connect's group defaults for the
+# session and rebalance timeouts, so a dead member's share moves within seconds.
+MEMBERSHIP_DEFAULTS: dict[str, Any] = {
+    "bootstrap.servers": "127.0.0.1:9092",
+    "client.id": "kgroup-membership",
+    "group.id": None,
+    "group.instance.id": None,
+    "session.timeout.ms": 10_000,
+    "heartbeat.interval.ms": 3_000,
+    "rebalance.timeout.ms": 60_000,
+    "retry.backoff.ms": 100,
+    "request.timeout.ms": 30_000,
+}
+
 PRODUCER_DEFAULTS: dict[str, Any] = {
     "bootstrap.servers": "127.0.0.1:9092",
     "client.id": "kgroup-producer",
