@@ -14,7 +14,9 @@ the coordinator cannot complete a generation while the old leader still thinks i
   its session could expire, so before anyone else can be elected.
 
 ``info`` (bytes) is what a member tells the others about itself should it lead (an address
-to send work to): every member sees the leader's in ``leader``.
+to send work to): every member sees the leader's in ``leader``, and ``on_leader(election,
+generation)`` runs in every member when it learns who leads (``None`` when a rebalance
+starts and it no longer knows).
 
     async with LeaderElection("scheduler", {"bootstrap.servers": "127.0.0.1:9092"}) as election:
         await election.elected()
@@ -50,9 +52,12 @@ class LeaderElection(MembershipHelper):
 
     def __init__(self, group: str, config: Mapping[str, Any] | None = None, /, *,
                  info: bytes | None = None, on_elected: Callable[[], Any] | None = None,
-                 on_lost: Callable[[], Any] | None = None, **settings: Any) -> None:
+                 on_lost: Callable[[], Any] | None = None,
+                 on_leader: Callable[[Election | None, int], Any] | None = None,
+                 **settings: Any) -> None:
         self._on_elected = on_elected
         self._on_lost = on_lost
+        self._on_leader = on_leader
         self.is_leader = False
         self.leader: Election | None = None
         self.membership = Membership(
@@ -86,9 +91,12 @@ class LeaderElection(MembershipHelper):
         if self.leader is not None and self.leader.leader == self.membership.member_id:
             self.is_leader = True
             await run_callback("on_elected", self._on_elected)
+        await run_callback("on_leader", self._on_leader, self.leader, generation)
 
     async def _given_up(self) -> None:
-        self.leader = None
+        known, self.leader = self.leader, None
         if self.is_leader:
             self.is_leader = False
             await run_callback("on_lost", self._on_lost)
+        if known is not None:
+            await run_callback("on_leader", self._on_leader, None, self.generation)
