@@ -386,3 +386,76 @@ def test_copartition_example_keeps_partition_i_of_both_topics_together(broker):
                 await c.close()
 
     asyncio.run(main())
+
+
+# -- seen from outside: groups describe and the group events -----------------------------
+
+
+def test_describe_and_group_events_show_groups_of_any_protocol_type(broker, capsys):
+    from kgroup.cli.main import main
+    from kgroup.client.blocking import (
+        BlockingLeaderElection,
+        BlockingMembership,
+        BlockingTaskAssignment,
+        LoopThread,
+    )
+
+    suffix = uuid.uuid4().hex[:8]
+    groups = {"tasks": f"describe-tasks-{suffix}", "leader": f"describe-leader-{suffix}",
+              "jobs": f"describe-jobs-{suffix}"}
+    cfg = {"bootstrap.servers": broker.bootstrap, "session.timeout.ms": 3000,
+           "heartbeat.interval.ms": 500}
+    loop = LoopThread()
+    helpers = []
+    try:
+        tasks = [BlockingTaskAssignment(groups["tasks"], ["a", "b", "c"], cfg, loop=loop)
+                 for _ in range(2)]
+        leaders = [BlockingLeaderElection(groups["leader"], cfg, loop=loop) for _ in range(2)]
+        jobs = BlockingMembership({**cfg, "group.id": groups["jobs"]}, protocol_type="jobs",
+                                  protocols=[("v1", b"12345")], loop=loop,
+                                  assign=lambda members: {m.member_id: b"xyz" for m in members})
+        helpers = [*tasks, *leaders, jobs]
+        wait_until(lambda: sorted(t for h in tasks for t in h.tasks) == ["a", "b", "c"],
+                   what="three tasks over two members")
+        wait_until(lambda: sum(h.is_leader for h in leaders) == 1, what="a leader")
+        assert jobs.wait_assigned(30) == b"xyz"
+
+        def describe(group: str) -> tuple[str, dict[str, list[str]]]:
+            assert main(["groups", "describe", group, "--bootstrap-server", broker.bootstrap]) == 0
+            out = capsys.readouterr().out
+            rows = [line.split() for line in out.splitlines()]
+            return out.splitlines()[0], {r[0]: r for r in rows[3:] if len(r) == 7}
+
+        head, rows = describe(groups["tasks"])
+        assert "PROTOCOL kgroup-tasks/sticky  MEMBERS 2" in head
+        shown = {mid: r[6] for mid, r in rows.items()}
+        assert {mid: sorted(set(v.split(","))) for mid, v in shown.items()} == {
+            h.target.membership.member_id: sorted(h.tasks) for h in tasks}
+        assert all(int(r[4]) > 0 and int(r[5]) > 0 for r in rows.values())
+
+        head, rows = describe(groups["leader"])
+        assert "PROTOCOL kgroup-leader/v1  MEMBERS 2" in head
+        assert {r[6] for r in rows.values()} == {"leader", "follower"}
+        leader = next(h for h in leaders if h.is_leader)
+        assert rows[leader.target.membership.member_id][6] == "leader"
+
+        head, rows = describe(groups["jobs"])
+        assert "PROTOCOL jobs/v1  MEMBERS 1" in head
+        (row,) = rows.values()
+        assert row[4:] == ["5", "3", "opaque"]
+    finally:
+        for h in helpers:
+            h.close()
+        loop.close()
+
+    # The group events show them like any classic group: joins, a completed rebalance, each
+    # member's assignment changing (its partitions unknown: the bytes are not ConsumerProtocol).
+    for group, members in ((groups["tasks"], 2), (groups["leader"], 2), (groups["jobs"], 1)):
+        events = group_events(broker, group)
+        kinds = [e["kind"] for e in events]
+        assert kinds.count("member_joined") == members and "rebalance_completed" in kinds
+        assert all(e["protocol"] == "classic" for e in events)
+        changed = [e for e in events if e["kind"] == "assignment_changed"]
+        assert len({e["member"] for e in changed}) == members
+        assert all(e["partitions"] is None for e in changed)
+        assert kinds.count("member_left") == members

@@ -18,6 +18,7 @@ from kgroup.client.errors import BrokerError, GroupNotEmpty, UnsupportedApi
 from kgroup.error_codes import ErrorCode
 
 from .errors import CliError
+from .member_payloads import assignment_text, size
 from .partitioner import partition_for_key
 
 Command = Callable[[Any, AdminClient, TextIO], Awaitable[int]]
@@ -154,19 +155,17 @@ async def groups_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
             desc.protocol_type or "-")
         out.write(f"GROUP {desc.group_id}  STATE {desc.state}  PROTOCOL {protocol}  "
                   f"MEMBERS {len(desc.members)}\n\n")
-        rows = [["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"]]
+        # DescribeGroups carries each member's bytes; ConsumerGroupDescribe has none.
+        classic = desc.group_type != "consumer"
+        rows = [["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "METADATA-BYTES",
+                 "ASSIGNMENT-BYTES", "ASSIGNMENT"]]
         for m in desc.members:
-            if m.assignment is None:
-                assigned = f"<{len(m.assignment_bytes)} bytes>"
-            else:
-                assigned = ",".join(
-                    f"{t}-{p}" for t, ps in sorted(m.assignment.items()) for p in ps
-                ) or "-"
-                for t, ps in m.assignment.items():
-                    for p in ps:
-                        owners[(t, p)] = m.client_id or m.member_id
-            rows.append([m.member_id, m.group_instance_id or "-", m.client_id,
-                         m.client_host, assigned])
+            for t, ps in (m.assignment or {}).items():
+                for p in ps:
+                    owners[(t, p)] = m.client_id or m.member_id
+            rows.append([m.member_id, m.group_instance_id or "-", m.client_id, m.client_host,
+                         size(m.metadata, classic), size(m.assignment_bytes, classic),
+                         assignment_text(desc, m)])
         if desc.members:
             _table(rows, out)
             out.write("\n")

@@ -97,6 +97,9 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...] = ()
     error: ErrorCode = ErrorCode.NONE
+    # "classic" (DescribeGroups: members carry their metadata and assignment bytes) or
+    # "consumer" (ConsumerGroupDescribe: assignments only, decoded)
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +322,7 @@ class AdminClient:
             for m in g.members
         )
         return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type="consumer",
-                                protocol=g.assignor_name, members=members)
+                                protocol=g.assignor_name, members=members, group_type="consumer")
 
     async def _describe_classic_group(self, group: str) -> GroupDescription:
         resp = await self._call_coordinator(

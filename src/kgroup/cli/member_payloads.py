@@ -1,0 +1,38 @@
+"""What ``kgroup groups describe`` shows of a member's metadata and assignment bytes.
+
+A group of any protocol type has members with opaque metadata (what they sent with
+JoinGroup) and assignments (what the leader gave them): their sizes are always shown, and
+the assignment is decoded where the type is known — partitions of a ``consumer`` group,
+tasks of a ``kgroup-tasks`` group, who leads a ``kgroup-leader`` group.
+"""
+
+from __future__ import annotations
+
+from kgroup.assignors import leader_protocol, task_protocol
+from kgroup.assignors.protocol_bytes import ProtocolBytesError
+from kgroup.client.admin import GroupDescription, MemberDescription
+
+
+def size(raw: bytes, known: bool = True) -> str:
+    """A byte count for the table ("-" where the describe answer carries no bytes)."""
+    return str(len(raw)) if known else "-"
+
+
+def assignment_text(group: GroupDescription, member: MemberDescription) -> str:
+    """The member's assignment as text: partitions, tasks, leader or follower, or
+    ``opaque`` for a protocol type kgroup does not know (``-``: nothing assigned)."""
+    if member.assignment is not None:
+        return ",".join(f"{t}-{p}" for t, ps in sorted(member.assignment.items())
+                        for p in ps) or "-"
+    raw = member.assignment_bytes
+    try:
+        if group.protocol_type == task_protocol.PROTOCOL_TYPE:
+            return ",".join(task_protocol.decode_tasks(raw)) or "-"
+        if group.protocol_type == leader_protocol.PROTOCOL_TYPE:
+            election = leader_protocol.decode_election(raw)
+            if election is None:
+                return "-"
+            return "leader" if election.leader == member.member_id else "follower"
+    except ProtocolBytesError:
+        return f"unreadable {group.protocol_type}"
+    return "opaque" if raw else "-"
