@@ -13,8 +13,9 @@ session). ``LeaderElection`` and ``TaskAssignment`` are built on it.
 How this works: a ``ClassicGroupDriver`` task drives the pure ``ClassicMemberMachine`` (the
 same one our consumer uses) with ``protocol_type`` set; its actions come back here:
 ``RunAssign`` runs ``assign`` and answers ``AssignmentsComputed``; ``RunOpaqueAssigned``,
-``RunOpaqueRevoked`` and ``RunOpaqueLost`` run the callbacks, in order, in that task. A
-callback may be a function or a coroutine function; one that raises is logged and the
+``RunOpaqueRevoked`` and ``RunOpaqueLost`` run the callbacks, in order, in that task (the
+member heartbeats only between them: keep them short). A callback may be a function or a
+coroutine function; one that raises is logged and the
 member carries on (``assign`` raising is fatal: the member leaves and ``wait_assigned``
 raises). ``rebalance="eager"`` (the default) calls ``on_revoked`` at the start of every
 rebalance, before the member rejoins; ``"cooperative"`` keeps the assignment through it and
