@@ -120,8 +120,8 @@ def main() -> None:
     client = KafkaNetClient(bootstrap_servers=bootstrap, client_id=f"kafka-python-{os.getpid()}")
     client._net.start()
     client._manager.bootstrap(10_000)
-    coordinator = TaskCoordinator(client, group_id=group, session_timeout_ms=3000,
-                                  heartbeat_interval_ms=500, max_poll_interval_ms=10000,
+    coordinator = TaskCoordinator(client, group_id=group, session_timeout_ms=6000,
+                                  heartbeat_interval_ms=1000, max_poll_interval_ms=10000,
                                   api_version=client._manager.broker_version)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))

@@ -19,7 +19,7 @@ import signal
 import sys
 import time
 
-SETTINGS = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 500,
+SETTINGS = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
             "rebalance.timeout.ms": 10000, "request.timeout.ms": 10000}
 
 
