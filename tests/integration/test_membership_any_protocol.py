@@ -457,3 +457,49 @@ def test_describe_and_group_events_show_groups_of_any_protocol_type(broker, caps
         assert len({e["member"] for e in changed}) == members
         assert all(e["partitions"] is None for e in changed)
         assert kinds.count("member_left") == members
+
+
+# -- static membership ---------------------------------------------------------------------
+
+
+def test_static_leader_restarted_within_its_session_leads_again_without_a_rebalance(broker):
+    from kgroup.client import LeaderElection
+
+    group = f"static-{uuid.uuid4().hex[:8]}"
+    timeline: list[tuple[str, str, int]] = []
+
+    def election(instance: str, name: str) -> LeaderElection:
+        return LeaderElection(
+            group, {"bootstrap.servers": broker.bootstrap, "group.instance.id": instance,
+                    "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000},
+            on_elected=lambda: timeline.append((name, "elected", e[name].generation)),
+            on_lost=lambda: timeline.append((name, "lost", e[name].generation)),
+            on_leader=lambda el, g: timeline.append((name, "told", g)))
+
+    e: dict[str, LeaderElection] = {}
+
+    async def main() -> None:
+        e["a"] = election("a", "a")
+        await e["a"].start()
+        await e["a"].elected(timeout=60)
+        e["b"] = election("b", "b")
+        await e["b"].start()
+        await e["b"].wait_leader(timeout=60)
+        generation = e["b"].generation
+        assert e["a"].is_leader and not e["b"].is_leader
+        # A static member does not leave on close: it gives up leading, and its place
+        # waits for it for a session timeout.
+        await e["a"].close()
+        e["a2"] = election("a", "a2")
+        await e["a2"].start()
+        await e["a2"].elected(timeout=30)
+        assert e["a2"].generation == generation          # no rebalance
+        assert e["a2"].membership.member_id != e["a"].membership.member_id
+        await asyncio.sleep(2)                             # b heard of no rebalance
+        assert [t for t in timeline if t[0] == "b"] == [("b", "told", generation)]
+        for name in ("a2", "b"):
+            await e[name].close()
+
+    asyncio.run(main())
+    steps = [(name, what) for name, what, _ in timeline]
+    assert steps.index(("a", "lost")) < steps.index(("a2", "elected"))

@@ -12,7 +12,11 @@ and one protocol, ``v1``. Kafka's primitive types, big-endian, not flexible:
     Election (SyncGroup member assignment; every member gets the same)
       int16   version            1
       string  leader             member id of the elected member (int16 length + UTF-8)
+      string  leader instance    its group.instance.id (int16 length + UTF-8, -1: null)
       bytes   info               the elected member's info
+
+A member leads when the election names its member id, or its instance id: a static member
+that restarts takes its old member's place (and assignment) under a new member id.
 
 The group's leader (the member the coordinator asks to assign) elects itself: it is the
 one member the coordinator has just heard from in this generation. Every member leads from
@@ -43,6 +47,12 @@ class Election:
 
     leader: str
     info: bytes | None = None
+    instance: str | None = None
+
+    def names(self, member_id: str, instance_id: str | None) -> bool:
+        """Whether the member with these ids is the one elected."""
+        return self.leader == member_id or (self.instance is not None
+                                            and self.instance == instance_id)
 
 
 def encode_candidate(info: bytes | None) -> bytes:
@@ -61,6 +71,7 @@ def decode_candidate(data: bytes) -> bytes | None:
 def encode_election(election: Election) -> bytes:
     out = [I16.pack(VERSION)]
     write_string(election.leader, out, error=LeaderProtocolError)
+    write_string(election.instance, out, nullable=True, error=LeaderProtocolError)
     write_bytes(election.info, out)
     return b"".join(out)
 
@@ -73,22 +84,24 @@ def decode_election(data: bytes) -> Election | None:
     if r.int16("version") < 1:
         raise LeaderProtocolError("leader election: unsupported version")
     leader = r.string("leader")
-    return Election(leader, r.nullable_bytes("info"))  # type: ignore[arg-type]
+    instance = r.string("leader instance", nullable=True)
+    return Election(leader, r.nullable_bytes("info"), instance)  # type: ignore[arg-type]
 
 
-def elect(assigner: str, members: Iterable[tuple[str, bytes]]) -> dict[str, bytes]:
+def elect(assigner: str, members: Iterable[tuple[str, str | None, bytes]]) -> dict[str, bytes]:
     """The assignment of every member: ``assigner`` (the group leader running this) leads.
 
-    ``members`` are (member id, candidate bytes); a member whose bytes do not decode is
-    still told who leads.
+    ``members`` are (member id, instance id, candidate bytes); a member whose bytes do not
+    decode is still told who leads.
     """
-    pairs = list(members)
-    info = None
-    for mid, metadata in pairs:
+    rows = sorted(members)
+    info, instance = None, None
+    for mid, iid, metadata in rows:
         if mid == assigner:
+            instance = iid
             try:
                 info = decode_candidate(metadata)
             except LeaderProtocolError:
                 info = None
-    election = encode_election(Election(assigner, info))
-    return {mid: election for mid, _ in sorted(pairs)}
+    election = encode_election(Election(assigner, info, instance))
+    return {mid: election for mid, _, _ in rows}

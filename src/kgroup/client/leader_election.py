@@ -79,7 +79,8 @@ class LeaderElection(MembershipHelper):
     # -- the membership's callbacks ------------------------------------------------------
 
     def _assign(self, members: list[GroupMember]) -> dict[str, bytes]:
-        return elect(self.membership.member_id, [(m.member_id, m.metadata) for m in members])
+        return elect(self.membership.member_id,
+                     [(m.member_id, m.group_instance_id, m.metadata) for m in members])
 
     async def _assigned(self, assignment: bytes, generation: int) -> None:
         try:
@@ -88,7 +89,9 @@ class LeaderElection(MembershipHelper):
             log.error("group %r: unreadable election in generation %d: %s",
                       self.membership.config.group_id, generation, exc)
             self.leader = None
-        if self.leader is not None and self.leader.leader == self.membership.member_id:
+        me = self.membership
+        if self.leader is not None and self.leader.names(me.member_id,
+                                                         me.config.group_instance_id):
             self.is_leader = True
             await run_callback("on_elected", self._on_elected)
         await run_callback("on_leader", self._on_leader, self.leader, generation)
