@@ -30,7 +30,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kgroup.assignors.protocol_bytes import I16, ProtocolBytesError, Reader, write_bytes, write_string
+from kgroup.assignors.protocol_bytes import (
+    I16,
+    ProtocolBytesError,
+    Reader,
+    write_bytes,
+    write_string,
+)
 
 PROTOCOL_TYPE = "kgroup-leader"
 PROTOCOL_NAME = "v1"

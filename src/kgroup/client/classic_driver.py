@@ -4,8 +4,8 @@ How this works: the ``GroupDriver`` loop (group_driver.py) owns a ``ClassicMembe
 this module sends the classic protocol's requests the member asks for. JoinGroup, SyncGroup
 and Heartbeat run as their own tasks and post the answer back as a ``...Answered`` event
 (or ``RequestFailed`` when the coordinator could not be reached); a leader that is to
-assign first reads the partition counts of every member's topics (in a consumer group). LeaveGroup is sent
-inline, so ``close`` has left when it returns.
+assign first reads the partition counts of every member's topics (in a consumer group).
+LeaveGroup is sent inline, so ``close`` has left when it returns.
 """
 
 from __future__ import annotations

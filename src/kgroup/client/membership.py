@@ -215,7 +215,9 @@ class Membership:
 
     async def wait_assigned(self, timeout: float | None = None) -> bytes:
         """The assignment, once the member holds one (waits up to ``timeout`` seconds)."""
-        return await self.wait_for(lambda: self.assignment is not None, timeout)  # type: ignore[return-value]
+        got = await self.wait_for(lambda: self.assignment is not None, timeout)
+        assert got is not None
+        return got
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float | None = None) -> Any:
         """Wait until ``predicate()`` holds, re-checked after every callback; returns

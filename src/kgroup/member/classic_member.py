@@ -35,13 +35,14 @@ the same step that emits RunRevoked/RunLost, and grows only with RunAssigned.
 
 Losing before the coordinator gives away (with ``lose_before_expiry``, as a ``Membership``
 has it). The coordinator hands a member's share to others once it has not heard from it
-for the session timeout (or, mid-rebalance, the rebalance timeout). The member counts from the send time of its last request the coordinator
-answered in its generation (``_alive_at``): the coordinator received it later, so its
-deadline is later too. Past ``min(session, rebalance timeout) - margin`` without such an
-answer (the margin is the heartbeat interval, at most half the limit, for the member's own
-timer running late) the member gives up what it holds as lost and rejoins. The count
-pauses while a JoinGroup or SyncGroup is in flight: the coordinator keeps a member whose
-join or sync it holds, and a request that fails brings the count back at once.
+for the session timeout (or, mid-rebalance, the rebalance timeout). The member counts from
+the send time of its last request the coordinator answered in its generation
+(``_alive_at``): the coordinator received it later, so its deadline is later too. Past
+``min(session, rebalance timeout) - margin`` without such an answer (the margin is the
+heartbeat interval, at most half the limit, for the member's own timer running late) the
+member gives up what it holds as lost and rejoins. The count pauses while a JoinGroup or
+SyncGroup is in flight: the coordinator keeps a member whose join or sync it holds, and a
+request that fails brings the count back at once.
 
 Coordinator errors (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) emit FindCoordinator; the
 member keeps its state and resends what it was doing once ``CoordinatorFound`` arrives.
