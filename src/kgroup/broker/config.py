@@ -18,6 +18,32 @@ class ConfigError(ValueError):
     """A setting is wrong; the message says which and how to fix it."""
 
 
+LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    """The `[log]` table: how the broker logs, and when group trouble becomes a WARNING."""
+
+    format: str = "text"                      # "text" or "json" (one object a line)
+    level: str = "INFO"
+    # WARNING when a group rebalances more than this many times within the window ...
+    rebalance_warn_count: int = 5
+    rebalance_warn_window_ms: int = 300_000
+    # ... or one member (instance id, else client id and host) is fenced more than this often.
+    fenced_warn_count: int = 3
+
+    def __post_init__(self) -> None:
+        if self.format not in LOG_FORMATS:
+            raise ConfigError(f"[log] format must be one of {', '.join(LOG_FORMATS)}, not {self.format!r}")
+        if self.level.upper() not in LOG_LEVELS:
+            raise ConfigError(f"[log] level must be one of {', '.join(LOG_LEVELS)}, not {self.level!r}")
+        for name in ("rebalance_warn_count", "rebalance_warn_window_ms", "fenced_warn_count"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"[log] {name} must be at least 1, not {getattr(self, name)}")
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     listen_host: str = "127.0.0.1"
@@ -46,12 +72,16 @@ class BrokerConfig:
     max_message_bytes: int = 1_048_588
     # Write every group change as an event to the internal topic __kgroup_events.
     group_events: bool = True
+    # The web console, /metrics and /api (off unless set: nothing listens).
+    http_listen_host: str | None = None
+    http_listen_port: int | None = None
     group: GroupConfig = field(default_factory=GroupConfig)
+    log: LoggingConfig = field(default_factory=LoggingConfig)
 
     def __post_init__(self) -> None:
         # Refuse at start what would otherwise fail later and far away (a topic auto-created
         # with -3 partitions, a frame limit of 0).
-        for name in ("listen_port", "advertised_port"):
+        for name in ("listen_port", "advertised_port", "http_listen_port"):
             port = getattr(self, name)
             if port is not None and not 0 < port < 65536:
                 raise ConfigError(f"{name} must be a port number (1-65535), not {port}")
@@ -72,7 +102,8 @@ class BrokerConfig:
 
 # TOML keys -> the type their field holds, as written in the dataclass ("int", "str | None").
 GROUP_TYPES = {f.name: f.type for f in dataclasses.fields(GroupConfig)}
-BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig) if f.name != "group"}
+LOG_TYPES = {f.name: f.type for f in dataclasses.fields(LoggingConfig)}
+BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig) if f.name not in ("group", "log")}
 GROUP_KEYS = set(GROUP_TYPES)
 BROKER_KEYS = set(BROKER_TYPES)
 
@@ -117,6 +148,7 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
     """
     broker: dict[str, Any] = {}
     group: dict[str, Any] = {}
+    logging_: dict[str, Any] = {}
     if path is not None:
         try:
             raw = tomllib.loads(Path(path).read_text())
@@ -145,26 +177,35 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
                     if gkey not in GROUP_KEYS:
                         raise ConfigError(f"unknown [group] setting {gkey!r}; known: {', '.join(sorted(GROUP_KEYS))}")
                     group[gkey] = _typed(f"[group] {gkey}", gvalue, GROUP_TYPES[gkey])
-            elif key in ("listen", "advertised"):
+            elif key == "log":
+                if not isinstance(value, dict):
+                    raise ConfigError("[log] must be a table")
+                for lkey, lvalue in value.items():
+                    if lkey not in LOG_TYPES:
+                        raise ConfigError(f"unknown [log] setting {lkey!r}; known: {', '.join(sorted(LOG_TYPES))}")
+                    logging_[lkey] = _typed(f"[log] {lkey}", lvalue, LOG_TYPES[lkey])
+            elif key in ("listen", "advertised", "http_listen"):
                 host, port = parse_host_port(str(value), key)
                 broker[f"{key}_host"], broker[f"{key}_port"] = host, port
             elif key in BROKER_KEYS:
                 broker[key] = _typed(key, value, BROKER_TYPES[key])
             else:
-                raise ConfigError(f"unknown setting {key!r} in {path}; known: listen, advertised, "
-                                  f"{', '.join(sorted(BROKER_KEYS))}, [group]")
+                raise ConfigError(f"unknown setting {key!r} in {path}; known: listen, advertised, http_listen, "
+                                  f"{', '.join(sorted(BROKER_KEYS))}, [group], [log]")
     for key, value in overrides.items():
         if value is None:
             continue
-        if key in ("listen", "advertised"):
-            host, port = parse_host_port(value, "--" + key)
+        if key in ("listen", "advertised", "http_listen"):
+            host, port = parse_host_port(value, "--" + key.replace("_", "-"))
             broker[f"{key}_host"], broker[f"{key}_port"] = host, port
+        elif key.startswith("log_") and key[4:] in LOG_TYPES:
+            logging_[key[4:]] = value
         elif key in GROUP_KEYS:
             group[key] = value
         else:
             broker[key] = value
     try:
-        config = BrokerConfig(**broker, group=GroupConfig(**group))
+        config = BrokerConfig(**broker, group=GroupConfig(**group), log=LoggingConfig(**logging_))
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
     load_assignor_plugins()

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Protocol
 
+from kgroup.broker.request_stats import FSYNC_BUCKETS, Buckets
 from kgroup.storage import FsyncPolicy
 
 log = logging.getLogger("kgroup.broker.durability")
@@ -40,6 +42,8 @@ class Durability:
         self._interval_task: asyncio.Task | None = None
         self._dirty: dict[int, SyncableLog] = {}
         self.failed: BaseException | None = None
+        # How long each sync took (for /metrics), measured in the worker thread around it.
+        self.fsync_seconds = Buckets(FSYNC_BUCKETS)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="kgroup-group-commit")
@@ -73,7 +77,7 @@ class Durability:
             batch, self._waiters = self._waiters, {}
             for target, waiters in batch.values():
                 try:
-                    durable_end = await asyncio.to_thread(target.sync)
+                    durable_end = await asyncio.to_thread(self._sync, target)
                 except BaseException as exc:  # an fsync failure is final (storage contract)
                     log.critical("fsync failed, no further writes can be acknowledged: %s", exc)
                     self.failed = exc
@@ -97,7 +101,14 @@ class Durability:
             await asyncio.sleep(self.policy.interval_ms / 1000)
             dirty, self._dirty = self._dirty, {}
             for target in dirty.values():
-                await asyncio.to_thread(target.sync)
+                await asyncio.to_thread(self._sync, target)
+
+    def _sync(self, target: SyncableLog) -> int:
+        started = time.perf_counter()
+        try:
+            return target.sync()
+        finally:
+            self.fsync_seconds.observe(time.perf_counter() - started)
 
     async def close(self) -> None:
         """Sync whatever is dirty and stop the background tasks."""

@@ -11,6 +11,10 @@ record (key = group id, value = the JSON object) appended to partition 0 of
 fetch them; the events ready in one turn of the event loop go out as one record batch and
 one flush (a rebalance of a thousand members is a thousand joins in a few turns).
 
+The events are also handed, as they are derived, to the group observer (the group log, the
+web console and the metrics: group_observer.py), also when writing them to the topic is
+off (`write=False`, `--no-group-events`).
+
 A change is written once the group-metadata records behind it are durable per the fsync
 policy: under `always` its events wait, in order, behind the shard's next fsync; the
 event log itself is flushed but not fsynced on its own. Best effort throughout: nothing
@@ -40,6 +44,9 @@ PARTITION = 0
 # After the first failure is logged in full, one line every this many.
 LOG_EVERY = 1000
 
+# The GroupChange.what of the offsets-expiry timer (core/offsets.py): the observer logs it.
+OFFSETS_EXPIRED = "offsets expired"
+
 # Most records in one batch (about 300 bytes each: far below max.message.bytes).
 BATCH_RECORDS = 1000
 
@@ -59,10 +66,13 @@ class GroupEventStream:
     """
 
     def __init__(self, data: DataDir, durability: Durability,
-                 ring: Callable[[tuple[str, int]], None] | None = None) -> None:
+                 ring: Callable[[tuple[str, int]], None] | None = None, *, write: bool = True,
+                 observer: Any = None) -> None:
         self.data = data
         self.durability = durability
         self.ring = ring
+        self.write = write
+        self.observer = observer
         self.tracker = EventTracker()
         self.written = 0
         self.failures = 0
@@ -78,13 +88,21 @@ class GroupEventStream:
     def loaded(self, shard: Shard) -> None:
         """A shard finished loading: its groups as they are now are the starting point."""
         self.tracker.prime(shard.coordinator.shard)
+        if self.observer is not None:
+            self.observer.loaded(shard)
 
     def after(self, shard: Shard, result: Result, now_ms: int) -> None:
         """A core handler or timer ran and its records were replayed; `result.changes` is not empty."""
+        observer = self.observer
+        if observer is not None and result.records and any(c.what == OFFSETS_EXPIRED for c in result.changes):
+            observer.offsets_expired(result.records, now_ms)
         try:
             events = self.tracker.observe(shard.coordinator.shard, result.changes, now_ms, result.records)
             if events:
-                self._publish(shard, events)
+                if self.observer is not None:
+                    self.observer.group_events(shard, events)
+                if self.write:
+                    self._publish(shard, events)
         except Exception:
             self._failed("deriving group events")
 

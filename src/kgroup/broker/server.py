@@ -8,6 +8,11 @@ that owns the group (one per group-metadata log partition); data APIs go to Data
 Anything a client sends that we cannot serve gets an error response or, for bytes we cannot
 even frame or decode, a closed connection — never a crash of the broker. SIGTERM/SIGINT
 stop accepting, let in-flight requests finish briefly, sync every log and exit 0.
+
+Watching the coordinator costs nothing per request unless asked for: every group change is
+logged from the group events (group_observer.py); with `--http-listen` a second listener
+serves the web console and /metrics (console/), and requests are counted by API and error
+code; with DEBUG logging each request is logged.
 """
 
 from __future__ import annotations
@@ -25,9 +30,14 @@ from kgroup.broker.config import BrokerConfig, ConfigError, load_config
 from kgroup.broker.durability import Durability
 from kgroup.broker.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
+from kgroup.broker.group_observer import GroupObserver
+from kgroup.broker.group_view import GroupViews
+from kgroup.broker.log_format import configure_logging
+from kgroup.broker.request_stats import RequestStats
 from kgroup.broker.shard import Shard, now_ms
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
 from kgroup.storage.group_hash import partition_for_group
+from kgroup.wire.versions import SUPPORTED_APIS
 from kgroup.wire import (
     FrameSplitter,
     FramingError,
@@ -40,6 +50,7 @@ from kgroup.wire import (
 )
 
 log = logging.getLogger("kgroup.broker")
+request_log = logging.getLogger("kgroup.broker.requests")
 
 API_VERSIONS = 18
 READ_CHUNK = 256 * 1024
@@ -63,6 +74,13 @@ class Broker:
         self._stopping = asyncio.Event()
         self.exit_status = 0
         self._background: list[asyncio.Task] = []
+        self.observer = GroupObserver(config.log)
+        self.request_stats = RequestStats()
+        self.console: Any = None
+        # Per request: count it (console on) and/or log it (DEBUG); decided once at start,
+        # so a broker doing neither pays one attribute test per request.
+        self._count_requests = False
+        self._debug_requests = False
 
     # ---- life cycle -----------------------------------------------------------------------
 
@@ -90,13 +108,15 @@ class Broker:
         self.data_path = DataPath(cfg, self.data, self.durability)
         dp = self.data_path
         dp.on_topics_changed = self._topics_changed
-        self.events: GroupEventStream | None = None
         if cfg.group_events:
             # Created before the shards load, so the coordinator's first topic image has it.
             ensure_topic(self.data)
-            self.events = GroupEventStream(self.data, self.durability, dp.watch.ring)
-            for shard in self.shards:
-                shard.events = self.events
+        # The events are derived either way: the group log and the console read them; only
+        # writing them to __kgroup_events follows the setting.
+        self.events = GroupEventStream(self.data, self.durability, dp.watch.ring, write=cfg.group_events,
+                                       observer=self.observer)
+        for shard in self.shards:
+            shard.events = self.events
         consumer = ConsumerGroupApi(groups)
         self.handlers = {
             0: dp.produce, 1: dp.fetch, 2: dp.list_offsets, 3: dp.metadata,
@@ -113,8 +133,28 @@ class Broker:
         self.bound = (host, port)
         log.info("listening on %s:%d advertised=%s:%d data_dir=%s fsync=%s", host, port,
                  *cfg.advertised, cfg.data_dir, cfg.fsync)
+        if cfg.http_listen_host is not None:
+            from kgroup.broker.console.app import Console  # noqa: PLC0415 (prometheus_client only when on)
+            self.console = Console(GroupViews(lambda: [s.coordinator for s in self.shards]), self.observer,
+                                   self.request_stats, self.durability.fsync_seconds, self._end_offset)
+            try:
+                http_host, http_port = await self.console.start(cfg.http_listen_host, cfg.http_listen_port)
+            except OSError as exc:
+                self.server.close()
+                raise HttpListenError(f"cannot listen for HTTP on {cfg.http_listen_host}:{cfg.http_listen_port}: "
+                                      f"{exc.strerror}") from None
+            self.http_bound = (http_host, http_port)
+            self._count_requests = True
+            log.info("web console and metrics on http://%s:%d/ (read-only)", http_host, http_port)
+        self._debug_requests = request_log.isEnabledFor(logging.DEBUG)
         self._background.append(asyncio.create_task(self._load_shards(), name="kgroup-load"))
         self._background.append(asyncio.create_task(self._retention(), name="kgroup-retention"))
+
+    def _end_offset(self, topic: str, partition: int) -> int | None:
+        try:
+            return self.data.partition_log(topic, partition).log_end_offset
+        except Exception:                       # deleted topic or partition: no lag to show
+            return None
 
     def _topic_image(self) -> dict[str, tuple[str, int]]:
         return {name: (str(meta.topic_id), meta.partitions) for name, meta in self.data.topics().items()}
@@ -166,6 +206,8 @@ class Broker:
         log.info("stopping: finishing in-flight requests")
         if self.server is not None:
             self.server.close()
+        if self.console is not None:
+            await self.console.close()
         for task in self._background:
             task.cancel()
         if self.connections:
@@ -252,19 +294,37 @@ class Broker:
         except MalformedRequest as exc:
             raise _CloseConnection(f"malformed request: {exc}") from None
         if header.api_key == API_VERSIONS:
-            return encode_response(header, api_versions_response(header.api_version, disabled=DISABLED_APIS))
-        handler = self.handlers[header.api_key]
-        try:
-            if header.api_key in (11, 68):
-                response = await handler(header, request, client_host)
-            else:
-                response = await handler(header, request)
-        except StorageError as exc:
-            log.error("storage error serving api %d: %s", header.api_key, exc)
-            raise _CloseConnection("storage error") from None
+            response = api_versions_response(header.api_version, disabled=DISABLED_APIS)
+        else:
+            handler = self.handlers[header.api_key]
+            try:
+                if header.api_key in (11, 68):
+                    response = await handler(header, request, client_host)
+                else:
+                    response = await handler(header, request)
+            except StorageError as exc:
+                log.error("storage error serving api %d: %s", header.api_key, exc)
+                raise _CloseConnection("storage error") from None
+        if self._count_requests or self._debug_requests:
+            self._observe_request(header, response, client_host)
         if response is None:
             return None
         return encode_response(header, response)
+
+    def _observe_request(self, header: Any, response: Any, client_host: str) -> None:
+        if self._count_requests:
+            self.request_stats.count(header.api_key, response)
+        if self._debug_requests:
+            r = SUPPORTED_APIS.get(header.api_key)
+            error = int(getattr(response, "error_code", 0) or 0)
+            request_log.debug("%s v%d correlation %d from client id %s host %s: error %d",
+                              r.name if r is not None else header.api_key, header.api_version,
+                              header.correlation_id, header.client_id, client_host or "-", error,
+                              extra={"kgroup": {"api": r.name if r is not None else header.api_key,
+                                                "version": header.api_version,
+                                                "correlation_id": header.correlation_id,
+                                                "client_id": header.client_id, "client_host": client_host,
+                                                "error": error}})
 
 
 class _Resume:
@@ -300,19 +360,15 @@ class _Resume:
                     return done.value
 
 
+class HttpListenError(Exception):
+    """The console's HTTP address cannot be bound."""
+
+
 class _CloseConnection(Exception):
     """Drop this connection (bad bytes from the client); the broker goes on."""
 
 
 # ---- entry point --------------------------------------------------------------------------
-
-def configure_logging(level: str = "INFO") -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-
 
 async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> int:
     broker = Broker(config)
@@ -331,7 +387,6 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
 
 def serve_main(args: Any) -> int:
     """Run `kgroup serve` with argparse-style args; returns the exit status."""
-    configure_logging(getattr(args, "log_level", None) or "INFO")
     try:
         config = load_config(
             getattr(args, "config", None),
@@ -340,11 +395,15 @@ def serve_main(args: Any) -> int:
             data_dir=getattr(args, "data_dir", None),
             fsync=getattr(args, "fsync", None),
             group_events=getattr(args, "group_events", None),
+            http_listen=getattr(args, "http_listen", None),
+            log_level=getattr(args, "log_level", None),
+            log_format=getattr(args, "log_format", None),
         )
         FsyncPolicy.parse(config.fsync)
     except (ConfigError, ValueError, StorageError) as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)
         return 2
+    configure_logging(config.log.level, config.log.format)
     try:
         import uvloop  # type: ignore[import-not-found]
         runner = uvloop.run
@@ -354,6 +413,10 @@ def serve_main(args: Any) -> int:
         status = runner(run_broker(config))
     except StorageError as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)
+        return 1
+    except HttpListenError as exc:
+        print(f"kgroup: error: {exc} — is something else listening there? Pick another --http-listen address.",
+              file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"kgroup: error: cannot listen on {config.listen_host}:{config.listen_port}: {exc.strerror}"

@@ -124,6 +124,10 @@ def build_parser() -> Parser:
     serve.add_argument("--log-level", default=None, type=str.upper,
                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
                        help="logging level (default: INFO)")
+    serve.add_argument("--log-format", default=None, choices=["text", "json"],
+                       help="log lines for people (text, the default) or one JSON object a line")
+    serve.add_argument("--http-listen", metavar="HOST:PORT", type=host_port, default=None,
+                       help="serve the web console, /metrics and /api here (default: off)")
 
     # topics
     topics = sub.add_parser("topics", help="create, list, describe, delete topics")

@@ -1,0 +1,279 @@
+// kgroup console: one EventSource to /api/stream, everything drawn from what it pushes.
+// No polling and no library: the broker pushes the group list, the selected group in full
+// (#group=NAME in the address) when it changes, and lag samples every few seconds.
+// Every value from the broker is written with textContent (group and client ids are the
+// clients' own strings, never HTML).
+"use strict";
+
+const PALETTE = ["#2f6fdb", "#e4572e", "#17a398", "#f3a712", "#8e44ad", "#29335c", "#db2b39",
+  "#4caf50", "#ff7f50", "#0097a7", "#795548", "#c2185b", "#607d8b", "#9c27b0", "#3f51b5", "#827717"];
+const SVG = "http://www.w3.org/2000/svg";
+const MAX_GRID_PARTITIONS = 400, MAX_GRID_MEMBERS = 60, MAX_LAG_SERIES = 16;
+
+// Kept on window for whoever wants to look (the browser test reads it).
+const state = window.kgroupConsole = {
+  groups: [], detail: null, selected: null, source: null,
+  lag: {},            // "topic:partition" -> [[time_ms, lag], ...]
+  messages: 0,        // messages received on the stream
+  firstShown: {},     // member id -> Date.now() when its row was first drawn
+  loadedAt: Date.now(),
+};
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined) continue;
+    if (k === "class") node.className = v;
+    else if (k.startsWith("data-")) node.setAttribute(k, v);
+    else if (k === "title") node.title = v;
+    else node[k] = v;
+  }
+  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(c ?? ""));
+  return node;
+}
+
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+const fmt = new Intl.NumberFormat();
+const num = (n) => (n === null || n === undefined ? "–" : fmt.format(n));
+const clock = (ms) => (ms ? new Date(ms).toLocaleTimeString() : "–");
+function duration(ms) {
+  if (ms === null || ms === undefined) return "–";
+  return ms < 1000 ? `${ms} ms` : ms < 60000 ? `${(ms / 1000).toFixed(1)} s` : `${(ms / 60000).toFixed(1)} min`;
+}
+function ago(ms) {
+  if (!ms) return "–";
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  return s < 60 ? `${s} s ago` : s < 3600 ? `${Math.round(s / 60)} min ago` : `${Math.round(s / 3600)} h ago`;
+}
+function stateBadge(s) { return el("span", {class: "state", "data-state": s}, s); }
+
+// ---- the stream ------------------------------------------------------------------------
+
+function selectedFromHash() {
+  const m = location.hash.match(/^#group=(.*)$/);
+  return m ? decodeURIComponent(m[1]) : null;
+}
+
+function connect() {
+  if (state.source) state.source.close();
+  state.selected = selectedFromHash();
+  state.detail = null;
+  state.lag = {};
+  renderDetail();
+  const url = "/api/stream" + (state.selected !== null ? "?group=" + encodeURIComponent(state.selected) : "");
+  const source = state.source = new EventSource(url);
+  const conn = $("conn");
+  source.onopen = () => { conn.dataset.state = "live"; conn.textContent = "live"; };
+  source.onerror = () => { conn.dataset.state = "reconnecting"; conn.textContent = "reconnecting…"; };
+  source.addEventListener("groups", (e) => {
+    state.messages++;
+    state.groups = JSON.parse(e.data).groups;
+    renderGroups();
+  });
+  source.addEventListener("group", (e) => {
+    state.messages++;
+    const d = JSON.parse(e.data);
+    if (d.group !== state.selected) return;
+    state.detail = d;
+    state.lag = d.lag_history || {};
+    renderDetail();
+  });
+  source.addEventListener("lag", (e) => {
+    state.messages++;
+    const s = JSON.parse(e.data);
+    for (const [key, lag] of Object.entries(s.partitions)) {
+      const points = state.lag[key] || (state.lag[key] = []);
+      points.push([s.time_ms, lag]);
+      if (points.length > 300) points.shift();
+    }
+    if (state.detail) {
+      for (const p of state.detail.partitions) {
+        const key = `${p.topic}:${p.partition}`;
+        if (key in s.partitions) p.lag = s.partitions[key];
+      }
+      renderGrid(state.detail);
+      renderLag();
+    }
+  });
+}
+
+window.addEventListener("hashchange", connect);
+
+// ---- the group list --------------------------------------------------------------------
+
+function renderGroups() {
+  const body = $("groups").tBodies[0];
+  const rows = state.groups.map((g) => {
+    const last = g.last_rebalance;
+    const tr = el("tr", {"data-group": g.group, class: g.group === state.selected ? "selected" : ""},
+      el("td", {}, g.group),
+      el("td", {}, g.kind === "consumer" ? "consumer" : `classic${g.protocol_type ? " (" + g.protocol_type + ")" : ""}`),
+      el("td", {}, stateBadge(g.state)),
+      el("td", {class: "num"}, num(g.generation)),
+      el("td", {class: "num", "data-members": String(g.members)}, num(g.members)),
+      el("td", {class: "num"}, num(g.lag)),
+      el("td", {class: "num"}, num(g.rebalances)),
+      el("td", {}, g.rebalancing ? "in progress" : last ? `${ago(last.completed_ms)} (${duration(last.duration_ms)})` : "–"));
+    tr.addEventListener("click", () => { location.hash = "group=" + encodeURIComponent(g.group); });
+    return tr;
+  });
+  body.replaceChildren(...rows);
+  $("no-groups").hidden = rows.length > 0;
+}
+
+// ---- one group -------------------------------------------------------------------------
+
+function memberColors(d) {
+  const colors = {};
+  d.members.forEach((m, i) => { colors[m.member_id] = PALETTE[i % PALETTE.length]; });
+  return colors;
+}
+
+function renderDetail() {
+  const d = state.detail;
+  const section = $("detail");
+  section.hidden = state.selected === null;
+  if (state.selected === null) return;
+  $("detail-title").textContent = state.selected;
+  $("detail-gone").hidden = !(d && d.gone);
+  if (!d || d.gone) {
+    $("detail-meta").textContent = d ? "" : "loading…";
+    for (const id of ["members", "grid", "rebalances"]) $(id).tBodies[0].replaceChildren();
+    return;
+  }
+  const unit = d.kind === "consumer" ? "epoch" : "generation";
+  $("detail-meta").replaceChildren(
+    `${d.kind === "consumer" ? "consumer protocol" : "classic"}${d.protocol ? " · " + d.protocol : ""} · `,
+    stateBadge(d.state), ` · ${unit} ${d.generation} · ${d.members.length} members · lag ${num(d.lag)}`);
+  const colors = memberColors(d);
+  const now = Date.now();
+  $("members").tBodies[0].replaceChildren(...d.members.map((m) => {
+    const shown = state.firstShown[m.member_id] || (state.firstShown[m.member_id] = now);
+    return el("tr", {"data-member": m.member_id, "data-shown-at": String(shown), class: m.away ? "away" : ""},
+      el("td", {}, el("span", {class: "swatch", style: `background:${colors[m.member_id]}`})),
+      el("td", {}, m.client_id || "–"),
+      el("td", {}, m.client_host || "–"),
+      el("td", {}, m.instance_id || "–"),
+      el("td", {title: m.member_id}, m.member_id.length > 28 ? m.member_id.slice(0, 27) + "…" : m.member_id),
+      el("td", {class: "num"}, m.member_epoch === null ? "–" : String(m.member_epoch)),
+      el("td", {class: "num"}, m.partitions === null ? "?" : String(m.partitions.length)),
+      el("td", {}, m.away ? "away (static, epoch -2)" : clock(m.joined_ms)));
+  }));
+  // The page's own swatch styles are attributes, not data: set them after building.
+  for (const sw of $("members").querySelectorAll(".swatch")) sw.setAttribute("style", sw.style.cssText);
+  renderGrid(d);
+  renderLag();
+  renderRebalances(d);
+}
+
+function renderGrid(d) {
+  const colors = memberColors(d);
+  const members = d.members.slice(0, MAX_GRID_MEMBERS);
+  const partitions = d.partitions.slice(0, MAX_GRID_PARTITIONS);
+  const head = el("tr", {}, el("th", {}, "partition"),
+    ...members.map((m) => el("th", {class: "member", title: m.member_id}, m.client_id || m.member_id)),
+    el("th", {class: "num"}, "lag"));
+  $("grid").tHead.replaceChildren(head);
+  $("grid").tBodies[0].replaceChildren(...partitions.map((p) => {
+    const cells = members.map((m) => {
+      const owned = p.owner === m.member_id;
+      const td = el("td", {class: owned ? "cell owned" : "cell", "data-member": m.member_id}, owned ? "●" : "");
+      if (owned) td.style.background = colors[m.member_id];
+      return td;
+    });
+    return el("tr", {"data-partition": `${p.topic}:${p.partition}`, "data-owner": p.owner || ""},
+      el("th", {}, `${p.topic}-${p.partition}`), ...cells, el("td", {class: "num"}, num(p.lag)));
+  }));
+  const cut = [];
+  if (d.partitions.length > partitions.length) cut.push(`first ${partitions.length} of ${d.partitions.length} partitions`);
+  if (d.members.length > members.length) cut.push(`first ${members.length} of ${d.members.length} members`);
+  $("grid-note").hidden = cut.length === 0;
+  $("grid-note").textContent = cut.length ? "Showing the " + cut.join(" and ") + "." : "";
+}
+
+function renderLag() {
+  const chart = $("lag-chart");
+  const W = 900, H = 220, L = 50, R = 10, T = 10, B = 22;
+  const keys = Object.keys(state.lag).sort();
+  const series = keys.slice(0, MAX_LAG_SERIES);
+  const points = series.flatMap((k) => state.lag[k]);
+  chart.replaceChildren();
+  $("lag-legend").replaceChildren();
+  chart.dataset.series = String(series.length);
+  if (!points.length) {
+    chart.append(svg("text", {x: L, y: H / 2}, "no committed offsets yet"));
+    return;
+  }
+  const t0 = Math.min(...points.map((p) => p[0])), t1 = Math.max(...points.map((p) => p[0]), t0 + 1000);
+  const top = Math.max(1, ...points.map((p) => p[1]));
+  const x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - R);
+  const y = (v) => T + (1 - v / top) * (H - T - B);
+  chart.append(svg("line", {x1: L, y1: y(0), x2: W - R, y2: y(0), stroke: "#ccd"}),
+    svg("text", {x: 4, y: y(top) + 4}, fmt.format(top)), svg("text", {x: 4, y: y(0)}, "0"),
+    svg("text", {x: L, y: H - 6}, clock(t0)), svg("text", {x: W - R - 60, y: H - 6}, clock(t1)));
+  series.forEach((key, i) => {
+    const color = PALETTE[i % PALETTE.length];
+    const d = state.lag[key].map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ");
+    chart.append(svg("polyline", {points: d, fill: "none", stroke: color, "stroke-width": 1.6, "data-key": key}));
+    const last = state.lag[key][state.lag[key].length - 1];
+    $("lag-legend").append(el("span", {}, el("span", {class: "swatch", style: `background:${color}`}),
+      ` ${key.replace(/:(\d+)$/, "-$1")}: ${num(last[1])}`));
+  });
+  if (keys.length > series.length) $("lag-legend").append(el("span", {}, `(+${keys.length - series.length} more)`));
+}
+
+function renderRebalances(d) {
+  const list = d.rebalances.slice().reverse();
+  const unit = d.kind === "consumer" ? "epoch" : "generation";
+  $("no-rebalances").hidden = list.length > 0 || !!d.rebalance_in_progress;
+  const rows = list.map((r) => el("tr", {"data-generation": String(r.generation)},
+    el("td", {}, clock(r.started_ms)),
+    el("td", {class: "num"}, `${unit} ${r.generation}`),
+    el("td", {}, (r.cause || "–").replace(/_/g, " ")),
+    el("td", {class: "num"}, duration(r.duration_ms)),
+    el("td", {class: "num"}, num(r.members)),
+    el("td", {class: "moved", title: r.moved.map((m) => `${m[0]}-${m[1]}: ${m[2]} → ${m[3]}`).join("\n")},
+      r.moved.length ? `${r.moved.length}: ` + r.moved.slice(0, 6).map((m) => `${m[0]}-${m[1]}`).join(", ")
+        + (r.moved.length > 6 ? ", …" : "") : "none")));
+  if (d.rebalance_in_progress) {
+    const r = d.rebalance_in_progress;
+    rows.unshift(el("tr", {"data-generation": "in-progress"}, el("td", {}, clock(r.started_ms)),
+      el("td", {class: "num"}, "…"), el("td", {}, (r.cause || "–").replace(/_/g, " ")),
+      el("td", {class: "num"}, "in progress"), el("td", {}), el("td", {})));
+  }
+  $("rebalances").tBodies[0].replaceChildren(...rows);
+  drawTimeline(d);
+}
+
+function drawTimeline(d) {
+  const chart = $("timeline");
+  const W = 900, H = 70, L = 10, R = 10;
+  chart.replaceChildren();
+  const spans = d.rebalances.map((r) => [r.started_ms, r.completed_ms, r]);
+  if (d.rebalance_in_progress) spans.push([d.rebalance_in_progress.started_ms, d.time_ms, null]);
+  chart.dataset.bars = String(spans.length);
+  if (!spans.length) return;
+  const t0 = Math.min(...spans.map((s) => s[0])), t1 = Math.max(d.time_ms, t0 + 1000);
+  const x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - R);
+  chart.append(svg("line", {x1: L, y1: 40, x2: W - R, y2: 40, stroke: "#ccd"}),
+    svg("text", {x: L, y: H - 4}, clock(t0)), svg("text", {x: W - R - 60, y: H - 4}, clock(t1)));
+  spans.forEach(([start, end, r]) => {
+    const width = Math.max(3, x(end) - x(start));
+    const rect = svg("rect", {x: x(start), y: 22, width, height: 36, rx: 2,
+      fill: r ? (r.moved.length ? "#e4572e" : "#2f6fdb") : "#f3a712", "data-generation": r ? r.generation : "in-progress"});
+    rect.append(svg("title", {}, r ? `${clock(r.started_ms)} · ${(r.cause || "").replace(/_/g, " ")} · `
+      + `${duration(r.duration_ms)} · ${r.members} members · ${r.moved.length} partitions moved` : "in progress"));
+    chart.append(rect);
+    if (r) chart.append(svg("text", {x: x(start), y: 16}, String(r.generation)));
+  });
+}
+
+connect();
