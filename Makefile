@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench clean chromium
+.PHONY: run test bench clean chromium tmux
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
@@ -23,7 +23,11 @@ run: $(STAMP)
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
-test: $(STAMP) chromium
+# tmux: a test drives `kgroup groups watch` in a real terminal (send-keys, capture-pane).
+tmux:
+	@command -v tmux >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux; }
+
+test: $(STAMP) chromium tmux
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

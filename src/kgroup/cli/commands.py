@@ -371,6 +371,10 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
     return 0
 
 
+async def groups_watch(args: Any, admin: AdminClient, out: TextIO) -> int:
+    from .watch import groups_watch as watch  # noqa: PLC0415 (watch imports this module)
+
+    return await watch(args, admin, out)
 
 
 COMMANDS: dict[tuple[str, str | None], Command] = {
@@ -384,6 +388,7 @@ COMMANDS: dict[tuple[str, str | None], Command] = {
     ("groups", "delete"): groups_delete,
     ("groups", "remove-members"): groups_remove_members,
     ("groups", "reset-offsets"): groups_reset_offsets,
+    ("groups", "watch"): groups_watch,
     ("produce", None): produce,
     ("consume", None): consume,
 }

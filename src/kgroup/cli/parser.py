@@ -185,6 +185,16 @@ def build_parser() -> Parser:
     g.add_argument("--execute", action="store_true",
                    help="commit the plan (without it: dry run, only print the plan)")
 
+    # groups watch (cli/watch.py)
+    g = gsub.add_parser(
+        "watch", parents=[client], help="live view of a group (or of all groups), refreshing in place",
+        description="A live view of one group (state, generation or epoch, members and their partitions, "
+        "lag per partition, the last rebalances) or of every group, refreshed in place until you press q "
+        "or Ctrl-C. Rebalance history comes from kgroup's __kgroup_events topic where the broker has it.")
+    g.add_argument("group", metavar="GROUP", nargs="?", default=None, help="the group (default: all groups)")
+    g.add_argument("--interval-ms", type=positive_int, default=2000, metavar="MS",
+                   help="how often to refresh (default: 2000)")
+
     # produce
     p = sub.add_parser("produce", parents=[client],
                        help="send stdin lines to a topic, one message per line")

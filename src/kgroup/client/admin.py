@@ -100,6 +100,9 @@ class GroupDescription:
     # "classic" (DescribeGroups: members carry their metadata and assignment bytes) or
     # "consumer" (ConsumerGroupDescribe: assignments only, decoded)
     group_type: str = "classic"
+    # The consumer group's epoch (ConsumerGroupDescribe); None for classic groups, whose
+    # generation DescribeGroups does not tell.
+    epoch: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,7 +325,8 @@ class AdminClient:
             for m in g.members
         )
         return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type="consumer",
-                                protocol=g.assignor_name, members=members, group_type="consumer")
+                                protocol=g.assignor_name, members=members, group_type="consumer",
+                                epoch=int(g.group_epoch))
 
     async def _describe_classic_group(self, group: str) -> GroupDescription:
         resp = await self._call_coordinator(

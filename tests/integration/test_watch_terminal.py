@@ -1,0 +1,112 @@
+"""`kgroup groups watch` in a real terminal (tmux: send-keys to type, capture-pane to read the
+screen) against a real broker and real kafka-python consumers: the view shows the group's
+member and lag, then the lag growing, then a second member joining and the partitions
+split, with the rebalance in its history; `q` quits with status 0 and gives the screen back."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import ConsumerThread, create_topic, wait_for
+
+pytestmark = pytest.mark.integration
+
+TMUX = shutil.which("tmux")
+KGROUP = str(Path(sys.executable).with_name("kgroup"))
+
+
+class Tmux:
+    def __init__(self, name: str, command: str) -> None:
+        assert TMUX, "tmux is needed (make test installs Debian's tmux)"
+        self.name = name
+        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True)
+        subprocess.run([TMUX, "new-session", "-d", "-s", name, "-x", "140", "-y", "40", command], check=True)
+
+    def screen(self) -> str:
+        out = subprocess.run([TMUX, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
+        return out.stdout
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run([TMUX, "send-keys", "-t", self.name, *keys], check=True)
+
+    def wait(self, condition, what: str, timeout: float = 40.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if condition(screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen}")
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        subprocess.run([TMUX, "kill-session", "-t", self.name], capture_output=True)
+
+
+def rows(screen: str, first: str) -> list[list[str]]:
+    return [line.split() for line in screen.splitlines() if line.split()[:1] == [first]]
+
+
+def test_watch_shows_members_and_lag_changing_as_a_consumer_joins_and_quits_on_q(tmp_path):
+    from confluent_kafka import Producer
+
+    broker = BrokerProcess(tmp_path / "data").start()
+    term = None
+    consumers: list[ConsumerThread] = []
+    try:
+        create_topic(broker.bootstrap, "watched", 2)
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        for i in range(10):
+            producer.produce("watched", b"x", partition=i % 2)
+        producer.flush(10)
+        alpha = ConsumerThread("kafka-python", broker.bootstrap, "watched-g", "watched", "alpha")
+        consumers.append(alpha)
+        alpha.start()
+        wait_for(lambda: len(alpha.tally.consumed) == 10, 40, what="alpha read everything")
+        alpha.commit_now()
+
+        status = tmp_path / "status"
+        term = Tmux(f"kgroup-watch-{tmp_path.name}"[:60],
+                    f"{KGROUP} groups watch watched-g --bootstrap-server {broker.bootstrap} --interval-ms 300; "
+                    f"echo $? > {status}; sleep 60")
+        screen = term.wait(lambda s: "MEMBERS 1" in s and "LAG 0" in s, "one member, no lag")
+        assert "GENERATION" in screen and "STATE Stable" in screen
+        assert [r[2] for r in rows(screen, "watched")] == ["alpha", "alpha"]       # owner of both partitions
+
+        for _ in range(5):                                  # read by alpha, not committed: lag 5
+            producer.produce("watched", b"y", partition=0)
+        producer.flush(10)
+        screen = term.wait(lambda s: "LAG 5" in s, "the lag to grow")
+        assert ["watched", "0", "alpha", "5", "10", "5"] in rows(screen, "watched")
+
+        beta = ConsumerThread("kafka-python", broker.bootstrap, "watched-g", "watched", "beta")
+        consumers.append(beta)
+        beta.start()
+        screen = term.wait(lambda s: "MEMBERS 2" in s and {"alpha", "beta"} <= {r[2] for r in rows(s, "watched")},
+                           "beta to join and own a partition")
+        clients = {line.split()[1] for line in screen.splitlines() if line.startswith(("alpha-", "beta-"))}
+        assert clients == {"alpha", "beta"}
+        assert "LAST REBALANCES (from __kgroup_events)" in screen
+        history = screen.split("LAST REBALANCES (from __kgroup_events)")[1]
+        assert "member joined" in history and " 2 " in history           # the rebalance with two members
+
+        term.keys("q")
+        wait_for(lambda: status.exists() and status.read_text().strip() != "", 20, what="watch to exit")
+        assert status.read_text().strip() == "0"
+        screen = term.screen()
+        assert "STATE" not in screen                        # the alternate screen was left
+        for c in consumers:
+            assert c.tally.error is None
+    finally:
+        if term is not None:
+            term.close()
+        for c in consumers:
+            c.stop(commit=False)
+        broker.finish()
