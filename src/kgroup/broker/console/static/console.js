@@ -152,7 +152,8 @@ function renderDetail() {
   const unit = d.kind === "consumer" ? "epoch" : "generation";
   $("detail-meta").replaceChildren(
     `${d.kind === "consumer" ? "consumer protocol" : "classic"}${d.protocol ? " · " + d.protocol : ""} · `,
-    stateBadge(d.state), ` · ${unit} ${d.generation} · ${d.members.length} members · lag ${num(d.lag)}`);
+    stateBadge(d.state), ` · ${unit} ${d.generation} · ${d.members.length} member${d.members.length === 1 ? "" : "s"}`
+    + ` · lag ${num(d.lag)}`);
   const colors = memberColors(d);
   const now = Date.now();
   $("members").tBodies[0].replaceChildren(...d.members.map((m) => {
@@ -190,7 +191,7 @@ function renderGrid(d) {
       return td;
     });
     return el("tr", {"data-partition": `${p.topic}:${p.partition}`, "data-owner": p.owner || ""},
-      el("th", {}, `${p.topic}-${p.partition}`), ...cells, el("td", {class: "num"}, num(p.lag)));
+      el("td", {class: "pl"}, `${p.topic}-${p.partition}`), ...cells, el("td", {class: "num"}, num(p.lag)));
   }));
   const cut = [];
   if (d.partitions.length > partitions.length) cut.push(`first ${partitions.length} of ${d.partitions.length} partitions`);
@@ -263,11 +264,11 @@ function drawTimeline(d) {
   if (!spans.length) return;
   const t0 = Math.min(...spans.map((s) => s[0])), t1 = Math.max(d.time_ms, t0 + 1000);
   const x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - R);
-  chart.append(svg("line", {x1: L, y1: 40, x2: W - R, y2: 40, stroke: "#ccd"}),
+  chart.append(svg("line", {x1: L, y1: 50, x2: W - R, y2: 50, stroke: "#ccd"}),
     svg("text", {x: L, y: H - 4}, clock(t0)), svg("text", {x: W - R - 60, y: H - 4}, clock(t1)));
   spans.forEach(([start, end, r]) => {
     const width = Math.max(3, x(end) - x(start));
-    const rect = svg("rect", {x: x(start), y: 22, width, height: 36, rx: 2,
+    const rect = svg("rect", {x: x(start), y: 20, width, height: 28, rx: 2,
       fill: r ? (r.moved.length ? "#e4572e" : "#2f6fdb") : "#f3a712", "data-generation": r ? r.generation : "in-progress"});
     rect.append(svg("title", {}, r ? `${clock(r.started_ms)} · ${(r.cause || "").replace(/_/g, " ")} · `
       + `${duration(r.duration_ms)} · ${r.members} members · ${r.moved.length} partitions moved` : "in progress"));
