@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/broker_heartbeats.py [--quick] [--runs N] [--members 100]
         [--connections 16] [--window 64] [--seconds 5] [--bootstrap HOST:PORT] [--peer tansu]
+    .venv/bin/python bench/broker_heartbeats.py --console-ab [--members 1000] [--runs N]
+        [--console-pages 1] [--scrape-ms 5000]
 
 The group is built with raw JoinGroup/SyncGroup (bench/broker_common.py, one connection
 per member). Then C further connections each keep `window` Heartbeat v3 requests in flight
@@ -9,13 +11,22 @@ for T seconds, cycling over the members (pre-encoded frames: the client only cou
 response frames and checks their error code, so it stays cheap). Prints the median of
 heartbeats/s over the runs; any non-zero error code is counted and shown.
 Without --bootstrap it starts `kgroup serve` (fsync=never, initial_rebalance_delay_ms=0).
+
+--console-ab measures what the web console costs: two brokers side by side, A plain and B
+with `http_listen` set, a page's live stream open on the bench group (`--console-pages`,
+each a separate process reading /api/stream?group=...) and /metrics scraped every
+`--scrape-ms`. Each gets the same group; runs alternate A, B, B, A, ... so the machine's
+moods fall on both, and the medians and their ratio are printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import subprocess
+import sys
 import time
+import urllib.request
 
 import peers
 from broker_common import HB_V, HEARTBEAT, HbReq, build_group, pipeline
@@ -26,44 +37,123 @@ from kgroup.wire import encode_request
 HEARTBEAT_ERROR_AT = 12
 
 
-async def measure(b: peers.Broker, members_n: int, conns: int, window: int,
-                  seconds: float, runs: int) -> tuple[list[float], list[float], int]:
-    host, port = b.host, b.port
-    group = f"hb-bench-{time.time_ns()}"
-    print(f"  building a Stable group of {members_n} members on {host}:{port} ...", flush=True)
-    members = await build_group(host, port, group, members_n)
+async def prepare(b: peers.Broker, group: str, members_n: int, **kw) -> tuple[list, list[bytes]]:
+    """A Stable group of `members_n` on broker `b`, and a pre-encoded heartbeat per member."""
+    print(f"  building a Stable group of {members_n} members on {b.host}:{b.port} ...", flush=True)
+    members = await build_group(b.host, b.port, group, members_n, **kw)
     frames = []
     for i, m in enumerate(members):
         req = build(HbReq, group_id=group, generation_id=m.generation, member_id=m.member_id,
                     group_instance_id=None)
         frames.append(encode_request(HEARTBEAT, HB_V, i, "kgroup-bench", req))
+    return members, frames
+
+
+async def one_run(b: peers.Broker, frames: list[bytes], conns: int, window: int,
+                  seconds: float) -> tuple[float, float | None, int]:
+    """(heartbeats/s, heartbeats per broker CPU-second, error responses) of one timed run."""
+    counts = {"ok": 0, "bad": 0}
+    start = asyncio.Event()
+    tasks = [asyncio.create_task(pipeline(b.host, b.port, frames[c::conns] or frames, window,
+                                          seconds, counts, start, HEARTBEAT_ERROR_AT)) for c in range(conns)]
+    await asyncio.sleep(0.3)  # connections open
+    cpu0 = b.cpu_seconds()
+    t0 = time.perf_counter()
+    start.set()
+    await asyncio.gather(*tasks)
+    dt = time.perf_counter() - t0
+    cpu1 = b.cpu_seconds()
+    cpu = (cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None
+    rate = counts["ok"] / dt
+    print(f"  {b.name}: {rate:,.0f} heartbeats/s ({counts['ok']:,} ok, {counts['bad']:,} errors, {dt:.2f}s, "
+          f"broker CPU {cpu if cpu is not None else float('nan'):.2f}s)", flush=True)
+    return rate, (counts["ok"] / cpu if cpu else None), counts["bad"]
+
+
+async def measure(b: peers.Broker, members_n: int, conns: int, window: int,
+                  seconds: float, runs: int) -> tuple[list[float], list[float], int]:
+    members, frames = await prepare(b, f"hb-bench-{time.time_ns()}", members_n)
     rates = []
     per_cpu = []
     errors = 0
     try:
-        for r in range(runs):
-            counts = {"ok": 0, "bad": 0}
-            start = asyncio.Event()
-            tasks = [asyncio.create_task(pipeline(host, port, frames[c::conns] or frames, window,
-                                               seconds, counts, start, HEARTBEAT_ERROR_AT)) for c in range(conns)]
-            await asyncio.sleep(0.3)  # connections open
-            cpu0 = b.cpu_seconds()
-            t0 = time.perf_counter()
-            start.set()
-            await asyncio.gather(*tasks)
-            dt = time.perf_counter() - t0
-            cpu1 = b.cpu_seconds()
-            cpu = (cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None
-            if cpu:
-                per_cpu.append(counts["ok"] / cpu)
-            rate = counts["ok"] / dt
-            errors += counts["bad"]
+        for _ in range(runs):
+            rate, cpu, bad = await one_run(b, frames, conns, window, seconds)
             rates.append(rate)
-            print(f"  run {r + 1}: {rate:,.0f} heartbeats/s ({counts['ok']:,} ok, {counts['bad']:,} errors, {dt:.2f}s, broker CPU {cpu if cpu is not None else float('nan'):.2f}s)",
-                  flush=True)
+            if cpu:
+                per_cpu.append(cpu)
+            errors += bad
     finally:
         await asyncio.gather(*(m.close() for m in members), return_exceptions=True)
     return rates, per_cpu, errors
+
+
+# ---- the console's cost ------------------------------------------------------------------
+
+def console_page(url: str, group: str, scrape_ms: int) -> None:
+    """What an open console page does (read its live stream), plus a /metrics scraper."""
+    import threading
+
+    def scrape() -> None:
+        while True:
+            urllib.request.urlopen(url + "metrics", timeout=30).read()
+            time.sleep(scrape_ms / 1000)
+
+    if scrape_ms > 0:
+        threading.Thread(target=scrape, daemon=True).start()
+    with urllib.request.urlopen(f"{url}api/stream?group={group}", timeout=600) as stream:
+        while stream.read(4096):
+            pass
+
+
+async def console_ab(args, seconds: float, runs: int) -> None:
+    http_port = peers.free_port()
+    plain = peers.start_kgroup(peers.toml_config(fsync="never", initial_rebalance_delay_ms=0))
+    console = peers.start_kgroup(peers.toml_config(fsync="never", initial_rebalance_delay_ms=0,
+                                                   extra=f'http_listen = "127.0.0.1:{http_port}"'))
+    plain.name, console.name = "A plain", "B console"
+    pages: list[subprocess.Popen] = []
+    built: list = []
+    try:
+        group = f"hb-bench-{time.time_ns()}"
+        frames = {}
+        for b in (plain, console):
+            # A long session: the broker not being measured gets no heartbeats meanwhile.
+            members, frames[b.name] = await prepare(b, group, args.members, session_ms=600_000,
+                                                    rebalance_ms=600_000)
+            built += members
+        url = f"http://127.0.0.1:{http_port}/"
+        for i in range(args.console_pages):
+            pages.append(subprocess.Popen([sys.executable, __file__, "--console-client", url, group,
+                                           "--scrape-ms", str(args.scrape_ms if i == 0 else 0)]))
+        await asyncio.sleep(3)                 # the pages open and have had a lag sample
+        rates: dict[str, list[float]] = {plain.name: [], console.name: []}
+        cpu: dict[str, list[float]] = {plain.name: [], console.name: []}
+        for r in range(runs):
+            for b in ((plain, console) if r % 2 == 0 else (console, plain)):
+                rate, per_cpu, _ = await one_run(b, frames[b.name], args.connections, args.window, seconds)
+                rates[b.name].append(rate)
+                if per_cpu:
+                    cpu[b.name].append(per_cpu)
+        assert all(p.poll() is None for p in pages), "a console page process ended early"
+        a, b_ = peers.median(rates[plain.name]), peers.median(rates[console.name])
+        ca, cb = peers.median(cpu[plain.name]), peers.median(cpu[console.name])
+        print(f"\nHeartbeats/s, {args.members} members, {args.connections} connections x {args.window} in flight, "
+              f"{seconds:g}s x {runs} runs each, A/B interleaved (median)")
+        print("| measure | A: no console | B: console + page + /metrics | B/A |")
+        print("|---|---:|---:|---:|")
+        print(f"| heartbeats/s (wall clock) | {peers.fmt(a)} | {peers.fmt(b_)} | {b_ / a:.3f} |")
+        if ca and cb:
+            print(f"| heartbeats per broker CPU-second | {peers.fmt(ca)} | {peers.fmt(cb)} | {cb / ca:.3f} |")
+        print(f"| runs A | {', '.join(f'{x:,.0f}' for x in rates[plain.name])} | | |")
+        print(f"| runs B | | {', '.join(f'{x:,.0f}' for x in rates[console.name])} | |")
+    finally:
+        for p in pages:
+            p.terminate()
+            p.wait()
+        await asyncio.gather(*(m.close() for m in built), return_exceptions=True)
+        plain.stop()
+        console.stop()
 
 
 def main() -> None:
@@ -73,9 +163,20 @@ def main() -> None:
     p.add_argument("--connections", type=int, default=16)
     p.add_argument("--window", type=int, default=64, help="heartbeats in flight per connection")
     p.add_argument("--seconds", type=float, default=None, help="per run (default 10, 3 with --quick)")
+    p.add_argument("--console-ab", action="store_true",
+                   help="measure a broker without and one with the web console open (A/B, interleaved)")
+    p.add_argument("--console-pages", type=int, default=1, help="console pages open on B (default 1)")
+    p.add_argument("--scrape-ms", type=int, default=5000, help="/metrics scrape interval on B (default 5000)")
+    p.add_argument("--console-client", nargs=2, metavar=("URL", "GROUP"), help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.console_client:
+        console_page(*args.console_client, args.scrape_ms)
+        return
     seconds = args.seconds or (3.0 if args.quick else 10.0)
     n = peers.runs(args)
+    if args.console_ab:
+        asyncio.run(console_ab(args, seconds, n))
+        return
     results: dict[str, object] = {}
     errs: dict[str, object] = {}
     cpu: dict[str, object] = {}

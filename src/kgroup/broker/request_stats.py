@@ -48,16 +48,38 @@ class Buckets:
 
 
 class RequestStats:
-    """Requests answered, by (API key, top-level error code)."""
+    """Requests answered, by API key, and those with a top-level error, by (API key, code).
 
-    __slots__ = ("counts",)
+    The server bumps `by_api[api_key]` and, only for an error, `errors` inline (no call);
+    `counts()` puts them together at scrape time.
+    """
+
+    __slots__ = ("by_api", "errors")
 
     def __init__(self) -> None:
-        self.counts: dict[tuple[int, int], int] = {}
+        self.by_api = [0] * 256
+        self.errors: dict[tuple[int, int], int] = {}
 
     def count(self, api_key: int, response: Any) -> None:
+        """What the server does inline, as a call (for tests and other callers)."""
+        self.by_api[api_key] += 1
         # The top-level error code where the response has one (group APIs, Fetch v7+);
         # per-partition errors of Produce/Fetch/OffsetCommit are not counted here.
-        key = (api_key, int(getattr(response, "error_code", 0) or 0))
-        counts = self.counts
-        counts[key] = counts.get(key, 0) + 1
+        error = getattr(response, "error_code", 0)
+        if error:
+            self.count_error(api_key, error)
+
+    def count_error(self, api_key: int, error: int) -> None:
+        key = (api_key, int(error))
+        self.errors[key] = self.errors.get(key, 0) + 1
+
+    def counts(self) -> dict[tuple[int, int], int]:
+        """(API key, error code) -> requests, error code 0 for the ones without an error."""
+        out: dict[tuple[int, int], int] = {}
+        for api_key, n in enumerate(self.by_api):
+            if n:
+                failed = sum(c for (a, _), c in self.errors.items() if a == api_key)
+                if n - failed:
+                    out[(api_key, 0)] = n - failed
+        out.update(self.errors)
+        return out

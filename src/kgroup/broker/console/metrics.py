@@ -98,7 +98,7 @@ class CoordinatorCollector(Collector):
 
         requests = CounterMetricFamily("kgroup_requests", "Requests answered, by API and top-level error code.",
                                        labels=["api", "error"])
-        for (api, error), n in sorted(c.request_stats.counts.items()):
+        for (api, error), n in sorted(c.request_stats.counts().items()):
             r = SUPPORTED_APIS.get(api)
             requests.add_metric([r.name if r is not None else str(api), error_name(error)], n)
         yield requests
