@@ -110,3 +110,35 @@ def test_watch_shows_members_and_lag_changing_as_a_consumer_joins_and_quits_on_q
         for c in consumers:
             c.stop(commit=False)
         broker.finish()
+
+
+def test_watch_shows_what_the_wire_protocol_tells_on_another_broker(tmp_path):
+    """librdkafka's mock cluster: no DescribeGroups and no __kgroup_events, but committed
+    offsets and log ends, hence lag; the view says what it cannot show."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from tests.integration.clients import mock_cluster_with_topic
+
+    holder, bootstrap, topic, partitions = mock_cluster_with_topic(20)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mock-g", "enable.auto.commit": False})
+    term = None
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, p, 2) for p in range(partitions)], asynchronous=False)
+        status = tmp_path / "status"
+        term = Tmux(f"kgroup-watch-mock-{tmp_path.name}"[:60],
+                    f"{KGROUP} groups watch mock-g --bootstrap-server {bootstrap} --interval-ms 300; "
+                    f"echo $? > {status}; sleep 60")
+        screen = term.wait(lambda s: "not available" in s and topic in s, "offsets and lag on the mock")
+        assert "does not describe groups" in screen
+        lags = {int(r[1]): r for r in rows(screen, topic)}
+        assert sorted(lags) == list(range(partitions))
+        assert sum(int(r[-1]) for r in lags.values()) == 20 - 2 * partitions        # log end - committed
+        assert "LAST REBALANCES: not available (the broker has no __kgroup_events topic)" in screen
+        term.keys("C-c")
+        wait_for(lambda: status.exists() and status.read_text().strip() != "", 20, what="watch to exit")
+        assert status.read_text().strip() == "0"
+    finally:
+        if term is not None:
+            term.close()
+        consumer.close()
+        del holder

@@ -39,6 +39,7 @@ EVENTS_TOPIC = "__kgroup_events"
 BACKLOG = 20_000                 # events read back when the view starts
 FETCH_ROUNDS = 20                # at most this many fetches of the event topic per refresh
 REBALANCES_SHOWN = 8
+UNKNOWN = "?"
 
 
 # ---- what is fetched ---------------------------------------------------------------------
@@ -101,7 +102,7 @@ async def fetch_group(admin: AdminClient, group: str) -> GroupSnapshot | None:
     committed = await admin.list_group_offsets(group)
     if desc is not None and desc.state == "Dead" and not committed:
         return None
-    snap = GroupSnapshot(group, desc.state if desc else "?", desc.protocol_type if desc else "",
+    snap = GroupSnapshot(group, desc.state if desc else UNKNOWN, desc.protocol_type if desc else "",
                          desc.protocol if desc else "", desc.epoch if desc else None)
     owners: dict[tuple[str, int], str] = {}
     for m in desc.members if desc else ():
@@ -227,6 +228,8 @@ def render_group(snap: GroupSnapshot | None, group: str, timeline: GroupTimeline
     unit = "EPOCH" if consumer else "GENERATION"
     out = [f"STATE {snap.state}   PROTOCOL {protocol}   {unit} {_n(generation)}   "
            f"MEMBERS {len(snap.members)}   LAG {_n(snap.lag)}", ""]
+    if snap.state == UNKNOWN:
+        out[1:1] = ["(this broker does not describe groups: members and state are unknown)"]
     if snap.members:
         rows = [["MEMBER-ID", "CLIENT-ID", "HOST", "INSTANCE-ID", "JOINED", "PARTITIONS"]]
         for m in snap.members:
