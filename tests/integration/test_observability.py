@@ -156,3 +156,25 @@ def test_metrics_parse_and_their_counters_move_as_the_group_rebalances(broker):
     for t in (first, second):
         t.stop(commit=False)
         assert t.tally.error is None
+
+
+def test_with_the_event_topic_off_group_changes_are_still_logged(tmp_path):
+    broker = BrokerProcess(tmp_path / "data", extra={"group_events": False}).start()
+    member = None
+    try:
+        create_topic(broker.bootstrap, "quiet", 1)
+        member = ConsumerThread("kafka-python", broker.bootstrap, "quiet-g", "quiet", "solo")
+        member.start()
+        wait_for(lambda: member.tally.assigned == {0}, 40, what="solo assigned")
+        lines = group_info(broker, "quiet-g")
+        in_order(lines, [r"member solo-\S+ joined \(client id solo, host /127\.0\.0\.1\)",
+                         r"rebalance completed \(generation 1, \d+ ms, 1 member, 0 partitions moved\)"])
+
+        async def topics():
+            async with AdminClient(broker.bootstrap) as admin:
+                return set((await admin.metadata()).topics)
+        assert "__kgroup_events" not in asyncio.run(topics())
+    finally:
+        if member is not None:
+            member.stop(commit=False)
+        broker.finish()

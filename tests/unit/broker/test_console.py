@@ -176,6 +176,7 @@ def test_it_serves_its_own_page_and_refuses_writes_bad_requests_and_other_paths(
         status, headers, _ = await http(rig.port, b"POST /api/groups HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         assert status == 405 and headers["Allow"] == "GET, HEAD"
         assert (await http(rig.port, b"NONSENSE\r\n\r\n"))[0] == 400
+        assert (await http(rig.port, b"GET / HTTP/1.1\r\nContent-Length: lots\r\n\r\n"))[0] == 400
         assert (await http(rig.port, b"GET / SPDY/9\r\n\r\n"))[0] == 400
         assert (await http(rig.port, b"GET / HTTP/1.1\r\nX: " + b"a" * 20_000 + b"\r\n\r\n"))[0] == 431
         # ... and still serves afterwards.

@@ -107,7 +107,7 @@ class HttpServer:
                 if request.method not in ("GET", "HEAD"):
                     response: Response | Stream = Response(405, b"read-only: only GET and HEAD\n",
                                                            headers=(("Allow", "GET, HEAD"),))
-                elif int(request.headers.get("content-length", "0") or 0) > 0:
+                elif _has_body(request):
                     await _write(writer, text(400, "a GET has no body"), keep_alive=False)
                     return
                 else:
@@ -126,11 +126,13 @@ class HttpServer:
                     return
         except (ConnectionError, asyncio.CancelledError):
             pass
-        except ValueError:
-            pass                                      # a content-length that is not a number
         finally:
             self.connections.discard(task)
             writer.close()
+
+
+def _has_body(request: Request) -> bool:
+    return request.headers.get("content-length", "0") not in ("", "0") or "transfer-encoding" in request.headers
 
 
 def _parse(head: bytes) -> Request:
