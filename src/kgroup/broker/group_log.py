@@ -63,6 +63,9 @@ class GroupLog:
                           **_client(member))
             if kind == "member_fenced":
                 self._fence(e, member, t)
+        elif kind == "rebalance_started" and e.get("state") == "Empty":
+            # A consumer group's epoch moves when its last member leaves: that is no rebalance.
+            self._say(INFO, e, "now Empty (no members)")
         elif kind == "rebalance_started":
             self._say(INFO, e, "rebalance started (cause: %s; %s %s)", humane(e.get("reason")) or "unknown",
                       "from generation" if unit == "generation" else unit, generation)

@@ -58,11 +58,15 @@ def test_consumer_groups_say_epoch_and_a_static_member_away_says_so(caplog):
                  reason="ConsumerGroupHeartbeat"))
     log.event(ev("rebalance_completed", 10, protocol="consumer", generation=5),
               None, Rebalance("g", "consumer", 0, "member_left", 5, 10, 1))
+    log.event(ev("member_left", 20, protocol="consumer", member="n", reason="ConsumerGroupHeartbeat"))
+    log.event(ev("rebalance_started", 20, protocol="consumer", generation=6, reason="member_left", state="Empty"))
     assert lines(caplog) == [
         "group g: rebalance started (cause: member left; group epoch 5)",
         "group g: member m left temporarily (ConsumerGroupHeartbeat; static member, keeps its partitions "
         "until its session times out; instance i)",
         "group g: rebalance completed (group epoch 5, 10 ms, 1 member, 0 partitions moved)",
+        "group g: member n left (ConsumerGroupHeartbeat; client unknown)",
+        "group g: now Empty (no members)",
     ]
 
 
