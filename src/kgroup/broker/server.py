@@ -78,7 +78,7 @@ class Broker:
         self.request_stats = RequestStats()
         self.console: Any = None
         # Per request: count it (console on) and/or log it (DEBUG); decided once at start,
-        # so a broker doing neither pays one attribute test per request.
+        # so a broker doing neither pays two attribute tests per request.
         self._count_requests = False
         self._debug_requests = False
 

@@ -168,8 +168,6 @@ function renderDetail() {
       el("td", {class: "num"}, m.partitions === null ? "?" : String(m.partitions.length)),
       el("td", {}, m.away ? "away (static, epoch -2)" : clock(m.joined_ms)));
   }));
-  // The page's own swatch styles are attributes, not data: set them after building.
-  for (const sw of $("members").querySelectorAll(".swatch")) sw.setAttribute("style", sw.style.cssText);
   renderGrid(d);
   renderLag();
   renderRebalances(d);
