@@ -15,8 +15,9 @@ Without --bootstrap it starts `kgroup serve` (fsync=never, initial_rebalance_del
 --console-ab measures what the web console costs: two brokers side by side, A plain and B
 with `http_listen` set, a page's live stream open on the bench group (`--console-pages`,
 each a separate process reading /api/stream?group=...) and /metrics scraped every
-`--scrape-ms`. Each gets the same group; runs alternate A, B, B, A, ... so the machine's
-moods fall on both, and the medians and their ratio are printed.
+`--scrape-ms`; with --control a second plain broker A' too. Each gets the same group; every
+round measures each broker once in a rotating order, so the machine's moods fall on all,
+and the medians and the median of the per-round ratios B/A (and A'/A) are printed.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import peers
 from broker_common import HB_V, HEARTBEAT, HbReq, build_group, pipeline
 from kgroup.wire.kio_build import build
 from kgroup.wire import encode_request
+
+CONTROL = "A'"
 
 # v3 Heartbeat response: size (4), correlation id (4), throttle_time_ms (4), then the error.
 HEARTBEAT_ERROR_AT = 12
@@ -111,13 +114,20 @@ async def console_ab(args, seconds: float, runs: int) -> None:
     plain = peers.start_kgroup(peers.toml_config(fsync="never", initial_rebalance_delay_ms=0))
     console = peers.start_kgroup(peers.toml_config(fsync="never", initial_rebalance_delay_ms=0,
                                                    extra=f'http_listen = "127.0.0.1:{http_port}"'))
-    plain.name, console.name = "A plain", "B console"
+    plain.name, console.name = "A", "B"
+    brokers = [plain, console]
+    if args.control:
+        # A second plain broker, measured the same way: how far apart two identical brokers
+        # come out here is the noise floor the console's figure is read against.
+        control = peers.start_kgroup(peers.toml_config(fsync="never", initial_rebalance_delay_ms=0))
+        control.name = CONTROL
+        brokers.append(control)
     pages: list[subprocess.Popen] = []
     built: list = []
     try:
         group = f"hb-bench-{time.time_ns()}"
         frames = {}
-        for b in (plain, console):
+        for b in brokers:
             # A long session: the broker not being measured gets no heartbeats meanwhile.
             members, frames[b.name] = await prepare(b, group, args.members, session_ms=600_000,
                                                     rebalance_ms=600_000)
@@ -127,33 +137,43 @@ async def console_ab(args, seconds: float, runs: int) -> None:
             pages.append(subprocess.Popen([sys.executable, __file__, "--console-client", url, group,
                                            "--scrape-ms", str(args.scrape_ms if i == 0 else 0)]))
         await asyncio.sleep(3)                 # the pages open and have had a lag sample
-        rates: dict[str, list[float]] = {plain.name: [], console.name: []}
-        cpu: dict[str, list[float]] = {plain.name: [], console.name: []}
+        rates: dict[str, list[float]] = {b.name: [] for b in brokers}
+        cpu: dict[str, list[float | None]] = {b.name: [] for b in brokers}
         for r in range(runs):
-            for b in ((plain, console) if r % 2 == 0 else (console, plain)):
+            # Each round measures every broker once, in a rotating order.
+            for b in brokers[r % len(brokers):] + brokers[:r % len(brokers)]:
                 rate, per_cpu, _ = await one_run(b, frames[b.name], args.connections, args.window, seconds)
                 rates[b.name].append(rate)
-                if per_cpu:
-                    cpu[b.name].append(per_cpu)
+                cpu[b.name].append(per_cpu)
         assert all(p.poll() is None for p in pages), "a console page process ended early"
-        a, b_ = peers.median(rates[plain.name]), peers.median(rates[console.name])
-        ca, cb = peers.median(cpu[plain.name]), peers.median(cpu[console.name])
+
+        def paired(values: dict[str, list], name: str) -> float | None:
+            """Median over rounds of (name's figure / A's figure in the same round)."""
+            return peers.median([x / a for x, a in zip(values[name], values["A"]) if x and a])
+
         print(f"\nHeartbeats/s, {args.members} members, {args.connections} connections x {args.window} in flight, "
-              f"{seconds:g}s x {runs} runs each, A/B interleaved (median)")
-        print("| measure | A: no console | B: console + page + /metrics | B/A |")
-        print("|---|---:|---:|---:|")
-        print(f"| heartbeats/s (wall clock) | {peers.fmt(a)} | {peers.fmt(b_)} | {b_ / a:.3f} |")
-        if ca and cb:
-            print(f"| heartbeats per broker CPU-second | {peers.fmt(ca)} | {peers.fmt(cb)} | {cb / ca:.3f} |")
-        print(f"| runs A | {', '.join(f'{x:,.0f}' for x in rates[plain.name])} | | |")
-        print(f"| runs B | | {', '.join(f'{x:,.0f}' for x in rates[console.name])} | |")
+              f"{seconds:g}s x {runs} rounds, brokers interleaved (medians)")
+        names = [b.name for b in brokers]
+        head = {"A": "A: no console", "B": "B: console + page + /metrics", CONTROL: "A': no console (control)"}
+        print("| measure | " + " | ".join(head[n] for n in names) + " | B/A | " + ("A'/A |" if args.control else ""))
+        print("|---|" + "---:|" * (len(names) + 1 + bool(args.control)))
+        for label, values in (("heartbeats/s (wall clock)", rates), ("heartbeats per broker CPU-second", cpu)):
+            cells = [peers.fmt(peers.median(values[n])) for n in names]
+            cells.append(f"{paired(values, 'B'):.3f}")
+            if args.control:
+                cells.append(f"{paired(values, CONTROL):.3f}")
+            print(f"| {label} | " + " | ".join(cells) + " |")
+        for n in names:
+            print(f"runs {n}: " + ", ".join(f"{x:,.0f}" for x in rates[n]) + " heartbeats/s; per CPU-s: "
+                  + ", ".join(f"{x:,.0f}" for x in cpu[n] if x))
+        print("(B/A and A'/A: the median over rounds of the ratio within a round)")
     finally:
         for p in pages:
             p.terminate()
             p.wait()
         await asyncio.gather(*(m.close() for m in built), return_exceptions=True)
-        plain.stop()
-        console.stop()
+        for b in brokers:
+            b.stop()
 
 
 def main() -> None:
@@ -167,6 +187,8 @@ def main() -> None:
                    help="measure a broker without and one with the web console open (A/B, interleaved)")
     p.add_argument("--console-pages", type=int, default=1, help="console pages open on B (default 1)")
     p.add_argument("--scrape-ms", type=int, default=5000, help="/metrics scrape interval on B (default 5000)")
+    p.add_argument("--control", action="store_true",
+                   help="with --console-ab: also a second plain broker, to show the noise floor")
     p.add_argument("--console-client", nargs=2, metavar=("URL", "GROUP"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.console_client:

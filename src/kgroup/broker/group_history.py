@@ -149,8 +149,8 @@ class GroupHistory:
                               joined_ms=time_ms)
             if was is not None:            # a static member's new id: same process identity
                 info.partitions, info.client_id, info.client_host = was.partitions, was.client_id, was.client_host
-                for tp, owner in list(t.owners.items()):
-                    if owner == was.member_id:
+                for tp in was.partitions or ():
+                    if t.owners.get(tp) == was.member_id:
                         t.owners[tp] = member
             if client is not None:
                 info.client_id, info.client_host = client
@@ -161,9 +161,8 @@ class GroupHistory:
                 if info is not None:
                     info.away = True
             else:
-                t.members.pop(member, None)
-                for tp in [tp for tp, owner in t.owners.items() if owner == member]:
-                    del t.owners[tp]
+                gone = t.members.pop(member, None)
+                _release(t, member, gone.partitions if gone is not None else ())
         elif kind == STARTED:
             if t.open is None:
                 t.open = Rebalance(t.group, t.protocol, time_ms, event.get("reason"))
@@ -188,14 +187,16 @@ class GroupHistory:
         info.member_epoch = event.get("member_epoch", info.member_epoch)
         info.away = False
         raw = event.get("partitions")
+        before = info.partitions or ()
         if raw is None:
             info.partitions = None
+            _release(t, member, before)
             return
         now = tuple(sorted((str(tp[0]), int(tp[1])) for tp in raw))
         info.partitions = now
         mine = set(now)
-        for tp in [tp for tp, owner in t.owners.items() if owner == member and tp not in mine]:
-            del t.owners[tp]
+        # Only this member's own partitions are looked at (never a pass over the group's).
+        _release(t, member, [tp for tp in before if tp not in mine])
         for tp in now:
             previous = t.last_owner.get(tp)
             t.last_owner[tp] = member
@@ -218,3 +219,11 @@ class GroupHistory:
         t.rebalances.append(done)
         t.rebalance_count += 1
         return done
+
+
+def _release(t: GroupTimeline, member: str, partitions) -> None:
+    """`member` no longer holds `partitions` (those someone else took meanwhile stay theirs)."""
+    owners = t.owners
+    for tp in partitions:
+        if owners.get(tp) == member:
+            del owners[tp]
