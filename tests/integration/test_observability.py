@@ -178,3 +178,21 @@ def test_with_the_event_topic_off_group_changes_are_still_logged(tmp_path):
         if member is not None:
             member.stop(commit=False)
         broker.finish()
+
+
+def test_expired_offsets_and_the_group_they_leave_behind_are_logged(tmp_path):
+    from confluent_kafka import Consumer, TopicPartition
+
+    broker = BrokerProcess(tmp_path / "data", group={"offsets_retention_ms": 1000,
+                                                     "offsets_retention_check_interval_ms": 300}).start()
+    try:
+        create_topic(broker.bootstrap, "kept", 2)
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "brief-g"})
+        consumer.commit(offsets=[TopicPartition("kept", p, 1) for p in range(2)], asynchronous=False)
+        consumer.close()
+        # A "simple" group (commits only, no members): its offsets are all there is of it.
+        expired = "2 committed offsets expired (offsets retention)"
+        wait_for(lambda: expired in group_info(broker, "brief-g"), 30, what="the offsets to expire")
+        assert group_info(broker, "brief-g") == [expired]
+    finally:
+        broker.finish()
