@@ -29,10 +29,9 @@ from prometheus_client import CollectorRegistry, ProcessCollector, generate_late
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kio.schema.errors import ErrorCode
-
 from kgroup.core.classic_group import ClassicGroupState
 from kgroup.core.consumer_group import GroupState
+from kgroup.error_codes import ErrorCode
 from kgroup.wire.versions import SUPPORTED_APIS
 
 if TYPE_CHECKING:
@@ -100,19 +99,12 @@ class CoordinatorCollector(Collector):
                                        labels=["api", "error"])
         for (api, error), n in sorted(c.request_stats.counts().items()):
             r = SUPPORTED_APIS.get(api)
-            requests.add_metric([r.name if r is not None else str(api), error_name(error)], n)
+            requests.add_metric([r.name if r is not None else str(api), ErrorCode(error).name], n)
         yield requests
 
         fsync = HistogramMetricFamily("kgroup_fsync_duration_seconds", "How long each fsync of a log took.")
         fsync.add_metric([], c.fsync_seconds.cumulative(), c.fsync_seconds.sum)
         yield fsync
-
-
-def error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return str(code)
 
 
 def registry_for(console: Console) -> CollectorRegistry:
