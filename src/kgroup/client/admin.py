@@ -48,6 +48,7 @@ from .cluster import (
 )
 from .connection import DEFAULT_TIMEOUT, Connection
 from .errors import BrokerError, GroupNotEmpty, UnsupportedApi
+from .transactions_admin import TransactionAdmin
 
 __all__ = [
     "AdminClient",
@@ -149,6 +150,8 @@ class AdminClient:
     ) -> None:
         self._owns_cluster = cluster is None
         self.cluster = cluster or Cluster(bootstrap, client_id=client_id, timeout=timeout)
+        # ListTransactions, DescribeTransactions, DescribeProducers (transactions_admin.py).
+        self.transactions = TransactionAdmin(self.cluster)
 
     async def __aenter__(self) -> AdminClient:
         await self.connect()
