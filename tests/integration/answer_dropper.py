@@ -92,6 +92,8 @@ class AnswerDropper:
         tasks = [asyncio.create_task(requests()), asyncio.create_task(answers())]
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            pass                                     # the proxy is stopping
         finally:
             for task in tasks:
                 task.cancel()

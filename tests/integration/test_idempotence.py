@@ -82,3 +82,50 @@ def test_without_idempotence_the_same_lost_answers_store_duplicates(dropper):
     assert dropper.dropped == 3
     values = read("confluent-kafka", bootstrap, "plain", 1, "read_uncommitted", COUNT)
     assert len(values) > COUNT and set(values) == {f"record-{i}".encode() for i in range(COUNT)}
+
+
+def test_kip98_sequence_state_survives_kill_9_of_the_broker(tmp_path):
+    """The same batch sent before and after a kill -9 is stored once; a gap is still refused."""
+    from kgroup.client.cluster import Cluster, request_fields
+    from kgroup.wire.record_batch import build_batch
+    from kgroup.wire.versions import INIT_PRODUCER_ID, PRODUCE
+
+    broker = BrokerProcess(tmp_path / "data").start()
+
+    async def send(records: bytes) -> tuple[int, int]:
+        cluster = Cluster(broker.bootstrap)
+        try:
+            conn = await cluster.connect()
+            resp = await cluster.request(conn, PRODUCE, request_fields(
+                transactional_id=None, acks=-1, timeout=10_000,
+                topic_data=[{"name": "survive", "partition_data": [{"index": 0, "records": records}]}]))
+            p = resp.responses[0].partition_responses[0]
+            return int(p.error_code), int(p.base_offset)
+        finally:
+            await cluster.close()
+
+    async def producer_id() -> int:
+        cluster = Cluster(broker.bootstrap)
+        try:
+            await cluster.topic("survive", auto_create=True)
+            resp = await cluster.request_any(INIT_PRODUCER_ID, request_fields(
+                transactional_id=None, transaction_timeout=60_000, producer_id=-1, producer_epoch=-1))
+            return int(resp.producer_id)
+        finally:
+            await cluster.close()
+
+    try:
+        pid = asyncio.run(producer_id())
+        first = build_batch([(None, b"once-%d" % i, [], 1) for i in range(3)], producer_id=pid,
+                            producer_epoch=0, base_sequence=0)
+        assert asyncio.run(send(first)) == (0, 0)
+        broker.kill9()
+        broker.start()
+        assert asyncio.run(send(first)) == (0, 0)                     # the retry after the crash
+        gap = build_batch([(None, b"gap", [], 1)], producer_id=pid, producer_epoch=0, base_sequence=7)
+        assert asyncio.run(send(gap))[0] == 45                         # OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert sorted(read("confluent-kafka", broker.bootstrap, "survive", 1, "read_uncommitted", 3)) == \
+            [b"once-0", b"once-1", b"once-2"]
+        assert asyncio.run(producer_id()) != pid                       # ids are not handed out again
+    finally:
+        broker.finish()
