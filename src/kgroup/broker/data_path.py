@@ -39,7 +39,8 @@ from kgroup.wire import RequestHeader
 
 class DataPath:
     """Produce, Fetch, ListOffsets, Metadata, CreateTopics, DeleteTopics, CreatePartitions,
-    InitProducerId."""
+    InitProducerId (idempotent producers), DescribeProducers; the producer state of every
+    partition (`ctx.producers`)."""
 
     def __init__(self, config: BrokerConfig, data: DataDir, durability: Durability) -> None:
         self.config = config

@@ -45,12 +45,15 @@ INT32_MAX = 2**31 - 1
 READ_COMMITTED = 1
 _BASE_LENGTH = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
+_UP_TO_LAST_DELTA = 27
 
 
 def _end_of(records: bytes, offset: int) -> int:
-    """The offset after the last batch in a Fetch records blob (`offset` when empty)."""
+    """The offset after the last batch in a Fetch records blob (`offset` when empty): its
+    base offset (bytes 0-8) plus its lastOffsetDelta (bytes 23-27) plus one; batches are
+    walked by their length (bytes 8-12, counting what follows it)."""
     pos, last = 0, -1
-    while pos + 27 <= len(records):
+    while pos + _UP_TO_LAST_DELTA <= len(records):
         last = pos
         pos += 12 + _BASE_LENGTH.unpack_from(records, pos)[1]
     if last < 0:
