@@ -210,6 +210,35 @@ def test_kip447_offsets_commit_with_the_transaction_and_are_unstable_until_then(
         [("txn_offsets_committed", [["txn-in", 1]])]
 
 
+@kgroup_only
+def test_kip447_our_read_committed_consumer_waits_for_offsets_a_transaction_is_committing(broker):
+    from kgroup.client import Consumer, Producer as Ours, TopicPartition
+
+    create(broker.bootstrap, "txn-stable", 1)
+    plain = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        plain.produce("txn-stable", b"r%d" % i)
+    assert plain.flush(10) == 0
+    tp = TopicPartition("txn-stable", 0)
+
+    async def scenario() -> int:
+        async with Ours({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-stable"}) as p, \
+                Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "stable-group",
+                          "isolation.level": "read_committed", "auto.offset.reset": "earliest"}) as c:
+            await p.init_transactions()
+            p.begin_transaction()
+            await p.send_offsets_to_transaction({tp: 7}, "stable-group")   # pending: unstable
+            c.assign([tp])
+            first = asyncio.ensure_future(c.getmany(timeout_ms=10_000))
+            await asyncio.sleep(1.0)
+            await p.commit_transaction()
+            records = (await first).get(tp) or (await c.getmany(timeout_ms=5_000))[tp]
+            return records[0].offset
+
+    # Not offset 0 (what "no committed offset, earliest" gives): it waited for the commit.
+    assert asyncio.run(scenario()) == 7
+
+
 # ---- timeouts ------------------------------------------------------------------------------
 
 

@@ -429,7 +429,9 @@ class Consumer:
             wanted: dict[str, list[int]] = {}
             for tp in tps:
                 wanted.setdefault(tp.topic, []).append(tp.partition)
-            for (t, p), off in (await self.admin.list_group_offsets(group, wanted)).items():
+            # read_committed: not an offset a transaction is still committing (KIP-447).
+            stable = self.fetcher.isolation == 1
+            for (t, p), off in (await self.admin.list_group_offsets(group, wanted, require_stable=stable)).items():
                 out[TopicPartition(t, p)] = off
         rest = [tp for tp in tps if tp not in out]
         if rest:
