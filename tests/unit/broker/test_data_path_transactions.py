@@ -159,3 +159,14 @@ def test_producer_ids_are_never_handed_out_twice_across_restarts(tmp_path):
         assert not ids & seen
         seen |= ids
         ctx.data.close()
+
+
+def test_kip98_an_idle_producer_is_forgotten_at_producer_id_expiration(tmp_path):
+    async def scenario(ctx: DataCtx) -> None:
+        assert await answer(ctx, batch(7, 0, 0)) == (0, 0)                 # timestamps 1000-1001
+        ctx.dp.apply_retention(now_ms=1_001 + ctx.config.transactions.producer_id_expiration_ms - 1)
+        assert (await answer(ctx, batch(7, 0, 9)))[0] == E.OUT_OF_ORDER_SEQUENCE_NUMBER
+        ctx.dp.apply_retention(now_ms=1_001 + ctx.config.transactions.producer_id_expiration_ms)
+        assert await answer(ctx, batch(7, 0, 9)) == (0, 2)                 # forgotten: starts anew
+
+    run(scenario, tmp_path)
