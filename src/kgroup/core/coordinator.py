@@ -110,6 +110,8 @@ class GroupCoordinatorShard:
         # The group maps of the shard (never replaced), for `kind_of` on every request.
         self._classic_groups = shard.groups
         self._consumer_groups = shard.consumer_groups
+        # Groups with pending transactional offsets: every offset replay looks (never replaced).
+        self._open_txn_groups = shard.stored.open_txn_groups
         # Handler sets, each handed the collaborators it uses (their public methods only).
         self.classic = classic = ClassicProtocol(shard)
         self.consumer = consumer = ConsumerProtocol(shard, Downgrade(shard, classic))
@@ -259,7 +261,7 @@ class GroupCoordinatorShard:
     def replay(self, record: Record) -> None:
         """Apply one record to stored state: the only way stored state changes."""
         if type(record) is OffsetCommitRecord:
-            if self.shard.stored.open_txn_groups:
+            if self._open_txn_groups:
                 self.txn_offsets.superseded(record)
             offsets = self.shard.stored.offsets
             if record.value is None:
