@@ -39,6 +39,7 @@ from kgroup.core.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
+from kgroup.core.group_configs import AlterGroupConfigsRequest, GroupConfigs, replay_group_config
 from kgroup.core.migration import Downgrade, Migration
 from kgroup.core.offsets import Offsets
 from kgroup.core.records import (
@@ -49,6 +50,7 @@ from kgroup.core.records import (
     ConsumerMemberRecord,
     ConsumerTargetEpochRecord,
     ConsumerTargetRecord,
+    GroupConfigRecord,
     OffsetCommitRecord,
     Record,
 )
@@ -96,6 +98,7 @@ class GroupCoordinatorShard:
         self.migration = migration = Migration(shard, consumer, classic)
         self.offsets = Offsets(shard)
         self.admin = Admin(shard)
+        self.group_configs = GroupConfigs(shard)
         K, A = GroupKind, MembershipApi
         # API -> group kind -> handler: where every group request goes.
         self.routes: dict[MembershipApi, dict[GroupKind, Handler]] = {
@@ -189,6 +192,12 @@ class GroupCoordinatorShard:
     def delete_groups(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
         return self.admin.delete(group_ids, reply, now_ms)
 
+    def alter_group_configs(self, req: AlterGroupConfigsRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.group_configs.alter(req, reply, now_ms)
+
+    def describe_group_configs(self, group_id: str, reply: ReplyTo, now_ms: int) -> Result:
+        return self.group_configs.describe(group_id, reply, now_ms)
+
     # ---- replay ---------------------------------------------------------------------------
 
     def replay(self, record: Record) -> None:
@@ -211,6 +220,8 @@ class GroupCoordinatorShard:
                 self.shard.stored.classic_groups.pop(record.group_id, None)
             else:
                 self.shard.stored.classic_groups[record.group_id] = record.value
+        elif type(record) is GroupConfigRecord:
+            replay_group_config(self.shard, record)
         else:
             self._replay_consumer(record)
 
@@ -251,6 +262,7 @@ class GroupCoordinatorShard:
             records.append(ConsumerTargetEpochRecord(group_id, group.target_epoch))
             for member_id, member in group.members.items():
                 records.append(ConsumerCurrentRecord(group_id, member_id, member.current))
+        records.extend(GroupConfigRecord(g, c) for g, c in sorted(stored.group_configs.items()))
         for group_id, offsets in sorted(stored.offsets.items()):
             records.extend(OffsetCommitRecord(group_id, t, p, v) for (t, p), v in sorted(offsets.items()))
         return records

@@ -9,6 +9,7 @@ record type from the key version alone and the value layout from the value versi
     key version 2        classic group metadata
     key versions 3-7     consumer-group records (epoch, member, target member, target
                          epoch, current member), see "Consumer-group records" below
+    key version 8        a group's dynamic configs, see "Group configs" below
 
 All integers are big-endian. `str16` is an int16 byte length then UTF-8 (identifiers, as
 Kafka limits them); `str32`/`bytes32` an int32 length then the bytes; a length of -1 is
@@ -42,6 +43,10 @@ so they favour simplicity over speed): the key is
 (member empty for the group-level records) and the value, absent for a tombstone, is the
 record's fields as compact UTF-8 JSON. Partitions are [[topic id, [p, ...]], ...].
 
+Group configs (GroupConfigRecord): the key is the consumer-group key with an empty member,
+    int16 version=8 | int16 group_len | int16 0 | group
+and the value, absent for a tombstone, is [[name, value], ...] as compact UTF-8 JSON.
+
 Decoding is the restart path (a log of millions of offset commits), so the offset-commit
 path is written for speed: precompiled `Struct`s, one unpack per key and per value, a
 bounded cache that maps key bytes to interned (group, topic) strings, and value objects
@@ -68,6 +73,7 @@ from kgroup.core.records import (
     ConsumerTargetEpochRecord,
     ConsumerTargetRecord,
     ClassicGroupValue,
+    GroupConfigRecord,
     ClassicMemberValue,
     OffsetCommitRecord,
     MemberState,
@@ -90,6 +96,7 @@ GROUP_METADATA_KEY_VERSION = 2
 OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
 OFFSET_VALUE_VERSION = 3
 GROUP_VALUE_VERSION = 0
+GROUP_CONFIG_KEY_VERSION = 8
 
 
 class RecordDecodeError(ValueError):
@@ -341,8 +348,39 @@ def _decode_consumer(payload: bytes, version: int, glen: int, mlen: int) -> Reco
         raise RecordDecodeError(f"malformed consumer-group record value: {exc}") from None
 
 
+def _encode_group_config(record: GroupConfigRecord) -> bytes:
+    group = _str16(record.group_id, "group id")
+    key = _OC_KEY_HEAD.pack(GROUP_CONFIG_KEY_VERSION, len(group), 0) + group
+    if record.configs is None:
+        return key
+    for name, value in record.configs:
+        _utf8(name, "config name")
+        _utf8(value, "config value")
+    pairs = [[name, value] for name, value in record.configs]
+    return key + _json.dumps(pairs, separators=(",", ":")).encode()
+
+
+def _decode_group_config(payload: bytes, glen: int, mlen: int) -> GroupConfigRecord:
+    end = _OC_KEY_HEAD_SIZE + glen
+    if glen < 0 or mlen != 0 or end > len(payload):
+        raise RecordDecodeError("group config record key is malformed")
+    group = payload[_OC_KEY_HEAD_SIZE:end].decode()
+    if end == len(payload):
+        return GroupConfigRecord(group, None)
+    try:
+        raw = _json.loads(payload[end:])
+        return GroupConfigRecord(group, tuple((str(n), str(v)) for n, v in raw))
+    except (TypeError, ValueError) as exc:
+        raise RecordDecodeError(f"malformed group config record value: {exc}") from None
+
+
 def encode(record: Record) -> bytes:
     """One log payload: key bytes, then value bytes (nothing for a tombstone)."""
+    if type(record) is GroupConfigRecord:
+        try:
+            return _encode_group_config(record)
+        except (StructError, TypeError, ValueError) as exc:
+            raise RecordEncodeError(f"cannot encode {record!r}: {exc}") from None
     if type(record) in _CONSUMER_KEY_VERSIONS:
         try:
             return _encode_consumer(record)
@@ -397,6 +435,8 @@ def decode(payload: bytes) -> Record:
             return _decode_group(payload)
         if version in _CONSUMER_BY_VERSION:
             return _decode_consumer(payload, version, glen, tlen)
+        if version == GROUP_CONFIG_KEY_VERSION:
+            return _decode_group_config(payload, glen, tlen)
         raise RecordDecodeError(f"unknown record key version {version}")
     except RecordDecodeError:
         raise

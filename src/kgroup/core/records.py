@@ -159,4 +159,16 @@ ConsumerRecord = (ConsumerGroupEpochRecord | ConsumerMemberRecord | ConsumerTarg
                   | ConsumerTargetEpochRecord | ConsumerCurrentRecord)
 
 
-Record = OffsetCommitRecord | ClassicGroupRecord | ConsumerRecord
+@dataclass(frozen=True, slots=True)
+class GroupConfigRecord:
+    """A group's dynamic configs (group_configs.py): ((name, value), ...) sorted by name.
+
+    None deletes them all. Independent of the group's own records: configs may be set
+    before a group exists and outlive its deletion, as in Kafka.
+    """
+
+    group_id: str
+    configs: tuple[tuple[str, str], ...] | None
+
+
+Record = OffsetCommitRecord | ClassicGroupRecord | ConsumerRecord | GroupConfigRecord

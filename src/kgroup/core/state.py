@@ -27,6 +27,8 @@ class StoredState:
 
     classic_groups: dict[str, ClassicGroupValue] = field(default_factory=dict)
     offsets: dict[str, GroupOffsets] = field(default_factory=dict)
+    # group id -> its dynamic configs ((name, value), ...) (group_configs.py)
+    group_configs: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
 def counter_member_ids() -> Callable[[str], str]:
