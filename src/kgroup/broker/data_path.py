@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kgroup.broker import fetch_api, list_offsets_api, metadata_api, produce_api, topics_api
+from kgroup.broker import fetch_api, list_offsets_api, metadata_api, produce_api, records_api, topics_api
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.data_api import ArrivalWatch, DataContext, log
 from kgroup.broker.producer_id_api import ProducerIds
@@ -29,7 +29,7 @@ from kgroup.wire import RequestHeader
 
 class DataPath:
     """Produce, Fetch, ListOffsets, Metadata, CreateTopics, DeleteTopics, CreatePartitions,
-    InitProducerId."""
+    InitProducerId, DeleteRecords, DescribeLogDirs, DescribeCluster."""
 
     def __init__(self, config: BrokerConfig, data: DataDir, durability: Durability) -> None:
         self.config = config
@@ -94,6 +94,18 @@ class DataPath:
         response, changed = topics_api.create_partitions(self.ctx, header, request)
         self._changed(changed)
         return response
+
+    async def delete_records(self, header: RequestHeader, request: Any) -> Any:
+        """DeleteRecords (api 21)."""
+        return records_api.delete_records(self.ctx, header, request)
+
+    async def describe_log_dirs(self, header: RequestHeader, request: Any) -> Any:
+        """DescribeLogDirs (api 35)."""
+        return records_api.describe_log_dirs(self.ctx, header, request)
+
+    async def describe_cluster(self, header: RequestHeader, request: Any) -> Any:
+        """DescribeCluster (api 60)."""
+        return metadata_api.describe_cluster(self.ctx, header, request)
 
     # -- upkeep --------------------------------------------------------------------------
 

@@ -103,3 +103,30 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
     response = build(cls, throttle_time=0, brokers=brokers, cluster_id=ctx.config.cluster_id,
                      controller_id=node, topics=tuple(topics), error_code=DataError.NONE)
     return response, created
+
+
+# DescribeCluster authorized operations when not requested (Kafka's INT32_MIN sentinel).
+_NO_AUTHORIZED_OPERATIONS = -(2**31)
+_BROKERS_ENDPOINT = 1
+
+
+def describe_cluster(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
+    """DescribeCluster (api 60) v0–v2: this broker, which is also the controller.
+
+    v1 endpoint_type: brokers (1) only; a broker asked for controllers (2) answers
+    MISMATCHED_ENDPOINT_TYPE as Kafka's brokers do. v2 include_fenced_brokers: never fenced.
+    """
+    cls = response_class(60, header.api_version)
+    broker_cls = item(cls, "brokers")
+    host, port = ctx.config.advertised
+    node = ctx.config.node_id
+    if int(get(request, "endpoint_type", _BROKERS_ENDPOINT)) != _BROKERS_ENDPOINT:
+        return build(cls, throttle_time=0, error_code=DataError.MISMATCHED_ENDPOINT_TYPE,
+                     error_message="The request was sent to an endpoint of type BROKER, but we wanted "
+                     "an endpoint of type CONTROLLER", endpoint_type=_BROKERS_ENDPOINT,
+                     cluster_id=ctx.config.cluster_id, controller_id=-1, brokers=(),
+                     cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS)
+    return build(cls, throttle_time=0, error_code=DataError.NONE, error_message=None,
+                 endpoint_type=_BROKERS_ENDPOINT, cluster_id=ctx.config.cluster_id, controller_id=node,
+                 brokers=(build(broker_cls, broker_id=node, host=host, port=port, rack=None, is_fenced=False),),
+                 cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS)

@@ -27,6 +27,7 @@ import uuid
 from typing import Any
 
 from kgroup.broker.config import BrokerConfig, ConfigError, load_config
+from kgroup.broker.configs_api import ConfigsApi
 from kgroup.broker.durability import Durability
 from kgroup.broker.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
@@ -127,6 +128,11 @@ class Broker:
             42: groups.delete_groups, 47: groups.offset_delete,
             68: consumer.heartbeat, 69: consumer.describe,
         }
+        configs = ConfigsApi(dp.ctx, groups)
+        self.handlers.update({
+            21: dp.delete_records, 32: configs.describe_configs, 33: configs.alter_configs,
+            35: dp.describe_log_dirs, 44: configs.incremental_alter_configs, 60: dp.describe_cluster,
+        })
         self.server = await asyncio.start_server(self._serve_connection, cfg.listen_host, cfg.listen_port,
                                                  reuse_address=True)
         host, port = self.server.sockets[0].getsockname()[:2]
