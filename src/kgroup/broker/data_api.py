@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any
 
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.durability import Durability
