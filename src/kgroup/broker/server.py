@@ -18,9 +18,11 @@ code; with DEBUG logging each request is logged.
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import logging
 import signal
+import socket
 import sys
 import time
 import uuid
@@ -48,6 +50,7 @@ from kgroup.wire import (
     decode_request,
     encode_api_versions_fallback,
     encode_response,
+    not_kafka,
 )
 
 log = logging.getLogger("kgroup.broker")
@@ -74,6 +77,7 @@ class Broker:
         self.handlers: dict[int, Any] = {}
         self._stopping = asyncio.Event()
         self.exit_status = 0
+        self.interrupted = False
         self._background: list[asyncio.Task] = []
         self.observer = GroupObserver(config.log)
         self.request_stats = RequestStats()
@@ -204,6 +208,11 @@ class Broker:
     def request_stop(self) -> None:
         self._stopping.set()
 
+    def interrupt(self) -> None:
+        """Ctrl-C: stop as on SIGTERM, then exit 130 as a shell reports SIGINT."""
+        self.interrupted = True
+        self.request_stop()
+
     async def run_until_stopped(self) -> None:
         await self._stopping.wait()
         await self.stop()
@@ -244,12 +253,18 @@ class Broker:
         transport = writer.transport
         handle = self._handle
         out: list[bytes] = []  # responses not yet handed to the transport, in order
+        opening = b""  # the connection's first bytes, until a frame has been read
         try:
             while True:
                 chunk = await reader.read(READ_CHUNK)
                 if not chunk:
                     return
-                for frame in splitter.feed(chunk):
+                if opening is not None and len(opening) < 64:
+                    opening += chunk[:64]
+                frames = splitter.feed(chunk)
+                if frames:
+                    opening = None
+                for frame in frames:
                     # Most requests (heartbeats, commits with fsync=never, fetches with data)
                     # complete without ever suspending: run the handler's first step here and
                     # collect its response, so one read chunk of pipelined requests costs one
@@ -274,7 +289,11 @@ class Broker:
                     if transport.get_write_buffer_size() > (1 << 20):
                         await writer.drain()
         except FramingError as exc:
-            log.warning("closing connection from %s: %s", peer, exc)
+            other = not_kafka(opening) if opening is not None else None
+            if other is not None:
+                log.warning("closing connection from %s: not a Kafka client (%s)", peer, other)
+            else:
+                log.warning("closing connection from %s: %s", peer, exc)
         except _CloseConnection as exc:
             log.warning("closing connection from %s: %s", peer, exc)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -380,15 +399,15 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
     broker = Broker(config)
     await broker.start()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig, stop in ((signal.SIGTERM, broker.request_stop), (signal.SIGINT, broker.interrupt)):
         try:
-            loop.add_signal_handler(sig, broker.request_stop)
+            loop.add_signal_handler(sig, stop)
         except (NotImplementedError, RuntimeError):
             pass
     if ready is not None:
         ready.set()
     await broker.run_until_stopped()
-    return broker.exit_status
+    return broker.exit_status or (130 if broker.interrupted else 0)
 
 
 def serve_main(args: Any) -> int:
@@ -425,9 +444,25 @@ def serve_main(args: Any) -> int:
               file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"kgroup: error: cannot listen on {config.listen_host}:{config.listen_port}: {exc.strerror}"
-              " — is another broker running there? Pick another --listen address.", file=sys.stderr)
+        print(f"kgroup: error: {listen_problem(config.listen_host, config.listen_port, exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        print("kgroup: interrupted", file=sys.stderr)
         return 130
     return status
+
+
+def listen_problem(host: str, port: int, exc: OSError) -> str:
+    """One line saying why the broker cannot listen on host:port, and what to do."""
+    where = f"cannot listen on {host}:{port}"
+    if isinstance(exc, socket.gaierror):
+        return f"{where}: {host!r} is not an address of this host (no such name) — use an IP address or a " \
+               "name it resolves, e.g. --listen 127.0.0.1:9092 or 0.0.0.0:9092"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{where}: this host has no address {host} — listen on one of its addresses (127.0.0.1, " \
+               "or 0.0.0.0 for all) and give clients the outside address with --advertised"
+    if exc.errno == errno.EADDRINUSE:
+        return f"{where}: the port is in use — is another broker running there? Pick another --listen address"
+    if exc.errno == errno.EACCES:
+        return f"{where}: permission denied — ports below 1024 need privileges; use a port such as 9092"
+    return f"{where}: {exc.strerror or exc} — pick another --listen address"

@@ -10,11 +10,15 @@ Reading and writing files happens here: ``kgroup.lab`` itself is pure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import threading
 import sys
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from kgroup.lab.report import AGGREGATES, comparison, render, stop_quantiles
@@ -95,16 +99,27 @@ def _sweep(args: Any, out: TextIO, err: TextIO) -> int:
     directory = _out_dir(args.out)
     try:
         from kgroup.spark import lab_job
+        from kgroup.spark.setup import SparkSetupError, require_java
     except ImportError as exc:
         raise CliError(f"Spark is not installed ({exc})", "pip install 'kgroup[spark]'") from None
+    try:
+        require_java()
+    except SparkSetupError as exc:
+        raise CliError(str(exc), "install Java 17 (Debian: apt-get install openjdk-17-jre-headless) "
+                       "or set JAVA_HOME to one") from None
     started = time.perf_counter()
     err.write(f"lab: {len(sweep.groups)} groups in {len(sweep.variants)} variants on {args.master}\n")
     spark = lab_job.session(args.master)
-    try:
-        result = lab_job.run_sweep(spark, sweep, str(directory), partitions=args.partitions,
-                                   progress=lambda line: (err.write(f"lab: {line}\n"), err.flush()))
-    finally:
-        spark.stop()
+    with _cancel_on_ctrl_c(spark) as interrupted:
+        try:
+            result = lab_job.run_sweep(spark, sweep, str(directory), partitions=args.partitions,
+                                       progress=lambda line: (err.write(f"lab: {line}\n"), err.flush()))
+        except Exception:
+            if interrupted.is_set():
+                raise KeyboardInterrupt from None
+            raise
+    if interrupted.is_set():
+        raise KeyboardInterrupt
     took = time.perf_counter() - started
     html = render(f"kgroup lab: {sweep.name}", result.summaries, result.windows, result.examples,
                   result.stops, result.comparison,
@@ -114,6 +129,42 @@ def _sweep(args: Any, out: TextIO, err: TextIO) -> int:
     out.write(f"{result.groups} groups in {took:.1f} s; wrote {directory}/groups.parquet, "
               f"windows.parquet, comparison.parquet, report.html\n")
     return 0
+
+
+@contextlib.contextmanager
+def _cancel_on_ctrl_c(spark: Any) -> Iterator[threading.Event]:
+    """Run a Spark job so that Ctrl-C cancels it quietly, then stop Spark.
+
+    PySpark's own SIGINT handler raises KeyboardInterrupt in the middle of a py4j call,
+    which leaves tracebacks from py4j and the JVM on the terminal. Here Ctrl-C silences
+    Spark's log and cancels its jobs from another thread (the main one is inside the call);
+    the job then fails, and the caller turns that into KeyboardInterrupt. A second Ctrl-C
+    gives up at once.
+    """
+    interrupted = threading.Event()
+
+    def cancel() -> None:
+        try:
+            spark.sparkContext.setLogLevel("OFF")
+            spark.sparkContext.cancelAllJobs()
+        except Exception:  # noqa: BLE001 - Spark going away anyway
+            pass
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if interrupted.is_set():
+            raise KeyboardInterrupt
+        interrupted.set()
+        threading.Thread(target=cancel, name="kgroup-lab-cancel", daemon=True).start()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        try:
+            spark.stop()
+        except Exception:  # noqa: BLE001 - the gateway may already be gone
+            pass
 
 
 def _events(path: str) -> list[dict[str, Any]]:
