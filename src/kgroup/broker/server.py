@@ -91,6 +91,10 @@ class Broker:
 
     async def start(self) -> None:
         cfg = self.config
+        # Bind first: a wrong --listen is reported before the data dir is touched; connections
+        # wait in the backlog until everything below is ready.
+        self.server = await asyncio.start_server(self._serve_connection, cfg.listen_host, cfg.listen_port,
+                                                 reuse_address=True, start_serving=False)
         self.durability = Durability(FsyncPolicy.parse(cfg.fsync))
         self.data = DataDir(
             cfg.data_dir,
@@ -137,8 +141,7 @@ class Broker:
             21: dp.delete_records, 32: configs.describe_configs, 33: configs.alter_configs,
             35: dp.describe_log_dirs, 44: configs.incremental_alter_configs, 60: dp.describe_cluster,
         })
-        self.server = await asyncio.start_server(self._serve_connection, cfg.listen_host, cfg.listen_port,
-                                                 reuse_address=True)
+        await self.server.start_serving()
         host, port = self.server.sockets[0].getsockname()[:2]
         self.bound = (host, port)
         log.info("listening on %s:%d advertised=%s:%d data_dir=%s fsync=%s", host, port,

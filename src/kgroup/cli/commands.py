@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TextIO
 
 from kgroup.client.admin import (
@@ -211,6 +212,45 @@ async def groups_remove_members(args: Any, admin: AdminClient, out: TextIO) -> i
 # -- produce / consume -------------------------------------------------------------------
 
 
+def _raw(text: str) -> bytes:
+    """The bytes a line of stdin held: text, or undecodable bytes as read (surrogateescape)."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+async def _lines(source: TextIO) -> AsyncIterator[str]:
+    """The lines of ``source``, read by a daemon thread a chunk at a time.
+
+    A read of stdin blocks; done on the event loop, it would also hold off Ctrl-C (the loop
+    cancels the command's task, which only runs once the read returns). The thread hands
+    chunks over with back-pressure and is left behind at exit.
+    """
+    loop = asyncio.get_running_loop()
+    chunks: asyncio.Queue[list[str] | Exception | None] = asyncio.Queue(maxsize=4)
+
+    def hand_over(item: list[str] | Exception | None) -> None:
+        asyncio.run_coroutine_threadsafe(chunks.put(item), loop).result()
+
+    def read() -> None:
+        try:
+            while chunk := source.readlines(1 << 16):
+                hand_over(chunk)
+            hand_over(None)
+        except RuntimeError:
+            pass                      # the loop is gone: the command ended (Ctrl-C)
+        except Exception as exc:      # noqa: BLE001 - stdin failed (bad UTF-8, ...): raised below
+            try:
+                hand_over(exc)
+            except RuntimeError:
+                pass
+
+    threading.Thread(target=read, name="kgroup-stdin", daemon=True).start()
+    while (chunk := await chunks.get()) is not None:
+        if isinstance(chunk, Exception):
+            raise chunk
+        for line in chunk:
+            yield line
+
+
 async def produce(args: Any, admin: AdminClient, out: TextIO, stdin: TextIO | None = None) -> int:
     source = stdin if stdin is not None else sys.stdin
     info = await _topic(admin, args.topic, auto_create=True)
@@ -234,7 +274,9 @@ async def produce(args: Any, admin: AdminClient, out: TextIO, stdin: TextIO | No
                 raise
             sent += len(rows)
 
-    for lineno, line in enumerate(source, 1):
+    lineno = 0
+    async for line in _lines(source):
+        lineno += 1
         line = line.rstrip("\r\n")
         key: bytes | None = None
         value = line
@@ -244,7 +286,7 @@ async def produce(args: Any, admin: AdminClient, out: TextIO, stdin: TextIO | No
                 raise CliError(f"line {lineno} has no key separator {args.key_separator!r}",
                                "write KEY<separator>VALUE on every line, or drop "
                                "--key-separator")
-            key, value = k.encode(), v
+            key, value = _raw(k), v
         if args.partition is not None:
             partition = args.partition
         elif key is not None:
@@ -253,7 +295,7 @@ async def produce(args: Any, admin: AdminClient, out: TextIO, stdin: TextIO | No
             partition = next_rr % count
             if len(pending.get(partition, ())) + 1 >= _PRODUCE_BATCH:
                 next_rr += 1
-        pending.setdefault(partition, []).append((key, value.encode(), headers, int(time.time() * 1000)))
+        pending.setdefault(partition, []).append((key, _raw(value), headers, int(time.time() * 1000)))
         if len(pending[partition]) >= _PRODUCE_BATCH:
             await flush(partition)
     for partition in sorted(pending):
