@@ -11,6 +11,7 @@ Reading and writing files happens here: ``kgroup.lab`` itself is pure.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -79,8 +80,7 @@ def _run(args: Any, out: TextIO) -> int:
     result = simulate(sc, group=f"{sc.name}/seed={sc.seed}", variant=sc.name, record_timeline=True)
     took = time.perf_counter() - started
     summary = dict(result.summary)
-    _write_parquet(directory / "groups.parquet", [summary], SUMMARY_COLUMNS)
-    _write_parquet(directory / "windows.parquet", result.windows, WINDOW_COLUMNS)
+    wrote = _write_tables(directory, [summary], result.windows)
     rows = comparison([summary])
     html = render(f"kgroup lab: {sc.name}", [summary], result.windows, {sc.name: result},
                   {sc.name: stop_quantiles([result])}, rows,
@@ -88,7 +88,7 @@ def _run(args: Any, out: TextIO) -> int:
     (directory / "report.html").write_text(html)
     _print_table(rows, out)
     out.write(f"{result.summary['member_events']:,} member events in {took:.2f} s; "
-              f"wrote {directory}/groups.parquet, windows.parquet, report.html\n")
+              f"wrote {directory}/{wrote}report.html\n")
     return 0
 
 
@@ -219,8 +219,7 @@ def _replay(args: Any, out: TextIO) -> int:
         windows += result.windows
         examples[label] = result
         stops[label] = stop_quantiles([result])
-    _write_parquet(directory / "groups.parquet", summaries, SUMMARY_COLUMNS)
-    _write_parquet(directory / "windows.parquet", windows, WINDOW_COLUMNS)
+    wrote = _write_tables(directory, summaries, windows)
     rows = comparison(summaries)
     rec = recording(events, group)
     note = (f"Group {group} replayed from {args.events}: {rec.members} members ({rec.restarts} joins taken "
@@ -228,7 +227,7 @@ def _replay(args: Any, out: TextIO) -> int:
     (directory / "report.html").write_text(render(f"kgroup lab: what if {group}...", summaries, windows,
                                                   examples, stops, rows, note=note))
     _print_table(rows, out)
-    out.write(f"{note}\nwrote {directory}/groups.parquet, windows.parquet, report.html\n")
+    out.write(f"{note}\nwrote {directory}/{wrote}report.html\n")
     return 0
 
 
@@ -249,12 +248,22 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+def _write_tables(directory: Path, summaries: list[dict[str, Any]], windows: list[dict[str, Any]]) -> str:
+    """groups.parquet and windows.parquet when pyarrow is installed (kgroup[spark]); the
+    file names written, for the closing line. Without it the report is all there is."""
+    if importlib.util.find_spec("pyarrow") is None:
+        sys.stderr.write("kgroup: note: no pyarrow here, so no groups.parquet or windows.parquet "
+                         "(pip install 'kgroup[spark]' for them)\n")
+        return ""
+    _write_parquet(directory / "groups.parquet", summaries, SUMMARY_COLUMNS)
+    _write_parquet(directory / "windows.parquet", windows, WINDOW_COLUMNS)
+    return "groups.parquet, windows.parquet, "
+
+
 def _write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...]) -> None:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError as exc:
-        raise CliError(f"writing Parquet needs pyarrow ({exc})", "pip install 'kgroup[spark]'") from None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     types = {"string": pa.string(), "long": pa.int64(), "double": pa.float64(), "boolean": pa.bool_()}
     schema = pa.schema([(name, types[kind]) for name, kind in columns])
     table = pa.Table.from_pylist([{n: r.get(n) for n, _ in columns} for r in rows], schema=schema)
