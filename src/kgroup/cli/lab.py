@@ -22,7 +22,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from kgroup.lab.report import AGGREGATES, comparison, render, stop_quantiles
+from kgroup.lab.report import AGGREGATES, comparison, fmt_value, render, stop_quantiles
 import yaml
 
 from kgroup.lab.recorded import group_ids, recording
@@ -233,19 +233,11 @@ def _replay(args: Any, out: TextIO) -> int:
 
 def _print_table(rows: list[dict[str, Any]], out: TextIO) -> None:
     cols = [c for c in _TABLE if c == "variant" or c in {a[0] for a in AGGREGATES}]
-    cells = [[_cell(r.get(c)) for c in cols] for r in rows]
+    cells = [[fmt_value(c, r.get(c)).replace("–", "-") for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     out.write("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip() + "\n")
     for row in cells:
         out.write("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() + "\n")
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.2f}"
-    return str(v)
 
 
 def _write_tables(directory: Path, summaries: list[dict[str, Any]], windows: list[dict[str, Any]]) -> str:
