@@ -25,7 +25,7 @@ from kgroup.client.admin import (
 from kgroup.client.errors import BrokerError, GroupNotEmpty, UnsupportedApi
 from kgroup.error_codes import ErrorCode
 
-from .config_tools import config_changes, print_configs
+from .config_tools import alter_and_print
 from .errors import CliError
 from .output import emit_json
 from .output import table as _table
@@ -113,12 +113,7 @@ async def topics_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
 
 async def topics_alter_config(args: Any, admin: AdminClient, out: TextIO) -> int:
     await _topic(admin, args.name)
-    changes = config_changes(args.add_config, args.delete_config)
-    if changes:
-        await admin.alter_configs(TOPIC_RESOURCE, args.name, changes)
-        sys.stderr.write(f"kgroup: completed updating config for topic {args.name}\n")
-    await print_configs(admin, TOPIC_RESOURCE, args.name, out)
-    return 0
+    return await alter_and_print(admin, TOPIC_RESOURCE, args.name, "topic", args, out)
 
 
 def _internal_topic_errors(exc: BrokerError) -> None:

@@ -7,7 +7,8 @@ SET and DELETE); afterwards every config of the resource is printed with its sou
 from __future__ import annotations
 
 import re
-from typing import TextIO
+import sys
+from typing import Any, TextIO
 
 from kgroup.client.admin import CONFIG_DELETE, CONFIG_SET, AdminClient
 
@@ -39,3 +40,14 @@ async def print_configs(admin: AdminClient, resource_type: int, name: str, out: 
     """NAME VALUE SOURCE for every config of a resource."""
     entries = await admin.describe_configs(resource_type, name)
     table([["NAME", "VALUE", "SOURCE"]] + [[e.name, cell(e.value), e.source] for e in entries], out)
+
+
+async def alter_and_print(admin: AdminClient, resource_type: int, name: str, what: str, args: Any,
+                          out: TextIO) -> int:
+    """Apply ``args``' --add-config/--delete-config to a resource (if any), then print its configs."""
+    changes = config_changes(args.add_config, args.delete_config)
+    if changes:
+        await admin.alter_configs(resource_type, name, changes)
+        sys.stderr.write(f"kgroup: completed updating config for {what} {name}\n")
+    await print_configs(admin, resource_type, name, out)
+    return 0

@@ -32,7 +32,7 @@ from kgroup.client.errors import BrokerError, UnsupportedApi
 from kgroup.error_codes import ErrorCode
 
 from .commands import _describe, _group_errors, _log_end, _topic
-from .config_tools import config_changes, print_configs
+from .config_tools import alter_and_print
 from .errors import CliError, UsageError
 from .member_payloads import assignment_text
 from .output import cell, emit_json, table
@@ -405,12 +405,7 @@ async def groups_delete_offsets(args: Any, admin: AdminClient, out: TextIO) -> i
 
 
 async def groups_alter_config(args: Any, admin: AdminClient, out: TextIO) -> int:
-    changes = config_changes(args.add_config, args.delete_config)
-    if changes:
-        await admin.alter_configs(GROUP_RESOURCE, args.group, changes)
-        sys.stderr.write(f"kgroup: completed updating config for group {args.group}\n")
-    await print_configs(admin, GROUP_RESOURCE, args.group, out)
-    return 0
+    return await alter_and_print(admin, GROUP_RESOURCE, args.group, "group", args, out)
 
 
 GROUP_COMMANDS: dict[tuple[str, str], Callable[[Any, AdminClient, TextIO], Awaitable[int]]] = {
