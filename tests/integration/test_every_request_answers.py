@@ -1,6 +1,7 @@
 """Every request a client may send is answered: for each API and version the broker
 advertises, requests encoded by kio — null and empty arrays, null and empty strings, tagged
-fields set and unset, every optional field set and unset — go to a live `kgroup serve`, which
+fields set and unset, every optional field set and unset, arrays whose entries have null
+fields — go to a live `kgroup serve`, which
 must answer each one with a response of that version (an error code is fine; a closed
 connection is not) and log no traceback.
 
@@ -127,26 +128,31 @@ def entity(cls: type) -> st.SearchStrategy:
         lambda values: cls(**{k: v for k, v in values.items() if v is not dataclasses.MISSING}))
 
 
-def filled(cls: type, full: bool) -> Any:
-    """Every optional field set (arrays of one, tagged fields given) or every one unset."""
+FILLS = ("all set", "all unset", "nulls inside")
+
+
+def filled(cls: type, fill: str) -> Any:
+    """An instance with every optional field set (arrays of one, tagged fields given), every
+    one unset (defaults, null, empty arrays), or arrays of one whose nullable fields are null."""
     hints = typing.get_type_hints(cls)
     values = {}
     for f in dataclasses.fields(cls):
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        if not full and has_default:
+        if fill != "all set" and has_default:
             continue
-        values[f.name] = _fixed(hints[f.name], full)
+        values[f.name] = _fixed(hints[f.name], fill)
     return cls(**values)
 
 
-def _fixed(hint: Any, full: bool) -> Any:
+def _fixed(hint: Any, fill: str) -> Any:
     inner = _optional_inner(hint)
     if inner is not None:
-        return _fixed(inner, full) if full else None
+        keep = fill == "all set" or (fill == "nulls inside" and typing.get_origin(inner) is tuple)
+        return _fixed(inner, fill) if keep else None
     if typing.get_origin(hint) is tuple:
-        return (_fixed(typing.get_args(hint)[0], full),) if full else ()
+        return () if fill == "all unset" else (_fixed(typing.get_args(hint)[0], fill),)
     if dataclasses.is_dataclass(hint):
-        return filled(hint, full)
+        return filled(hint, fill)
     return _smallest(hint)
 
 
@@ -234,8 +240,8 @@ def test_every_version_answers_with_every_optional_field_set_and_unset(broker, a
     try:
         for version in versions(api_key):
             cls = request_class(api_key, version)
-            for full in (True, False):
-                answered(broker, wire, api_key, version, filled(cls, full), "all set" if full else "all unset")
+            for fill in FILLS:
+                answered(broker, wire, api_key, version, filled(cls, fill), fill)
     finally:
         wire.close()
 

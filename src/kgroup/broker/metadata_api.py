@@ -2,7 +2,8 @@
 
 Version notes: v1 null topics = all, empty list = none; v2 cluster_id; v4
 allow_auto_topic_creation (older versions always allow); v7 leader_epoch; v8–v10 authorized
-operations (left at "not requested"); v10 topic ids (a topic may be asked for by id only);
+operations (left at "not requested"); v10 topic ids (a topic may be asked for by id only
+from v12: a null name in v10–v11 gets INVALID_REQUEST, as Kafka answers it);
 v13 top-level error_code.
 
 Auto-creation: an unknown, legal topic name is created with `default_partitions` when the
@@ -71,7 +72,11 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
         for wanted in requested:
             name = get(wanted, "name", None)
             topic_id = get(wanted, "topic_id", None)
-            # 2. By id when no name is given (v10+).
+            # 2. By id when no name is given: v12+. Before, a response topic needs a name
+            #    and Kafka refuses the request topic as INVALID_REQUEST with name "".
+            if name is None and header.api_version < 12:
+                topics.append(topic_error(DataError.INVALID_REQUEST, "", topic_id))
+                continue
             if name is None:
                 meta = by_id.get(topic_id) if topic_id is not None else None
                 topics.append(topic_ok(meta) if meta is not None
