@@ -162,7 +162,8 @@ class GroupHistory:
                     info.away = True
             else:
                 gone = t.members.pop(member, None)
-                _release(t, member, gone.partitions if gone is not None else ())
+                # Partitions are None when unknown (a group of another protocol type).
+                _release(t, member, (gone.partitions or ()) if gone is not None else ())
         elif kind == STARTED:
             if t.open is None:
                 t.open = Rebalance(t.group, t.protocol, time_ms, event.get("reason"))
