@@ -138,6 +138,7 @@ def _watch(block: Block, text: str, work: Path, env: dict) -> None:
         os.close(leader)
 
 
+@pytest.mark.timeout(1800)      # every example in turn: Spark, a lab sweep, the membership demos
 def test_every_block_runs_in_order(broker, tmp_path):
     work = _scratch(tmp_path)
     env = dict(os.environ, KGROUP_BOOTSTRAP=broker.bootstrap)
