@@ -22,7 +22,8 @@ def free_port() -> int:
 class BrokerProcess:
     """Starts, stops, kills and restarts one broker with one data dir."""
 
-    def __init__(self, data_dir: Path, *, group: dict | None = None, extra: dict | None = None) -> None:
+    def __init__(self, data_dir: Path, *, group: dict | None = None, extra: dict | None = None,
+                 transactions: dict | None = None) -> None:
         self.data_dir = data_dir
         self.port = free_port()
         self.config_path = data_dir.parent / f"{data_dir.name}.toml"
@@ -32,6 +33,9 @@ class BrokerProcess:
         group = {"initial_rebalance_delay_ms": 1000, **(group or {})}
         lines.append("[group]")
         lines += [f"{k} = {_toml(v)}" for k, v in group.items()]
+        if transactions:
+            lines.append("[transactions]")
+            lines += [f"{k} = {_toml(v)}" for k, v in transactions.items()]
         self.config_path.write_text("\n".join(lines) + "\n")
         self.proc: subprocess.Popen | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}.log"

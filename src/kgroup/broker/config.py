@@ -10,6 +10,7 @@ from typing import Any
 
 from kgroup.assignors.registry import UnknownAssignor, get_server_assignor
 from kgroup.core.config import GroupConfig
+from kgroup.core.transactions.config import TransactionConfig
 from kgroup.plugins import load_assignor_plugins
 from kgroup.wire import DEFAULT_MAX_FRAME_SIZE
 
@@ -77,6 +78,7 @@ class BrokerConfig:
     http_listen_port: int | None = None
     group: GroupConfig = field(default_factory=GroupConfig)
     log: LoggingConfig = field(default_factory=LoggingConfig)
+    transactions: TransactionConfig = field(default_factory=TransactionConfig)
 
     def __post_init__(self) -> None:
         # Refuse at start what would otherwise fail later and far away (a topic auto-created
@@ -103,7 +105,9 @@ class BrokerConfig:
 # TOML keys -> the type their field holds, as written in the dataclass ("int", "str | None").
 GROUP_TYPES = {f.name: f.type for f in dataclasses.fields(GroupConfig)}
 LOG_TYPES = {f.name: f.type for f in dataclasses.fields(LoggingConfig)}
-BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig) if f.name not in ("group", "log")}
+TXN_TYPES = {f.name: f.type for f in dataclasses.fields(TransactionConfig)}
+BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig)
+                if f.name not in ("group", "log", "transactions")}
 GROUP_KEYS = set(GROUP_TYPES)
 BROKER_KEYS = set(BROKER_TYPES)
 
@@ -149,6 +153,7 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
     broker: dict[str, Any] = {}
     group: dict[str, Any] = {}
     logging_: dict[str, Any] = {}
+    txn: dict[str, Any] = {}
     if path is not None:
         try:
             raw = tomllib.loads(Path(path).read_text())
@@ -184,6 +189,14 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
                     if lkey not in LOG_TYPES:
                         raise ConfigError(f"unknown [log] setting {lkey!r}; known: {', '.join(sorted(LOG_TYPES))}")
                     logging_[lkey] = _typed(f"[log] {lkey}", lvalue, LOG_TYPES[lkey])
+            elif key == "transactions":
+                if not isinstance(value, dict):
+                    raise ConfigError("[transactions] must be a table")
+                for tkey, tvalue in value.items():
+                    if tkey not in TXN_TYPES:
+                        raise ConfigError(f"unknown [transactions] setting {tkey!r}; known: "
+                                          f"{', '.join(sorted(TXN_TYPES))}")
+                    txn[tkey] = _typed(f"[transactions] {tkey}", tvalue, TXN_TYPES[tkey])
             elif key in ("listen", "advertised", "http_listen"):
                 host, port = parse_host_port(str(value), key)
                 broker[f"{key}_host"], broker[f"{key}_port"] = host, port
@@ -191,7 +204,7 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
                 broker[key] = _typed(key, value, BROKER_TYPES[key])
             else:
                 raise ConfigError(f"unknown setting {key!r} in {path}; known: listen, advertised, http_listen, "
-                                  f"{', '.join(sorted(BROKER_KEYS))}, [group], [log]")
+                                  f"{', '.join(sorted(BROKER_KEYS))}, [group], [log], [transactions]")
     for key, value in overrides.items():
         if value is None:
             continue
@@ -205,7 +218,8 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
         else:
             broker[key] = value
     try:
-        config = BrokerConfig(**broker, group=GroupConfig(**group), log=LoggingConfig(**logging_))
+        config = BrokerConfig(**broker, group=GroupConfig(**group), log=LoggingConfig(**logging_),
+                              transactions=TransactionConfig(**txn))
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
     load_assignor_plugins()

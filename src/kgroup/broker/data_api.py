@@ -23,6 +23,7 @@ from typing import Any
 
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.durability import Durability
+from kgroup.broker.producer_states import ProducerStates
 from kgroup.storage import DataDir
 from kgroup.wire.kio_build import build, item
 
@@ -120,6 +121,11 @@ class ArrivalWatch:
         return len({id(f) for futs in self._waiters.values() for f in futs})
 
 
+# Asks the transaction coordinator whether a producer may write partitions now (KIP-890):
+# (transactional id, producer id, epoch, partitions) -> an ErrorCode (NONE: yes).
+TxnVerifier = Callable[[str, int, int, tuple], Any]
+
+
 @dataclass
 class DataContext:
     """Everything a data-path handler may use."""
@@ -128,3 +134,6 @@ class DataContext:
     data: DataDir
     durability: Durability
     watch: ArrivalWatch = field(default_factory=ArrivalWatch)
+    # Producer state of each partition (idempotence, transactions, the last stable offset).
+    producers: ProducerStates = field(default_factory=ProducerStates)
+    verify_txn: TxnVerifier | None = None

@@ -162,8 +162,7 @@ class GroupHistory:
                     info.away = True
             else:
                 gone = t.members.pop(member, None)
-                # Partitions are None when unknown (a group of another protocol type).
-                _release(t, member, (gone.partitions or ()) if gone is not None else ())
+                _release(t, member, gone.partitions if gone is not None else ())
         elif kind == STARTED:
             if t.open is None:
                 t.open = Rebalance(t.group, t.protocol, time_ms, event.get("reason"))
@@ -223,8 +222,11 @@ class GroupHistory:
 
 
 def _release(t: GroupTimeline, member: str, partitions) -> None:
-    """`member` no longer holds `partitions` (those someone else took meanwhile stay theirs)."""
+    """`member` no longer holds `partitions` (those someone else took meanwhile stay theirs).
+
+    None: the member's assignment was never readable as partitions (a group of another
+    protocol type), so it holds none."""
     owners = t.owners
-    for tp in partitions:
+    for tp in partitions or ():
         if owners.get(tp) == member:
             del owners[tp]

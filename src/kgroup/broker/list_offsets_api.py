@@ -1,8 +1,8 @@
 """ListOffsets (api 2), v1–v8: earliest, latest, max timestamp, or by timestamp.
 
 Version notes: v0 (several offsets per partition) is not served; v1 one offset and its
-timestamp; v2 isolation level (no transactions: read_committed = read_uncommitted, latest
-is the log end either way); v4 current_leader_epoch in, leader_epoch out (always 0, like
+timestamp; v2 isolation level (read_committed: latest is the last stable offset, and an
+offset found by timestamp at or past it is not answered); v4 current_leader_epoch in, leader_epoch out (always 0, like
 Metadata); v6 flexible; v7 MAX_TIMESTAMP (-3); v8 EARLIEST_LOCAL (-4: no tiered storage,
 so the log start).
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.data_api import DataContext, DataError, log, per_partition
-from kgroup.wire.kio_build import build
+from kgroup.wire.kio_build import build, get
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import TopicError
 from kgroup.wire import RequestHeader, WireError, response_class
@@ -74,13 +74,28 @@ def _first_record_at(plog: PartitionLog, found: tuple[int, int], timestamp: int)
     return found
 
 
+def committed_lookup(ctx: DataContext, key: tuple[str, int], plog: PartitionLog,
+                     timestamp: int) -> tuple[int, int]:
+    """`lookup` for read_committed: nothing at or past the last stable offset."""
+    stable = ctx.producers.of(key, plog).last_stable_offset(plog.log_end_offset)
+    if timestamp == LATEST:
+        return stable, -1
+    offset, found = lookup(plog, timestamp)
+    return (offset, found) if offset < stable else (-1, -1)
+
+
 def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
-    """The ListOffsets response."""
+    """The ListOffsets response (read_committed: nothing at or past the last stable offset)."""
+    read_committed = int(get(request, "isolation_level", 0)) == 1
 
     def answer(topic: str, p: Any) -> dict:
         index = int(p.partition_index)
         try:
-            offset, timestamp = lookup(ctx.data.partition_log(topic, index), int(p.timestamp))
+            plog = ctx.data.partition_log(topic, index)
+            if read_committed:
+                offset, timestamp = committed_lookup(ctx, (topic, index), plog, int(p.timestamp))
+            else:
+                offset, timestamp = lookup(plog, int(p.timestamp))
             return dict(partition_index=index, error_code=DataError.NONE, timestamp=timestamp, offset=offset,
                         leader_epoch=0)
         except TopicError:

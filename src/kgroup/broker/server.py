@@ -38,6 +38,8 @@ from kgroup.broker.group_view import GroupViews
 from kgroup.broker.log_format import configure_logging
 from kgroup.broker.request_stats import RequestStats
 from kgroup.broker.shard import Shard, now_ms
+from kgroup.broker.txn_api import TxnApi
+from kgroup.broker.txn_markers import TxnMarkerChannel
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.wire.versions import SUPPORTED_APIS
@@ -104,8 +106,12 @@ class Broker:
         )
         self.durability.start()
         metadata_log = self.data.metadata_log
+        from kgroup.broker.data_path import DataPath  # noqa: PLC0415 (data path is optional at import)
+        self.data_path = DataPath(cfg, self.data, self.durability)
+        dp = self.data_path
         self.shards = [
-            Shard(i, metadata_log.partition(i), cfg.group, self.durability, _member_id)
+            Shard(i, metadata_log.partition(i), cfg.group, self.durability, _member_id, cfg.transactions,
+                  dp.id_blocks.next)
             for i in range(cfg.metadata_partitions)
         ]
         # Every group request hashes its group id (a Python loop over the string); remember
@@ -113,10 +119,14 @@ class Broker:
         shard_for = functools.lru_cache(maxsize=1 << 16)(
             lambda g: partition_for_group(g, cfg.metadata_partitions))
         groups = GroupApi(self.shards, shard_for, cfg.advertised, cfg.node_id)
-        from kgroup.broker.data_path import DataPath  # noqa: PLC0415 (data path is optional at import)
-        self.data_path = DataPath(cfg, self.data, self.durability)
-        dp = self.data_path
         dp.on_topics_changed = self._topics_changed
+        # Transactions: the coordinator's APIs, the produce path's verification, and the
+        # channel that writes markers for every shard.
+        txn = TxnApi(groups, dp.init_producer_id)
+        dp.ctx.verify_txn = txn.verify
+        self.markers = TxnMarkerChannel(self.data, dp.ctx.producers, self.durability, groups.shard_of)
+        for shard in self.shards:
+            shard.on_markers = self.markers.send
         if cfg.group_events:
             # Created before the shards load, so the coordinator's first topic image has it.
             ensure_topic(self.data)
@@ -132,8 +142,11 @@ class Broker:
             8: groups.offset_commit, 9: groups.offset_fetch, 10: groups.find_coordinator,
             11: groups.join_group, 12: groups.heartbeat, 13: groups.leave_group, 14: groups.sync_group,
             15: groups.describe_groups, 16: groups.list_groups,
-            19: dp.create_topics, 20: dp.delete_topics, 22: dp.init_producer_id, 37: dp.create_partitions,
-            42: groups.delete_groups, 47: groups.offset_delete,
+            19: dp.create_topics, 20: dp.delete_topics, 22: txn.init_producer_id,
+            24: txn.add_partitions_to_txn, 25: txn.add_offsets_to_txn, 26: txn.end_txn,
+            28: txn.txn_offset_commit, 37: dp.create_partitions,
+            42: groups.delete_groups, 47: groups.offset_delete, 61: dp.describe_producers,
+            65: txn.describe_transactions, 66: txn.list_transactions,
             68: consumer.heartbeat, 69: consumer.describe,
         }
         configs = ConfigsApi(dp.ctx, groups)
@@ -234,6 +247,8 @@ class Broker:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+        if hasattr(self, "markers"):
+            await self.markers.close()
         for shard in self.shards:
             shard.close()
         if hasattr(self, "data_path"):
