@@ -198,7 +198,7 @@ class ConfigsApi:
 
     async def _group_call(self, handler: str, request: Any) -> Any:
         group_id = request if isinstance(request, str) else request.group_id
-        shard = self.groups._shard(group_id)
+        shard = self.groups.shard_of(group_id)
         try:
             return await shard.call(getattr(shard.coordinator, handler), request)
         except GroupError as exc:
