@@ -18,15 +18,18 @@ code; with DEBUG logging each request is logged.
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import logging
 import signal
+import socket
 import sys
 import time
 import uuid
 from typing import Any
 
 from kgroup.broker.config import BrokerConfig, ConfigError, load_config
+from kgroup.broker.configs_api import ConfigsApi
 from kgroup.broker.durability import Durability
 from kgroup.broker.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
@@ -49,6 +52,7 @@ from kgroup.wire import (
     decode_request,
     encode_api_versions_fallback,
     encode_response,
+    not_kafka,
 )
 
 log = logging.getLogger("kgroup.broker")
@@ -75,6 +79,7 @@ class Broker:
         self.handlers: dict[int, Any] = {}
         self._stopping = asyncio.Event()
         self.exit_status = 0
+        self.interrupted = False
         self._background: list[asyncio.Task] = []
         self.observer = GroupObserver(config.log)
         self.request_stats = RequestStats()
@@ -88,6 +93,10 @@ class Broker:
 
     async def start(self) -> None:
         cfg = self.config
+        # Bind first: a wrong --listen is reported before the data dir is touched; connections
+        # wait in the backlog until everything below is ready.
+        self.server = await asyncio.start_server(self._serve_connection, cfg.listen_host, cfg.listen_port,
+                                                 reuse_address=True, start_serving=False)
         self.durability = Durability(FsyncPolicy.parse(cfg.fsync))
         self.data = DataDir(
             cfg.data_dir,
@@ -140,8 +149,12 @@ class Broker:
             65: txn.describe_transactions, 66: txn.list_transactions,
             68: consumer.heartbeat, 69: consumer.describe,
         }
-        self.server = await asyncio.start_server(self._serve_connection, cfg.listen_host, cfg.listen_port,
-                                                 reuse_address=True)
+        configs = ConfigsApi(dp.ctx, groups)
+        self.handlers.update({
+            21: dp.delete_records, 32: configs.describe_configs, 33: configs.alter_configs,
+            35: dp.describe_log_dirs, 44: configs.incremental_alter_configs, 60: dp.describe_cluster,
+        })
+        await self.server.start_serving()
         host, port = self.server.sockets[0].getsockname()[:2]
         self.bound = (host, port)
         log.info("listening on %s:%d advertised=%s:%d data_dir=%s fsync=%s", host, port,
@@ -211,6 +224,11 @@ class Broker:
     def request_stop(self) -> None:
         self._stopping.set()
 
+    def interrupt(self) -> None:
+        """Ctrl-C: stop as on SIGTERM, then exit 130 as a shell reports SIGINT."""
+        self.interrupted = True
+        self.request_stop()
+
     async def run_until_stopped(self) -> None:
         await self._stopping.wait()
         await self.stop()
@@ -253,12 +271,18 @@ class Broker:
         transport = writer.transport
         handle = self._handle
         out: list[bytes] = []  # responses not yet handed to the transport, in order
+        opening = b""  # the connection's first bytes, until a frame has been read
         try:
             while True:
                 chunk = await reader.read(READ_CHUNK)
                 if not chunk:
                     return
-                for frame in splitter.feed(chunk):
+                if opening is not None and len(opening) < 64:
+                    opening += chunk[:64]
+                frames = splitter.feed(chunk)
+                if frames:
+                    opening = None
+                for frame in frames:
                     # Most requests (heartbeats, commits with fsync=never, fetches with data)
                     # complete without ever suspending: run the handler's first step here and
                     # collect its response, so one read chunk of pipelined requests costs one
@@ -283,7 +307,11 @@ class Broker:
                     if transport.get_write_buffer_size() > (1 << 20):
                         await writer.drain()
         except FramingError as exc:
-            log.warning("closing connection from %s: %s", peer, exc)
+            other = not_kafka(opening) if opening is not None else None
+            if other is not None:
+                log.warning("closing connection from %s: not a Kafka client (%s)", peer, other)
+            else:
+                log.warning("closing connection from %s: %s", peer, exc)
         except _CloseConnection as exc:
             log.warning("closing connection from %s: %s", peer, exc)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -389,15 +417,15 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
     broker = Broker(config)
     await broker.start()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig, stop in ((signal.SIGTERM, broker.request_stop), (signal.SIGINT, broker.interrupt)):
         try:
-            loop.add_signal_handler(sig, broker.request_stop)
+            loop.add_signal_handler(sig, stop)
         except (NotImplementedError, RuntimeError):
             pass
     if ready is not None:
         ready.set()
     await broker.run_until_stopped()
-    return broker.exit_status
+    return broker.exit_status or (130 if broker.interrupted else 0)
 
 
 def serve_main(args: Any) -> int:
@@ -434,9 +462,25 @@ def serve_main(args: Any) -> int:
               file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"kgroup: error: cannot listen on {config.listen_host}:{config.listen_port}: {exc.strerror}"
-              " — is another broker running there? Pick another --listen address.", file=sys.stderr)
+        print(f"kgroup: error: {listen_problem(config.listen_host, config.listen_port, exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        print("kgroup: interrupted", file=sys.stderr)
         return 130
     return status
+
+
+def listen_problem(host: str, port: int, exc: OSError) -> str:
+    """One line saying why the broker cannot listen on host:port, and what to do."""
+    where = f"cannot listen on {host}:{port}"
+    if isinstance(exc, socket.gaierror):
+        return f"{where}: {host!r} is not an address of this host (no such name) — use an IP address or a " \
+               "name it resolves, e.g. --listen 127.0.0.1:9092 or 0.0.0.0:9092"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{where}: this host has no address {host} — listen on one of its addresses (127.0.0.1, " \
+               "or 0.0.0.0 for all) and give clients the outside address with --advertised"
+    if exc.errno == errno.EADDRINUSE:
+        return f"{where}: the port is in use — is another broker running there? Pick another --listen address"
+    if exc.errno == errno.EACCES:
+        return f"{where}: permission denied — ports below 1024 need privileges; use a port such as 9092"
+    return f"{where}: {exc.strerror or exc} — pick another --listen address"

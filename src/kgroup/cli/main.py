@@ -3,7 +3,8 @@
 ``main(argv)`` returns the exit status. Every mistake — bad arguments, a broker that cannot
 be reached, an unknown topic or group, a broker error code — prints exactly one line
 ``kgroup: error: <what is wrong> — <how to fix>`` to stderr and returns non-zero (2 for
-bad arguments, 1 otherwise); Ctrl-C returns 130 quietly. No traceback reaches the user.
+bad arguments, 1 otherwise); Ctrl-C prints ``kgroup: interrupted`` and returns 130, as a
+shell reports SIGINT. No traceback reaches the user.
 """
 
 from __future__ import annotations
@@ -39,12 +40,34 @@ def run_serve(args: Any) -> int:
     return int(result or 0)
 
 
+def _quiet_client_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Drop the loop's reports of client errors nobody awaited (the answers still pending
+    on a connection closed by Ctrl-C); anything else is reported as usual."""
+    from kgroup.client.errors import KafkaClientError
+
+    if isinstance(context.get("exception"), (KafkaClientError, asyncio.CancelledError)):
+        return
+    loop.default_exception_handler(context)
+
+
+def _interrupted() -> int:
+    try:
+        sys.stderr.write("kgroup: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return 130
+
+
 async def _run_client(args: Any) -> int:
     from kgroup.client.admin import AdminClient
 
+    asyncio.get_running_loop().set_exception_handler(_quiet_client_errors)
     from .commands import COMMANDS
+    from .group_tools import GROUP_COMMANDS
 
-    command = COMMANDS[(args.command, getattr(args, "action", None))]
+    key = (args.command, getattr(args, "action", None))
+    command = GROUP_COMMANDS[key] if key in GROUP_COMMANDS else COMMANDS[key]
     try:
         admin = AdminClient(args.bootstrap_server, timeout=args.request_timeout_ms / 1000)
     except ValueError as exc:
@@ -68,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_lab(args)
         return asyncio.run(_run_client(args))
     except KeyboardInterrupt:
-        return 130
+        return _interrupted()
     except SystemExit as exc:  # --help, or a library calling sys.exit
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException as exc:  # noqa: BLE001 - the one place that turns errors into a line

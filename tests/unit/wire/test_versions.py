@@ -30,10 +30,15 @@ AT_LEAST = {
 # DescribeProducers 0, DescribeTransactions 0, ListTransactions 0-1).
 TXN_AT_LEAST = {22: (0, 4), 24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 61: (0, 0), 65: (0, 0), 66: (0, 1)}
 
+# Served beyond PROTOCOL.md's table because admin tools and web UIs call them:
+# DeleteRecords, DescribeConfigs, AlterConfigs, DescribeLogDirs, IncrementalAlterConfigs and
+# DescribeCluster.
+ADMIN_AT_LEAST = {21: (0, 2), 32: (1, 4), 33: (0, 2), 35: (1, 4), 44: (0, 1), 60: (0, 2)}
+
 
 def test_table_covers_protocol_md() -> None:
-    assert set(SUPPORTED_APIS) == set(AT_LEAST) | set(TXN_AT_LEAST)
-    for key, (lo, hi) in {**AT_LEAST, **TXN_AT_LEAST}.items():
+    assert set(SUPPORTED_APIS) == set(AT_LEAST) | set(TXN_AT_LEAST) | set(ADMIN_AT_LEAST)
+    for key, (lo, hi) in {**AT_LEAST, **TXN_AT_LEAST, **ADMIN_AT_LEAST}.items():
         r = SUPPORTED_APIS[key]
         assert r.min_version <= lo and r.max_version >= hi, r
 
