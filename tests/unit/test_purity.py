@@ -100,8 +100,8 @@ ALLOWED_LAYERS = {
 
 
 # The leaves every layer may import: Kafka's error codes (kgroup/error_codes.py) and its ACL
-# vocabulary (kgroup/acl_codes.py).
-LEAVES = {"error_codes", "acl_codes"}
+# vocabulary (kgroup/acl_bindings.py).
+LEAVES = {"error_codes", "acl_bindings"}
 
 
 def test_leaf_modules_import_nothing_of_kgroup_and_do_no_io() -> None:

@@ -22,9 +22,8 @@ on some topic). Changing ACLs makes a new AclSet and a new Authorizer; an Author
 a bounded cache of its own answers, since clients ask the same questions (heartbeats,
 fetches) many times a second.
 
-Pure: no I/O, no clock. Validation and filter matching follow Kafka's ``AclBindingFilter``
-(null name/principal/host and ANY match anything; pattern MATCH selects every binding that
-applies to a literal resource name).
+Pure: no I/O, no clock. The bindings and filters themselves (with Kafka's validation and
+filter matching) are in the leaf ``kgroup/acl_bindings.py``, shared with the client.
 """
 
 from __future__ import annotations
@@ -33,10 +32,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from kgroup.acl_codes import (
-    CLUSTER_NAME,
+from kgroup.acl_bindings import (
     WILDCARD,
     WILDCARD_PRINCIPAL,
+    AclBinding,
+    AclFilter,
     AclOperation,
     AclPermission,
     PatternType,
@@ -74,94 +74,7 @@ AUTHORIZATION_ERROR = MappingProxyType({
     ResourceType.DELEGATION_TOKEN: ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED,
 })
 
-_CONCRETE_TYPES = frozenset(SUPPORTED_OPERATIONS)
 _CACHE_LIMIT = 1 << 16
-
-
-class AclError(ValueError):
-    """A binding or filter Kafka would refuse (INVALID_REQUEST); the message says why."""
-
-    code = ErrorCode.INVALID_REQUEST
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class AclBinding:
-    """One ACL: who (principal, host) may or may not (permission) do what (operation) on
-    which resources (type, name, LITERAL or PREFIXED)."""
-
-    resource_type: ResourceType
-    resource_name: str
-    pattern_type: PatternType
-    principal: str
-    host: str
-    operation: AclOperation
-    permission: AclPermission
-
-    def validate(self) -> AclBinding:
-        """This binding if Kafka accepts it in CreateAcls; AclError otherwise."""
-        if self.resource_type not in _CONCRETE_TYPES:
-            raise AclError(f"invalid resource type {self.resource_type.name}")
-        if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
-            raise AclError(f"invalid pattern type {self.pattern_type.name} (LITERAL or PREFIXED)")
-        if self.operation in (Op.ANY, Op.UNKNOWN):
-            raise AclError(f"invalid operation {self.operation.name}")
-        if self.permission not in (AclPermission.ALLOW, AclPermission.DENY):
-            raise AclError(f"invalid permission type {self.permission.name} (ALLOW or DENY)")
-        if not self.resource_name:
-            raise AclError("resource name should not be empty")
-        if self.resource_type is ResourceType.CLUSTER and self.resource_name != CLUSTER_NAME:
-            raise AclError(f"the only valid name for the CLUSTER resource is {CLUSTER_NAME}")
-        kind, colon, name = self.principal.partition(":")
-        if not colon or not kind or not name:
-            raise AclError(f"could not parse principal {self.principal!r} (use Type:name, e.g. User:alice)")
-        if not self.host:
-            raise AclError("host should not be empty (use * for any host)")
-        return self
-
-
-@dataclass(frozen=True, slots=True)
-class AclFilter:
-    """Which bindings DescribeAcls lists and DeleteAcls removes: None and ANY match
-    anything; pattern MATCH selects the bindings that apply to the literal name."""
-
-    resource_type: ResourceType = ResourceType.ANY
-    resource_name: str | None = None
-    pattern_type: PatternType = PatternType.ANY
-    principal: str | None = None
-    host: str | None = None
-    operation: AclOperation = Op.ANY
-    permission: AclPermission = AclPermission.ANY
-
-    def validate(self) -> AclFilter:
-        """This filter if Kafka accepts it; AclError for UNKNOWN values."""
-        for what, value in (("resource type", self.resource_type), ("pattern type", self.pattern_type),
-                            ("operation", self.operation), ("permission type", self.permission)):
-            if value == 0:
-                raise AclError(f"filter has an unknown {what}")
-        return self
-
-    def matches(self, b: AclBinding) -> bool:
-        """Whether binding ``b`` is selected by this filter."""
-        if self.resource_type is not ResourceType.ANY and b.resource_type is not self.resource_type:
-            return False
-        if self.principal is not None and b.principal != self.principal:
-            return False
-        if self.host is not None and b.host != self.host:
-            return False
-        if self.operation is not Op.ANY and b.operation is not self.operation:
-            return False
-        if self.permission is not AclPermission.ANY and b.permission is not self.permission:
-            return False
-        pattern, name = self.pattern_type, self.resource_name
-        if pattern is PatternType.MATCH:
-            if name is None:
-                return True
-            if b.pattern_type is PatternType.LITERAL:
-                return b.resource_name in (name, WILDCARD)
-            return b.pattern_type is PatternType.PREFIXED and name.startswith(b.resource_name)
-        if pattern is not PatternType.ANY and b.pattern_type is not pattern:
-            return False
-        return name is None or b.resource_name == name
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kgroup.acl_codes import AclOperation as Op
-from kgroup.acl_codes import AclPermission as Perm
-from kgroup.acl_codes import PatternType as Pat
-from kgroup.acl_codes import ResourceType as Res
-from kgroup.core.acls import AclBinding, AclError, AclFilter, AclSet, Authorizer
+from kgroup.acl_bindings import AclOperation as Op
+from kgroup.acl_bindings import AclPermission as Perm
+from kgroup.acl_bindings import PatternType as Pat
+from kgroup.acl_bindings import ResourceType as Res
+from kgroup.acl_bindings import AclBinding, AclError, AclFilter
+from kgroup.core.acls import AclSet, Authorizer
 
 ALICE, BOB = "User:alice", "User:bob"
 HOST = "10.0.0.1"
