@@ -31,6 +31,7 @@ import asyncio
 import functools
 import logging
 import signal
+import ssl
 import sys
 import time
 import uuid
@@ -77,6 +78,8 @@ API_VERSIONS = 18
 READ_CHUNK = 256 * 1024
 # How often credentials and ACLs changed by other processes are picked up.
 SECURITY_POLL_S = 0.5
+# A client that connects to a TLS listener and does not finish the handshake is dropped.
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
 # Nothing is held back any more: the consumer protocol (68, 69) is served.
 DISABLED_APIS: frozenset[int] = frozenset()
 
@@ -168,9 +171,11 @@ class Broker:
             50: secure.describe_user_scram_credentials, 51: secure.alter_user_scram_credentials,
         }
         for listener in cfg.listeners_to_open:
+            # TLS is started by the connection itself (not start_server's ssl=), so a failed
+            # handshake is logged with its reason instead of vanishing.
             tls = server_ssl_context(listener) if listener.ssl else None
-            server = await asyncio.start_server(functools.partial(self._serve_connection, listener=listener),
-                                                listener.host, listener.port, ssl=tls, reuse_address=True)
+            server = await asyncio.start_server(functools.partial(self._serve_connection, listener=listener, tls=tls),
+                                                listener.host, listener.port, reuse_address=True)
             self.servers.append(server)
             host, port = server.sockets[0].getsockname()[:2]
             extra = f" mechanisms={','.join(listener.sasl_mechanisms)}" if listener.sasl else ""
@@ -290,10 +295,13 @@ class Broker:
     # ---- connections ----------------------------------------------------------------------
 
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                                listener: ListenerConfig | None = None) -> None:
+                                listener: ListenerConfig | None = None, tls: ssl.SSLContext | None = None) -> None:
         task = asyncio.current_task()
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
+        if tls is not None and not await self._start_tls(writer, tls, peer, listener):
+            self.connections.discard(task)
+            return
         splitter = FrameSplitter(self.config.max_request_bytes)
         transport = writer.transport
         # Decided once per connection: the secured path only where it has work to do.
@@ -354,6 +362,21 @@ class Broker:
             if out and not transport.is_closing():
                 transport.write(b"".join(out))  # answers to the requests before the bad one
             writer.close()
+
+    async def _start_tls(self, writer: asyncio.StreamWriter, tls: ssl.SSLContext, peer: Any,
+                         listener: ListenerConfig | None) -> bool:
+        """The TLS handshake of a new connection; False (logged, closed) if it fails."""
+        try:
+            async with asyncio.timeout(TLS_HANDSHAKE_TIMEOUT_S):
+                await writer.start_tls(tls)
+            return True
+        except (ssl.SSLError, OSError, TimeoutError) as exc:
+            reason = getattr(exc, "reason", None) or type(exc).__name__
+            log.warning("TLS handshake with %s on %s failed: %s", peer, listener.name if listener else "?", reason)
+        except asyncio.CancelledError:
+            pass
+        writer.transport.abort()
+        return False
 
     def _decode(self, frame: bytes) -> tuple[RequestHeader, Any] | bytes:
         """(header, request), or the ApiVersions fallback answer to send as it is."""

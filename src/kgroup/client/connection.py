@@ -138,7 +138,17 @@ class Connection:
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: {reason}") from exc
         conn = cls(host, port, reader, writer, client_id, timeout)
         try:
-            await conn._negotiate()
+            try:
+                await conn._negotiate()
+            except KafkaConnectionError as exc:
+                if tls is None:
+                    raise
+                # TLS 1.3 checks the client's certificate after the handshake: a listener
+                # that wants one closes the connection at the first request.
+                raise KafkaConnectionError(
+                    f"{exc} right after the TLS handshake",
+                    "the listener may require a client certificate (ssl.certificate.location, "
+                    "ssl.key.location) signed by the CA it trusts") from None
             if security is not None and security.sasl:
                 conn.security = security
                 conn._session(await security.authenticate(conn))

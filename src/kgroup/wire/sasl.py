@@ -14,8 +14,9 @@ mechanism, same principal: AUTHENTICATED -> REAUTHENTICATING -> AUTHENTICATED) w
 other requests keep being served. A request other than a re-authentication after the session
 expired closes the connection, as Kafka's broker does.
 
-``gate(api_key, now_ms)`` says what to do with each request (``Gate``); ``handshake`` and
-``authenticate`` answer the two SASL requests. States are an enum with one transition
+``gate(api_key, now_ms)`` says what to do with each request (``Gate``); a verdict that closes
+the connection fails the session for good. ``handshake`` and ``authenticate`` answer the two
+SASL requests. States are an enum with one transition
 table; an illegal move raises and leaves the state unchanged. Credentials come from an
 injected ``Credentials`` object and nonces from an injected generator: no I/O, no clock
 (callers pass ``now_ms``), no randomness of its own.
@@ -195,12 +196,13 @@ class SaslSession:
         state = self.state
         if state is AuthState.AUTHENTICATED or state is AuthState.REAUTHENTICATING:
             if api_key == SASL_HANDSHAKE:
-                return Gate.SASL if state is AuthState.AUTHENTICATED else Gate.REFUSE
+                if state is AuthState.AUTHENTICATED:
+                    return Gate.SASL
+                return self._refuse("SaslHandshake while re-authenticating", Gate.REFUSE)
             if api_key == SASL_AUTHENTICATE:
                 return Gate.SASL if state is AuthState.REAUTHENTICATING else Gate.ILLEGAL
             if self.expires_at_ms is not None and now_ms >= self.expires_at_ms:
-                self.failure = "session expired without re-authentication"
-                return Gate.CLOSE
+                return self._refuse("session expired without re-authentication", Gate.CLOSE)
             return Gate.SERVE
         if state is AuthState.AWAIT_HANDSHAKE:
             if api_key == API_VERSIONS:
@@ -209,9 +211,16 @@ class SaslSession:
                 return Gate.SASL
         elif state is AuthState.AWAIT_TOKEN and api_key == SASL_AUTHENTICATE:
             return Gate.SASL
-        if state is not AuthState.FAILED:
-            self.failure = f"API {api_key} sent before SASL authentication ({state.value})"
-        return Gate.REFUSE if api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE) else Gate.CLOSE
+        gate = Gate.REFUSE if api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE) else Gate.CLOSE
+        if state is AuthState.FAILED:
+            return gate
+        return self._refuse(f"API {api_key} sent before SASL authentication ({state.value})", gate)
+
+    def _refuse(self, why: str, gate: Gate) -> Gate:
+        """The connection is to be closed: the session fails for good."""
+        self.failure = why
+        self._move(_Event.FAIL)
+        return gate
 
     # -- the two SASL requests -----------------------------------------------------------
 

@@ -59,13 +59,16 @@ def test_only_api_versions_and_sasl_before_authentication() -> None:
     assert s.gate(SASL_HANDSHAKE, 0) is Gate.SASL
     assert s.gate(METADATA, 0) is Gate.CLOSE
     assert "before SASL authentication" in s.failure
-    assert s.gate(SASL_AUTHENTICATE, 0) is Gate.REFUSE
-    s.handshake("PLAIN")
-    assert s.state is AuthState.AWAIT_TOKEN
-    assert s.gate(API_VERSIONS, 0) is Gate.CLOSE
-    assert s.gate(HEARTBEAT, 0) is Gate.CLOSE
-    assert s.gate(SASL_HANDSHAKE, 0) is Gate.REFUSE
-    assert s.gate(SASL_AUTHENTICATE, 0) is Gate.SASL
+    # A closing verdict is final: nothing gets through that connection again.
+    assert s.state is AuthState.FAILED
+    assert s.gate(SASL_HANDSHAKE, 0) is Gate.REFUSE and s.gate(API_VERSIONS, 0) is Gate.CLOSE
+    assert session().gate(SASL_AUTHENTICATE, 0) is Gate.REFUSE
+    for api, gate in ((SASL_AUTHENTICATE, Gate.SASL), (API_VERSIONS, Gate.CLOSE), (HEARTBEAT, Gate.CLOSE),
+                      (SASL_HANDSHAKE, Gate.REFUSE)):
+        s = session()
+        s.handshake("PLAIN")
+        assert s.state is AuthState.AWAIT_TOKEN
+        assert s.gate(api, 0) is gate
 
 
 def test_scram_sha_512_login_gives_the_user_principal() -> None:
@@ -120,7 +123,6 @@ def test_session_lifetime_and_re_authentication_kip368() -> None:
     s.handshake("SCRAM-SHA-512")
     assert s.state is AuthState.REAUTHENTICATING
     assert s.gate(FETCH, 900) is Gate.SERVE
-    assert s.gate(SASL_HANDSHAKE, 900) is Gate.REFUSE
     client = ScramClient(SHA512.hash_name, "alice", "wonderland", "c2")
     first = s.authenticate(client.first(), 900)
     assert s.authenticate(client.final(first.token), 900).error == 0
@@ -129,6 +131,14 @@ def test_session_lifetime_and_re_authentication_kip368() -> None:
     # Not re-authenticated in time: the next request closes the connection.
     assert s.gate(FETCH, 1900) is Gate.CLOSE
     assert "expired" in s.failure
+
+
+def test_a_second_handshake_while_re_authenticating_is_refused() -> None:
+    s = session(reauth_ms=1000)
+    scram_login(s, "alice", "wonderland")
+    s.gate(SASL_HANDSHAKE, 10)
+    s.handshake("SCRAM-SHA-512")
+    assert s.gate(SASL_HANDSHAKE, 10) is Gate.REFUSE and s.state is AuthState.FAILED
 
 
 def test_re_authentication_cannot_change_principal_or_mechanism() -> None:
