@@ -173,6 +173,15 @@ def test_our_consumer_over_every_listener(sb):
         assert sorted(run(read())) == sorted(f"v{i}".encode() for i in range(10)), principal
         assert sum(committed(sb, group).values()) == 10
 
+        async def brokers(settings=settings, port=port, group=group):
+            async with AdminClient(sb.address(port), config=settings) as a:
+                md = await a.metadata(topics=())
+                coordinator = await a.find_coordinator(group)
+                return [(b.host, b.port) for b in md.brokers], (coordinator.host, coordinator.port)
+
+        # Each listener names itself: Metadata and FindCoordinator give the port connected to.
+        assert run(brokers()) == ([("127.0.0.1", port)], ("127.0.0.1", port))
+
 
 # -- the authorization matrix, request by request ---------------------------------------------
 

@@ -99,10 +99,10 @@ class ClientSecurity:
                                           f"security.protocol={protocol}" + (f", not {mechanism!r}" if mechanism else ""))
             if not username or password is None:
                 raise SecurityConfigError(f"security.protocol={protocol} needs sasl.username and sasl.password")
-        check = str(settings.get("ssl.endpoint.identification.algorithm") or "none").lower()
+        check = str(settings.get("ssl.endpoint.identification.algorithm") or "https").lower()
         return cls(protocol, mechanism or None, username, password,
                    settings.get("ssl.ca.location"), settings.get("ssl.certificate.location"),
-                   settings.get("ssl.key.location"), settings.get("ssl.key.password"), check == "https")
+                   settings.get("ssl.key.location"), settings.get("ssl.key.password"), check != "none")
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context for SSL and SASL_SSL (None otherwise); SecurityConfigError for a
