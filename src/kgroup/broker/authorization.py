@@ -148,6 +148,7 @@ class TopicList:
     response_partitions: str = "partitions"
     response_index: str = "partition_index"
     failed: dict[str, Any] = field(default_factory=dict)
+    error_field: str = "error_code"
 
     def refused_topic(self, response_cls: type, topic: Any, code: ErrorCode) -> Any:
         """The response's entry for a request topic that was refused, every partition
@@ -156,14 +157,18 @@ class TopicList:
         part_cls = item(topic_cls, self.response_partitions)
         partitions = getattr(topic, self.request_partitions)
         indexes = [p if isinstance(p, int) else getattr(p, self.request_index) for p in partitions]
-        names = {k: get(topic, k) for k in ("name", "topic", "topic_id") if has(type(topic), k)}
+        names = {k: get(topic, k) for k in _NAME_FIELDS if has(type(topic), k)}
         return build(topic_cls, **names, **{self.response_partitions: tuple(
-            build(part_cls, **{self.response_index: i}, error_code=code, **self.failed) for i in indexes)})
+            build(part_cls, **{self.response_index: i, self.error_field: code}, **self.failed) for i in indexes)})
+
+
+# How requests name a topic (by API and version): its name, or its id.
+_NAME_FIELDS = ("name", "topic", "topic_name", "topic_id")
 
 
 def topic_name_of(access: Access, topic: Any) -> str | None:
     """A request topic's name: its name field, or the name of its topic id (None if unknown)."""
-    name = get(topic, "name") or get(topic, "topic")
+    name = get(topic, "name") or get(topic, "topic") or get(topic, "topic_name")
     return name if name else access.topic_name(get(topic, "topic_id"))
 
 
