@@ -146,17 +146,21 @@ def sasl_live(tmp_path):
               'sasl_mechanisms = ["SCRAM-SHA-512", "PLAIN"]\n'
               f'[auth]\nauthorizer = true\nsuper_users = ["User:{SASL_USER}"]\n')
     proc = BrokerProcess(tmp_path / "data", tables=tables, port=port, listen=False).start()
-    options = library_options("confluent-kafka", "SASL_PLAINTEXT", "SCRAM-SHA-512", SASL_USER, SASL_PASSWORD)
-    from confluent_kafka.admin import AdminClient, NewTopic
-    admin = AdminClient({"bootstrap.servers": proc.bootstrap, **options})
-    admin.create_topics([NewTopic("steady", 2)])["steady"].result(10)
-    consumer = ConsumerThread("kafka-python", proc.bootstrap, "steady-group", "steady", "steady",
-                              **library_options("kafka-python", "SASL_PLAINTEXT", "SCRAM-SHA-512", SASL_USER,
-                                                SASL_PASSWORD))
-    consumer.start()
-    yield proc, consumer, options
-    consumer.stop(commit=False)
-    assert proc.stop() == 0, proc.log()
+    consumer = None
+    try:
+        options = library_options("confluent-kafka", "SASL_PLAINTEXT", "SCRAM-SHA-512", SASL_USER, SASL_PASSWORD)
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": proc.bootstrap, **options})
+        admin.create_topics([NewTopic("steady", 2)])["steady"].result(10)
+        consumer = ConsumerThread("kafka-python", proc.bootstrap, "steady-group", "steady", "steady",
+                                  **library_options("kafka-python", "SASL_PLAINTEXT", "SCRAM-SHA-512", SASL_USER,
+                                                    SASL_PASSWORD))
+        consumer.start()
+        yield proc, consumer, options
+    finally:
+        if consumer is not None:
+            consumer.stop(commit=False)
+        assert proc.stop() == 0, proc.log()
 
 
 class _Raw:

@@ -75,9 +75,11 @@ async def _setup(sb: SecureBroker) -> None:
 def sb(tmp_path_factory):
     broker = secure_broker(tmp_path_factory.mktemp("secure"), CLIENT_CNS)
     broker.proc.start()
-    run(_setup(broker))
-    yield broker
-    broker.proc.finish()
+    try:
+        run(_setup(broker))
+        yield broker
+    finally:
+        broker.proc.finish()
 
 
 def grant(sb: SecureBroker, *bindings: AclBinding) -> None:

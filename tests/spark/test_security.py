@@ -27,9 +27,11 @@ def secured(tmp_path_factory):
                                  for rtype, name, op in ((ResourceType.TOPIC, "secure-in", Op.WRITE),
                                                          (ResourceType.TOPIC, "secure-in", Op.READ),
                                                          (ResourceType.GROUP, "spark-query", Op.READ))])
-    asyncio.run(setup())
-    yield sb
-    sb.proc.finish()
+    try:
+        asyncio.run(setup())
+        yield sb
+    finally:
+        sb.proc.finish()
 
 
 def _options(sb, password: str = "spark-Pa55") -> dict:
