@@ -567,3 +567,44 @@ def test_sessions_expire_and_clients_re_authenticate_kip368(tmp_path):
         assert log.count("session expired") == 1  # only the client that did not re-authenticate
     finally:
         proc.finish()
+
+
+# -- transactions under ACLs -----------------------------------------------------------------
+
+def test_transactions_need_write_on_the_transactional_id_and_read_on_the_group(sb):
+    """A confluent-kafka transactional producer as bob: refused without WRITE on its
+    transactional id; with it (and WRITE on the topic) it commits records and offsets, which
+    needs READ on the group for TxnOffsetCommit and AddOffsetsToTxn."""
+    from confluent_kafka import Consumer as CKConsumer
+    from confluent_kafka import KafkaException, Producer as CKProducer
+    from confluent_kafka import TopicPartition
+
+    topic, group, txn_id = f"tx-{uuid.uuid4().hex[:6]}", f"txg-{uuid.uuid4().hex[:6]}", f"txid-{uuid.uuid4().hex[:6]}"
+    topic_with_records(sb, topic, 1, partitions=1)
+    bob = library_options("confluent-kafka", "SASL_PLAINTEXT", "SCRAM-SHA-512", "bob", USERS["bob"]) | {
+        "bootstrap.servers": sb.address(sb.sasl_port)}
+    refused = CKProducer({**bob, "transactional.id": txn_id})
+    with pytest.raises(KafkaException, match="TRANSACTIONAL_ID_AUTHORIZATION_FAILED|[Aa]uthoriz"):
+        refused.init_transactions(20)
+    grant(sb, *acl("User:bob", Res.TRANSACTIONAL_ID, txn_id, Op.WRITE), *acl("User:bob", Res.TOPIC, topic, Op.WRITE),
+          *acl("User:bob", Res.GROUP, group, Op.READ), *acl("User:bob", Res.TOPIC, topic, Op.READ))
+    producer = CKProducer({**bob, "transactional.id": txn_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"in-the-transaction")
+    producer.send_offsets_to_transaction([TopicPartition(topic, 0, 1)],
+                                         CKConsumer({**bob, "group.id": group}).consumer_group_metadata(), 30)
+    producer.commit_transaction(30)
+    assert committed(sb, group) == {(topic, 0): 1}
+    reader = CKConsumer({**bob, "group.id": f"{group}", "isolation.level": "read_committed",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    reader.assign([TopicPartition(topic, 0, 1)])
+    got = None
+    deadline = time.monotonic() + 30
+    while got is None and time.monotonic() < deadline:
+        msg = reader.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got = msg.value()
+    reader.close()
+    del refused, producer  # librdkafka handles: no reconnect attempts after the module's broker stops
+    assert got == b"in-the-transaction"

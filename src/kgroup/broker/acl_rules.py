@@ -84,24 +84,24 @@ RULES: dict[int, Guard] = {
     api.OFFSET_DELETE: groups.offset_delete,
     api.DESCRIBE_USER_SCRAM_CREDENTIALS: admin.describe_user_scram_credentials,
     api.ALTER_USER_SCRAM_CREDENTIALS: admin.alter_user_scram_credentials,
+    api.ADD_PARTITIONS_TO_TXN: txn.add_partitions_to_txn,
+    api.ADD_OFFSETS_TO_TXN: txn.add_offsets_to_txn,
+    api.END_TXN: txn.end_txn,
+    api.TXN_OFFSET_COMMIT: txn.txn_offset_commit,
+    api.DESCRIBE_PRODUCERS: txn.describe_producers,
+    api.DESCRIBE_TRANSACTIONS: txn.describe_transactions,
+    api.LIST_TRANSACTIONS: txn.list_transactions,
     api.CONSUMER_GROUP_HEARTBEAT: groups.consumer_group_heartbeat,
     api.CONSUMER_GROUP_DESCRIBE: groups.consumer_group_describe,
     # Not served yet (see the module comment): by number until wire.versions names them.
     21: data.delete_records,                    # DeleteRecords
     23: data.offset_for_leader_epoch,           # OffsetForLeaderEpoch
-    24: txn.add_partitions_to_txn,              # AddPartitionsToTxn
-    25: txn.add_offsets_to_txn,                 # AddOffsetsToTxn
-    26: txn.end_txn,                            # EndTxn
     27: txn.write_txn_markers,                  # WriteTxnMarkers
-    28: txn.txn_offset_commit,                  # TxnOffsetCommit
     32: admin.describe_configs,                 # DescribeConfigs
     33: admin.alter_configs,                    # AlterConfigs
     35: admin.describe_log_dirs,                # DescribeLogDirs
     44: admin.incremental_alter_configs,        # IncrementalAlterConfigs
     60: admin.describe_cluster,                 # DescribeCluster
-    61: txn.describe_producers,                 # DescribeProducers
-    65: txn.describe_transactions,              # DescribeTransactions
-    66: txn.list_transactions,                  # ListTransactions
     75: data.describe_topic_partitions,         # DescribeTopicPartitions
     76: share.share_group_heartbeat,            # ShareGroupHeartbeat
     77: share.share_group_describe,             # ShareGroupDescribe
