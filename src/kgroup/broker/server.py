@@ -28,9 +28,11 @@ as it was.
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import logging
 import signal
+import socket
 import ssl
 import sys
 import time
@@ -41,6 +43,7 @@ from kgroup.broker.acl_rules import OPEN, RULES
 from kgroup.broker.authentication import Peer, illegal_state, sasl_answer
 from kgroup.broker.authorization import Access, Refused
 from kgroup.broker.config import BrokerConfig, ConfigError, ListenerConfig, load_config
+from kgroup.broker.configs_api import ConfigsApi
 from kgroup.broker.durability import Durability
 from kgroup.broker.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
@@ -67,6 +70,7 @@ from kgroup.wire import (
     decode_request,
     encode_api_versions_fallback,
     encode_response,
+    not_kafka,
 )
 from kgroup.wire.sasl import Gate
 from kgroup.wire.versions import CONSUMER_GROUP_HEARTBEAT, JOIN_GROUP
@@ -100,6 +104,7 @@ class Broker:
         self.handlers: dict[int, Any] = {}
         self._stopping = asyncio.Event()
         self.exit_status = 0
+        self.interrupted = False
         self._background: list[asyncio.Task] = []
         self.observer = GroupObserver(config.log)
         self.request_stats = RequestStats()
@@ -113,6 +118,20 @@ class Broker:
 
     async def start(self) -> None:
         cfg = self.config
+        # Bind first: a wrong --listen is reported before the data dir is touched; connections
+        # wait in the backlog until everything below is ready.
+        for listener in cfg.listeners_to_open:
+            # TLS is started by the connection itself (not start_server's ssl=), so a failed
+            # handshake is logged with its reason instead of vanishing.
+            tls = server_ssl_context(listener) if listener.ssl else None
+            try:
+                server = await asyncio.start_server(
+                    functools.partial(self._serve_connection, listener=listener, tls=tls),
+                    listener.host, listener.port, reuse_address=True, start_serving=False)
+            except OSError as exc:
+                raise ListenError(listen_problem(listener.host, listener.port, exc)) from None
+            self.servers.append(server)
+        self.server = self.servers[0]
         self.durability = Durability(FsyncPolicy.parse(cfg.fsync))
         self.data = DataDir(
             cfg.data_dir,
@@ -170,18 +189,17 @@ class Broker:
             29: secure.describe_acls, 30: secure.create_acls, 31: secure.delete_acls,
             50: secure.describe_user_scram_credentials, 51: secure.alter_user_scram_credentials,
         }
-        for listener in cfg.listeners_to_open:
-            # TLS is started by the connection itself (not start_server's ssl=), so a failed
-            # handshake is logged with its reason instead of vanishing.
-            tls = server_ssl_context(listener) if listener.ssl else None
-            server = await asyncio.start_server(functools.partial(self._serve_connection, listener=listener, tls=tls),
-                                                listener.host, listener.port, reuse_address=True)
-            self.servers.append(server)
+        configs = ConfigsApi(dp.ctx, groups)
+        self.handlers.update({
+            21: dp.delete_records, 32: configs.describe_configs, 33: configs.alter_configs,
+            35: dp.describe_log_dirs, 44: configs.incremental_alter_configs, 60: dp.describe_cluster,
+        })
+        for listener, server in zip(cfg.listeners_to_open, self.servers):
+            await server.start_serving()
             host, port = server.sockets[0].getsockname()[:2]
             extra = f" mechanisms={','.join(listener.sasl_mechanisms)}" if listener.sasl else ""
             log.info("listening on %s:%d (%s %s%s) advertised=%s:%d", host, port, listener.name,
                      listener.protocol, extra, *listener.advertised)
-        self.server = self.servers[0]
         self.bound = self.server.sockets[0].getsockname()[:2]
         log.info("data_dir=%s fsync=%s authorizer=%s", cfg.data_dir, cfg.fsync,
                  "on" if self.security.authorizer is not None else "off")
@@ -261,6 +279,11 @@ class Broker:
     def request_stop(self) -> None:
         self._stopping.set()
 
+    def interrupt(self) -> None:
+        """Ctrl-C: stop as on SIGTERM, then exit 130 as a shell reports SIGINT."""
+        self.interrupted = True
+        self.request_stop()
+
     async def run_until_stopped(self) -> None:
         await self._stopping.wait()
         await self.stop()
@@ -316,12 +339,18 @@ class Broker:
                            self.security.sasl_session(listener) if listener.sasl else None,
                            splitter, self.config.max_request_bytes, advertised)
         out: list[bytes] = []  # responses not yet handed to the transport, in order
+        opening = b""  # the connection's first bytes, until a frame has been read
         try:
             while True:
                 chunk = await reader.read(READ_CHUNK)
                 if not chunk:
                     return
-                for frame in splitter.feed(chunk):
+                if opening is not None and len(opening) < 64:
+                    opening += chunk[:64]
+                frames = splitter.feed(chunk)
+                if frames:
+                    opening = None
+                for frame in frames:
                     # Most requests (heartbeats, commits with fsync=never, fetches with data)
                     # complete without ever suspending: run the handler's first step here and
                     # collect its response, so one read chunk of pipelined requests costs one
@@ -346,7 +375,11 @@ class Broker:
                     if transport.get_write_buffer_size() > (1 << 20):
                         await writer.drain()
         except FramingError as exc:
-            log.warning("closing connection from %s: %s", peer, exc)
+            other = not_kafka(opening) if opening is not None else None
+            if other is not None:
+                log.warning("closing connection from %s: not a Kafka client (%s)", peer, other)
+            else:
+                log.warning("closing connection from %s: %s", peer, exc)
         except _CloseConnection as exc:
             log.warning("closing connection from %s: %s", peer, exc)
             if exc.last_response is not None:
@@ -546,15 +579,15 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
     broker = Broker(config)
     await broker.start()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig, stop in ((signal.SIGTERM, broker.request_stop), (signal.SIGINT, broker.interrupt)):
         try:
-            loop.add_signal_handler(sig, broker.request_stop)
+            loop.add_signal_handler(sig, stop)
         except (NotImplementedError, RuntimeError):
             pass
     if ready is not None:
         ready.set()
     await broker.run_until_stopped()
-    return broker.exit_status
+    return broker.exit_status or (130 if broker.interrupted else 0)
 
 
 def serve_main(args: Any) -> int:
@@ -593,11 +626,33 @@ def serve_main(args: Any) -> int:
     except ConfigError as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)
         return 2
+    except ListenError as exc:
+        print(f"kgroup: error: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
-        where = ", ".join(f"{lst.host}:{lst.port}" for lst in config.listeners_to_open)
-        print(f"kgroup: error: cannot listen on {where}: {exc.strerror}"
-              " — is another broker running there? Pick another --listen address.", file=sys.stderr)
+        print(f"kgroup: error: {exc.strerror or exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        print("kgroup: interrupted", file=sys.stderr)
         return 130
     return status
+
+
+class ListenError(Exception):
+    """A listener could not be bound; the message says why and what to do."""
+
+
+def listen_problem(host: str, port: int, exc: OSError) -> str:
+    """One line saying why the broker cannot listen on host:port, and what to do."""
+    where = f"cannot listen on {host}:{port}"
+    if isinstance(exc, socket.gaierror):
+        return f"{where}: {host!r} is not an address of this host (no such name) — use an IP address or a " \
+               "name it resolves, e.g. --listen 127.0.0.1:9092 or 0.0.0.0:9092"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{where}: this host has no address {host} — listen on one of its addresses (127.0.0.1, " \
+               "or 0.0.0.0 for all) and give clients the outside address with --advertised"
+    if exc.errno == errno.EADDRINUSE:
+        return f"{where}: the port is in use — is another broker running there? Pick another --listen address"
+    if exc.errno == errno.EACCES:
+        return f"{where}: permission denied — ports below 1024 need privileges; use a port such as 9092"
+    return f"{where}: {exc.strerror or exc} — pick another --listen address"

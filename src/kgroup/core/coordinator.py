@@ -45,6 +45,7 @@ from kgroup.core.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
+from kgroup.core.group_configs import AlterGroupConfigsRequest, GroupConfigs, replay_group_config
 from kgroup.core.migration import Downgrade, Migration
 from kgroup.core.offsets import Offsets
 from kgroup.core.records import (
@@ -55,6 +56,7 @@ from kgroup.core.records import (
     ConsumerMemberRecord,
     ConsumerTargetEpochRecord,
     ConsumerTargetRecord,
+    GroupConfigRecord,
     OffsetCommitRecord,
     Record,
     TxnOffsetCommitRecord,
@@ -121,6 +123,7 @@ class GroupCoordinatorShard:
         self.transactions = transactions = TransactionCoordinator(
             shard, txn_config or TransactionConfig(), new_producer_id or counter_producer_ids())
         self.txn_offsets = txn_offsets = TxnOffsets(shard, offsets)
+        self.group_configs = GroupConfigs(shard)
         K, A = GroupKind, MembershipApi
         # API -> group kind -> handler: where every group request goes.
         self.routes: dict[MembershipApi, dict[GroupKind, Handler]] = {
@@ -256,6 +259,14 @@ class GroupCoordinatorShard:
     def txn_offsets_marker(self, req: txn.TxnOffsetsMarker, reply: ReplyTo, now_ms: int) -> Result:
         return self.txn_offsets.marker(req, reply, now_ms)
 
+    # ---- group configs --------------------------------------------------------------------
+
+    def alter_group_configs(self, req: AlterGroupConfigsRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.group_configs.alter(req, reply, now_ms)
+
+    def describe_group_configs(self, group_id: str, reply: ReplyTo, now_ms: int) -> Result:
+        return self.group_configs.describe(group_id, reply, now_ms)
+
     # ---- replay ---------------------------------------------------------------------------
 
     def replay(self, record: Record) -> None:
@@ -280,6 +291,8 @@ class GroupCoordinatorShard:
                 self.shard.stored.classic_groups.pop(record.group_id, None)
             else:
                 self.shard.stored.classic_groups[record.group_id] = record.value
+        elif type(record) is GroupConfigRecord:
+            replay_group_config(self.shard, record)
         else:
             replay = self._replay_txn.get(type(record))
             if replay is not None:
@@ -330,6 +343,7 @@ class GroupCoordinatorShard:
             records.append(ConsumerTargetEpochRecord(group_id, group.target_epoch))
             for member_id, member in group.members.items():
                 records.append(ConsumerCurrentRecord(group_id, member_id, member.current))
+        records.extend(GroupConfigRecord(g, c) for g, c in sorted(stored.group_configs.items()))
         for group_id, offsets in sorted(stored.offsets.items()):
             records.extend(OffsetCommitRecord(group_id, t, p, v) for (t, p), v in sorted(offsets.items()))
         records.extend(self.txn_offsets.snapshot_records())

@@ -12,6 +12,7 @@ record type from the key version alone and the value layout from the value versi
     key versions 8-10    transaction records (a transactional id's state, a pending
                          transactional offset, a producer's end-of-transaction marker), see
                          "Transaction records" below
+    key version 11       a group's dynamic configs, see "Group configs" below
 
 All integers are big-endian. `str16` is an int16 byte length then UTF-8 (identifiers, as
 Kafka limits them); `str32`/`bytes32` an int32 length then the bytes; a length of -1 is
@@ -52,6 +53,10 @@ Transaction records use the consumer-group key layout (two strings) and a JSON v
                                 commit ts, expire ts or null]
     10 "", ""              -> [producer id, commit (true/false)]
 
+Group configs (GroupConfigRecord): the key is the consumer-group key with an empty member,
+    int16 version=11 | int16 group_len | int16 0 | group
+and the value, absent for a tombstone, is [[name, value], ...] as compact UTF-8 JSON.
+
 Decoding is the restart path (a log of millions of offset commits), so the offset-commit
 path is written for speed: precompiled `Struct`s, one unpack per key and per value, a
 bounded cache that maps key bytes to interned (group, topic) strings, and value objects
@@ -78,6 +83,7 @@ from kgroup.core.records import (
     ConsumerTargetEpochRecord,
     ConsumerTargetRecord,
     ClassicGroupValue,
+    GroupConfigRecord,
     ClassicMemberValue,
     OffsetCommitRecord,
     MemberState,
@@ -105,6 +111,7 @@ GROUP_METADATA_KEY_VERSION = 2
 OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
 OFFSET_VALUE_VERSION = 3
 GROUP_VALUE_VERSION = 0
+GROUP_CONFIG_KEY_VERSION = 11
 
 
 class RecordDecodeError(ValueError):
@@ -413,12 +420,41 @@ def _decode_txn(payload: bytes, version: int, alen: int, blen: int) -> Record:
         raise RecordDecodeError(f"malformed transaction record value: {exc}") from None
 
 
+def _encode_group_config(record: GroupConfigRecord) -> bytes:
+    group = _str16(record.group_id, "group id")
+    key = _OC_KEY_HEAD.pack(GROUP_CONFIG_KEY_VERSION, len(group), 0) + group
+    if record.configs is None:
+        return key
+    for name, value in record.configs:
+        _utf8(name, "config name")
+        _utf8(value, "config value")
+    pairs = [[name, value] for name, value in record.configs]
+    return key + _json.dumps(pairs, separators=(",", ":")).encode()
+
+
+def _decode_group_config(payload: bytes, glen: int, mlen: int) -> GroupConfigRecord:
+    if mlen != 0:
+        raise RecordDecodeError("group config record key is malformed")
+    group, _, raw = _two_strings(payload, glen, mlen, "group config")
+    if raw is None:
+        return GroupConfigRecord(group, None)
+    try:
+        return GroupConfigRecord(group, tuple((str(n), str(v)) for n, v in raw))
+    except (TypeError, ValueError) as exc:
+        raise RecordDecodeError(f"malformed group config record value: {exc}") from None
+
+
 def encode(record: Record) -> bytes:
     """One log payload: key bytes, then value bytes (nothing for a tombstone)."""
     if type(record) in _TXN_KEY_VERSIONS:
         try:
             return _encode_txn(record)
         except (StructError, TypeError, ValueError, AttributeError) as exc:
+            raise RecordEncodeError(f"cannot encode {record!r}: {exc}") from None
+    if type(record) is GroupConfigRecord:
+        try:
+            return _encode_group_config(record)
+        except (StructError, TypeError, ValueError) as exc:
             raise RecordEncodeError(f"cannot encode {record!r}: {exc}") from None
     if type(record) in _CONSUMER_KEY_VERSIONS:
         try:
@@ -476,6 +512,8 @@ def decode(payload: bytes) -> Record:
             return _decode_consumer(payload, version, glen, tlen)
         if version in _TXN_BY_VERSION:
             return _decode_txn(payload, version, glen, tlen)
+        if version == GROUP_CONFIG_KEY_VERSION:
+            return _decode_group_config(payload, glen, tlen)
         raise RecordDecodeError(f"unknown record key version {version}")
     except RecordDecodeError:
         raise

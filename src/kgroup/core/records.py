@@ -220,4 +220,19 @@ class TxnOffsetMarkerRecord:
 TxnRecordKind = TxnRecord | TxnOffsetCommitRecord | TxnOffsetMarkerRecord
 
 
-Record = OffsetCommitRecord | ClassicGroupRecord | ConsumerRecord | TxnRecordKind
+# ---- group configs (KIP-848) ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigRecord:
+    """A group's dynamic configs (group_configs.py): ((name, value), ...) sorted by name.
+
+    None deletes them all. Independent of the group's own records: configs may be set
+    before a group exists and outlive its deletion, as in Kafka.
+    """
+
+    group_id: str
+    configs: tuple[tuple[str, str], ...] | None
+
+
+Record = OffsetCommitRecord | ClassicGroupRecord | ConsumerRecord | TxnRecordKind | GroupConfigRecord

@@ -33,6 +33,8 @@ class StoredState:
     # and which producers hold some for each group.
     pending_offsets: dict[int, dict[str, GroupOffsets]] = field(default_factory=dict)
     open_txn_groups: dict[str, set[int]] = field(default_factory=dict)
+    # group id -> its dynamic configs ((name, value), ...) (group_configs.py)
+    group_configs: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
     def has_pending_offset(self, group_id: str, topic: str, partition: int) -> bool:
         """Whether an open transaction holds an offset of this partition (KIP-447)."""

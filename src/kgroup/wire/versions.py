@@ -15,6 +15,9 @@ version whose new fields change nothing for us:
   request header; every client we serve uses v1 with SaslAuthenticate (0–2, v1 adds the
   session lifetime of KIP-368). ACL APIs from v1 (v0 predates prefixed patterns, KIP-290);
   the SCRAM credential APIs (KIP-554) have only v0.
+- Admin APIs tools call: DeleteRecords 0–2, DescribeConfigs 1–4 (v0 is kio-less and gone
+  from Kafka 4.0), AlterConfigs 0–2, DescribeLogDirs 1–4, IncrementalAlterConfigs 0–1,
+  DescribeCluster 0–2.
 - Not widened: ListOffsets v9+ (tiered-storage timestamps), OffsetCommit/OffsetFetch v10
   (topic ids), DescribeGroups v6 (GROUP_ID_NOT_FOUND semantics), CreateTopics v7 is the
   last kio ships.
@@ -87,6 +90,12 @@ DELETE_GROUPS = 42
 OFFSET_DELETE = 47
 DESCRIBE_USER_SCRAM_CREDENTIALS = 50
 ALTER_USER_SCRAM_CREDENTIALS = 51
+DELETE_RECORDS = 21
+DESCRIBE_CONFIGS = 32
+ALTER_CONFIGS = 33
+DESCRIBE_LOG_DIRS = 35
+INCREMENTAL_ALTER_CONFIGS = 44
+DESCRIBE_CLUSTER = 60
 DESCRIBE_PRODUCERS = 61
 DESCRIBE_TRANSACTIONS = 65
 LIST_TRANSACTIONS = 66
@@ -111,6 +120,10 @@ _RANGES = (
     ApiRange(API_VERSIONS, "ApiVersions", 0, 4),
     ApiRange(CREATE_TOPICS, "CreateTopics", 2, 7),
     ApiRange(DELETE_TOPICS, "DeleteTopics", 1, 6),
+    ApiRange(DELETE_RECORDS, "DeleteRecords", 0, 2),
+    ApiRange(DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4),
+    ApiRange(ALTER_CONFIGS, "AlterConfigs", 0, 2),
+    ApiRange(DESCRIBE_LOG_DIRS, "DescribeLogDirs", 1, 4),
     ApiRange(INIT_PRODUCER_ID, "InitProducerId", 0, 5),
     ApiRange(ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxn", 0, 4),
     ApiRange(ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 4),
@@ -122,6 +135,7 @@ _RANGES = (
     ApiRange(SASL_AUTHENTICATE, "SaslAuthenticate", 0, 2),
     ApiRange(CREATE_PARTITIONS, "CreatePartitions", 0, 3),
     ApiRange(DELETE_GROUPS, "DeleteGroups", 0, 2),
+    ApiRange(INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1),
     ApiRange(OFFSET_DELETE, "OffsetDelete", 0, 0),
     ApiRange(DESCRIBE_USER_SCRAM_CREDENTIALS, "DescribeUserScramCredentials", 0, 0),
     ApiRange(ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentials", 0, 0),
@@ -130,6 +144,7 @@ _RANGES = (
     ApiRange(LIST_TRANSACTIONS, "ListTransactions", 0, 1),
     ApiRange(CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1),
     ApiRange(CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1),
+    ApiRange(DESCRIBE_CLUSTER, "DescribeCluster", 0, 2),
 )
 
 SUPPORTED_APIS: Mapping[int, ApiRange] = MappingProxyType({r.api_key: r for r in _RANGES})
