@@ -1,4 +1,5 @@
-"""``kgroup`` command line: ``serve``, ``topics``, ``groups``, ``produce``, ``consume``, ``lab``.
+"""``kgroup`` command line: ``serve``, ``topics``, ``groups``, ``users``, ``acls``, ``produce``,
+``consume``, ``lab``.
 
 ``main(argv)`` returns the exit status. Every mistake — bad arguments, a broker that cannot
 be reached, an unknown topic or group, a broker error code — prints exactly one line
@@ -65,11 +66,13 @@ async def _run_client(args: Any) -> int:
     asyncio.get_running_loop().set_exception_handler(_quiet_client_errors)
     from .commands import COMMANDS
     from .group_tools import GROUP_COMMANDS
+    from .properties import read_command_config
+    from .security import SECURITY_COMMANDS
 
-    key = (args.command, getattr(args, "action", None))
-    command = GROUP_COMMANDS[key] if key in GROUP_COMMANDS else COMMANDS[key]
+    command = {**COMMANDS, **GROUP_COMMANDS, **SECURITY_COMMANDS}[(args.command, getattr(args, "action", None))]
+    config = read_command_config(args.command_config) if args.command_config else None
     try:
-        admin = AdminClient(args.bootstrap_server, timeout=args.request_timeout_ms / 1000)
+        admin = AdminClient(args.bootstrap_server, timeout=args.request_timeout_ms / 1000, config=config)
     except ValueError as exc:
         raise CliError(f"bad --bootstrap-server: {exc}", "use HOST:PORT[,HOST:PORT...]",
                        code=2) from None
@@ -89,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "lab":
             from .lab import run_lab
             return run_lab(args)
+        if args.command == "users" and args.data_dir is not None:
+            from .security import users_offline
+            return users_offline(args, sys.stdout)
         return asyncio.run(_run_client(args))
     except KeyboardInterrupt:
         return _interrupted()

@@ -19,6 +19,7 @@ from .ops_parser import (
     config_change_options,
     format_option,
 )
+from .security import add_security_commands
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 _FSYNC = re.compile(r"^(always|never|interval:[1-9][0-9]*)$")
@@ -99,6 +100,13 @@ def _client_options(defaults: bool) -> argparse.ArgumentParser:
         default=10000 if defaults else sup,
         help="how long to wait to connect and for each answer (default: 10000)",
     )
+    p.add_argument(
+        "--command-config",
+        metavar="FILE",
+        default=None if defaults else sup,
+        help="client properties (security.protocol, sasl.mechanism, sasl.username, "
+        "sasl.password, ssl.ca.location, ...) in Java .properties format, as Kafka's tools take",
+    )
     return p
 
 
@@ -117,8 +125,8 @@ def build_parser() -> Parser:
     # serve
     serve = sub.add_parser("serve", help="run the broker")
     serve.add_argument("--listen", metavar="HOST:PORT", type=host_port,
-                       default="127.0.0.1:9092", help="address to listen on "
-                       "(default: 127.0.0.1:9092)")
+                       default=None, help="address of the PLAINTEXT listener "
+                       "(default: 127.0.0.1:9092, or none when the config file has [[listeners]])")
     serve.add_argument("--advertised", metavar="HOST:PORT", type=host_port, default=None,
                        help="address given to clients in Metadata (default: --listen)")
     serve.add_argument("--data-dir", metavar="DIR", default="./kgroup-data",
@@ -237,6 +245,9 @@ def build_parser() -> Parser:
     c.add_argument("--key-separator", metavar="SEP", default="\t",
                    help="separator for --print-key (default: tab)")
     add_consume_options(c)
+
+    # users, acls
+    add_security_commands(sub, client, Parser)
 
     # lab
     lab = sub.add_parser("lab", help="simulate consumer groups under churn (the rebalance lab)")

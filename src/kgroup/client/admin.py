@@ -52,6 +52,8 @@ from .cluster import (
 )
 from .connection import DEFAULT_TIMEOUT, Connection
 from .errors import BrokerError, GroupNotEmpty, UnsupportedApi
+from .security import ClientSecurity
+from .security_admin import SecurityAdmin
 from .transactions_admin import TransactionAdmin
 
 __all__ = [
@@ -162,8 +164,11 @@ def _check(code: int, context: str, message: str | None = None) -> None:
 # -- the client --------------------------------------------------------------------------
 
 
-class AdminClient:
-    """Admin operations against a Kafka-compatible cluster; use ``async with``."""
+class AdminClient(SecurityAdmin):
+    """Admin operations against a Kafka-compatible cluster; use ``async with``.
+
+    ``config`` takes the security settings (``client/security.py``: security.protocol,
+    sasl.*, ssl.*); ACL and SCRAM credential calls come from ``SecurityAdmin``."""
 
     def __init__(
         self,
@@ -172,9 +177,11 @@ class AdminClient:
         client_id: str = "kgroup-cli",
         timeout: float = DEFAULT_TIMEOUT,
         cluster: Cluster | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         self._owns_cluster = cluster is None
-        self.cluster = cluster or Cluster(bootstrap, client_id=client_id, timeout=timeout)
+        security = ClientSecurity.from_settings(config) if config else None
+        self.cluster = cluster or Cluster(bootstrap, client_id=client_id, timeout=timeout, security=security)
         # ListTransactions, DescribeTransactions, DescribeProducers (transactions_admin.py).
         self.transactions = TransactionAdmin(self.cluster)
 

@@ -30,6 +30,16 @@ class FrameSplitter:
         self._broken: FramingError | None = None
 
     @property
+    def limit(self) -> int:
+        """The largest frame accepted; may be changed between feeds (a SASL listener
+        allows less before authentication)."""
+        return self._max
+
+    @limit.setter
+    def limit(self, value: int) -> None:
+        self._max = value
+
+    @property
     def buffered(self) -> int:
         """Bytes held that do not yet form a complete frame."""
         return len(self._buf)

@@ -11,6 +11,10 @@ version whose new fields change nothing for us:
   watermark) that consumers never send. Fetch v13+ names topics by id only — the broker
   needs topic ids anyway for Metadata v10+.
 - Metadata 1–13: v13 adds a top-level ``error_code`` to the response (set it to 0).
+- SaslHandshake 1 only: v0 (Kafka 0.10) is followed by SASL tokens in bare frames with no
+  request header; every client we serve uses v1 with SaslAuthenticate (0–2, v1 adds the
+  session lifetime of KIP-368). ACL APIs from v1 (v0 predates prefixed patterns, KIP-290);
+  the SCRAM credential APIs (KIP-554) have only v0.
 - Admin APIs tools call: DeleteRecords 0–2, DescribeConfigs 1–4 (v0 is kio-less and gone
   from Kafka 4.0), AlterConfigs 0–2, DescribeLogDirs 1–4, IncrementalAlterConfigs 0–1,
   DescribeCluster 0–2.
@@ -68,6 +72,7 @@ LEAVE_GROUP = 13
 SYNC_GROUP = 14
 DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
+SASL_HANDSHAKE = 17
 API_VERSIONS = 18
 CREATE_TOPICS = 19
 DELETE_TOPICS = 20
@@ -76,9 +81,15 @@ ADD_PARTITIONS_TO_TXN = 24
 ADD_OFFSETS_TO_TXN = 25
 END_TXN = 26
 TXN_OFFSET_COMMIT = 28
+DESCRIBE_ACLS = 29
+CREATE_ACLS = 30
+DELETE_ACLS = 31
+SASL_AUTHENTICATE = 36
 CREATE_PARTITIONS = 37
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
+DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+ALTER_USER_SCRAM_CREDENTIALS = 51
 DELETE_RECORDS = 21
 DESCRIBE_CONFIGS = 32
 ALTER_CONFIGS = 33
@@ -105,6 +116,7 @@ _RANGES = (
     ApiRange(SYNC_GROUP, "SyncGroup", 0, 5),
     ApiRange(DESCRIBE_GROUPS, "DescribeGroups", 0, 5),
     ApiRange(LIST_GROUPS, "ListGroups", 0, 5),
+    ApiRange(SASL_HANDSHAKE, "SaslHandshake", 1, 1),
     ApiRange(API_VERSIONS, "ApiVersions", 0, 4),
     ApiRange(CREATE_TOPICS, "CreateTopics", 2, 7),
     ApiRange(DELETE_TOPICS, "DeleteTopics", 1, 6),
@@ -117,10 +129,16 @@ _RANGES = (
     ApiRange(ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 4),
     ApiRange(END_TXN, "EndTxn", 0, 4),
     ApiRange(TXN_OFFSET_COMMIT, "TxnOffsetCommit", 0, 4),
+    ApiRange(DESCRIBE_ACLS, "DescribeAcls", 1, 3),
+    ApiRange(CREATE_ACLS, "CreateAcls", 1, 3),
+    ApiRange(DELETE_ACLS, "DeleteAcls", 1, 3),
+    ApiRange(SASL_AUTHENTICATE, "SaslAuthenticate", 0, 2),
     ApiRange(CREATE_PARTITIONS, "CreatePartitions", 0, 3),
     ApiRange(DELETE_GROUPS, "DeleteGroups", 0, 2),
     ApiRange(INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1),
     ApiRange(OFFSET_DELETE, "OffsetDelete", 0, 0),
+    ApiRange(DESCRIBE_USER_SCRAM_CREDENTIALS, "DescribeUserScramCredentials", 0, 0),
+    ApiRange(ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentials", 0, 0),
     ApiRange(DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0),
     ApiRange(DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0),
     ApiRange(LIST_TRANSACTIONS, "ListTransactions", 0, 1),

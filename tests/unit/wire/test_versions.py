@@ -30,6 +30,9 @@ AT_LEAST = {
 # DescribeProducers 0, DescribeTransactions 0, ListTransactions 0-1).
 TXN_AT_LEAST = {22: (0, 4), 24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 61: (0, 0), 65: (0, 0), 66: (0, 1)}
 
+# Security (SASL, ACLs, SCRAM credentials): KIP-43/152, the ACL APIs, KIP-554.
+SECURITY_APIS = {17, 36, 29, 30, 31, 50, 51}
+
 # Served beyond PROTOCOL.md's table because admin tools and web UIs call them:
 # DeleteRecords, DescribeConfigs, AlterConfigs, DescribeLogDirs, IncrementalAlterConfigs and
 # DescribeCluster.
@@ -37,7 +40,7 @@ ADMIN_AT_LEAST = {21: (0, 2), 32: (1, 4), 33: (0, 2), 35: (1, 4), 44: (0, 1), 60
 
 
 def test_table_covers_protocol_md() -> None:
-    assert set(SUPPORTED_APIS) == set(AT_LEAST) | set(TXN_AT_LEAST) | set(ADMIN_AT_LEAST)
+    assert set(SUPPORTED_APIS) == set(AT_LEAST) | set(TXN_AT_LEAST) | set(ADMIN_AT_LEAST) | SECURITY_APIS
     for key, (lo, hi) in {**AT_LEAST, **TXN_AT_LEAST, **ADMIN_AT_LEAST}.items():
         r = SUPPORTED_APIS[key]
         assert r.min_version <= lo and r.max_version >= hi, r
