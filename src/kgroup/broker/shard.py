@@ -5,7 +5,9 @@ reply token, appends the records it returned to the partition log, replays them,
 replies out once the log is durable up to its end *as of that moment* — so no reply ever
 reveals state that a crash could take back. Parked replies (a JoinGroup waiting for the
 rebalance) resolve later from another request's or a timer's Result, through the same path.
-Timers: after every call the shard re-arms one loop timer at the core's next deadline.
+Timers: after every call the shard re-arms one loop timer at the core's next deadline, and
+runs what is due through the core's `run_due_timers`; a load replays through its
+`replay_all` (core/host.py says why the shard keeps its own `apply`).
 Loading replays the partition's snapshot and log tail; until it finishes, group requests
 get COORDINATOR_LOAD_IN_PROGRESS. With the group event stream on (`events`), every call,
 timer and topic change whose Result names a group it changed is reported to it once its
@@ -17,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from typing import Any, Callable
 
 from kgroup.broker.durability import Durability
@@ -25,6 +26,7 @@ from kgroup.core import record_codec
 from kgroup.core.config import GroupConfig
 from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.host import replay_all, run_due_timers
 from kgroup.core.result import Result
 from kgroup.storage.metadata_log import MetadataPartition
 
@@ -69,8 +71,7 @@ class Shard:
             replay_record(decode(payload))
             count += 1
         for payloads in replay.tail_chunks:
-            # deque(map(...), 0) runs decode + replay over the list without a Python loop.
-            deque(map(replay_record, map(decode, payloads)), 0)
+            replay_all(coordinator, map(decode, payloads))
             count += len(payloads)
             self._since_snapshot += len(payloads)
         self.apply(coordinator.load_complete(now_ms()))
@@ -175,12 +176,8 @@ class Shard:
         self._timer_deadline = None
         now = now_ms()
         events = self.events
-        for _ in range(10_000):  # bounded: never starve the loop
-            due = self.coordinator.expire_next(now)
-            if due is None:
-                break
-            op, result = due
-            self.apply(result)
+        # Bounded: never starve the loop (what is left runs at the next timer, re-armed below).
+        for op, result in run_due_timers(self.coordinator, now, self.apply, limit=10_000):
             if events is not None and result.changes:
                 events.after(self, result, now)
         self._arm_timer()
