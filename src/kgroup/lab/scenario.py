@@ -63,7 +63,7 @@ class ScenarioError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class MemberSpec:
+class MemberSettings:
     """How every member of the simulated group is configured (Kafka consumer settings)."""
 
     count: int = 10
@@ -89,7 +89,7 @@ class MemberSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class NetworkSpec:
+class NetworkSettings:
     """The link between each member and the coordinator (one broker)."""
 
     delay_ms: int = 1
@@ -124,8 +124,8 @@ class Scenario:
     duration_s: float = 600.0
     topics: tuple[tuple[str, int], ...] = (("topic", 12),)
     coordinator: GroupConfig = field(default_factory=GroupConfig)
-    network: NetworkSpec = field(default_factory=NetworkSpec)
-    members: MemberSpec = field(default_factory=MemberSpec)
+    network: NetworkSettings = field(default_factory=NetworkSettings)
+    members: MemberSettings = field(default_factory=MemberSettings)
     events: tuple[dict[str, Any], ...] = ()
     # Skip quiet stretches (every member Stable, nothing in flight) in one step; see engine.
     fast_forward: bool = True
@@ -195,7 +195,7 @@ def scenario_from_dict(data: dict[str, Any], *, source: str = "scenario") -> Sce
         raise ScenarioError(f"{source}: duration_s must be positive")
     topics = _topics(data.get("topics", dict(sc.topics)), source)
     coordinator = _coordinator(data.get("coordinator") or {}, f"{source}: coordinator")
-    network = _dataclass_from(NetworkSpec, data.get("network") or {}, f"{source}: network")
+    network = _dataclass_from(NetworkSettings, data.get("network") or {}, f"{source}: network")
     if network.delay_ms < 0 or network.jitter_ms < 0 or network.request_timeout_ms <= 0:
         raise ScenarioError(f"{source}: network delays must be >= 0 and request_timeout_ms > 0")
     members = _members(data.get("members") or {}, f"{source}: members")
@@ -295,12 +295,12 @@ def _dataclass_from(cls: type, raw: Any, where: str) -> Any:
     return cls(**values)
 
 
-def _members(raw: Any, where: str) -> MemberSpec:
+def _members(raw: Any, where: str) -> MemberSettings:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where}: must be a mapping of member settings")
     raw = dict(raw)
     assignor = raw.pop("assignor", None)
-    spec = _dataclass_from(MemberSpec, {k: v for k, v in raw.items() if k != "assignor"}, where)
+    spec = _dataclass_from(MemberSettings, {k: v for k, v in raw.items() if k != "assignor"}, where)
     if spec.protocol not in PROTOCOLS:
         raise ScenarioError(f"{where}: protocol must be classic or consumer, not {spec.protocol!r}")
     if assignor is None:
