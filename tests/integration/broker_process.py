@@ -22,9 +22,14 @@ def free_port() -> int:
 class BrokerProcess:
     """Starts, stops, kills and restarts one broker with one data dir."""
 
-    def __init__(self, data_dir: Path, *, group: dict | None = None, extra: dict | None = None) -> None:
+    def __init__(self, data_dir: Path, *, group: dict | None = None, extra: dict | None = None,
+                 transactions: dict | None = None, tables: str = "", port: int | None = None,
+                 listen: bool = True) -> None:
+        """`tables`: more TOML after [group] ([[listeners]], [auth]); `listen=False` passes no
+        --listen (only the [[listeners]] of `tables`), `port` is then the one to wait for."""
         self.data_dir = data_dir
-        self.port = free_port()
+        self.port = port or free_port()
+        self.listen = listen
         self.config_path = data_dir.parent / f"{data_dir.name}.toml"
         lines = [f"{k} = {_toml(v)}" for k, v in (extra or {}).items()]
         # A short initial delay, as a real deployment has (3 s default): kafka-python leaders
@@ -32,6 +37,10 @@ class BrokerProcess:
         group = {"initial_rebalance_delay_ms": 1000, **(group or {})}
         lines.append("[group]")
         lines += [f"{k} = {_toml(v)}" for k, v in group.items()]
+        if transactions:
+            lines.append("[transactions]")
+            lines += [f"{k} = {_toml(v)}" for k, v in transactions.items()]
+        lines.append(tables)
         self.config_path.write_text("\n".join(lines) + "\n")
         self.proc: subprocess.Popen | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}.log"
@@ -43,9 +52,9 @@ class BrokerProcess:
     def start(self, timeout: float = 30.0) -> "BrokerProcess":
         loaded_before = self.log().count("coordinator loaded")
         self._log = open(self.log_path, "ab")
+        listen = ["--listen", self.bootstrap] if self.listen else []
         self.proc = subprocess.Popen(
-            [KGROUP, "serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
-             "--config", str(self.config_path)],
+            [KGROUP, "serve", *listen, "--data-dir", str(self.data_dir), "--config", str(self.config_path)],
             stdout=self._log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + timeout

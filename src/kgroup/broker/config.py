@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 from kgroup.assignors.registry import UnknownAssignor, get_server_assignor
 from kgroup.core.config import GroupConfig
+from kgroup.core.transactions.config import TransactionConfig
 from kgroup.plugins import load_assignor_plugins
 from kgroup.wire import DEFAULT_MAX_FRAME_SIZE
 
@@ -42,6 +44,91 @@ class LoggingConfig:
         for name in ("rebalance_warn_count", "rebalance_warn_window_ms", "fenced_warn_count"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"[log] {name} must be at least 1, not {getattr(self, name)}")
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+DEFAULT_SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
+CLIENT_AUTH = ("none", "requested", "required")
+_LISTENER_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+@dataclass(frozen=True)
+class ListenerConfig:
+    """One `[[listeners]]` table (Kafka's listeners / listener.security.protocol.map /
+    sasl.enabled.mechanisms / ssl.* per listener)."""
+
+    name: str
+    host: str
+    port: int
+    protocol: str = "PLAINTEXT"
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+    sasl_mechanisms: tuple[str, ...] = ()
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_keyfile_password: str | None = field(default=None, repr=False)
+    ssl_cafile: str | None = None
+    # ssl.client.auth: none | requested | required (mutual TLS: principal from the certificate)
+    ssl_client_auth: str = "none"
+
+    def __post_init__(self) -> None:
+        where = f"[[listeners]] {self.name!r}"
+        if not _LISTENER_NAME.match(self.name):
+            raise ConfigError(f"{where}: a listener name is letters, digits and '_' (e.g. SECURE)")
+        if self.protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError(f"{where}: protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
+                              f"not {self.protocol!r}")
+        if self.sasl:
+            if not self.sasl_mechanisms:
+                object.__setattr__(self, "sasl_mechanisms", DEFAULT_SASL_MECHANISMS)
+            for mech in self.sasl_mechanisms:
+                if mech not in SASL_MECHANISMS:
+                    raise ConfigError(f"{where}: unknown SASL mechanism {mech!r} (known: {', '.join(SASL_MECHANISMS)})")
+        elif self.sasl_mechanisms:
+            raise ConfigError(f"{where}: sasl_mechanisms needs protocol SASL_PLAINTEXT or SASL_SSL")
+        ssl_keys = ("ssl_certfile", "ssl_keyfile", "ssl_keyfile_password", "ssl_cafile")
+        if self.ssl:
+            if not self.ssl_certfile or not self.ssl_keyfile:
+                raise ConfigError(f"{where}: protocol {self.protocol} needs ssl_certfile and ssl_keyfile")
+            if self.ssl_client_auth not in CLIENT_AUTH:
+                raise ConfigError(f"{where}: ssl_client_auth must be one of {', '.join(CLIENT_AUTH)}")
+            if self.ssl_client_auth != "none" and not self.ssl_cafile:
+                raise ConfigError(f"{where}: ssl_client_auth = {self.ssl_client_auth!r} needs ssl_cafile "
+                                  "(the CA that signs client certificates)")
+        elif any(getattr(self, k) for k in ssl_keys) or self.ssl_client_auth != "none":
+            raise ConfigError(f"{where}: ssl_* settings need protocol SSL or SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def ssl(self) -> bool:
+        return self.protocol.endswith("SSL")
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        return (self.advertised_host or self.host, self.advertised_port or self.port)
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """The `[auth]` table: authorization (Kafka's authorizer.class.name, super.users,
+    allow.everyone.if.no.acl.found) and connections.max.reauth.ms (KIP-368)."""
+
+    authorizer: bool = False
+    allow_everyone_if_no_acl: bool = False
+    super_users: tuple[str, ...] = ()
+    connections_max_reauth_ms: int = 0
+
+    def __post_init__(self) -> None:
+        for principal in self.super_users:
+            kind, colon, name = principal.partition(":")
+            if not (kind and colon and name):
+                raise ConfigError(f"[auth] super_users: {principal!r} must look like User:NAME")
+        if self.connections_max_reauth_ms < 0:
+            raise ConfigError("[auth] connections_max_reauth_ms must be 0 (sessions never expire) or more")
 
 
 @dataclass(frozen=True)
@@ -77,6 +164,12 @@ class BrokerConfig:
     http_listen_port: int | None = None
     group: GroupConfig = field(default_factory=GroupConfig)
     log: LoggingConfig = field(default_factory=LoggingConfig)
+    transactions: TransactionConfig = field(default_factory=TransactionConfig)
+    # [[listeners]] beside the PLAINTEXT one of listen/advertised (see `listeners_to_open`).
+    listeners: tuple[ListenerConfig, ...] = ()
+    # Whether `listen` was set (file or flag): with [[listeners]] it adds a PLAINTEXT listener.
+    listen_given: bool = True
+    auth: AuthConfig = field(default_factory=AuthConfig)
 
     def __post_init__(self) -> None:
         # Refuse at start what would otherwise fail later and far away (a topic auto-created
@@ -94,16 +187,42 @@ class BrokerConfig:
                 raise ConfigError(f"{name} must be -1 (no limit) or more, not {getattr(self, name)}")
         if self.node_id < 0:
             raise ConfigError(f"node_id must be 0 or more, not {self.node_id}")
+        names = [lst.name for lst in self.listeners_to_open]
+        addresses = [(lst.host, lst.port) for lst in self.listeners_to_open]
+        for seen in (names, addresses):
+            dupes = sorted({str(x) for x in seen if seen.count(x) > 1})
+            if dupes:
+                raise ConfigError(f"two listeners share {dupes[0]}: each needs its own name and port "
+                                  "(listen/--listen is the PLAINTEXT listener named PLAINTEXT)")
+
+    @property
+    def listeners_to_open(self) -> tuple[ListenerConfig, ...]:
+        """Every listener: `listen` as a PLAINTEXT listener named PLAINTEXT (unless only
+        [[listeners]] are configured), then the [[listeners]] tables in order."""
+        if self.listeners and not self.listen_given:
+            return self.listeners
+        plain = ListenerConfig("PLAINTEXT", self.listen_host, self.listen_port, "PLAINTEXT",
+                               self.advertised_host, self.advertised_port)
+        return (plain, *self.listeners)
 
     @property
     def advertised(self) -> tuple[str, int]:
+        """The first listener's advertised address (what handlers name; a connection on
+        another listener is told that listener's own address, broker/listeners.py)."""
+        if self.listeners and not self.listen_given:
+            return self.listeners[0].advertised
         return (self.advertised_host or self.listen_host, self.advertised_port or self.listen_port)
 
 
 # TOML keys -> the type their field holds, as written in the dataclass ("int", "str | None").
 GROUP_TYPES = {f.name: f.type for f in dataclasses.fields(GroupConfig)}
 LOG_TYPES = {f.name: f.type for f in dataclasses.fields(LoggingConfig)}
-BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig) if f.name not in ("group", "log")}
+TXN_TYPES = {f.name: f.type for f in dataclasses.fields(TransactionConfig)}
+BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig)
+                if f.name not in ("group", "log", "transactions", "listeners", "listen_given", "auth")}
+AUTH_TYPES = {f.name: f.type for f in dataclasses.fields(AuthConfig)}
+LISTENER_TYPES = {f.name: f.type for f in dataclasses.fields(ListenerConfig)
+                  if f.name not in ("host", "port", "advertised_host", "advertised_port")}
 GROUP_KEYS = set(GROUP_TYPES)
 BROKER_KEYS = set(BROKER_TYPES)
 
@@ -140,6 +259,46 @@ def parse_host_port(text: str, what: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _listeners(value: Any) -> tuple[ListenerConfig, ...]:
+    """The `[[listeners]]` array of tables."""
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise ConfigError("listeners must be [[listeners]] tables (name, address, protocol, ...)")
+    out = []
+    for table in value:
+        name = table.get("name")
+        if not isinstance(name, str):
+            raise ConfigError("every [[listeners]] table needs a name (e.g. name = \"SECURE\")")
+        where = f"[[listeners]] {name!r}"
+        if "address" not in table:
+            raise ConfigError(f"{where} needs an address (HOST:PORT)")
+        fields: dict[str, Any] = {"name": name}
+        fields["host"], fields["port"] = parse_host_port(str(table["address"]), f"{where} address")
+        for key, val in table.items():
+            if key in ("name", "address"):
+                continue
+            if key == "advertised":
+                fields["advertised_host"], fields["advertised_port"] = parse_host_port(str(val), f"{where} advertised")
+            elif key in LISTENER_TYPES:
+                fields[key] = _typed(f"{where} {key}", val, LISTENER_TYPES[key])
+            else:
+                known = ", ".join(["address", "advertised", *sorted(k for k in LISTENER_TYPES if k != "name")])
+                raise ConfigError(f"unknown setting {key!r} in {where}; known: name, {known}")
+        out.append(ListenerConfig(**fields))
+    return tuple(out)
+
+
+def _auth(value: Any) -> AuthConfig:
+    """The `[auth]` table."""
+    if not isinstance(value, dict):
+        raise ConfigError("[auth] must be a table")
+    fields = {}
+    for key, val in value.items():
+        if key not in AUTH_TYPES:
+            raise ConfigError(f"unknown [auth] setting {key!r}; known: {', '.join(sorted(AUTH_TYPES))}")
+        fields[key] = _typed(f"[auth] {key}", val, AUTH_TYPES[key])
+    return AuthConfig(**fields)
+
+
 def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
     """Settings from an optional TOML file, then flag overrides (None means not given).
 
@@ -149,6 +308,7 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
     broker: dict[str, Any] = {}
     group: dict[str, Any] = {}
     logging_: dict[str, Any] = {}
+    txn: dict[str, Any] = {}
     if path is not None:
         try:
             raw = tomllib.loads(Path(path).read_text())
@@ -184,14 +344,26 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
                     if lkey not in LOG_TYPES:
                         raise ConfigError(f"unknown [log] setting {lkey!r}; known: {', '.join(sorted(LOG_TYPES))}")
                     logging_[lkey] = _typed(f"[log] {lkey}", lvalue, LOG_TYPES[lkey])
+            elif key == "transactions":
+                if not isinstance(value, dict):
+                    raise ConfigError("[transactions] must be a table")
+                for tkey, tvalue in value.items():
+                    if tkey not in TXN_TYPES:
+                        raise ConfigError(f"unknown [transactions] setting {tkey!r}; known: "
+                                          f"{', '.join(sorted(TXN_TYPES))}")
+                    txn[tkey] = _typed(f"[transactions] {tkey}", tvalue, TXN_TYPES[tkey])
             elif key in ("listen", "advertised", "http_listen"):
                 host, port = parse_host_port(str(value), key)
                 broker[f"{key}_host"], broker[f"{key}_port"] = host, port
+            elif key == "listeners":
+                broker["listeners"] = _listeners(value)
+            elif key == "auth":
+                broker["auth"] = _auth(value)
             elif key in BROKER_KEYS:
                 broker[key] = _typed(key, value, BROKER_TYPES[key])
             else:
                 raise ConfigError(f"unknown setting {key!r} in {path}; known: listen, advertised, http_listen, "
-                                  f"{', '.join(sorted(BROKER_KEYS))}, [group], [log]")
+                                  f"{', '.join(sorted(BROKER_KEYS))}, [group], [log], [transactions], [[listeners]], [auth]")
     for key, value in overrides.items():
         if value is None:
             continue
@@ -204,8 +376,10 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
             group[key] = value
         else:
             broker[key] = value
+    broker["listen_given"] = "listen_host" in broker or "listen_port" in broker
     try:
-        config = BrokerConfig(**broker, group=GroupConfig(**group), log=LoggingConfig(**logging_))
+        config = BrokerConfig(**broker, group=GroupConfig(**group), log=LoggingConfig(**logging_),
+                              transactions=TransactionConfig(**txn))
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
     load_assignor_plugins()

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any
 
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.durability import Durability
+from kgroup.broker.producer_states import ProducerStates
 from kgroup.storage import DataDir
+from kgroup.wire.kio_build import build, item
 
 log = logging.getLogger("kgroup.broker.data")
 
@@ -39,6 +42,7 @@ class DataError(IntEnum):
     MESSAGE_TOO_LARGE = 10
     INVALID_TOPIC_EXCEPTION = 17
     INVALID_REQUIRED_ACKS = 21
+    POLICY_VIOLATION = 44
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
     INVALID_REPLICATION_FACTOR = 38
@@ -51,9 +55,20 @@ class DataError(IntEnum):
     UNSUPPORTED_COMPRESSION_TYPE = 76
     INVALID_RECORD = 87
     UNKNOWN_TOPIC_ID = 100
+    MISMATCHED_ENDPOINT_TYPE = 114
 
 
 PartitionKey = tuple[str, int]
+
+
+def per_partition(cls: type, request_topics: Iterable[Any], answer: Callable[[str, Any], dict]) -> tuple:
+    """The ``topics`` of response ``cls``: each requested partition answered with the fields
+    ``answer(topic name, requested partition)`` returns."""
+    topic_cls = item(cls, "topics")
+    part_cls = item(topic_cls, "partitions")
+    return tuple(build(topic_cls, name=t.name, partitions=tuple(build(part_cls, **answer(t.name, p))
+                                                                for p in t.partitions))
+                 for t in request_topics)
 
 
 class ArrivalWatch:
@@ -106,6 +121,11 @@ class ArrivalWatch:
         return len({id(f) for futs in self._waiters.values() for f in futs})
 
 
+# Asks the transaction coordinator whether a producer may write partitions now (KIP-890):
+# (transactional id, producer id, epoch, partitions) -> an ErrorCode (NONE: yes).
+TxnVerifier = Callable[[str, int, int, tuple], Any]
+
+
 @dataclass
 class DataContext:
     """Everything a data-path handler may use."""
@@ -114,3 +134,6 @@ class DataContext:
     data: DataDir
     durability: Durability
     watch: ArrivalWatch = field(default_factory=ArrivalWatch)
+    # Producer state of each partition (idempotence, transactions, the last stable offset).
+    producers: ProducerStates = field(default_factory=ProducerStates)
+    verify_txn: TxnVerifier | None = None

@@ -14,14 +14,25 @@ topic is created (also by Metadata auto-creation) or deleted, or gains partition
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kgroup.broker import fetch_api, list_offsets_api, metadata_api, produce_api, topics_api
+from kgroup.broker import (
+    describe_producers_api,
+    fetch_api,
+    list_offsets_api,
+    metadata_api,
+    produce_api,
+    records_api,
+    topics_api,
+)
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.data_api import ArrivalWatch, DataContext, log
 from kgroup.broker.producer_id_api import ProducerIds
+from kgroup.broker.producer_states import ProducerStates
+from kgroup.storage.producer_ids import ProducerIdBlocks
 from kgroup.broker.durability import Durability
 from kgroup.storage import DataDir, StorageError
 from kgroup.wire import RequestHeader
@@ -29,16 +40,20 @@ from kgroup.wire import RequestHeader
 
 class DataPath:
     """Produce, Fetch, ListOffsets, Metadata, CreateTopics, DeleteTopics, CreatePartitions,
-    InitProducerId."""
+    InitProducerId (idempotent producers), DescribeProducers, DeleteRecords, DescribeLogDirs,
+    DescribeCluster; the producer state of every partition (`ctx.producers`)."""
 
     def __init__(self, config: BrokerConfig, data: DataDir, durability: Durability) -> None:
         self.config = config
         self.data = data
         self.durability = durability
         self.watch = ArrivalWatch()
-        self.ctx = DataContext(config, data, durability, self.watch)
+        self.ctx = DataContext(config, data, durability, self.watch, ProducerStates(self.watch.ring))
         self.on_topics_changed: Callable[[], None] | None = None
-        self.producer_ids = ProducerIds()
+        # Producer ids come from blocks reserved in the data dir; a new file starts past any id
+        # a broker that kept no file could have given (it used the time in ms times 1000).
+        self.id_blocks = ProducerIdBlocks(data.path, first=(time.time_ns() // 1_000_000 + 1) * 1000)
+        self.producer_ids = ProducerIds(self.id_blocks.next)
 
     # -- hooks ---------------------------------------------------------------------------
 
@@ -74,8 +89,12 @@ class DataPath:
         return list_offsets_api.list_offsets(self.ctx, header, request)
 
     async def init_producer_id(self, header: RequestHeader, request: Any) -> Any:
-        """InitProducerId (api 22): ids for idempotent producers; no transactions."""
+        """InitProducerId (api 22) of an idempotent producer (no transactional id)."""
         return self.producer_ids.init_producer_id(header, request)
+
+    async def describe_producers(self, header: RequestHeader, request: Any) -> Any:
+        """DescribeProducers (api 61)."""
+        return describe_producers_api.describe_producers(self.ctx, header, request)
 
     async def create_topics(self, header: RequestHeader, request: Any) -> Any:
         """CreateTopics (api 19)."""
@@ -95,10 +114,23 @@ class DataPath:
         self._changed(changed)
         return response
 
+    async def delete_records(self, header: RequestHeader, request: Any) -> Any:
+        """DeleteRecords (api 21)."""
+        return records_api.delete_records(self.ctx, header, request)
+
+    async def describe_log_dirs(self, header: RequestHeader, request: Any) -> Any:
+        """DescribeLogDirs (api 35)."""
+        return records_api.describe_log_dirs(self.ctx, header, request)
+
+    async def describe_cluster(self, header: RequestHeader, request: Any) -> Any:
+        """DescribeCluster (api 60)."""
+        return metadata_api.describe_cluster(self.ctx, header, request)
+
     # -- upkeep --------------------------------------------------------------------------
 
     def apply_retention(self, now_ms: int) -> None:
-        """Delete log segments past their topic's retention."""
+        """Delete log segments past their topic's retention; forget idle producers
+        (producer.id.expiration.ms) and what only the deleted records held."""
         deleted = 0
         for (topic, partition), plog in sorted(self.data.partition_logs().items()):
             try:
@@ -107,7 +139,15 @@ class DataPath:
                 log.error("retention of %s-%d failed: %s", topic, partition, exc)
         if deleted:
             log.info("retention deleted %d segments", deleted)
+        producers = self.ctx.producers
+        producers.retain(self.data.partition_logs())
+        producers.truncate_heads()
+        expired = producers.expire(now_ms, self.config.transactions.producer_id_expiration_ms)
+        if expired:
+            log.info("forgot %d idle producer ids (producer_id_expiration_ms)", expired)
 
     def close(self) -> None:
-        """Wake every long-polling fetch (they answer with what they have)."""
+        """Wake every long-polling fetch (they answer with what they have) and snapshot the
+        producer state, so the next start reads no log tail for it."""
         self.watch.close()
+        self.ctx.producers.snapshot_all()

@@ -240,6 +240,12 @@ def scenario_from_dict(data: dict[str, Any], *, source: str = "scenario") -> Sce
     if not isinstance(events, list):
         raise ScenarioError(f"{source}: events must be a list")
     checked = tuple(_event(e, i, topics, f"{source}: events[{i}]") for i, e in enumerate(events))
+    for i, ev in enumerate(checked):
+        for key in ("at_s", "from_s"):
+            if ev.get(key) is not None and ev[key] >= duration:
+                # An event past the end would never happen: refuse it rather than ignore it.
+                raise ScenarioError(f"{source}: events[{i}] ({ev['kind']}): {key} {ev[key]:g} is outside the "
+                                    f"scenario, which runs 0 <= {key} < {duration:g} (duration_s)")
     fast = _typed(data, "fast_forward", bool, True, source)
     sc = Scenario(name, seed, duration, topics, coordinator, network, members, checked, fast)
     if members.protocol == "classic" and not (coordinator.min_session_timeout_ms <= members.session_timeout_ms

@@ -26,6 +26,7 @@ from kgroup.lab.results import SUMMARY_COLUMNS, WINDOW_COLUMNS, GroupResult, sim
 from kgroup.lab.scenario import scenario_from_dict
 from kgroup.lab.sweep import Sweep, SweepGroup
 from kgroup.plugins import load_assignor_plugins
+from kgroup.spark.setup import require_java
 
 _SPARK_TYPES = {"string": "string", "long": "bigint", "double": "double", "boolean": "boolean"}
 
@@ -38,8 +39,9 @@ def local_environment() -> None:
 
 
 def session(master: str = "local[*]", app: str = "kgroup-lab") -> Any:
-    """A SparkSession for the lab (quiet logs, no web UI)."""
+    """A SparkSession for the lab (quiet logs, no web UI); SparkSetupError without Java 17."""
     local_environment()
+    require_java()
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master(master).appName(app)

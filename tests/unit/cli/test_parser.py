@@ -16,7 +16,7 @@ def parse(*argv: str):
 def test_serve_defines_the_broker_options_with_defaults() -> None:
     args = parse("serve")
     assert args.command == "serve"
-    assert args.listen == "127.0.0.1:9092"
+    assert args.listen is None  # the broker's default (127.0.0.1:9092) unless [[listeners]]
     assert args.advertised is None
     assert args.data_dir == "./kgroup-data"
     assert args.config is None

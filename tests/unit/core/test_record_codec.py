@@ -21,9 +21,15 @@ from kgroup.core.records import (
     ClassicGroupRecord,
     ClassicGroupValue,
     ClassicMemberValue,
+    GroupConfigRecord,
     OffsetCommitRecord,
     OffsetCommitValue,
+    TxnOffsetCommitRecord,
+    TxnOffsetMarkerRecord,
+    TxnRecord,
+    TxnValue,
 )
+from kgroup.core.transactions.txn_state import TxnState
 
 INT16 = st.integers(-(2**15), 2**15 - 1)
 INT32 = st.integers(-(2**31), 2**31 - 1)
@@ -69,6 +75,24 @@ EXAMPLES = [
     ClassicGroupRecord("グループ", group_value(protocol="cooperative-sticky", leader="ü")),
 ]
 
+TXN_EXAMPLES = [
+    TxnRecord("tx", TxnValue(1000, 3, 2, -1, 60_000, TxnState.ONGOING, (("t", 0), ("u", 7)), ("g",), 5, 6)),
+    TxnRecord("tx-☃", TxnValue(2**62, 32_766, -1, 7, 1, TxnState.COMPLETE_ABORT, (), (), -1, 0)),
+    TxnRecord("tx", None),
+    TxnOffsetCommitRecord("g", "t", 3, 1000, OffsetCommitValue(42, 7, "meta", 1_000)),
+    TxnOffsetCommitRecord("g", "t", 3, 1000, OffsetCommitValue(42, -1, "", 1_000, expire_timestamp_ms=9)),
+    TxnOffsetMarkerRecord(1000, True),
+    TxnOffsetMarkerRecord(-1, False),
+]
+
+GROUP_CONFIG_EXAMPLES = [
+    GroupConfigRecord("g", (("consumer.heartbeat.interval.ms", "3000"), ("consumer.session.timeout.ms", "45000"))),
+    GroupConfigRecord("grüppe-☃", (("consumer.session.timeout.ms", "métadonnées 🚀"),)),
+    GroupConfigRecord("g", ()),
+    GroupConfigRecord("g", None),
+    GroupConfigRecord("", None),
+]
+
 
 @pytest.mark.parametrize("record", EXAMPLES, ids=lambda r: type(r).__name__)
 def test_round_trip_examples(record):
@@ -100,6 +124,10 @@ def test_versions_in_key_and_value():
     grp = EXAMPLES[7]
     assert struct.unpack_from(">h", encode_key(grp))[0] == 2
     assert struct.unpack_from(">h", encode_value(grp))[0] == 0
+    # Key versions 8-10 are the transaction records; group configs come after them.
+    assert struct.unpack_from(">h", encode(TXN_EXAMPLES[0]))[0] == 8
+    assert struct.unpack_from(">h", encode(TXN_EXAMPLES[-1]))[0] == 10
+    assert struct.unpack_from(">h", encode(GROUP_CONFIG_EXAMPLES[0]))[0] == 11
 
 
 def test_key_version_0_reads_as_offset_commit():
@@ -214,6 +242,19 @@ group_values = st.builds(
     members=st.lists(member_values, max_size=5).map(tuple),
 )
 group_records = st.builds(ClassicGroupRecord, group_id=NAME, value=st.none() | group_values)
+txn_values = st.builds(
+    TxnValue, producer_id=INT64, producer_epoch=INT16, last_producer_epoch=INT16, previous_producer_id=INT64,
+    timeout_ms=INT32, state=st.sampled_from(TxnState),
+    partitions=st.lists(st.tuples(NAME, INT32), max_size=4).map(tuple),
+    groups=st.lists(NAME, max_size=3).map(tuple), start_ms=INT64, update_ms=INT64,
+)
+txn_records = (st.builds(TxnRecord, transactional_id=NAME, value=st.none() | txn_values)
+               | st.builds(TxnOffsetCommitRecord, group_id=NAME, topic=NAME, partition=INT32, producer_id=INT64,
+                           value=offset_values)
+               | st.builds(TxnOffsetMarkerRecord, producer_id=INT64, commit=st.booleans()))
+group_config_records = st.builds(
+    GroupConfigRecord, group_id=NAME,
+    configs=st.none() | st.lists(st.tuples(NAME, TEXT), max_size=4).map(tuple))
 records = offset_records | group_records
 
 SETTINGS = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -225,6 +266,32 @@ def test_round_trip_property(record):
     decoded = decode(encode(record))
     assert decoded == record
     assert type(decoded) is type(record)
+
+
+@pytest.mark.parametrize("record", TXN_EXAMPLES, ids=lambda r: type(r).__name__)
+def test_transaction_records_round_trip(record):
+    decoded = decode(encode(record))
+    assert decoded == record and type(decoded) is type(record)
+
+
+@SETTINGS
+@given(txn_records)
+def test_transaction_records_round_trip_property(record):
+    assert decode(encode(record)) == record
+
+
+@pytest.mark.parametrize("record", GROUP_CONFIG_EXAMPLES, ids=lambda r: type(r).__name__)
+def test_group_config_records_round_trip(record):
+    decoded = decode(encode(record))
+    assert decoded == record and type(decoded) is type(record)
+    # A tombstone is the key alone: version, both lengths, the group.
+    assert (len(encode(record)) == 6 + len(record.group_id.encode())) is (record.configs is None)
+
+
+@SETTINGS
+@given(group_config_records)
+def test_group_config_records_round_trip_property(record):
+    assert decode(encode(record)) == record
 
 
 @st.composite
@@ -276,8 +343,13 @@ def test_garbage_decodes_or_raises_decode_error(payload):
     assert_canonical(record, payload)
 
 
+def _value(record):
+    """What a tombstone lacks: `value`, or a GroupConfigRecord's `configs`."""
+    return record.configs if isinstance(record, GroupConfigRecord) else record.value
+
+
 @SETTINGS
-@given(records, st.data())
+@given(records | txn_records | group_config_records, st.data())
 def test_every_strict_prefix_is_rejected_or_shorter_record(record, data):
     payload = encode(record)
     cut = data.draw(st.integers(0, len(payload) - 1))
@@ -286,5 +358,5 @@ def test_every_strict_prefix_is_rejected_or_shorter_record(record, data):
     except RecordDecodeError:
         return
     # The only prefix that decodes is the key alone: the record's tombstone.
-    assert decoded.value is None and record.value is not None
+    assert _value(decoded) is None and _value(record) is not None
     assert encode(decoded) == payload[:cut]
