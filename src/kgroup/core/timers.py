@@ -32,6 +32,7 @@ class TimerKind(Enum):
     CONSUMER_SESSION = "consumer-session"  # a consumer-group member's session
     CONSUMER_REVOKE = "consumer-revoke"    # a revocation owed past the rebalance timeout
     OFFSETS_EXPIRY = "expire-offsets"      # offsets.retention.check.interval.ms
+    SHARE_SESSION = "share-session"        # a share-group member's session
 
 
 # Keys hold the kind's string value, not the member: a key is hashed on every heartbeat,
@@ -41,6 +42,7 @@ _CLASSIC_JOIN = TimerKind.CLASSIC_JOIN.value
 _CLASSIC_SYNC = TimerKind.CLASSIC_SYNC.value
 _CONSUMER_SESSION = TimerKind.CONSUMER_SESSION.value
 _CONSUMER_REVOKE = TimerKind.CONSUMER_REVOKE.value
+_SHARE_SESSION = TimerKind.SHARE_SESSION.value
 
 
 def classic_session_key(group_id: str, member_id: str) -> tuple:
@@ -62,6 +64,10 @@ def consumer_session_key(group_id: str, member_id: str) -> tuple:
 
 def consumer_revoke_key(group_id: str, member_id: str) -> tuple:
     return (_CONSUMER_REVOKE, group_id, member_id)
+
+
+def share_session_key(group_id: str, member_id: str) -> tuple:
+    return (_SHARE_SESSION, group_id, member_id)
 
 
 OFFSETS_EXPIRY_KEY = (TimerKind.OFFSETS_EXPIRY.value,)
