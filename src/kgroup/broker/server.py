@@ -26,6 +26,9 @@ from kgroup.broker.durability import Durability
 from kgroup.broker.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
 from kgroup.broker.shard import Shard, now_ms
+from kgroup.broker.share_fetch import ShareFetchService
+from kgroup.broker.share_group_api import ShareGroupApi
+from kgroup.broker.share_state import ShareStateStore
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.wire import (
@@ -45,6 +48,10 @@ API_VERSIONS = 18
 READ_CHUNK = 256 * 1024
 # Nothing is held back any more: the consumer protocol (68, 69) is served.
 DISABLED_APIS: frozenset[int] = frozenset()
+# Handlers that also take the client's host (they record it with the member), and those
+# that take the connection's id (share sessions end with their connection).
+WITH_CLIENT_HOST = frozenset({11, 68, 76})
+WITH_CONNECTION = frozenset({78, 79})
 
 
 def _member_id(prefix: str) -> str:
@@ -98,6 +105,9 @@ class Broker:
             for shard in self.shards:
                 shard.events = self.events
         consumer = ConsumerGroupApi(groups)
+        self.share_fetches = ShareFetchService(self.data, dp.watch, ShareStateStore(self.shards, shard_for))
+        share = ShareGroupApi(groups, self.share_fetches)
+        groups.on_group_deleted.append(self.share_fetches.group_deleted)
         self.handlers = {
             0: dp.produce, 1: dp.fetch, 2: dp.list_offsets, 3: dp.metadata,
             8: groups.offset_commit, 9: groups.offset_fetch, 10: groups.find_coordinator,
@@ -106,7 +116,11 @@ class Broker:
             19: dp.create_topics, 20: dp.delete_topics, 22: dp.init_producer_id, 37: dp.create_partitions,
             42: groups.delete_groups, 47: groups.offset_delete,
             68: consumer.heartbeat, 69: consumer.describe,
+            76: share.heartbeat, 77: share.describe,
+            78: self.share_fetches.share_fetch, 79: self.share_fetches.share_acknowledge,
+            90: share.describe_offsets, 91: share.alter_offsets, 92: share.delete_offsets,
         }
+        self._connection_ids = 0
         self.server = await asyncio.start_server(self._serve_connection, cfg.listen_host, cfg.listen_port,
                                                  reuse_address=True)
         host, port = self.server.sockets[0].getsockname()[:2]
@@ -195,6 +209,8 @@ class Broker:
         splitter = FrameSplitter(self.config.max_request_bytes)
         transport = writer.transport
         handle = self._handle
+        self._connection_ids += 1
+        connection = self._connection_ids
         out: list[bytes] = []  # responses not yet handed to the transport, in order
         try:
             while True:
@@ -208,7 +224,7 @@ class Broker:
                     # send() instead of one per response. A handler that does suspend (a
                     # parked JoinGroup, a long-poll Fetch, an fsync wait) first releases the
                     # responses collected so far, then is awaited as usual.
-                    coro = handle(frame, client_host)
+                    coro = handle(frame, client_host, connection)
                     try:
                         yielded = coro.send(None)
                     except StopIteration as done:
@@ -237,11 +253,13 @@ class Broker:
             log.exception("closing connection from %s after an internal error", peer)
         finally:
             self.connections.discard(task)
+            if hasattr(self, "share_fetches"):
+                self.share_fetches.connection_closed(connection)
             if out and not transport.is_closing():
                 transport.write(b"".join(out))  # answers to the requests before the bad one
             writer.close()
 
-    async def _handle(self, frame: bytes, client_host: str) -> bytes | None:
+    async def _handle(self, frame: bytes, client_host: str, connection: int) -> bytes | None:
         try:
             header, request = decode_request(frame, disabled=DISABLED_APIS)
         except UnsupportedVersion as exc:
@@ -255,8 +273,10 @@ class Broker:
             return encode_response(header, api_versions_response(header.api_version, disabled=DISABLED_APIS))
         handler = self.handlers[header.api_key]
         try:
-            if header.api_key in (11, 68):
+            if header.api_key in WITH_CLIENT_HOST:
                 response = await handler(header, request, client_host)
+            elif header.api_key in WITH_CONNECTION:
+                response = await handler(header, request, connection)
             else:
                 response = await handler(header, request)
         except StorageError as exc:
