@@ -30,7 +30,7 @@ class ShareSession:
     group_id: str
     member_id: str
     connection: int
-    next_epoch: int = 1
+    next_epoch: int = 0                     # moved to 1 by the request that opened it
     # The partitions it fetches, in the order the member named them.
     partitions: dict[SharePartitionId, None] = field(default_factory=dict)
     # Where the next fetch starts its pass over `partitions` (so none starves).

@@ -1,0 +1,160 @@
+"""Share groups (KIP-932) with real share consumers in their own processes, on a real
+`kgroup serve` and, to check the scenarios themselves, on librdkafka's mock cluster.
+
+Every consumer is a process (share_consumer_process.py) so a test can freeze it (SIGSTOP)
+or kill it (SIGKILL). The broker runs with a 5 s record lock and a delivery limit of 3
+(`SHARE_SETTINGS`), as does the mock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import time
+
+import pytest
+
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import wait_for
+from tests.integration.share_clients import (
+    LOCK_S,
+    SHARE_SETTINGS,
+    KgroupCluster,
+    MockCluster,
+    ShareProc,
+    delivered_once,
+    produce,
+    settle,
+)
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def kgroup_broker(tmp_path_factory):
+    proc = BrokerProcess(tmp_path_factory.mktemp("share") / "data", group=SHARE_SETTINGS).start()
+    yield proc
+    proc.finish()
+
+
+@pytest.fixture(params=["kgroup", "mock"])
+def cluster(request, kgroup_broker):
+    if request.param == "kgroup":
+        yield KgroupCluster(kgroup_broker)
+    else:
+        mock = MockCluster()
+        yield mock
+        mock.close()
+
+
+def fresh(cluster, partitions: int) -> tuple[str, str]:
+    n = next(_names)
+    topic, group = f"share-t{n}", f"share-g{n}"
+    cluster.create_topic(topic, partitions)
+    return topic, group
+
+
+def test_kip932_three_members_on_two_partitions_take_every_record_once(kgroup_broker):
+    cluster = KgroupCluster(kgroup_broker)
+    topic, group = fresh(cluster, 2)
+    procs = [ShareProc("confluent", cluster.bootstrap, group, topic).wait_ready() for _ in range(3)]
+    try:
+        wait_for(lambda: cluster.members(group) == 3, 30, what="three members in the share group")
+        produce(cluster.bootstrap, topic, 10_000, 2)
+        wait_for(lambda: len(delivered_once(procs)) == 10_000, 120, what="every record delivered")
+    finally:
+        for p in procs:
+            p.stop()
+    counts = delivered_once(procs)
+    assert sorted(counts) == [(p, o) for p in (0, 1) for o in range(5000)]
+    assert set(counts.values()) == {1}, "a record was delivered twice"
+    assert all(p.records() for p in procs), [len(p.records()) for p in procs]
+    # Closing sent the last implicit acknowledgements: every record is accepted.
+    wait_for(lambda: cluster.start_offsets(group) == {(topic, 0): 5000, (topic, 1): 5000}, 30,
+             what="the share partitions to start past every record")
+
+
+def test_kip932_frozen_member_keeps_its_records_until_the_lock_expires(cluster):
+    topic, group = fresh(cluster, 1)
+    produce(cluster.bootstrap, topic, 50, 1)
+    frozen = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "hold").wait_ready()
+    other = None
+    try:
+        wait_for(lambda: frozen.of("holding"), 30, what="the first member to take records")
+        held = set(frozen.offsets())
+        taken_at = min(e["t"] for e in frozen.records())
+        frozen.signal(signal.SIGSTOP)
+        other = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "accept").wait_ready()
+        wait_for(lambda: held <= other.done(), 60, what="the frozen member's records to reach the other")
+        again = [e for e in other.records() if (e["p"], e["o"]) in held]
+        assert min(e["t"] for e in again) - taken_at >= LOCK_S - 1.0, "delivered before the lock expired"
+        assert sorted((e["p"], e["o"]) for e in again) == sorted(held), "not each exactly once"
+        assert {e["count"] for e in again} == {2}
+    finally:
+        frozen.signal(signal.SIGCONT)
+        frozen.kill()
+        if other is not None:
+            other.stop()
+
+
+def test_kip932_killed_member_releases_its_records_at_once(cluster):
+    if cluster.name == "mock":
+        pytest.skip("librdkafka's mock gives a one-partition topic to one member of two (its assignor rounds "
+                    "up), so the other member gets the records only when the killed one's session expires")
+    topic, group = fresh(cluster, 1)
+    produce(cluster.bootstrap, topic, 50, 1)
+    doomed = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "hold").wait_ready()
+    wait_for(lambda: doomed.of("holding"), 30, what="the first member to take records")
+    held = set(doomed.offsets())
+    other = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "accept").wait_ready()
+    try:
+        wait_for(lambda: cluster.members(group) == 2, 30, what="both members in the group")
+        settle(1.0)
+        assert not held & set(other.offsets()), "records held by a live member were delivered elsewhere"
+        killed_at = time.time()
+        doomed.kill()
+        wait_for(lambda: held <= other.done(), LOCK_S * 4, what="the killed member's records to reach the other")
+        again = [e for e in other.records() if (e["p"], e["o"]) in held]
+        assert max(e["t"] for e in again) - killed_at < LOCK_S, "released only when the lock expired"
+        assert sorted((e["p"], e["o"]) for e in again) == sorted(held), "not each exactly once"
+    finally:
+        other.stop()
+
+
+def test_kip932_release_delivers_a_record_again_with_delivery_count_two(cluster):
+    topic, group = fresh(cluster, 1)
+    produce(cluster.bootstrap, topic, 20, 1)
+    proc = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "first-release").wait_ready()
+    try:
+        wait_for(lambda: len(proc.done("accept")) == 20, 60, what="every record accepted on its second delivery")
+        settle(1.0)
+    finally:
+        proc.stop()
+    counts = sorted((e["o"], e["count"]) for e in proc.records())
+    assert counts == sorted([(o, 1) for o in range(20)] + [(o, 2) for o in range(20)])
+
+
+def test_kip932_reject_archives_a_record(cluster):
+    topic, group = fresh(cluster, 1)
+    produce(cluster.bootstrap, topic, 20, 1)
+    proc = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "reject").wait_ready()
+    try:
+        wait_for(lambda: len(proc.done("reject")) == 20, 60, what="every record rejected")
+        settle(LOCK_S + 1)
+    finally:
+        proc.stop()
+    assert sorted(proc.offsets()) == [(0, o) for o in range(20)], "a rejected record came back"
+
+
+def test_kip932_a_record_released_every_time_is_archived_at_the_delivery_limit(cluster):
+    topic, group = fresh(cluster, 1)
+    produce(cluster.bootstrap, topic, 10, 1)
+    limit = SHARE_SETTINGS["share_delivery_count_limit"]
+    proc = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "release").wait_ready()
+    try:
+        wait_for(lambda: len(proc.records()) >= 10 * limit, 60, what="every record delivered to the limit")
+        settle(2.0)
+    finally:
+        proc.stop()
+    counts = sorted((e["o"], e["count"]) for e in proc.records())
+    assert counts == sorted((o, c) for o in range(10) for c in range(1, limit + 1))
