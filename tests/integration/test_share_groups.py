@@ -37,12 +37,19 @@ def kgroup_broker(tmp_path_factory):
     proc.finish()
 
 
-@pytest.fixture(params=["kgroup", "mock"])
+@pytest.fixture(params=[("kgroup", "confluent"), ("kgroup", "kgroup"), ("mock", "confluent")],
+                ids=["kgroup-confluent", "kgroup-ours", "mock-confluent"])
 def cluster(request, kgroup_broker):
-    if request.param == "kgroup":
-        yield KgroupCluster(kgroup_broker)
+    """(cluster, share consumer): confluent-kafka's and ours on kgroup, and confluent-kafka's
+    on librdkafka's mock cluster to check the scenario itself."""
+    where, client = request.param
+    if where == "kgroup":
+        c = KgroupCluster(kgroup_broker)
+        c.client = client
+        yield c
     else:
         mock = MockCluster()
+        mock.client = client
         yield mock
         mock.close()
 
@@ -54,10 +61,12 @@ def fresh(cluster, partitions: int) -> tuple[str, str]:
     return topic, group
 
 
-def test_kip932_three_members_on_two_partitions_take_every_record_once(kgroup_broker):
+@pytest.mark.parametrize("clients", [("confluent",) * 3, ("kgroup", "confluent", "kgroup")],
+                         ids=["confluent", "ours-with-confluent"])
+def test_kip932_three_members_on_two_partitions_take_every_record_once(kgroup_broker, clients):
     cluster = KgroupCluster(kgroup_broker)
     topic, group = fresh(cluster, 2)
-    procs = [ShareProc("confluent", cluster.bootstrap, group, topic).wait_ready() for _ in range(3)]
+    procs = [ShareProc(client, cluster.bootstrap, group, topic).wait_ready() for client in clients]
     try:
         wait_for(lambda: cluster.members(group) == 3, 30, what="three members in the share group")
         produce(cluster.bootstrap, topic, 10_000, 2)
@@ -77,14 +86,14 @@ def test_kip932_three_members_on_two_partitions_take_every_record_once(kgroup_br
 def test_kip932_frozen_member_keeps_its_records_until_the_lock_expires(cluster):
     topic, group = fresh(cluster, 1)
     produce(cluster.bootstrap, topic, 50, 1)
-    frozen = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "hold").wait_ready()
+    frozen = ShareProc(cluster.client, cluster.bootstrap, group, topic, "explicit", "hold").wait_ready()
     other = None
     try:
         wait_for(lambda: frozen.of("holding"), 30, what="the first member to take records")
         held = set(frozen.offsets())
         taken_at = min(e["t"] for e in frozen.records())
         frozen.signal(signal.SIGSTOP)
-        other = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "accept").wait_ready()
+        other = ShareProc(cluster.client, cluster.bootstrap, group, topic, "explicit", "accept").wait_ready()
         wait_for(lambda: held <= other.done(), 60, what="the frozen member's records to reach the other")
         again = [e for e in other.records() if (e["p"], e["o"]) in held]
         assert min(e["t"] for e in again) - taken_at >= LOCK_S - 1.0, "delivered before the lock expired"
@@ -103,10 +112,10 @@ def test_kip932_killed_member_releases_its_records_at_once(cluster):
                     "up), so the other member gets the records only when the killed one's session expires")
     topic, group = fresh(cluster, 1)
     produce(cluster.bootstrap, topic, 50, 1)
-    doomed = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "hold").wait_ready()
+    doomed = ShareProc(cluster.client, cluster.bootstrap, group, topic, "explicit", "hold").wait_ready()
     wait_for(lambda: doomed.of("holding"), 30, what="the first member to take records")
     held = set(doomed.offsets())
-    other = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "accept").wait_ready()
+    other = ShareProc(cluster.client, cluster.bootstrap, group, topic, "explicit", "accept").wait_ready()
     try:
         wait_for(lambda: cluster.members(group) == 2, 30, what="both members in the group")
         settle(1.0)
@@ -124,7 +133,7 @@ def test_kip932_killed_member_releases_its_records_at_once(cluster):
 def test_kip932_release_delivers_a_record_again_with_delivery_count_two(cluster):
     topic, group = fresh(cluster, 1)
     produce(cluster.bootstrap, topic, 20, 1)
-    proc = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "first-release").wait_ready()
+    proc = ShareProc(cluster.client, cluster.bootstrap, group, topic, "explicit", "first-release").wait_ready()
     try:
         wait_for(lambda: len(proc.done("accept")) == 20, 60, what="every record accepted on its second delivery")
         settle(1.0)
@@ -137,7 +146,7 @@ def test_kip932_release_delivers_a_record_again_with_delivery_count_two(cluster)
 def test_kip932_reject_archives_a_record(cluster):
     topic, group = fresh(cluster, 1)
     produce(cluster.bootstrap, topic, 20, 1)
-    proc = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "reject").wait_ready()
+    proc = ShareProc(cluster.client, cluster.bootstrap, group, topic, "explicit", "reject").wait_ready()
     try:
         wait_for(lambda: len(proc.done("reject")) == 20, 60, what="every record rejected")
         settle(LOCK_S + 1)
@@ -150,7 +159,7 @@ def test_kip932_a_record_released_every_time_is_archived_at_the_delivery_limit(c
     topic, group = fresh(cluster, 1)
     produce(cluster.bootstrap, topic, 10, 1)
     limit = SHARE_SETTINGS["share_delivery_count_limit"]
-    proc = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "release").wait_ready()
+    proc = ShareProc(cluster.client, cluster.bootstrap, group, topic, "explicit", "release").wait_ready()
     try:
         wait_for(lambda: len(proc.records()) >= 10 * limit, 60, what="every record delivered to the limit")
         settle(2.0)

@@ -6,7 +6,8 @@ from kgroup.client.cluster import Cluster
 from kgroup.client.consumer import CommitFailedError, Consumer, ConsumerRebalanceListener
 from kgroup.client.producer import Producer
 from kgroup.client.records import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
+from kgroup.client.share_consumer import AcknowledgeType, ShareConsumer, ShareConsumerError, ShareRecord
 
-__all__ = ["AdminClient", "Cluster", "CommitFailedError", "Consumer",
+__all__ = ["AcknowledgeType", "AdminClient", "Cluster", "CommitFailedError", "Consumer",
            "ConsumerRebalanceListener", "ConsumerRecord", "OffsetAndMetadata", "Producer",
-           "RecordMetadata", "TopicPartition"]
+           "RecordMetadata", "ShareConsumer", "ShareConsumerError", "ShareRecord", "TopicPartition"]
