@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 # The share-group settings every scenario runs with (kgroup's TOML [group] table; the
 # mock's share-group settings are set to the same).
 SHARE_SETTINGS = {"share_auto_offset_reset": "earliest", "share_record_lock_duration_ms": 5000,
-                  "share_delivery_count_limit": 3, "share_heartbeat_interval_ms": 1000}
+                  "share_delivery_count_limit": 3, "share_heartbeat_interval_ms": 1000,
+                  "share_session_timeout_ms": 10_000}
 LOCK_S = SHARE_SETTINGS["share_record_lock_duration_ms"] / 1000
 
 

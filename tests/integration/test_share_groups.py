@@ -167,3 +167,45 @@ def test_kip932_a_record_released_every_time_is_archived_at_the_delivery_limit(c
         proc.stop()
     counts = sorted((e["o"], e["count"]) for e in proc.records())
     assert counts == sorted((o, c) for o in range(10) for c in range(1, limit + 1))
+
+
+def test_kip932_groups_tools_show_share_groups_and_reset_an_empty_one(kgroup_broker, capsys):
+    from kgroup.cli.main import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        status = main([*argv, "--bootstrap-server", kgroup_broker.bootstrap])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    cluster = KgroupCluster(kgroup_broker)
+    topic, group = fresh(cluster, 2)
+    produce(cluster.bootstrap, topic, 100, 2)
+    holder = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "hold").wait_ready()
+    try:
+        wait_for(lambda: holder.of("holding"), 30, what="a member holding records")
+        held = len(holder.records())
+        status, out, _ = run("groups", "list", "--type", "share")
+        assert status == 0 and group in out and "share" in out
+        status, out, _ = run("groups", "describe", group)
+        assert status == 0, out
+        assert "TYPE share" in out and "MEMBERS 1" in out and f"{topic}-0,{topic}-1" in out
+        lines = {tuple(line.split()[:5]) for line in out.splitlines() if line.startswith(topic)}
+        # Nothing acknowledged yet: each share partition starts at 0 with its 50 records in flight.
+        assert lines == {(topic, "0", "0", "50", "50"), (topic, "1", "0", "50", "50")}, out
+        assert held > 0
+        status, _, err = run("groups", "reset-offsets", group, "--topic", topic, "--to-latest", "--execute")
+        assert status != 0 and "inactive" in err
+    finally:
+        holder.kill()                                   # its connection closes: records released
+    # The killed member stays in the group until its session (10 s here) expires.
+    wait_for(lambda: "Empty" in run("groups", "describe", group)[1], 60, what="the share group to be empty")
+    status, out, _ = run("groups", "reset-offsets", group, "--topic", topic, "--to-offset", "30", "--execute")
+    assert status == 0, out
+    assert cluster.start_offsets(group) == {(topic, 0): 30, (topic, 1): 30}
+    reader = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "accept").wait_ready()
+    try:
+        wait_for(lambda: len(reader.done()) == 40, 30, what="the records after the new start offsets")
+        settle(1.0)
+    finally:
+        reader.stop()
+    assert sorted(reader.offsets()) == [(p, o) for p in (0, 1) for o in range(30, 50)]

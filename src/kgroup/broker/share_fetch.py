@@ -40,7 +40,7 @@ from kgroup.broker.data_api import ArrivalWatch
 from kgroup.broker.share_state import ShareStateStore
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.records import ShareStateValue
-from kgroup.core.share_partition import AckBatch, AcquiredRange, LogBatch, SharePartition
+from kgroup.core.share_partition import AckBatch, AcquiredRange, LogBatch, RecordState, SharePartition
 from kgroup.core.share_sessions import FINAL_EPOCH, OPEN_EPOCH, SharePartitionId, ShareSession, ShareSessions
 from kgroup.storage import DataDir, StorageError
 from kgroup.storage.batch_header import HEADER_SIZE, LOG_OVERHEAD
@@ -244,6 +244,22 @@ class ShareFetchService:
         """The group's share-partition state was altered or deleted: load it again."""
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
+
+    def lag(self, group_id: str, topic_id: str, partition: int, start_offset: int) -> int:
+        """Records past the start offset not yet acknowledged or archived (Kafka's share lag),
+        from the live share partition when this node has it loaded."""
+        name = self._topics_by_id().get(topic_id, (None, 0))[0]
+        if name is None or start_offset < 0:
+            return -1
+        try:
+            end = self.data.partition_log(name, partition).log_end_offset
+        except TopicError:
+            return -1
+        sp = self.partitions.get((group_id, topic_id, partition))
+        if sp is None:
+            return max(0, end - start_offset)
+        counts = sp.counts()
+        return max(0, end - sp.start - counts[RecordState.ACKNOWLEDGED] - counts[RecordState.ARCHIVED])
 
     # ---- sessions ----------------------------------------------------------------------------
 

@@ -123,7 +123,7 @@ class ShareGroupApi:
             for o in resp.offsets:
                 by_topic.setdefault(o.topic_id, []).append(build(
                     part_cls, partition_index=o.partition, start_offset=o.start_offset, leader_epoch=-1,
-                    lag=-1, error_code=ErrorCode.NONE if o.topic_id in names else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                    lag=self.fetches.lag(g.group_id, o.topic_id, o.partition, o.start_offset), error_code=ErrorCode.NONE if o.topic_id in names else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             out.append(build(group_cls, group_id=g.group_id, error_code=ErrorCode.NONE, error_message=None, topics=tuple(
                 build(topic_cls, topic_name=names.get(t, ""), topic_id=uuid.UUID(t) if t in names else None,
                       partitions=tuple(ps))

@@ -144,6 +144,8 @@ async def _log_end(admin: AdminClient, topics: set[str]) -> dict[tuple[str, int]
 
 async def groups_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
     desc = await _describe(admin, args.group)
+    if desc is not None and desc.protocol_type == "share":
+        return await _share_group_describe(admin, desc, out)
     committed = await admin.list_group_offsets(args.group)
     if desc is not None and desc.state == "Dead" and not committed:
         raise CliError(f"group {args.group!r} does not exist",
@@ -188,6 +190,39 @@ async def groups_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
     return 0
 
 
+async def _share_group_describe(admin: AdminClient, desc: GroupDescription, out: TextIO) -> int:
+    """A share group (KIP-932): members with their assignments (a partition may have several),
+    and per share partition its start offset and the records past it still in flight."""
+    out.write(f"GROUP {desc.group_id}  STATE {desc.state}  TYPE share  ASSIGNOR {desc.protocol}  "
+              f"MEMBERS {len(desc.members)}\n\n")
+    members: dict[tuple[str, int], list[str]] = {}
+    rows = [["MEMBER-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"]]
+    for m in desc.members:
+        assigned = m.assignment or {}
+        for t, ps in assigned.items():
+            for p in ps:
+                members.setdefault((t, p), []).append(m.client_id or m.member_id)
+        rows.append([m.member_id, m.client_id, m.client_host,
+                     ",".join(f"{t}-{p}" for t, ps in sorted(assigned.items()) for p in ps) or "-"])
+    if desc.members:
+        _table(rows, out)
+        out.write("\n")
+    states = await admin.share_group_offsets(desc.group_id)
+    keys = set(states) | set(members)
+    ends = await _log_end(admin, {t for t, _ in keys})
+    rows = [["TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "IN-FLIGHT", "MEMBERS"]]
+    for key in sorted(keys):
+        start, lag = states.get(key, (-1, -1))
+        end = ends.get(key)
+        rows.append([key[0], str(key[1]), "-" if start < 0 else str(start), "-" if end is None else str(end),
+                     "-" if lag < 0 else str(lag), ",".join(members.get(key, [])) or "-"])
+    if len(rows) > 1:
+        _table(rows, out)
+    else:
+        out.write("(no share partitions yet)\n")
+    return 0
+
+
 async def groups_delete(args: Any, admin: AdminClient, out: TextIO) -> int:
     try:
         await admin.delete_groups([args.group])
@@ -223,7 +258,11 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
     parts = [p.partition for p in info.partitions]
     earliest = await admin.list_offsets(args.topic, parts, EARLIEST)
     latest = await admin.list_offsets(args.topic, parts, LATEST)
-    committed = await admin.list_group_offsets(args.group, {args.topic: parts})
+    share = desc is not None and desc.protocol_type == "share"
+    if share:
+        committed = await admin.list_share_group_offsets(args.group)
+    else:
+        committed = await admin.list_group_offsets(args.group, {args.topic: parts})
     plan: dict[tuple[str, int], int] = {}
     for p in parts:
         if args.to_earliest:
@@ -242,7 +281,11 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
         out.write("\nDry run: nothing committed. Add --execute to commit these offsets.\n")
         return 0
     try:
-        await admin.alter_group_offsets(args.group, plan, require_empty=desc is None)
+        if share:
+            # A share group's position is its share partitions' start offsets (KIP-932).
+            await admin.alter_share_group_offsets(args.group, {args.topic: {p: o for (_, p), o in plan.items()}})
+        else:
+            await admin.alter_group_offsets(args.group, plan, require_empty=desc is None)
     except GroupNotEmpty:
         raise
     except BrokerError as exc:

@@ -154,7 +154,7 @@ def build_parser() -> Parser:
     g.add_argument("--state", action="append", default=[],
                    help="only groups in this state (Empty, Stable, ...), repeatable")
     g.add_argument("--type", action="append", default=[],
-                   help="only groups of this type (classic, consumer), repeatable")
+                   help="only groups of this type (classic, consumer, share), repeatable")
     g = gsub.add_parser("describe", parents=[client],
                         help="state, members, assignments, committed offsets and lag")
     g.add_argument("group", metavar="GROUP")

@@ -330,6 +330,12 @@ class AdminClient:
     async def list_share_group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         """(topic, partition) -> the share partition's start offset, for every partition the
         share group has state for (DescribeShareGroupOffsets)."""
+        return {k: start for k, (start, _) in (await self.share_group_offsets(group)).items()}
+
+    async def share_group_offsets(self, group: str) -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, partition) -> (start offset, lag): where each share partition of the group
+        starts, and how many records past it are not yet acknowledged or archived (-1: the
+        broker does not say)."""
         resp = await self._call_coordinator(
             group,
             DESCRIBE_SHARE_GROUP_OFFSETS,
@@ -338,7 +344,8 @@ class AdminClient:
         )
         g = resp.groups[0]
         _check(_err(g), f"describe share group offsets of {group!r}", g.error_message)
-        return {(t.topic_name, p.partition_index): p.start_offset for t in g.topics for p in t.partitions}
+        return {(t.topic_name, p.partition_index): (p.start_offset, getattr(p, "lag", -1))
+                for t in g.topics for p in t.partitions}
 
     async def alter_share_group_offsets(self, group: str, offsets: Mapping[str, Mapping[int, int]]) -> None:
         """Set share partitions' start offsets (the share group must be empty)."""
