@@ -209,3 +209,23 @@ def test_kip932_share_groups_emit_group_events_like_the_other_kinds():
     assert ("member_joined", "m2", "Stable") in step("m2", 0, ("orders",))
     assert ("member_left", "m1", "Stable") in step("m1", -1)
     assert ("member_left", "m2", "Empty") in step("m2", -1)
+
+
+def test_share_configs_broker_defaults_and_a_groups_dynamic_values():
+    import pytest
+
+    c = ctx()
+    configs = c.coord.share.configs
+    assert configs.limits("sg") == configs.limits("other")
+    assert (configs.session_timeout("sg"), configs.auto_offset_reset("sg")) == (10_000, "latest")
+    # A group's dynamic configs (the group-metadata log's GroupConfigRecord, replayed into
+    # stored.group_configs) win over the broker's [group] share_* defaults.
+    c.coord.stored.group_configs["sg"] = (("share.delivery.count.limit", "3"),
+                                         ("share.record.lock.duration.ms", "5000"))
+    assert (configs.limits("sg").delivery_limit, configs.limits("sg").record_lock_ms) == (3, 5_000)
+    assert configs.limits("other").delivery_limit == 5
+    with pytest.raises(ValueError, match="share_delivery_count_limit"):
+        GroupConfig(share_delivery_count_limit=1)
+    with pytest.raises(ValueError, match="share_auto_offset_reset"):
+        GroupConfig(share_auto_offset_reset="sometimes")
+    assert GroupConfig(share_record_lock_duration_ms=5_000).share_record_lock_duration_ms == 5_000
