@@ -231,8 +231,9 @@ class ShareFetchService:
             self._release(session.group_id, session.member_id, list(session.partitions))
 
     def member_left(self, group_id: str, member_id: str) -> None:
-        """The member left its share group: end its session, release everything it holds."""
-        self.sessions.drop_member(group_id, member_id)
+        """The member left its share group: release everything it holds now. Its share
+        session stays until the member closes it (clients send that final request after the
+        leave, on another connection) or its connection closes."""
         self._release(group_id, member_id)
 
     def group_deleted(self, group_id: str) -> None:
@@ -278,6 +279,17 @@ class ShareFetchService:
                     self._release(group_id, member_id, list(old.partitions))
             raise
 
+    def _continue(self, group_id: str, member_id: str, epoch: int, acks: dict | None,
+                  connection: int) -> ShareSession:
+        """Step 1 of both APIs: the request's session, its epoch moved on (GroupError if not)."""
+        if not group_id or not member_id or acks is None:
+            raise GroupError(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required; acknowledgement "
+                                                        "batches must be ordered, with valid types")
+        session = self._session(group_id, member_id, epoch, connection)
+        if epoch != FINAL_EPOCH:
+            session.advance()
+        return session
+
     def _close(self, session: ShareSession) -> None:
         self.sessions.drop(session)
         self._release(session.group_id, session.member_id, list(session.partitions))
@@ -297,19 +309,14 @@ class ShareFetchService:
                          acquisition_lock_timeout=0, responses=(), node_endpoints=())
 
         # 1. The session.
-        if not group_id or not member_id or acks is None:
-            return failed(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required; acknowledgement "
-                                                     "batches must be ordered, with valid types")
         if epoch == OPEN_EPOCH and acks:
             return failed(ErrorCode.INVALID_REQUEST, "a request opening a share session cannot acknowledge")
         if epoch == FINAL_EPOCH and forgotten:
             return failed(ErrorCode.INVALID_REQUEST, "a request closing a share session cannot forget partitions")
         try:
-            session = self._session(group_id, member_id, epoch, connection)
+            session = self._continue(group_id, member_id, epoch, acks, connection)
         except GroupError as exc:
             return failed(exc.code, exc.message)
-        if epoch != FINAL_EPOCH:
-            session.advance()
         for pid in requested:
             session.partitions.setdefault(pid, None)
         topics = self._topics_by_id()
@@ -443,17 +450,12 @@ class ShareFetchService:
             return build(cls, throttle_time=0, error_code=code, error_message=message, responses=(),
                          node_endpoints=())
 
-        if not group_id or not member_id or acks is None:
-            return failed(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required; acknowledgement "
-                                                     "batches must be ordered, with valid types")
         if epoch == OPEN_EPOCH:
             return failed(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "only ShareFetch opens a share session")
         try:
-            session = self._session(group_id, member_id, epoch, connection)
+            session = self._continue(group_id, member_id, epoch, acks, connection)
         except GroupError as exc:
             return failed(exc.code, exc.message)
-        if epoch != FINAL_EPOCH:
-            session.advance()
         ack_errors = await self._acknowledge(group_id, member_id, acks, self._topics_by_id())
         if epoch == FINAL_EPOCH:
             self._close(session)

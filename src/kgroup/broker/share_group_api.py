@@ -130,21 +130,28 @@ class ShareGroupApi:
                 for t, ps in by_topic.items())))
         return build(cls, throttle_time=0, groups=tuple(out))
 
+    async def _reset(self, handler_of, group_id: str, request: Any) -> tuple[ErrorCode, str | None]:
+        """Run an offsets reset on the group's coordinator; share partitions then reload."""
+        shard = self.groups._shard(group_id)
+        try:
+            await shard.call(handler_of(shard.coordinator), request)
+        except GroupError as exc:
+            return exc.code, exc.message or None
+        self.fetches.state_reset(group_id)
+        return ErrorCode.NONE, None
+
+    def _topic_ids(self, group_id: str) -> dict[str, str]:
+        return {name: tid for name, (tid, _) in self._topics(self.groups._shard(group_id)).items()}
+
     async def alter_offsets(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(ALTER_SHARE_OFFSETS, header.api_version)
         topic_cls = item(cls, "responses")
         part_cls = item(topic_cls, "partitions")
-        shard = self.groups._shard(req.group_id)
-        ids = {name: tid for name, (tid, _) in self._topics(shard).items()}
+        ids = self._topic_ids(req.group_id)
         offsets = tuple((ids[t.topic_name], p.partition_index, p.start_offset)
                         for t in req.topics if t.topic_name in ids for p in t.partitions)
-        error = ErrorCode.NONE
-        message = None
-        try:
-            await shard.call(shard.coordinator.alter_share_offsets, AlterShareOffsetsRequest(req.group_id, offsets))
-            self.fetches.state_reset(req.group_id)
-        except GroupError as exc:
-            error, message = exc.code, exc.message or None
+        error, message = await self._reset(lambda c: c.alter_share_offsets, req.group_id,
+                                           AlterShareOffsetsRequest(req.group_id, offsets))
         return build(cls, throttle_time=0, error_code=error, error_message=message, responses=tuple(
             build(topic_cls, topic_name=t.topic_name,
                   topic_id=uuid.UUID(ids[t.topic_name]) if t.topic_name in ids else None,
@@ -157,16 +164,10 @@ class ShareGroupApi:
     async def delete_offsets(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(DELETE_SHARE_OFFSETS, header.api_version)
         topic_cls = item(cls, "responses")
-        shard = self.groups._shard(req.group_id)
-        ids = {name: tid for name, (tid, _) in self._topics(shard).items()}
+        ids = self._topic_ids(req.group_id)
         wanted = tuple(ids[t.topic_name] for t in req.topics if t.topic_name in ids)
-        error = ErrorCode.NONE
-        message = None
-        try:
-            await shard.call(shard.coordinator.delete_share_offsets, DeleteShareOffsetsRequest(req.group_id, wanted))
-            self.fetches.state_reset(req.group_id)
-        except GroupError as exc:
-            error, message = exc.code, exc.message or None
+        error, message = await self._reset(lambda c: c.delete_share_offsets, req.group_id,
+                                           DeleteShareOffsetsRequest(req.group_id, wanted))
         return build(cls, throttle_time=0, error_code=error, error_message=message, responses=tuple(
             build(topic_cls, topic_name=t.topic_name,
                   topic_id=uuid.UUID(ids[t.topic_name]) if t.topic_name in ids else None,
