@@ -250,12 +250,14 @@ class SharePartition:
             if span <= 0 or b.first_offset <= previous_last or len(b.types) not in (1, span):
                 return ErrorCode.INVALID_REQUEST
             previous_last = b.last_offset
-            for i, offset in enumerate(range(b.first_offset, b.last_offset + 1)):
-                kind = b.types[0] if len(b.types) == 1 else b.types[i]
-                if kind not in _ACK_MOVES.keys():
-                    return ErrorCode.INVALID_REQUEST
-                if offset < self.start:
-                    continue                            # finished already (archived meanwhile)
+            if any(kind not in _ACK_MOVES.keys() for kind in b.types):
+                return ErrorCode.INVALID_REQUEST
+            if b.last_offset >= self.end:
+                return ErrorCode.INVALID_RECORD_STATE   # never delivered (checked before any loop)
+            # Offsets below the start are finished already (archived meanwhile): skipped
+            # without a pass over them, however far back the range reaches.
+            for offset in range(max(b.first_offset, self.start), b.last_offset + 1):
+                kind = b.types[0] if len(b.types) == 1 else b.types[offset - b.first_offset]
                 slot = self.slots.get(offset)
                 if slot is None or slot.state is not S.ACQUIRED or slot.owner != member_id:
                     return ErrorCode.INVALID_RECORD_STATE

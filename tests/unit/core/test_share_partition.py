@@ -107,6 +107,15 @@ def test_kip932_acknowledgements_of_a_partition_apply_all_or_none():
     assert sp.acknowledge("a", [AckBatch(0, 4, (1, 2, 3, 1, 1))], 1) is ErrorCode.NONE
 
 
+def test_acknowledgements_far_outside_the_window_are_refused_without_walking_them():
+    far = 2**62
+    sp = fresh(start=far)
+    sp.acquire("a", log((far, far + 4)), 100, 0)
+    assert sp.acknowledge("a", [AckBatch(far, 2**63 - 1, ACCEPT)], 2) is ErrorCode.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", [AckBatch(0, far + 3, ACCEPT)], 2) is ErrorCode.NONE   # below the start: done
+    assert sp.held_by("a") == [far + 4]
+
+
 def test_kip932_the_window_holds_at_most_max_in_flight_records():
     sp = SharePartition(0, limits=ShareLimits(5_000, 3, max_in_flight=4))
     assert sp.acquire("a", log(*((i, i) for i in range(10))), 100, 0) == [AcquiredRange(0, 3, 1)]
