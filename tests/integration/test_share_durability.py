@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import wait_for
 from tests.integration.share_clients import SHARE_SETTINGS, KgroupCluster, ShareProc, produce
@@ -14,11 +16,12 @@ CYCLES = 10
 PER_CYCLE = 400
 
 
-def test_kip932_broker_kill9_during_consumption_never_redelivers_an_accepted_record(tmp_path):
+@pytest.mark.parametrize("client", ["confluent", "kgroup"], ids=["confluent", "ours"])
+def test_kip932_broker_kill9_during_consumption_never_redelivers_an_accepted_record(tmp_path, client):
     broker = BrokerProcess(tmp_path / "data", group=SHARE_SETTINGS).start()
     cluster = KgroupCluster(broker)
     cluster.create_topic("orders", 2)
-    proc = ShareProc("confluent", broker.bootstrap, "workers", "orders", "explicit", "accept").wait_ready()
+    proc = ShareProc(client, broker.bootstrap, "workers", "orders", "explicit", "accept").wait_ready()
     try:
         for cycle in range(CYCLES):
             produce(broker.bootstrap, "orders", PER_CYCLE, 2)

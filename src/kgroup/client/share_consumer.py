@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgroup.client.cluster import Cluster, request_fields
-from kgroup.client.errors import BrokerError
+from kgroup.client.errors import BrokerError, KafkaClientError
 from kgroup.client.fetcher import decode
 from kgroup.client.records import TopicPartition
 from kgroup.error_codes import ErrorCode
@@ -207,7 +207,12 @@ class ShareConsumer:
         return by_node
 
     async def _fetch_all(self, max_wait_ms: int) -> list[ShareRecord]:
-        by_node = await self._routes()
+        try:
+            by_node = await self._routes()
+        except (KafkaClientError, OSError, asyncio.TimeoutError):
+            # No broker answers metadata right now (it restarts, it moved): poll again later.
+            await asyncio.sleep(0.1)
+            return []
         for node in list(self._sessions):
             if node not in by_node:
                 by_node[node] = []                          # forget what moved away
