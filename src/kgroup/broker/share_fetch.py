@@ -7,8 +7,9 @@ coordinator persisted (share_state.py; a partition with no state starts where th
 `share.auto.offset.reset` says) and one share session per (group, member)
 (core/share_sessions.py). A ShareFetch, in order:
 
-1. checks its session epoch (0 opens a session and releases what the member's previous
-   session held, -1 closes it, otherwise it must be the expected epoch);
+1. checks its session epoch (0 opens a session, for a member of the share group only, and
+   releases what the member's previous session held; -1 closes it; otherwise it must be the
+   expected epoch);
 2. applies the acknowledgements it carries, partition by partition, all or none per
    partition, and persists the partitions they changed: their records are appended to the
    group's metadata log in the order the changes were made, and the answer waits until they
@@ -266,6 +267,12 @@ class ShareFetchService:
 
     def _session(self, group_id: str, member_id: str, epoch: int, connection: int) -> ShareSession:
         if epoch == OPEN_EPOCH:
+            # Only a member of the share group opens a session (its records are handed out
+            # from it); a member that left or was fenced joins again first.
+            code = self.store.membership(group_id, member_id)
+            if code is not ErrorCode.NONE:
+                raise GroupError(code, f"{member_id} is not a member of share group {group_id}"
+                                 if code is ErrorCode.UNKNOWN_MEMBER_ID else f"no share group {group_id}")
             session, old = self.sessions.open(group_id, member_id, connection)
             if old is not None:
                 self._release(group_id, member_id, list(old.partitions))

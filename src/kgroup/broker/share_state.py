@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from kgroup.broker.shard import Shard
+from kgroup.core.errors import ErrorCode
 from kgroup.core.records import ShareStateValue
 from kgroup.core.share_messages import ShareStateKey, WriteShareStateRequest
 from kgroup.core.share_partition import ShareLimits
@@ -56,6 +57,11 @@ class ShareStateStore:
         reply = shard.submit(shard.coordinator.write_share_state,
                              WriteShareStateRequest(group_id, topic_id, partition, value))
         return shard.wait(reply)
+
+    def membership(self, group_id: str, member_id: str) -> ErrorCode:
+        """NONE if `member_id` is a member of share group `group_id`, else why not
+        (GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID). Read where the group is coordinated."""
+        return self._shard(group_id).coordinator.share.membership(group_id, member_id)
 
     # ---- the group's configs (read where the group is coordinated) --------------------------
 

@@ -250,6 +250,14 @@ class ShareProtocol:
     # Share-partition state
     # ======================================================================================
 
+    def membership(self, group_id: str, member_id: str) -> ErrorCode:
+        """Whether `member_id` may open a share session in `group_id`: NONE, GROUP_ID_NOT_FOUND
+        (no share group of that id) or UNKNOWN_MEMBER_ID."""
+        group = self.shard.share_groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        return ErrorCode.NONE if member_id in group.members else ErrorCode.UNKNOWN_MEMBER_ID
+
     def read_state(self, key: ShareStateKey, reply: ReplyTo, now_ms: int) -> Result:
         """The stored state of one share partition (None: it has none yet)."""
         value = self.shard.stored.share_states.get(key.group_id, {}).get((key.topic_id, key.partition))

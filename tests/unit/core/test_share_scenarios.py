@@ -92,6 +92,19 @@ def test_kip932_leave_with_epoch_minus_one_empties_the_group():
     assert [(g.group_id, g.group_type, g.state) for g in listed] == [("sg", "share", "Empty")]
 
 
+def test_kip932_only_a_member_of_the_share_group_may_open_a_share_session():
+    c = ctx()
+    share = c.coord.share
+    assert share.membership("sg", "m1") is ErrorCode.GROUP_ID_NOT_FOUND
+    hb(c, "m1", 0, ("orders",))
+    assert share.membership("sg", "m1") is ErrorCode.NONE
+    assert share.membership("sg", "ghost") is ErrorCode.UNKNOWN_MEMBER_ID
+    hb(c, "m1", -1)
+    assert share.membership("sg", "m1") is ErrorCode.UNKNOWN_MEMBER_ID
+    c.join("classic")
+    assert share.membership("classic", "m1") is ErrorCode.GROUP_ID_NOT_FOUND
+
+
 def test_kip932_share_group_and_other_kinds_do_not_mix():
     c = ctx()
     hb(c, "m1", 0, ("orders",))
