@@ -11,9 +11,12 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
+from kgroup.client.cluster import Cluster, request_fields
+from kgroup.wire.versions import SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT
 from tests.integration.clients import create_topic, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,6 +145,66 @@ class MockCluster:
 
     def close(self) -> None:
         self.mock.close()
+
+
+class RawShareClient:
+    """Hand-built share-group requests over one connection (a share session lives on it), to
+    send what no well-behaved client would; partition 0 of `topic` is the one fetched."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        self.topic = topic
+        self.group = group
+        self.cluster = Cluster(bootstrap, client_id="raw-share")
+        self.conn = None
+        self.topic_id = ""
+
+    async def __aenter__(self) -> "RawShareClient":
+        md = await self.cluster.metadata([self.topic])
+        self.topic_id = str(md.topics[self.topic].topic_id)
+        self.conn = await self.cluster.node(await self.cluster.leader(self.topic, 0))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.cluster.close()
+
+    async def call(self, api_key: int, **fields):
+        """Any request, to the broker the connection is open to."""
+        return await self.cluster.request(self.conn, api_key, request_fields(**fields), timeout=10)
+
+    async def heartbeat(self, member_id: str, epoch: int, group: str | None = None,
+                        topics: tuple[str, ...] | None = ()):
+        """ShareGroupHeartbeat; `topics` () subscribes to `topic`, None leaves it unchanged."""
+        return await self.cluster.request(self.conn, SHARE_GROUP_HEARTBEAT, request_fields(
+            group_id=self.group if group is None else group, member_id=member_id, member_epoch=epoch, rack_id=None,
+            subscribed_topic_names=None if topics is None else list(topics or (self.topic,))), timeout=10)
+
+    async def join(self, member_id: str) -> None:
+        """Join and heartbeat until the member is given the topic's partition."""
+        resp = await self.heartbeat(member_id, 0)
+        assert resp.error_code == 0, resp
+        for _ in range(50):
+            if resp.assignment is not None and resp.assignment.topic_partitions:
+                return
+            await asyncio.sleep(0.1)
+            resp = await self.heartbeat(member_id, int(resp.member_epoch), topics=None)
+            assert resp.error_code == 0, resp
+        raise AssertionError("the member was never assigned the partition")
+
+    def _partitions(self, acks, topic_id: str | None = None, partition: int = 0) -> list[dict]:
+        batches = [dict(first_offset=f, last_offset=la, acknowledge_types=list(types)) for f, la, types in acks]
+        return [dict(topic_id=uuid.UUID(topic_id or self.topic_id),
+                     partitions=[dict(partition_index=partition, acknowledgement_batches=batches)])]
+
+    async def fetch(self, member_id: str, epoch: int, acks=(), group: str | None = None):
+        return await self.cluster.request(self.conn, SHARE_FETCH, request_fields(
+            group_id=self.group if group is None else group, member_id=member_id, share_session_epoch=epoch,
+            max_wait=0, min_bytes=1, max_bytes=1024 * 1024, max_records=100, batch_size=100, topics=self._partitions(acks),
+            forgotten_topics_data=[]), timeout=10)
+
+    async def acknowledge(self, member_id: str, epoch: int, acks, topic_id: str | None = None):
+        return await self.cluster.request(self.conn, SHARE_ACKNOWLEDGE, request_fields(
+            group_id=self.group, member_id=member_id, share_session_epoch=epoch,
+            topics=self._partitions(acks, topic_id)), timeout=10)
 
 
 def produce(bootstrap: str, topic: str, count: int, partitions: int) -> None:

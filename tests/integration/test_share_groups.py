@@ -8,6 +8,7 @@ or kill it (SIGKILL). The broker runs with a 5 s record lock and a delivery limi
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import signal
 import time
@@ -21,6 +22,7 @@ from tests.integration.share_clients import (
     SHARE_SETTINGS,
     KgroupCluster,
     MockCluster,
+    RawShareClient,
     ShareProc,
     delivered_once,
     produce,
@@ -209,3 +211,46 @@ def test_kip932_groups_tools_show_share_groups_and_reset_an_empty_one(kgroup_bro
     finally:
         reader.stop()
     assert sorted(reader.offsets()) == [(p, o) for p in (0, 1) for o in range(30, 50)]
+
+
+def test_kip932_group_admin_apis_know_share_groups_and_delete_them_when_empty(kgroup_broker):
+    from kgroup.error_codes import ErrorCode as E
+
+    cluster = KgroupCluster(kgroup_broker)
+    topic, group = fresh(cluster, 2)
+    produce(cluster.bootstrap, topic, 10, 2)
+
+    async def scenario() -> None:
+        from kgroup.client.admin import AdminClient
+
+        async with RawShareClient(cluster.bootstrap, topic, group) as raw, AdminClient(cluster.bootstrap) as admin:
+            await raw.join("admin-m")
+            got = await raw.fetch("admin-m", 0)                  # creates partition 0's share state
+            assert got.error_code == 0
+            listed = await raw.call(16, states_filter=[], types_filter=["share"])
+            assert (group, "share") in {(g.group_id, g.group_type) for g in listed.groups}
+            consumers = await raw.call(16, states_filter=[], types_filter=["consumer"])
+            assert group not in {g.group_id for g in consumers.groups}
+            (described,) = (await raw.call(15, groups=[group], include_authorized_operations=False)).groups
+            assert (described.error_code, described.protocol_type, described.group_state) == (0, "share", "Stable")
+            assert [m.member_id for m in described.members] == ["admin-m"]
+            # A share group with a member is not deleted, nor are its offsets.
+            (busy,) = (await raw.call(42, groups_names=[group])).results
+            assert busy.error_code == E.NON_EMPTY_GROUP
+            busy_offsets = await raw.call(92, group_id=group, topics=[dict(topic_name=topic)])
+            assert busy_offsets.error_code == E.NON_EMPTY_GROUP, busy_offsets
+            assert (await raw.fetch("admin-m", -1)).error_code == 0
+            assert (await raw.heartbeat("admin-m", -1, topics=None)).error_code == 0
+            # Empty now: DeleteShareGroupOffsets drops the topic's share-partition state ...
+            assert (topic, 0) in await admin.list_share_group_offsets(group)
+            deleted = await raw.call(92, group_id=group, topics=[dict(topic_name=topic)])
+            assert deleted.error_code == 0 and [r.error_code for r in deleted.responses] == [0], deleted
+            assert await admin.list_share_group_offsets(group) == {}
+            # ... and DeleteGroups deletes the group.
+            (gone,) = (await raw.call(42, groups_names=[group])).results
+            assert gone.error_code == 0
+            listed = await raw.call(16, states_filter=[], types_filter=[])
+            assert group not in {g.group_id for g in listed.groups}
+            assert await admin.describe_share_group(group) is None
+
+    asyncio.run(scenario())

@@ -16,11 +16,10 @@ import uuid
 
 import pytest
 
-from kgroup.client.cluster import Cluster, request_fields
 from kgroup.error_codes import ErrorCode
 from kgroup.wire.versions import SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.share_clients import SHARE_SETTINGS, KgroupCluster, produce
+from tests.integration.share_clients import SHARE_SETTINGS, KgroupCluster, RawShareClient, produce
 
 pytestmark = pytest.mark.integration
 
@@ -34,59 +33,6 @@ def broker(tmp_path_factory):
     produce(proc.bootstrap, TOPIC, RECORDS, 1)
     yield proc
     proc.finish()                   # exits cleanly, no traceback in its log
-
-
-class Raw:
-    """Hand-built share requests over one connection (a share session lives on it)."""
-
-    def __init__(self, bootstrap: str, group: str) -> None:
-        self.group = group              # each test its own group: its own share partition
-        self.cluster = Cluster(bootstrap, client_id="malformed")
-        self.conn = None
-        self.topic_id = ""
-
-    async def __aenter__(self) -> "Raw":
-        md = await self.cluster.metadata([TOPIC])
-        self.topic_id = str(md.topics[TOPIC].topic_id)
-        self.conn = await self.cluster.node(await self.cluster.leader(TOPIC, 0))
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.cluster.close()
-
-    async def heartbeat(self, member_id: str, epoch: int, group: str | None = None, topics=(TOPIC,)):
-        return await self.cluster.request(self.conn, SHARE_GROUP_HEARTBEAT, request_fields(
-            group_id=self.group if group is None else group, member_id=member_id, member_epoch=epoch, rack_id=None,
-            subscribed_topic_names=list(topics) if topics is not None else None), timeout=10)
-
-    async def join(self, member_id: str) -> None:
-        """Join and heartbeat until the member is given the topic's partition."""
-        resp = await self.heartbeat(member_id, 0)
-        assert resp.error_code == 0, resp
-        for _ in range(50):
-            if resp.assignment is not None and resp.assignment.topic_partitions:
-                return
-            await asyncio.sleep(0.1)
-            resp = await self.heartbeat(member_id, int(resp.member_epoch), topics=None)
-            assert resp.error_code == 0, resp
-        raise AssertionError("the member was never assigned the partition")
-
-    def _partitions(self, acks, topic_id: str | None = None) -> list[dict]:
-        batches = [dict(first_offset=f, last_offset=la, acknowledge_types=list(types)) for f, la, types in acks]
-        return [dict(topic_id=uuid.UUID(topic_id or self.topic_id),
-                     partitions=[dict(partition_index=0, acknowledgement_batches=batches)])]
-
-    async def fetch(self, member_id: str, epoch: int, acks=(), group: str | None = None):
-        return await self.cluster.request(self.conn, SHARE_FETCH, request_fields(
-            group_id=self.group if group is None else group, member_id=member_id, share_session_epoch=epoch,
-            max_wait=0, min_bytes=1,
-            max_bytes=1024 * 1024, max_records=100, batch_size=100, topics=self._partitions(acks),
-            forgotten_topics_data=[]), timeout=10)
-
-    async def acknowledge(self, member_id: str, epoch: int, acks, topic_id: str | None = None):
-        return await self.cluster.request(self.conn, SHARE_ACKNOWLEDGE, request_fields(
-            group_id=self.group, member_id=member_id, share_session_epoch=epoch,
-            topics=self._partitions(acks, topic_id)), timeout=10)
 
 
 def acquired(resp) -> list[tuple[int, int, int]]:
@@ -103,7 +49,7 @@ E = ErrorCode
 
 def test_kip932_share_fetch_from_an_unknown_member_or_group_is_refused(broker):
     async def scenario():
-        async with Raw(broker.bootstrap, "unknown-member") as raw:
+        async with RawShareClient(broker.bootstrap, TOPIC, "unknown-member") as raw:
             await raw.join("member-a")
             ghost = await raw.fetch("ghost", 0)
             assert ghost.error_code == E.UNKNOWN_MEMBER_ID and ghost.error_message, ghost
@@ -127,7 +73,7 @@ def test_kip932_share_fetch_from_an_unknown_member_or_group_is_refused(broker):
 
 def test_kip932_wrong_share_session_epochs_get_session_errors(broker):
     async def scenario():
-        async with Raw(broker.bootstrap, "session-epochs") as raw:
+        async with RawShareClient(broker.bootstrap, TOPIC, "session-epochs") as raw:
             await raw.join("member-b")
             assert (await raw.fetch("member-b", 5)).error_code == E.SHARE_SESSION_NOT_FOUND
             assert (await raw.acknowledge("member-b", 0, [(0, 0, [1])])).error_code == E.INVALID_SHARE_SESSION_EPOCH
@@ -151,7 +97,7 @@ def test_kip932_wrong_share_session_epochs_get_session_errors(broker):
 
 def test_kip932_bad_acknowledgement_ranges_are_refused_and_change_nothing(broker):
     async def scenario():
-        async with Raw(broker.bootstrap, "ack-ranges") as raw:
+        async with RawShareClient(broker.bootstrap, TOPIC, "ack-ranges") as raw:
             await raw.join("member-c")
             got = await raw.fetch("member-c", 0)
             assert got.error_code == 0 and acquired(got), got
@@ -189,7 +135,7 @@ def test_kip932_bad_acknowledgement_ranges_are_refused_and_change_nothing(broker
 
 def test_kip932_hostile_share_frames_close_the_connection_and_the_broker_keeps_serving(broker):
     async def member_still_served() -> None:
-        async with Raw(broker.bootstrap, "hostile") as raw:
+        async with RawShareClient(broker.bootstrap, TOPIC, "hostile") as raw:
             await raw.join("member-d")
             resp = await raw.fetch("member-d", 0)
             assert resp.error_code == 0, resp
