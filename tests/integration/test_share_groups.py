@@ -254,3 +254,28 @@ def test_kip932_group_admin_apis_know_share_groups_and_delete_them_when_empty(kg
             assert await admin.describe_share_group(group) is None
 
     asyncio.run(scenario())
+
+
+def test_kip932_a_new_share_partition_starts_at_the_log_end_by_default(tmp_path):
+    broker = BrokerProcess(tmp_path / "data").start()            # share_auto_offset_reset: latest
+    try:
+        cluster = KgroupCluster(broker)
+        cluster.create_topic("late", 1)
+        produce(broker.bootstrap, "late", 5, 1)
+
+        async def scenario() -> tuple[list, list]:
+            async with RawShareClient(broker.bootstrap, "late", "late-readers") as raw:
+                await raw.join("reader")
+                before = await raw.fetch("reader", 0)
+                await asyncio.to_thread(produce, broker.bootstrap, "late", 3, 1)
+                after = await raw.fetch("reader", 1)
+                assert (await raw.fetch("reader", -1)).error_code == 0
+                ranges = [[(int(r.first_offset), int(r.last_offset)) for t in resp.responses
+                           for p in t.partitions for r in p.acquired_records] for resp in (before, after)]
+                return ranges[0], ranges[1]
+
+        before, after = asyncio.run(scenario())
+    finally:
+        broker.finish()
+    assert before == [], "records produced before the share partition existed were delivered"
+    assert after == [(5, 7)]

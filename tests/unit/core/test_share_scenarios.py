@@ -60,6 +60,17 @@ def test_kip932_more_members_than_partitions_share_partitions():
     assert all(len(ps) == 1 for ps in assigned.values()), assigned
 
 
+def test_kip932_a_full_share_group_refuses_a_new_member():
+    c = GroupContext(GroupConfig(share_session_timeout_ms=10_000, share_heartbeat_interval_ms=1_000,
+                                 share_max_size=2))
+    c.set_topics(orders=2)
+    hb(c, "m1", 0, ("orders",))
+    hb(c, "m2", 0, ("orders",))
+    assert hb(c, "m3", 0, ("orders",)).error is ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert sorted(c.coord.share_groups["sg"].members) == ["m1", "m2"]
+    assert hb(c, "m2", 0, ("orders",)).error is ErrorCode.NONE          # a member rejoining is no newcomer
+
+
 def test_kip932_a_stale_epoch_is_fenced_and_the_previous_one_is_forgiven():
     c = ctx()
     hb(c, "m1", 0, ("orders",))
