@@ -172,7 +172,7 @@ def test_kip932_replaying_the_log_rebuilds_share_groups_and_their_state():
 
 @settings(max_examples=100, deadline=None)
 @given(st.integers(1, 12), st.integers(1, 8), st.integers(0, 3))
-def test_the_share_assignor_gives_every_partition_and_balances_members(members, count, rotation):
+def test_kip932_the_simple_share_assignor_gives_every_partition_and_balances_members(members, count, rotation):
     ids = [f"m{i:02d}" for i in range(members)]
     spec = GroupSpec({m: MemberSpec(m, frozenset({"t"})) for m in ids})
     result = SimpleShareAssignor().assign(spec, {"t": count})
@@ -235,7 +235,7 @@ def test_kip932_share_groups_emit_group_events_like_the_other_kinds():
     assert ("member_left", "m2", "Empty") in step("m2", -1)
 
 
-def test_share_configs_broker_defaults_and_a_groups_dynamic_values():
+def test_kip932_share_group_configs_default_to_the_broker_and_a_groups_own_values_win():
     import pytest
 
     c = ctx()

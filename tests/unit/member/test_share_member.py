@@ -86,7 +86,7 @@ def test_acks_come_out_as_runs_of_one_type():
 
 
 @given(st.lists(st.tuples(st.integers(0, 40), st.sampled_from([1, 2, 3])), max_size=40))
-def test_implicit_mode_accepts_everything_undecided_and_each_offset_leaves_once(decisions):
+def test_kip932_implicit_mode_accepts_everything_undecided_and_each_offset_leaves_once(decisions):
     acks = ShareAcks()
     acks.delivered(("t", 0), list(range(41)))
     chosen = dict(decisions)
