@@ -101,6 +101,16 @@ class Shard:
 
     async def call(self, handler: Callable[..., Result], request: Any, *args: Any) -> Any:
         """Run a core handler and wait for its reply to this request."""
+        reply = self.submit(handler, request, *args)
+        # Most replies are given at once (a heartbeat, a commit under fsync=never): no
+        # future, no suspension. A parked or fsync-waiting reply gets a future to wait on.
+        if reply.state is _GIVEN:
+            return reply.value
+        return await self.wait(reply)
+
+    def submit(self, handler: Callable[..., Result], request: Any, *args: Any) -> "Reply":
+        """Run a core handler and append its records now, without waiting: its reply comes
+        with `wait`. Several submits in a row reach the log in the order they are made."""
         if not self.loaded:
             raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         reply = Reply()
@@ -111,8 +121,10 @@ class Shard:
         if events is not None and result.changes:
             # Only a Result that names a group it changed: a steady heartbeat names none.
             events.after(self, result, now)
-        # Most replies are given at once (a heartbeat, a commit under fsync=never): no
-        # future, no suspension. A parked or fsync-waiting reply gets a future to wait on.
+        return reply
+
+    async def wait(self, reply: "Reply") -> Any:
+        """The reply of a `submit`, once it is given (and durable)."""
         if reply.state is _GIVEN:
             return reply.value
         if reply.state is _FAILED:
