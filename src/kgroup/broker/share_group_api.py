@@ -48,7 +48,7 @@ class ShareGroupApi:
             group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch, rack_id=req.rack_id,
             subscribed_topic_names=None if req.subscribed_topic_names is None else tuple(req.subscribed_topic_names),
             client_id=header.client_id or "", client_host=client_host)
-        shard = self.groups._shard(core_req.group_id)
+        shard = self.groups.shard_of(core_req.group_id)
         cls = response_class(SHARE_HEARTBEAT, header.api_version)
         try:
             resp = await shard.call(shard.coordinator.share_group_heartbeat, core_req)
@@ -77,7 +77,7 @@ class ShareGroupApi:
         tp_cls = item(asg_cls, "topic_partitions")
         groups = []
         for group_id in req.group_ids:
-            shard = self.groups._shard(group_id)
+            shard = self.groups.shard_of(group_id)
             try:
                 (d,) = await shard.call(shard.coordinator.share_group_describe, (group_id,))
             except GroupError as exc:
@@ -105,7 +105,7 @@ class ShareGroupApi:
         part_cls = item(topic_cls, "partitions")
         out = []
         for g in req.groups:
-            shard = self.groups._shard(g.group_id)
+            shard = self.groups.shard_of(g.group_id)
             topics = self._topics(shard)
             ids = {name: tid for name, (tid, _) in topics.items()}
             names = {tid: name for name, tid in ids.items()}
@@ -132,7 +132,7 @@ class ShareGroupApi:
 
     async def _reset(self, handler_of, group_id: str, request: Any) -> tuple[ErrorCode, str | None]:
         """Run an offsets reset on the group's coordinator; share partitions then reload."""
-        shard = self.groups._shard(group_id)
+        shard = self.groups.shard_of(group_id)
         try:
             await shard.call(handler_of(shard.coordinator), request)
         except GroupError as exc:
@@ -141,7 +141,7 @@ class ShareGroupApi:
         return ErrorCode.NONE, None
 
     def _topic_ids(self, group_id: str) -> dict[str, str]:
-        return {name: tid for name, (tid, _) in self._topics(self.groups._shard(group_id)).items()}
+        return {name: tid for name, (tid, _) in self._topics(self.groups.shard_of(group_id)).items()}
 
     async def alter_offsets(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(ALTER_SHARE_OFFSETS, header.api_version)
