@@ -220,9 +220,11 @@ class ShareConsumer:
                                        return_exceptions=True)
         out: list[ShareRecord] = []
         for result in results:
-            if isinstance(result, BaseException):
+            if isinstance(result, (KafkaClientError, OSError, asyncio.TimeoutError)):
                 await asyncio.sleep(0.05)                       # a lost leader: metadata again next time
                 continue
+            if isinstance(result, BaseException):
+                raise result                                    # a bug of ours: never hide it
             out.extend(result)
         return out
 
@@ -279,9 +281,10 @@ class ShareConsumer:
                     for o in range(int(r.first_offset), int(r.last_offset) + 1):
                         counts[o] = int(r.delivery_count)
                 tp = TopicPartition(name, int(p.partition_index))
+                records, _ = decode(tp, bytes(p.records), min(counts))
                 got = [ShareRecord(name, tp.partition, r.offset, r.timestamp, r.key, r.value, r.headers,
                                    counts[r.offset])
-                       for r in decode(tp, bytes(p.records), min(counts)) if r.offset in counts]
+                       for r in records if r.offset in counts]
                 self.acks.delivered((name, tp.partition), [r.offset for r in got])
                 out.extend(got)
         return out
