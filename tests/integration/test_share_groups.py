@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import signal
 import time
 
@@ -187,20 +188,45 @@ def test_kip932_groups_tools_show_share_groups_and_reset_an_empty_one(kgroup_bro
         wait_for(lambda: holder.of("holding"), 30, what="a member holding records")
         held = len(holder.records())
         status, out, _ = run("groups", "list", "--type", "share")
-        assert status == 0 and group in out and "share" in out
-        status, out, _ = run("groups", "describe", group)
+        assert status == 0 and (group, "Stable", "share") in {tuple(line.split()[:3]) for line in out.splitlines()}
+        status, out, _ = run("groups", "describe", group, "--state")
         assert status == 0, out
-        assert "TYPE share" in out and "MEMBERS 1" in out and f"{topic}-0,{topic}-1" in out
-        lines = {tuple(line.split()[:5]) for line in out.splitlines() if line.startswith(topic)}
+        # GROUP  COORDINATOR (ID)  ASSIGNMENT-STRATEGY  STATE  #MEMBERS
+        (row,) = [line.split() for line in out.splitlines() if line.startswith(group)]
+        assert row[-3:] == ["simple", "Stable", "1"], out
+        status, out, _ = run("groups", "describe", group, "--members", "--verbose")
+        assert status == 0, out
+        (member,) = [line.split() for line in out.splitlines() if line.startswith(group)]
+        assert (member[-4], member[-2], member[-1]) == ("2", "-", f"{topic}(0,1)"), out   # no bytes
+        status, out, _ = run("groups", "describe", group)                    # --offsets
+        assert status == 0, out
+        # GROUP  TOPIC  PARTITION  START-OFFSET  LOG-END-OFFSET  IN-FLIGHT  CONSUMER-IDS
+        lines = {tuple(line.split()[1:6]) for line in out.splitlines() if line.startswith(group)}
         # Nothing acknowledged yet: each share partition starts at 0 with its 50 records in flight.
         assert lines == {(topic, "0", "0", "50", "50"), (topic, "1", "0", "50", "50")}, out
+        status, out, _ = run("groups", "describe", group, "--format", "json")
+        assert status == 0, out
+        (doc,) = json.loads(out)["groups"]
+        assert (doc["type"], doc["state"], doc["assignment_strategy"]) == ("share", "Stable", "simple")
+        (m,) = doc["members"]
+        assert m["partitions"] == [{"topic": topic, "partition": 0}, {"topic": topic, "partition": 1}]
+        assert [(o["topic"], o["partition"], o["start_offset"], o["log_end_offset"], o["in_flight"],
+                 o["consumer_ids"]) for o in doc["offsets"]] == \
+            [(topic, p, 0, 50, 50, [m["consumer_id"]]) for p in (0, 1)]
         assert held > 0
         status, _, err = run("groups", "reset-offsets", group, "--topic", topic, "--to-latest", "--execute")
         assert status != 0 and "inactive" in err
     finally:
         holder.kill()                                   # its connection closes: records released
     # The killed member stays in the group until its session (10 s here) expires.
-    wait_for(lambda: "Empty" in run("groups", "describe", group)[1], 60, what="the share group to be empty")
+    wait_for(lambda: "Empty" in run("groups", "describe", group, "--state")[1], 60,
+             what="the share group to be empty")
+    # Released, not acknowledged: the start offsets have not moved; a dry run changes nothing.
+    status, out, err = run("groups", "reset-offsets", group, "--topic", topic, "--to-latest")
+    assert status == 0 and "dry run" in err, err
+    plan = {tuple(line.split()[1:5]) for line in out.splitlines() if line.startswith(group)}
+    assert plan == {(topic, "0", "0", "50"), (topic, "1", "0", "50")}, out
+    assert cluster.start_offsets(group) == {(topic, 0): 0, (topic, 1): 0}
     status, out, _ = run("groups", "reset-offsets", group, "--topic", topic, "--to-offset", "30", "--execute")
     assert status == 0, out
     assert cluster.start_offsets(group) == {(topic, 0): 30, (topic, 1): 30}

@@ -108,8 +108,9 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...] = ()
     error: ErrorCode = ErrorCode.NONE
-    # "classic" (DescribeGroups: members carry their metadata and assignment bytes) or
-    # "consumer" (ConsumerGroupDescribe: assignments only, decoded)
+    # "classic" (DescribeGroups: members carry their metadata and assignment bytes),
+    # "consumer" (ConsumerGroupDescribe: assignments only, decoded) or "share"
+    # (ShareGroupDescribe: assignments only; a partition may be assigned to several members)
     group_type: str = "classic"
     # The consumer group's epoch (ConsumerGroupDescribe); None for classic groups, whose
     # generation DescribeGroups does not tell.
@@ -366,7 +367,7 @@ class AdminClient(SecurityAdmin):
             for m in g.members
         )
         return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type="share",
-                                protocol=g.assignor_name, members=members)
+                                protocol=g.assignor_name, members=members, group_type="share")
 
     async def list_share_group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         """(topic, partition) -> the share partition's start offset, for every partition the
