@@ -172,6 +172,50 @@ def test_kip932_a_record_released_every_time_is_archived_at_the_delivery_limit(c
     assert counts == sorted((o, c) for o in range(10) for c in range(1, limit + 1))
 
 
+def test_kip932_share_configs_set_per_group_over_incremental_alter_configs_take_effect(kgroup_broker):
+    """A group's own share.delivery.count.limit and share.record.lock.duration.ms, set with
+    confluent-kafka's AdminClient on the GROUP resource, win over the broker's (3 and 5 s)."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    cluster = KgroupCluster(kgroup_broker)
+    topic, group = fresh(cluster, 1)
+    produce(cluster.bootstrap, topic, 10, 1)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    change = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.delivery.count.limit", "2", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("share.record.lock.duration.ms", "20000", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([change]).values():
+        future.result(15)
+    (described,) = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
+    shown = described.result(15)
+    assert (shown["share.delivery.count.limit"].value, shown["share.record.lock.duration.ms"].value,
+            shown["share.auto.offset.reset"].value) == ("2", "20000", "earliest")
+    bad = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "sometimes", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(Exception, match="INVALID_CONFIG|String must be one of"):
+        for future in admin.incremental_alter_configs([bad]).values():
+            future.result(15)
+    # Every record released each time it comes: archived after 2 deliveries, not 3.
+    proc = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "release").wait_ready()
+    try:
+        wait_for(lambda: len(proc.records()) >= 20, 60, what="every record delivered twice")
+        settle(2.0)
+    finally:
+        proc.stop()
+    assert sorted((e["o"], e["count"]) for e in proc.records()) == sorted((o, c) for o in range(10) for c in (1, 2))
+    # The lock a member is given is the group's 20 s (ShareFetch's AcquisitionLockTimeoutMs).
+
+    async def lock_given() -> int:
+        async with RawShareClient(cluster.bootstrap, topic, group) as raw:
+            await raw.join("lock-m")
+            got = await raw.fetch("lock-m", 0)
+            assert (await raw.fetch("lock-m", -1)).error_code == 0
+            return got.acquisition_lock_timeout
+
+    lock = asyncio.run(lock_given())
+    assert getattr(lock, "total_seconds", lambda: lock / 1000)() == 20.0
+
+
 def test_kip932_groups_tools_show_share_groups_and_reset_an_empty_one(kgroup_broker, capsys):
     from kgroup.cli.main import main
 

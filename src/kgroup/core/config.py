@@ -41,13 +41,24 @@ class GroupConfig:
     consumer_migration_policy: str = "bidirectional"
     # Share groups (KIP-932): group.share.* broker settings, the defaults of the share.*
     # group configs. Their lower bounds are looser than Kafka's so tests can run fast.
+    # The min/max settings bound the broker defaults and each group's share.* configs.
     share_session_timeout_ms: int = 45_000
+    share_min_session_timeout_ms: int = 1_000
+    share_max_session_timeout_ms: int = 60_000
     share_heartbeat_interval_ms: int = 5_000
+    share_min_heartbeat_interval_ms: int = 100
+    share_max_heartbeat_interval_ms: int = 15_000
     share_record_lock_duration_ms: int = 30_000
+    share_min_record_lock_duration_ms: int = 1_000
+    share_max_record_lock_duration_ms: int = 60_000
     share_delivery_count_limit: int = 5
+    share_min_delivery_count_limit: int = 2
+    share_max_delivery_count_limit: int = 10
     # latest | earliest (where a share partition starts when it has no state yet)
     share_auto_offset_reset: str = "latest"
     share_partition_max_record_locks: int = 2_000
+    share_min_partition_max_record_locks: int = 100
+    share_max_partition_max_record_locks: int = 10_000
     # group.share.max.size
     share_max_size: int = 200
     # Per-group overrides of the consumer session timeout and heartbeat interval (Kafka's

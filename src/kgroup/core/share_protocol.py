@@ -62,7 +62,7 @@ class ShareProtocol:
     def __init__(self, shard: ShardState) -> None:
         self.shard = shard
         self.timers = shard.timers
-        self.configs = ShareConfigs(shard.config, shard.stored.group_configs)
+        self.configs = ShareConfigs(shard)
 
     # ======================================================================================
     # ShareGroupHeartbeat
