@@ -230,15 +230,18 @@ def test_describe_members_state_offsets_and_json_of_a_live_group(broker):
         assert "g-live" in listed.split()
         doc = json.loads(kgroup(broker, "groups", "describe", "g-live", "g-del", "--format", "json").stdout)
         live, idle = doc["groups"]
-        assert set(live) == {"group", "state", "protocol_type", "assignment_strategy", "coordinator", "members",
-                             "offsets"}
+        assert set(live) == {"group", "state", "type", "protocol_type", "assignment_strategy", "coordinator",
+                             "members", "offsets"}
         assert live["state"] == "Stable" and live["members"][0]["group_instance_id"] == "inst-1"
+        assert live["type"] == "classic"
         assert live["members"][0]["partitions"] == [{"topic": "t-live", "partition": 0},
                                                     {"topic": "t-live", "partition": 1}]
         assert live["members"][0]["assignment"] == "t-live(0,1)" and live["members"][0]["assignment_bytes"] > 0
         assert live["offsets"][0] == {"topic": "t-live", "partition": 0, "current_offset": 4, "log_end_offset": 4,
                                       "lag": 0, "consumer_id": live["members"][0]["consumer_id"],
-                                      "host": "/127.0.0.1", "client_id": "live-1"}
+                                      "host": "/127.0.0.1", "client_id": "live-1",
+                                      # a share group's columns (test_share_groups.py)
+                                      "start_offset": None, "in_flight": None, "consumer_ids": None}
         assert idle["state"] == "Empty" and idle["members"] == []
         every = json.loads(kgroup(broker, "groups", "describe", "--all-groups", "--format", "json").stdout)
         assert {"g-live", "g-del"} <= {g["group"] for g in every["groups"]}

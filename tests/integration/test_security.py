@@ -608,3 +608,85 @@ def test_transactions_need_write_on_the_transactional_id_and_read_on_the_group(s
     reader.close()
     del refused, producer  # librdkafka handles: no reconnect attempts after the module's broker stops
     assert got == b"in-the-transaction"
+
+
+def test_kip932_share_consumer_needs_read_on_the_group_and_the_topic(sb):
+    """ShareGroupHeartbeat, ShareFetch and ShareAcknowledge need READ on the share group (and
+    DESCRIBE on subscribed topics, READ on fetched ones), ShareGroupDescribe DESCRIBE on it,
+    as Kafka's KafkaApis has them."""
+    import uuid as _uuid
+
+    from confluent_kafka import ShareConsumer
+
+    from kgroup.client.admin import CONFIG_SET, GROUP_RESOURCE
+    from kgroup.wire.versions import SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_DESCRIBE, SHARE_GROUP_HEARTBEAT
+
+    topic, group = f"sh-{uuid.uuid4().hex[:6]}", f"sh-g-{uuid.uuid4().hex[:6]}"
+    topic_with_records(sb, topic, 6, partitions=1)
+    grant(sb, *acl("User:alice", Res.TOPIC, topic, Op.READ, Op.DESCRIBE), *acl("User:alice", Res.GROUP, group, Op.READ),
+          *acl("User:mallory", Res.TOPIC, topic, Op.READ, Op.DESCRIBE),          # the topic, not the group
+          *acl("User:bob", Res.GROUP, group, Op.READ))                            # the group, not the topic
+
+    async def prepare() -> str:
+        async with admin(sb) as a:
+            # The records are already there: this share group starts at the beginning.
+            await a.alter_configs(GROUP_RESOURCE, group, [("share.auto.offset.reset", CONFIG_SET, "earliest")])
+            return str((await a.describe_topic(topic)).topic_id)
+
+    topic_id = run(prepare())
+
+    # Allowed: alice's confluent-kafka ShareConsumer reads every record and accepts it.
+    c = ShareConsumer({"bootstrap.servers": sb.address(sb.sasl_port), "group.id": group,
+                       **library_options("confluent-kafka", "SASL_PLAINTEXT", "SCRAM-SHA-512", "alice", USERS["alice"])})
+    got: list[bytes] = []
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while len(got) < 6 and time.monotonic() < deadline:
+            got += [m.value() for m in c.poll(0.5) if m.error() is None]
+        c.commit_sync()
+    finally:
+        c.close()
+    assert sorted(got) == [f"v{i}".encode() for i in range(6)]
+
+    async def offsets() -> dict:
+        async with admin(sb) as a:
+            return await a.list_share_group_offsets(group)
+    wait_for(lambda: run(offsets()) == {(topic, 0): 6}, timeout=30, what="the accepted records to be done")
+
+    # Refused: no READ on the group (mallory), or no DESCRIBE/READ on the topic (bob).
+    def heartbeat(member: str) -> dict:
+        return dict(group_id=group, member_id=member, member_epoch=0, rack_id=None, subscribed_topic_names=[topic])
+
+    def fetch(member: str) -> dict:
+        return dict(group_id=group, member_id=member, share_session_epoch=0, max_wait=0, min_bytes=0,
+                    max_bytes=1 << 20, max_records=10, batch_size=10, forgotten_topics_data=[],
+                    topics=[dict(topic_id=_uuid.UUID(topic_id), partitions=[dict(partition_index=0)])])
+
+    def ack(member: str) -> dict:
+        return dict(group_id=group, member_id=member, share_session_epoch=1, topics=[dict(
+            topic_id=_uuid.UUID(topic_id), partitions=[dict(partition_index=0, acknowledgement_batches=[
+                dict(first_offset=0, last_offset=0, acknowledge_types=[1])])])])
+
+    async def as_user(user: str) -> tuple:
+        conn = await _as(sb, user)
+        try:
+            hb = await conn.request(SHARE_GROUP_HEARTBEAT, request_fields(**heartbeat(f"{user}-m")))
+            fe = await conn.request(SHARE_FETCH, request_fields(**fetch(f"{user}-m")))
+            ac = await conn.request(SHARE_ACKNOWLEDGE, request_fields(**ack(f"{user}-m")))
+            de = await conn.request(SHARE_GROUP_DESCRIBE, request_fields(group_ids=[group],
+                                                                         include_authorized_operations=False))
+            parts = lambda r: [int(p.error_code) for t in r.responses for p in t.partitions]  # noqa: E731
+            return (int(hb.error_code), int(fe.error_code), parts(fe), int(ac.error_code), parts(ac),
+                    int(de.groups[0].error_code))
+        finally:
+            await conn.close()
+
+    mallory = run(as_user("mallory"))
+    assert mallory == (E.GROUP_AUTHORIZATION_FAILED, E.GROUP_AUTHORIZATION_FAILED, [], E.GROUP_AUTHORIZATION_FAILED,
+                       [], E.GROUP_AUTHORIZATION_FAILED), mallory
+    bob = run(as_user("bob"))
+    assert bob[0] == E.TOPIC_AUTHORIZATION_FAILED, bob                    # may not subscribe to the topic
+    assert bob[2] == [E.TOPIC_AUTHORIZATION_FAILED] and bob[4] == [E.TOPIC_AUTHORIZATION_FAILED], bob
+    # Nothing the refused requests did changed the group: alice's records stay accepted.
+    assert run(offsets()) == {(topic, 0): 6}

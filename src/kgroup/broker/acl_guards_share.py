@@ -6,6 +6,7 @@ Topics are named by id in ShareFetch and ShareAcknowledge.
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
@@ -33,7 +34,14 @@ share_group_describe = consumer_group_describe
 describe_share_group_offsets = describe_group_offsets(
     TopicList(request_partitions="partitions", failed={"start_offset": -1, "leader_epoch": -1, "lag": -1}))
 
-_SHARE_TOPICS = TopicList(response="responses")
+
+
+def _no_leader(part_cls: type) -> Any:
+    """ShareFetch/ShareAcknowledge partitions carry a leader struct, never null on the wire."""
+    return build(typing.get_type_hints(part_cls)["current_leader"], leader_id=-1, leader_epoch=-1)
+
+
+_SHARE_TOPICS = TopicList(response="responses", failed={"current_leader": _no_leader})
 
 
 def share_records(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:

@@ -139,7 +139,8 @@ def cluster_guard(op: AclOperation, refuse: Callable[[RequestHeader, Any, ErrorC
 @dataclass(frozen=True)
 class TopicList:
     """Where an API keeps its topics: request field and the fields of each topic and its
-    partitions, response field likewise, and the values a refused partition carries."""
+    partitions, response field likewise, and the values a refused partition carries (a
+    callable value is called with the partition class: for a struct such as a leader)."""
 
     request: str = "topics"
     request_partitions: str = "partitions"
@@ -158,8 +159,9 @@ class TopicList:
         partitions = getattr(topic, self.request_partitions)
         indexes = [p if isinstance(p, int) else getattr(p, self.request_index) for p in partitions]
         names = {k: get(topic, k) for k in _NAME_FIELDS if has(type(topic), k)}
+        failed = {k: v(part_cls) if callable(v) else v for k, v in self.failed.items()}
         return build(topic_cls, **names, **{self.response_partitions: tuple(
-            build(part_cls, **{self.response_index: i, self.error_field: code}, **self.failed) for i in indexes)})
+            build(part_cls, **{self.response_index: i, self.error_field: code}, **failed) for i in indexes)})
 
 
 # How requests name a topic (by API and version): its name, or its id.

@@ -34,7 +34,6 @@ DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 TOPIC, BROKER, GROUP = 2, 4, 32
 # DescribeConfigs config sources (Kafka's ConfigSource ids).
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
-GROUP_CONFIG_TYPE = ConfigType.INT
 
 
 class ResourceError(Exception):
@@ -86,7 +85,7 @@ class ConfigsApi:
                                      True, d.type, (), None)
                                for d in broker_configs.describe(self.ctx.config)]
                 elif rtype == GROUP:
-                    entries = [entry(d.name, d.value, int(d.source), False, GROUP_CONFIG_TYPE,
+                    entries = [entry(d.name, d.value, int(d.source), False, ConfigType[d.type_name],
                                      tuple((n, v, int(s)) for n, v, s in d.synonyms), d.doc)
                                for d in await self._group_call("describe_group_configs", name)]
                 else:

@@ -33,6 +33,8 @@ class GroupApi:
         self.shard_for = shard_for
         self.advertised = advertised
         self.node_id = node_id
+        # Called with a group id after DeleteGroups deleted it (share partitions forget it).
+        self.on_group_deleted: list[Callable[[str], None]] = []
 
     def shard_of(self, key: str) -> Shard:
         """The shard that coordinates a group id or a transactional id."""
@@ -313,6 +315,9 @@ class GroupApi:
             try:
                 (r,) = await shard.call(shard.coordinator.delete_groups, (group_id,))
                 error = r.error
+                if error is ErrorCode.NONE:
+                    for hook in self.on_group_deleted:
+                        hook(group_id)
             except GroupError as exc:
                 error = exc.code
             results.append(build(result_cls, group_id=group_id, error_code=error))

@@ -55,6 +55,9 @@ from kgroup.broker.listeners import ANONYMOUS, advertise_on, server_ssl_context,
 from kgroup.broker.security import Security
 from kgroup.broker.security_api import SecurityApi
 from kgroup.broker.shard import Shard, now_ms
+from kgroup.broker.share_fetch import ShareFetchService
+from kgroup.broker.share_group_api import ShareGroupApi
+from kgroup.broker.share_state import ShareStateStore
 from kgroup.broker.txn_api import TxnApi
 from kgroup.broker.txn_markers import TxnMarkerChannel
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
@@ -73,7 +76,6 @@ from kgroup.wire import (
     not_kafka,
 )
 from kgroup.wire.sasl import Gate
-from kgroup.wire.versions import CONSUMER_GROUP_HEARTBEAT, JOIN_GROUP
 
 log = logging.getLogger("kgroup.broker")
 request_log = logging.getLogger("kgroup.broker.requests")
@@ -86,6 +88,10 @@ SECURITY_POLL_S = 0.5
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 # Nothing is held back any more: the consumer protocol (68, 69) is served.
 DISABLED_APIS: frozenset[int] = frozenset()
+# Handlers that also take the client's host (they record it with the member), and those
+# that take the connection's id (share sessions end with their connection).
+WITH_CLIENT_HOST = frozenset({11, 68, 76})
+WITH_CONNECTION = frozenset({78, 79})
 
 
 def _member_id(prefix: str) -> str:
@@ -172,6 +178,9 @@ class Broker:
         for shard in self.shards:
             shard.events = self.events
         consumer = ConsumerGroupApi(groups)
+        self.share_fetches = ShareFetchService(self.data, dp.watch, ShareStateStore(self.shards, shard_for))
+        share = ShareGroupApi(groups, self.share_fetches)
+        groups.on_group_deleted.append(self.share_fetches.group_deleted)
         self.security = Security(cfg.auth, cfg.data_dir)
         secure = SecurityApi(self.security)
         self.handlers = {
@@ -188,7 +197,11 @@ class Broker:
             17: secure.sasl_outside_sasl, 36: secure.sasl_outside_sasl,
             29: secure.describe_acls, 30: secure.create_acls, 31: secure.delete_acls,
             50: secure.describe_user_scram_credentials, 51: secure.alter_user_scram_credentials,
+            76: share.heartbeat, 77: share.describe,
+            78: self.share_fetches.share_fetch, 79: self.share_fetches.share_acknowledge,
+            90: share.describe_offsets, 91: share.alter_offsets, 92: share.delete_offsets,
         }
+        self._connection_ids = 0
         configs = ConfigsApi(dp.ctx, groups)
         self.handlers.update({
             21: dp.delete_records, 32: configs.describe_configs, 33: configs.alter_configs,
@@ -338,6 +351,8 @@ class Broker:
             context = Peer(listener, peer[0] if peer else "", principal,
                            self.security.sasl_session(listener) if listener.sasl else None,
                            splitter, self.config.max_request_bytes, advertised)
+        self._connection_ids += 1
+        connection = self._connection_ids
         out: list[bytes] = []  # responses not yet handed to the transport, in order
         opening = b""  # the connection's first bytes, until a frame has been read
         try:
@@ -357,7 +372,7 @@ class Broker:
                     # send() instead of one per response. A handler that does suspend (a
                     # parked JoinGroup, a long-poll Fetch, an fsync wait) first releases the
                     # responses collected so far, then is awaited as usual.
-                    coro = handle(frame, context)
+                    coro = handle(frame, context, connection)
                     try:
                         yielded = coro.send(None)
                     except StopIteration as done:
@@ -392,6 +407,8 @@ class Broker:
             log.exception("closing connection from %s after an internal error", peer)
         finally:
             self.connections.discard(task)
+            if hasattr(self, "share_fetches"):
+                self.share_fetches.connection_closed(connection)
             if out and not transport.is_closing():
                 transport.write(b"".join(out))  # answers to the requests before the bad one
             writer.close()
@@ -423,17 +440,19 @@ class Broker:
         except MalformedRequest as exc:
             raise _CloseConnection(f"malformed request: {exc}") from None
 
-    async def _call(self, header: RequestHeader, request: Any, client_host: str) -> Any:
+    async def _call(self, header: RequestHeader, request: Any, client_host: str, connection: int) -> Any:
         handler = self.handlers[header.api_key]
         try:
-            if header.api_key == JOIN_GROUP or header.api_key == CONSUMER_GROUP_HEARTBEAT:
+            if header.api_key in WITH_CLIENT_HOST:
                 return await handler(header, request, client_host)
+            if header.api_key in WITH_CONNECTION:
+                return await handler(header, request, connection)
             return await handler(header, request)
         except StorageError as exc:
             log.error("storage error serving api %d: %s", header.api_key, exc)
             raise _CloseConnection("storage error") from None
 
-    async def _handle(self, frame: bytes, client_host: str) -> bytes | None:
+    async def _handle(self, frame: bytes, client_host: str, connection: int) -> bytes | None:
         decoded = self._decode(frame)
         if isinstance(decoded, bytes):
             return decoded
@@ -443,8 +462,10 @@ class Broker:
         else:
             handler = self.handlers[header.api_key]
             try:
-                if header.api_key in (11, 68):
+                if header.api_key in WITH_CLIENT_HOST:
                     response = await handler(header, request, client_host)
+                elif header.api_key in WITH_CONNECTION:
+                    response = await handler(header, request, connection)
                 else:
                     response = await handler(header, request)
             except StorageError as exc:
@@ -471,13 +492,13 @@ class Broker:
                                             "correlation_id": header.correlation_id, "client_id": header.client_id,
                                             "client_host": client_host, "error": error}})
 
-    async def _handle_secured(self, frame: bytes, peer: Peer) -> bytes | None:
+    async def _handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | None:
         """`_handle` with SASL, authorization and the listener's address (module comment)."""
         decoded = self._decode(frame)
         if isinstance(decoded, bytes):
             return decoded
         header, request = decoded
-        response = await self._secured_response(header, request, peer)
+        response = await self._secured_response(header, request, peer, connection)
         if self._count_requests or self._debug_requests:
             self._note_request(header, response, peer.client_host)
         if response is None:
@@ -487,7 +508,7 @@ class Broker:
             response = advertise_on(header.api_key, response, self.config.node_id, peer.advertised)
         return encode_response(header, response)
 
-    async def _secured_response(self, header: RequestHeader, request: Any, peer: Peer) -> Any:
+    async def _secured_response(self, header: RequestHeader, request: Any, peer: Peer, connection: int) -> Any:
         api = header.api_key
         # 1. SASL: what may pass before (and after) authentication.
         if peer.sasl is not None:
@@ -514,7 +535,7 @@ class Broker:
             if isinstance(verdict, Refused):
                 return verdict.response
             request, finish = verdict.request, verdict.finish
-        response = await self._call(header, request, peer.client_host)
+        response = await self._call(header, request, peer.client_host, connection)
         return finish(response) if finish is not None else response
 
     def _note_request(self, header: RequestHeader, response: Any, client_host: str) -> None:

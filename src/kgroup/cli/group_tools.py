@@ -9,6 +9,12 @@
 ``groups alter-config`` (group configs over IncrementalAlterConfigs). ``--format json`` on
 list and describe prints one document (output.py).
 
+Share groups (KIP-932) go through the same commands: their position is each share
+partition's start offset (DescribeShareGroupOffsets), shown beside the log end and the
+records past it still in flight (not yet accepted or archived); a reset of an empty share
+group moves the start offsets (AlterShareGroupOffsets). A share partition may be assigned to
+several members, so its row names them all.
+
 Each command is ``async def cmd(args, admin, out) -> int`` like those in commands.py.
 """
 
@@ -90,26 +96,65 @@ async def _chosen_groups(args: Any, admin: AdminClient) -> list[str]:
 # -- describe ------------------------------------------------------------------------------
 
 
+def _is_share(desc: GroupDescription | None) -> bool:
+    return desc is not None and desc.group_type == "share"
+
+
+async def _positions(admin: AdminClient, group: str, desc: GroupDescription | None) -> dict[tuple[str, int], int]:
+    """Where the group stands per partition: committed offsets, or a share group's start offsets."""
+    try:
+        if _is_share(desc):
+            return await admin.list_share_group_offsets(group)
+        return await admin.list_group_offsets(group)
+    except BrokerError as exc:
+        _group_errors(exc, group)
+        raise
+
+
 @dataclass(slots=True)
 class _Described:
     group: str
     description: GroupDescription | None
     coordinator: tuple[int, str, int] | None
+    # committed offsets; for a share group its share partitions' start offsets
     committed: dict[tuple[str, int], int]
     ends: dict[tuple[str, int], int] = field(default_factory=dict)
+    # share groups only: (topic, partition) -> records past the start offset still in flight
+    in_flight: dict[tuple[str, int], int] | None = None
 
     @property
     def state(self) -> str | None:
         return None if self.description is None else self.description.state
 
-    def owners(self) -> dict[tuple[str, int], Any]:
+    @property
+    def kind(self) -> str:
+        return "share" if _is_share(self.description) else "consumer"
+
+    def owners(self) -> dict[tuple[str, int], list[Any]]:
+        """(topic, partition) -> its members (one, except in a share group), in member order."""
         members = self.description.members if self.description is not None else ()
-        return {(t, p): m for m in members for t, ps in (m.assignment or {}).items() for p in ps}
+        owners: dict[tuple[str, int], list[Any]] = {}
+        for m in members:
+            for t, ps in (m.assignment or {}).items():
+                for p in ps:
+                    owners.setdefault((t, p), []).append(m)
+        return owners
 
 
 async def _describe_one(admin: AdminClient, group: str) -> _Described:
     desc = await _describe(admin, group)
-    committed = await admin.list_group_offsets(group)
+    in_flight = None
+    if _is_share(desc):
+        # 1. A share group: start offsets and in-flight counts in one DescribeShareGroupOffsets.
+        try:
+            shares = await admin.share_group_offsets(group)
+        except BrokerError as exc:
+            _group_errors(exc, group)
+            raise
+        committed = {k: start for k, (start, _) in shares.items() if start >= 0}
+        in_flight = {k: n for k, (_, n) in shares.items() if n >= 0}
+    else:
+        committed = await admin.list_group_offsets(group)
     if desc is not None and desc.state == "Dead" and not committed:
         raise CliError(f"group {group!r} does not exist", "check the name with `kgroup groups list`")
     try:
@@ -117,31 +162,38 @@ async def _describe_one(admin: AdminClient, group: str) -> _Described:
         coordinator = (coord.node_id, coord.host, coord.port)
     except (BrokerError, UnsupportedApi):
         coordinator = None
-    got = _Described(group, desc, coordinator, committed)
-    keys = set(committed) | set(got.owners())
+    got = _Described(group, desc, coordinator, committed, in_flight=in_flight)
+    keys = set(committed) | set(got.owners()) | set(in_flight or ())
     got.ends = await _log_end(admin, {t for t, _ in keys})
     return got
 
 
 def _offset_rows(d: _Described) -> list[dict[str, Any]]:
+    """One row per partition; the same keys for every group type (README's JSON shape)."""
     owners = d.owners()
+    share = d.in_flight is not None
     rows = []
-    for topic, partition in sorted(set(d.committed) | set(owners)):
-        cur, end = d.committed.get((topic, partition)), d.ends.get((topic, partition))
-        member = owners.get((topic, partition))
-        rows.append({"topic": topic, "partition": partition, "current_offset": cur, "log_end_offset": end,
-                     "lag": max(0, end - cur) if cur is not None and end is not None else None,
+    for key in sorted(set(d.committed) | set(owners) | set(d.in_flight or ())):
+        cur, end = d.committed.get(key), d.ends.get(key)
+        members = owners.get(key, [])
+        member = members[0] if members and not share else None
+        rows.append({"topic": key[0], "partition": key[1],
+                     "current_offset": None if share else cur, "log_end_offset": end,
+                     "lag": max(0, end - cur) if not share and cur is not None and end is not None else None,
                      "consumer_id": member.member_id if member else None,
                      "host": member.client_host if member else None,
-                     "client_id": member.client_id if member else None})
+                     "client_id": member.client_id if member else None,
+                     "start_offset": cur if share else None,
+                     "in_flight": d.in_flight.get(key) if share else None,
+                     "consumer_ids": [m.member_id for m in members] if share else None})
     return rows
 
 
 def _member_rows(d: _Described) -> list[dict[str, Any]]:
     desc = d.description
     members = desc.members if desc is not None else ()
-    # DescribeGroups carries each member's bytes; ConsumerGroupDescribe has none.
-    has_bytes = desc is not None and desc.group_type != "consumer"
+    # DescribeGroups carries each member's bytes; ConsumerGroupDescribe and ShareGroupDescribe none.
+    has_bytes = desc is not None and desc.group_type == "classic"
     rows = []
     for m in members:
         partitions = None if m.assignment is None else \
@@ -165,6 +217,7 @@ def _document(d: _Described) -> dict[str, Any]:
     return {
         "group": d.group,
         "state": d.state,
+        "type": desc.group_type if desc else None,
         "protocol_type": desc.protocol_type or None if desc else None,
         "assignment_strategy": desc.protocol or None if desc else None,
         "coordinator": None if d.coordinator is None else
@@ -177,17 +230,22 @@ def _document(d: _Described) -> dict[str, Any]:
 def _note_state(d: _Described, err: TextIO) -> None:
     """Kafka's notes for an inactive or rebalancing group (to stderr, as Kafka's tool)."""
     if d.state == "Empty":
-        err.write(f"kgroup: consumer group {d.group!r} has no active members\n")
+        err.write(f"kgroup: {d.kind} group {d.group!r} has no active members\n")
     elif d.state not in (None, "Stable", "Dead"):
-        err.write(f"kgroup: warning: consumer group {d.group!r} is rebalancing ({d.state})\n")
+        err.write(f"kgroup: warning: {d.kind} group {d.group!r} is rebalancing ({d.state})\n")
 
 
 def _print_offsets(d: _Described, out: TextIO) -> None:
-    rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-             "CLIENT-ID"]]
-    rows += [[d.group, r["topic"], str(r["partition"]), cell(r["current_offset"]), cell(r["log_end_offset"]),
-              cell(r["lag"]), cell(r["consumer_id"]), cell(r["host"]), cell(r["client_id"])]
-             for r in _offset_rows(d)]
+    if d.in_flight is not None:
+        rows = [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "IN-FLIGHT", "CONSUMER-IDS"]]
+        rows += [[d.group, r["topic"], str(r["partition"]), cell(r["start_offset"]), cell(r["log_end_offset"]),
+                  cell(r["in_flight"]), ",".join(r["consumer_ids"]) or "-"] for r in _offset_rows(d)]
+    else:
+        rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                 "CLIENT-ID"]]
+        rows += [[d.group, r["topic"], str(r["partition"]), cell(r["current_offset"]), cell(r["log_end_offset"]),
+                  cell(r["lag"]), cell(r["consumer_id"]), cell(r["host"]), cell(r["client_id"])]
+                 for r in _offset_rows(d)]
     if len(rows) > 1:
         table(rows, out)
 
@@ -340,6 +398,7 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
             raise CliError(f"{args.from_file}: {exc}", "write topic,partition,offset lines "
                            "(or group,topic,partition,offset)") from None
     logs = _Logs(admin)
+    share_groups: set[str] = set()          # their "committed offsets" are share-partition start offsets
     plans: dict[str, tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]] = {}
     for group in groups:
         desc = await _describe(admin, group)
@@ -347,9 +406,11 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
             raise CliError(f"assignments can only be reset if the group {group!r} is inactive, but the current "
                            f"state is {desc.state} ({len(desc.members)} member(s))",
                            "stop its consumers (or `kgroup groups remove-members`) and retry")
-        committed = await admin.list_group_offsets(group)
+        committed = await _positions(admin, group, desc)
         keys = await _reset_scope(args, admin, group, committed, plan)
         plans[group] = (committed, await _reset_targets(args, admin, group, keys, committed, logs, plan))
+        if _is_share(desc):
+            share_groups.add(group)
     # Output: the CSV --from-file reads back, or the plan as a table.
     if args.export:
         single = len(groups) == 1 and not args.all_groups
@@ -368,7 +429,13 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
         if not targets:
             continue
         try:
-            await admin.alter_group_offsets(group, targets, require_empty=False)
+            if group in share_groups:
+                by_topic: dict[str, dict[int, int]] = {}
+                for (t, p), off in targets.items():
+                    by_topic.setdefault(t, {})[p] = off
+                await admin.alter_share_group_offsets(group, by_topic)
+            else:
+                await admin.alter_group_offsets(group, targets, require_empty=False)
         except BrokerError as exc:
             _group_errors(exc, group)
             raise

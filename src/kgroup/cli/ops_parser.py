@@ -131,7 +131,8 @@ def add_group_tools(gsub: Any, client: argparse.ArgumentParser) -> None:
                    metavar="TOPIC[:PARTITION,...]", help="a topic, or some of its partitions; repeatable")
 
     g = gsub.add_parser("alter-config", parents=[client],
-                        help="set or remove group configs (consumer.session.timeout.ms, ...); print them",
+                        help="set or remove group configs (consumer.session.timeout.ms, share.record.lock.duration.ms, ...); "
+                        "print them",
                         description="Change a group's dynamic configs (Kafka's group configs, kept in the "
                         "group's metadata log) and print every config of the group with its source.")
     g.add_argument("group", metavar="GROUP")

@@ -38,6 +38,9 @@ from kgroup.wire.versions import (
     OFFSET_DELETE,
     OFFSET_FETCH,
     PRODUCE,
+    ALTER_SHARE_GROUP_OFFSETS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+    SHARE_GROUP_DESCRIBE,
 )
 
 from .cluster import (
@@ -105,8 +108,9 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...] = ()
     error: ErrorCode = ErrorCode.NONE
-    # "classic" (DescribeGroups: members carry their metadata and assignment bytes) or
-    # "consumer" (ConsumerGroupDescribe: assignments only, decoded)
+    # "classic" (DescribeGroups: members carry their metadata and assignment bytes),
+    # "consumer" (ConsumerGroupDescribe: assignments only, decoded) or "share"
+    # (ShareGroupDescribe: assignments only; a partition may be assigned to several members)
     group_type: str = "classic"
     # The consumer group's epoch (ConsumerGroupDescribe); None for classic groups, whose
     # generation DescribeGroups does not tell.
@@ -333,7 +337,73 @@ class AdminClient(SecurityAdmin):
             described = await self._describe_consumer_group(group)
         except UnsupportedApi:
             described = None
+        if described is None:
+            try:
+                described = await self.describe_share_group(group)
+            except UnsupportedApi:
+                described = None
         return described if described is not None else await self._describe_classic_group(group)
+
+    async def describe_share_group(self, group: str) -> GroupDescription | None:
+        """A share group's state and members with their assignments (None: no such share
+        group), with ShareGroupDescribe (KIP-932)."""
+        resp = await self._call_coordinator(
+            group,
+            SHARE_GROUP_DESCRIBE,
+            request_fields(group_ids=[group], include_authorized_operations=False),
+            lambda r: _err(r.groups[0]) if r.groups else 0,
+        )
+        g = resp.groups[0]
+        if _err(g) == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        _check(_err(g), f"describe share group {group!r}", g.error_message)
+        members = tuple(
+            MemberDescription(
+                member_id=m.member_id, group_instance_id=None, client_id=m.client_id,
+                client_host=m.client_host, metadata=b"", assignment_bytes=b"",
+                assignment={tp.topic_name or str(tp.topic_id): tuple(sorted(tp.partitions))
+                            for tp in m.assignment.topic_partitions},
+            )
+            for m in g.members
+        )
+        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type="share",
+                                protocol=g.assignor_name, members=members, group_type="share")
+
+    async def list_share_group_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> the share partition's start offset, for every partition the
+        share group has state for (DescribeShareGroupOffsets)."""
+        return {k: start for k, (start, _) in (await self.share_group_offsets(group)).items()}
+
+    async def share_group_offsets(self, group: str) -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, partition) -> (start offset, lag): where each share partition of the group
+        starts, and how many records past it are not yet acknowledged or archived (-1: the
+        broker does not say)."""
+        resp = await self._call_coordinator(
+            group,
+            DESCRIBE_SHARE_GROUP_OFFSETS,
+            request_fields(groups=[dict(group_id=group, topics=None)]),
+            lambda r: _err(r.groups[0]) if r.groups else 0,
+        )
+        g = resp.groups[0]
+        _check(_err(g), f"describe share group offsets of {group!r}", g.error_message)
+        return {(t.topic_name, p.partition_index): (p.start_offset, getattr(p, "lag", -1))
+                for t in g.topics for p in t.partitions}
+
+    async def alter_share_group_offsets(self, group: str, offsets: Mapping[str, Mapping[int, int]]) -> None:
+        """Set share partitions' start offsets (the share group must be empty)."""
+        resp = await self._call_coordinator(
+            group,
+            ALTER_SHARE_GROUP_OFFSETS,
+            request_fields(group_id=group, topics=[
+                dict(topic_name=t, partitions=[dict(partition_index=p, start_offset=o)
+                                               for p, o in sorted(ps.items())])
+                for t, ps in sorted(offsets.items())]),
+            _err,
+        )
+        _check(_err(resp), f"alter share group offsets of {group!r}", resp.error_message)
+        for t in resp.responses:
+            for p in t.partitions:
+                _check(_err(p), f"alter share group offset of {t.topic_name}-{p.partition_index}")
 
     async def _describe_consumer_group(self, group: str) -> GroupDescription | None:
         resp = await self._call_coordinator(

@@ -11,8 +11,10 @@ values are checked against the broker's bounds (the TOML's min/max settings) as 
 GroupConfig.validate does, and configs may be set for a group that does not exist yet.
 
 `GROUP_CONFIGS` is the table of known names, built from `KINDS`: each group kind adds a
-tuple of `GroupConfigDef`s there (the consumer protocol's today); `PAIRS` lists the
-(session timeout, heartbeat interval) pairs whose effective values must stay ordered.
+tuple of `GroupConfigDef`s there (the consumer protocol's `consumer.*`, the share groups'
+`share.*`); `PAIRS` lists the (session timeout, heartbeat interval) pairs whose effective
+values must stay ordered. A config is an INT within its bounds, or a STRING among its
+choices (`share.auto.offset.reset`); `value` gives it typed.
 """
 
 from __future__ import annotations
@@ -52,13 +54,46 @@ class GroupConfigDef:
 
     name: str
     broker_name: str                      # the broker setting of the default, Kafka's name
-    default: Callable[[GroupConfig], int]
+    default: Callable[[GroupConfig], int | str]
     toml_override: Callable[[GroupConfig, str], int | None]
     minimum: Callable[[GroupConfig], int]
     min_name: str
     maximum: Callable[[GroupConfig], int]
     max_name: str
     doc: str
+    # A STRING config's valid values (lower case); empty for an INT config.
+    choices: tuple[str, ...] = ()
+
+    @property
+    def type_name(self) -> str:
+        """Kafka's ConfigDef type: INT or STRING."""
+        return "STRING" if self.choices else "INT"
+
+    def parse(self, text: str | None) -> int | str:
+        """The typed value of ``text``; GroupError INVALID_CONFIG when it is not one (bounds apart)."""
+        if self.choices:
+            value = str(text).strip().lower()
+            if text is None or value not in self.choices:
+                raise _invalid(f"Invalid value {text} for configuration {self.name}: String must be one of: "
+                               f"{', '.join(self.choices)}")
+            return value
+        try:
+            number = int(str(text).strip())
+        except ValueError:
+            raise _invalid(f"Invalid value {text} for configuration {self.name}: Not a number of type INT") from None
+        if not -(2 ** 31) <= number < 2 ** 31:
+            raise _invalid(f"Invalid value {text} for configuration {self.name}: Not a number of type INT")
+        return number
+
+    def bounds_problem(self, config: GroupConfig, value: int | str) -> str | None:
+        """Why ``value`` is outside the broker's bounds for this config, or None."""
+        if self.choices:
+            return None
+        if value < self.minimum(config):  # type: ignore[operator]
+            return f"{self.name} must be greater than or equal to {self.min_name} ({self.minimum(config)}), not {value}"
+        if value > self.maximum(config):  # type: ignore[operator]
+            return f"{self.name} must be less than or equal to {self.max_name} ({self.maximum(config)}), not {value}"
+        return None
 
 
 def _override(index: int) -> Callable[[GroupConfig, str], int | None]:
@@ -88,10 +123,47 @@ CONSUMER_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
         "The heartbeat interval given to the members of a consumer group."),
 )
 
-# Each group kind's configs; a new kind (share groups) adds its tuple here.
-KINDS: tuple[tuple[GroupConfigDef, ...], ...] = (CONSUMER_GROUP_CONFIGS,)
+def _no_override(config: GroupConfig, group_id: str) -> None:
+    return None
+
+
+def _share(name: str, doc: str, choices: tuple[str, ...] = ()) -> GroupConfigDef:
+    """A share.* config (KIP-932): its default is the broker's [group] share_* setting, its
+    bounds the share_min_* / share_max_* ones (Kafka's group.share.* names)."""
+    key = name.replace(".", "_")                          # share.record.lock.duration.ms -> share_record_lock_...
+    bare = name.removeprefix("share.")
+    if choices:
+        return GroupConfigDef(name, name, lambda c: getattr(c, key), _no_override, lambda c: 0, "",
+                              lambda c: 0, "", doc, choices)
+    low, high = key.replace("share_", "share_min_", 1), key.replace("share_", "share_max_", 1)
+    return GroupConfigDef(name, f"group.{name}", lambda c: getattr(c, key), _no_override,
+                          lambda c: getattr(c, low), f"group.share.min.{bare}",
+                          lambda c: getattr(c, high), f"group.share.max.{bare}", doc)
+
+
+SHARE_SESSION_TIMEOUT = "share.session.timeout.ms"
+SHARE_HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
+SHARE_RECORD_LOCK_DURATION = "share.record.lock.duration.ms"
+SHARE_DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
+SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
+SHARE_MAX_RECORD_LOCKS = "share.partition.max.record.locks"
+SHARE_AUTO_OFFSET_RESETS = ("latest", "earliest")
+
+SHARE_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
+    _share(SHARE_SESSION_TIMEOUT, "The timeout to detect client failures of a share group member."),
+    _share(SHARE_HEARTBEAT_INTERVAL, "The heartbeat interval given to the members of a share group."),
+    _share(SHARE_RECORD_LOCK_DURATION, "How long a share group member holds an acquired record."),
+    _share(SHARE_DELIVERY_COUNT_LIMIT, "How many times a record is delivered before it is archived."),
+    _share(SHARE_AUTO_OFFSET_RESET, "Where a share partition starts when it has no state: latest or earliest.",
+           SHARE_AUTO_OFFSET_RESETS),
+    _share(SHARE_MAX_RECORD_LOCKS, "The most in-flight records of one share partition."),
+)
+
+# Each group kind's configs.
+KINDS: tuple[tuple[GroupConfigDef, ...], ...] = (CONSUMER_GROUP_CONFIGS, SHARE_GROUP_CONFIGS)
 # (session timeout, heartbeat interval): the first must stay greater than the second.
-PAIRS: tuple[tuple[str, str], ...] = ((CONSUMER_SESSION_TIMEOUT, CONSUMER_HEARTBEAT_INTERVAL),)
+PAIRS: tuple[tuple[str, str], ...] = ((CONSUMER_SESSION_TIMEOUT, CONSUMER_HEARTBEAT_INTERVAL),
+                                      (SHARE_SESSION_TIMEOUT, SHARE_HEARTBEAT_INTERVAL))
 
 GROUP_CONFIGS: Mapping[str, GroupConfigDef] = MappingProxyType(
     {d.name: d for kind in KINDS for d in kind})
@@ -119,6 +191,7 @@ class DescribedGroupConfig:
     # (name, value, source) from the one in force down to the broker default.
     synonyms: tuple[tuple[str, str, ConfigSource], ...]
     doc: str
+    type_name: str = "INT"                # Kafka's ConfigDef type: INT or STRING
 
 
 def _invalid(message: str) -> GroupError:
@@ -137,26 +210,29 @@ class GroupConfigs:
 
     # ---- what a group runs with -------------------------------------------------------
 
-    def value(self, group_id: str, name: str) -> int:
-        """The effective value of config ``name`` for ``group_id``."""
+    def value(self, group_id: str, name: str) -> int | str:
+        """The effective value of config ``name`` for ``group_id``, typed (int, or str)."""
         dynamic = self.shard.stored.group_configs.get(group_id)
         if dynamic:
             for key, raw in dynamic:
                 if key == name:
-                    return int(raw)
+                    return GROUP_CONFIGS[name].parse(raw)
         return self._inherited(group_id, name)
 
+    def int_value(self, group_id: str, name: str) -> int:
+        return int(self.value(group_id, name))
+
     def consumer_session_timeout(self, group_id: str) -> int:
-        return self.value(group_id, CONSUMER_SESSION_TIMEOUT)
+        return self.int_value(group_id, CONSUMER_SESSION_TIMEOUT)
 
     def consumer_heartbeat_interval(self, group_id: str) -> int:
-        return self.value(group_id, CONSUMER_HEARTBEAT_INTERVAL)
+        return self.int_value(group_id, CONSUMER_HEARTBEAT_INTERVAL)
 
     # ---- IncrementalAlterConfigs / AlterConfigs ---------------------------------------
 
     def alter(self, req: AlterGroupConfigsRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Check and apply changes to a group's dynamic configs; replies None when done."""
-        # 1. The group id and every name must be known, each op fit for an int config.
+        # 1. The group id and every name must be known, each op fit for its (int or string) config.
         if not req.group_id:
             raise GroupError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
         current = dict(self.shard.stored.group_configs.get(req.group_id, ()))
@@ -167,24 +243,20 @@ class GroupConfigs:
             if op == ConfigOp.DELETE:
                 updated.pop(name, None)
             elif op == ConfigOp.SET:
-                updated[name] = self._checked_int(name, value)
+                updated[name] = str(GROUP_CONFIGS[name].parse(value))
             elif op in (ConfigOp.APPEND, ConfigOp.SUBTRACT):
-                raise _invalid(f"{ConfigOp(op).name} is only for list configs; {name} is an int")
+                raise _invalid(f"{ConfigOp(op).name} is only for list configs; {name} is "
+                               f"{'a string' if GROUP_CONFIGS[name].choices else 'an int'}")
             else:
                 raise GroupError(ErrorCode.INVALID_REQUEST, f"unknown config operation {op}")
         # 2. Bounds, then the pairs, on the values the group would run with.
         for name, raw in updated.items():
-            d = GROUP_CONFIGS[name]
-            number = int(raw)
-            if number < d.minimum(self.shard.config):
-                raise _invalid(f"{name} must be greater than or equal to {d.min_name} "
-                               f"({d.minimum(self.shard.config)}), not {number}")
-            if number > d.maximum(self.shard.config):
-                raise _invalid(f"{name} must be less than or equal to {d.max_name} "
-                               f"({d.maximum(self.shard.config)}), not {number}")
+            problem = GROUP_CONFIGS[name].bounds_problem(self.shard.config, GROUP_CONFIGS[name].parse(raw))
+            if problem is not None:
+                raise _invalid(problem)
         for session, heartbeat in PAIRS:
-            s = int(updated[session]) if session in updated else self._inherited(req.group_id, session)
-            h = int(updated[heartbeat]) if heartbeat in updated else self._inherited(req.group_id, heartbeat)
+            s = int(updated[session]) if session in updated else int(self._inherited(req.group_id, session))
+            h = int(updated[heartbeat]) if heartbeat in updated else int(self._inherited(req.group_id, heartbeat))
             if s <= h:
                 raise _invalid(f"{session} ({s}) must be greater than {heartbeat} ({h})")
         # 3. One record holding the whole new set (a tombstone once none is left).
@@ -193,21 +265,11 @@ class GroupConfigs:
         value = tuple(sorted(updated.items())) or None
         return Result((GroupConfigRecord(req.group_id, value),), ((reply, None),))
 
-    def _inherited(self, group_id: str, name: str) -> int:
+    def _inherited(self, group_id: str, name: str) -> int | str:
         """The value without dynamic configs: the TOML override, else the broker's."""
         d = GROUP_CONFIGS[name]
         override = d.toml_override(self.shard.config, group_id)
         return d.default(self.shard.config) if override is None else override
-
-    @staticmethod
-    def _checked_int(name: str, value: str | None) -> str:
-        try:
-            number = int(str(value).strip())
-        except ValueError:
-            raise _invalid(f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
-        if not -(2 ** 31) <= number < 2 ** 31:
-            raise _invalid(f"Invalid value {value} for configuration {name}: Not a number of type INT")
-        return str(number)
 
     # ---- DescribeConfigs --------------------------------------------------------------
 
@@ -227,7 +289,7 @@ class GroupConfigs:
             if override is not None:
                 chain.append((name, str(override), ConfigSource.STATIC_BROKER_CONFIG))
             chain.append((d.broker_name, str(d.default(config)), ConfigSource.DEFAULT_CONFIG))
-            described.append(DescribedGroupConfig(name, chain[0][1], chain[0][2], tuple(chain), d.doc))
+            described.append(DescribedGroupConfig(name, chain[0][1], chain[0][2], tuple(chain), d.doc, d.type_name))
         return Result((), ((reply, tuple(described)),))
 
 

@@ -101,6 +101,13 @@ DESCRIBE_TRANSACTIONS = 65
 LIST_TRANSACTIONS = 66
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
+SHARE_GROUP_HEARTBEAT = 76
+SHARE_GROUP_DESCRIBE = 77
+SHARE_FETCH = 78
+SHARE_ACKNOWLEDGE = 79
+DESCRIBE_SHARE_GROUP_OFFSETS = 90
+ALTER_SHARE_GROUP_OFFSETS = 91
+DELETE_SHARE_GROUP_OFFSETS = 92
 
 _RANGES = (
     ApiRange(PRODUCE, "Produce", 3, 12),
@@ -145,6 +152,15 @@ _RANGES = (
     ApiRange(CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1),
     ApiRange(CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1),
     ApiRange(DESCRIBE_CLUSTER, "DescribeCluster", 0, 2),
+    # Share groups (KIP-932): v1 is the version Kafka 4.1+ and librdkafka speak (v0 was the
+    # early-access one, never in kio); ShareFetch/ShareAcknowledge v2 (renew acks) are not served.
+    ApiRange(SHARE_GROUP_HEARTBEAT, "ShareGroupHeartbeat", 1, 1),
+    ApiRange(SHARE_GROUP_DESCRIBE, "ShareGroupDescribe", 1, 1),
+    ApiRange(SHARE_FETCH, "ShareFetch", 1, 1),
+    ApiRange(SHARE_ACKNOWLEDGE, "ShareAcknowledge", 1, 1),
+    ApiRange(DESCRIBE_SHARE_GROUP_OFFSETS, "DescribeShareGroupOffsets", 0, 1),
+    ApiRange(ALTER_SHARE_GROUP_OFFSETS, "AlterShareGroupOffsets", 0, 0),
+    ApiRange(DELETE_SHARE_GROUP_OFFSETS, "DeleteShareGroupOffsets", 0, 0),
 )
 
 SUPPORTED_APIS: Mapping[int, ApiRange] = MappingProxyType({r.api_key: r for r in _RANGES})

@@ -20,6 +20,7 @@ from kgroup.core.group_configs import (
 )
 from kgroup.core.record_codec import decode, encode
 from kgroup.core.records import GroupConfigRecord
+from kgroup.core.share_messages import ShareGroupHeartbeatRequest
 from tests.unit.core.groupctx import GroupContext, Pending
 
 SESSION = "consumer.session.timeout.ms"
@@ -133,7 +134,78 @@ def test_group_configs_survive_replay_snapshots_and_group_deletion():
 def test_the_table_lists_kafkas_consumer_group_config_names():
     assert {SESSION, HEARTBEAT} <= set(GROUP_CONFIGS)
     for d in GROUP_CONFIGS.values():
-        assert d.broker_name.startswith("group.") and d.min_name.startswith("group.")
+        if d.choices:       # a STRING config (share.auto.offset.reset): no bounds, a broker default
+            assert d.type_name == "STRING" and d.default(GroupConfig()) in d.choices
+        else:
+            assert d.broker_name.startswith("group.") and d.min_name.startswith("group.")
+            assert d.type_name == "INT"
+
+
+SHARE_NAMES = {"share.session.timeout.ms": "45000", "share.heartbeat.interval.ms": "5000",
+               "share.record.lock.duration.ms": "30000", "share.delivery.count.limit": "5",
+               "share.auto.offset.reset": "latest", "share.partition.max.record.locks": "2000"}
+
+
+def share_hb(ctx: GroupContext, member: str, epoch: int, topics=None):
+    return ctx.call(ctx.coord.share_group_heartbeat,
+                    ShareGroupHeartbeatRequest("sg", member, epoch, subscribed_topic_names=topics))
+
+
+def test_kip932_share_configs_are_group_configs_with_kafkas_defaults_and_types():
+    ctx = GroupContext()
+    d = described(ctx, "sg")
+    assert {n: d[n].value for n in SHARE_NAMES} == SHARE_NAMES
+    assert {n for n in SHARE_NAMES if d[n].type_name == "STRING"} == {"share.auto.offset.reset"}
+    assert d["share.record.lock.duration.ms"].synonyms == (
+        ("group.share.record.lock.duration.ms", "30000", ConfigSource.DEFAULT_CONFIG),)
+    assert alter(ctx, "sg", ("share.record.lock.duration.ms", SET, "5000"), ("share.delivery.count.limit", SET, "3"),
+                 ("share.auto.offset.reset", SET, " Earliest ")).raised is None
+    assert ctx.log[-1] == GroupConfigRecord("sg", (("share.auto.offset.reset", "earliest"),
+                                                   ("share.delivery.count.limit", "3"),
+                                                   ("share.record.lock.duration.ms", "5000")))
+    d = described(ctx, "sg")
+    assert (d["share.auto.offset.reset"].value, d["share.auto.offset.reset"].source) == \
+        ("earliest", ConfigSource.GROUP_CONFIG)
+    # The share coordinator reads the group's values as stored; other groups keep the defaults.
+    share = ctx.coord.share.configs
+    assert (share.limits("sg").record_lock_ms, share.limits("sg").delivery_limit) == (5_000, 3)
+    assert share.auto_offset_reset("sg") == "earliest" and share.auto_offset_reset("other") == "latest"
+    assert share.limits("other").record_lock_ms == 30_000
+    alter(ctx, "sg", ("share.auto.offset.reset", DELETE, None))
+    assert share.auto_offset_reset("sg") == "latest"
+
+
+def test_kip932_share_configs_are_bounded_by_the_brokers_share_settings():
+    ctx = GroupContext()
+    for changes in ([("share.record.lock.duration.ms", SET, "999")],
+                    [("share.record.lock.duration.ms", SET, "60001")],
+                    [("share.delivery.count.limit", SET, "1")], [("share.delivery.count.limit", SET, "11")],
+                    [("share.partition.max.record.locks", SET, "99")], [("share.session.timeout.ms", SET, "60001")],
+                    [("share.heartbeat.interval.ms", SET, "15001")], [("share.auto.offset.reset", SET, "sometimes")],
+                    [("share.auto.offset.reset", SET, None)], [("share.auto.offset.reset", ConfigOp.APPEND, "latest")],
+                    [("share.delivery.count.limit", SET, "three")],
+                    [("share.session.timeout.ms", SET, "5000")]):       # not above the 5 s heartbeat
+        assert alter(ctx, "sg", *changes).raised is E.INVALID_CONFIG, changes
+    assert not ctx.log
+    # Lower bounds looser than Kafka's (a 1 s lock and session), and set by the broker.
+    assert alter(ctx, "sg", ("share.record.lock.duration.ms", SET, "1000"), ("share.session.timeout.ms", SET, "1000"),
+                 ("share.heartbeat.interval.ms", SET, "100")).raised is None
+    strict = GroupContext(GroupConfig(share_min_record_lock_duration_ms=15_000))
+    assert alter(strict, "sg", ("share.record.lock.duration.ms", SET, "14999")).raised is E.INVALID_CONFIG
+
+
+def test_kip932_share_session_and_heartbeat_configs_apply_to_the_next_heartbeat():
+    ctx = GroupContext(GroupConfig(share_session_timeout_ms=10_000, share_heartbeat_interval_ms=1_000))
+    ctx.set_topics(orders=1)
+    assert alter(ctx, "sg", ("share.session.timeout.ms", SET, "20000"),
+                 ("share.heartbeat.interval.ms", SET, "2000")).raised is None
+    first = share_hb(ctx, "m1", 0, ("orders",)).response
+    assert first.heartbeat_interval_ms == 2_000
+    # Fenced after the group's 20 s, not the broker's 10 s.
+    ctx.advance(15_000)
+    assert "m1" in ctx.coord.share_groups["sg"].members
+    ctx.advance(5_100)
+    assert "m1" not in ctx.coord.share_groups["sg"].members
 
 
 @settings(max_examples=200, deadline=None)
