@@ -398,6 +398,9 @@ def serve_main(args: Any) -> int:
             http_listen=getattr(args, "http_listen", None),
             log_level=getattr(args, "log_level", None),
             log_format=getattr(args, "log_format", None),
+            node_id=getattr(args, "node_id", None),
+            cluster=getattr(args, "cluster", None),
+            node_timeout_ms=getattr(args, "node_timeout_ms", None),
         )
         FsyncPolicy.parse(config.fsync)
     except (ConfigError, ValueError, StorageError) as exc:
