@@ -111,6 +111,14 @@ def _client_options(defaults: bool) -> argparse.ArgumentParser:
     return p
 
 
+def _broker_storage_options(p: argparse.ArgumentParser, data_dir: str, what: str) -> None:
+    """--data-dir, --config, --fsync of `serve` and `cluster`."""
+    p.add_argument("--data-dir", metavar="DIR", default=data_dir, help=f"{what} (default: {data_dir})")
+    p.add_argument("--config", metavar="FILE", default=None, help="broker config file")
+    p.add_argument("--fsync", metavar="{always,never,interval:MS}", type=fsync_policy,
+                   default=None, help="when to fsync appended data")
+
+
 def build_parser() -> Parser:
     """The full ``kgroup`` parser."""
     root = Parser(
@@ -130,11 +138,7 @@ def build_parser() -> Parser:
                        "this node's entry in --cluster)")
     serve.add_argument("--advertised", metavar="HOST:PORT", type=host_port, default=None,
                        help="address given to clients in Metadata (default: --listen)")
-    serve.add_argument("--data-dir", metavar="DIR", default="./kgroup-data",
-                       help="where logs and group state live (default: ./kgroup-data)")
-    serve.add_argument("--config", metavar="FILE", default=None, help="broker config file")
-    serve.add_argument("--fsync", metavar="{always,never,interval:MS}", type=fsync_policy,
-                       default=None, help="when to fsync appended data")
+    _broker_storage_options(serve, "./kgroup-data", "where logs and group state live")
     serve.add_argument("--no-group-events", dest="group_events", action="store_const", const=False,
                        default=None, help="do not write group changes to the __kgroup_events topic")
     serve.add_argument("--log-level", default=None, type=str.upper,
@@ -161,11 +165,7 @@ def build_parser() -> Parser:
     cluster.add_argument("--nodes", type=positive_int, default=3, help="how many nodes (default: 3)")
     cluster.add_argument("--base-port", type=port_number, default=9092,
                          help="node i listens on 127.0.0.1:BASE+i (default: 9092)")
-    cluster.add_argument("--data-dir", metavar="DIR", default="./kgroup-cluster",
-                         help="the data dir every node shares (default: ./kgroup-cluster)")
-    cluster.add_argument("--config", metavar="FILE", default=None, help="broker config file for every node")
-    cluster.add_argument("--fsync", metavar="{always,never,interval:MS}", type=fsync_policy,
-                         default=None, help="when to fsync appended data")
+    _broker_storage_options(cluster, "./kgroup-cluster", "the data dir every node shares")
 
     # topics
     topics = sub.add_parser("topics", help="create, list, describe, delete topics")
