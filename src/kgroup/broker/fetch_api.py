@@ -29,7 +29,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from kgroup.broker.data_api import DataContext, DataError, PartitionKey, log
+from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, PartitionKey, log
 from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.storage import StorageError
 from kgroup.storage.errors import OffsetOutOfRangeError, TopicError
@@ -134,6 +134,9 @@ def _read(ctx: DataContext, cls: Any, request: Any) -> tuple[Any, int, bool]:
                                    preferred_read_replica=-1, records=records))
             except TopicError:
                 parts.append(failure(DataError.UNKNOWN_TOPIC_OR_PARTITION))
+                errors = True
+            except NOT_LEADER:
+                parts.append(failure(DataError.NOT_LEADER_OR_FOLLOWER))
                 errors = True
             except OffsetOutOfRangeError as exc:
                 log.debug("fetch: %s", exc)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgroup.broker.data_api import DataContext, DataError, log
+from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, log
 from kgroup.wire.kio_build import build, item
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import TopicError
@@ -73,6 +73,8 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
                 offset, timestamp = lookup(plog, int(p.timestamp))
             except TopicError:
                 code = DataError.UNKNOWN_TOPIC_OR_PARTITION
+            except NOT_LEADER:
+                code = DataError.NOT_LEADER_OR_FOLLOWER
             except StorageError as exc:
                 log.error("list offsets of %s-%d failed in storage: %s", topic.name, index, exc)
                 code = DataError.KAFKA_STORAGE_ERROR

@@ -6,7 +6,9 @@ peer's files (storage/node_registry.py):
 - its lock is free → DOWN (killed, or never started): its units may be taken at once;
 - it holds its lock but has written no lease yet → STARTING;
 - its lease is fresh → LIVE (since when is remembered: a node gets units handed back only
-  once it has been live for a while, so a flapping node does not pull them back and forth);
+  once it has been live for a while, so a flapping node does not pull them back and forth),
+  or LEAVING if it says it is shutting down (no unit is placed on it; it hands its own
+  over, so they are not taken from it);
 - its lease is older than `node_timeout_ms` while it holds its lock (stopped, hung) → this
   node writes the expulsion mark for that incarnation and reads the lease again: still
   stale → DOWN (the node will see the mark before it serves again), otherwise EXPELLING
@@ -29,11 +31,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Protocol
 
-from kgroup.storage.node_registry import Lease
+from kgroup.storage.node_registry import LEAVING, Lease
 
 
 class Registry(Protocol):
-    def renew(self, now_ms: int, incarnation: int) -> bool: ...
+    def renew(self, now_ms: int, incarnation: int, flags: int = 0) -> bool: ...
     def lock_free(self, node: int) -> bool: ...
     def lease(self, node: int) -> Lease | None: ...
     def expelled(self, node: int) -> int | None: ...
@@ -43,6 +45,7 @@ class Registry(Protocol):
 class PeerStatus(Enum):
     STARTING = "starting"
     LIVE = "live"
+    LEAVING = "leaving"
     EXPELLING = "expelling"
     DOWN = "down"
 
@@ -75,8 +78,11 @@ class Liveness:
         self.mono = mono
         self.incarnation = max(wall() * 1000, 1)
         self.last_good_ms: int | None = None    # monotonic time of the last renewal not expelled
+        self.leaving = False
         now = mono()
         self.peers = {n: Peer(PeerStatus.DOWN, now) for n in self.nodes if n != me}
+        # Peers this node has seen LIVE at least once since it started.
+        self.seen_live: set[int] = set()
 
     # ---- this node ------------------------------------------------------------------------
 
@@ -84,7 +90,7 @@ class Liveness:
         """Renew the lease; False if this incarnation was expelled (the caller must drop
         every unit, then call `rejoin`)."""
         started = self.mono()
-        if not self.registry.renew(self.wall(), self.incarnation):
+        if not self.registry.renew(self.wall(), self.incarnation, LEAVING if self.leaving else 0):
             return False
         self.last_good_ms = started
         return True
@@ -112,6 +118,8 @@ class Liveness:
                 if status is not peer.status:
                     peer.since_ms = self.mono()
                 peer.status, peer.incarnation = status, incarnation
+            if status is PeerStatus.LIVE:
+                self.seen_live.add(node)
         return changed
 
     def _observe(self, node: int) -> tuple[PeerStatus, int | None]:
@@ -122,7 +130,7 @@ class Liveness:
         if lease is None:
             return PeerStatus.STARTING, None
         if self.wall() - lease.time_ms <= self.node_timeout_ms:
-            return PeerStatus.LIVE, lease.incarnation
+            return (PeerStatus.LEAVING if lease.leaving else PeerStatus.LIVE), lease.incarnation
         # Stale while holding its lock: mark it, then read the lease again (the order is
         # what makes the handshake safe; see storage/node_registry.py).
         if registry.expelled(node) != lease.incarnation:
@@ -141,8 +149,14 @@ class Liveness:
         return self.peers[node].status
 
     def live(self) -> set[int]:
-        """The nodes units may be placed on: this one and every LIVE peer."""
-        return {self.me} | {n for n, p in self.peers.items() if p.status is PeerStatus.LIVE}
+        """The nodes units may be placed on: this one (unless it is leaving) and every
+        LIVE peer."""
+        mine = set() if self.leaving else {self.me}
+        return mine | {n for n, p in self.peers.items() if p.status is PeerStatus.LIVE}
+
+    def reachable(self) -> set[int]:
+        """The nodes clients may talk to (Metadata lists them): all but the DOWN ones."""
+        return {self.me} | {n for n, p in self.peers.items() if p.status is not PeerStatus.DOWN}
 
     def down(self, node: int) -> bool:
         """May `node`'s units be taken without its hand-over?"""

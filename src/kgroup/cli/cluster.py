@@ -2,13 +2,15 @@
 
 Node i is `--node-id i` listening on 127.0.0.1:BASE+i; every node gets the same `--cluster`
 list and data dir. The addresses are printed once every node listens. Ctrl-C (or SIGTERM)
-stops them all with SIGTERM (each hands its partitions over and exits) and waits; if a node
-exits on its own, the others are stopped too and the exit is reported.
+stops them all with SIGTERM and waits. A node that exits on its own (say, killed with
+`kill -9` to watch its partitions move) is reported, and the others keep serving: restart
+it by hand with the `kgroup serve` command line printed for it.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -60,14 +62,18 @@ def run_cluster(args: Any) -> int:
     children = [subprocess.Popen(_serve_command(args, i, cluster), start_new_session=True)
                 for i in range(args.nodes)]
     status = 0
+    reported: set[int] = set()
     try:
         announced = False
         while stop["signal"] is None:
-            exited = [(i, c.returncode) for i, c in enumerate(children) if c.poll() is not None]
-            if exited:
-                node, code = exited[0]
-                print(f"kgroup: error: node {node} exited with status {code}; stopping the cluster",
-                      file=sys.stderr, flush=True)
+            for i, child in enumerate(children):
+                if i not in reported and child.poll() is not None:
+                    reported.add(i)
+                    print(f"kgroup cluster: node {i} exited with status {child.returncode}; the others "
+                          f"keep serving. To restart it: {shlex.join(_serve_command(args, i, cluster))}",
+                          file=sys.stderr, flush=True)
+            if len(reported) == len(children):
+                print("kgroup: error: every node has exited", file=sys.stderr, flush=True)
                 status = 1
                 break
             if not announced and all(_listening(p) for p in ports):

@@ -143,8 +143,9 @@ class DataDir:
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._owned: dict[int, int] = {}  # slot -> epoch, for the units open here
         # slot -> the logs of it open here: None for the group-metadata partition, else a
-        # (topic, partition) key of `_logs`.
+        # (topic, partition) key of `_logs` (or of `_draining`, while it is handed over).
         self._open_keys: dict[int, list[tuple[str, int] | None]] = {}
+        self._draining: dict[tuple[str, int], PartitionLog] = {}
         self.metadata_log: GroupMetadataLog | None = None
         self.table: EpochTable | None = None
         self.nodes: NodeRegistry | None = None
@@ -379,28 +380,57 @@ class DataDir:
         return dict(self._owned)
 
     def acquire(self, slot: int) -> int | None:
-        """Win an ownership epoch for `slot` and publish it; None if another node won it.
+        """Win an ownership epoch for `slot` and publish it; None if another node won it
+        (see `acquire_many`)."""
+        return self.acquire_many([slot]).get(slot)
 
-        If this node won the latest epoch itself (an earlier run of this node, which is
-        gone since this process holds the node's lock; or this process before it closed
-        the unit) and nobody claimed one since, that epoch is resumed: its directory is
-        reopened, with no seal. Otherwise the next epoch is claimed, made durable, and the
-        previous owner's logs are sealed when the unit is opened.
+    def acquire_many(self, slots: list[int]) -> dict[int, int]:
+        """Win ownership epochs for `slots` and publish them: {slot: epoch} for those won.
+
+        If this node won the latest epoch of a unit itself (an earlier run of this node,
+        which is gone since this process holds the node's lock; or this process before it
+        closed the unit) and nobody claimed one since, that epoch is resumed: its directory
+        is reopened, with no seal. Otherwise the next epoch is claimed; the claims are made
+        durable together (one fsync) before any is published, and the previous owner's
+        logs are sealed when the unit is opened.
         """
         me, index = self.membership.me, self.membership.index
-        hint, _ = self.table.current(slot)
-        if hint >= DELETED:
-            return None
-        latest = self.owners.latest(slot, hint)
-        if latest > 0 and self.owners.owner(slot, latest) == me:
-            epoch = latest
-        else:
-            epoch = latest + 1
-            if not self.owners.claim(slot, epoch, me):
-                return None
+        won: dict[int, int] = {}
+        claimed = False
+        for slot in slots:
+            hint, _ = self.table.current(slot)
+            if hint >= DELETED:
+                continue
+            latest = self.owners.latest(slot, hint)
+            if latest > 0 and self.owners.owner(slot, latest) == me:
+                won[slot] = latest
+            elif self.owners.claim(slot, latest + 1, me):
+                won[slot] = latest + 1
+                claimed = True
+        if claimed:
             self.owners.sync()
-        self.table.publish(slot, index, epoch)
-        return epoch
+        for slot, epoch in won.items():
+            self.table.publish(slot, index, epoch)
+        return won
+
+    def holds(self, slot: int) -> bool:
+        """Whether this node still owns unit `slot` at the epoch it opened it at."""
+        epoch = self._owned.get(slot)
+        return epoch is not None and self.table.current(slot)[0] == epoch
+
+    def describe_unit(self, slot: int) -> str:
+        """"group-metadata partition 7", "orders-3": what a unit is, for logs."""
+        parts = [f"{t}-{p}" for t, p in self._slot_parts.get(slot, ())]
+        if slot < self.metadata_log.num_partitions:
+            return f"group-metadata partition {slot}" + (f" (with {', '.join(parts)})" if parts else "")
+        return ", ".join(parts) or f"unit {slot} (a deleted topic partition)"
+
+    def stop_serving(self, slot: int) -> None:
+        """Before a unit is handed over: its topic partitions answer NotOwnedError from now
+        on, while the logs stay open until `close_unit` (in-flight writes finish)."""
+        for key in self._open_keys.get(slot, ()):
+            if key is not None and key in self._logs:
+                self._draining[key] = self._logs.pop(key)
 
     def open_unit(self, slot: int, epoch: int) -> None:
         """Open every log of unit `slot` at `epoch` (won by `acquire`), with its fence."""
@@ -455,7 +485,7 @@ class DataDir:
             if key is None:
                 self.metadata_log.close_partition(slot)
             else:
-                plog = self._logs.pop(key, None)
+                plog = self._logs.pop(key, None) or self._draining.pop(key, None)
                 if plog is not None:
                     plog.close()
         if release and epoch is not None:
@@ -565,6 +595,10 @@ class DataDir:
     def partition_logs(self) -> dict[tuple[str, int], PartitionLog]:
         return dict(self._logs)
 
+    def draining_log(self, topic: str, partition: int) -> PartitionLog | None:
+        """The log of a partition being handed over (not served any more), if any."""
+        return self._draining.get((topic, partition))
+
     # -- upkeep --------------------------------------------------------------------------
 
     def apply_retention(self, now_ms: int) -> int:
@@ -589,7 +623,10 @@ class DataDir:
             if self.metadata_log is not None:
                 self.metadata_log.close()
         finally:
+            for plog in self._draining.values():
+                plog.close()
             self._logs = {}
+            self._draining = {}
             self._owned = {}
             self._open_keys = {}
             if self.table is not None:

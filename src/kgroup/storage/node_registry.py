@@ -5,8 +5,9 @@ How this works: in `<data_dir>/cluster/nodes/` each node `<id>` has
 - `<id>.lock`: the node holds an exclusive `flock` on it for its whole life. The kernel
   drops it the moment the process dies (`kill -9` included), so a peer that can take it
   with LOCK_NB knows the node is gone (and lets go at once).
-- `<id>.lease`: the node's wall-clock time in ms and its incarnation (a number that changes
-  each time the node starts or is expelled), rewritten every few hundred ms. A process that
+- `<id>.lease`: the node's wall-clock time in ms, its incarnation (a number that changes
+  each time the node starts or is expelled) and flags (LEAVING: shutting down, handing its
+  units over), rewritten every few hundred ms. A process that
   is stopped (SIGSTOP, a long pause) keeps its lock, but its lease goes stale.
 - `<id>.expel`: written by a peer that found the lease stale: "incarnation I is expelled".
 
@@ -36,15 +37,23 @@ import crc32c
 from kgroup.storage.errors import StorageError
 from kgroup.storage.file_locks import open_locked, try_lock
 
-_LEASE = struct.Struct(">qq")     # wall-clock ms, incarnation
+_LEASE = struct.Struct(">qqq")    # wall-clock ms, incarnation, flags
 _EXPEL = struct.Struct(">q")      # incarnation expelled
 _CRC = struct.Struct(">I")
+
+
+LEAVING = 1  # lease flag: the node is shutting down and handing its units over
 
 
 @dataclass(frozen=True, slots=True)
 class Lease:
     time_ms: int
     incarnation: int
+    flags: int = 0
+
+    @property
+    def leaving(self) -> bool:
+        return bool(self.flags & LEAVING)
 
 
 class NodeLockedError(StorageError):
@@ -103,13 +112,14 @@ class NodeRegistry:
         self._lock_fd = fd
         self._lease_fd = self._open(self._file(self.me, "lease"))
 
-    def renew(self, now_ms: int, incarnation: int) -> bool:
+    def renew(self, now_ms: int, incarnation: int, flags: int = 0) -> bool:
         """Write this node's lease, then read its expulsion mark: False if the current
-        incarnation was expelled (the caller must drop every unit before serving again)."""
+        incarnation was expelled (the caller must drop every unit before serving again).
+        `flags`: LEAVING while it hands its units over before exiting."""
         if self._lease_fd is None:
             raise StorageError(f"node {self.me}: renew before lock_self")
         try:
-            os.pwrite(self._lease_fd, _encode(_LEASE.pack(now_ms, incarnation)), 0)
+            os.pwrite(self._lease_fd, _encode(_LEASE.pack(now_ms, incarnation, flags)), 0)
         except OSError as exc:
             raise StorageError(f"cannot renew lease {self._file(self.me, 'lease')}: {exc}") from exc
         return self.expelled(self.me) != incarnation

@@ -113,3 +113,14 @@ def test_a_node_with_its_lock_but_no_lease_is_starting(tmp_path: Path) -> None:
     view.poll()
     assert view.status(1) is PeerStatus.STARTING
     assert view.live() == {0} and not view.down(1)
+
+
+def test_a_leaving_peer_gets_no_units_but_keeps_its_own_until_it_hands_them_over(tmp_path: Path) -> None:
+    _, _, (a, b) = pair(tmp_path)
+    b.leaving = True
+    b.renew()
+    a.poll()
+    assert a.status(1) is PeerStatus.LEAVING
+    assert a.live() == {0} and not a.down(1)
+    assert a.reachable() == {0, 1}
+    assert b.live() == {0}                      # it places nothing on itself either
