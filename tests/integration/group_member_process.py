@@ -25,7 +25,11 @@ import sys
 import threading
 import time
 
-SESSION_MS = 6000
+# Longer than a coordinator stopped for 15 s: a member's requests to a stopped node hang
+# (no error tells the client to look elsewhere) until the node answers again, so that is
+# when most clients rediscover the coordinator (librdkafka re-queries a coordinator it is
+# connected to only every coordinator.query.interval.ms, 10 minutes by default).
+SESSION_MS = 25000
 HEARTBEAT_MS = 500
 COMMIT_EVERY_S = 1.0
 PROGRESS_EVERY_S = 0.2

@@ -28,7 +28,7 @@ from typing import Any
 from kgroup.broker.data_api import DataContext, DataError, log
 from kgroup.broker.internal_topics import is_internal
 from kgroup.wire.kio_build import build, get, item
-from kgroup.storage import StorageError, TopicMeta
+from kgroup.storage import StorageError, TopicExistsError, TopicMeta
 from kgroup.storage.data_dir import check_topic_name
 from kgroup.wire import RequestHeader, response_class
 
@@ -70,7 +70,9 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
         return build(topic_cls, error_code=code, name=name, topic_id=topic_id or ZERO_UUID,
                      is_internal=is_internal(name), partitions=())
 
-    # 1. Which topics: null = all, otherwise by name (or by id from v10).
+    # 1. Which topics: null = all, otherwise by name (or by id from v10). Another node of a
+    #    cluster may have changed topics.json since this node last looked.
+    ctx.data.refresh_topics()
     requested = get(request, "topics", None)
     created: list[str] = []
     topics: list[Any] = []
@@ -101,6 +103,10 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
             else:
                 try:
                     meta = ctx.data.create_topic(name, ctx.config.default_partitions)
+                except TopicExistsError:
+                    ctx.data.refresh_topics()  # created through another node just now
+                    topics.append(topic_ok(ctx.data.topic(name)))
+                    continue
                 except StorageError as exc:
                     log.error("auto-creating topic %r failed: %s", name, exc)
                     topics.append(topic_error(DataError.KAFKA_STORAGE_ERROR, name))

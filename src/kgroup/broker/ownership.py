@@ -101,6 +101,7 @@ class Ownership:
         self._tasks: list[asyncio.Task] = []
         self._stopping = False
         self._first_round = asyncio.Event()
+        self._topics_seen = data.topics_version
 
     # ---- state ----------------------------------------------------------------------------
 
@@ -158,10 +159,13 @@ class Ownership:
             self._expelled()
         self.liveness.poll()
         try:
-            if self.data.refresh_topics():
-                self.hooks.topics_changed()
+            self.data.refresh_topics()
         except StorageError as exc:
             log.error("cannot read topics.json: %s", exc)
+        if self.data.topics_version != self._topics_seen:
+            # Changed by another node, or seen first by a request handler here.
+            self._topics_seen = self.data.topics_version
+            self.hooks.topics_changed()
         self.check_fences()
         if self._stopping:
             return

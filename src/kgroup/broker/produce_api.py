@@ -78,7 +78,12 @@ def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | Non
     if is_internal(topic):
         raise PartitionFailure(DataError.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
     try:
-        meta = ctx.data.topic(topic)
+        try:
+            meta = ctx.data.topic(topic)
+        except TopicError:
+            if not ctx.data.refresh_topics():   # created through another node just now?
+                raise
+            meta = ctx.data.topic(topic)
         plog = ctx.data.partition_log(topic, partition)
     except TopicError:
         raise PartitionFailure(DataError.UNKNOWN_TOPIC_OR_PARTITION,

@@ -65,6 +65,7 @@ from kgroup.storage.errors import (
     NotOwnedError,
     StorageError,
     TopicError,
+    TopicExistsError,
 )
 from kgroup.storage.metadata_log import DEFAULT_PARTITIONS, GroupMetadataLog
 from kgroup.storage.node_registry import NodeRegistry
@@ -151,6 +152,8 @@ class DataDir:
         self.nodes: NodeRegistry | None = None
         self._topics: dict[str, TopicMeta] = {}
         self._topics_stat: tuple | None = None
+        # Bumped whenever the topic image changes (here or by another node).
+        self.topics_version = 0
         try:
             self.topics_dir = self.path / "topics"
             self.topics_dir.mkdir(exist_ok=True)
@@ -287,6 +290,7 @@ class DataDir:
 
     def _set_image(self, topics: dict[str, TopicMeta]) -> None:
         self._topics = topics
+        self.topics_version += 1
         self._slot_parts: dict[int, list[tuple[str, int]]] = {}
         for name, meta in topics.items():
             for p, slot in enumerate(meta.slots):
@@ -526,7 +530,7 @@ class DataDir:
         self._log_config(meta)  # reject bad configs before writing anything
         with self._changing_topics() as (topics, next_slot):
             if name in topics:
-                raise TopicError(f"topic {name!r} already exists in {self.path}")
+                raise TopicExistsError(f"topic {name!r} already exists in {self.path}")
             slots, next_slot[0] = self._slots_for(name, (), partitions, next_slot[0])
             meta = replace(meta, slots=slots)
             self._remove_leftovers(name, 0, partitions)

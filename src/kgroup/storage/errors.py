@@ -54,3 +54,7 @@ class FencedError(StorageError):
 class NotOwnedError(StorageError):
     """The log exists in the data dir but this node does not own it (in a cluster another
     node leads that partition or coordinates those groups)."""
+
+
+class TopicExistsError(TopicError):
+    """A topic of that name exists already (perhaps just created through another node)."""
