@@ -103,7 +103,8 @@ class AckedProducer(threading.Thread):
         from confluent_kafka import Producer
 
         producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 5,
-                             "message.timeout.ms": 60000, "enable.idempotence": False})
+                             "message.timeout.ms": 60000, "enable.idempotence": False,
+                             "log_level": 2})
 
         def delivered(err, msg) -> None:
             if err is None:
