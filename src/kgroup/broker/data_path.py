@@ -69,6 +69,7 @@ class DataPath:
         """Wait (bounded) until every partition of these topics has a leader."""
         deadline = time.monotonic() + LEADER_WAIT_S
         cluster = self.ctx.cluster
+        names = list(names)
         while time.monotonic() < deadline:
             topics = self.data.topics()
             if all(cluster.leader(slot) is not None
