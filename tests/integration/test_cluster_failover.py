@@ -24,6 +24,7 @@ from kgroup.client.admin import AdminClient
 from tests.integration.clients import create_topic, wait_for
 from tests.integration.cluster_process import ClusterProcess, coordinator_of, group_coordinated_by
 from tests.integration.cluster_workload import AckedProducer, MemberProcess, missing_acknowledged, read_topic
+from tests.integration.test_group_events import read_events
 
 pytestmark = pytest.mark.integration
 
@@ -126,6 +127,18 @@ def test_kill_9_of_the_coordinator_moves_every_group_without_a_rebalance(cluster
     _consume_again(members, resumed, 30, "consuming after the hand-back", back_at)
     _assert_no_rebalance(members, back_at)
     assert "took group-metadata partition" in victim.log()
+    # The group events tell the story: loaded elsewhere after the kill (from the dead node,
+    # with the load time), then handed on and loaded back on the restarted node.
+    events = [e for _, e in read_events(cluster.bootstrap)]
+    for m in members:
+        moves = [(e["kind"], e["node"], e.get("previous_node")) for e in events
+                 if e["group"] == m.group and e["kind"].startswith("coordinator_") and e["time_ms"] >= killed_at * 1000]
+        assert len(moves) == 3, moves
+        (k1, n1, p1), (k2, n2, p2), (k3, n3, p3) = moves
+        assert (k1, p1) == ("coordinator_loaded", VICTIM) and n1 != VICTIM
+        assert (k2, n2, p2) == ("coordinator_unloaded", n1, VICTIM)
+        assert (k3, n3, p3) == ("coordinator_loaded", VICTIM, n1)
+        assert all(e["load_ms"] >= 0 for e in events if e["group"] == m.group and e["kind"] == "coordinator_loaded")
 
 
 def _raw(port: int, api_key: int, version: int, fields: dict) -> bytes:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kgroup.broker.durability import Durability
 from kgroup.broker.internal_topics import GROUP_EVENTS_TOPIC
-from kgroup.core.group_events import EventTracker, GroupEvent
+from kgroup.core.group_events import EventKind, EventTracker, GroupEvent
 from kgroup.core.result import Result
 from kgroup.storage import DataDir, StorageError
 from kgroup.storage.errors import TopicError
@@ -107,6 +107,29 @@ class GroupEventStream:
         self.tracker.prime(shard.coordinator.shard)
         if self.observer is not None:
             self.observer.loaded(shard)
+
+    def coordinator_loaded(self, shard: Shard, node: int, previous_node: int | None, load_ms: int,
+                           now_ms: int) -> None:
+        """This node took a shard over and loaded it: one event per group it holds."""
+        try:
+            self._append(shard.index, self.tracker.coordinator_moved(
+                shard.coordinator.shard, EventKind.COORDINATOR_LOADED, now_ms, node, previous_node, load_ms))
+        except Exception:
+            self._failed("deriving coordinator events")
+
+    async def coordinator_unloaded(self, shard: Shard, node: int, to_node: int | None, now_ms: int) -> None:
+        """This node is handing a shard on (its log is durable, its requests answered): the
+        events still waiting for it go out first, then one per group, all written before
+        the partition is released."""
+        while id(shard.partition) in self._waiting:
+            await asyncio.sleep(0.005)
+        try:
+            self._append(shard.index, self.tracker.coordinator_moved(
+                shard.coordinator.shard, EventKind.COORDINATOR_UNLOADED, now_ms, node, to_node))
+        except Exception:
+            self._failed("deriving coordinator events")
+        if self._ready:
+            self._write()
 
     def after(self, shard: Shard, result: Result, now_ms: int) -> None:
         """A core handler or timer ran and its records were replayed; `result.changes` is not empty."""

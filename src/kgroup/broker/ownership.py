@@ -68,11 +68,13 @@ TRANSITIONS: dict[UnitState | None, frozenset[UnitState | None]] = {
 class UnitHooks:
     """What the server does when a unit arrives or leaves (see server.py)."""
 
-    # A unit was opened in storage: load what serves it (a coordinator shard); returns a
-    # short description of what was loaded, for the log.
-    opened: Callable[[int, int], str]
-    # Stop serving a unit and let in-flight work finish, before its logs are closed.
-    releasing: Callable[[int], Awaitable[None]]
+    # A unit was opened in storage at an epoch: load what serves it (a coordinator shard),
+    # given the node that held it before (None: nobody) and the monotonic time the move
+    # started; returns a short description of what was loaded, for the log.
+    opened: Callable[[int, int, int | None, float], str]
+    # Stop serving a unit and let in-flight work finish, before its logs are closed; the
+    # argument is the node expected to take it (None: none known).
+    releasing: Callable[[int, int | None], Awaitable[None]]
     # Drop a unit at once (it is another node's now); nothing may be written for it.
     lost: Callable[[int], None]
     # topics.json changed (another node created, grew or deleted a topic).
@@ -96,7 +98,7 @@ class Ownership:
         self.epochs: dict[int, int] = {}       # the epoch this node won, per held unit
         self.losses = 0
         self.started_ms = liveness.mono()
-        self._work: asyncio.Queue[tuple[str, int]] | None = None
+        self._work: asyncio.Queue[tuple[str, int, int | None]] | None = None
         self._queued: set[int] = set()
         self._tasks: list[asyncio.Task] = []
         self._stopping = False
@@ -183,7 +185,7 @@ class Ownership:
         if state is not None:
             if (state is UnitState.SERVING and desired is not None and desired != self.me
                     and self.liveness.live_for(desired) >= HAND_BACK_DELAY_MS):
-                self._enqueue("hand_over", slot)
+                self._enqueue("hand_over", slot, desired)
             return
         table = self.data.table
         epoch, index_of_owner = table.current(slot)
@@ -208,26 +210,26 @@ class Ownership:
             return  # its node may just be starting
         self._enqueue("take", slot)
 
-    def _enqueue(self, kind: str, slot: int) -> None:
+    def _enqueue(self, kind: str, slot: int, to: int | None = None) -> None:
         self._queued.add(slot)
-        self._work.put_nowait((kind, slot))
+        self._work.put_nowait((kind, slot, to))
 
     async def _worker(self) -> None:
         while True:
             batch = [await self._work.get()]
             while not self._work.empty():
                 batch.append(self._work.get_nowait())
-            takes = [slot for kind, slot in batch if kind == "take"]
+            takes = [slot for kind, slot, _ in batch if kind == "take"]
             try:
                 if takes:
                     await self._take_all(takes)
-                for kind, slot in batch:
+                for kind, slot, to in batch:
                     if kind == "hand_over":
-                        await self.hand_over(slot)
+                        await self.hand_over(slot, to)
             except Exception:
-                log.exception("moving units %s failed", [slot for _, slot in batch])
+                log.exception("moving units %s failed", [slot for _, slot, _ in batch])
             finally:
-                for _, slot in batch:
+                for _, slot, _ in batch:
                     self._queued.discard(slot)
             if self._work.empty():
                 self._first_round.set()
@@ -248,9 +250,11 @@ class Ownership:
 
     async def _load(self, slot: int, epoch: int, previous: tuple[int, int]) -> None:
         started = time.monotonic()
+        prev_epoch, prev_index = previous
+        previous_node = self.nodes[prev_index] if prev_epoch > 0 else None
         try:
             self.data.open_unit(slot, epoch)
-            what = self.hooks.opened(slot, epoch)
+            what = self.hooks.opened(slot, epoch, previous_node, started)
         except Exception:
             log.critical("cannot load %s at epoch %d; stopping", self.data.describe_unit(slot), epoch,
                          exc_info=True)
@@ -262,7 +266,6 @@ class Ownership:
         if self.units.get(slot) is not UnitState.LOADING:
             return  # lost while loading
         self._move(slot, UnitState.SERVING)
-        prev_epoch, prev_index = previous
         took_over = 0 < prev_epoch < epoch
         source = (f"from node {self.nodes[prev_index]} at epoch {prev_epoch}" if took_over
                   else "resumed" if prev_epoch == epoch else "new")
@@ -270,16 +273,17 @@ class Ownership:
         log.log(logging.INFO if took_over else logging.DEBUG, "took %s at epoch %d (%s): %s in %.3f s",
                 self.data.describe_unit(slot), epoch, source, what, time.monotonic() - started)
 
-    async def hand_over(self, slot: int) -> None:
+    async def hand_over(self, slot: int, to: int | None = None) -> None:
         """Hand unit `slot` over cleanly: stop accepting, finish in-flight writes, release.
-        The desired owner then takes it (the operation a "move unit U" control would use)."""
+        The desired owner (`to`, if the caller knows it) then takes it: the operation a
+        "move unit U to node X" control would use."""
         if self.units.get(slot) is not UnitState.SERVING:
             return
         started = time.monotonic()
         self._move(slot, UnitState.RELEASING)
         self.data.stop_serving(slot)
         try:
-            await self.hooks.releasing(slot)
+            await self.hooks.releasing(slot, to)
         finally:
             if self.units.get(slot) is UnitState.RELEASING:
                 fenced = not self.holds(slot)
@@ -348,8 +352,9 @@ class Ownership:
             async with asyncio.timeout(timeout_s):
                 while self._queued:  # a move in progress finishes first
                     await asyncio.sleep(0.01)
+                live = self.liveness.live()
                 for slot in sorted(self.units):
-                    await self.hand_over(slot)
+                    await self.hand_over(slot, desired_owner(self.data.units().get(slot, 0), self.nodes, live))
         except TimeoutError:
             log.warning("leaving: %d units not handed over within %.0f s", len(self.units), timeout_s)
 

@@ -191,8 +191,9 @@ class Broker:
 
     # ---- units (broker/ownership.py) -------------------------------------------------------
 
-    def _unit_opened(self, slot: int, epoch: int) -> str:
-        """A unit's logs are open here: a group-metadata partition gets its shard, loaded."""
+    def _unit_opened(self, slot: int, epoch: int, previous_node: int | None, started: float) -> str:
+        """A unit's logs are open here: a group-metadata partition gets its shard, loaded,
+        and each of its groups a coordinator_loaded event."""
         if slot >= len(self.shards):
             return "topic partition"
         shard = Shard(slot, self.data.metadata_log.partition(slot), self.config.group, self.durability, _member_id)
@@ -205,14 +206,20 @@ class Broker:
         records = shard.load()
         shard.update_topics(image)
         self._replayed += records
+        if self.events is not None:
+            self.events.coordinator_loaded(shard, self.config.node_id, previous_node,
+                                           int((time.monotonic() - started) * 1000), now_ms())
         return f"records={records} groups={len(shard.coordinator.groups) + len(shard.coordinator.consumer_groups)}"
 
-    async def _unit_releasing(self, slot: int) -> None:
-        """Hand-over: let what this unit has in flight finish before its logs close."""
+    async def _unit_releasing(self, slot: int, to: int | None) -> None:
+        """Hand-over: let what this unit has in flight finish before its logs close; its
+        groups get a coordinator_unloaded event."""
         if slot < len(self.shards):
             shard = self.shards[slot]
             if shard is not None:
                 await shard.drain()
+                if self.events is not None:
+                    await self.events.coordinator_unloaded(shard, self.config.node_id, to, now_ms())
                 self.shards[slot] = None
         for (topic, p), plog in self._unit_logs(slot):
             try:

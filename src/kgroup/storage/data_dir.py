@@ -431,9 +431,10 @@ class DataDir:
 
     def stop_serving(self, slot: int) -> None:
         """Before a unit is handed over: its topic partitions answer NotOwnedError from now
-        on, while the logs stay open until `close_unit` (in-flight writes finish)."""
+        on, while the logs stay open until `close_unit` (in-flight writes finish). A bound
+        topic's partition stays writable: the coordinator writes its last events there."""
         for key in self._open_keys.get(slot, ()):
-            if key is not None and key in self._logs:
+            if key is not None and key in self._logs and key[0] not in self.bound_topics:
                 self._draining[key] = self._logs.pop(key)
 
     def open_unit(self, slot: int, epoch: int) -> None:
