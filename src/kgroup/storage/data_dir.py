@@ -116,7 +116,9 @@ class Membership:
         return sorted(self.node_ids).index(self.me)
 
 
-STANDALONE = Membership((0,), 0, exclusive=True, claim_all=True)
+# A tool or a test opens a data dir as node 1, the node id a single broker has by default,
+# so each resumes the other's ownership epochs instead of sealing them.
+STANDALONE = Membership((1,), 1, exclusive=True, claim_all=True)
 
 
 def check_topic_name(name: str) -> None:
