@@ -256,6 +256,8 @@ class Ownership:
             self.data.open_unit(slot, epoch)
             what = self.hooks.opened(slot, epoch, previous_node, started)
         except Exception:
+            if self.units.get(slot) is not UnitState.LOADING:
+                return  # lost while loading (this node was expelled): not the data's fault
             log.critical("cannot load %s at epoch %d; stopping", self.data.describe_unit(slot), epoch,
                          exc_info=True)
             if self.units.get(slot) is UnitState.LOADING:
@@ -325,6 +327,14 @@ class Ownership:
         if not self.units:
             self.losses += 1
         self.liveness.rejoin()
+
+    def keepalive(self) -> None:
+        """Renew the lease if a poll is due (long synchronous work, such as loading a big
+        group-metadata partition, calls this so peers do not take it for a hung node)."""
+        last = self.liveness.last_good_ms
+        if last is None or self.liveness.mono() - last >= self.poll_ms:
+            if not self.liveness.renew():
+                self._expelled()
 
     # ---- the request path -------------------------------------------------------------------
 

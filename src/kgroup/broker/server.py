@@ -203,7 +203,7 @@ class Broker:
         self.shards[slot] = shard            # answers COORDINATOR_LOAD_IN_PROGRESS until loaded
         image = self._topic_image()
         shard.coordinator.shard.topics = dict(image)
-        records = shard.load()
+        records = shard.load(self.ownership.keepalive)
         shard.update_topics(image)
         self._replayed += records
         if self.events is not None:

@@ -33,7 +33,7 @@ from kgroup.core.config import GroupConfig
 from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.result import Result
-from kgroup.storage.errors import FencedError
+from kgroup.storage.errors import FencedError, LogClosedError
 from kgroup.storage.metadata_log import MetadataPartition
 
 log = logging.getLogger("kgroup.broker.coordinator")
@@ -72,8 +72,10 @@ class Shard:
 
     # ---- loading --------------------------------------------------------------------------
 
-    def load(self) -> int:
-        """Replay the snapshot and log tail into the coordinator; returns records replayed."""
+    def load(self, between_chunks: Callable[[], None] | None = None) -> int:
+        """Replay the snapshot and log tail into the coordinator; returns records replayed.
+        `between_chunks` runs after each few MB of log (a cluster node renews its lease
+        there, so a long load does not look like a hung node)."""
         replay = self.partition.load()
         count = 0
         coordinator = self.coordinator
@@ -87,6 +89,8 @@ class Shard:
             deque(map(replay_record, map(decode, payloads)), 0)
             count += len(payloads)
             self._since_snapshot += len(payloads)
+            if between_chunks is not None:
+                between_chunks()
         self.apply(coordinator.load_complete(now_ms()))
         if self.events is not None:
             self.events.loaded(self)
@@ -246,8 +250,8 @@ class Shard:
             count = await asyncio.to_thread(write)
             self._since_snapshot = 0
             log.info("shard %d: snapshot of %d records at offset %d", self.index, count, offset)
-        except FencedError:
-            log.info("shard %d: no snapshot: the partition is another node's now", self.index)
+        except (FencedError, LogClosedError):
+            log.info("shard %d: no snapshot: the partition was handed on or lost meanwhile", self.index)
         except Exception:
             log.exception("shard %d: snapshot failed (the log still has everything)", self.index)
         finally:
