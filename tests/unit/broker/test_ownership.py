@@ -1,0 +1,178 @@
+"""Ownership decisions on one shared data dir, two or three nodes in this process, manual
+clocks: who takes what at start, hand-back, takeover of a killed or a stopped node, and a
+node that learns it was expelled."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from kgroup.broker.liveness import Liveness
+from kgroup.broker.ownership import HAND_BACK_DELAY_MS, STARTUP_GRACE_MS, Ownership, UnitHooks, UnitState
+from kgroup.storage.data_dir import DataDir, Membership
+
+NODES = (0, 1, 2)
+TIMEOUT = 3000
+M = 6   # group-metadata partitions: units 0..5, preferred p mod 3
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = 10_000_000
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+class Node:
+    opened: list[Node] = []   # closed by `run`
+
+    def __init__(self, path: Path, me: int, clock: Clock) -> None:
+        Node.opened.append(self)
+        self.data = DataDir(path, metadata_partitions=M, membership=Membership(NODES, me, exclusive=False))
+        self.opened: list[int] = []
+        self.lost: list[int] = []
+        self.released: list[int] = []
+        hooks = UnitHooks(opened=self._opened, releasing=self._releasing, lost=self.lost.append,
+                          topics_changed=lambda: None, fatal=self._fatal)
+        self.liveness = Liveness(self.data.nodes, list(NODES), me, TIMEOUT, wall=clock, mono=clock)
+        self.own = Ownership(self.data, self.liveness, list(NODES), me, hooks, poll_ms=10**9)
+
+    def _opened(self, slot, epoch, previous, started) -> str:
+        self.opened.append(slot)
+        return "loaded"
+
+    async def _releasing(self, slot, to) -> None:
+        self.released.append(slot)
+
+    def _fatal(self) -> None:
+        raise AssertionError("a load failed")
+
+    def serving(self) -> set[int]:
+        return {s for s, state in self.own.units.items() if state is UnitState.SERVING}
+
+    def kill(self) -> None:
+        """What kill -9 leaves: the lock released, nothing else done."""
+        self.data.nodes.close()
+
+
+async def settle(*nodes: Node) -> None:
+    """One ownership round on each node, then until their moves are done."""
+    for node in nodes:
+        node.own.tick()
+    for _ in range(200):
+        await asyncio.sleep(0)
+        if not any(n.own._queued for n in nodes):
+            return
+    raise AssertionError("moves did not finish")
+
+
+def run(coro):
+    """Run a scenario; close every DataDir it opened (their files and locks) afterwards."""
+    try:
+        return asyncio.run(coro)
+    finally:
+        while Node.opened:
+            Node.opened.pop().data.close()
+
+
+def test_nodes_starting_together_take_only_what_they_prefer_then_the_rest(tmp_path: Path) -> None:
+    async def scenario():
+        clock = Clock()
+        a = Node(tmp_path, 0, clock)
+        await a.own.start()
+        await settle(a)
+        assert a.serving() == {0, 3}                   # its own; nodes 1 and 2 may be starting
+        b = Node(tmp_path, 1, clock)
+        await b.own.start()
+        await settle(a, b)
+        assert b.serving() == {1, 4}
+        clock.ms += STARTUP_GRACE_MS
+        await settle(a, b)
+        await settle(a, b)
+        # Node 2 never came: its units are dealt over the two live nodes.
+        assert a.serving() | b.serving() == set(range(M)) and not a.serving() & b.serving()
+        assert {2, 5} & a.serving() and {2, 5} & b.serving()
+    run(scenario())
+
+
+def test_a_returning_node_gets_its_units_back_by_hand_over_after_being_live_a_while(tmp_path: Path) -> None:
+    async def scenario():
+        clock = Clock()
+        a, b = Node(tmp_path, 0, clock), Node(tmp_path, 1, clock)
+        for n in (a, b):
+            await n.own.start()
+        clock.ms += STARTUP_GRACE_MS
+        await settle(a, b)
+        await settle(a, b)
+        held_for_c = (a.serving() | b.serving()) & {2, 5}
+        assert held_for_c == {2, 5}
+        c = Node(tmp_path, 2, clock)
+        await c.own.start()
+        await settle(a, b, c)
+        assert c.serving() == set()                    # live, but not for long enough
+        clock.ms += HAND_BACK_DELAY_MS
+        await settle(a, b, c)                          # the holders hand over...
+        await settle(a, b, c)                          # ...and c takes them
+        assert c.serving() == {2, 5}
+        assert sorted(a.released + b.released) == [2, 5]
+        assert all(n.data.table.current(s)[1] == n.data.membership.index for n in (a, b, c) for s in n.serving())
+    run(scenario())
+
+
+def test_a_killed_node_loses_its_units_at_the_next_round(tmp_path: Path) -> None:
+    async def scenario():
+        clock = Clock()
+        nodes = [Node(tmp_path, i, clock) for i in NODES]
+        for n in nodes:
+            await n.own.start()
+        await settle(*nodes)
+        a, b, c = nodes
+        assert b.serving() == {1, 4}
+        b.kill()
+        await settle(a, c)
+        await settle(a, c)
+        assert a.serving() | c.serving() == set(range(M))
+        assert a.serving() & {1, 4} and c.serving() & {1, 4}   # dealt in turn
+        epoch, index = a.data.table.current(1)
+        assert epoch == 2 and index in (0, 2)
+    run(scenario())
+
+
+def test_a_stopped_node_is_expelled_and_drops_everything_when_it_resumes(tmp_path: Path) -> None:
+    async def scenario():
+        clock = Clock()
+        nodes = [Node(tmp_path, i, clock) for i in NODES]
+        for n in nodes:
+            await n.own.start()
+        await settle(*nodes)
+        a, b, c = nodes
+        clock.ms += TIMEOUT + 1                        # b is stopped: no rounds, no renewals
+        for n in (a, c):
+            n.liveness.renew()
+        await settle(a, c)
+        await settle(a, c)
+        assert a.serving() | c.serving() == set(range(M))
+        assert b.serving() == {1, 4}                    # it does not know yet
+        b.own.gate()                                    # resumes: the first request renews
+        assert b.serving() == set() and sorted(b.lost) == [1, 4] and b.own.losses >= 2
+        assert not b.data.metadata_log.partitions       # its logs are closed
+        assert b.liveness.fresh()                       # a new incarnation, with no units
+    run(scenario())
+
+
+def test_every_unit_has_one_owner_whatever_the_order_of_rounds(tmp_path: Path) -> None:
+    async def scenario():
+        clock = Clock()
+        nodes = [Node(tmp_path, i, clock) for i in NODES]
+        for n in nodes:
+            await n.own.start()
+        clock.ms += STARTUP_GRACE_MS + HAND_BACK_DELAY_MS
+        for order in ([0, 1, 2], [2, 1, 0], [1, 0, 2], [2, 0, 1]):
+            await settle(*(nodes[i] for i in order))
+            held = [n.serving() for n in nodes]
+            for i in range(3):
+                for j in range(i + 1, 3):
+                    assert not held[i] & held[j]
+        assert [n.serving() for n in nodes] == [{0, 3}, {1, 4}, {2, 5}]
+    run(scenario())
