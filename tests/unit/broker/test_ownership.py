@@ -67,6 +67,16 @@ async def settle(*nodes: Node) -> None:
     raise AssertionError("moves did not finish")
 
 
+async def three_settled(path: Path, clock: Clock) -> list[Node]:
+    """Nodes 0, 1, 2 started together, each serving its preferred units."""
+    nodes = [Node(path, i, clock) for i in NODES]
+    for n in nodes:
+        await n.own.start()
+    await settle(*nodes)
+    assert [n.serving() for n in nodes] == [{0, 3}, {1, 4}, {2, 5}]
+    return nodes
+
+
 def run(coro):
     """Run a scenario; close every DataDir it opened (their files and locks) afterwards."""
     try:
@@ -123,12 +133,7 @@ def test_a_returning_node_gets_its_units_back_by_hand_over_after_being_live_a_wh
 def test_a_killed_node_loses_its_units_at_the_next_round(tmp_path: Path) -> None:
     async def scenario():
         clock = Clock()
-        nodes = [Node(tmp_path, i, clock) for i in NODES]
-        for n in nodes:
-            await n.own.start()
-        await settle(*nodes)
-        a, b, c = nodes
-        assert b.serving() == {1, 4}
+        a, b, c = await three_settled(tmp_path, clock)
         b.kill()
         await settle(a, c)
         await settle(a, c)
@@ -142,11 +147,7 @@ def test_a_killed_node_loses_its_units_at_the_next_round(tmp_path: Path) -> None
 def test_a_stopped_node_is_expelled_and_drops_everything_when_it_resumes(tmp_path: Path) -> None:
     async def scenario():
         clock = Clock()
-        nodes = [Node(tmp_path, i, clock) for i in NODES]
-        for n in nodes:
-            await n.own.start()
-        await settle(*nodes)
-        a, b, c = nodes
+        a, b, c = await three_settled(tmp_path, clock)
         clock.ms += TIMEOUT + 1                        # b is stopped: no rounds, no renewals
         for n in (a, c):
             n.liveness.renew()
@@ -164,9 +165,7 @@ def test_a_stopped_node_is_expelled_and_drops_everything_when_it_resumes(tmp_pat
 def test_every_unit_has_one_owner_whatever_the_order_of_rounds(tmp_path: Path) -> None:
     async def scenario():
         clock = Clock()
-        nodes = [Node(tmp_path, i, clock) for i in NODES]
-        for n in nodes:
-            await n.own.start()
+        nodes = await three_settled(tmp_path, clock)
         clock.ms += STARTUP_GRACE_MS + HAND_BACK_DELAY_MS
         for order in ([0, 1, 2], [2, 1, 0], [1, 0, 2], [2, 0, 1]):
             await settle(*(nodes[i] for i in order))
