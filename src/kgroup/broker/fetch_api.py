@@ -32,7 +32,7 @@ from typing import Any
 from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, PartitionKey, log
 from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.storage import StorageError
-from kgroup.storage.errors import OffsetOutOfRangeError, TopicError
+from kgroup.storage.errors import NotOwnedError, OffsetOutOfRangeError, TopicError
 from kgroup.wire import RequestHeader, response_class
 
 INT32_MAX = 2**31 - 1
@@ -113,6 +113,8 @@ def _read(ctx: DataContext, cls: Any, request: Any) -> tuple[Any, int, bool]:
                 continue
             try:
                 plog = ctx.data.partition_log(name, index)
+                if not plog.owned:
+                    raise NotOwnedError(f"{name}-{index} was taken over by another node")
                 start, end = plog.log_start_offset, plog.log_end_offset
                 offset = int(p.fetch_offset)
                 if not start <= offset <= end:

@@ -21,7 +21,7 @@ from typing import Any
 from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, log
 from kgroup.wire.kio_build import build, item
 from kgroup.storage import PartitionLog, StorageError
-from kgroup.storage.errors import TopicError
+from kgroup.storage.errors import NotOwnedError, TopicError
 from kgroup.wire import RequestHeader, response_class
 
 LATEST = -1
@@ -70,6 +70,8 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
             offset = timestamp = -1
             try:
                 plog = ctx.data.partition_log(topic.name, index)
+                if not plog.owned:
+                    raise NotOwnedError(f"{topic.name}-{index} was taken over by another node")
                 offset, timestamp = lookup(plog, int(p.timestamp))
             except TopicError:
                 code = DataError.UNKNOWN_TOPIC_OR_PARTITION

@@ -23,7 +23,14 @@ back by hand-over.
 
 Startup: for `STARTUP_GRACE_MS` a new node takes only the units it prefers, and units of
 peers it has seen go down, so nodes of a cluster that start together do not grab each
-other's units before the others are up.
+other's units before the others are up; and for `ORPHAN_WAIT_MS` it does not resume units
+its earlier run held (a peer that saw it down may be claiming them). The same holds after
+an expulsion.
+
+Two nodes may both believe they own a unit for a moment (a takeover that raced a restart):
+only the latest epoch can write, and every request checks the fence before it is answered
+(a memory read), so the one that lost answers NOT_COORDINATOR / NOT_LEADER_OR_FOLLOWER and
+drops the unit at its next round.
 
 Unit states (`UnitState`, one transition table): LOADING → SERVING → RELEASING, each of
 them → (gone) when lost; RELEASING → (gone) when handed over.
@@ -47,6 +54,8 @@ log = logging.getLogger("kgroup.broker.cluster")
 
 HAND_BACK_DELAY_MS = 1000
 STARTUP_GRACE_MS = 3000
+# How long a node that (re)starts leaves the units of its earlier run alone (see _decide).
+ORPHAN_WAIT_MS = 1000
 
 
 class UnitState(Enum):
@@ -128,7 +137,8 @@ class Ownership:
             return None
         node = self.nodes[index]
         if node == self.me:
-            return self.me if slot in self.units and self.units[slot] is not UnitState.RELEASING else None
+            state = self.units.get(slot)
+            return self.me if state is not None and state is not UnitState.RELEASING and self.holds(slot) else None
         if self.liveness.down(node) or self.data.table.released(slot, index) == epoch:
             return None
         return node
@@ -194,11 +204,14 @@ class Ownership:
         owner = self.nodes[index_of_owner] if epoch > 0 else None
         released = owner is not None and table.released(slot, index_of_owner) == epoch
         if owner == self.me and not released:
-            # Left by an earlier run of this node: nobody else writes it.
-            if desired == self.me:
-                self._enqueue("take", slot)
-            else:
+            # Left by an earlier run of this node (or by this one before it was expelled):
+            # nobody else writes it. For a moment after a start a peer that saw this node
+            # down may be claiming it (a peer claims right after the round that decided
+            # it); resuming it then would only be fenced a moment later.
+            if desired != self.me:
                 table.release(slot, self.nodes.index(self.me), epoch)
+            elif len(self.nodes) == 1 or self.liveness.mono() - self.started_ms >= ORPHAN_WAIT_MS:
+                self._enqueue("take", slot)
             return
         if desired != self.me:
             return
@@ -327,6 +340,9 @@ class Ownership:
         if not self.units:
             self.losses += 1
         self.liveness.rejoin()
+        # Back as a new incarnation: its former units are its peers' to take now; it gets
+        # its preferred ones back by hand-over once it has been live a while.
+        self.started_ms = self.liveness.mono()
 
     def keepalive(self) -> None:
         """Renew the lease if a poll is due (long synchronous work, such as loading a big

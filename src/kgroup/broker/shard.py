@@ -114,6 +114,11 @@ class Shard:
             raise GroupError(ErrorCode.NOT_COORDINATOR)
         if not self.loaded:
             raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        if not self.partition.owned:
+            # Another node took the partition over and this node has not noticed yet: it
+            # answers nothing for it, not even from memory.
+            self.on_fenced()
+            raise GroupError(ErrorCode.NOT_COORDINATOR)
         reply = Reply()
         now = now_ms()
         result = handler(request, reply, now, *args)

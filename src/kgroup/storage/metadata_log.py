@@ -102,6 +102,10 @@ class MetadataPartition:
         return self.log.log_end_offset
 
     @property
+    def owned(self) -> bool:
+        return self.log.owned
+
+    @property
     def log_start_offset(self) -> int:
         return self.log.log_start_offset
 

@@ -157,6 +157,13 @@ class SegmentedLog:
     def fenced(self) -> bool:
         return self._fenced is not None
 
+    @property
+    def owned(self) -> bool:
+        """Whether this node still owns the log (a memory read): what a read checks before
+        it answers, so a node that lost the log never serves it, even before it noticed."""
+        fence = self.fence
+        return self._fenced is None and (fence is None or fence.holds)
+
     # -- opening -------------------------------------------------------------------------
 
     def _open_segment_fd(self, path: Path, create: bool) -> int:

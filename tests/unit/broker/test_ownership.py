@@ -8,7 +8,14 @@ import asyncio
 from pathlib import Path
 
 from kgroup.broker.liveness import Liveness
-from kgroup.broker.ownership import HAND_BACK_DELAY_MS, STARTUP_GRACE_MS, Ownership, UnitHooks, UnitState
+from kgroup.broker.ownership import (
+    HAND_BACK_DELAY_MS,
+    ORPHAN_WAIT_MS,
+    STARTUP_GRACE_MS,
+    Ownership,
+    UnitHooks,
+    UnitState,
+)
 from kgroup.storage.data_dir import DataDir, Membership
 
 NODES = (0, 1, 2)
@@ -49,11 +56,21 @@ class Node:
         raise AssertionError("a load failed")
 
     def serving(self) -> set[int]:
-        return {s for s, state in self.own.units.items() if state is UnitState.SERVING}
+        """What it answers for: units it serves whose fence still holds (every request
+        checks that before it is answered)."""
+        return {s for s, state in self.own.units.items() if state is UnitState.SERVING and self.own.holds(s)}
 
     def kill(self) -> None:
         """What kill -9 leaves: the lock released, nothing else done."""
         self.data.nodes.close()
+
+
+async def advance(clock: Clock, ms: int, *nodes: Node) -> None:
+    """Let `ms` pass in steps, each node running its rounds (renewing its lease) meanwhile."""
+    for _ in range(0, ms, 500):
+        clock.ms += 500
+        await settle(*nodes)
+    await settle(*nodes)   # and the round after, which sees the last moves
 
 
 async def settle(*nodes: Node) -> None:
@@ -97,9 +114,7 @@ def test_nodes_starting_together_take_only_what_they_prefer_then_the_rest(tmp_pa
         await b.own.start()
         await settle(a, b)
         assert b.serving() == {1, 4}
-        clock.ms += STARTUP_GRACE_MS
-        await settle(a, b)
-        await settle(a, b)
+        await advance(clock, STARTUP_GRACE_MS, a, b)
         # Node 2 never came: its units are dealt over the two live nodes.
         assert a.serving() | b.serving() == set(range(M)) and not a.serving() & b.serving()
         assert {2, 5} & a.serving() and {2, 5} & b.serving()
@@ -112,18 +127,14 @@ def test_a_returning_node_gets_its_units_back_by_hand_over_after_being_live_a_wh
         a, b = Node(tmp_path, 0, clock), Node(tmp_path, 1, clock)
         for n in (a, b):
             await n.own.start()
-        clock.ms += STARTUP_GRACE_MS
-        await settle(a, b)
-        await settle(a, b)
+        await advance(clock, STARTUP_GRACE_MS, a, b)
         held_for_c = (a.serving() | b.serving()) & {2, 5}
         assert held_for_c == {2, 5}
         c = Node(tmp_path, 2, clock)
         await c.own.start()
         await settle(a, b, c)
         assert c.serving() == set()                    # live, but not for long enough
-        clock.ms += HAND_BACK_DELAY_MS
-        await settle(a, b, c)                          # the holders hand over...
-        await settle(a, b, c)                          # ...and c takes them
+        await advance(clock, HAND_BACK_DELAY_MS, a, b, c)   # the holders hand over, c takes them
         assert c.serving() == {2, 5}
         assert sorted(a.released + b.released) == [2, 5]
         assert all(n.data.table.current(s)[1] == n.data.membership.index for n in (a, b, c) for s in n.serving())
@@ -154,7 +165,8 @@ def test_a_stopped_node_is_expelled_and_drops_everything_when_it_resumes(tmp_pat
         await settle(a, c)
         await settle(a, c)
         assert a.serving() | c.serving() == set(range(M))
-        assert b.serving() == {1, 4}                    # it does not know yet
+        assert set(b.own.units) == {1, 4}               # it does not know yet...
+        assert b.serving() == set()                     # ...but its fences fail: it answers nothing
         b.own.gate()                                    # resumes: the first request renews
         assert b.serving() == set() and sorted(b.lost) == [1, 4] and b.own.losses >= 2
         assert not b.data.metadata_log.partitions       # its logs are closed
@@ -166,7 +178,7 @@ def test_every_unit_has_one_owner_whatever_the_order_of_rounds(tmp_path: Path) -
     async def scenario():
         clock = Clock()
         nodes = await three_settled(tmp_path, clock)
-        clock.ms += STARTUP_GRACE_MS + HAND_BACK_DELAY_MS
+        await advance(clock, STARTUP_GRACE_MS + HAND_BACK_DELAY_MS, *nodes)
         for order in ([0, 1, 2], [2, 1, 0], [1, 0, 2], [2, 0, 1]):
             await settle(*(nodes[i] for i in order))
             held = [n.serving() for n in nodes]
@@ -174,4 +186,24 @@ def test_every_unit_has_one_owner_whatever_the_order_of_rounds(tmp_path: Path) -
                 for j in range(i + 1, 3):
                     assert not held[i] & held[j]
         assert [n.serving() for n in nodes] == [{0, 3}, {1, 4}, {2, 5}]
+    run(scenario())
+
+
+def test_a_node_restarted_while_a_peer_takes_its_units_does_not_fight_for_them(tmp_path: Path) -> None:
+    async def scenario():
+        clock = Clock()
+        a, b, c = await three_settled(tmp_path, clock)
+        b.kill()
+        a.own.tick()                                   # a sees b down and decides to take its units
+        again = Node(tmp_path, 1, clock)               # b restarts before a's moves run
+        await again.own.start()
+        await settle(a, again, c)
+        assert again.serving() == set()                # it does not resume what a is taking...
+        assert a.serving() >= {0, 1, 3}                # ...a took its share of b's units
+        await advance(clock, ORPHAN_WAIT_MS, a, again, c)
+        # c never saw b down; unit 4, b's own, is resumed once the wait is over (and a
+        # may have handed unit 1 back by then).
+        assert 4 in again.serving() and not (a.serving() & c.serving() or again.serving() & a.serving())
+        await advance(clock, STARTUP_GRACE_MS + HAND_BACK_DELAY_MS, a, again, c)
+        assert [n.serving() for n in (a, again, c)] == [{0, 3}, {1, 4}, {2, 5}]   # handed back
     run(scenario())
