@@ -290,8 +290,10 @@ class Ownership:
 
     async def hand_over(self, slot: int, to: int | None = None) -> None:
         """Hand unit `slot` over cleanly: stop accepting, finish in-flight writes, release.
-        The desired owner (`to`, if the caller knows it) then takes it: the operation a
-        "move unit U to node X" control would use."""
+        The unit's desired owner (placement.py) then takes it; `to` is who that should be,
+        as the caller sees it (recorded in the coordinator_unloaded events). A control that
+        moves a unit to a node of its choosing needs a placement that names that node, then
+        this same call."""
         if self.units.get(slot) is not UnitState.SERVING:
             return
         started = time.monotonic()
