@@ -158,7 +158,7 @@ class Members:
 
     def __init__(self, bootstrap: str, group: str, topic: str, count: int) -> None:
         self.positions: dict[int, int] = {}
-        self.rebalances = 0
+        self.rebalances: list[float] = []    # times of rebalance callbacks after a first assignment
         self.procs = []
         for k in range(0, count, PER_PROCESS):
             proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "failover_members.py"), bootstrap, group,
@@ -172,9 +172,19 @@ class Members:
         for line in proc.stdout:
             event = json.loads(line)
             if "rebalance" in event:
-                self.rebalances += 1
+                self.rebalances.append(event["t"])
             else:
                 self.positions[event["p"]] = max(self.positions.get(event["p"], 0), event["o"])
+
+    def settle(self) -> float:
+        """Wait until 3 s pass without a rebalance (a large group takes a few rounds as its
+        members come up); returns the time from which to count rebalances."""
+        while self.rebalances and self.rebalances[-1] > time.time() - 3:
+            time.sleep(0.5)
+        return time.time()
+
+    def rebalances_since(self, t: float) -> int:
+        return sum(at >= t for at in self.rebalances)
 
     def past(self, ends: dict[int, int]) -> bool:
         return all(self.positions.get(p, 0) > end for p, end in ends.items())
@@ -251,6 +261,7 @@ def run_kgroup(members: int, runs: int, groups: int, fsync: str) -> dict[str, ob
         wait(lambda: group_members.past(producer.ends_at(begun)), 120, "the group consuming every partition")
         failovers, handbacks, takeovers = [], [], []
         victim = cluster.nodes[VICTIM]
+        settled = group_members.settle()
         for run in range(runs):
             time.sleep(1.0)
             seen = [len(node.lines) for node in cluster.nodes]
@@ -275,7 +286,7 @@ def run_kgroup(members: int, runs: int, groups: int, fsync: str) -> dict[str, ob
         return {"takeover s": median(takeovers), "failover s": median(failovers), "hand-back s": median(handbacks),
                 "records loaded per takeover": records / runs if runs else None,
                 "load records/s": records / seconds if seconds and records else None,
-                "rebalances": group_members.rebalances}
+                "rebalances": group_members.rebalances_since(settled)}
     finally:
         if group_members is not None:
             group_members.close()
@@ -303,6 +314,7 @@ def run_mock(members: int, runs: int) -> dict[str, object]:
         group_members = Members(mock.bootstrap, group, "moving", members)
         begun = time.time() + 1
         wait(lambda: group_members.past(producer.ends_at(begun)), 120, "the group consuming every partition")
+        settled = group_members.settle()
         failovers = []
         for run in range(runs):
             time.sleep(1.0)
@@ -323,7 +335,7 @@ def run_mock(members: int, runs: int) -> dict[str, object]:
             back = time.time()
             wait(lambda: group_members.past(producer.ends_at(back)), 120, "consuming again after the brokers came back")
             print(f"  mock run {run + 1}: failover {failovers[-1]:.2f} s", flush=True)
-        return {"failover s": median(failovers), "rebalances": group_members.rebalances}
+        return {"failover s": median(failovers), "rebalances": group_members.rebalances_since(settled)}
     finally:
         if group_members is not None:
             group_members.close()
