@@ -158,7 +158,9 @@ class Members:
 
     def __init__(self, bootstrap: str, group: str, topic: str, count: int) -> None:
         self.positions: dict[int, int] = {}
-        self.rebalances: list[float] = []    # times of rebalance callbacks after a first assignment
+        self.count = count
+        self.rebalances: list[float] = []    # times of rebalance callbacks (first assignments too)
+        self.members_seen: set[str] = set()
         self.procs = []
         for k in range(0, count, PER_PROCESS):
             proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "failover_members.py"), bootstrap, group,
@@ -173,13 +175,15 @@ class Members:
             event = json.loads(line)
             if "rebalance" in event:
                 self.rebalances.append(event["t"])
+                self.members_seen.add(event["member"])
             else:
                 self.positions[event["p"]] = max(self.positions.get(event["p"], 0), event["o"])
 
     def settle(self) -> float:
-        """Wait until 3 s pass without a rebalance (a large group takes a few rounds as its
-        members come up); returns the time from which to count rebalances."""
-        while self.rebalances and self.rebalances[-1] > time.time() - 3:
+        """Wait until every member has had an assignment and 3 s pass without a rebalance
+        callback (a large group takes a few rounds as its members come up); returns the
+        time from which to count rebalances."""
+        while len(self.members_seen) < self.count or self.rebalances[-1] > time.time() - 3:
             time.sleep(0.5)
         return time.time()
 

@@ -3,8 +3,9 @@
     python bench/failover_members.py BOOTSTRAP GROUP TOPIC M NAME [PROTOCOL]
 
 Every 100 ms it prints one JSON line per partition that moved: {"p": partition, "o": next
-offset, "t": wall-clock time}, plus {"rebalance": ...} for every rebalance callback after the
-first assignment of each member. It runs until stdin closes.
+offset, "t": wall-clock time}, plus {"rebalance": "assigned" | "revoked", "member": ...} for
+every rebalance callback (the first assignments of a member too). It runs until stdin
+closes.
 """
 
 from __future__ import annotations
@@ -22,18 +23,12 @@ from kgroup.client import Consumer, ConsumerRebalanceListener
 
 async def member(bootstrap: str, group: str, topic: str, name: str, protocol: str,
                  positions: dict[int, int], stop: asyncio.Event) -> None:
-    settled = False
-
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked):
-            if settled:
-                print(json.dumps({"rebalance": "revoked", "member": name, "t": time.time()}), flush=True)
+            print(json.dumps({"rebalance": "revoked", "member": name, "t": time.time()}), flush=True)
 
         def on_partitions_assigned(self, assigned):
-            nonlocal settled
-            if settled:
-                print(json.dumps({"rebalance": "assigned", "member": name, "t": time.time()}), flush=True)
-            settled = True
+            print(json.dumps({"rebalance": "assigned", "member": name, "t": time.time()}), flush=True)
 
     config = {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
               "group.protocol": protocol, "auto.offset.reset": "latest", "enable.auto.commit": False}
