@@ -110,7 +110,10 @@ class GroupEventStream:
 
     def coordinator_loaded(self, shard: Shard, node: int, previous_node: int | None, load_ms: int,
                            now_ms: int) -> None:
-        """This node took a shard over and loaded it: one event per group it holds."""
+        """This node took a shard over and loaded it: one event per group it holds (on the
+        topic only: the broker log says the same in one line per partition)."""
+        if not self.write:
+            return
         try:
             self._append(shard.index, self.tracker.coordinator_moved(
                 shard.coordinator.shard, EventKind.COORDINATOR_LOADED, now_ms, node, previous_node, load_ms))
@@ -121,6 +124,8 @@ class GroupEventStream:
         """This node is handing a shard on (its log is durable, its requests answered): the
         events still waiting for it go out first, then one per group, all written before
         the partition is released."""
+        if not self.write:
+            return
         while id(shard.partition) in self._waiting:
             await asyncio.sleep(0.005)
         try:
