@@ -24,8 +24,8 @@ class BrokerProcess:
     cluster: `node_id` and `cluster`, the `--cluster` list, with its own `port` and `name`)."""
 
     def __init__(self, data_dir: Path, *, group: dict | None = None, extra: dict | None = None,
-                 node_id: int | None = None, cluster: str | None = None, port: int | None = None,
-                 name: str | None = None) -> None:
+                 transactions: dict | None = None, node_id: int | None = None, cluster: str | None = None,
+                 port: int | None = None, name: str | None = None) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.node_id, self.cluster = node_id, cluster
@@ -37,6 +37,9 @@ class BrokerProcess:
         group = {"initial_rebalance_delay_ms": 1000, **(group or {})}
         lines.append("[group]")
         lines += [f"{k} = {_toml(v)}" for k, v in group.items()]
+        if transactions:
+            lines.append("[transactions]")
+            lines += [f"{k} = {_toml(v)}" for k, v in transactions.items()]
         self.config_path.write_text("\n".join(lines) + "\n")
         self.proc: subprocess.Popen | None = None
         self.log_path = data_dir.parent / f"{name}.log"

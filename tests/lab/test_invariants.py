@@ -63,7 +63,7 @@ def test_a_coordinator_that_assigns_before_the_old_owner_revoked_is_caught(monke
 class AcceptsStaleCommits(Offsets):
     """BROKEN on purpose: no generation or member check on OffsetCommit."""
 
-    def _validate_commit(self, group, req):
+    def validate_commit(self, group, req, transactional=False):
         return None
 
 
@@ -102,5 +102,5 @@ def test_the_broken_offsets_variant_really_drops_the_generation_check():
     stale = OffsetCommitRequest("g", 4, "m", (OffsetCommitPartition("t", 0, 1),))
     coord = GroupCoordinatorShard()
     with pytest.raises(GroupError):
-        coord.offsets._validate_commit(group, stale)
-    assert broken_offsets_coordinator().offsets._validate_commit(group, stale) is None
+        coord.offsets.validate_commit(group, stale)
+    assert broken_offsets_coordinator().offsets.validate_commit(group, stale) is None

@@ -10,6 +10,7 @@ from typing import Any
 
 from kgroup.assignors.registry import UnknownAssignor, get_server_assignor
 from kgroup.core.config import GroupConfig
+from kgroup.core.transactions.config import TransactionConfig
 from kgroup.plugins import load_assignor_plugins
 from kgroup.wire import DEFAULT_MAX_FRAME_SIZE
 
@@ -82,6 +83,7 @@ class BrokerConfig:
     node_timeout_ms: int = 6000
     group: GroupConfig = field(default_factory=GroupConfig)
     log: LoggingConfig = field(default_factory=LoggingConfig)
+    transactions: TransactionConfig = field(default_factory=TransactionConfig)
 
     def __post_init__(self) -> None:
         # Refuse at start what would otherwise fail later and far away (a topic auto-created
@@ -139,7 +141,9 @@ def parse_cluster(value: Any, what: str = "cluster") -> tuple[tuple[int, str, in
 # TOML keys -> the type their field holds, as written in the dataclass ("int", "str | None").
 GROUP_TYPES = {f.name: f.type for f in dataclasses.fields(GroupConfig)}
 LOG_TYPES = {f.name: f.type for f in dataclasses.fields(LoggingConfig)}
-BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig) if f.name not in ("group", "log")}
+TXN_TYPES = {f.name: f.type for f in dataclasses.fields(TransactionConfig)}
+BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig)
+                if f.name not in ("group", "log", "transactions")}
 GROUP_KEYS = set(GROUP_TYPES)
 BROKER_KEYS = set(BROKER_TYPES) - {"cluster"}
 
@@ -185,6 +189,7 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
     broker: dict[str, Any] = {}
     group: dict[str, Any] = {}
     logging_: dict[str, Any] = {}
+    txn: dict[str, Any] = {}
     if path is not None:
         try:
             raw = tomllib.loads(Path(path).read_text())
@@ -220,6 +225,14 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
                     if lkey not in LOG_TYPES:
                         raise ConfigError(f"unknown [log] setting {lkey!r}; known: {', '.join(sorted(LOG_TYPES))}")
                     logging_[lkey] = _typed(f"[log] {lkey}", lvalue, LOG_TYPES[lkey])
+            elif key == "transactions":
+                if not isinstance(value, dict):
+                    raise ConfigError("[transactions] must be a table")
+                for tkey, tvalue in value.items():
+                    if tkey not in TXN_TYPES:
+                        raise ConfigError(f"unknown [transactions] setting {tkey!r}; known: "
+                                          f"{', '.join(sorted(TXN_TYPES))}")
+                    txn[tkey] = _typed(f"[transactions] {tkey}", tvalue, TXN_TYPES[tkey])
             elif key in ("listen", "advertised", "http_listen"):
                 host, port = parse_host_port(str(value), key)
                 broker[f"{key}_host"], broker[f"{key}_port"] = host, port
@@ -229,7 +242,7 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
                 broker[key] = _typed(key, value, BROKER_TYPES[key])
             else:
                 raise ConfigError(f"unknown setting {key!r} in {path}; known: listen, advertised, http_listen, cluster, "
-                                  f"{', '.join(sorted(BROKER_KEYS))}, [group], [log]")
+                                  f"{', '.join(sorted(BROKER_KEYS))}, [group], [log], [transactions]")
     for key, value in overrides.items():
         if value is None:
             continue
@@ -252,7 +265,8 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
                 if f"{key}_host" not in broker:
                     broker[f"{key}_host"], broker[f"{key}_port"] = own
     try:
-        config = BrokerConfig(**broker, group=GroupConfig(**group), log=LoggingConfig(**logging_))
+        config = BrokerConfig(**broker, group=GroupConfig(**group), log=LoggingConfig(**logging_),
+                              transactions=TransactionConfig(**txn))
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
     load_assignor_plugins()

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.durability import Durability
+from kgroup.broker.producer_states import ProducerStates
 from kgroup.storage import DataDir
 from kgroup.storage.errors import FencedError, NotOwnedError
 
@@ -147,6 +148,11 @@ class ArrivalWatch:
         return len({id(f) for futs in self._waiters.values() for f in futs})
 
 
+# Asks the transaction coordinator whether a producer may write partitions now (KIP-890):
+# (transactional id, producer id, epoch, partitions) -> an ErrorCode (NONE: yes).
+TxnVerifier = Callable[[str, int, int, tuple], Any]
+
+
 @dataclass
 class DataContext:
     """Everything a data-path handler may use."""
@@ -156,6 +162,9 @@ class DataContext:
     durability: Durability
     watch: ArrivalWatch = field(default_factory=ArrivalWatch)
     cluster: ClusterView | None = None
+    # Producer state of each partition (idempotence, transactions, the last stable offset).
+    producers: ProducerStates = field(default_factory=ProducerStates)
+    verify_txn: TxnVerifier | None = None
 
     def __post_init__(self) -> None:
         if self.cluster is None:

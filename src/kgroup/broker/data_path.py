@@ -25,10 +25,19 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kgroup.broker import fetch_api, list_offsets_api, metadata_api, produce_api, topics_api
+from kgroup.broker import (
+    describe_producers_api,
+    fetch_api,
+    list_offsets_api,
+    metadata_api,
+    produce_api,
+    topics_api,
+)
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.data_api import ArrivalWatch, ClusterView, DataContext, log
 from kgroup.broker.producer_id_api import ProducerIds
+from kgroup.broker.producer_states import ProducerStates
+from kgroup.storage.producer_ids import ProducerIdBlocks
 from kgroup.broker.durability import Durability
 from kgroup.storage import DataDir, StorageError
 from kgroup.wire import RequestHeader
@@ -40,7 +49,8 @@ LEADER_WAIT_S = 3.0
 
 class DataPath:
     """Produce, Fetch, ListOffsets, Metadata, CreateTopics, DeleteTopics, CreatePartitions,
-    InitProducerId."""
+    InitProducerId (idempotent producers), DescribeProducers; the producer state of every
+    partition (`ctx.producers`)."""
 
     def __init__(self, config: BrokerConfig, data: DataDir, durability: Durability,
                  cluster: ClusterView | None = None) -> None:
@@ -48,9 +58,12 @@ class DataPath:
         self.data = data
         self.durability = durability
         self.watch = ArrivalWatch()
-        self.ctx = DataContext(config, data, durability, self.watch, cluster)
+        self.ctx = DataContext(config, data, durability, self.watch, cluster, ProducerStates(self.watch.ring))
         self.on_topics_changed: Callable[[], None] | None = None
-        self.producer_ids = ProducerIds()
+        # Producer ids come from blocks reserved in the data dir; a new file starts past any id
+        # a broker that kept no file could have given (it used the time in ms times 1000).
+        self.id_blocks = ProducerIdBlocks(data.path, first=(time.time_ns() // 1_000_000 + 1) * 1000)
+        self.producer_ids = ProducerIds(self.id_blocks.next)
 
     # -- hooks ---------------------------------------------------------------------------
 
@@ -101,8 +114,12 @@ class DataPath:
         return list_offsets_api.list_offsets(self.ctx, header, request)
 
     async def init_producer_id(self, header: RequestHeader, request: Any) -> Any:
-        """InitProducerId (api 22): ids for idempotent producers; no transactions."""
+        """InitProducerId (api 22) of an idempotent producer (no transactional id)."""
         return self.producer_ids.init_producer_id(header, request)
+
+    async def describe_producers(self, header: RequestHeader, request: Any) -> Any:
+        """DescribeProducers (api 61)."""
+        return describe_producers_api.describe_producers(self.ctx, header, request)
 
     async def create_topics(self, header: RequestHeader, request: Any) -> Any:
         """CreateTopics (api 19)."""
@@ -129,7 +146,8 @@ class DataPath:
     # -- upkeep --------------------------------------------------------------------------
 
     def apply_retention(self, now_ms: int) -> None:
-        """Delete log segments past their topic's retention."""
+        """Delete log segments past their topic's retention; forget idle producers
+        (producer.id.expiration.ms) and what only the deleted records held."""
         deleted = 0
         for (topic, partition), plog in sorted(self.data.partition_logs().items()):
             try:
@@ -138,7 +156,15 @@ class DataPath:
                 log.error("retention of %s-%d failed: %s", topic, partition, exc)
         if deleted:
             log.info("retention deleted %d segments", deleted)
+        producers = self.ctx.producers
+        producers.retain(self.data.partition_logs())
+        producers.truncate_heads()
+        expired = producers.expire(now_ms, self.config.transactions.producer_id_expiration_ms)
+        if expired:
+            log.info("forgot %d idle producer ids (producer_id_expiration_ms)", expired)
 
     def close(self) -> None:
-        """Wake every long-polling fetch (they answer with what they have)."""
+        """Wake every long-polling fetch (they answer with what they have) and snapshot the
+        producer state, so the next start reads no log tail for it."""
         self.watch.close()
+        self.ctx.producers.snapshot_all()

@@ -1,7 +1,6 @@
 """Fetch (api 1), v4–v18: read whole batches, long-poll for MinBytes, no fetch sessions.
 
-Version notes: v4 isolation level (no transactions here, so read_committed reads the same
-as read_uncommitted and last_stable_offset = high watermark); v5 log_start_offset; v7 fetch
+Version notes: v4 isolation level and last_stable_offset; v5 log_start_offset; v7 fetch
 sessions (KIP-227); v11 preferred_read_replica (always -1) and rack_id; v12 flexible,
 last_fetched_epoch / diverging_epoch (leader epoch never changes, so never diverges); v13
 topics by id only (an unknown id → UNKNOWN_TOPIC_ID); v15 replica_state; v17/v18
@@ -17,6 +16,12 @@ Sizes (KIP-74): partitions are read in request order; each gets at most its
 partition_max_bytes and what is left of the request's max_bytes, except that the first
 partition that has data returns at least one whole batch even if it is larger than both.
 
+Transactions (KIP-98): every partition answers its last stable offset (the first offset of
+its earliest open transaction, else the high watermark). A read_committed fetch
+(isolation_level 1) gets only batches below it, with the aborted transactions that overlap
+what it got, so the client drops their records; a marker that ends a transaction rings the
+partition, waking a read_committed long poll parked at the last stable offset.
+
 Long poll: when the bytes read are fewer than min_bytes and no partition had an error, the
 fetch waits on `ArrivalWatch` for any requested partition until max_wait has passed from
 when the request arrived, then reads again; it answers with whatever there is at the
@@ -26,6 +31,7 @@ deadline (or at once when the DataPath closes).
 from __future__ import annotations
 
 import asyncio
+import struct
 import uuid
 from typing import Any
 
@@ -36,6 +42,24 @@ from kgroup.storage.errors import NotOwnedError, OffsetOutOfRangeError, TopicErr
 from kgroup.wire import RequestHeader, response_class
 
 INT32_MAX = 2**31 - 1
+READ_COMMITTED = 1
+_BASE_LENGTH = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+_UP_TO_LAST_DELTA = 27
+
+
+def _end_of(records: bytes, offset: int) -> int:
+    """The offset after the last batch in a Fetch records blob (`offset` when empty): its
+    base offset (bytes 0-8) plus its lastOffsetDelta (bytes 23-27) plus one; batches are
+    walked by their length (bytes 8-12, counting what follows it)."""
+    pos, last = 0, -1
+    while pos + _UP_TO_LAST_DELTA <= len(records):
+        last = pos
+        pos += 12 + _BASE_LENGTH.unpack_from(records, pos)[1]
+    if last < 0:
+        return offset
+    base = _BASE_LENGTH.unpack_from(records, last)[0]
+    return base + _LAST_DELTA.unpack_from(records, last + 23)[0] + 1
 
 
 def _answer_error(ctx: DataContext, cls: Any, code: DataError) -> Any:
@@ -86,6 +110,8 @@ def _read(ctx: DataContext, cls: Any, request: Any) -> tuple[Any, int, bool]:
     topic_cls = item(cls, "responses")
     part_cls = item(topic_cls, "partitions")
     names_by_id = {m.topic_id: n for n, m in ctx.data.topics().items()}
+    read_committed = int(get(request, "isolation_level", 0)) == READ_COMMITTED
+    aborted_cls = item(part_cls, "aborted_transactions")
     remaining = int(get(request, "max_bytes", INT32_MAX))
     if remaining <= 0:
         remaining = INT32_MAX
@@ -119,20 +145,27 @@ def _read(ctx: DataContext, cls: Any, request: Any) -> tuple[Any, int, bool]:
                 offset = int(p.fetch_offset)
                 if not start <= offset <= end:
                     raise OffsetOutOfRangeError(f"{name}-{index}: offset {offset} outside [{start}, {end}]")
+                state = ctx.producers.of((name, index), plog)
+                stable = state.last_stable_offset(end)
+                upto = stable if read_committed else end
                 # 3. KIP-74: only the first partition with data may exceed the limits.
                 limit = min(int(p.partition_max_bytes), remaining)
                 records = b""
-                if offset < end and (limit > 0 or not got_data):
-                    records = plog.read(offset, max(limit, 0))
+                if offset < upto and (limit > 0 or not got_data):
+                    records = plog.read(offset, max(limit, 0), upto if read_committed else None)
                     if got_data and len(records) > limit:
                         records = b""
                 if records:
                     got_data = True
                     remaining -= len(records)
                     total += len(records)
+                aborted = None
+                if read_committed:
+                    aborted = tuple(build(aborted_cls, producer_id=a.producer_id, first_offset=a.first_offset)
+                                    for a in state.aborted_between(offset, _end_of(records, offset)))
                 parts.append(build(part_cls, partition_index=index, error_code=DataError.NONE,
-                                   high_watermark=end, last_stable_offset=end,
-                                   log_start_offset=start, aborted_transactions=None,
+                                   high_watermark=end, last_stable_offset=stable,
+                                   log_start_offset=start, aborted_transactions=aborted,
                                    preferred_read_replica=-1, records=records))
             except TopicError:
                 parts.append(failure(DataError.UNKNOWN_TOPIC_OR_PARTITION))

@@ -25,6 +25,9 @@ from kgroup.wire import RequestHeader, response_class
 
 FIND_COORDINATOR, JOIN, HEARTBEAT, LEAVE, SYNC = 10, 11, 12, 13, 14
 OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE, LIST, DELETE_GROUPS, OFFSET_DELETE = 8, 9, 15, 16, 42, 47
+# FindCoordinator key types: a group id, or a transactional id (which hashes to a shard the
+# same way: the transaction coordinator lives beside the group coordinator).
+GROUP_KEY, TRANSACTION_KEY = 0, 1
 # DescribeGroups authorized_operations when not requested (Kafka's INT32_MIN sentinel).
 NO_AUTHORIZED_OPERATIONS = -(2**31)
 
@@ -59,8 +62,11 @@ class GroupApi:
         self.shard_for = shard_for
         self.cluster = cluster
 
-    def _shard(self, group_id: str) -> Shard | _NotHere:
-        p = self.shard_for(group_id)
+    def shard_of(self, key: str) -> Shard | _NotHere:
+        """The shard that coordinates a group id or a transactional id, or a stand-in that
+        answers NOT_COORDINATOR (another node's) / COORDINATOR_LOAD_IN_PROGRESS (being
+        taken over here) to every call."""
+        p = self.shard_for(key)
         shard = self.shards[p]
         if shard is None:
             return LOADING if self.cluster.loading(p) else NOT_COORDINATOR
@@ -77,10 +83,10 @@ class GroupApi:
             keys = (req.key,)
         answers = []
         for key in keys:
-            if key_type != 0:
+            if key_type not in (GROUP_KEY, TRANSACTION_KEY):
                 answers.append(dict(key=key, node_id=-1, host="", port=-1,
                                     error_code=ErrorCode.INVALID_REQUEST,
-                                    error_message="kgroup has no transaction coordinator"))
+                                    error_message=f"unknown coordinator key type {key_type}"))
             else:
                 answers.append(self._coordinator_of(key))
         if header.api_version >= 4:
@@ -120,7 +126,7 @@ class GroupApi:
             api_version=v,
             reason=get(req, "reason"),
         )
-        shard = self._shard(core_req.group_id)
+        shard = self.shard_of(core_req.group_id)
         try:
             resp = await shard.call(shard.coordinator.join_group, core_req)
         except GroupError as exc:
@@ -152,7 +158,7 @@ class GroupApi:
             protocol_name=get(req, "protocol_name"),
             assignments=tuple((a.member_id, bytes(a.assignment)) for a in req.assignments),
         )
-        shard = self._shard(core_req.group_id)
+        shard = self.shard_of(core_req.group_id)
         try:
             resp = await shard.call(shard.coordinator.sync_group, core_req)
         except GroupError as exc:
@@ -166,7 +172,7 @@ class GroupApi:
     async def heartbeat(self, header: RequestHeader, req: Any) -> Any:
         core_req = m.HeartbeatRequest(req.group_id, req.generation_id, req.member_id,
                                       get(req, "group_instance_id"))
-        shard = self._shard(core_req.group_id)
+        shard = self.shard_of(core_req.group_id)
         try:
             resp = await shard.call(shard.coordinator.heartbeat, core_req)
             error = resp.error
@@ -183,7 +189,7 @@ class GroupApi:
                             for x in req.members)
         else:
             leaving = (m.LeavingMember(req.member_id),)
-        shard = self._shard(req.group_id)
+        shard = self.shard_of(req.group_id)
         cls = response_class(LEAVE, v)
         try:
             resp = await shard.call(shard.coordinator.leave_group, m.LeaveGroupRequest(req.group_id, leaving))
@@ -218,7 +224,7 @@ class GroupApi:
             retention_time_ms=ms(retention) if retention is not None else -1,
             api_version=v,
         )
-        shard = self._shard(core_req.group_id)
+        shard = self.shard_of(core_req.group_id)
         try:
             resp = await shard.call(shard.coordinator.commit_offsets, core_req)
             errors = {(e.topic, e.partition): e.error for e in resp.partitions}
@@ -238,25 +244,28 @@ class GroupApi:
     async def offset_fetch(self, header: RequestHeader, req: Any) -> Any:
         v = header.api_version
         cls = response_class(OFFSET_FETCH, v)
+        # v7+ RequireStable (KIP-447): partitions a transaction is committing answer
+        # UNSTABLE_OFFSET_COMMIT, and the client asks again.
+        stable = bool(get(req, "require_stable", False))
         if v >= 8:
             group_cls = item(cls, "groups")
             groups = []
             for g in req.groups:
                 error, topics = await self._fetch_one(g.group_id, g.topics, item(group_cls, "topics"),
-                                                      get(g, "member_id"), get(g, "member_epoch", -1))
+                                                      get(g, "member_id"), get(g, "member_epoch", -1), stable)
                 groups.append(build(group_cls, group_id=g.group_id, topics=topics, error_code=error))
             return build(cls, groups=tuple(groups))
-        error, topics = await self._fetch_one(req.group_id, req.topics, item(cls, "topics"))
+        error, topics = await self._fetch_one(req.group_id, req.topics, item(cls, "topics"), require_stable=stable)
         return build(cls, topics=topics, error_code=error)
 
     async def _fetch_one(self, group_id: str, topics: Any, topic_cls: type, member_id: str | None = None,
-                         member_epoch: int = -1) -> tuple[ErrorCode, tuple]:
+                         member_epoch: int = -1, require_stable: bool = False) -> tuple[ErrorCode, tuple]:
         listed = None if topics is None else tuple((t.name, p) for t in topics for p in t.partition_indexes)
-        shard = self._shard(group_id)
+        shard = self.shard_of(group_id)
         part_cls = item(topic_cls, "partitions")
         try:
             resp = await shard.call(shard.coordinator.fetch_offsets,
-                                    m.OffsetFetchRequest(group_id, listed, member_id=member_id or None,
+                                    m.OffsetFetchRequest(group_id, listed, require_stable, member_id=member_id or None,
                                                          member_epoch=member_epoch))
         except GroupError as exc:
             if topics is None:
@@ -278,7 +287,7 @@ class GroupApi:
     async def offset_delete(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(OFFSET_DELETE, header.api_version)
         listed = tuple((t.name, p.partition_index) for t in req.topics for p in t.partitions)
-        shard = self._shard(req.group_id)
+        shard = self.shard_of(req.group_id)
         try:
             resp = await shard.call(shard.coordinator.delete_offsets, m.OffsetDeleteRequest(req.group_id, listed))
         except GroupError as exc:
@@ -300,7 +309,7 @@ class GroupApi:
         member_cls = item(group_cls, "members")
         described = []
         for group_id in req.groups:
-            shard = self._shard(group_id)
+            shard = self.shard_of(group_id)
             try:
                 (d,) = await shard.call(shard.coordinator.describe_groups, (group_id,))
             except GroupError as exc:
@@ -320,7 +329,16 @@ class GroupApi:
         group_cls = item(cls, "groups")
         core_req = m.ListGroupsRequest(tuple(get(req, "states_filter", ()) or ()),
                                        tuple(get(req, "types_filter", ()) or ()))
-        listed = []
+        listed, error = await self.from_every_shard("list_groups", core_req)
+        return build(cls, error_code=error, groups=tuple(
+            build(group_cls, group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
+                  group_type=g.group_type) for g in sorted(listed, key=lambda g: g.group_id)))
+
+    async def from_every_shard(self, handler: str, request: Any) -> tuple[list, ErrorCode]:
+        """What every loaded shard's `handler` answers (each answers a list), and
+        COORDINATOR_LOAD_IN_PROGRESS if some shard is still loading (ListGroups and
+        ListTransactions ask them all)."""
+        found: list = []
         error = ErrorCode.NONE
         for p, shard in enumerate(self.shards):
             if shard is None:
@@ -331,19 +349,17 @@ class GroupApi:
                 error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
                 continue
             try:
-                listed.extend(await shard.call(shard.coordinator.list_groups, core_req))
+                found.extend(await shard.call(getattr(shard.coordinator, handler), request))
             except GroupError:
-                continue  # handed over or lost meanwhile: its groups are listed elsewhere
-        return build(cls, error_code=error, groups=tuple(
-            build(group_cls, group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
-                  group_type=g.group_type) for g in sorted(listed, key=lambda g: g.group_id)))
+                continue  # handed over or lost meanwhile: what it holds is listed elsewhere
+        return found, error
 
     async def delete_groups(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(DELETE_GROUPS, header.api_version)
         result_cls = item(cls, "results")
         results = []
         for group_id in req.groups_names:
-            shard = self._shard(group_id)
+            shard = self.shard_of(group_id)
             try:
                 (r,) = await shard.call(shard.coordinator.delete_groups, (group_id,))
                 error = r.error
@@ -383,7 +399,7 @@ class ConsumerGroupApi:
             server_assignor=req.server_assignor, owned=owned,
             client_id=header.client_id or "", client_host=client_host, api_version=header.api_version,
         )
-        shard = self.groups._shard(core_req.group_id)
+        shard = self.groups.shard_of(core_req.group_id)
         cls = response_class(CONSUMER_HEARTBEAT, header.api_version)
         try:
             resp = await shard.call(shard.coordinator.consumer_group_heartbeat, core_req)
@@ -415,7 +431,7 @@ class ConsumerGroupApi:
 
         groups = []
         for group_id in req.group_ids:
-            shard = self.groups._shard(group_id)
+            shard = self.groups.shard_of(group_id)
             try:
                 (d,) = await shard.call(shard.coordinator.consumer_group_describe, (group_id,))
             except GroupError as exc:

@@ -223,8 +223,11 @@ class GroupHistory:
 
 
 def _release(t: GroupTimeline, member: str, partitions) -> None:
-    """`member` no longer holds `partitions` (those someone else took meanwhile stay theirs)."""
+    """`member` no longer holds `partitions` (those someone else took meanwhile stay theirs).
+
+    None: the member's assignment was never readable as partitions (a group of another
+    protocol type), so it holds none."""
     owners = t.owners
-    for tp in partitions:
+    for tp in partitions or ():
         if owners.get(tp) == member:
             del owners[tp]

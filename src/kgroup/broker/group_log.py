@@ -92,6 +92,10 @@ class GroupLog:
             parts = e.get("partitions")
             self._say(DEBUG, e, "member %s assigned %s", e.get("member"),
                       "an undecodable assignment" if parts is None else f"{len(parts)} partitions")
+        elif kind == "txn_offsets_committed":
+            # One per committed transaction of an exactly-once application: DEBUG, not INFO.
+            self._say(DEBUG, e, "a transaction committed offsets of %s (%s)",
+                      _count(len(e.get("partitions") or ()), "partition"), e.get("reason"))
 
     def offsets_expired(self, group: str, count: int, now_ms: int) -> None:
         self._say(INFO, {"group": group, "kind": "offsets_expired", "time_ms": now_ms},

@@ -1,8 +1,8 @@
 """ListOffsets (api 2), v1–v8: earliest, latest, max timestamp, or by timestamp.
 
 Version notes: v0 (several offsets per partition) is not served; v1 one offset and its
-timestamp; v2 isolation level (no transactions: read_committed = read_uncommitted, latest
-is the log end either way); v4 current_leader_epoch in, leader_epoch out (always 0, like
+timestamp; v2 isolation level (read_committed: latest is the last stable offset, and an
+offset found by timestamp at or past it is not answered); v4 current_leader_epoch in, leader_epoch out (always 0, like
 Metadata); v6 flexible; v7 MAX_TIMESTAMP (-3); v8 EARLIEST_LOCAL (-4: no tiered storage,
 so the log start).
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, log
-from kgroup.wire.kio_build import build, item
+from kgroup.wire.kio_build import build, get, item
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import NotOwnedError, TopicError
 from kgroup.wire import RequestHeader, response_class
@@ -56,9 +56,20 @@ def lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
     return found if found is not None else (-1, -1)
 
 
+def committed_lookup(ctx: DataContext, key: tuple[str, int], plog: PartitionLog,
+                     timestamp: int) -> tuple[int, int]:
+    """`lookup` for read_committed: nothing at or past the last stable offset."""
+    stable = ctx.producers.of(key, plog).last_stable_offset(plog.log_end_offset)
+    if timestamp == LATEST:
+        return stable, -1
+    offset, found = lookup(plog, timestamp)
+    return (offset, found) if offset < stable else (-1, -1)
+
+
 def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
     """The ListOffsets response."""
     cls = response_class(2, header.api_version)
+    read_committed = int(get(request, "isolation_level", 0)) == 1
     topic_cls = item(cls, "topics")
     part_cls = item(topic_cls, "partitions")
     topics = []
@@ -72,7 +83,10 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
                 plog = ctx.data.partition_log(topic.name, index)
                 if not plog.owned:
                     raise NotOwnedError(f"{topic.name}-{index} was taken over by another node")
-                offset, timestamp = lookup(plog, int(p.timestamp))
+                if read_committed:
+                    offset, timestamp = committed_lookup(ctx, (topic.name, index), plog, int(p.timestamp))
+                else:
+                    offset, timestamp = lookup(plog, int(p.timestamp))
             except TopicError:
                 code = DataError.UNKNOWN_TOPIC_OR_PARTITION
             except NOT_LEADER:

@@ -1,7 +1,7 @@
 """Produce (api 0), v3–v12: validate every batch, append, wait for durability, answer.
 
 Version notes: v3 is the first with record batch v2 only (magic 2) and a transactional id
-(we run no transactions: it is ignored and batches are stored as sent); v5 adds
+(required when a batch is transactional); v5 adds
 log_start_offset; v8 adds record_errors and error_message; v9 is flexible; v10–v12 add
 nothing we fill (current_leader / node_endpoints stay at their defaults: KIP-951 would
 let a NOT_LEADER_OR_FOLLOWER name the new leader; clients refresh Metadata instead).
@@ -18,7 +18,17 @@ and validate (wrong magic → UNSUPPORTED_FOR_MESSAGE_FORMAT, framing/CRC → CO
 rule breaks → INVALID_RECORD, missing codec → UNSUPPORTED_COMPRESSION_TYPE); no batch may
 exceed max.message.bytes (topic config, else the broker's) → MESSAGE_TOO_LARGE. Only when
 the whole partition is valid are its batches appended, so a partition is all or nothing and
-a bad partition never fails the others. Durability: acks=1 and acks=0 flush to the kernel,
+a bad partition never fails the others.
+
+Idempotence and transactions (KIP-98): batches with a producer id are checked against the
+partition's producer state (broker/producer_states.py) before anything is appended: a
+duplicate of one of the producer's last five batches is not stored again and is answered
+with where it landed; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch
+INVALID_PRODUCER_EPOCH. A transactional batch must come with the request's transactional id
+(else TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers) and its transaction must be
+Ongoing at the producer's epoch with the partition added (KIP-890 part 1, asked of the
+transaction coordinator through `DataContext.verify_txn`): a write after the transaction
+ended, or of a fenced producer, never lands. Durability: acks=1 and acks=0 flush to the kernel,
 acks=-1 waits for the fsync policy (`Durability.durable`).
 """
 
@@ -30,7 +40,10 @@ from typing import Any
 
 from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, log
 from kgroup.broker.internal_topics import is_internal
-from kgroup.wire.kio_build import build, item
+from kgroup.broker.producer_states import batch_info
+from kgroup.core.transactions.producer_state import ProducerStateError
+from kgroup.error_codes import ErrorCode
+from kgroup.wire.kio_build import build, get, item
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import InvalidBatchError, TopicError
 from kgroup.wire import RecordError, RequestHeader, response_class
@@ -65,7 +78,7 @@ def max_message_bytes(ctx: DataContext, configs: dict[str, str] | Any) -> int:
 class PartitionFailure(Exception):
     """One partition of a produce fails with `code`."""
 
-    def __init__(self, code: DataError, message: str) -> None:
+    def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -110,6 +123,55 @@ def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | Non
     return plog, batches
 
 
+# What a transaction coordinator's verification error means to a producer (Kafka's mapping
+# for produce requests of the versions our clients send).
+_VERIFY_ERRORS = {
+    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+    ErrorCode.INVALID_PRODUCER_ID_MAPPING: ErrorCode.INVALID_TXN_STATE,
+    ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.NOT_COORDINATOR: ErrorCode.NOT_ENOUGH_REPLICAS,
+}
+
+
+def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, batches: list[RecordBatch],
+                    transactional_id: str | None) -> int:
+    """Append batches that carry a producer id (or several batches) after checking them
+    against the partition's producer state; the base offset to answer (a duplicate's
+    original one)."""
+    # 1. Transactional batches: the transaction must hold this partition now (KIP-890).
+    txn = next((b.header for b in batches if b.header.is_transactional), None)
+    if txn is not None:
+        if not transactional_id:
+            raise PartitionFailure(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                   "transactional records need the request's transactional id")
+        verdict = ctx.verify_txn(transactional_id, txn.producer_id, txn.producer_epoch, (key,)) \
+            if ctx.verify_txn is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if verdict != ErrorCode.NONE:
+            raise PartitionFailure(_VERIFY_ERRORS.get(verdict, ErrorCode.INVALID_TXN_STATE),
+                                   f"transaction {transactional_id}: {verdict.name}")
+    # 2. Sequence numbers and epochs, for all batches before any is stored.
+    state = ctx.producers.of(key, plog)
+    infos = [batch_info(b.header) for b in batches]
+    try:
+        verdicts = state.check(infos)
+    except ProducerStateError as exc:
+        raise PartitionFailure(exc.code, exc.message) from None
+    # 3. Append what is new; a duplicate is answered where it landed before.
+    base = -1
+    for batch, info, earlier in zip(batches, infos, verdicts):
+        if earlier is not None:
+            offset = earlier.base_offset
+        else:
+            offset = plog.append(batch.data)
+            state.append(info, offset, offset + info.record_count - 1)
+        if base < 0:
+            base = offset
+    ctx.producers.appended(key, len(batches))
+    return base
+
+
 async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any | None:
     """The Produce response, or None for acks=0 (nothing is sent back)."""
     cls = response_class(0, header.api_version)
@@ -135,15 +197,15 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
     # 2. Validate and append each partition on its own.
     results: dict[tuple[int, int], Any] = {}
     appended: list[tuple[int, int, PartitionLog, int]] = []  # (ti, pi, log, base offset)
+    transactional_id = get(request, "transactional_id", None)
     for ti, t in enumerate(request.topic_data):
         for pi, p in enumerate(t.partition_data):
             try:
                 plog, batches = _validate(ctx, t.name, p.index, p.records)
-                base = -1
-                for batch in batches:
-                    offset = plog.append(batch.data)
-                    if base < 0:
-                        base = offset
+                if batches[0].header.producer_id < 0 and len(batches) == 1:
+                    base = plog.append(batches[0].data)      # the plain path: no producer state
+                else:
+                    base = _append_checked(ctx, (t.name, p.index), plog, batches, transactional_id)
                 appended.append((ti, pi, plog, base))
                 ctx.watch.ring((t.name, p.index))
             except PartitionFailure as exc:

@@ -1,35 +1,32 @@
-"""InitProducerId (api 22), v0–v5: producer ids for idempotent producers, no transactions.
+"""InitProducerId (api 22), v0–v5, for idempotent producers (no transactional id).
 
-Why: kafka-python 3.x and the Java producer enable idempotence by default and refuse to
-send without a producer id. We hand out ids but keep no per-producer sequence state, so
-batches are stored as sent (a producer retry after a lost answer may store a duplicate,
-which Kafka's sequence check would have dropped).
-
-Ids: an in-memory counter that starts at the current time in milliseconds times 1000, so a
-restarted broker does not hand out an id it gave before (unless >1000 ids per ms were
-given). v3+ (KIP-360): a producer that sends its current id and epoch gets the same id
-with the epoch bumped (a new id once the epoch would pass 32767). A transactional id gets
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53): this broker runs no transaction coordinator.
+Why: kafka-python 3.x, librdkafka and the Java producer enable idempotence by default and
+refuse to send without a producer id. Ids come from durably reserved blocks
+(storage/producer_ids.py), so a restarted broker never hands out an id it gave before: the
+partitions keep each producer's sequence numbers (broker/producer_states.py), and a reused
+id would collide with an old producer's. v3+ (KIP-360): a producer that sends its current
+id and epoch gets the same id with the epoch bumped (a new id once the epoch would pass
+32767), and starts its sequences again at 0. A transactional id is the transaction
+coordinator's (broker/txn_api.py); asked here, it gets
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53).
 """
 
 from __future__ import annotations
 
-import itertools
-import time
-from typing import Any
+from typing import Any, Callable
 
-from kgroup.wire.kio_build import build, get
 from kgroup.wire import RequestHeader, response_class
+from kgroup.wire.kio_build import build, get
 
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 MAX_EPOCH = 32767
 
 
 class ProducerIds:
-    """Allocates producer ids (see the module docstring)."""
+    """Answers InitProducerId for idempotent producers (see the module docstring)."""
 
-    def __init__(self, start: int | None = None) -> None:
-        self._next = itertools.count(start if start is not None else int(time.time() * 1000) * 1000)
+    def __init__(self, next_id: Callable[[], int]) -> None:
+        self.next_id = next_id
 
     def init_producer_id(self, header: RequestHeader, request: Any) -> Any:
         cls = response_class(22, header.api_version)
@@ -38,8 +35,7 @@ class ProducerIds:
                          producer_id=-1, producer_epoch=-1)
         producer_id = int(get(request, "producer_id", -1))
         epoch = int(get(request, "producer_epoch", -1))
-        if producer_id >= 0 and 0 <= epoch < MAX_EPOCH:
+        if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
             return build(cls, throttle_time=0, error_code=0, producer_id=producer_id,
                          producer_epoch=epoch + 1)
-        return build(cls, throttle_time=0, error_code=0, producer_id=next(self._next),
-                     producer_epoch=0)
+        return build(cls, throttle_time=0, error_code=0, producer_id=self.next_id(), producer_epoch=0)

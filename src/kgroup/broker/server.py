@@ -39,6 +39,8 @@ from kgroup.broker.node_view import NodeView
 from kgroup.broker.ownership import Ownership, UnitHooks
 from kgroup.broker.request_stats import RequestStats
 from kgroup.broker.shard import Shard, now_ms
+from kgroup.broker.txn_api import TxnApi
+from kgroup.broker.txn_markers import TxnMarkerChannel
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
 from kgroup.storage.data_dir import Membership
 from kgroup.storage.group_hash import partition_for_group
@@ -121,6 +123,11 @@ class Broker:
         self.data_path = DataPath(cfg, self.data, self.durability, self.cluster_view)
         dp = self.data_path
         dp.on_topics_changed = self._topics_changed_here
+        # Transactions: the coordinator's APIs, the produce path's verification, and the
+        # channel that writes markers for every shard (each shard gets it as it loads).
+        txn = TxnApi(groups, dp.init_producer_id)
+        dp.ctx.verify_txn = txn.verify
+        self.markers = TxnMarkerChannel(self.data, dp.ctx.producers, self.durability, groups.shard_of)
         if cfg.group_events:
             # Created before any shard loads, so the coordinator's first topic image has it.
             ensure_topic(self.data)
@@ -134,8 +141,11 @@ class Broker:
             8: groups.offset_commit, 9: groups.offset_fetch, 10: groups.find_coordinator,
             11: groups.join_group, 12: groups.heartbeat, 13: groups.leave_group, 14: groups.sync_group,
             15: groups.describe_groups, 16: groups.list_groups,
-            19: dp.create_topics, 20: dp.delete_topics, 22: dp.init_producer_id, 37: dp.create_partitions,
-            42: groups.delete_groups, 47: groups.offset_delete,
+            19: dp.create_topics, 20: dp.delete_topics, 22: txn.init_producer_id,
+            24: txn.add_partitions_to_txn, 25: txn.add_offsets_to_txn, 26: txn.end_txn,
+            28: txn.txn_offset_commit, 37: dp.create_partitions,
+            42: groups.delete_groups, 47: groups.offset_delete, 61: dp.describe_producers,
+            65: txn.describe_transactions, 66: txn.list_transactions,
             68: consumer.heartbeat, 69: consumer.describe,
         }
         self.server = await asyncio.start_server(self._serve_connection, cfg.listen_host, cfg.listen_port,
@@ -196,8 +206,13 @@ class Broker:
         and each of its groups a coordinator_loaded event."""
         if slot >= len(self.shards):
             return "topic partition"
-        shard = Shard(slot, self.data.metadata_log.partition(slot), self.config.group, self.durability, _member_id)
+        shard = Shard(slot, self.data.metadata_log.partition(slot), self.config.group, self.durability, _member_id,
+                      self.config.transactions, self.data_path.id_blocks.next)
         shard.events = self.events
+        shard.on_markers = self.markers.send
+        # Markers carry the ownership epoch: a coordinator that lost the partition can never
+        # write markers in the name of the one that took it over.
+        shard.coordinator_epoch = epoch
         shard.gate = self.ownership.gate
         shard.on_fenced = self.ownership.check_fences
         self.shards[slot] = shard            # answers COORDINATOR_LOAD_IN_PROGRESS until loaded
@@ -227,6 +242,7 @@ class Broker:
             except Exception as exc:
                 log.warning("handing over %s-%d: its last writes did not become durable: %s", topic, p, exc)
             self.data_path.watch.ring((topic, p))
+            self.data_path.ctx.producers.forget((topic, p))
 
     def _unit_logs(self, slot: int) -> list:
         found = []
@@ -249,6 +265,8 @@ class Broker:
             for p, s in enumerate(meta.slots):
                 if s == slot:
                     self.data_path.watch.ring((topic, p))
+                    # Its producer state is rebuilt from the log if the partition comes back.
+                    self.data_path.ctx.producers.forget((topic, p))
 
     def _unit_failed(self) -> None:
         # A partition that cannot load would never be served: stop loudly.
@@ -297,6 +315,8 @@ class Broker:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+        if hasattr(self, "markers"):
+            await self.markers.close()
         for shard in self.shards:
             if shard is not None:
                 shard.close()

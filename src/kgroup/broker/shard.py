@@ -9,7 +9,8 @@ Timers: after every call the shard re-arms one loop timer at the core's next dea
 Loading replays the partition's snapshot and log tail; until it finishes, group requests
 get COORDINATOR_LOAD_IN_PROGRESS. With the group event stream on (`events`), every call,
 timer and topic change whose Result names a group it changed is reported to it once its
-records are replayed (event_stream.py).
+records are replayed (event_stream.py). Transaction markers a Result asks for go to
+`on_markers` (broker/txn_markers.py) once the records before them are durable, like replies.
 
 In a cluster (broker/ownership.py) a shard lives as long as this node owns its partition.
 `gate` runs before every call and timer (the self-fencing check after a pause). When the
@@ -33,6 +34,7 @@ from kgroup.core.config import GroupConfig
 from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.result import Result
+from kgroup.core.transactions.config import TransactionConfig
 from kgroup.storage.errors import FencedError, LogClosedError
 from kgroup.storage.metadata_log import MetadataPartition
 
@@ -49,11 +51,18 @@ def now_ms() -> int:
 
 class Shard:
     def __init__(self, index: int, partition: MetadataPartition, config: GroupConfig,
-                 durability: Durability, new_member_id: Callable[[str], str]) -> None:
+                 durability: Durability, new_member_id: Callable[[str], str],
+                 txn_config: TransactionConfig | None = None,
+                 new_producer_id: Callable[[], int] | None = None) -> None:
         self.index = index
         self.partition = partition
         self.durability = durability
-        self.coordinator = GroupCoordinatorShard(config, new_member_id)
+        self.coordinator = GroupCoordinatorShard(config, new_member_id, txn_config, new_producer_id)
+        # Where transaction markers go (TxnMarkerChannel.send), and the epoch markers carry:
+        # a coordinator that lost its partition must not write markers in a newer one's name
+        # (0 on a single broker).
+        self.on_markers: Callable[[Shard, Any], None] | None = None
+        self.coordinator_epoch = 0
         self.loaded = False
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
@@ -177,6 +186,12 @@ class Shard:
                     asyncio.get_running_loop().create_task(self._deliver_when_durable(end, result.replies))
             else:
                 asyncio.get_running_loop().create_task(self._deliver_when_durable(end, result.replies))
+        if result.markers and self.on_markers is not None:
+            end = self.partition.log_end_offset
+            if self.partition.durable_end >= end:
+                self._send_markers(result.markers)
+            else:
+                asyncio.get_running_loop().create_task(self._markers_when_durable(end, result.markers))
         self._arm_timer()
         if self._since_snapshot >= SNAPSHOT_EVERY and self._snapshot_task is None:
             self._snapshot_task = asyncio.get_running_loop().create_task(self._snapshot())
@@ -198,6 +213,20 @@ class Shard:
             _fail(replies, exc)
             return
         _deliver(replies)
+
+    def _send_markers(self, markers) -> None:
+        for m in markers:
+            self.on_markers(self, m)
+
+    async def _markers_when_durable(self, end: int, markers) -> None:
+        # Markers only once PrepareCommit/PrepareAbort is durable: a marker written for a
+        # decision a crash could take back would commit data the coordinator then aborts.
+        try:
+            await self.durability.durable(self.partition, end)
+        except Exception:
+            log.exception("shard %d: the log did not become durable; markers wait for a restart", self.index)
+            return
+        self._send_markers(markers)
 
     # ---- timers ---------------------------------------------------------------------------
 

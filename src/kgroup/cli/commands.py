@@ -1,4 +1,4 @@
-"""The client subcommands: topics, groups, produce, consume.
+"""The client subcommands: topics, groups, transactions, produce, consume.
 
 Each command is ``async def cmd(args, admin, out) -> int`` over an open ``AdminClient``;
 ``out`` is where results go (stdout). Mistakes raise CliError or client errors, which
@@ -380,6 +380,39 @@ async def groups_watch(args: Any, admin: AdminClient, out: TextIO) -> int:
     return await watch(args, admin, out)
 
 
+# -- transactions -----------------------------------------------------------------------
+# As Kafka's `kafka-transactions.sh list` and `describe`: --min-duration-ms finds a hanging
+# transaction.
+
+
+async def transactions_list(args: Any, admin: AdminClient, out: TextIO) -> int:
+    found = await admin.transactions.list(args.state, args.producer_id, args.min_duration_ms)
+    rows = [["TRANSACTIONAL-ID", "PRODUCER-ID", "STATE"]]
+    rows += [[t.transactional_id, str(t.producer_id), t.state] for t in found]
+    _table(rows, out)
+    return 0
+
+
+async def transactions_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
+    try:
+        described = await admin.transactions.describe(args.transactional_id)
+    except BrokerError as exc:
+        if exc.code is ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
+            raise CliError(f"no transactional id {exc.context.split()[-1]} on this cluster",
+                           "check the id with `kgroup transactions list`") from None
+        raise
+    now = int(time.time() * 1000)
+    rows = [["TRANSACTIONAL-ID", "PRODUCER-ID", "EPOCH", "STATE", "TIMEOUT-MS", "STARTED-MS",
+             "DURATION-MS", "PARTITIONS"]]
+    for d in described:
+        running = d.start_ms >= 0 and d.state in ("Ongoing", "PrepareCommit", "PrepareAbort")
+        rows.append([d.transactional_id, str(d.producer_id), str(d.producer_epoch), d.state, str(d.timeout_ms),
+                     str(d.start_ms) if running else "-", str(now - d.start_ms) if running else "-",
+                     ",".join(f"{t}-{p}" for t, p in d.partitions) or "-"])
+    _table(rows, out)
+    return 0
+
+
 COMMANDS: dict[tuple[str, str | None], Command] = {
     ("topics", "create"): topics_create,
     ("topics", "list"): topics_list,
@@ -394,4 +427,6 @@ COMMANDS: dict[tuple[str, str | None], Command] = {
     ("groups", "watch"): groups_watch,
     ("produce", None): produce,
     ("consume", None): consume,
+    ("transactions", "list"): transactions_list,
+    ("transactions", "describe"): transactions_describe,
 }

@@ -233,6 +233,21 @@ def build_parser() -> Parser:
     g.add_argument("--interval-ms", type=positive_int, default=2000, metavar="MS",
                    help="how often to refresh (default: 2000)")
 
+    # transactions
+    txns = sub.add_parser("transactions", help="list and describe transactions")
+    xsub = txns.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
+    xsub.required = True
+    x = xsub.add_parser("list", parents=[client], help="transactional ids, their producers and states")
+    x.add_argument("--state", action="append", default=[],
+                   help="only transactions in this state (Ongoing, PrepareCommit, ...), repeatable")
+    x.add_argument("--producer-id", action="append", type=non_negative_int, default=[], metavar="ID",
+                   help="only this producer id, repeatable")
+    x.add_argument("--min-duration-ms", type=non_negative_int, default=-1, metavar="MS",
+                   help="only transactions running at least this long (find a hanging one)")
+    x = xsub.add_parser("describe", parents=[client],
+                        help="a transactional id's producer, state, timeout and partitions")
+    x.add_argument("transactional_id", nargs="+", metavar="TRANSACTIONAL-ID")
+
     # produce
     p = sub.add_parser("produce", parents=[client],
                        help="send stdin lines to a topic, one message per line")

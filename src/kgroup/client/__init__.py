@@ -11,8 +11,9 @@ from kgroup.client.membership import GroupMember, Membership
 from kgroup.client.producer import Producer
 from kgroup.client.records import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
 from kgroup.client.task_assignment import TaskAssignment
+from kgroup.client.transactions import GroupMetadata, ProducerFenced, TransactionError
 
 __all__ = ["AdminClient", "Cluster", "CommitFailedError", "Consumer",
-           "ConsumerRebalanceListener", "ConsumerRecord", "GroupMember", "LeaderElection",
-           "Membership", "OffsetAndMetadata", "Producer", "RecordMetadata", "TaskAssignment",
-           "TopicPartition"]
+           "ConsumerRebalanceListener", "ConsumerRecord", "GroupMember", "GroupMetadata", "LeaderElection",
+           "Membership", "OffsetAndMetadata", "Producer", "ProducerFenced", "RecordMetadata", "TaskAssignment",
+           "TopicPartition", "TransactionError"]

@@ -48,6 +48,7 @@ from .cluster import (
 )
 from .connection import DEFAULT_TIMEOUT, Connection
 from .errors import BrokerError, GroupNotEmpty, UnsupportedApi
+from .transactions_admin import TransactionAdmin
 
 __all__ = [
     "AdminClient",
@@ -149,6 +150,8 @@ class AdminClient:
     ) -> None:
         self._owns_cluster = cluster is None
         self.cluster = cluster or Cluster(bootstrap, client_id=client_id, timeout=timeout)
+        # ListTransactions, DescribeTransactions, DescribeProducers (transactions_admin.py).
+        self.transactions = TransactionAdmin(self.cluster)
 
     async def __aenter__(self) -> AdminClient:
         await self.connect()
@@ -384,9 +387,27 @@ class AdminClient:
             _check(_err(m), f"remove member {m.group_instance_id!r} from group {group!r}")
 
     async def list_group_offsets(
-        self, group: str, topics: Mapping[str, Sequence[int]] | None = None
+        self, group: str, topics: Mapping[str, Sequence[int]] | None = None, *,
+        require_stable: bool = False,
     ) -> dict[tuple[str, int], int]:
-        """Committed offsets of ``group``: (topic, partition) -> offset (all when None)."""
+        """Committed offsets of ``group``: (topic, partition) -> offset (all when None).
+
+        ``require_stable`` (KIP-447, what a read_committed consumer asks): while a
+        transaction is committing an offset of a partition the broker answers
+        UNSTABLE_OFFSET_COMMIT, and the request is sent again after a backoff until the
+        request timeout."""
+        retries = self.cluster.retries()
+        while True:
+            try:
+                return await self._group_offsets(group, topics, require_stable)
+            except BrokerError as exc:
+                delay = retries.next_delay() if exc.code is ErrorCode.UNSTABLE_OFFSET_COMMIT else None
+                if delay is None:
+                    raise
+            await self.cluster.sleep(delay)
+
+    async def _group_offsets(self, group: str, topics: Mapping[str, Sequence[int]] | None,
+                             require_stable: bool) -> dict[tuple[str, int], int]:
         wanted = (
             None
             if topics is None
@@ -397,7 +418,7 @@ class AdminClient:
             topics=wanted,
             groups=[{"group_id": group, "topics": wanted, "member_id": None,
                      "member_epoch": -1}],
-            require_stable=False,
+            require_stable=require_stable,
         )
 
         def error_of(r: Any) -> int:
@@ -413,7 +434,7 @@ class AdminClient:
             md = await self.metadata()
             every = {t.name: [p.partition for p in t.partitions]
                      for t in md.topics.values() if not t.is_internal and t.partitions}
-            return await self.list_group_offsets(group, every) if every else {}
+            return await self._group_offsets(group, every, require_stable) if every else {}
         out: dict[tuple[str, int], int] = {}
         for t in result_topics or ():
             for p in t.partitions:

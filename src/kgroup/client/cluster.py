@@ -67,14 +67,25 @@ __all__ = [
     "Route",
     "TopicInfo",
     "build_request",
+    "first_partition_error",
     "parse_address",
     "parse_bootstrap",
     "recovery",
     "request_fields",
+    "transaction_key",
 ]
 
 T = TypeVar("T")
 E = ErrorCode
+# FindCoordinator key types. A coordinator is named by a group id, or by
+# ``transaction_key(transactional id)`` for the transaction coordinator.
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+CoordinatorKey = str | tuple[int, str]
+
+
+def transaction_key(transactional_id: str) -> tuple[int, str]:
+    """The coordinator key of a transactional id (for ``call_coordinator`` and friends)."""
+    return (TRANSACTION_KEY, transactional_id)
 _ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -169,6 +180,16 @@ def build_request(cls: type, **fields: Any) -> Any:
 def request_fields(**fields: Any) -> Callable[[type], Any]:
     """A request body for ``Connection.request``: built for whichever version it picks."""
     return lambda cls: build_request(cls, **fields)
+
+
+def first_partition_error(resp: Any) -> int:
+    """The first non-zero partition error code of an answer shaped topics[].partitions[]
+    (OffsetCommit, TxnOffsetCommit); 0 when there is none."""
+    for t in resp.topics:
+        for p in t.partitions:
+            if int(p.error_code):
+                return int(p.error_code)
+    return 0
 
 
 # -- what an error means -----------------------------------------------------------------
@@ -311,7 +332,7 @@ class Cluster:
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._leaders: dict[tuple[str, int], int] = {}
         self._partitions: dict[str, list[int]] = {}    # topic -> partitions in _leaders
-        self._coordinators: dict[str, int] = {}        # group -> node id
+        self._coordinators: dict[CoordinatorKey, int] = {}  # group (or transaction key) -> node id
 
     # -- connections -------------------------------------------------------------------
 
@@ -381,7 +402,7 @@ class Cluster:
             self._lost((conn.host, conn.port))
             raise
 
-    async def _any_request(self, api_key: int, body: RequestBody, **kw: Any) -> Any:
+    async def request_any(self, api_key: int, body: RequestBody, **kw: Any) -> Any:
         """A request any broker can answer (Metadata, FindCoordinator): when the broker
         asked cannot be reached or does not answer, another one is asked."""
         conn = await self._any_broker()
@@ -420,7 +441,7 @@ class Cluster:
         """Brokers and topics read afresh (every topic when ``topics`` is None); the cache of
         brokers, leaders and topic ids is updated from it."""
         names = None if topics is None else [{"name": t} for t in topics]
-        resp = await self._any_request(
+        resp = await self.request_any(
             METADATA, request_fields(topics=names, allow_auto_topic_creation=auto_create))
         brokers = tuple(BrokerInfo(int(b.node_id), b.host, int(b.port)) for b in resp.brokers)
         self._brokers.update({b.node_id: b for b in brokers})
@@ -498,8 +519,9 @@ class Cluster:
 
     # -- coordinators ------------------------------------------------------------------
 
-    async def find_coordinator(self, group: str) -> BrokerInfo:
-        """The coordinator of ``group`` (cached; FindCoordinator when not known).
+    async def find_coordinator(self, group: CoordinatorKey) -> BrokerInfo:
+        """The coordinator of ``group`` (cached; FindCoordinator when not known): a group id,
+        or ``transaction_key(id)`` for a transactional id's coordinator.
 
         MovedError COORDINATOR_NOT_AVAILABLE (or another error's BrokerError) when the
         cluster cannot name one yet.
@@ -507,8 +529,9 @@ class Cluster:
         node = self._coordinators.get(group)
         if node is not None and node in self._brokers:
             return self._brokers[node]
-        resp = await self._any_request(
-            FIND_COORDINATOR, request_fields(key=group, key_type=0, coordinator_keys=[group]))
+        key_type, key = group if isinstance(group, tuple) else (GROUP_KEY, group)
+        resp = await self.request_any(
+            FIND_COORDINATOR, request_fields(key=key, key_type=key_type, coordinator_keys=[key]))
         entry = resp.coordinators[0] if hasattr(resp, "coordinators") else resp
         code = int(entry.error_code)
         if code:
@@ -519,25 +542,25 @@ class Cluster:
         self._coordinators[group] = info.node_id
         return info
 
-    async def coordinator(self, group: str) -> Connection:
+    async def coordinator(self, group: CoordinatorKey) -> Connection:
         """A connection to the coordinator of ``group`` (found first if not known)."""
         info = await self.find_coordinator(group)
         return await self.connection(info.host, info.port)
 
-    def coordinator_connection(self, group: str) -> Connection | None:
+    def coordinator_connection(self, group: CoordinatorKey) -> Connection | None:
         """The open connection to the known coordinator of ``group``, if any (no I/O)."""
         node = self._coordinators.get(group)
         broker = None if node is None else self._brokers.get(node)
         conn = None if broker is None else self._conns.get((broker.host, broker.port))
         return conn if conn is not None and not conn.closed else None
 
-    def forget_coordinator(self, group: str) -> None:
+    def forget_coordinator(self, group: CoordinatorKey) -> None:
         """The coordinator of ``group`` moved: the next lookup sends FindCoordinator."""
         self._coordinators.pop(group, None)
 
     # -- moves and retries -------------------------------------------------------------
 
-    def recover(self, error: ErrorCode | BaseException, *, group: str | None = None,
+    def recover(self, error: ErrorCode | BaseException, *, group: CoordinatorKey | None = None,
                 partitions: Iterable[tuple[str, int]] = ()) -> Recovery:
         """Drop what ``error`` says is stale (the coordinator of ``group``, the leaders of
         ``partitions``) and say what it calls for (see the module comment)."""
@@ -550,7 +573,7 @@ class Cluster:
                 self.forget_leader(topic, partition)
         return what
 
-    def check(self, code: int, context: str, *, group: str | None = None,
+    def check(self, code: int, context: str, *, group: CoordinatorKey | None = None,
               partitions: Iterable[tuple[str, int]] = (), message: str | None = None) -> None:
         """Raise for a non-zero ``code`` of a request to the coordinator of ``group`` (else to
         the leader of ``partitions``): MovedError, after ``recover``, when ``retrying`` is to
@@ -584,7 +607,7 @@ class Cluster:
 
     async def call_coordinator(
         self,
-        group: str,
+        group: CoordinatorKey,
         api_key: int,
         body: RequestBody,
         *,

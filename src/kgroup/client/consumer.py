@@ -58,13 +58,14 @@ from kgroup.wire.versions import OFFSET_COMMIT
 
 from .admin import EARLIEST, LATEST, AdminClient
 from .classic_driver import ClassicGroupDriver
-from .cluster import Backoff, Cluster, request_fields
+from .cluster import Backoff, Cluster, first_partition_error, request_fields
 from .consumer_driver import ConsumerGroupDriver
 from .errors import BrokerError, KafkaClientError
 from .fetcher import Fetcher
 from .group_driver import GroupDriver, now_ms
 from .records import ConsumerRecord, OffsetAndMetadata, TopicPartition
 from .settings import CONSUMER_DEFAULTS, resolve
+from .transactions import GroupMetadata
 
 __all__ = ["CommitFailedError", "Consumer", "ConsumerRebalanceListener"]
 
@@ -428,7 +429,9 @@ class Consumer:
             wanted: dict[str, list[int]] = {}
             for tp in tps:
                 wanted.setdefault(tp.topic, []).append(tp.partition)
-            for (t, p), off in (await self.admin.list_group_offsets(group, wanted)).items():
+            # read_committed: not an offset a transaction is still committing (KIP-447).
+            stable = self.fetcher.isolation == 1
+            for (t, p), off in (await self.admin.list_group_offsets(group, wanted, require_stable=stable)).items():
                 out[TopicPartition(t, p)] = off
         rest = [tp for tp in tps if tp not in out]
         if rest:
@@ -451,6 +454,18 @@ class Consumer:
         if self.group is not None and not self.group.member.in_group and not self._manual:
             return
         self.commit_async()
+
+    def group_metadata(self) -> GroupMetadata:
+        """The member as the group knows it now (group id, generation or member epoch,
+        member id, instance id), for ``Producer.send_offsets_to_transaction``: the group
+        refuses a transactional commit from a member that is no longer current (KIP-447)."""
+        group_id = self.settings["group.id"]
+        if not group_id:
+            raise KafkaClientError("group_metadata needs a group.id")
+        if self.group is None or self._manual or not self.group.member.in_group:
+            return GroupMetadata(group_id)
+        m = self.group.member
+        return GroupMetadata(group_id, m.generation, m.member_id, m.config.group_instance_id)
 
     async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
                      ) -> None:
@@ -522,7 +537,7 @@ class Consumer:
         retries = self.cluster.retries(self.settings["request.timeout.ms"] / 1000)
         while True:
             resp = await self.cluster.call_coordinator(
-                group_id, OFFSET_COMMIT, body(generation, member_id), error_of=_first_error,
+                group_id, OFFSET_COMMIT, body(generation, member_id), error_of=first_partition_error,
                 timeout=retries.remaining())
             errors = {ErrorCode(int(p.error_code)) for t in resp.topics for p in t.partitions
                       if int(p.error_code)}
@@ -576,11 +591,3 @@ def _assignors(value: Any) -> tuple[Any, ...]:
         raise ValueError("partition.assignment.strategy names no assignor")
     return tuple(out)
 
-
-def _first_error(resp: Any) -> int:
-    """The first partition's error code of an OffsetCommit answer (0: none)."""
-    for t in resp.topics:
-        for p in t.partitions:
-            if int(p.error_code):
-                return int(p.error_code)
-    return 0

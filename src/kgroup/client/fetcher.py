@@ -8,6 +8,13 @@ a buffer that ``drain`` hands out. A seek or a (re)assignment bumps the partitio
 responses and buffered records of an older epoch are dropped; a partition no longer assigned
 is never returned. Partitions without a position are resolved first by ``resolve`` (the
 committed offset, else auto.offset.reset).
+
+Transactions: control batches (end-of-transaction markers) are never handed out, but the
+fetch offset moves past them, and so does the position once nothing before them is left to
+hand out. With ``isolation.level=read_committed`` the broker answers only below the last
+stable offset and names the aborted transactions in what it sent; the records of those are
+dropped as the Java consumer drops them (a producer's transactional batches from the first
+offset of its aborted transaction up to its abort marker).
 """
 
 from __future__ import annotations
@@ -56,6 +63,10 @@ class Fetcher:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.error: BaseException | None = None
+        level = str(settings.get("isolation.level", "read_uncommitted")).lower()
+        if level not in ("read_uncommitted", "read_committed"):
+            raise ValueError(f"isolation.level must be read_uncommitted or read_committed, not {level!r}")
+        self.isolation = 1 if level == "read_committed" else 0
 
     def start(self) -> None:
         self._stopping = False
@@ -131,7 +142,7 @@ class Fetcher:
         buf = self._buffer
         while buf and left > 0:
             entry = buf.popleft()
-            tp, epoch, records, idx = entry
+            tp, epoch, records, idx, after = entry
             st = self.states.get(tp)
             if st is None or st.epoch != epoch:
                 continue
@@ -139,19 +150,24 @@ class Fetcher:
                 kept.append(entry)
                 continue
             end = idx + left
-            if end < len(records):
+            finished = end >= len(records)
+            if not finished:
                 take = records[idx:end]
                 entry[3] = end
                 buf.appendleft(entry)
             else:
                 take = records[idx:] if idx else records
                 st.buffered -= 1
-            if tp in out:
-                out[tp].extend(take)
-            else:
-                out[tp] = take
-            st.position = take[-1].offset + 1
-            left -= len(take)
+            if take:
+                if tp in out:
+                    out[tp].extend(take)
+                else:
+                    out[tp] = take
+                st.position = take[-1].offset + 1
+                left -= len(take)
+            if finished:
+                # Past the markers (and aborted records) the fetch skipped after the last record.
+                st.position = max(st.position, after)
         buf.extendleft(reversed(kept))
         self._wake.set()
         return out
@@ -225,7 +241,7 @@ class Fetcher:
         def body(cls: type) -> Any:
             return build_request(cls, replica_id=-1, max_wait=max_wait,
                                  min_bytes=s["fetch.min.bytes"], max_bytes=s["fetch.max.bytes"],
-                                 isolation_level=0, session_id=0, session_epoch=-1,
+                                 isolation_level=self.isolation, session_id=0, session_epoch=-1,
                                  topics=[{"topic": t, "partitions": ps}
                                          for t, ps in by_topic.items()],
                                  forgotten_topics_data=[], rack_id="")
@@ -270,17 +286,24 @@ class Fetcher:
             return False
         st.high_watermark = int(p.high_watermark)
         start = sent[1] or 0
-        records = decode(tp, bytes(p.records or b""), start)
-        if not records:
+        aborted = None
+        if self.isolation:
+            aborted = sorted((int(a.first_offset), int(a.producer_id)) for a in p.aborted_transactions or ())
+        records, after = decode(tp, bytes(p.records or b""), start, aborted)
+        if after <= start:
             return False
-        st.fetch_offset = records[-1].offset + 1
+        st.fetch_offset = after
         st.buffered += 1
-        self._buffer.append([tp, st.epoch, records, 0])
-        return True
+        self._buffer.append([tp, st.epoch, records, 0, after])
+        return bool(records)
 
 
-def decode(tp: TopicPartition, blob: bytes, start: int) -> list[ConsumerRecord]:
-    """The records at or after ``start`` in a Fetch records blob (control batches skipped).
+def decode(tp: TopicPartition, blob: bytes, start: int,
+           aborted: list[tuple[int, int]] | None = None) -> tuple[list[ConsumerRecord], int]:
+    """The records at or after ``start`` in a Fetch records blob, and the offset after its
+    last whole batch (``start`` if there is none). Control batches are skipped; with
+    ``aborted`` (read_committed: (first offset, producer id) of the aborted transactions
+    the broker named, sorted) so are the batches of aborted transactions.
 
     Batches are framed and CRC-checked by ``record_batch.split_batches``; records are then
     read by ``_records`` (a fast path that builds ``ConsumerRecord`` directly), falling back
@@ -288,8 +311,23 @@ def decode(tp: TopicPartition, blob: bytes, start: int) -> list[ConsumerRecord]:
     """
     out: list[ConsumerRecord] = []
     topic, partition = tp
+    after = start
+    skipping: set[int] = set()
     for batch in record_batch.split_batches(record_batch.whole_batches(blob)):
         h = batch.header
+        after = max(after, h.last_offset + 1)
+        if aborted is not None and h.producer_id >= 0:
+            # Producers whose aborted transaction started at or before this batch.
+            while aborted and aborted[0][0] <= h.last_offset:
+                skipping.add(aborted.pop(0)[1])
+            if h.is_control:
+                if h.producer_id in skipping:
+                    marker = record_batch.read_marker(batch.data)
+                    if marker is not None and marker[0] == record_batch.CONTROL_ABORT:
+                        skipping.discard(h.producer_id)
+                continue
+            if h.is_transactional and h.producer_id in skipping:
+                continue
         if h.is_control or h.last_offset < start:
             continue
         ts_type = int(h.timestamp_type)
@@ -304,7 +342,7 @@ def decode(tp: TopicPartition, blob: bytes, start: int) -> list[ConsumerRecord]:
                 if r.offset >= start:
                     out.append(ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type,
                                               r.key, r.value, r.headers))
-    return out
+    return out, after
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:

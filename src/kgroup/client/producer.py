@@ -11,11 +11,20 @@ failure (leader moved, broker unreachable, timeout: ``Cluster.recover``) retries
 after ``retry.backoff.ms`` up to ``retries`` times, reading the leader again where it moved;
 any other error fails the batch's futures.
 With ``acks=0`` the futures resolve with offset -1 once the request is written.
+
+Idempotence and transactions (``enable.idempotence``, ``transactional.id``; see
+transactions.py): batches carry the producer id, epoch and per-partition sequence numbers;
+a partition has at most one batch in flight and a failed batch is resent as it was (same
+bytes, same sequence), so the broker stores it once. A transactional producer adds each
+partition to its transaction before the partition's first batch goes out, and offers
+``init_transactions``, ``begin_transaction``, ``send_offsets_to_transaction``,
+``commit_transaction`` and ``abort_transaction``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,8 +36,9 @@ from kgroup.wire.versions import PRODUCE
 from .cluster import Backoff, Cluster, Recovery, build_request
 from .errors import BrokerError, KafkaClientError
 from .partitioner import StickyPartitioner
-from .records import RecordMetadata, TopicPartition
+from .records import OffsetAndMetadata, RecordMetadata, TopicPartition
 from .settings import PRODUCER_DEFAULTS, resolve
+from .transactions import GroupMetadata, TransactionError, TransactionManager, TxnState
 
 __all__ = ["Producer"]
 
@@ -36,7 +46,7 @@ _RECORD_OVERHEAD = 12
 
 
 class _Batch:
-    __slots__ = ("tp", "records", "futures", "size", "created", "attempts")
+    __slots__ = ("tp", "records", "futures", "size", "created", "attempts", "blob")
 
     def __init__(self, tp: TopicPartition, created: float) -> None:
         self.tp = tp
@@ -45,6 +55,8 @@ class _Batch:
         self.size = 0
         self.created = created
         self.attempts = 0
+        # The bytes sent, built once: an idempotent retry must be the same batch.
+        self.blob: bytes | None = None
 
 
 class Producer:
@@ -71,6 +83,15 @@ class Producer:
                                timeout=s["request.timeout.ms"] / 1000,
                                backoff=Backoff(int(s["retry.backoff.ms"]), 1_000))
         self.partitioner = StickyPartitioner()
+        txn_id = s["transactional.id"]
+        self.idempotent = bool(s["enable.idempotence"]) or txn_id is not None
+        if self.idempotent and self.acks != -1:
+            raise ValueError("enable.idempotence and transactional.id need acks=all (-1)")
+        self.txn = TransactionManager(self.cluster, txn_id, int(s["transaction.timeout.ms"]),
+                                      s["request.timeout.ms"] / 1000)
+        # Idempotence: the batch in flight for a partition, and the ones waiting behind it.
+        self._busy: dict[TopicPartition, _Batch] = {}
+        self._held: dict[TopicPartition, collections.deque[_Batch]] = {}
         self._counts: dict[str, int] = {}
         self._open: dict[TopicPartition, _Batch] = {}
         self._ready: list[_Batch] = []
@@ -85,6 +106,8 @@ class Producer:
 
     async def start(self) -> None:
         await self.cluster.connect()
+        if self.idempotent and not self.txn.transactional:
+            await self.txn.init()
         self._task = asyncio.create_task(self._run(), name="kgroup-producer")
 
     async def __aenter__(self) -> Producer:
@@ -110,6 +133,48 @@ class Producer:
 
     close = stop
 
+    # -- transactions -----------------------------------------------------------------------
+
+    async def init_transactions(self) -> None:
+        """Get the transactional id's producer id and epoch, fencing older producers of it
+        (and aborting a transaction they left open)."""
+        if not self.txn.transactional:
+            raise KafkaClientError("init_transactions needs a transactional.id")
+        await self.txn.init()
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: what is sent until commit or abort is all or nothing."""
+        self.txn.begin()
+
+    async def send_offsets_to_transaction(
+            self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
+            group_metadata: GroupMetadata | str) -> None:
+        """Commit these consumer offsets with the transaction (the positions after the
+        records it processed). ``group_metadata`` is ``Consumer.group_metadata()``: the
+        group refuses the commit if that member is no longer current (KIP-447)."""
+        if isinstance(group_metadata, str):
+            group_metadata = GroupMetadata(group_metadata)
+        await self.txn.send_offsets({TopicPartition(*tp): v for tp, v in offsets.items()}, group_metadata)
+
+    async def commit_transaction(self) -> None:
+        """Send everything buffered, then commit; raises if the transaction must abort."""
+        self.txn.require(TxnState.IN_TRANSACTION, TxnState.ABORTABLE, action="commit")
+        await self.flush()
+        if self.txn.state is not TxnState.IN_TRANSACTION:
+            self.txn.check_fenced()
+            raise TransactionError(f"the transaction cannot commit: {self.txn.error}")
+        await self.txn.end(commit=True)
+
+    async def abort_transaction(self) -> None:
+        """Wait for what is in flight, then abort: nothing of the transaction is read by
+        read_committed consumers."""
+        self.txn.require(TxnState.IN_TRANSACTION, TxnState.ABORTABLE, action="abort")
+        for tp in list(self._open):
+            self._close_batch(tp)
+        if self._pending:
+            await self._idle.wait()
+        await self.txn.end(commit=False)
+
     # -- sending ----------------------------------------------------------------------------
 
     async def partitions_for(self, topic: str) -> int:
@@ -127,11 +192,17 @@ class Producer:
         """Queue one record; returns a future of where it landed."""
         if self._closed:
             raise KafkaClientError("the producer is closed")
+        if self.txn.transactional:
+            self.txn.require(TxnState.IN_TRANSACTION, action="send outside a transaction "
+                             "(call begin_transaction first)")
         count = self._counts.get(topic)
         if count is None:
             count = await self.partitions_for(topic)
         if partition is None:
             partition = self.partitioner.partition(topic, key, count)
+        elif not 0 <= partition < count:
+            raise KafkaClientError(f"topic {topic!r} has {count} partitions; there is no partition {partition}",
+                                   "pick a partition below the topic's partition count")
         tp = TopicPartition(topic, partition)
         batch = self._open.get(tp)
         now = time.monotonic()
@@ -183,7 +254,14 @@ class Producer:
                     self._close_batch(tp)
             if self._ready:
                 ready, self._ready = self._ready, []
-                await self._dispatch(ready)
+                try:
+                    await self._dispatch(ready)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 (the batches' futures carry it; never a silent stop)
+                    for batch in ready:
+                        if any(not f.done() for f in batch.futures):
+                            self._fail(batch, KafkaClientError(f"sending failed: {exc!r}"))
                 continue
             self._wake.clear()
             if self._open:
@@ -199,6 +277,16 @@ class Producer:
                 await self._wake.wait()
 
     async def _dispatch(self, ready: list[_Batch]) -> None:
+        if self.idempotent:
+            ready = self._one_per_partition(ready)
+            if self.txn.transactional and ready:
+                try:
+                    await self.txn.add_partitions(b.tp for b in ready)
+                except KafkaClientError as exc:
+                    self.txn.failed(exc)
+                    for batch in ready:
+                        self._fail(batch, exc)
+                    return
         by_node: dict[int, list[_Batch]] = {}
         for batch in ready:
             leader = self.cluster.cached_leader(*batch.tp)
@@ -237,6 +325,44 @@ class Producer:
                 await sem.acquire()
                 self._spawn(self._produce(node, group, sem))
 
+    def _one_per_partition(self, ready: list[_Batch]) -> list[_Batch]:
+        """Idempotence: a partition's batches go one at a time, in order; the others wait."""
+        go = []
+        for batch in ready:
+            holder = self._busy.get(batch.tp)
+            if holder is None:
+                self._busy[batch.tp] = batch
+                go.append(batch)
+            elif holder is batch:
+                go.append(batch)   # a retry of the batch in flight
+            else:
+                self._held.setdefault(batch.tp, collections.deque()).append(batch)
+        return go
+
+    def _release(self, batch: _Batch) -> None:
+        """A partition's batch is done (stored or failed): let the next one go."""
+        if self._busy.get(batch.tp) is not batch:
+            return
+        del self._busy[batch.tp]
+        waiting = self._held.get(batch.tp)
+        if waiting:
+            self._ready.append(waiting.popleft())
+            if not waiting:
+                del self._held[batch.tp]
+            self._wake.set()
+
+    def _blob(self, batch: _Batch) -> bytes:
+        if batch.blob is None:
+            if self.idempotent:
+                txn = self.txn
+                batch.blob = build_batch(batch.records, compression=self.compression,
+                                         producer_id=txn.producer_id, producer_epoch=txn.epoch,
+                                         base_sequence=txn.next_sequence(batch.tp, len(batch.records)),
+                                         transactional=txn.transactional)
+            else:
+                batch.blob = build_batch(batch.records, compression=self.compression)
+        return batch.blob
+
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
         self._sends.add(task)
@@ -244,14 +370,14 @@ class Producer:
 
     async def _produce(self, node: int, batches: list[_Batch], sem: asyncio.Semaphore) -> None:
         try:
-            blobs = {b.tp: build_batch(b.records, compression=self.compression) for b in batches}
+            blobs = {b.tp: self._blob(b) for b in batches}
             by_topic: dict[str, list[dict[str, Any]]] = {}
             for b in batches:
                 by_topic.setdefault(b.tp.topic, []).append(
                     {"index": b.tp.partition, "records": blobs[b.tp]})
 
             def body(cls: type) -> Any:
-                return build_request(cls, transactional_id=None, acks=self.acks,
+                return build_request(cls, transactional_id=self.txn.transactional_id, acks=self.acks,
                                      timeout=int(self.settings["request.timeout.ms"]),
                                      topic_data=[{"name": t, "partition_data": ps}
                                                  for t, ps in by_topic.items()])
@@ -276,7 +402,9 @@ class Producer:
                         continue
                     done.add(tp)
                     code = int(p.error_code)
-                    if code:
+                    if code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+                        self._complete(batch, -1)     # stored before; where is not said
+                    elif code:
                         self._retry_or_fail(batch, BrokerError(code, f"produce to {tp.topic}-"
                                                                f"{tp.partition}"))
                     else:
@@ -293,6 +421,7 @@ class Producer:
             if not fut.done():
                 fut.set_result(RecordMetadata(topic, partition, base + i if base >= 0 else -1,
                                               rec[3]))
+        self._release(batch)
         self._settled(len(batch.futures))
 
     def _retry_or_fail(self, batch: _Batch, exc: KafkaClientError) -> None:
@@ -310,9 +439,12 @@ class Producer:
         self._fail(batch, exc)
 
     def _fail(self, batch: _Batch, exc: BaseException) -> None:
+        if self.txn.transactional:
+            self.txn.failed(exc)
         for fut in batch.futures:
             if not fut.done():
                 fut.set_exception(exc)
+        self._release(batch)
         self._settled(len(batch.futures))
 
     def _settled(self, n: int) -> None:

@@ -39,6 +39,9 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
     "retry.backoff.ms": 100,
     "request.timeout.ms": 30_000,
     "check.crcs": True,
+    # read_committed: only records of committed transactions (and none past the last stable
+    # offset); read_uncommitted: every record.
+    "isolation.level": "read_uncommitted",
 }
 
 # A Membership (and LeaderElection, TaskAssignment): Kafka Connect's group defaults for the
@@ -67,6 +70,11 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "retries": 5,
     "retry.backoff.ms": 100,
     "max.request.size": 1_048_576,
+    # Idempotence (KIP-98): a producer id and sequence numbers, so a retried batch is stored
+    # once. On by itself with a transactional.id.
+    "enable.idempotence": False,
+    "transactional.id": None,
+    "transaction.timeout.ms": 60_000,
 }
 
 

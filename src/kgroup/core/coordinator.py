@@ -8,6 +8,11 @@ calls `expire(now_ms)`, which runs due operations and returns their records and 
 same way, one operation per call. Loading after a restart is `replay` over the log followed
 by `load_complete`.
 
+Transactions (KIP-98): a transactional id hashes to a shard as a group id does, so the
+transaction coordinator is one more handler set here (core/transactions/coordinator.py),
+beside the group handlers and with its own records, timers and markers; TxnOffsetCommit and
+the end-of-transaction markers for offsets go to txn_offsets.py, next to offsets.py.
+
 Routing: a group id names one kind of group at a time (`GroupKind`). This is the one place
 that decides, per group API and kind, which handler set answers: classic requests for a
 classic group (or none yet) go to classic_protocol.py, ConsumerGroupHeartbeat for a
@@ -20,7 +25,8 @@ collaborators it needs.
 from __future__ import annotations
 
 from enum import Enum, IntEnum
-from typing import Callable
+import itertools
+from typing import Any, Callable
 
 from kgroup.core.admin import Admin
 from kgroup.core.classic_group import ClassicGroup
@@ -51,12 +57,24 @@ from kgroup.core.records import (
     ConsumerTargetRecord,
     OffsetCommitRecord,
     Record,
+    TxnOffsetCommitRecord,
+    TxnOffsetMarkerRecord,
+    TxnRecord,
 )
 from kgroup.core.result import EMPTY_RESULT, ReplyTo, Result
 from kgroup.core.state import ShardState, StoredState, counter_member_ids
 from kgroup.core.timers import TimerKind, TimerOp
+from kgroup.core.transactions import messages as txn
+from kgroup.core.transactions.config import TransactionConfig
+from kgroup.core.transactions.coordinator import TransactionCoordinator
+from kgroup.core.txn_offsets import TxnOffsets
 
 Handler = Callable[..., Result]
+
+
+def counter_producer_ids(start: int = 1000) -> Callable[[], int]:
+    """A deterministic producer-id source for tests and simulations."""
+    return itertools.count(start).__next__
 
 
 class GroupKind(IntEnum):
@@ -85,17 +103,24 @@ class GroupCoordinatorShard:
     """The groups and offsets of one group-metadata log partition."""
 
     def __init__(self, config: GroupConfig | None = None,
-                 new_member_id: Callable[[str], str] | None = None) -> None:
+                 new_member_id: Callable[[str], str] | None = None,
+                 txn_config: TransactionConfig | None = None,
+                 new_producer_id: Callable[[], int] | None = None) -> None:
         self.shard = shard = ShardState(config or GroupConfig(), new_member_id or counter_member_ids())
         # The group maps of the shard (never replaced), for `kind_of` on every request.
         self._classic_groups = shard.groups
         self._consumer_groups = shard.consumer_groups
+        # Groups with pending transactional offsets: every offset replay looks (never replaced).
+        self._open_txn_groups = shard.stored.open_txn_groups
         # Handler sets, each handed the collaborators it uses (their public methods only).
         self.classic = classic = ClassicProtocol(shard)
         self.consumer = consumer = ConsumerProtocol(shard, Downgrade(shard, classic))
         self.migration = migration = Migration(shard, consumer, classic)
-        self.offsets = Offsets(shard)
+        self.offsets = offsets = Offsets(shard)
         self.admin = Admin(shard)
+        self.transactions = transactions = TransactionCoordinator(
+            shard, txn_config or TransactionConfig(), new_producer_id or counter_producer_ids())
+        self.txn_offsets = txn_offsets = TxnOffsets(shard, offsets)
         K, A = GroupKind, MembershipApi
         # API -> group kind -> handler: where every group request goes.
         self.routes: dict[MembershipApi, dict[GroupKind, Handler]] = {
@@ -120,6 +145,14 @@ class GroupCoordinatorShard:
             TimerKind.CLASSIC_INITIAL_JOIN: classic.initial_join_expired,
             TimerKind.CLASSIC_SYNC: classic.sync_expired,
             TimerKind.OFFSETS_EXPIRY: lambda op, now: self.offsets.expire(now),
+            TimerKind.TXN_TIMEOUT: transactions.timed_out,
+            TimerKind.TXN_ID_EXPIRY: transactions.expire_ids,
+        }
+        # Record kind -> how it is replayed, for the kinds past the group records.
+        self._replay_txn: dict[type, Callable[[Any], None]] = {
+            TxnRecord: self._replay_transaction,
+            TxnOffsetCommitRecord: txn_offsets.replay_pending,
+            TxnOffsetMarkerRecord: txn_offsets.replay_marker,
         }
 
     def kind_of(self, group_id: str) -> GroupKind:
@@ -189,11 +222,47 @@ class GroupCoordinatorShard:
     def delete_groups(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
         return self.admin.delete(group_ids, reply, now_ms)
 
+    # ---- transactions ---------------------------------------------------------------------
+
+    def init_producer_id(self, req: txn.InitProducerIdRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.transactions.init_producer_id(req, reply, now_ms)
+
+    def add_partitions_to_txn(self, req: txn.AddPartitionsToTxnRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.transactions.add_partitions(req, reply, now_ms)
+
+    def add_offsets_to_txn(self, req: txn.AddOffsetsToTxnRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.transactions.add_offsets(req, reply, now_ms)
+
+    def end_txn(self, req: txn.EndTxnRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.transactions.end_txn(req, reply, now_ms)
+
+    def txn_markers_written(self, req: txn.MarkersWritten, reply: ReplyTo, now_ms: int) -> Result:
+        return self.transactions.markers_written(req, reply, now_ms)
+
+    def verify_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                   partitions: tuple = (), group_id: str | None = None):
+        """KIP-890: may this producer write these partitions (or this group's offsets) now?"""
+        return self.transactions.verify(transactional_id, producer_id, producer_epoch, partitions, group_id)
+
+    def describe_transactions(self, ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
+        return self.transactions.describe(ids, reply, now_ms)
+
+    def list_transactions(self, req: txn.ListTransactionsRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.transactions.list(req, reply, now_ms)
+
+    def txn_offset_commit(self, req: txn.TxnOffsetCommitRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.txn_offsets.commit(req, reply, now_ms)
+
+    def txn_offsets_marker(self, req: txn.TxnOffsetsMarker, reply: ReplyTo, now_ms: int) -> Result:
+        return self.txn_offsets.marker(req, reply, now_ms)
+
     # ---- replay ---------------------------------------------------------------------------
 
     def replay(self, record: Record) -> None:
         """Apply one record to stored state: the only way stored state changes."""
         if type(record) is OffsetCommitRecord:
+            if self._open_txn_groups:
+                self.txn_offsets.superseded(record)
             offsets = self.shard.stored.offsets
             if record.value is None:
                 group_offsets = offsets.get(record.group_id)
@@ -212,7 +281,17 @@ class GroupCoordinatorShard:
             else:
                 self.shard.stored.classic_groups[record.group_id] = record.value
         else:
-            self._replay_consumer(record)
+            replay = self._replay_txn.get(type(record))
+            if replay is not None:
+                replay(record)
+            else:
+                self._replay_consumer(record)
+
+    def _replay_transaction(self, record: TxnRecord) -> None:
+        if record.value is None:
+            self.shard.stored.transactions.pop(record.transactional_id, None)
+        else:
+            self.shard.stored.transactions[record.transactional_id] = record.value
 
     def _replay_consumer(self, record: Record) -> None:
         if apply_consumer_record(self.shard.consumer_groups, record):
@@ -227,7 +306,7 @@ class GroupCoordinatorShard:
         """
         out = EMPTY_RESULT
         stored = self.shard.stored
-        for group_id in sorted(set(stored.classic_groups) | set(stored.offsets)):
+        for group_id in sorted(set(stored.classic_groups) | set(stored.offsets) | set(stored.open_txn_groups)):
             if group_id in self.shard.groups or group_id in self.shard.consumer_groups:
                 continue
             value = stored.classic_groups.get(group_id) or ClassicGroupValue("", 0, None, None, now_ms, ())
@@ -236,7 +315,7 @@ class GroupCoordinatorShard:
             out = out + self.classic.group_loaded(group, now_ms)
         self.consumer.loaded(now_ms)
         self.offsets.schedule_expiry(now_ms)
-        return out
+        return out + self.transactions.loaded(now_ms)
 
     def snapshot_records(self) -> list[Record]:
         """Records that rebuild the current stored state from nothing (for log snapshots)."""
@@ -253,6 +332,8 @@ class GroupCoordinatorShard:
                 records.append(ConsumerCurrentRecord(group_id, member_id, member.current))
         for group_id, offsets in sorted(stored.offsets.items()):
             records.extend(OffsetCommitRecord(group_id, t, p, v) for (t, p), v in sorted(offsets.items()))
+        records.extend(self.txn_offsets.snapshot_records())
+        records.extend(TxnRecord(t, v) for t, v in sorted(stored.transactions.items()))
         return records
 
     # ---- timers ---------------------------------------------------------------------------

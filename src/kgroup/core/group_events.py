@@ -42,7 +42,13 @@ from kgroup.assignors.consumer_protocol import ConsumerProtocolError, decode_ass
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupState
 from kgroup.core.consumer_group import ConsumerGroup, ConsumerGroupMember, GroupState, MemberState
 from kgroup.core.messages import STATIC_LEAVE_EPOCH
-from kgroup.core.records import ClassicGroupRecord, ConsumerCurrentRecord, ConsumerMemberRecord, OffsetCommitRecord
+from kgroup.core.records import (
+    ConsumerCurrentRecord,
+    ConsumerGroupEpochRecord,
+    ConsumerMemberRecord,
+    ConsumerTargetEpochRecord,
+    ConsumerTargetRecord,
+)
 from kgroup.core.result import Departure, GroupChange
 from kgroup.core.state import ShardState
 
@@ -72,6 +78,8 @@ class EventKind(Enum):
     # handed it on): the group itself did not change.
     COORDINATOR_LOADED = "coordinator_loaded"
     COORDINATOR_UNLOADED = "coordinator_unloaded"
+    # A transaction committed offsets of the group (KIP-447): they are visible from now on.
+    TXN_OFFSETS_COMMITTED = "txn_offsets_committed"
 
 
 K = EventKind
@@ -520,6 +528,8 @@ class EventTracker:
         looked: set[str] = set()
         for change in changes:
             group_id = change.group_id
+            if change.committed is not None:
+                events += self._committed(shard, change, time_ms)
             if group_id in looked:
                 continue
             looked.add(group_id)
@@ -547,6 +557,20 @@ class EventTracker:
             events += diff(before, after, change, time_ms)
         return events
 
+    def _committed(self, shard: ShardState, change: GroupChange, time_ms: int) -> list[GroupEvent]:
+        """The event of offsets a committed transaction made visible (nothing else changes
+        in the group: its summary is read, not taken again)."""
+        entry = self._seen.get(change.group_id)
+        if entry is not None:
+            summary = entry[2]
+        else:
+            group = shard.consumer_groups.get(change.group_id) or shard.groups.get(change.group_id)
+            if group is None:
+                return []
+            summary = summarise(group, shard.topics)
+        return [GroupEvent(time_ms, change.group_id, summary.protocol, K.TXN_OFFSETS_COMMITTED,
+                           summary.generation, summary.state, partitions=change.committed, reason=change.what)]
+
     def summary(self, group_id: str) -> GroupSummary | None:
         """The last summary taken of a group (None if not seen or gone)."""
         entry = self._seen.get(group_id)
@@ -556,12 +580,17 @@ class EventTracker:
         return len(self._seen)
 
 
+_CONSUMER_RECORDS = frozenset(
+    {ConsumerGroupEpochRecord, ConsumerMemberRecord, ConsumerTargetRecord, ConsumerTargetEpochRecord,
+     ConsumerCurrentRecord})
+
+
 def consumer_changes(records: Iterable[Any]) -> dict[str, tuple[int, list[str]]]:
     """Per group: how many consumer-group records, and the members they name (in order)."""
     out: dict[str, list] = {}
     for record in records:
         kind = type(record)
-        if kind is OffsetCommitRecord or kind is ClassicGroupRecord:
+        if kind not in _CONSUMER_RECORDS:
             continue
         entry = out.get(record.group_id)
         if entry is None:

@@ -50,7 +50,7 @@ class Offsets:
             raise GroupError(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
         consumer_group = self.shard.consumer_groups.get(req.group_id)
         if consumer_group is not None:
-            self._validate_consumer_commit(consumer_group, req)
+            self.validate_consumer_commit(consumer_group, req)
             return self._write_commits(req, reply, now_ms)
         group = self.shard.groups.get(req.group_id)
         if group is None:
@@ -62,7 +62,7 @@ class Offsets:
                 )
             group = ClassicGroup(req.group_id, now_ms)
         else:
-            self._validate_commit(group, req)
+            self.validate_commit(group, req)
         self.shard.groups.setdefault(req.group_id, group)
         if req.member_id and group.has_member(req.member_id):
             # A commit is proof of life, as a heartbeat is.
@@ -74,18 +74,21 @@ class Offsets:
                                                                   member.member_id))
         return self._write_commits(req, reply, now_ms)
 
-    def _validate_consumer_commit(self, group, req: OffsetCommitRequest) -> None:
-        """Consumer-protocol groups fence commits by member epoch (KIP-848)."""
+    @staticmethod
+    def validate_consumer_commit(group, req: OffsetCommitRequest, transactional: bool = False) -> None:
+        """Consumer-protocol groups fence commits by member epoch (KIP-848); a
+        transactional commit (TxnOffsetCommit, KIP-447) with a stale epoch gets
+        ILLEGAL_GENERATION, which transactional producers know, as in Kafka."""
         if req.generation_id < 0 and not req.member_id and not group.members:
             return  # simple commit to a group nobody is in
         member = group.members.get(req.member_id)
         if member is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {req.member_id} is not in group {group.group_id}")
-        if req.api_version < 9:
+        if not transactional and req.api_version < 9:
             raise GroupError(ErrorCode.UNSUPPORTED_VERSION,
                              "a consumer-protocol member must commit with OffsetCommit v9 or later")
         if req.generation_id != member.epoch:
-            raise GroupError(ErrorCode.STALE_MEMBER_EPOCH,
+            raise GroupError(ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH,
                              f"epoch {req.generation_id} is not the member's {member.epoch}")
 
     def _write_commits(self, req: OffsetCommitRequest, reply: ReplyTo, now_ms: int) -> Result:
@@ -114,7 +117,12 @@ class Offsets:
         replies = ((reply, OffsetCommitResponse(tuple(errors))),) if reply is not None else ()
         return Result(tuple(records), replies)
 
-    def _validate_commit(self, group: ClassicGroup, req: OffsetCommitRequest) -> None:
+    @staticmethod
+    def validate_commit(group: ClassicGroup, req: OffsetCommitRequest, transactional: bool = False) -> None:
+        """Fence a commit to a classic group by member, instance id and generation. A
+        transactional commit (KIP-447) is not held back by a rebalance in progress, and one
+        with neither member nor generation (TxnOffsetCommit v0-v2) is let through, as in
+        Kafka."""
         if group.is_in(S.DEAD):
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if req.generation_id < 0 and group.is_in(S.EMPTY):
@@ -124,10 +132,10 @@ class Offsets:
             if req.generation_id != group.generation:
                 raise GroupError(ErrorCode.ILLEGAL_GENERATION,
                                  f"generation {req.generation_id} is not the group's {group.generation}")
-        else:
+        elif not transactional:
             # No member and no generation: only allowed while nobody is in the group.
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, "group has members; commit with member id and generation")
-        if group.is_in(S.COMPLETING_REBALANCE):
+        if not transactional and group.is_in(S.COMPLETING_REBALANCE):
             # The member knows the new generation but has no assignment yet.
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
 
@@ -156,6 +164,11 @@ class Offsets:
                 fetched.append(FetchedOffset(t, p, -1, -1, "") if v is None
                                else FetchedOffset(t, p, v.offset, v.leader_epoch, v.metadata))
             found = tuple(fetched)
+        if req.require_stable and req.group_id in self.shard.stored.open_txn_groups:
+            # KIP-447: a partition whose offset a transaction is still committing is unstable.
+            unstable = self.shard.stored.has_pending_offset
+            found = tuple(FetchedOffset(f.topic, f.partition, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
+                          if unstable(req.group_id, f.topic, f.partition) else f for f in found)
         return Result((), ((reply, OffsetFetchResponse(ErrorCode.NONE, found)),))
 
     # ---- OffsetDelete ---------------------------------------------------------------------
@@ -241,9 +254,12 @@ class Offsets:
         else:
             return []
         expired = []
+        pending = group is not None and group.group_id in self.shard.stored.open_txn_groups
         for (topic, partition), v in sorted(offsets.items()):
             if topic in keep:
                 continue
+            if pending and self.shard.stored.has_pending_offset(group.group_id, topic, partition):
+                continue  # a transaction is committing this offset: keep it (as Kafka does)
             if v.expire_timestamp_ms is not None:
                 if now_ms >= v.expire_timestamp_ms:
                     expired.append((topic, partition))

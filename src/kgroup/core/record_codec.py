@@ -9,6 +9,9 @@ record type from the key version alone and the value layout from the value versi
     key version 2        classic group metadata
     key versions 3-7     consumer-group records (epoch, member, target member, target
                          epoch, current member), see "Consumer-group records" below
+    key versions 8-10    transaction records (a transactional id's state, a pending
+                         transactional offset, a producer's end-of-transaction marker), see
+                         "Transaction records" below
 
 All integers are big-endian. `str16` is an int16 byte length then UTF-8 (identifiers, as
 Kafka limits them); `str32`/`bytes32` an int32 length then the bytes; a length of -1 is
@@ -42,6 +45,13 @@ so they favour simplicity over speed): the key is
 (member empty for the group-level records) and the value, absent for a tombstone, is the
 record's fields as compact UTF-8 JSON. Partitions are [[topic id, [p, ...]], ...].
 
+Transaction records use the consumer-group key layout (two strings) and a JSON value:
+    8  transactional id, "" -> [producer id, epoch, last epoch, previous producer id,
+       timeout ms, state name, [[topic, partition], ...], [group, ...], start ms, update ms]
+    9  group, topic         -> [partition, producer id, offset, leader epoch, metadata,
+                                commit ts, expire ts or null]
+    10 "", ""              -> [producer id, commit (true/false)]
+
 Decoding is the restart path (a log of millions of offset commits), so the offset-commit
 path is written for speed: precompiled `Struct`s, one unpack per key and per value, a
 bounded cache that maps key bytes to interned (group, topic) strings, and value objects
@@ -73,7 +83,12 @@ from kgroup.core.records import (
     MemberState,
     OffsetCommitValue,
     Record,
+    TxnOffsetCommitRecord,
+    TxnOffsetMarkerRecord,
+    TxnRecord,
+    TxnValue,
 )
+from kgroup.core.transactions.txn_state import TxnState
 
 __all__ = [
     "RecordDecodeError",
@@ -307,14 +322,20 @@ def _partitions(raw) -> tuple:
     return tuple((str(t), tuple(int(p) for p in ps)) for t, ps in raw)
 
 
+def _two_strings(payload: bytes, alen: int, blen: int, what: str) -> tuple[str, str, object | None]:
+    """The two key strings of a consumer-group or transaction record and its JSON value
+    (None for a key alone)."""
+    end = _OC_KEY_HEAD_SIZE + alen + blen
+    if alen < 0 or blen < 0 or end > len(payload):
+        raise RecordDecodeError(f"{what} record key runs past the payload")
+    a = payload[_OC_KEY_HEAD_SIZE:_OC_KEY_HEAD_SIZE + alen].decode()
+    b = payload[_OC_KEY_HEAD_SIZE + alen:end].decode()
+    return a, b, None if end == len(payload) else _json.loads(payload[end:])
+
+
 def _decode_consumer(payload: bytes, version: int, glen: int, mlen: int) -> Record:
-    end = _OC_KEY_HEAD_SIZE + glen + mlen
-    if glen < 0 or mlen < 0 or end > len(payload):
-        raise RecordDecodeError("consumer-group record key runs past the payload")
-    group = payload[_OC_KEY_HEAD_SIZE:_OC_KEY_HEAD_SIZE + glen].decode()
-    member = payload[_OC_KEY_HEAD_SIZE + glen:end].decode()
+    group, member, raw = _two_strings(payload, glen, mlen, "consumer-group")
     kind = _CONSUMER_BY_VERSION[version]
-    raw = None if end == len(payload) else _json.loads(payload[end:])
     try:
         if kind is ConsumerGroupEpochRecord:
             if raw is None:
@@ -341,8 +362,64 @@ def _decode_consumer(payload: bytes, version: int, glen: int, mlen: int) -> Reco
         raise RecordDecodeError(f"malformed consumer-group record value: {exc}") from None
 
 
+_TXN_KEY_VERSIONS = {TxnRecord: 8, TxnOffsetCommitRecord: 9, TxnOffsetMarkerRecord: 10}
+_TXN_BY_VERSION = {v: k for k, v in _TXN_KEY_VERSIONS.items()}
+
+
+def _encode_txn(record) -> bytes:
+    kind = type(record)
+    if kind is TxnRecord:
+        a, b = record.transactional_id, ""
+        v = record.value
+        value = None if v is None else [
+            v.producer_id, v.producer_epoch, v.last_producer_epoch, v.previous_producer_id, v.timeout_ms,
+            v.state.value, [list(tp) for tp in v.partitions], list(v.groups), v.start_ms, v.update_ms]
+    elif kind is TxnOffsetCommitRecord:
+        a, b = record.group_id, record.topic
+        v = record.value
+        value = [record.partition, record.producer_id, v.offset, v.leader_epoch, v.metadata,
+                 v.commit_timestamp_ms, v.expire_timestamp_ms]
+    else:
+        a, b = "", ""
+        value = [record.producer_id, bool(record.commit)]
+    first = _str16(a, "transactional id or group id")
+    second = _str16(b, "topic")
+    key = _OC_KEY_HEAD.pack(_TXN_KEY_VERSIONS[kind], len(first), len(second)) + first + second
+    if value is None:
+        return key
+    return key + _json.dumps(value, separators=(",", ":")).encode()
+
+
+def _decode_txn(payload: bytes, version: int, alen: int, blen: int) -> Record:
+    a, b, raw = _two_strings(payload, alen, blen, "transaction")
+    kind = _TXN_BY_VERSION[version]
+    try:
+        if kind is TxnRecord:
+            if raw is None:
+                return TxnRecord(a, None)
+            pid, epoch, last_epoch, previous, timeout, state, partitions, groups, start, update = raw
+            return TxnRecord(a, TxnValue(
+                int(pid), int(epoch), int(last_epoch), int(previous), int(timeout), TxnState(state),
+                tuple((str(t), int(p)) for t, p in partitions), tuple(str(g) for g in groups),
+                int(start), int(update)))
+        if kind is TxnOffsetCommitRecord:
+            partition, pid, offset, leader_epoch, metadata, commit_ts, expire_ts = raw
+            return TxnOffsetCommitRecord(a, b, int(partition), int(pid), OffsetCommitValue(
+                int(offset), int(leader_epoch), str(metadata), int(commit_ts),
+                None if expire_ts is None else int(expire_ts)))
+        pid, commit = raw
+        return TxnOffsetMarkerRecord(int(pid), bool(commit))
+    except (TypeError, ValueError, KeyError) as exc:
+        raise RecordDecodeError(f"malformed transaction record value: {exc}") from None
+
+
 def encode(record: Record) -> bytes:
     """One log payload: key bytes, then value bytes (nothing for a tombstone)."""
+    if type(record) in _TXN_KEY_VERSIONS:
+        try:
+            return _encode_txn(record)
+        except (StructError, TypeError, ValueError, AttributeError) as exc:
+            raise RecordEncodeError(f"cannot encode {record!r}: {exc}") from None
     if type(record) in _CONSUMER_KEY_VERSIONS:
         try:
             return _encode_consumer(record)
@@ -397,6 +474,8 @@ def decode(payload: bytes) -> Record:
             return _decode_group(payload)
         if version in _CONSUMER_BY_VERSION:
             return _decode_consumer(payload, version, glen, tlen)
+        if version in _TXN_BY_VERSION:
+            return _decode_txn(payload, version, glen, tlen)
         raise RecordDecodeError(f"unknown record key version {version}")
     except RecordDecodeError:
         raise

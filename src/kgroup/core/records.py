@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from kgroup.core.transactions.txn_state import TxnState
+
 
 @dataclass(frozen=True, slots=True)
 class OffsetCommitValue:
@@ -159,4 +161,63 @@ ConsumerRecord = (ConsumerGroupEpochRecord | ConsumerMemberRecord | ConsumerTarg
                   | ConsumerTargetEpochRecord | ConsumerCurrentRecord)
 
 
-Record = OffsetCommitRecord | ClassicGroupRecord | ConsumerRecord
+# ---- transactions (KIP-98, KIP-447) -------------------------------------------------------
+
+TopicPartitions = tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TxnValue:
+    """A transactional id at its coordinator (Kafka's TransactionMetadata, as persisted).
+
+    `last_producer_epoch` lets a producer that retries InitProducerId after a lost answer
+    get the epoch it was given (KIP-360); `previous_producer_id` does the same after the id
+    rotated on an exhausted epoch. `partitions` and `groups` are what the transaction
+    touched (sorted): markers go to each partition, and to the coordinator of each group
+    whose offsets it commits. `start_ms` is -1 when no transaction is in flight.
+    """
+
+    producer_id: int
+    producer_epoch: int
+    last_producer_epoch: int
+    previous_producer_id: int
+    timeout_ms: int
+    state: TxnState
+    partitions: TopicPartitions
+    groups: tuple[str, ...]
+    start_ms: int
+    update_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    """A transactional id's state (None: expired, gone)."""
+
+    transactional_id: str
+    value: TxnValue | None
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitRecord:
+    """An offset a transaction commits (TxnOffsetCommit): pending until its producer's
+    marker commits it, dropped if the marker aborts."""
+
+    group_id: str
+    topic: str
+    partition: int
+    producer_id: int
+    value: OffsetCommitValue
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetMarkerRecord:
+    """The end of a producer's transaction, for the pending offsets it holds in this shard."""
+
+    producer_id: int
+    commit: bool
+
+
+TxnRecordKind = TxnRecord | TxnOffsetCommitRecord | TxnOffsetMarkerRecord
+
+
+Record = OffsetCommitRecord | ClassicGroupRecord | ConsumerRecord | TxnRecordKind

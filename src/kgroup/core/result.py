@@ -1,5 +1,5 @@
-"""What a handler or an expired timer gives back: records to persist, replies to send, and
-the groups it changed with why.
+"""What a handler or an expired timer gives back: records to persist, replies to send, the
+groups it changed with why, and transaction markers for the broker to write.
 
 How this works: a handler collects its output in a `ResultBuilder` while it runs: records,
 replies, group changes, and *staged* changes of runtime state (`then`: a timer armed or
@@ -39,6 +39,9 @@ class GroupChange:
     group_id: str
     what: str
     departure: Departure = Departure.LEFT
+    # Offsets a committed transaction made visible in this group (KIP-447): the group
+    # events report them; None for every other change.
+    committed: tuple[tuple[str, int], ...] | None = None
 
 
 class Result(NamedTuple):
@@ -52,13 +55,17 @@ class Result(NamedTuple):
     records: tuple[Record, ...] = ()
     replies: tuple[tuple[ReplyTo, Any], ...] = ()
     changes: tuple[GroupChange, ...] = ()
+    # Transaction markers (core/transactions/messages.py, TxnMarkers) the broker writes once
+    # the records before them are durable.
+    markers: tuple[Any, ...] = ()
 
     def __add__(self, other: "Result") -> "Result":  # type: ignore[override]
-        if not other.records and not other.replies and not other.changes:
+        if not other.records and not other.replies and not other.changes and not other.markers:
             return self
-        if not self.records and not self.replies and not self.changes:
+        if not self.records and not self.replies and not self.changes and not self.markers:
             return other
-        return Result(self.records + other.records, self.replies + other.replies, self.changes + other.changes)
+        return Result(self.records + other.records, self.replies + other.replies, self.changes + other.changes,
+                      self.markers + other.markers)
 
 
 EMPTY_RESULT = Result()
@@ -67,13 +74,14 @@ EMPTY_RESULT = Result()
 class ResultBuilder:
     """Collects records, replies and changes while one handler runs, in the order they happen."""
 
-    __slots__ = ("records", "replies", "changes", "effects")
+    __slots__ = ("records", "replies", "changes", "effects", "markers")
 
     def __init__(self) -> None:
         self.records: list[Record] = []
         self.replies: list[tuple[ReplyTo, Any]] = []
         self.changes: list[GroupChange] = []
         self.effects: list[tuple[Callable[..., Any], tuple]] = []
+        self.markers: list[Any] = []
 
     def record(self, record: Record) -> None:
         self.records.append(record)
@@ -82,9 +90,14 @@ class ResultBuilder:
         if to is not None:
             self.replies.append((to, response))
 
-    def changed(self, group_id: str, what: str, departure: Departure = Departure.LEFT) -> None:
+    def changed(self, group_id: str, what: str, departure: Departure = Departure.LEFT,
+                committed: tuple[tuple[str, int], ...] | None = None) -> None:
         """This handler may have changed `group_id` (see GroupChange)."""
-        self.changes.append(GroupChange(group_id, what, departure))
+        self.changes.append(GroupChange(group_id, what, departure, committed))
+
+    def marker(self, markers: Any) -> None:
+        """Ask the broker to write a transaction's markers (after the records so far)."""
+        self.markers.append(markers)
 
     def then(self, effect: Callable[..., Any], *args: Any) -> None:
         """Stage a change of runtime state, `effect(*args)`, to run at `build()`."""
@@ -98,6 +111,6 @@ class ResultBuilder:
             for effect, args in effects:
                 effect(*args)
             effects = self.effects
-        if not self.records and not self.replies and not self.changes:
+        if not self.records and not self.replies and not self.changes and not self.markers:
             return EMPTY_RESULT
-        return Result(tuple(self.records), tuple(self.replies), tuple(self.changes))
+        return Result(tuple(self.records), tuple(self.replies), tuple(self.changes), tuple(self.markers))

@@ -14,7 +14,7 @@ from typing import Callable
 from kgroup.core.classic_group import ClassicGroup
 from kgroup.core.consumer_group import ConsumerGroup
 from kgroup.core.config import GroupConfig
-from kgroup.core.records import ClassicGroupValue, OffsetCommitValue
+from kgroup.core.records import ClassicGroupValue, OffsetCommitValue, TxnValue
 from kgroup.core.timers import Timers
 
 # (topic, partition) -> committed offset
@@ -27,6 +27,19 @@ class StoredState:
 
     classic_groups: dict[str, ClassicGroupValue] = field(default_factory=dict)
     offsets: dict[str, GroupOffsets] = field(default_factory=dict)
+    # Transactional ids this shard coordinates (the ids that hash here).
+    transactions: dict[str, TxnValue] = field(default_factory=dict)
+    # Offsets of transactions not yet ended, by producer id then group (txn_offsets.py),
+    # and which producers hold some for each group.
+    pending_offsets: dict[int, dict[str, GroupOffsets]] = field(default_factory=dict)
+    open_txn_groups: dict[str, set[int]] = field(default_factory=dict)
+
+    def has_pending_offset(self, group_id: str, topic: str, partition: int) -> bool:
+        """Whether an open transaction holds an offset of this partition (KIP-447)."""
+        producers = self.open_txn_groups.get(group_id)
+        if not producers:
+            return False
+        return any((topic, partition) in self.pending_offsets[pid].get(group_id, ()) for pid in producers)
 
 
 def counter_member_ids() -> Callable[[str], str]:

@@ -32,6 +32,8 @@ class TimerKind(Enum):
     CONSUMER_SESSION = "consumer-session"  # a consumer-group member's session
     CONSUMER_REVOKE = "consumer-revoke"    # a revocation owed past the rebalance timeout
     OFFSETS_EXPIRY = "expire-offsets"      # offsets.retention.check.interval.ms
+    TXN_TIMEOUT = "txn-timeout"            # a transaction's transaction.timeout.ms
+    TXN_ID_EXPIRY = "expire-txn-ids"       # transactional.id.expiration.ms, checked periodically
 
 
 # Keys hold the kind's string value, not the member: a key is hashed on every heartbeat,
@@ -65,6 +67,13 @@ def consumer_revoke_key(group_id: str, member_id: str) -> tuple:
 
 
 OFFSETS_EXPIRY_KEY = (TimerKind.OFFSETS_EXPIRY.value,)
+TXN_ID_EXPIRY_KEY = (TimerKind.TXN_ID_EXPIRY.value,)
+_TXN_TIMEOUT = TimerKind.TXN_TIMEOUT.value
+
+
+def txn_timeout_key(transactional_id: str) -> tuple:
+    """The timeout of a transactional id's transaction in flight (one at a time)."""
+    return (_TXN_TIMEOUT, transactional_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +87,9 @@ class TimerOp:
     # The initial-rebalance delay carries its own delay and what is left of the budget.
     delay_ms: int = 0
     remaining_ms: int = 0
+    # A transaction's timeout names its producer (group_id is the transactional id and
+    # generation the producer epoch): a later transaction of the same id is not aborted.
+    producer_id: int = -1
 
 
 class Timers:

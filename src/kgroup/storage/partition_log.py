@@ -56,7 +56,7 @@ from kgroup.storage.segments import (
 
 LOG_START_FILE = "log-start-offset"
 SCAN_CHUNK = 1024 * 1024
-_INT32 = struct.Struct(">i")
+_BASE_LENGTH = struct.Struct(">qi")
 
 
 class PartitionLog(SegmentedLog):
@@ -248,13 +248,16 @@ class PartitionLog(SegmentedLog):
             raise CorruptDataError(f"segment {seg.path}: short read of {len(data)}/{n} bytes at byte {pos}")
         return data
 
-    def read(self, fetch_offset: int, max_bytes: int) -> bytes:
+    def read(self, fetch_offset: int, max_bytes: int, upto: int | None = None) -> bytes:
         """Whole batches starting with the one that holds `fetch_offset`, up to `max_bytes`
         but always at least one batch (KIP-74). The first batch may start before
         `fetch_offset` (clients skip the earlier records). Reads stay within one segment.
-        Returns b"" at the log end; raises `OffsetOutOfRangeError` outside
-        [log_start_offset, log_end_offset]."""
+        With `upto` (a batch boundary: the last stable offset of read_committed), no batch
+        starting at or after it is returned. Returns b"" at the log end; raises
+        `OffsetOutOfRangeError` outside [log_start_offset, log_end_offset]."""
         end = self._end_offset
+        if upto is not None and fetch_offset >= upto:
+            return b""
         if fetch_offset == end:
             return b""
         if not self._log_start <= fetch_offset < end:
@@ -270,11 +273,33 @@ class PartitionLog(SegmentedLog):
         data = self._pread(seg, want, pos)
         q = first_size
         while q + LOG_OVERHEAD <= len(data):
-            (length,) = _INT32.unpack_from(data, q + 8)
-            if q + LOG_OVERHEAD + length > len(data):
+            base, length = _BASE_LENGTH.unpack_from(data, q)
+            if q + LOG_OVERHEAD + length > len(data) or (upto is not None and base >= upto):
                 break
             q += LOG_OVERHEAD + length
         return data if q == len(data) else data[:q]
+
+    def scan_batches(self, from_offset: int, prefix: int = 128):
+        """For every batch from the one holding `from_offset` to the log end: its first
+        `prefix` bytes (the header and the start of its records), in offset order. For
+        rebuilding state kept beside the log (producer state); reads whole chunks."""
+        self._flush_for_read()
+        i = self._segment_for(max(from_offset, self._log_start))
+        if i is None:
+            return
+        for seg in self._segments[i:]:
+            pos = self._find_batch(seg, from_offset)[0] if seg.base_offset <= from_offset < seg.next_offset else 0
+            window, window_start = b"", pos
+            while pos < seg.size:
+                if pos + HEADER_SIZE > window_start + len(window):
+                    window, window_start = self._pread(seg, min(SCAN_CHUNK, seg.size - pos), pos), pos
+                h = parse_header(window, pos - window_start)
+                start = pos - window_start
+                if start + prefix > len(window) and pos + min(prefix, h.size) <= seg.size:
+                    window, window_start = self._pread(seg, min(max(SCAN_CHUNK, prefix), seg.size - pos), pos), pos
+                    start = 0
+                yield window[start:start + min(prefix, h.size)]
+                pos += h.size
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) for ListOffsets: the first batch whose maxTimestamp >=

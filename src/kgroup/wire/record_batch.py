@@ -40,6 +40,8 @@ __all__ = [
     "decode_records",
     "build_batch",
     "set_base_offset",
+    "build_control_batch",
+    "read_marker",
     "compression_available",
     "BATCH_HEADER_SIZE",
     "MAGIC",
@@ -556,6 +558,7 @@ def build_batch(
     partition_leader_epoch: int = -1,
     transactional: bool = False,
     timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+    control: bool = False,
 ) -> bytes:
     """Build one v2 batch from ``(key, value, headers, timestamp_ms)`` tuples, CRC set.
 
@@ -596,6 +599,8 @@ def build_batch(
     attributes = int(compression) | (int(timestamp_type) << 3)
     if transactional:
         attributes |= _TRANSACTIONAL_BIT
+    if control:
+        attributes |= _CONTROL_BIT
     after_crc = (
         struct.pack(
             ">hiqqqhii",
@@ -617,6 +622,50 @@ def build_batch(
         )
         + after_crc
     )
+
+
+# Control records (KIP-98): the key is int16 version 0 + int16 type; an end-of-transaction
+# marker's value is int16 version 0 + int32 coordinator epoch.
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+
+
+def build_control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                        timestamp_ms: int) -> bytes:
+    """An end-of-transaction marker: a control batch of one COMMIT or ABORT record."""
+    key = _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    value = _MARKER_VALUE.pack(0, coordinator_epoch)
+    return build_batch([(key, value, (), timestamp_ms)], producer_id=producer_id,
+                       producer_epoch=producer_epoch, base_sequence=-1, transactional=True, control=True)
+
+
+def read_marker(batch: bytes | memoryview) -> tuple[int, int] | None:
+    """(control type, coordinator epoch) of an uncompressed control batch, read from its
+    first record (the epoch is -1 if the bytes end before it); None if the bytes do not show
+    a control record. `batch` may be only the start of the batch."""
+    data = bytes(batch)
+    if len(data) < BATCH_HEADER_SIZE or not data[21 + 1] & _CONTROL_BIT:
+        return None
+    try:
+        pos = BATCH_HEADER_SIZE
+        _, pos = _read_varint(data, pos)      # record length
+        pos += 1                              # attributes
+        _, pos = _read_varint(data, pos)      # timestamp delta
+        _, pos = _read_varint(data, pos)      # offset delta
+        key_len, pos = _read_varint(data, pos)
+        if key_len < 4 or pos + 4 > len(data):
+            return None
+        kind = _CONTROL_KEY.unpack_from(data, pos)[1]
+        pos += key_len
+        value_len, pos = _read_varint(data, pos)
+        epoch = -1
+        if value_len >= 6 and pos + 6 <= len(data):
+            epoch = _MARKER_VALUE.unpack_from(data, pos)[1]
+        return kind, epoch
+    except CorruptRecord:
+        return None
 
 
 def set_base_offset(batch: bytes | bytearray | memoryview, base_offset: int) -> bytes:

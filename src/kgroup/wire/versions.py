@@ -3,8 +3,10 @@
 The ranges follow the "serve at least" column of PROTOCOL.md, widened where kio has a newer
 version whose new fields change nothing for us:
 
-- Produce 3–12: v12 only signals KIP-890 transaction support (same schema as v11); we run
-  no transactions, so it means nothing to us. v13 (topic ids instead of names) is left out.
+- Produce 3–12: v12 has the schema of v11; a Java client sends it only with KIP-890's
+  transaction.version 2 (partitions added implicitly), which we do not advertise, so a
+  transactional batch must still be in its transaction (AddPartitionsToTxn) at any version.
+  v13 (topic ids instead of names) is left out.
 - Fetch 4–18: v17/v18 add follower-only tagged fields (replica directory id, high
   watermark) that consumers never send. Fetch v13+ names topics by id only — the broker
   needs topic ids anyway for Metadata v10+.
@@ -12,6 +14,12 @@ version whose new fields change nothing for us:
 - Not widened: ListOffsets v9+ (tiered-storage timestamps), OffsetCommit/OffsetFetch v10
   (topic ids), DescribeGroups v6 (GROUP_ID_NOT_FOUND semantics), CreateTopics v7 is the
   last kio ships.
+
+Transactions (broker/txn_api.py has the per-version notes): InitProducerId 0-5,
+AddPartitionsToTxn 0-4, AddOffsetsToTxn 0-4, EndTxn 0-4, TxnOffsetCommit 0-4,
+DescribeProducers 0, DescribeTransactions 0, ListTransactions 0-1. Not served: EndTxn and
+TxnOffsetCommit v5 and AddPartitionsToTxn v5 (KIP-890 part 2, "transaction.version 2": a
+client uses them only when the broker advertises that feature, and none of ours needs it).
 
 ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69) are in the table but listed in
 ``CONSUMER_PROTOCOL_APIS`` so the broker can pass them as ``disabled`` until the consumer
@@ -61,9 +69,16 @@ API_VERSIONS = 18
 CREATE_TOPICS = 19
 DELETE_TOPICS = 20
 INIT_PRODUCER_ID = 22
+ADD_PARTITIONS_TO_TXN = 24
+ADD_OFFSETS_TO_TXN = 25
+END_TXN = 26
+TXN_OFFSET_COMMIT = 28
 CREATE_PARTITIONS = 37
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
+DESCRIBE_PRODUCERS = 61
+DESCRIBE_TRANSACTIONS = 65
+LIST_TRANSACTIONS = 66
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
 
@@ -84,10 +99,17 @@ _RANGES = (
     ApiRange(API_VERSIONS, "ApiVersions", 0, 4),
     ApiRange(CREATE_TOPICS, "CreateTopics", 2, 7),
     ApiRange(DELETE_TOPICS, "DeleteTopics", 1, 6),
-    ApiRange(INIT_PRODUCER_ID, "InitProducerId", 0, 4),
+    ApiRange(INIT_PRODUCER_ID, "InitProducerId", 0, 5),
+    ApiRange(ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxn", 0, 4),
+    ApiRange(ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 4),
+    ApiRange(END_TXN, "EndTxn", 0, 4),
+    ApiRange(TXN_OFFSET_COMMIT, "TxnOffsetCommit", 0, 4),
     ApiRange(CREATE_PARTITIONS, "CreatePartitions", 0, 3),
     ApiRange(DELETE_GROUPS, "DeleteGroups", 0, 2),
     ApiRange(OFFSET_DELETE, "OffsetDelete", 0, 0),
+    ApiRange(DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0),
+    ApiRange(DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0),
+    ApiRange(LIST_TRANSACTIONS, "ListTransactions", 0, 1),
     ApiRange(CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1),
     ApiRange(CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1),
 )

@@ -81,24 +81,26 @@ class DataCtx:
             include_cluster_authorized_operations=False, include_topic_authorized_operations=False))
 
     async def produce(self, version: int, data: dict[str, dict[int, bytes | None]],
-                      acks: int = -1) -> Any:
+                      acks: int = -1, transactional_id: str | None = None) -> Any:
         cls = request_class(PRODUCE, version)
         tcls = item(cls, "topic_data")
         pcls = item(tcls, "partition_data")
-        return await self.call(PRODUCE, version, build(cls, acks=acks, timeout=30_000, topic_data=tuple(
+        return await self.call(PRODUCE, version, build(
+            cls, acks=acks, timeout=30_000, transactional_id=transactional_id, topic_data=tuple(
             build(tcls, name=t, partition_data=tuple(build(pcls, index=p, records=r) for p, r in parts.items()))
             for t, parts in data.items())))
 
     async def fetch(self, version: int, topics: dict[str, list[tuple[int, int]]], *,
                     max_wait: int = 0, min_bytes: int = 1, max_bytes: int = 50 << 20,
                     partition_max_bytes: int = 1 << 20, session_id: int = 0,
-                    session_epoch: int = -1, by_id: dict[str, uuid.UUID] | None = None) -> Any:
+                    session_epoch: int = -1, by_id: dict[str, uuid.UUID] | None = None,
+                    isolation: int = 0) -> Any:
         cls = request_class(FETCH, version)
         tcls = item(cls, "topics")
         pcls = item(tcls, "partitions")
         ids = by_id if by_id is not None else self.dp.topic_ids()
         return await self.call(FETCH, version, build(
-            cls, max_wait=max_wait, min_bytes=min_bytes, max_bytes=max_bytes,
+            cls, max_wait=max_wait, min_bytes=min_bytes, max_bytes=max_bytes, isolation_level=isolation,
             session_id=session_id, session_epoch=session_epoch, forgotten_topics_data=(),
             topics=tuple(
                 build(tcls, topic=t, topic_id=ids.get(t, uuid.UUID(int=0)), partitions=tuple(
@@ -106,12 +108,13 @@ class DataCtx:
                     for p, o in parts))
                 for t, parts in topics.items())))
 
-    async def list_offsets(self, version: int, topic: str, parts: list[tuple[int, int]]) -> Any:
+    async def list_offsets(self, version: int, topic: str, parts: list[tuple[int, int]],
+                           isolation: int = 0) -> Any:
         cls = request_class(LIST_OFFSETS, version)
         tcls = item(cls, "topics")
         pcls = item(tcls, "partitions")
         return await self.call(LIST_OFFSETS, version, build(
-            cls, replica_id=-1, isolation_level=0, topics=(build(tcls, name=topic, partitions=tuple(
+            cls, replica_id=-1, isolation_level=isolation, topics=(build(tcls, name=topic, partitions=tuple(
                 build(pcls, partition_index=p, timestamp=ts) for p, ts in parts)),)))
 
     async def create_topics(self, version: int, topics: list[dict[str, Any]],

@@ -103,3 +103,14 @@ def test_only_the_last_rebalances_are_kept():
         h.apply(ev("rebalance_completed", i * 10 + 5, generation=i + 1))
     t = h.groups["g"]
     assert [r.generation for r in t.rebalances] == [3, 4, 5] and t.rebalance_count == 5
+
+
+def test_a_member_of_another_protocol_type_leaves_without_partitions_to_release():
+    # A task or leader-election group: assignments are opaque bytes, events carry no
+    # partitions, so the departed member held none (it used to crash the observer).
+    h = GroupHistory()
+    h.apply(ev("member_joined", 1000, member="w1", protocol="classic"), ("worker", "/10.0.0.1"))
+    h.apply(ev("assignment_changed", 1010, member="w1", partitions=None))
+    h.apply(ev("member_left", 2000, member="w1", state="Empty"))
+    t = h.groups["g"]
+    assert "w1" not in t.members and t.owners == {}

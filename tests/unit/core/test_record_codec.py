@@ -23,7 +23,12 @@ from kgroup.core.records import (
     ClassicMemberValue,
     OffsetCommitRecord,
     OffsetCommitValue,
+    TxnOffsetCommitRecord,
+    TxnOffsetMarkerRecord,
+    TxnRecord,
+    TxnValue,
 )
+from kgroup.core.transactions.txn_state import TxnState
 
 INT16 = st.integers(-(2**15), 2**15 - 1)
 INT32 = st.integers(-(2**31), 2**31 - 1)
@@ -67,6 +72,16 @@ EXAMPLES = [
         member(member_id="ç-☃", client_id="", client_host="", subscription=bytes(range(256))),
     ))),
     ClassicGroupRecord("グループ", group_value(protocol="cooperative-sticky", leader="ü")),
+]
+
+TXN_EXAMPLES = [
+    TxnRecord("tx", TxnValue(1000, 3, 2, -1, 60_000, TxnState.ONGOING, (("t", 0), ("u", 7)), ("g",), 5, 6)),
+    TxnRecord("tx-☃", TxnValue(2**62, 32_766, -1, 7, 1, TxnState.COMPLETE_ABORT, (), (), -1, 0)),
+    TxnRecord("tx", None),
+    TxnOffsetCommitRecord("g", "t", 3, 1000, OffsetCommitValue(42, 7, "meta", 1_000)),
+    TxnOffsetCommitRecord("g", "t", 3, 1000, OffsetCommitValue(42, -1, "", 1_000, expire_timestamp_ms=9)),
+    TxnOffsetMarkerRecord(1000, True),
+    TxnOffsetMarkerRecord(-1, False),
 ]
 
 
@@ -214,6 +229,16 @@ group_values = st.builds(
     members=st.lists(member_values, max_size=5).map(tuple),
 )
 group_records = st.builds(ClassicGroupRecord, group_id=NAME, value=st.none() | group_values)
+txn_values = st.builds(
+    TxnValue, producer_id=INT64, producer_epoch=INT16, last_producer_epoch=INT16, previous_producer_id=INT64,
+    timeout_ms=INT32, state=st.sampled_from(TxnState),
+    partitions=st.lists(st.tuples(NAME, INT32), max_size=4).map(tuple),
+    groups=st.lists(NAME, max_size=3).map(tuple), start_ms=INT64, update_ms=INT64,
+)
+txn_records = (st.builds(TxnRecord, transactional_id=NAME, value=st.none() | txn_values)
+               | st.builds(TxnOffsetCommitRecord, group_id=NAME, topic=NAME, partition=INT32, producer_id=INT64,
+                           value=offset_values)
+               | st.builds(TxnOffsetMarkerRecord, producer_id=INT64, commit=st.booleans()))
 records = offset_records | group_records
 
 SETTINGS = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -225,6 +250,18 @@ def test_round_trip_property(record):
     decoded = decode(encode(record))
     assert decoded == record
     assert type(decoded) is type(record)
+
+
+@pytest.mark.parametrize("record", TXN_EXAMPLES, ids=lambda r: type(r).__name__)
+def test_transaction_records_round_trip(record):
+    decoded = decode(encode(record))
+    assert decoded == record and type(decoded) is type(record)
+
+
+@SETTINGS
+@given(txn_records)
+def test_transaction_records_round_trip_property(record):
+    assert decode(encode(record)) == record
 
 
 @st.composite
@@ -277,7 +314,7 @@ def test_garbage_decodes_or_raises_decode_error(payload):
 
 
 @SETTINGS
-@given(records, st.data())
+@given(records | txn_records, st.data())
 def test_every_strict_prefix_is_rejected_or_shorter_record(record, data):
     payload = encode(record)
     cut = data.draw(st.integers(0, len(payload) - 1))

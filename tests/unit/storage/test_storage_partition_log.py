@@ -243,3 +243,24 @@ def test_header_fields_match_the_v2_layout() -> None:
     assert struct.unpack_from(">q", batch, 35)[0] == 514        # maxTimestamp
     assert struct.unpack_from(">i", batch, 57)[0] == 3          # recordCount
     assert batch[16] == 2 and crc_is_valid(batch)
+
+
+def test_read_up_to_an_offset_stops_before_the_batch_that_starts_there(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path)
+    for _ in range(4):
+        log.append(make_batch(values(10)))
+    assert [base_offset_of(b) for b in split_batches(log.read(0, 1 << 20, upto=20))] == [0, 10]
+    assert [base_offset_of(b) for b in split_batches(log.read(15, 1 << 20, upto=30))] == [10, 20]
+    assert log.read(20, 1 << 20, upto=20) == b"" and log.read(0, 1 << 20, upto=0) == b""
+
+
+def test_scan_batches_walks_every_batch_from_an_offset_across_segments(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path, LogConfig(segment_bytes=400))
+    for i in range(12):
+        log.append(make_batch(values(1 + i % 3)))
+    starts = [struct.unpack_from(">q", prefix)[0] for prefix in log.scan_batches(0, prefix=64)]
+    assert len(log._segments) > 1 and starts == sorted(starts) and len(starts) == 12
+    assert all(len(p) == 64 for p in log.scan_batches(0, prefix=64))
+    middle = starts[5] + 1            # inside the sixth batch when it holds more than one record
+    later = [struct.unpack_from(">q", p)[0] for p in log.scan_batches(middle, prefix=64)]
+    assert later[0] <= middle and later == [s for s in starts if s >= later[0]]
