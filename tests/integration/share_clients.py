@@ -92,6 +92,19 @@ def delivered_once(procs: list[ShareProc]) -> Counter:
     return Counter(o for p in procs for o in p.offsets())
 
 
+def delivered_after_accept(proc: ShareProc) -> list[tuple[int, int]]:
+    """Replay the consumer's own story: the records delivered again after the broker
+    confirmed their ACCEPT (there must be none; for a group of this one member)."""
+    confirmed: set[tuple[int, int]] = set()
+    again = []
+    for event in proc.events:
+        if event["event"] == "done" and event["type"] == "accept":
+            confirmed.update((event["p"], o) for o in event["offsets"])
+        elif event["event"] == "record" and (event["p"], event["o"]) in confirmed:
+            again.append((event["p"], event["o"]))
+    return again
+
+
 class KgroupCluster:
     """A real broker: topics by CreateTopics, members by ShareGroupDescribe."""
 

@@ -300,4 +300,5 @@ def test_topics_describe_alter_config_and_json(broker):
     assert configs["segment.bytes"][1] == "DEFAULT_CONFIG"
     listed = json.loads(kgroup(broker, "topics", "list", "--format", "json").stdout)["topics"]
     assert {"name": "t-desc", "internal": False, "partitions": 2} in listed
-    assert {"name": "__kgroup_events", "internal": True, "partitions": 1} in listed
+    # One partition per group-metadata partition (50), owned with it (README "Group events").
+    assert {"name": "__kgroup_events", "internal": True, "partitions": 50} in listed

@@ -10,7 +10,7 @@ import pytest
 
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import wait_for
-from tests.integration.share_clients import SHARE_SETTINGS, KgroupCluster, ShareProc, produce
+from tests.integration.share_clients import SHARE_SETTINGS, KgroupCluster, ShareProc, delivered_after_accept, produce
 
 CYCLES = 10
 PER_CYCLE = 400
@@ -36,15 +36,9 @@ def test_kip932_broker_kill9_during_consumption_never_redelivers_an_accepted_rec
     finally:
         proc.stop()
         broker.finish()
-    # Replay the consumer's own story: once the broker confirmed a record's ACCEPT, the
-    # record must never be delivered again (to anyone: this is the only member).
-    confirmed: set[tuple[int, int]] = set()
-    again = []
-    for event in proc.events:
-        if event["event"] == "done" and event["type"] == "accept":
-            confirmed.update((event["p"], o) for o in event["offsets"])
-        elif event["event"] == "record" and (event["p"], event["o"]) in confirmed:
-            again.append((event["p"], event["o"]))
+    # Once the broker confirmed a record's ACCEPT, the record must never be delivered again
+    # (to anyone: this is the only member).
+    again = delivered_after_accept(proc)
     assert not again, f"accepted records delivered again: {again[:10]}"
     assert proc.done() == everything
     assert "Traceback" not in broker.log()

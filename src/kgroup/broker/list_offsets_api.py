@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgroup.broker.data_api import DataContext, DataError, log, per_partition
+from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, log, per_partition
 from kgroup.wire.kio_build import build, get
 from kgroup.storage import PartitionLog, StorageError
-from kgroup.storage.errors import TopicError
+from kgroup.storage.errors import NotOwnedError, TopicError
 from kgroup.wire import RequestHeader, WireError, response_class
 from kgroup.wire import record_batch
 
@@ -76,11 +76,16 @@ def _first_record_at(plog: PartitionLog, found: tuple[int, int], timestamp: int)
 
 def committed_lookup(ctx: DataContext, key: tuple[str, int], plog: PartitionLog,
                      timestamp: int) -> tuple[int, int]:
-    """`lookup` for read_committed: nothing at or past the last stable offset."""
+    """`lookup` for read_committed: nothing at or past the last stable offset. As Kafka
+    (Partition.fetchOffsetForTimestamp): LATEST is the last stable offset, EARLIEST is the
+    log start whatever the LSO (an empty partition's earliest is 0, not "none"), and only
+    a lookup by time is cut at the LSO."""
     stable = ctx.producers.of(key, plog).last_stable_offset(plog.log_end_offset)
     if timestamp == LATEST:
         return stable, -1
     offset, found = lookup(plog, timestamp)
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return offset, found
     return (offset, found) if offset < stable else (-1, -1)
 
 
@@ -92,6 +97,8 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
         index = int(p.partition_index)
         try:
             plog = ctx.data.partition_log(topic, index)
+            if not plog.owned:
+                raise NotOwnedError(f"{topic}-{index} was taken over by another node")
             if read_committed:
                 offset, timestamp = committed_lookup(ctx, (topic, index), plog, int(p.timestamp))
             else:
@@ -100,6 +107,8 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
                         leader_epoch=0)
         except TopicError:
             code = DataError.UNKNOWN_TOPIC_OR_PARTITION
+        except NOT_LEADER:
+            code = DataError.NOT_LEADER_OR_FOLLOWER
         except StorageError as exc:
             log.error("list offsets of %s-%d failed in storage: %s", topic, index, exc)
             code = DataError.KAFKA_STORAGE_ERROR

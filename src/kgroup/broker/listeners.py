@@ -20,7 +20,7 @@ from typing import Any
 
 from kgroup.broker.config import ConfigError, ListenerConfig
 from kgroup.wire.kio_build import replace_fields
-from kgroup.wire.versions import FIND_COORDINATOR, METADATA
+from kgroup.wire.versions import DESCRIBE_CLUSTER, FIND_COORDINATOR, METADATA
 
 ANONYMOUS = "User:ANONYMOUS"
 _VERIFY = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
@@ -83,6 +83,9 @@ def advertise_on(api_key: int, response: Any, node_id: int, address: tuple[str, 
     if api_key == METADATA:
         return replace_fields(response, brokers=tuple(
             replace_fields(b, host=host, port=port) if b.node_id == node_id else b for b in response.brokers))
+    if api_key == DESCRIBE_CLUSTER:
+        return replace_fields(response, brokers=tuple(
+            replace_fields(b, host=host, port=port) if b.broker_id == node_id else b for b in response.brokers))
     if api_key == FIND_COORDINATOR:
         if hasattr(response, "coordinators"):
             return replace_fields(response, coordinators=tuple(

@@ -21,7 +21,7 @@ or SSL listener of a broker without `[auth] authorizer`) or `_handle_secured`, w
 lets the connection's SASL session decide whether the request may pass
 (broker/authentication.py), then applies the API's guard from acl_rules.RULES (refuse, or
 serve a narrowed request and finish the response), and names the connection's listener in
-Metadata and FindCoordinator. Deciding once per connection keeps the unsecured path as fast
+Metadata, FindCoordinator and DescribeCluster. Deciding once per connection keeps the unsecured path as fast
 as it was.
 """
 
@@ -49,7 +49,11 @@ from kgroup.broker.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
 from kgroup.broker.group_observer import GroupObserver
 from kgroup.broker.group_view import GroupViews
+from kgroup.broker.internal_topics import GROUP_EVENTS_TOPIC
+from kgroup.broker.liveness import Liveness
 from kgroup.broker.log_format import configure_logging
+from kgroup.broker.node_view import NodeView
+from kgroup.broker.ownership import Ownership, UnitHooks
 from kgroup.broker.request_stats import RequestStats
 from kgroup.broker.listeners import ANONYMOUS, advertise_on, server_ssl_context, tls_principal
 from kgroup.broker.security import Security
@@ -61,6 +65,7 @@ from kgroup.broker.share_state import ShareStateStore
 from kgroup.broker.txn_api import TxnApi
 from kgroup.broker.txn_markers import TxnMarkerChannel
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
+from kgroup.storage.data_dir import Membership
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.wire.versions import SUPPORTED_APIS
 from kgroup.wire import (
@@ -88,6 +93,8 @@ SECURITY_POLL_S = 0.5
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 # Nothing is held back any more: the consumer protocol (68, 69) is served.
 DISABLED_APIS: frozenset[int] = frozenset()
+# SIGTERM: how long a cluster node spends handing its partitions over before it exits.
+HAND_OVER_TIMEOUT_S = 10.0
 # Handlers that also take the client's host (they record it with the member), and those
 # that take the connection's id (share sessions end with their connection).
 WITH_CLIENT_HOST = frozenset({11, 68, 76})
@@ -139,46 +146,48 @@ class Broker:
             self.servers.append(server)
         self.server = self.servers[0]
         self.durability = Durability(FsyncPolicy.parse(cfg.fsync))
+        nodes = sorted(cfg.nodes)
         self.data = DataDir(
             cfg.data_dir,
             metadata_partitions=cfg.metadata_partitions,
             log_config=LogConfig(segment_bytes=cfg.log_segment_bytes, retention_bytes=cfg.log_retention_bytes,
                                  retention_ms=cfg.log_retention_ms),
+            membership=Membership(tuple(nodes), cfg.node_id, exclusive=not cfg.cluster),
+            bound_topics=frozenset({GROUP_EVENTS_TOPIC}),
         )
         self.durability.start()
-        metadata_log = self.data.metadata_log
-        from kgroup.broker.data_path import DataPath  # noqa: PLC0415 (data path is optional at import)
-        self.data_path = DataPath(cfg, self.data, self.durability)
-        dp = self.data_path
-        self.shards = [
-            Shard(i, metadata_log.partition(i), cfg.group, self.durability, _member_id, cfg.transactions,
-                  dp.id_blocks.next)
-            for i in range(cfg.metadata_partitions)
-        ]
+        # One slot per group-metadata partition: its shard while this node owns it.
+        self.shards: list[Shard | None] = [None] * cfg.metadata_partitions
+        liveness = Liveness(self.data.nodes, nodes, cfg.node_id, cfg.node_timeout_ms)
+        hooks = UnitHooks(opened=self._unit_opened, releasing=self._unit_releasing, lost=self._unit_lost,
+                          topics_changed=self._topics_changed, fatal=self._unit_failed)
+        self.ownership = Ownership(self.data, liveness, nodes, cfg.node_id, hooks,
+                                   poll_ms=max(20, min(200, cfg.node_timeout_ms // 10)))
+        self.cluster_view = NodeView(self.ownership, cfg.nodes)
         # Every group request hashes its group id (a Python loop over the string); remember
         # the answer for the groups in use.
         shard_for = functools.lru_cache(maxsize=1 << 16)(
             lambda g: partition_for_group(g, cfg.metadata_partitions))
-        groups = GroupApi(self.shards, shard_for, cfg.advertised, cfg.node_id)
-        dp.on_topics_changed = self._topics_changed
+        groups = GroupApi(self.shards, shard_for, self.cluster_view)
+        from kgroup.broker.data_path import DataPath  # noqa: PLC0415 (data path is optional at import)
+        self.data_path = DataPath(cfg, self.data, self.durability, self.cluster_view)
+        dp = self.data_path
+        dp.on_topics_changed = self._topics_changed_here
         # Transactions: the coordinator's APIs, the produce path's verification, and the
-        # channel that writes markers for every shard.
+        # channel that writes markers for every shard (each shard gets it as it loads).
         txn = TxnApi(groups, dp.init_producer_id)
         dp.ctx.verify_txn = txn.verify
         self.markers = TxnMarkerChannel(self.data, dp.ctx.producers, self.durability, groups.shard_of)
-        for shard in self.shards:
-            shard.on_markers = self.markers.send
         if cfg.group_events:
-            # Created before the shards load, so the coordinator's first topic image has it.
+            # Created before any shard loads, so the coordinator's first topic image has it.
             ensure_topic(self.data)
         # The events are derived either way: the group log and the console read them; only
-        # writing them to __kgroup_events follows the setting.
+        # writing them to __kgroup_events follows the setting. (Shards get it as they load.)
         self.events = GroupEventStream(self.data, self.durability, dp.watch.ring, write=cfg.group_events,
                                        observer=self.observer)
-        for shard in self.shards:
-            shard.events = self.events
         consumer = ConsumerGroupApi(groups)
-        self.share_fetches = ShareFetchService(self.data, dp.watch, ShareStateStore(self.shards, shard_for))
+        self.share_fetches = ShareFetchService(self.data, dp.watch, ShareStateStore(self.shards, shard_for),
+                                               dp.ctx.cluster)
         share = ShareGroupApi(groups, self.share_fetches)
         groups.on_group_deleted.append(self.share_fetches.group_deleted)
         self.security = Security(cfg.auth, cfg.data_dir)
@@ -214,11 +223,14 @@ class Broker:
             log.info("listening on %s:%d (%s %s%s) advertised=%s:%d", host, port, listener.name,
                      listener.protocol, extra, *listener.advertised)
         self.bound = self.server.sockets[0].getsockname()[:2]
-        log.info("data_dir=%s fsync=%s authorizer=%s", cfg.data_dir, cfg.fsync,
-                 "on" if self.security.authorizer is not None else "off")
+        where = f" node={cfg.node_id} cluster={','.join(map(str, nodes))}" if cfg.cluster else ""
+        log.info("data_dir=%s fsync=%s authorizer=%s%s", cfg.data_dir, cfg.fsync,
+                 "on" if self.security.authorizer is not None else "off", where)
         if cfg.http_listen_host is not None:
             from kgroup.broker.console.app import Console  # noqa: PLC0415 (prometheus_client only when on)
-            self.console = Console(GroupViews(lambda: [s.coordinator for s in self.shards]), self.observer,
+            # The groups this node coordinates now (in a cluster, its shards come and go).
+            self.console = Console(GroupViews(lambda: [s.coordinator for s in self.shards if s is not None]),
+                                   self.observer,
                                    self.request_stats, self.durability.fsync_seconds, self._end_offset)
             try:
                 http_host, http_port = await self.console.start(cfg.http_listen_host, cfg.http_listen_port)
@@ -231,8 +243,11 @@ class Broker:
             self._count_requests = True
             log.info("web console and metrics on http://%s:%d/ (read-only)", http_host, http_port)
         self._debug_requests = request_log.isEnabledFor(logging.DEBUG)
+        self._started = time.monotonic()
+        self._replayed = 0
+        await self.ownership.start()
+        self._background.append(asyncio.create_task(self._report_loaded(), name="kgroup-loaded"))
         self._background.append(asyncio.create_task(self._watch_security(), name="kgroup-security"))
-        self._background.append(asyncio.create_task(self._load_shards(), name="kgroup-load"))
         self._background.append(asyncio.create_task(self._retention(), name="kgroup-retention"))
 
     def _end_offset(self, topic: str, partition: int) -> int | None:
@@ -248,34 +263,105 @@ class Broker:
         """Consumer groups subscribed to a topic that changed get a new group epoch."""
         image = self._topic_image()
         for shard in self.shards:
-            if shard.loaded:
+            if shard is not None and shard.loaded and not shard.closed:
                 shard.update_topics(image)
 
-    async def _load_shards(self) -> None:
-        started = time.monotonic()
-        total = 0
+    def _topics_changed_here(self) -> None:
+        """A topic was created, grown or deleted through this node: update the groups, and
+        take the new partitions this node should lead right away."""
+        self._topics_changed()
+        self.ownership.tick()
+
+    # ---- units (broker/ownership.py) -------------------------------------------------------
+
+    def _unit_opened(self, slot: int, epoch: int, previous_node: int | None, started: float) -> str:
+        """A unit's logs are open here: a group-metadata partition gets its shard, loaded,
+        and each of its groups a coordinator_loaded event."""
+        if slot >= len(self.shards):
+            return "topic partition"
+        shard = Shard(slot, self.data.metadata_log.partition(slot), self.config.group, self.durability, _member_id,
+                      self.config.transactions, self.data_path.id_blocks.next)
+        shard.events = self.events
+        shard.on_markers = self.markers.send
+        # Markers carry the ownership epoch: a coordinator that lost the partition can never
+        # write markers in the name of the one that took it over.
+        shard.coordinator_epoch = epoch
+        shard.gate = self.ownership.gate
+        shard.on_fenced = self.ownership.check_fences
+        self.shards[slot] = shard            # answers COORDINATOR_LOAD_IN_PROGRESS until loaded
         image = self._topic_image()
-        for shard in self.shards:
-            shard.coordinator.shard.topics = dict(image)
+        shard.coordinator.shard.topics = dict(image)
+        records = shard.load(self.ownership.keepalive)
+        shard.update_topics(image)
+        self._replayed += records
+        if self.events is not None:
+            self.events.coordinator_loaded(shard, self.config.node_id, previous_node,
+                                           int((time.monotonic() - started) * 1000), now_ms())
+        return f"records={records} groups={len(shard.coordinator.groups) + len(shard.coordinator.consumer_groups)}"
+
+    async def _unit_releasing(self, slot: int, to: int | None) -> None:
+        """Hand-over: let what this unit has in flight finish before its logs close; its
+        groups get a coordinator_unloaded event."""
+        if slot < len(self.shards):
+            shard = self.shards[slot]
+            if shard is not None:
+                await shard.drain()
+                if self.events is not None:
+                    await self.events.coordinator_unloaded(shard, self.config.node_id, to, now_ms())
+                self.shards[slot] = None
+        for (topic, p), plog in self._unit_logs(slot):
             try:
-                total += shard.load()
-                shard.update_topics(image)
-            except Exception:
-                # A shard that cannot load would answer LOAD_IN_PROGRESS forever: stop loudly.
-                log.critical("cannot load group-metadata partition %d; stopping", shard.index, exc_info=True)
-                self.exit_status = 1
-                self.request_stop()
-                return
-            await asyncio.sleep(0)  # let requests in; unloaded shards answer LOAD_IN_PROGRESS
-        groups = sum(len(s.coordinator.groups) for s in self.shards)
-        log.info("coordinator loaded: records=%d groups=%d seconds=%.3f", total, groups,
-                 time.monotonic() - started)
+                await self.durability.durable(plog, plog.log_end_offset)
+            except Exception as exc:
+                log.warning("handing over %s-%d: its last writes did not become durable: %s", topic, p, exc)
+            self.data_path.watch.ring((topic, p))
+            self.data_path.ctx.producers.forget((topic, p))
+            self.share_fetches.partition_moved(topic, p)
+
+    def _unit_logs(self, slot: int) -> list:
+        found = []
+        for topic, meta in self.data.topics().items():
+            for p, s in enumerate(meta.slots):
+                if s == slot:
+                    plog = self.data.draining_log(topic, p)
+                    if plog is not None:
+                        found.append(((topic, p), plog))
+        return found
+
+    def _unit_lost(self, slot: int) -> None:
+        """Another node owns the unit now: drop its shard at once."""
+        if slot < len(self.shards):
+            shard = self.shards[slot]
+            self.shards[slot] = None
+            if shard is not None:
+                shard.close()
+        for topic, meta in self.data.topics().items():
+            for p, s in enumerate(meta.slots):
+                if s == slot:
+                    self.data_path.watch.ring((topic, p))
+                    # Its producer state is rebuilt from the log if the partition comes back;
+                    # its share partitions from their persisted state.
+                    self.data_path.ctx.producers.forget((topic, p))
+                    self.share_fetches.partition_moved(topic, p)
+
+    def _unit_failed(self) -> None:
+        # A partition that cannot load would never be served: stop loudly.
+        self.exit_status = 1
+        self.request_stop()
+
+    async def _report_loaded(self) -> None:
+        await self.ownership.first_round_done()
+        groups = sum(len(s.coordinator.groups) + len(s.coordinator.consumer_groups)
+                     for s in self.shards if s is not None)
+        log.info("coordinator loaded: records=%d groups=%d seconds=%.3f", self._replayed, groups,
+                 time.monotonic() - self._started)
 
     async def _retention(self) -> None:
         interval = self.config.log_retention_check_interval_ms / 1000
         while True:
             await asyncio.sleep(interval)
             try:
+                self.ownership.gate()
                 self.data_path.apply_retention(now_ms())
             except Exception:
                 log.exception("log retention pass failed")
@@ -302,6 +388,10 @@ class Broker:
         await self.stop()
 
     async def stop(self) -> None:
+        if hasattr(self, "ownership"):
+            # Peers take this node's partitions while it still answers (NOT_COORDINATOR).
+            await self.ownership.leave(timeout_s=HAND_OVER_TIMEOUT_S)
+            await self.ownership.stop()
         log.info("stopping: finishing in-flight requests")
         for server in self.servers:
             server.close()
@@ -318,7 +408,8 @@ class Broker:
         if hasattr(self, "markers"):
             await self.markers.close()
         for shard in self.shards:
-            shard.close()
+            if shard is not None:
+                shard.close()
         if hasattr(self, "data_path"):
             self.data_path.close()
         if self.durability is not None:
@@ -343,6 +434,7 @@ class Broker:
         # Decided once per connection: the secured path only where it has work to do.
         context: Any = f"/{peer[0]}" if peer else ""
         handle = self._handle
+        own = self.ownership
         if listener is not None and (listener.sasl or self.security.authorizer is not None
                                      or listener.advertised != self.config.advertised):
             handle = self._handle_secured
@@ -365,6 +457,9 @@ class Broker:
                 frames = splitter.feed(chunk)
                 if frames:
                     opening = None
+                # Answers computed before this node learnt it lost partitions (it was paused
+                # in between) are not sent: the connection closes and the client rediscovers.
+                losses = own.losses
                 for frame in frames:
                     # Most requests (heartbeats, commits with fsync=never, fetches with data)
                     # complete without ever suspending: run the handler's first step here and
@@ -379,12 +474,14 @@ class Broker:
                         response = done.value
                     else:
                         if out:
+                            self._may_answer(losses, out)
                             transport.write(b"".join(out))
                             out.clear()
                         response = await _Resume(coro, yielded)
                     if response is not None:
                         out.append(response)
                 if out:
+                    self._may_answer(losses, out)
                     transport.write(b"".join(out) if len(out) > 1 else out[0])
                     out.clear()
                     if transport.get_write_buffer_size() > (1 << 20):
@@ -399,6 +496,8 @@ class Broker:
             log.warning("closing connection from %s: %s", peer, exc)
             if exc.last_response is not None:
                 out.append(exc.last_response)
+        except _OwnershipLost:
+            log.info("closing connection from %s: this node lost partitions while answering it", peer)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
@@ -412,6 +511,15 @@ class Broker:
             if out and not transport.is_closing():
                 transport.write(b"".join(out))  # answers to the requests before the bad one
             writer.close()
+
+    def _may_answer(self, losses: int, out: list[bytes]) -> None:
+        """Before answers go out: renew first if this node was paused (one clock read when
+        not), and refuse to send them if it lost partitions since they were computed."""
+        own = self.ownership
+        own.gate()
+        if own.losses != losses:
+            out.clear()
+            raise _OwnershipLost()
 
     async def _start_tls(self, writer: asyncio.StreamWriter, tls: ssl.SSLContext, peer: Any,
                          listener: ListenerConfig | None) -> bool:
@@ -430,6 +538,7 @@ class Broker:
 
     def _decode(self, frame: bytes) -> tuple[RequestHeader, Any] | bytes:
         """(header, request), or the ApiVersions fallback answer to send as it is."""
+        self.ownership.gate()
         try:
             return decode_request(frame, disabled=DISABLED_APIS)
         except UnsupportedVersion as exc:
@@ -594,6 +703,10 @@ class _CloseConnection(Exception):
         self.last_response = last_response
 
 
+class _OwnershipLost(Exception):
+    """Drop this connection: answers computed for partitions this node lost must not go out."""
+
+
 # ---- entry point --------------------------------------------------------------------------
 
 async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> int:
@@ -624,12 +737,16 @@ def serve_main(args: Any) -> int:
             http_listen=getattr(args, "http_listen", None),
             log_level=getattr(args, "log_level", None),
             log_format=getattr(args, "log_format", None),
+            node_id=getattr(args, "node_id", None),
+            cluster=getattr(args, "cluster", None),
+            node_timeout_ms=getattr(args, "node_timeout_ms", None),
         )
         FsyncPolicy.parse(config.fsync)
     except (ConfigError, ValueError, StorageError) as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)
         return 2
-    configure_logging(config.log.level, config.log.format)
+    # A cluster node says which node it is on every line.
+    configure_logging(config.log.level, config.log.format, config.node_id if config.cluster else None)
     try:
         import uvloop  # type: ignore[import-not-found]
         runner = uvloop.run

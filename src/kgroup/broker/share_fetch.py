@@ -21,6 +21,14 @@ coordinator persisted (share_state.py; a partition with no state starts where th
    nothing to hand out it long-polls until data arrives, a record is released, a lock runs
    out, or MaxWaitMs passes.
 
+In a cluster a share partition is served by the leader of its topic partition: elsewhere
+its partitions get NOT_LEADER_OR_FOLLOWER with the current leader (KIP-951's
+current_leader and node_endpoints), and a partition this node stops leading (taken over,
+handed over) is forgotten here, to be loaded from its persisted state by the new leader.
+Its state is written through share_state.py, only where the group's metadata partition is
+served; a partition whose group is coordinated on another node gets
+COORDINATOR_NOT_AVAILABLE (retried by clients), never a write from here.
+
 ShareAcknowledge is steps 1-2 (and -1 closes the session). When a connection closes, its
 sessions go and every record their members held is released at once; a member that only
 stops fetching (paused, frozen) keeps its records until their locks run out. Acquisitions
@@ -37,7 +45,7 @@ import time
 import uuid
 from typing import Any, Iterable
 
-from kgroup.broker.data_api import ArrivalWatch
+from kgroup.broker.data_api import NOT_LEADER, ArrivalWatch, ClusterView
 from kgroup.broker.share_state import ShareStateStore
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.records import ShareStateValue
@@ -90,10 +98,12 @@ def _batches(raw: bytes) -> list[tuple[int, int, LogBatch]]:
 class ShareFetchService:
     """The share partitions and share sessions of this node, and the two APIs over them."""
 
-    def __init__(self, data: DataDir, watch: ArrivalWatch, store: ShareStateStore) -> None:
+    def __init__(self, data: DataDir, watch: ArrivalWatch, store: ShareStateStore,
+                 cluster: ClusterView | None = None) -> None:
         self.data = data
         self.watch = watch
         self.store = store
+        self.cluster = cluster
         self.partitions: dict[ShareKey, SharePartition] = {}
         self.sessions = ShareSessions()
         self._loading: dict[ShareKey, asyncio.Future] = {}
@@ -114,15 +124,32 @@ class ShareFetchService:
             raise _PartitionFailed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return name
 
+    def _led_here(self, name: str, partition: int) -> Any:
+        """The partition's log, if this node leads it (_PartitionFailed if not)."""
+        try:
+            plog = self.data.partition_log(name, partition)
+        except TopicError:
+            raise _PartitionFailed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
+        except NOT_LEADER:
+            raise _PartitionFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER) from None
+        if not plog.owned:
+            raise _PartitionFailed(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return plog
+
     async def _partition(self, group_id: str, topic_id: str, partition: int,
                          topics: dict[str, tuple[str, int]]) -> SharePartition:
         """The share partition, loaded (or initialised and persisted) on first use."""
         name = self._where(topics, topic_id, partition)
+        self._led_here(name, partition)
         key = (group_id, topic_id, partition)
         while True:
             sp = self.partitions.get(key)
             if sp is not None:
-                sp.limits = self.store.limits(group_id)
+                try:
+                    # Nothing is handed out or acknowledged while the state cannot be written.
+                    sp.limits = self.store.limits(group_id)
+                except GroupError as exc:
+                    raise _PartitionFailed(exc.code) from None
                 return sp
             loading = self._loading.get(key)
             if loading is None:
@@ -237,6 +264,17 @@ class ShareFetchService:
         leave, on another connection) or its connection closes."""
         self._release(group_id, member_id)
 
+    def partition_moved(self, topic: str, partition: int) -> None:
+        """This node stopped leading a topic partition: its share partitions go (the new
+        leader loads them from their persisted state; what was acquired here is available
+        again there, what was acknowledged stays done)."""
+        meta = self.data.topics().get(topic)
+        if meta is None:
+            return
+        topic_id = str(meta.topic_id)
+        for key in [k for k in self.partitions if k[1] == topic_id and k[2] == partition]:
+            del self.partitions[key]
+
     def group_deleted(self, group_id: str) -> None:
         self.sessions.drop_group(group_id)
         for key in [k for k in self.partitions if k[0] == group_id]:
@@ -309,7 +347,7 @@ class ShareFetchService:
         acks = _acks(req.topics, "partition_index")
         requested = [(str(t.topic_id), int(p.partition_index)) for t in req.topics for p in t.partitions]
         forgotten = [(str(t.topic_id), int(p)) for t in req.forgotten_topics_data for p in t.partitions]
-        limits = self.store.limits(group_id) if group_id else None
+        limits = self._limits(group_id)
 
         def failed(code: ErrorCode, message: str | None = None) -> Any:
             return build(cls, throttle_time=0, error_code=code, error_message=message,
@@ -340,7 +378,17 @@ class ShareFetchService:
         # 4. Acquire, long-polling while there is nothing.
         got, errors = await self._acquire_waiting(session, req, topics)
         shown = list(session.partitions) + [pid for pid in ack_errors if pid not in session.partitions]
-        return self._fetch_response(cls, got, errors, ack_errors, shown, self.store.limits(group_id))
+        return self._fetch_response(cls, got, errors, ack_errors, shown, self._limits(group_id))
+
+    def _limits(self, group_id: str) -> Any:
+        """The group's share limits, or None where they cannot be read (no group id, or
+        the group is coordinated by another node)."""
+        if not group_id:
+            return None
+        try:
+            return self.store.limits(group_id)
+        except GroupError:
+            return None
 
     async def _acquire_waiting(self, session: ShareSession, req: Any, topics: dict[str, tuple[str, int]]):
         loop = asyncio.get_running_loop()
@@ -399,10 +447,7 @@ class ShareFetchService:
 
     def _acquire_one(self, sp: SharePartition, name: str, partition: int, member_id: str, max_records: int,
                      max_bytes: int) -> tuple[list[AcquiredRange], bytes]:
-        try:
-            plog = self.data.partition_log(name, partition)
-        except TopicError:
-            raise _PartitionFailed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
+        plog = self._led_here(name, partition)
         now = _now_ms()
         first = sp.first_to_read(plog.log_start_offset, plog.log_end_offset, now)
         if first is None:
@@ -427,24 +472,26 @@ class ShareFetchService:
         part_cls = item(topic_cls, "partitions")
         acq_cls = item(part_cls, "acquired_records")
         leader_cls = _leader_class(part_cls)
+        leaders = _Leaders(self, leader_cls)
         by_topic: dict[str, list] = {}
         for pid in dict.fromkeys(shown):
             topic_id, partition = pid
             ranges, data = got.get(pid, ((), b""))
             error = errors.get(pid, ErrorCode.NONE)
             ack = ack_errors.get(pid, ErrorCode.NONE)
+            moved = ErrorCode.NOT_LEADER_OR_FOLLOWER in (error, ack)
             by_topic.setdefault(topic_id, []).append(build(
                 part_cls, partition_index=partition, error_code=error,
                 error_message=None if error is ErrorCode.NONE else error.name,
                 acknowledge_error_code=int(ack), acknowledge_error_message=None if ack is ErrorCode.NONE else ack.name,
-                current_leader=build(leader_cls, leader_id=-1, leader_epoch=-1), records=data,
+                current_leader=leaders.of(pid, moved), records=data,
                 acquired_records=tuple(build(acq_cls, first_offset=r.first_offset, last_offset=r.last_offset,
                                              delivery_count=r.delivery_count) for r in ranges)))
         return build(cls, throttle_time=0, error_code=ErrorCode.NONE, error_message=None,
                      acquisition_lock_timeout=limits.record_lock_ms if limits is not None else 0,
                      responses=tuple(build(topic_cls, topic_id=uuid.UUID(t), partitions=tuple(ps))
                                      for t, ps in by_topic.items()),
-                     node_endpoints=())
+                     node_endpoints=leaders.endpoints(item(cls, "node_endpoints")))
 
     # ---- ShareAcknowledge ----------------------------------------------------------------------
 
@@ -469,16 +516,17 @@ class ShareFetchService:
         topic_cls = item(cls, "responses")
         part_cls = item(topic_cls, "partitions")
         leader_cls = _leader_class(part_cls)
+        leaders = _Leaders(self, leader_cls)
         by_topic: dict[str, list] = {}
         for (topic_id, partition), code in ack_errors.items():
             by_topic.setdefault(topic_id, []).append(build(
                 part_cls, partition_index=partition, error_code=code,
                 error_message=None if code is ErrorCode.NONE else code.name,
-                current_leader=build(leader_cls, leader_id=-1, leader_epoch=-1)))
+                current_leader=leaders.of((topic_id, partition), code is ErrorCode.NOT_LEADER_OR_FOLLOWER)))
         return build(cls, throttle_time=0, error_code=ErrorCode.NONE, error_message=None,
                      responses=tuple(build(topic_cls, topic_id=uuid.UUID(t), partitions=tuple(ps))
                                      for t, ps in by_topic.items()),
-                     node_endpoints=())
+                     node_endpoints=leaders.endpoints(item(cls, "node_endpoints")))
 
 
 def _acks(topics: Any, partition_field: str) -> dict[SharePartitionId, list[AckBatch]] | None:
@@ -495,6 +543,37 @@ def _acks(topics: Any, partition_field: str) -> dict[SharePartitionId, list[AckB
                     return None
             out.setdefault((str(t.topic_id), int(getattr(p, partition_field))), []).extend(batches)
     return out
+
+
+class _Leaders:
+    """KIP-951 for a share answer: a partition answered NOT_LEADER_OR_FOLLOWER names its
+    current leader (leader -1 while it moves), and the answer lists those leaders' addresses."""
+
+    def __init__(self, service: ShareFetchService, leader_cls: type) -> None:
+        self.service = service
+        self.leader_cls = leader_cls
+        self.named: set[int] = set()
+
+    def of(self, pid: SharePartitionId, moved: bool) -> Any:
+        leader = -1
+        cluster = self.service.cluster
+        if moved and cluster is not None:
+            found = self.service._topics_by_id().get(pid[0])
+            meta = self.service.data.topics().get(found[0]) if found is not None else None
+            if meta is not None and pid[1] < len(meta.slots):
+                node = cluster.leader(meta.slots[pid[1]])
+                if node is not None:
+                    leader = node
+                    self.named.add(node)
+        # Leader epochs stay 0 in kgroup (metadata_api.py); -1 where none is named.
+        return build(self.leader_cls, leader_id=leader, leader_epoch=0 if leader >= 0 else -1)
+
+    def endpoints(self, endpoint_cls: type) -> tuple:
+        if not self.named:
+            return ()
+        brokers = self.service.cluster.brokers()
+        return tuple(build(endpoint_cls, node_id=n, host=brokers[n][0], port=brokers[n][1], rack=None)
+                     for n in sorted(self.named) if n in brokers)
 
 
 def _leader_class(part_cls: type) -> type:

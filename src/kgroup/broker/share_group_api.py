@@ -39,7 +39,9 @@ class ShareGroupApi:
         self.fetches = fetches
 
     def _topics(self, shard) -> dict[str, tuple[str, int]]:
-        return shard.coordinator.shard.topics
+        """The broker's topics (name -> (id, partitions)), as the coordinator sees them; read
+        from the data dir, so a group coordinated by another node gets its error, not a crash."""
+        return {name: (str(meta.topic_id), meta.partitions) for name, meta in self.fetches.data.topics().items()}
 
     # ---- ShareGroupHeartbeat ------------------------------------------------------------------
 

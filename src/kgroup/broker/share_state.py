@@ -15,13 +15,17 @@ state moves with the group's coordinator like everything else in that log (repla
 load, carried in snapshots). The cost: one busy group's writes land on one metadata
 partition, as its offset commits do.
 
-Single-node today the seam is a local call into the group's shard (`Shard.submit`, which
-appends in call order, then `wait` for durability). In a cluster, where the group's
-metadata partition may be owned by another node, `read`/`write` become Kafka's
-ReadShareGroupState/WriteShareGroupState requests to that node (APIs 84/85) and nothing
-else changes: a write carries the state epoch it was read at, and the coordinator refuses a
-stale one (FENCED_STATE_EPOCH), which is also how a reset by AlterShareGroupOffsets reaches
-a running share partition.
+The seam is a local call into the group's shard (`Shard.submit`, which appends in call
+order, then `wait` for durability). In a cluster the group's metadata partition may be owned
+by another node, or be moving: then every call raises GroupError — COORDINATOR_NOT_AVAILABLE
+(another node owns it; clients retry) or COORDINATOR_LOAD_IN_PROGRESS (this node is taking
+it over) — and nothing is written, so a node never appends to a metadata partition it does
+not own (the shard's own fence check holds for the rest). Served across nodes, the calls
+would become Kafka's ReadShareGroupState/WriteShareGroupState requests to the owner (APIs
+84/85); that is not done yet, so in a cluster a share group is served on the partitions led
+by its coordinator's node. A write carries the state epoch it was read at, and the
+coordinator refuses a stale one (FENCED_STATE_EPOCH), which is also how a reset by
+AlterShareGroupOffsets reaches a running share partition.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from kgroup.broker.shard import Shard
-from kgroup.core.errors import ErrorCode
+from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.records import ShareStateValue
 from kgroup.core.share_messages import ShareStateKey, WriteShareStateRequest
 from kgroup.core.share_partition import ShareLimits
@@ -38,12 +42,20 @@ from kgroup.core.share_partition import ShareLimits
 class ShareStateStore:
     """Read and write share-partition state in the owning group's metadata shard."""
 
-    def __init__(self, shards: list[Shard], shard_for: Callable[[str], int]) -> None:
+    def __init__(self, shards: list[Shard | None], shard_for: Callable[[str], int]) -> None:
         self.shards = shards
         self.shard_for = shard_for
 
     def _shard(self, group_id: str) -> Shard:
-        return self.shards[self.shard_for(group_id)]
+        """The group's shard, served here; GroupError if another node owns it (or it is
+        still loading here)."""
+        shard = self.shards[self.shard_for(group_id)]
+        if shard is None or shard.closed:
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                             f"the state of share group {group_id} is kept by another node")
+        if not shard.loaded:
+            raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        return shard
 
     async def read(self, group_id: str, topic_id: str, partition: int) -> ShareStateValue | None:
         """The persisted state (None: the share partition has none yet)."""
@@ -60,7 +72,8 @@ class ShareStateStore:
 
     def membership(self, group_id: str, member_id: str) -> ErrorCode:
         """NONE if `member_id` is a member of share group `group_id`, else why not
-        (GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID). Read where the group is coordinated."""
+        (GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID). Read where the group is coordinated
+        (GroupError if that is not here)."""
         return self._shard(group_id).coordinator.share.membership(group_id, member_id)
 
     # ---- the group's configs (read where the group is coordinated) --------------------------

@@ -8,7 +8,8 @@ The lab watches what is stored: each committed offset (offset regressions), the 
 generation or epoch (rebalance rounds), and the log's length (compacted into a snapshot's
 records past ``LOG_COMPACT_AT``). The core's timers are one event on the loop at the
 earliest deadline. A restart drops every parked request and replays the log into a fresh
-shard, as a broker does after a crash. It also plays the broker's metadata: the topics.
+shard, as a broker does after a crash; a failover does the same, except that for its last
+part (the new node loading) requests get COORDINATOR_LOAD_IN_PROGRESS instead of nothing. It also plays the broker's metadata: the topics.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kgroup.core.host import CoordinatorHost
 from kgroup.core.records import OffsetCommitRecord, Record
 from kgroup.core.state import counter_member_ids
 from kgroup.core.timers import classic_session_key, consumer_session_key
+from kgroup.error_codes import ErrorCode
 from kgroup.lab.loop import EngineEvent, EventLoop
 from kgroup.lab.metrics import Metrics
 from kgroup.lab.process import GROUP_ID
@@ -69,6 +71,7 @@ class LabCoordinator(CoordinatorHost):
         self.topics: dict[str, int] = dict(scenario.topics)
         super().__init__(self._new_coordinator(), [])
         self.up = True
+        self.loading = False                        # a failover's new node, still replaying the log
         self.timer_at: int | None = None
         self.outstanding: dict[tuple, None] = {}    # parked requests (tokens), failed by a restart
         self.requests = 0
@@ -119,7 +122,11 @@ class LabCoordinator(CoordinatorHost):
         kind = token[2]
         self.requests += 1
         if not self.up:
-            self.members.refused(token)
+            if self.loading and kind != RequestKind.LEAVE_GROUP:
+                # Another node took the partition over: reachable, but still loading.
+                self.members.reply(token, GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            else:
+                self.members.refused(token)
             return
         if kind in PARKED:
             self.outstanding[token] = None       # parked until the rebalance answers it
@@ -193,16 +200,23 @@ class LabCoordinator(CoordinatorHost):
 
     def go_down(self) -> None:
         self.up = False
+        self.loading = False
         self.timer_at = None
         # Connections drop: every request parked at the coordinator fails.
         for token in list(self.outstanding):
             self.members.refused(token)
         self.outstanding.clear()
 
+    def start_loading(self) -> None:
+        """A failover: another node owns the partition now and answers
+        COORDINATOR_LOAD_IN_PROGRESS until it has replayed the log (`come_up`)."""
+        self.loading = True
+
     def come_up(self) -> None:
         """A new coordinator replays the group-metadata log, as after a broker restart."""
         self.reload(self._new_coordinator())
         self.up = True
+        self.loading = False
         now = self.loop.now
         self.apply(self.coordinator.update_topics(self.topic_image(), now))
         self.apply(self.coordinator.load_complete(now))

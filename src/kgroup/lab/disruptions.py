@@ -48,6 +48,8 @@ class Disruptions:
             _K.NETWORK: self._network,
             _K.ADD_PARTITIONS: self._add_partitions,
             _K.COORDINATOR_RESTART: self._coordinator_restart,
+            _K.COORDINATOR_FAILOVER: self._coordinator_failover,
+            _K.COORDINATOR_LOADING: lambda a: coordinator.start_loading(),
             _K.SCALE: _never,
         }
         restore = scenario.network
@@ -61,6 +63,8 @@ class Disruptions:
             _K.NETWORK: lambda a: members.set_link(a.member, restore.delay_ms, restore.jitter_ms),
             _K.ADD_PARTITIONS: _nothing,
             _K.COORDINATOR_RESTART: lambda a: coordinator.come_up(),
+            _K.COORDINATOR_FAILOVER: lambda a: coordinator.come_up(),
+            _K.COORDINATOR_LOADING: _nothing,
             _K.SCALE: _nothing,
         }
         assert set(self._start) == set(self._end) == set(ActionKind), "one handler per kind"
@@ -133,6 +137,13 @@ class Disruptions:
     def _coordinator_restart(self, a: Action) -> None:
         self.coordinator.go_down()
         self._end_at(a)
+
+    def _coordinator_failover(self, a: Action) -> None:
+        self.coordinator.go_down()
+        self._end_at(a)
+        # Its last load_ms: another node has the partition and replays the log.
+        if a.load_ms > 0:
+            self.schedule(replace(a, at_ms=a.until_ms - a.load_ms, kind=_K.COORDINATOR_LOADING, event=-1))
 
     # ---- windows --------------------------------------------------------------------------
 

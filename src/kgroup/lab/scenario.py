@@ -35,7 +35,9 @@ cleanly), ``gc_pause`` (the member's process freezes ``duration_s``), ``network`
 member's link gets ``delay_ms``/``jitter_ms`` for ``duration_s``), ``cut`` (the member's
 link drops everything for ``duration_s``), ``add_partitions`` (``topic`` grows ``to``
 partitions), ``coordinator_restart`` (down ``down_s``, then the group-metadata log is
-replayed), ``start`` / ``stop`` / ``kill`` (one member's process starts, closes cleanly, or
+replayed), ``coordinator_failover`` (the coordinator's node dies: unreachable for
+``detect_s`` until another node takes its partition over, which answers
+COORDINATOR_LOAD_IN_PROGRESS for ``load_s`` while it replays the log, then serves), ``start`` / ``stop`` / ``kill`` (one member's process starts, closes cleanly, or
 dies; what a recorded event stream becomes, see ``recorded``) and ``churn``, a generator: from ``from_s`` to ``to_s`` every ``every_s`` one of
 ``kinds`` (bounce, crash, gc_pause, cut) hits a member drawn with the scenario's seed.
 
@@ -113,6 +115,9 @@ class ActionKind(StrEnum):
     CUT = "cut"                                  # the member's link drops everything until until_ms
     ADD_PARTITIONS = "add_partitions"            # a topic grows
     COORDINATOR_RESTART = "coordinator_restart"  # down until until_ms, then the log is replayed
+    # Down, then loading for its last load_ms (COORDINATOR_LOAD_IN_PROGRESS), then serving.
+    COORDINATOR_FAILOVER = "coordinator_failover"
+    COORDINATOR_LOADING = "coordinator_loading"  # never in a timeline: a failover's loading part
     SCALE = "scale"                              # never run: the one window of a scale event
 
 
@@ -120,8 +125,9 @@ class ActionKind(StrEnum):
 class Action:
     """One concrete thing that happens at ``at_ms`` (after ``timeline`` expands events).
 
-    ``member`` is a member index (or -1); ``until_ms`` ends a timed disruption; ``event`` is
-    the index of the scenario event it came from (-1: the members' first starts).
+    ``member`` is a member index (or -1); ``until_ms`` ends a timed disruption; ``load_ms``:
+    of a coordinator_failover, the last part of it, when the new coordinator is loading;
+    ``event`` is the index of the scenario event it came from (-1: the members' first starts).
     """
 
     at_ms: int
@@ -133,6 +139,7 @@ class Action:
     topic: str = ""
     partitions: int = 0
     event: int = -1
+    load_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +178,7 @@ class ScenarioEventKind(StrEnum):
     CUT = "cut"
     ADD_PARTITIONS = "add_partitions"
     COORDINATOR_RESTART = "coordinator_restart"
+    COORDINATOR_FAILOVER = "coordinator_failover"
     CHURN = "churn"
     START = "start"
     STOP = "stop"
@@ -189,6 +197,7 @@ _EVENT_FIELDS: dict[ScenarioEventKind, dict[str, type]] = {
     _E.CUT: {"at_s": float, "member": int, "duration_s": float},
     _E.ADD_PARTITIONS: {"at_s": float, "topic": str, "to": int},
     _E.COORDINATOR_RESTART: {"at_s": float, "down_s": float},
+    _E.COORDINATOR_FAILOVER: {"at_s": float, "detect_s": float, "load_s": float},
     _E.CHURN: {"from_s": float, "to_s": float, "every_s": float, "kinds": list, "down_s": float,
               "pause_s": float, "restart_after_s": float},
     _E.START: {"at_s": float, "member": int},
@@ -200,7 +209,7 @@ _REQUIRED: dict[ScenarioEventKind, tuple[str, ...]] = {
     _E.SCALE: ("at_s", "to"), _E.GC_PAUSE: ("at_s", "member", "duration_s"),
     _E.NETWORK: ("at_s", "member", "duration_s"), _E.CUT: ("at_s", "member", "duration_s"),
     _E.ADD_PARTITIONS: ("at_s", "topic", "to"), _E.COORDINATOR_RESTART: ("at_s",),
-    _E.CHURN: ("every_s",),
+    _E.COORDINATOR_FAILOVER: ("at_s",), _E.CHURN: ("every_s",),
     _E.START: ("at_s", "member"), _E.STOP: ("at_s", "member"), _E.KILL: ("at_s", "member"),
 }
 CHURN_KINDS = ("bounce", "crash", "gc_pause", "cut")
@@ -494,6 +503,13 @@ class _Expansion:
         return [Action(at, ActionKind.COORDINATOR_RESTART, until_ms=at + int(ev.get("down_s", 1) * 1000),
                        event=index)]
 
+    def coordinator_failover(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
+        detect, load = int(ev.get("detect_s", 0.5) * 1000), int(ev.get("load_s", 0.5) * 1000)
+        if detect < 0 or load < 0:
+            raise ScenarioError(f"{self.where}: detect_s and load_s must not be negative")
+        return [Action(at, ActionKind.COORDINATOR_FAILOVER, until_ms=at + detect + load, load_ms=load,
+                       event=index)]
+
     def churn(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
         return _churn(ev, index, self.live, self.sc, self.rng)
 
@@ -521,6 +537,7 @@ _EXPAND: dict[ScenarioEventKind, Callable[[_Expansion, dict[str, Any], int, int]
     _E.CUT: partial(_Expansion.for_a_while, kind=ActionKind.CUT),
     _E.ADD_PARTITIONS: _Expansion.add_partitions,
     _E.COORDINATOR_RESTART: _Expansion.coordinator_restart,
+    _E.COORDINATOR_FAILOVER: _Expansion.coordinator_failover,
     _E.CHURN: _Expansion.churn,
     _E.START: _Expansion.start,
     _E.STOP: _Expansion.stop,
