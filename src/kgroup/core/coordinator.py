@@ -19,7 +19,8 @@ classic group (or none yet) go to classic_protocol.py, ConsumerGroupHeartbeat fo
 consumer group (or none yet) to consumer_protocol.py, and a request of one protocol for a
 group of the other kind to migration.py. A new kind of group (share groups) is a new kind
 and a new column of `routes`, with its own handler set built here and handed the
-collaborators it needs.
+collaborators it needs. The control API's operations on a group (inspect, rebalance now,
+expire a member: group_control.py) are routed by kind the same way, in `operations`.
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ from kgroup.core.classic_protocol import ClassicProtocol
 from kgroup.core.config import GroupConfig
 from kgroup.core.consumer_group import ConsumerGroup, apply_consumer_record
 from kgroup.core.consumer_protocol import ConsumerProtocol
+from kgroup.core.group_control import ClassicControl, ConsumerControl, missing_group
 from kgroup.core.messages import (
     ConsumerGroupHeartbeatRequest,
+    ExpireMemberRequest,
+    GroupControlRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -99,6 +103,14 @@ class MembershipApi(Enum):
     CONSUMER_GROUP_HEARTBEAT = "ConsumerGroupHeartbeat"
 
 
+class GroupOperation(Enum):
+    """The control API's operations on one group, routed by the kind of the group."""
+
+    INSPECT = "inspect"
+    REBALANCE = "rebalance"
+    EXPIRE_MEMBER = "expire member"
+
+
 class GroupCoordinatorShard:
     """The groups and offsets of one group-metadata log partition."""
 
@@ -136,6 +148,17 @@ class GroupCoordinatorShard:
         self._heartbeat = self.routes[A.HEARTBEAT]
         self._leave = self.routes[A.LEAVE_GROUP]
         self._consumer_heartbeat = self.routes[A.CONSUMER_GROUP_HEARTBEAT]
+        classic_control, consumer_control = ClassicControl(shard, classic), ConsumerControl(shard, consumer)
+        O = GroupOperation
+        # Operation -> group kind -> handler: the control API's way in.
+        self.operations: dict[GroupOperation, dict[GroupKind, Handler]] = {
+            O.INSPECT: {K.NONE: missing_group, K.CLASSIC: classic_control.inspect,
+                        K.CONSUMER: consumer_control.inspect},
+            O.REBALANCE: {K.NONE: missing_group, K.CLASSIC: classic_control.rebalance,
+                          K.CONSUMER: consumer_control.rebalance},
+            O.EXPIRE_MEMBER: {K.NONE: missing_group, K.CLASSIC: classic_control.expire,
+                              K.CONSUMER: consumer_control.expire},
+        }
         # Timer kind -> the handler that runs at expiry.
         self._timer_ops: dict[TimerKind, Callable[[TimerOp, int], Result]] = {
             TimerKind.CONSUMER_SESSION: consumer.session_expired,
@@ -202,6 +225,18 @@ class GroupCoordinatorShard:
 
     def consumer_group_describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
         return self.consumer.describe(group_ids, reply, now_ms)
+
+    def inspect_group(self, req: GroupControlRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """The group as the control API shows it (an InspectedGroup)."""
+        return self.operations[GroupOperation.INSPECT][self.kind_of(req.group_id)](req, reply, now_ms)
+
+    def rebalance_group(self, req: GroupControlRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """Start a rebalance of the group now (group_control.py says how, per kind)."""
+        return self.operations[GroupOperation.REBALANCE][self.kind_of(req.group_id)](req, reply, now_ms)
+
+    def expire_member(self, req: ExpireMemberRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """Expire a member as its session timeout would; replies with its member id."""
+        return self.operations[GroupOperation.EXPIRE_MEMBER][self.kind_of(req.group_id)](req, reply, now_ms)
 
     def update_topics(self, topics: dict[str, tuple[str, int]], now_ms: int) -> Result:
         """The broker's topics changed (name -> (topic id, partitions)); bump affected groups."""
