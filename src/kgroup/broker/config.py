@@ -76,6 +76,9 @@ class BrokerConfig:
     # The web console, /metrics and /api (off unless set: nothing listens).
     http_listen_host: str | None = None
     http_listen_port: int | None = None
+    # The control API (faults, groups; control_api.py): off unless an address is given.
+    control_listen_host: str | None = None
+    control_listen_port: int | None = None
     group: GroupConfig = field(default_factory=GroupConfig)
     log: LoggingConfig = field(default_factory=LoggingConfig)
     transactions: TransactionConfig = field(default_factory=TransactionConfig)
@@ -83,7 +86,7 @@ class BrokerConfig:
     def __post_init__(self) -> None:
         # Refuse at start what would otherwise fail later and far away (a topic auto-created
         # with -3 partitions, a frame limit of 0).
-        for name in ("listen_port", "advertised_port", "http_listen_port"):
+        for name in ("listen_port", "advertised_port", "http_listen_port", "control_listen_port"):
             port = getattr(self, name)
             if port is not None and not 0 < port < 65536:
                 raise ConfigError(f"{name} must be a port number (1-65535), not {port}")
@@ -98,6 +101,12 @@ class BrokerConfig:
             raise ConfigError(f"node_id must be 0 or more, not {self.node_id}")
 
     @property
+    def control_listen(self) -> tuple[str, int] | None:
+        if self.control_listen_host is None or self.control_listen_port is None:
+            return None
+        return (self.control_listen_host, self.control_listen_port)
+
+    @property
     def advertised(self) -> tuple[str, int]:
         return (self.advertised_host or self.listen_host, self.advertised_port or self.listen_port)
 
@@ -109,6 +118,8 @@ TXN_TYPES = {f.name: f.type for f in dataclasses.fields(TransactionConfig)}
 BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig)
                 if f.name not in ("group", "log", "transactions")}
 GROUP_KEYS = set(GROUP_TYPES)
+# Settings given as HOST:PORT, kept as <name>_host and <name>_port.
+_ADDRESSES = ("listen", "advertised", "http_listen", "control_listen")
 BROKER_KEYS = set(BROKER_TYPES)
 
 
@@ -197,18 +208,18 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
                         raise ConfigError(f"unknown [transactions] setting {tkey!r}; known: "
                                           f"{', '.join(sorted(TXN_TYPES))}")
                     txn[tkey] = _typed(f"[transactions] {tkey}", tvalue, TXN_TYPES[tkey])
-            elif key in ("listen", "advertised", "http_listen"):
+            elif key in _ADDRESSES:
                 host, port = parse_host_port(str(value), key)
                 broker[f"{key}_host"], broker[f"{key}_port"] = host, port
             elif key in BROKER_KEYS:
                 broker[key] = _typed(key, value, BROKER_TYPES[key])
             else:
-                raise ConfigError(f"unknown setting {key!r} in {path}; known: listen, advertised, http_listen, "
+                raise ConfigError(f"unknown setting {key!r} in {path}; known: {', '.join(_ADDRESSES)}, "
                                   f"{', '.join(sorted(BROKER_KEYS))}, [group], [log], [transactions]")
     for key, value in overrides.items():
         if value is None:
             continue
-        if key in ("listen", "advertised", "http_listen"):
+        if key in _ADDRESSES:
             host, port = parse_host_port(value, "--" + key.replace("_", "-"))
             broker[f"{key}_host"], broker[f"{key}_port"] = host, port
         elif key.startswith("log_") and key[4:] in LOG_TYPES:

@@ -13,6 +13,10 @@ Watching the coordinator costs nothing per request unless asked for: every group
 logged from the group events (group_observer.py); with `--http-listen` a second listener
 serves the web console and /metrics (console/), and requests are counted by API and error
 code; with DEBUG logging each request is logged.
+
+With `--control-listen`, a second listener serves the control API (control_api.py), and
+every decoded request is first offered to the armed faults (faults.py) — one attribute
+test per request while none is armed.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import signal
 import sys
 import time
@@ -29,9 +34,11 @@ from typing import Any
 from kgroup.broker.config import BrokerConfig, ConfigError, load_config
 from kgroup.broker.durability import Durability
 from kgroup.broker.event_stream import GroupEventStream, ensure_topic
+from kgroup.broker.faults import Action, Faults
 from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
 from kgroup.broker.group_observer import GroupObserver
 from kgroup.broker.group_view import GroupViews
+from kgroup.broker.group_watch import GroupWatch
 from kgroup.broker.log_format import configure_logging
 from kgroup.broker.request_stats import RequestStats
 from kgroup.broker.shard import Shard, now_ms
@@ -50,11 +57,13 @@ from kgroup.wire import (
     encode_api_versions_fallback,
     encode_response,
 )
+from kgroup.wire.error_responses import error_response
 
 log = logging.getLogger("kgroup.broker")
 request_log = logging.getLogger("kgroup.broker.requests")
 
 API_VERSIONS = 18
+PRODUCE = 0
 READ_CHUNK = 256 * 1024
 # Nothing is held back any more: the consumer protocol (68, 69) is served.
 DISABLED_APIS: frozenset[int] = frozenset()
@@ -83,6 +92,8 @@ class Broker:
         # so a broker doing neither pays two attribute tests per request.
         self._count_requests = False
         self._debug_requests = False
+        self.faults = Faults(self._topic_id_of)
+        self.control: Any = None
 
     # ---- life cycle -----------------------------------------------------------------------
 
@@ -154,11 +165,14 @@ class Broker:
                 http_host, http_port = await self.console.start(cfg.http_listen_host, cfg.http_listen_port)
             except OSError as exc:
                 self.server.close()
-                raise HttpListenError(f"cannot listen for HTTP on {cfg.http_listen_host}:{cfg.http_listen_port}: "
-                                      f"{exc.strerror}") from None
+                raise ListenError(f"cannot listen for HTTP on {cfg.http_listen_host}:{cfg.http_listen_port}: "
+                                  f"{exc.strerror} — is something else listening there? Pick another "
+                                  "--http-listen address.") from None
             self.http_bound = (http_host, http_port)
             self._count_requests = True
             log.info("web console and metrics on http://%s:%d/ (read-only)", http_host, http_port)
+        if cfg.control_listen is not None:
+            await self._start_control(groups, *cfg.control_listen)
         self._debug_requests = request_log.isEnabledFor(logging.DEBUG)
         self._background.append(asyncio.create_task(self._load_shards(), name="kgroup-load"))
         self._background.append(asyncio.create_task(self._retention(), name="kgroup-retention"))
@@ -168,6 +182,30 @@ class Broker:
             return self.data.partition_log(topic, partition).log_end_offset
         except Exception:                       # deleted topic or partition: no lag to show
             return None
+
+    async def _start_control(self, groups: GroupApi, host: str, port: int) -> None:
+        from kgroup.broker.control_api import ControlApi  # noqa: PLC0415 (only with --control-listen)
+
+        watch = GroupWatch()
+        for shard in self.shards:
+            shard.watch = watch
+        self.control = ControlApi(self.faults, groups, watch, self.config.node_id, self._status)
+        try:
+            self.control_bound = await self.control.start(host, port)
+        except OSError as exc:
+            self.server.close()
+            raise ListenError(f"cannot listen on {host}:{port} for the control API: {exc.strerror}"
+                              " — pick another --control-listen address.") from None
+        log.info("control API listening on %s:%d", *self.control_bound)
+
+    def _status(self) -> dict[str, Any]:
+        """This node as the control API's GET /status shows it."""
+        return {"node_id": self.config.node_id, "bootstrap": "%s:%d" % self.config.advertised,
+                "ready": all(shard.loaded for shard in self.shards), "pid": os.getpid()}
+
+    def _topic_id_of(self, name: str) -> str | None:
+        meta = self.data.topics().get(name) if self.data is not None else None
+        return None if meta is None else str(meta.topic_id)
 
     def _topic_image(self) -> dict[str, tuple[str, int]]:
         return {name: (str(meta.topic_id), meta.partitions) for name, meta in self.data.topics().items()}
@@ -221,6 +259,8 @@ class Broker:
             self.server.close()
         if self.console is not None:
             await self.console.close()
+        if self.control is not None:
+            await self.control.close()
         for task in self._background:
             task.cancel()
         if self.connections:
@@ -308,6 +348,12 @@ class Broker:
             raise _CloseConnection(str(exc)) from None
         except MalformedRequest as exc:
             raise _CloseConnection(f"malformed request: {exc}") from None
+        if self.faults.armed:
+            action = self.faults.hit(header, request)
+            if action is not None:
+                faulted = await self._fault(action, header, request)
+                if faulted is not _SERVE:
+                    return faulted
         if header.api_key == API_VERSIONS:
             response = api_versions_response(header.api_version, disabled=DISABLED_APIS)
         else:
@@ -340,6 +386,26 @@ class Broker:
                           extra={"kgroup": {"api": api, "version": header.api_version,
                                             "correlation_id": header.correlation_id, "client_id": header.client_id,
                                             "client_host": client_host, "error": error}})
+
+    async def _fault(self, action: Action, header: Any, request: Any) -> Any:
+        """Do what an armed fault says to this request: wait, then answer it with an error,
+        close the connection, or (only a delay) hand it back to be served (`_SERVE`)."""
+        log.info("fault %s: api %d v%d from client %r: %s", action.fault_id, header.api_key, header.api_version,
+                 header.client_id, action.error.name if action.error is not None
+                 else "close connection" if action.close_connection else f"delay {action.delay_ms} ms")
+        if action.delay_ms:
+            await asyncio.sleep(action.delay_ms / 1000)
+        if action.close_connection:
+            raise _CloseConnection(f"fault {action.fault_id} closes the connection")
+        if action.error is None:
+            return _SERVE
+        if header.api_key == PRODUCE and request.acks == 0:
+            return None  # acks=0: the client reads no answer, not even an error
+        return encode_response(header, error_response(
+            header.api_key, header.api_version, request, action.error, f"fault {action.fault_id} (kgroup control API)"))
+
+
+_SERVE = object()
 
 
 class _Resume:
@@ -375,8 +441,8 @@ class _Resume:
                     return done.value
 
 
-class HttpListenError(Exception):
-    """The console's HTTP address cannot be bound."""
+class ListenError(Exception):
+    """A listener other than the Kafka one cannot bind; the message says which and what to do."""
 
 
 class _CloseConnection(Exception):
@@ -413,6 +479,7 @@ def serve_main(args: Any) -> int:
             http_listen=getattr(args, "http_listen", None),
             log_level=getattr(args, "log_level", None),
             log_format=getattr(args, "log_format", None),
+            control_listen=getattr(args, "control_listen", None),
         )
         FsyncPolicy.parse(config.fsync)
     except (ConfigError, ValueError, StorageError) as exc:
@@ -426,12 +493,8 @@ def serve_main(args: Any) -> int:
         runner = asyncio.run
     try:
         status = runner(run_broker(config))
-    except StorageError as exc:
+    except (StorageError, ListenError) as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)
-        return 1
-    except HttpListenError as exc:
-        print(f"kgroup: error: {exc} — is something else listening there? Pick another --http-listen address.",
-              file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"kgroup: error: cannot listen on {config.listen_host}:{config.listen_port}: {exc.strerror}"

@@ -119,6 +119,9 @@ def build_parser() -> Parser:
     serve.add_argument("--config", metavar="FILE", default=None, help="broker config file")
     serve.add_argument("--fsync", metavar="{always,never,interval:MS}", type=fsync_policy,
                        default=None, help="when to fsync appended data")
+    serve.add_argument("--control-listen", metavar="HOST:PORT", type=host_port, default=None,
+                       help="serve the control API (faults on demand, group state and waits, "
+                       "rebalance, expire; for tests) here (default: off)")
     serve.add_argument("--no-group-events", dest="group_events", action="store_const", const=False,
                        default=None, help="do not write group changes to the __kgroup_events topic")
     serve.add_argument("--log-level", default=None, type=str.upper,
