@@ -1,4 +1,5 @@
-"""``kgroup`` command line: ``serve``, ``topics``, ``groups``, ``produce``, ``consume``, ``lab``.
+"""``kgroup`` command line: ``serve``, ``topics``, ``groups``, ``produce``, ``consume``, ``control``,
+``lab``.
 
 ``main(argv)`` returns the exit status. Every mistake — bad arguments, a broker that cannot
 be reached, an unknown topic or group, a broker error code — prints exactly one line
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "lab":
             from .lab import run_lab
             return run_lab(args)
+        if args.command == "control":
+            from .control import run_control
+            return run_control(args, sys.stdout)
         return asyncio.run(_run_client(args))
     except KeyboardInterrupt:
         return 130
