@@ -176,3 +176,41 @@ def _produced_count(consumer: ConsumerThread) -> int:
         return probe.get_watermark_offsets(TopicPartition(consumer.topic, 0), timeout=10)[1]
     finally:
         probe.close()
+
+
+def test_kafka_python_retries_a_join_while_the_coordinator_loads(kgroup_broker_session):
+    broker = kgroup_broker_session
+    topic, group = names("loading")
+    broker.create_topic(topic, 2)
+    refused = broker.add_fault("JoinGroup", "COORDINATOR_LOAD_IN_PROGRESS", group=group, count=3)
+    consumer = ConsumerThread("kafka-python", broker.bootstrap, group, topic, "kp-loading")
+    consumer.start()
+    try:
+        wait_for(lambda: consumer.tally.assigned == {0, 1}, timeout=60, what="assigned after three refusals")
+        assert not armed(broker, refused)
+        assert broker.wait_for_group(group, state="Stable", members=1)["members"][0]["client_id"] == "kp-loading"
+    finally:
+        consumer.stop(commit=False)
+    assert consumer.tally.error is None
+
+
+def test_a_closed_fetch_connection_is_reopened_and_nothing_is_lost(kgroup_broker_session):
+    broker = kgroup_broker_session
+    topic, group = names("closed")
+    broker.create_topic(topic, 1)
+    produce_keyed(broker.bootstrap, topic, 50)
+    consumer = ConsumerThread("confluent-kafka", broker.bootstrap, group, topic, "rdk-closed",
+                              **{"fetch.wait.max.ms": 100})
+    consumer.start()
+    try:
+        wait_for(lambda: len(consumer.tally.consumed) == 50, timeout=30, what="the first 50")
+        closed = broker.add_fault("Fetch", close_connection=True, topic=topic, count=2)
+        wait_for(lambda: not armed(broker, closed), timeout=30, what="two fetches cut off")
+        produce_keyed(broker.bootstrap, topic, 50)
+        wait_for(lambda: len(consumer.tally.consumed) >= 100, timeout=30, what="the next 50")
+        offsets = [offset for _, offset, *_ in consumer.tally.consumed]
+        assert offsets == list(range(100))               # each record once, in order
+        assert [k for _, k, _ in consumer.tally.events] == ["assigned"]
+    finally:
+        consumer.stop(commit=False)
+    assert consumer.tally.error is None
