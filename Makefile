@@ -4,6 +4,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NODE := $(shell command -v node 2>/dev/null)
+NODE_STAMP := node_modules/.installed
 
 .PHONY: run test bench clean chromium tmux
 
@@ -27,11 +29,17 @@ chromium:
 tmux:
 	@command -v tmux >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux; }
 
-test: $(STAMP) chromium tmux
+# The Node clients (kafkajs, @platformatic/kafka) the Node tests drive, pinned in
+# package-lock.json; only where Node is installed.
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+test: $(STAMP) chromium tmux $(if $(NODE),$(NODE_STAMP))
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
 
 clean:
-	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis
+	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis node_modules
