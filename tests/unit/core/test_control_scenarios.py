@@ -213,3 +213,21 @@ def test_control_changes_replay_to_the_same_stored_state():
     again = replayed(ctx)
     assert again.consumer_groups == ctx.coord.consumer_groups
     assert again.stored == ctx.coord.stored
+
+
+# ---- group events -----------------------------------------------------------------------------
+
+def test_control_operations_show_in_the_group_events_with_their_reason():
+    from kgroup.core.group_events import EventKind
+    from tests.unit.core.test_group_events import EventContext
+
+    ctx = EventContext()
+    a, b = ctx.stable_group(2)
+    mark = len(ctx.events)
+    rebalance(ctx, "g")
+    started = [e for e in ctx.events[mark:] if e.kind is EventKind.REBALANCE_STARTED]
+    assert [e.reason for e in started] == ["rebalance requested"]
+    mark = len(ctx.events)
+    expire(ctx, "g", b)
+    gone = [e for e in ctx.events[mark:] if e.kind is EventKind.MEMBER_EXPIRED]
+    assert [(e.member, e.reason) for e in gone] == [(b, "expired on request")]
