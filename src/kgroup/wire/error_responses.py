@@ -7,7 +7,8 @@ per-group or per-member entry the request named (`AbstractRequest.getErrorRespon
 version table, including ones added later: it walks the response class, and for each array
 of entities finds the request's array it answers (same name, or one of `_MIRRORS`), builds
 one entry per request entry, copies the identifying fields (topic name or id, partition,
-group, member) and sets every `error_code` to the error. Numbers that mean "unknown" in an
+group, member) and sets every error code field (`error_code`, `partition_error_code`, ...) to
+the error. Numbers that mean "unknown" in an
 error answer (offsets, epochs, node ids) are -1, as Kafka sends them.
 
 Used by the control API's faults ("answer the next Heartbeat with REBALANCE_IN_PROGRESS").
@@ -33,6 +34,11 @@ _MIRRORS: dict[str, tuple[str, ...]] = {
     "coordinators": ("coordinator_keys",),                   # FindCoordinator v4+
     "results": ("topics", "groups_names"),                   # CreatePartitions, DeleteGroups
     "groups": ("group_ids",),                                # ConsumerGroupDescribe
+    "results_by_topic_v3_and_below": ("v3_and_below_topics",),  # AddPartitionsToTxn v0-3
+    "results_by_transaction": ("transactions",),             # AddPartitionsToTxn v4+
+    "topic_results": ("topics",),
+    "results_by_partition": ("partitions",),
+    "transaction_states": ("transactional_ids",),            # DescribeTransactions
 }
 # Identifying fields copied from a request entry, with the request's other names for them.
 _IDENTITY: dict[str, tuple[str, ...]] = {
@@ -47,10 +53,11 @@ _IDENTITY: dict[str, tuple[str, ...]] = {
     "group_instance_id": ("group_instance_id",),
     "instance_id": ("instance_id",),
     "key": ("key",),
+    "transactional_id": ("transactional_id",),
 }
 # Where a request entry is a bare string or number (DescribeGroups' group ids, OffsetFetch's
 # partition indexes), the response entry's field that holds it.
-_BARE_TARGETS = ("group_id", "key", "name", "partition_index")
+_BARE_TARGETS = ("group_id", "key", "name", "partition_index", "transactional_id")
 _UNKNOWN_NUMBERS = frozenset({
     "high_watermark", "last_stable_offset", "log_start_offset", "base_offset", "committed_offset",
     "offset", "timestamp", "leader_id", "leader_epoch", "committed_leader_epoch",
@@ -91,11 +98,11 @@ def _is_int(hint: Any) -> bool:
 
 def _answer(cls: type, source: Any, code: KioErrorCode, message: str | None) -> Any:
     values: dict[str, Any] = {}
-    names = {name for name, *_ in _shape(cls)}
+    has_error = any(hint is KioErrorCode for _, hint, _, _ in _shape(cls))
     for name, hint, entity, is_int in _shape(cls):
-        if name == "error_code":
+        if hint is KioErrorCode:               # error_code, partition_error_code, ...
             values[name] = code
-        elif name == "error_message" and "error_code" in names:
+        elif name.endswith("error_message") and has_error:
             values[name] = message
         elif entity is not None:
             values[name] = tuple(_entry(entity, item, code, message) for item in _mirrored(name, source))

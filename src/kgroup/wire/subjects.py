@@ -5,7 +5,7 @@ the request's fields finds them without a table per API: group ids in `group_id`
 `groups` / `group_ids` / `groups_names` (bare strings) and FindCoordinator's `key` /
 `coordinator_keys` when the key type is a group (0); member ids and static instance ids in
 `member_id`, `group_instance_id`, `instance_id` (also inside `members`); topics as the
-entries of `topics`, `topic_data`, `topic_partitions` (a `name`, `topic` or `topic_id`, or a
+entries of `topics`, `topic_data`, `topic_partitions`, `v3_and_below_topics` (a `name`, `topic` or `topic_id`, or a
 bare name as DeleteTopics' `topic_names`), each with its partitions in `partitions`,
 `partition_data` or `partition_indexes` (entries with `partition_index`, `partition` or
 `index`, or bare numbers). A new API with the usual field names is covered as it is.
@@ -24,7 +24,7 @@ from typing import Any
 _GROUP_FIELDS = ("group_id",)
 _GROUP_LISTS = ("groups", "group_ids", "groups_names")
 _MEMBER_FIELDS = ("member_id", "group_instance_id", "instance_id")
-_TOPIC_LISTS = ("topics", "topic_data", "topic_partitions", "topic_names")
+_TOPIC_LISTS = ("topics", "topic_data", "topic_partitions", "topic_names", "v3_and_below_topics")
 _PARTITION_LISTS = ("partitions", "partition_data", "partition_indexes")
 _PARTITION_FIELDS = ("partition_index", "partition", "index")
 _GROUP_KEY_TYPE = 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from kio.schema.errors import ErrorCode as KioErrorCode
 
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import SUPPORTED_APIS, RequestHeader, decode_response, encode_response, request_class
@@ -21,7 +22,7 @@ def error_codes(entity) -> list[int]:
     found = []
     for f in dataclasses.fields(entity):
         value = getattr(entity, f.name)
-        if f.name == "error_code":
+        if isinstance(value, KioErrorCode):
             found.append(int(value))
         elif isinstance(value, tuple):
             found += [c for item in value if dataclasses.is_dataclass(item) for c in error_codes(item)]
