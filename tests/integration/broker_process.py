@@ -20,13 +20,17 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    """Starts, stops, kills and restarts one broker with one data dir."""
+    """Starts, stops, kills and restarts one broker with one data dir (or one node of a
+    cluster: `node_id` and `cluster`, the `--cluster` list, with its own `port` and `name`)."""
 
     def __init__(self, data_dir: Path, *, group: dict | None = None, extra: dict | None = None,
-                 transactions: dict | None = None) -> None:
+                 transactions: dict | None = None, node_id: int | None = None, cluster: str | None = None,
+                 port: int | None = None, name: str | None = None) -> None:
         self.data_dir = data_dir
-        self.port = free_port()
-        self.config_path = data_dir.parent / f"{data_dir.name}.toml"
+        self.port = port or free_port()
+        self.node_id, self.cluster = node_id, cluster
+        name = name or data_dir.name
+        self.config_path = data_dir.parent / f"{name}.toml"
         lines = [f"{k} = {_toml(v)}" for k, v in (extra or {}).items()]
         # A short initial delay, as a real deployment has (3 s default): kafka-python leaders
         # that join before their first metadata response otherwise assign nothing.
@@ -38,20 +42,27 @@ class BrokerProcess:
             lines += [f"{k} = {_toml(v)}" for k, v in transactions.items()]
         self.config_path.write_text("\n".join(lines) + "\n")
         self.proc: subprocess.Popen | None = None
-        self.log_path = data_dir.parent / f"{data_dir.name}.log"
+        self.log_path = data_dir.parent / f"{name}.log"
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> "BrokerProcess":
+    def launch(self) -> int:
+        """Start the process; returns how many "coordinator loaded" lines its log had."""
         loaded_before = self.log().count("coordinator loaded")
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [KGROUP, "serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
-             "--config", str(self.config_path)],
-            stdout=self._log, stderr=subprocess.STDOUT,
-        )
+        command = [KGROUP, "serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
+                   "--config", str(self.config_path)]
+        if self.cluster is not None:
+            command += ["--node-id", str(self.node_id), "--cluster", self.cluster]
+        self.proc = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+        return loaded_before
+
+    def start(self, timeout: float = 30.0) -> "BrokerProcess":
+        return self.wait_ready(self.launch(), timeout)
+
+    def wait_ready(self, loaded_before: int, timeout: float = 30.0) -> "BrokerProcess":
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -84,6 +95,13 @@ class BrokerProcess:
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         self._log.close()
+
+    def pause(self) -> None:
+        """SIGSTOP: the process keeps its locks and sockets but does nothing."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.proc.pid, signal.SIGCONT)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -70,23 +70,25 @@ class MemberThread(threading.Thread):
 
 
 def read_events(bootstrap: str) -> list[tuple[bytes, dict]]:
-    """Every record of __kgroup_events, fetched with kafka-python: (key, decoded value)."""
+    """Every record of __kgroup_events (all its partitions: one per group-metadata
+    partition), fetched with kafka-python: (key, decoded value), by time. A group's events
+    are in one partition, in order; the sort is stable, so it keeps that order."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:
-        tp = TopicPartition(EVENTS, 0)
-        consumer.assign([tp])
-        consumer.seek_to_beginning(tp)
-        end = consumer.end_offsets([tp])[tp]
+        tps = [TopicPartition(EVENTS, p) for p in sorted(consumer.partitions_for_topic(EVENTS))]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
         out: list[tuple[bytes, dict]] = []
         deadline = time.monotonic() + 20
-        while consumer.position(tp) < end and time.monotonic() < deadline:
+        while any(consumer.position(tp) < ends[tp] for tp in tps) and time.monotonic() < deadline:
             for records in consumer.poll(timeout_ms=500).values():
                 for r in records:
                     assert r.value == json.dumps(json.loads(r.value), sort_keys=True,
                                                  separators=(",", ":")).encode()  # compact, sorted
                     out.append((r.key, json.loads(r.value)))
-        assert len(out) == end, f"read {len(out)} of {end} events"
-        return out
+        assert len(out) == sum(ends.values()), f"read {len(out)} of {sum(ends.values())} events"
+        return sorted(out, key=lambda kv: kv[1]["time_ms"])
     finally:
         consumer.close()
 
@@ -193,7 +195,8 @@ def test_events_follow_joins_a_leave_and_a_kill_as_the_members_saw_them(broker):
 
 def test_the_events_topic_is_internal_and_clients_cannot_write_to_it(broker):
     topic = metadata(broker.bootstrap).topics[EVENTS]
-    assert topic.is_internal and len(topic.partitions) == 1
+    # One partition per group-metadata partition (a group's events go with its coordinator).
+    assert topic.is_internal and len(topic.partitions) == 50
     create_topic(broker.bootstrap, "plain", 1)
     assert not metadata(broker.bootstrap, "plain").topics["plain"].is_internal
 

@@ -108,3 +108,16 @@ def test_a_static_consumer_member_back_from_a_crash_before_its_session_ends_is_r
     assert r.summary["fatal_errors"] >= 3
     assert w["converge_s"] is not None and 40 <= w["converge_s"] <= 70, w
     assert r.summary["double_ownership"] == 0
+
+
+@pytest.mark.parametrize("members", [{"assignor": "range"}, {"assignor": "cooperative-sticky"}, {"static": True},
+                                     {"protocol": "consumer", "assignor": "uniform"}])
+def test_a_coordinator_failover_keeps_every_member_and_partition_and_lasts_detection_plus_load(members):
+    # Another node takes the partition over after 0.8 s and loads it for 2 s, answering
+    # COORDINATOR_LOAD_IN_PROGRESS: members keep their generation or epoch and partitions.
+    r = run(scenario(members=members, events=[{"coordinator_failover": {"at_s": 200, "detect_s": 0.8, "load_s": 2}}]))
+    (w,) = r.windows
+    assert w["kind"] == "coordinator_failover"
+    assert w["rounds"] == 0 and w["moved"] == 0 and w["unowned_partition_s"] == 0, w
+    assert 2.8 <= w["converge_s"] <= 2.8 + 1.0, w           # plus at most one rediscovery backoff
+    assert r.summary["rebalances"] == 0 and r.summary["double_ownership"] == 0

@@ -86,3 +86,15 @@ def test_a_group_missing_from_the_recording_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n")
     assert main(["lab", "replay", str(bad), "--out", str(tmp_path / "o")]) == 1
+
+
+def test_a_recorded_coordinator_move_becomes_a_failover_of_its_load_time():
+    events = rolling_restart_recording()
+    moved_at = events[-1]["time_ms"] + 10_000
+    events.append({**events[-1], "time_ms": moved_at, "kind": "coordinator_loaded", "member": None,
+                   "partitions": None, "node": 2, "previous_node": 1, "load_ms": 1500})
+    rec = recording(events, "billing")
+    (failover,) = [e["coordinator_failover"] for e in rec.scenario["events"] if "coordinator_failover" in e]
+    start = 1.0 + (moved_at - events[0]["time_ms"]) / 1000
+    assert failover == {"at_s": start - 1.5, "detect_s": 0.0, "load_s": 1.5}
+    assert simulate(scenario_from_dict(rec.scenario)).summary["double_ownership"] == 0

@@ -55,6 +55,7 @@ def test_the_rolling_bounce_hits_each_member_in_turn():
     ("seed: [1]", "seed must be an integer"),
     ("members: {heartbeat_interval_ms: 20000, session_timeout_ms: 10000}", "below session_timeout_ms"),
     ("topics: {a: 3\n", "not valid YAML"),
+    ("events: [{coordinator_failover: {at_s: 5, load_s: -1}}]", "must not be negative"),
 ])
 def test_mistakes_are_refused_with_a_message_that_names_the_field(text, says):
     with pytest.raises(ScenarioError) as info:
@@ -72,3 +73,9 @@ def test_churn_draws_its_victims_from_the_seed():
     assert [(a.kind, a.member) for a in first] != [(a.kind, a.member) for a in other]
     hits = [a for a in first if a.kind != "start"]
     assert len(hits) == 30 and {a.kind for a in hits} == {"bounce", "crash", "gc_pause"}
+
+
+def test_a_coordinator_failover_is_one_window_whose_last_part_is_the_load():
+    actions = timeline(parse_scenario("events: [{coordinator_failover: {at_s: 10, detect_s: 0.5, load_s: 2}}]"))
+    (a,) = [a for a in actions if a.kind != "start"]
+    assert (a.kind, a.at_ms, a.until_ms, a.load_ms) == ("coordinator_failover", 10_000, 12_500, 2_000)

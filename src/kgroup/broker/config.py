@@ -76,6 +76,11 @@ class BrokerConfig:
     # The web console, /metrics and /api (off unless set: nothing listens).
     http_listen_host: str | None = None
     http_listen_port: int | None = None
+    # A cluster sharing data_dir: every node's (id, host, port), the same list on each node;
+    # empty for a single broker. node_timeout_ms: a node that holds its lock but stopped
+    # renewing its lease this long (stopped, hung) loses its partitions.
+    cluster: tuple[tuple[int, str, int], ...] = ()
+    node_timeout_ms: int = 6000
     # The control API (faults, groups; control_api.py): off unless an address is given.
     control_listen_host: str | None = None
     control_listen_port: int | None = None
@@ -99,6 +104,22 @@ class BrokerConfig:
                 raise ConfigError(f"{name} must be -1 (no limit) or more, not {getattr(self, name)}")
         if self.node_id < 0:
             raise ConfigError(f"node_id must be 0 or more, not {self.node_id}")
+        if self.node_timeout_ms < 100:
+            raise ConfigError(f"node_timeout_ms must be at least 100, not {self.node_timeout_ms}")
+        if self.cluster:
+            ids = [n for n, _, _ in self.cluster]
+            if len(set(ids)) != len(ids):
+                raise ConfigError(f"cluster names node {max(ids, key=ids.count)} twice")
+            if self.node_id not in ids:
+                raise ConfigError(f"node_id {self.node_id} is not in the cluster list "
+                                  f"({', '.join(map(str, sorted(ids)))}); pass --node-id")
+
+    @property
+    def nodes(self) -> dict[int, tuple[str, int]]:
+        """Every node's advertised address: the cluster list, or this broker alone."""
+        if self.cluster:
+            return {n: (host, port) for n, host, port in self.cluster}
+        return {self.node_id: self.advertised}
 
     @property
     def control_listen(self) -> tuple[str, int] | None:
@@ -111,6 +132,21 @@ class BrokerConfig:
         return (self.advertised_host or self.listen_host, self.advertised_port or self.listen_port)
 
 
+def parse_cluster(value: Any, what: str = "cluster") -> tuple[tuple[int, str, int], ...]:
+    """`0=HOST:PORT,1=HOST:PORT` (or a list of `ID=HOST:PORT`) -> ((id, host, port), ...)."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not items:
+        raise ConfigError(f"{what} must look like 0=HOST:PORT,1=HOST:PORT, not {value!r}")
+    nodes = []
+    for entry in items:
+        node, sep, address = str(entry).strip().partition("=")
+        if not sep or not node.strip().isdigit():
+            raise ConfigError(f"{what}: {entry!r} must look like ID=HOST:PORT (for example 0=127.0.0.1:9092)")
+        host, port = parse_host_port(address.strip(), f"{what} entry {node.strip()}")
+        nodes.append((int(node), host, port))
+    return tuple(sorted(nodes))
+
+
 # TOML keys -> the type their field holds, as written in the dataclass ("int", "str | None").
 GROUP_TYPES = {f.name: f.type for f in dataclasses.fields(GroupConfig)}
 LOG_TYPES = {f.name: f.type for f in dataclasses.fields(LoggingConfig)}
@@ -120,7 +156,7 @@ BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig)
 GROUP_KEYS = set(GROUP_TYPES)
 # Settings given as HOST:PORT, kept as <name>_host and <name>_port.
 _ADDRESSES = ("listen", "advertised", "http_listen", "control_listen")
-BROKER_KEYS = set(BROKER_TYPES)
+BROKER_KEYS = set(BROKER_TYPES) - {"cluster"}
 
 
 def _typed(where: str, value: Any, kind: str) -> Any:
@@ -211,10 +247,12 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
             elif key in _ADDRESSES:
                 host, port = parse_host_port(str(value), key)
                 broker[f"{key}_host"], broker[f"{key}_port"] = host, port
+            elif key == "cluster":
+                broker["cluster"] = parse_cluster(value)
             elif key in BROKER_KEYS:
                 broker[key] = _typed(key, value, BROKER_TYPES[key])
             else:
-                raise ConfigError(f"unknown setting {key!r} in {path}; known: {', '.join(_ADDRESSES)}, "
+                raise ConfigError(f"unknown setting {key!r} in {path}; known: {', '.join(_ADDRESSES)}, cluster, "
                                   f"{', '.join(sorted(BROKER_KEYS))}, [group], [log], [transactions]")
     for key, value in overrides.items():
         if value is None:
@@ -224,10 +262,19 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
             broker[f"{key}_host"], broker[f"{key}_port"] = host, port
         elif key.startswith("log_") and key[4:] in LOG_TYPES:
             logging_[key[4:]] = value
+        elif key == "cluster":
+            broker["cluster"] = parse_cluster(value, "--cluster")
         elif key in GROUP_KEYS:
             group[key] = value
         else:
             broker[key] = value
+    if broker.get("cluster"):
+        # A node listens on, and is advertised as, its own entry unless told otherwise.
+        own = {n: (h, p) for n, h, p in broker["cluster"]}.get(broker.get("node_id", BrokerConfig.node_id))
+        if own is not None:
+            for key in ("listen", "advertised"):
+                if f"{key}_host" not in broker:
+                    broker[f"{key}_host"], broker[f"{key}_port"] = own
     try:
         config = BrokerConfig(**broker, group=GroupConfig(**group), log=LoggingConfig(**logging_),
                               transactions=TransactionConfig(**txn))

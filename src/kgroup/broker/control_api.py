@@ -150,7 +150,7 @@ class ControlApi:
     # ---- groups ---------------------------------------------------------------------------
 
     async def _call(self, group_id: str, handler_name: str, request: Any) -> Any:
-        shard = self.groups._shard(group_id)
+        shard = self.groups.shard_of(group_id)
         return await shard.call(getattr(shard.coordinator, handler_name), request)
 
     async def _view(self, group_id: str) -> dict[str, Any]:

@@ -6,6 +6,11 @@ durability, arrival watch) and the decoded kio request. Handlers never raise for
 topic, partition or a storage failure: those become per-item error codes, logged on
 "kgroup.broker.data".
 
+In a cluster a partition is served by the node that owns it (broker/ownership.py): a
+request for one owned elsewhere, or one this node lost while answering, gets
+NOT_LEADER_OR_FOLLOWER (`NOT_LEADER`, the storage errors that mean it), and Metadata names
+the owners (`ClusterView`; a single broker is `SingleNode`).
+
 `ArrivalWatch` is the long-poll doorbell: a fetch that has fewer than MinBytes waits on the
 partitions it asked for, and a produce (or a topic deletion) rings the partitions it
 touched. Each waiter is one future registered under every partition key it watches, so one
@@ -19,12 +24,13 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, Protocol
 
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.durability import Durability
 from kgroup.broker.producer_states import ProducerStates
 from kgroup.storage import DataDir
+from kgroup.storage.errors import FencedError, NotOwnedError
 
 log = logging.getLogger("kgroup.broker.data")
 
@@ -38,6 +44,7 @@ class DataError(IntEnum):
     CORRUPT_MESSAGE = 2
     UNKNOWN_TOPIC_OR_PARTITION = 3
     LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
     MESSAGE_TOO_LARGE = 10
     INVALID_TOPIC_EXCEPTION = 17
     INVALID_REQUIRED_ACKS = 21
@@ -56,6 +63,39 @@ class DataError(IntEnum):
 
 
 PartitionKey = tuple[str, int]
+
+# Storage errors that mean "this node does not (or no longer) serve this partition".
+NOT_LEADER = (NotOwnedError, FencedError)
+
+
+class ClusterView(Protocol):
+    """Who serves what, as the data path needs to know it."""
+
+    def leader(self, slot: int) -> int | None:
+        """The node that leads the partition of unit `slot`, or None while it moves."""
+
+    def brokers(self) -> dict[int, tuple[str, int]]:
+        """The nodes clients may talk to, with their addresses."""
+
+    def fenced(self) -> None:
+        """A write was refused by an ownership fence: look at this node's units again."""
+
+
+class SingleNode:
+    """A broker on its own: it leads everything."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.node_id = config.node_id
+        self.address = config.advertised
+
+    def leader(self, slot: int) -> int | None:
+        return self.node_id
+
+    def brokers(self) -> dict[int, tuple[str, int]]:
+        return {self.node_id: self.address}
+
+    def fenced(self) -> None:
+        pass
 
 
 class ArrivalWatch:
@@ -124,3 +164,8 @@ class DataContext:
     # Producer state of each partition (idempotence, transactions, the last stable offset).
     producers: ProducerStates = field(default_factory=ProducerStates)
     verify_txn: TxnVerifier | None = None
+    cluster: ClusterView | None = None
+
+    def __post_init__(self) -> None:
+        if self.cluster is None:
+            self.cluster = SingleNode(self.config)

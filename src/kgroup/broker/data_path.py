@@ -10,13 +10,19 @@ storage failure: those are answered as error codes and logged on "kgroup.broker.
 Hooks for the group coordinator: `on_topics_changed` (set by the server) is called after a
 topic is created (also by Metadata auto-creation) or deleted, or gains partitions;
 `topic_ids()` maps topic names to ids.
+
+New partitions are taken by their owners (broker/ownership.py; in a cluster, maybe another
+node, at its next poll): CreateTopics, CreatePartitions and an auto-creating Metadata wait
+up to `LEADER_WAIT_S` for every new partition to have a leader before they answer, so a
+client that produces right after creating a topic finds it led.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kgroup.broker import (
@@ -28,7 +34,7 @@ from kgroup.broker import (
     topics_api,
 )
 from kgroup.broker.config import BrokerConfig
-from kgroup.broker.data_api import ArrivalWatch, DataContext, log
+from kgroup.broker.data_api import ArrivalWatch, ClusterView, DataContext, log
 from kgroup.broker.producer_id_api import ProducerIds
 from kgroup.broker.producer_states import ProducerStates
 from kgroup.storage.producer_ids import ProducerIdBlocks
@@ -37,17 +43,23 @@ from kgroup.storage import DataDir, StorageError
 from kgroup.wire import RequestHeader
 
 
+# How long a topic change waits for its new partitions' leaders before it answers.
+LEADER_WAIT_S = 3.0
+
+
 class DataPath:
     """Produce, Fetch, ListOffsets, Metadata, CreateTopics, DeleteTopics, CreatePartitions,
     InitProducerId (idempotent producers), DescribeProducers; the producer state of every
     partition (`ctx.producers`)."""
 
-    def __init__(self, config: BrokerConfig, data: DataDir, durability: Durability) -> None:
+    def __init__(self, config: BrokerConfig, data: DataDir, durability: Durability,
+                 cluster: ClusterView | None = None) -> None:
         self.config = config
         self.data = data
         self.durability = durability
         self.watch = ArrivalWatch()
-        self.ctx = DataContext(config, data, durability, self.watch, ProducerStates(self.watch.ring))
+        self.ctx = DataContext(config, data, durability, self.watch, ProducerStates(self.watch.ring),
+                               cluster=cluster)
         self.on_topics_changed: Callable[[], None] | None = None
         # Producer ids come from blocks reserved in the data dir; a new file starts past any id
         # a broker that kept no file could have given (it used the time in ms times 1000).
@@ -67,12 +79,27 @@ class DataPath:
             except Exception:
                 log.exception("on_topics_changed hook failed")
 
+    async def _leaders_for(self, names: Iterable[str]) -> None:
+        """Wait (bounded) until every partition of these topics has a leader."""
+        deadline = time.monotonic() + LEADER_WAIT_S
+        cluster = self.ctx.cluster
+        names = list(names)
+        while time.monotonic() < deadline:
+            topics = self.data.topics()
+            if all(cluster.leader(slot) is not None
+                   for name in names if name in topics for slot in topics[name].slots):
+                return
+            await asyncio.sleep(0.01)
+
     # -- APIs ----------------------------------------------------------------------------
 
     async def metadata(self, header: RequestHeader, request: Any) -> Any:
         """Metadata (api 3)."""
-        response, changed = metadata_api.metadata(self.ctx, header, request)
-        self._changed(changed)
+        response, created = metadata_api.metadata(self.ctx, header, request)
+        if created:
+            self._changed(True)
+            await self._leaders_for(created)
+            response, _ = metadata_api.metadata(self.ctx, header, request)
         return response
 
     async def produce(self, header: RequestHeader, request: Any) -> Any | None:
@@ -99,6 +126,8 @@ class DataPath:
         """CreateTopics (api 19)."""
         response, changed = topics_api.create_topics(self.ctx, header, request)
         self._changed(changed)
+        if changed:
+            await self._leaders_for(t.name for t in request.topics)
         return response
 
     async def delete_topics(self, header: RequestHeader, request: Any) -> Any:
@@ -111,6 +140,8 @@ class DataPath:
         """CreatePartitions (api 37)."""
         response, changed = topics_api.create_partitions(self.ctx, header, request)
         self._changed(changed)
+        if changed:
+            await self._leaders_for(t.name for t in request.topics)
         return response
 
     # -- upkeep --------------------------------------------------------------------------

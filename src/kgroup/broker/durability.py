@@ -9,6 +9,9 @@ fsync runs are covered by the next one, so under load one fsync acknowledges man
 Policy (`FsyncPolicy`): "always" waits for the fsync; "interval:<ms>" and "never" only flush
 to the kernel before answering (that survives kill -9 of the broker, not a power cut), and
 "interval" also syncs in the background every <ms>.
+
+A log this node no longer owns (fenced: another node took it over; or closed after a hand-
+over) fails only its own waiters, with that error; any other sync failure is final.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ from typing import Protocol
 
 from kgroup.broker.request_stats import FSYNC_BUCKETS, Buckets
 from kgroup.storage import FsyncPolicy
+from kgroup.storage.errors import FencedError, LogClosedError
+
+# Errors of one log that lost its owner or was closed: not a failure of the storage.
+NOT_OURS = (FencedError, LogClosedError)
 
 log = logging.getLogger("kgroup.broker.durability")
 
@@ -78,6 +85,11 @@ class Durability:
             for target, waiters in batch.values():
                 try:
                     durable_end = await asyncio.to_thread(self._sync, target)
+                except NOT_OURS as exc:
+                    for _, fut in waiters:
+                        if not fut.done():
+                            fut.set_exception(exc)
+                    continue
                 except BaseException as exc:  # an fsync failure is final (storage contract)
                     log.critical("fsync failed, no further writes can be acknowledged: %s", exc)
                     self.failed = exc
@@ -101,7 +113,10 @@ class Durability:
             await asyncio.sleep(self.policy.interval_ms / 1000)
             dirty, self._dirty = self._dirty, {}
             for target in dirty.values():
-                await asyncio.to_thread(self._sync, target)
+                try:
+                    await asyncio.to_thread(self._sync, target)
+                except NOT_OURS:
+                    pass
 
     def _sync(self, target: SyncableLog) -> int:
         started = time.perf_counter()
@@ -116,9 +131,16 @@ class Durability:
             if task is not None:
                 task.cancel()
         for target, waiters in list(self._waiters.values()):
-            target.sync()
+            try:
+                target.sync()
+                outcome = None
+            except NOT_OURS as exc:
+                outcome = exc
             for _, fut in waiters:
                 if not fut.done():
-                    fut.set_result(None)
+                    fut.set_result(None) if outcome is None else fut.set_exception(outcome)
         for target in self._dirty.values():
-            target.sync()
+            try:
+                target.sync()
+            except NOT_OURS:
+                pass

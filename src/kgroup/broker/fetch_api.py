@@ -35,10 +35,10 @@ import struct
 import uuid
 from typing import Any
 
-from kgroup.broker.data_api import DataContext, DataError, PartitionKey, log
+from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, PartitionKey, log
 from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.storage import StorageError
-from kgroup.storage.errors import OffsetOutOfRangeError, TopicError
+from kgroup.storage.errors import NotOwnedError, OffsetOutOfRangeError, TopicError
 from kgroup.wire import RequestHeader, response_class
 
 INT32_MAX = 2**31 - 1
@@ -139,6 +139,8 @@ def _read(ctx: DataContext, cls: Any, request: Any) -> tuple[Any, int, bool]:
                 continue
             try:
                 plog = ctx.data.partition_log(name, index)
+                if not plog.owned:
+                    raise NotOwnedError(f"{name}-{index} was taken over by another node")
                 start, end = plog.log_start_offset, plog.log_end_offset
                 offset = int(p.fetch_offset)
                 if not start <= offset <= end:
@@ -167,6 +169,9 @@ def _read(ctx: DataContext, cls: Any, request: Any) -> tuple[Any, int, bool]:
                                    preferred_read_replica=-1, records=records))
             except TopicError:
                 parts.append(failure(DataError.UNKNOWN_TOPIC_OR_PARTITION))
+                errors = True
+            except NOT_LEADER:
+                parts.append(failure(DataError.NOT_LEADER_OR_FOLLOWER))
                 errors = True
             except OffsetOutOfRangeError as exc:
                 log.debug("fetch: %s", exc)

@@ -4,6 +4,12 @@ Each handler reads the fields its request version has (`get` for ones older vers
 routes to the shard that owns the group (by Kafka's hash of the group id), awaits the core's
 reply and builds the response for the same version. A GroupError raised by the core becomes
 that API's error response here, at the wire edge, and nowhere else.
+
+In a cluster this node has a shard only for the group-metadata partitions it owns
+(broker/ownership.py): a group of another partition is answered NOT_COORDINATOR (and
+COORDINATOR_LOAD_IN_PROGRESS while this node is taking its partition over), and
+FindCoordinator names the node that owns the group's partition (COORDINATOR_NOT_AVAILABLE
+while it moves). ListGroups lists the groups this node coordinates, as in Kafka.
 """
 
 from __future__ import annotations
@@ -26,24 +32,50 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 NO_AUTHORIZED_OPERATIONS = -(2**31)
 
 
+class _NoHandlers:
+    """Any core handler of a shard that is not here (the call never runs it)."""
+
+    def __getattr__(self, name: str) -> None:
+        return None
+
+
+class _NotHere:
+    """Stands for a shard this node does not serve: every call gets `error`."""
+
+    coordinator = _NoHandlers()
+    loaded = closed = False
+
+    def __init__(self, error: ErrorCode) -> None:
+        self.error = error
+
+    async def call(self, handler: Any, request: Any, *args: Any) -> Any:
+        raise GroupError(self.error)
+
+
+NOT_COORDINATOR = _NotHere(ErrorCode.NOT_COORDINATOR)
+LOADING = _NotHere(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+
 class GroupApi:
-    def __init__(self, shards: list[Shard], shard_for: Callable[[str], int],
-                 advertised: tuple[str, int], node_id: int) -> None:
+    def __init__(self, shards: list[Shard | None], shard_for: Callable[[str], int], cluster: Any) -> None:
         self.shards = shards
         self.shard_for = shard_for
-        self.advertised = advertised
-        self.node_id = node_id
+        self.cluster = cluster
 
-    def shard_of(self, key: str) -> Shard:
-        """The shard that coordinates a group id or a transactional id."""
-        return self.shards[self.shard_for(key)]
+    def shard_of(self, key: str) -> Shard | _NotHere:
+        """The shard that coordinates a group id or a transactional id, or what answers for
+        one this node does not serve (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+        p = self.shard_for(key)
+        shard = self.shards[p]
+        if shard is None:
+            return LOADING if self.cluster.loading(p) else NOT_COORDINATOR
+        return shard
 
     # ---- FindCoordinator ------------------------------------------------------------------
 
     async def find_coordinator(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(FIND_COORDINATOR, header.api_version)
         key_type = get(req, "key_type", 0)
-        host, port = self.advertised
         if header.api_version >= 4:
             keys = req.coordinator_keys
         else:
@@ -54,17 +86,27 @@ class GroupApi:
                 answers.append(dict(key=key, node_id=-1, host="", port=-1,
                                     error_code=ErrorCode.INVALID_REQUEST,
                                     error_message=f"unknown coordinator key type {key_type}"))
-            elif not self.shard_of(key).loaded:
-                answers.append(dict(key=key, node_id=-1, host="", port=-1,
-                                    error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, error_message=None))
             else:
-                answers.append(dict(key=key, node_id=self.node_id, host=host, port=port,
-                                    error_code=ErrorCode.NONE, error_message=None))
+                answers.append(self._coordinator_of(key))
         if header.api_version >= 4:
             entity = item(cls, "coordinators")
             return build(cls, coordinators=tuple(build(entity, **a) for a in answers))
         (a,) = answers
         return build(cls, **{k: v for k, v in a.items() if k != "key"})
+
+    def _coordinator_of(self, group_id: str) -> dict:
+        p = self.shard_for(group_id)
+        shard = self.shards[p]
+        node = self.cluster.leader(p)
+        if (shard is not None and not shard.loaded) or (shard is None and self.cluster.loading(p)):
+            error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        elif node is None:
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        else:
+            host, port = self.cluster.address(node)
+            return dict(key=group_id, node_id=node, host=host, port=port, error_code=ErrorCode.NONE,
+                        error_message=None)
+        return dict(key=group_id, node_id=-1, host="", port=-1, error_code=error, error_message=None)
 
     # ---- JoinGroup ------------------------------------------------------------------------
 
@@ -297,11 +339,18 @@ class GroupApi:
         ListTransactions ask them all)."""
         found: list = []
         error = ErrorCode.NONE
-        for shard in self.shards:
+        for p, shard in enumerate(self.shards):
+            if shard is None:
+                if self.cluster.loading(p):
+                    error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+                continue
             if not shard.loaded:
                 error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
                 continue
-            found.extend(await shard.call(getattr(shard.coordinator, handler), request))
+            try:
+                found.extend(await shard.call(getattr(shard.coordinator, handler), request))
+            except GroupError:
+                continue  # handed over or lost meanwhile: its groups are listed elsewhere
         return found, error
 
     async def delete_groups(self, header: RequestHeader, req: Any) -> Any:
@@ -386,7 +435,8 @@ class ConsumerGroupApi:
                 (d,) = await shard.call(shard.coordinator.consumer_group_describe, (group_id,))
             except GroupError as exc:
                 d = m.DescribedConsumerGroup(group_id, exc.code)
-            names = {topic_id: name for name, (topic_id, _) in shard.coordinator.shard.topics.items()}
+            topics = shard.coordinator.shard.topics if isinstance(shard, Shard) else {}
+            names = {topic_id: name for name, (topic_id, _) in topics.items()}
             groups.append(build(
                 group_cls, error_code=d.error, error_message=None, group_id=d.group_id, group_state=d.state,
                 group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,

@@ -162,7 +162,8 @@ class GroupHistory:
                     info.away = True
             else:
                 gone = t.members.pop(member, None)
-                _release(t, member, gone.partitions if gone is not None else ())
+                # A member of a group whose assignments are opaque bytes has partitions None.
+                _release(t, member, (gone.partitions or ()) if gone is not None else ())
         elif kind == STARTED:
             if t.open is None:
                 t.open = Rebalance(t.group, t.protocol, time_ms, event.get("reason"))

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgroup.broker.data_api import DataContext, DataError, log
+from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, log
 from kgroup.wire.kio_build import build, get, item
 from kgroup.storage import PartitionLog, StorageError
-from kgroup.storage.errors import TopicError
+from kgroup.storage.errors import NotOwnedError, TopicError
 from kgroup.wire import RequestHeader, response_class
 
 LATEST = -1
@@ -81,12 +81,16 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
             offset = timestamp = -1
             try:
                 plog = ctx.data.partition_log(topic.name, index)
+                if not plog.owned:
+                    raise NotOwnedError(f"{topic.name}-{index} was taken over by another node")
                 if read_committed:
                     offset, timestamp = committed_lookup(ctx, (topic.name, index), plog, int(p.timestamp))
                 else:
                     offset, timestamp = lookup(plog, int(p.timestamp))
             except TopicError:
                 code = DataError.UNKNOWN_TOPIC_OR_PARTITION
+            except NOT_LEADER:
+                code = DataError.NOT_LEADER_OR_FOLLOWER
             except StorageError as exc:
                 log.error("list offsets of %s-%d failed in storage: %s", topic.name, index, exc)
                 code = DataError.KAFKA_STORAGE_ERROR

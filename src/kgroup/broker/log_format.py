@@ -3,7 +3,8 @@
 The JSON form has `time` (ISO 8601, UTC, milliseconds), `level`, `logger`, `message` (the
 same text as the human line) and, for group changes and requests, the record's structured
 fields (`record.kgroup`: group, event, member, client_id, generation, duration_ms, ...) as
-top-level keys, so a log shipper can filter on them without parsing the message.
+top-level keys, so a log shipper can filter on them without parsing the message. A node of
+a cluster adds its id: `node N` before the logger name in a text line, `node` in JSON.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 
 class JsonFormatter(logging.Formatter):
+    def __init__(self, node: int | None = None) -> None:
+        super().__init__()
+        self.node = node
+
     def format(self, record: logging.LogRecord) -> str:
         out = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
@@ -25,6 +30,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        if self.node is not None:
+            out["node"] = self.node
         fields = getattr(record, "kgroup", None)
         if isinstance(fields, dict):
             for key, value in fields.items():
@@ -34,10 +41,12 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str, separators=(",", ":"))
 
 
-def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
-    """Log to stderr at `level`, as `fmt` ("text" or "json"); replaces earlier handlers."""
+def configure_logging(level: str = "INFO", fmt: str = "text", node: int | None = None) -> None:
+    """Log to stderr at `level`, as `fmt` ("text" or "json"); replaces earlier handlers.
+    `node`: the id of a cluster node, named on every line."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    text = TEXT_FORMAT if node is None else TEXT_FORMAT.replace("%(name)s", f"node {node} %(name)s")
+    handler.setFormatter(JsonFormatter(node) if fmt == "json" else logging.Formatter(text))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

@@ -1,16 +1,23 @@
-"""Metadata (api 3), v1–v13: one broker that leads every partition.
+"""Metadata (api 3), v1–v13: the brokers clients may use, and who leads each partition.
 
 Version notes: v1 null topics = all, empty list = none; v2 cluster_id; v4
 allow_auto_topic_creation (older versions always allow); v7 leader_epoch; v8–v10 authorized
 operations (left at "not requested"); v10 topic ids (a topic may be asked for by id only);
 v13 top-level error_code.
 
+Leaders: a single broker leads everything. In a cluster the leader of a partition is the
+node that owns it (broker/ownership.py); while it moves (its owner is down, or handing it
+over) the partition is answered with LEADER_NOT_AVAILABLE and leader -1, and clients ask
+again. The brokers listed are the nodes not known to be down; the controller is the lowest
+of them. Leader epochs stay 0: clients then take every leader change as news, and never
+ask for OffsetForLeaderEpoch validation (the shared data dir has no replicas to diverge).
+
 Auto-creation: an unknown, legal topic name is created with `default_partitions` when the
 broker allows it and the request does. Kafka answers LEADER_NOT_AVAILABLE for such a topic
-and lets the client retry; we answer NONE with its partitions at once, since on one broker
-the new partitions are ready before the answer goes out (kafka-python, aiokafka and
-librdkafka all accept that and skip a metadata retry round trip). Internal topics
-(`__kgroup_events`, internal_topics.py) are flagged `is_internal` and never auto-created.
+and lets the client retry; we answer with its partitions and their leaders at once
+(DataPath first waits briefly for the owners to take them), which kafka-python, aiokafka
+and librdkafka all accept. Internal topics (`__kgroup_events`, internal_topics.py) are
+flagged `is_internal` and never auto-created.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from typing import Any
 from kgroup.broker.data_api import DataContext, DataError, log
 from kgroup.broker.internal_topics import is_internal
 from kgroup.wire.kio_build import build, get, item
-from kgroup.storage import StorageError, TopicMeta
+from kgroup.storage import StorageError, TopicExistsError, TopicMeta
 from kgroup.storage.data_dir import check_topic_name
 from kgroup.wire import RequestHeader, response_class
 
@@ -38,20 +45,24 @@ def legal_topic_name(name: str | None) -> bool:
     return True
 
 
-def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, bool]:
-    """The Metadata response, and whether topics were auto-created."""
+def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, list[str]]:
+    """The Metadata response, and the topics it auto-created."""
     cls = response_class(3, header.api_version)
     broker_cls = item(cls, "brokers")
     topic_cls = item(cls, "topics")
     part_cls = item(topic_cls, "partitions")
-    node = ctx.config.node_id
-    host, port = ctx.config.advertised
+    cluster = ctx.cluster
+
+    def partition(meta: TopicMeta, p: int) -> Any:
+        leader = cluster.leader(meta.slots[p]) if p < len(meta.slots) else None
+        if leader is None:
+            return build(part_cls, error_code=DataError.LEADER_NOT_AVAILABLE, partition_index=p,
+                         leader_id=-1, leader_epoch=0, replica_nodes=(), isr_nodes=(), offline_replicas=())
+        return build(part_cls, error_code=DataError.NONE, partition_index=p, leader_id=leader,
+                     leader_epoch=0, replica_nodes=(leader,), isr_nodes=(leader,), offline_replicas=())
 
     def topic_ok(meta: TopicMeta) -> Any:
-        parts = tuple(
-            build(part_cls, error_code=DataError.NONE, partition_index=p, leader_id=node,
-                  leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,), offline_replicas=())
-            for p in range(meta.partitions))
+        parts = tuple(partition(meta, p) for p in range(meta.partitions))
         return build(topic_cls, error_code=DataError.NONE, name=meta.name,
                      topic_id=meta.topic_id, is_internal=is_internal(meta.name), partitions=parts)
 
@@ -59,9 +70,11 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
         return build(topic_cls, error_code=code, name=name, topic_id=topic_id or ZERO_UUID,
                      is_internal=is_internal(name), partitions=())
 
-    # 1. Which topics: null = all, otherwise by name (or by id from v10).
+    # 1. Which topics: null = all, otherwise by name (or by id from v10). Another node of a
+    #    cluster may have changed topics.json since this node last looked.
+    ctx.data.refresh_topics()
     requested = get(request, "topics", None)
-    created = False
+    created: list[str] = []
     topics: list[Any] = []
     if requested is None:
         topics = [topic_ok(m) for _, m in sorted(ctx.data.topics().items())]
@@ -90,16 +103,22 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
             else:
                 try:
                     meta = ctx.data.create_topic(name, ctx.config.default_partitions)
+                except TopicExistsError:
+                    ctx.data.refresh_topics()  # created through another node just now
+                    topics.append(topic_ok(ctx.data.topic(name)))
+                    continue
                 except StorageError as exc:
                     log.error("auto-creating topic %r failed: %s", name, exc)
                     topics.append(topic_error(DataError.KAFKA_STORAGE_ERROR, name))
                     continue
                 log.info("auto-created topic %r with %d partitions", name, meta.partitions)
-                created = True
+                created.append(name)
                 topics.append(topic_ok(meta))
 
-    # 4. One broker, which is also the controller.
-    brokers = (build(broker_cls, node_id=node, host=host, port=port, rack=None),)
+    # 4. The brokers; the lowest id is the controller.
+    nodes = cluster.brokers()
+    brokers = tuple(build(broker_cls, node_id=n, host=h, port=p, rack=None)
+                    for n, (h, p) in sorted(nodes.items()))
     response = build(cls, throttle_time=0, brokers=brokers, cluster_id=ctx.config.cluster_id,
-                     controller_id=node, topics=tuple(topics), error_code=DataError.NONE)
+                     controller_id=min(nodes), topics=tuple(topics), error_code=DataError.NONE)
     return response, created

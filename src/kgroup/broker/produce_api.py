@@ -3,8 +3,12 @@
 Version notes: v3 is the first with record batch v2 only (magic 2) and a transactional id
 (required when a batch is transactional); v5 adds
 log_start_offset; v8 adds record_errors and error_message; v9 is flexible; v10–v12 add
-nothing we fill (current_leader / node_endpoints stay at their defaults, KIP-951 is for
-leader changes, which never happen here).
+nothing we fill (current_leader / node_endpoints stay at their defaults: KIP-951 would
+let a NOT_LEADER_OR_FOLLOWER name the new leader; clients refresh Metadata instead).
+
+In a cluster only the partition's owner appends (NOT_LEADER_OR_FOLLOWER elsewhere); a write
+refused by the ownership fence, or one whose fsync completed after another node took the
+partition over, is answered NOT_LEADER_OR_FOLLOWER, never as a success.
 
 Per partition, in order: the topic must not be internal (`__kgroup_events`:
 INVALID_TOPIC_EXCEPTION, as Kafka answers a client's append to `__consumer_offsets`); the
@@ -34,7 +38,7 @@ import asyncio
 import struct
 from typing import Any
 
-from kgroup.broker.data_api import DataContext, DataError, log
+from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, log
 from kgroup.broker.internal_topics import is_internal
 from kgroup.broker.producer_states import batch_info
 from kgroup.core.transactions.producer_state import ProducerStateError
@@ -87,11 +91,19 @@ def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | Non
     if is_internal(topic):
         raise PartitionFailure(DataError.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
     try:
-        meta = ctx.data.topic(topic)
+        try:
+            meta = ctx.data.topic(topic)
+        except TopicError:
+            if not ctx.data.refresh_topics():   # created through another node just now?
+                raise
+            meta = ctx.data.topic(topic)
         plog = ctx.data.partition_log(topic, partition)
     except TopicError:
         raise PartitionFailure(DataError.UNKNOWN_TOPIC_OR_PARTITION,
                                f"unknown topic partition {topic}-{partition}") from None
+    except NOT_LEADER:
+        raise PartitionFailure(DataError.NOT_LEADER_OR_FOLLOWER,
+                               f"this node does not lead {topic}-{partition}") from None
     # 2. Every batch is well formed, magic 2.
     blob = bytes(records) if records is not None else b""
     try:
@@ -202,35 +214,48 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
             except InvalidBatchError as exc:
                 log.warning("produce to %s-%d: storage refused a batch: %s", t.name, p.index, exc)
                 results[(ti, pi)] = answer(p.index, DataError.CORRUPT_MESSAGE, message=str(exc))
+            except NOT_LEADER as exc:
+                # Another node took the partition over under us (this node was paused).
+                ctx.cluster.fenced()
+                results[(ti, pi)] = answer(p.index, DataError.NOT_LEADER_OR_FOLLOWER, message=str(exc))
             except StorageError as exc:
                 log.error("produce to %s-%d failed in storage: %s", t.name, p.index, exc)
                 results[(ti, pi)] = answer(p.index, DataError.KAFKA_STORAGE_ERROR, message=str(exc))
 
     # 3. Make the appends as durable as acks asks.
     failed: dict[int, str] = {}
+    lost: dict[int, str] = {}   # taken over by another node before the write counted
     logs = {id(plog): plog for _, _, plog, _ in appended}
     if acks == -1:
         outcomes = await asyncio.gather(
             *(ctx.durability.durable(plog, plog.log_end_offset) for plog in logs.values()),
             return_exceptions=True)
         for key, outcome in zip(logs, outcomes):
-            if isinstance(outcome, BaseException):
+            if isinstance(outcome, NOT_LEADER):
+                lost[key] = str(outcome)
+            elif isinstance(outcome, BaseException):
                 log.error("produce: log %s did not become durable: %s", logs[key].directory, outcome)
                 failed[key] = str(outcome)
     else:
         for key, plog in logs.items():
             try:
                 plog.flush()
+            except NOT_LEADER as exc:
+                lost[key] = str(exc)
             except StorageError as exc:
                 log.error("produce: flushing %s failed: %s", plog.directory, exc)
                 failed[key] = str(exc)
+    if lost:
+        ctx.cluster.fenced()
     if acks == 0:
         return None
 
     # 4. Answer in request order.
     for ti, pi, plog, base in appended:
         index = request.topic_data[ti].partition_data[pi].index
-        if id(plog) in failed:
+        if id(plog) in lost:
+            results[(ti, pi)] = answer(index, DataError.NOT_LEADER_OR_FOLLOWER, message=lost[id(plog)])
+        elif id(plog) in failed:
             results[(ti, pi)] = answer(index, DataError.KAFKA_STORAGE_ERROR, message=failed[id(plog)])
         else:
             results[(ti, pi)] = answer(index, DataError.NONE, base_offset=base,

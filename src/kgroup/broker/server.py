@@ -39,12 +39,17 @@ from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
 from kgroup.broker.group_observer import GroupObserver
 from kgroup.broker.group_view import GroupViews
 from kgroup.broker.group_watch import GroupWatch
+from kgroup.broker.internal_topics import GROUP_EVENTS_TOPIC
+from kgroup.broker.liveness import Liveness
 from kgroup.broker.log_format import configure_logging
+from kgroup.broker.node_view import NodeView
+from kgroup.broker.ownership import Ownership, UnitHooks
 from kgroup.broker.request_stats import RequestStats
 from kgroup.broker.shard import Shard, now_ms
 from kgroup.broker.txn_api import TxnApi
 from kgroup.broker.txn_markers import TxnMarkerChannel
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
+from kgroup.storage.data_dir import Membership
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.wire.versions import SUPPORTED_APIS
 from kgroup.wire import (
@@ -67,6 +72,8 @@ PRODUCE = 0
 READ_CHUNK = 256 * 1024
 # Nothing is held back any more: the consumer protocol (68, 69) is served.
 DISABLED_APIS: frozenset[int] = frozenset()
+# SIGTERM: how long a cluster node spends handing its partitions over before it exits.
+HAND_OVER_TIMEOUT_S = 10.0
 
 
 def _member_id(prefix: str) -> str:
@@ -94,50 +101,52 @@ class Broker:
         self._debug_requests = False
         self.faults = Faults(self._topic_id_of)
         self.control: Any = None
+        self.group_watch: GroupWatch | None = None   # the control API's waits, when it is on
 
     # ---- life cycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
         cfg = self.config
         self.durability = Durability(FsyncPolicy.parse(cfg.fsync))
+        nodes = sorted(cfg.nodes)
         self.data = DataDir(
             cfg.data_dir,
             metadata_partitions=cfg.metadata_partitions,
             log_config=LogConfig(segment_bytes=cfg.log_segment_bytes, retention_bytes=cfg.log_retention_bytes,
                                  retention_ms=cfg.log_retention_ms),
+            membership=Membership(tuple(nodes), cfg.node_id, exclusive=not cfg.cluster),
+            bound_topics=frozenset({GROUP_EVENTS_TOPIC}),
         )
         self.durability.start()
-        metadata_log = self.data.metadata_log
-        from kgroup.broker.data_path import DataPath  # noqa: PLC0415 (data path is optional at import)
-        self.data_path = DataPath(cfg, self.data, self.durability)
-        dp = self.data_path
-        self.shards = [
-            Shard(i, metadata_log.partition(i), cfg.group, self.durability, _member_id, cfg.transactions,
-                  dp.id_blocks.next)
-            for i in range(cfg.metadata_partitions)
-        ]
+        # One slot per group-metadata partition: its shard while this node owns it.
+        self.shards: list[Shard | None] = [None] * cfg.metadata_partitions
+        liveness = Liveness(self.data.nodes, nodes, cfg.node_id, cfg.node_timeout_ms)
+        hooks = UnitHooks(opened=self._unit_opened, releasing=self._unit_releasing, lost=self._unit_lost,
+                          topics_changed=self._topics_changed, fatal=self._unit_failed)
+        self.ownership = Ownership(self.data, liveness, nodes, cfg.node_id, hooks,
+                                   poll_ms=max(20, min(200, cfg.node_timeout_ms // 10)))
+        self.cluster_view = NodeView(self.ownership, cfg.nodes)
         # Every group request hashes its group id (a Python loop over the string); remember
         # the answer for the groups in use.
         shard_for = functools.lru_cache(maxsize=1 << 16)(
             lambda g: partition_for_group(g, cfg.metadata_partitions))
-        groups = GroupApi(self.shards, shard_for, cfg.advertised, cfg.node_id)
-        dp.on_topics_changed = self._topics_changed
+        groups = GroupApi(self.shards, shard_for, self.cluster_view)
+        from kgroup.broker.data_path import DataPath  # noqa: PLC0415 (data path is optional at import)
+        self.data_path = DataPath(cfg, self.data, self.durability, self.cluster_view)
+        dp = self.data_path
+        dp.on_topics_changed = self._topics_changed_here
         # Transactions: the coordinator's APIs, the produce path's verification, and the
-        # channel that writes markers for every shard.
+        # channel that writes markers for every shard (each shard is wired as it loads).
         txn = TxnApi(groups, dp.init_producer_id)
         dp.ctx.verify_txn = txn.verify
         self.markers = TxnMarkerChannel(self.data, dp.ctx.producers, self.durability, groups.shard_of)
-        for shard in self.shards:
-            shard.on_markers = self.markers.send
         if cfg.group_events:
-            # Created before the shards load, so the coordinator's first topic image has it.
+            # Created before any shard loads, so the coordinator's first topic image has it.
             ensure_topic(self.data)
         # The events are derived either way: the group log and the console read them; only
-        # writing them to __kgroup_events follows the setting.
+        # writing them to __kgroup_events follows the setting. (Shards get it as they load.)
         self.events = GroupEventStream(self.data, self.durability, dp.watch.ring, write=cfg.group_events,
                                        observer=self.observer)
-        for shard in self.shards:
-            shard.events = self.events
         consumer = ConsumerGroupApi(groups)
         self.handlers = {
             0: dp.produce, 1: dp.fetch, 2: dp.list_offsets, 3: dp.metadata,
@@ -155,11 +164,14 @@ class Broker:
                                                  reuse_address=True)
         host, port = self.server.sockets[0].getsockname()[:2]
         self.bound = (host, port)
-        log.info("listening on %s:%d advertised=%s:%d data_dir=%s fsync=%s", host, port,
-                 *cfg.advertised, cfg.data_dir, cfg.fsync)
+        where = f" node={cfg.node_id} cluster={','.join(map(str, nodes))}" if cfg.cluster else ""
+        log.info("listening on %s:%d advertised=%s:%d data_dir=%s fsync=%s%s", host, port,
+                 *cfg.advertised, cfg.data_dir, cfg.fsync, where)
         if cfg.http_listen_host is not None:
             from kgroup.broker.console.app import Console  # noqa: PLC0415 (prometheus_client only when on)
-            self.console = Console(GroupViews(lambda: [s.coordinator for s in self.shards]), self.observer,
+            # The groups this node coordinates now (in a cluster, its shards come and go).
+            self.console = Console(GroupViews(lambda: [s.coordinator for s in self.shards if s is not None]),
+                                   self.observer,
                                    self.request_stats, self.durability.fsync_seconds, self._end_offset)
             try:
                 http_host, http_port = await self.console.start(cfg.http_listen_host, cfg.http_listen_port)
@@ -174,7 +186,10 @@ class Broker:
         if cfg.control_listen is not None:
             await self._start_control(groups, *cfg.control_listen)
         self._debug_requests = request_log.isEnabledFor(logging.DEBUG)
-        self._background.append(asyncio.create_task(self._load_shards(), name="kgroup-load"))
+        self._started = time.monotonic()
+        self._replayed = 0
+        await self.ownership.start()
+        self._background.append(asyncio.create_task(self._report_loaded(), name="kgroup-loaded"))
         self._background.append(asyncio.create_task(self._retention(), name="kgroup-retention"))
 
     def _end_offset(self, topic: str, partition: int) -> int | None:
@@ -186,9 +201,8 @@ class Broker:
     async def _start_control(self, groups: GroupApi, host: str, port: int) -> None:
         from kgroup.broker.control_api import ControlApi  # noqa: PLC0415 (only with --control-listen)
 
-        watch = GroupWatch()
-        for shard in self.shards:
-            shard.watch = watch
+        # Shards load later (and come and go in a cluster): each gets the watch as it loads.
+        self.group_watch = watch = GroupWatch()
         self.control = ControlApi(self.faults, groups, watch, self.config.node_id, self._status)
         try:
             self.control_bound = await self.control.start(host, port)
@@ -201,7 +215,9 @@ class Broker:
     def _status(self) -> dict[str, Any]:
         """This node as the control API's GET /status shows it."""
         return {"node_id": self.config.node_id, "bootstrap": "%s:%d" % self.config.advertised,
-                "ready": all(shard.loaded for shard in self.shards), "pid": os.getpid()}
+                "ready": self.ownership.first_round_finished
+                and all(shard.loaded for shard in self.shards if shard is not None),
+                "pid": os.getpid()}
 
     def _topic_id_of(self, name: str) -> str | None:
         meta = self.data.topics().get(name) if self.data is not None else None
@@ -214,34 +230,100 @@ class Broker:
         """Consumer groups subscribed to a topic that changed get a new group epoch."""
         image = self._topic_image()
         for shard in self.shards:
-            if shard.loaded:
+            if shard is not None and shard.loaded and not shard.closed:
                 shard.update_topics(image)
 
-    async def _load_shards(self) -> None:
-        started = time.monotonic()
-        total = 0
+    def _topics_changed_here(self) -> None:
+        """A topic was created, grown or deleted through this node: update the groups, and
+        take the new partitions this node should lead right away."""
+        self._topics_changed()
+        self.ownership.tick()
+
+    # ---- units (broker/ownership.py) -------------------------------------------------------
+
+    def _unit_opened(self, slot: int, epoch: int, previous_node: int | None, started: float) -> str:
+        """A unit's logs are open here: a group-metadata partition gets its shard, loaded,
+        and each of its groups a coordinator_loaded event."""
+        if slot >= len(self.shards):
+            return "topic partition"
+        shard = Shard(slot, self.data.metadata_log.partition(slot), self.config.group, self.durability, _member_id,
+                      self.config.transactions, self.data_path.id_blocks.next)
+        shard.events = self.events
+        shard.watch = self.group_watch
+        shard.on_markers = self.markers.send
+        # Markers carry the ownership epoch: a coordinator that lost its partition cannot
+        # write markers in a newer one's name.
+        shard.coordinator_epoch = epoch
+        shard.gate = self.ownership.gate
+        shard.on_fenced = self.ownership.check_fences
+        self.shards[slot] = shard            # answers COORDINATOR_LOAD_IN_PROGRESS until loaded
         image = self._topic_image()
-        for shard in self.shards:
-            shard.coordinator.shard.topics = dict(image)
+        shard.coordinator.shard.topics = dict(image)
+        records = shard.load(self.ownership.keepalive)
+        shard.update_topics(image)
+        self._replayed += records
+        if self.events is not None:
+            self.events.coordinator_loaded(shard, self.config.node_id, previous_node,
+                                           int((time.monotonic() - started) * 1000), now_ms())
+        return f"records={records} groups={len(shard.coordinator.groups) + len(shard.coordinator.consumer_groups)}"
+
+    async def _unit_releasing(self, slot: int, to: int | None) -> None:
+        """Hand-over: let what this unit has in flight finish before its logs close; its
+        groups get a coordinator_unloaded event."""
+        if slot < len(self.shards):
+            shard = self.shards[slot]
+            if shard is not None:
+                await shard.drain()
+                if self.events is not None:
+                    await self.events.coordinator_unloaded(shard, self.config.node_id, to, now_ms())
+                self.shards[slot] = None
+        for (topic, p), plog in self._unit_logs(slot):
             try:
-                total += shard.load()
-                shard.update_topics(image)
-            except Exception:
-                # A shard that cannot load would answer LOAD_IN_PROGRESS forever: stop loudly.
-                log.critical("cannot load group-metadata partition %d; stopping", shard.index, exc_info=True)
-                self.exit_status = 1
-                self.request_stop()
-                return
-            await asyncio.sleep(0)  # let requests in; unloaded shards answer LOAD_IN_PROGRESS
-        groups = sum(len(s.coordinator.groups) for s in self.shards)
-        log.info("coordinator loaded: records=%d groups=%d seconds=%.3f", total, groups,
-                 time.monotonic() - started)
+                await self.durability.durable(plog, plog.log_end_offset)
+            except Exception as exc:
+                log.warning("handing over %s-%d: its last writes did not become durable: %s", topic, p, exc)
+            self.data_path.watch.ring((topic, p))
+
+    def _unit_logs(self, slot: int) -> list:
+        found = []
+        for topic, meta in self.data.topics().items():
+            for p, s in enumerate(meta.slots):
+                if s == slot:
+                    plog = self.data.draining_log(topic, p)
+                    if plog is not None:
+                        found.append(((topic, p), plog))
+        return found
+
+    def _unit_lost(self, slot: int) -> None:
+        """Another node owns the unit now: drop its shard at once."""
+        if slot < len(self.shards):
+            shard = self.shards[slot]
+            self.shards[slot] = None
+            if shard is not None:
+                shard.close()
+        for topic, meta in self.data.topics().items():
+            for p, s in enumerate(meta.slots):
+                if s == slot:
+                    self.data_path.watch.ring((topic, p))
+
+    def _unit_failed(self) -> None:
+        # A partition that cannot load would never be served: stop loudly.
+        self.exit_status = 1
+        self.request_stop()
+
+    async def _report_loaded(self) -> None:
+        await self.ownership.first_round_done()
+        groups = sum(len(s.coordinator.groups) + len(s.coordinator.consumer_groups)
+                     for s in self.shards if s is not None)
+        log.info("coordinator loaded: records=%d groups=%d seconds=%.3f", self._replayed, groups,
+                 time.monotonic() - self._started)
 
     async def _retention(self) -> None:
         interval = self.config.log_retention_check_interval_ms / 1000
         while True:
             await asyncio.sleep(interval)
             try:
+                self.ownership.gate()
                 self.data_path.apply_retention(now_ms())
             except Exception:
                 log.exception("log retention pass failed")
@@ -254,6 +336,10 @@ class Broker:
         await self.stop()
 
     async def stop(self) -> None:
+        if hasattr(self, "ownership"):
+            # Peers take this node's partitions while it still answers (NOT_COORDINATOR).
+            await self.ownership.leave(timeout_s=HAND_OVER_TIMEOUT_S)
+            await self.ownership.stop()
         log.info("stopping: finishing in-flight requests")
         if self.server is not None:
             self.server.close()
@@ -272,7 +358,8 @@ class Broker:
         if hasattr(self, "markers"):
             await self.markers.close()
         for shard in self.shards:
-            shard.close()
+            if shard is not None:
+                shard.close()
         if hasattr(self, "data_path"):
             self.data_path.close()
         if self.durability is not None:
@@ -292,12 +379,16 @@ class Broker:
         splitter = FrameSplitter(self.config.max_request_bytes)
         transport = writer.transport
         handle = self._handle
+        own = self.ownership
         out: list[bytes] = []  # responses not yet handed to the transport, in order
         try:
             while True:
                 chunk = await reader.read(READ_CHUNK)
                 if not chunk:
                     return
+                # Answers computed before this node learnt it lost partitions (it was paused
+                # in between) are not sent: the connection closes and the client rediscovers.
+                losses = own.losses
                 for frame in splitter.feed(chunk):
                     # Most requests (heartbeats, commits with fsync=never, fetches with data)
                     # complete without ever suspending: run the handler's first step here and
@@ -312,12 +403,14 @@ class Broker:
                         response = done.value
                     else:
                         if out:
+                            self._may_answer(losses, out)
                             transport.write(b"".join(out))
                             out.clear()
                         response = await _Resume(coro, yielded)
                     if response is not None:
                         out.append(response)
                 if out:
+                    self._may_answer(losses, out)
                     transport.write(b"".join(out) if len(out) > 1 else out[0])
                     out.clear()
                     if transport.get_write_buffer_size() > (1 << 20):
@@ -326,6 +419,8 @@ class Broker:
             log.warning("closing connection from %s: %s", peer, exc)
         except _CloseConnection as exc:
             log.warning("closing connection from %s: %s", peer, exc)
+        except _OwnershipLost:
+            log.info("closing connection from %s: this node lost partitions while answering it", peer)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
@@ -338,7 +433,17 @@ class Broker:
                 transport.write(b"".join(out))  # answers to the requests before the bad one
             writer.close()
 
+    def _may_answer(self, losses: int, out: list[bytes]) -> None:
+        """Before answers go out: renew first if this node was paused (one clock read when
+        not), and refuse to send them if it lost partitions since they were computed."""
+        own = self.ownership
+        own.gate()
+        if own.losses != losses:
+            out.clear()
+            raise _OwnershipLost()
+
     async def _handle(self, frame: bytes, client_host: str) -> bytes | None:
+        self.ownership.gate()
         try:
             header, request = decode_request(frame, disabled=DISABLED_APIS)
         except UnsupportedVersion as exc:
@@ -449,6 +554,10 @@ class _CloseConnection(Exception):
     """Drop this connection (bad bytes from the client); the broker goes on."""
 
 
+class _OwnershipLost(Exception):
+    """Drop this connection: answers computed for partitions this node lost must not go out."""
+
+
 # ---- entry point --------------------------------------------------------------------------
 
 async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> int:
@@ -480,12 +589,16 @@ def serve_main(args: Any) -> int:
             log_level=getattr(args, "log_level", None),
             log_format=getattr(args, "log_format", None),
             control_listen=getattr(args, "control_listen", None),
+            node_id=getattr(args, "node_id", None),
+            cluster=getattr(args, "cluster", None),
+            node_timeout_ms=getattr(args, "node_timeout_ms", None),
         )
         FsyncPolicy.parse(config.fsync)
     except (ConfigError, ValueError, StorageError) as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)
         return 2
-    configure_logging(config.log.level, config.log.format)
+    # A cluster node says which node it is on every line.
+    configure_logging(config.log.level, config.log.format, config.node_id if config.cluster else None)
     try:
         import uvloop  # type: ignore[import-not-found]
         runner = uvloop.run

@@ -11,6 +11,13 @@ get COORDINATOR_LOAD_IN_PROGRESS. With the group event stream on (`events`), eve
 timer and topic change whose Result names a group it changed is reported to it once its
 records are replayed (event_stream.py). Transaction markers a Result asks for go to
 `on_markers` (broker/txn_markers.py) once the records before them are durable, like replies.
+
+In a cluster (broker/ownership.py) a shard lives as long as this node owns its partition.
+`gate` runs before every call and timer (the self-fencing check after a pause). When the
+partition is handed over, `drain` stops new calls (NOT_COORDINATOR), waits until what was
+appended is durable and answered, and answers parked requests NOT_COORDINATOR; when it is
+lost, `close` does the last part at once. A write refused by the ownership fence fails its
+request with NOT_COORDINATOR and reports the loss (`on_fenced`).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.result import Result
 from kgroup.core.transactions.config import TransactionConfig
+from kgroup.storage.errors import FencedError, LogClosedError
 from kgroup.storage.metadata_log import MetadataPartition
 
 log = logging.getLogger("kgroup.broker.coordinator")
@@ -66,11 +74,19 @@ class Shard:
         self.events: Any = None
         # The control API's waits on groups (broker/group_watch.py), or None when it is off.
         self.watch: Any = None
+        # Cluster hooks: the self-fencing check, and what to do when a write was fenced.
+        self.gate: Callable[[], None] = _nothing
+        self.on_fenced: Callable[[], None] = _nothing
+        self.closed = False
+        self._waiting: set[Reply] = set()         # replies a request is waiting for
+        self._delivering: set[asyncio.Task] = set()
 
     # ---- loading --------------------------------------------------------------------------
 
-    def load(self) -> int:
-        """Replay the snapshot and log tail into the coordinator; returns records replayed."""
+    def load(self, between_chunks: Callable[[], None] | None = None) -> int:
+        """Replay the snapshot and log tail into the coordinator; returns records replayed.
+        `between_chunks` runs after each few MB of log (a cluster node renews its lease
+        there, so a long load does not look like a hung node)."""
         replay = self.partition.load()
         count = 0
         coordinator = self.coordinator
@@ -84,6 +100,8 @@ class Shard:
             deque(map(replay_record, map(decode, payloads)), 0)
             count += len(payloads)
             self._since_snapshot += len(payloads)
+            if between_chunks is not None:
+                between_chunks()
         self.apply(coordinator.load_complete(now_ms()))
         if self.events is not None:
             self.events.loaded(self)
@@ -104,12 +122,24 @@ class Shard:
 
     async def call(self, handler: Callable[..., Result], request: Any, *args: Any) -> Any:
         """Run a core handler and wait for its reply to this request."""
+        self.gate()
+        if self.closed:
+            raise GroupError(ErrorCode.NOT_COORDINATOR)
         if not self.loaded:
             raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        if not self.partition.owned:
+            # Another node took the partition over and this node has not noticed yet: it
+            # answers nothing for it, not even from memory.
+            self.on_fenced()
+            raise GroupError(ErrorCode.NOT_COORDINATOR)
         reply = Reply()
         now = now_ms()
         result = handler(request, reply, now, *args)
-        self.apply(result)
+        try:
+            self.apply(result)
+        except FencedError:
+            self.on_fenced()
+            raise GroupError(ErrorCode.NOT_COORDINATOR) from None
         events = self.events
         if events is not None and result.changes:
             # Only a Result that names a group it changed: a steady heartbeat names none.
@@ -121,7 +151,11 @@ class Shard:
         if reply.state is _FAILED:
             raise reply.value
         reply.future = asyncio.get_running_loop().create_future()
-        return await reply.future
+        self._waiting.add(reply)
+        try:
+            return await reply.future
+        finally:
+            self._waiting.discard(reply)
 
     def apply(self, result: Result) -> None:
         """Persist and replay a Result's records; release its replies once durable."""
@@ -168,9 +202,19 @@ class Shard:
         if self._since_snapshot >= SNAPSHOT_EVERY and self._snapshot_task is None:
             self._snapshot_task = asyncio.get_running_loop().create_task(self._snapshot())
 
+    def _deliver_later(self, end: int, replies) -> None:
+        task = asyncio.get_running_loop().create_task(self._deliver_when_durable(end, replies))
+        self._delivering.add(task)
+        task.add_done_callback(self._delivering.discard)
+
     async def _deliver_when_durable(self, end: int, replies) -> None:
         try:
             await self.durability.durable(self.partition, end)
+        except FencedError:
+            # Another node owns the partition now: the client must find it.
+            _fail(replies, GroupError(ErrorCode.NOT_COORDINATOR))
+            self.on_fenced()
+            return
         except Exception as exc:
             _fail(replies, exc)
             return
@@ -193,6 +237,8 @@ class Shard:
     # ---- timers ---------------------------------------------------------------------------
 
     def _arm_timer(self) -> None:
+        if self.closed:
+            return
         deadline = self.coordinator.next_deadline()
         if deadline == self._timer_deadline:
             return
@@ -208,16 +254,23 @@ class Shard:
     def _fire(self) -> None:
         self._timer = None
         self._timer_deadline = None
+        self.gate()  # after a pause: nothing expires on a partition this node lost
+        if self.closed:
+            return
         now = now_ms()
         events = self.events
-        for _ in range(10_000):  # bounded: never starve the loop
-            due = self.coordinator.expire_next(now)
-            if due is None:
-                break
-            op, result = due
-            self.apply(result)
-            if events is not None and result.changes:
-                events.after(self, result, now)
+        try:
+            for _ in range(10_000):  # bounded: never starve the loop
+                due = self.coordinator.expire_next(now)
+                if due is None:
+                    break
+                op, result = due
+                self.apply(result)
+                if events is not None and result.changes:
+                    events.after(self, result, now)
+        except FencedError:
+            self.on_fenced()
+            return
         self._arm_timer()
 
     # ---- snapshots ------------------------------------------------------------------------
@@ -237,17 +290,46 @@ class Shard:
             count = await asyncio.to_thread(write)
             self._since_snapshot = 0
             log.info("shard %d: snapshot of %d records at offset %d", self.index, count, offset)
+        except (FencedError, LogClosedError):
+            log.info("shard %d: no snapshot: the partition was handed on or lost meanwhile", self.index)
         except Exception:
             log.exception("shard %d: snapshot failed (the log still has everything)", self.index)
         finally:
             self._snapshot_task = None
 
-    def close(self) -> None:
+    async def drain(self) -> None:
+        """Clean hand-over: refuse new calls, let what was appended become durable and its
+        answers go out, then answer the parked requests NOT_COORDINATOR."""
+        self.closed = True
+        self._cancel_timer()
+        try:
+            await self.durability.durable(self.partition, self.partition.log_end_offset)
+        except Exception:
+            pass  # the waiting answers fail on their own; the partition is closed next
+        if self._delivering:
+            await asyncio.gather(*list(self._delivering), return_exceptions=True)
+        self.close()
+
+    def _cancel_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
+            self._timer = None
+            self._timer_deadline = None
+
+    def close(self) -> None:
+        """Stop: no timers, no calls, and every request still waiting for an answer gets
+        NOT_COORDINATOR (its client finds the new coordinator)."""
+        self.closed = True
+        self._cancel_timer()
+        waiting, self._waiting = self._waiting, set()
+        _fail([(reply, None) for reply in waiting], GroupError(ErrorCode.NOT_COORDINATOR))
 
 
 _WAITING, _GIVEN, _FAILED = 0, 1, 2
+
+
+def _nothing() -> None:
+    pass
 
 
 class Reply:

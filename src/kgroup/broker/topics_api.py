@@ -33,7 +33,7 @@ from kgroup.broker.data_api import DataContext, DataError, log
 from kgroup.wire.kio_build import build, get, has, item
 from kgroup.broker.metadata_api import ZERO_UUID, legal_topic_name
 from kgroup.storage import StorageError
-from kgroup.storage.errors import StorageConfigError, TopicError
+from kgroup.storage.errors import StorageConfigError, TopicError, TopicExistsError
 from kgroup.wire import RequestHeader, response_class
 
 CONFIG_SOURCE_DYNAMIC_TOPIC = 1
@@ -103,6 +103,7 @@ def _check_create(ctx: DataContext, topic: Any) -> tuple[int, dict[str, str]]:
 
 def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, bool]:
     """The CreateTopics response, and whether any topic was created."""
+    ctx.data.refresh_topics()  # another node of a cluster may have changed them
     cls = response_class(19, header.api_version)
     result_cls = item(cls, "topics")
     config_cls = item(result_cls, "configs") if has(result_cls, "configs") else None
@@ -122,6 +123,8 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
             if not validate_only:
                 try:
                     meta = ctx.data.create_topic(topic.name, num, configs)
+                except TopicExistsError:
+                    raise TopicFailure(DataError.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.") from None
                 except StorageConfigError as exc:
                     raise TopicFailure(DataError.INVALID_CONFIG, str(exc)) from None
                 except StorageError as exc:
@@ -151,6 +154,7 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
 
 def delete_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, bool]:
     """The DeleteTopics response, and whether any topic was deleted."""
+    ctx.data.refresh_topics()  # another node of a cluster may have changed them
     cls = response_class(20, header.api_version)
     result_cls = item(cls, "responses")
     # 1. v1–v5 name topics in topic_names; v6 in topics (by name or id).
@@ -191,6 +195,7 @@ def delete_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
 
 def create_partitions(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, bool]:
     """The CreatePartitions response, and whether any topic grew."""
+    ctx.data.refresh_topics()  # another node of a cluster may have changed them
     cls = response_class(37, header.api_version)
     result_cls = item(cls, "results")
     node = ctx.config.node_id

@@ -146,6 +146,9 @@ async def _log_end(admin: AdminClient, topics: set[str]) -> dict[tuple[str, int]
 async def groups_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
     desc = await _describe(admin, args.group)
     committed = await admin.list_group_offsets(args.group)
+    # The node that coordinates the group (in a cluster, the owner of its partition).
+    coordinator = await admin.find_coordinator(args.group)
+    where = f"  COORDINATOR {coordinator.node_id} ({coordinator.host}:{coordinator.port})"
     if desc is not None and desc.state == "Dead" and not committed:
         raise CliError(f"group {args.group!r} does not exist",
                        "check the name with `kgroup groups list`")
@@ -154,7 +157,7 @@ async def groups_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
         protocol = f"{desc.protocol_type}/{desc.protocol}" if desc.protocol else (
             desc.protocol_type or "-")
         out.write(f"GROUP {desc.group_id}  STATE {desc.state}  PROTOCOL {protocol}  "
-                  f"MEMBERS {len(desc.members)}\n\n")
+                  f"MEMBERS {len(desc.members)}{where}\n\n")
         # DescribeGroups carries each member's bytes; ConsumerGroupDescribe has none.
         classic = desc.group_type != "consumer"
         rows = [["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "METADATA-BYTES",
@@ -170,7 +173,7 @@ async def groups_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
             _table(rows, out)
             out.write("\n")
     else:
-        out.write(f"GROUP {args.group}\n\n")
+        out.write(f"GROUP {args.group}{where}\n\n")
     keys = set(committed) | set(owners)
     ends = await _log_end(admin, {t for t, _ in keys})
     rows = [["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER"]]

@@ -1,5 +1,5 @@
-"""``kgroup`` command line: ``serve``, ``topics``, ``groups``, ``produce``, ``consume``, ``control``,
-``lab``.
+"""``kgroup`` command line: ``serve``, ``cluster``, ``topics``, ``groups``, ``produce``, ``consume``,
+``control``, ``lab``.
 
 ``main(argv)`` returns the exit status. Every mistake — bad arguments, a broker that cannot
 be reached, an unknown topic or group, a broker error code — prints exactly one line
@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "serve":
             return run_serve(args)
+        if args.command == "cluster":
+            from .cluster import run_cluster
+            return run_cluster(args)
         if args.command == "lab":
             from .lab import run_lab
             return run_lab(args)

@@ -41,6 +41,22 @@ def host_port(text: str) -> str:
     return text
 
 
+def port_number(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r} (use 1-65535)")
+    return int(text)
+
+
+def cluster_list(text: str) -> str:
+    """``ID=HOST:PORT,ID=HOST:PORT,...``."""
+    for part in text.split(","):
+        node, sep, address = part.strip().partition("=")
+        if not sep or not node.isdigit():
+            raise argparse.ArgumentTypeError(f"invalid cluster entry {part!r} (use ID=HOST:PORT)")
+        host_port(address)
+    return text
+
+
 def bootstrap_list(text: str) -> str:
     for part in text.split(","):
         host_port(part.strip())
@@ -95,6 +111,14 @@ def _client_options(defaults: bool) -> argparse.ArgumentParser:
     return p
 
 
+def _broker_storage_options(p: argparse.ArgumentParser, data_dir: str, what: str) -> None:
+    """--data-dir, --config, --fsync of `serve` and `cluster`."""
+    p.add_argument("--data-dir", metavar="DIR", default=data_dir, help=f"{what} (default: {data_dir})")
+    p.add_argument("--config", metavar="FILE", default=None, help="broker config file")
+    p.add_argument("--fsync", metavar="{always,never,interval:MS}", type=fsync_policy,
+                   default=None, help="when to fsync appended data")
+
+
 def build_parser() -> Parser:
     """The full ``kgroup`` parser."""
     root = Parser(
@@ -108,20 +132,17 @@ def build_parser() -> Parser:
     sub.required = True
 
     # serve
-    serve = sub.add_parser("serve", help="run the broker")
+    serve = sub.add_parser("serve", help="run the broker (one node of a cluster with --cluster)")
     serve.add_argument("--listen", metavar="HOST:PORT", type=host_port,
-                       default="127.0.0.1:9092", help="address to listen on "
-                       "(default: 127.0.0.1:9092)")
+                       default=None, help="address to listen on (default: 127.0.0.1:9092, or "
+                       "this node's entry in --cluster)")
     serve.add_argument("--advertised", metavar="HOST:PORT", type=host_port, default=None,
                        help="address given to clients in Metadata (default: --listen)")
-    serve.add_argument("--data-dir", metavar="DIR", default="./kgroup-data",
-                       help="where logs and group state live (default: ./kgroup-data)")
-    serve.add_argument("--config", metavar="FILE", default=None, help="broker config file")
-    serve.add_argument("--fsync", metavar="{always,never,interval:MS}", type=fsync_policy,
-                       default=None, help="when to fsync appended data")
+    _broker_storage_options(serve, "./kgroup-data", "where logs and group state live")
     serve.add_argument("--control-listen", metavar="HOST:PORT", type=host_port, default=None,
                        help="serve the control API (faults on demand, group state and waits, "
-                       "rebalance, expire; for tests) here (default: off)")
+                       "rebalance, expire, node and coordinator controls; for tests) here "
+                       "(default: off)")
     serve.add_argument("--no-group-events", dest="group_events", action="store_const", const=False,
                        default=None, help="do not write group changes to the __kgroup_events topic")
     serve.add_argument("--log-level", default=None, type=str.upper,
@@ -131,6 +152,24 @@ def build_parser() -> Parser:
                        help="log lines for people (text, the default) or one JSON object a line")
     serve.add_argument("--http-listen", metavar="HOST:PORT", type=host_port, default=None,
                        help="serve the web console, /metrics and /api here (default: off)")
+    serve.add_argument("--node-id", type=non_negative_int, default=None,
+                       help="this node's id in --cluster (default: 1)")
+    serve.add_argument("--cluster", metavar="ID=HOST:PORT,...", type=cluster_list, default=None,
+                       help="every node of the cluster, the same list on each node; all share "
+                       "--data-dir (one host, or a shared file system with POSIX locks)")
+    serve.add_argument("--node-timeout-ms", metavar="MS", type=positive_int, default=None,
+                       help="a node that stops renewing its lease this long loses its "
+                       "partitions (default: 6000)")
+
+    # cluster
+    cluster = sub.add_parser(
+        "cluster", help="run a cluster of N nodes on this host, in the foreground",
+        description="Start N `kgroup serve` nodes as child processes sharing one data dir, "
+        "print their addresses, and stop them all on Ctrl-C.")
+    cluster.add_argument("--nodes", type=positive_int, default=3, help="how many nodes (default: 3)")
+    cluster.add_argument("--base-port", type=port_number, default=9092,
+                         help="node i listens on 127.0.0.1:BASE+i (default: 9092)")
+    _broker_storage_options(cluster, "./kgroup-cluster", "the data dir every node shares")
 
     # topics
     topics = sub.add_parser("topics", help="create, list, describe, delete topics")

@@ -31,6 +31,7 @@ from kgroup.broker.group_history import GroupHistory, GroupTimeline, humane
 from kgroup.client.admin import EARLIEST, AdminClient
 from kgroup.client.errors import BrokerError, UnsupportedApi
 from kgroup.error_codes import ErrorCode
+from kgroup.storage.group_hash import partition_for_group
 
 from .commands import _log_end
 from .errors import CliError
@@ -134,42 +135,57 @@ async def fetch_groups(admin: AdminClient, limit: int) -> tuple[list[GroupRow], 
 
 
 class EventFollower:
-    """Follows `__kgroup_events` (if the broker has it) into a GroupHistory."""
+    """Follows `__kgroup_events` (if the broker has it) into a GroupHistory.
+
+    The topic has a partition per group-metadata partition, and a group's events are all in
+    the one of its coordinator: a watched group is followed there; all groups, in every
+    partition (merged by time: each group's events stay in order)."""
 
     def __init__(self, admin: AdminClient, group: str | None) -> None:
         self.admin = admin
+        self.group = group
         self.key = group.encode() if group is not None else None
         self.history = GroupHistory(keep=REBALANCES_SHOWN * 4)
-        self.offset: int | None = None
+        self.offsets: dict[int, int] | None = None
         self.available: bool | None = None        # None: not looked yet
 
     async def poll(self) -> None:
-        if self.offset is None:
-            md = await self.admin.metadata([EVENTS_TOPIC])
+        admin = self.admin
+        if self.offsets is None:
+            md = await admin.metadata([EVENTS_TOPIC])
             info = md.topics.get(EVENTS_TOPIC)
             self.available = info is not None and info.error is ErrorCode.NONE and bool(info.partitions)
             if not self.available:
                 return
-            latest = (await self.admin.list_offsets(EVENTS_TOPIC, [0]))[0]
-            earliest = (await self.admin.list_offsets(EVENTS_TOPIC, [0], EARLIEST))[0]
-            self.offset = max(earliest, latest - BACKLOG)
+            count = len(info.partitions)
+            partitions = ([partition_for_group(self.group, count)] if self.group is not None
+                          else list(range(count)))
+            latest = await admin.list_offsets(EVENTS_TOPIC, partitions)
+            earliest = await admin.list_offsets(EVENTS_TOPIC, partitions, EARLIEST)
+            self.offsets = {p: max(earliest[p], latest[p] - BACKLOG) for p in partitions}
         for _ in range(FETCH_ROUNDS):
-            got = (await self.admin.fetch_many(EVENTS_TOPIC, {0: self.offset}, max_wait_ms=0))[0]
-            if got.error is ErrorCode.OFFSET_OUT_OF_RANGE:
-                self.offset = (await self.admin.list_offsets(EVENTS_TOPIC, [0], EARLIEST))[0]
-                continue
-            if got.error is not ErrorCode.NONE or not got.records:
+            got = await admin.fetch_many(EVENTS_TOPIC, dict(self.offsets), max_wait_ms=0)
+            events = []
+            for p, fetched in got.items():
+                if fetched.error is ErrorCode.OFFSET_OUT_OF_RANGE:
+                    self.offsets[p] = (await admin.list_offsets(EVENTS_TOPIC, [p], EARLIEST))[p]
+                    continue
+                if fetched.error is not ErrorCode.NONE:
+                    continue
+                for r in fetched.records:
+                    self.offsets[p] = r.offset + 1
+                    if self.key is not None and r.key != self.key:
+                        continue
+                    try:
+                        event = json.loads(r.value or b"")
+                    except ValueError:
+                        continue
+                    if isinstance(event, dict):
+                        events.append(event)
+            if not any(fetched.records for fetched in got.values()):
                 return
-            for r in got.records:
-                self.offset = r.offset + 1
-                if self.key is not None and r.key != self.key:
-                    continue
-                try:
-                    event = json.loads(r.value or b"")
-                except ValueError:
-                    continue
-                if isinstance(event, dict):
-                    self.history.apply(event)
+            for event in sorted(events, key=lambda e: int(e.get("time_ms") or 0)):
+                self.history.apply(event)
 
 
 # ---- what is drawn -----------------------------------------------------------------------

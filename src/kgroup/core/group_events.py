@@ -76,6 +76,10 @@ class EventKind(Enum):
     GROUP_STATE = "group_state"
     # A transaction committed offsets of the group (KIP-447): they are visible from now on.
     TXN_OFFSETS_COMMITTED = "txn_offsets_committed"
+    # Its coordinator moved (a cluster node took its group-metadata partition over, or
+    # handed it on): the group itself did not change.
+    COORDINATOR_LOADED = "coordinator_loaded"
+    COORDINATOR_UNLOADED = "coordinator_unloaded"
 
 
 K = EventKind
@@ -138,6 +142,11 @@ class GroupEvent:
     reason: str | None = None
     replaced: str | None = None              # member_joined of a static member's new id
     temporary: bool = False                  # member_left of a static member (epoch -2)
+    # coordinator_loaded / coordinator_unloaded: the node that loaded (or unloaded) the
+    # group, the node it came from (or goes to) if known, and how long the load took.
+    node: int | None = None
+    previous_node: int | None = None
+    load_ms: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The event as the `__kgroup_events` contract lays it out."""
@@ -153,6 +162,10 @@ class GroupEvent:
             out["replaced"] = self.replaced
         if self.temporary:
             out["temporary"] = True
+        for key in ("node", "previous_node", "load_ms"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
         return out
 
     def to_json(self) -> bytes:
@@ -483,6 +496,23 @@ class EventTracker:
         for groups in (shard.groups, shard.consumer_groups):
             for group_id, group in groups.items():
                 self._seen[group_id] = (group, group.version, summarise(group, shard.topics))
+
+    def coordinator_moved(self, shard: ShardState, kind: EventKind, time_ms: int, node: int,
+                          previous_node: int | None = None, load_ms: int | None = None) -> list[GroupEvent]:
+        """One event per group of a shard this node just loaded (after `prime`) or is handing
+        on (`kind` COORDINATOR_LOADED / COORDINATOR_UNLOADED), in group id order."""
+        events = []
+        for groups in (shard.groups, shard.consumer_groups):
+            for group_id in sorted(groups):
+                seen = self._seen.get(group_id)
+                summary = seen[2] if seen is not None else summarise(groups[group_id], shard.topics)
+                events.append(GroupEvent(time_ms, group_id, summary.protocol, kind, summary.generation,
+                                         summary.state, node=node, previous_node=previous_node, load_ms=load_ms))
+        if kind is K.COORDINATOR_UNLOADED:
+            for groups in (shard.groups, shard.consumer_groups):
+                for group_id in groups:
+                    self._seen.pop(group_id, None)
+        return events
 
     def observe(self, shard: ShardState, changes: Iterable[GroupChange], time_ms: int,
                 records: Sequence[Any] = ()) -> list[GroupEvent]:

@@ -87,7 +87,7 @@ ACTION, END, TO_COORD, TO_MEMBER, LOCAL, TICK, COORD_TIMER, COMMIT, BUNDLE, FIND
 _CALLBACKS = frozenset({RunRevoked, RunAssigned, RunLost, SendJoinGroup})
 _STEADY = (ClassicState.STABLE, ConsumerState.STABLE)
 _DISRUPTIVE = ("bounce", "crash", "close", "gc_pause", "cut", "network", "add_partitions",
-               "coordinator_restart", "start")
+               "coordinator_restart", "coordinator_failover", "start")
 LOG_COMPACT_AT = 50_000
 FATAL_EXIT = -2                 # Action.event of a process ending on a fatal group error
 
@@ -118,6 +118,7 @@ class Engine:
         self.topics: dict[str, int] = dict(scenario.topics)
         self.coord = self._new_coordinator()
         self.coord_up = True
+        self.coord_loading = False       # a coordinator_failover's new node, still loading
         self.coord_timer_at: int | None = None
         self.outstanding: dict[tuple, None] = {}
         self.commit_ids = 0
@@ -522,7 +523,10 @@ class Engine:
         index, inc, kind, rid = token
         self.requests += 1
         if not self.coord_up:
-            self._refused(token)
+            if self.coord_loading and kind != "leave":
+                self._reply(token, GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            else:
+                self._refused(token)
             return
         handler = self._handlers[kind]
         if kind == "join" or kind == "sync":
@@ -656,9 +660,14 @@ class Engine:
                 if not proc.is_consumer:
                     lag = self.rng.randrange(max(1, proc.spec.metadata_max_age_ms))
                     self._push(self.now + lag, METADATA, (proc.index, proc.incarnation))
-        elif kind == "coordinator_restart":
+        elif kind == "coordinator_restart" or kind == "coordinator_failover":
             self._coordinator_down()
             self._end_at(a)
+            if kind == "coordinator_failover":
+                self._schedule(replace(a, at_ms=a.until_ms - a.load_ms, kind="coordinator_loading", event=-1))
+        elif kind == "coordinator_loading":
+            # Another node took the partition over: reachable, but still replaying the log.
+            self.coord_loading = True
 
     def _grouped(self, a: Action) -> bool:
         """Actions of a scale event (starts or closes of several members, one window)."""
@@ -689,7 +698,8 @@ class Engine:
             proc = self.processes.get(a.member)
             if proc is not None:
                 proc.delay, proc.jitter = self.sc.network.delay_ms, self.sc.network.jitter_ms
-        elif kind == "coordinator_restart":
+        elif kind == "coordinator_restart" or kind == "coordinator_failover":
+            self.coord_loading = False
             self._coordinator_up()
 
     def _cut(self, proc: Process, on: bool) -> None:

@@ -9,7 +9,9 @@ How members are recognised: a static member by its instance id. A dynamic member
 member id on every restart, so a join is taken as the restart of the member that left or
 expired longest ago within ``restart_window_s`` (a rolling restart looks like that); other
 joins are new processes. Departures map to a clean ``stop`` (member_left) or a ``kill``
-(member_expired, member_fenced: it vanished without leaving). Topics and partition counts
+(member_expired, member_fenced: it vanished without leaving). A coordinator move (a
+``coordinator_loaded`` event of a cluster node taking the group over, or of a restart) becomes
+a ``coordinator_failover`` that loads for the recorded ``load_ms``. Topics and partition counts
 come from the recorded assignments. Everything not in the stream (assignor, timeouts) is the
 caller's choice, through ``overrides``.
 """
@@ -89,6 +91,13 @@ def recording(events: Iterable[dict[str, Any]], group: str, *, overrides: dict[s
             rebalances += 1
         for topic, p in e.get("partitions") or ():
             partitions[str(topic)] = max(partitions.get(str(topic), 0), int(p) + 1)
+        if kind == "coordinator_loaded" and e.get("previous_node") is not None:
+            # The group's coordinator moved (a takeover, a hand-back, a restart): it loaded
+            # for load_ms before this event; how long nobody served it before is not known.
+            load_s = int(e.get("load_ms") or 0) / 1000
+            lifecycle.append({"coordinator_failover": {"at_s": max(0.0, round(at(e) - load_s, 3)),
+                                                       "detect_s": 0.0, "load_s": load_s}})
+            continue
         if e.get("member") is None:
             continue
         if kind == JOINED:

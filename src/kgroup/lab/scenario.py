@@ -35,7 +35,9 @@ cleanly), ``gc_pause`` (the member's process freezes ``duration_s``), ``network`
 member's link gets ``delay_ms``/``jitter_ms`` for ``duration_s``), ``cut`` (the member's
 link drops everything for ``duration_s``), ``add_partitions`` (``topic`` grows ``to``
 partitions), ``coordinator_restart`` (down ``down_s``, then the group-metadata log is
-replayed), ``start`` / ``stop`` / ``kill`` (one member's process starts, closes cleanly, or
+replayed), ``coordinator_failover`` (the coordinator's node dies: unreachable for
+``detect_s`` until another node takes its partition over, which answers
+COORDINATOR_LOAD_IN_PROGRESS for ``load_s`` while it replays the log, then serves), ``start`` / ``stop`` / ``kill`` (one member's process starts, closes cleanly, or
 dies; what a recorded event stream becomes, see ``recorded``) and ``churn``, a generator: from ``from_s`` to ``to_s`` every ``every_s`` one of
 ``kinds`` (bounce, crash, gc_pause, cut) hits a member drawn with the scenario's seed.
 
@@ -102,8 +104,10 @@ class Action:
     """One concrete thing that happens at ``at_ms`` (after ``timeline`` expands events).
 
     ``kind``: start, bounce, crash, restart, close, gc_pause, network, cut,
-    add_partitions, coordinator_restart. ``member`` is a member index (or -1); ``until_ms``
-    ends a timed disruption; ``event`` is the index of the scenario event it came from.
+    add_partitions, coordinator_restart, coordinator_failover. ``member`` is a member index
+    (or -1); ``until_ms`` ends a timed disruption; ``load_ms``: of a coordinator_failover,
+    the last part of it, when the new coordinator is loading; ``event`` is the index of the
+    scenario event it came from.
     """
 
     at_ms: int
@@ -115,6 +119,7 @@ class Action:
     topic: str = ""
     partitions: int = 0
     event: int = -1
+    load_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +157,7 @@ _EVENT_FIELDS: dict[str, dict[str, type]] = {
     "cut": {"at_s": float, "member": int, "duration_s": float},
     "add_partitions": {"at_s": float, "topic": str, "to": int},
     "coordinator_restart": {"at_s": float, "down_s": float},
+    "coordinator_failover": {"at_s": float, "detect_s": float, "load_s": float},
     "churn": {"from_s": float, "to_s": float, "every_s": float, "kinds": list, "down_s": float,
               "pause_s": float, "restart_after_s": float},
     "start": {"at_s": float, "member": int},
@@ -163,6 +169,7 @@ _REQUIRED = {
     "scale": ("at_s", "to"), "gc_pause": ("at_s", "member", "duration_s"),
     "network": ("at_s", "member", "duration_s"), "cut": ("at_s", "member", "duration_s"),
     "add_partitions": ("at_s", "topic", "to"), "coordinator_restart": ("at_s",),
+    "coordinator_failover": ("at_s",),
     "churn": ("every_s",),
     "start": ("at_s", "member"), "stop": ("at_s", "member"), "kill": ("at_s", "member"),
 }
@@ -438,6 +445,12 @@ def timeline(sc: Scenario) -> list[Action]:
             out.append(Action(at, "add_partitions", topic=topic, partitions=to, event=index))
         elif kind == "coordinator_restart":
             out.append(Action(at, "coordinator_restart", until_ms=at + int(ev.get("down_s", 1) * 1000),
+                              event=index))
+        elif kind == "coordinator_failover":
+            detect, load = int(ev.get("detect_s", 0.5) * 1000), int(ev.get("load_s", 0.5) * 1000)
+            if detect < 0 or load < 0:
+                raise ScenarioError(f"{where}: detect_s and load_s must not be negative")
+            out.append(Action(at, "coordinator_failover", until_ms=at + detect + load, load_ms=load,
                               event=index))
         elif kind == "churn":
             out += _churn(ev, index, live, sc, rng)

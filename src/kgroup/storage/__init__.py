@@ -22,6 +22,7 @@ from kgroup.storage.errors import (
     StorageConfigError,
     StorageError,
     TopicError,
+    TopicExistsError,
 )
 from kgroup.storage.group_hash import java_string_hashcode, partition_for_group
 from kgroup.storage.metadata_log import GroupMetadataLog, MetadataPartition, Replay
@@ -32,5 +33,6 @@ __all__ = [
     "CorruptDataError", "DataDir", "DataDirLockedError", "FsyncPolicy",
     "GroupMetadataLog", "InvalidBatchError", "LogClosedError", "LogConfig", "LogFailedError",
     "MetadataPartition", "OffsetOutOfRangeError", "PartitionLog", "RecordLog", "Replay",
-    "StorageConfigError", "StorageError", "TopicError", "TopicMeta", "java_string_hashcode", "partition_for_group",
+    "StorageConfigError", "StorageError", "TopicError", "TopicExistsError", "TopicMeta", "java_string_hashcode",
+    "partition_for_group",
 ]

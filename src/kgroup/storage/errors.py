@@ -43,3 +43,18 @@ class StorageConfigError(StorageError):
 
 class TopicError(StorageError):
     """Misuse of topic metadata: unknown topic, existing topic, bad partition count."""
+
+
+class FencedError(StorageError):
+    """This node no longer owns the unit (log partition) it tried to write: another node
+    took it over, or its topic was deleted. Nothing written after that is ever read back,
+    and the write must not be acknowledged."""
+
+
+class NotOwnedError(StorageError):
+    """The log exists in the data dir but this node does not own it (in a cluster another
+    node leads that partition or coordinates those groups)."""
+
+
+class TopicExistsError(TopicError):
+    """A topic of that name exists already (perhaps just created through another node)."""

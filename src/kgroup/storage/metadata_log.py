@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from kgroup.storage.atomic_files import fsync_directory, write_atomically
-from kgroup.storage.errors import CorruptDataError, StorageConfigError, StorageError
+from kgroup.storage.errors import CorruptDataError, NotOwnedError, StorageConfigError, StorageError
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.storage.record_log import RecordLog
 from kgroup.storage.segments import log
@@ -58,12 +58,17 @@ class MetadataPartition:
     """One group-metadata partition: a `RecordLog` plus its `SnapshotStore`."""
 
     def __init__(self, directory: Path, partition: int, segment_bytes: int = 100 * 1024 * 1024,
-                 snapshots_retained: int = 2) -> None:
+                 snapshots_retained: int = 2, plan=None, fence=None) -> None:
         if snapshots_retained < 1:
             raise StorageConfigError(f"snapshots_retained must be >= 1, got {snapshots_retained}")
         self.partition = partition
-        self.directory = Path(directory)
-        self.log = RecordLog(self.directory, segment_bytes)
+        try:
+            self.log = RecordLog(Path(directory), segment_bytes, plan, fence)
+        finally:
+            if plan is not None:
+                plan.close_snapshots()
+        # Within a cluster: this epoch's directory (epoch_dirs.py).
+        self.directory = self.log.directory
         self.snapshots = SnapshotStore(self.directory)
         self.snapshots_retained = snapshots_retained
         # A snapshot newer than the surviving log (its tail was lost in a machine crash with
@@ -95,6 +100,10 @@ class MetadataPartition:
     @property
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
+
+    @property
+    def owned(self) -> bool:
+        return self.log.owned
 
     @property
     def log_start_offset(self) -> int:
@@ -133,7 +142,11 @@ class MetadataPartition:
                 f"snapshot offset {offset} outside the log [{start}, {end}] in {self.directory}")
         if offset > self.log.durable_end:
             self.log.sync()
+        self.log.check_fence()
         path = self.snapshots.write(offset, payloads)
+        # Only an owner prunes: a node that lost the partition meanwhile leaves the files
+        # (its directory is sealed and no longer read).
+        self.log.check_fence()
         kept = self.snapshots.offsets()
         for old in kept[:-self.snapshots_retained]:
             self.snapshots.delete(old)
@@ -146,10 +159,17 @@ class MetadataPartition:
 
 
 class GroupMetadataLog:
-    """All partitions of the group-metadata log."""
+    """The partitions of the group-metadata log this process has open.
+
+    Outside a cluster (`open_all`) every partition is opened at once, from the partition
+    directory itself. Within a cluster (data_dir.py) a partition is opened when this node
+    comes to own it, in that ownership epoch's directory with its fence, and closed when it
+    stops owning it; asking for a partition that is not open raises `NotOwnedError`.
+    """
 
     def __init__(self, directory: Path, num_partitions: int = DEFAULT_PARTITIONS,
-                 segment_bytes: int = 100 * 1024 * 1024, snapshots_retained: int = 2) -> None:
+                 segment_bytes: int = 100 * 1024 * 1024, snapshots_retained: int = 2,
+                 open_all: bool = True) -> None:
         if num_partitions <= 0:
             raise StorageConfigError(f"num_partitions must be positive, got {num_partitions}")
         self.directory = Path(directory)
@@ -159,15 +179,32 @@ class GroupMetadataLog:
             raise StorageError(f"cannot create {self.directory}: {exc}") from exc
         self._check_partition_count(num_partitions)
         self.num_partitions = num_partitions
-        self.partitions: list[MetadataPartition] = []
-        try:
-            for p in range(num_partitions):
-                self.partitions.append(MetadataPartition(
-                    self.directory / str(p), p, segment_bytes, snapshots_retained))
-            fsync_directory(self.directory)
-        except BaseException:
-            self.close()
-            raise
+        self.segment_bytes = segment_bytes
+        self.snapshots_retained = snapshots_retained
+        self.partitions: dict[int, MetadataPartition] = {}
+        if open_all:
+            try:
+                for p in range(num_partitions):
+                    self.open_partition(p)
+                fsync_directory(self.directory)
+            except BaseException:
+                self.close()
+                raise
+
+    def open_partition(self, p: int, plan=None, fence=None) -> MetadataPartition:
+        """Open partition `p` (from an epoch plan with its fence, within a cluster)."""
+        if p in self.partitions:
+            raise StorageError(f"group-metadata partition {p} in {self.directory} is already open")
+        part = MetadataPartition(self.directory / str(p), p, self.segment_bytes,
+                                 self.snapshots_retained, plan, fence)
+        self.partitions[p] = part
+        return part
+
+    def close_partition(self, p: int) -> None:
+        """Close partition `p` (no fsync: sync it first if it matters)."""
+        part = self.partitions.pop(p, None)
+        if part is not None:
+            part.close()
 
     def _check_partition_count(self, num_partitions: int) -> None:
         meta = self.directory / "partitions.json"
@@ -188,23 +225,29 @@ class GroupMetadataLog:
         return partition_for_group(group_id, self.num_partitions)
 
     def partition(self, p: int) -> MetadataPartition:
-        return self.partitions[p]
+        try:
+            return self.partitions[p]
+        except KeyError:
+            if not 0 <= p < self.num_partitions:
+                raise StorageError(f"no group-metadata partition {p} (there are {self.num_partitions})") from None
+            raise NotOwnedError(f"group-metadata partition {p} is not owned by this node") from None
 
     def for_group(self, group_id: str) -> MetadataPartition:
-        return self.partitions[self.partition_for(group_id)]
+        return self.partition(self.partition_for(group_id))
 
     def dirty_partitions(self) -> list[MetadataPartition]:
         """Partitions with appends not yet fsynced."""
-        return [p for p in self.partitions if p.log_end_offset > p.durable_end]
+        return [p for p in list(self.partitions.values()) if p.log_end_offset > p.durable_end]
 
     def sync(self) -> dict[int, int]:
         """fsync every partition with unsynced appends; returns {partition: durable end}."""
         return {p.partition: p.sync() for p in self.dirty_partitions()}
 
     def flush(self) -> None:
-        for p in self.partitions:
+        for p in self.partitions.values():
             p.flush()
 
     def close(self) -> None:
-        for p in self.partitions:
+        for p in self.partitions.values():
             p.close()
+        self.partitions = {}

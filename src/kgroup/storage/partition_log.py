@@ -51,7 +51,6 @@ from kgroup.storage.segments import (
     FLUSH_THRESHOLD,
     Segment,
     SegmentedLog,
-    list_segment_files,
     log,
 )
 
@@ -63,49 +62,55 @@ _BASE_LENGTH = struct.Struct(">qi")
 class PartitionLog(SegmentedLog):
     """Record batches of one topic partition with broker-assigned offsets."""
 
-    def __init__(self, directory: Path, config: LogConfig | None = None) -> None:
+    def __init__(self, directory: Path, config: LogConfig | None = None, plan=None,
+                 fence=None) -> None:
         self.config = config or LogConfig()
         super().__init__(directory, self.config.segment_bytes)
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot create partition directory {self.directory}: {exc}") from exc
         self._log_start = 0
-        self._recover()
+        self._open(plan, fence, "partition directory")
 
     # -- opening -------------------------------------------------------------------------
 
-    def _recover(self) -> None:
-        files = list_segment_files(self.directory)
-        if not files:
+    def _recover(self, plan=None) -> None:
+        sources = self._open_sources(plan)
+        if not sources and plan is None:
             self._new_active_segment(0)
         previous_end = 0
-        for i, (base, path) in enumerate(files):
-            fd = self._open_segment_fd(path, create=False)
-            seg = Segment(base, path, fd, os.fstat(fd).st_size, base)
+        for i, source in enumerate(sources):
+            seg = self._segment_from(source)
             self._segments.append(seg)
-            if base < previous_end:
+            if seg.base_offset < previous_end:
                 raise CorruptDataError(
-                    f"segment {path} starts at offset {base}, before the previous segment ends ({previous_end})")
-            later = files[i + 1:]
+                    f"segment {seg.path} starts at offset {seg.base_offset}, before the previous "
+                    f"segment ends ({previous_end})")
+            later = sources[i + 1:]
             if not self._scan(seg, last=not later) and later:
-                log.warning("segment %s was cut: removing %d later segment(s) that were never durable",
-                            path, len(later))
-                for _, later_path in later:
-                    later_path.unlink()
-                self._dir_dirty = True
+                log.warning("segment %s was cut: %s %d later segment(s) that were never durable",
+                            seg.path, "removing" if seg.own else "not inheriting", len(later))
+                self._drop_sources(later)
                 break
             previous_end = seg.next_offset
-        self._sync_recovered()
-        self._end_offset = self._durable_end = self._segments[-1].next_offset
+        if plan is None:
+            self._sync_recovered()
+            self._end_offset = self._durable_end = self._segments[-1].next_offset
+            stored = self._stored_log_start(self.directory)
+        else:
+            stored = plan.log_start if not plan.resumed else None
+            self._finish_open(plan, log_start=stored)
+            if plan.resumed:
+                stored = self._stored_log_start(self.directory)
         self._log_start = self._segments[0].base_offset
-        checkpoint = self.directory / LOG_START_FILE
-        if checkpoint.exists():
-            try:
-                stored = int(checkpoint.read_text().strip())
-            except (OSError, ValueError) as exc:
-                raise CorruptDataError(f"cannot read log start offset from {checkpoint}: {exc}") from exc
+        if stored is not None:
             self._log_start = min(max(self._log_start, stored), self._end_offset)
+
+    def _stored_log_start(self, directory: Path) -> int | None:
+        checkpoint = directory / LOG_START_FILE
+        if not checkpoint.exists():
+            return None
+        try:
+            return int(checkpoint.read_text().strip())
+        except (OSError, ValueError) as exc:
+            raise CorruptDataError(f"cannot read log start offset from {checkpoint}: {exc}") from exc
 
     def _scan(self, seg: Segment, last: bool) -> bool:
         """Walk the batches of `seg`: build its index, next offset and max timestamp.
@@ -191,6 +196,8 @@ class PartitionLog(SegmentedLog):
             raise InvalidBatchError(f"partition {self.directory}: {problem}")
         with self._lock:
             self._check_writable()
+            if self.fence is not None:
+                self.check_fence()  # fail fast; the write itself is checked at flush
             seg = self._write_locked(n)
             base = self._end_offset
             buf = self._buffer
@@ -355,6 +362,8 @@ class PartitionLog(SegmentedLog):
             raise OffsetOutOfRangeError(
                 f"partition {self.directory}: cannot delete records before {offset}; log end is {self._end_offset}")
         if offset > self._log_start:
+            self._check_writable()
+            self.check_fence()
             write_atomically(self.directory / LOG_START_FILE, [f"{offset}\n".encode()])
             self._log_start = offset
             with self._lock:

@@ -32,9 +32,7 @@ from kgroup.storage.framing import (
 )
 from kgroup.storage.segments import (
     FLUSH_THRESHOLD,
-    Segment,
     SegmentedLog,
-    list_segment_files,
     log,
 )
 
@@ -42,15 +40,12 @@ from kgroup.storage.segments import (
 class RecordLog(SegmentedLog):
     """A segmented log of opaque, non-empty payloads numbered 0, 1, 2, ..."""
 
-    def __init__(self, directory: Path, segment_bytes: int = 100 * 1024 * 1024) -> None:
+    def __init__(self, directory: Path, segment_bytes: int = 100 * 1024 * 1024, plan=None,
+                 fence=None) -> None:
         super().__init__(directory, segment_bytes)
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot create log directory {self.directory}: {exc}") from exc
-        self._recover()
+        self._open(plan, fence, "log directory")
 
-    def _recover(self) -> None:
+    def _recover(self, plan=None) -> None:
         """Open the segments, CRC-check every frame, cut the first torn or corrupt tail.
 
         The active segment is cut at any bad frame. An older segment is cut only at a torn
@@ -58,21 +53,22 @@ class RecordLog(SegmentedLog):
         `CorruptDataError`. Segment `<base>.log` must hold exactly next_base - base records. A segment that
         is cut or falls short was never fully fsynced (sync fsyncs rolled segments before it
         reports them durable), so the segments after it hold nothing durable either: they
-        are removed, with a warning, and the log continues from the cut.
+        are removed, with a warning, and the log continues from the cut. With an epoch plan
+        an inherited segment is read up to its seal and never cut (see segments.py).
         """
-        files = list_segment_files(self.directory)
-        if not files:
+        sources = self._open_sources(plan)
+        if not sources and plan is None:
             self._new_active_segment(0)
             self._end_offset = self._durable_end = 0
             return
-        for i, (base, path) in enumerate(files):
-            fd = self._open_segment_fd(path, create=False)
-            seg = Segment(base, path, fd, os.fstat(fd).st_size, base)
+        for i, source in enumerate(sources):
+            seg = self._segment_from(source)
+            base, path, fd = seg.base_offset, seg.path, seg.fd
             self._segments.append(seg)
             scan = FrameScan(fd, 0, seg.size)
             for _ in scan:
                 pass
-            later = files[i + 1:]
+            later = sources[i + 1:]
             if scan.problem is not None:
                 if later and not is_crash_artifact(fd, scan):
                     raise CorruptDataError(
@@ -83,21 +79,18 @@ class RecordLog(SegmentedLog):
             seg.verified = seg.size  # every frame up to here passed its CRC check
             if not later:
                 break
-            next_base = later[0][0]
+            next_base = later[0].base
             if seg.next_offset > next_base:
                 raise CorruptDataError(
                     f"segment {path} holds {scan.count} records, more than the "
-                    f"{next_base - base} its successor {later[0][1].name} leaves room for")
+                    f"{next_base - base} its successor {later[0].name} leaves room for")
             if seg.next_offset < next_base:
                 log.warning("segment %s ends at offset %d, short of the next segment's base %d: "
-                            "removing %d later segment(s) that were never durable",
-                            path, seg.next_offset, next_base, len(later))
-                for _, later_path in later:
-                    later_path.unlink()
-                self._dir_dirty = True
+                            "%s %d later segment(s) that were never durable", path, seg.next_offset,
+                            next_base, "removing" if seg.own else "not inheriting", len(later))
+                self._drop_sources(later)
                 break
-        self._sync_recovered()
-        self._end_offset = self._durable_end = self._segments[-1].next_offset
+        self._finish_open(plan, snapshot_limit=self._segments[-1].next_offset if self._segments else 0)
 
     # -- state ---------------------------------------------------------------------------
 
@@ -115,6 +108,8 @@ class RecordLog(SegmentedLog):
             raise StorageError(f"log {self.directory}: empty payloads cannot be appended")
         with self._lock:
             self._check_writable()
+            if self.fence is not None:
+                self.check_fence()  # fail fast; the write itself is checked at flush
             n = HEADER_SIZE + len(payload)
             seg = self._write_locked(n)
             buf = self._buffer

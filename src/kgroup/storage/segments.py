@@ -18,6 +18,15 @@ meanwhile. Every offset below the value `sync` returns is on disk.
 A failed write or fsync puts the log in a failed state: later appends and syncs raise
 `LogFailedError` (after a failed fsync Linux may drop the dirty pages, so retrying proves
 nothing; the broker should stop).
+
+Fencing (cluster ownership, see epoch_table.py and epoch_dirs.py): a log opened for an
+ownership epoch carries a `fence`. It is checked where bytes reach the file: immediately
+before and after each write(2), after each fsync (before `sync` reports anything durable),
+and before a segment file is created or removed. A failed check raises `FencedError` and
+leaves the log fenced: it refuses every later write, and nothing it wrote after the check
+failed is acknowledged (a new owner reads only up to the seal it measured). Segments a log
+opened from an earlier epoch (`own` False) are never written, cut or removed by it, except
+that retention and snapshots may drop their names from this epoch's directory.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgroup.storage.atomic_files import fsync_directory
-from kgroup.storage.errors import LogClosedError, LogFailedError, StorageError
+from kgroup.storage.errors import FencedError, LogClosedError, LogFailedError, StorageError
 
 log = logging.getLogger("kgroup.storage")
 
@@ -76,6 +85,9 @@ class Segment:
     # Bytes [0, verified) were CRC-checked frame by frame when this process opened the log
     # (record logs only); reads need not check them again.
     verified: int = 0
+    # Written by this node's epoch (False: sealed, inherited from an earlier owner: never
+    # written or cut; `size` is its sealed length).
+    own: bool = True
 
 
 class SegmentedLog:
@@ -96,6 +108,11 @@ class SegmentedLog:
         self._durable_end = 0
         self._failed: str | None = None
         self._closed = False
+        # The ownership fence (None: a log outside any cluster, e.g. a tool or a test).
+        self.fence = None
+        self._fenced: str | None = None
+        # Directories a brand-new log fsyncs once, with its first sync (epoch_dirs.py).
+        self._parents_to_sync: list[Path] = []
 
     # -- state ---------------------------------------------------------------------------
 
@@ -123,6 +140,29 @@ class SegmentedLog:
             raise LogClosedError(f"log {self.directory} is closed")
         if self._failed is not None:
             raise LogFailedError(f"log {self.directory} failed earlier and refuses writes: {self._failed}")
+        if self._fenced is not None:
+            raise FencedError(self._fenced)
+
+    def check_fence(self) -> None:
+        """Raise FencedError (and stay fenced) unless this node still owns the log."""
+        fence = self.fence
+        if fence is not None:
+            try:
+                fence.check()
+            except FencedError as exc:
+                self._fenced = f"log {self.directory}: {exc}"
+                raise FencedError(self._fenced) from None
+
+    @property
+    def fenced(self) -> bool:
+        return self._fenced is not None
+
+    @property
+    def owned(self) -> bool:
+        """Whether this node still owns the log (a memory read): what a read checks before
+        it answers, so a node that lost the log never serves it, even before it noticed."""
+        fence = self.fence
+        return self._fenced is None and (fence is None or fence.holds)
 
     # -- opening -------------------------------------------------------------------------
 
@@ -134,8 +174,14 @@ class SegmentedLog:
             raise StorageError(f"cannot open segment {path}: {exc}") from exc
 
     def _cut_file(self, segment: Segment, valid_end: int, reason: str) -> None:
-        """Truncate a segment file at `valid_end` (recovery of a torn or corrupt tail)."""
+        """Truncate a segment file at `valid_end` (recovery of a torn or corrupt tail); a
+        sealed segment of an earlier epoch is only read up to there, never truncated."""
         cut = segment.size - valid_end
+        if not segment.own:
+            log.info("reading %s only up to byte %d (%d bytes after it ignored): %s",
+                     segment.path, valid_end, cut, reason)
+            segment.size = valid_end
+            return
         log.warning("cut %d bytes from the tail of %s: %s", cut, segment.path, reason)
         try:
             os.ftruncate(segment.fd, valid_end)
@@ -143,6 +189,93 @@ class SegmentedLog:
         except OSError as exc:
             raise StorageError(f"cannot truncate {segment.path} to {valid_end} bytes: {exc}") from exc
         segment.size = valid_end
+
+    # -- opening from an epoch plan (epoch_dirs.py) or from the directory itself ----------
+
+    def _open(self, plan, fence, what: str) -> None:
+        """Create the directory if needed and recover the segments (subclass `_recover`)."""
+        self.fence = fence
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create {what} {self.directory}: {exc}") from exc
+        try:
+            self._recover(plan)
+        except BaseException:
+            self._abandon_open(plan)
+            raise
+
+    def _recover(self, plan) -> None:
+        raise NotImplementedError
+
+    def _open_sources(self, plan) -> list:
+        """The segments to open: a plan's (already open, measured), or every segment file
+        in the log directory (this process's own, as outside a cluster)."""
+        from kgroup.storage.epoch_dirs import SourceSegment  # noqa: PLC0415 (cycle)
+
+        if plan is not None:
+            if plan.resumed or plan.new:
+                self.directory = plan.target
+            self._parents_to_sync = plan.parents_to_sync
+            return list(plan.segments)
+        sources = []
+        for base, path in list_segment_files(self.directory):
+            fd = self._open_segment_fd(path, create=False)
+            sources.append(SourceSegment(base, path.name, path, fd, True, os.fstat(fd).st_size))
+        return sources
+
+    @staticmethod
+    def _segment_from(source) -> Segment:
+        return Segment(source.base, source.path, source.fd, source.limit, source.base, own=source.own)
+
+    def _drop_sources(self, dropped: list) -> None:
+        """Segments after a cut were never durable: this epoch's files are removed, an
+        earlier epoch's are simply not inherited."""
+        for source in dropped:
+            os.close(source.fd)
+            if source.own:
+                os.unlink(source.path)
+                self._dir_dirty = True
+
+    def _finish_open(self, plan, snapshot_limit: int | None = None, log_start: int | None = None) -> None:
+        """After recovery: drop an empty inherited tail, fsync what was found, build this
+        epoch's directory (a takeover), and make sure the active segment is this epoch's."""
+        end = self._segments[-1].next_offset if self._segments else 0
+        while self._segments and not self._segments[-1].own and self._segments[-1].size == 0:
+            os.close(self._segments.pop().fd)
+        if plan is not None:
+            # Sources past the kept segments were closed (dropped, or an empty tail); the
+            # kept ones' descriptors now belong to this log.
+            del plan.segments[len(self._segments):]
+        if self._segments:
+            self._sync_recovered()
+        if plan is not None and not (plan.resumed or plan.new):
+            plan.commit([(source, seg.size) for source, seg in zip(plan.segments, self._segments)],
+                        snapshot_limit, log_start)
+            self.directory = plan.target
+            for seg in self._segments:
+                seg.path = plan.target / seg.path.name
+        if plan is not None:
+            plan.segments = []
+        if not self._segments or not self._segments[-1].own:
+            self._new_active_segment(end)
+        self._end_offset = self._durable_end = end
+
+    def _abandon_open(self, plan) -> None:
+        """Opening failed: close every descriptor, the log's and the plan's."""
+        closed = set()
+        for seg in self._segments:
+            closed.add(seg.fd)
+            os.close(seg.fd)
+        self._segments = []
+        if plan is not None:
+            for source in plan.segments:
+                if source.fd not in closed:
+                    try:
+                        os.close(source.fd)
+                    except OSError:
+                        pass
+            plan.segments = []
 
     def _sync_recovered(self) -> None:
         """fsync what recovery found (it may sit only in the page cache after a `kill -9`),
@@ -156,6 +289,7 @@ class SegmentedLog:
         self._dir_dirty = False
 
     def _new_active_segment(self, base_offset: int) -> Segment:
+        self.check_fence()
         path = self.directory / segment_name(base_offset)
         fd = self._open_segment_fd(path, create=True)
         seg = Segment(base_offset=base_offset, path=path, fd=fd, size=0, next_offset=base_offset)
@@ -184,6 +318,7 @@ class SegmentedLog:
         buf = self._buffer
         if not buf:
             return
+        self.check_fence()
         active = self._segments[-1]
         view = memoryview(buf)
         written = 0
@@ -197,6 +332,9 @@ class SegmentedLog:
         finally:
             view.release()
             del buf[:written]
+        # A write that raced a takeover is never acknowledged (the new owner's seal may or
+        # may not hold it; either is consistent, since nobody was told it happened).
+        self.check_fence()
 
     def flush(self) -> None:
         """Hand buffered appends to the kernel (they then survive a crash of this process)."""
@@ -218,19 +356,28 @@ class SegmentedLog:
             fds.append(os.dup(self._segments[-1].fd))
             dir_dirty = self._dir_dirty
             self._dir_dirty = False
+            parents = self._parents_to_sync if dir_dirty else []
         try:
             for fd in fds:
                 os.fsync(fd)
             if dir_dirty:
                 fsync_directory(self.directory)
+                for parent in parents:
+                    fsync_directory(parent)
         except (OSError, StorageError) as exc:
             with self._lock:
+                # A new owner removes the old epoch's directory: not a disk failure.
+                self.check_fence()
                 self._failed = f"fsync in {self.directory} failed: {exc}"
             raise LogFailedError(self._failed) from exc
         finally:
             for fd in fds:
                 os.close(fd)
         with self._lock:
+            if parents:
+                self._parents_to_sync = []
+            # Durable, but reported only if no takeover happened meanwhile.
+            self.check_fence()
             if target > self._durable_end:
                 self._durable_end = target
             return self._durable_end
@@ -238,7 +385,9 @@ class SegmentedLog:
     # -- removing ------------------------------------------------------------------------
 
     def _delete_segment(self, segment: Segment) -> None:
-        """Remove a (non-active) segment file (loop thread)."""
+        """Remove a (non-active) segment file (loop thread). Only this epoch's name for it
+        goes: an earlier epoch's directory is not touched."""
+        self.check_fence()
         try:
             os.close(segment.fd)
             segment.path.unlink(missing_ok=True)
@@ -253,8 +402,10 @@ class SegmentedLog:
             return
         with self._lock:
             try:
-                if self._failed is None:
+                if self._failed is None and self._fenced is None:
                     self._flush_locked()
+            except FencedError:
+                pass  # nothing more may be written; the buffer is dropped
             finally:
                 self._closed = True
                 for seg in self._segments:

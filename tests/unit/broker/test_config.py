@@ -66,3 +66,29 @@ def test_wrong_types_and_ranges_are_refused_with_the_setting_named(tmp_path, tex
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_config(str(path))
+
+
+def test_a_cluster_node_listens_on_its_own_entry_unless_told_otherwise(tmp_path):
+    cfg = load_config(None, node_id=1, cluster="0=127.0.0.1:9092,1=127.0.0.1:9093,2=127.0.0.1:9094")
+    assert (cfg.listen_host, cfg.listen_port) == ("127.0.0.1", 9093)
+    assert cfg.advertised == ("127.0.0.1", 9093)
+    assert cfg.nodes == {0: ("127.0.0.1", 9092), 1: ("127.0.0.1", 9093), 2: ("127.0.0.1", 9094)}
+    wide = load_config(None, node_id=1, cluster="0=h0:9092,1=h1:9093", listen="0.0.0.0:9093")
+    assert wide.listen_host == "0.0.0.0" and wide.advertised == ("h1", 9093)
+    path = tmp_path / "node.toml"
+    path.write_text('node_id = 0\ncluster = ["0=127.0.0.1:7000", "1=127.0.0.1:7001"]\nnode_timeout_ms = 2000\n')
+    toml = load_config(str(path))
+    assert toml.listen_port == 7000 and toml.node_timeout_ms == 2000
+    assert load_config(None).nodes == {1: ("127.0.0.1", 9092)}   # a single broker: itself
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"node_id": 5, "cluster": "0=h:1,1=h:2"}, "node_id 5 is not in the cluster list"),
+    ({"node_id": 0, "cluster": "0=h:1,0=h:2"}, "names node 0 twice"),
+    ({"node_id": 0, "cluster": "0=h"}, "HOST:PORT"),
+    ({"node_id": 0, "cluster": "x=h:1"}, "ID=HOST:PORT"),
+    ({"node_timeout_ms": 10}, "node_timeout_ms must be at least 100"),
+])
+def test_cluster_mistakes_get_a_clear_message(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, **overrides)

@@ -16,8 +16,9 @@ def parse(*argv: str):
 def test_serve_defines_the_broker_options_with_defaults() -> None:
     args = parse("serve")
     assert args.command == "serve"
-    assert args.listen == "127.0.0.1:9092"
+    assert args.listen is None            # 127.0.0.1:9092 (config.py), or the node's --cluster entry
     assert args.advertised is None
+    assert args.node_id is None and args.cluster is None and args.node_timeout_ms is None
     assert args.data_dir == "./kgroup-data"
     assert args.config is None
     assert args.fsync is None
@@ -105,3 +106,20 @@ def test_help_exits_zero(capsys) -> None:
 def test_consume_help_says_the_group_must_have_no_active_members(capsys) -> None:
     assert main(["consume", "--help"]) == 0
     assert "no active members" in " ".join(capsys.readouterr().out.split())
+
+
+def test_serve_takes_a_node_id_and_a_cluster_list() -> None:
+    args = parse("serve", "--node-id", "2", "--cluster", "0=127.0.0.1:9092,1=h:9093,2=h:9094",
+                 "--node-timeout-ms", "3000")
+    assert (args.node_id, args.node_timeout_ms) == (2, 3000)
+    assert args.cluster == "0=127.0.0.1:9092,1=h:9093,2=h:9094"
+    with pytest.raises(UsageError, match="cluster entry"):
+        parse("serve", "--cluster", "0=127.0.0.1:9092,h:9093")
+
+
+def test_cluster_defines_its_options_with_defaults() -> None:
+    args = parse("cluster")
+    assert (args.nodes, args.base_port, args.data_dir) == (3, 9092, "./kgroup-cluster")
+    assert parse("cluster", "--nodes", "5", "--base-port", "19092").base_port == 19092
+    with pytest.raises(UsageError, match="port"):
+        parse("cluster", "--base-port", "0")

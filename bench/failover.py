@@ -1,0 +1,387 @@
+"""Failover of a kgroup cluster: kill -9 of a group's coordinator until every partition is
+consumed again; hand-back after the node returns; load speed with 10,000 groups on it.
+
+    .venv/bin/python bench/failover.py [--quick] [--runs 10] [--members 10,100]
+        [--groups 10000] [--fsync never] [--peer mock]
+
+Set-up per configuration: three `kgroup serve` nodes sharing one data dir (node_timeout_ms
+3000, initial_rebalance_delay_ms 0), a topic of max(12, members) partitions, a producer
+(confluent-kafka, acks=all) writing to every partition all the time, and one classic group
+of N members (kgroup's asyncio Consumer, up to 25 per process) coordinated by node 1, which
+also leads a third of the partitions. `--groups G`: before the runs, G other groups
+coordinated by node 1 commit 100 offsets each (G x 100 commit records on node 1's
+group-metadata partitions), so each takeover loads them.
+
+Per run: kill -9 node 1; takeover = until the last of node 1's partitions is served by
+another node (the "took ... from node 1" log lines); failover = until every partition has
+given its member a record produced after the kill. Then start node 1 again; hand-back = from that command until the
+group's coordinator is node 1 again and every partition has given a record produced after
+the restart (node start-up included). Medians over the runs; rebalance callbacks after the
+first assignment are counted (there should be none). The load speed is the records and
+seconds of the "took group-metadata partition ..." lines the takeovers log.
+
+Peer (`--peer mock`): librdkafka's mock cluster (3 brokers, in process, steered with
+ctypes): the broker coordinating the group goes down and its group and partitions move to
+the others at once, so the time measured is the clients' own rediscovery alone, with no
+server-side takeover: the floor a broker's failover adds to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import peers
+from peers import ROOT, free_port, median, print_table, wait_port
+
+sys.path.insert(0, str(ROOT))
+
+from kgroup.client.admin import AdminClient  # noqa: E402
+from kgroup.storage.group_hash import partition_for_group  # noqa: E402
+
+VICTIM = 1
+NODES = 3
+PER_PROCESS = 25
+TOOK = re.compile(r"took group-metadata partition \d+ .* records=(\d+) groups=\d+ in ([0-9.]+) s")
+
+
+def coordinated_by(node: int, prefix: str, count: int = 1) -> list[str]:
+    """`count` group ids whose group-metadata partition prefers `node` (p mod 3)."""
+    found, i = [], 0
+    while len(found) < count:
+        group = f"{prefix}-{i}"
+        if partition_for_group(group, 50) % NODES == node:
+            found.append(group)
+        i += 1
+    return found
+
+
+class Node:
+    def __init__(self, node_id: int, port: int, cluster: str, data: Path, config: Path) -> None:
+        self.node_id, self.port, self.cluster, self.data, self.config = node_id, port, cluster, data, config
+        self.lines: list[str] = []
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([str(peers.KGROUP), "serve", "--node-id", str(self.node_id), "--cluster",
+                                      self.cluster, "--data-dir", str(self.data), "--config", str(self.config)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True).start()
+
+    def kill9(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Cluster:
+    def __init__(self, fsync: str) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="kgroup-failover-"))
+        config = self.tmp / "node.toml"
+        config.write_text(f'fsync = "{fsync}"\nnode_timeout_ms = 3000\n[group]\ninitial_rebalance_delay_ms = 0\n')
+        ports = [free_port() for _ in range(NODES)]
+        spec = ",".join(f"{i}=127.0.0.1:{p}" for i, p in enumerate(ports))
+        self.nodes = [Node(i, p, spec, self.tmp / "data", config) for i, p in enumerate(ports)]
+        self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
+        for node in self.nodes:
+            node.start()
+        for node in self.nodes:
+            wait_port("127.0.0.1", node.port, proc=node.proc)
+
+    def close(self) -> None:
+        for node in self.nodes:
+            node.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class Producer(threading.Thread):
+    """acks=all to every partition, round robin; remembers when each offset was acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.acked: dict[int, list[tuple[float, int]]] = {p: [] for p in range(partitions)}
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        from confluent_kafka import Producer as Rd
+
+        rd = Rd({"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 5, "log_level": 0,
+                 "enable.idempotence": False})
+
+        def done(err, msg) -> None:
+            if err is None:   # remembered by when it was produced (written in its value)
+                self.acked[msg.partition()].append((struct.unpack_from(">d", msg.value())[0], msg.offset()))
+
+        i = 0
+        pad = b"x" * 92
+        while not self.stopped.is_set():
+            try:
+                rd.produce(self.topic, struct.pack(">d", time.time()) + pad, partition=i % self.partitions,
+                           on_delivery=done)
+            except BufferError:      # partitions without a leader for a moment: wait for room
+                rd.poll(0.1)
+                continue
+            i += 1
+            rd.poll(0)
+            if i % 20 == 0:          # about 2,000 records/s, whatever the partition count
+                time.sleep(0.01)
+        rd.flush(30)
+
+    def ends_at(self, t: float) -> dict[int, int]:
+        """Per partition, the offset after the last acknowledged record produced before `t`
+        (recomputed on every call: an acknowledgement may come in after `t`)."""
+        return {p: max((o + 1 for at, o in list(acks) if at < t), default=0) for p, acks in self.acked.items()}
+
+
+class Members:
+    """N group members over ceil(N / 25) processes; the latest position per partition."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, count: int) -> None:
+        self.positions: dict[int, int] = {}
+        self.count = count
+        self.rebalances: list[float] = []    # times of rebalance callbacks (first assignments too)
+        self.members_seen: set[str] = set()
+        self.procs = []
+        for k in range(0, count, PER_PROCESS):
+            proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "failover_members.py"), bootstrap, group,
+                                     topic, str(min(PER_PROCESS, count - k)), f"m{k}"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    text=True)
+            threading.Thread(target=self._read, args=(proc,), daemon=True).start()
+            self.procs.append(proc)
+
+    def _read(self, proc) -> None:
+        for line in proc.stdout:
+            event = json.loads(line)
+            if "rebalance" in event:
+                self.rebalances.append(event["t"])
+                self.members_seen.add(event["member"])
+            else:
+                self.positions[event["p"]] = max(self.positions.get(event["p"], 0), event["o"])
+
+    def settle(self) -> float:
+        """Wait until every member has had an assignment and 3 s pass without a rebalance
+        callback (a large group takes a few rounds as its members come up); returns the
+        time from which to count rebalances."""
+        while len(self.members_seen) < self.count or self.rebalances[-1] > time.time() - 3:
+            time.sleep(0.5)
+        return time.time()
+
+    def rebalances_since(self, t: float) -> int:
+        return sum(at >= t for at in self.rebalances)
+
+    def past(self, ends: dict[int, int]) -> bool:
+        return all(self.positions.get(p, 0) > end for p, end in ends.items())
+
+    def close(self) -> None:
+        for proc in self.procs:
+            proc.stdin.close()
+        for proc in self.procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _logged_at(line: str) -> float:
+    """The wall-clock time of a broker log line ("2026-11-24 05:04:51,912 INFO ...")."""
+    return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def wait(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.02)
+
+
+async def _admin(bootstrap: str, work) -> object:
+    async with AdminClient(bootstrap) as admin:
+        return await work(admin)
+
+
+def coordinator(bootstrap: str, group: str) -> int:
+    return asyncio.run(_admin(bootstrap, lambda a: a.find_coordinator(group))).node_id
+
+
+def fill_groups(bootstrap: str, groups: int) -> float:
+    """`groups` simple groups on node 1 commit 100 offsets each; returns the seconds taken."""
+    started = time.monotonic()
+    offsets = {("idle", p): 1000 + p for p in range(100)}
+
+    create_topic(bootstrap, "idle", 100)
+
+    async def work(admin):
+        for group in coordinated_by(VICTIM, "idle-group", groups):
+            await admin.alter_group_offsets(group, offsets, require_empty=False)
+
+    asyncio.run(_admin(bootstrap, work))
+    return time.monotonic() - started
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient as RdAdmin, NewTopic
+
+    admin = RdAdmin({"bootstrap.servers": bootstrap})   # kept alive until the answer
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
+
+
+def run_kgroup(members: int, runs: int, groups: int, fsync: str) -> dict[str, object]:
+    cluster = Cluster(fsync)
+    partitions = max(12, members)
+    producer = None
+    group_members = None
+    try:
+        create_topic(cluster.bootstrap, "moving", partitions)
+        if groups:
+            print(f"  {groups:,} groups x 100 commits on node {VICTIM}: {fill_groups(cluster.bootstrap, groups):.1f} s",
+                  flush=True)
+        producer = Producer(cluster.bootstrap, "moving", partitions)
+        producer.start()
+        (group,) = coordinated_by(VICTIM, f"moving-{members}")
+        group_members = Members(cluster.bootstrap, group, "moving", members)
+        begun = time.time() + 1
+        wait(lambda: group_members.past(producer.ends_at(begun)), 120, "the group consuming every partition")
+        failovers, handbacks, takeovers = [], [], []
+        victim = cluster.nodes[VICTIM]
+        settled = group_members.settle()
+        for run in range(runs):
+            time.sleep(1.0)
+            seen = [len(node.lines) for node in cluster.nodes]
+            killed = time.time()
+            victim.kill9()
+            wait(lambda: group_members.past(producer.ends_at(killed)), 120, "every partition consumed after the kill")
+            failovers.append(time.time() - killed)
+            took = [_logged_at(line) for node, n in zip(cluster.nodes, seen) if node is not victim
+                    for line in node.lines[n:] if "took " in line and f"from node {VICTIM} " in line]
+            takeovers.append(max(took) - killed if took else None)
+            restarted = time.time()
+            victim.start()
+            wait(lambda: coordinator(cluster.bootstrap, group) == VICTIM, 120, "the group handed back")
+            back = time.time()
+            wait(lambda: group_members.past(producer.ends_at(back)), 120, "every partition consumed after the hand-back")
+            handbacks.append(time.time() - restarted)
+            print(f"  run {run + 1}: takeover {takeovers[-1] or float('nan'):.2f} s, failover {failovers[-1]:.2f} s, "
+                  f"hand-back {handbacks[-1]:.2f} s", flush=True)
+        loads = [(int(m.group(1)), float(m.group(2))) for node in cluster.nodes for line in node.lines
+                 if (m := TOOK.search(line)) and "from node 1 " in line]
+        records, seconds = sum(r for r, _ in loads), sum(s for _, s in loads)
+        return {"takeover s": median(takeovers), "failover s": median(failovers), "hand-back s": median(handbacks),
+                "records loaded per takeover": records / runs if runs else None,
+                "load records/s": records / seconds if seconds and records else None,
+                "rebalances": group_members.rebalances_since(settled)}
+    finally:
+        if group_members is not None:
+            group_members.close()
+        if producer is not None:
+            producer.stopped.set()
+            producer.join(30)
+        cluster.close()
+
+
+def run_mock(members: int, runs: int) -> dict[str, object]:
+    from tests.integration.rdkafka_mock import MockCluster
+
+    mock = MockCluster(3)
+    partitions = max(12, members)
+    mock.create_topic("moving", partitions)
+    group = f"moving-mock-{members}"
+    producer = Producer(mock.bootstrap, "moving", partitions)
+    producer.start()
+    group_members = None
+    try:
+        coordinator_broker = 2
+        mock.set_coordinator(group, coordinator_broker)
+        for p in range(partitions):
+            mock.set_leader("moving", p, 1 + p % 3)
+        group_members = Members(mock.bootstrap, group, "moving", members)
+        begun = time.time() + 1
+        wait(lambda: group_members.past(producer.ends_at(begun)), 120, "the group consuming every partition")
+        settled = group_members.settle()
+        failovers = []
+        for run in range(runs):
+            time.sleep(1.0)
+            down = coordinator_broker
+            up = 1 + down % 3
+            killed = time.time()
+            mock.broker_down(down)
+            mock.set_coordinator(group, up)
+            for p in range(partitions):
+                if 1 + p % 3 == down:
+                    mock.set_leader("moving", p, up)
+            wait(lambda: group_members.past(producer.ends_at(killed)), 120, "every partition consumed after the move")
+            failovers.append(time.time() - killed)
+            mock.broker_up(down)
+            for p in range(partitions):
+                mock.set_leader("moving", p, 1 + p % 3)
+            coordinator_broker = up
+            back = time.time()
+            wait(lambda: group_members.past(producer.ends_at(back)), 120, "consuming again after the brokers came back")
+            print(f"  mock run {run + 1}: failover {failovers[-1]:.2f} s", flush=True)
+        return {"failover s": median(failovers), "rebalances": group_members.rebalances_since(settled)}
+    finally:
+        if group_members is not None:
+            group_members.close()
+        producer.stopped.set()
+        producer.join(30)
+        mock.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="3 runs, 10 members, no 10,000 groups")
+    p.add_argument("--runs", type=int, default=None, help="runs per configuration (default 10)")
+    p.add_argument("--members", default="10,100", help="group sizes, comma-separated")
+    p.add_argument("--groups", type=int, default=None, help="also: this many groups on the dead node")
+    p.add_argument("--fsync", default="never", help="the nodes' fsync policy")
+    p.add_argument("--peer", choices=["mock"], help="also measure librdkafka's mock cluster")
+    args = p.parse_args()
+    runs = args.runs or (3 if args.quick else 10)
+    sizes = [10] if args.quick else [int(x) for x in args.members.split(",")]
+    groups = args.groups if args.groups is not None else (0 if args.quick else 10_000)
+    rows = []
+    for n in sizes:
+        print(f"one group of {n} members, {runs} runs", flush=True)
+        ours = run_kgroup(n, runs, 0, args.fsync)
+        peer = run_mock(n, runs) if args.peer else {}
+        rows += [(f"{n} members: takeover s (kill -9 -> node 1's partitions all served elsewhere)",
+                  {"ours": ours["takeover s"]}),
+                 (f"{n} members: failover s (kill -9 -> every partition consumed)",
+                  {"ours": ours["failover s"], "mock": peer.get("failover s")}),
+                 (f"{n} members: hand-back s (restart -> back and consumed)", {"ours": ours["hand-back s"]}),
+                 (f"{n} members: rebalance callbacks", {"ours": ours["rebalances"], "mock": peer.get("rebalances")})]
+    if groups:
+        print(f"one group of 10 members with {groups:,} other groups on the dead node, {runs} runs", flush=True)
+        ours = run_kgroup(10, runs, groups, args.fsync)
+        rows += [(f"{groups:,} groups: takeover s", {"ours": ours["takeover s"]}),
+                 (f"{groups:,} groups: failover s", {"ours": ours["failover s"]}),
+                 (f"{groups:,} groups: hand-back s", {"ours": ours["hand-back s"]}),
+                 (f"{groups:,} groups: records loaded per takeover", {"ours": ours["records loaded per takeover"]}),
+                 (f"{groups:,} groups: load records/s", {"ours": ours["load records/s"]})]
+    print_table(f"Failover of a 3-node kgroup cluster (fsync {args.fsync}), medians of {runs} runs",
+                rows, ["ours", "mock"] if args.peer else ["ours"], higher_is_better=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""Ownership in the data dir: the epoch table, ownership records, node liveness files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from kgroup.storage.epoch_table import DELETED, EpochTable
+from kgroup.storage.errors import FencedError, StorageError
+from kgroup.storage.node_registry import NodeLockedError, NodeRegistry
+from kgroup.storage.ownership import OwnershipRecords
+
+SRC = str(Path(__file__).resolve().parents[3] / "src")
+
+
+# -- epoch table ----------------------------------------------------------------------------
+
+def test_the_largest_published_epoch_owns_the_unit(tmp_path: Path) -> None:
+    a = EpochTable(tmp_path / "epochs", 3)
+    b = EpochTable(tmp_path / "epochs", 3)   # another process's mapping of the same file
+    assert a.current(7) == (0, -1)
+    a.publish(7, 0, 1)
+    assert b.current(7) == (1, 0)
+    b.publish(7, 2, 2)
+    assert a.current(7) == (2, 2)
+    # A node that won an older epoch and publishes late does not hide the newer one.
+    a.publish(7, 1, 1)
+    assert b.current(7) == (2, 2)
+
+
+def test_a_fence_fails_once_another_node_publishes_a_newer_epoch(tmp_path: Path) -> None:
+    a = EpochTable(tmp_path / "epochs", 2)
+    b = EpochTable(tmp_path / "epochs", 2)
+    a.publish(3, 0, 5)
+    fence = a.fence(3, 0, 5)
+    fence.check()
+    assert fence.holds
+    b.publish(3, 1, 6)
+    assert not fence.holds
+    with pytest.raises(FencedError, match="epoch 5"):
+        fence.check()
+
+
+def test_a_released_mark_is_cleared_when_the_node_publishes_again(tmp_path: Path) -> None:
+    t = EpochTable(tmp_path / "epochs", 2)
+    t.publish(0, 1, 4)
+    t.release(0, 1, 4)
+    assert t.released(0, 1) == 4
+    t.publish(0, 1, 4)                      # resumed at the same epoch
+    assert t.released(0, 1) == 0
+
+
+def test_deleting_fences_every_owner(tmp_path: Path) -> None:
+    a = EpochTable(tmp_path / "epochs", 2)
+    b = EpochTable(tmp_path / "epochs", 2)
+    a.publish(9, 0, 3)
+    fence = a.fence(9, 0, 3)
+    b.mark_deleted(9, 1)
+    assert a.current(9) == (DELETED, 1)
+    with pytest.raises(FencedError):
+        fence.check()
+
+
+def test_a_grown_table_is_remapped_by_readers(tmp_path: Path) -> None:
+    a = EpochTable(tmp_path / "epochs", 2)
+    b = EpochTable(tmp_path / "epochs", 2)
+    far = a.capacity + 1000
+    a.ensure_capacity(far + 1)
+    a.publish(far, 0, 1)                    # `a` remaps on demand
+    assert b.current(far) == (1, 0)         # and so does `b`
+    fence = b.fence(0, 1, 1)
+    b.publish(0, 1, 1)
+    fence.check()                           # a fence reads the current mapping
+
+
+def test_the_node_count_must_match(tmp_path: Path) -> None:
+    EpochTable(tmp_path / "epochs", 3).close()
+    with pytest.raises(StorageError, match="cluster of 3 nodes, not 2"):
+        EpochTable(tmp_path / "epochs", 2)
+
+
+# -- ownership records ----------------------------------------------------------------------
+
+def test_only_one_node_wins_an_epoch(tmp_path: Path) -> None:
+    a = OwnershipRecords(tmp_path / "owners")
+    b = OwnershipRecords(tmp_path / "owners")
+    assert a.claim(4, 1, node=0)
+    assert not b.claim(4, 1, node=1)
+    assert b.owner(4, 1) == 0
+    assert b.claim(4, 2, node=1)
+    assert a.latest(4) == 2 and a.owner(4, 2) == 1
+
+
+def test_latest_probes_past_a_stale_hint_and_lists_when_the_hint_was_pruned(tmp_path: Path) -> None:
+    r = OwnershipRecords(tmp_path / "owners")
+    for epoch in range(1, 6):
+        assert r.claim(1, epoch, node=epoch % 2)
+    assert r.latest(1, hint=2) == 5
+    r.prune(1, below=4)
+    assert not r.exists(1, 3) and r.exists(1, 4)
+    assert r.latest(1, hint=2) == 5          # record 2 is gone: the directory is listed
+    assert r.latest(2) == 0
+
+
+# -- node liveness files ----------------------------------------------------------------------
+
+def test_a_node_lock_is_exclusive_and_released_on_close(tmp_path: Path) -> None:
+    me = NodeRegistry(tmp_path, [0, 1], 0)
+    me.lock_self()
+    peer = NodeRegistry(tmp_path, [0, 1], 1)
+    assert not peer.lock_free(0)
+    assert peer.lock_free(1)                 # never started
+    with pytest.raises(NodeLockedError, match="node 0 is already running"):
+        NodeRegistry(tmp_path, [0, 1], 0).lock_self(timeout_s=0.05)
+    me.close()
+    assert peer.lock_free(0)
+
+
+def test_lease_and_expulsion_handshake(tmp_path: Path) -> None:
+    node = NodeRegistry(tmp_path, [0, 1], 0)
+    node.lock_self()
+    peer = NodeRegistry(tmp_path, [0, 1], 1)
+    assert peer.lease(0) is None
+    assert node.renew(1_000, incarnation=7)
+    lease = peer.lease(0)
+    assert (lease.time_ms, lease.incarnation) == (1_000, 7)
+    peer.expel(0, 7)
+    assert peer.expelled(0) == 7
+    assert not node.renew(2_000, incarnation=7)   # the renewal reads the mark after writing
+    assert node.renew(2_001, incarnation=8)       # a new incarnation is not expelled
+
+
+CHILD_LOCK = textwrap.dedent("""
+    import sys, time
+    from kgroup.storage.node_registry import NodeRegistry
+    reg = NodeRegistry(sys.argv[1], [0, 1], 0)
+    reg.lock_self()
+    incarnation = 1
+    while True:
+        reg.renew(int(time.time() * 1000), incarnation)
+        print("renewed", flush=True)
+        time.sleep(0.02)
+""")
+
+
+def _start_child(tmp_path: Path) -> subprocess.Popen:
+    child = subprocess.Popen([sys.executable, "-c", CHILD_LOCK, str(tmp_path)], stdout=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": SRC}, text=True)
+    assert child.stdout.readline().strip() == "renewed"
+    return child
+
+
+def test_kill_9_releases_the_node_lock_at_once(tmp_path: Path) -> None:
+    child = _start_child(tmp_path)
+    peer = NodeRegistry(tmp_path, [0, 1], 1)
+    try:
+        assert not peer.lock_free(0)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert peer.lock_free(0)
+
+
+def test_a_stopped_node_keeps_its_lock_but_its_lease_goes_stale(tmp_path: Path) -> None:
+    child = _start_child(tmp_path)
+    peer = NodeRegistry(tmp_path, [0, 1], 1)
+    try:
+        os.kill(child.pid, signal.SIGSTOP)
+        time.sleep(0.05)                       # let a renewal in progress finish
+        before = peer.lease(0).time_ms
+        time.sleep(0.3)
+        assert peer.lease(0).time_ms == before  # no renewal while stopped
+        assert not peer.lock_free(0)            # but the lock is held
+        os.kill(child.pid, signal.SIGCONT)
+        deadline = time.monotonic() + 10
+        while peer.lease(0).time_ms == before:
+            assert time.monotonic() < deadline, "no renewal after SIGCONT"
+            time.sleep(0.01)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
