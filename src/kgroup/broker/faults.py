@@ -169,12 +169,20 @@ class Faults:
         # A topic's id (as a string), for requests that name topics by id only.
         self.topic_id_of = topic_id_of
 
-    def add(self, spec: FaultSpec) -> Fault:
-        fault = Fault(next(self._ids), spec, spec.count)
+    def add(self, spec: FaultSpec, fault_id: str | None = None) -> Fault:
+        """Arm `spec`; `fault_id` names it (a fault armed on several nodes of a cluster has
+        the same id on each), else a new id."""
+        fault_id = fault_id or next(self._ids)
+        if fault_id in self._faults:
+            self.remove(fault_id)
+        fault = Fault(fault_id, spec, spec.count)
         self._faults[fault.id] = fault
         self._by_api.setdefault(spec.api_key, []).append(fault)
         self.armed = True
         return fault
+
+    def new_id(self) -> str:
+        return next(self._ids)
 
     def list(self) -> list[Fault]:
         return list(self._faults.values())

@@ -49,6 +49,7 @@ from kgroup.broker.shard import Shard, now_ms
 from kgroup.broker.txn_api import TxnApi
 from kgroup.broker.txn_markers import TxnMarkerChannel
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
+from kgroup.storage.control_files import publish_control_address, withdraw_control_address
 from kgroup.storage.data_dir import Membership
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.wire.versions import SUPPORTED_APIS
@@ -184,7 +185,7 @@ class Broker:
             self._count_requests = True
             log.info("web console and metrics on http://%s:%d/ (read-only)", http_host, http_port)
         if cfg.control_listen is not None:
-            await self._start_control(groups, *cfg.control_listen)
+            await self._start_control(groups, shard_for, *cfg.control_listen)
         self._debug_requests = request_log.isEnabledFor(logging.DEBUG)
         self._started = time.monotonic()
         self._replayed = 0
@@ -198,18 +199,23 @@ class Broker:
         except Exception:                       # deleted topic or partition: no lag to show
             return None
 
-    async def _start_control(self, groups: GroupApi, host: str, port: int) -> None:
+    async def _start_control(self, groups: GroupApi, shard_for: Any, host: str, port: int) -> None:
         from kgroup.broker.control_api import ControlApi  # noqa: PLC0415 (only with --control-listen)
+        from kgroup.broker.control_cluster import ControlCluster  # noqa: PLC0415
 
         # Shards load later (and come and go in a cluster): each gets the watch as it loads.
         self.group_watch = watch = GroupWatch()
-        self.control = ControlApi(self.faults, groups, watch, self.config.node_id, self._status)
+        cluster = ControlCluster(self.ownership, self.data, shard_for, self.config.nodes)
+        self.control = ControlApi(self.faults, groups, watch, self.config.node_id, self._status, cluster)
         try:
             self.control_bound = await self.control.start(host, port)
         except OSError as exc:
             self.server.close()
             raise ListenError(f"cannot listen on {host}:{port} for the control API: {exc.strerror}"
                               " — pick another --control-listen address.") from None
+        if self.config.cluster:
+            # Where the other nodes forward what lives here (control_cluster.py).
+            publish_control_address(self.data.path, self.config.node_id, "%s:%d" % self.control_bound)
         log.info("control API listening on %s:%d", *self.control_bound)
 
     def _status(self) -> dict[str, Any]:
@@ -346,6 +352,8 @@ class Broker:
         if self.console is not None:
             await self.console.close()
         if self.control is not None:
+            if self.config.cluster:
+                withdraw_control_address(self.data.path, self.config.node_id)
             await self.control.close()
         for task in self._background:
             task.cancel()

@@ -82,4 +82,13 @@ _COMMANDS = {
         client.wait_for_group(args.group, args.state, args.members, args.timeout_ms), out),
     "rebalance": lambda args, client, out: _print(client.rebalance(args.group), out),
     "expire": lambda args, client, out: _print(client.expire_member(args.group, args.member), out),
+    "move-coordinator": lambda args, client, out: _print(client.move_coordinator(args.group, args.node), out),
+    "nodes": lambda args, client, out: _print(client.nodes(), out),
+    "node": lambda args, client, out: _print(_node(args, client), out),
 }
+
+
+def _node(args: Any, client: ControlClient) -> Any:
+    if args.node_action == "pause":
+        return client.pause_node(args.node, args.ms)
+    return getattr(client, f"{args.node_action}_node")(args.node)

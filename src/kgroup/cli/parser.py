@@ -170,6 +170,10 @@ def build_parser() -> Parser:
     cluster.add_argument("--base-port", type=port_number, default=9092,
                          help="node i listens on 127.0.0.1:BASE+i (default: 9092)")
     _broker_storage_options(cluster, "./kgroup-cluster", "the data dir every node shares")
+    cluster.add_argument("--control-base-port", type=port_number, default=None,
+                         help="node i also serves the control API on 127.0.0.1:PORT+i, and node "
+                         "controls (kill, stop, start, pause) sent to any of them are carried out "
+                         "by this process (default: off)")
 
     # topics
     topics = sub.add_parser("topics", help="create, list, describe, delete topics")
@@ -329,7 +333,8 @@ def _control_parser(sub: argparse._SubParsersAction) -> None:
 
     where = control_option(False)
     control = sub.add_parser("control", parents=[control_option(True)],
-                             help="faults on demand, group waits, rebalance, expire (for tests)",
+                             help="faults on demand, group waits, rebalance, expire, coordinator "
+                             "moves and node controls (for tests)",
                              description="Drive the control API of a broker started with "
                              "`kgroup serve --control-listen HOST:PORT`.")
     csub = control.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
@@ -369,3 +374,20 @@ def _control_parser(sub: argparse._SubParsersAction) -> None:
     c = csub.add_parser("expire", parents=[where], help="expire a member as if its session timed out")
     c.add_argument("group", metavar="GROUP")
     c.add_argument("member", metavar="MEMBER", help="member id or group.instance.id")
+    c = csub.add_parser("move-coordinator", parents=[where], help="move a group's coordinator to a node "
+                        "of the cluster by a clean hand-over; prints the group as JSON")
+    c.add_argument("group", metavar="GROUP")
+    c.add_argument("--node", type=non_negative_int, required=True, help="the node to move it to")
+    c = csub.add_parser("nodes", parents=[where], help="print the cluster's nodes and their status as JSON")
+    node = csub.add_parser("node", help="kill, stop, start or pause a node of the cluster (needs the "
+                           "cluster to run under `kgroup cluster` or kgroup.testing.Cluster)")
+    nsub = node.add_subparsers(dest="node_action", metavar="ACTION", parser_class=Parser)
+    nsub.required = True
+    for name, text in (("kill", "SIGKILL the node, as a crash"),
+                       ("stop", "stop the node gracefully (it hands its partitions over)"),
+                       ("start", "start a stopped or killed node again"),
+                       ("pause", "stop the node answering for --ms milliseconds, as a GC pause")):
+        c = nsub.add_parser(name, parents=[where], help=text)
+        c.add_argument("node", metavar="NODE", type=non_negative_int, help="the node's id")
+        if name == "pause":
+            c.add_argument("--ms", type=positive_int, required=True, help="how long, in milliseconds")

@@ -18,6 +18,9 @@ from urllib.parse import quote, urlencode
 
 # How much longer than a wait's own timeout the HTTP request may take to come back.
 WAIT_MARGIN_S = 10.0
+# A coordinator move and a node control (a start waits until the node serves) may take a while.
+MOVE_TIMEOUT_S = 45.0
+NODE_TIMEOUT_S = 90.0
 
 
 class ControlError(Exception):
@@ -103,6 +106,34 @@ class ControlClient:
         """Expire a member (by member id or instance id) as its session timeout would; returns
         the group, with `expired` naming the member id."""
         return self.request("POST", f"{_group_path(group_id)}/members/{quote(member, safe='')}/expire")
+
+    # ---- a cluster ------------------------------------------------------------------------
+
+    def move_coordinator(self, group_id: str, node: int) -> dict[str, Any]:
+        """Move the group's coordinator (its metadata partition) to `node` by a clean
+        hand-over; returns the group as the new coordinator has it (Dead if it has no state)."""
+        return self.request("POST", f"{_group_path(group_id)}/coordinator", {"node": node},
+                            timeout=MOVE_TIMEOUT_S)
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """Every node of the cluster: id, bootstrap, status, control address."""
+        return self.request("GET", "/nodes")["nodes"]
+
+    def kill_node(self, node: int) -> dict[str, Any]:
+        """SIGKILL node `node` (through the process that started the nodes)."""
+        return self.request("POST", f"/nodes/{int(node)}/kill", timeout=NODE_TIMEOUT_S)
+
+    def stop_node(self, node: int) -> dict[str, Any]:
+        """SIGTERM node `node`: it hands its partitions over and exits."""
+        return self.request("POST", f"/nodes/{int(node)}/stop", timeout=NODE_TIMEOUT_S)
+
+    def start_node(self, node: int) -> dict[str, Any]:
+        """Start a stopped or killed node again; returns once it serves."""
+        return self.request("POST", f"/nodes/{int(node)}/start", timeout=NODE_TIMEOUT_S)
+
+    def pause_node(self, node: int, ms: int) -> dict[str, Any]:
+        """Stop node `node` answering for `ms` (SIGSTOP, then SIGCONT); returns at once."""
+        return self.request("POST", f"/nodes/{int(node)}/pause?ms={int(ms)}", timeout=NODE_TIMEOUT_S)
 
     # ---- this node ------------------------------------------------------------------------
 

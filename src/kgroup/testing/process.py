@@ -50,16 +50,18 @@ class ServeProcess:
     """A `kgroup serve` with a data dir, a config file and a log file of its own."""
 
     def __init__(self, data_dir: Path, config_path: Path, log_path: Path, host: str = "127.0.0.1",
-                 extra_args: tuple[str, ...] = ()) -> None:
+                 extra_args: tuple[str, ...] = (), ports: tuple[int, int] | None = None) -> None:
+        """`ports`: the Kafka and control ports to use (a cluster's node, whose address is in
+        every node's --cluster list); without them free ones are picked at the first start."""
         self.data_dir = data_dir
+        self.fixed_ports = ports is not None
         self.config_path = config_path
         self.log_path = log_path
         self.host = host
         self.extra_args = extra_args
-        self.port = 0
-        self.control_port = 0
+        self.port, self.control_port = ports or (0, 0)
         self.proc: subprocess.Popen | None = None
-        self.control: ControlClient | None = None
+        self.control: ControlClient | None = ControlClient(self.control_address) if ports else None
         self.paused_until = 0.0
 
     @property
@@ -72,15 +74,16 @@ class ServeProcess:
 
     def start(self, timeout: float = 30.0) -> None:
         """Start on free ports (the same ones again after a stop) and wait until it serves."""
-        for attempt in range(PORT_RETRIES):
+        for attempt in range(1 if self.fixed_ports else PORT_RETRIES):
             if not self.port or attempt:
                 self.port, self.control_port = free_port(self.host), free_port(self.host)
                 self.control = ControlClient(self.control_address)
-            if self._start_once(timeout):
+            if self.wait_ready(self.launch(), timeout):
                 return
-        raise RuntimeError(f"kgroup serve could not bind free ports {PORT_RETRIES} times:\n{self.log_tail()}")
+        raise RuntimeError(f"kgroup serve could not bind its ports:\n{self.log_tail()}")
 
-    def _start_once(self, timeout: float) -> bool:
+    def launch(self) -> int:
+        """Start the process; returns where its log starts (for `wait_ready`)."""
         mark = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
@@ -89,6 +92,10 @@ class ServeProcess:
                  "--config", str(self.config_path), *self.extra_args],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )
+        return mark
+
+    def wait_ready(self, mark: int, timeout: float) -> bool:
+        """Wait until it serves: True; False if it could not bind its ports."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -133,13 +140,15 @@ class ServeProcess:
         """SIGSTOP now, SIGCONT after `ms` (as a long GC pause would); returns at once."""
         if not self.alive():
             raise RuntimeError("the broker is not running")
-        pid = self.proc.pid
-        os.kill(pid, signal.SIGSTOP)
+        pause_process(self.proc.pid, ms)
         self.paused_until = time.monotonic() + ms / 1000
-        # A detached helper resumes it even if this process is busy or gone by then.
-        subprocess.Popen([sys.executable, "-c", _RESUME, str(pid), str(ms / 1000)],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
+
+    def paused(self) -> bool:
+        return self.alive() and time.monotonic() < self.paused_until
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
 
     def resume(self) -> None:
         if self.alive() and self.paused_until:
@@ -160,6 +169,15 @@ class ServeProcess:
         with open(self.log_path, "rb") as f:
             f.seek(offset)
             return f.read().decode(errors="replace")
+
+
+def pause_process(pid: int, ms: int) -> None:
+    """SIGSTOP `pid` now and SIGCONT it after `ms`: a detached helper resumes it even if
+    this process is busy or gone by then."""
+    os.kill(pid, signal.SIGSTOP)
+    subprocess.Popen([sys.executable, "-c", _RESUME, str(pid), str(ms / 1000)],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True)
 
 
 _RESUME = ("import os, signal, sys, time\n"

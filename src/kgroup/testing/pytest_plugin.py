@@ -76,3 +76,42 @@ def kgroup_broker_session(_kgroup_shared_broker: Any) -> Iterator[Any]:
     _print_logs(_kgroup_shared_broker)
     if _kgroup_shared_broker.process.alive():
         _kgroup_shared_broker.clear_faults()
+
+
+@pytest.fixture
+def kgroup_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh cluster for this test (`kgroup.testing.Cluster`, 3 nodes unless the `kgroup`
+    marker says `nodes=N`), stopped and removed after it."""
+    from kgroup.testing import Cluster
+
+    cluster = Cluster(**_marker_options(request)).start()
+    try:
+        yield cluster
+    finally:
+        _print_logs(cluster)
+        cluster.close()
+
+
+@pytest.fixture(scope="session")
+def _kgroup_shared_cluster() -> Iterator[Any]:
+    from kgroup.testing import Cluster
+
+    cluster = Cluster().start()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def kgroup_cluster_session(_kgroup_shared_cluster: Any) -> Iterator[Any]:
+    """One 3-node cluster for the whole test session. After each test its faults are
+    cleared and every node that test killed, stopped or paused is running again; moved
+    coordinators stay where they were moved."""
+    yield _kgroup_shared_cluster
+    _print_logs(_kgroup_shared_cluster)
+    for i, node in enumerate(_kgroup_shared_cluster.nodes):
+        node.resume()
+        if not node.alive():
+            _kgroup_shared_cluster.start_node(i)
+    _kgroup_shared_cluster.clear_faults()
