@@ -169,10 +169,9 @@ def test_a_paused_coordinator_loses_its_groups_during_the_pause_and_nothing_is_r
     try:
         paused = control.pause_node(victim, 8000)   # node_timeout_ms is 3000 in a test cluster
         assert paused["paused"] is True
-        started = time.monotonic()
         wait_for(lambda: cluster.coordinator_of(group) not in (None, victim), timeout=15,
                  what="the group moves during the pause")
-        assert time.monotonic() - started < 8
+        assert cluster.supervisor.describe(victim)["paused"]   # it moved while the node was stopped
         consumes_more(cluster, consumer, topic)
         assert control.group(group)["generation"] == before["generation"]
         # Resumed, it answers for nothing it lost; its units come back by hand-over.

@@ -301,11 +301,9 @@ class ControlApi:
                 if is_wait and not first:  # what is left of the wait after a move
                     left_ms = max(0, int((deadline - time.monotonic()) * 1000))
                     target = _target(request, {**request.query, "timeout_ms": str(left_ms)})
-                try:
-                    answer = await self._on_node(owner, request.method, target, request.body,
-                                                 max(1.0, deadline - time.monotonic()) + PEER_TIMEOUT_S)
-                except Unreachable:
-                    answer = None
+                answer = await self._while_owner(group_id, owner, self._on_node(
+                    owner, request.method, target, request.body,
+                    max(1.0, deadline - time.monotonic()) + PEER_TIMEOUT_S))
                 first = False
                 if answer is not None and answer.status != 503:
                     return answer
@@ -317,6 +315,23 @@ class ControlApi:
                                                "error": f"group {group_id} had no coordinator within the wait"})
                 return error(503, f"group {group_id} has no coordinator now (its node is down or it is moving)")
             await asyncio.sleep(ROUTE_RETRY_S)
+
+    async def _while_owner(self, group_id: str, owner: int, call: Any) -> Response | None:
+        """The answer of `call` to node `owner`; None if that node does not answer, or
+        stops coordinating the group before it does (a paused node answers nothing until
+        it resumes, long after another node took its groups over)."""
+        task = asyncio.ensure_future(call)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=ROUTE_RETRY_S)
+                if done:
+                    return task.result()
+                if self.cluster.group_owner(group_id) not in (owner, None):
+                    return None
+        except Unreachable:
+            return None
+        finally:
+            task.cancel()
 
     async def _move(self, request: Request, group_id: str) -> Response:
         try:
