@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from confluent_kafka import Producer
 
 from orders_app import OrdersApp
@@ -61,5 +62,29 @@ def test_a_coordinator_that_goes_away_costs_no_order(kgroup_broker):
         eventually(lambda: len(app.orders) == 100 and not kgroup_broker.faults())
         after = kgroup_broker.wait_for_group("orders-app", state="Stable", members=1)
         assert after["generation"] == before["generation"]
+    finally:
+        app.stop()
+
+
+@pytest.mark.kgroup(nodes=3)
+def test_a_real_coordinator_move_and_a_dead_node_cost_no_order(kgroup_cluster):
+    kgroup_cluster.create_topic("orders", 3)
+    app = OrdersApp(kgroup_cluster.bootstrap)
+    app.start()
+    try:
+        before = kgroup_cluster.wait_for_group("orders-app", state="Stable", members=1)
+        produce(kgroup_cluster.bootstrap, 0, 50)
+        eventually(lambda: len(app.orders) == 50)
+        # A clean hand-over of the group's coordinator to another node: no rebalance.
+        target = (before["coordinator"] + 1) % 3
+        assert kgroup_cluster.move_coordinator("orders-app", target)["coordinator"] == target
+        produce(kgroup_cluster.bootstrap, 50, 50)
+        eventually(lambda: len(app.orders) == 100)
+        # Now the coordinator dies (kill -9): another node loads the group, the app finds it.
+        kgroup_cluster.kill_node(target)
+        produce(kgroup_cluster.bootstrap, 100, 50)
+        eventually(lambda: len(app.orders) == 150, timeout=60)
+        after = kgroup_cluster.wait_for_group("orders-app", state="Stable", members=1)
+        assert after["generation"] == before["generation"] and after["coordinator"] != target
     finally:
         app.stop()

@@ -22,7 +22,7 @@ EXAMPLES = ROOT / "examples" / "testing"
 def test_the_pytest_example_passes():
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES)],
                           cwd=EXAMPLES, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-5000:] + done.stderr[-2000:]
+    assert done.returncode == 0 and "3 passed" in done.stdout, done.stdout[-5000:] + done.stderr[-2000:]
 
 
 def test_the_docs_show_the_examples_as_they_are():
