@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 from pathlib import Path
 
 from kgroup.storage.group_hash import partition_for_group
+from kgroup.wire import decode_response, encode_request, request_class
+from kgroup.wire.kio_build import build, item
 from tests.integration.broker_process import BrokerProcess, free_port
 
 METADATA_PARTITIONS = 50
@@ -62,3 +66,19 @@ def coordinator_of(bootstrap: str, group: str) -> int:
             return (await admin.find_coordinator(group)).node_id
 
     return asyncio.run(ask())
+
+
+def call(port: int, api_key: int, version: int, **fields):
+    """One request to one node; the decoded response."""
+    cls = request_class(api_key, version)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(encode_request(api_key, version, 1, "basics", build(cls, **fields)))
+        head = s.recv(4, socket.MSG_WAITALL)
+        body = s.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+    return decode_response(api_key, version, body)[1]
+
+
+def metadata(port: int, topic: str):
+    """Metadata v4 of one topic, never auto-creating it."""
+    cls = request_class(3, 4)
+    return call(port, 3, 4, topics=(build(item(cls, "topics"), name=topic),), allow_auto_topic_creation=False)

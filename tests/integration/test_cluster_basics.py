@@ -3,22 +3,18 @@ wrong node, topic changes through any node, SIGTERM hand-over, the CLI, `kgroup 
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import struct
 import subprocess
-import sys
 import time
 
 import pytest
 
-from kgroup.storage.group_hash import partition_for_group
-from kgroup.wire import decode_response, encode_request, request_class
+from kgroup.wire import request_class
 from kgroup.wire.kio_build import build, item
 from tests.integration.broker_process import KGROUP, free_port
 from tests.integration.clients import create_topic, produce_keyed, wait_for
-from tests.integration.cluster_process import ClusterProcess, coordinator_of, group_coordinated_by
+from tests.integration.cluster_process import ClusterProcess, call, coordinator_of, group_coordinated_by, metadata
 from tests.integration.cluster_workload import MemberProcess
 
 pytestmark = pytest.mark.integration
@@ -32,22 +28,6 @@ def cluster(tmp_path_factory):
                        group={"initial_rebalance_delay_ms": 300}).start()
     yield c
     c.finish()
-
-
-def call(port: int, api_key: int, version: int, **fields):
-    """One request to one node; the decoded response."""
-    cls = request_class(api_key, version)
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(encode_request(api_key, version, 1, "basics", build(cls, **fields)))
-        head = s.recv(4, socket.MSG_WAITALL)
-        body = s.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
-    return decode_response(api_key, version, body)[1]
-
-
-def metadata(port: int, topic: str):
-    """Metadata v4 of one topic, never auto-creating it."""
-    cls = request_class(3, 4)
-    return call(port, 3, 4, topics=(build(item(cls, "topics"), name=topic),), allow_auto_topic_creation=False)
 
 
 def kgroup(cluster, *args: str) -> str:

@@ -161,10 +161,10 @@ class DataContext:
     data: DataDir
     durability: Durability
     watch: ArrivalWatch = field(default_factory=ArrivalWatch)
+    cluster: ClusterView | None = None
     # Producer state of each partition (idempotence, transactions, the last stable offset).
     producers: ProducerStates = field(default_factory=ProducerStates)
     verify_txn: TxnVerifier | None = None
-    cluster: ClusterView | None = None
 
     def __post_init__(self) -> None:
         if self.cluster is None:

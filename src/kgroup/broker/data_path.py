@@ -58,8 +58,7 @@ class DataPath:
         self.data = data
         self.durability = durability
         self.watch = ArrivalWatch()
-        self.ctx = DataContext(config, data, durability, self.watch, ProducerStates(self.watch.ring),
-                               cluster=cluster)
+        self.ctx = DataContext(config, data, durability, self.watch, cluster, ProducerStates(self.watch.ring))
         self.on_topics_changed: Callable[[], None] | None = None
         # Producer ids come from blocks reserved in the data dir; a new file starts past any id
         # a broker that kept no file could have given (it used the time in ms times 1000).

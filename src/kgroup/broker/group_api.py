@@ -63,8 +63,9 @@ class GroupApi:
         self.cluster = cluster
 
     def shard_of(self, key: str) -> Shard | _NotHere:
-        """The shard that coordinates a group id or a transactional id, or what answers for
-        one this node does not serve (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+        """The shard that coordinates a group id or a transactional id, or a stand-in that
+        answers NOT_COORDINATOR (another node's) / COORDINATOR_LOAD_IN_PROGRESS (being
+        taken over here) to every call."""
         p = self.shard_for(key)
         shard = self.shards[p]
         if shard is None:
@@ -350,7 +351,7 @@ class GroupApi:
             try:
                 found.extend(await shard.call(getattr(shard.coordinator, handler), request))
             except GroupError:
-                continue  # handed over or lost meanwhile: its groups are listed elsewhere
+                continue  # handed over or lost meanwhile: what it holds is listed elsewhere
         return found, error
 
     async def delete_groups(self, header: RequestHeader, req: Any) -> Any:

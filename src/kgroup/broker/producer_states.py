@@ -111,9 +111,13 @@ class ProducerStates:
     def retain(self, logs: dict[PartitionKey, PartitionLog]) -> None:
         """Forget the state of partitions whose log is gone (a deleted topic)."""
         for key in [k for k, plog in self._logs.items() if logs.get(k) is not plog]:
-            self._states.pop(key, None)
-            self._logs.pop(key, None)
-            self._since_snapshot.pop(key, None)
+            self.forget(key)
+
+    def forget(self, key: PartitionKey) -> None:
+        """Drop one partition's state (a cluster node handed the partition on or lost it)."""
+        self._states.pop(key, None)
+        self._logs.pop(key, None)
+        self._since_snapshot.pop(key, None)
 
     def expire(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle past producer.id.expiration.ms; returns how many."""

@@ -137,7 +137,7 @@ class Broker:
         dp = self.data_path
         dp.on_topics_changed = self._topics_changed_here
         # Transactions: the coordinator's APIs, the produce path's verification, and the
-        # channel that writes markers for every shard (each shard is wired as it loads).
+        # channel that writes markers for every shard (each shard gets it as it loads).
         txn = TxnApi(groups, dp.init_producer_id)
         dp.ctx.verify_txn = txn.verify
         self.markers = TxnMarkerChannel(self.data, dp.ctx.producers, self.durability, groups.shard_of)
@@ -257,8 +257,8 @@ class Broker:
         shard.events = self.events
         shard.watch = self.group_watch
         shard.on_markers = self.markers.send
-        # Markers carry the ownership epoch: a coordinator that lost its partition cannot
-        # write markers in a newer one's name.
+        # Markers carry the ownership epoch: a coordinator that lost the partition can never
+        # write markers in the name of the one that took it over.
         shard.coordinator_epoch = epoch
         shard.gate = self.ownership.gate
         shard.on_fenced = self.ownership.check_fences
@@ -289,6 +289,7 @@ class Broker:
             except Exception as exc:
                 log.warning("handing over %s-%d: its last writes did not become durable: %s", topic, p, exc)
             self.data_path.watch.ring((topic, p))
+            self.data_path.ctx.producers.forget((topic, p))
 
     def _unit_logs(self, slot: int) -> list:
         found = []
@@ -311,6 +312,8 @@ class Broker:
             for p, s in enumerate(meta.slots):
                 if s == slot:
                     self.data_path.watch.ring((topic, p))
+                    # Its producer state is rebuilt from the log if the partition comes back.
+                    self.data_path.ctx.producers.forget((topic, p))
 
     def _unit_failed(self) -> None:
         # A partition that cannot load would never be served: stop loudly.

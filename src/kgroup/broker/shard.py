@@ -187,9 +187,9 @@ class Shard:
                     _fail(result.replies, exc)
                 else:  # it waits after all (not for these policies today): use a task
                     waiting.close()
-                    asyncio.get_running_loop().create_task(self._deliver_when_durable(end, result.replies))
+                    self._deliver_later(end, result.replies)
             else:
-                asyncio.get_running_loop().create_task(self._deliver_when_durable(end, result.replies))
+                self._deliver_later(end, result.replies)
         if result.markers and self.on_markers is not None:
             end = self.partition.log_end_offset
             if self.partition.durable_end >= end:

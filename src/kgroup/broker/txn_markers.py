@@ -31,11 +31,11 @@ from typing import Any
 from kgroup.broker.durability import Durability
 from kgroup.broker.producer_states import ProducerStates
 from kgroup.broker.shard import Shard, now_ms
-from kgroup.core.errors import GroupError
+from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.transactions.messages import MarkersWritten, TxnMarkers, TxnOffsetsMarker
 from kgroup.core.transactions.producer_state import ProducerStateError
 from kgroup.storage import DataDir, PartitionLog, StorageError
-from kgroup.storage.errors import TopicError
+from kgroup.storage.errors import NotOwnedError, TopicError
 
 log = logging.getLogger("kgroup.broker.transactions")
 
@@ -74,7 +74,14 @@ class TxnMarkerChannel:
         delay = RETRY_FIRST_S
         remaining = list(markers.partitions)
         groups_done = not markers.groups
+        warned = False
         while True:
+            if shard.closed:
+                # This node handed the transaction's partition on or lost it: the node that
+                # loads it finds the transaction deciding and writes its markers.
+                log.info("transaction %s: its coordinator moved; the new one writes the markers",
+                         markers.transactional_id)
+                return
             try:
                 if remaining:
                     await self.write_partition_markers(markers, remaining, shard.coordinator_epoch)
@@ -88,7 +95,20 @@ class TxnMarkerChannel:
                 return
             except asyncio.CancelledError:
                 raise
-            except (GroupError, StorageError) as exc:
+            except (NotOwnedError, GroupError) as exc:
+                if isinstance(exc, NotOwnedError) or exc.code is ErrorCode.NOT_COORDINATOR:
+                    # A cluster: the partition or group is on another node. Markers are not
+                    # sent between nodes yet (WriteTxnMarkers): say so once, keep trying (a
+                    # move of the partition here, or of the transaction there, unblocks it).
+                    if not warned:
+                        warned = True
+                        log.warning("transaction %s: %s; markers are not sent to other nodes, so the transaction "
+                                    "stays undecided until that partition or group is served here",
+                                    markers.transactional_id, exc)
+                else:
+                    log.info("transaction %s: markers not written yet (%s); retrying in %.2fs",
+                             markers.transactional_id, exc, delay)
+            except StorageError as exc:
                 log.info("transaction %s: markers not written yet (%s); retrying in %.2fs",
                          markers.transactional_id, exc, delay)
             except Exception:

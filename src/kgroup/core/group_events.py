@@ -74,12 +74,12 @@ class EventKind(Enum):
     REBALANCE_COMPLETED = "rebalance_completed"
     ASSIGNMENT_CHANGED = "assignment_changed"
     GROUP_STATE = "group_state"
-    # A transaction committed offsets of the group (KIP-447): they are visible from now on.
-    TXN_OFFSETS_COMMITTED = "txn_offsets_committed"
     # Its coordinator moved (a cluster node took its group-metadata partition over, or
     # handed it on): the group itself did not change.
     COORDINATOR_LOADED = "coordinator_loaded"
     COORDINATOR_UNLOADED = "coordinator_unloaded"
+    # A transaction committed offsets of the group (KIP-447): they are visible from now on.
+    TXN_OFFSETS_COMMITTED = "txn_offsets_committed"
 
 
 K = EventKind

@@ -10,6 +10,7 @@ import pytest
 
 from kgroup.core.classic_group import ClassicGroupState as S, IllegalGroupTransition, TRANSITIONS
 from kgroup.core.config import GroupConfig
+from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode as E
 from kgroup.core.messages import LeavingMember
 from kgroup.core.records import ClassicGroupRecord
@@ -310,6 +311,28 @@ def test_existing_member_rejoining_past_max_size_is_removed():
     late = ctx.join(member=b, instance="instance-1")
     assert late.error is E.GROUP_MAX_SIZE_REACHED
     assert b not in group.members
+
+
+def test_kip389_static_member_outside_a_rebalance_keeps_its_place_and_a_reload_rebalances_an_over_full_group():
+    # Only dynamic members that did not rejoin are removed when a join phase ends, so two
+    # dynamic joiners can fill the group while its static member is away: the group is Stable
+    # past group.max.size. Loading it again starts a rebalance at once (Apache Kafka's
+    # coordinator does the same with a freshly loaded group over capacity).
+    ctx = GroupContext(GroupConfig(max_group_size=2, initial_rebalance_delay_ms=0))
+    (static,) = ctx.stable_group(1, static=True, session=30_000, rebalance=6_000)
+    joins = [ctx.join_new(rebalance=6_000), ctx.join_new(rebalance=6_000)]
+    assert [j.error for j in joins if j.done] == []           # parked: the group has room
+    ctx.run_until(lambda: all(j.done for j in joins))
+    group = ctx.group()
+    assert static in group.members and len(group.members) == 3
+    ctx.complete_rebalance(joins)
+    assert group.state is S.STABLE
+    fresh = GroupCoordinatorShard(ctx.config)
+    for record in ctx.log:
+        fresh.replay(record)
+    fresh.load_complete(ctx.now)
+    assert fresh.groups["g"].state is S.PREPARING_REBALANCE
+    assert list(fresh.groups["g"].members) == list(group.members)
 
 
 # ---- static membership --------------------------------------------------------------------
