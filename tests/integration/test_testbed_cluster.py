@@ -30,6 +30,8 @@ FAST_CLASSIC = {"heartbeat.interval.ms": 300, "session.timeout.ms": 10_000,
 def cluster():
     c = Cluster(nodes=3, group=CONSUMER_PROTOCOL_FAST).start()
     yield c
+    for name, text in c.logs().items():   # shown by pytest when a test of the module failed
+        print(f"---- {name} ----\n" + "\n".join(text.splitlines()[-80:]))
     c.close()
 
 

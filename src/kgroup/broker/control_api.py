@@ -355,10 +355,14 @@ class ControlApi:
                 return error(504, f"the coordinator of {group_id} did not move to node {node} within "
                              f"{MOVE_TIMEOUT_S:.0f} s")
             await asyncio.sleep(ROUTE_RETRY_S)
-        try:
-            answer = await self._on_node(node, "GET", f"/groups/{quote(group_id, safe='')}")
-        except Unreachable as exc:
-            return error(503, f"node {node} took the group over but does not answer: {exc}")
+        while True:  # the new coordinator answers 503 until it has loaded the group
+            try:
+                answer = await self._on_node(node, "GET", f"/groups/{quote(group_id, safe='')}")
+            except Unreachable as exc:
+                return error(503, f"node {node} took the group over but does not answer: {exc}")
+            if answer.status != 503 or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(ROUTE_RETRY_S)
         view = body_json(answer)
         if answer.status == 404 and isinstance(view, dict):
             view.pop("error", None)
