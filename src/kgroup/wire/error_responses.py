@@ -28,17 +28,24 @@ from .kio_build import build
 
 # Response array -> request arrays it may answer, besides one of the same name.
 _MIRRORS: dict[str, tuple[str, ...]] = {
-    "responses": ("topic_data", "topics", "topic_names"),    # Produce, Fetch, DeleteTopics
+    "responses": ("topic_data", "topics", "topic_names", "resources"),  # Produce, Fetch, DeleteTopics,
+                                                             # (Incremental)AlterConfigs
     "partition_responses": ("partition_data",),              # Produce
     "partitions": ("partition_indexes",),                    # OffsetFetch
     "coordinators": ("coordinator_keys",),                   # FindCoordinator v4+
-    "results": ("topics", "groups_names"),                   # CreatePartitions, DeleteGroups
+    "results": ("topics", "groups_names", "resources", "creations"),  # CreatePartitions, DeleteGroups,
+                                                             # DescribeConfigs, CreateAcls
     "groups": ("group_ids",),                                # ConsumerGroupDescribe
     "results_by_topic_v3_and_below": ("v3_and_below_topics",),  # AddPartitionsToTxn v0-3
     "results_by_transaction": ("transactions",),             # AddPartitionsToTxn v4+
     "topic_results": ("topics",),
     "results_by_partition": ("partitions",),
     "transaction_states": ("transactional_ids",),            # DescribeTransactions
+    "filter_results": ("filters",),                          # DeleteAcls
+}
+# Response arrays that answer several request arrays at once, in this order.
+_JOINED: dict[str, tuple[str, ...]] = {
+    "results": ("deletions", "upsertions"),                  # AlterUserScramCredentials
 }
 # Identifying fields copied from a request entry, with the request's other names for them.
 _IDENTITY: dict[str, tuple[str, ...]] = {
@@ -54,6 +61,9 @@ _IDENTITY: dict[str, tuple[str, ...]] = {
     "instance_id": ("instance_id",),
     "key": ("key",),
     "transactional_id": ("transactional_id",),
+    "resource_type": ("resource_type",),
+    "resource_name": ("resource_name",),
+    "user": ("name",),
 }
 # Where a request entry is a bare string or number (DescribeGroups' group ids, OffsetFetch's
 # partition indexes), the response entry's field that holds it.
@@ -106,6 +116,9 @@ def _answer(cls: type, source: Any, code: KioErrorCode, message: str | None) -> 
             values[name] = message
         elif entity is not None:
             values[name] = tuple(_entry(entity, item, code, message) for item in _mirrored(name, source))
+        elif dataclasses.is_dataclass(hint):
+            # A struct that may not be null (ShareFetch's current_leader): unknown inside.
+            values[name] = _answer(hint, None, code, message)
         elif name in _IDENTITY and not isinstance(source, (str, int)):
             for alias in _IDENTITY[name]:
                 if hasattr(source, alias):
@@ -129,6 +142,9 @@ def _mirrored(name: str, source: Any) -> tuple:
     """The request entries that the response array `name` answers, one entry each."""
     if source is None or isinstance(source, (str, int)):
         return ()
+    joined = _JOINED.get(name, ())
+    if joined and all(isinstance(getattr(source, j, None), tuple) for j in joined):
+        return tuple(item for j in joined for item in getattr(source, j))
     for candidate in (name, *_MIRRORS.get(name, ())):
         items = getattr(source, candidate, None)
         if isinstance(items, tuple):
