@@ -4,6 +4,7 @@
         [--connections 16] [--window 64] [--seconds 5] [--bootstrap HOST:PORT] [--peer tansu]
     .venv/bin/python bench/broker_heartbeats.py --console-ab [--members 1000] [--runs N]
         [--console-pages 1] [--scrape-ms 5000]
+    .venv/bin/python bench/broker_heartbeats.py --control-ab [--members 100] [--runs N]
 
 The group is built with raw JoinGroup/SyncGroup (bench/broker_common.py, one connection
 per member). Then C further connections each keep `window` Heartbeat v3 requests in flight
@@ -18,6 +19,10 @@ each a separate process reading /api/stream?group=...) and /metrics scraped ever
 `--scrape-ms`; with --control a second plain broker A' too. Each gets the same group; every
 round measures each broker once in a rotating order, so the machine's moods fall on all,
 and the medians and the median of the per-round ratios B/A (and A'/A) are printed.
+
+--control-ab measures the same way what the control API costs while no fault is armed: B
+has `control_listen` set (the request edge then checks for armed faults), A and A' are
+plain.
 """
 
 from __future__ import annotations
@@ -111,14 +116,33 @@ def console_page(url: str, group: str, scrape_ms: int) -> None:
 
 async def console_ab(args, seconds: float, runs: int) -> None:
     http_port = peers.free_port()
+    url = f"http://127.0.0.1:{http_port}/"
+
+    def open_pages(group: str) -> list[subprocess.Popen]:
+        return [subprocess.Popen([sys.executable, __file__, "--console-client", url, group,
+                                  "--scrape-ms", str(args.scrape_ms if i == 0 else 0)])
+                for i in range(args.console_pages)]
+
+    await ab(args, seconds, runs, f'http_listen = "127.0.0.1:{http_port}"', "B: console + page + /metrics",
+             "no console", open_pages, floor=args.control)
+
+
+async def control_ab(args, seconds: float, runs: int) -> None:
+    await ab(args, seconds, runs, f'control_listen = "127.0.0.1:{peers.free_port()}"',
+             "B: --control-listen, no fault armed", "plain", lambda group: [], floor=True)
+
+
+async def ab(args, seconds: float, runs: int, b_setting: str, b_head: str, a_head: str,
+             open_b, floor: bool) -> None:
+    """A plain against B with `b_setting` (and A', plain again, with `floor`), interleaved;
+    `open_b(group)` starts what keeps B busy meanwhile (processes, stopped at the end)."""
     plain = peers.start_kgroup(peers.toml_config(fsync="never", initial_rebalance_delay_ms=0))
-    console = peers.start_kgroup(peers.toml_config(fsync="never", initial_rebalance_delay_ms=0,
-                                                   extra=f'http_listen = "127.0.0.1:{http_port}"'))
-    plain.name, console.name = "A", "B"
-    brokers = [plain, console]
-    if args.control:
+    with_b = peers.start_kgroup(peers.toml_config(fsync="never", initial_rebalance_delay_ms=0, extra=b_setting))
+    plain.name, with_b.name = "A", "B"
+    brokers = [plain, with_b]
+    if floor:
         # A second plain broker, measured the same way: how far apart two identical brokers
-        # come out here is the noise floor the console's figure is read against.
+        # come out here is the noise floor the figure of B is read against.
         control = peers.start_kgroup(peers.toml_config(fsync="never", initial_rebalance_delay_ms=0))
         control.name = CONTROL
         brokers.append(control)
@@ -132,11 +156,9 @@ async def console_ab(args, seconds: float, runs: int) -> None:
             members, frames[b.name] = await prepare(b, group, args.members, session_ms=600_000,
                                                     rebalance_ms=600_000)
             built += members
-        url = f"http://127.0.0.1:{http_port}/"
-        for i in range(args.console_pages):
-            pages.append(subprocess.Popen([sys.executable, __file__, "--console-client", url, group,
-                                           "--scrape-ms", str(args.scrape_ms if i == 0 else 0)]))
-        await asyncio.sleep(3)                 # the pages open and have had a lag sample
+        pages = open_b(group)
+        if pages:
+            await asyncio.sleep(3)             # the pages open and have had a lag sample
         rates: dict[str, list[float]] = {b.name: [] for b in brokers}
         cpu: dict[str, list[float | None]] = {b.name: [] for b in brokers}
         for r in range(runs):
@@ -145,7 +167,7 @@ async def console_ab(args, seconds: float, runs: int) -> None:
                 rate, per_cpu, _ = await one_run(b, frames[b.name], args.connections, args.window, seconds)
                 rates[b.name].append(rate)
                 cpu[b.name].append(per_cpu)
-        assert all(p.poll() is None for p in pages), "a console page process ended early"
+        assert all(p.poll() is None for p in pages), "a process keeping B busy ended early"
 
         def paired(values: dict[str, list], name: str) -> float | None:
             """Median over rounds of (name's figure / A's figure in the same round)."""
@@ -154,13 +176,13 @@ async def console_ab(args, seconds: float, runs: int) -> None:
         print(f"\nHeartbeats/s, {args.members} members, {args.connections} connections x {args.window} in flight, "
               f"{seconds:g}s x {runs} rounds, brokers interleaved (medians)")
         names = [b.name for b in brokers]
-        head = {"A": "A: no console", "B": "B: console + page + /metrics", CONTROL: "A': no console (control)"}
-        print("| measure | " + " | ".join(head[n] for n in names) + " | B/A | " + ("A'/A |" if args.control else ""))
-        print("|---|" + "---:|" * (len(names) + 1 + bool(args.control)))
+        head = {"A": f"A: {a_head}", "B": b_head, CONTROL: f"A': {a_head} (control)"}
+        print("| measure | " + " | ".join(head[n] for n in names) + " | B/A | " + ("A'/A |" if floor else ""))
+        print("|---|" + "---:|" * (len(names) + 1 + floor))
         for label, values in (("heartbeats/s (wall clock)", rates), ("heartbeats per broker CPU-second", cpu)):
             cells = [peers.fmt(peers.median(values[n])) for n in names]
             cells.append(f"{paired(values, 'B'):.3f}")
-            if args.control:
+            if floor:
                 cells.append(f"{paired(values, CONTROL):.3f}")
             print(f"| {label} | " + " | ".join(cells) + " |")
         for n in names:
@@ -189,6 +211,8 @@ def main() -> None:
     p.add_argument("--scrape-ms", type=int, default=5000, help="/metrics scrape interval on B (default 5000)")
     p.add_argument("--control", action="store_true",
                    help="with --console-ab: also a second plain broker, to show the noise floor")
+    p.add_argument("--control-ab", action="store_true",
+                   help="measure plain brokers against one with the control API on (no fault armed)")
     p.add_argument("--console-client", nargs=2, metavar=("URL", "GROUP"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.console_client:
@@ -198,6 +222,9 @@ def main() -> None:
     n = peers.runs(args)
     if args.console_ab:
         asyncio.run(console_ab(args, seconds, n))
+        return
+    if args.control_ab:
+        asyncio.run(control_ab(args, seconds, n))
         return
     results: dict[str, object] = {}
     errs: dict[str, object] = {}

@@ -167,6 +167,9 @@ class BrokerConfig:
     # renewing its lease this long (stopped, hung) loses its partitions.
     cluster: tuple[tuple[int, str, int], ...] = ()
     node_timeout_ms: int = 6000
+    # The control API (faults, groups; control_api.py): off unless an address is given.
+    control_listen_host: str | None = None
+    control_listen_port: int | None = None
     group: GroupConfig = field(default_factory=GroupConfig)
     log: LoggingConfig = field(default_factory=LoggingConfig)
     transactions: TransactionConfig = field(default_factory=TransactionConfig)
@@ -179,7 +182,7 @@ class BrokerConfig:
     def __post_init__(self) -> None:
         # Refuse at start what would otherwise fail later and far away (a topic auto-created
         # with -3 partitions, a frame limit of 0).
-        for name in ("listen_port", "advertised_port", "http_listen_port"):
+        for name in ("listen_port", "advertised_port", "http_listen_port", "control_listen_port"):
             port = getattr(self, name)
             if port is not None and not 0 < port < 65536:
                 raise ConfigError(f"{name} must be a port number (1-65535), not {port}")
@@ -225,6 +228,12 @@ class BrokerConfig:
         return {self.node_id: self.advertised}
 
     @property
+    def control_listen(self) -> tuple[str, int] | None:
+        if self.control_listen_host is None or self.control_listen_port is None:
+            return None
+        return (self.control_listen_host, self.control_listen_port)
+
+    @property
     def listeners_to_open(self) -> tuple[ListenerConfig, ...]:
         """Every listener: `listen` as a PLAINTEXT listener named PLAINTEXT (unless only
         [[listeners]] are configured), then the [[listeners]] tables in order."""
@@ -268,6 +277,8 @@ AUTH_TYPES = {f.name: f.type for f in dataclasses.fields(AuthConfig)}
 LISTENER_TYPES = {f.name: f.type for f in dataclasses.fields(ListenerConfig)
                   if f.name not in ("host", "port", "advertised_host", "advertised_port")}
 GROUP_KEYS = set(GROUP_TYPES)
+# Settings given as HOST:PORT, kept as <name>_host and <name>_port.
+_ADDRESSES = ("listen", "advertised", "http_listen", "control_listen")
 BROKER_KEYS = set(BROKER_TYPES) - {"cluster"}
 
 
@@ -396,7 +407,7 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
                         raise ConfigError(f"unknown [transactions] setting {tkey!r}; known: "
                                           f"{', '.join(sorted(TXN_TYPES))}")
                     txn[tkey] = _typed(f"[transactions] {tkey}", tvalue, TXN_TYPES[tkey])
-            elif key in ("listen", "advertised", "http_listen"):
+            elif key in _ADDRESSES:
                 host, port = parse_host_port(str(value), key)
                 broker[f"{key}_host"], broker[f"{key}_port"] = host, port
             elif key == "cluster":
@@ -408,13 +419,13 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
             elif key in BROKER_KEYS:
                 broker[key] = _typed(key, value, BROKER_TYPES[key])
             else:
-                raise ConfigError(f"unknown setting {key!r} in {path}; known: listen, advertised, http_listen, cluster, "
+                raise ConfigError(f"unknown setting {key!r} in {path}; known: {', '.join(_ADDRESSES)}, cluster, "
                                   f"{', '.join(sorted(BROKER_KEYS))}, [group], [log], [transactions], [[listeners]], "
                                   "[auth]")
     for key, value in overrides.items():
         if value is None:
             continue
-        if key in ("listen", "advertised", "http_listen"):
+        if key in _ADDRESSES:
             host, port = parse_host_port(value, "--" + key.replace("_", "-"))
             broker[f"{key}_host"], broker[f"{key}_port"] = host, port
         elif key.startswith("log_") and key[4:] in LOG_TYPES:

@@ -15,6 +15,12 @@ decides per unit (storage/data_dir.py) from the epoch table and the desired owne
 - a unit this node's earlier run held (killed and restarted before anyone took it) is
   resumed at the same epoch if it is desired here, and released otherwise.
 
+The desired owner is the placement's (placement.py), unless the control API moved the unit
+to a node (`move`, kept in the data dir's moves.json, storage/control_files.py): then it is
+that node while it is live. A move is carried out by the same rounds as a hand-back — the
+holder sees that another live node is desired and hands the unit over cleanly, the node it
+was moved to takes it — so there is one way a unit changes hands between live nodes.
+
 A unit whose fence no longer holds (a peer took it: this node was stopped past the node
 timeout) is dropped at once (`losses` counts those, so the server closes connections that
 were answered across such a loss). So is everything when this node learns at a renewal that
@@ -48,6 +54,7 @@ from typing import Awaitable, Callable
 from kgroup.broker.liveness import Liveness
 from kgroup.broker.placement import desired_owner, preferred_owner
 from kgroup.storage import DataDir, StorageError
+from kgroup.storage.control_files import Moves
 from kgroup.storage.epoch_table import DELETED
 
 log = logging.getLogger("kgroup.broker.cluster")
@@ -113,6 +120,7 @@ class Ownership:
         self._stopping = False
         self._first_round = asyncio.Event()
         self._topics_seen = data.topics_version
+        self.moves = Moves(data.path)
 
     # ---- state ----------------------------------------------------------------------------
 
@@ -157,6 +165,10 @@ class Ownership:
         """Wait until the units taken in the first round are served (or given up)."""
         await self._first_round.wait()
 
+    @property
+    def first_round_finished(self) -> bool:
+        return self._first_round.is_set()
+
     async def _poll(self) -> None:
         while True:
             await asyncio.sleep(self.poll_ms / 1000)
@@ -190,7 +202,7 @@ class Ownership:
             self._first_round.set()
 
     def _decide(self, slot: int, index: int, live: set[int], grace: bool) -> None:
-        desired = desired_owner(index, self.nodes, live)
+        desired = self.desired(slot, index, live)
         state = self.units.get(slot)
         if state is not None:
             if (state is UnitState.SERVING and desired is not None and desired != self.me
@@ -222,6 +234,22 @@ class Ownership:
                 owner is None or owner not in self.liveness.seen_live):
             return  # its node may just be starting
         self._enqueue("take", slot)
+
+    def desired(self, slot: int, index: int, live: set[int]) -> int | None:
+        """Where unit `slot` (placement index `index`) should live, given the live nodes:
+        where the control API moved it while that node is live (and is not this node on
+        its way out), else where the placement puts it."""
+        moved = self.moves.current().get(slot)
+        if moved is not None and moved in live and not (moved == self.me and self._stopping):
+            return moved
+        return desired_owner(index, self.nodes, live)
+
+    def move(self, slot: int, node: int) -> None:
+        """Move unit `slot` to `node` (one of the cluster's) from now on: every node's next
+        round sees it; the holder hands the unit over and `node` takes it. Moving a unit to
+        its preferred node ends the move (it follows the placement again)."""
+        self.moves.set(slot, None if node == preferred_owner(self.data.units()[slot], self.nodes) else node)
+        self.tick()
 
     def _enqueue(self, kind: str, slot: int, to: int | None = None) -> None:
         self._queued.add(slot)
@@ -382,7 +410,7 @@ class Ownership:
                     await asyncio.sleep(0.01)
                 live = self.liveness.live()
                 for slot in sorted(self.units):
-                    await self.hand_over(slot, desired_owner(self.data.units().get(slot, 0), self.nodes, live))
+                    await self.hand_over(slot, self.desired(slot, self.data.units().get(slot, 0), live))
         except TimeoutError:
             log.warning("leaving: %d units not handed over within %.0f s", len(self.units), timeout_s)
 

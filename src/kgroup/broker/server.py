@@ -23,6 +23,10 @@ lets the connection's SASL session decide whether the request may pass
 serve a narrowed request and finish the response), and names the connection's listener in
 Metadata, FindCoordinator and DescribeCluster. Deciding once per connection keeps the unsecured path as fast
 as it was.
+
+With `--control-listen`, a second listener serves the control API (control_api.py), and
+every decoded request, on either path, is first offered to the armed faults (faults.py) —
+one attribute test per request while none is armed.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import asyncio
 import errno
 import functools
 import logging
+import os
 import signal
 import socket
 import ssl
@@ -46,9 +51,11 @@ from kgroup.broker.config import BrokerConfig, ConfigError, ListenerConfig, load
 from kgroup.broker.configs_api import ConfigsApi
 from kgroup.broker.durability import Durability
 from kgroup.broker.event_stream import GroupEventStream, ensure_topic
+from kgroup.broker.faults import Action, Faults
 from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
 from kgroup.broker.group_observer import GroupObserver
 from kgroup.broker.group_view import GroupViews
+from kgroup.broker.group_watch import GroupWatch
 from kgroup.broker.internal_topics import GROUP_EVENTS_TOPIC
 from kgroup.broker.liveness import Liveness
 from kgroup.broker.log_format import configure_logging
@@ -65,6 +72,7 @@ from kgroup.broker.share_state import ShareStateStore
 from kgroup.broker.txn_api import TxnApi
 from kgroup.broker.txn_markers import TxnMarkerChannel
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
+from kgroup.storage.control_files import publish_control_address, withdraw_control_address
 from kgroup.storage.data_dir import Membership
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.wire.versions import SUPPORTED_APIS
@@ -80,12 +88,14 @@ from kgroup.wire import (
     encode_response,
     not_kafka,
 )
+from kgroup.wire.error_responses import error_response
 from kgroup.wire.sasl import Gate
 
 log = logging.getLogger("kgroup.broker")
 request_log = logging.getLogger("kgroup.broker.requests")
 
 API_VERSIONS = 18
+PRODUCE = 0
 READ_CHUNK = 256 * 1024
 # How often credentials and ACLs changed by other processes are picked up.
 SECURITY_POLL_S = 0.5
@@ -126,6 +136,9 @@ class Broker:
         # so a broker doing neither pays two attribute tests per request.
         self._count_requests = False
         self._debug_requests = False
+        self.faults = Faults(self._topic_id_of)
+        self.control: Any = None
+        self.group_watch: GroupWatch | None = None   # the control API's waits, when it is on
 
     # ---- life cycle -----------------------------------------------------------------------
 
@@ -237,11 +250,14 @@ class Broker:
             except OSError as exc:
                 for server in self.servers:
                     server.close()
-                raise HttpListenError(f"cannot listen for HTTP on {cfg.http_listen_host}:{cfg.http_listen_port}: "
-                                      f"{exc.strerror}") from None
+                raise ListenError(f"cannot listen for HTTP on {cfg.http_listen_host}:{cfg.http_listen_port}: "
+                                  f"{exc.strerror} — is something else listening there? Pick another "
+                                  "--http-listen address.") from None
             self.http_bound = (http_host, http_port)
             self._count_requests = True
             log.info("web console and metrics on http://%s:%d/ (read-only)", http_host, http_port)
+        if cfg.control_listen is not None:
+            await self._start_control(groups, shard_for, *cfg.control_listen)
         self._debug_requests = request_log.isEnabledFor(logging.DEBUG)
         self._started = time.monotonic()
         self._replayed = 0
@@ -255,6 +271,37 @@ class Broker:
             return self.data.partition_log(topic, partition).log_end_offset
         except Exception:                       # deleted topic or partition: no lag to show
             return None
+
+    async def _start_control(self, groups: GroupApi, shard_for: Any, host: str, port: int) -> None:
+        from kgroup.broker.control_api import ControlApi  # noqa: PLC0415 (only with --control-listen)
+        from kgroup.broker.control_cluster import ControlCluster  # noqa: PLC0415
+
+        # Shards load later (and come and go in a cluster): each gets the watch as it loads.
+        self.group_watch = watch = GroupWatch()
+        cluster = ControlCluster(self.ownership, self.data, shard_for, self.config.nodes)
+        self.control = ControlApi(self.faults, groups, watch, self.config.node_id, self._status, cluster)
+        try:
+            self.control_bound = await self.control.start(host, port)
+        except OSError as exc:
+            for server in self.servers:
+                server.close()
+            raise ListenError(f"cannot listen on {host}:{port} for the control API: {exc.strerror}"
+                              " — pick another --control-listen address.") from None
+        if self.config.cluster:
+            # Where the other nodes forward what lives here (control_cluster.py).
+            publish_control_address(self.data.path, self.config.node_id, "%s:%d" % self.control_bound)
+        log.info("control API listening on %s:%d", *self.control_bound)
+
+    def _status(self) -> dict[str, Any]:
+        """This node as the control API's GET /status shows it."""
+        return {"node_id": self.config.node_id, "bootstrap": "%s:%d" % self.config.advertised,
+                "ready": self.ownership.first_round_finished
+                and all(shard.loaded for shard in self.shards if shard is not None),
+                "pid": os.getpid()}
+
+    def _topic_id_of(self, name: str) -> str | None:
+        meta = self.data.topics().get(name) if self.data is not None else None
+        return None if meta is None else str(meta.topic_id)
 
     def _topic_image(self) -> dict[str, tuple[str, int]]:
         return {name: (str(meta.topic_id), meta.partitions) for name, meta in self.data.topics().items()}
@@ -282,6 +329,7 @@ class Broker:
         shard = Shard(slot, self.data.metadata_log.partition(slot), self.config.group, self.durability, _member_id,
                       self.config.transactions, self.data_path.id_blocks.next)
         shard.events = self.events
+        shard.watch = self.group_watch
         shard.on_markers = self.markers.send
         # Markers carry the ownership epoch: a coordinator that lost the partition can never
         # write markers in the name of the one that took it over.
@@ -397,6 +445,10 @@ class Broker:
             server.close()
         if self.console is not None:
             await self.console.close()
+        if self.control is not None:
+            if self.config.cluster:
+                withdraw_control_address(self.data.path, self.config.node_id)
+            await self.control.close()
         for task in self._background:
             task.cancel()
         if self.connections:
@@ -566,6 +618,10 @@ class Broker:
         if isinstance(decoded, bytes):
             return decoded
         header, request = decoded
+        if self.faults.armed:
+            faulted = await self._faulted(header, request)
+            if faulted is not _SERVE:
+                return faulted
         if header.api_key == API_VERSIONS:
             response = api_versions_response(header.api_version, disabled=DISABLED_APIS)
         else:
@@ -601,12 +657,40 @@ class Broker:
                                             "correlation_id": header.correlation_id, "client_id": header.client_id,
                                             "client_host": client_host, "error": error}})
 
+    async def _faulted(self, header: Any, request: Any) -> Any:
+        """What an armed fault makes of this request (`_SERVE`: serve it as usual)."""
+        action = self.faults.hit(header, request)
+        if action is None:
+            return _SERVE
+        return await self._fault(action, header, request)
+
+    async def _fault(self, action: Action, header: Any, request: Any) -> Any:
+        """Do what an armed fault says to this request: wait, then answer it with an error,
+        close the connection, or (only a delay) hand it back to be served (`_SERVE`)."""
+        log.info("fault %s: api %d v%d from client %r: %s", action.fault_id, header.api_key, header.api_version,
+                 header.client_id, action.error.name if action.error is not None
+                 else "close connection" if action.close_connection else f"delay {action.delay_ms} ms")
+        if action.delay_ms:
+            await asyncio.sleep(action.delay_ms / 1000)
+        if action.close_connection:
+            raise _CloseConnection(f"fault {action.fault_id} closes the connection")
+        if action.error is None:
+            return _SERVE
+        if header.api_key == PRODUCE and request.acks == 0:
+            return None  # acks=0: the client reads no answer, not even an error
+        return encode_response(header, error_response(
+            header.api_key, header.api_version, request, action.error, f"fault {action.fault_id} (kgroup control API)"))
+
     async def _handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | None:
         """`_handle` with SASL, authorization and the listener's address (module comment)."""
         decoded = self._decode(frame)
         if isinstance(decoded, bytes):
             return decoded
         header, request = decoded
+        if self.faults.armed:
+            faulted = await self._faulted(header, request)
+            if faulted is not _SERVE:
+                return faulted
         response = await self._secured_response(header, request, peer, connection)
         if self._count_requests or self._debug_requests:
             self._note_request(header, response, peer.client_host)
@@ -657,6 +741,9 @@ class Broker:
             self._log_request(header, response, client_host)
 
 
+_SERVE = object()
+
+
 class _Resume:
     """Await the rest of a coroutine whose first step already ran and yielded `first`.
 
@@ -688,10 +775,6 @@ class _Resume:
                     yielded = coro.send(value)
                 except StopIteration as done:
                     return done.value
-
-
-class HttpListenError(Exception):
-    """The console's HTTP address cannot be bound."""
 
 
 class _CloseConnection(Exception):
@@ -737,6 +820,7 @@ def serve_main(args: Any) -> int:
             http_listen=getattr(args, "http_listen", None),
             log_level=getattr(args, "log_level", None),
             log_format=getattr(args, "log_format", None),
+            control_listen=getattr(args, "control_listen", None),
             node_id=getattr(args, "node_id", None),
             cluster=getattr(args, "cluster", None),
             node_timeout_ms=getattr(args, "node_timeout_ms", None),
@@ -754,19 +838,12 @@ def serve_main(args: Any) -> int:
         runner = asyncio.run
     try:
         status = runner(run_broker(config))
-    except StorageError as exc:
+    except (StorageError, ListenError) as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)
-        return 1
-    except HttpListenError as exc:
-        print(f"kgroup: error: {exc} — is something else listening there? Pick another --http-listen address.",
-              file=sys.stderr)
         return 1
     except ConfigError as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)
         return 2
-    except ListenError as exc:
-        print(f"kgroup: error: {exc}", file=sys.stderr)
-        return 1
     except OSError as exc:
         print(f"kgroup: error: {exc.strerror or exc}", file=sys.stderr)
         return 1
@@ -777,7 +854,8 @@ def serve_main(args: Any) -> int:
 
 
 class ListenError(Exception):
-    """A listener could not be bound; the message says why and what to do."""
+    """A listener (Kafka, HTTP console, control API) could not be bound; the message says
+    why and what to do."""
 
 
 def listen_problem(host: str, port: int, exc: OSError) -> str:

@@ -74,6 +74,8 @@ class Shard:
         self._flushed_end = -1
         # The group event stream (broker/event_stream.py), or None when it is off.
         self.events: Any = None
+        # The control API's waits on groups (broker/group_watch.py), or None when it is off.
+        self.watch: Any = None
         # Cluster hooks: the self-fencing check, and what to do when a write was fenced.
         self.gate: Callable[[], None] = _nothing
         self.on_fenced: Callable[[], None] = _nothing
@@ -105,6 +107,8 @@ class Shard:
         if self.events is not None:
             self.events.loaded(self)
         self.loaded = True
+        if self.watch is not None:
+            self.watch.everything()
         return count
 
     def update_topics(self, image: dict[str, tuple[str, int]]) -> None:
@@ -205,6 +209,8 @@ class Shard:
                 self._send_markers(result.markers)
             else:
                 asyncio.get_running_loop().create_task(self._markers_when_durable(end, result.markers))
+        if self.watch is not None and result.changes:
+            self.watch.changed(result.changes)
         self._arm_timer()
         if self._since_snapshot >= SNAPSHOT_EVERY and self._snapshot_task is None:
             self._snapshot_task = asyncio.get_running_loop().create_task(self._snapshot())

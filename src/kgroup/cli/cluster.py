@@ -5,6 +5,11 @@ list and data dir. The addresses are printed once every node listens. Ctrl-C (or
 stops them all with SIGTERM and waits. A node that exits on its own (say, killed with
 `kill -9` to watch its partitions move) is reported, and the others keep serving: restart
 it by hand with the `kgroup serve` command line printed for it.
+
+With `--control-base-port P`, node i also serves the control API on 127.0.0.1:P+i, and this
+process is the nodes' supervisor (kgroup/testing/supervisor.py): `POST /nodes/{id}/kill`,
+`/stop`, `/start` and `/pause?ms=N` sent to any node's control API are carried out here, so
+a node killed that way can be started again the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ import sys
 import time
 from typing import Any
 
+from kgroup.testing.process import pause_process
+from kgroup.testing.supervisor import Supervisor
+
 from .errors import CliError
 
 STOP_TIMEOUT_S = 30.0
@@ -30,7 +38,63 @@ def _serve_command(args: Any, node: int, cluster: str) -> list[str]:
         command += ["--config", args.config]
     if args.fsync:
         command += ["--fsync", args.fsync]
+    if getattr(args, "control_base_port", None):
+        command += ["--control-listen", f"127.0.0.1:{args.control_base_port + node}"]
     return command
+
+
+class _Node:
+    """One node's process, as the supervisor drives it (start, stop, kill, pause)."""
+
+    def __init__(self, command: list[str], port: int) -> None:
+        self.command = command
+        self.port = port
+        self.proc: subprocess.Popen | None = None
+        self.paused_until = 0.0
+
+    def start(self, timeout: float = 60.0) -> None:
+        # Children get Ctrl-C from us as SIGTERM, not from the terminal at the same time.
+        self.proc = subprocess.Popen(self.command, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while not _listening(self.port):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"it exited with status {self.proc.returncode}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"it did not listen within {timeout:.0f} s")
+            time.sleep(0.05)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def paused(self) -> bool:
+        return self.alive() and time.monotonic() < self.paused_until
+
+    def resume(self) -> None:
+        if self.paused():
+            os.kill(self.proc.pid, signal.SIGCONT)
+        self.paused_until = 0.0
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
+        if self.proc is None:
+            return None
+        self.resume()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait()
+
+    def pause(self, ms: int) -> None:
+        pause_process(self.proc.pid, ms)
+        self.paused_until = time.monotonic() + ms / 1000
 
 
 def _listening(port: int) -> bool:
@@ -47,7 +111,15 @@ def run_cluster(args: Any) -> int:
         raise CliError(f"--base-port {args.base_port} leaves no room for {args.nodes} nodes",
                        "pick a lower --base-port", code=2)
     ports = [args.base_port + i for i in range(args.nodes)]
-    busy = [p for p in ports if _listening(p)]
+    if getattr(args, "control_base_port", None):
+        controls = [args.control_base_port + i for i in range(args.nodes)]
+        if controls[-1] > 65535 or set(controls) & set(ports):
+            raise CliError(f"--control-base-port {args.control_base_port} leaves no room for {args.nodes} "
+                           "control ports beside the nodes' ports", "pick another --control-base-port", code=2)
+        ports_in_use = ports + controls
+    else:
+        ports_in_use = ports
+    busy = [p for p in ports_in_use if _listening(p)]
     if busy:
         raise CliError(f"port {busy[0]} on 127.0.0.1 is already in use",
                        "stop what listens there or pick another --base-port")
@@ -58,21 +130,28 @@ def run_cluster(args: Any) -> int:
         stop["signal"] = signum
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    # Children get Ctrl-C from us as SIGTERM, not from the terminal at the same time.
-    children = [subprocess.Popen(_serve_command(args, i, cluster), start_new_session=True)
-                for i in range(args.nodes)]
+    nodes = [_Node(_serve_command(args, i, cluster), p) for i, p in enumerate(ports)]
+    supervisor = None
+    if getattr(args, "control_base_port", None):
+        supervisor = Supervisor(args.data_dir, dict(enumerate(nodes)))
+        supervisor.serve()
+    for node in nodes:
+        node.proc = subprocess.Popen(node.command, start_new_session=True)
     status = 0
-    reported: set[int] = set()
+    reported: set[int] = set()   # pids of nodes whose exit was reported
     try:
         announced = False
         while stop["signal"] is None:
-            for i, child in enumerate(children):
-                if i not in reported and child.poll() is not None:
-                    reported.add(i)
+            for i, node in enumerate(nodes):
+                child = node.proc
+                if child.pid not in reported and child.poll() is not None:
+                    reported.add(child.pid)
+                    how = ("start it with `kgroup control node start` or" if supervisor is not None else "")
                     print(f"kgroup cluster: node {i} exited with status {child.returncode}; the others "
-                          f"keep serving. To restart it: {shlex.join(_serve_command(args, i, cluster))}",
+                          f"keep serving. To restart it, {how} run: "
+                          f"{shlex.join(_serve_command(args, i, cluster))}",
                           file=sys.stderr, flush=True)
-            if len(reported) == len(children):
+            if all(node.proc.pid in reported for node in nodes):
                 print("kgroup: error: every node has exited", file=sys.stderr, flush=True)
                 status = 1
                 break
@@ -80,20 +159,25 @@ def run_cluster(args: Any) -> int:
                 announced = True
                 print(f"kgroup cluster: {args.nodes} nodes, data dir {os.path.abspath(args.data_dir)}")
                 for i, p in enumerate(ports):
-                    print(f"  node {i}: 127.0.0.1:{p}")
+                    control = (f" (control API 127.0.0.1:{args.control_base_port + i})"
+                               if supervisor is not None else "")
+                    print(f"  node {i}: 127.0.0.1:{p}{control}")
                 print(f"  bootstrap servers: {','.join(f'127.0.0.1:{p}' for p in ports)}", flush=True)
             time.sleep(0.2)
     finally:
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
+        if supervisor is not None:
+            supervisor.close()
+        for node in nodes:
+            node.resume()
+            if node.alive():
+                node.proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        for child in children:
+        for node in nodes:
             try:
-                child.wait(max(0.1, deadline - time.monotonic()))
+                node.proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+                node.proc.kill()
+                node.proc.wait()
         for s, handler in previous.items():
             signal.signal(s, handler)
     return status  # Ctrl-C is how a foreground cluster is stopped: 0, as `kgroup serve`

@@ -7,9 +7,6 @@ exception into the one line, so ``main`` never lets a traceback through.
 
 from __future__ import annotations
 
-from kgroup.client.errors import KafkaClientError
-from kgroup.wire.errors import WireError
-
 PROG = "kgroup"
 
 
@@ -40,6 +37,11 @@ def format_error(exc: BaseException) -> tuple[str, int]:
     """(one line for stderr, exit status) for any exception a command can raise."""
     if isinstance(exc, CliError):
         return error_line(str(exc), exc.hint), exc.code
+    # Imported here: nothing of the wire layer (kio) may load before `kgroup serve` decides
+    # how it loads (main.run_serve).
+    from kgroup.client.errors import KafkaClientError  # noqa: PLC0415
+    from kgroup.wire.errors import WireError  # noqa: PLC0415
+
     if isinstance(exc, KafkaClientError):
         return error_line(str(exc), exc.hint), 1
     if isinstance(exc, WireError):

@@ -1,5 +1,5 @@
 """``kgroup`` command line: ``serve``, ``cluster``, ``topics``, ``groups``, ``users``, ``acls``,
-``produce``, ``consume``, ``lab``.
+``produce``, ``consume``, ``control``, ``lab``.
 
 ``main(argv)`` returns the exit status. Every mistake — bad arguments, a broker that cannot
 be reached, an unknown topic or group, a broker error code — prints exactly one line
@@ -24,6 +24,12 @@ __all__ = ["main", "run_serve"]
 
 def run_serve(args: Any) -> int:
     """Hand ``kgroup serve`` to the broker (imported only when asked for)."""
+    # When hypothesis is installed, kio registers test-data strategies for its types as it
+    # loads: a third of a broker's start-up, for nothing a broker uses. Hide it while the
+    # broker's modules load (kio looks once, at import), then give it back.
+    hidden = "hypothesis" not in sys.modules and "kio" not in sys.modules
+    if hidden:
+        sys.modules["hypothesis"] = None  # type: ignore[assignment]
     try:
         server = importlib.import_module("kgroup.broker.server")
         serve_main = server.serve_main
@@ -35,6 +41,9 @@ def run_serve(args: Any) -> int:
     except AttributeError:
         raise CliError("kgroup serve is not available: kgroup.broker.server has no serve_main",
                        "install a kgroup build that includes the broker") from None
+    finally:
+        if hidden and sys.modules.get("hypothesis", 0) is None:
+            del sys.modules["hypothesis"]
     result = serve_main(args)
     if inspect.isawaitable(result):
         result = asyncio.run(result)  # type: ignore[arg-type]
@@ -95,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "lab":
             from .lab import run_lab
             return run_lab(args)
+        if args.command == "control":
+            from .control import run_control
+            return run_control(args, sys.stdout)
         if args.command == "users" and args.data_dir is not None:
             from .security import users_offline
             return users_offline(args, sys.stdout)

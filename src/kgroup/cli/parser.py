@@ -154,6 +154,10 @@ def build_parser() -> Parser:
     serve.add_argument("--advertised", metavar="HOST:PORT", type=host_port, default=None,
                        help="address given to clients in Metadata (default: --listen)")
     _broker_storage_options(serve, "./kgroup-data", "where logs and group state live")
+    serve.add_argument("--control-listen", metavar="HOST:PORT", type=host_port, default=None,
+                       help="serve the control API (faults on demand, group state and waits, "
+                       "rebalance, expire, node and coordinator controls; for tests) here "
+                       "(default: off)")
     serve.add_argument("--no-group-events", dest="group_events", action="store_const", const=False,
                        default=None, help="do not write group changes to the __kgroup_events topic")
     serve.add_argument("--log-level", default=None, type=str.upper,
@@ -181,6 +185,10 @@ def build_parser() -> Parser:
     cluster.add_argument("--base-port", type=port_number, default=9092,
                          help="node i listens on 127.0.0.1:BASE+i (default: 9092)")
     _broker_storage_options(cluster, "./kgroup-cluster", "the data dir every node shares")
+    cluster.add_argument("--control-base-port", type=port_number, default=None,
+                         help="node i also serves the control API on 127.0.0.1:PORT+i, and node "
+                         "controls (kill, stop, start, pause) sent to any of them are carried out "
+                         "by this process (default: off)")
 
     # topics
     topics = sub.add_parser("topics", help="create, list, describe, delete topics")
@@ -287,6 +295,9 @@ def build_parser() -> Parser:
     # users, acls
     add_security_commands(sub, client, Parser)
 
+    # control
+    _control_parser(sub)
+
     # lab
     lab = sub.add_parser("lab", help="simulate consumer groups under churn (the rebalance lab)")
     lsub = lab.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
@@ -312,3 +323,75 @@ def build_parser() -> Parser:
                    "--as protocol=consumer,assignor=uniform (repeatable)")
     y.add_argument("--out", metavar="DIR", required=True, help="output directory")
     return root
+
+
+def _control_parser(sub: argparse._SubParsersAction) -> None:
+    """`kgroup control ...`: the control API of a broker started with --control-listen."""
+    def control_option(defaults: bool) -> argparse.ArgumentParser:
+        # Taken before or after the action, as the client options are (real default only once).
+        p = argparse.ArgumentParser(add_help=False)
+        p.add_argument("--control", metavar="HOST:PORT", type=host_port,
+                       default=os.environ.get("KGROUP_CONTROL") if defaults else argparse.SUPPRESS,
+                       help="the broker's --control-listen address (default: $KGROUP_CONTROL)")
+        return p
+
+    where = control_option(False)
+    control = sub.add_parser("control", parents=[control_option(True)],
+                             help="faults on demand, group waits, rebalance, expire, coordinator "
+                             "moves and node controls (for tests)",
+                             description="Drive the control API of a broker started with "
+                             "`kgroup serve --control-listen HOST:PORT`.")
+    csub = control.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
+    csub.required = True
+
+    faults = csub.add_parser("faults", help="add, list or clear faults")
+    fsub = faults.add_subparsers(dest="faults_action", metavar="ACTION", parser_class=Parser)
+    fsub.required = True
+    f = fsub.add_parser("add", parents=[where], help="answer the next matching requests with an error, "
+                        "late, or by closing the connection; prints the fault's id")
+    f.add_argument("--api", required=True, help="Kafka API name, e.g. Heartbeat, Fetch, OffsetCommit")
+    action = f.add_mutually_exclusive_group()
+    action.add_argument("--error", metavar="NAME", help="Kafka error name, e.g. REBALANCE_IN_PROGRESS")
+    action.add_argument("--close-connection", action="store_true", help="close the client's connection")
+    f.add_argument("--delay-ms", type=positive_int, default=None, help="hold each matching request this long")
+    f.add_argument("--count", type=positive_int, default=1, help="how many requests (default: 1)")
+    f.add_argument("--group", help="only requests for this group")
+    f.add_argument("--member", help="only requests of this member id or group.instance.id")
+    f.add_argument("--client-id", help="only requests from this client.id")
+    f.add_argument("--topic", help="only requests naming this topic")
+    f.add_argument("--partition", type=non_negative_int, default=None, help="only requests naming this partition")
+    f = fsub.add_parser("list", parents=[where], help="armed faults with what is left of them")
+    f.add_argument("--json", action="store_true", help="print JSON")
+    f = fsub.add_parser("clear", parents=[where], help="disarm one fault, or all")
+    f.add_argument("fault_id", metavar="ID", nargs="?", default=None, help="the fault (default: all)")
+
+    c = csub.add_parser("group", parents=[where], help="print a group's state and members as JSON")
+    c.add_argument("group", metavar="GROUP")
+    c = csub.add_parser("wait", parents=[where], help="wait until a group is in a state with N members; "
+                        "prints it as JSON (exit 1 at the timeout)")
+    c.add_argument("group", metavar="GROUP")
+    c.add_argument("--state", default=None, help="e.g. Stable, Empty, PreparingRebalance, Reconciling")
+    c.add_argument("--members", type=non_negative_int, default=None, help="how many members")
+    c.add_argument("--timeout-ms", type=non_negative_int, default=30_000, help="(default: 30000)")
+    c = csub.add_parser("rebalance", parents=[where], help="start a rebalance of a group now")
+    c.add_argument("group", metavar="GROUP")
+    c = csub.add_parser("expire", parents=[where], help="expire a member as if its session timed out")
+    c.add_argument("group", metavar="GROUP")
+    c.add_argument("member", metavar="MEMBER", help="member id or group.instance.id")
+    c = csub.add_parser("move-coordinator", parents=[where], help="move a group's coordinator to a node "
+                        "of the cluster by a clean hand-over; prints the group as JSON")
+    c.add_argument("group", metavar="GROUP")
+    c.add_argument("--node", type=non_negative_int, required=True, help="the node to move it to")
+    c = csub.add_parser("nodes", parents=[where], help="print the cluster's nodes and their status as JSON")
+    node = csub.add_parser("node", help="kill, stop, start or pause a node of the cluster (needs the "
+                           "cluster to run under `kgroup cluster` or kgroup.testing.Cluster)")
+    nsub = node.add_subparsers(dest="node_action", metavar="ACTION", parser_class=Parser)
+    nsub.required = True
+    for name, text in (("kill", "SIGKILL the node, as a crash"),
+                       ("stop", "stop the node gracefully (it hands its partitions over)"),
+                       ("start", "start a stopped or killed node again"),
+                       ("pause", "stop the node answering for --ms milliseconds, as a GC pause")):
+        c = nsub.add_parser(name, parents=[where], help=text)
+        c.add_argument("node", metavar="NODE", type=non_negative_int, help="the node's id")
+        if name == "pause":
+            c.add_argument("--ms", type=positive_int, required=True, help="how long, in milliseconds")

@@ -456,8 +456,7 @@ class ClassicProtocol:
         out.changed(group.group_id, "session timeout", Departure.EXPIRED)
         member_id = op.member_id
         if group.is_pending(member_id):
-            group.remove(member_id)
-            self._maybe_complete_join_phase(group, out, now_ms)
+            self.expire_member(group, member_id, out, now_ms)
             return out.build()
         if not group.has_member(member_id):
             return EMPTY_RESULT
@@ -465,9 +464,26 @@ class ClassicProtocol:
         if not is_new and (member_id in group.awaiting_join or member_id in group.awaiting_sync):
             # Parked in a rebalance, which will re-arm its session when it completes.
             return EMPTY_RESULT
+        self.expire_member(group, member_id, out, now_ms)
+        return out.build()
+
+    def expire_member(self, group: ClassicGroup, member_id: str, out: ResultBuilder, now_ms: int) -> None:
+        """Remove a member (or pending member) whose session ran out, answering its parked
+        requests, and let the group rebalance without it."""
+        if group.is_pending(member_id):
+            self.timers.cancel(classic_session_key(group.group_id, member_id))
+            group.remove(member_id)
+            self._maybe_complete_join_phase(group, out, now_ms)
+            return
         self._remove_member(group, member_id, out)
         self._after_members_removed(group, out, now_ms)
-        return out.build()
+
+    def rebalance_now(self, group: ClassicGroup, out: ResultBuilder, now_ms: int) -> None:
+        """Start a rebalance as a new member's join would: a Stable or CompletingRebalance
+        group prepares a new one (members learn it from their next heartbeat); a rebalance
+        already preparing goes on as it is."""
+        if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, out, now_ms)
 
     # ======================================================================================
     # SyncGroup

@@ -441,6 +441,11 @@ class ConsumerProtocol:
         remaining = {mid: m for mid, m in group.members.items() if mid not in member_ids}
         out.record(ConsumerGroupEpochRecord(group.group_id, group.epoch + 1, self._subscribed_metadata(remaining)))
 
+    def bump_epoch(self, group: ConsumerGroup, out: ResultBuilder) -> None:
+        """A new group epoch with nothing else changed: the assignor runs again at the next
+        heartbeat and every member reconciles to the new epoch (a rebalance on demand)."""
+        out.record(ConsumerGroupEpochRecord(group.group_id, group.epoch + 1, self._subscribed_metadata(group.members)))
+
     def session_expired(self, op: TimerOp, now_ms: int) -> Result:
         group = self.shard.consumer_groups.get(op.group_id)
         if group is None or op.member_id not in group.members:
@@ -483,16 +488,19 @@ class ConsumerProtocol:
             if group is None:
                 described.append(DescribedConsumerGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
                 continue
-            votes = Counter(m.meta.server_assignor for m in group.members.values() if m.meta.server_assignor)
-            assignor = votes.most_common(1)[0][0] if votes else self.config.consumer_assignors[0]
             described.append(DescribedConsumerGroup(
-                group_id, ErrorCode.NONE, group.state().value, group.epoch, group.target_epoch, assignor,
+                group_id, ErrorCode.NONE, group.state().value, group.epoch, group.target_epoch, self.assignor_of(group),
                 tuple(DescribedConsumerMember(
                     m.member_id, m.meta.instance_id, m.meta.rack_id, m.epoch, m.meta.client_id,
                     m.meta.client_host, m.meta.subscribed_topic_names, m.meta.subscribed_topic_regex,
                     m.current.assigned, group.target.get(m.member_id, ()), 0 if m.meta.is_classic else 1)
                     for m in group.members.values())))
         return Result((), ((reply, tuple(described)),))
+
+    def assignor_of(self, group: ConsumerGroup) -> str:
+        """The server assignor the group's members ask for most (the default if none asks)."""
+        votes = Counter(m.meta.server_assignor for m in group.members.values() if m.meta.server_assignor)
+        return votes.most_common(1)[0][0] if votes else self.config.consumer_assignors[0]
 
     def loaded(self, now_ms: int) -> None:
         """After a restart every member gets a fresh session to come back in."""

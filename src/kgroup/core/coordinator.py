@@ -22,7 +22,9 @@ their own handler set (share_protocol.py): ShareGroupHeartbeat for a share group
 yet) goes there, and any other kind's membership request for a share group, or a share
 heartbeat for a group of another kind, is refused (`_refuse`), as Kafka refuses it.
 Offsets of classic and consumer groups are refused for share groups, whose progress is the
-share-partition state instead.
+share-partition state instead. The control API's operations on a group (inspect, rebalance
+now, expire a member: group_control.py) are routed by kind the same way, in `operations`
+(share groups: not yet, refused with INVALID_REQUEST).
 """
 
 from __future__ import annotations
@@ -37,8 +39,11 @@ from kgroup.core.classic_protocol import ClassicProtocol
 from kgroup.core.config import GroupConfig
 from kgroup.core.consumer_group import ConsumerGroup, apply_consumer_record
 from kgroup.core.consumer_protocol import ConsumerProtocol
+from kgroup.core.group_control import ClassicControl, ConsumerControl, missing_group
 from kgroup.core.messages import (
     ConsumerGroupHeartbeatRequest,
+    ExpireMemberRequest,
+    GroupControlRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -132,6 +137,14 @@ def _refuse(code: ErrorCode, why: str) -> Handler:
     return refuse
 
 
+class GroupOperation(Enum):
+    """The control API's operations on one group, routed by the kind of the group."""
+
+    INSPECT = "inspect"
+    REBALANCE = "rebalance"
+    EXPIRE_MEMBER = "expire member"
+
+
 class GroupCoordinatorShard:
     """The groups and offsets of one group-metadata log partition."""
 
@@ -183,6 +196,19 @@ class GroupCoordinatorShard:
         self._leave = self.routes[A.LEAVE_GROUP]
         self._consumer_heartbeat = self.routes[A.CONSUMER_GROUP_HEARTBEAT]
         self._share_heartbeat = self.routes[A.SHARE_GROUP_HEARTBEAT]
+        classic_control, consumer_control = ClassicControl(shard, classic), ConsumerControl(shard, consumer)
+        O = GroupOperation
+        not_for_share = _refuse(ErrorCode.INVALID_REQUEST,
+                                "is a share group: the control API does not act on share groups yet")
+        # Operation -> group kind -> handler: the control API's way in.
+        self.operations: dict[GroupOperation, dict[GroupKind, Handler]] = {
+            O.INSPECT: {K.NONE: missing_group, K.CLASSIC: classic_control.inspect,
+                        K.CONSUMER: consumer_control.inspect, K.SHARE: not_for_share},
+            O.REBALANCE: {K.NONE: missing_group, K.CLASSIC: classic_control.rebalance,
+                          K.CONSUMER: consumer_control.rebalance, K.SHARE: not_for_share},
+            O.EXPIRE_MEMBER: {K.NONE: missing_group, K.CLASSIC: classic_control.expire,
+                              K.CONSUMER: consumer_control.expire, K.SHARE: not_for_share},
+        }
         # Timer kind -> the handler that runs at expiry.
         self._timer_ops: dict[TimerKind, Callable[[TimerOp, int], Result]] = {
             TimerKind.CONSUMER_SESSION: consumer.session_expired,
@@ -258,6 +284,18 @@ class GroupCoordinatorShard:
 
     def consumer_group_describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
         return self.consumer.describe(group_ids, reply, now_ms)
+
+    def inspect_group(self, req: GroupControlRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """The group as the control API shows it (an InspectedGroup)."""
+        return self.operations[GroupOperation.INSPECT][self.kind_of(req.group_id)](req, reply, now_ms)
+
+    def rebalance_group(self, req: GroupControlRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """Start a rebalance of the group now (group_control.py says how, per kind)."""
+        return self.operations[GroupOperation.REBALANCE][self.kind_of(req.group_id)](req, reply, now_ms)
+
+    def expire_member(self, req: ExpireMemberRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """Expire a member as its session timeout would; replies with its member id."""
+        return self.operations[GroupOperation.EXPIRE_MEMBER][self.kind_of(req.group_id)](req, reply, now_ms)
 
     def update_topics(self, topics: dict[str, tuple[str, int]], now_ms: int) -> Result:
         """The broker's topics changed (name -> (topic id, partitions)); bump affected groups."""

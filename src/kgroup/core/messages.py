@@ -303,3 +303,52 @@ class DescribedConsumerGroup:
     assignment_epoch: int = 0
     assignor: str = ""
     members: tuple[DescribedConsumerMember, ...] = ()
+
+
+# ---- Control operations (the test bed's control API) --------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class GroupControlRequest:
+    """Inspect a group, or start a rebalance of it now."""
+
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireMemberRequest:
+    """Expire a member as if its session had run out; `member` is its id or instance id."""
+
+    group_id: str
+    member: str
+
+
+@dataclass(frozen=True, slots=True)
+class InspectedMember:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    # The consumer protocol's member epoch; None for a member of a classic group.
+    member_epoch: int | None
+    # (topic name, partitions); None when the assignment is not consumer partitions (a
+    # classic group of another protocol type) or not known yet (mid-rebalance).
+    assignment: tuple[tuple[str, tuple[int, ...]], ...] | None
+    pending_revocation: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # "consumer" or "classic": how the member speaks (a migrated group has both).
+    protocol: str = "classic"
+
+
+@dataclass(frozen=True, slots=True)
+class InspectedGroup:
+    """A group as the control API shows it: both kinds in one shape."""
+
+    group_id: str
+    kind: str                          # "classic" or "consumer"
+    state: str
+    protocol_type: str
+    protocol: str | None               # classic: the chosen protocol (assignor)
+    assignor: str | None               # consumer: the server assignor
+    generation: int | None             # classic
+    group_epoch: int | None            # consumer
+    assignment_epoch: int | None       # consumer
+    members: tuple[InspectedMember, ...] = ()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from functools import cache
 from typing import Any
 
@@ -83,6 +83,8 @@ def _zero(hint: Any) -> Any:
     base = hint
     while hasattr(base, "__supertype__"):
         base = base.__supertype__
+    if isinstance(base, type) and issubclass(base, datetime):
+        return datetime.fromtimestamp(0, timezone.utc)     # a required time: the epoch
     if isinstance(base, type):
         for candidate in (bool, int, str, bytes, float):
             if issubclass(base, candidate):

@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any, Callable
 
 from kgroup.broker.console import metrics
-from kgroup.broker.console.http_server import HttpServer, Request, Response, Stream, text
+from kgroup.broker.http_server import HttpServer, Request, Response, Stream, text
 from kgroup.broker.console.lag import EndOffset, LagTracker
 from kgroup.broker.console.live import LiveUpdates
 from kgroup.broker.console.views import group_detail, group_list

@@ -1,30 +1,39 @@
-"""A small read-only HTTP/1.1 server on asyncio's own streams, for the console and /metrics.
+"""A small HTTP/1.1 server on asyncio's own streams, for the broker's HTTP listeners: the
+read-only web console and /metrics (console/), and the control API (control_api.py).
 
 How this works: each connection reads a request head (at most `HEAD_LIMIT` bytes, within
-`IDLE_S` seconds), hands a `Request` to the application and writes the `Response` it
-returns; connections are kept alive as HTTP/1.1 allows. A `Stream` response (server-sent
-events) takes the connection over until the client goes away. Only GET and HEAD exist;
-anything malformed gets a 400 (or 431 for an oversized head) and the connection closes.
-At most `max_connections` are open at once; past that a new one is closed at once, so a
-crowd of browsers cannot take memory from the broker.
+`IDLE_S` seconds) and, for methods that take one, a body of Content-Length bytes (at most
+`BODY_LIMIT`), hands a `Request` to the application and writes the `Response` it returns;
+connections are kept alive as HTTP/1.1 allows. A `Stream` response (server-sent events)
+takes the connection over until the client goes away. Only the methods the application
+names are served (405 otherwise; the console names GET and HEAD only); anything malformed
+gets a 400 (413 for a body too large, 431 for a head) and the connection closes. At most
+`max_connections` are open at once; past that a new one is closed at once, so a crowd of
+browsers or scripts cannot take memory from the broker. An application that raises gets a
+500 and the server goes on.
 
-No web framework: the console needs four routes and one event stream, and asyncio's
-server does that in a page of code without a dependency in the broker.
+No web framework: each listener needs a handful of routes, and asyncio's server does that
+in a page of code without a dependency in the broker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import logging
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-log = logging.getLogger("kgroup.broker.console")
+log = logging.getLogger("kgroup.broker.http")
 
 HEAD_LIMIT = 16 * 1024
+BODY_LIMIT = 1 << 20
 IDLE_S = 30.0
+READ_ONLY = ("GET", "HEAD")
+JSON = "application/json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +42,9 @@ class Request:
     path: str                      # percent-decoded
     query: dict[str, str]
     headers: dict[str, str]        # lower-case names
+    body: bytes = b""
+    # The path's segments, each percent-decoded on its own (a group id may hold a "/").
+    segments: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +75,14 @@ def text(status: int, message: str | None = None) -> Response:
     return Response(status, ((message or HTTPStatus(status).phrase) + "\n").encode())
 
 
+def json_response(status: int, value: Any) -> Response:
+    return Response(status, (json.dumps(value, separators=(",", ":")) + "\n").encode(), JSON)
+
+
 class HttpServer:
-    def __init__(self, app: App, max_connections: int = 64) -> None:
+    def __init__(self, app: App, methods: tuple[str, ...] = READ_ONLY, max_connections: int = 64) -> None:
         self.app = app
+        self.methods = methods
         self.max_connections = max_connections
         self.server: asyncio.AbstractServer | None = None
         self.connections: set[asyncio.Task] = set()
@@ -100,21 +117,33 @@ class HttpServer:
                     return
                 try:
                     request = _parse(head)
+                    length = _content_length(request)
                 except BadRequest as exc:
                     await _write(writer, text(400, f"bad request: {exc}"), keep_alive=False)
                     return
                 keep_alive = request.headers.get("connection", "").lower() != "close"
-                if request.method not in ("GET", "HEAD"):
-                    response: Response | Stream = Response(405, b"read-only: only GET and HEAD\n",
-                                                           headers=(("Allow", "GET, HEAD"),))
-                elif _has_body(request):
+                if request.method not in self.methods:
+                    allowed = ", ".join(self.methods)
+                    why = "read-only: only GET and HEAD" if self.methods == READ_ONLY else f"only {allowed}"
+                    response: Response | Stream = Response(405, f"{why}\n".encode(), headers=(("Allow", allowed),))
+                elif length and request.method in READ_ONLY:
                     await _write(writer, text(400, "a GET has no body"), keep_alive=False)
                     return
+                elif length > BODY_LIMIT:
+                    await _write(writer, text(413, f"a body is at most {BODY_LIMIT} bytes"), keep_alive=False)
+                    return
                 else:
+                    if length:
+                        try:
+                            async with asyncio.timeout(IDLE_S):
+                                body = await reader.readexactly(length)
+                        except (asyncio.IncompleteReadError, TimeoutError, ConnectionError):
+                            return
+                        request = dataclasses.replace(request, body=body)
                     try:
                         response = await self.app(request)
                     except Exception:
-                        log.exception("console request %s %s failed", request.method, request.path)
+                        log.exception("http request %s %s failed", request.method, request.path)
                         response = text(500)
                 if isinstance(response, Stream):
                     writer.write(_head(200, response.content_type, None, response.headers, keep_alive=True))
@@ -131,8 +160,13 @@ class HttpServer:
             writer.close()
 
 
-def _has_body(request: Request) -> bool:
-    return request.headers.get("content-length", "0") not in ("", "0") or "transfer-encoding" in request.headers
+def _content_length(request: Request) -> int:
+    if "transfer-encoding" in request.headers:
+        raise BadRequest("chunked bodies are not accepted; send Content-Length")
+    raw = request.headers.get("content-length", "0") or "0"
+    if not raw.isdigit():
+        raise BadRequest(f"Content-Length {raw[:20]!r} is not a number")
+    return int(raw)
 
 
 def _parse(head: bytes) -> Request:
@@ -154,7 +188,8 @@ def _parse(head: bytes) -> Request:
     if version == "HTTP/1.0" and headers.get("connection", "").lower() != "keep-alive":
         headers["connection"] = "close"
     parts = urlsplit(target)
-    return Request(method, unquote(parts.path), dict(parse_qsl(parts.query)), headers)
+    segments = tuple(unquote(s) for s in parts.path.split("/") if s)
+    return Request(method, unquote(parts.path), dict(parse_qsl(parts.query)), headers, b"", segments)
 
 
 def _head(status: int, content_type: str, length: int | None, extra: tuple[tuple[str, str], ...],

@@ -1,0 +1,117 @@
+"""The pytest plugin of kgroup (registered under `pytest11`, so `pip install kgroup` is all
+a project needs): brokers and clusters as fixtures.
+
+    def test_my_consumer_survives_a_rebalance(kgroup_broker):
+        app = start_my_app(kgroup_broker.bootstrap)
+        kgroup_broker.wait_for_group("my-app", state="Stable", members=1)
+        kgroup_broker.add_fault("Heartbeat", "REBALANCE_IN_PROGRESS", group="my-app")
+        ...
+
+- `kgroup_broker`: a fresh `kgroup.testing.Broker` for the test, closed after it.
+- `kgroup_broker_session`: one broker for the whole session (faster for many small
+  tests); its faults are cleared after each test that used it, its groups and topics stay.
+- `kgroup_cluster` / `kgroup_cluster_session`: the same for a `kgroup.testing.Cluster`.
+
+Settings for the per-test fixtures come from the `kgroup` marker:
+`@pytest.mark.kgroup(group={"min_session_timeout_ms": 1000}, settings={...}, nodes=3)`.
+At teardown the broker's log tail is printed, so a failing test shows it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+
+LOG_TAIL_LINES = 60
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "kgroup(settings=None, group=None, nodes=3): settings of the kgroup_broker / "
+        "kgroup_cluster fixtures for this test (TOML settings, the [group] table, cluster size)")
+
+
+def _marker_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    marker = request.node.get_closest_marker("kgroup")
+    return dict(marker.kwargs) if marker is not None else {}
+
+
+def _print_logs(handle: Any) -> None:
+    for name, text in handle.logs().items():
+        tail = "\n".join(text.splitlines()[-LOG_TAIL_LINES:])
+        print(f"---- kgroup {name} log (last {LOG_TAIL_LINES} lines) ----\n{tail}")
+
+
+@pytest.fixture
+def kgroup_broker(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh broker for this test (`kgroup.testing.Broker`), stopped and removed after it."""
+    from kgroup.testing import Broker
+
+    options = _marker_options(request)
+    options.pop("nodes", None)
+    broker = Broker(**options).start()
+    try:
+        yield broker
+    finally:
+        _print_logs(broker)
+        broker.close()
+
+
+@pytest.fixture(scope="session")
+def _kgroup_shared_broker() -> Iterator[Any]:
+    from kgroup.testing import Broker
+
+    broker = Broker().start()
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.fixture
+def kgroup_broker_session(_kgroup_shared_broker: Any) -> Iterator[Any]:
+    """One broker for the whole test session; faults are cleared after each test."""
+    yield _kgroup_shared_broker
+    _print_logs(_kgroup_shared_broker)
+    if _kgroup_shared_broker.process.alive():
+        _kgroup_shared_broker.clear_faults()
+
+
+@pytest.fixture
+def kgroup_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh cluster for this test (`kgroup.testing.Cluster`, 3 nodes unless the `kgroup`
+    marker says `nodes=N`), stopped and removed after it."""
+    from kgroup.testing import Cluster
+
+    cluster = Cluster(**_marker_options(request)).start()
+    try:
+        yield cluster
+    finally:
+        _print_logs(cluster)
+        cluster.close()
+
+
+@pytest.fixture(scope="session")
+def _kgroup_shared_cluster() -> Iterator[Any]:
+    from kgroup.testing import Cluster
+
+    cluster = Cluster().start()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def kgroup_cluster_session(_kgroup_shared_cluster: Any) -> Iterator[Any]:
+    """One 3-node cluster for the whole test session. After each test its faults are
+    cleared and every node that test killed, stopped or paused is running again; moved
+    coordinators stay where they were moved."""
+    yield _kgroup_shared_cluster
+    _print_logs(_kgroup_shared_cluster)
+    for i, node in enumerate(_kgroup_shared_cluster.nodes):
+        node.resume()
+        if not node.alive():
+            _kgroup_shared_cluster.start_node(i)
+    _kgroup_shared_cluster.clear_faults()
