@@ -9,6 +9,10 @@ Anything a client sends that we cannot serve gets an error response or, for byte
 even frame or decode, a closed connection — never a crash of the broker. SIGTERM/SIGINT
 stop accepting, let in-flight requests finish briefly, sync every log and exit 0.
 
+Fetch answers leave their large record ranges in the segment files (fetch_api.py): on a
+plain TCP connection they go to the socket with sendfile between the response bytes around
+them (`send_answer`); where the kernel cannot send a file (TLS) they are read in.
+
 Watching the coordinator costs nothing per request unless asked for: every group change is
 logged from the group events (group_observer.py); with `--http-listen` a second listener
 serves the web console and /metrics (console/), and requests are counted by API and error
@@ -29,6 +33,7 @@ from typing import Any
 from kgroup.broker.config import BrokerConfig, ConfigError, load_config
 from kgroup.broker.durability import Durability
 from kgroup.broker.event_stream import GroupEventStream, ensure_topic
+from kgroup.broker.fetch_api import FetchAnswer
 from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
 from kgroup.broker.group_observer import GroupObserver
 from kgroup.broker.group_view import GroupViews
@@ -137,7 +142,7 @@ class Broker:
                                        observer=self.observer)
         consumer = ConsumerGroupApi(groups)
         self.handlers = {
-            0: dp.produce, 1: dp.fetch, 2: dp.list_offsets, 3: dp.metadata,
+            0: dp.produce, 1: dp.fetch_answer, 2: dp.list_offsets, 3: dp.metadata,
             8: groups.offset_commit, 9: groups.offset_fetch, 10: groups.find_coordinator,
             11: groups.join_group, 12: groups.heartbeat, 13: groups.leave_group, 14: groups.sync_group,
             15: groups.describe_groups, 16: groups.list_groups,
@@ -341,6 +346,9 @@ class Broker:
         handle = self._handle
         own = self.ownership
         out: list[bytes] = []  # responses not yet handed to the transport, in order
+        # Fetch answers go out with sendfile on a plain TCP connection; through TLS (which
+        # the kernel cannot do for us) their records are read in and written as bytes.
+        zero_copy = writer.get_extra_info("sslcontext") is None and writer.get_extra_info("socket") is not None
         try:
             while True:
                 chunk = await reader.read(READ_CHUNK)
@@ -367,8 +375,16 @@ class Broker:
                             transport.write(b"".join(out))
                             out.clear()
                         response = await _Resume(coro, yielded)
-                    if response is not None:
+                    if response is None:
+                        continue
+                    if type(response) is bytes:
                         out.append(response)
+                    elif response.zero_copy:
+                        self._may_answer(losses, out)
+                        await send_answer(writer, out, response, zero_copy)
+                        out.clear()
+                    else:
+                        out.append(response.parts[0])
                 if out:
                     self._may_answer(losses, out)
                     transport.write(b"".join(out) if len(out) > 1 else out[0])
@@ -402,7 +418,7 @@ class Broker:
             out.clear()
             raise _OwnershipLost()
 
-    async def _handle(self, frame: bytes, client_host: str) -> bytes | None:
+    async def _handle(self, frame: bytes, client_host: str) -> bytes | FetchAnswer | None:
         self.ownership.gate()
         try:
             header, request = decode_request(frame, disabled=DISABLED_APIS)
@@ -434,6 +450,8 @@ class Broker:
             self._log_request(header, response, client_host)
         if response is None:
             return None
+        if type(response) is FetchAnswer:
+            return response              # encoded already; its records may still be in files
         return encode_response(header, response)
 
     def _log_request(self, header: Any, response: Any, client_host: str) -> None:
@@ -445,6 +463,33 @@ class Broker:
                           extra={"kgroup": {"api": api, "version": header.api_version,
                                             "correlation_id": header.correlation_id, "client_id": header.client_id,
                                             "client_host": client_host, "error": error}})
+
+
+async def send_answer(writer: asyncio.StreamWriter, before: list[bytes], answer: FetchAnswer,
+                      zero_copy: bool) -> None:
+    """Write the responses `before`, then `answer`: its bytes through the transport and its
+    record slices with sendfile (`zero_copy`), or everything read in (TLS)."""
+    transport = writer.transport
+    if not zero_copy:
+        before.append(answer.frame())
+        transport.write(b"".join(before))
+        return
+    loop = asyncio.get_running_loop()
+    pending = before
+    try:
+        for part in answer.parts:
+            if type(part) is bytes:
+                pending.append(part)
+                continue
+            transport.write(b"".join(pending))
+            pending = []
+            if transport.is_closing():
+                raise ConnectionResetError("the client closed the connection")
+            with part.file() as file:
+                await loop.sendfile(transport, file, part.position, part.size)
+        transport.write(b"".join(pending))
+    finally:
+        answer.close()
 
 
 class _Resume:
