@@ -59,6 +59,9 @@ LOG_START_FILE = "log-start-offset"
 # A fetch answer smaller than this is read into memory: below it, a pread and a copy cost
 # less than handing the socket a file range.
 SLICE_MIN_BYTES = 64 * 1024
+# A batch smaller than this is copied into the append buffer; a larger one is written from
+# the request's own bytes (pwritev), which must then not change: they are immutable bytes.
+_COPY_BELOW = 4096
 SCAN_CHUNK = 1024 * 1024
 _BASE_LENGTH = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
@@ -205,23 +208,27 @@ class PartitionLog(SegmentedLog):
                 self.check_fence()  # fail fast; the write itself is checked at flush
             seg = self._write_locked(n)
             base = self._end_offset
-            buf = self._buffer
             pos = seg.size
-            buf += BASE_OFFSET.pack(base)
-            buf += memoryview(batch)[8:]
+            # The batch is written as received, by reference; its base offset (outside the
+            # CRC) is the one piece made here.
+            self._buffer_copy(BASE_OFFSET.pack(base))
+            if n >= _COPY_BELOW and type(batch) is bytes:
+                self._buffer_ref(memoryview(batch)[8:])
+            else:
+                self._buffer_copy(memoryview(batch)[8:])
             seg.size += n
             self._index_batch(seg, pos, base, self.config.index_interval_bytes)
             if h.max_timestamp > seg.max_timestamp:
                 seg.max_timestamp = h.max_timestamp
             self._end_offset = seg.next_offset = base + h.last_offset_delta + 1
-            if len(buf) >= FLUSH_THRESHOLD:
+            if self._pending_bytes >= FLUSH_THRESHOLD:
                 self._flush_locked()
             return base
 
     # -- reading -------------------------------------------------------------------------
 
     def _flush_for_read(self) -> None:
-        if self._buffer:
+        if self._pending:
             self.flush()
 
     def _segment_for(self, offset: int) -> int | None:

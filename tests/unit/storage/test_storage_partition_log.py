@@ -334,3 +334,22 @@ def test_a_large_read_is_a_slice_of_the_segment_file_that_outlives_the_log(tmp_p
     log.delete()                           # retention or a hand-over closes the log's descriptors
     assert got.read() == expected
     got.close()
+
+
+def test_appends_reach_the_file_whole_when_the_kernel_takes_them_in_short_writes(tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    real = os.pwritev
+
+    def short(fd, buffers, position):                   # at most 5,000 bytes per call
+        data = b"".join(bytes(b) for b in buffers)[:5_000]
+        return real(fd, [data], position)
+
+    monkeypatch.setattr(os, "pwritev", short)
+    log = PartitionLog(tmp_path)
+    batches = [make_batch([b"y" * size]) for size in (10, 9_000, 20, 30_000, 5)]
+    for b in batches:
+        log.append(b)                                   # large ones by reference, small ones copied
+    log.flush()
+    assert [bytes(b[8:]) for b in split_batches(log.read(0, 1 << 20))] == [bytes(b[8:]) for b in batches]
+    assert [base_offset_of(b) for b in split_batches(log.read(0, 1 << 20))] == [0, 1, 2, 3, 4]
+    log.close()
