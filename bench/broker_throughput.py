@@ -1,16 +1,17 @@
 """Produce and consume msg/s and broker CPU with confluent-kafka (librdkafka), 100-byte values.
 
     .venv/bin/python bench/broker_throughput.py [--quick] [--runs N] [--messages N]
-        [--partitions 6] [--consumers 2] [--fsync always] [--peer tansu]
+        [--partitions 6] [--producers 1] [--consumers 2] [--fsync always] [--peer tansu]
         [--bootstrap HOST:PORT[,HOST:PORT...]]
 
 Per run and per broker: two fresh topics with P partitions (AdminClient); produce N messages
 (linger.ms=5, batch.size 1 MB, batch.num.messages 100k) with acks=1 into one and acks=all
-into the other; then consume the acks=1 topic with --consumers processes, each a Consumer
-assigned its share of the partitions from the beginning (no group), all started together:
-one librdkafka consumer paces itself, several saturate the broker. msg/s = N / (first
-produce() call to last delivery report), and N / (first consumer's assign() to the last
-consumer's last message).
+into the other, with --producers processes sharing the N; then consume the acks=1 topic with
+--consumers processes, each a Consumer assigned its share of the partitions from the
+beginning (no group). Each side's processes connect first and start together: one
+librdkafka client in a Python loop paces itself (~500k produce() calls/s, a few hundred
+thousand records/s consumed), several load the broker. msg/s = N / (first produce() call
+to last delivery report), and N / (first assign() to the moment the N-th message was read).
 
 With --peer tansu both brokers run at once and the runs alternate (ours, Tansu, ours, ...),
 so machine load hits both alike; the table gives medians and ours/peer ratios. Broker
@@ -51,7 +52,51 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     raise RuntimeError(f"topic {name} not visible after creation")
 
 
-def produce(bootstrap: str, topic: str, n: int, acks: str) -> float:
+def produce(bootstrap: str, topic: str, n: int, acks: str, processes: int = 1) -> float:
+    """msg/s of `processes` producers writing n messages between them: n over the time from
+    the first one's first produce() to the last one's last delivery report."""
+    if processes <= 1:
+        start, end = _produce(bootstrap, topic, n, acks)
+        return n / (end - start)
+    ctx = mp.get_context("fork")
+    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    shares = [n // processes + (1 if i < n % processes else 0) for i in range(processes)]
+    procs = [ctx.Process(target=_producer_process, args=(bootstrap, topic, share, acks, ready, go, results))
+             for share in shares]
+    outcomes = _together(procs, ready, go, results)
+    return n / (max(o[1] for o in outcomes) - min(o[0] for o in outcomes))
+
+
+def _producer_process(bootstrap: str, topic: str, n: int, acks: str, ready, go, results) -> None:
+    try:
+        results.put(_produce(bootstrap, topic, n, acks, ready, go))
+    except BaseException as exc:  # reported to the parent, which fails the run
+        results.put(("error", repr(exc)))
+
+
+def _together(procs: list, ready, go, results) -> list:
+    """Start the processes, let them go at once when all are connected, collect what each
+    reports (raising the first error)."""
+    for proc in procs:
+        proc.start()
+    try:
+        for _ in procs:
+            ready.get(timeout=60)
+        go.set()
+        outcomes = [results.get(timeout=330) for _ in procs]
+    finally:
+        for proc in procs:
+            proc.join(10)
+            if proc.is_alive():
+                proc.kill()
+    errors = [o[1] for o in outcomes if o[0] == "error"]
+    if errors:
+        raise RuntimeError(f"a client process failed: {errors[0]}")
+    return outcomes
+
+
+def _produce(bootstrap: str, topic: str, n: int, acks: str, ready=None, go=None) -> tuple[float, float]:
+    """(wall-clock start, end) of producing n messages."""
     p = Producer({
         "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
         "batch.size": 1_000_000, "batch.num.messages": 100_000,
@@ -68,7 +113,10 @@ def produce(bootstrap: str, topic: str, n: int, acks: str) -> float:
 
     value = b"v" * 100
     p.list_topics(topic, timeout=10)  # connect and learn leaders before the clock starts
-    t0 = time.perf_counter()
+    if ready is not None:
+        ready.put(os.getpid())
+        go.wait(60)
+    t0 = time.time()
     for i in range(n):
         while True:
             try:
@@ -79,10 +127,10 @@ def produce(bootstrap: str, topic: str, n: int, acks: str) -> float:
         if i & 0x3FFF == 0:
             p.poll(0)
     remaining = p.flush(120)
-    dt = time.perf_counter() - t0
+    t1 = time.time()
     if remaining or failed[0]:
         raise RuntimeError(f"produce acks={acks}: {failed[0]} failed, {remaining} not delivered")
-    return n / dt
+    return t0, t1
 
 
 def _consumer_process(bootstrap: str, topic: str, parts: list[int], total, n: int, ready, go, results) -> None:
@@ -127,21 +175,7 @@ def consume(bootstrap: str, topic: str, partitions: int, n: int, processes: int)
     shares = [[p for p in range(partitions) if p % processes == i] for i in range(processes)]
     procs = [ctx.Process(target=_consumer_process, args=(bootstrap, topic, share, total, n, ready, go, results))
              for share in shares]
-    for proc in procs:
-        proc.start()
-    try:
-        for _ in procs:
-            ready.get(timeout=60)
-        go.set()
-        outcomes = [results.get(timeout=330) for _ in procs]
-    finally:
-        for proc in procs:
-            proc.join(10)
-            if proc.is_alive():
-                proc.kill()
-    errors = [o[1] for o in outcomes if o[0] == "error"]
-    if errors:
-        raise RuntimeError(f"consumer failed: {errors[0]}")
+    outcomes = _together(procs, ready, go, results)
     # The first process to see the shared count reach n stopped at the n-th message.
     return n / (min(o[1] for o in outcomes) - min(o[0] for o in outcomes))
 
@@ -152,6 +186,7 @@ def main() -> None:
     p.add_argument("--messages", type=int, default=None, help="per run (default 1,000,000; 500,000 with --quick)")
     p.add_argument("--partitions", type=int, default=6)
     p.add_argument("--consumers", type=int, default=2, help="consumer processes (default 2)")
+    p.add_argument("--producers", type=int, default=1, help="producer processes (default 1)")
     p.add_argument("--fsync", default="never", help="kgroup fsync policy when we start it (default never)")
     args = p.parse_args()
     n = args.messages or (500_000 if args.quick else 1_000_000)
@@ -170,8 +205,8 @@ def main() -> None:
                 create_topic(b.bootstrap, t1, args.partitions)
                 create_topic(b.bootstrap, ta, args.partitions)
                 cpu0 = b.cpu_by_node()
-                r1 = produce(b.bootstrap, t1, n, "1")
-                ra = produce(b.bootstrap, ta, n, "all")
+                r1 = produce(b.bootstrap, t1, n, "1", args.producers)
+                ra = produce(b.bootstrap, ta, n, "all", args.producers)
                 cpu1 = b.cpu_by_node()
                 rc = consume(b.bootstrap, t1, args.partitions, n, args.consumers)
                 cpu2 = b.cpu_by_node()
@@ -197,8 +232,8 @@ def main() -> None:
                 print(line + f"; load {peers.load_average()}", flush=True)
     rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in keys[:3]]
     cpu_rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in keys[3:]]
-    title = (f"confluent-kafka, {n:,} x 100-byte messages, {args.partitions} partitions, {args.consumers} "
-             f"consumer processes, kgroup fsync={args.fsync if not args.bootstrap else '(as running)'}, "
+    title = (f"confluent-kafka, {n:,} x 100-byte messages, {args.partitions} partitions, {args.producers} "
+             f"producer and {args.consumers} consumer processes, kgroup fsync={args.fsync if not args.bootstrap else '(as running)'}, "
              f"{runs} runs (median)")
     peers.print_table(title, rows, peers.sides(args))
     peers.print_table("broker CPU-seconds per million messages (lower is better: ours/peer <= 1 wins)",
