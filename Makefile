@@ -1,24 +1,45 @@
 # Two entry points: `make run` starts a broker, `make test` runs every test.
-# Both create .venv on first use and install what they need into it.
+# Both create .venv on first use and install what they need into it: `run` only what serving
+# needs (kgroup and its few dependencies), `test` everything (Spark, the real Kafka clients,
+# and the Node clients where Node is installed).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+SPARK_STAMP := $(VENV)/.installed-spark
+NODE := $(shell command -v node 2>/dev/null)
+NODE_STAMP := node_modules/.installed
 
-.PHONY: run test bench clean chromium tmux
+.PHONY: run test bench clean chromium tmux spark
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
-	touch $(STAMP)
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
 
-run: $(STAMP)
+# `make run`: kgroup alone, with pip's progress shown (no -q).
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -e .
+	touch $(RUN_STAMP)
+
+# `make spark`: add Spark (the lab's sweep, the PySpark source and sink).
+$(SPARK_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -e '.[spark]'
+	touch $(SPARK_STAMP) $(RUN_STAMP)
+
+# `make test`: everything.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP) $(SPARK_STAMP) $(RUN_STAMP)
+
+run: $(RUN_STAMP)
 	$(BIN)/kgroup serve --listen 127.0.0.1:9092 --data-dir ./kgroup-data
+
+spark: $(SPARK_STAMP)
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
@@ -27,11 +48,17 @@ chromium:
 tmux:
 	@command -v tmux >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux; }
 
-test: $(STAMP) chromium tmux
+# The Node clients (kafkajs, @platformatic/kafka) the Node tests drive, pinned in
+# package-lock.json; only where Node is installed.
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+test: $(STAMP) chromium tmux $(if $(NODE),$(NODE_STAMP))
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
 
 clean:
-	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis
+	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis node_modules

@@ -168,11 +168,12 @@ def toml_config(fsync: str = "never", initial_rebalance_delay_ms: int = 0,
 
 
 def start_kgroup(config_text: str | None = None, data_dir: str | Path | None = None,
-                 wait_loaded: bool = True, echo: bool = False) -> Broker:
-    """`kgroup serve` on a free loopback port in a temp dir (or `data_dir`)."""
+                 wait_loaded: bool = True, echo: bool = False, kgroup: Path | None = None) -> Broker:
+    """`kgroup serve` (this tree's, or the `kgroup` executable given) on a free loopback
+    port in a temp dir (or `data_dir`)."""
     tmp = tempfile.mkdtemp(prefix="kgroup-bench-")
     port = free_port()
-    cmd = [str(KGROUP), "serve", "--listen", f"127.0.0.1:{port}",
+    cmd = [str(kgroup or KGROUP), "serve", "--listen", f"127.0.0.1:{port}",
            "--data-dir", str(data_dir or Path(tmp) / "data")]
     if config_text is not None:
         cfg = Path(tmp) / "kgroup.toml"

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Mapping
 
@@ -131,7 +132,8 @@ async def settle(consumers: list, total: int, timeout: float = 30.0) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bootstrap", default="127.0.0.1:9092")
+    parser.add_argument("--bootstrap", default=os.environ.get("KGROUP_BOOTSTRAP", "127.0.0.1:9092"),
+                        help="the broker (default: $KGROUP_BOOTSTRAP or 127.0.0.1:9092)")
     parser.add_argument("--members", type=int, default=3)
     parser.add_argument("--topics", default="copartition-orders,copartition-payments")
     args = parser.parse_args(argv)

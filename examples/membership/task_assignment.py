@@ -56,7 +56,8 @@ async def main(args: argparse.Namespace) -> None:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bootstrap", default="127.0.0.1:9092")
+    parser.add_argument("--bootstrap", default=os.environ.get("KGROUP_BOOTSTRAP", "127.0.0.1:9092"),
+                        help="the broker (default: $KGROUP_BOOTSTRAP or 127.0.0.1:9092)")
     parser.add_argument("--group", default="job-workers")
     parser.add_argument("--jobs", type=int, default=12)
     parser.add_argument("--workers", type=int, default=1, help="workers in this process")

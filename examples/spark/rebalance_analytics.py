@@ -120,7 +120,8 @@ def analyse(spark, bootstrap: str):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Per-group rebalance timelines from __kgroup_events.")
-    parser.add_argument("--bootstrap", default="127.0.0.1:9092", help="the broker (default 127.0.0.1:9092)")
+    parser.add_argument("--bootstrap", default=os.environ.get("KGROUP_BOOTSTRAP", "127.0.0.1:9092"),
+                        help="the broker (default: $KGROUP_BOOTSTRAP or 127.0.0.1:9092)")
     parser.add_argument("--out", default="rebalance-analytics", help="output directory")
     parser.add_argument("--master", default="local[*]")
     args = parser.parse_args(argv)

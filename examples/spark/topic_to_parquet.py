@@ -19,7 +19,8 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bootstrap", default="127.0.0.1:9092")
+    parser.add_argument("--bootstrap", default=os.environ.get("KGROUP_BOOTSTRAP", "127.0.0.1:9092"),
+                        help="the broker (default: $KGROUP_BOOTSTRAP or 127.0.0.1:9092)")
     parser.add_argument("--topic", default="orders")
     parser.add_argument("--group", default="orders-to-parquet")
     parser.add_argument("--out", default="orders-parquet")

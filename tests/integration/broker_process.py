@@ -25,9 +25,13 @@ class BrokerProcess:
 
     def __init__(self, data_dir: Path, *, group: dict | None = None, extra: dict | None = None,
                  transactions: dict | None = None, node_id: int | None = None, cluster: str | None = None,
-                 port: int | None = None, name: str | None = None) -> None:
+                 port: int | None = None, name: str | None = None, tables: str = "",
+                 listen: bool = True) -> None:
+        """`tables`: more TOML after [group] ([[listeners]], [auth]); `listen=False` passes no
+        --listen (only the [[listeners]] of `tables`), `port` is then the one to wait for."""
         self.data_dir = data_dir
         self.port = port or free_port()
+        self.listen = listen
         self.node_id, self.cluster = node_id, cluster
         name = name or data_dir.name
         self.config_path = data_dir.parent / f"{name}.toml"
@@ -40,6 +44,7 @@ class BrokerProcess:
         if transactions:
             lines.append("[transactions]")
             lines += [f"{k} = {_toml(v)}" for k, v in transactions.items()]
+        lines.append(tables)
         self.config_path.write_text("\n".join(lines) + "\n")
         self.proc: subprocess.Popen | None = None
         self.log_path = data_dir.parent / f"{name}.log"
@@ -52,8 +57,8 @@ class BrokerProcess:
         """Start the process; returns how many "coordinator loaded" lines its log had."""
         loaded_before = self.log().count("coordinator loaded")
         self._log = open(self.log_path, "ab")
-        command = [KGROUP, "serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
-                   "--config", str(self.config_path)]
+        listen = ["--listen", self.bootstrap] if self.listen else []
+        command = [KGROUP, "serve", *listen, "--data-dir", str(self.data_dir), "--config", str(self.config_path)]
         if self.cluster is not None:
             command += ["--node-id", str(self.node_id), "--cluster", self.cluster]
         self.proc = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)

@@ -53,6 +53,12 @@ def _library() -> ctypes.CDLL:
         "rd_kafka_mock_request_api_key": ([p], i16),
         "rd_kafka_mock_request_destroy_array": ([ctypes.POINTER(p), ctypes.c_size_t], None),
         "rd_kafka_mock_clear_requests": ([p], None),
+        "rd_kafka_mock_sharegroup_set_record_lock_duration": ([p, ctypes.c_int], None),
+        "rd_kafka_mock_sharegroup_set_max_delivery_attempts": ([p, ctypes.c_int], None),
+        "rd_kafka_mock_sharegroup_set_auto_offset_reset": ([p, ctypes.c_int], None),
+        "rd_kafka_mock_sharegroup_get_member_ids": (
+            [p, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
+             ctypes.POINTER(ctypes.c_size_t)], ctypes.c_int),
     }
     for name, (args, result) in signatures.items():
         fn = getattr(lib, name)
@@ -137,6 +143,21 @@ class MockCluster:
     def brokers_for(self, api_key: int) -> set[int]:
         """The brokers that got a request of ``api_key`` since tracking started."""
         return {broker for broker, api in self.requests() if api == api_key}
+
+    def share_groups(self, *, record_lock_ms: int, delivery_limit: int, earliest: bool) -> None:
+        """Settings of every share group of the mock (as the TOML's [group] share_* keys)."""
+        self._lib.rd_kafka_mock_sharegroup_set_record_lock_duration(self._mc, record_lock_ms)
+        self._lib.rd_kafka_mock_sharegroup_set_max_delivery_attempts(self._mc, delivery_limit)
+        self._lib.rd_kafka_mock_sharegroup_set_auto_offset_reset(self._mc, 1 if earliest else 0)
+
+    def share_members(self, group: str) -> int:
+        """How many members the share group has (0 if it does not exist)."""
+        ids = ctypes.POINTER(ctypes.c_char_p)()
+        count = ctypes.c_size_t(0)
+        if self._lib.rd_kafka_mock_sharegroup_get_member_ids(self._mc, group.encode(), ctypes.byref(ids),
+                                                             ctypes.byref(count)):
+            return 0
+        return count.value  # (the id strings are left to the process: a few bytes per test)
 
     def close(self) -> None:
         if self._rk:

@@ -170,16 +170,16 @@ def test_consume_with_group_commits_and_reset_offsets(mock_cluster, capsys, monk
     # describe falls back to offsets only (the mock has no DescribeGroups): lag 0.
     status, out, err = run(capsys, mock_cluster, "groups", "describe", "g-cli")
     assert status == 0, err
-    row = next(line.split() for line in out.splitlines() if line.startswith("cli-grp "))
-    assert row[:5] == ["cli-grp", "0", "10", "10", "0"]
+    row = next(line.split() for line in out.splitlines() if line.startswith("g-cli "))
+    assert row[:6] == ["g-cli", "cli-grp", "0", "10", "10", "0"]
     # Dry run changes nothing.
-    status, out, _ = run(capsys, mock_cluster, "groups", "reset-offsets", "g-cli", "--topic",
-                         "cli-grp", "--to-offset", "4")
-    assert status == 0 and "Dry run" in out
+    status, out, err = run(capsys, mock_cluster, "groups", "reset-offsets", "g-cli", "--topic",
+                           "cli-grp", "--to-offset", "4")
+    assert status == 0 and "dry run" in err
     assert asyncio.run(_committed(mock_cluster, "g-cli", "cli-grp"))[("cli-grp", 0)] == 10
-    status, out, _ = run(capsys, mock_cluster, "groups", "reset-offsets", "g-cli", "--topic",
-                         "cli-grp", "--to-offset", "4", "--execute")
-    assert status == 0 and "Committed" in out
+    status, out, err = run(capsys, mock_cluster, "groups", "reset-offsets", "g-cli", "--topic",
+                           "cli-grp", "--to-offset", "4", "--execute")
+    assert status == 0 and "committed new offsets" in err
     status, out, _ = run(capsys, mock_cluster, "consume", "cli-grp", "--group", "g-cli",
                          "--timeout-ms", "500")
     assert out.splitlines() == [str(i) for i in range(4, 10)]
@@ -264,10 +264,12 @@ def test_topic_and_group_admin_against_kgroup_serve(kgroup_broker, capsys, monke
     assert status == 0 and out.splitlines() == ["a", "b", "c"], err
     status, out, _ = run(capsys, b, "groups", "list")
     assert status == 0 and "srv-g" in out
-    status, out, _ = run(capsys, b, "groups", "describe", "srv-g")
-    assert status == 0 and "STATE Empty" in out
-    row = next(line.split() for line in out.splitlines() if line.startswith("srv-t "))
-    assert row[:5] == ["srv-t", "0", "3", "3", "0"]
+    status, out, err = run(capsys, b, "groups", "describe", "srv-g")
+    assert status == 0 and "has no active members" in err
+    row = next(line.split() for line in out.splitlines() if line.startswith("srv-g "))
+    assert row[:6] == ["srv-g", "srv-t", "0", "3", "3", "0"]
+    status, out, _ = run(capsys, b, "groups", "describe", "srv-g", "--state")
+    assert status == 0 and out.splitlines()[1].split()[-2:] == ["Empty", "0"]
     status, _, err = run(capsys, b, "groups", "remove-members", "srv-g", "--instance-id", "x")
     assert status == 1 and one_line_error(err)
     status, out, _ = run(capsys, b, "groups", "delete", "srv-g")

@@ -186,13 +186,18 @@ def test_confluent_admin_describes_a_consumer_group_with_consumer_group_describe
         for m in desc.members:
             assert ({(p.topic, p.partition) for p in m.target_assignment.topic_partitions}
                     == described[m.client_id])
-        # `kgroup groups describe` shows the same assignment, member by member.
-        out = subprocess.run([sys.executable.replace("python", "kgroup"), "--bootstrap-server", cbroker.bootstrap,
-                              "groups", "describe", "cg"], capture_output=True, text=True, timeout=60)
+        # `kgroup groups describe` shows the same, with kafka-consumer-groups.sh's columns.
+        kgroup = [sys.executable.replace("python", "kgroup"), "--bootstrap-server", cbroker.bootstrap]
+        out = subprocess.run([*kgroup, "groups", "describe", "cg", "--state"], capture_output=True, text=True,
+                             timeout=60)
         assert out.returncode == 0, out.stderr
-        assert "STATE Stable  PROTOCOL consumer/range  MEMBERS 2" in out.stdout
-        shown = {line.split()[2]: line.split()[-1] for line in out.stdout.splitlines() if " m0 " in line or " m1 " in line}
-        assert shown == {name: ",".join(f"t-{p}" for _, p in sorted(s)) for name, s in owners.owned.items()}
+        assert out.stdout.splitlines()[1].split()[-3:] == ["range", "Stable", "2"]
+        out = subprocess.run([*kgroup, "groups", "describe", "cg", "--members", "--verbose"], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        shown = {line.split()[3]: line.split()[-1] for line in out.stdout.splitlines()[1:]}
+        assert shown == {name: "t(" + ",".join(str(p) for _, p in sorted(s)) + ")"
+                         for name, s in owners.owned.items()}
     finally:
         for m in members:
             m.stop()

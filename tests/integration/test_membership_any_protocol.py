@@ -418,29 +418,37 @@ def test_describe_and_group_events_show_groups_of_any_protocol_type(broker, caps
         wait_until(lambda: sum(h.is_leader for h in leaders) == 1, what="a leader")
         assert jobs.wait_assigned(30) == b"xyz"
 
-        def describe(group: str) -> tuple[str, dict[str, list[str]]]:
-            assert main(["groups", "describe", group, "--bootstrap-server", broker.bootstrap]) == 0
-            out = capsys.readouterr().out
-            rows = [line.split() for line in out.splitlines()]
-            return out.splitlines()[0], {r[0]: r for r in rows[3:] if len(r) == 7}
+        def describe(group: str) -> tuple[dict, dict[str, list[str]]]:
+            """The group's JSON description, and its --members --verbose rows by member id."""
+            assert main(["groups", "describe", group, "--format", "json", "--bootstrap-server",
+                         broker.bootstrap]) == 0
+            (doc,) = json.loads(capsys.readouterr().out)["groups"]
+            assert main(["groups", "describe", group, "--members", "--verbose", "--bootstrap-server",
+                         broker.bootstrap]) == 0
+            lines = capsys.readouterr().out.splitlines()
+            assert lines[0].split()[-3:] == ["METADATA-BYTES", "ASSIGNMENT-BYTES", "ASSIGNMENT"]
+            return doc, {r[1]: r for r in (line.split() for line in lines[1:])}
 
-        head, rows = describe(groups["tasks"])
-        assert "PROTOCOL kgroup-tasks/sticky  MEMBERS 2" in head
-        shown = {mid: r[6] for mid, r in rows.items()}
+        doc, rows = describe(groups["tasks"])
+        assert (doc["protocol_type"], doc["assignment_strategy"], len(doc["members"])) == (
+            "kgroup-tasks", "sticky", 2)
+        shown = {mid: r[-1] for mid, r in rows.items()}
         assert {mid: sorted(set(v.split(","))) for mid, v in shown.items()} == {
             h.target.membership.member_id: sorted(h.tasks) for h in tasks}
-        assert all(int(r[4]) > 0 and int(r[5]) > 0 for r in rows.values())
+        assert all(int(r[-3]) > 0 and int(r[-2]) > 0 and r[-4] == "-" for r in rows.values())
 
-        head, rows = describe(groups["leader"])
-        assert "PROTOCOL kgroup-leader/v1  MEMBERS 2" in head
-        assert {r[6] for r in rows.values()} == {"leader", "follower"}
+        doc, rows = describe(groups["leader"])
+        assert (doc["protocol_type"], doc["assignment_strategy"], len(doc["members"])) == (
+            "kgroup-leader", "v1", 2)
+        assert {r[-1] for r in rows.values()} == {"leader", "follower"}
         leader = next(h for h in leaders if h.is_leader)
-        assert rows[leader.target.membership.member_id][6] == "leader"
+        assert rows[leader.target.membership.member_id][-1] == "leader"
 
-        head, rows = describe(groups["jobs"])
-        assert "PROTOCOL jobs/v1  MEMBERS 1" in head
+        doc, rows = describe(groups["jobs"])
+        assert (doc["protocol_type"], doc["assignment_strategy"], len(doc["members"])) == ("jobs", "v1", 1)
         (row,) = rows.values()
-        assert row[4:] == ["5", "3", "opaque"]
+        assert row[-3:] == ["5", "3", "opaque"]
+        assert doc["members"][0]["assignment"] == "opaque" and doc["members"][0]["partitions"] is None
     finally:
         for h in helpers:
             h.close()

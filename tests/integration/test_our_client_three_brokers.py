@@ -81,12 +81,12 @@ async def consume(consumer: Consumer, want: int, seen: set, timeout: float = 60)
 
 
 def describe(capsys, bootstrap: str, group: str) -> list[list[str]]:
-    """``kgroup groups describe`` rows of the offsets table."""
+    """``kgroup groups describe`` rows of the offsets table, from the TOPIC column on."""
     status = main(["groups", "describe", group, "--bootstrap-server", bootstrap,
                    "--request-timeout-ms", "5000"])
     out, err = capsys.readouterr()
     assert status == 0, err
-    return [line.split() for line in out.splitlines() if line.startswith("t-")]
+    return [line.split()[1:] for line in out.splitlines() if line.startswith(f"{group} ")]
 
 
 @pytest.mark.parametrize("protocol", sorted(PROTOCOLS))

@@ -81,3 +81,49 @@ def test_a_bad_scenario_gets_one_line_saying_what_to_fix(tmp_path):
     assert missing.returncode == 1 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
     no_out = kgroup("lab", "run", str(bad))
     assert no_out.returncode == 2 and "--out" in no_out.stderr
+
+
+def screenshot(html_file: Path, png: Path, tmp_path: Path) -> None:
+    """A full-page picture of the report, kept in the test's output directory."""
+    out = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'chromium-shot'}", "--window-size=1100,3600", f"--screenshot={png}",
+         html_file.as_uri()], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and png.stat().st_size > 10_000, out.stderr[-2000:]
+
+
+def test_the_report_reads_at_a_glance(tmp_path):
+    bounce = [{"bounce": {"at_s": 60, "member": 1, "down_s": 5}}]
+    results = {}
+    for variant, members in (("eager", {"assignor": "range"}), ("cooperative", {"assignor": "cooperative-sticky"}),
+                             ("static", {"static": True})):
+        results[variant] = run(scenario(events=bounce, members={**members, "state_bytes_per_partition": 2_000_000}),
+                               group=f"g-{variant}", variant=variant, record_timeline=True)
+    summaries = [r.summary for r in results.values()]
+    rows = comparison(summaries)
+    html = render("glance", summaries, [w for r in results.values() for w in r.windows], results,
+                  {v: stop_quantiles([r]) for v, r in results.items()}, rows)
+    page = tmp_path / "report.html"
+    page.write_text(html)
+    screenshot(page, tmp_path / "report.png", tmp_path)
+    dom = rendered_dom(page, tmp_path)
+    # Headings fit their cells: measured on the page Chromium laid out.
+    assert int(re.search(r'data-header-cells="(\d+)"', dom).group(1)) > 20
+    assert re.search(r'data-header-overlaps="(\d+)"', dom).group(1) == "0"
+    # A written takeaway first, with the numbers of the table.
+    eager, coop, static = (results[v].summary for v in ("eager", "cooperative", "static"))
+    takeaway = re.search(r'<p class="takeaway"><b>Takeaway.</b> (.*?)</p>', dom).group(1)
+    assert f"static moved 0 partitions where eager moved {eager['moved']:,}" in takeaway
+    assert dom.index('class="takeaway"') < dom.index("<h2>Comparison</h2>")
+    # Counts without decimals, bytes with units.
+    table = dom[dom.index("<h2>Comparison</h2>"):dom.index("<h2>Ownership timeline</h2>")]
+    assert f"<td>{eager['moved']:,}</td>" in table and ".00<" not in table
+    assert re.search(r"<td>\d+(\.\d)? (MB|GB)</td>", table)
+    # One group per variant: its distribution is a number, not a flat box.
+    unowned = dom[dom.index("Unowned partition-seconds per group"):]
+    assert unowned.count('class="mark value"') == 3
+    # Eager stops every member at once; cooperative and static keep most of them working.
+    timelines = re.findall(r'aria-label="Ownership through a rebalance: (\w+)".*?</svg>', dom, re.S)
+    gaps = {name: len(re.findall(r'class="mark gap"', svg))
+            for name, svg in zip(timelines, re.findall(r'(<svg[^>]*aria-label="Ownership.*?</svg>)', dom, re.S))}
+    assert gaps["eager"] >= 6 and gaps["cooperative"] < gaps["eager"] and gaps["static"] <= 2, gaps

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,91 @@ class LoggingConfig:
                 raise ConfigError(f"[log] {name} must be at least 1, not {getattr(self, name)}")
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+DEFAULT_SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
+CLIENT_AUTH = ("none", "requested", "required")
+_LISTENER_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+@dataclass(frozen=True)
+class ListenerConfig:
+    """One `[[listeners]]` table (Kafka's listeners / listener.security.protocol.map /
+    sasl.enabled.mechanisms / ssl.* per listener)."""
+
+    name: str
+    host: str
+    port: int
+    protocol: str = "PLAINTEXT"
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+    sasl_mechanisms: tuple[str, ...] = ()
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_keyfile_password: str | None = field(default=None, repr=False)
+    ssl_cafile: str | None = None
+    # ssl.client.auth: none | requested | required (mutual TLS: principal from the certificate)
+    ssl_client_auth: str = "none"
+
+    def __post_init__(self) -> None:
+        where = f"[[listeners]] {self.name!r}"
+        if not _LISTENER_NAME.match(self.name):
+            raise ConfigError(f"{where}: a listener name is letters, digits and '_' (e.g. SECURE)")
+        if self.protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError(f"{where}: protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
+                              f"not {self.protocol!r}")
+        if self.sasl:
+            if not self.sasl_mechanisms:
+                object.__setattr__(self, "sasl_mechanisms", DEFAULT_SASL_MECHANISMS)
+            for mech in self.sasl_mechanisms:
+                if mech not in SASL_MECHANISMS:
+                    raise ConfigError(f"{where}: unknown SASL mechanism {mech!r} (known: {', '.join(SASL_MECHANISMS)})")
+        elif self.sasl_mechanisms:
+            raise ConfigError(f"{where}: sasl_mechanisms needs protocol SASL_PLAINTEXT or SASL_SSL")
+        ssl_keys = ("ssl_certfile", "ssl_keyfile", "ssl_keyfile_password", "ssl_cafile")
+        if self.ssl:
+            if not self.ssl_certfile or not self.ssl_keyfile:
+                raise ConfigError(f"{where}: protocol {self.protocol} needs ssl_certfile and ssl_keyfile")
+            if self.ssl_client_auth not in CLIENT_AUTH:
+                raise ConfigError(f"{where}: ssl_client_auth must be one of {', '.join(CLIENT_AUTH)}")
+            if self.ssl_client_auth != "none" and not self.ssl_cafile:
+                raise ConfigError(f"{where}: ssl_client_auth = {self.ssl_client_auth!r} needs ssl_cafile "
+                                  "(the CA that signs client certificates)")
+        elif any(getattr(self, k) for k in ssl_keys) or self.ssl_client_auth != "none":
+            raise ConfigError(f"{where}: ssl_* settings need protocol SSL or SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def ssl(self) -> bool:
+        return self.protocol.endswith("SSL")
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        return (self.advertised_host or self.host, self.advertised_port or self.port)
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """The `[auth]` table: authorization (Kafka's authorizer.class.name, super.users,
+    allow.everyone.if.no.acl.found) and connections.max.reauth.ms (KIP-368)."""
+
+    authorizer: bool = False
+    allow_everyone_if_no_acl: bool = False
+    super_users: tuple[str, ...] = ()
+    connections_max_reauth_ms: int = 0
+
+    def __post_init__(self) -> None:
+        for principal in self.super_users:
+            kind, colon, name = principal.partition(":")
+            if not (kind and colon and name):
+                raise ConfigError(f"[auth] super_users: {principal!r} must look like User:NAME")
+        if self.connections_max_reauth_ms < 0:
+            raise ConfigError("[auth] connections_max_reauth_ms must be 0 (sessions never expire) or more")
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     listen_host: str = "127.0.0.1"
@@ -84,6 +170,11 @@ class BrokerConfig:
     group: GroupConfig = field(default_factory=GroupConfig)
     log: LoggingConfig = field(default_factory=LoggingConfig)
     transactions: TransactionConfig = field(default_factory=TransactionConfig)
+    # [[listeners]] beside the PLAINTEXT one of listen/advertised (see `listeners_to_open`).
+    listeners: tuple[ListenerConfig, ...] = ()
+    # Whether `listen` was set (file or flag): with [[listeners]] it adds a PLAINTEXT listener.
+    listen_given: bool = True
+    auth: AuthConfig = field(default_factory=AuthConfig)
 
     def __post_init__(self) -> None:
         # Refuse at start what would otherwise fail later and far away (a topic auto-created
@@ -110,6 +201,21 @@ class BrokerConfig:
             if self.node_id not in ids:
                 raise ConfigError(f"node_id {self.node_id} is not in the cluster list "
                                   f"({', '.join(map(str, sorted(ids)))}); pass --node-id")
+            # Other nodes are known only by their --cluster entry (a PLAINTEXT address), so a
+            # client on a secured listener of this node would be sent to another node's
+            # PLAINTEXT port, without TLS or SASL: refuse that rather than half-work.
+            secured = [lst.name for lst in self.listeners if lst.protocol != "PLAINTEXT"]
+            if secured:
+                raise ConfigError(f"[[listeners]] {secured[0]!r}: secured listeners (SSL, SASL_PLAINTEXT, SASL_SSL) "
+                                  "are not supported in a cluster yet; a cluster node serves PLAINTEXT listeners "
+                                  "(its --cluster entry and PLAINTEXT [[listeners]])")
+        names = [lst.name for lst in self.listeners_to_open]
+        addresses = [(lst.host, lst.port) for lst in self.listeners_to_open]
+        for seen in (names, addresses):
+            dupes = sorted({str(x) for x in seen if seen.count(x) > 1})
+            if dupes:
+                raise ConfigError(f"two listeners share {dupes[0]}: each needs its own name and port "
+                                  "(listen/--listen is the PLAINTEXT listener named PLAINTEXT)")
 
     @property
     def nodes(self) -> dict[int, tuple[str, int]]:
@@ -119,7 +225,21 @@ class BrokerConfig:
         return {self.node_id: self.advertised}
 
     @property
+    def listeners_to_open(self) -> tuple[ListenerConfig, ...]:
+        """Every listener: `listen` as a PLAINTEXT listener named PLAINTEXT (unless only
+        [[listeners]] are configured), then the [[listeners]] tables in order."""
+        if self.listeners and not self.listen_given:
+            return self.listeners
+        plain = ListenerConfig("PLAINTEXT", self.listen_host, self.listen_port, "PLAINTEXT",
+                               self.advertised_host, self.advertised_port)
+        return (plain, *self.listeners)
+
+    @property
     def advertised(self) -> tuple[str, int]:
+        """The first listener's advertised address (what handlers name; a connection on
+        another listener is told that listener's own address, broker/listeners.py)."""
+        if self.listeners and not self.listen_given:
+            return self.listeners[0].advertised
         return (self.advertised_host or self.listen_host, self.advertised_port or self.listen_port)
 
 
@@ -143,7 +263,10 @@ GROUP_TYPES = {f.name: f.type for f in dataclasses.fields(GroupConfig)}
 LOG_TYPES = {f.name: f.type for f in dataclasses.fields(LoggingConfig)}
 TXN_TYPES = {f.name: f.type for f in dataclasses.fields(TransactionConfig)}
 BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig)
-                if f.name not in ("group", "log", "transactions")}
+                if f.name not in ("group", "log", "transactions", "listeners", "listen_given", "auth")}
+AUTH_TYPES = {f.name: f.type for f in dataclasses.fields(AuthConfig)}
+LISTENER_TYPES = {f.name: f.type for f in dataclasses.fields(ListenerConfig)
+                  if f.name not in ("host", "port", "advertised_host", "advertised_port")}
 GROUP_KEYS = set(GROUP_TYPES)
 BROKER_KEYS = set(BROKER_TYPES) - {"cluster"}
 
@@ -178,6 +301,46 @@ def parse_host_port(text: str, what: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigError(f"{what} must look like HOST:PORT (for example 127.0.0.1:9092), not {text!r}")
     return host.strip("[]"), int(port)
+
+
+def _listeners(value: Any) -> tuple[ListenerConfig, ...]:
+    """The `[[listeners]]` array of tables."""
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise ConfigError("listeners must be [[listeners]] tables (name, address, protocol, ...)")
+    out = []
+    for table in value:
+        name = table.get("name")
+        if not isinstance(name, str):
+            raise ConfigError("every [[listeners]] table needs a name (e.g. name = \"SECURE\")")
+        where = f"[[listeners]] {name!r}"
+        if "address" not in table:
+            raise ConfigError(f"{where} needs an address (HOST:PORT)")
+        fields: dict[str, Any] = {"name": name}
+        fields["host"], fields["port"] = parse_host_port(str(table["address"]), f"{where} address")
+        for key, val in table.items():
+            if key in ("name", "address"):
+                continue
+            if key == "advertised":
+                fields["advertised_host"], fields["advertised_port"] = parse_host_port(str(val), f"{where} advertised")
+            elif key in LISTENER_TYPES:
+                fields[key] = _typed(f"{where} {key}", val, LISTENER_TYPES[key])
+            else:
+                known = ", ".join(["address", "advertised", *sorted(k for k in LISTENER_TYPES if k != "name")])
+                raise ConfigError(f"unknown setting {key!r} in {where}; known: name, {known}")
+        out.append(ListenerConfig(**fields))
+    return tuple(out)
+
+
+def _auth(value: Any) -> AuthConfig:
+    """The `[auth]` table."""
+    if not isinstance(value, dict):
+        raise ConfigError("[auth] must be a table")
+    fields = {}
+    for key, val in value.items():
+        if key not in AUTH_TYPES:
+            raise ConfigError(f"unknown [auth] setting {key!r}; known: {', '.join(sorted(AUTH_TYPES))}")
+        fields[key] = _typed(f"[auth] {key}", val, AUTH_TYPES[key])
+    return AuthConfig(**fields)
 
 
 def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
@@ -238,11 +401,16 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
                 broker[f"{key}_host"], broker[f"{key}_port"] = host, port
             elif key == "cluster":
                 broker["cluster"] = parse_cluster(value)
+            elif key == "listeners":
+                broker["listeners"] = _listeners(value)
+            elif key == "auth":
+                broker["auth"] = _auth(value)
             elif key in BROKER_KEYS:
                 broker[key] = _typed(key, value, BROKER_TYPES[key])
             else:
                 raise ConfigError(f"unknown setting {key!r} in {path}; known: listen, advertised, http_listen, cluster, "
-                                  f"{', '.join(sorted(BROKER_KEYS))}, [group], [log], [transactions]")
+                                  f"{', '.join(sorted(BROKER_KEYS))}, [group], [log], [transactions], [[listeners]], "
+                                  "[auth]")
     for key, value in overrides.items():
         if value is None:
             continue
@@ -257,6 +425,8 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
             group[key] = value
         else:
             broker[key] = value
+    # In a cluster the node's own --cluster entry is its PLAINTEXT listener.
+    broker["listen_given"] = "listen_host" in broker or "listen_port" in broker or bool(broker.get("cluster"))
     if broker.get("cluster"):
         # A node listens on, and is advertised as, its own entry unless told otherwise.
         own = {n: (h, p) for n, h, p in broker["cluster"]}.get(broker.get("node_id", BrokerConfig.node_id))

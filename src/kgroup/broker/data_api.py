@@ -31,6 +31,7 @@ from kgroup.broker.durability import Durability
 from kgroup.broker.producer_states import ProducerStates
 from kgroup.storage import DataDir
 from kgroup.storage.errors import FencedError, NotOwnedError
+from kgroup.wire.kio_build import build, item
 
 log = logging.getLogger("kgroup.broker.data")
 
@@ -48,6 +49,7 @@ class DataError(IntEnum):
     MESSAGE_TOO_LARGE = 10
     INVALID_TOPIC_EXCEPTION = 17
     INVALID_REQUIRED_ACKS = 21
+    POLICY_VIOLATION = 44
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
     INVALID_REPLICATION_FACTOR = 38
@@ -60,6 +62,7 @@ class DataError(IntEnum):
     UNSUPPORTED_COMPRESSION_TYPE = 76
     INVALID_RECORD = 87
     UNKNOWN_TOPIC_ID = 100
+    MISMATCHED_ENDPOINT_TYPE = 114
 
 
 PartitionKey = tuple[str, int]
@@ -96,6 +99,16 @@ class SingleNode:
 
     def fenced(self) -> None:
         pass
+
+
+def per_partition(cls: type, request_topics: Iterable[Any], answer: Callable[[str, Any], dict]) -> tuple:
+    """The ``topics`` of response ``cls``: each requested partition answered with the fields
+    ``answer(topic name, requested partition)`` returns."""
+    topic_cls = item(cls, "topics")
+    part_cls = item(topic_cls, "partitions")
+    return tuple(build(topic_cls, name=t.name, partitions=tuple(build(part_cls, **answer(t.name, p))
+                                                                for p in t.partitions))
+                 for t in request_topics)
 
 
 class ArrivalWatch:

@@ -31,6 +31,7 @@ from kgroup.broker import (
     list_offsets_api,
     metadata_api,
     produce_api,
+    records_api,
     topics_api,
 )
 from kgroup.broker.config import BrokerConfig
@@ -49,8 +50,8 @@ LEADER_WAIT_S = 3.0
 
 class DataPath:
     """Produce, Fetch, ListOffsets, Metadata, CreateTopics, DeleteTopics, CreatePartitions,
-    InitProducerId (idempotent producers), DescribeProducers; the producer state of every
-    partition (`ctx.producers`)."""
+    InitProducerId (idempotent producers), DescribeProducers, DeleteRecords, DescribeLogDirs,
+    DescribeCluster; the producer state of every partition (`ctx.producers`)."""
 
     def __init__(self, config: BrokerConfig, data: DataDir, durability: Durability,
                  cluster: ClusterView | None = None) -> None:
@@ -146,6 +147,18 @@ class DataPath:
         if changed:
             await self._leaders_for(t.name for t in request.topics)
         return response
+
+    async def delete_records(self, header: RequestHeader, request: Any) -> Any:
+        """DeleteRecords (api 21)."""
+        return records_api.delete_records(self.ctx, header, request)
+
+    async def describe_log_dirs(self, header: RequestHeader, request: Any) -> Any:
+        """DescribeLogDirs (api 35)."""
+        return records_api.describe_log_dirs(self.ctx, header, request)
+
+    async def describe_cluster(self, header: RequestHeader, request: Any) -> Any:
+        """DescribeCluster (api 60)."""
+        return metadata_api.describe_cluster(self.ctx, header, request)
 
     # -- upkeep --------------------------------------------------------------------------
 

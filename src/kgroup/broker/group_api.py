@@ -61,6 +61,8 @@ class GroupApi:
         self.shards = shards
         self.shard_for = shard_for
         self.cluster = cluster
+        # Called with a group id after DeleteGroups deleted it (share partitions forget it).
+        self.on_group_deleted: list[Callable[[str], None]] = []
 
     def shard_of(self, key: str) -> Shard | _NotHere:
         """The shard that coordinates a group id or a transactional id, or a stand-in that
@@ -363,6 +365,9 @@ class GroupApi:
             try:
                 (r,) = await shard.call(shard.coordinator.delete_groups, (group_id,))
                 error = r.error
+                if error is ErrorCode.NONE:
+                    for hook in self.on_group_deleted:
+                        hook(group_id)
             except GroupError as exc:
                 error = exc.code
             results.append(build(result_cls, group_id=group_id, error_code=error))

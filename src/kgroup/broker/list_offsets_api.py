@@ -7,22 +7,25 @@ Metadata); v6 flexible; v7 MAX_TIMESTAMP (-3); v8 EARLIEST_LOCAL (-4: no tiered 
 so the log start).
 
 Special timestamps: -2 earliest → log start offset; -1 latest → log end offset (the high
-watermark); -4 earliest local → log start; -3 max timestamp → the base offset of the first
-batch holding the largest timestamp in the log (Kafka answers the exact record inside that
-batch; the batch base is at or before it) and that timestamp; (-1, -1) for an empty log.
-Any other timestamp → `PartitionLog.offset_for_timestamp` (first batch whose max timestamp
-is >= it, answered with its base offset), or offset -1 / timestamp -1 when none is.
+watermark); -4 earliest local → log start; -3 max timestamp → the first record holding the
+largest timestamp in the log and that timestamp; (-1, -1) for an empty log. Any other
+timestamp → the first record at or after the log start whose timestamp is >= it, and its
+timestamp, as Kafka answers: `PartitionLog.offset_for_timestamp` finds the first batch whose
+max timestamp is >= it, and that batch's records are decoded to find the record (a batch
+that cannot be decoded is answered with its base offset, which is at or before it); offset
+-1 / timestamp -1 when no record qualifies.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, log
-from kgroup.wire.kio_build import build, get, item
+from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, log, per_partition
+from kgroup.wire.kio_build import build, get
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import NotOwnedError, TopicError
-from kgroup.wire import RequestHeader, response_class
+from kgroup.wire import RequestHeader, WireError, response_class
+from kgroup.wire import record_batch
 
 LATEST = -1
 EARLIEST = -2
@@ -47,13 +50,28 @@ def lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
     if timestamp == LATEST:
         return plog.log_end_offset, -1
     if timestamp == MAX_TIMESTAMP:
-        top = max_timestamp(plog)
-        if top < 0:
+        timestamp = max_timestamp(plog)
+        if timestamp < 0:
             return -1, -1
-        found = plog.offset_for_timestamp(top)
-        return found if found is not None else (-1, -1)
     found = plog.offset_for_timestamp(timestamp)
-    return found if found is not None else (-1, -1)
+    return (-1, -1) if found is None else _first_record_at(plog, found, timestamp)
+
+
+def _first_record_at(plog: PartitionLog, found: tuple[int, int], timestamp: int) -> tuple[int, int]:
+    """The first record of the batch at ``found`` (its offset, max timestamp) whose
+    timestamp is >= ``timestamp``; ``found`` itself if the batch cannot be decoded."""
+    start, _ = found
+    try:
+        batches = record_batch.split_batches(plog.read(start, 1))
+        records = record_batch.decode_records(batches[0]) if batches else ()
+    except WireError as exc:
+        log.warning("cannot decode the batch at %s offset %d for a timestamp lookup: %s",
+                    plog.directory, start, exc)
+        return found
+    for r in records:
+        if r.offset >= start and r.timestamp >= timestamp:
+            return r.offset, r.timestamp
+    return found
 
 
 def committed_lookup(ctx: DataContext, key: tuple[str, int], plog: PartitionLog,
@@ -67,35 +85,29 @@ def committed_lookup(ctx: DataContext, key: tuple[str, int], plog: PartitionLog,
 
 
 def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
-    """The ListOffsets response."""
-    cls = response_class(2, header.api_version)
+    """The ListOffsets response (read_committed: nothing at or past the last stable offset)."""
     read_committed = int(get(request, "isolation_level", 0)) == 1
-    topic_cls = item(cls, "topics")
-    part_cls = item(topic_cls, "partitions")
-    topics = []
-    for topic in request.topics:
-        parts = []
-        for p in topic.partitions:
-            index = int(p.partition_index)
-            code = DataError.NONE
-            offset = timestamp = -1
-            try:
-                plog = ctx.data.partition_log(topic.name, index)
-                if not plog.owned:
-                    raise NotOwnedError(f"{topic.name}-{index} was taken over by another node")
-                if read_committed:
-                    offset, timestamp = committed_lookup(ctx, (topic.name, index), plog, int(p.timestamp))
-                else:
-                    offset, timestamp = lookup(plog, int(p.timestamp))
-            except TopicError:
-                code = DataError.UNKNOWN_TOPIC_OR_PARTITION
-            except NOT_LEADER:
-                code = DataError.NOT_LEADER_OR_FOLLOWER
-            except StorageError as exc:
-                log.error("list offsets of %s-%d failed in storage: %s", topic.name, index, exc)
-                code = DataError.KAFKA_STORAGE_ERROR
-            parts.append(build(part_cls, partition_index=index, error_code=code,
-                               timestamp=timestamp, offset=offset,
-                               leader_epoch=0 if code == DataError.NONE else -1))
-        topics.append(build(topic_cls, name=topic.name, partitions=tuple(parts)))
-    return build(cls, throttle_time=0, topics=tuple(topics))
+
+    def answer(topic: str, p: Any) -> dict:
+        index = int(p.partition_index)
+        try:
+            plog = ctx.data.partition_log(topic, index)
+            if not plog.owned:
+                raise NotOwnedError(f"{topic}-{index} was taken over by another node")
+            if read_committed:
+                offset, timestamp = committed_lookup(ctx, (topic, index), plog, int(p.timestamp))
+            else:
+                offset, timestamp = lookup(plog, int(p.timestamp))
+            return dict(partition_index=index, error_code=DataError.NONE, timestamp=timestamp, offset=offset,
+                        leader_epoch=0)
+        except TopicError:
+            code = DataError.UNKNOWN_TOPIC_OR_PARTITION
+        except NOT_LEADER:
+            code = DataError.NOT_LEADER_OR_FOLLOWER
+        except StorageError as exc:
+            log.error("list offsets of %s-%d failed in storage: %s", topic, index, exc)
+            code = DataError.KAFKA_STORAGE_ERROR
+        return dict(partition_index=index, error_code=code, timestamp=-1, offset=-1, leader_epoch=-1)
+
+    cls = response_class(2, header.api_version)
+    return build(cls, throttle_time=0, topics=per_partition(cls, request.topics, answer))

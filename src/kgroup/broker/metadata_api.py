@@ -2,7 +2,8 @@
 
 Version notes: v1 null topics = all, empty list = none; v2 cluster_id; v4
 allow_auto_topic_creation (older versions always allow); v7 leader_epoch; v8–v10 authorized
-operations (left at "not requested"); v10 topic ids (a topic may be asked for by id only);
+operations (left at "not requested"); v10 topic ids (a topic may be asked for by id only
+from v12: a null name in v10–v11 gets INVALID_REQUEST, as Kafka answers it);
 v13 top-level error_code.
 
 Leaders: a single broker leads everything. In a cluster the leader of a partition is the
@@ -84,7 +85,11 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
         for wanted in requested:
             name = get(wanted, "name", None)
             topic_id = get(wanted, "topic_id", None)
-            # 2. By id when no name is given (v10+).
+            # 2. By id when no name is given: v12+. Before, a response topic needs a name
+            #    and Kafka refuses the request topic as INVALID_REQUEST with name "".
+            if name is None and header.api_version < 12:
+                topics.append(topic_error(DataError.INVALID_REQUEST, "", topic_id))
+                continue
             if name is None:
                 meta = by_id.get(topic_id) if topic_id is not None else None
                 topics.append(topic_ok(meta) if meta is not None
@@ -122,3 +127,31 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
     response = build(cls, throttle_time=0, brokers=brokers, cluster_id=ctx.config.cluster_id,
                      controller_id=min(nodes), topics=tuple(topics), error_code=DataError.NONE)
     return response, created
+
+
+# DescribeCluster authorized operations when not requested (Kafka's INT32_MIN sentinel).
+_NO_AUTHORIZED_OPERATIONS = -(2**31)
+_BROKERS_ENDPOINT = 1
+
+
+def describe_cluster(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
+    """DescribeCluster (api 60) v0–v2: the live brokers (this broker alone, or the live
+    nodes of a cluster, as Metadata lists them); the lowest id is the controller.
+
+    v1 endpoint_type: brokers (1) only; a broker asked for controllers (2) answers
+    MISMATCHED_ENDPOINT_TYPE as Kafka's brokers do. v2 include_fenced_brokers: never fenced.
+    """
+    cls = response_class(60, header.api_version)
+    broker_cls = item(cls, "brokers")
+    nodes = ctx.cluster.brokers()
+    if int(get(request, "endpoint_type", _BROKERS_ENDPOINT)) != _BROKERS_ENDPOINT:
+        return build(cls, throttle_time=0, error_code=DataError.MISMATCHED_ENDPOINT_TYPE,
+                     error_message="The request was sent to an endpoint of type BROKER, but we wanted "
+                     "an endpoint of type CONTROLLER", endpoint_type=_BROKERS_ENDPOINT,
+                     cluster_id=ctx.config.cluster_id, controller_id=-1, brokers=(),
+                     cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS)
+    return build(cls, throttle_time=0, error_code=DataError.NONE, error_message=None,
+                 endpoint_type=_BROKERS_ENDPOINT, cluster_id=ctx.config.cluster_id, controller_id=min(nodes),
+                 brokers=tuple(build(broker_cls, broker_id=n, host=h, port=p, rack=None, is_fenced=False)
+                               for n, (h, p) in sorted(nodes.items())),
+                 cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS)

@@ -17,20 +17,37 @@ Watching the coordinator costs nothing per request unless asked for: every group
 logged from the group events (group_observer.py); with `--http-listen` a second listener
 serves the web console and /metrics (console/), and requests are counted by API and error
 code; with DEBUG logging each request is logged.
+
+Security: each listener (broker/config.py, broker/listeners.py) is its own server, with TLS
+where its protocol says so. A connection is served by one of two paths chosen when it is
+accepted: `_handle` (today's path: no SASL, no authorizer, nothing to translate — a PLAINTEXT
+or SSL listener of a broker without `[auth] authorizer`) or `_handle_secured`, which first
+lets the connection's SASL session decide whether the request may pass
+(broker/authentication.py), then applies the API's guard from acl_rules.RULES (refuse, or
+serve a narrowed request and finish the response), and names the connection's listener in
+Metadata, FindCoordinator and DescribeCluster. Deciding once per connection keeps the unsecured path as fast
+as it was.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import logging
 import signal
+import socket
+import ssl
 import sys
 import time
 import uuid
 from typing import Any
 
-from kgroup.broker.config import BrokerConfig, ConfigError, load_config
+from kgroup.broker.acl_rules import OPEN, RULES
+from kgroup.broker.authentication import Peer, illegal_state, sasl_answer
+from kgroup.broker.authorization import Access, Refused
+from kgroup.broker.config import BrokerConfig, ConfigError, ListenerConfig, load_config
+from kgroup.broker.configs_api import ConfigsApi
 from kgroup.broker.durability import Durability
 from kgroup.broker.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.fetch_api import FetchAnswer
@@ -43,7 +60,13 @@ from kgroup.broker.log_format import configure_logging
 from kgroup.broker.node_view import NodeView
 from kgroup.broker.ownership import Ownership, UnitHooks
 from kgroup.broker.request_stats import RequestStats
+from kgroup.broker.listeners import ANONYMOUS, advertise_on, server_ssl_context, tls_principal
+from kgroup.broker.security import Security
+from kgroup.broker.security_api import SecurityApi
 from kgroup.broker.shard import Shard, now_ms
+from kgroup.broker.share_fetch import ShareFetchService
+from kgroup.broker.share_group_api import ShareGroupApi
+from kgroup.broker.share_state import ShareStateStore
 from kgroup.broker.txn_api import TxnApi
 from kgroup.broker.txn_markers import TxnMarkerChannel
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
@@ -54,22 +77,33 @@ from kgroup.wire import (
     FrameSplitter,
     FramingError,
     MalformedRequest,
+    RequestHeader,
     UnsupportedVersion,
     api_versions_response,
     decode_request,
     encode_api_versions_fallback,
     encode_response,
+    not_kafka,
 )
+from kgroup.wire.sasl import Gate
 
 log = logging.getLogger("kgroup.broker")
 request_log = logging.getLogger("kgroup.broker.requests")
 
 API_VERSIONS = 18
 READ_CHUNK = 256 * 1024
+# How often credentials and ACLs changed by other processes are picked up.
+SECURITY_POLL_S = 0.5
+# A client that connects to a TLS listener and does not finish the handshake is dropped.
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
 # Nothing is held back any more: the consumer protocol (68, 69) is served.
 DISABLED_APIS: frozenset[int] = frozenset()
 # SIGTERM: how long a cluster node spends handing its partitions over before it exits.
 HAND_OVER_TIMEOUT_S = 10.0
+# Handlers that also take the client's host (they record it with the member), and those
+# that take the connection's id (share sessions end with their connection).
+WITH_CLIENT_HOST = frozenset({11, 68, 76})
+WITH_CONNECTION = frozenset({78, 79})
 
 
 def _member_id(prefix: str) -> str:
@@ -83,10 +117,12 @@ class Broker:
         self.durability: Durability | None = None
         self.shards: list[Shard] = []
         self.server: asyncio.AbstractServer | None = None
+        self.servers: list[asyncio.AbstractServer] = []
         self.connections: set[asyncio.Task] = set()
         self.handlers: dict[int, Any] = {}
         self._stopping = asyncio.Event()
         self.exit_status = 0
+        self.interrupted = False
         self._background: list[asyncio.Task] = []
         self.observer = GroupObserver(config.log)
         self.request_stats = RequestStats()
@@ -100,6 +136,20 @@ class Broker:
 
     async def start(self) -> None:
         cfg = self.config
+        # Bind first: a wrong --listen is reported before the data dir is touched; connections
+        # wait in the backlog until everything below is ready.
+        for listener in cfg.listeners_to_open:
+            # TLS is started by the connection itself (not start_server's ssl=), so a failed
+            # handshake is logged with its reason instead of vanishing.
+            tls = server_ssl_context(listener) if listener.ssl else None
+            try:
+                server = await asyncio.start_server(
+                    functools.partial(self._serve_connection, listener=listener, tls=tls),
+                    listener.host, listener.port, reuse_address=True, start_serving=False)
+            except OSError as exc:
+                raise ListenError(listen_problem(listener.host, listener.port, exc)) from None
+            self.servers.append(server)
+        self.server = self.servers[0]
         self.durability = Durability(FsyncPolicy.parse(cfg.fsync))
         nodes = sorted(cfg.nodes)
         self.data = DataDir(
@@ -141,6 +191,12 @@ class Broker:
         self.events = GroupEventStream(self.data, self.durability, dp.watch.ring, write=cfg.group_events,
                                        observer=self.observer)
         consumer = ConsumerGroupApi(groups)
+        self.share_fetches = ShareFetchService(self.data, dp.watch, ShareStateStore(self.shards, shard_for),
+                                               dp.ctx.cluster)
+        share = ShareGroupApi(groups, self.share_fetches)
+        groups.on_group_deleted.append(self.share_fetches.group_deleted)
+        self.security = Security(cfg.auth, cfg.data_dir)
+        secure = SecurityApi(self.security)
         self.handlers = {
             0: dp.produce, 1: dp.fetch_answer, 2: dp.list_offsets, 3: dp.metadata,
             8: groups.offset_commit, 9: groups.offset_fetch, 10: groups.find_coordinator,
@@ -152,14 +208,32 @@ class Broker:
             42: groups.delete_groups, 47: groups.offset_delete, 61: dp.describe_producers,
             65: txn.describe_transactions, 66: txn.list_transactions,
             68: consumer.heartbeat, 69: consumer.describe,
+            17: secure.sasl_outside_sasl, 36: secure.sasl_outside_sasl,
+            29: secure.describe_acls, 30: secure.create_acls, 31: secure.delete_acls,
+            50: secure.describe_user_scram_credentials, 51: secure.alter_user_scram_credentials,
+            76: share.heartbeat, 77: share.describe,
+            78: self.share_fetches.share_fetch, 79: self.share_fetches.share_acknowledge,
+            90: share.describe_offsets, 91: share.alter_offsets, 92: share.delete_offsets,
         }
-        self.server = await asyncio.start_server(self._serve_connection, cfg.listen_host, cfg.listen_port,
-                                                 reuse_address=True)
-        host, port = self.server.sockets[0].getsockname()[:2]
-        self.bound = (host, port)
+        # Where a handler answers encoded already (Fetch, for sendfile), the one that answers a
+        # kio object, for an authorization guard's finish step to edit (`_secured_response`).
+        self.editable_handlers = {1: dp.fetch}
+        self._connection_ids = 0
+        configs = ConfigsApi(dp.ctx, groups)
+        self.handlers.update({
+            21: dp.delete_records, 32: configs.describe_configs, 33: configs.alter_configs,
+            35: dp.describe_log_dirs, 44: configs.incremental_alter_configs, 60: dp.describe_cluster,
+        })
+        for listener, server in zip(cfg.listeners_to_open, self.servers):
+            await server.start_serving()
+            host, port = server.sockets[0].getsockname()[:2]
+            extra = f" mechanisms={','.join(listener.sasl_mechanisms)}" if listener.sasl else ""
+            log.info("listening on %s:%d (%s %s%s) advertised=%s:%d", host, port, listener.name,
+                     listener.protocol, extra, *listener.advertised)
+        self.bound = self.server.sockets[0].getsockname()[:2]
         where = f" node={cfg.node_id} cluster={','.join(map(str, nodes))}" if cfg.cluster else ""
-        log.info("listening on %s:%d advertised=%s:%d data_dir=%s fsync=%s%s", host, port,
-                 *cfg.advertised, cfg.data_dir, cfg.fsync, where)
+        log.info("data_dir=%s fsync=%s authorizer=%s%s", cfg.data_dir, cfg.fsync,
+                 "on" if self.security.authorizer is not None else "off", where)
         if cfg.http_listen_host is not None:
             from kgroup.broker.console.app import Console  # noqa: PLC0415 (prometheus_client only when on)
             # The groups this node coordinates now (in a cluster, its shards come and go).
@@ -169,7 +243,8 @@ class Broker:
             try:
                 http_host, http_port = await self.console.start(cfg.http_listen_host, cfg.http_listen_port)
             except OSError as exc:
-                self.server.close()
+                for server in self.servers:
+                    server.close()
                 raise HttpListenError(f"cannot listen for HTTP on {cfg.http_listen_host}:{cfg.http_listen_port}: "
                                       f"{exc.strerror}") from None
             self.http_bound = (http_host, http_port)
@@ -180,6 +255,7 @@ class Broker:
         self._replayed = 0
         await self.ownership.start()
         self._background.append(asyncio.create_task(self._report_loaded(), name="kgroup-loaded"))
+        self._background.append(asyncio.create_task(self._watch_security(), name="kgroup-security"))
         self._background.append(asyncio.create_task(self._retention(), name="kgroup-retention"))
 
     def _end_offset(self, topic: str, partition: int) -> int | None:
@@ -248,6 +324,7 @@ class Broker:
                 log.warning("handing over %s-%d: its last writes did not become durable: %s", topic, p, exc)
             self.data_path.watch.ring((topic, p))
             self.data_path.ctx.producers.forget((topic, p))
+            self.share_fetches.partition_moved(topic, p)
 
     def _unit_logs(self, slot: int) -> list:
         found = []
@@ -270,8 +347,10 @@ class Broker:
             for p, s in enumerate(meta.slots):
                 if s == slot:
                     self.data_path.watch.ring((topic, p))
-                    # Its producer state is rebuilt from the log if the partition comes back.
+                    # Its producer state is rebuilt from the log if the partition comes back;
+                    # its share partitions from their persisted state.
                     self.data_path.ctx.producers.forget((topic, p))
+                    self.share_fetches.partition_moved(topic, p)
 
     def _unit_failed(self) -> None:
         # A partition that cannot load would never be served: stop loudly.
@@ -295,8 +374,22 @@ class Broker:
             except Exception:
                 log.exception("log retention pass failed")
 
+    async def _watch_security(self) -> None:
+        """Pick up credentials and ACLs changed by another node or an offline tool."""
+        while True:
+            await asyncio.sleep(SECURITY_POLL_S)
+            try:
+                self.security.refresh()
+            except StorageError as exc:
+                log.error("cannot re-read credentials or ACLs (keeping the ones loaded): %s", exc)
+
     def request_stop(self) -> None:
         self._stopping.set()
+
+    def interrupt(self) -> None:
+        """Ctrl-C: stop as on SIGTERM, then exit 130 as a shell reports SIGINT."""
+        self.interrupted = True
+        self.request_stop()
 
     async def run_until_stopped(self) -> None:
         await self._stopping.wait()
@@ -308,8 +401,8 @@ class Broker:
             await self.ownership.leave(timeout_s=HAND_OVER_TIMEOUT_S)
             await self.ownership.stop()
         log.info("stopping: finishing in-flight requests")
-        if self.server is not None:
-            self.server.close()
+        for server in self.servers:
+            server.close()
         if self.console is not None:
             await self.console.close()
         for task in self._background:
@@ -336,35 +429,57 @@ class Broker:
 
     # ---- connections ----------------------------------------------------------------------
 
-    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                                listener: ListenerConfig | None = None, tls: ssl.SSLContext | None = None) -> None:
         task = asyncio.current_task()
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
-        client_host = f"/{peer[0]}" if peer else ""
+        if tls is not None and not await self._start_tls(writer, tls, peer, listener):
+            self.connections.discard(task)
+            return
         splitter = FrameSplitter(self.config.max_request_bytes)
         transport = writer.transport
+        # Decided once per connection: the secured path only where it has work to do.
+        context: Any = f"/{peer[0]}" if peer else ""
         handle = self._handle
         own = self.ownership
+        if listener is not None and (listener.sasl or self.security.authorizer is not None
+                                     or listener.advertised != self.config.advertised):
+            handle = self._handle_secured
+            advertised = listener.advertised if listener.advertised != self.config.advertised else None
+            principal = tls_principal(writer) if listener.ssl else ANONYMOUS
+            context = Peer(listener, peer[0] if peer else "", principal,
+                           self.security.sasl_session(listener) if listener.sasl else None,
+                           splitter, self.config.max_request_bytes, advertised)
+        self._connection_ids += 1
+        connection = self._connection_ids
         out: list[bytes] = []  # responses not yet handed to the transport, in order
-        # Fetch answers go out with sendfile on a plain TCP connection; through TLS (which
-        # the kernel cannot do for us) their records are read in and written as bytes.
-        zero_copy = writer.get_extra_info("sslcontext") is None and writer.get_extra_info("socket") is not None
+        opening = b""  # the connection's first bytes, until a frame has been read
+        # Fetch answers go out with sendfile on a plain TCP connection; through TLS (this
+        # listener's, started by `_start_tls`: the kernel cannot encrypt a file it sends)
+        # their records are read in and written as bytes.
+        zero_copy = tls is None and writer.get_extra_info("socket") is not None
         try:
             while True:
                 chunk = await reader.read(READ_CHUNK)
                 if not chunk:
                     return
+                if opening is not None and len(opening) < 64:
+                    opening += chunk[:64]
+                frames = splitter.feed(chunk)
+                if frames:
+                    opening = None
                 # Answers computed before this node learnt it lost partitions (it was paused
                 # in between) are not sent: the connection closes and the client rediscovers.
                 losses = own.losses
-                for frame in splitter.feed(chunk):
+                for frame in frames:
                     # Most requests (heartbeats, commits with fsync=never, fetches with data)
                     # complete without ever suspending: run the handler's first step here and
                     # collect its response, so one read chunk of pipelined requests costs one
                     # send() instead of one per response. A handler that does suspend (a
                     # parked JoinGroup, a long-poll Fetch, an fsync wait) first releases the
                     # responses collected so far, then is awaited as usual.
-                    coro = handle(frame, client_host)
+                    coro = handle(frame, context, connection)
                     try:
                         yielded = coro.send(None)
                     except StopIteration as done:
@@ -383,6 +498,8 @@ class Broker:
                         self._may_answer(losses, out)
                         await send_answer(writer, out, response, zero_copy)
                         out.clear()
+                        if transport.get_write_buffer_size() > (1 << 20):
+                            await writer.drain()  # a read-in (TLS) answer may be large
                     else:
                         out.append(response.parts[0])
                 if out:
@@ -392,9 +509,15 @@ class Broker:
                     if transport.get_write_buffer_size() > (1 << 20):
                         await writer.drain()
         except FramingError as exc:
-            log.warning("closing connection from %s: %s", peer, exc)
+            other = not_kafka(opening) if opening is not None else None
+            if other is not None:
+                log.warning("closing connection from %s: not a Kafka client (%s)", peer, other)
+            else:
+                log.warning("closing connection from %s: %s", peer, exc)
         except _CloseConnection as exc:
             log.warning("closing connection from %s: %s", peer, exc)
+            if exc.last_response is not None:
+                out.append(exc.last_response)
         except _OwnershipLost:
             log.info("closing connection from %s: this node lost partitions while answering it", peer)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -405,6 +528,8 @@ class Broker:
             log.exception("closing connection from %s after an internal error", peer)
         finally:
             self.connections.discard(task)
+            if hasattr(self, "share_fetches"):
+                self.share_fetches.connection_closed(connection)
             if out and not transport.is_closing():
                 transport.write(b"".join(out))  # answers to the requests before the bad one
             writer.close()
@@ -418,10 +543,26 @@ class Broker:
             out.clear()
             raise _OwnershipLost()
 
-    async def _handle(self, frame: bytes, client_host: str) -> bytes | FetchAnswer | None:
+    async def _start_tls(self, writer: asyncio.StreamWriter, tls: ssl.SSLContext, peer: Any,
+                         listener: ListenerConfig | None) -> bool:
+        """The TLS handshake of a new connection; False (logged, closed) if it fails."""
+        try:
+            async with asyncio.timeout(TLS_HANDSHAKE_TIMEOUT_S):
+                await writer.start_tls(tls)
+            return True
+        except (ssl.SSLError, OSError, TimeoutError) as exc:
+            reason = getattr(exc, "reason", None) or type(exc).__name__
+            log.warning("TLS handshake with %s on %s failed: %s", peer, listener.name if listener else "?", reason)
+        except asyncio.CancelledError:
+            pass
+        writer.transport.abort()
+        return False
+
+    def _decode(self, frame: bytes) -> tuple[RequestHeader, Any] | bytes:
+        """(header, request), or the ApiVersions fallback answer to send as it is."""
         self.ownership.gate()
         try:
-            header, request = decode_request(frame, disabled=DISABLED_APIS)
+            return decode_request(frame, disabled=DISABLED_APIS)
         except UnsupportedVersion as exc:
             if exc.api_key == API_VERSIONS:
                 # Too new for us: answer in v0 format with our ranges so the client falls back.
@@ -429,13 +570,35 @@ class Broker:
             raise _CloseConnection(str(exc)) from None
         except MalformedRequest as exc:
             raise _CloseConnection(f"malformed request: {exc}") from None
+
+    async def _call(self, header: RequestHeader, request: Any, client_host: str, connection: int,
+                    editable: bool = False) -> Any:
+        """The handler's answer; with `editable`, always a kio object (never a FetchAnswer)."""
+        handler = (editable and self.editable_handlers.get(header.api_key)) or self.handlers[header.api_key]
+        try:
+            if header.api_key in WITH_CLIENT_HOST:
+                return await handler(header, request, client_host)
+            if header.api_key in WITH_CONNECTION:
+                return await handler(header, request, connection)
+            return await handler(header, request)
+        except StorageError as exc:
+            log.error("storage error serving api %d: %s", header.api_key, exc)
+            raise _CloseConnection("storage error") from None
+
+    async def _handle(self, frame: bytes, client_host: str, connection: int) -> bytes | FetchAnswer | None:
+        decoded = self._decode(frame)
+        if isinstance(decoded, bytes):
+            return decoded
+        header, request = decoded
         if header.api_key == API_VERSIONS:
             response = api_versions_response(header.api_version, disabled=DISABLED_APIS)
         else:
             handler = self.handlers[header.api_key]
             try:
-                if header.api_key in (11, 68):
+                if header.api_key in WITH_CLIENT_HOST:
                     response = await handler(header, request, client_host)
+                elif header.api_key in WITH_CONNECTION:
+                    response = await handler(header, request, connection)
                 else:
                     response = await handler(header, request)
             except StorageError as exc:
@@ -463,6 +626,65 @@ class Broker:
                           extra={"kgroup": {"api": api, "version": header.api_version,
                                             "correlation_id": header.correlation_id, "client_id": header.client_id,
                                             "client_host": client_host, "error": error}})
+
+    async def _handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | FetchAnswer | None:
+        """`_handle` with SASL, authorization and the listener's address (module comment)."""
+        decoded = self._decode(frame)
+        if isinstance(decoded, bytes):
+            return decoded
+        header, request = decoded
+        response = await self._secured_response(header, request, peer, connection)
+        if self._count_requests or self._debug_requests:
+            self._note_request(header, response, peer.client_host)
+        if response is None:
+            return None
+        if type(response) is FetchAnswer:
+            return response  # encoded already, naming no broker; its records may still be in files
+        # This listener's address where the handler named the first listener's.
+        if peer.advertised is not None:
+            response = advertise_on(header.api_key, response, self.config.node_id, peer.advertised)
+        return encode_response(header, response)
+
+    async def _secured_response(self, header: RequestHeader, request: Any, peer: Peer, connection: int) -> Any:
+        api = header.api_key
+        # 1. SASL: what may pass before (and after) authentication.
+        if peer.sasl is not None:
+            gate = peer.sasl.gate(api, now_ms())
+            if gate is Gate.SASL:
+                response, close = sasl_answer(peer, header, request, now_ms())
+                if close:
+                    raise _CloseConnection(f"authentication failed: {peer.sasl.failure}",
+                                           encode_response(header, response))
+                return response
+            if gate is Gate.ILLEGAL:
+                return illegal_state(header, "already authenticated")
+            if gate is not Gate.SERVE:
+                answer = illegal_state(header, peer.sasl.failure or "") if gate is Gate.REFUSE else None
+                raise _CloseConnection(peer.sasl.failure or "SASL state",
+                                       None if answer is None else encode_response(header, answer))
+        if api == API_VERSIONS:
+            return api_versions_response(header.api_version, disabled=DISABLED_APIS)
+        # 2. Authorization: the API's guard refuses, or narrows the request and finishes the answer.
+        finish = None
+        authorizer = self.security.authorizer
+        if authorizer is not None and api not in OPEN:
+            verdict = RULES[api](Access(authorizer, peer.principal, peer.host, self.data.topics), header, request)
+            if isinstance(verdict, Refused):
+                return verdict.response
+            request, finish = verdict.request, verdict.finish
+        # A Fetch whose answer a guard finishes (refused topics added) is built as kio objects
+        # and read into memory; one with every topic allowed stays encoded for sendfile.
+        response = await self._call(header, request, peer.client_host, connection, editable=finish is not None)
+        return finish(response) if finish is not None else response
+
+    def _note_request(self, header: RequestHeader, response: Any, client_host: str) -> None:
+        """Count and/or log a request of the secured path (`_handle` does it inline)."""
+        if self._count_requests:
+            self.request_stats.by_api[header.api_key] += 1
+            if getattr(response, "error_code", 0):
+                self.request_stats.count_error(header.api_key, response.error_code)
+        if self._debug_requests:
+            self._log_request(header, response, client_host)
 
 
 async def send_answer(writer: asyncio.StreamWriter, before: list[bytes], answer: FetchAnswer,
@@ -530,7 +752,12 @@ class HttpListenError(Exception):
 
 
 class _CloseConnection(Exception):
-    """Drop this connection (bad bytes from the client); the broker goes on."""
+    """Drop this connection (bad bytes from the client); the broker goes on. A
+    `last_response` is sent before the connection closes (a failed authentication)."""
+
+    def __init__(self, reason: str, last_response: bytes | None = None) -> None:
+        super().__init__(reason)
+        self.last_response = last_response
 
 
 class _OwnershipLost(Exception):
@@ -543,15 +770,15 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
     broker = Broker(config)
     await broker.start()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig, stop in ((signal.SIGTERM, broker.request_stop), (signal.SIGINT, broker.interrupt)):
         try:
-            loop.add_signal_handler(sig, broker.request_stop)
+            loop.add_signal_handler(sig, stop)
         except (NotImplementedError, RuntimeError):
             pass
     if ready is not None:
         ready.set()
     await broker.run_until_stopped()
-    return broker.exit_status
+    return broker.exit_status or (130 if broker.interrupted else 0)
 
 
 def serve_main(args: Any) -> int:
@@ -591,10 +818,36 @@ def serve_main(args: Any) -> int:
         print(f"kgroup: error: {exc} — is something else listening there? Pick another --http-listen address.",
               file=sys.stderr)
         return 1
+    except ConfigError as exc:
+        print(f"kgroup: error: {exc}", file=sys.stderr)
+        return 2
+    except ListenError as exc:
+        print(f"kgroup: error: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
-        print(f"kgroup: error: cannot listen on {config.listen_host}:{config.listen_port}: {exc.strerror}"
-              " — is another broker running there? Pick another --listen address.", file=sys.stderr)
+        print(f"kgroup: error: {exc.strerror or exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        print("kgroup: interrupted", file=sys.stderr)
         return 130
     return status
+
+
+class ListenError(Exception):
+    """A listener could not be bound; the message says why and what to do."""
+
+
+def listen_problem(host: str, port: int, exc: OSError) -> str:
+    """One line saying why the broker cannot listen on host:port, and what to do."""
+    where = f"cannot listen on {host}:{port}"
+    if isinstance(exc, socket.gaierror):
+        return f"{where}: {host!r} is not an address of this host (no such name) — use an IP address or a " \
+               "name it resolves, e.g. --listen 127.0.0.1:9092 or 0.0.0.0:9092"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{where}: this host has no address {host} — listen on one of its addresses (127.0.0.1, " \
+               "or 0.0.0.0 for all) and give clients the outside address with --advertised"
+    if exc.errno == errno.EADDRINUSE:
+        return f"{where}: the port is in use — is another broker running there? Pick another --listen address"
+    if exc.errno == errno.EACCES:
+        return f"{where}: permission denied — ports below 1024 need privileges; use a port such as 9092"
+    return f"{where}: {exc.strerror or exc} — pick another --listen address"

@@ -5,7 +5,9 @@ reply token, appends the records it returned to the partition log, replays them,
 replies out once the log is durable up to its end *as of that moment* — so no reply ever
 reveals state that a crash could take back. Parked replies (a JoinGroup waiting for the
 rebalance) resolve later from another request's or a timer's Result, through the same path.
-Timers: after every call the shard re-arms one loop timer at the core's next deadline.
+Timers: after every call the shard re-arms one loop timer at the core's next deadline, and
+runs what is due through the core's `run_due_timers`; a load replays through its
+`replay_all` (core/host.py says why the shard keeps its own `apply`).
 Loading replays the partition's snapshot and log tail; until it finishes, group requests
 get COORDINATOR_LOAD_IN_PROGRESS. With the group event stream on (`events`), every call,
 timer and topic change whose Result names a group it changed is reported to it once its
@@ -25,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from typing import Any, Callable
 
 from kgroup.broker.durability import Durability
@@ -33,6 +34,7 @@ from kgroup.core import record_codec
 from kgroup.core.config import GroupConfig
 from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.host import replay_all, run_due_timers
 from kgroup.core.result import Result
 from kgroup.core.transactions.config import TransactionConfig
 from kgroup.storage.errors import FencedError, LogClosedError
@@ -94,8 +96,7 @@ class Shard:
             replay_record(decode(payload))
             count += 1
         for payloads in replay.tail_chunks:
-            # deque(map(...), 0) runs decode + replay over the list without a Python loop.
-            deque(map(replay_record, map(decode, payloads)), 0)
+            replay_all(coordinator, map(decode, payloads))
             count += len(payloads)
             self._since_snapshot += len(payloads)
             if between_chunks is not None:
@@ -118,6 +119,16 @@ class Shard:
 
     async def call(self, handler: Callable[..., Result], request: Any, *args: Any) -> Any:
         """Run a core handler and wait for its reply to this request."""
+        reply = self.submit(handler, request, *args)
+        # Most replies are given at once (a heartbeat, a commit under fsync=never): no
+        # future, no suspension. A parked or fsync-waiting reply gets a future to wait on.
+        if reply.state is _GIVEN:
+            return reply.value
+        return await self.wait(reply)
+
+    def submit(self, handler: Callable[..., Result], request: Any, *args: Any) -> "Reply":
+        """Run a core handler and append its records now, without waiting: its reply comes
+        with `wait`. Several submits in a row reach the log in the order they are made."""
         self.gate()
         if self.closed:
             raise GroupError(ErrorCode.NOT_COORDINATOR)
@@ -140,8 +151,10 @@ class Shard:
         if events is not None and result.changes:
             # Only a Result that names a group it changed: a steady heartbeat names none.
             events.after(self, result, now)
-        # Most replies are given at once (a heartbeat, a commit under fsync=never): no
-        # future, no suspension. A parked or fsync-waiting reply gets a future to wait on.
+        return reply
+
+    async def wait(self, reply: "Reply") -> Any:
+        """The reply of a `submit`, once it is given (and durable)."""
         if reply.state is _GIVEN:
             return reply.value
         if reply.state is _FAILED:
@@ -254,12 +267,8 @@ class Shard:
         now = now_ms()
         events = self.events
         try:
-            for _ in range(10_000):  # bounded: never starve the loop
-                due = self.coordinator.expire_next(now)
-                if due is None:
-                    break
-                op, result = due
-                self.apply(result)
+            # Bounded: never starve the loop (what is left runs at the next timer, re-armed below).
+            for op, result in run_due_timers(self.coordinator, now, self.apply, limit=10_000):
                 if events is not None and result.changes:
                     events.after(self, result, now)
         except FencedError:

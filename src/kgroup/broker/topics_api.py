@@ -8,19 +8,23 @@ illegal name → INVALID_TOPIC_EXCEPTION; existing → TOPIC_ALREADY_EXISTS; rep
 other than -1/1 → INVALID_REPLICATION_FACTOR; a manual assignment must name exactly this
 broker for each partition 0..n-1 (then num_partitions/replication must be -1) →
 INVALID_REPLICA_ASSIGNMENT; num_partitions -1 → default_partitions, else <= 0 →
-INVALID_PARTITIONS; configs are stored as given (retention.ms, retention.bytes,
-segment.bytes are honoured by storage, max.message.bytes by Produce, other keys are kept),
-a non-integer value for a key storage reads → INVALID_CONFIG. validate_only checks
-everything and creates nothing. v5+ answers num_partitions, replication_factor 1 and the
-configs (given ones as DYNAMIC_TOPIC_CONFIG, the broker's defaults for the four keys we
-honour as DEFAULT_CONFIG); v7 the topic id.
+INVALID_PARTITIONS; configs must be Kafka topic configs with values of their type
+(topic_configs.py: an unknown name or a bad value → INVALID_CONFIG naming the valid ones);
+they are stored as given and the ones kgroup acts on are applied. validate_only checks
+everything and creates nothing. v5+ answers num_partitions, replication_factor 1 and every
+topic config (given ones as DYNAMIC_TOPIC_CONFIG, the others as DEFAULT_CONFIG); v7 the
+topic id. An internal topic's name (internal_topics.py) → INVALID_REQUEST: only the broker
+creates those.
 
 DeleteTopics: v1–v5 by name, v6 by name or id; unknown → UNKNOWN_TOPIC_OR_PARTITION /
-UNKNOWN_TOPIC_ID. Long-polling fetches of the deleted partitions are woken.
+UNKNOWN_TOPIC_ID; an internal topic → INVALID_TOPIC_EXCEPTION (the broker writes it; Kafka
+itself would let a client delete `__consumer_offsets`, which only ever does harm). Long-polling
+fetches of the deleted partitions are woken.
 
 CreatePartitions: grow only (count <= current → INVALID_PARTITIONS), unknown topic →
-UNKNOWN_TOPIC_OR_PARTITION, duplicates → INVALID_REQUEST, assignments None or one
-[this broker] per new partition → else INVALID_REPLICA_ASSIGNMENT; validate_only.
+UNKNOWN_TOPIC_OR_PARTITION, an internal topic → INVALID_TOPIC_EXCEPTION, duplicates →
+INVALID_REQUEST, assignments None or one [this broker] per new partition → else
+INVALID_REPLICA_ASSIGNMENT; validate_only.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ import uuid
 from collections import Counter
 from typing import Any
 
+from kgroup.broker import topic_configs
 from kgroup.broker.data_api import DataContext, DataError, log
+from kgroup.broker.internal_topics import internal_topic_problem, is_internal
 from kgroup.wire.kio_build import build, get, has, item
 from kgroup.broker.metadata_api import ZERO_UUID, legal_topic_name
 from kgroup.storage import StorageError
@@ -47,16 +53,6 @@ class TopicFailure(Exception):
         self.message = message
 
 
-def _default_configs(ctx: DataContext) -> dict[str, str]:
-    cfg = ctx.config
-    return {
-        "max.message.bytes": str(cfg.max_message_bytes),
-        "retention.bytes": str(cfg.log_retention_bytes),
-        "retention.ms": str(cfg.log_retention_ms),
-        "segment.bytes": str(cfg.log_segment_bytes),
-    }
-
-
 def _check_create(ctx: DataContext, topic: Any) -> tuple[int, dict[str, str]]:
     """(partition count, configs) for a valid CreatableTopic; raises TopicFailure."""
     name = topic.name
@@ -66,6 +62,8 @@ def _check_create(ctx: DataContext, topic: Any) -> tuple[int, dict[str, str]]:
                            "use 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'")
     if name in ctx.data.topics():
         raise TopicFailure(DataError.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    if is_internal(name):
+        raise TopicFailure(DataError.INVALID_REQUEST, internal_topic_problem(name, "created"))
     num = int(topic.num_partitions)
     replication = int(topic.replication_factor)
     assignments = tuple(topic.assignments or ())
@@ -91,13 +89,11 @@ def _check_create(ctx: DataContext, topic: Any) -> tuple[int, dict[str, str]]:
         num = ctx.config.default_partitions
     if num <= 0:
         raise TopicFailure(DataError.INVALID_PARTITIONS, f"Number of partitions must be larger than 0, got {num}.")
-    configs = {c.name: c.value for c in (topic.configs or ()) if c.value is not None}
     try:
+        configs = topic_configs.checked({c.name: c.value for c in (topic.configs or ())})
         ctx.data.default_log_config.with_topic_configs(configs)
-        if "max.message.bytes" in configs:
-            int(configs["max.message.bytes"])
     except (StorageConfigError, ValueError) as exc:
-        raise TopicFailure(DataError.INVALID_CONFIG, f"invalid topic config: {exc}") from None
+        raise TopicFailure(DataError.INVALID_CONFIG, str(exc)) from None
     return num, configs
 
 
@@ -134,17 +130,13 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
                 changed = True
                 log.info("created topic %r with %d partitions", topic.name, num)
             # 3. Describe it (v5+).
-            shown = [] if config_cls is None else [build(config_cls, name=k, value=v, read_only=False,
-                           config_source=CONFIG_SOURCE_DYNAMIC_TOPIC, is_sensitive=False)
-                     for k, v in sorted(configs.items())]
-            if config_cls is not None:
-                shown += [build(config_cls, name=k, value=v, read_only=False,
-                                config_source=CONFIG_SOURCE_DEFAULT, is_sensitive=False)
-                          for k, v in sorted(_default_configs(ctx).items()) if k not in configs]
+            shown = () if config_cls is None else tuple(
+                build(config_cls, name=d.name, value=d.value, read_only=False, is_sensitive=False,
+                      config_source=CONFIG_SOURCE_DYNAMIC_TOPIC if d.from_topic else CONFIG_SOURCE_DEFAULT)
+                for d in topic_configs.describe(ctx.config, configs))
             results.append(build(result_cls, name=topic.name, topic_id=topic_id,
                                  error_code=DataError.NONE, error_message=None,
-                                 num_partitions=num, replication_factor=1,
-                                 configs=tuple(sorted(shown, key=lambda c: c.name))))
+                                 num_partitions=num, replication_factor=1, configs=shown))
         except TopicFailure as exc:
             results.append(build(result_cls, name=topic.name, topic_id=ZERO_UUID,
                                  error_code=exc.code, error_message=exc.message,
@@ -176,6 +168,8 @@ def delete_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
             code = DataError.UNKNOWN_TOPIC_ID if by_id else DataError.UNKNOWN_TOPIC_OR_PARTITION
             message = (f"unknown topic id {topic_id}" if by_id
                        else f"This server does not host this topic: {name!r}")
+        elif is_internal(meta.name):
+            code, message = DataError.INVALID_TOPIC_EXCEPTION, internal_topic_problem(meta.name, "deleted")
         else:
             try:
                 ctx.data.delete_topic(meta.name)
@@ -214,6 +208,9 @@ def create_partitions(ctx: DataContext, header: RequestHeader, request: Any) -> 
             if meta is None:
                 raise TopicFailure(DataError.UNKNOWN_TOPIC_OR_PARTITION,
                                    f"The topic '{topic.name}' does not exist.")
+            if is_internal(meta.name):
+                raise TopicFailure(DataError.INVALID_TOPIC_EXCEPTION,
+                                   internal_topic_problem(meta.name, "given partitions"))
             count = int(topic.count)
             if count < meta.partitions:
                 raise TopicFailure(DataError.INVALID_PARTITIONS,

@@ -9,28 +9,31 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TextIO
 
-from kgroup.client.admin import EARLIEST, LATEST, AdminClient, GroupDescription
+from kgroup.client.admin import (
+    EARLIEST,
+    LATEST,
+    TOPIC_RESOURCE,
+    AdminClient,
+    ConfigEntry,
+    GroupDescription,
+)
 from kgroup.client.errors import BrokerError, GroupNotEmpty, UnsupportedApi
 from kgroup.error_codes import ErrorCode
 
+from .config_tools import alter_and_print
 from .errors import CliError
-from .member_payloads import assignment_text, size
+from .output import emit_json
+from .output import table as _table
 from .partitioner import partition_for_key
+from .record_format import compile_format
 
 Command = Callable[[Any, AdminClient, TextIO], Awaitable[int]]
 _PRODUCE_BATCH = 500
-
-
-def _table(rows: list[list[str]], out: TextIO) -> None:
-    if not rows:
-        return
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")
 
 
 async def _topic(admin: AdminClient, name: str, auto_create: bool = False) -> Any:
@@ -60,28 +63,72 @@ async def topics_create(args: Any, admin: AdminClient, out: TextIO) -> int:
 
 async def topics_list(args: Any, admin: AdminClient, out: TextIO) -> int:
     md = await admin.metadata()
+    if getattr(args, "format", "text") == "json":
+        emit_json({"topics": [{"name": t.name, "internal": t.is_internal, "partitions": len(t.partitions)}
+                              for _, t in sorted(md.topics.items())]}, out)
+        return 0
     for name in sorted(md.topics):
         out.write(name + "\n")
     return 0
 
 
+async def _topic_configs(admin: AdminClient, name: str) -> list[ConfigEntry] | None:
+    """The topic's configs, or None from a broker without DescribeConfigs."""
+    try:
+        return await admin.describe_configs(TOPIC_RESOURCE, name)
+    except UnsupportedApi:
+        return None
+
+
 async def topics_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
     info = await _topic(admin, args.name)
+    parts = [p.partition for p in info.partitions]
+    starts = await admin.list_offsets(args.name, parts, EARLIEST)
+    ends = await admin.list_offsets(args.name, parts, LATEST)
+    configs = await _topic_configs(admin, args.name)
+    if getattr(args, "format", "text") == "json":
+        emit_json({"topics": [{
+            "name": info.name, "topic_id": str(info.topic_id) if info.topic_id else None,
+            "internal": info.is_internal,
+            "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": list(p.replicas),
+                            "isr": list(p.isr), "start_offset": starts.get(p.partition),
+                            "end_offset": ends.get(p.partition)} for p in info.partitions],
+            "configs": None if configs is None else
+            [{"name": c.name, "value": c.value, "source": c.source} for c in configs]}]}, out)
+        return 0
     tid = f"\tTopicId: {info.topic_id}" if info.topic_id else ""
-    out.write(f"Topic: {info.name}{tid}\tPartitionCount: {len(info.partitions)}\n")
+    changed = ",".join(f"{c.name}={c.value}" for c in configs or () if c.source == "DYNAMIC_TOPIC_CONFIG")
+    out.write(f"Topic: {info.name}{tid}\tPartitionCount: {len(info.partitions)}\t"
+              f"ReplicationFactor: {len(info.partitions[0].replicas) if info.partitions else 0}\t"
+              f"Configs: {changed}\n")
     for p in info.partitions:
         err = f"\tError: {p.error.name}" if p.error is not ErrorCode.NONE else ""
         out.write(
             f"\tPartition: {p.partition}\tLeader: {p.leader}\t"
-            f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
-            f"{err}\n"
+            f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\t"
+            f"StartOffset: {starts.get(p.partition, '-')}\tEndOffset: {ends.get(p.partition, '-')}{err}\n"
         )
     return 0
 
 
+async def topics_alter_config(args: Any, admin: AdminClient, out: TextIO) -> int:
+    await _topic(admin, args.name)
+    return await alter_and_print(admin, TOPIC_RESOURCE, args.name, "topic", args, out)
+
+
+def _internal_topic_errors(exc: BrokerError) -> None:
+    """The broker refused a change to one of its internal topics: say so, with its reason."""
+    if exc.code is ErrorCode.INVALID_TOPIC_EXCEPTION and "internal topic" in str(exc):
+        raise CliError(str(exc), "internal topics are written by the broker only; use another topic") from None
+
+
 async def topics_delete(args: Any, admin: AdminClient, out: TextIO) -> int:
     await _topic(admin, args.name)
-    await admin.delete_topics([args.name])
+    try:
+        await admin.delete_topics([args.name])
+    except BrokerError as exc:
+        _internal_topic_errors(exc)
+        raise
     out.write(f"Deleted topic {args.name}.\n")
     return 0
 
@@ -110,15 +157,6 @@ def _group_errors(exc: BrokerError, group: str) -> None:
                        "stop its consumers (or `kgroup groups remove-members`) first") from None
 
 
-async def groups_list(args: Any, admin: AdminClient, out: TextIO) -> int:
-    groups = await admin.list_groups(states=args.state, types=args.type)
-    rows = [["GROUP", "STATE", "TYPE", "PROTOCOL-TYPE"]]
-    for g in groups:
-        rows.append([g.group_id, g.state or "-", g.group_type or "-", g.protocol_type or "-"])
-    _table(rows, out)
-    return 0
-
-
 async def _describe(admin: AdminClient, group: str) -> GroupDescription | None:
     """The description, or None when the broker has no DescribeGroups."""
     try:
@@ -141,53 +179,6 @@ async def _log_end(admin: AdminClient, topics: set[str]) -> dict[tuple[str, int]
         except BrokerError:
             continue  # deleted topic: show no lag
     return ends
-
-
-async def groups_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
-    desc = await _describe(admin, args.group)
-    committed = await admin.list_group_offsets(args.group)
-    # The node that coordinates the group (in a cluster, the owner of its partition).
-    coordinator = await admin.find_coordinator(args.group)
-    where = f"  COORDINATOR {coordinator.node_id} ({coordinator.host}:{coordinator.port})"
-    if desc is not None and desc.state == "Dead" and not committed:
-        raise CliError(f"group {args.group!r} does not exist",
-                       "check the name with `kgroup groups list`")
-    owners: dict[tuple[str, int], str] = {}
-    if desc is not None:
-        protocol = f"{desc.protocol_type}/{desc.protocol}" if desc.protocol else (
-            desc.protocol_type or "-")
-        out.write(f"GROUP {desc.group_id}  STATE {desc.state}  PROTOCOL {protocol}  "
-                  f"MEMBERS {len(desc.members)}{where}\n\n")
-        # DescribeGroups carries each member's bytes; ConsumerGroupDescribe has none.
-        classic = desc.group_type != "consumer"
-        rows = [["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "METADATA-BYTES",
-                 "ASSIGNMENT-BYTES", "ASSIGNMENT"]]
-        for m in desc.members:
-            for t, ps in (m.assignment or {}).items():
-                for p in ps:
-                    owners[(t, p)] = m.client_id or m.member_id
-            rows.append([m.member_id, m.group_instance_id or "-", m.client_id, m.client_host,
-                         size(m.metadata, classic), size(m.assignment_bytes, classic),
-                         assignment_text(desc, m)])
-        if desc.members:
-            _table(rows, out)
-            out.write("\n")
-    else:
-        out.write(f"GROUP {args.group}{where}\n\n")
-    keys = set(committed) | set(owners)
-    ends = await _log_end(admin, {t for t, _ in keys})
-    rows = [["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER"]]
-    for key in sorted(keys):
-        cur = committed.get(key)
-        end = ends.get(key)
-        lag = str(max(0, end - cur)) if cur is not None and end is not None else "-"
-        rows.append([key[0], str(key[1]), "-" if cur is None else str(cur),
-                     "-" if end is None else str(end), lag, owners.get(key, "-")])
-    if len(rows) > 1:
-        _table(rows, out)
-    else:
-        out.write("(no committed offsets)\n")
-    return 0
 
 
 async def groups_delete(args: Any, admin: AdminClient, out: TextIO) -> int:
@@ -213,48 +204,46 @@ async def groups_remove_members(args: Any, admin: AdminClient, out: TextIO) -> i
     return 0
 
 
-async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> int:
-    info = await _topic(admin, args.topic)
-    desc = await _describe(admin, args.group)
-    if desc is not None and desc.state not in ("Empty", "Dead"):
-        raise CliError(
-            f"offsets of group {args.group!r} can only be reset when it is inactive, "
-            f"but it is {desc.state} with {len(desc.members)} member(s)",
-            "stop its consumers (or `kgroup groups remove-members`) and retry",
-        )
-    parts = [p.partition for p in info.partitions]
-    earliest = await admin.list_offsets(args.topic, parts, EARLIEST)
-    latest = await admin.list_offsets(args.topic, parts, LATEST)
-    committed = await admin.list_group_offsets(args.group, {args.topic: parts})
-    plan: dict[tuple[str, int], int] = {}
-    for p in parts:
-        if args.to_earliest:
-            target = earliest[p]
-        elif args.to_latest:
-            target = latest[p]
-        else:
-            target = min(max(args.to_offset, earliest[p]), latest[p])
-        plan[(args.topic, p)] = target
-    rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"]]
-    for (t, p), target in sorted(plan.items()):
-        cur = committed.get((t, p))
-        rows.append([args.group, t, str(p), "-" if cur is None else str(cur), str(target)])
-    _table(rows, out)
-    if not args.execute:
-        out.write("\nDry run: nothing committed. Add --execute to commit these offsets.\n")
-        return 0
-    try:
-        await admin.alter_group_offsets(args.group, plan, require_empty=desc is None)
-    except GroupNotEmpty:
-        raise
-    except BrokerError as exc:
-        _group_errors(exc, args.group)
-        raise
-    out.write(f"\nCommitted new offsets for group {args.group}.\n")
-    return 0
-
-
 # -- produce / consume -------------------------------------------------------------------
+
+
+def _raw(text: str) -> bytes:
+    """The bytes a line of stdin held: text, or undecodable bytes as read (surrogateescape)."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+async def _lines(source: TextIO) -> AsyncIterator[str]:
+    """The lines of ``source``, read by a daemon thread a chunk at a time.
+
+    A read of stdin blocks; done on the event loop, it would also hold off Ctrl-C (the loop
+    cancels the command's task, which only runs once the read returns). The thread hands
+    chunks over with back-pressure and is left behind at exit.
+    """
+    loop = asyncio.get_running_loop()
+    chunks: asyncio.Queue[list[str] | Exception | None] = asyncio.Queue(maxsize=4)
+
+    def hand_over(item: list[str] | Exception | None) -> None:
+        asyncio.run_coroutine_threadsafe(chunks.put(item), loop).result()
+
+    def read() -> None:
+        try:
+            while chunk := source.readlines(1 << 16):
+                hand_over(chunk)
+            hand_over(None)
+        except RuntimeError:
+            pass                      # the loop is gone: the command ended (Ctrl-C)
+        except Exception as exc:      # noqa: BLE001 - stdin failed (bad UTF-8, ...): raised below
+            try:
+                hand_over(exc)
+            except RuntimeError:
+                pass
+
+    threading.Thread(target=read, name="kgroup-stdin", daemon=True).start()
+    while (chunk := await chunks.get()) is not None:
+        if isinstance(chunk, Exception):
+            raise chunk
+        for line in chunk:
+            yield line
 
 
 async def produce(args: Any, admin: AdminClient, out: TextIO, stdin: TextIO | None = None) -> int:
@@ -264,7 +253,8 @@ async def produce(args: Any, admin: AdminClient, out: TextIO, stdin: TextIO | No
     if args.partition is not None and args.partition >= count:
         raise CliError(f"topic {args.topic!r} has no partition {args.partition} "
                        f"(it has {count})", f"use --partition 0..{count - 1}")
-    pending: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
+    pending: dict[int, list[tuple[bytes | None, bytes | None, tuple, int]]] = {}
+    headers = tuple(getattr(args, "header", None) or ())
     next_rr = 0
     sent = 0
 
@@ -272,10 +262,16 @@ async def produce(args: Any, admin: AdminClient, out: TextIO, stdin: TextIO | No
         nonlocal sent
         rows = pending.pop(partition, [])
         if rows:
-            await admin.produce(args.topic, partition, rows, acks=args.acks)
+            try:
+                await admin.produce(args.topic, partition, rows, acks=args.acks)
+            except BrokerError as exc:
+                _internal_topic_errors(exc)
+                raise
             sent += len(rows)
 
-    for lineno, line in enumerate(source, 1):
+    lineno = 0
+    async for line in _lines(source):
+        lineno += 1
         line = line.rstrip("\r\n")
         key: bytes | None = None
         value = line
@@ -285,7 +281,7 @@ async def produce(args: Any, admin: AdminClient, out: TextIO, stdin: TextIO | No
                 raise CliError(f"line {lineno} has no key separator {args.key_separator!r}",
                                "write KEY<separator>VALUE on every line, or drop "
                                "--key-separator")
-            key, value = k.encode(), v
+            key, value = _raw(k), v
         if args.partition is not None:
             partition = args.partition
         elif key is not None:
@@ -294,13 +290,27 @@ async def produce(args: Any, admin: AdminClient, out: TextIO, stdin: TextIO | No
             partition = next_rr % count
             if len(pending.get(partition, ())) + 1 >= _PRODUCE_BATCH:
                 next_rr += 1
-        pending.setdefault(partition, []).append((key, value.encode()))
+        pending.setdefault(partition, []).append((key, _raw(value), headers, int(time.time() * 1000)))
         if len(pending[partition]) >= _PRODUCE_BATCH:
             await flush(partition)
     for partition in sorted(pending):
         await flush(partition)
     sys.stderr.write(f"kgroup: sent {sent} message(s) to {args.topic}\n")
     return 0
+
+
+async def _start_offsets(admin: AdminClient, topic: str, parts: list[int], spec: Any,
+                         from_beginning: bool) -> dict[int, int]:
+    """Where each partition starts: --offset (clamped into the log), else --from-beginning."""
+    if spec is None or spec.kind in ("earliest", "latest"):
+        earliest = from_beginning if spec is None else spec.kind == "earliest"
+        return await admin.list_offsets(topic, parts, EARLIEST if earliest else LATEST)
+    ends = await admin.list_offsets(topic, parts, LATEST)
+    if spec.kind == "timestamp":
+        found = await admin.list_offsets(topic, parts, spec.value)
+        return {p: ends[p] if off < 0 else off for p, off in found.items()}
+    starts = await admin.list_offsets(topic, parts, EARLIEST)
+    return {p: min(max(spec.value, starts[p]), ends[p]) for p in parts}
 
 
 async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
@@ -311,8 +321,9 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
             raise CliError(f"topic {args.topic!r} has no partition {args.partition} "
                            f"(it has {len(parts)})", f"use --partition 0..{len(parts) - 1}")
         parts = [args.partition]
-    start = await admin.list_offsets(args.topic, parts,
-                                      EARLIEST if args.from_beginning else LATEST)
+    spec = getattr(args, "offset", None)
+    start = await _start_offsets(admin, args.topic, parts, spec, args.from_beginning)
+    render = None if getattr(args, "format", None) is None else compile_format(args.format)
     if args.group:
         desc = await _describe(admin, args.group)
         if desc is not None and desc.state not in ("Empty", "Dead"):
@@ -323,7 +334,7 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
             )
         committed = await admin.list_group_offsets(args.group, {args.topic: parts})
         for (t, p), off in committed.items():
-            if t == args.topic and p in start:
+            if t == args.topic and p in start and spec is None:   # --offset wins over the group's
                 start[p] = off
     positions = dict(start)
     printed = 0
@@ -351,7 +362,9 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
                     if args.max_messages is not None and printed >= args.max_messages:
                         break
                     value = "" if r.value is None else r.value.decode("utf-8", "replace")
-                    if args.print_key:
+                    if render is not None:
+                        out.write(render(r))
+                    elif args.print_key:
                         key = "null" if r.key is None else r.key.decode("utf-8", "replace")
                         out.write(f"{key}{args.key_separator}{value}\n")
                     else:
@@ -419,11 +432,9 @@ COMMANDS: dict[tuple[str, str | None], Command] = {
     ("topics", "describe"): topics_describe,
     ("topics", "delete"): topics_delete,
     ("topics", "add-partitions"): topics_add_partitions,
-    ("groups", "list"): groups_list,
-    ("groups", "describe"): groups_describe,
+    ("topics", "alter-config"): topics_alter_config,
     ("groups", "delete"): groups_delete,
     ("groups", "remove-members"): groups_remove_members,
-    ("groups", "reset-offsets"): groups_reset_offsets,
     ("groups", "watch"): groups_watch,
     ("produce", None): produce,
     ("consume", None): consume,

@@ -10,14 +10,19 @@ Reading and writing files happens here: ``kgroup.lab`` itself is pure.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import os
+import signal
+import threading
 import sys
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, TextIO
 
-from kgroup.lab.report import AGGREGATES, comparison, render, stop_quantiles
+from kgroup.lab.report import AGGREGATES, comparison, fmt_value, render, stop_quantiles
 import yaml
 
 from kgroup.lab.recorded import group_ids, recording
@@ -75,8 +80,7 @@ def _run(args: Any, out: TextIO) -> int:
     result = simulate(sc, group=f"{sc.name}/seed={sc.seed}", variant=sc.name, record_timeline=True)
     took = time.perf_counter() - started
     summary = dict(result.summary)
-    _write_parquet(directory / "groups.parquet", [summary], SUMMARY_COLUMNS)
-    _write_parquet(directory / "windows.parquet", result.windows, WINDOW_COLUMNS)
+    wrote = _write_tables(directory, [summary], result.windows)
     rows = comparison([summary])
     html = render(f"kgroup lab: {sc.name}", [summary], result.windows, {sc.name: result},
                   {sc.name: stop_quantiles([result])}, rows,
@@ -84,7 +88,7 @@ def _run(args: Any, out: TextIO) -> int:
     (directory / "report.html").write_text(html)
     _print_table(rows, out)
     out.write(f"{result.summary['member_events']:,} member events in {took:.2f} s; "
-              f"wrote {directory}/groups.parquet, windows.parquet, report.html\n")
+              f"wrote {directory}/{wrote}report.html\n")
     return 0
 
 
@@ -95,16 +99,27 @@ def _sweep(args: Any, out: TextIO, err: TextIO) -> int:
     directory = _out_dir(args.out)
     try:
         from kgroup.spark import lab_job
+        from kgroup.spark.setup import SparkSetupError, require_java
     except ImportError as exc:
         raise CliError(f"Spark is not installed ({exc})", "pip install 'kgroup[spark]'") from None
+    try:
+        require_java()
+    except SparkSetupError as exc:
+        raise CliError(str(exc), "install Java 17 (Debian: apt-get install openjdk-17-jre-headless) "
+                       "or set JAVA_HOME to one") from None
     started = time.perf_counter()
     err.write(f"lab: {len(sweep.groups)} groups in {len(sweep.variants)} variants on {args.master}\n")
     spark = lab_job.session(args.master)
-    try:
-        result = lab_job.run_sweep(spark, sweep, str(directory), partitions=args.partitions,
-                                   progress=lambda line: (err.write(f"lab: {line}\n"), err.flush()))
-    finally:
-        spark.stop()
+    with _cancel_on_ctrl_c(spark) as interrupted:
+        try:
+            result = lab_job.run_sweep(spark, sweep, str(directory), partitions=args.partitions,
+                                       progress=lambda line: (err.write(f"lab: {line}\n"), err.flush()))
+        except Exception:
+            if interrupted.is_set():
+                raise KeyboardInterrupt from None
+            raise
+    if interrupted.is_set():
+        raise KeyboardInterrupt
     took = time.perf_counter() - started
     html = render(f"kgroup lab: {sweep.name}", result.summaries, result.windows, result.examples,
                   result.stops, result.comparison,
@@ -114,6 +129,42 @@ def _sweep(args: Any, out: TextIO, err: TextIO) -> int:
     out.write(f"{result.groups} groups in {took:.1f} s; wrote {directory}/groups.parquet, "
               f"windows.parquet, comparison.parquet, report.html\n")
     return 0
+
+
+@contextlib.contextmanager
+def _cancel_on_ctrl_c(spark: Any) -> Iterator[threading.Event]:
+    """Run a Spark job so that Ctrl-C cancels it quietly, then stop Spark.
+
+    PySpark's own SIGINT handler raises KeyboardInterrupt in the middle of a py4j call,
+    which leaves tracebacks from py4j and the JVM on the terminal. Here Ctrl-C silences
+    Spark's log and cancels its jobs from another thread (the main one is inside the call);
+    the job then fails, and the caller turns that into KeyboardInterrupt. A second Ctrl-C
+    gives up at once.
+    """
+    interrupted = threading.Event()
+
+    def cancel() -> None:
+        try:
+            spark.sparkContext.setLogLevel("OFF")
+            spark.sparkContext.cancelAllJobs()
+        except Exception:  # noqa: BLE001 - Spark going away anyway
+            pass
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if interrupted.is_set():
+            raise KeyboardInterrupt
+        interrupted.set()
+        threading.Thread(target=cancel, name="kgroup-lab-cancel", daemon=True).start()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        try:
+            spark.stop()
+        except Exception:  # noqa: BLE001 - the gateway may already be gone
+            pass
 
 
 def _events(path: str) -> list[dict[str, Any]]:
@@ -168,8 +219,7 @@ def _replay(args: Any, out: TextIO) -> int:
         windows += result.windows
         examples[label] = result
         stops[label] = stop_quantiles([result])
-    _write_parquet(directory / "groups.parquet", summaries, SUMMARY_COLUMNS)
-    _write_parquet(directory / "windows.parquet", windows, WINDOW_COLUMNS)
+    wrote = _write_tables(directory, summaries, windows)
     rows = comparison(summaries)
     rec = recording(events, group)
     note = (f"Group {group} replayed from {args.events}: {rec.members} members ({rec.restarts} joins taken "
@@ -177,33 +227,35 @@ def _replay(args: Any, out: TextIO) -> int:
     (directory / "report.html").write_text(render(f"kgroup lab: what if {group}...", summaries, windows,
                                                   examples, stops, rows, note=note))
     _print_table(rows, out)
-    out.write(f"{note}\nwrote {directory}/groups.parquet, windows.parquet, report.html\n")
+    out.write(f"{note}\nwrote {directory}/{wrote}report.html\n")
     return 0
 
 
 def _print_table(rows: list[dict[str, Any]], out: TextIO) -> None:
     cols = [c for c in _TABLE if c == "variant" or c in {a[0] for a in AGGREGATES}]
-    cells = [[_cell(r.get(c)) for c in cols] for r in rows]
+    cells = [[fmt_value(c, r.get(c)).replace("–", "-") for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     out.write("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip() + "\n")
     for row in cells:
         out.write("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() + "\n")
 
 
-def _cell(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.2f}"
-    return str(v)
+def _write_tables(directory: Path, summaries: list[dict[str, Any]], windows: list[dict[str, Any]]) -> str:
+    """groups.parquet and windows.parquet when pyarrow is installed (kgroup[spark]); the
+    file names written, for the closing line. Without it the report is all there is."""
+    if importlib.util.find_spec("pyarrow") is None:
+        sys.stderr.write("kgroup: note: no pyarrow here, so no groups.parquet or windows.parquet "
+                         "(pip install 'kgroup[spark]' for them)\n")
+        return ""
+    _write_parquet(directory / "groups.parquet", summaries, SUMMARY_COLUMNS)
+    _write_parquet(directory / "windows.parquet", windows, WINDOW_COLUMNS)
+    return "groups.parquet, windows.parquet, "
 
 
 def _write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...]) -> None:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError as exc:
-        raise CliError(f"writing Parquet needs pyarrow ({exc})", "pip install 'kgroup[spark]'") from None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     types = {"string": pa.string(), "long": pa.int64(), "double": pa.float64(), "boolean": pa.bool_()}
     schema = pa.schema([(name, types[kind]) for name, kind in columns])
     table = pa.Table.from_pylist([{n: r.get(n) for n, _ in columns} for r in rows], schema=schema)

@@ -1,9 +1,11 @@
-"""``kgroup`` command line: ``serve``, ``cluster``, ``topics``, ``groups``, ``produce``, ``consume``, ``lab``.
+"""``kgroup`` command line: ``serve``, ``cluster``, ``topics``, ``groups``, ``users``, ``acls``,
+``produce``, ``consume``, ``lab``.
 
 ``main(argv)`` returns the exit status. Every mistake — bad arguments, a broker that cannot
 be reached, an unknown topic or group, a broker error code — prints exactly one line
 ``kgroup: error: <what is wrong> — <how to fix>`` to stderr and returns non-zero (2 for
-bad arguments, 1 otherwise); Ctrl-C returns 130 quietly. No traceback reaches the user.
+bad arguments, 1 otherwise); Ctrl-C prints ``kgroup: interrupted`` and returns 130, as a
+shell reports SIGINT. No traceback reaches the user.
 """
 
 from __future__ import annotations
@@ -39,14 +41,38 @@ def run_serve(args: Any) -> int:
     return int(result or 0)
 
 
+def _quiet_client_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Drop the loop's reports of client errors nobody awaited (the answers still pending
+    on a connection closed by Ctrl-C); anything else is reported as usual."""
+    from kgroup.client.errors import KafkaClientError
+
+    if isinstance(context.get("exception"), (KafkaClientError, asyncio.CancelledError)):
+        return
+    loop.default_exception_handler(context)
+
+
+def _interrupted() -> int:
+    try:
+        sys.stderr.write("kgroup: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return 130
+
+
 async def _run_client(args: Any) -> int:
     from kgroup.client.admin import AdminClient
 
+    asyncio.get_running_loop().set_exception_handler(_quiet_client_errors)
     from .commands import COMMANDS
+    from .group_tools import GROUP_COMMANDS
+    from .properties import read_command_config
+    from .security import SECURITY_COMMANDS
 
-    command = COMMANDS[(args.command, getattr(args, "action", None))]
+    command = {**COMMANDS, **GROUP_COMMANDS, **SECURITY_COMMANDS}[(args.command, getattr(args, "action", None))]
+    config = read_command_config(args.command_config) if args.command_config else None
     try:
-        admin = AdminClient(args.bootstrap_server, timeout=args.request_timeout_ms / 1000)
+        admin = AdminClient(args.bootstrap_server, timeout=args.request_timeout_ms / 1000, config=config)
     except ValueError as exc:
         raise CliError(f"bad --bootstrap-server: {exc}", "use HOST:PORT[,HOST:PORT...]",
                        code=2) from None
@@ -69,9 +95,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "lab":
             from .lab import run_lab
             return run_lab(args)
+        if args.command == "users" and args.data_dir is not None:
+            from .security import users_offline
+            return users_offline(args, sys.stdout)
         return asyncio.run(_run_client(args))
     except KeyboardInterrupt:
-        return 130
+        return _interrupted()
     except SystemExit as exc:  # --help, or a library calling sys.exit
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException as exc:  # noqa: BLE001 - the one place that turns errors into a line

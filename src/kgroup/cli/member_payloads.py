@@ -1,9 +1,9 @@
 """What ``kgroup groups describe`` shows of a member's metadata and assignment bytes.
 
 A group of any protocol type has members with opaque metadata (what they sent with
-JoinGroup) and assignments (what the leader gave them): their sizes are always shown, and
-the assignment is decoded where the type is known — partitions of a ``consumer`` group,
-tasks of a ``kgroup-tasks`` group, who leads a ``kgroup-leader`` group.
+JoinGroup) and assignments (what the leader gave them): ``--members --verbose`` shows their
+sizes, and the assignment decoded where the type is known — partitions of a ``consumer``
+group, tasks of a ``kgroup-tasks`` group, who leads a ``kgroup-leader`` group.
 """
 
 from __future__ import annotations
@@ -11,11 +11,6 @@ from __future__ import annotations
 from kgroup.assignors import leader_protocol, task_protocol
 from kgroup.assignors.protocol_bytes import ProtocolBytesError
 from kgroup.client.admin import GroupDescription, MemberDescription
-
-
-def size(raw: bytes, known: bool = True) -> str:
-    """A byte count for the table ("-" where the describe answer carries no bytes)."""
-    return str(len(raw)) if known else "-"
 
 
 def assignment_text(group: GroupDescription, member: MemberDescription) -> str:

@@ -12,6 +12,14 @@ import os
 import re
 
 from .errors import UsageError
+from .ops_parser import (
+    add_consume_options,
+    add_group_tools,
+    add_produce_options,
+    config_change_options,
+    format_option,
+)
+from .security import add_security_commands
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 _FSYNC = re.compile(r"^(always|never|interval:[1-9][0-9]*)$")
@@ -108,6 +116,13 @@ def _client_options(defaults: bool) -> argparse.ArgumentParser:
         default=10000 if defaults else sup,
         help="how long to wait to connect and for each answer (default: 10000)",
     )
+    p.add_argument(
+        "--command-config",
+        metavar="FILE",
+        default=None if defaults else sup,
+        help="client properties (security.protocol, sasl.mechanism, sasl.username, "
+        "sasl.password, ssl.ca.location, ...) in Java .properties format, as Kafka's tools take",
+    )
     return p
 
 
@@ -134,8 +149,8 @@ def build_parser() -> Parser:
     # serve
     serve = sub.add_parser("serve", help="run the broker (one node of a cluster with --cluster)")
     serve.add_argument("--listen", metavar="HOST:PORT", type=host_port,
-                       default=None, help="address to listen on (default: 127.0.0.1:9092, or "
-                       "this node's entry in --cluster)")
+                       default=None, help="address of the PLAINTEXT listener (default: 127.0.0.1:9092, "
+                       "this node's entry in --cluster, or none when the config file has [[listeners]])")
     serve.add_argument("--advertised", metavar="HOST:PORT", type=host_port, default=None,
                        help="address given to clients in Metadata (default: --listen)")
     _broker_storage_options(serve, "./kgroup-data", "where logs and group state live")
@@ -177,9 +192,11 @@ def build_parser() -> Parser:
     t.add_argument("--replication-factor", type=positive_int, default=1, help="(default: 1)")
     t.add_argument("--config", metavar="NAME=VALUE", type=config_pair, action="append",
                    default=[], help="topic config, repeatable")
-    tsub.add_parser("list", parents=[client], help="list topic names")
-    t = tsub.add_parser("describe", parents=[client], help="partitions and leaders of a topic")
+    format_option(tsub.add_parser("list", parents=[client], help="list topic names"))
+    t = tsub.add_parser("describe", parents=[client],
+                        help="partitions, leaders, start and end offsets, and changed configs of a topic")
     t.add_argument("name", metavar="NAME")
+    format_option(t)
     t = tsub.add_parser("delete", parents=[client], help="delete a topic")
     t.add_argument("name", metavar="NAME")
     t = tsub.add_parser("add-partitions", parents=[client],
@@ -187,19 +204,15 @@ def build_parser() -> Parser:
     t.add_argument("name", metavar="NAME")
     t.add_argument("--partitions", type=positive_int, required=True,
                    help="the new total partition count")
+    t = tsub.add_parser("alter-config", parents=[client],
+                        help="set or remove topic configs (retention.ms, ...); print them")
+    t.add_argument("name", metavar="NAME")
+    config_change_options(t)
 
     # groups
     groups = sub.add_parser("groups", help="list, describe, delete groups; reset offsets")
     gsub = groups.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
     gsub.required = True
-    g = gsub.add_parser("list", parents=[client], help="list groups")
-    g.add_argument("--state", action="append", default=[],
-                   help="only groups in this state (Empty, Stable, ...), repeatable")
-    g.add_argument("--type", action="append", default=[],
-                   help="only groups of this type (classic, consumer), repeatable")
-    g = gsub.add_parser("describe", parents=[client],
-                        help="state, members, assignments, committed offsets and lag")
-    g.add_argument("group", metavar="GROUP")
     g = gsub.add_parser("delete", parents=[client], help="delete an empty group")
     g.add_argument("group", metavar="GROUP")
     g = gsub.add_parser("remove-members", parents=[client],
@@ -207,21 +220,7 @@ def build_parser() -> Parser:
     g.add_argument("group", metavar="GROUP")
     g.add_argument("--instance-id", action="append", required=True, metavar="ID",
                    help="group.instance.id to remove, repeatable")
-    g = gsub.add_parser(
-        "reset-offsets", parents=[client],
-        help="change a group's committed offsets (the group must be Empty)",
-        description="Change the committed offsets of an Empty group (no active members). "
-        "Prints the plan; add --execute to commit it.",
-    )
-    g.add_argument("group", metavar="GROUP")
-    g.add_argument("--topic", required=True, help="topic whose offsets to reset")
-    target = g.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to-earliest", action="store_true", help="the first offset")
-    target.add_argument("--to-latest", action="store_true", help="the log end offset")
-    target.add_argument("--to-offset", type=non_negative_int, metavar="N",
-                        help="offset N (clamped into the partition's range)")
-    g.add_argument("--execute", action="store_true",
-                   help="commit the plan (without it: dry run, only print the plan)")
+    add_group_tools(gsub, client)
 
     # groups watch (cli/watch.py)
     g = gsub.add_parser(
@@ -258,6 +257,7 @@ def build_parser() -> Parser:
                    help="send every message to this partition (default: by key hash, "
                    "else one partition per batch of 500 in turn)")
     p.add_argument("--acks", type=int, choices=[-1, 0, 1], default=-1, help="(default: -1)")
+    add_produce_options(p)
 
     # consume
     c = sub.add_parser(
@@ -282,6 +282,10 @@ def build_parser() -> Parser:
     c.add_argument("--print-key", action="store_true", help="print KEY<separator>VALUE")
     c.add_argument("--key-separator", metavar="SEP", default="\t",
                    help="separator for --print-key (default: tab)")
+    add_consume_options(c)
+
+    # users, acls
+    add_security_commands(sub, client, Parser)
 
     # lab
     lab = sub.add_parser("lab", help="simulate consumer groups under churn (the rebalance lab)")

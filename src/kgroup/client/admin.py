@@ -25,15 +25,22 @@ from kgroup.wire.versions import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
     DELETE_GROUPS,
+    DELETE_RECORDS,
     DELETE_TOPICS,
+    DESCRIBE_CONFIGS,
     DESCRIBE_GROUPS,
     FETCH,
+    INCREMENTAL_ALTER_CONFIGS,
     LEAVE_GROUP,
     LIST_GROUPS,
     LIST_OFFSETS,
     OFFSET_COMMIT,
+    OFFSET_DELETE,
     OFFSET_FETCH,
     PRODUCE,
+    ALTER_SHARE_GROUP_OFFSETS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+    SHARE_GROUP_DESCRIBE,
 )
 
 from .cluster import (
@@ -48,10 +55,13 @@ from .cluster import (
 )
 from .connection import DEFAULT_TIMEOUT, Connection
 from .errors import BrokerError, GroupNotEmpty, UnsupportedApi
+from .security import ClientSecurity
+from .security_admin import SecurityAdmin
 from .transactions_admin import TransactionAdmin
 
 __all__ = [
     "AdminClient",
+    "ConfigEntry",
     "EARLIEST",
     "FetchedPartition",
     "FetchedRecord",
@@ -98,8 +108,9 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...] = ()
     error: ErrorCode = ErrorCode.NONE
-    # "classic" (DescribeGroups: members carry their metadata and assignment bytes) or
-    # "consumer" (ConsumerGroupDescribe: assignments only, decoded)
+    # "classic" (DescribeGroups: members carry their metadata and assignment bytes),
+    # "consumer" (ConsumerGroupDescribe: assignments only, decoded) or "share"
+    # (ShareGroupDescribe: assignments only; a partition may be assigned to several members)
     group_type: str = "classic"
     # The consumer group's epoch (ConsumerGroupDescribe); None for classic groups, whose
     # generation DescribeGroups does not tell.
@@ -125,6 +136,26 @@ class FetchedPartition:
     error: ErrorCode = ErrorCode.NONE
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    """One config of a topic, broker or group, as DescribeConfigs answers it."""
+
+    name: str
+    value: str | None
+    source: str                     # Kafka's ConfigSource name, e.g. DYNAMIC_TOPIC_CONFIG
+    read_only: bool = False
+    # (name, value, source) from the value in force down to the broker default
+    synonyms: tuple[tuple[str, str | None, str], ...] = ()
+
+
+# Config resource types and IncrementalAlterConfigs operations (Kafka's numbers).
+TOPIC_RESOURCE, BROKER_RESOURCE, GROUP_RESOURCE = 2, 4, 32
+CONFIG_SET, CONFIG_DELETE = 0, 1
+_CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+                   3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
+                   6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
+
+
 def _err(obj: Any, name: str = "error_code") -> int:
     return int(getattr(obj, name, 0) or 0)
 
@@ -137,8 +168,11 @@ def _check(code: int, context: str, message: str | None = None) -> None:
 # -- the client --------------------------------------------------------------------------
 
 
-class AdminClient:
-    """Admin operations against a Kafka-compatible cluster; use ``async with``."""
+class AdminClient(SecurityAdmin):
+    """Admin operations against a Kafka-compatible cluster; use ``async with``.
+
+    ``config`` takes the security settings (``client/security.py``: security.protocol,
+    sasl.*, ssl.*); ACL and SCRAM credential calls come from ``SecurityAdmin``."""
 
     def __init__(
         self,
@@ -147,9 +181,11 @@ class AdminClient:
         client_id: str = "kgroup-cli",
         timeout: float = DEFAULT_TIMEOUT,
         cluster: Cluster | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         self._owns_cluster = cluster is None
-        self.cluster = cluster or Cluster(bootstrap, client_id=client_id, timeout=timeout)
+        security = ClientSecurity.from_settings(config) if config else None
+        self.cluster = cluster or Cluster(bootstrap, client_id=client_id, timeout=timeout, security=security)
         # ListTransactions, DescribeTransactions, DescribeProducers (transactions_admin.py).
         self.transactions = TransactionAdmin(self.cluster)
 
@@ -301,7 +337,73 @@ class AdminClient:
             described = await self._describe_consumer_group(group)
         except UnsupportedApi:
             described = None
+        if described is None:
+            try:
+                described = await self.describe_share_group(group)
+            except UnsupportedApi:
+                described = None
         return described if described is not None else await self._describe_classic_group(group)
+
+    async def describe_share_group(self, group: str) -> GroupDescription | None:
+        """A share group's state and members with their assignments (None: no such share
+        group), with ShareGroupDescribe (KIP-932)."""
+        resp = await self._call_coordinator(
+            group,
+            SHARE_GROUP_DESCRIBE,
+            request_fields(group_ids=[group], include_authorized_operations=False),
+            lambda r: _err(r.groups[0]) if r.groups else 0,
+        )
+        g = resp.groups[0]
+        if _err(g) == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        _check(_err(g), f"describe share group {group!r}", g.error_message)
+        members = tuple(
+            MemberDescription(
+                member_id=m.member_id, group_instance_id=None, client_id=m.client_id,
+                client_host=m.client_host, metadata=b"", assignment_bytes=b"",
+                assignment={tp.topic_name or str(tp.topic_id): tuple(sorted(tp.partitions))
+                            for tp in m.assignment.topic_partitions},
+            )
+            for m in g.members
+        )
+        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type="share",
+                                protocol=g.assignor_name, members=members, group_type="share")
+
+    async def list_share_group_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> the share partition's start offset, for every partition the
+        share group has state for (DescribeShareGroupOffsets)."""
+        return {k: start for k, (start, _) in (await self.share_group_offsets(group)).items()}
+
+    async def share_group_offsets(self, group: str) -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, partition) -> (start offset, lag): where each share partition of the group
+        starts, and how many records past it are not yet acknowledged or archived (-1: the
+        broker does not say)."""
+        resp = await self._call_coordinator(
+            group,
+            DESCRIBE_SHARE_GROUP_OFFSETS,
+            request_fields(groups=[dict(group_id=group, topics=None)]),
+            lambda r: _err(r.groups[0]) if r.groups else 0,
+        )
+        g = resp.groups[0]
+        _check(_err(g), f"describe share group offsets of {group!r}", g.error_message)
+        return {(t.topic_name, p.partition_index): (p.start_offset, getattr(p, "lag", -1))
+                for t in g.topics for p in t.partitions}
+
+    async def alter_share_group_offsets(self, group: str, offsets: Mapping[str, Mapping[int, int]]) -> None:
+        """Set share partitions' start offsets (the share group must be empty)."""
+        resp = await self._call_coordinator(
+            group,
+            ALTER_SHARE_GROUP_OFFSETS,
+            request_fields(group_id=group, topics=[
+                dict(topic_name=t, partitions=[dict(partition_index=p, start_offset=o)
+                                               for p, o in sorted(ps.items())])
+                for t, ps in sorted(offsets.items())]),
+            _err,
+        )
+        _check(_err(resp), f"alter share group offsets of {group!r}", resp.error_message)
+        for t in resp.responses:
+            for p in t.partitions:
+                _check(_err(p), f"alter share group offset of {t.topic_name}-{p.partition_index}")
 
     async def _describe_consumer_group(self, group: str) -> GroupDescription | None:
         resp = await self._call_coordinator(
@@ -653,6 +755,81 @@ class AdminClient:
                     continue
                 fp.records = _records(topic, index, bytes(p.records or b""), wanted[index])
         return out
+
+
+    # -- configs, offset deletion, record deletion (operator tools) -------------------------
+
+    async def _config_request(self, resource_type: int, name: str, api_key: int, body: Any,
+                              error_of: Any) -> Any:
+        """A config request where it is answered: at the group's coordinator (which keeps
+        the group's configs), at the broker itself, or at the controller for topics."""
+        if resource_type == GROUP_RESOURCE:
+            return await self._call_coordinator(name, api_key, body, error_of)
+        if resource_type == BROKER_RESOURCE and name.isdigit():
+            conn = await self.cluster.node(int(name))
+        else:
+            conn = await self._controller()
+        return await self.cluster.request(conn, api_key, body)
+
+    async def describe_configs(
+        self, resource_type: int, name: str, keys: Sequence[str] | None = None, *, synonyms: bool = False
+    ) -> list[ConfigEntry]:
+        """Configs of one resource (TOPIC_RESOURCE, BROKER_RESOURCE or GROUP_RESOURCE)."""
+        body = request_fields(
+            resources=[{"resource_type": resource_type, "resource_name": name,
+                        "configuration_keys": None if keys is None else list(keys)}],
+            include_synonyms=synonyms, include_documentation=False)
+        resp = await self._config_request(resource_type, name, DESCRIBE_CONFIGS, body,
+                                          lambda r: _err(r.results[0]) if r.results else 0)
+        (result,) = resp.results
+        _check(_err(result), f"describe configs of {name!r}", result.error_message)
+        return [ConfigEntry(c.name, c.value, _CONFIG_SOURCES.get(int(getattr(c, "config_source", 0)), "UNKNOWN"),
+                            bool(c.read_only),
+                            tuple((s.name, s.value, _CONFIG_SOURCES.get(int(s.source), "UNKNOWN"))
+                                  for s in getattr(c, "synonyms", ()) or ()))
+                for c in result.configs]
+
+    async def alter_configs(
+        self, resource_type: int, name: str, changes: Sequence[tuple[str, int, str | None]], *,
+        validate_only: bool = False,
+    ) -> None:
+        """IncrementalAlterConfigs on one resource: (name, CONFIG_SET or CONFIG_DELETE, value)."""
+        body = request_fields(
+            resources=[{"resource_type": resource_type, "resource_name": name, "configs": [
+                {"name": n, "config_operation": op, "value": v} for n, op, v in changes]}],
+            validate_only=validate_only)
+        resp = await self._config_request(resource_type, name, INCREMENTAL_ALTER_CONFIGS, body,
+                                          lambda r: _err(r.responses[0]) if r.responses else 0)
+        (result,) = resp.responses
+        _check(_err(result), f"alter configs of {name!r}", result.error_message)
+
+    async def delete_group_offsets(
+        self, group: str, partitions: Mapping[str, Sequence[int]]
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """OffsetDelete: (topic, partition) -> its outcome (ErrorCode.NONE when deleted)."""
+        body = request_fields(group_id=group, topics=[
+            {"name": t, "partitions": [{"partition_index": p} for p in ps]} for t, ps in partitions.items()])
+        resp = await self._call_coordinator(group, OFFSET_DELETE, body, _err)
+        _check(_err(resp), f"delete offsets of group {group!r}")
+        return {(t.name, int(p.partition_index)): ErrorCode(_err(p)) for t in resp.topics for p in t.partitions}
+
+    async def delete_records(self, topic: str, before: Mapping[int, int]) -> dict[int, int]:
+        """DeleteRecords: partition -> new log start offset (-1 in ``before``: the log end)."""
+        cluster = self.cluster
+
+        async def attempt() -> dict[int, int]:
+            out: dict[int, int] = {}
+            for leader, parts in (await cluster.leaders(topic, sorted(before))).items():
+                resp = await cluster.request(await cluster.node(leader), DELETE_RECORDS, request_fields(
+                    timeout=30000, topics=[{"name": topic, "partitions": [
+                        {"partition_index": p, "offset": before[p]} for p in parts]}]))
+                for p in resp.topics[0].partitions:
+                    index = int(p.partition_index)
+                    cluster.check(_err(p), f"delete records of {topic}-{index}", partitions=[(topic, index)])
+                    out[index] = int(p.low_watermark)
+            return out
+
+        return await cluster.retrying(attempt)
 
 
 def _records(topic: str, partition: int, blob: bytes, start: int) -> list[FetchedRecord]:

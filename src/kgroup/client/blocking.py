@@ -96,10 +96,11 @@ class BlockingAdmin:
     """
 
     def __init__(self, bootstrap: str | Sequence[str], *, client_id: str = "kgroup-blocking",
-                 timeout: float = DEFAULT_TIMEOUT, loop: LoopThread | None = None) -> None:
+                 timeout: float = DEFAULT_TIMEOUT, loop: LoopThread | None = None,
+                 config: Mapping[str, Any] | None = None) -> None:
         self._own_loop = loop is None
         self.loop = loop or LoopThread(f"kgroup-{client_id}")
-        self.admin = AdminClient(bootstrap, client_id=client_id, timeout=timeout)
+        self.admin = AdminClient(bootstrap, client_id=client_id, timeout=timeout, config=config)
 
     def __enter__(self) -> BlockingAdmin:
         return self

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -53,6 +54,7 @@ from kgroup.wire.kio_build import build, has, item
 from kgroup.wire.versions import FIND_COORDINATOR, METADATA, SUPPORTED_APIS
 
 from .connection import DEFAULT_TIMEOUT, Connection, RequestBody
+from .security import ClientSecurity
 from .errors import BrokerError, KafkaClientError, KafkaConnectionError, RequestTimeout
 
 __all__ = [
@@ -304,7 +306,8 @@ OpenConnection = Callable[[str, int, str, float], Awaitable[Connection]]
 class Cluster:
     """Connections, metadata, leaders and coordinators of one cluster; see the module comment.
 
-    ``open_connection``, ``sleep`` and ``clock`` are there for tests (a scripted broker, no
+    ``security`` (TLS, SASL) applies to every connection. ``open_connection``, ``sleep`` and
+    ``clock`` are there for tests (a scripted broker, no
     real waiting).
     """
 
@@ -318,6 +321,7 @@ class Cluster:
         open_connection: OpenConnection = Connection.open,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap)
         self.client_id = client_id
@@ -325,7 +329,9 @@ class Cluster:
         self.backoff = backoff
         self.sleep = sleep
         self.clock = clock
-        self._open = open_connection
+        # TLS and SASL for every connection (client/security.py).
+        self._open = (functools.partial(open_connection, security=security)
+                      if security is not None else open_connection)
         self._conns: dict[tuple[str, int], Connection] = {}
         self._current: tuple[str, int] | None = None   # the broker asked last for metadata
         self._brokers: dict[int, BrokerInfo] = {}

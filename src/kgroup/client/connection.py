@@ -10,6 +10,11 @@ Several requests may be in flight at once (pipelining): the reader matches respo
 waiters by correlation id. When the connection dies every waiter gets a
 KafkaConnectionError naming host:port.
 
+Security (``client/security.py``): with a ``ClientSecurity`` the socket is wrapped in TLS
+and, after ApiVersions, SASL authenticates the connection before ``open`` returns; a
+session the broker limits (KIP-368) is renewed by re-authenticating on the same connection
+before the next request once 85% of its lifetime has passed.
+
 Requests are given as a kio request object (its version is used as is), a mapping of
 field values, or a callable ``cls -> request``; the last two are built for the chosen
 version with ``kgroup.wire.kio_build.build`` (fields that version lacks are dropped).
@@ -21,6 +26,7 @@ import asyncio
 import itertools
 import os
 import socket
+import ssl
 import struct
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -39,6 +45,7 @@ from kgroup.wire import (
 from kgroup.wire.versions import API_VERSIONS, PRODUCE, SUPPORTED_APIS
 
 from .errors import BrokerError, KafkaConnectionError, ProtocolError, RequestTimeout, UnsupportedApi
+from .security import ClientSecurity
 
 __all__ = ["Connection", "RequestBody", "DEFAULT_TIMEOUT"]
 
@@ -47,6 +54,10 @@ _CORR = struct.Struct(">i")
 _ERROR16 = struct.Struct(">h")
 _UNSUPPORTED_VERSION = 35
 _CLIENT_SOFTWARE = ("kgroup", "0.1.0")
+_SASL_APIS = (17, 36)
+# Re-authenticate once this share of the session lifetime has passed (Kafka's clients pick
+# 85-95%).
+_REAUTH_AT = 0.85
 
 RequestBody = Any | Mapping[str, Any] | Callable[[type], Any]
 
@@ -73,6 +84,9 @@ class Connection:
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[bytes]] = {}
         self._closed: KafkaConnectionError | None = None
+        self.security: ClientSecurity | None = None
+        self._reauth_at: float | None = None
+        self._reauth_lock = asyncio.Lock()
         self._task = asyncio.create_task(self._read_loop(), name=f"kgroup-conn-{self.address}")
 
     @property
@@ -92,19 +106,28 @@ class Connection:
         port: int,
         client_id: str = "kgroup-cli",
         timeout: float = DEFAULT_TIMEOUT,
+        security: ClientSecurity | None = None,
     ) -> Connection:
-        """Connect to host:port and negotiate API versions.
+        """Connect to host:port, negotiate API versions and, with ``security``, set up TLS
+        and authenticate.
 
-        Raises KafkaConnectionError if the broker cannot be reached, RequestTimeout if it
-        does not answer ApiVersions in ``timeout`` seconds.
+        Raises KafkaConnectionError if the broker cannot be reached (or the TLS handshake
+        fails), RequestTimeout if it does not answer ApiVersions in ``timeout`` seconds,
+        AuthenticationError if it refuses our credentials.
         """
+        tls = security.ssl_context() if security is not None else None
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port), timeout
+                asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None), timeout
             )
         except (TimeoutError, asyncio.TimeoutError) as exc:
             raise KafkaConnectionError(
                 f"timed out connecting to {host}:{port} after {timeout:g}s"
+            ) from exc
+        except ssl.SSLError as exc:
+            raise KafkaConnectionError(
+                f"TLS handshake with {host}:{port} failed: {exc.reason or exc}",
+                "check ssl.ca.location and that the listener speaks TLS (security.protocol)",
             ) from exc
         except (OSError, ValueError) as exc:
             errno = getattr(exc, "errno", None)
@@ -115,11 +138,43 @@ class Connection:
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: {reason}") from exc
         conn = cls(host, port, reader, writer, client_id, timeout)
         try:
-            await conn._negotiate()
+            try:
+                await conn._negotiate()
+            except KafkaConnectionError as exc:
+                if tls is None:
+                    raise
+                # TLS 1.3 checks the client's certificate after the handshake: a listener
+                # that wants one closes the connection at the first request.
+                raise KafkaConnectionError(
+                    f"{exc} right after the TLS handshake",
+                    "the listener may require a client certificate (ssl.certificate.location, "
+                    "ssl.key.location) signed by the CA it trusts") from None
+            if security is not None and security.sasl:
+                conn.security = security
+                conn._session(await security.authenticate(conn))
         except BaseException:
             await conn.close()
             raise
         return conn
+
+    def _session(self, lifetime_ms: int) -> None:
+        """A session of ``lifetime_ms`` started now: when to re-authenticate (None: never)."""
+        self._reauth_at = None
+        if lifetime_ms > 0:
+            self._reauth_at = asyncio.get_running_loop().time() + lifetime_ms / 1000 * _REAUTH_AT
+
+    async def _reauthenticate(self) -> None:
+        """KIP-368: authenticate again on this connection before the session ends."""
+        async with self._reauth_lock:
+            at = self._reauth_at
+            if at is None or asyncio.get_running_loop().time() < at or self.security is None:
+                return  # another request renewed it meanwhile
+            self._reauth_at = None
+            try:
+                self._session(await self.security.authenticate(self))
+            except BaseException:
+                await self.close()
+                raise
 
     async def _negotiate(self) -> None:
         """ApiVersions v3, or v0 if the broker answers v3 with UNSUPPORTED_VERSION."""
@@ -194,6 +249,9 @@ class Connection:
         returns None. Raises KafkaConnectionError, RequestTimeout, UnsupportedApi,
         ProtocolError.
         """
+        if self._reauth_at is not None and api_key not in _SASL_APIS \
+                and asyncio.get_running_loop().time() >= self._reauth_at:
+            await self._reauthenticate()
         if hasattr(body, "__api_key__") and hasattr(body, "__version__"):
             request = body
             version = int(body.__version__)

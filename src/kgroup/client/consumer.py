@@ -64,6 +64,7 @@ from .errors import BrokerError, KafkaClientError
 from .fetcher import Fetcher
 from .group_driver import GroupDriver, now_ms
 from .records import ConsumerRecord, OffsetAndMetadata, TopicPartition
+from .security import ClientSecurity
 from .settings import CONSUMER_DEFAULTS, resolve
 from .transactions import GroupMetadata
 
@@ -112,6 +113,7 @@ class Consumer:
         self._assignors = _assignors(s["partition.assignment.strategy"])
         self.cluster = Cluster(s["bootstrap.servers"], client_id=s["client.id"],
                                timeout=s["request.timeout.ms"] / 1000,
+                               security=ClientSecurity.from_settings(s),
                                backoff=Backoff(int(s["retry.backoff.ms"]), _MAX_BACKOFF_MS))
         self.admin = AdminClient(cluster=self.cluster)
         self.fetcher = Fetcher(self.cluster, s, self._resolve_positions)

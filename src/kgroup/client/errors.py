@@ -37,6 +37,12 @@ class KafkaConnectionError(KafkaClientError):
     hint = "check that the broker is running and --bootstrap-server points at it"
 
 
+class AuthenticationError(KafkaClientError):
+    """The broker refused our SASL credentials or mechanism (not retried)."""
+
+    hint = "check sasl.mechanism, sasl.username and sasl.password (e.g. in --command-config)"
+
+
 class RequestTimeout(KafkaClientError):
     """The broker did not answer a request in time."""
 
@@ -79,6 +85,10 @@ class BrokerError(KafkaClientError):
         ErrorCode.INVALID_CONFIG: "check the --config names and values",
         ErrorCode.UNKNOWN_TOPIC_ID: "the topic was deleted or recreated; retry",
         ErrorCode.FENCED_INSTANCE_ID: "another member uses that group.instance.id",
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED: "ask an admin for an ACL on the topic (`kgroup acls add`)",
+        ErrorCode.GROUP_AUTHORIZATION_FAILED: "ask an admin for an ACL on the group (`kgroup acls add`)",
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "this needs an ACL on the cluster, or a super user",
+        ErrorCode.SECURITY_DISABLED: "the broker runs without an authorizer ([auth] authorizer = true)",
     }
 
     def __init__(self, code: int, context: str = "", message: str | None = None) -> None:

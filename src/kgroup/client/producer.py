@@ -37,6 +37,7 @@ from .cluster import Backoff, Cluster, Recovery, build_request
 from .errors import BrokerError, KafkaClientError
 from .partitioner import StickyPartitioner
 from .records import OffsetAndMetadata, RecordMetadata, TopicPartition
+from .security import ClientSecurity
 from .settings import PRODUCER_DEFAULTS, resolve
 from .transactions import GroupMetadata, TransactionError, TransactionManager, TxnState
 
@@ -81,6 +82,7 @@ class Producer:
         self.batch_size = int(s["batch.size"])
         self.cluster = Cluster(s["bootstrap.servers"], client_id=s["client.id"],
                                timeout=s["request.timeout.ms"] / 1000,
+                               security=ClientSecurity.from_settings(s),
                                backoff=Backoff(int(s["retry.backoff.ms"]), 1_000))
         self.partitioner = StickyPartitioner()
         txn_id = s["transactional.id"]

@@ -9,12 +9,17 @@ raise ``ValueError`` so a typo is not silently ignored.
 ``consumer`` (KIP-848 ConsumerGroupHeartbeat: the coordinator assigns with
 ``group.remote.assignor``, or its default when unset, and sets the session timeout and
 heartbeat interval; the three classic settings are then unused).
+
+Both take the security settings of ``client/security.py`` (``security.protocol``,
+``sasl.mechanism``, ``sasl.username``, ``sasl.password``, ``ssl.ca.location``, ...).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from .security import SECURITY_DEFAULTS
 
 CONSUMER_DEFAULTS: dict[str, Any] = {
     "bootstrap.servers": "127.0.0.1:9092",
@@ -42,6 +47,7 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
     # read_committed: only records of committed transactions (and none past the last stable
     # offset); read_uncommitted: every record.
     "isolation.level": "read_uncommitted",
+    **SECURITY_DEFAULTS,
 }
 
 # A Membership (and LeaderElection, TaskAssignment): Kafka Connect's group defaults for the
@@ -75,6 +81,7 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "enable.idempotence": False,
     "transactional.id": None,
     "transaction.timeout.ms": 60_000,
+    **SECURITY_DEFAULTS,
 }
 
 

@@ -1,4 +1,5 @@
-"""DescribeGroups, ListGroups and DeleteGroups over a shard's groups."""
+"""DescribeGroups, ListGroups and DeleteGroups over a shard's groups (classic, consumer and
+share groups: ListGroups and DescribeGroups name their type, KIP-1043)."""
 
 from __future__ import annotations
 
@@ -18,16 +19,19 @@ from kgroup.core.records import (
     OffsetCommitRecord,
 )
 from kgroup.core.result import ReplyTo, Result, ResultBuilder
+from kgroup.core.share_protocol import ShareProtocol
 from kgroup.core.state import ShardState
 
 S = ClassicGroupState
 CLASSIC = "classic"
 CONSUMER = "consumer"
+SHARE = "share"
 
 
 class Admin:
-    def __init__(self, shard: ShardState) -> None:
+    def __init__(self, shard: ShardState, share: ShareProtocol) -> None:
         self.shard = shard
+        self.share = share
 
     def describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int,
                  missing_as_error: bool = False) -> Result:
@@ -46,6 +50,13 @@ class Admin:
                     tuple(DescribedMember(m.member_id, m.meta.instance_id, m.meta.client_id,
                                           m.meta.client_host, b"", b"")
                           for m in consumer.members.values())))
+                continue
+            share = self.shard.share_groups.get(group_id)
+            if share is not None:
+                described.append(DescribedGroup(
+                    group_id, ErrorCode.NONE, share.state().value, SHARE, "",
+                    tuple(DescribedMember(m.member_id, None, m.meta.client_id, m.meta.client_host, b"", b"")
+                          for m in share.members.values())))
                 continue
             group = self.shard.groups.get(group_id)
             if group is None or group.is_in(S.DEAD):
@@ -94,6 +105,13 @@ class Admin:
             if types and CONSUMER not in types:
                 continue
             listed.append(ListedGroup(group_id, CONSUMER, state, CONSUMER))
+        for group_id in sorted(self.shard.share_groups):
+            state = self.shard.share_groups[group_id].state().value
+            if states and state.lower() not in states:
+                continue
+            if types and SHARE not in types:
+                continue
+            listed.append(ListedGroup(group_id, SHARE, state, SHARE))
         listed.sort(key=lambda g: g.group_id)
         return Result((), ((reply, tuple(listed)),))
 
@@ -105,6 +123,14 @@ class Admin:
             out.changed(group_id, "DeleteGroups")
             group = self.shard.groups.get(group_id)
             consumer = self.shard.consumer_groups.get(group_id)
+            share = self.shard.share_groups.get(group_id)
+            if share is not None:
+                if share.members:
+                    results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))
+                else:
+                    self.share.delete_group(share, out)
+                    results.append(DeletedGroup(group_id, ErrorCode.NONE))
+                continue
             if consumer is not None:
                 if consumer.members:
                     results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))

@@ -39,6 +39,28 @@ class GroupConfig:
     consumer_max_size: int = 2_147_483_647
     # group.consumer.migration.policy: bidirectional | upgrade | downgrade | disabled
     consumer_migration_policy: str = "bidirectional"
+    # Share groups (KIP-932): group.share.* broker settings, the defaults of the share.*
+    # group configs. Their lower bounds are looser than Kafka's so tests can run fast.
+    # The min/max settings bound the broker defaults and each group's share.* configs.
+    share_session_timeout_ms: int = 45_000
+    share_min_session_timeout_ms: int = 1_000
+    share_max_session_timeout_ms: int = 60_000
+    share_heartbeat_interval_ms: int = 5_000
+    share_min_heartbeat_interval_ms: int = 100
+    share_max_heartbeat_interval_ms: int = 15_000
+    share_record_lock_duration_ms: int = 30_000
+    share_min_record_lock_duration_ms: int = 1_000
+    share_max_record_lock_duration_ms: int = 60_000
+    share_delivery_count_limit: int = 5
+    share_min_delivery_count_limit: int = 2
+    share_max_delivery_count_limit: int = 10
+    # latest | earliest (where a share partition starts when it has no state yet)
+    share_auto_offset_reset: str = "latest"
+    share_partition_max_record_locks: int = 2_000
+    share_min_partition_max_record_locks: int = 100
+    share_max_partition_max_record_locks: int = 10_000
+    # group.share.max.size
+    share_max_size: int = 200
     # Per-group overrides of the consumer session timeout and heartbeat interval (Kafka's
     # group-level configs): ((group id, session timeout ms, heartbeat interval ms), ...).
     consumer_group_overrides: tuple[tuple[str, int, int], ...] = ()
@@ -83,5 +105,7 @@ class GroupConfig:
                 raise ValueError(f"group {gid}: heartbeat interval {heartbeat} ms is outside the broker's bounds")
             if heartbeat >= session:
                 raise ValueError(f"group {gid}: heartbeat interval must be below the session timeout")
+        from kgroup.core.share_configs import check_broker_share_configs  # noqa: PLC0415 (cycle)
+        check_broker_share_configs(self)
         if not self.consumer_assignors:
             raise ValueError("group.consumer.assignors must name at least one assignor")

@@ -34,6 +34,7 @@ from kgroup.core.consumer_group import (
     reconcile,
 )
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.group_configs import GroupConfigs
 from kgroup.core.messages import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -99,6 +100,8 @@ class ConsumerProtocol:
     def __init__(self, shard: ShardState, downgrade: Downgrade) -> None:
         self.shard = shard
         self.config = shard.config
+        # Session timeout and heartbeat interval per group: dynamic, TOML override, default.
+        self.group_configs = GroupConfigs(shard)
         self.timers = shard.timers
         self.downgrade = downgrade
 
@@ -133,7 +136,7 @@ class ConsumerProtocol:
                        or done.replaced is not None)
             out.reply(reply, ConsumerGroupHeartbeatResponse(
                 ErrorCode.NONE, None, done.member_id, after.member_epoch,
-                self.config.consumer_heartbeat_interval(group.group_id), after.assigned if (full or changed) else None))
+                self.group_configs.consumer_heartbeat_interval(group.group_id), after.assigned if (full or changed) else None))
         if out.records:
             # A steady heartbeat writes nothing and changes no group: not worth a look.
             out.changed(group.group_id, "ConsumerGroupHeartbeat")
@@ -239,7 +242,7 @@ class ConsumerProtocol:
         # 7. Timers: the session always; the rebalance timeout while a revocation is owed.
         group_id, member_id, meta, before = group.group_id, joined.member_id, joined.meta, joined.member.current
         session = (meta.classic_session_timeout_ms if meta.is_classic
-                   else self.config.consumer_session_timeout(group_id))
+                   else self.group_configs.consumer_session_timeout(group_id))
         self.arm_session(group_id, member_id, now_ms + session, out)
         revoke = consumer_revoke_key(group_id, member_id)
         if nxt.state is MemberState.UNREVOKED_PARTITIONS:
@@ -410,7 +413,7 @@ class ConsumerProtocol:
             out.record(ConsumerCurrentRecord(group.group_id, member.member_id, ConsumerCurrentValue(
                 STATIC_LEAVE_EPOCH, cur.previous_member_epoch, cur.state, cur.assigned, cur.pending_revocation)))
             self.arm_session(group.group_id, member.member_id,
-                             now_ms + self.config.consumer_session_timeout(group.group_id), out)
+                             now_ms + self.group_configs.consumer_session_timeout(group.group_id), out)
         else:
             self.fence(group, [member.member_id], out, now_ms)
         out.reply(reply, ConsumerGroupHeartbeatResponse(ErrorCode.NONE, None, req.member_id, req.member_epoch, 0, None))
@@ -496,7 +499,7 @@ class ConsumerProtocol:
         for group_id, group in self.shard.consumer_groups.items():
             for member_id, member in group.members.items():
                 session = (member.meta.classic_session_timeout_ms if member.meta.is_classic
-                           else self.config.consumer_session_timeout(group_id))
+                           else self.group_configs.consumer_session_timeout(group_id))
                 self.timers.schedule(consumer_session_key(group_id, member_id), now_ms + session,
                                      TimerOp(TimerKind.CONSUMER_SESSION, group_id, member_id))
 

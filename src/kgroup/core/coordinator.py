@@ -17,9 +17,12 @@ Routing: a group id names one kind of group at a time (`GroupKind`). This is the
 that decides, per group API and kind, which handler set answers: classic requests for a
 classic group (or none yet) go to classic_protocol.py, ConsumerGroupHeartbeat for a
 consumer group (or none yet) to consumer_protocol.py, and a request of one protocol for a
-group of the other kind to migration.py. A new kind of group (share groups) is a new kind
-and a new column of `routes`, with its own handler set built here and handed the
-collaborators it needs.
+group of the other kind to migration.py. Share groups (KIP-932) are a kind of their own with
+their own handler set (share_protocol.py): ShareGroupHeartbeat for a share group (or none
+yet) goes there, and any other kind's membership request for a share group, or a share
+heartbeat for a group of another kind, is refused (`_refuse`), as Kafka refuses it.
+Offsets of classic and consumer groups are refused for share groups, whose progress is the
+share-partition state instead.
 """
 
 from __future__ import annotations
@@ -45,9 +48,16 @@ from kgroup.core.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
+from kgroup.core.group_configs import AlterGroupConfigsRequest, GroupConfigs, replay_group_config
 from kgroup.core.migration import Downgrade, Migration
 from kgroup.core.offsets import Offsets
 from kgroup.core.records import (
+    ShareCurrentRecord,
+    ShareGroupEpochRecord,
+    ShareMemberRecord,
+    ShareStateRecord,
+    ShareTargetEpochRecord,
+    ShareTargetRecord,
     ClassicGroupRecord,
     ClassicGroupValue,
     ConsumerCurrentRecord,
@@ -55,6 +65,7 @@ from kgroup.core.records import (
     ConsumerMemberRecord,
     ConsumerTargetEpochRecord,
     ConsumerTargetRecord,
+    GroupConfigRecord,
     OffsetCommitRecord,
     Record,
     TxnOffsetCommitRecord,
@@ -62,6 +73,17 @@ from kgroup.core.records import (
     TxnRecord,
 )
 from kgroup.core.result import EMPTY_RESULT, ReplyTo, Result
+from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.share_group import ShareGroup, apply_share_record
+from kgroup.core.share_messages import (
+    AlterShareOffsetsRequest,
+    DeleteShareOffsetsRequest,
+    DescribeShareOffsetsRequest,
+    ShareGroupHeartbeatRequest,
+    ShareStateKey,
+    WriteShareStateRequest,
+)
+from kgroup.core.share_protocol import ShareProtocol, replay_share_state
 from kgroup.core.state import ShardState, StoredState, counter_member_ids
 from kgroup.core.timers import TimerKind, TimerOp
 from kgroup.core.transactions import messages as txn
@@ -84,9 +106,12 @@ class GroupKind(IntEnum):
     NONE = 0                 # no group yet
     CLASSIC = 1
     CONSUMER = 2
+    SHARE = 3
 
 
-_NONE, _CLASSIC, _CONSUMER = GroupKind.NONE, GroupKind.CLASSIC, GroupKind.CONSUMER
+_NONE, _CLASSIC, _CONSUMER, _SHARE = GroupKind.NONE, GroupKind.CLASSIC, GroupKind.CONSUMER, GroupKind.SHARE
+_SHARE_RECORDS = (ShareGroupEpochRecord, ShareMemberRecord, ShareTargetRecord, ShareTargetEpochRecord,
+                  ShareCurrentRecord)
 
 
 class MembershipApi(Enum):
@@ -97,6 +122,14 @@ class MembershipApi(Enum):
     HEARTBEAT = "Heartbeat"
     LEAVE_GROUP = "LeaveGroup"
     CONSUMER_GROUP_HEARTBEAT = "ConsumerGroupHeartbeat"
+    SHARE_GROUP_HEARTBEAT = "ShareGroupHeartbeat"
+
+
+def _refuse(code: ErrorCode, why: str) -> Handler:
+    """A handler for a request the group's kind does not take."""
+    def refuse(req, reply, now_ms) -> Result:
+        raise GroupError(code, f"group {req.group_id} {why}")
+    return refuse
 
 
 class GroupCoordinatorShard:
@@ -112,30 +145,44 @@ class GroupCoordinatorShard:
         self._consumer_groups = shard.consumer_groups
         # Groups with pending transactional offsets: every offset replay looks (never replaced).
         self._open_txn_groups = shard.stored.open_txn_groups
+        self._share_groups = shard.share_groups
         # Handler sets, each handed the collaborators it uses (their public methods only).
         self.classic = classic = ClassicProtocol(shard)
         self.consumer = consumer = ConsumerProtocol(shard, Downgrade(shard, classic))
         self.migration = migration = Migration(shard, consumer, classic)
         self.offsets = offsets = Offsets(shard)
-        self.admin = Admin(shard)
+        self.share = share = ShareProtocol(shard)
+        self.admin = Admin(shard, share)
         self.transactions = transactions = TransactionCoordinator(
             shard, txn_config or TransactionConfig(), new_producer_id or counter_producer_ids())
         self.txn_offsets = txn_offsets = TxnOffsets(shard, offsets)
+        self.group_configs = GroupConfigs(shard)
         K, A = GroupKind, MembershipApi
+        is_share = _refuse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "is a share group")
+        not_share = _refuse(ErrorCode.GROUP_ID_NOT_FOUND, "is not a share group")
         # API -> group kind -> handler: where every group request goes.
         self.routes: dict[MembershipApi, dict[GroupKind, Handler]] = {
-            A.JOIN_GROUP: {K.NONE: classic.join, K.CLASSIC: classic.join, K.CONSUMER: migration.join},
-            A.SYNC_GROUP: {K.NONE: classic.sync, K.CLASSIC: classic.sync, K.CONSUMER: migration.sync},
-            A.HEARTBEAT: {K.NONE: classic.heartbeat, K.CLASSIC: classic.heartbeat, K.CONSUMER: migration.heartbeat},
-            A.LEAVE_GROUP: {K.NONE: classic.leave, K.CLASSIC: classic.leave, K.CONSUMER: migration.leave},
+            A.JOIN_GROUP: {K.NONE: classic.join, K.CLASSIC: classic.join, K.CONSUMER: migration.join,
+                           K.SHARE: is_share},
+            A.SYNC_GROUP: {K.NONE: classic.sync, K.CLASSIC: classic.sync, K.CONSUMER: migration.sync,
+                           K.SHARE: is_share},
+            A.HEARTBEAT: {K.NONE: classic.heartbeat, K.CLASSIC: classic.heartbeat, K.CONSUMER: migration.heartbeat,
+                          K.SHARE: is_share},
+            A.LEAVE_GROUP: {K.NONE: classic.leave, K.CLASSIC: classic.leave, K.CONSUMER: migration.leave,
+                            K.SHARE: is_share},
             A.CONSUMER_GROUP_HEARTBEAT: {K.NONE: consumer.heartbeat, K.CLASSIC: migration.consumer_heartbeat,
-                                         K.CONSUMER: consumer.heartbeat},
+                                         K.CONSUMER: consumer.heartbeat, K.SHARE: is_share},
+            A.SHARE_GROUP_HEARTBEAT: {K.NONE: share.heartbeat, K.SHARE: share.heartbeat,
+                                      K.CLASSIC: not_share, K.CONSUMER: not_share},
         }
+        self._offsets_refused = _refuse(ErrorCode.GROUP_ID_NOT_FOUND,
+                                        "is a share group: its progress is its share-partition state")
         self._join = self.routes[A.JOIN_GROUP]
         self._sync = self.routes[A.SYNC_GROUP]
         self._heartbeat = self.routes[A.HEARTBEAT]
         self._leave = self.routes[A.LEAVE_GROUP]
         self._consumer_heartbeat = self.routes[A.CONSUMER_GROUP_HEARTBEAT]
+        self._share_heartbeat = self.routes[A.SHARE_GROUP_HEARTBEAT]
         # Timer kind -> the handler that runs at expiry.
         self._timer_ops: dict[TimerKind, Callable[[TimerOp, int], Result]] = {
             TimerKind.CONSUMER_SESSION: consumer.session_expired,
@@ -147,6 +194,7 @@ class GroupCoordinatorShard:
             TimerKind.OFFSETS_EXPIRY: lambda op, now: self.offsets.expire(now),
             TimerKind.TXN_TIMEOUT: transactions.timed_out,
             TimerKind.TXN_ID_EXPIRY: transactions.expire_ids,
+            TimerKind.SHARE_SESSION: share.session_expired,
         }
         # Record kind -> how it is replayed, for the kinds past the group records.
         self._replay_txn: dict[type, Callable[[Any], None]] = {
@@ -161,6 +209,8 @@ class GroupCoordinatorShard:
             return _CLASSIC
         if group_id in self._consumer_groups:
             return _CONSUMER
+        if group_id in self._share_groups:
+            return _SHARE
         return _NONE
 
     # ---- state ----------------------------------------------------------------------------
@@ -188,12 +238,18 @@ class GroupCoordinatorShard:
         return self._leave[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def commit_offsets(self, req: OffsetCommitRequest, reply: ReplyTo, now_ms: int) -> Result:
+        if req.group_id in self._share_groups:
+            return self._offsets_refused(req, reply, now_ms)
         return self.offsets.commit(req, reply, now_ms)
 
     def fetch_offsets(self, req: OffsetFetchRequest, reply: ReplyTo, now_ms: int) -> Result:
+        if req.group_id in self._share_groups:
+            return self._offsets_refused(req, reply, now_ms)
         return self.offsets.fetch(req, reply, now_ms)
 
     def delete_offsets(self, req: OffsetDeleteRequest, reply: ReplyTo, now_ms: int) -> Result:
+        if req.group_id in self._share_groups:
+            return self._offsets_refused(req, reply, now_ms)
         return self.offsets.delete(req, reply, now_ms)
 
     def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, reply: ReplyTo,
@@ -206,7 +262,34 @@ class GroupCoordinatorShard:
     def update_topics(self, topics: dict[str, tuple[str, int]], now_ms: int) -> Result:
         """The broker's topics changed (name -> (topic id, partitions)); bump affected groups."""
         self.shard.topics = dict(topics)
-        return self.consumer.topics_changed(now_ms)
+        return self.consumer.topics_changed(now_ms) + self.share.topics_changed(now_ms)
+
+    # ---- share groups (KIP-932) ---------------------------------------------------------------
+
+    def share_group_heartbeat(self, req: ShareGroupHeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self._share_heartbeat[self.kind_of(req.group_id)](req, reply, now_ms)
+
+    def share_group_describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
+        return self.share.describe(group_ids, reply, now_ms)
+
+    def read_share_state(self, key: ShareStateKey, reply: ReplyTo, now_ms: int) -> Result:
+        return self.share.read_state(key, reply, now_ms)
+
+    def write_share_state(self, req: WriteShareStateRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.share.write_state(req, reply, now_ms)
+
+    def describe_share_offsets(self, req: DescribeShareOffsetsRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.share.describe_offsets(req, reply, now_ms)
+
+    def alter_share_offsets(self, req: AlterShareOffsetsRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.share.alter_offsets(req, reply, now_ms)
+
+    def delete_share_offsets(self, req: DeleteShareOffsetsRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.share.delete_offsets(req, reply, now_ms)
+
+    @property
+    def share_groups(self) -> dict[str, ShareGroup]:
+        return self.shard.share_groups
 
     @property
     def consumer_groups(self) -> dict[str, ConsumerGroup]:
@@ -256,6 +339,14 @@ class GroupCoordinatorShard:
     def txn_offsets_marker(self, req: txn.TxnOffsetsMarker, reply: ReplyTo, now_ms: int) -> Result:
         return self.txn_offsets.marker(req, reply, now_ms)
 
+    # ---- group configs --------------------------------------------------------------------
+
+    def alter_group_configs(self, req: AlterGroupConfigsRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self.group_configs.alter(req, reply, now_ms)
+
+    def describe_group_configs(self, group_id: str, reply: ReplyTo, now_ms: int) -> Result:
+        return self.group_configs.describe(group_id, reply, now_ms)
+
     # ---- replay ---------------------------------------------------------------------------
 
     def replay(self, record: Record) -> None:
@@ -280,6 +371,12 @@ class GroupCoordinatorShard:
                 self.shard.stored.classic_groups.pop(record.group_id, None)
             else:
                 self.shard.stored.classic_groups[record.group_id] = record.value
+        elif type(record) is GroupConfigRecord:
+            replay_group_config(self.shard, record)
+        elif type(record) is ShareStateRecord:
+            replay_share_state(self.shard, record)
+        elif type(record) in _SHARE_RECORDS:
+            apply_share_record(self.shard.share_groups, record)
         else:
             replay = self._replay_txn.get(type(record))
             if replay is not None:
@@ -314,6 +411,7 @@ class GroupCoordinatorShard:
             self.shard.groups[group_id] = group
             out = out + self.classic.group_loaded(group, now_ms)
         self.consumer.loaded(now_ms)
+        self.share.loaded(now_ms)
         self.offsets.schedule_expiry(now_ms)
         return out + self.transactions.loaded(now_ms)
 
@@ -330,6 +428,18 @@ class GroupCoordinatorShard:
             records.append(ConsumerTargetEpochRecord(group_id, group.target_epoch))
             for member_id, member in group.members.items():
                 records.append(ConsumerCurrentRecord(group_id, member_id, member.current))
+        records.extend(GroupConfigRecord(g, c) for g, c in sorted(stored.group_configs.items()))
+        for group_id, group in sorted(self.shard.share_groups.items()):
+            records.append(ShareGroupEpochRecord(group_id, group.epoch, group.subscribed))
+            for member_id, member in group.members.items():
+                records.append(ShareMemberRecord(group_id, member_id, member.meta))
+            for member_id, target in sorted(group.target.items()):
+                records.append(ShareTargetRecord(group_id, member_id, target))
+            records.append(ShareTargetEpochRecord(group_id, group.target_epoch))
+            for member_id, member in group.members.items():
+                records.append(ShareCurrentRecord(group_id, member_id, member.current))
+        for group_id, states in sorted(stored.share_states.items()):
+            records.extend(ShareStateRecord(group_id, t, p, v) for (t, p), v in sorted(states.items()))
         for group_id, offsets in sorted(stored.offsets.items()):
             records.extend(OffsetCommitRecord(group_id, t, p, v) for (t, p), v in sorted(offsets.items()))
         records.extend(self.txn_offsets.snapshot_records())

@@ -50,11 +50,13 @@ from kgroup.core.records import (
     ConsumerTargetRecord,
 )
 from kgroup.core.result import Departure, GroupChange
+from kgroup.core.share_group import ShareGroup
 from kgroup.core.state import ShardState
 
 FORMAT_VERSION = 1
 CLASSIC = "classic"
 CONSUMER = "consumer"
+SHARE = "share"
 DEAD = "Dead"
 EMPTY = "Empty"
 PREPARING = ClassicGroupState.PREPARING_REBALANCE.value
@@ -179,7 +181,7 @@ _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 # ---- summaries ------------------------------------------------------------------------------
 
-def summarise(group: ClassicGroup | ConsumerGroup, topics: Mapping[str, tuple[str, int]],
+def summarise(group: ClassicGroup | ConsumerGroup | ShareGroup, topics: Mapping[str, tuple[str, int]],
               previous: GroupSummary | None = None, touched: Iterable[str] | None = None) -> GroupSummary:
     """What the event stream knows of `group`, built on `previous` (the summary of the same
     group before this change) when there is one.
@@ -191,7 +193,29 @@ def summarise(group: ClassicGroup | ConsumerGroup, topics: Mapping[str, tuple[st
     """
     if isinstance(group, ConsumerGroup):
         return _summarise_consumer(group, topics, previous, touched)
+    if isinstance(group, ShareGroup):
+        return _summarise_share(group, topics, previous)
     return _summarise_classic(group, previous)
+
+
+def _summarise_share(group: ShareGroup, topics: Mapping[str, tuple[str, int]],
+                     previous: GroupSummary | None) -> GroupSummary:
+    """A share group: members with their epochs and assignments (a partition may be in several),
+    Stable while it has members. Share groups change only through records: a full pass."""
+    names = {tid: name for name, (tid, _) in topics.items()}
+    names.update((tid, name) for name, tid, _ in group.subscribed)
+    base = previous.members if previous is not None and previous.protocol == SHARE else None
+    members: dict[str, MemberSummary] = {}
+    for mid, m in group.members.items():
+        last = base.get(mid) if base is not None else None
+        if last is not None and last.source is m.current:
+            members[mid] = last
+            continue
+        partitions = tuple(sorted((names.get(t, t), p) for t, ps in m.current.assigned for p in ps))
+        members[mid] = MemberSummary(mid, None, m.current.member_epoch, partitions, partitions, source=m.current)
+    state = group.state().value
+    return GroupSummary(group.group_id, SHARE, state, group.epoch, members,
+                        _settled(state == STABLE, group.epoch, previous), group.target_epoch)
 
 
 def _ordered(members: Mapping[str, Any], ids: Iterable[str]) -> list[str]:
@@ -399,7 +423,8 @@ def diff(before: GroupSummary | None, after: GroupSummary | None, change: GroupC
     if before is None:
         before = _nothing(after.group_id, after.protocol)
     protocol, gid = after.protocol, after.group_id
-    consumer = protocol == CONSUMER
+    # Consumer and share groups move by epochs, with assignments as they change.
+    consumer = protocol in (CONSUMER, SHARE)
     gone_kind = _GONE[change.departure]
     events: list[GroupEvent] = []
 
@@ -493,7 +518,7 @@ class EventTracker:
 
     def prime(self, shard: ShardState) -> None:
         """Take every group as it is now as the starting point (after loading a log)."""
-        for groups in (shard.groups, shard.consumer_groups):
+        for groups in (shard.groups, shard.consumer_groups, shard.share_groups):
             for group_id, group in groups.items():
                 self._seen[group_id] = (group, group.version, summarise(group, shard.topics))
 
@@ -536,6 +561,8 @@ class EventTracker:
             group = shard.consumer_groups.get(group_id)
             if group is None:
                 group = shard.groups.get(group_id)
+            if group is None:
+                group = shard.share_groups.get(group_id)
             entry = seen.get(group_id)
             if group is None:
                 if entry is not None:

@@ -12,6 +12,10 @@ record type from the key version alone and the value layout from the value versi
     key versions 8-10    transaction records (a transactional id's state, a pending
                          transactional offset, a producer's end-of-transaction marker), see
                          "Transaction records" below
+    key version 11       a group's dynamic configs, see "Group configs" below
+    key versions 20-24   share-group records (the same five kinds), laid out as the
+                         consumer-group records
+    key version 25       share-partition state, see "Share-partition state" below
 
 All integers are big-endian. `str16` is an int16 byte length then UTF-8 (identifiers, as
 Kafka limits them); `str32`/`bytes32` an int32 length then the bytes; a length of -1 is
@@ -52,6 +56,14 @@ Transaction records use the consumer-group key layout (two strings) and a JSON v
                                 commit ts, expire ts or null]
     10 "", ""              -> [producer id, commit (true/false)]
 
+Group configs (GroupConfigRecord): the key is the consumer-group key with an empty member,
+    int16 version=11 | int16 group_len | int16 0 | group
+and the value, absent for a tombstone, is [[name, value], ...] as compact UTF-8 JSON.
+Share-partition state (ShareStateRecord): the key is
+    int16 version=25 | int16 group_len | int16 topic_id_len | group | topic id | int32 partition
+and the value, absent for a tombstone, is [state epoch, start offset, [[first, last, state,
+delivery count], ...]] as compact UTF-8 JSON: runs of offsets, never one entry per record.
+
 Decoding is the restart path (a log of millions of offset commits), so the offset-commit
 path is written for speed: precompiled `Struct`s, one unpack per key and per value, a
 bounded cache that maps key bytes to interned (group, topic) strings, and value objects
@@ -78,11 +90,22 @@ from kgroup.core.records import (
     ConsumerTargetEpochRecord,
     ConsumerTargetRecord,
     ClassicGroupValue,
+    GroupConfigRecord,
     ClassicMemberValue,
     OffsetCommitRecord,
     MemberState,
     OffsetCommitValue,
     Record,
+    ShareCurrentRecord,
+    ShareCurrentValue,
+    ShareGroupEpochRecord,
+    ShareMemberRecord,
+    ShareMemberValue,
+    ShareStateBatch,
+    ShareStateRecord,
+    ShareStateValue,
+    ShareTargetEpochRecord,
+    ShareTargetRecord,
     TxnOffsetCommitRecord,
     TxnOffsetMarkerRecord,
     TxnRecord,
@@ -105,6 +128,7 @@ GROUP_METADATA_KEY_VERSION = 2
 OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
 OFFSET_VALUE_VERSION = 3
 GROUP_VALUE_VERSION = 0
+GROUP_CONFIG_KEY_VERSION = 11
 
 
 class RecordDecodeError(ValueError):
@@ -413,16 +437,138 @@ def _decode_txn(payload: bytes, version: int, alen: int, blen: int) -> Record:
         raise RecordDecodeError(f"malformed transaction record value: {exc}") from None
 
 
+def _encode_group_config(record: GroupConfigRecord) -> bytes:
+    group = _str16(record.group_id, "group id")
+    key = _OC_KEY_HEAD.pack(GROUP_CONFIG_KEY_VERSION, len(group), 0) + group
+    if record.configs is None:
+        return key
+    for name, value in record.configs:
+        _utf8(name, "config name")
+        _utf8(value, "config value")
+    pairs = [[name, value] for name, value in record.configs]
+    return key + _json.dumps(pairs, separators=(",", ":")).encode()
+
+
+def _decode_group_config(payload: bytes, glen: int, mlen: int) -> GroupConfigRecord:
+    if mlen != 0:
+        raise RecordDecodeError("group config record key is malformed")
+    group, _, raw = _two_strings(payload, glen, mlen, "group config")
+    if raw is None:
+        return GroupConfigRecord(group, None)
+    try:
+        return GroupConfigRecord(group, tuple((str(n), str(v)) for n, v in raw))
+    except (TypeError, ValueError) as exc:
+        raise RecordDecodeError(f"malformed group config record value: {exc}") from None
+_SHARE_KEY_VERSIONS = {
+    ShareGroupEpochRecord: 20, ShareMemberRecord: 21, ShareTargetRecord: 22,
+    ShareTargetEpochRecord: 23, ShareCurrentRecord: 24,
+}
+_SHARE_BY_VERSION = {v: k for k, v in _SHARE_KEY_VERSIONS.items()}
+SHARE_STATE_KEY_VERSION = 25
+_I32 = Struct(">i")
+
+
+def _share_value(record) -> object | None:
+    kind = type(record)
+    if kind is ShareGroupEpochRecord:
+        return None if record.epoch is None else [record.epoch, [list(t) for t in record.subscribed]]
+    if kind is ShareTargetEpochRecord:
+        return record.epoch
+    if kind is ShareTargetRecord:
+        return None if record.partitions is None else [[t, list(ps)] for t, ps in record.partitions]
+    value = record.value
+    if value is None:
+        return None
+    if kind is ShareMemberRecord:
+        return [value.rack_id, value.client_id, value.client_host, list(value.subscribed_topic_names)]
+    return [value.member_epoch, value.previous_member_epoch, [[t, list(ps)] for t, ps in value.assigned]]
+
+
+def _json_bytes(value: object) -> bytes:
+    return _json.dumps(value, separators=(",", ":")).encode()
+
+
+def _encode_share(record) -> bytes:
+    group = _str16(record.group_id, "group id")
+    member = _str16(getattr(record, "member_id", ""), "member id")
+    key = _OC_KEY_HEAD.pack(_SHARE_KEY_VERSIONS[type(record)], len(group), len(member)) + group + member
+    value = _share_value(record)
+    return key if value is None else key + _json_bytes(value)
+
+
+def _encode_share_state(record: ShareStateRecord) -> bytes:
+    group = _str16(record.group_id, "group id")
+    topic = _str16(record.topic_id, "topic id")
+    key = (_OC_KEY_HEAD.pack(SHARE_STATE_KEY_VERSION, len(group), len(topic)) + group + topic
+           + _I32.pack(record.partition))
+    v = record.value
+    if v is None:
+        return key
+    return key + _json_bytes([v.state_epoch, v.start_offset,
+                              [[b.first_offset, b.last_offset, int(b.state), b.delivery_count] for b in v.batches]])
+
+
+def _decode_share(payload: bytes, version: int, glen: int, mlen: int) -> Record:
+    end = _OC_KEY_HEAD_SIZE + glen + mlen
+    if version == SHARE_STATE_KEY_VERSION:
+        end += 4
+    if glen < 0 or mlen < 0 or end > len(payload):
+        raise RecordDecodeError("share-group record key runs past the payload")
+    try:
+        group = payload[_OC_KEY_HEAD_SIZE:_OC_KEY_HEAD_SIZE + glen].decode()
+        member = payload[_OC_KEY_HEAD_SIZE + glen:_OC_KEY_HEAD_SIZE + glen + mlen].decode()
+        raw = None if end == len(payload) else _json.loads(payload[end:])
+        if version == SHARE_STATE_KEY_VERSION:
+            (partition,) = _I32.unpack_from(payload, end - 4)
+            if raw is None:
+                return ShareStateRecord(group, member, partition, None)
+            epoch, start, runs = raw
+            return ShareStateRecord(group, member, partition, ShareStateValue(
+                int(epoch), int(start), tuple(ShareStateBatch(int(f), int(la), int(st), int(c))
+                                              for f, la, st, c in runs)))
+        kind = _SHARE_BY_VERSION[version]
+        if kind is ShareGroupEpochRecord:
+            if raw is None:
+                return ShareGroupEpochRecord(group, None)
+            return ShareGroupEpochRecord(group, int(raw[0]), tuple((str(n), str(i), int(c)) for n, i, c in raw[1]))
+        if kind is ShareTargetEpochRecord:
+            return ShareTargetEpochRecord(group, None if raw is None else int(raw))
+        if kind is ShareTargetRecord:
+            return ShareTargetRecord(group, member, None if raw is None else _partitions(raw))
+        if kind is ShareMemberRecord:
+            if raw is None:
+                return ShareMemberRecord(group, member, None)
+            rack, cid, host, names = raw
+            return ShareMemberRecord(group, member, ShareMemberValue(
+                rack, str(cid), str(host), tuple(str(n) for n in names)))
+        if raw is None:
+            return ShareCurrentRecord(group, member, None)
+        epoch, previous, assigned = raw
+        return ShareCurrentRecord(group, member, ShareCurrentValue(int(epoch), int(previous), _partitions(assigned)))
+    except (TypeError, ValueError, KeyError, StructError) as exc:
+        raise RecordDecodeError(f"malformed share-group record value: {exc}") from None
+
+
 def encode(record: Record) -> bytes:
     """One log payload: key bytes, then value bytes (nothing for a tombstone)."""
-    if type(record) in _TXN_KEY_VERSIONS:
+    kind = type(record)
+    if kind in _TXN_KEY_VERSIONS:
         try:
             return _encode_txn(record)
         except (StructError, TypeError, ValueError, AttributeError) as exc:
             raise RecordEncodeError(f"cannot encode {record!r}: {exc}") from None
-    if type(record) in _CONSUMER_KEY_VERSIONS:
+    if kind is GroupConfigRecord:
         try:
-            return _encode_consumer(record)
+            return _encode_group_config(record)
+        except (StructError, TypeError, ValueError) as exc:
+            raise RecordEncodeError(f"cannot encode {record!r}: {exc}") from None
+    if kind in _CONSUMER_KEY_VERSIONS or kind in _SHARE_KEY_VERSIONS or kind is ShareStateRecord:
+        try:
+            if kind in _CONSUMER_KEY_VERSIONS:
+                return _encode_consumer(record)
+            if kind is ShareStateRecord:
+                return _encode_share_state(record)
+            return _encode_share(record)
         except (StructError, TypeError, ValueError) as exc:
             raise RecordEncodeError(f"cannot encode {record!r}: {exc}") from None
     key = encode_key(record)
@@ -476,6 +622,10 @@ def decode(payload: bytes) -> Record:
             return _decode_consumer(payload, version, glen, tlen)
         if version in _TXN_BY_VERSION:
             return _decode_txn(payload, version, glen, tlen)
+        if version == GROUP_CONFIG_KEY_VERSION:
+            return _decode_group_config(payload, glen, tlen)
+        if version in _SHARE_BY_VERSION or version == SHARE_STATE_KEY_VERSION:
+            return _decode_share(payload, version, glen, tlen)
         raise RecordDecodeError(f"unknown record key version {version}")
     except RecordDecodeError:
         raise

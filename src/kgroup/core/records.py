@@ -220,4 +220,117 @@ class TxnOffsetMarkerRecord:
 TxnRecordKind = TxnRecord | TxnOffsetCommitRecord | TxnOffsetMarkerRecord
 
 
-Record = OffsetCommitRecord | ClassicGroupRecord | ConsumerRecord | TxnRecordKind
+# ---- group configs (KIP-848) ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigRecord:
+    """A group's dynamic configs (group_configs.py): ((name, value), ...) sorted by name.
+
+    None deletes them all. Independent of the group's own records: configs may be set
+    before a group exists and outlive its deletion, as in Kafka.
+    """
+
+    group_id: str
+    configs: tuple[tuple[str, str], ...] | None
+
+
+# ---- share groups (KIP-932) ---------------------------------------------------------------
+# A share group's membership and assignment have the consumer group's shape (epoch and
+# subscribed topics, members, target assignment and its epoch, each member's current
+# assignment) but no reconciliation: a partition may be assigned to several members at once.
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupEpochRecord:
+    """The share group's epoch and subscribed topics' metadata; epoch None deletes the group."""
+
+    group_id: str
+    epoch: int | None
+    subscribed: tuple[tuple[str, str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMemberValue:
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMemberRecord:
+    group_id: str
+    member_id: str
+    value: ShareMemberValue | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareTargetRecord:
+    """One member's target assignment (None removes it)."""
+
+    group_id: str
+    member_id: str
+    partitions: Partitions | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareTargetEpochRecord:
+    group_id: str
+    epoch: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareCurrentValue:
+    """The assignment a member was last given, and at which epoch."""
+
+    member_epoch: int
+    previous_member_epoch: int
+    assigned: Partitions
+
+
+@dataclass(frozen=True, slots=True)
+class ShareCurrentRecord:
+    group_id: str
+    member_id: str
+    value: ShareCurrentValue | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStateBatch:
+    """Offsets first..last of a share partition's window, all in one state (share_partition
+    .RecordState's value) and delivered `delivery_count` times."""
+
+    first_offset: int
+    last_offset: int
+    state: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStateValue:
+    """A share partition's durable state: where its window starts and what is in it.
+    `state_epoch` moves when the state is reset (AlterShareGroupOffsets), which fences
+    writes of the partition's old in-memory state."""
+
+    state_epoch: int
+    start_offset: int
+    batches: tuple[ShareStateBatch, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStateRecord:
+    """The state of one share partition (group, topic id, partition); None deletes it."""
+
+    group_id: str
+    topic_id: str
+    partition: int
+    value: ShareStateValue | None
+
+
+ShareRecord = (ShareGroupEpochRecord | ShareMemberRecord | ShareTargetRecord | ShareTargetEpochRecord
+               | ShareCurrentRecord)
+
+
+Record = (OffsetCommitRecord | ClassicGroupRecord | ConsumerRecord | TxnRecordKind | GroupConfigRecord
+          | ShareRecord | ShareStateRecord)

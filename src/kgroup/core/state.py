@@ -14,7 +14,8 @@ from typing import Callable
 from kgroup.core.classic_group import ClassicGroup
 from kgroup.core.consumer_group import ConsumerGroup
 from kgroup.core.config import GroupConfig
-from kgroup.core.records import ClassicGroupValue, OffsetCommitValue, TxnValue
+from kgroup.core.records import ClassicGroupValue, OffsetCommitValue, ShareStateValue, TxnValue
+from kgroup.core.share_group import ShareGroup
 from kgroup.core.timers import Timers
 
 # (topic, partition) -> committed offset
@@ -33,6 +34,10 @@ class StoredState:
     # and which producers hold some for each group.
     pending_offsets: dict[int, dict[str, GroupOffsets]] = field(default_factory=dict)
     open_txn_groups: dict[str, set[int]] = field(default_factory=dict)
+    # group id -> its dynamic configs ((name, value), ...) (group_configs.py)
+    group_configs: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    # group id -> (topic id, partition) -> the share partition's durable state (KIP-932)
+    share_states: dict[str, dict[tuple[str, int], ShareStateValue]] = field(default_factory=dict)
 
     def has_pending_offset(self, group_id: str, topic: str, partition: int) -> bool:
         """Whether an open transaction holds an offset of this partition (KIP-447)."""
@@ -65,6 +70,8 @@ class ShardState:
     groups: dict[str, ClassicGroup] = field(default_factory=dict)
     # Consumer-protocol groups are durable as a whole: built and changed by replay only.
     consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
+    # Share groups (KIP-932) are durable as a whole too.
+    share_groups: dict[str, ShareGroup] = field(default_factory=dict)
     # The broker's topics: name -> (topic id, partition count). Pure input, set by the
     # broker through GroupCoordinatorShard.update_topics.
     topics: dict[str, tuple[str, int]] = field(default_factory=dict)

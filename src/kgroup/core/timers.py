@@ -34,6 +34,7 @@ class TimerKind(Enum):
     OFFSETS_EXPIRY = "expire-offsets"      # offsets.retention.check.interval.ms
     TXN_TIMEOUT = "txn-timeout"            # a transaction's transaction.timeout.ms
     TXN_ID_EXPIRY = "expire-txn-ids"       # transactional.id.expiration.ms, checked periodically
+    SHARE_SESSION = "share-session"        # a share-group member's session
 
 
 # Keys hold the kind's string value, not the member: a key is hashed on every heartbeat,
@@ -43,6 +44,7 @@ _CLASSIC_JOIN = TimerKind.CLASSIC_JOIN.value
 _CLASSIC_SYNC = TimerKind.CLASSIC_SYNC.value
 _CONSUMER_SESSION = TimerKind.CONSUMER_SESSION.value
 _CONSUMER_REVOKE = TimerKind.CONSUMER_REVOKE.value
+_SHARE_SESSION = TimerKind.SHARE_SESSION.value
 
 
 def classic_session_key(group_id: str, member_id: str) -> tuple:
@@ -64,6 +66,10 @@ def consumer_session_key(group_id: str, member_id: str) -> tuple:
 
 def consumer_revoke_key(group_id: str, member_id: str) -> tuple:
     return (_CONSUMER_REVOKE, group_id, member_id)
+
+
+def share_session_key(group_id: str, member_id: str) -> tuple:
+    return (_SHARE_SESSION, group_id, member_id)
 
 
 OFFSETS_EXPIRY_KEY = (TimerKind.OFFSETS_EXPIRY.value,)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 
-from kgroup.lab.scenario import MemberSpec, NetworkSpec
+from kgroup.lab.scenario import MemberSettings, NetworkSettings
 from kgroup.member import ClassicMemberMachine, ConsumerMemberMachine, MemberConfig
 
 Partition = tuple[str, int]
@@ -29,7 +29,7 @@ class Process:
                  "finding", "is_consumer", "rng", "steady", "stopped", "last_commit", "commit_seq",
                  "commit_at")
 
-    def __init__(self, index: int, spec: MemberSpec, network: NetworkSpec, rng: random.Random) -> None:
+    def __init__(self, index: int, spec: MemberSettings, network: NetworkSettings, rng: random.Random) -> None:
         self.index = index
         self.name = f"m{index:03d}"
         self.spec = spec

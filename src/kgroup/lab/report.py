@@ -17,7 +17,7 @@ import statistics
 from typing import Any
 
 from kgroup.lab.results import GroupResult
-from kgroup.lab.svg import box_plot, esc, grouped_bars, quantiles, timeline
+from kgroup.lab.svg import box_plot, esc, grouped_bars, holding_nothing, quantiles, timeline
 
 # (output column, aggregate, input column): the comparison table, here and in Spark.
 AGGREGATES: tuple[tuple[str, str, str], ...] = (
@@ -39,6 +39,55 @@ AGGREGATES: tuple[tuple[str, str, str], ...] = (
     ("fatal_errors", "sum", "fatal_errors"),
 )
 INVARIANTS = ("double_ownership", "offset_regressions")
+
+# Column headings a reader understands at a glance (they wrap inside the cell).
+LABELS = {
+    "variant": "variant", "groups": "groups", "rebalances_mean": "rebalances (mean)",
+    "moved_mean": "partitions moved (mean)", "min_moved_mean": "minimum to move (mean)",
+    "state_bytes_moved_mean": "state moved (mean)", "unowned_partition_s_mean": "unowned partition-s (mean)",
+    "unowned_partition_s_max": "unowned partition-s (max)", "stop_s_total_mean": "stop-the-world s, all members (mean)",
+    "stop_s_max": "longest stop s", "converge_s_median": "converge s (median)", "converge_s_max": "converge s (max)",
+    "duplicates_mean": "records read twice (mean)", "unconverged_events": "unconverged events",
+    "double_ownership": "double ownership", "offset_regressions": "offsets going back", "fatal_errors": "fatal errors",
+}
+# Columns that count things (no decimals) and that hold bytes (with units).
+COUNTS = frozenset({"groups", "rebalances_mean", "moved_mean", "min_moved_mean", "duplicates_mean",
+                    "unconverged_events", "double_ownership", "offset_regressions", "fatal_errors", "member",
+                    "moved", "min_moved", "rebalances", "members", "generation", "partitions"})
+BYTES = frozenset({"state_bytes_moved_mean", "state_bytes_moved"})
+
+
+def label(column: str) -> str:
+    """A column's heading: the table above, else its name with spaces."""
+    return LABELS.get(column, column.replace("_", " "))
+
+
+def fmt_count(v: float) -> str:
+    """1,048 (a mean of whole counts keeps one decimal only when it has one)."""
+    return f"{v:,.0f}" if abs(v - round(v)) < 0.05 else f"{v:,.1f}"
+
+
+def fmt_bytes(v: float) -> str:
+    """104.8 GB, 12 MB, 512 B."""
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(v) >= size:
+            return f"{v / size:,.1f} {unit}"
+    return f"{v:,.0f} B"
+
+
+def fmt_value(column: str, v: Any) -> str:
+    """A table cell for column's value."""
+    if v is None:
+        return "–"
+    if isinstance(v, bool) or isinstance(v, str):
+        return str(v)
+    if column in BYTES:
+        return fmt_bytes(v)
+    if column in COUNTS or isinstance(v, int):
+        return fmt_count(v)
+    if isinstance(v, float):
+        return f"{v:,.2f}" if abs(v) < 100 else f"{v:,.1f}"
+    return str(v)
 
 
 def comparison(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -98,27 +147,63 @@ def _example_plot(variant: str, result: GroupResult) -> str:
     rows, end = _segments(result)
     first = next((w for w in result.windows), None)
     if first is not None:
-        start = max(0.0, first["start_s"] - 10)
-        stop = first["start_s"] + (first["converge_s"] or 30) + 15
+        # Close in on the first disruption, so a rebalance's gap is wide enough to see.
+        start = max(0.0, first["start_s"] - 3)
+        stop = first["start_s"] + (first["converge_s"] or 30) + 5
     else:
         start, stop = 0.0, end or 1.0
     marks = [(w["start_s"], f"{w['kind']} m{w['member']:03d}" if w["member"] >= 0 else w["kind"])
              for w in result.windows]
-    return timeline(f"Ownership through a rebalance: {variant}", rows, start, stop, marks)
+    stopped = sum(1 for _, segs in rows if holding_nothing(segs, start, stop))
+    plot = timeline(f"Ownership through a rebalance: {variant}", rows, start, stop, marks)
+    return (plot + f'<p class="note">{esc(variant)}: {stopped} of {len(rows)} members held nothing at some '
+            f"point in this window.</p>")
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def takeaway(rows: list[dict[str, Any]]) -> str:
+    """What the comparison says, in a sentence or three."""
+    if not rows:
+        return ""
+
+    def seconds(v: float) -> str:
+        return f"{v:,.1f}"
+
+    if len(rows) == 1:
+        r = rows[0]
+        parts = [f"{r['variant']}: {fmt_count(r.get('rebalances_mean') or 0)} rebalances",
+                 f"{fmt_count(r.get('moved_mean') or 0)} partitions moved (the minimum: "
+                 f"{fmt_count(r.get('min_moved_mean') or 0)})",
+                 f"members stopped for {seconds(r.get('stop_s_total_mean') or 0)} s in all"]
+        return ", ".join(parts) + "."
+    sentences = []
+    for column, fmt, better, worse, same in (
+            ("moved_mean", fmt_count, "{v} moved {x} partitions", "where {v} moved {x}", "moved {x} partitions"),
+            ("stop_s_total_mean", seconds, "{v} stopped its members for {x} s in all",
+             "where {v} stopped them for {x} s", "stopped its members for {x} s in all"),
+            ("rebalances_mean", fmt_count, "{v} had {x} rebalances", "where {v} had {x}", "had {x} rebalances")):
+        values = [(r[column], r["variant"]) for r in rows if r.get(column) is not None]
+        if not values:
+            continue
+        (lo, best), (hi, worst) = min(values), max(values)
+        if fmt(lo) == fmt(hi):
+            sentences.append("every variant " + same.format(x=fmt(lo)))
+        else:
+            sentences.append(better.format(v=best, x=fmt(lo)) + " " + worse.format(v=worst, x=fmt(hi)))
+    return "Per group: " + "; ".join(sentences) + "."
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    head = "".join(f'<th title="{esc(c)}">{esc(label(c))}</th>' for c in columns)
     body = []
     for r in rows:
         cells = []
         for c in columns:
-            v = r.get(c)
-            if isinstance(v, float):
-                v = f"{v:,.2f}"
-            elif v is None:
-                v = "–"
-            cls = ' class="bad"' if c in INVARIANTS and v not in (0, "0", "–") else ""
+            v = fmt_value(c, r.get(c))
+            cls = ' class="bad"' if c in INVARIANTS and v not in ("0", "–") else ""
             cells.append(f"<td{cls}>{esc(v)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>'
@@ -130,12 +215,15 @@ body { font-family: system-ui, sans-serif; margin: 24px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }
 table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
 div.scroll { overflow-x: auto; max-width: 100%; }
-th { max-width: 90px; white-space: normal; }
+th { min-width: 56px; max-width: 120px; white-space: normal; overflow-wrap: break-word;
+     vertical-align: bottom; font-weight: 600; }
 th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 td.bad { background: #f6d5d5; font-weight: bold; }
 .ok { color: #2d7a46; font-weight: bold; } .fail { color: #b84a4a; font-weight: bold; }
 .note { color: #555; font-size: 13px; max-width: 760px; }
+p.takeaway { font-size: 15px; max-width: 760px; background: #eef4fb; border-left: 4px solid #3b6fb6;
+             padding: 8px 12px; }
 svg.plot { display: block; margin: 10px 0 18px; }
 """
 
@@ -151,6 +239,17 @@ window.addEventListener('load', function () {
   });
   document.body.setAttribute('data-plots', String(plots.length));
   document.body.setAttribute('data-plots-rendered', String(ok));
+  // Table headings must fit their cells and not run into their neighbours.
+  var overlaps = 0;
+  document.querySelectorAll('thead tr').forEach(function (row) {
+    var cells = row.querySelectorAll('th');
+    cells.forEach(function (th, i) {
+      if (th.scrollWidth > th.clientWidth + 1 || th.scrollHeight > th.clientHeight + 1) overlaps++;
+      if (i > 0 && cells[i - 1].getBoundingClientRect().right > th.getBoundingClientRect().left + 0.5) overlaps++;
+    });
+  });
+  document.body.setAttribute('data-header-cells', String(document.querySelectorAll('th').length));
+  document.body.setAttribute('data-header-overlaps', String(overlaps));
 });
 """
 
@@ -162,13 +261,16 @@ def render(title: str, summaries: list[dict[str, Any]], windows: list[dict[str, 
     rows = comparison_rows if comparison_rows is not None else comparison(summaries)
     variants = [r["variant"] for r in rows]
     violations = sum((r.get("double_ownership") or 0) + (r.get("offset_regressions") or 0) for r in rows)
-    verdict = (f'<span class="ok">0 invariant violations</span> across {len(summaries)} groups'
+    verdict = (f'<span class="ok">0 invariant violations</span> across {_n(len(summaries), "group")}'
                if violations == 0 else f'<span class="fail">{violations} invariant violations</span>')
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
              f"<style>{_STYLE}</style></head><body>",
              f"<h1>{esc(title)}</h1>",
-             f"<p>{len(summaries)} simulated groups, {len(variants)} variants. {verdict} "
+             f"<p>{_n(len(summaries), 'simulated group')}, {_n(len(variants), 'variant')}. {verdict} "
              f"(double ownership, committed offsets going backwards).</p>"]
+    said = takeaway(rows)
+    if said:
+        parts.append(f'<p class="takeaway"><b>Takeaway.</b> {esc(said)}</p>')
     if note:
         parts.append(f'<p class="note">{esc(note)}</p>')
     parts.append("<h2>Comparison</h2>")

@@ -53,12 +53,12 @@ def simulate(sc: Scenario, *, group: str = "group-0", variant: str = "",
     windows = [{"group": group, "variant": variant, **w.row()} for w in m.windows]
     converged = [w["converge_s"] for w in windows if w["converge_s"] is not None]
     # Every member that ran, stopped or not, so distributions include the zeros.
-    stops = {name: m.stop_ms.get(name, 0.0) for name in sorted(p.name for p in engine.processes.values())}
+    stops = {name: m.stop_ms.get(name, 0.0) for name in sorted(p.name for p in engine.members.processes.values())}
     spec = sc.members
     summary = {
         "group": group, "variant": variant or sc.name, "scenario": sc.name, "seed": sc.seed,
         "protocol": spec.protocol, "assignor": ",".join(spec.assignor), "static": spec.static,
-        "members": spec.count, "partitions": sum(engine.topics.values()),
+        "members": spec.count, "partitions": sum(engine.coordinator.topics.values()),
         "duration_s": sc.duration_s, "warmup_s": m.warm_at_ms / 1000 if m.warm else None,
         "rebalances": m.rebalances, "moved": m.moved,
         "min_moved": sum(w.min_moved for w in m.windows),
@@ -72,8 +72,8 @@ def simulate(sc: Scenario, *, group: str = "group-0", variant: str = "",
         "converge_s_median": statistics.median(converged) if converged else None,
         "converge_s_max": max(converged) if converged else None,
         "double_ownership": m.double_ownership, "offset_regressions": m.offset_regressions,
-        "fatal_errors": m.fatal, "member_events": engine.member_events, "requests": engine.requests,
-        "fast_forward_s": engine.jumped_ms / 1000,
+        "fatal_errors": m.fatal, "member_events": engine.members.member_events, "requests": engine.coordinator.requests,
+        "fast_forward_s": engine.fast_forward.jumped_ms / 1000,
     }
     return GroupResult(summary, windows, {k: v / 1000 for k, v in stops.items()}, m.timeline,
                        list(m.generations))

@@ -42,15 +42,19 @@ dies; what a recorded event stream becomes, see ``recorded``) and ``churn``, a g
 ``kinds`` (bounce, crash, gc_pause, cut) hits a member drawn with the scenario's seed.
 
 Everything here is pure: ``parse_scenario`` takes the YAML text, ``timeline`` expands the
-events into concrete, time-ordered actions. Mistakes raise ``ScenarioError`` with the path
-of the offending field, so the CLI can say exactly what to fix.
+events into concrete, time-ordered actions (one expansion per ``ScenarioEventKind``, in one
+table; each action is of an ``ActionKind``, which the engine runs through a table of its
+own). Mistakes raise ``ScenarioError`` with the path of the offending field, so the CLI
+can say exactly what to fix.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from enum import StrEnum
+from functools import partial
+from typing import Any, Callable
 
 import yaml
 
@@ -65,7 +69,7 @@ class ScenarioError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class MemberSpec:
+class MemberSettings:
     """How every member of the simulated group is configured (Kafka consumer settings)."""
 
     count: int = 10
@@ -91,7 +95,7 @@ class MemberSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class NetworkSpec:
+class NetworkSettings:
     """The link between each member and the coordinator (one broker)."""
 
     delay_ms: int = 1
@@ -99,19 +103,35 @@ class NetworkSpec:
     request_timeout_ms: int = 30_000
 
 
+class ActionKind(StrEnum):
+    """What an ``Action`` does; its value is the kind a result window carries."""
+
+    START = "start"                              # a member's process starts
+    BOUNCE = "bounce"                            # a clean close, started again at until_ms
+    CLOSE = "close"                              # a clean close
+    CRASH = "crash"                              # the process dies (started again at until_ms, if >= 0)
+    GC_PAUSE = "gc_pause"                        # the process freezes until until_ms
+    NETWORK = "network"                          # the member's link is slower until until_ms
+    CUT = "cut"                                  # the member's link drops everything until until_ms
+    ADD_PARTITIONS = "add_partitions"            # a topic grows
+    COORDINATOR_RESTART = "coordinator_restart"  # down until until_ms, then the log is replayed
+    # Down, then loading for its last load_ms (COORDINATOR_LOAD_IN_PROGRESS), then serving.
+    COORDINATOR_FAILOVER = "coordinator_failover"
+    COORDINATOR_LOADING = "coordinator_loading"  # never in a timeline: a failover's loading part
+    SCALE = "scale"                              # never run: the one window of a scale event
+
+
 @dataclass(frozen=True, slots=True)
 class Action:
     """One concrete thing that happens at ``at_ms`` (after ``timeline`` expands events).
 
-    ``kind``: start, bounce, crash, restart, close, gc_pause, network, cut,
-    add_partitions, coordinator_restart, coordinator_failover. ``member`` is a member index
-    (or -1); ``until_ms`` ends a timed disruption; ``load_ms``: of a coordinator_failover,
-    the last part of it, when the new coordinator is loading; ``event`` is the index of the
-    scenario event it came from.
+    ``member`` is a member index (or -1); ``until_ms`` ends a timed disruption; ``load_ms``:
+    of a coordinator_failover, the last part of it, when the new coordinator is loading;
+    ``event`` is the index of the scenario event it came from (-1: the members' first starts).
     """
 
     at_ms: int
-    kind: str
+    kind: ActionKind
     member: int = -1
     until_ms: int = -1
     delay_ms: int = 0
@@ -129,8 +149,8 @@ class Scenario:
     duration_s: float = 600.0
     topics: tuple[tuple[str, int], ...] = (("topic", 12),)
     coordinator: GroupConfig = field(default_factory=GroupConfig)
-    network: NetworkSpec = field(default_factory=NetworkSpec)
-    members: MemberSpec = field(default_factory=MemberSpec)
+    network: NetworkSettings = field(default_factory=NetworkSettings)
+    members: MemberSettings = field(default_factory=MemberSettings)
     events: tuple[dict[str, Any], ...] = ()
     # Skip quiet stretches (every member Stable, nothing in flight) in one step; see engine.
     fast_forward: bool = True
@@ -146,32 +166,51 @@ class Scenario:
 
 # ---- parsing --------------------------------------------------------------------------------
 
-_EVENT_FIELDS: dict[str, dict[str, type]] = {
-    "bounce": {"at_s": float, "member": int, "down_s": float},
-    "rolling_bounce": {"at_s": float, "down_s": float, "interval_s": float, "members": list},
-    "crash": {"at_s": float, "member": int, "restart_after_s": float},
-    "scale": {"at_s": float, "to": int, "stagger_ms": int},
-    "gc_pause": {"at_s": float, "member": int, "duration_s": float},
-    "network": {"at_s": float, "member": int, "delay_ms": int, "jitter_ms": int,
-                "duration_s": float},
-    "cut": {"at_s": float, "member": int, "duration_s": float},
-    "add_partitions": {"at_s": float, "topic": str, "to": int},
-    "coordinator_restart": {"at_s": float, "down_s": float},
-    "coordinator_failover": {"at_s": float, "detect_s": float, "load_s": float},
-    "churn": {"from_s": float, "to_s": float, "every_s": float, "kinds": list, "down_s": float,
+class ScenarioEventKind(StrEnum):
+    """An event of a scenario file (the one key of its mapping)."""
+
+    BOUNCE = "bounce"
+    ROLLING_BOUNCE = "rolling_bounce"
+    CRASH = "crash"
+    SCALE = "scale"
+    GC_PAUSE = "gc_pause"
+    NETWORK = "network"
+    CUT = "cut"
+    ADD_PARTITIONS = "add_partitions"
+    COORDINATOR_RESTART = "coordinator_restart"
+    COORDINATOR_FAILOVER = "coordinator_failover"
+    CHURN = "churn"
+    START = "start"
+    STOP = "stop"
+    KILL = "kill"
+
+
+_E = ScenarioEventKind
+# Each kind's fields with their types, and those it must have.
+_EVENT_FIELDS: dict[ScenarioEventKind, dict[str, type]] = {
+    _E.BOUNCE: {"at_s": float, "member": int, "down_s": float},
+    _E.ROLLING_BOUNCE: {"at_s": float, "down_s": float, "interval_s": float, "members": list},
+    _E.CRASH: {"at_s": float, "member": int, "restart_after_s": float},
+    _E.SCALE: {"at_s": float, "to": int, "stagger_ms": int},
+    _E.GC_PAUSE: {"at_s": float, "member": int, "duration_s": float},
+    _E.NETWORK: {"at_s": float, "member": int, "delay_ms": int, "jitter_ms": int, "duration_s": float},
+    _E.CUT: {"at_s": float, "member": int, "duration_s": float},
+    _E.ADD_PARTITIONS: {"at_s": float, "topic": str, "to": int},
+    _E.COORDINATOR_RESTART: {"at_s": float, "down_s": float},
+    _E.COORDINATOR_FAILOVER: {"at_s": float, "detect_s": float, "load_s": float},
+    _E.CHURN: {"from_s": float, "to_s": float, "every_s": float, "kinds": list, "down_s": float,
               "pause_s": float, "restart_after_s": float},
-    "start": {"at_s": float, "member": int},
-    "stop": {"at_s": float, "member": int},
-    "kill": {"at_s": float, "member": int},
+    _E.START: {"at_s": float, "member": int},
+    _E.STOP: {"at_s": float, "member": int},
+    _E.KILL: {"at_s": float, "member": int},
 }
-_REQUIRED = {
-    "bounce": ("at_s", "member"), "rolling_bounce": ("at_s",), "crash": ("at_s", "member"),
-    "scale": ("at_s", "to"), "gc_pause": ("at_s", "member", "duration_s"),
-    "network": ("at_s", "member", "duration_s"), "cut": ("at_s", "member", "duration_s"),
-    "add_partitions": ("at_s", "topic", "to"), "coordinator_restart": ("at_s",),
-    "coordinator_failover": ("at_s",),
-    "churn": ("every_s",),
-    "start": ("at_s", "member"), "stop": ("at_s", "member"), "kill": ("at_s", "member"),
+_REQUIRED: dict[ScenarioEventKind, tuple[str, ...]] = {
+    _E.BOUNCE: ("at_s", "member"), _E.ROLLING_BOUNCE: ("at_s",), _E.CRASH: ("at_s", "member"),
+    _E.SCALE: ("at_s", "to"), _E.GC_PAUSE: ("at_s", "member", "duration_s"),
+    _E.NETWORK: ("at_s", "member", "duration_s"), _E.CUT: ("at_s", "member", "duration_s"),
+    _E.ADD_PARTITIONS: ("at_s", "topic", "to"), _E.COORDINATOR_RESTART: ("at_s",),
+    _E.COORDINATOR_FAILOVER: ("at_s",), _E.CHURN: ("every_s",),
+    _E.START: ("at_s", "member"), _E.STOP: ("at_s", "member"), _E.KILL: ("at_s", "member"),
 }
 CHURN_KINDS = ("bounce", "crash", "gc_pause", "cut")
 
@@ -202,7 +241,7 @@ def scenario_from_dict(data: dict[str, Any], *, source: str = "scenario") -> Sce
         raise ScenarioError(f"{source}: duration_s must be positive")
     topics = _topics(data.get("topics", dict(sc.topics)), source)
     coordinator = _coordinator(data.get("coordinator") or {}, f"{source}: coordinator")
-    network = _dataclass_from(NetworkSpec, data.get("network") or {}, f"{source}: network")
+    network = _dataclass_from(NetworkSettings, data.get("network") or {}, f"{source}: network")
     if network.delay_ms < 0 or network.jitter_ms < 0 or network.request_timeout_ms <= 0:
         raise ScenarioError(f"{source}: network delays must be >= 0 and request_timeout_ms > 0")
     members = _members(data.get("members") or {}, f"{source}: members")
@@ -210,6 +249,12 @@ def scenario_from_dict(data: dict[str, Any], *, source: str = "scenario") -> Sce
     if not isinstance(events, list):
         raise ScenarioError(f"{source}: events must be a list")
     checked = tuple(_event(e, i, topics, f"{source}: events[{i}]") for i, e in enumerate(events))
+    for i, ev in enumerate(checked):
+        for key in ("at_s", "from_s"):
+            if ev.get(key) is not None and ev[key] >= duration:
+                # An event past the end would never happen: refuse it rather than ignore it.
+                raise ScenarioError(f"{source}: events[{i}] ({ev['kind']}): {key} {ev[key]:g} is outside the "
+                                    f"scenario, which runs 0 <= {key} < {duration:g} (duration_s)")
     fast = _typed(data, "fast_forward", bool, True, source)
     sc = Scenario(name, seed, duration, topics, coordinator, network, members, checked, fast)
     if members.protocol == "classic" and not (coordinator.min_session_timeout_ms <= members.session_timeout_ms
@@ -302,12 +347,12 @@ def _dataclass_from(cls: type, raw: Any, where: str) -> Any:
     return cls(**values)
 
 
-def _members(raw: Any, where: str) -> MemberSpec:
+def _members(raw: Any, where: str) -> MemberSettings:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where}: must be a mapping of member settings")
     raw = dict(raw)
     assignor = raw.pop("assignor", None)
-    spec = _dataclass_from(MemberSpec, {k: v for k, v in raw.items() if k != "assignor"}, where)
+    spec = _dataclass_from(MemberSettings, {k: v for k, v in raw.items() if k != "assignor"}, where)
     if spec.protocol not in PROTOCOLS:
         raise ScenarioError(f"{where}: protocol must be classic or consumer, not {spec.protocol!r}")
     if assignor is None:
@@ -343,9 +388,10 @@ def _event(raw: Any, index: int, topics: tuple[tuple[str, int], ...], where: str
     if not isinstance(raw, dict) or len(raw) != 1:
         raise ScenarioError(f"{where}: each event is a mapping with one key, the event kind "
                             f"({', '.join(_EVENT_FIELDS)})")
-    (kind, body), = raw.items()
-    if kind not in _EVENT_FIELDS:
-        raise ScenarioError(f"{where}: unknown event {kind!r} (known: {', '.join(_EVENT_FIELDS)})")
+    (name, body), = raw.items()
+    if name not in _EVENT_FIELDS:
+        raise ScenarioError(f"{where}: unknown event {name!r} (known: {', '.join(_EVENT_FIELDS)})")
+    kind = ScenarioEventKind(name)
     body = body or {}
     if not isinstance(body, dict):
         raise ScenarioError(f"{where}: {kind} needs a mapping of its settings")
@@ -362,17 +408,17 @@ def _event(raw: Any, index: int, topics: tuple[tuple[str, int], ...], where: str
                 "every_s", "pause_s", "delay_ms", "jitter_ms"):
         if checked.get(key) is not None and checked[key] < 0:
             raise ScenarioError(f"{where} ({kind}): {key} must be >= 0")
-    if kind == "churn":
+    if kind is _E.CHURN:
         if checked["every_s"] <= 0:
             raise ScenarioError(f"{where} (churn): every_s must be positive")
         for k in checked.get("kinds") or []:
             if k not in CHURN_KINDS:
                 raise ScenarioError(f"{where} (churn): unknown kind {k!r} (known: {', '.join(CHURN_KINDS)})")
-    if kind == "add_partitions":
+    if kind is _E.ADD_PARTITIONS:
         counts = dict(topics)
         if checked["topic"] not in counts:
             raise ScenarioError(f"{where} (add_partitions): no topic {checked['topic']!r} in topics")
-    if kind == "scale" and checked["to"] < 0:
+    if kind is _E.SCALE and checked["to"] < 0:
         raise ScenarioError(f"{where} (scale): to must be >= 0")
     return checked
 
@@ -386,85 +432,118 @@ def timeline(sc: Scenario) -> list[Action]:
     scenario always gives the same timeline. Member indices past the current membership are
     rejected here rather than ignored.
     """
-    rng = random.Random(f"timeline:{sc.seed}")
     m = sc.members
-    out: list[Action] = [Action(i * m.start_stagger_ms, "start", i) for i in range(m.count)]
-    live = m.count                               # members 0 .. live-1 exist after scaling
-    counts = dict(sc.topics)
+    out: list[Action] = [Action(i * m.start_stagger_ms, ActionKind.START, i) for i in range(m.count)]
+    expansion = _Expansion(sc)
     for index, ev in enumerate(sc.events):
         kind = ev["kind"]
-        at = int(ev.get("at_s", 0) * 1000)
-        where = f"events[{index}] ({kind})"
-
-        def member(i: int) -> int:
-            if not 0 <= i < live:
-                raise ScenarioError(f"{where}: member {i} does not exist (members are 0..{live - 1})")
-            return i
-
-        if kind == "bounce":
-            down = int(ev.get("down_s", 5) * 1000)
-            out.append(Action(at, "bounce", member(ev["member"]), at + down, event=index))
-        elif kind == "rolling_bounce":
-            down = int(ev.get("down_s", 5) * 1000)
-            gap = int(ev.get("interval_s", 30) * 1000)
-            who = [member(i) for i in ev.get("members") or range(live)]
-            for n, i in enumerate(who):
-                start = at + n * gap
-                out.append(Action(start, "bounce", i, start + down, event=index))
-        elif kind == "crash":
-            back = ev.get("restart_after_s")
-            until = -1 if back is None else at + int(back * 1000)
-            out.append(Action(at, "crash", member(ev["member"]), until, event=index))
-        elif kind == "scale":
-            to = ev["to"]
-            stagger = ev.get("stagger_ms", 0)
-            # One disruption: every action of the event carries when its last one happens.
-            if to > live:
-                last = at + (to - live - 1) * stagger
-                out += [Action(at + n * stagger, "start", i, last, event=index)
-                        for n, i in enumerate(range(live, to))]
-            else:
-                out += [Action(at, "close", i, at, event=index) for i in range(live - 1, to - 1, -1)]
-            live = to
-        elif kind == "gc_pause":
-            out.append(Action(at, "gc_pause", member(ev["member"]), at + int(ev["duration_s"] * 1000),
-                              event=index))
-        elif kind == "network":
-            out.append(Action(at, "network", member(ev["member"]), at + int(ev["duration_s"] * 1000),
-                              delay_ms=ev.get("delay_ms", 0), jitter_ms=ev.get("jitter_ms", 0),
-                              event=index))
-        elif kind == "cut":
-            out.append(Action(at, "cut", member(ev["member"]), at + int(ev["duration_s"] * 1000),
-                              event=index))
-        elif kind == "add_partitions":
-            topic, to = ev["topic"], ev["to"]
-            if to <= counts[topic]:
-                raise ScenarioError(f"{where}: {topic} has {counts[topic]} partitions by then; "
-                                    f"to must be larger")
-            counts[topic] = to
-            out.append(Action(at, "add_partitions", topic=topic, partitions=to, event=index))
-        elif kind == "coordinator_restart":
-            out.append(Action(at, "coordinator_restart", until_ms=at + int(ev.get("down_s", 1) * 1000),
-                              event=index))
-        elif kind == "coordinator_failover":
-            detect, load = int(ev.get("detect_s", 0.5) * 1000), int(ev.get("load_s", 0.5) * 1000)
-            if detect < 0 or load < 0:
-                raise ScenarioError(f"{where}: detect_s and load_s must not be negative")
-            out.append(Action(at, "coordinator_failover", until_ms=at + detect + load, load_ms=load,
-                              event=index))
-        elif kind == "churn":
-            out += _churn(ev, index, live, sc, rng)
-        elif kind == "start":
-            if ev["member"] < 0:
-                raise ScenarioError(f"{where}: member must be >= 0")
-            live = max(live, ev["member"] + 1)
-            out.append(Action(at, "start", ev["member"], event=index))
-        elif kind == "stop":
-            out.append(Action(at, "close", member(ev["member"]), event=index))
-        elif kind == "kill":
-            out.append(Action(at, "crash", member(ev["member"]), event=index))
+        expansion.where = f"events[{index}] ({kind})"
+        out += _EXPAND[kind](expansion, ev, index, int(ev.get("at_s", 0) * 1000))
     out.sort(key=lambda a: (a.at_ms, a.event, a.member))
     return out
+
+
+class _Expansion:
+    """What expanding the events in order knows so far: the members that exist (0 .. live-1,
+    after scaling), each topic's partition count, the generators' random draws."""
+
+    def __init__(self, sc: Scenario) -> None:
+        self.sc = sc
+        self.rng = random.Random(f"timeline:{sc.seed}")
+        self.live = sc.members.count
+        self.counts = dict(sc.topics)
+        self.where = ""
+
+    def member(self, i: int) -> int:
+        if not 0 <= i < self.live:
+            raise ScenarioError(f"{self.where}: member {i} does not exist (members are 0..{self.live - 1})")
+        return i
+
+    def bounce(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
+        down = int(ev.get("down_s", 5) * 1000)
+        return [Action(at, ActionKind.BOUNCE, self.member(ev["member"]), at + down, event=index)]
+
+    def rolling_bounce(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
+        down = int(ev.get("down_s", 5) * 1000)
+        gap = int(ev.get("interval_s", 30) * 1000)
+        who = [self.member(i) for i in ev.get("members") or range(self.live)]
+        return [Action(at + n * gap, ActionKind.BOUNCE, i, at + n * gap + down, event=index)
+                for n, i in enumerate(who)]
+
+    def crash(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
+        back = ev.get("restart_after_s")
+        until = -1 if back is None else at + int(back * 1000)
+        return [Action(at, ActionKind.CRASH, self.member(ev["member"]), until, event=index)]
+
+    def scale(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
+        to, live = ev["to"], self.live
+        stagger = ev.get("stagger_ms", 0)
+        self.live = to
+        # One disruption: every action of the event carries when its last one happens.
+        if to > live:
+            last = at + (to - live - 1) * stagger
+            return [Action(at + n * stagger, ActionKind.START, i, last, event=index)
+                    for n, i in enumerate(range(live, to))]
+        return [Action(at, ActionKind.CLOSE, i, at, event=index) for i in range(live - 1, to - 1, -1)]
+
+    def for_a_while(self, ev: dict[str, Any], index: int, at: int, kind: ActionKind) -> list[Action]:
+        """A disruption of one member for ``duration_s`` (gc_pause, network, cut)."""
+        return [Action(at, kind, self.member(ev["member"]), at + int(ev["duration_s"] * 1000),
+                       delay_ms=ev.get("delay_ms", 0), jitter_ms=ev.get("jitter_ms", 0), event=index)]
+
+    def add_partitions(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
+        topic, to = ev["topic"], ev["to"]
+        if to <= self.counts[topic]:
+            raise ScenarioError(f"{self.where}: {topic} has {self.counts[topic]} partitions by then; "
+                                f"to must be larger")
+        self.counts[topic] = to
+        return [Action(at, ActionKind.ADD_PARTITIONS, topic=topic, partitions=to, event=index)]
+
+    def coordinator_restart(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
+        return [Action(at, ActionKind.COORDINATOR_RESTART, until_ms=at + int(ev.get("down_s", 1) * 1000),
+                       event=index)]
+
+    def coordinator_failover(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
+        detect, load = int(ev.get("detect_s", 0.5) * 1000), int(ev.get("load_s", 0.5) * 1000)
+        if detect < 0 or load < 0:
+            raise ScenarioError(f"{self.where}: detect_s and load_s must not be negative")
+        return [Action(at, ActionKind.COORDINATOR_FAILOVER, until_ms=at + detect + load, load_ms=load,
+                       event=index)]
+
+    def churn(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
+        return _churn(ev, index, self.live, self.sc, self.rng)
+
+    def start(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
+        if ev["member"] < 0:
+            raise ScenarioError(f"{self.where}: member must be >= 0")
+        self.live = max(self.live, ev["member"] + 1)
+        return [Action(at, ActionKind.START, ev["member"], event=index)]
+
+    def stop(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
+        return [Action(at, ActionKind.CLOSE, self.member(ev["member"]), event=index)]
+
+    def kill(self, ev: dict[str, Any], index: int, at: int) -> list[Action]:
+        return [Action(at, ActionKind.CRASH, self.member(ev["member"]), event=index)]
+
+
+# Scenario event kind -> its expansion into actions.
+_EXPAND: dict[ScenarioEventKind, Callable[[_Expansion, dict[str, Any], int, int], list[Action]]] = {
+    _E.BOUNCE: _Expansion.bounce,
+    _E.ROLLING_BOUNCE: _Expansion.rolling_bounce,
+    _E.CRASH: _Expansion.crash,
+    _E.SCALE: _Expansion.scale,
+    _E.GC_PAUSE: partial(_Expansion.for_a_while, kind=ActionKind.GC_PAUSE),
+    _E.NETWORK: partial(_Expansion.for_a_while, kind=ActionKind.NETWORK),
+    _E.CUT: partial(_Expansion.for_a_while, kind=ActionKind.CUT),
+    _E.ADD_PARTITIONS: _Expansion.add_partitions,
+    _E.COORDINATOR_RESTART: _Expansion.coordinator_restart,
+    _E.COORDINATOR_FAILOVER: _Expansion.coordinator_failover,
+    _E.CHURN: _Expansion.churn,
+    _E.START: _Expansion.start,
+    _E.STOP: _Expansion.stop,
+    _E.KILL: _Expansion.kill,
+}
+assert set(_EXPAND) == set(_EVENT_FIELDS) == set(_REQUIRED) == set(ScenarioEventKind), "one entry per kind"
 
 
 def _churn(ev: dict[str, Any], index: int, live: int, sc: Scenario, rng: random.Random) -> list[Action]:
@@ -487,7 +566,7 @@ def _churn(ev: dict[str, Any], index: int, live: int, sc: Scenario, rng: random.
         if candidates:
             i = candidates[rng.randrange(len(candidates))]
             length = {"bounce": down, "crash": back, "gc_pause": pause, "cut": pause}[kind]
-            out.append(Action(at, kind, i, at + length, event=index))
+            out.append(Action(at, ActionKind(kind), i, at + length, event=index))
             busy_until[i] = at + length + every
         at += every
     return out

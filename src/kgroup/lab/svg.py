@@ -85,6 +85,13 @@ def box_plot(title: str, groups: list[tuple[str, tuple[float, ...] | None]], uni
                      f'{esc(label)}</text>')
         if not q:
             continue
+        if q[4] - q[0] <= max(1e-9, abs(q[4]) * 1e-3):
+            # No spread (one group, or all alike): the number says more than a flat line.
+            parts.append(f'<g class="mark value"><title>{esc(label)}: {_fmt(q[2])} {esc(unit)}</title>'
+                         f'<circle cx="{cx:.1f}" cy="{y(q[2]):.1f}" r="4" fill="{color}"/>'
+                         f'<text x="{cx:.1f}" y="{y(q[2]) - 9:.1f}" font-size="13" font-weight="bold" '
+                         f'text-anchor="middle" fill="{color}">{esc(_fmt(q[2]))}</text></g>')
+            continue
         half = min(40.0, slot * 0.3)
         parts.append(
             f'<g class="mark"><title>{esc(label)}: min {q[0]:.2f}, median {q[2]:.2f}, max {q[4]:.2f} {esc(unit)}'
@@ -93,7 +100,11 @@ def box_plot(title: str, groups: list[tuple[str, tuple[float, ...] | None]], uni
             f'<rect x="{cx - half:.1f}" y="{y(q[3]):.1f}" width="{2 * half:.1f}" '
             f'height="{max(1.0, y(q[1]) - y(q[3])):.1f}" fill="{color}" fill-opacity="0.35" stroke="{color}"/>'
             f'<line x1="{cx - half:.1f}" y1="{y(q[2]):.1f}" x2="{cx + half:.1f}" y2="{y(q[2]):.1f}" '
-            f'stroke="{color}" stroke-width="2"/></g>')
+            f'stroke="{color}" stroke-width="2"/>'
+            # A box too thin to read gets its median written above it.
+            + (f'<text x="{cx:.1f}" y="{y(q[3]) - 7:.1f}" font-size="12" text-anchor="middle" fill="{color}">'
+               f'{esc(_fmt(q[2]))}</text>' if y(q[1]) - y(q[3]) < 4 else "")
+            + '</g>')
     return _frame(title, parts)
 
 
@@ -118,9 +129,26 @@ def grouped_bars(title: str, labels: list[str], series: list[tuple[str, list[flo
     return _frame(title, parts, legend=legend)
 
 
+def holding_nothing(segs: list[tuple[float, float, int]], start: float, end: float) -> list[tuple[float, float]]:
+    """The stretches of [start, end] in which a member held no partition."""
+    gaps, at = [], start
+    for a, b, n in sorted(segs):
+        if n <= 0 or b <= start:
+            continue
+        if a > at:
+            gaps.append((at, min(a, end)))
+        at = max(at, b)
+        if at >= end:
+            break
+    if at < end:
+        gaps.append((at, end))
+    return [(a, b) for a, b in gaps if b > a]
+
+
 def timeline(title: str, rows: list[tuple[str, list[tuple[float, float, int]]]], start: float, end: float,
              marks: list[tuple[float, str]] = ()) -> str:
-    """Per member, segments (from, to, partitions held); darker means more partitions.
+    """Per member, segments (from, to, partitions held); darker means more partitions, red
+    means the member held nothing (at least 2 px wide, so a short stop still shows).
 
     ``marks`` are vertical lines (time, label), e.g. when a disruption began.
     """
@@ -145,6 +173,10 @@ def timeline(title: str, rows: list[tuple[str, list[tuple[float, float, int]]]],
             parts.append(f'<rect class="mark" x="{x(a):.1f}" y="{top + 1}" width="{max(0.5, x(b) - x(a)):.1f}" '
                          f'height="{row_h - 2}" fill="{PALETTE[0]}" fill-opacity="{0.25 + 0.75 * n / most:.2f}">'
                          f'<title>{esc(name)}: {n} partitions, {a:.2f}-{b:.2f} s</title></rect>')
+        for a, b in holding_nothing(segs, start, end):
+            parts.append(f'<rect class="mark gap" x="{x(a):.1f}" y="{top + 1}" width="{max(2.0, x(b) - x(a)):.1f}" '
+                         f'height="{row_h - 2}" fill="#d64541"><title>{esc(name)}: holds nothing, '
+                         f'{a:.2f}-{b:.2f} s</title></rect>')
     axis_y = TOP + row_h * max(1, len(rows))
     parts.append(f'<line x1="{LEFT}" y1="{axis_y}" x2="{W - RIGHT}" y2="{axis_y}" stroke="#333"/>')
     for t in _ticks(start, end, 8):
@@ -156,7 +188,7 @@ def timeline(title: str, rows: list[tuple[str, list[tuple[float, float, int]]]],
             parts.append(f'<line x1="{x(t):.1f}" y1="{TOP}" x2="{x(t):.1f}" y2="{axis_y}" stroke="#b84a4a" '
                          f'stroke-dasharray="4 3"/><text x="{x(t) + 3:.1f}" y="{TOP - 4}" font-size="10" '
                          f'fill="#b84a4a">{esc(label)}</text>')
-    return _frame(title, parts, height=height)
+    return _frame(title, parts, height=height, legend=[("holds partitions", PALETTE[0]), ("holds nothing", "#d64541")])
 
 
 def quantiles(values: list[float]) -> tuple[float, float, float, float, float]:

@@ -11,7 +11,7 @@
     seeds: 3                           # a count (seeds 1..n) or a list
     groups: 1                          # groups per variant, grid cell and seed
 
-``expand`` turns that into one ``GroupSpec`` per simulated group, each carrying the full
+``expand`` turns that into one ``SweepGroup`` per simulated group, each carrying the full
 scenario data, so a Spark task needs nothing but the spec to run its groups. Pure: reading
 the files is the caller's business (``read`` is handed in).
 """
@@ -29,7 +29,7 @@ from kgroup.lab.scenario import ScenarioError, scenario_from_dict
 
 
 @dataclass(frozen=True, slots=True)
-class GroupSpec:
+class SweepGroup:
     """One group of a sweep: its id, its variant label, and its scenario data."""
 
     group: str
@@ -40,7 +40,7 @@ class GroupSpec:
 @dataclass(frozen=True, slots=True)
 class Sweep:
     name: str
-    groups: tuple[GroupSpec, ...]
+    groups: tuple[SweepGroup, ...]
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -101,7 +101,7 @@ def parse_sweep(text: str, *, source: str = "sweep", read: Callable[[str], str] 
             for seed in seeds:
                 for i in range(per):
                     sc = dict(scenario, seed=seed * 100_003 + i if per > 1 else seed, name=name)
-                    groups.append(GroupSpec(f"{name}/seed={seed}/{i}", name, sc))
+                    groups.append(SweepGroup(f"{name}/seed={seed}/{i}", name, sc))
     # Validate each distinct scenario once, so a mistake names its variant.
     checked: set[str] = set()
     for g in groups:

@@ -25,7 +25,14 @@ __all__ = ["register"]
 
 
 def register(spark: Any) -> None:
-    """Make format("kgroup") available in the SparkSession ``spark``."""
+    """Make format("kgroup") available in the SparkSession ``spark``.
+
+    On a local master the workers' Python is set to this one when the one Spark would start
+    (``python3`` unless ``PYSPARK_PYTHON`` says otherwise) cannot import kgroup; an explicit
+    ``PYSPARK_PYTHON`` without kgroup raises ``SparkSetupError`` saying what to set.
+    """
+    from .setup import workers_python
     from .source import KgroupDataSource
 
+    workers_python(spark)
     spark.dataSource.register(KgroupDataSource)

@@ -1,6 +1,6 @@
 """The rebalance lab on Spark: simulate a sweep's groups in Spark tasks.
 
-How this works: the driver expands the sweep into group specs (each carries its whole
+How this works: the driver expands the sweep into its groups (each carries its whole
 scenario), parallelizes them, and every task runs its groups through the pure lab engine
 (``kgroup.lab``), one after another. Results come back as rows: ``groups.parquet`` (one row
 per group, with each member's stop-the-world seconds and the event windows nested),
@@ -24,8 +24,9 @@ from typing import Any, Callable, Iterator
 from kgroup.lab.report import AGGREGATES
 from kgroup.lab.results import SUMMARY_COLUMNS, WINDOW_COLUMNS, GroupResult, simulate
 from kgroup.lab.scenario import scenario_from_dict
-from kgroup.lab.sweep import GroupSpec, Sweep
+from kgroup.lab.sweep import Sweep, SweepGroup
 from kgroup.plugins import load_assignor_plugins
+from kgroup.spark.setup import require_java
 
 _SPARK_TYPES = {"string": "string", "long": "bigint", "double": "double", "boolean": "boolean"}
 
@@ -38,8 +39,9 @@ def local_environment() -> None:
 
 
 def session(master: str = "local[*]", app: str = "kgroup-lab") -> Any:
-    """A SparkSession for the lab (quiet logs, no web UI)."""
+    """A SparkSession for the lab (quiet logs, no web UI); SparkSetupError without Java 17."""
     local_environment()
+    require_java()
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master(master).appName(app)
@@ -139,7 +141,7 @@ def examples(sweep: Sweep) -> dict[str, GroupResult]:
     return out
 
 
-def example(g: GroupSpec) -> GroupResult:
+def example(g: SweepGroup) -> GroupResult:
     sc = scenario_from_dict(dict(g.scenario), source=g.group)
     return simulate(sc, group=g.group, variant=g.variant, record_timeline=True)
 

@@ -73,7 +73,7 @@ class KgroupBatchReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         opts = self.opts
-        with BlockingAdmin(opts.bootstrap, client_id="kgroup-spark-plan") as admin:
+        with BlockingAdmin(opts.bootstrap, client_id="kgroup-spark-plan", config=opts.consumer) as admin:
             tps = partitions(admin, opts, must_exist=True)
             earliest = log_offsets(admin, tps, EARLIEST)
             latest = log_offsets(admin, tps, LATEST)

@@ -115,7 +115,7 @@ class StreamPlanner:
         self.opts = opts
         self.loop = LoopThread("kgroup-spark-stream")
         self.admin = BlockingAdmin(opts.bootstrap, client_id="kgroup-spark-stream",
-                                   loop=self.loop)
+                                   loop=self.loop, config=opts.consumer)
         self.target: dict[TP, int] | None = None
         self.committed: dict[TP, int] = {}
         self.member: GroupMember | None = None

@@ -23,14 +23,17 @@ def fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, chunks: Iterable[bytes]) -> int:
+def write_atomically(path: Path, chunks: Iterable[bytes], mode: int = 0o644) -> int:
     """Replace `path` with the concatenation of `chunks`: write a temp file in the same
     directory, fsync it, rename it over `path`, fsync the directory. A crash leaves either
-    the old file or the new one (plus perhaps a stray `*.tmp`). Returns the bytes written."""
+    the old file or the new one (plus perhaps a stray `*.tmp`). The new file gets
+    permissions `mode` (less the umask). Returns the bytes written."""
     tmp = path.with_name(path.name + ".tmp")
     written = 0
     try:
-        with open(tmp, "wb") as f:
+        tmp.unlink(missing_ok=True)  # a stray one may have other permissions
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
+        with open(fd, "wb") as f:
             for chunk in chunks:
                 f.write(chunk)
                 written += len(chunk)

@@ -26,7 +26,7 @@ from .errors import (
     UnsupportedVersion,
     WireError,
 )
-from .framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter, encode_frame
+from .framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter, encode_frame, not_kafka
 from .versions import (
     CONSUMER_PROTOCOL_APIS,
     SUPPORTED_APIS,
@@ -55,6 +55,7 @@ __all__ = [
     "UnsupportedCompression",
     "UnsupportedVersion",
     "WireError",
+    "not_kafka",
     "api_ranges",
     "api_versions_response",
     "decode_request",

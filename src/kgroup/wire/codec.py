@@ -11,7 +11,10 @@ api_version, int32 correlation_id`` in every header version, so they are read wi
 before anything else. The (key, version) pair is checked against ``versions.SUPPORTED_APIS``
 (raising UnsupportedVersion with the correlation id), then the full header (v1, or v2 for
 flexible versions) and the body are read with kio's readers. Anything kio raises on bad
-bytes is wrapped in MalformedRequest; bytes left over after the body are malformed too.
+bytes is wrapped in MalformedRequest. Bytes left over after a complete body are ignored, as
+Apache Kafka's request parsing ignores them (``AbstractRequest.parseRequest`` reads the
+fields the version's schema has and never checks what remains): librdkafka sends such
+bytes, e.g. three after a Metadata v13 request for all topics.
 """
 
 from __future__ import annotations
@@ -144,14 +147,7 @@ def decode_request(
             correlation_id=correlation_id,
         ) from exc
 
-    # 3. The body must use up the frame exactly.
-    if offset + size != len(data):
-        raise MalformedRequest(
-            f"{api.name} v{api_version}: {len(data) - offset - size} trailing bytes",
-            api_key=api_key,
-            api_version=api_version,
-            correlation_id=correlation_id,
-        )
+    # 3. Bytes after the body are left unread, as Kafka does (see the module docstring).
     header = RequestHeader(
         api_key=api_key,
         api_version=api_version,

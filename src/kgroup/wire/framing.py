@@ -30,6 +30,16 @@ class FrameSplitter:
         self._broken: FramingError | None = None
 
     @property
+    def limit(self) -> int:
+        """The largest frame accepted; may be changed between feeds (a SASL listener
+        allows less before authentication)."""
+        return self._max
+
+    @limit.setter
+    def limit(self, value: int) -> None:
+        self._max = value
+
+    @property
     def buffered(self) -> int:
         """Bytes held that do not yet form a complete frame."""
         return len(self._buf)
@@ -83,6 +93,24 @@ class FrameSplitter:
         elif pos < end:
             self._buf += buf[pos:]
         return frames
+
+
+_HTTP_METHODS = (b"GET ", b"POST", b"PUT ", b"HEAD", b"DELE", b"OPTI", b"PATC", b"CONN", b"TRAC", b"PRI ")
+
+
+def not_kafka(first_bytes: bytes) -> str | None:
+    """What a connection that opened with ``first_bytes`` speaks instead of Kafka, if it is
+    recognisably something else: "an HTTP request (GET / HTTP/1.1)" or "a TLS handshake".
+
+    Read as a Kafka frame size, such openings are 369 MB (TLS) to 1.4 GB (HTTP): without this
+    a browser or a TLS client on the Kafka port would be reported as an oversize frame.
+    """
+    if first_bytes[:4] in _HTTP_METHODS:
+        line = first_bytes.split(b"\r\n", 1)[0][:80].decode("ascii", "replace")
+        return f"an HTTP request ({line})"
+    if len(first_bytes) >= 3 and first_bytes[0] == 0x16 and first_bytes[1] == 0x03 and first_bytes[2] <= 0x04:
+        return "a TLS handshake (a client configured for SSL/TLS on a plaintext port)"
+    return None
 
 
 def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:

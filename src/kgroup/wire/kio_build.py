@@ -93,6 +93,13 @@ def _zero(hint: Any) -> Any:
     return None
 
 
+def replace_fields(obj: Any, **values: Any) -> Any:
+    """A copy of kio entity ``obj`` with some fields changed; fields its version lacks are
+    skipped, values converted as ``build`` does."""
+    fields = _fields(type(obj))
+    return dataclasses.replace(obj, **{k: _convert(fields[k][0], v) for k, v in values.items() if k in fields})
+
+
 def get(obj: Any, name: str, default: Any = None) -> Any:
     """A request field, or `default` when this version of the request lacks it."""
     return getattr(obj, name, default)

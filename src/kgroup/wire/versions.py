@@ -11,6 +11,13 @@ version whose new fields change nothing for us:
   watermark) that consumers never send. Fetch v13+ names topics by id only — the broker
   needs topic ids anyway for Metadata v10+.
 - Metadata 1–13: v13 adds a top-level ``error_code`` to the response (set it to 0).
+- SaslHandshake 1 only: v0 (Kafka 0.10) is followed by SASL tokens in bare frames with no
+  request header; every client we serve uses v1 with SaslAuthenticate (0–2, v1 adds the
+  session lifetime of KIP-368). ACL APIs from v1 (v0 predates prefixed patterns, KIP-290);
+  the SCRAM credential APIs (KIP-554) have only v0.
+- Admin APIs tools call: DeleteRecords 0–2, DescribeConfigs 1–4 (v0 is kio-less and gone
+  from Kafka 4.0), AlterConfigs 0–2, DescribeLogDirs 1–4, IncrementalAlterConfigs 0–1,
+  DescribeCluster 0–2.
 - Not widened: ListOffsets v9+ (tiered-storage timestamps), OffsetCommit/OffsetFetch v10
   (topic ids), DescribeGroups v6 (GROUP_ID_NOT_FOUND semantics), CreateTopics v7 is the
   last kio ships.
@@ -65,6 +72,7 @@ LEAVE_GROUP = 13
 SYNC_GROUP = 14
 DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
+SASL_HANDSHAKE = 17
 API_VERSIONS = 18
 CREATE_TOPICS = 19
 DELETE_TOPICS = 20
@@ -73,14 +81,33 @@ ADD_PARTITIONS_TO_TXN = 24
 ADD_OFFSETS_TO_TXN = 25
 END_TXN = 26
 TXN_OFFSET_COMMIT = 28
+DESCRIBE_ACLS = 29
+CREATE_ACLS = 30
+DELETE_ACLS = 31
+SASL_AUTHENTICATE = 36
 CREATE_PARTITIONS = 37
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
+DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+ALTER_USER_SCRAM_CREDENTIALS = 51
+DELETE_RECORDS = 21
+DESCRIBE_CONFIGS = 32
+ALTER_CONFIGS = 33
+DESCRIBE_LOG_DIRS = 35
+INCREMENTAL_ALTER_CONFIGS = 44
+DESCRIBE_CLUSTER = 60
 DESCRIBE_PRODUCERS = 61
 DESCRIBE_TRANSACTIONS = 65
 LIST_TRANSACTIONS = 66
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
+SHARE_GROUP_HEARTBEAT = 76
+SHARE_GROUP_DESCRIBE = 77
+SHARE_FETCH = 78
+SHARE_ACKNOWLEDGE = 79
+DESCRIBE_SHARE_GROUP_OFFSETS = 90
+ALTER_SHARE_GROUP_OFFSETS = 91
+DELETE_SHARE_GROUP_OFFSETS = 92
 
 _RANGES = (
     ApiRange(PRODUCE, "Produce", 3, 12),
@@ -96,22 +123,44 @@ _RANGES = (
     ApiRange(SYNC_GROUP, "SyncGroup", 0, 5),
     ApiRange(DESCRIBE_GROUPS, "DescribeGroups", 0, 5),
     ApiRange(LIST_GROUPS, "ListGroups", 0, 5),
+    ApiRange(SASL_HANDSHAKE, "SaslHandshake", 1, 1),
     ApiRange(API_VERSIONS, "ApiVersions", 0, 4),
     ApiRange(CREATE_TOPICS, "CreateTopics", 2, 7),
     ApiRange(DELETE_TOPICS, "DeleteTopics", 1, 6),
+    ApiRange(DELETE_RECORDS, "DeleteRecords", 0, 2),
+    ApiRange(DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4),
+    ApiRange(ALTER_CONFIGS, "AlterConfigs", 0, 2),
+    ApiRange(DESCRIBE_LOG_DIRS, "DescribeLogDirs", 1, 4),
     ApiRange(INIT_PRODUCER_ID, "InitProducerId", 0, 5),
     ApiRange(ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxn", 0, 4),
     ApiRange(ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 4),
     ApiRange(END_TXN, "EndTxn", 0, 4),
     ApiRange(TXN_OFFSET_COMMIT, "TxnOffsetCommit", 0, 4),
+    ApiRange(DESCRIBE_ACLS, "DescribeAcls", 1, 3),
+    ApiRange(CREATE_ACLS, "CreateAcls", 1, 3),
+    ApiRange(DELETE_ACLS, "DeleteAcls", 1, 3),
+    ApiRange(SASL_AUTHENTICATE, "SaslAuthenticate", 0, 2),
     ApiRange(CREATE_PARTITIONS, "CreatePartitions", 0, 3),
     ApiRange(DELETE_GROUPS, "DeleteGroups", 0, 2),
+    ApiRange(INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1),
     ApiRange(OFFSET_DELETE, "OffsetDelete", 0, 0),
+    ApiRange(DESCRIBE_USER_SCRAM_CREDENTIALS, "DescribeUserScramCredentials", 0, 0),
+    ApiRange(ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentials", 0, 0),
     ApiRange(DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0),
     ApiRange(DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0),
     ApiRange(LIST_TRANSACTIONS, "ListTransactions", 0, 1),
     ApiRange(CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1),
     ApiRange(CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1),
+    ApiRange(DESCRIBE_CLUSTER, "DescribeCluster", 0, 2),
+    # Share groups (KIP-932): v1 is the version Kafka 4.1+ and librdkafka speak (v0 was the
+    # early-access one, never in kio); ShareFetch/ShareAcknowledge v2 (renew acks) are not served.
+    ApiRange(SHARE_GROUP_HEARTBEAT, "ShareGroupHeartbeat", 1, 1),
+    ApiRange(SHARE_GROUP_DESCRIBE, "ShareGroupDescribe", 1, 1),
+    ApiRange(SHARE_FETCH, "ShareFetch", 1, 1),
+    ApiRange(SHARE_ACKNOWLEDGE, "ShareAcknowledge", 1, 1),
+    ApiRange(DESCRIBE_SHARE_GROUP_OFFSETS, "DescribeShareGroupOffsets", 0, 1),
+    ApiRange(ALTER_SHARE_GROUP_OFFSETS, "AlterShareGroupOffsets", 0, 0),
+    ApiRange(DELETE_SHARE_GROUP_OFFSETS, "DeleteShareGroupOffsets", 0, 0),
 )
 
 SUPPORTED_APIS: Mapping[int, ApiRange] = MappingProxyType({r.api_key: r for r in _RANGES})

@@ -60,6 +60,11 @@ def test_missing_file_says_so(tmp_path):
     ("listen_port = 70000\n", "listen_port must be a port number"),
     ("log_retention_ms = -5\n", "log_retention_ms must be -1"),
     ('[group]\nconsumer_assignors = ["uniform", "nope"]\n', "unknown server assignor 'nope'"),
+    # Share groups (KIP-932): bounds looser than Kafka's, but bounds.
+    ("[group]\nshare_delivery_count_limit = 11\n", r"\[group\] share_delivery_count_limit: must be between 2 and 10"),
+    ('[group]\nshare_auto_offset_reset = "never"\n', r"share_auto_offset_reset: must be one of latest, earliest"),
+    ("[group]\nshare_record_lock_duration_ms = 10\n", "share_record_lock_duration_ms: must be between 1000"),
+    ("[group]\nshare_heartbeat_interval_ms = 60000\n", "share_heartbeat_interval_ms must be below"),
 ])
 def test_wrong_types_and_ranges_are_refused_with_the_setting_named(tmp_path, text, message):
     path = tmp_path / "bad.toml"
@@ -92,3 +97,26 @@ def test_a_cluster_node_listens_on_its_own_entry_unless_told_otherwise(tmp_path)
 def test_cluster_mistakes_get_a_clear_message(overrides, message):
     with pytest.raises(ConfigError, match=message):
         load_config(None, **overrides)
+def test_share_group_settings_in_the_group_table(tmp_path):
+    path = tmp_path / "share.toml"
+    path.write_text("[group]\nshare_record_lock_duration_ms = 5000\nshare_delivery_count_limit = 3\n"
+                    'share_auto_offset_reset = "earliest"\nshare_session_timeout_ms = 10000\n'
+                    "share_heartbeat_interval_ms = 1000\nshare_partition_max_record_locks = 500\n")
+    group = load_config(str(path)).group
+    assert (group.share_record_lock_duration_ms, group.share_delivery_count_limit, group.share_auto_offset_reset,
+            group.share_session_timeout_ms, group.share_heartbeat_interval_ms,
+            group.share_partition_max_record_locks) == (5000, 3, "earliest", 10000, 1000, 500)
+
+
+def test_a_cluster_node_opens_its_cluster_entry_and_plaintext_listeners_but_refuses_secured_ones(tmp_path):
+    cluster = "0=127.0.0.1:9092,1=127.0.0.1:9093"
+    path = tmp_path / "node.toml"
+    path.write_text('[[listeners]]\nname = "INTERNAL"\naddress = "127.0.0.1:9193"\nprotocol = "PLAINTEXT"\n')
+    cfg = load_config(str(path), node_id=1, cluster=cluster)
+    # The --cluster entry is the node's PLAINTEXT listener, then its [[listeners]].
+    assert [(lst.name, lst.port) for lst in cfg.listeners_to_open] == [("PLAINTEXT", 9093), ("INTERNAL", 9193)]
+    assert cfg.advertised == ("127.0.0.1", 9093)
+    path.write_text('[[listeners]]\nname = "SECURE"\naddress = "127.0.0.1:9194"\nprotocol = "SASL_PLAINTEXT"\n')
+    with pytest.raises(ConfigError, match="secured listeners .* are not supported in a cluster yet"):
+        load_config(str(path), node_id=1, cluster=cluster)
+    assert load_config(str(path)).listeners[0].name == "SECURE"       # a single broker: as before

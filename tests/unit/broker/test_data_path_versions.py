@@ -88,7 +88,7 @@ def test_list_offsets_every_version(tmp_path, version):
         await ctx.produce(9, {"t": {0: batch(3, ts=100)}})
         r = await ctx.list_offsets(version, "t", [(0, -2), (0, -1), (0, 101), (3, -1)])
         assert codes(r, LIST_OFFSETS) == [0, 0, 0, 3]
-        assert [p.offset for p in r.topics[0].partitions] == [0, 3, 0, -1]
+        assert [p.offset for p in r.topics[0].partitions] == [0, 3, 1, -1]
 
     run(tmp_path, scenario)
 
@@ -96,10 +96,10 @@ def test_list_offsets_every_version(tmp_path, version):
 @pytest.mark.parametrize("version", versions(CREATE_TOPICS))
 def test_create_topics_every_version(tmp_path, version):
     async def scenario(ctx: DataCtx):
-        r = await ctx.create_topics(version, [{"name": "a", "partitions": 2, "configs": {"k": "v"}},
+        r = await ctx.create_topics(version, [{"name": "a", "partitions": 2, "configs": {"retention.ms": "5000"}},
                                               {"name": "a"}, {"name": "b", "replication": 2}])
         assert codes(r, CREATE_TOPICS) == [42, 42, 38]
-        r = await ctx.create_topics(version, [{"name": "a", "partitions": 2, "configs": {"k": "v"}}])
+        r = await ctx.create_topics(version, [{"name": "a", "partitions": 2, "configs": {"retention.ms": "5000"}}])
         assert codes(r, CREATE_TOPICS) == [0]
         assert codes(await ctx.create_topics(version, [{"name": "a"}]), CREATE_TOPICS) == [36]
 

@@ -64,13 +64,13 @@ def test_main_reports_an_unreachable_broker_in_one_line(capsys) -> None:
     assert f"127.0.0.1:{port}" in err and "Traceback" not in err
 
 
-def test_keyboard_interrupt_exits_130_quietly(monkeypatch, capsys) -> None:
+def test_keyboard_interrupt_exits_130_with_one_line(monkeypatch, capsys) -> None:
     async def interrupted(args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli_main, "_run_client", interrupted)
     assert cli_main.main(["topics", "list"]) == 130
-    assert capsys.readouterr().err == ""
+    assert capsys.readouterr().err == "kgroup: interrupted\n"
 
 
 def test_internal_errors_do_not_leak_a_traceback(monkeypatch, capsys) -> None:

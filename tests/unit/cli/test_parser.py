@@ -16,7 +16,7 @@ def parse(*argv: str):
 def test_serve_defines_the_broker_options_with_defaults() -> None:
     args = parse("serve")
     assert args.command == "serve"
-    assert args.listen is None            # 127.0.0.1:9092 (config.py), or the node's --cluster entry
+    assert args.listen is None  # 127.0.0.1:9092 (config.py), the node's --cluster entry, or none with [[listeners]]
     assert args.advertised is None
     assert args.node_id is None and args.cluster is None and args.node_timeout_ms is None
     assert args.data_dir == "./kgroup-data"

@@ -1,9 +1,9 @@
 """A test context that drives one coordinator shard on a manual clock.
 
-It plays the broker's part: each handler's records are appended to an in-memory log and
-replayed, replies are delivered to `Pending` handles, and `advance(ms)` fires timers at
-their exact deadlines. Tests read as scenarios: join, sync, heartbeat, leave, commit,
-advance.
+It plays the broker's part through the core's `CoordinatorHost` (the lab's path too): each
+handler's records are appended to an in-memory log and replayed, replies are delivered to
+`Pending` handles, and `advance(ms)` fires timers at their exact deadlines. Tests read as
+scenarios: join, sync, heartbeat, leave, commit, advance.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from kgroup.core.classic_group import ClassicGroup
 from kgroup.core.config import GroupConfig
 from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.host import CoordinatorHost
 from kgroup.core.messages import (
     ConsumerGroupHeartbeatRequest,
     HeartbeatRequest,
@@ -30,7 +31,6 @@ from kgroup.core.messages import (
     SyncGroupRequest,
 )
 from kgroup.core.records import Record
-from kgroup.core.result import Result
 
 DEFAULT_PROTOCOLS = (("range", b"meta"),)
 
@@ -58,52 +58,45 @@ class Pending:
 
 
 @dataclass
-class GroupContext:
+class GroupContext(CoordinatorHost):
     config: GroupConfig = field(default_factory=GroupConfig)
     now: int = 0
     log: list[Record] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.coord = GroupCoordinatorShard(self.config)
+        super().__init__(GroupCoordinatorShard(self.config), self.log)
         self.apply(self.coord.load_complete(self.now))
 
-    # ---- plumbing -------------------------------------------------------------------------
+    @property
+    def coord(self) -> GroupCoordinatorShard:
+        return self.coordinator
 
-    def apply(self, result: Result) -> None:
-        for record in result.records:
-            self.log.append(record)
-            self.coord.replay(record)
-        for to, response in result.replies:
+    # ---- plumbing (apply, handle and expire are the host's) ------------------------------
+
+    def deliver(self, replies) -> None:
+        for to, response in replies:
             assert isinstance(to, Pending)
             to.replies += 1
             to.response = response
 
-    def call(self, method, request, *args, **kwargs) -> Pending:
+    def call(self, method, request, *args) -> Pending:
         pending = Pending(request)
         try:
-            result = method(request, pending, self.now, *args, **kwargs)
+            self.handle(method, request, pending, self.now, *args)
         except GroupError as exc:
             pending.raised = exc.code
-            return pending
-        self.apply(result)
         return pending
 
     def advance(self, ms: int) -> None:
         """Move the clock forward, firing each timer at its own deadline."""
         target = self.now + ms
         while True:
-            deadline = self.coord.next_deadline()
+            deadline = self.next_deadline()
             if deadline is None or deadline > target:
                 break
             self.now = max(self.now, deadline)
-            due = self.coord.expire_next(self.now)
-            if due is not None:
-                self.timer_fired(*due)
+            self.expire(self.now)
         self.now = target
-
-    def timer_fired(self, op, result: Result) -> None:
-        """One timer operation ran (a subclass may watch which)."""
-        self.apply(result)
 
     def advance_alive(self, ms: int, members, generation: int, group: str = "g",
                       step: int = 3_000) -> None:

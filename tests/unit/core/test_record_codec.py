@@ -21,6 +21,7 @@ from kgroup.core.records import (
     ClassicGroupRecord,
     ClassicGroupValue,
     ClassicMemberValue,
+    GroupConfigRecord,
     OffsetCommitRecord,
     OffsetCommitValue,
     TxnOffsetCommitRecord,
@@ -84,6 +85,14 @@ TXN_EXAMPLES = [
     TxnOffsetMarkerRecord(-1, False),
 ]
 
+GROUP_CONFIG_EXAMPLES = [
+    GroupConfigRecord("g", (("consumer.heartbeat.interval.ms", "3000"), ("consumer.session.timeout.ms", "45000"))),
+    GroupConfigRecord("grüppe-☃", (("consumer.session.timeout.ms", "métadonnées 🚀"),)),
+    GroupConfigRecord("g", ()),
+    GroupConfigRecord("g", None),
+    GroupConfigRecord("", None),
+]
+
 
 @pytest.mark.parametrize("record", EXAMPLES, ids=lambda r: type(r).__name__)
 def test_round_trip_examples(record):
@@ -115,6 +124,10 @@ def test_versions_in_key_and_value():
     grp = EXAMPLES[7]
     assert struct.unpack_from(">h", encode_key(grp))[0] == 2
     assert struct.unpack_from(">h", encode_value(grp))[0] == 0
+    # Key versions 8-10 are the transaction records; group configs come after them.
+    assert struct.unpack_from(">h", encode(TXN_EXAMPLES[0]))[0] == 8
+    assert struct.unpack_from(">h", encode(TXN_EXAMPLES[-1]))[0] == 10
+    assert struct.unpack_from(">h", encode(GROUP_CONFIG_EXAMPLES[0]))[0] == 11
 
 
 def test_key_version_0_reads_as_offset_commit():
@@ -239,6 +252,9 @@ txn_records = (st.builds(TxnRecord, transactional_id=NAME, value=st.none() | txn
                | st.builds(TxnOffsetCommitRecord, group_id=NAME, topic=NAME, partition=INT32, producer_id=INT64,
                            value=offset_values)
                | st.builds(TxnOffsetMarkerRecord, producer_id=INT64, commit=st.booleans()))
+group_config_records = st.builds(
+    GroupConfigRecord, group_id=NAME,
+    configs=st.none() | st.lists(st.tuples(NAME, TEXT), max_size=4).map(tuple))
 records = offset_records | group_records
 
 SETTINGS = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -261,6 +277,20 @@ def test_transaction_records_round_trip(record):
 @SETTINGS
 @given(txn_records)
 def test_transaction_records_round_trip_property(record):
+    assert decode(encode(record)) == record
+
+
+@pytest.mark.parametrize("record", GROUP_CONFIG_EXAMPLES, ids=lambda r: type(r).__name__)
+def test_group_config_records_round_trip(record):
+    decoded = decode(encode(record))
+    assert decoded == record and type(decoded) is type(record)
+    # A tombstone is the key alone: version, both lengths, the group.
+    assert (len(encode(record)) == 6 + len(record.group_id.encode())) is (record.configs is None)
+
+
+@SETTINGS
+@given(group_config_records)
+def test_group_config_records_round_trip_property(record):
     assert decode(encode(record)) == record
 
 
@@ -313,8 +343,13 @@ def test_garbage_decodes_or_raises_decode_error(payload):
     assert_canonical(record, payload)
 
 
+def _value(record):
+    """What a tombstone lacks: `value`, or a GroupConfigRecord's `configs`."""
+    return record.configs if isinstance(record, GroupConfigRecord) else record.value
+
+
 @SETTINGS
-@given(records | txn_records, st.data())
+@given(records | txn_records | group_config_records, st.data())
 def test_every_strict_prefix_is_rejected_or_shorter_record(record, data):
     payload = encode(record)
     cut = data.draw(st.integers(0, len(payload) - 1))
@@ -323,5 +358,5 @@ def test_every_strict_prefix_is_rejected_or_shorter_record(record, data):
     except RecordDecodeError:
         return
     # The only prefix that decodes is the key alone: the record's tombstone.
-    assert decoded.value is None and record.value is not None
+    assert _value(decoded) is None and _value(record) is not None
     assert encode(decoded) == payload[:cut]

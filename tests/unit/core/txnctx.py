@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kgroup.core.coordinator import GroupCoordinatorShard, counter_producer_ids
+from kgroup.core.host import CoordinatorHost
 from kgroup.core.messages import OffsetCommitPartition, OffsetFetchRequest
 from kgroup.core.result import Result
 from kgroup.core.transactions.config import TransactionConfig
@@ -37,8 +38,8 @@ class TxnContext(GroupContext):
     written: list[tuple] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.coord = GroupCoordinatorShard(self.config, txn_config=self.txn_config,
-                                           new_producer_id=counter_producer_ids())
+        CoordinatorHost.__init__(self, GroupCoordinatorShard(self.config, txn_config=self.txn_config,
+                                                             new_producer_id=counter_producer_ids()), self.log)
         self.coord.update_topics({"t": ("id-t", 4), "u": ("id-u", 2)}, self.now)
         self.apply(self.coord.load_complete(self.now))
 
@@ -107,10 +108,8 @@ class TxnContext(GroupContext):
         fresh = GroupCoordinatorShard(self.config, txn_config=self.txn_config,
                                       new_producer_id=counter_producer_ids(10_000))
         fresh.update_topics(dict(self.coord.shard.topics), self.now)
-        for record in self.log:
-            fresh.replay(record)
-        again.coord = fresh
-        again.log = list(self.log)
+        again.log[:] = self.log
+        again.reload(fresh)
         again.markers = []
         again.apply(fresh.load_complete(self.now))
         return again

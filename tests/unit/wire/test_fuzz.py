@@ -90,3 +90,63 @@ def test_huge_declared_lengths_do_not_allocate() -> None:
         except MalformedRequest:
             continue
         raise AssertionError("decoded garbage")
+
+
+# ---- the SASL path: any sequence of requests into one connection's SASL session ----------
+
+from kgroup.wire.sasl import AuthState, Gate, SaslSession  # noqa: E402
+from kgroup.wire.scram import ScramClient, ScramMechanism, make_credential  # noqa: E402
+
+
+class _Creds:
+    cred = make_credential(ScramMechanism.SCRAM_SHA_256, "pw", b"salt", 4096)
+
+    def scram(self, mechanism, username):
+        return self.cred if (mechanism, username) == (ScramMechanism.SCRAM_SHA_256, "u") else None
+
+    def check_plain(self, username, password):
+        return (username, password) == ("u", "pw")
+
+
+def _good_scram_tokens() -> list[bytes]:
+    c = ScramClient("sha256", "u", "pw", "abc")
+    return [c.first(), b"n,,n=u,r=abc", b"c=biws,r=abc0,p=AAAA"]
+
+
+_steps = st.lists(st.one_of(
+    st.tuples(st.just("request"), st.sampled_from([0, 1, 3, 8, 11, 12, 18, 29, 51])),
+    st.tuples(st.just("handshake"), st.sampled_from(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", ""])),
+    st.tuples(st.just("authenticate"), st.one_of(st.binary(max_size=120), st.sampled_from(
+        [b"\0u\0pw", b"u\0u\0pw", b"\0u\0nope", *_good_scram_tokens()]))),
+    st.tuples(st.just("wait"), st.integers(0, 5000)),
+), max_size=14)
+
+
+@settings(max_examples=600, deadline=None)
+@given(steps=_steps)
+def test_any_sequence_of_sasl_requests_keeps_the_session_consistent(steps) -> None:
+    session = SaslSession(("PLAIN", "SCRAM-SHA-256"), _Creds(), nonce=lambda: "srv", secret=b"k", reauth_ms=2000)
+    now = 0
+    closed = False
+    for kind, value in steps:
+        if kind == "wait":
+            now += value
+            continue
+        api = {"request": value, "handshake": 17, "authenticate": 36}[kind]
+        gate = session.gate(api, now)
+        if closed:
+            # A connection the broker closed never gets anything through again.
+            assert gate in (Gate.CLOSE, Gate.REFUSE)
+            continue
+        if gate is Gate.SASL:
+            answer = (session.handshake(value) if api == 17 else session.authenticate(value, now))
+            closed = answer.close
+        elif gate in (Gate.CLOSE, Gate.REFUSE):
+            closed = True
+        elif gate is Gate.SERVE:
+            # Only ApiVersions passes before authentication; anything passes after it.
+            assert api == 18 or session.authenticated
+        if session.state is AuthState.FAILED:
+            assert closed
+        if session.principal is not None:
+            assert session.principal == "User:u"

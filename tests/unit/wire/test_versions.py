@@ -30,10 +30,25 @@ AT_LEAST = {
 # DescribeProducers 0, DescribeTransactions 0, ListTransactions 0-1).
 TXN_AT_LEAST = {22: (0, 4), 24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 61: (0, 0), 65: (0, 0), 66: (0, 1)}
 
+# Security (SASL, ACLs, SCRAM credentials): KIP-43/152, the ACL APIs, KIP-554.
+SECURITY_APIS = {17, 36, 29, 30, 31, 50, 51}
+
+# Served beyond PROTOCOL.md's table because admin tools and web UIs call them:
+# DeleteRecords, DescribeConfigs, AlterConfigs, DescribeLogDirs, IncrementalAlterConfigs and
+# DescribeCluster.
+ADMIN_AT_LEAST = {21: (0, 2), 32: (1, 4), 33: (0, 2), 35: (1, 4), 44: (0, 1), 60: (0, 2)}
+
+# Share groups (KIP-932), at exactly the versions librdkafka's ShareConsumer sends (v1 of
+# 76-79), and the share-group offsets admin APIs.
+SHARE_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 1), 79: (1, 1), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
+
 
 def test_table_covers_protocol_md() -> None:
-    assert set(SUPPORTED_APIS) == set(AT_LEAST) | set(TXN_AT_LEAST)
-    for key, (lo, hi) in {**AT_LEAST, **TXN_AT_LEAST}.items():
+    assert set(SUPPORTED_APIS) == set(AT_LEAST) | set(TXN_AT_LEAST) | set(ADMIN_AT_LEAST) | SECURITY_APIS \
+        | set(SHARE_APIS)
+    for key, (lo, hi) in SHARE_APIS.items():
+        assert (SUPPORTED_APIS[key].min_version, SUPPORTED_APIS[key].max_version) == (lo, hi)
+    for key, (lo, hi) in {**AT_LEAST, **TXN_AT_LEAST, **ADMIN_AT_LEAST}.items():
         r = SUPPORTED_APIS[key]
         assert r.min_version <= lo and r.max_version >= hi, r
 

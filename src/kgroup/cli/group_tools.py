@@ -1,0 +1,484 @@
+"""The group tools operators know from ``kafka-consumer-groups.sh`` and ``rpk group``.
+
+``groups list`` (state and type filters, case-insensitive, checked), ``groups describe``
+(``--offsets``, the default; ``--members [--verbose]``; ``--state``; several groups or
+``--all-groups``; Kafka's column names), ``groups reset-offsets`` (every Kafka scenario:
+``--to-earliest``, ``--to-latest``, ``--to-offset``, ``--to-current``, ``--to-datetime``,
+``--by-duration``, ``--shift-by``, ``--from-file``; ``--topic T[:P,P]`` or ``--all-topics``;
+``--dry-run`` by default, ``--execute``; ``--export`` as CSV), ``groups delete-offsets`` and
+``groups alter-config`` (group configs over IncrementalAlterConfigs). ``--format json`` on
+list and describe prints one document (output.py).
+
+Share groups (KIP-932) go through the same commands: their position is each share
+partition's start offset (DescribeShareGroupOffsets), shown beside the log end and the
+records past it still in flight (not yet accepted or archived); a reset of an empty share
+group moves the start offsets (AlterShareGroupOffsets). A share partition may be assigned to
+several members, so its row names them all.
+
+Each command is ``async def cmd(args, admin, out) -> int`` like those in commands.py.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from kgroup.client.admin import (
+    EARLIEST,
+    GROUP_RESOURCE,
+    LATEST,
+    AdminClient,
+    GroupDescription,
+)
+from kgroup.client.errors import BrokerError, UnsupportedApi
+from kgroup.error_codes import ErrorCode
+
+from .commands import _describe, _group_errors, _log_end, _topic
+from .config_tools import alter_and_print
+from .errors import CliError, UsageError
+from .member_payloads import assignment_text
+from .output import cell, emit_json, table
+from .specs import TopicSpec, parse_datetime, parse_duration, read_reset_plan
+
+# Kafka's group states and types (GroupState, GroupType), for the list filters.
+GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning",
+                "Reconciling", "NotReady")
+GROUP_TYPES = ("classic", "consumer", "share", "streams")
+INACTIVE = ("Empty", "Dead")
+
+
+def _checked(values: list[str], valid: tuple[str, ...], what: str) -> list[str]:
+    """The filter values, matched case-insensitively to Kafka's spelling; UsageError if unknown."""
+    by_lower = {v.lower(): v for v in valid}
+    out = []
+    for value in values:
+        for part in value.split(","):
+            known = by_lower.get(part.strip().lower())
+            if known is None:
+                raise UsageError(f"unknown group {what} {part.strip()!r}", f"use one of: {', '.join(valid)}")
+            out.append(known)
+    return out
+
+
+# -- list ---------------------------------------------------------------------------------
+
+
+async def groups_list(args: Any, admin: AdminClient, out: TextIO) -> int:
+    states = _checked(args.state, GROUP_STATES, "state")
+    types = _checked(args.type, GROUP_TYPES, "type")
+    groups = await admin.list_groups(states=states, types=types)
+    if args.format == "json":
+        emit_json({"groups": [{"group": g.group_id, "state": g.state, "type": g.group_type,
+                               "protocol_type": g.protocol_type or None} for g in groups]}, out)
+        return 0
+    rows = [["GROUP", "STATE", "TYPE", "PROTOCOL-TYPE"]]
+    rows += [[g.group_id, cell(g.state), cell(g.group_type), g.protocol_type or "-"] for g in groups]
+    table(rows, out)
+    return 0
+
+
+async def _chosen_groups(args: Any, admin: AdminClient) -> list[str]:
+    """GROUP arguments and --group options in order, or every group with --all-groups."""
+    named = list(dict.fromkeys([*(getattr(args, "groups", None) or []), *(args.group or [])]))
+    if args.all_groups:
+        if named:
+            raise UsageError("give group names or --all-groups, not both")
+        return [g.group_id for g in await admin.list_groups()]
+    if not named:
+        raise UsageError("name a group (GROUP or --group GROUP) or give --all-groups")
+    return named
+
+
+# -- describe ------------------------------------------------------------------------------
+
+
+def _is_share(desc: GroupDescription | None) -> bool:
+    return desc is not None and desc.group_type == "share"
+
+
+async def _positions(admin: AdminClient, group: str, desc: GroupDescription | None) -> dict[tuple[str, int], int]:
+    """Where the group stands per partition: committed offsets, or a share group's start offsets."""
+    try:
+        if _is_share(desc):
+            return await admin.list_share_group_offsets(group)
+        return await admin.list_group_offsets(group)
+    except BrokerError as exc:
+        _group_errors(exc, group)
+        raise
+
+
+@dataclass(slots=True)
+class _Described:
+    group: str
+    description: GroupDescription | None
+    coordinator: tuple[int, str, int] | None
+    # committed offsets; for a share group its share partitions' start offsets
+    committed: dict[tuple[str, int], int]
+    ends: dict[tuple[str, int], int] = field(default_factory=dict)
+    # share groups only: (topic, partition) -> records past the start offset still in flight
+    in_flight: dict[tuple[str, int], int] | None = None
+
+    @property
+    def state(self) -> str | None:
+        return None if self.description is None else self.description.state
+
+    @property
+    def kind(self) -> str:
+        return "share" if _is_share(self.description) else "consumer"
+
+    def owners(self) -> dict[tuple[str, int], list[Any]]:
+        """(topic, partition) -> its members (one, except in a share group), in member order."""
+        members = self.description.members if self.description is not None else ()
+        owners: dict[tuple[str, int], list[Any]] = {}
+        for m in members:
+            for t, ps in (m.assignment or {}).items():
+                for p in ps:
+                    owners.setdefault((t, p), []).append(m)
+        return owners
+
+
+async def _describe_one(admin: AdminClient, group: str) -> _Described:
+    desc = await _describe(admin, group)
+    in_flight = None
+    if _is_share(desc):
+        # 1. A share group: start offsets and in-flight counts in one DescribeShareGroupOffsets.
+        try:
+            shares = await admin.share_group_offsets(group)
+        except BrokerError as exc:
+            _group_errors(exc, group)
+            raise
+        committed = {k: start for k, (start, _) in shares.items() if start >= 0}
+        in_flight = {k: n for k, (_, n) in shares.items() if n >= 0}
+    else:
+        committed = await admin.list_group_offsets(group)
+    if desc is not None and desc.state == "Dead" and not committed:
+        raise CliError(f"group {group!r} does not exist", "check the name with `kgroup groups list`")
+    try:
+        coord = await admin.find_coordinator(group)
+        coordinator = (coord.node_id, coord.host, coord.port)
+    except (BrokerError, UnsupportedApi):
+        coordinator = None
+    got = _Described(group, desc, coordinator, committed, in_flight=in_flight)
+    keys = set(committed) | set(got.owners()) | set(in_flight or ())
+    got.ends = await _log_end(admin, {t for t, _ in keys})
+    return got
+
+
+def _offset_rows(d: _Described) -> list[dict[str, Any]]:
+    """One row per partition; the same keys for every group type (README's JSON shape)."""
+    owners = d.owners()
+    share = d.in_flight is not None
+    rows = []
+    for key in sorted(set(d.committed) | set(owners) | set(d.in_flight or ())):
+        cur, end = d.committed.get(key), d.ends.get(key)
+        members = owners.get(key, [])
+        member = members[0] if members and not share else None
+        rows.append({"topic": key[0], "partition": key[1],
+                     "current_offset": None if share else cur, "log_end_offset": end,
+                     "lag": max(0, end - cur) if not share and cur is not None and end is not None else None,
+                     "consumer_id": member.member_id if member else None,
+                     "host": member.client_host if member else None,
+                     "client_id": member.client_id if member else None,
+                     "start_offset": cur if share else None,
+                     "in_flight": d.in_flight.get(key) if share else None,
+                     "consumer_ids": [m.member_id for m in members] if share else None})
+    return rows
+
+
+def _member_rows(d: _Described) -> list[dict[str, Any]]:
+    desc = d.description
+    members = desc.members if desc is not None else ()
+    # DescribeGroups carries each member's bytes; ConsumerGroupDescribe and ShareGroupDescribe none.
+    has_bytes = desc is not None and desc.group_type == "classic"
+    rows = []
+    for m in members:
+        partitions = None if m.assignment is None else \
+            [{"topic": t, "partition": p} for t, ps in sorted(m.assignment.items()) for p in ps]
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in partitions:
+                by_topic.setdefault(tp["topic"], []).append(tp["partition"])
+            assignment = ", ".join(f"{t}({','.join(map(str, ps))})" for t, ps in sorted(by_topic.items())) or "-"
+        else:
+            assignment = assignment_text(desc, m)        # tasks, leader/follower, or opaque bytes
+        rows.append({"consumer_id": m.member_id, "group_instance_id": m.group_instance_id, "host": m.client_host,
+                     "client_id": m.client_id, "partitions": partitions, "assignment": assignment,
+                     "metadata_bytes": len(m.metadata) if has_bytes else None,
+                     "assignment_bytes": len(m.assignment_bytes) if has_bytes else None})
+    return rows
+
+
+def _document(d: _Described) -> dict[str, Any]:
+    desc = d.description
+    return {
+        "group": d.group,
+        "state": d.state,
+        "type": desc.group_type if desc else None,
+        "protocol_type": desc.protocol_type or None if desc else None,
+        "assignment_strategy": desc.protocol or None if desc else None,
+        "coordinator": None if d.coordinator is None else
+        {"id": d.coordinator[0], "host": d.coordinator[1], "port": d.coordinator[2]},
+        "members": _member_rows(d),
+        "offsets": _offset_rows(d),
+    }
+
+
+def _note_state(d: _Described, err: TextIO) -> None:
+    """Kafka's notes for an inactive or rebalancing group (to stderr, as Kafka's tool)."""
+    if d.state == "Empty":
+        err.write(f"kgroup: {d.kind} group {d.group!r} has no active members\n")
+    elif d.state not in (None, "Stable", "Dead"):
+        err.write(f"kgroup: warning: {d.kind} group {d.group!r} is rebalancing ({d.state})\n")
+
+
+def _print_offsets(d: _Described, out: TextIO) -> None:
+    if d.in_flight is not None:
+        rows = [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "IN-FLIGHT", "CONSUMER-IDS"]]
+        rows += [[d.group, r["topic"], str(r["partition"]), cell(r["start_offset"]), cell(r["log_end_offset"]),
+                  cell(r["in_flight"]), ",".join(r["consumer_ids"]) or "-"] for r in _offset_rows(d)]
+    else:
+        rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                 "CLIENT-ID"]]
+        rows += [[d.group, r["topic"], str(r["partition"]), cell(r["current_offset"]), cell(r["log_end_offset"]),
+                  cell(r["lag"]), cell(r["consumer_id"]), cell(r["host"]), cell(r["client_id"])]
+                 for r in _offset_rows(d)]
+    if len(rows) > 1:
+        table(rows, out)
+
+
+def _print_members(d: _Described, out: TextIO, verbose: bool) -> None:
+    members = _member_rows(d)
+    with_instance = any(m["group_instance_id"] for m in members)
+    head = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if with_instance else []) + \
+        ["HOST", "CLIENT-ID", "#PARTITIONS"]
+    if verbose:
+        head += ["METADATA-BYTES", "ASSIGNMENT-BYTES", "ASSIGNMENT"]
+    rows = [head]
+    for m in members:
+        parts = m["partitions"]
+        row = [d.group, m["consumer_id"]] + ([cell(m["group_instance_id"])] if with_instance else [])
+        row += [m["host"], m["client_id"], cell(None if parts is None else len(parts))]
+        if verbose:
+            row += [cell(m["metadata_bytes"]), cell(m["assignment_bytes"]), m["assignment"]]
+        rows.append(row)
+    table(rows, out)
+
+
+def _print_state(d: _Described, out: TextIO) -> None:
+    coordinator = "-" if d.coordinator is None else f"{d.coordinator[1]}:{d.coordinator[2]}  ({d.coordinator[0]})"
+    desc = d.description
+    table([["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
+           [d.group, coordinator, (desc.protocol or "-") if desc else "-", cell(d.state),
+            str(len(desc.members)) if desc else "-"]], out)
+
+
+async def groups_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
+    if args.verbose and not (args.members or args.state):
+        raise UsageError("--verbose goes with --members (or --state)")
+    described = [await _describe_one(admin, g) for g in await _chosen_groups(args, admin)]
+    if args.format == "json":
+        emit_json({"groups": [_document(d) for d in described]}, out)
+        return 0
+    for i, d in enumerate(described):
+        if i:
+            out.write("\n")
+        _note_state(d, sys.stderr)
+        if args.state:
+            _print_state(d, out)
+        elif args.members:
+            _print_members(d, out, args.verbose)
+        else:
+            _print_offsets(d, out)
+    return 0
+
+
+# -- reset-offsets ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Logs:
+    """Log start and end offsets, fetched once per topic."""
+
+    admin: AdminClient
+    starts: dict[tuple[str, int], int] = field(default_factory=dict)
+    ends: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    async def load(self, topic: str, partitions: list[int]) -> None:
+        missing = [p for p in partitions if (topic, p) not in self.ends]
+        if missing:
+            for p, off in (await self.admin.list_offsets(topic, missing, EARLIEST)).items():
+                self.starts[(topic, p)] = off
+            for p, off in (await self.admin.list_offsets(topic, missing, LATEST)).items():
+                self.ends[(topic, p)] = off
+
+    def clamp(self, key: tuple[str, int], offset: int) -> int:
+        """Into [log start, log end], as Kafka's tool clamps a requested offset."""
+        return min(max(offset, self.starts[key]), self.ends[key])
+
+
+async def _partitions_of(admin: AdminClient, spec: TopicSpec) -> list[int]:
+    existing = [p.partition for p in (await _topic(admin, spec.topic)).partitions]
+    if spec.partitions is None:
+        return existing
+    absent = sorted(set(spec.partitions) - set(existing))
+    if absent:
+        raise CliError(f"topic {spec.topic!r} has no partition {absent[0]} (it has {len(existing)})",
+                       f"use partitions 0..{len(existing) - 1}")
+    return list(spec.partitions)
+
+
+async def _reset_scope(args: Any, admin: AdminClient, group: str, committed: dict[tuple[str, int], int],
+                       plan: dict[str, dict[tuple[str, int], int]] | None) -> list[tuple[str, int]]:
+    if plan is not None:
+        if group not in plan:
+            raise CliError(f"the reset plan has no line for group {group!r}",
+                           "add group,topic,partition,offset lines for it")
+        return sorted(plan[group])
+    if args.all_topics:
+        return sorted(committed)
+    keys = []
+    for spec in args.topic:
+        keys += [(spec.topic, p) for p in await _partitions_of(admin, spec)]
+    return sorted(set(keys))
+
+
+async def _reset_targets(args: Any, admin: AdminClient, group: str, keys: list[tuple[str, int]],
+                         committed: dict[tuple[str, int], int], logs: _Logs,
+                         plan: dict[str, dict[tuple[str, int], int]] | None) -> dict[tuple[str, int], int]:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in keys:
+        by_topic.setdefault(t, []).append(p)
+    for t, ps in by_topic.items():
+        await logs.load(t, ps)
+    if args.to_datetime is not None or args.by_duration is not None:
+        when = (args.to_datetime if args.to_datetime is not None
+                else int(time.time() * 1000) - args.by_duration)
+        found: dict[tuple[str, int], int] = {}
+        for t, ps in by_topic.items():
+            for p, off in (await admin.list_offsets(t, ps, when)).items():
+                # No record at or after that time: the log end, as Kafka's tool does.
+                found[(t, p)] = logs.ends[(t, p)] if off < 0 else off
+        return {k: found[k] for k in keys}
+    targets = {}
+    for key in keys:
+        if args.to_earliest:
+            targets[key] = logs.starts[key]
+        elif args.to_latest:
+            targets[key] = logs.ends[key]
+        elif args.to_offset is not None:
+            targets[key] = logs.clamp(key, args.to_offset)
+        elif args.to_current:
+            targets[key] = committed.get(key, logs.ends[key])
+        elif args.shift_by is not None:
+            if key not in committed:
+                raise CliError(f"cannot shift the offset of {key[0]}-{key[1]} for group {group!r}: "
+                               "it has no committed offset", "reset it with --to-earliest or --to-offset first")
+            targets[key] = logs.clamp(key, committed[key] + args.shift_by)
+        else:
+            targets[key] = logs.clamp(key, plan[group][key])
+    return targets
+
+
+async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> int:
+    if args.from_file is None and not args.topic and not args.all_topics:
+        raise UsageError("say which partitions to reset", "give --topic TOPIC[:PARTITION,...] (repeatable) "
+                         "or --all-topics")
+    groups = await _chosen_groups(args, admin)
+    plan = None
+    if args.from_file is not None:
+        try:
+            plan = read_reset_plan(Path(args.from_file).read_text(), groups)
+        except FileNotFoundError:
+            raise CliError(f"no such file: {args.from_file}", "give the CSV that --export wrote") from None
+        except ValueError as exc:
+            raise CliError(f"{args.from_file}: {exc}", "write topic,partition,offset lines "
+                           "(or group,topic,partition,offset)") from None
+    logs = _Logs(admin)
+    share_groups: set[str] = set()          # their "committed offsets" are share-partition start offsets
+    plans: dict[str, tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]] = {}
+    for group in groups:
+        desc = await _describe(admin, group)
+        if desc is not None and desc.state not in INACTIVE:
+            raise CliError(f"assignments can only be reset if the group {group!r} is inactive, but the current "
+                           f"state is {desc.state} ({len(desc.members)} member(s))",
+                           "stop its consumers (or `kgroup groups remove-members`) and retry")
+        committed = await _positions(admin, group, desc)
+        keys = await _reset_scope(args, admin, group, committed, plan)
+        plans[group] = (committed, await _reset_targets(args, admin, group, keys, committed, logs, plan))
+        if _is_share(desc):
+            share_groups.add(group)
+    # Output: the CSV --from-file reads back, or the plan as a table.
+    if args.export:
+        single = len(groups) == 1 and not args.all_groups
+        for group, (_, targets) in plans.items():
+            for (t, p), off in sorted(targets.items()):
+                out.write(f"{t},{p},{off}\n" if single else f"{group},{t},{p},{off}\n")
+    else:
+        rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"]]
+        for group, (committed, targets) in plans.items():
+            rows += [[group, t, str(p), cell(committed.get((t, p))), str(off)] for (t, p), off in sorted(targets.items())]
+        table(rows, out)
+    if not args.execute:
+        sys.stderr.write("kgroup: dry run: nothing committed; add --execute to commit these offsets\n")
+        return 0
+    for group, (_, targets) in plans.items():
+        if not targets:
+            continue
+        try:
+            if group in share_groups:
+                by_topic: dict[str, dict[int, int]] = {}
+                for (t, p), off in targets.items():
+                    by_topic.setdefault(t, {})[p] = off
+                await admin.alter_share_group_offsets(group, by_topic)
+            else:
+                await admin.alter_group_offsets(group, targets, require_empty=False)
+        except BrokerError as exc:
+            _group_errors(exc, group)
+            raise
+    sys.stderr.write(f"kgroup: committed new offsets for {len(plans)} group(s)\n")
+    return 0
+
+
+# -- delete-offsets ----------------------------------------------------------------------------
+
+
+async def groups_delete_offsets(args: Any, admin: AdminClient, out: TextIO) -> int:
+    wanted: dict[str, list[int]] = {}
+    for spec in args.topic:
+        wanted.setdefault(spec.topic, [])
+        wanted[spec.topic] = sorted(set(wanted[spec.topic]) | set(await _partitions_of(admin, spec)))
+    try:
+        result = await admin.delete_group_offsets(args.group, wanted)
+    except BrokerError as exc:
+        _group_errors(exc, args.group)
+        raise
+    rows = [["TOPIC", "PARTITION", "STATUS"]]
+    rows += [[t, str(p), "Successful" if e is ErrorCode.NONE else e.name] for (t, p), e in sorted(result.items())]
+    table(rows, out)
+    failed = sorted({e for e in result.values() if e is not ErrorCode.NONE})
+    if failed:
+        hint = ("the group's members still consume that topic; stop them or unsubscribe first"
+                if ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC in failed else "check the group and topic names")
+        raise CliError(f"offsets of {sum(e is not ErrorCode.NONE for e in result.values())} partition(s) not "
+                       f"deleted: {', '.join(e.name for e in failed)}", hint)
+    return 0
+
+
+# -- alter-config ------------------------------------------------------------------------------
+
+
+async def groups_alter_config(args: Any, admin: AdminClient, out: TextIO) -> int:
+    return await alter_and_print(admin, GROUP_RESOURCE, args.group, "group", args, out)
+
+
+GROUP_COMMANDS: dict[tuple[str, str], Callable[[Any, AdminClient, TextIO], Awaitable[int]]] = {
+    ("groups", "list"): groups_list,
+    ("groups", "describe"): groups_describe,
+    ("groups", "reset-offsets"): groups_reset_offsets,
+    ("groups", "delete-offsets"): groups_delete_offsets,
+    ("groups", "alter-config"): groups_alter_config,
+}

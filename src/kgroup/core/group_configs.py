@@ -1,0 +1,301 @@
+"""Group-level configs (KIP-848): Kafka 4.x names, layered over the broker's settings.
+
+How this works: a group's dynamic configs are set with IncrementalAlterConfigs or
+AlterConfigs on a GROUP resource (type 32) and kept as one `GroupConfigRecord` per group in
+the group-metadata log: keyed by group id, replayed like every other record and carried in
+snapshots, so they live with the group's metadata partition wherever that partition is
+loaded. The value a group runs with is the first found of: its dynamic config (source
+GROUP_CONFIG), its `[group.overrides.<group id>]` table of the broker's TOML file (source
+STATIC_BROKER_CONFIG), the broker's `[group]` setting (source DEFAULT_CONFIG). Dynamic
+values are checked against the broker's bounds (the TOML's min/max settings) as Kafka's
+GroupConfig.validate does, and configs may be set for a group that does not exist yet.
+
+`GROUP_CONFIGS` is the table of known names, built from `KINDS`: each group kind adds a
+tuple of `GroupConfigDef`s there (the consumer protocol's `consumer.*`, the share groups'
+`share.*`); `PAIRS` lists the (session timeout, heartbeat interval) pairs whose effective
+values must stay ordered. A config is an INT within its bounds, or a STRING among its
+choices (`share.auto.offset.reset`); `value` gives it typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from types import MappingProxyType
+
+from kgroup.core.config import GroupConfig
+from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.records import GroupConfigRecord
+from kgroup.core.result import ReplyTo, Result
+from kgroup.core.state import ShardState
+
+
+class ConfigSource(IntEnum):
+    """DescribeConfigs config sources, with Kafka's numbers."""
+
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    GROUP_CONFIG = 8
+
+
+class ConfigOp(IntEnum):
+    """IncrementalAlterConfigs operations, with Kafka's numbers."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigDef:
+    """One group config: its name, where its broker default comes from, its bounds."""
+
+    name: str
+    broker_name: str                      # the broker setting of the default, Kafka's name
+    default: Callable[[GroupConfig], int | str]
+    toml_override: Callable[[GroupConfig, str], int | None]
+    minimum: Callable[[GroupConfig], int]
+    min_name: str
+    maximum: Callable[[GroupConfig], int]
+    max_name: str
+    doc: str
+    # A STRING config's valid values (lower case); empty for an INT config.
+    choices: tuple[str, ...] = ()
+
+    @property
+    def type_name(self) -> str:
+        """Kafka's ConfigDef type: INT or STRING."""
+        return "STRING" if self.choices else "INT"
+
+    def parse(self, text: str | None) -> int | str:
+        """The typed value of ``text``; GroupError INVALID_CONFIG when it is not one (bounds apart)."""
+        if self.choices:
+            value = str(text).strip().lower()
+            if text is None or value not in self.choices:
+                raise _invalid(f"Invalid value {text} for configuration {self.name}: String must be one of: "
+                               f"{', '.join(self.choices)}")
+            return value
+        try:
+            number = int(str(text).strip())
+        except ValueError:
+            raise _invalid(f"Invalid value {text} for configuration {self.name}: Not a number of type INT") from None
+        if not -(2 ** 31) <= number < 2 ** 31:
+            raise _invalid(f"Invalid value {text} for configuration {self.name}: Not a number of type INT")
+        return number
+
+    def bounds_problem(self, config: GroupConfig, value: int | str) -> str | None:
+        """Why ``value`` is outside the broker's bounds for this config, or None."""
+        if self.choices:
+            return None
+        if value < self.minimum(config):  # type: ignore[operator]
+            return f"{self.name} must be greater than or equal to {self.min_name} ({self.minimum(config)}), not {value}"
+        if value > self.maximum(config):  # type: ignore[operator]
+            return f"{self.name} must be less than or equal to {self.max_name} ({self.maximum(config)}), not {value}"
+        return None
+
+
+def _override(index: int) -> Callable[[GroupConfig, str], int | None]:
+    def look(config: GroupConfig, group_id: str) -> int | None:
+        for row in config.consumer_group_overrides:
+            if row[0] == group_id:
+                return row[index]
+        return None
+    return look
+
+
+CONSUMER_SESSION_TIMEOUT = "consumer.session.timeout.ms"
+CONSUMER_HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
+
+CONSUMER_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
+    GroupConfigDef(
+        CONSUMER_SESSION_TIMEOUT, "group.consumer.session.timeout.ms",
+        lambda c: c.consumer_session_timeout_ms, _override(1),
+        lambda c: c.consumer_min_session_timeout_ms, "group.consumer.min.session.timeout.ms",
+        lambda c: c.consumer_max_session_timeout_ms, "group.consumer.max.session.timeout.ms",
+        "The timeout to detect client failures when using the consumer group protocol."),
+    GroupConfigDef(
+        CONSUMER_HEARTBEAT_INTERVAL, "group.consumer.heartbeat.interval.ms",
+        lambda c: c.consumer_heartbeat_interval_ms, _override(2),
+        lambda c: c.consumer_min_heartbeat_interval_ms, "group.consumer.min.heartbeat.interval.ms",
+        lambda c: c.consumer_max_heartbeat_interval_ms, "group.consumer.max.heartbeat.interval.ms",
+        "The heartbeat interval given to the members of a consumer group."),
+)
+
+def _no_override(config: GroupConfig, group_id: str) -> None:
+    return None
+
+
+def _share(name: str, doc: str, choices: tuple[str, ...] = ()) -> GroupConfigDef:
+    """A share.* config (KIP-932): its default is the broker's [group] share_* setting, its
+    bounds the share_min_* / share_max_* ones (Kafka's group.share.* names)."""
+    key = name.replace(".", "_")                          # share.record.lock.duration.ms -> share_record_lock_...
+    bare = name.removeprefix("share.")
+    if choices:
+        return GroupConfigDef(name, name, lambda c: getattr(c, key), _no_override, lambda c: 0, "",
+                              lambda c: 0, "", doc, choices)
+    low, high = key.replace("share_", "share_min_", 1), key.replace("share_", "share_max_", 1)
+    return GroupConfigDef(name, f"group.{name}", lambda c: getattr(c, key), _no_override,
+                          lambda c: getattr(c, low), f"group.share.min.{bare}",
+                          lambda c: getattr(c, high), f"group.share.max.{bare}", doc)
+
+
+SHARE_SESSION_TIMEOUT = "share.session.timeout.ms"
+SHARE_HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
+SHARE_RECORD_LOCK_DURATION = "share.record.lock.duration.ms"
+SHARE_DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
+SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
+SHARE_MAX_RECORD_LOCKS = "share.partition.max.record.locks"
+SHARE_AUTO_OFFSET_RESETS = ("latest", "earliest")
+
+SHARE_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
+    _share(SHARE_SESSION_TIMEOUT, "The timeout to detect client failures of a share group member."),
+    _share(SHARE_HEARTBEAT_INTERVAL, "The heartbeat interval given to the members of a share group."),
+    _share(SHARE_RECORD_LOCK_DURATION, "How long a share group member holds an acquired record."),
+    _share(SHARE_DELIVERY_COUNT_LIMIT, "How many times a record is delivered before it is archived."),
+    _share(SHARE_AUTO_OFFSET_RESET, "Where a share partition starts when it has no state: latest or earliest.",
+           SHARE_AUTO_OFFSET_RESETS),
+    _share(SHARE_MAX_RECORD_LOCKS, "The most in-flight records of one share partition."),
+)
+
+# Each group kind's configs.
+KINDS: tuple[tuple[GroupConfigDef, ...], ...] = (CONSUMER_GROUP_CONFIGS, SHARE_GROUP_CONFIGS)
+# (session timeout, heartbeat interval): the first must stay greater than the second.
+PAIRS: tuple[tuple[str, str], ...] = ((CONSUMER_SESSION_TIMEOUT, CONSUMER_HEARTBEAT_INTERVAL),
+                                      (SHARE_SESSION_TIMEOUT, SHARE_HEARTBEAT_INTERVAL))
+
+GROUP_CONFIGS: Mapping[str, GroupConfigDef] = MappingProxyType(
+    {d.name: d for kind in KINDS for d in kind})
+
+
+@dataclass(frozen=True, slots=True)
+class AlterGroupConfigsRequest:
+    """Changes to one group's dynamic configs.
+
+    ``incremental``: IncrementalAlterConfigs, (name, op, value) changes on top of what is
+    set. Otherwise AlterConfigs: the (name, SET, value) pairs replace every dynamic config.
+    """
+
+    group_id: str
+    changes: tuple[tuple[str, int, str | None], ...]
+    incremental: bool = True
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedGroupConfig:
+    name: str
+    value: str
+    source: ConfigSource
+    # (name, value, source) from the one in force down to the broker default.
+    synonyms: tuple[tuple[str, str, ConfigSource], ...]
+    doc: str
+    type_name: str = "INT"                # Kafka's ConfigDef type: INT or STRING
+
+
+def _invalid(message: str) -> GroupError:
+    return GroupError(ErrorCode.INVALID_CONFIG, message)
+
+
+def _known_names() -> str:
+    return ", ".join(sorted(GROUP_CONFIGS))
+
+
+class GroupConfigs:
+    """The group configs of one shard: lookups for the protocols, and the admin handlers."""
+
+    def __init__(self, shard: ShardState) -> None:
+        self.shard = shard
+
+    # ---- what a group runs with -------------------------------------------------------
+
+    def value(self, group_id: str, name: str) -> int | str:
+        """The effective value of config ``name`` for ``group_id``, typed (int, or str)."""
+        dynamic = self.shard.stored.group_configs.get(group_id)
+        if dynamic:
+            for key, raw in dynamic:
+                if key == name:
+                    return GROUP_CONFIGS[name].parse(raw)
+        return self._inherited(group_id, name)
+
+    def int_value(self, group_id: str, name: str) -> int:
+        return int(self.value(group_id, name))
+
+    def consumer_session_timeout(self, group_id: str) -> int:
+        return self.int_value(group_id, CONSUMER_SESSION_TIMEOUT)
+
+    def consumer_heartbeat_interval(self, group_id: str) -> int:
+        return self.int_value(group_id, CONSUMER_HEARTBEAT_INTERVAL)
+
+    # ---- IncrementalAlterConfigs / AlterConfigs ---------------------------------------
+
+    def alter(self, req: AlterGroupConfigsRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """Check and apply changes to a group's dynamic configs; replies None when done."""
+        # 1. The group id and every name must be known, each op fit for its (int or string) config.
+        if not req.group_id:
+            raise GroupError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+        current = dict(self.shard.stored.group_configs.get(req.group_id, ()))
+        updated = dict(current) if req.incremental else {}
+        for name, op, value in req.changes:
+            if name not in GROUP_CONFIGS:
+                raise _invalid(f"Unknown group config name: {name}; valid names: {_known_names()}")
+            if op == ConfigOp.DELETE:
+                updated.pop(name, None)
+            elif op == ConfigOp.SET:
+                updated[name] = str(GROUP_CONFIGS[name].parse(value))
+            elif op in (ConfigOp.APPEND, ConfigOp.SUBTRACT):
+                raise _invalid(f"{ConfigOp(op).name} is only for list configs; {name} is "
+                               f"{'a string' if GROUP_CONFIGS[name].choices else 'an int'}")
+            else:
+                raise GroupError(ErrorCode.INVALID_REQUEST, f"unknown config operation {op}")
+        # 2. Bounds, then the pairs, on the values the group would run with.
+        for name, raw in updated.items():
+            problem = GROUP_CONFIGS[name].bounds_problem(self.shard.config, GROUP_CONFIGS[name].parse(raw))
+            if problem is not None:
+                raise _invalid(problem)
+        for session, heartbeat in PAIRS:
+            s = int(updated[session]) if session in updated else int(self._inherited(req.group_id, session))
+            h = int(updated[heartbeat]) if heartbeat in updated else int(self._inherited(req.group_id, heartbeat))
+            if s <= h:
+                raise _invalid(f"{session} ({s}) must be greater than {heartbeat} ({h})")
+        # 3. One record holding the whole new set (a tombstone once none is left).
+        if req.validate_only or updated == current:
+            return Result((), ((reply, None),))
+        value = tuple(sorted(updated.items())) or None
+        return Result((GroupConfigRecord(req.group_id, value),), ((reply, None),))
+
+    def _inherited(self, group_id: str, name: str) -> int | str:
+        """The value without dynamic configs: the TOML override, else the broker's."""
+        d = GROUP_CONFIGS[name]
+        override = d.toml_override(self.shard.config, group_id)
+        return d.default(self.shard.config) if override is None else override
+
+    # ---- DescribeConfigs --------------------------------------------------------------
+
+    def describe(self, group_id: str, reply: ReplyTo, now_ms: int) -> Result:
+        """Every known config of ``group_id`` with its value, source and synonyms."""
+        if not group_id:
+            raise GroupError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+        dynamic = dict(self.shard.stored.group_configs.get(group_id, ()))
+        config = self.shard.config
+        described = []
+        for name in sorted(GROUP_CONFIGS):
+            d = GROUP_CONFIGS[name]
+            chain: list[tuple[str, str, ConfigSource]] = []
+            if name in dynamic:
+                chain.append((name, dynamic[name], ConfigSource.GROUP_CONFIG))
+            override = d.toml_override(config, group_id)
+            if override is not None:
+                chain.append((name, str(override), ConfigSource.STATIC_BROKER_CONFIG))
+            chain.append((d.broker_name, str(d.default(config)), ConfigSource.DEFAULT_CONFIG))
+            described.append(DescribedGroupConfig(name, chain[0][1], chain[0][2], tuple(chain), d.doc, d.type_name))
+        return Result((), ((reply, tuple(described)),))
+
+
+def replay_group_config(shard: ShardState, record: GroupConfigRecord) -> None:
+    """Apply a GroupConfigRecord to stored state."""
+    if record.configs is None:
+        shard.stored.group_configs.pop(record.group_id, None)
+    else:
+        shard.stored.group_configs[record.group_id] = record.configs

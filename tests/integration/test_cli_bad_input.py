@@ -1,0 +1,201 @@
+"""Mistakes an operator makes get one line and a non-zero exit, never a traceback; Ctrl-C
+ends every long-running command with one line and exit 130; a non-Kafka client on the
+Kafka port is named in the broker's log."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.broker_process import BrokerProcess, free_port
+from tests.integration.clients import create_topic
+
+pytestmark = pytest.mark.integration
+KGROUP = str(Path(sys.executable).with_name("kgroup"))
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "lab"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    proc = BrokerProcess(tmp_path_factory.mktemp("bad") / "data").start()
+    create_topic(proc.bootstrap, "t-bad", 2)
+    yield proc
+    proc.finish()
+
+
+def one_error_line(done: subprocess.CompletedProcess) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert "Traceback" not in done.stderr, done.stderr
+    assert len(lines) == 1 and lines[0].startswith("kgroup: error: "), done.stderr
+    return lines[0]
+
+
+def late_event(tmp_path: Path) -> str:
+    path = tmp_path / "late.yaml"
+    path.write_text("name: late\nduration_s: 100\nmembers: {count: 3}\nevents:\n"
+                    "  - bounce: {at_s: 150, member: 1}\n")
+    return str(path)
+
+
+# (argv, stdin, exit status, what the line must say). {late} is a scenario with an event
+# after its end; client commands get --bootstrap-server of the module's broker.
+MISTAKES = [
+    (["topics", "delete", "__kgroup_events"], None, 1, "internal topic"),
+    (["produce", "__kgroup_events"], "x\n", 1, "Cannot append to internal topic"),
+    (["topics", "create", "__consumer_offsets"], None, 1, "internal topic"),
+    (["topics", "create", "t-cfg", "--config", "retention.mss=1000"], None, 1, "did you mean retention.ms?"),
+    (["topics", "alter-config", "t-bad", "--add-config", "retention.mss=5"], None, 1, "valid names: cleanup.policy"),
+    (["topics", "alter-config", "t-bad", "--add-config", "retention.ms=soon"], None, 1, "Invalid value soon"),
+    (["groups", "alter-config", "g", "--add-config", "consumer.session.timeout=50000"], None, 1,
+     "valid names: consumer.heartbeat.interval.ms, consumer.session.timeout.ms"),
+    (["groups", "alter-config", "g", "--add-config", "consumer.session.timeout.ms=1000"], None, 1,
+     "must be greater than or equal to group.consumer.min.session.timeout.ms"),
+    (["groups", "list", "--state", "stabel"], None, 2, "unknown group state 'stabel'"),
+    (["groups", "list", "--type", "kraft"], None, 2, "unknown group type 'kraft'"),
+    (["groups", "describe", "no-such-group"], None, 1, "does not exist"),
+    (["groups", "describe", "g", "--verbose"], None, 2, "--verbose goes with --members"),
+    (["groups", "reset-offsets", "g", "--to-earliest"], None, 2, "--topic"),
+    (["groups", "reset-offsets", "g", "--topic", "t-bad", "--to-earliest", "--dry-run", "--execute"], None, 2,
+     "not allowed with"),
+    (["groups", "reset-offsets", "g", "--topic", "t-bad:7", "--to-earliest"], None, 1, "no partition 7"),
+    (["groups", "reset-offsets", "g", "--topic", "t-bad", "--shift-by", "-1"], None, 1, "no committed offset"),
+    (["groups", "reset-offsets", "g", "--topic", "t-bad", "--to-datetime", "yesterday"], None, 2,
+     "invalid date-time"),
+    (["groups", "reset-offsets", "g", "--topic", "t-bad", "--by-duration", "30m"], None, 2, "invalid duration"),
+    (["groups", "reset-offsets", "g", "--from-file", "/nonexistent/plan.csv"], None, 1, "no such file"),
+    (["groups", "delete-offsets", "g", "--topic", "nope"], None, 1, "does not exist"),
+    (["consume", "t-bad", "--offset", "soon"], None, 2, "invalid offset"),
+    (["consume", "t-bad", "--format", "%k %x"], None, 2, "unknown placeholder '%x'"),
+    (["produce", "t-bad", "--header", "novalue"], "x\n", 2, "invalid header"),
+    (["topics", "describe", "nope"], None, 1, "does not exist"),
+    (["lab", "run", "{late}", "--out", "{tmp}"], None, 2, "is outside the scenario, which runs 0 <= at_s < 100"),
+]
+
+
+@pytest.mark.parametrize(("argv", "stdin", "status", "says"), MISTAKES, ids=[" ".join(m[0][:3]) for m in MISTAKES])
+def test_each_mistake_gets_one_line_and_a_non_zero_exit(broker, tmp_path, argv, stdin, status, says):
+    argv = [a.format(late=late_event(tmp_path), tmp=tmp_path / "out") for a in argv]
+    if argv[0] != "lab":
+        argv += ["--bootstrap-server", broker.bootstrap]
+    done = subprocess.run([KGROUP, *argv], input=stdin, capture_output=True, text=True, timeout=120)
+    assert done.returncode == status, done.stderr
+    assert says in one_error_line(done)
+
+
+def test_lab_sweep_without_java_says_to_install_java_17(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(Path(sys.executable).parent)            # no java there
+    done = subprocess.run([KGROUP, "lab", "sweep", str(EXAMPLES / "rolling-bounce-sweep.yaml"), "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 1
+    assert "install Java 17" in one_error_line(done)
+
+
+@pytest.mark.parametrize(("address", "says"), [
+    ("192.0.2.1:9092", "this host has no address 192.0.2.1"),         # TEST-NET-1: never local
+    ("no-such-host.invalid:9092", "is not an address of this host"),
+])
+def test_serve_on_an_address_the_host_does_not_have(tmp_path, address, says):
+    done = subprocess.run([KGROUP, "serve", "--listen", address, "--data-dir", str(tmp_path / "d")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and says in one_error_line(done)
+    assert not (tmp_path / "d").exists()                      # refused before touching the data dir
+
+
+def test_http_and_tls_clients_are_logged_as_not_kafka(broker):
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert s.recv(100) == b""                              # closed, no answer
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as s:
+        with pytest.raises((ssl.SSLError, OSError)):
+            ctx.wrap_socket(s).do_handshake()
+    deadline = time.monotonic() + 10
+    while broker.log().count("not a Kafka client") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    log = broker.log()
+    assert "not a Kafka client (an HTTP request (GET /metrics HTTP/1.1))" in log
+    assert "not a Kafka client (a TLS handshake" in log
+    assert "larger than" not in log and "frame of" not in log
+
+
+# ---- Ctrl-C --------------------------------------------------------------------------------
+
+
+def interrupt(argv: list[str], ready, stdin=subprocess.DEVNULL, timeout: float = 60) -> tuple[int, str]:
+    """Start ``kgroup argv`` as a terminal would (its own process group), wait until
+    ``ready(stderr so far, stdout so far)``, press Ctrl-C (SIGINT to the whole group)."""
+    proc = subprocess.Popen([KGROUP, *argv], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    out, err = bytearray(), bytearray()
+    os.set_blocking(proc.stdout.fileno(), False)
+    os.set_blocking(proc.stderr.fileno(), False)
+    deadline = time.monotonic() + timeout
+    try:
+        while not ready(err.decode(errors="replace"), out.decode(errors="replace")):
+            assert proc.poll() is None, f"exited early: {err.decode()}"
+            assert time.monotonic() < deadline, f"never ready: {err.decode()}"
+            for stream, buf in ((proc.stdout, out), (proc.stderr, err)):
+                chunk = stream.read()
+                if chunk:
+                    buf += chunk
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    os.set_blocking(proc.stderr.fileno(), True)
+    err += proc.stderr.read()
+    return proc.returncode, err.decode(errors="replace")
+
+
+def settled(seconds: float):
+    started = time.monotonic()
+    return lambda err, out: time.monotonic() - started > seconds
+
+
+def test_ctrl_c_on_consume_and_produce_is_one_line_and_130(broker):
+    subprocess.run([KGROUP, "produce", "t-bad", "--partition", "0", "--bootstrap-server", broker.bootstrap],
+                   input="first\n", capture_output=True, text=True, timeout=60, check=True)
+    status, err = interrupt(["consume", "t-bad", "--group", "g-int", "--from-beginning", "--bootstrap-server",
+                             broker.bootstrap], lambda err, out: "first" in out)
+    assert (status, err) == (130, "kgroup: interrupted\n")
+    read, write = os.pipe()                                    # stdin stays open: produce waits on it
+    try:
+        status, err = interrupt(["produce", "t-bad", "--bootstrap-server", broker.bootstrap], settled(2), stdin=read)
+    finally:
+        os.close(write)
+        os.close(read)
+    assert (status, err) == (130, "kgroup: interrupted\n")
+
+
+def test_ctrl_c_on_serve_stops_it_cleanly_with_130(tmp_path):
+    port = free_port()
+    status, err = interrupt(["serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "d")],
+                            lambda err, out: "coordinator loaded" in err)
+    assert status == 130 and "stopped cleanly" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
+                    reason="lab sweep needs Java (make test runs where it is installed)")
+def test_ctrl_c_on_lab_sweep_cancels_spark_quietly(tmp_path):
+    pytest.importorskip("pyspark")
+    status, err = interrupt(["lab", "sweep", str(EXAMPLES / "rolling-bounce-sweep.yaml"), "--out",
+                             str(tmp_path / "out"), "--master", "local[1]"],
+                            lambda err, out: "groups simulated" in err, timeout=180)
+    assert status == 130, err
+    assert err.rstrip().endswith("kgroup: interrupted")
+    assert "Traceback" not in err and "ERROR" not in err and "Exception" not in err

@@ -1,0 +1,175 @@
+"""Every code block of README.md and of the docs it links runs as written, in order.
+
+The test plays a new user after `make run`: it starts a broker of its own (with the
+defaults `make run` uses, the 3 s initial rebalance delay included) and runs each block in
+turn, in a scratch directory that sees the checkout's `.venv` and `examples`:
+- ``sh`` blocks run in bash, stopping at the first failing command (``set -e``);
+  ``make ...`` lines are set-up whose result the test's own venv and broker already are;
+- ``python`` blocks run as programs with the venv's Python, and must finish;
+- ``toml`` blocks must load as a broker config, ``json`` blocks parse, ``yaml`` blocks load
+  as a lab scenario or sweep; ``text`` blocks are samples of output (a log), not run;
+- ``kgroup groups watch`` draws on a terminal until ``q``: it runs in a pseudo-terminal,
+  and once it has drawn the group, ``q`` is pressed and it must exit 0.
+The broker's address replaces 127.0.0.1:9092 in the blocks and is KGROUP_BOOTSTRAP for the
+commands that default to it, so a broker on 9092 elsewhere on the machine is never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kgroup.broker.config import load_config
+from kgroup.lab.scenario import parse_scenario
+from kgroup.lab.sweep import parse_sweep
+from tests.integration.broker_process import BrokerProcess
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+LINK = re.compile(r"\]\(([^)#]+\.md)\)")
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int
+    lang: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line} ({self.lang})"
+
+
+def blocks_of(path: Path) -> list[Block]:
+    text = path.read_text()
+    return [Block(path, text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2)) for m in FENCE.finditer(text)]
+
+
+def documents() -> list[Path]:
+    """README.md, then the local docs it links, in the order of their first link."""
+    readme = ROOT / "README.md"
+    linked = []
+    for target in LINK.findall(readme.read_text()):
+        doc = (ROOT / target).resolve()
+        if doc.is_file() and doc not in linked and doc != readme:
+            linked.append(doc)
+    return [readme, *linked]
+
+
+ALL_BLOCKS = [b for doc in documents() for b in blocks_of(doc)]
+
+
+def test_the_readme_has_blocks_of_every_kind_we_run():
+    kinds = {b.lang for b in ALL_BLOCKS}
+    assert {"sh", "python", "toml", "json", "yaml"} <= kinds, kinds
+    assert not kinds - {"sh", "python", "toml", "json", "yaml", "text"}, "a block of a kind this test cannot check"
+    assert len(documents()) >= 2
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    proc = BrokerProcess(tmp_path_factory.mktemp("readme") / "data",
+                         group={"initial_rebalance_delay_ms": 3000}).start()   # make run's default
+    yield proc
+    proc.finish()
+
+
+def _scratch(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in (".venv", "examples"):
+        (work / name).symlink_to(ROOT / name)
+    return work
+
+
+def _check_data(block: Block, text: str, tmp_path: Path) -> None:
+    if block.lang == "toml":
+        config_file = tmp_path / f"readme-{block.line}.toml"
+        config_file.write_text(text)
+        load_config(str(config_file))
+    elif block.lang == "json":
+        json.loads(text)
+    elif block.lang == "yaml":
+        data = yaml.safe_load(text)
+        if "scenario" in data or "base" in data:
+            parse_sweep(text, source=str(block), read=lambda p: (ROOT / "examples" / "lab" / p).read_text())
+        else:
+            parse_scenario(text, source=str(block))
+
+
+WATCH = "kgroup groups watch"
+
+
+def _watch(block: Block, text: str, work: Path, env: dict) -> None:
+    """Run a `groups watch` block in a pseudo-terminal, read its screen, press q."""
+    (line,) = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    command = line.split("#", 1)[0].split()
+    group = command[command.index("watch") + 1]
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(command, cwd=work, env={**env, "TERM": "xterm", "COLUMNS": "160", "LINES": "50"},
+                            stdin=follower, stdout=follower, stderr=follower, start_new_session=True)
+    os.close(follower)
+    screen = b""
+    deadline = time.monotonic() + 60
+    try:
+        while group.encode() not in screen and time.monotonic() < deadline and proc.poll() is None:
+            ready, _, _ = select.select([leader], [], [], 0.5)
+            if ready:
+                screen += os.read(leader, 65536)
+        assert group.encode() in screen, f"{block}: the screen never showed {group}:\n{screen[-2000:]!r}"
+        os.write(leader, b"q")
+        assert proc.wait(30) == 0, f"{block}: watch did not quit on q:\n{screen[-2000:]!r}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
+
+
+@pytest.mark.timeout(1800)      # every example in turn: Spark, a lab sweep, the membership demos
+def test_every_block_runs_in_order(broker, tmp_path):
+    work = _scratch(tmp_path)
+    env = dict(os.environ, KGROUP_BOOTSTRAP=broker.bootstrap)
+    for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+        env.pop(key, None)                         # as a user has it: register() must cope
+    ran = []
+    for block in ALL_BLOCKS:
+        text = block.text.replace("127.0.0.1:9092", broker.bootstrap)
+        if block.lang in ("toml", "json", "yaml"):
+            _check_data(block, text, tmp_path)
+            continue
+        if block.lang == "text":
+            continue
+        if block.lang == "sh" and WATCH in text:
+            _watch(block, text, work, env)
+            continue
+        if block.lang == "sh":
+            lines = [line for line in text.splitlines() if not line.lstrip().startswith("make ")]
+            script = "set -euo pipefail\n" + "\n".join(lines) + "\n"
+            cmd = ["bash", "-c", script]
+        else:
+            program = work / f"block-{block.path.stem}-{block.line}.py"
+            program.write_text(text)
+            cmd = [sys.executable, str(program)]
+        done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (f"{block} failed with {done.returncode}:\n{text}\n--- stdout\n"
+                                      f"{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}")
+        assert "Traceback" not in done.stderr, f"{block}:\n{done.stderr[-3000:]}"
+        ran.append((block, done.stdout))
+    outputs = {str(b): out for b, out in ran}
+    # The blocks did what they say: a few of their outputs, checked.
+    assert any("records in orders-upper" in out for out in outputs.values())
+    assert (work / "lab-run" / "report.html").is_file() and (work / "lab-replay" / "report.html").is_file()
+    assert (work / "plan.csv").read_text().startswith("orders,")

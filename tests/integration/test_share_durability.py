@@ -1,0 +1,44 @@
+"""Share-partition state survives `kill -9` of the broker (KIP-932 on kgroup's group-metadata
+log): an acknowledgement the broker confirmed is never undone, and records that were only
+acquired come back."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import wait_for
+from tests.integration.share_clients import SHARE_SETTINGS, KgroupCluster, ShareProc, delivered_after_accept, produce
+
+CYCLES = 10
+PER_CYCLE = 400
+
+
+@pytest.mark.parametrize("client", ["confluent", "kgroup"], ids=["confluent", "ours"])
+def test_kip932_broker_kill9_during_consumption_never_redelivers_an_accepted_record(tmp_path, client):
+    broker = BrokerProcess(tmp_path / "data", group=SHARE_SETTINGS).start()
+    cluster = KgroupCluster(broker)
+    cluster.create_topic("orders", 2)
+    proc = ShareProc(client, broker.bootstrap, "workers", "orders", "explicit", "accept").wait_ready()
+    try:
+        for cycle in range(CYCLES):
+            produce(broker.bootstrap, "orders", PER_CYCLE, 2)
+            before = len(proc.done())
+            # Kill it in the middle of consuming: once some of this cycle's records are in.
+            wait_for(lambda: len(proc.done()) > before, 60, what=f"progress in cycle {cycle}")
+            broker.kill9()
+            broker.start()
+        everything = {(p, o) for p in (0, 1) for o in range(CYCLES * PER_CYCLE // 2)}
+        wait_for(lambda: proc.done() >= everything, 120, what="every record accepted")
+        time.sleep(1.0)
+    finally:
+        proc.stop()
+        broker.finish()
+    # Once the broker confirmed a record's ACCEPT, the record must never be delivered again
+    # (to anyone: this is the only member).
+    again = delivered_after_accept(proc)
+    assert not again, f"accepted records delivered again: {again[:10]}"
+    assert proc.done() == everything
+    assert "Traceback" not in broker.log()

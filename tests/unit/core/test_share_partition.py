@@ -1,0 +1,219 @@
+"""The share-partition state machine (KIP-932) on a manual clock: acquisition, locks,
+acknowledgements, the delivery limit, and its durable view."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kgroup.core.errors import ErrorCode
+from kgroup.core.share_partition import (
+    TRANSITIONS,
+    AckBatch,
+    AcquiredRange,
+    AckType,
+    IllegalShareTransition,
+    LogBatch,
+    Move,
+    RecordState,
+    ShareLimits,
+    SharePartition,
+    Slot,
+)
+
+LIMITS = ShareLimits(record_lock_ms=5_000, delivery_limit=3, max_in_flight=100)
+ACCEPT, RELEASE, REJECT, GAP = (int(AckType.ACCEPT),), (int(AckType.RELEASE),), (int(AckType.REJECT),), (int(AckType.GAP),)
+
+
+def log(*ranges: tuple[int, int]) -> list[LogBatch]:
+    return [LogBatch(a, b) for a, b in ranges]
+
+
+def fresh(start: int = 0) -> SharePartition:
+    return SharePartition(start, limits=LIMITS)
+
+
+def test_kip932_acquire_hands_new_records_to_one_member_with_delivery_count_one():
+    sp = fresh()
+    assert sp.acquire("a", log((0, 4), (5, 9)), 100, now_ms=0) == [AcquiredRange(0, 9, 1)]
+    assert sp.acquire("b", log((0, 4), (5, 9)), 100, now_ms=1) == []   # all held by a
+    assert sp.held_by("a") == list(range(10))
+
+
+def test_kip932_max_records_stops_at_the_end_of_a_batch():
+    sp = fresh()
+    assert sp.acquire("a", log((0, 4), (5, 9)), 2, now_ms=0) == [AcquiredRange(0, 4, 1)]
+    assert sp.acquire("b", log((5, 9)), 2, now_ms=0) == [AcquiredRange(5, 9, 1)]
+
+
+def test_kip932_accept_finishes_records_and_moves_the_start_offset():
+    sp = fresh()
+    sp.acquire("a", log((0, 9)), 100, 0)
+    assert sp.acknowledge("a", [AckBatch(0, 4, ACCEPT)], 10) is ErrorCode.NONE
+    assert sp.start == 5
+    assert sp.first_to_read(0, 10, 20) is None   # 5..9 still held, nothing new
+
+
+def test_kip932_release_makes_a_record_available_again_with_the_next_delivery_count():
+    sp = fresh()
+    sp.acquire("a", log((0, 0)), 100, 0)
+    assert sp.acknowledge("a", [AckBatch(0, 0, RELEASE)], 1) is ErrorCode.NONE
+    assert sp.acquire("b", log((0, 0)), 100, 2) == [AcquiredRange(0, 0, 2)]
+
+
+def test_kip932_reject_archives_a_record_for_good():
+    sp = fresh()
+    sp.acquire("a", log((0, 1)), 100, 0)
+    assert sp.acknowledge("a", [AckBatch(0, 0, REJECT), AckBatch(1, 1, GAP)], 1) is ErrorCode.NONE
+    assert sp.start == 2
+    assert sp.acquire("b", log((0, 1)), 100, 2) == []
+
+
+def test_kip932_an_expired_lock_makes_the_record_available_to_others():
+    sp = fresh()
+    sp.acquire("a", log((0, 0)), 100, 0)
+    assert sp.acquire("b", log((0, 0)), 100, 4_999) == []
+    assert sp.acquire("b", log((0, 0)), 100, 5_000) == [AcquiredRange(0, 0, 2)]
+    # The first holder's late acknowledgement is refused: the record is not its any more.
+    assert sp.acknowledge("a", [AckBatch(0, 0, ACCEPT)], 5_001) is ErrorCode.INVALID_RECORD_STATE
+
+
+def test_kip932_a_record_released_at_the_delivery_limit_is_archived():
+    sp = fresh()
+    for delivery in (1, 2, 3):
+        assert sp.acquire("a", log((0, 0)), 100, delivery) == [AcquiredRange(0, 0, delivery)]
+        sp.acknowledge("a", [AckBatch(0, 0, RELEASE)], delivery)
+    assert sp.acquire("a", log((0, 0)), 100, 10) == []
+    assert sp.start == 1
+
+
+def test_kip932_a_member_that_leaves_releases_what_it_holds():
+    sp = fresh()
+    sp.acquire("a", log((0, 3)), 100, 0)
+    assert sp.release_member("a")
+    assert sp.acquire("b", log((0, 3)), 100, 1) == [AcquiredRange(0, 3, 2)]
+
+
+def test_kip932_acknowledgements_of_a_partition_apply_all_or_none():
+    sp = fresh()
+    sp.acquire("a", log((0, 4)), 100, 0)
+    sp.acquire("b", log((5, 9)), 100, 0)
+    # 5 is b's: the whole request is refused and 0..4 stay acquired by a.
+    assert sp.acknowledge("a", [AckBatch(0, 5, ACCEPT)], 1) is ErrorCode.INVALID_RECORD_STATE
+    assert sp.held_by("a") == [0, 1, 2, 3, 4]
+    assert sp.acknowledge("a", [AckBatch(3, 4, ACCEPT), AckBatch(0, 1, ACCEPT)], 1) is ErrorCode.INVALID_REQUEST
+    assert sp.acknowledge("a", [AckBatch(0, 1, (1, 9))], 1) is ErrorCode.INVALID_REQUEST
+    assert sp.acknowledge("a", [AckBatch(0, 4, (1, 2, 3, 1, 1))], 1) is ErrorCode.NONE
+
+
+def test_acknowledgements_far_outside_the_window_are_refused_without_walking_them():
+    far = 2**62
+    sp = fresh(start=far)
+    sp.acquire("a", log((far, far + 4)), 100, 0)
+    assert sp.acknowledge("a", [AckBatch(far, 2**63 - 1, ACCEPT)], 2) is ErrorCode.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", [AckBatch(0, far + 3, ACCEPT)], 2) is ErrorCode.NONE   # below the start: done
+    assert sp.held_by("a") == [far + 4]
+
+
+def test_kip932_the_window_holds_at_most_max_in_flight_records():
+    sp = SharePartition(0, limits=ShareLimits(5_000, 3, max_in_flight=4))
+    assert sp.acquire("a", log(*((i, i) for i in range(10))), 100, 0) == [AcquiredRange(0, 3, 1)]
+    sp.acknowledge("a", [AckBatch(0, 1, ACCEPT)], 1)
+    assert sp.acquire("b", log(*((i, i) for i in range(4, 10))), 100, 1) == [AcquiredRange(4, 5, 1)]
+
+
+def test_kip932_control_batches_are_archived_never_delivered():
+    sp = fresh()
+    assert sp.acquire("a", [LogBatch(0, 0, control=True), LogBatch(1, 2)], 100, 0) == [AcquiredRange(1, 2, 1)]
+    assert sp.start == 1
+
+
+def test_kip932_records_deleted_by_retention_are_done_with():
+    sp = fresh()
+    sp.acquire("a", log((0, 4)), 100, 0)
+    assert sp.first_to_read(log_start=3, log_end=10, now_ms=1) == 5
+    assert sp.start == 3
+
+
+def test_kip932_durable_view_writes_runs_and_an_acquired_record_as_available():
+    sp = fresh()
+    sp.acquire("a", log((0, 9)), 100, 0)
+    sp.acknowledge("a", [AckBatch(2, 3, ACCEPT), AckBatch(5, 5, REJECT)], 1)
+    view = sp.persisted()
+    assert view.start_offset == 0
+    assert [(b.first_offset, b.last_offset, RecordState(b.state), b.delivery_count) for b in view.batches] == [
+        (0, 1, RecordState.AVAILABLE, 1), (2, 3, RecordState.ACKNOWLEDGED, 1), (4, 4, RecordState.AVAILABLE, 1),
+        (5, 5, RecordState.ARCHIVED, 1), (6, 9, RecordState.AVAILABLE, 1)]
+    # After a restart nothing is acquired, nothing finished comes back.
+    loaded = SharePartition.from_persisted(view, LIMITS)
+    got = loaded.acquire("b", log((0, 9)), 100, 2)
+    assert [o for r in got for o in range(r.first_offset, r.last_offset + 1)] == [0, 1, 4, 6, 7, 8, 9]
+    assert {r.delivery_count for r in got} == {2}
+
+
+def test_an_illegal_move_raises_and_changes_nothing():
+    sp = fresh()
+    slot = Slot(RecordState.ACKNOWLEDGED, 1)
+    with pytest.raises(IllegalShareTransition):
+        sp._move(0, slot, Move.RELEASE)
+    assert slot.state is RecordState.ACKNOWLEDGED
+    # Every move out of ACQUIRED is in the table; finished records have no move at all.
+    assert {m for (s, m) in TRANSITIONS if s is RecordState.ACQUIRED} == set(Move) - {Move.ACQUIRE}
+    assert not [k for k in TRANSITIONS if k[0] in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)]
+
+
+# ---- properties ------------------------------------------------------------------------------
+
+MEMBERS = ("a", "b", "c")
+step = st.one_of(
+    st.tuples(st.just("acquire"), st.sampled_from(MEMBERS), st.integers(1, 8)),
+    st.tuples(st.just("ack"), st.sampled_from(MEMBERS), st.sampled_from([AckType.ACCEPT, AckType.RELEASE,
+                                                                         AckType.REJECT])),
+    st.tuples(st.just("advance"), st.integers(0, 6_000)),
+    st.tuples(st.just("leave"), st.sampled_from(MEMBERS)),
+    st.tuples(st.just("restart")),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(step, max_size=60))
+def test_share_partition_invariants(steps):
+    """No offset is held by two members at once; an accepted record is never delivered
+    again; no record is delivered more than the limit; the durable view replays to the
+    same durable view."""
+    records = [LogBatch(i, i) for i in range(20)]
+    sp = fresh()
+    now = 0
+    accepted: set[int] = set()
+    deliveries: dict[int, int] = {}
+    holders: dict[int, str] = {}
+    for s in steps:
+        if s[0] == "acquire":
+            for r in sp.acquire(s[1], records, s[2], now):
+                for o in range(r.first_offset, r.last_offset + 1):
+                    assert o not in accepted, "an accepted record was delivered again"
+                    assert holders.get(o) in (None, s[1]) or sp.slots[o].owner == s[1]
+                    deliveries[o] = deliveries.get(o, 0) + 1
+                    assert r.delivery_count <= LIMITS.delivery_limit
+                    holders[o] = s[1]
+        elif s[0] == "ack":
+            sp.expire(now)
+            held = sp.held_by(s[1])
+            if held:
+                code = sp.acknowledge(s[1], [AckBatch(o, o, (int(s[2]),)) for o in held], now)
+                assert code is ErrorCode.NONE
+                if s[2] is AckType.ACCEPT:
+                    accepted.update(held)
+        elif s[0] == "advance":
+            now += s[1]
+        elif s[0] == "leave":
+            sp.release_member(s[1])
+        else:
+            view = sp.persisted()
+            sp = SharePartition.from_persisted(view, LIMITS)
+            assert sp.persisted() == view
+        owners = [(o, sp.slots[o].owner) for o in sp.slots if sp.slots[o].state is RecordState.ACQUIRED]
+        assert len({o for o, _ in owners}) == len(owners)
+        assert all(owner is not None for _, owner in owners)
+        assert all(slot.count <= LIMITS.delivery_limit for slot in sp.slots.values())

@@ -1,0 +1,255 @@
+"""Share groups (KIP-932) in the coordinator, on a manual clock: membership, epochs, the
+share assignor, sessions, kinds that do not mix, the share-partition state and its offsets."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kgroup.assignors.share_simple import SimpleShareAssignor
+from kgroup.assignors.spec import GroupSpec, MemberSpec
+from kgroup.core.config import GroupConfig
+from kgroup.core.coordinator import GroupCoordinatorShard
+from kgroup.core.errors import ErrorCode
+from kgroup.core.messages import ListGroupsRequest
+from kgroup.core.records import ShareStateValue
+from kgroup.core.share_messages import (
+    AlterShareOffsetsRequest,
+    DescribeShareOffsetsRequest,
+    ShareGroupHeartbeatRequest,
+    WriteShareStateRequest,
+)
+from tests.unit.core.groupctx import GroupContext
+
+CONFIG = GroupConfig(share_session_timeout_ms=10_000, share_heartbeat_interval_ms=1_000)
+
+
+def ctx() -> GroupContext:
+    c = GroupContext(CONFIG)
+    c.set_topics(orders=2)
+    return c
+
+
+def hb(c: GroupContext, member: str, epoch: int, topics=None, group: str = "sg"):
+    return c.call(c.coord.share_group_heartbeat, ShareGroupHeartbeatRequest(group, member, epoch,
+                                                                            subscribed_topic_names=topics))
+
+
+def partitions(resp) -> list[int]:
+    return [p for _, ps in resp.assignment for p in ps]
+
+
+def test_kip932_a_member_joins_with_epoch_zero_and_gets_every_partition():
+    c = ctx()
+    r = hb(c, "m1", 0, ("orders",)).response
+    assert r.error is ErrorCode.NONE and r.member_epoch == 1 and partitions(r) == [0, 1]
+    assert r.heartbeat_interval_ms == 1_000
+    steady = hb(c, "m1", 1).response
+    assert steady.member_epoch == 1 and steady.assignment is None
+
+
+def test_kip932_more_members_than_partitions_share_partitions():
+    c = ctx()
+    for m in ("m1", "m2", "m3"):
+        hb(c, m, 0, ("orders",))
+    for m in ("m1", "m2", "m3"):      # each takes the target of the last join
+        assert hb(c, m, c.coord.share_groups["sg"].members[m].epoch).response.member_epoch == 3
+    group = c.coord.share_groups["sg"]
+    assigned = {m: [p for _, ps in group.members[m].current.assigned for p in ps] for m in group.members}
+    assert sorted(p for ps in assigned.values() for p in ps) == [0, 0, 1]
+    assert all(len(ps) == 1 for ps in assigned.values()), assigned
+
+
+def test_kip932_a_full_share_group_refuses_a_new_member():
+    c = GroupContext(GroupConfig(share_session_timeout_ms=10_000, share_heartbeat_interval_ms=1_000,
+                                 share_max_size=2))
+    c.set_topics(orders=2)
+    hb(c, "m1", 0, ("orders",))
+    hb(c, "m2", 0, ("orders",))
+    assert hb(c, "m3", 0, ("orders",)).error is ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert sorted(c.coord.share_groups["sg"].members) == ["m1", "m2"]
+    assert hb(c, "m2", 0, ("orders",)).error is ErrorCode.NONE          # a member rejoining is no newcomer
+
+
+def test_kip932_a_stale_epoch_is_fenced_and_the_previous_one_is_forgiven():
+    c = ctx()
+    hb(c, "m1", 0, ("orders",))
+    hb(c, "m2", 0, ("orders",))
+    assert hb(c, "m1", 1).response.member_epoch == 2        # m1 moves to the new target
+    assert hb(c, "m1", 1).error is ErrorCode.NONE           # the previous epoch: our answer was lost
+    assert hb(c, "m1", 3).error is ErrorCode.FENCED_MEMBER_EPOCH
+    assert hb(c, "nobody", 1).error is ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_kip932_session_timeout_removes_a_silent_member_and_the_others_take_over():
+    c = ctx()
+    hb(c, "m1", 0, ("orders",))
+    hb(c, "m2", 0, ("orders",))
+    for _ in range(12):
+        hb(c, "m2", c.coord.share_groups["sg"].members["m2"].epoch)
+        c.advance(1_000)
+    group = c.coord.share_groups["sg"]
+    assert list(group.members) == ["m2"]
+    assert group.members["m2"].current.assigned == (("id-orders", (0, 1)),)
+
+
+def test_kip932_leave_with_epoch_minus_one_empties_the_group():
+    c = ctx()
+    hb(c, "m1", 0, ("orders",))
+    r = hb(c, "m1", -1).response
+    assert r.member_epoch == -1
+    assert c.coord.share_groups["sg"].state().value == "Empty"
+    listed = c.call(c.coord.list_groups, ListGroupsRequest(types_filter=("share",))).response
+    assert [(g.group_id, g.group_type, g.state) for g in listed] == [("sg", "share", "Empty")]
+
+
+def test_kip932_only_a_member_of_the_share_group_may_open_a_share_session():
+    c = ctx()
+    share = c.coord.share
+    assert share.membership("sg", "m1") is ErrorCode.GROUP_ID_NOT_FOUND
+    hb(c, "m1", 0, ("orders",))
+    assert share.membership("sg", "m1") is ErrorCode.NONE
+    assert share.membership("sg", "ghost") is ErrorCode.UNKNOWN_MEMBER_ID
+    hb(c, "m1", -1)
+    assert share.membership("sg", "m1") is ErrorCode.UNKNOWN_MEMBER_ID
+    c.join("classic")
+    assert share.membership("classic", "m1") is ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_kip932_share_group_and_other_kinds_do_not_mix():
+    c = ctx()
+    hb(c, "m1", 0, ("orders",))
+    assert c.join("sg").error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert c.cg_heartbeat("m9", 0, group="sg", topics=["orders"]).error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert c.commit("sg", "m1", 1, {("orders", 0): 5}).error is ErrorCode.GROUP_ID_NOT_FOUND
+    c.join_new("classic")
+    assert hb(c, "m1", 0, ("orders",), group="classic").error is ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_kip932_share_state_writes_are_fenced_by_the_state_epoch():
+    c = ctx()
+    hb(c, "m1", 0, ("orders",))
+    write = lambda epoch, start: c.call(c.coord.write_share_state, WriteShareStateRequest(  # noqa: E731
+        "sg", "orders-id", 0, ShareStateValue(epoch, start)))
+    assert write(0, 5).raised is None
+    assert hb(c, "m1", -1).error is ErrorCode.NONE
+    alter = c.call(c.coord.alter_share_offsets, AlterShareOffsetsRequest("sg", (("orders-id", 0, 42),)))
+    assert alter.raised is None
+    assert write(0, 6).raised is ErrorCode.FENCED_STATE_EPOCH   # the running partition must reload
+    assert write(1, 43).raised is None
+    described = c.call(c.coord.describe_share_offsets, DescribeShareOffsetsRequest("sg", None)).response
+    assert [(o.topic_id, o.partition, o.start_offset) for o in described.offsets] == [("orders-id", 0, 43)]
+
+
+def test_kip932_altering_offsets_needs_an_empty_group_and_delete_groups_removes_the_state():
+    c = ctx()
+    hb(c, "m1", 0, ("orders",))
+    alter = c.call(c.coord.alter_share_offsets, AlterShareOffsetsRequest("sg", (("orders-id", 0, 1),)))
+    assert alter.raised is ErrorCode.NON_EMPTY_GROUP
+    hb(c, "m1", -1)
+    c.call(c.coord.write_share_state, WriteShareStateRequest("sg", "orders-id", 1, ShareStateValue(0, 9)))
+    deleted = c.call(c.coord.delete_groups, ("sg",)).response
+    assert [d.error for d in deleted] == [ErrorCode.NONE]
+    assert "sg" not in c.coord.share_groups and "sg" not in c.coord.stored.share_states
+
+
+def test_kip932_replaying_the_log_rebuilds_share_groups_and_their_state():
+    c = ctx()
+    hb(c, "m1", 0, ("orders",))
+    hb(c, "m2", 0, ("orders",))
+    c.call(c.coord.write_share_state, WriteShareStateRequest("sg", "orders-id", 0, ShareStateValue(0, 7)))
+    fresh = GroupCoordinatorShard(CONFIG)
+    for record in c.log:
+        fresh.replay(record)
+    assert fresh.share_groups == c.coord.share_groups
+    assert fresh.stored.share_states == c.coord.stored.share_states
+    snap = GroupCoordinatorShard(CONFIG)
+    for record in c.coord.snapshot_records():
+        snap.replay(record)
+    assert snap.share_groups == c.coord.share_groups
+    assert snap.stored.share_states == c.coord.stored.share_states
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 8), st.integers(0, 3))
+def test_kip932_the_simple_share_assignor_gives_every_partition_and_balances_members(members, count, rotation):
+    ids = [f"m{i:02d}" for i in range(members)]
+    spec = GroupSpec({m: MemberSpec(m, frozenset({"t"})) for m in ids})
+    result = SimpleShareAssignor().assign(spec, {"t": count})
+    per_member = [len(result[m].get("t", ())) for m in ids]
+    owned = [p for m in ids for p in result[m].get("t", ())]
+    assert set(owned) == set(range(count)), "a partition has no member"
+    assert max(per_member) - min(per_member) <= 1
+    if members > count:
+        sharing = [owned.count(p) for p in range(count)]
+        assert max(sharing) - min(sharing) <= 1 and min(per_member) == 1
+    else:
+        assert sorted(owned) == list(range(count)), "a partition has two members while others have none"
+
+
+def test_share_records_round_trip_through_the_log_codec():
+    from kgroup.core import record_codec
+    from kgroup.core.records import (
+        ShareCurrentRecord, ShareCurrentValue, ShareGroupEpochRecord, ShareMemberRecord, ShareMemberValue,
+        ShareStateBatch, ShareStateRecord, ShareTargetEpochRecord, ShareTargetRecord,
+    )
+
+    records = [
+        ShareGroupEpochRecord("sg", 3, (("orders", "id-orders", 2),)), ShareGroupEpochRecord("sg", None),
+        ShareMemberRecord("sg", "m1", ShareMemberValue("rack", "cid", "/h", ("orders",))),
+        ShareMemberRecord("sg", "m1", None),
+        ShareTargetRecord("sg", "m1", (("id-orders", (0, 1)),)), ShareTargetRecord("sg", "m1", None),
+        ShareTargetEpochRecord("sg", 3), ShareTargetEpochRecord("sg", None),
+        ShareCurrentRecord("sg", "m1", ShareCurrentValue(3, 2, (("id-orders", (1,)),))),
+        ShareCurrentRecord("sg", "m1", None),
+        ShareStateRecord("sg", "id-orders", 1, ShareStateValue(2, 40, (ShareStateBatch(40, 49, 2, 1),))),
+        ShareStateRecord("sg", "id-orders", 1, None),
+    ]
+    for record in records:
+        assert record_codec.decode(record_codec.encode(record)) == record
+    payload = record_codec.encode(records[-2])
+    for cut in (4, len(payload) - 3):
+        try:
+            record_codec.decode(payload[:cut])
+        except record_codec.RecordDecodeError:
+            pass
+
+
+def test_kip932_share_groups_emit_group_events_like_the_other_kinds():
+    from kgroup.core.group_events import EventTracker
+
+    c = ctx()
+    tracker = EventTracker()
+
+    def step(member: str, epoch: int, topics=None) -> list[tuple]:
+        result = c.coord.share_group_heartbeat(
+            ShareGroupHeartbeatRequest("sg", member, epoch, subscribed_topic_names=topics), "reply", c.now)
+        for record in result.records:
+            c.coord.replay(record)
+        return [(e.kind.value, e.member, e.state) for e in tracker.observe(c.coord.shard, result.changes, c.now)]
+
+    first = step("m1", 0, ("orders",))
+    assert ("member_joined", "m1", "Stable") in first and ("assignment_changed", "m1", "Stable") in first
+    assert ("member_joined", "m2", "Stable") in step("m2", 0, ("orders",))
+    assert ("member_left", "m1", "Stable") in step("m1", -1)
+    assert ("member_left", "m2", "Empty") in step("m2", -1)
+
+
+def test_kip932_share_group_configs_default_to_the_broker_and_a_groups_own_values_win():
+    import pytest
+
+    c = ctx()
+    configs = c.coord.share.configs
+    assert configs.limits("sg") == configs.limits("other")
+    assert (configs.session_timeout("sg"), configs.auto_offset_reset("sg")) == (10_000, "latest")
+    # A group's dynamic configs (the group-metadata log's GroupConfigRecord, replayed into
+    # stored.group_configs) win over the broker's [group] share_* defaults.
+    c.coord.stored.group_configs["sg"] = (("share.delivery.count.limit", "3"),
+                                         ("share.record.lock.duration.ms", "5000"))
+    assert (configs.limits("sg").delivery_limit, configs.limits("sg").record_lock_ms) == (3, 5_000)
+    assert configs.limits("other").delivery_limit == 5
+    with pytest.raises(ValueError, match="share_delivery_count_limit"):
+        GroupConfig(share_delivery_count_limit=1)
+    with pytest.raises(ValueError, match="share_auto_offset_reset"):
+        GroupConfig(share_auto_offset_reset="sometimes")
+    assert GroupConfig(share_record_lock_duration_ms=5_000).share_record_lock_duration_ms == 5_000
