@@ -43,6 +43,10 @@ def test_every_node_names_the_same_leaders_and_coordinators(cluster) -> None:
         md = metadata(node.port, "spread")
         assert sorted(b.node_id for b in md.brokers) == [0, 1, 2]
         assert {p.partition_index: p.leader_id for p in md.topics[0].partitions} == {p: p % 3 for p in range(6)}
+        # DescribeCluster (issue 17's admin API) lists the same live nodes, the lowest the controller.
+        described = call(node.port, 60, 0, include_cluster_authorized_operations=False)
+        assert described.error_code == 0 and described.controller_id == 0
+        assert {(b.broker_id, b.port) for b in described.brokers} == {(n.node_id, n.port) for n in cluster.nodes}
     for want in (0, 1, 2):
         group = group_coordinated_by(want, "where")
         for node in cluster.nodes:

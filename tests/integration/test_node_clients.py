@@ -47,7 +47,8 @@ def node(script: str, *args: str) -> dict:
 def test_kafkajs_admin(broker):
     got = node("kafkajs_admin.mjs", broker.bootstrap, "njs-topic")
     assert {"name": "njs-topic", "partitions": 2} in got["metadata"]
-    assert {"name": "__kgroup_events", "partitions": 1} in got["metadata"]
+    # One partition per group-metadata partition (README "Group events").
+    assert {"name": "__kgroup_events", "partitions": 50} in got["metadata"]
     assert dict(got["configs"]) == {"retention.ms": "604800000", "cleanup.policy": "delete"}
     assert got["altered"] == [["retention.ms", "3600000"]]
     assert got["offsets"] == [[0, "4", "6"], [1, "0", "0"]]          # deleteTopicRecords moved the low mark

@@ -76,11 +76,16 @@ def _first_record_at(plog: PartitionLog, found: tuple[int, int], timestamp: int)
 
 def committed_lookup(ctx: DataContext, key: tuple[str, int], plog: PartitionLog,
                      timestamp: int) -> tuple[int, int]:
-    """`lookup` for read_committed: nothing at or past the last stable offset."""
+    """`lookup` for read_committed: nothing at or past the last stable offset. As Kafka
+    (Partition.fetchOffsetForTimestamp): LATEST is the last stable offset, EARLIEST is the
+    log start whatever the LSO (an empty partition's earliest is 0, not "none"), and only
+    a lookup by time is cut at the LSO."""
     stable = ctx.producers.of(key, plog).last_stable_offset(plog.log_end_offset)
     if timestamp == LATEST:
         return stable, -1
     offset, found = lookup(plog, timestamp)
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return offset, found
     return (offset, found) if offset < stable else (-1, -1)
 
 

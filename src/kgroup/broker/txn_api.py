@@ -201,8 +201,12 @@ class TxnApi:
             by_topic: dict[str, list[int]] = {}
             for t, p in d.partitions:
                 by_topic.setdefault(t, []).append(p)
+            # No transaction in flight (start -1, as Kafka sends it) or an unknown id (Kafka's
+            # default 0): both go as 0, the epoch, because the field is a timestamp that kio (and
+            # so our own client and CLI) refuses to read when negative.
             out.append(build(state_cls, error_code=d.error, transactional_id=tid, transaction_state=d.state,
-                             transaction_timeout=d.timeout_ms, transaction_start_time=tz_aware_from_i64(d.start_ms),
+                             transaction_timeout=d.timeout_ms,
+                             transaction_start_time=tz_aware_from_i64(max(d.start_ms, 0)),
                              producer_id=d.producer_id, producer_epoch=d.producer_epoch,
                              topics=tuple(build(topic_cls, topic=t, partitions=tuple(ps))
                                           for t, ps in by_topic.items())))

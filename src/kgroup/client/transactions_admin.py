@@ -85,7 +85,8 @@ class TransactionAdmin:
             out.append(TransactionDescription(
                 tid, s.transaction_state, int(s.producer_id), int(s.producer_epoch),
                 int(s.transaction_timeout.total_seconds() * 1000),
-                int(start.timestamp() * 1000) if start is not None else -1,
+                # The broker sends the epoch (0) when no transaction is in flight.
+                int(start.timestamp() * 1000) if start is not None and start.timestamp() > 0 else -1,
                 tuple((t.topic, int(p)) for t in s.topics for p in t.partitions)))
         return out
 
