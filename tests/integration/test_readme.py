@@ -1,5 +1,8 @@
 """Every code block of README.md and of the docs it links runs as written, in order.
 
+docs/testing.md is the exception: test_testbed_docs.py runs its examples (pytest, kafkajs)
+and checks the doc quotes them unchanged; its Go sketch is not run anywhere.
+
 The test plays a new user after `make run`: it starts a broker of its own (with the
 defaults `make run` uses, the 3 s initial rebalance delay included) and runs each block in
 turn, in a scratch directory that sees the checkout's `.venv` and `examples`:
@@ -57,13 +60,19 @@ def blocks_of(path: Path) -> list[Block]:
     return [Block(path, text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2)) for m in FENCE.finditer(text)]
 
 
+# Linked docs whose examples have a test of their own (it runs the example files and checks
+# that the doc shows them as they are), with blocks in languages this test does not run.
+OWN_TESTS = {ROOT / "docs" / "testing.md": "tests/integration/test_testbed_docs.py"}
+
+
 def documents() -> list[Path]:
-    """README.md, then the local docs it links, in the order of their first link."""
+    """README.md, then the local docs it links, in the order of their first link (but for
+    those in OWN_TESTS)."""
     readme = ROOT / "README.md"
     linked = []
     for target in LINK.findall(readme.read_text()):
         doc = (ROOT / target).resolve()
-        if doc.is_file() and doc not in linked and doc != readme:
+        if doc.is_file() and doc not in linked and doc != readme and doc not in OWN_TESTS:
             linked.append(doc)
     return [readme, *linked]
 
