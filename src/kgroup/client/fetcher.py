@@ -470,20 +470,24 @@ _ZIGZAG1 = [(b >> 1) ^ -(b & 1) for b in range(0x80)]
 _MIN_RUN = 16   # shorter first runs: records vary, leave the batch to ``_records``
 
 
-def _offset_columns(lo: int, hi: int, size: int) -> list[bytes]:
-    """Byte columns of the varint offset deltas lo..hi-1, all of ``size`` bytes."""
-    cols = []
-    for j in range(size):
-        shift = 7 * j
-        if j < size - 1:
-            cols.append(bytes(((2 * i >> shift) & 0x7F) | 0x80 for i in range(lo, hi)))
-        else:
-            cols.append(bytes(2 * i >> shift for i in range(lo, hi)))
+def _offset_columns(hi: int, size: int) -> list[bytes]:
+    """Byte columns of the varint offset deltas 0..hi-1 written in ``size`` bytes (meaningful
+    only where that is their size), cached and grown to a power of two as batches need."""
+    cols = _OFFSET_COLS.get(size)
+    if cols is None or len(cols[0]) < hi:
+        n = 1 << max(hi - 1, 1).bit_length()
+        cols = []
+        for j in range(size):
+            shift = 7 * j
+            if j < size - 1:
+                cols.append(bytes(((2 * i >> shift) & 0x7F) | 0x80 for i in range(n)))
+            else:
+                cols.append(bytes(2 * i >> shift & 0xFF for i in range(n)))
+        _OFFSET_COLS[size] = cols
     return cols
 
 
-_OFFSET_COLS = {1: _offset_columns(0, 64, 1), 2: _offset_columns(64, 8192, 2)}
-_OFFSET_FIRST = {1: 0, 2: 64, 3: 8192}
+_OFFSET_COLS: dict[int, list[bytes]] = {}
 _OFFSET_LIMIT = {1: 64, 2: 8192, 3: 1 << 20}
 
 
@@ -563,12 +567,9 @@ def _runs_from(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, pa
                     return False
             elif seg[ts_at::stride].translate(None, _HIGH) or not seg[ts_at + 1::stride].isascii():
                 return False
-            cols = (_OFFSET_COLS[ko] if ko < 3 else None)
-            first = _OFFSET_FIRST[ko]
+            cols = _offset_columns(i + k, ko)
             for j in range(ko):
-                want = (cols[j][i - first:i - first + k] if cols is not None
-                        else _offset_columns(i, i + k, 3)[j])
-                if seg[off_at + j::stride] != want:
+                if seg[off_at + j::stride] != cols[j][i:i + k]:
                     return False
             for j, b in enumerate(key_cols):
                 if seg[key_off - len(key_cols) + j::stride].count(b) != k:
