@@ -1,20 +1,33 @@
-"""Produce and consume msg/s with confluent-kafka (librdkafka), 100-byte values.
+"""Produce and consume msg/s and broker CPU with confluent-kafka (librdkafka), 100-byte values.
 
     .venv/bin/python bench/broker_throughput.py [--quick] [--runs N] [--messages N]
-        [--partitions 6] [--bootstrap HOST:PORT] [--peer tansu]
+        [--partitions 6] [--producers 1] [--consumers 2] [--fsync always] [--peer tansu]
+        [--bootstrap HOST:PORT[,HOST:PORT...]]
 
-Per run: a fresh topic with P partitions (AdminClient), produce N messages (linger.ms=5,
-batch.size 1 MB, batch.num.messages 100k) once with acks=1 and once with acks=all into two
-topics, then consume the acks=1 topic with a Consumer assigned to every partition from the
-beginning (no group), until N messages are read. msg/s = N / (time from the first produce()
-call to the last delivery report) and N / (time from assign() to the N-th message).
-Broker CPU-seconds are read from /proc when this script started the broker.
-Without --bootstrap it starts `kgroup serve` with fsync=never (use --fsync to change).
+Per run and per broker: two fresh topics with P partitions (AdminClient); produce N messages
+(linger.ms=5, batch.size 1 MB, batch.num.messages 100k) with acks=1 into one and acks=all
+into the other, with --producers processes sharing the N; then consume the acks=1 topic with
+--consumers processes, each a Consumer assigned its share of the partitions from the
+beginning (no group). Each side's processes connect first and start together: one
+librdkafka client in a Python loop paces itself (~500k produce() calls/s, a few hundred
+thousand records/s consumed), several load the broker. msg/s = N / (first produce() call
+to last delivery report), and N / (first assign() to the moment the N-th message was read).
+
+With --peer tansu both brokers run at once and the runs alternate (ours, Tansu, ours, ...),
+so machine load hits both alike; the table gives medians and ours/peer ratios. Broker
+CPU-seconds (user+system, all threads, from /proc) per million messages are measured per
+phase (produce acks=1 + acks=all; consume) — on a shared machine the steadiest measure of
+the broker itself. Without --bootstrap it starts `kgroup serve` (fsync per --fsync, default
+never). With --bootstrap (one node, or a whole kgroup cluster with every node's address
+listed) it measures the running brokers and reads each node's CPU from /proc when its
+process runs on this machine (found by its listening port), printing per-node figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
+import os
 import time
 import uuid
 
@@ -32,13 +45,58 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     while time.time() < deadline:
         md = admin.list_topics(name, timeout=10)
         t = md.topics.get(name)
-        if t is not None and t.error is None and len(t.partitions) == partitions:
+        if (t is not None and t.error is None and len(t.partitions) == partitions
+                and all(p.leader >= 0 for p in t.partitions.values())):
             return
         time.sleep(0.1)
     raise RuntimeError(f"topic {name} not visible after creation")
 
 
-def produce(bootstrap: str, topic: str, n: int, acks: str) -> float:
+def produce(bootstrap: str, topic: str, n: int, acks: str, processes: int = 1) -> float:
+    """msg/s of `processes` producers writing n messages between them: n over the time from
+    the first one's first produce() to the last one's last delivery report."""
+    if processes <= 1:
+        start, end = _produce(bootstrap, topic, n, acks)
+        return n / (end - start)
+    ctx = mp.get_context("fork")
+    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    shares = [n // processes + (1 if i < n % processes else 0) for i in range(processes)]
+    procs = [ctx.Process(target=_producer_process, args=(bootstrap, topic, share, acks, ready, go, results))
+             for share in shares]
+    outcomes = _together(procs, ready, go, results)
+    return n / (max(o[1] for o in outcomes) - min(o[0] for o in outcomes))
+
+
+def _producer_process(bootstrap: str, topic: str, n: int, acks: str, ready, go, results) -> None:
+    try:
+        results.put(_produce(bootstrap, topic, n, acks, ready, go))
+    except BaseException as exc:  # reported to the parent, which fails the run
+        results.put(("error", repr(exc)))
+
+
+def _together(procs: list, ready, go, results) -> list:
+    """Start the processes, let them go at once when all are connected, collect what each
+    reports (raising the first error)."""
+    for proc in procs:
+        proc.start()
+    try:
+        for _ in procs:
+            ready.get(timeout=60)
+        go.set()
+        outcomes = [results.get(timeout=330) for _ in procs]
+    finally:
+        for proc in procs:
+            proc.join(10)
+            if proc.is_alive():
+                proc.kill()
+    errors = [o[1] for o in outcomes if o[0] == "error"]
+    if errors:
+        raise RuntimeError(f"a client process failed: {errors[0]}")
+    return outcomes
+
+
+def _produce(bootstrap: str, topic: str, n: int, acks: str, ready=None, go=None) -> tuple[float, float]:
+    """(wall-clock start, end) of producing n messages."""
     p = Producer({
         "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
         "batch.size": 1_000_000, "batch.num.messages": 100_000,
@@ -55,7 +113,10 @@ def produce(bootstrap: str, topic: str, n: int, acks: str) -> float:
 
     value = b"v" * 100
     p.list_topics(topic, timeout=10)  # connect and learn leaders before the clock starts
-    t0 = time.perf_counter()
+    if ready is not None:
+        ready.put(os.getpid())
+        go.wait(60)
+    t0 = time.time()
     for i in range(n):
         while True:
             try:
@@ -66,13 +127,15 @@ def produce(bootstrap: str, topic: str, n: int, acks: str) -> float:
         if i & 0x3FFF == 0:
             p.poll(0)
     remaining = p.flush(120)
-    dt = time.perf_counter() - t0
+    t1 = time.time()
     if remaining or failed[0]:
         raise RuntimeError(f"produce acks={acks}: {failed[0]} failed, {remaining} not delivered")
-    return n / dt
+    return t0, t1
 
 
-def consume(bootstrap: str, topic: str, partitions: int, n: int) -> float:
+def _consumer_process(bootstrap: str, topic: str, parts: list[int], total, n: int, ready, go, results) -> None:
+    """One consumer process: connect, wait for the start signal, read until the processes
+    together have read `n` messages (`total` is their shared count)."""
     c = Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4()}",
         "enable.auto.commit": False, "fetch.max.bytes": 52_428_800,
@@ -81,21 +144,40 @@ def consume(bootstrap: str, topic: str, partitions: int, n: int) -> float:
     })
     try:
         c.list_topics(topic, timeout=10)
-        t0 = time.perf_counter()
-        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])  # offset 0: beginning
-        got = 0
-        deadline = time.time() + 300
-        while got < n:
-            msgs = c.consume(num_messages=10_000, timeout=1.0)
+        ready.put(os.getpid())
+        go.wait(60)
+        t0 = time.time()
+        c.assign([TopicPartition(topic, p, 0) for p in parts])  # offset 0: beginning
+        deadline = t0 + 300
+        while total.value < n:
+            msgs = c.consume(num_messages=10_000, timeout=0.1)
             for m in msgs:
                 if m.error() is not None:
                     raise KafkaException(m.error())
-            got += len(msgs)
+            if msgs:
+                with total.get_lock():
+                    total.value += len(msgs)
             if time.time() > deadline:
-                raise RuntimeError(f"consumed only {got} of {n}")
-        return n / (time.perf_counter() - t0)
+                raise RuntimeError(f"consumed only {total.value} of {n} together")
+        results.put((t0, time.time()))
+    except BaseException as exc:  # reported to the parent, which fails the run
+        results.put(("error", repr(exc)))
     finally:
         c.close()
+
+
+def consume(bootstrap: str, topic: str, partitions: int, n: int, processes: int) -> float:
+    """msg/s of `processes` consumers reading the topic's partitions between them: n over
+    the time from the first one's assign() to the moment the n-th message was read."""
+    processes = max(1, min(processes, partitions))
+    ctx = mp.get_context("fork")
+    ready, results, go, total = ctx.Queue(), ctx.Queue(), ctx.Event(), ctx.Value("q", 0)
+    shares = [[p for p in range(partitions) if p % processes == i] for i in range(processes)]
+    procs = [ctx.Process(target=_consumer_process, args=(bootstrap, topic, share, total, n, ready, go, results))
+             for share in shares]
+    outcomes = _together(procs, ready, go, results)
+    # The first process to see the shared count reach n stopped at the n-th message.
+    return n / (min(o[1] for o in outcomes) - min(o[0] for o in outcomes))
 
 
 def main() -> None:
@@ -103,35 +185,63 @@ def main() -> None:
     peers.add_args(p)
     p.add_argument("--messages", type=int, default=None, help="per run (default 1,000,000; 500,000 with --quick)")
     p.add_argument("--partitions", type=int, default=6)
+    p.add_argument("--consumers", type=int, default=2, help="consumer processes (default 2)")
+    p.add_argument("--producers", type=int, default=1, help="producer processes (default 1)")
     p.add_argument("--fsync", default="never", help="kgroup fsync policy when we start it (default never)")
     args = p.parse_args()
     n = args.messages or (500_000 if args.quick else 1_000_000)
-    runs = args.runs if args.runs is not None else 3
-    rows = {k: {} for k in ("produce acks=1 msg/s", "produce acks=all msg/s", "consume msg/s",
-                            "broker CPU-s per 1M msgs (produce 1 + all + consume)")}
+    runs = peers.runs(args)
+    keys = ("produce acks=1 msg/s", "produce acks=all msg/s", "consume msg/s",
+            "broker CPU-s per 1M produced",
+            "broker CPU-s per 1M consumed", "broker CPU-s per 1M produced and consumed")
+    figures = {side: {k: [] for k in keys} for side in peers.sides(args)}
+    node_cpu: dict[str, list[float]] = {}
     cfg = peers.toml_config(fsync=args.fsync, initial_rebalance_delay_ms=0)
-    for side in peers.sides(args):
-        print(f"{side}:", flush=True)
-        r1, ra, rc, cpus = [], [], [], []
-        with peers.broker(args, side, cfg) as b:
-            for r in range(runs):
+    print(f"load average before: {peers.load_average()}", flush=True)
+    with peers.brokers(args, cfg) as brokers:
+        for r in range(runs):
+            for side, b in brokers.items():
                 t1, ta = f"tp1-{uuid.uuid4().hex[:8]}", f"tpa-{uuid.uuid4().hex[:8]}"
                 create_topic(b.bootstrap, t1, args.partitions)
                 create_topic(b.bootstrap, ta, args.partitions)
-                cpu0 = b.cpu_seconds()
-                r1.append(produce(b.bootstrap, t1, n, "1"))
-                ra.append(produce(b.bootstrap, ta, n, "all"))
-                rc.append(consume(b.bootstrap, t1, args.partitions, n))
-                cpu1 = b.cpu_seconds()
-                if cpu0 is not None and cpu1 is not None:
-                    cpus.append((cpu1 - cpu0) * 1_000_000 / n)
-                print(f"  run {r + 1}: produce acks=1 {r1[-1]:,.0f}/s, acks=all {ra[-1]:,.0f}/s, "
-                      f"consume {rc[-1]:,.0f}/s, broker CPU {cpus[-1] if cpus else float('nan'):.2f}s per 1M",
-                      flush=True)
-        for key, xs in zip(rows, (r1, ra, rc, cpus)):
-            rows[key][side] = peers.median(xs)
-    peers.print_table(f"confluent-kafka throughput, {n:,} x 100-byte messages, {args.partitions} partitions, "
-                      f"{runs} runs (median)", list(rows.items()), peers.sides(args))
+                cpu0 = b.cpu_by_node()
+                r1 = produce(b.bootstrap, t1, n, "1", args.producers)
+                ra = produce(b.bootstrap, ta, n, "all", args.producers)
+                cpu1 = b.cpu_by_node()
+                rc = consume(b.bootstrap, t1, args.partitions, n, args.consumers)
+                cpu2 = b.cpu_by_node()
+                f = figures[side]
+                f[keys[0]].append(r1)
+                f[keys[1]].append(ra)
+                f[keys[2]].append(rc)
+                line = (f"  run {r + 1} {side}: produce acks=1 {r1:,.0f}/s, acks=all {ra:,.0f}/s, "
+                        f"consume {rc:,.0f}/s")
+                if cpu0 and cpu1 and cpu2:
+                    per_m = 1_000_000 / n
+                    prod = (sum(cpu1.values()) - sum(cpu0.values())) * per_m / 2
+                    cons = (sum(cpu2.values()) - sum(cpu1.values())) * per_m
+                    f[keys[3]].append(prod)
+                    f[keys[4]].append(cons)
+                    f[keys[5]].append(prod + cons)
+                    line += f", broker CPU per 1M: produce {prod:.2f}s, consume {cons:.2f}s"
+                    if len(cpu2) > 1:
+                        for node in cpu2:
+                            node_cpu.setdefault(node, []).append((cpu2[node] - cpu0[node]) * per_m)
+                        line += " (per node, all phases: " + ", ".join(
+                            f"{node} {(cpu2[node] - cpu0[node]) * per_m:.2f}s" for node in cpu2) + ")"
+                print(line + f"; load {peers.load_average()}", flush=True)
+    rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in keys[:3]]
+    cpu_rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in keys[3:]]
+    title = (f"confluent-kafka, {n:,} x 100-byte messages, {args.partitions} partitions, {args.producers} "
+             f"producer and {args.consumers} consumer processes, kgroup fsync={args.fsync if not args.bootstrap else '(as running)'}, "
+             f"{runs} runs (median)")
+    peers.print_table(title, rows, peers.sides(args))
+    peers.print_table("broker CPU-seconds per million messages (lower is better: ours/peer <= 1 wins)",
+                      cpu_rows, peers.sides(args))
+    if node_cpu:
+        print("\nper node (ours), CPU-s per 1M messages, all phases: "
+              + ", ".join(f"{node} {peers.median(xs):.2f}" for node, xs in node_cpu.items()))
+    print(f"load average after: {peers.load_average()}")
 
 
 if __name__ == "__main__":

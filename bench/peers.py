@@ -68,21 +68,34 @@ class Broker:
     stderr_lines: list[str] = field(default_factory=list)
     # what kind of broker: "kgroup", "tansu" or "external"
     kind: str = "external"
+    # an external cluster: every bootstrap address, and its nodes {id: (host, port)}
+    addresses: str = ""
+    nodes: dict[int, tuple[str, int]] = field(default_factory=dict)
 
     def cpu_seconds(self) -> float | None:
         """user+system CPU seconds of the broker process (all threads), if we started it."""
         if self.proc is None:
             return None
-        try:
-            with open(f"/proc/{self.proc.pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):
-            return None
+        return process_cpu_seconds(self.proc.pid)
+
+    def cpu_by_node(self) -> dict[str, float] | None:
+        """CPU seconds of each broker process behind this handle: the one we started, or
+        every node of a running cluster whose process is on this machine (None if unknown)."""
+        if self.proc is not None:
+            cpu = self.cpu_seconds()
+            return None if cpu is None else {self.kind: cpu}
+        found = {}
+        for node, (host, port) in sorted(self.nodes.items()):
+            pid = pid_listening_on(port)
+            cpu = process_cpu_seconds(pid) if pid is not None else None
+            if cpu is None:
+                return None
+            found[f"{host}:{port}"] = cpu
+        return found or None
 
     @property
     def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
+        return self.addresses or f"{self.host}:{self.port}"
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -94,6 +107,47 @@ class Broker:
                 self.proc.wait()
         if self.tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """user+system CPU seconds of a process (all threads), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def pid_listening_on(port: int) -> int | None:
+    """The process on this machine with a TCP socket listening on `port`, from /proc."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    cols = line.split()
+                    if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:   # LISTEN
+                        inodes.add(cols[9])
+        except OSError:
+            continue
+    if not inodes:
+        return None
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
+                    return int(pid)
+        except OSError:
+            continue
+    return None
+
+
+def load_average() -> str:
+    """The machine's 1/5/15-minute load averages."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def _pump(stream, sink: list[str], echo: bool) -> None:
@@ -217,6 +271,30 @@ def broker(args, which: str, config_text: str | None = None):
         yield b
     finally:
         b.stop()
+
+
+def external(bootstrap: str) -> Broker:
+    """A running broker or cluster, given by every node's address (comma-separated)."""
+    addresses = [a.strip() for a in bootstrap.split(",") if a.strip()]
+    nodes = {}
+    for i, address in enumerate(addresses):
+        host, _, port = address.rpartition(":")
+        nodes[i] = (host, int(port))
+    host, port = nodes[0]
+    return Broker("ours", host, port, addresses=",".join(addresses), nodes=nodes)
+
+
+@contextlib.contextmanager
+def brokers(args, config_text: str | None = None):
+    """Yield {side: Broker} for every side, all running at once (so runs can alternate)."""
+    with contextlib.ExitStack() as stack:
+        started = {}
+        for side in sides(args):
+            if side == "ours" and args.bootstrap:
+                started[side] = external(args.bootstrap)
+            else:
+                started[side] = stack.enter_context(broker(args, side, config_text))
+        yield started
 
 
 def sides(args) -> list[str]:

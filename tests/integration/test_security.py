@@ -16,11 +16,12 @@ import pytest
 from kgroup.acl_bindings import AclBinding, AclFilter, AclOperation as Op, AclPermission as Perm
 from kgroup.acl_bindings import PatternType as Pat, ResourceType as Res
 from kgroup.client import AdminClient, Consumer, Producer
-from kgroup.client.cluster import request_fields
+from kgroup.client.cluster import build_request, request_fields
 from kgroup.client.connection import Connection
 from kgroup.client.errors import AuthenticationError, KafkaConnectionError
 from kgroup.client.security import ClientSecurity
 from kgroup.error_codes import ErrorCode as E
+from kgroup.wire import decode_response, request_class
 from kgroup.wire.versions import (
     DESCRIBE_GROUPS,
     FETCH,
@@ -39,6 +40,7 @@ from tests.integration.security_setup import (
     SecureBroker,
     add_user_offline,
     library_options,
+    make_certs,
     our_settings,
     secure_broker,
 )
@@ -567,6 +569,147 @@ def test_sessions_expire_and_clients_re_authenticate_kip368(tmp_path):
         assert log.count("session expired") == 1  # only the client that did not re-authenticate
     finally:
         proc.finish()
+
+
+# -- Fetch answers on every listener (sendfile where it can, read in through TLS) -------------
+
+LARGE_VALUE = b"z" * 8_000  # 30 of them: an answer whose records are sent from the segment file
+
+
+def produce_large(bootstrap: str, settings: dict, *topics: str, count: int = 30) -> None:
+    """``count`` 8 KB records in partition 0 of each topic (created with one partition)."""
+    async def go():
+        async with Producer({"bootstrap.servers": bootstrap, **settings}) as p:
+            for topic in topics:
+                for i in range(count):
+                    await p.send(topic, LARGE_VALUE + b"%d" % i, key=b"k%d" % i, partition=0)
+            await p.flush()
+    run(go())
+
+
+async def raw_fetch(conn: Connection, *topics: str, version: int = 12) -> bytes:
+    """A Fetch of partition 0 of ``topics`` from offset 0: the answer's bytes after its
+    correlation id (the same request on any connection must give the same bytes)."""
+    request = build_request(request_class(FETCH, version), replica_id=-1, max_wait=0, min_bytes=0,
+                            max_bytes=1 << 22, isolation_level=1, session_id=0, session_epoch=-1, topics=[
+                                {"topic": t, "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                            "partition_max_bytes": 1 << 22}]} for t in topics])
+    frame = await conn._roundtrip(FETCH, version, request, 10)
+    return frame[4:]
+
+
+def fetched(version: int, answer: bytes) -> dict:
+    """{topic: (error, records)} of a `raw_fetch` answer."""
+    response = decode_response(FETCH, version, b"\x00\x00\x00\x00" + answer)[1]
+    return {t.topic: (int(t.partitions[0].error_code), bytes(t.partitions[0].records or b""))
+            for t in response.responses}
+
+
+def test_fetch_answers_are_the_same_bytes_on_every_listener_and_a_refused_topic_gets_its_error(sb):
+    """The same Fetch as a super user over SASL_PLAINTEXT (records sent with sendfile), over
+    SASL_SSL and over mutual TLS (records read in) gives the same bytes; mallory, who may
+    read one topic of two, gets TOPIC_AUTHORIZATION_FAILED for the other and the same
+    records for hers (the guard's answer is built the copying way)."""
+    mine, secret = f"z-ok-{uuid.uuid4().hex[:6]}", f"z-secret-{uuid.uuid4().hex[:6]}"
+
+    async def create():
+        async with admin(sb) as a:
+            await a.create_topics({mine: 1, secret: 1})
+    run(create())
+    produce_large(sb.address(sb.sasl_port), our_settings("SASL_PLAINTEXT", "SCRAM-SHA-512", ADMIN, ADMIN_PASSWORD),
+                  mine, secret)
+    grant(sb, *acl("User:mallory", Res.TOPIC, mine, Op.READ))
+    listeners = [
+        (sb.sasl_port, our_settings("SASL_PLAINTEXT", "SCRAM-SHA-512", ADMIN, ADMIN_PASSWORD)),
+        (sb.sasl_ssl_port, our_settings("SASL_SSL", "SCRAM-SHA-256", ADMIN, ADMIN_PASSWORD, sb.certs)),
+        (sb.ssl_port, our_settings("SSL", certs=sb.certs, client_cn=SUPER_CN)),
+    ]
+
+    async def go():
+        answers = []
+        for version in (4, 12):
+            for port, settings in listeners:
+                conn = await Connection.open("127.0.0.1", port, "fetch-bytes", 10,
+                                             security=ClientSecurity.from_settings(settings))
+                try:
+                    answers.append((version, port, await raw_fetch(conn, mine, secret, version=version)))
+                finally:
+                    await conn.close()
+        conn = await _as(sb, "mallory")
+        try:
+            return answers, await raw_fetch(conn, mine, secret), await raw_fetch(conn, mine)
+        finally:
+            await conn.close()
+
+    answers, refused_one, only_mine = run(go())
+    for version in (4, 12):
+        same = {answer for v, _, answer in answers if v == version}
+        assert len(same) == 1, f"v{version}: the listeners' answers differ"
+    full = fetched(12, answers[-1][2])
+    assert full[mine][0] == E.NONE and full[mine][1].count(LARGE_VALUE) == 30
+    assert full[secret][0] == E.NONE and full[secret][1].count(LARGE_VALUE) == 30
+    assert fetched(12, refused_one) == {mine: full[mine], secret: (E.TOPIC_AUTHORIZATION_FAILED, b"")}
+    assert fetched(12, only_mine) == {mine: full[mine]}
+
+
+def test_a_tls_consumer_reads_what_a_plaintext_one_reads_without_an_authorizer(tmp_path):
+    """No authorizer: both listeners take the plain path; the SSL one reads the records in
+    (no sendfile through TLS) and gives the same bytes, and confluent-kafka consumes them."""
+    certs = make_certs(tmp_path / "certs", ())
+    plain, tls = free_port(), free_port()
+    broker = BrokerProcess(tmp_path / "data", port=plain, listen=False, tables=f"""
+[[listeners]]
+name = "PLAIN"
+address = "127.0.0.1:{plain}"
+protocol = "PLAINTEXT"
+
+[[listeners]]
+name = "TLS"
+address = "127.0.0.1:{tls}"
+protocol = "SSL"
+ssl_certfile = "{certs.server_cert}"
+ssl_keyfile = "{certs.server_key}"
+""")
+    broker.start()
+    try:
+        topic = "large"
+        ssl_settings = our_settings("SSL", certs=certs)
+
+        async def create():
+            async with AdminClient(f"127.0.0.1:{plain}") as a:
+                await a.create_topics({topic: 1})
+        run(create())
+        produce_large(f"127.0.0.1:{plain}", {}, topic)
+
+        async def both():
+            answers = []
+            for port, security in ((plain, None), (tls, ClientSecurity.from_settings(ssl_settings))):
+                conn = await Connection.open("127.0.0.1", port, "fetch-bytes", 10, security=security)
+                try:
+                    answers.append(await raw_fetch(conn, topic))
+                finally:
+                    await conn.close()
+            return answers
+
+        over_plain, over_tls = run(both())
+        assert over_tls == over_plain and fetched(12, over_tls)[topic][1].count(LARGE_VALUE) == 30
+
+        from confluent_kafka import Consumer as CKConsumer, TopicPartition as CKPartition
+
+        c = CKConsumer({"bootstrap.servers": f"127.0.0.1:{tls}", "group.id": "tls-reader",
+                        "enable.auto.commit": False, **library_options("confluent-kafka", "SSL", certs=certs)})
+        c.assign([CKPartition(topic, 0, 0)])
+        values = []
+        deadline = time.monotonic() + 30
+        while len(values) < 30 and time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is not None:
+                assert msg.error() is None, msg.error()
+                values.append(msg.value())
+        c.close()
+        assert values == [LARGE_VALUE + b"%d" % i for i in range(30)]
+    finally:
+        broker.finish()
 
 
 # -- transactions under ACLs -----------------------------------------------------------------

@@ -110,6 +110,10 @@ class DataPath:
         """Fetch (api 1), long-polling up to max_wait for min_bytes."""
         return await fetch_api.fetch(self.ctx, header, request)
 
+    async def fetch_answer(self, header: RequestHeader, request: Any) -> fetch_api.FetchAnswer:
+        """Fetch (api 1) encoded directly, large record ranges left in the segment files."""
+        return await fetch_api.fetch_answer(self.ctx, header, request)
+
     async def list_offsets(self, header: RequestHeader, request: Any) -> Any:
         """ListOffsets (api 2)."""
         return list_offsets_api.list_offsets(self.ctx, header, request)

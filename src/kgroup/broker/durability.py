@@ -1,10 +1,12 @@
 """Group commit: many appends, one fsync, then every waiting answer goes out.
 
 How this works: a handler appends to a log (cheap, buffered) and awaits
-`durable(log, end)`. One background task takes every log with waiters, runs their `sync()`
-in a worker thread (the storage layer allows appends to continue meanwhile), and releases
-each waiter whose end offset the returned durable end covers. Requests that arrive while an
-fsync runs are covered by the next one, so under load one fsync acknowledges many requests.
+`durable(log, end)`. One background task takes every log with waiters and runs their
+`sync()` one after the other in a single worker-thread job (the storage layer allows
+appends to continue meanwhile); as each log's fsync returns, the waiters whose end offset
+its durable end covers are released on the loop at once. Requests that arrive while a round
+runs are covered by the next one, so under load one fsync per log acknowledges many
+requests, and one thread hop serves every partition written meanwhile.
 
 Policy (`FsyncPolicy`): "always" waits for the fsync; "interval:<ms>" and "never" only flush
 to the kernel before answering (that survives kill -9 of the broker, not a power cut), and
@@ -78,35 +80,49 @@ class Durability:
         await fut
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
             batch, self._waiters = self._waiters, {}
-            for target, waiters in batch.values():
-                try:
-                    durable_end = await asyncio.to_thread(self._sync, target)
-                except NOT_OURS as exc:
-                    for _, fut in waiters:
-                        if not fut.done():
-                            fut.set_exception(exc)
-                    continue
-                except BaseException as exc:  # an fsync failure is final (storage contract)
-                    log.critical("fsync failed, no further writes can be acknowledged: %s", exc)
-                    self.failed = exc
-                    for _, fut in waiters:
-                        if not fut.done():
-                            fut.set_exception(RuntimeError(f"storage failed: {exc}"))
-                    continue
-                pending = []
-                for end, fut in waiters:
-                    if end <= durable_end:
-                        if not fut.done():
-                            fut.set_result(None)
-                    else:
-                        pending.append((end, fut))
-                if pending:  # appended after the sync began; next round
-                    self._waiters.setdefault(id(target), (target, []))[1].extend(pending)
-                    self._wakeup.set()
+            # One trip to a worker thread per round, whatever the number of logs.
+            await asyncio.to_thread(self._sync_round, loop, list(batch.values()))
+
+    def _sync_round(self, loop: asyncio.AbstractEventLoop,
+                    entries: list[tuple[SyncableLog, list[tuple[int, asyncio.Future]]]]) -> None:
+        """(worker thread) fsync each log in turn; each log's waiters are settled on the loop
+        as soon as its own fsync is done, not at the end of the round."""
+        for target, waiters in entries:
+            try:
+                outcome: int | BaseException = self._sync(target)
+            except BaseException as exc:  # noqa: BLE001 (settled on the loop)
+                outcome = exc
+            loop.call_soon_threadsafe(self._settle, target, waiters, outcome)
+
+    def _settle(self, target: SyncableLog, waiters: list[tuple[int, asyncio.Future]],
+                outcome: int | BaseException) -> None:
+        """(loop) Release the waiters an fsync covered; fail them if it failed."""
+        if isinstance(outcome, BaseException):
+            if isinstance(outcome, NOT_OURS):
+                error: BaseException = outcome
+            else:  # an fsync failure is final (storage contract)
+                log.critical("fsync failed, no further writes can be acknowledged: %s", outcome)
+                self.failed = outcome
+                error = RuntimeError(f"storage failed: {outcome}")
+            for _, fut in waiters:
+                if not fut.done():
+                    fut.set_exception(error)
+            return
+        pending = []
+        for end, fut in waiters:
+            if end <= outcome:
+                if not fut.done():
+                    fut.set_result(None)
+            else:
+                pending.append((end, fut))
+        if pending:  # appended after the sync began; next round
+            self._waiters.setdefault(id(target), (target, []))[1].extend(pending)
+            self._wakeup.set()
 
     async def _interval(self) -> None:
         while True:

@@ -26,6 +26,14 @@ Long poll: when the bytes read are fewer than min_bytes and no partition had an 
 fetch waits on `ArrivalWatch` for any requested partition until max_wait has passed from
 when the request arrived, then reads again; it answers with whatever there is at the
 deadline (or at once when the DataPath closes).
+
+Zero copy: the broker answers with `fetch_answer`, which encodes the response directly
+(wire/fetch_response.py) and leaves every record range of at least SLICE_MIN_BYTES in its
+segment file (`RecordsSlice`, its own descriptor); the connection sends those with sendfile
+between the bytes of the response around them, or reads them in where it cannot (TLS).
+`fetch` builds the same response as kio objects (the reference, byte for byte).
+Ownership: a partition this node does not own is answered NOT_LEADER_OR_FOLLOWER before
+anything is read, and the connection re-checks ownership before the answer goes out.
 """
 
 from __future__ import annotations
@@ -39,7 +47,9 @@ from kgroup.broker.data_api import NOT_LEADER, DataContext, DataError, Partition
 from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.storage import StorageError
 from kgroup.storage.errors import NotOwnedError, OffsetOutOfRangeError, TopicError
+from kgroup.storage.records_slice import RecordsSlice
 from kgroup.wire import RequestHeader, response_class
+from kgroup.wire.fetch_response import FetchPartition, FetchTopic, encode_fetch_response
 
 INT32_MAX = 2**31 - 1
 READ_COMMITTED = 1
@@ -62,13 +72,50 @@ def _end_of(records: bytes, offset: int) -> int:
     return base + _LAST_DELTA.unpack_from(records, last + 23)[0] + 1
 
 
-def _answer_error(ctx: DataContext, cls: Any, code: DataError) -> Any:
-    return build(cls, throttle_time=0, error_code=code, session_id=0, responses=())
+class FetchAnswer:
+    """A Fetch response as the wire layer's parts: the frame's bytes around the records
+    that stay in segment files (`RecordsSlice`), for a connection to send with sendfile
+    (`zero_copy`) or to read in (`frame`). `error_code` is the response's top-level one."""
+
+    __slots__ = ("parts", "error_code")
+
+    def __init__(self, parts: list[Any], error_code: int) -> None:
+        self.parts = parts
+        self.error_code = error_code
+
+    @property
+    def zero_copy(self) -> bool:
+        """Whether any records are left in files."""
+        return len(self.parts) > 1
+
+    def frame(self) -> bytes:
+        """The whole frame in memory (slices read and closed)."""
+        data = b"".join(p if isinstance(p, bytes) else p.read() for p in self.parts)
+        self.close()
+        return data
+
+    def close(self) -> None:
+        for part in self.parts:
+            if isinstance(part, RecordsSlice):
+                part.close()
 
 
 async def fetch(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
-    """The Fetch response, after waiting up to max_wait for min_bytes."""
+    """The Fetch response as a kio object, after waiting up to max_wait for min_bytes."""
     cls = response_class(1, header.api_version)
+    error, topics = await _fetch(ctx, request, slices=False)
+    return _to_kio(cls, error, topics)
+
+
+async def fetch_answer(ctx: DataContext, header: RequestHeader, request: Any) -> FetchAnswer:
+    """The same response encoded directly, its large record ranges left in the segment
+    files for sendfile."""
+    error, topics = await _fetch(ctx, request, slices=True)
+    return FetchAnswer(encode_fetch_response(header.api_version, header.correlation_id, error, 0, topics),
+                       error)
+
+
+async def _fetch(ctx: DataContext, request: Any, slices: bool) -> tuple[int, list[FetchTopic]]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(ms(request.max_wait), 0) / 1000
 
@@ -76,16 +123,49 @@ async def fetch(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
     #    session id) are served; an incremental one (epoch > 0) names a session we never made.
     session_epoch = int(get(request, "session_epoch", -1))
     if session_epoch not in (0, -1):
-        return _answer_error(ctx, cls, DataError.FETCH_SESSION_ID_NOT_FOUND)
+        return DataError.FETCH_SESSION_ID_NOT_FOUND, []
 
-    # 2. Read; wait for more while below min_bytes; read again.
+    # 2. Read; wait for more while below min_bytes; read again. Long polls wake on the
+    #    appends that ring a watched partition, never by polling.
     keys = _watched_keys(ctx, request)
     while True:
-        response, size, errors = _read(ctx, cls, request)
+        topics, size, errors = _read(ctx, request, slices)
         if (size >= int(request.min_bytes) or errors or ctx.watch.closed
                 or loop.time() >= deadline or not keys):
-            return response
+            return DataError.NONE, topics
+        _close_slices(topics)
         await ctx.watch.wait(keys, deadline - loop.time())
+
+
+def _close_slices(topics: list[FetchTopic]) -> None:
+    for topic in topics:
+        for p in topic.partitions:
+            if isinstance(p.records, RecordsSlice):
+                p.records.close()
+
+
+def _to_kio(cls: Any, error: int, topics: list[FetchTopic]) -> Any:
+    """The kio response for what `_read` found (records read into memory)."""
+    topic_cls = item(cls, "responses")
+    part_cls = item(topic_cls, "partitions")
+    aborted_cls = item(part_cls, "aborted_transactions")
+    return build(cls, throttle_time=0, error_code=error, session_id=0, responses=tuple(
+        build(topic_cls, topic=t.name, topic_id=t.topic_id, partitions=tuple(
+            build(part_cls, partition_index=p.index, error_code=p.error_code, high_watermark=p.high_watermark,
+                  last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
+                  aborted_transactions=None if p.aborted is None else tuple(
+                      build(aborted_cls, producer_id=pid, first_offset=first) for pid, first in p.aborted),
+                  preferred_read_replica=-1,
+                  records=p.records if isinstance(p.records, bytes) else _read_slice(p.records))
+            for p in t.partitions))
+        for t in topics))
+
+
+def _read_slice(records: RecordsSlice) -> bytes:
+    try:
+        return records.read()
+    finally:
+        records.close()
 
 
 def _topic_name(ctx: DataContext, topic: Any, names_by_id: dict[uuid.UUID, str]) -> str | None:
@@ -105,13 +185,11 @@ def _watched_keys(ctx: DataContext, request: Any) -> list[PartitionKey]:
     return keys
 
 
-def _read(ctx: DataContext, cls: Any, request: Any) -> tuple[Any, int, bool]:
-    """One pass over the requested partitions: (response, bytes of records, any error)."""
-    topic_cls = item(cls, "responses")
-    part_cls = item(topic_cls, "partitions")
+def _read(ctx: DataContext, request: Any, slices: bool) -> tuple[list[FetchTopic], int, bool]:
+    """One pass over the requested partitions: (topics, bytes of records, any error). With
+    `slices`, large record ranges stay in their files (`RecordsSlice`)."""
     names_by_id = {m.topic_id: n for n, m in ctx.data.topics().items()}
     read_committed = int(get(request, "isolation_level", 0)) == READ_COMMITTED
-    aborted_cls = item(part_cls, "aborted_transactions")
     remaining = int(get(request, "max_bytes", INT32_MAX))
     if remaining <= 0:
         remaining = INT32_MAX
@@ -127,14 +205,8 @@ def _read(ctx: DataContext, cls: Any, request: Any) -> tuple[Any, int, bool]:
         parts = []
         for p in topic.partitions:
             index = int(p.partition)
-
-            def failure(code: DataError) -> Any:
-                return build(part_cls, partition_index=index, error_code=code, high_watermark=-1,
-                             last_stable_offset=-1, log_start_offset=-1,
-                             aborted_transactions=None, preferred_read_replica=-1, records=b"")
-
             if name is None:
-                parts.append(failure(unknown))
+                parts.append(FetchPartition(index, unknown))
                 errors = True
                 continue
             try:
@@ -150,39 +222,39 @@ def _read(ctx: DataContext, cls: Any, request: Any) -> tuple[Any, int, bool]:
                 upto = stable if read_committed else end
                 # 3. KIP-74: only the first partition with data may exceed the limits.
                 limit = min(int(p.partition_max_bytes), remaining)
-                records = b""
+                records: Any = b""
                 if offset < upto and (limit > 0 or not got_data):
-                    records = plog.read(offset, max(limit, 0), upto if read_committed else None)
+                    upto_arg = upto if read_committed else None
+                    records = (plog.read_slice(offset, max(limit, 0), upto_arg) if slices
+                               else plog.read(offset, max(limit, 0), upto_arg))
                     if got_data and len(records) > limit:
+                        if isinstance(records, RecordsSlice):
+                            records.close()
                         records = b""
-                if records:
+                size = len(records)
+                if size:
                     got_data = True
-                    remaining -= len(records)
-                    total += len(records)
+                    remaining -= size
+                    total += size
                 aborted = None
                 if read_committed:
-                    aborted = tuple(build(aborted_cls, producer_id=a.producer_id, first_offset=a.first_offset)
-                                    for a in state.aborted_between(offset, _end_of(records, offset)))
-                parts.append(build(part_cls, partition_index=index, error_code=DataError.NONE,
-                                   high_watermark=end, last_stable_offset=stable,
-                                   log_start_offset=start, aborted_transactions=aborted,
-                                   preferred_read_replica=-1, records=records))
+                    records_end = (records.end_offset if isinstance(records, RecordsSlice)
+                                   else _end_of(records, offset))
+                    aborted = [(a.producer_id, a.first_offset) for a in state.aborted_between(offset, records_end)]
+                parts.append(FetchPartition(index, DataError.NONE, end, stable, start, aborted, records))
             except TopicError:
-                parts.append(failure(DataError.UNKNOWN_TOPIC_OR_PARTITION))
+                parts.append(FetchPartition(index, DataError.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
             except NOT_LEADER:
-                parts.append(failure(DataError.NOT_LEADER_OR_FOLLOWER))
+                parts.append(FetchPartition(index, DataError.NOT_LEADER_OR_FOLLOWER))
                 errors = True
             except OffsetOutOfRangeError as exc:
                 log.debug("fetch: %s", exc)
-                parts.append(failure(DataError.OFFSET_OUT_OF_RANGE))
+                parts.append(FetchPartition(index, DataError.OFFSET_OUT_OF_RANGE))
                 errors = True
             except StorageError as exc:
                 log.error("fetch from %s-%d failed in storage: %s", name, index, exc)
-                parts.append(failure(DataError.KAFKA_STORAGE_ERROR))
+                parts.append(FetchPartition(index, DataError.KAFKA_STORAGE_ERROR))
                 errors = True
-        topics.append(build(topic_cls, topic=name if name is not None else "", topic_id=topic_id,
-                            partitions=tuple(parts)))
-    response = build(cls, throttle_time=0, error_code=DataError.NONE, session_id=0,
-                     responses=tuple(topics))
-    return response, total, errors
+        topics.append(FetchTopic(name if name is not None else "", topic_id, parts))
+    return topics, total, errors

@@ -9,6 +9,10 @@ Anything a client sends that we cannot serve gets an error response or, for byte
 even frame or decode, a closed connection — never a crash of the broker. SIGTERM/SIGINT
 stop accepting, let in-flight requests finish briefly, sync every log and exit 0.
 
+Fetch answers leave their large record ranges in the segment files (fetch_api.py): on a
+plain TCP connection they go to the socket with sendfile between the response bytes around
+them (`send_answer`); where the kernel cannot send a file (TLS) they are read in.
+
 Watching the coordinator costs nothing per request unless asked for: every group change is
 logged from the group events (group_observer.py); with `--http-listen` a second listener
 serves the web console and /metrics (console/), and requests are counted by API and error
@@ -52,6 +56,7 @@ from kgroup.broker.configs_api import ConfigsApi
 from kgroup.broker.durability import Durability
 from kgroup.broker.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.faults import Action, Faults
+from kgroup.broker.fetch_api import FetchAnswer
 from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
 from kgroup.broker.group_observer import GroupObserver
 from kgroup.broker.group_view import GroupViews
@@ -206,7 +211,7 @@ class Broker:
         self.security = Security(cfg.auth, cfg.data_dir)
         secure = SecurityApi(self.security)
         self.handlers = {
-            0: dp.produce, 1: dp.fetch, 2: dp.list_offsets, 3: dp.metadata,
+            0: dp.produce, 1: dp.fetch_answer, 2: dp.list_offsets, 3: dp.metadata,
             8: groups.offset_commit, 9: groups.offset_fetch, 10: groups.find_coordinator,
             11: groups.join_group, 12: groups.heartbeat, 13: groups.leave_group, 14: groups.sync_group,
             15: groups.describe_groups, 16: groups.list_groups,
@@ -223,6 +228,9 @@ class Broker:
             78: self.share_fetches.share_fetch, 79: self.share_fetches.share_acknowledge,
             90: share.describe_offsets, 91: share.alter_offsets, 92: share.delete_offsets,
         }
+        # Where a handler answers encoded already (Fetch, for sendfile), the one that answers a
+        # kio object, for an authorization guard's finish step to edit (`_secured_response`).
+        self.editable_handlers = {1: dp.fetch}
         self._connection_ids = 0
         configs = ConfigsApi(dp.ctx, groups)
         self.handlers.update({
@@ -499,6 +507,10 @@ class Broker:
         connection = self._connection_ids
         out: list[bytes] = []  # responses not yet handed to the transport, in order
         opening = b""  # the connection's first bytes, until a frame has been read
+        # Fetch answers go out with sendfile on a plain TCP connection; through TLS (this
+        # listener's, started by `_start_tls`: the kernel cannot encrypt a file it sends)
+        # their records are read in and written as bytes.
+        zero_copy = tls is None and writer.get_extra_info("socket") is not None
         try:
             while True:
                 chunk = await reader.read(READ_CHUNK)
@@ -530,8 +542,18 @@ class Broker:
                             transport.write(b"".join(out))
                             out.clear()
                         response = await _Resume(coro, yielded)
-                    if response is not None:
+                    if response is None:
+                        continue
+                    if type(response) is bytes:
                         out.append(response)
+                    elif response.zero_copy:
+                        self._may_answer(losses, out)
+                        await send_answer(writer, out, response, zero_copy)
+                        out.clear()
+                        if transport.get_write_buffer_size() > (1 << 20):
+                            await writer.drain()  # a read-in (TLS) answer may be large
+                    else:
+                        out.append(response.parts[0])
                 if out:
                     self._may_answer(losses, out)
                     transport.write(b"".join(out) if len(out) > 1 else out[0])
@@ -601,8 +623,10 @@ class Broker:
         except MalformedRequest as exc:
             raise _CloseConnection(f"malformed request: {exc}") from None
 
-    async def _call(self, header: RequestHeader, request: Any, client_host: str, connection: int) -> Any:
-        handler = self.handlers[header.api_key]
+    async def _call(self, header: RequestHeader, request: Any, client_host: str, connection: int,
+                    editable: bool = False) -> Any:
+        """The handler's answer; with `editable`, always a kio object (never a FetchAnswer)."""
+        handler = (editable and self.editable_handlers.get(header.api_key)) or self.handlers[header.api_key]
         try:
             if header.api_key in WITH_CLIENT_HOST:
                 return await handler(header, request, client_host)
@@ -613,7 +637,7 @@ class Broker:
             log.error("storage error serving api %d: %s", header.api_key, exc)
             raise _CloseConnection("storage error") from None
 
-    async def _handle(self, frame: bytes, client_host: str, connection: int) -> bytes | None:
+    async def _handle(self, frame: bytes, client_host: str, connection: int) -> bytes | FetchAnswer | None:
         decoded = self._decode(frame)
         if isinstance(decoded, bytes):
             return decoded
@@ -645,6 +669,8 @@ class Broker:
             self._log_request(header, response, client_host)
         if response is None:
             return None
+        if type(response) is FetchAnswer:
+            return response              # encoded already; its records may still be in files
         return encode_response(header, response)
 
     def _log_request(self, header: Any, response: Any, client_host: str) -> None:
@@ -681,7 +707,7 @@ class Broker:
         return encode_response(header, error_response(
             header.api_key, header.api_version, request, action.error, f"fault {action.fault_id} (kgroup control API)"))
 
-    async def _handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | None:
+    async def _handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | FetchAnswer | None:
         """`_handle` with SASL, authorization and the listener's address (module comment)."""
         decoded = self._decode(frame)
         if isinstance(decoded, bytes):
@@ -696,6 +722,8 @@ class Broker:
             self._note_request(header, response, peer.client_host)
         if response is None:
             return None
+        if type(response) is FetchAnswer:
+            return response  # encoded already, naming no broker; its records may still be in files
         # This listener's address where the handler named the first listener's.
         if peer.advertised is not None:
             response = advertise_on(header.api_key, response, self.config.node_id, peer.advertised)
@@ -728,7 +756,9 @@ class Broker:
             if isinstance(verdict, Refused):
                 return verdict.response
             request, finish = verdict.request, verdict.finish
-        response = await self._call(header, request, peer.client_host, connection)
+        # A Fetch whose answer a guard finishes (refused topics added) is built as kio objects
+        # and read into memory; one with every topic allowed stays encoded for sendfile.
+        response = await self._call(header, request, peer.client_host, connection, editable=finish is not None)
         return finish(response) if finish is not None else response
 
     def _note_request(self, header: RequestHeader, response: Any, client_host: str) -> None:
@@ -742,6 +772,33 @@ class Broker:
 
 
 _SERVE = object()
+
+
+async def send_answer(writer: asyncio.StreamWriter, before: list[bytes], answer: FetchAnswer,
+                      zero_copy: bool) -> None:
+    """Write the responses `before`, then `answer`: its bytes through the transport and its
+    record slices with sendfile (`zero_copy`), or everything read in (TLS)."""
+    transport = writer.transport
+    if not zero_copy:
+        before.append(answer.frame())
+        transport.write(b"".join(before))
+        return
+    loop = asyncio.get_running_loop()
+    pending = before
+    try:
+        for part in answer.parts:
+            if type(part) is bytes:
+                pending.append(part)
+                continue
+            transport.write(b"".join(pending))
+            pending = []
+            if transport.is_closing():
+                raise ConnectionResetError("the client closed the connection")
+            with part.file() as file:
+                await loop.sendfile(transport, file, part.position, part.size)
+        transport.write(b"".join(pending))
+    finally:
+        answer.close()
 
 
 class _Resume:

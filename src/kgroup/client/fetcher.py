@@ -23,6 +23,7 @@ import asyncio
 import collections
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from kgroup.error_codes import ErrorCode
@@ -306,8 +307,9 @@ def decode(tp: TopicPartition, blob: bytes, start: int,
     the broker named, sorted) so are the batches of aborted transactions.
 
     Batches are framed and CRC-checked by ``record_batch.split_batches``; records are then
-    read by ``_records`` (a fast path that builds ``ConsumerRecord`` directly), falling back
-    to ``record_batch.decode_records`` for anything it does not expect.
+    read by ``_runs`` (whole runs of same-shaped records at once), else ``_records`` (one
+    record at a time, building ``ConsumerRecord`` directly), falling back to
+    ``record_batch.decode_records`` for anything neither expects.
     """
     out: list[ConsumerRecord] = []
     topic, partition = tp
@@ -336,7 +338,8 @@ def decode(tp: TopicPartition, blob: bytes, start: int,
             payload = record_batch.decompress(h.compression, payload,
                                                record_batch.DEFAULT_MAX_UNCOMPRESSED)
         try:
-            _records(out, payload, h, topic, partition, ts_type, start)
+            if not _runs(out, payload, h, topic, partition, ts_type, start):
+                _records(out, payload, h, topic, partition, ts_type, start)
         except (IndexError, ValueError):
             for r in record_batch.decode_records(batch):
                 if r.offset >= start:
@@ -449,3 +452,167 @@ def _records(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, part
     except (IndexError, ValueError):
         del out[mark:]
         raise
+
+
+# -- runs of same-shaped records -------------------------------------------------------------
+#
+# A producer's batch is usually many records of one shape: the same key and value lengths, no
+# headers. Such records differ only in their timestamp and offset deltas (varints), so while
+# those deltas keep their encoded sizes the records sit at a fixed stride. ``_runs`` reads the
+# first record of a run one field at a time, then checks the whole run column by column with
+# C-level bytes operations (a stride slice ``seg[j::stride]`` holds byte j of every record)
+# and decodes it with comprehensions: per record, Python only slices the value and builds the
+# ConsumerRecord. A run is exactly the records of that shape: record 0 is parsed, and record
+# k+1 starts where record k's length prefix says, which is what the stride check proves.
+
+_HIGH = bytes(range(0x80, 0x100))
+_ZIGZAG1 = [(b >> 1) ^ -(b & 1) for b in range(0x80)]
+_MIN_RUN = 16   # shorter first runs: records vary, leave the batch to ``_records``
+
+
+def _offset_columns(hi: int, size: int) -> list[bytes]:
+    """Byte columns of the varint offset deltas 0..hi-1 written in ``size`` bytes (meaningful
+    only where that is their size), cached and grown to a power of two as batches need."""
+    cols = _OFFSET_COLS.get(size)
+    if cols is None or len(cols[0]) < hi:
+        n = 1 << max(hi - 1, 1).bit_length()
+        cols = []
+        for j in range(size):
+            shift = 7 * j
+            if j < size - 1:
+                cols.append(bytes(((2 * i >> shift) & 0x7F) | 0x80 for i in range(n)))
+            else:
+                cols.append(bytes(2 * i >> shift & 0xFF for i in range(n)))
+        _OFFSET_COLS[size] = cols
+    return cols
+
+
+_OFFSET_COLS: dict[int, list[bytes]] = {}
+_OFFSET_LIMIT = {1: 64, 2: 8192, 3: 1 << 20}
+
+
+def _varint_size(buf: bytes, pos: int) -> int:
+    n = 1
+    while buf[pos] & 0x80:
+        pos += 1
+        n += 1
+        if n > 3:
+            raise ValueError("long varint")
+    return n
+
+
+def _runs(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, partition: int,
+          ts_type: int, start: int) -> bool:
+    """Append the records of one batch payload run by run; False (nothing appended) if the
+    batch does not start with a long enough run of same-shaped records."""
+    mark = len(out)
+    try:
+        return _runs_from(out, payload, h, topic, partition, ts_type, start)
+    except (IndexError, ValueError):
+        del out[mark:]
+        raise
+
+
+def _runs_from(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, partition: int,
+               ts_type: int, start: int) -> bool:
+    count = h.record_count
+    base_offset = h.base_offset
+    base_ts = h.base_timestamp
+    log_append = ts_type == 1
+    pos = 0
+    i = 0
+    end = len(payload)
+    while i < count:
+        # The first record of the run, field by field: its shape and layout.
+        ls = _varint_size(payload, pos)
+        length, _ = _varint(payload, pos)
+        stride = ls + length
+        p = pos + ls + 1                  # past length and attributes
+        kt = _varint_size(payload, p)
+        if kt > 2:
+            raise ValueError("timestamp delta of three bytes or more")
+        p += kt
+        ko = _varint_size(payload, p)
+        off_delta, p = _varint(payload, p)
+        if off_delta != i:
+            raise ValueError("offset delta is not the record's index")
+        key_at = p
+        klen, p = _varint(payload, p)
+        key_off = p - pos
+        p += max(klen, 0)
+        value_at = p
+        vlen, p = _varint(payload, p)
+        if vlen < 0:
+            raise ValueError("null value")
+        value_off = p - pos
+        p += vlen
+        if p + 1 - pos != stride or payload[p] != 0:
+            raise ValueError("headers, or a length mismatch")
+        # How far this shape can go: the offset delta keeps its size up to a limit.
+        limit = min(count, _OFFSET_LIMIT[ko]) - i
+        if limit * stride > end - pos:
+            limit = (end - pos) // stride
+        key_cols = payload[key_at:key_off + pos]
+        value_cols = payload[value_at:value_off + pos]
+        ts_at = ls + 1
+        off_at = ts_at + kt
+
+        def fits(k: int) -> bool:
+            seg = payload[pos:pos + k * stride]
+            for j in range(ls):       # the same length prefix
+                if seg[j::stride].count(payload[pos + j]) != k:
+                    return False
+            if kt == 1:
+                if not seg[ts_at::stride].isascii():
+                    return False
+            elif seg[ts_at::stride].translate(None, _HIGH) or not seg[ts_at + 1::stride].isascii():
+                return False
+            cols = _offset_columns(i + k, ko)
+            for j in range(ko):
+                if seg[off_at + j::stride] != cols[j][i:i + k]:
+                    return False
+            for j, b in enumerate(key_cols):
+                if seg[key_off - len(key_cols) + j::stride].count(b) != k:
+                    return False
+            for j, b in enumerate(value_cols):
+                if seg[value_off - len(value_cols) + j::stride].count(b) != k:
+                    return False
+            return seg[stride - 1::stride].count(0) == k
+
+        # Longest run: double while it fits, then halve the step back.
+        k = 1
+        while k < limit and fits(min(2 * k, limit)):
+            k = min(2 * k, limit)
+        step = k // 2
+        while step and k < limit:
+            if k + step <= limit and fits(k + step):
+                k += step
+            step //= 2
+        if i == 0 and k < min(_MIN_RUN, count):
+            return False
+        seg = payload[pos:pos + k * stride]
+        first = base_offset + i
+        skip = start - first if start > first else 0
+        if skip < k:
+            span = range(skip * stride, k * stride, stride)
+            values = [seg[q + value_off:q + value_off + vlen] for q in span]
+            if klen < 0:
+                keys: Any = repeat(None)
+            else:
+                keys = [seg[q + key_off:q + key_off + klen] for q in span]
+            if log_append:
+                stamps: Any = repeat(h.max_timestamp)
+            elif kt == 1:
+                stamps = [base_ts + _ZIGZAG1[b] for b in seg[ts_at + skip * stride::stride]]
+            else:
+                stamps = [base_ts + (((a & 0x7F) | (b << 7)) >> 1 ^ -(a & 1))
+                          for a, b in zip(seg[ts_at + skip * stride::stride],
+                                          seg[ts_at + 1 + skip * stride::stride])]
+            out.extend(map(ConsumerRecord, repeat(topic), repeat(partition),
+                           range(first + skip, first + k), stamps, repeat(ts_type), keys,
+                           values))
+        pos += k * stride
+        i += k
+    if pos != end:
+        raise ValueError("bytes after the last record")
+    return True

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 import struct
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 import crc32c
@@ -47,6 +47,7 @@ from kgroup.storage.errors import (
     StorageError,
 )
 from kgroup.storage.framing import zero_tail_start
+from kgroup.storage.records_slice import RecordsSlice
 from kgroup.storage.segments import (
     FLUSH_THRESHOLD,
     Segment,
@@ -55,8 +56,15 @@ from kgroup.storage.segments import (
 )
 
 LOG_START_FILE = "log-start-offset"
+# A fetch answer smaller than this is read into memory: below it, a pread and a copy cost
+# less than handing the socket a file range.
+SLICE_MIN_BYTES = 64 * 1024
+# A batch smaller than this is copied into the append buffer; a larger one is written from
+# the request's own bytes (pwritev), which must then not change: they are immutable bytes.
+_COPY_BELOW = 4096
 SCAN_CHUNK = 1024 * 1024
 _BASE_LENGTH = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
 
 
 class PartitionLog(SegmentedLog):
@@ -200,23 +208,27 @@ class PartitionLog(SegmentedLog):
                 self.check_fence()  # fail fast; the write itself is checked at flush
             seg = self._write_locked(n)
             base = self._end_offset
-            buf = self._buffer
             pos = seg.size
-            buf += BASE_OFFSET.pack(base)
-            buf += memoryview(batch)[8:]
+            # The batch is written as received, by reference; its base offset (outside the
+            # CRC) is the one piece made here.
+            self._buffer_copy(BASE_OFFSET.pack(base))
+            if n >= _COPY_BELOW and type(batch) is bytes:
+                self._buffer_ref(memoryview(batch)[8:])
+            else:
+                self._buffer_copy(memoryview(batch)[8:])
             seg.size += n
             self._index_batch(seg, pos, base, self.config.index_interval_bytes)
             if h.max_timestamp > seg.max_timestamp:
                 seg.max_timestamp = h.max_timestamp
             self._end_offset = seg.next_offset = base + h.last_offset_delta + 1
-            if len(buf) >= FLUSH_THRESHOLD:
+            if self._pending_bytes >= FLUSH_THRESHOLD:
                 self._flush_locked()
             return base
 
     # -- reading -------------------------------------------------------------------------
 
     def _flush_for_read(self) -> None:
-        if self._buffer:
+        if self._pending:
             self.flush()
 
     def _segment_for(self, offset: int) -> int | None:
@@ -255,29 +267,72 @@ class PartitionLog(SegmentedLog):
         With `upto` (a batch boundary: the last stable offset of read_committed), no batch
         starting at or after it is returned. Returns b"" at the log end; raises
         `OffsetOutOfRangeError` outside [log_start_offset, log_end_offset]."""
+        found = self._locate(fetch_offset, max_bytes, upto)
+        if found is None:
+            return b""
+        seg, pos, size = found
+        return self._pread(seg, size, pos)
+
+    def read_slice(self, fetch_offset: int, max_bytes: int, upto: int | None = None) -> RecordsSlice | bytes:
+        """What `read` would return, as a `RecordsSlice` of the segment file (for sendfile)
+        when it is at least SLICE_MIN_BYTES; smaller answers are read into bytes."""
+        found = self._locate(fetch_offset, max_bytes, upto)
+        if found is None:
+            return b""
+        seg, pos, size = found
+        if size < SLICE_MIN_BYTES:
+            return self._pread(seg, size, pos)
+        end_offset = self._end_of_batches(seg, pos, pos + size)
+        try:
+            # Its own descriptor: retention or a hand-over may close the segment's meanwhile.
+            fd = os.dup(seg.fd)
+        except OSError as exc:
+            raise StorageError(f"cannot read {seg.path}: {exc}") from exc
+        return RecordsSlice(fd, pos, size, end_offset)
+
+    def _end_of_batches(self, seg: Segment, start: int, stop: int) -> int:
+        """The offset after the last batch of `seg` that ends at byte `stop` (batches start
+        at `start`): found from the last index entry before `stop`."""
+        k = bisect_left(seg.index_positions, stop) - 1
+        q = max(start, seg.index_positions[k]) if k >= 0 else start
+        while True:
+            base, length = _BASE_LENGTH.unpack(self._pread(seg, LOG_OVERHEAD, q))
+            if q + LOG_OVERHEAD + length >= stop:
+                (last_delta,) = _LAST_DELTA.unpack(self._pread(seg, 4, q + 23))
+                return base + last_delta + 1
+            q += LOG_OVERHEAD + length
+
+    def _locate(self, fetch_offset: int, max_bytes: int, upto: int | None) -> tuple[Segment, int, int] | None:
+        """(segment, byte position, byte count) of what `read` returns; None for nothing."""
         end = self._end_offset
         if upto is not None and fetch_offset >= upto:
-            return b""
+            return None
         if fetch_offset == end:
-            return b""
+            return None
         if not self._log_start <= fetch_offset < end:
             raise OffsetOutOfRangeError(
                 f"partition {self.directory}: offset {fetch_offset} outside [{self._log_start}, {end}]")
         self._flush_for_read()
         i = self._segment_for(fetch_offset)
         if i is None:
-            return b""
+            return None
         seg = self._segments[i]
         pos, first_size = self._find_batch(seg, max(fetch_offset, seg.base_offset))
-        want = min(seg.size - pos, max(max_bytes, first_size))
-        data = self._pread(seg, want, pos)
-        q = first_size
-        while q + LOG_OVERHEAD <= len(data):
-            base, length = _BASE_LENGTH.unpack_from(data, q)
-            if q + LOG_OVERHEAD + length > len(data) or (upto is not None and base >= upto):
+        limit = pos + min(seg.size - pos, max(max_bytes, first_size))
+        # Whole batches only, and none from `upto` on. Batches before an index entry that
+        # lies within the limit (and below `upto`) all qualify: start the walk there.
+        q = pos + first_size
+        k = bisect_right(seg.index_positions, limit)
+        if upto is not None:
+            k = min(k, bisect_right(seg.index_offsets, upto))
+        if k > 0 and seg.index_positions[k - 1] > q:
+            q = seg.index_positions[k - 1]
+        while q + LOG_OVERHEAD <= limit:
+            base, length = _BASE_LENGTH.unpack(self._pread(seg, LOG_OVERHEAD, q))
+            if q + LOG_OVERHEAD + length > limit or (upto is not None and base >= upto):
                 break
             q += LOG_OVERHEAD + length
-        return data if q == len(data) else data[:q]
+        return seg, pos, q - pos
 
     def scan_batches(self, from_offset: int, prefix: int = 128):
         """For every batch from the one holding `from_offset` to the log end: its first

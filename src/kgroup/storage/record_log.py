@@ -112,13 +112,11 @@ class RecordLog(SegmentedLog):
                 self.check_fence()  # fail fast; the write itself is checked at flush
             n = HEADER_SIZE + len(payload)
             seg = self._write_locked(n)
-            buf = self._buffer
-            buf += frame_header(payload)
-            buf += payload
+            self._buffer_copy(frame_header(payload), payload)
             seg.size += n
             offset = self._end_offset
             self._end_offset = seg.next_offset = offset + 1
-            if len(buf) >= FLUSH_THRESHOLD:
+            if self._pending_bytes >= FLUSH_THRESHOLD:
                 self._flush_locked()
             return offset
 

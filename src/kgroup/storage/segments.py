@@ -47,6 +47,8 @@ SEGMENT_SUFFIX = ".log"
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 # Appends hand the buffer to the kernel once it holds this much, bounding memory use.
 FLUSH_THRESHOLD = 1024 * 1024
+# Pieces per pwritev (the kernel's IOV_MAX).
+_IOV_MAX = 1024
 
 
 def segment_name(base_offset: int) -> str:
@@ -101,7 +103,11 @@ class SegmentedLog:
         self.segment_bytes = segment_bytes
         self._lock = threading.Lock()
         self._segments: list[Segment] = []
-        self._buffer = bytearray()
+        # Appended bytes not yet handed to the kernel, in order: small appends are copied
+        # into a trailing bytearray, large ones (record batches) kept as they came, by
+        # reference, and written with one pwritev.
+        self._pending: list[bytes | bytearray | memoryview] = []
+        self._pending_bytes = 0
         self._pending_fsync: list[int] = []  # dup'ed fds of rolled, not yet fsynced segments
         self._dir_dirty = False
         self._end_offset = 0
@@ -314,24 +320,44 @@ class SegmentedLog:
             active = self._segments[-1]
         return active
 
+    def _buffer_copy(self, *pieces: bytes | memoryview) -> None:
+        """Buffer small pieces by copying them (lock held)."""
+        pending = self._pending
+        if not pending or type(pending[-1]) is not bytearray:
+            pending.append(bytearray())
+        tail = pending[-1]
+        for piece in pieces:
+            tail += piece
+            self._pending_bytes += len(piece)
+
+    def _buffer_ref(self, piece: bytes | memoryview) -> None:
+        """Buffer a large immutable piece without copying it (lock held)."""
+        self._pending.append(piece)
+        self._pending_bytes += len(piece)
+
     def _flush_locked(self) -> None:
-        buf = self._buffer
-        if not buf:
+        pending = self._pending
+        if not pending:
             return
         self.check_fence()
         active = self._segments[-1]
-        view = memoryview(buf)
-        written = 0
-        position = active.size - len(buf)  # where the buffered bytes start in the file
+        position = active.size - self._pending_bytes  # where the buffered bytes start in the file
         try:
-            while written < len(buf):
-                written += os.pwrite(active.fd, view[written:], position + written)
+            while pending:
+                n = os.pwritev(active.fd, pending[:_IOV_MAX], position)
+                position += n
+                self._pending_bytes -= n
+                # Drop what was written; a piece written in part keeps its tail.
+                done = 0
+                while done < len(pending) and n >= len(pending[done]):
+                    n -= len(pending[done])
+                    done += 1
+                del pending[:done]
+                if n:
+                    pending[0] = memoryview(pending[0])[n:]
         except OSError as exc:
             self._failed = f"write to {active.path} failed: {exc}"
             raise LogFailedError(self._failed) from exc
-        finally:
-            view.release()
-            del buf[:written]
         # A write that raced a takeover is never acknowledged (the new owner's seal may or
         # may not hold it; either is consistent, since nobody was told it happened).
         self.check_fence()

@@ -51,31 +51,47 @@ class FrameSplitter:
         """
         if self._broken is not None:
             raise self._broken
-        self._buf += data
+        # Frames are cut from the bytes as they came when nothing is held back (one copy per
+        # frame, none at all for a chunk that is exactly one frame); only a partial frame's
+        # bytes wait in the buffer.
+        if self._buf:
+            self._buf += data
+            buf: bytes | bytearray = self._buf
+        else:
+            buf = data if isinstance(data, bytes) else bytes(data)
         frames: list[bytes] = []
-        buf = self._buf
+        view = memoryview(buf)
         pos = 0
         end = len(buf)
-        while True:
-            if self._need is None:
-                if end - pos < 4:
+        try:
+            while True:
+                if self._need is None:
+                    if end - pos < 4:
+                        break
+                    (size,) = _SIZE.unpack_from(buf, pos)
+                    if size < 0:
+                        self._broken = FramingError(f"negative frame size {size}")
+                        raise self._broken
+                    if size > self._max:
+                        self._broken = FrameTooLarge(size, self._max)
+                        raise self._broken
+                    pos += 4
+                    self._need = size
+                if end - pos < self._need:
                     break
-                (size,) = _SIZE.unpack_from(buf, pos)
-                if size < 0:
-                    self._broken = FramingError(f"negative frame size {size}")
-                    raise self._broken
-                if size > self._max:
-                    self._broken = FrameTooLarge(size, self._max)
-                    raise self._broken
-                pos += 4
-                self._need = size
-            if end - pos < self._need:
-                break
-            frames.append(bytes(buf[pos : pos + self._need]))
-            pos += self._need
-            self._need = None
-        if pos:
-            del buf[:pos]
+                if pos == 0 and self._need == end and type(buf) is bytes:
+                    frames.append(buf)
+                else:
+                    frames.append(view[pos : pos + self._need].tobytes())
+                pos += self._need
+                self._need = None
+        finally:
+            view.release()
+        if buf is self._buf:
+            if pos:
+                del self._buf[:pos]
+        elif pos < end:
+            self._buf += buf[pos:]
         return frames
 
 

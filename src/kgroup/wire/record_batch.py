@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from crc32c import crc32c
 
 from .errors import CorruptRecord, InvalidRecord, UnsupportedCompression
+from .record_walk import walk_records
 
 __all__ = [
     "Compression",
@@ -246,65 +247,10 @@ def validate_produce(
             raise InvalidRecord("clients may not produce control batches")
         codec = attributes & _COMPRESSION_MASK
         if codec == 0:
-            _walk_records(batch.data, count)
+            walk_records(batch.data, count)
         elif codec > 4:
             raise InvalidRecord(f"unknown compression codec id {codec}")
     return batches
-
-
-def _walk_records(data: bytes, count: int) -> None:
-    """Check that ``count`` records exactly fill an uncompressed batch, with offset deltas
-    0, 1, 2, ...; only the length, attributes, timestamp delta and offset delta of each
-    record are read, with varints decoded inline (this loop runs once per produced record)."""
-    pos = BATCH_HEADER_SIZE
-    end = len(data)
-    try:
-        for i in range(count):
-            if pos >= end:
-                raise InvalidRecord(f"batch declares {count} records but holds {i}")
-            # 1. The record's length (zigzag varint) must fit in the batch.
-            b = data[pos]
-            pos += 1
-            raw = b & 0x7F
-            shift = 7
-            while b & 0x80:
-                b = data[pos]
-                pos += 1
-                raw |= (b & 0x7F) << shift
-                shift += 7
-                if shift > 70:
-                    raise CorruptRecord("varint longer than 10 bytes in record")
-            if raw & 1:
-                raise CorruptRecord(f"record {i} has a negative length")
-            rec_end = pos + (raw >> 1)
-            if rec_end > end:
-                raise CorruptRecord(f"record {i} length {raw >> 1} overruns the batch")
-            # 2. Skip attributes (1 byte) and the timestamp delta; the offset delta is i.
-            p = pos + 1
-            while data[p] & 0x80:
-                p += 1
-            p += 1
-            b = data[p]
-            p += 1
-            raw = b & 0x7F
-            shift = 7
-            while b & 0x80:
-                b = data[p]
-                p += 1
-                raw |= (b & 0x7F) << shift
-                shift += 7
-                if shift > 70:
-                    raise CorruptRecord("varint longer than 10 bytes in record")
-            if p > rec_end:
-                raise CorruptRecord(f"record {i} of {rec_end - pos} bytes is too short")
-            if raw != i << 1:  # zigzag of a non-negative i
-                delta = (raw >> 1) ^ -(raw & 1)
-                raise InvalidRecord(f"record {i} has offset delta {delta}, expected {i}")
-            pos = rec_end
-    except IndexError:
-        raise CorruptRecord("truncated record in record batch") from None
-    if pos != end:
-        raise InvalidRecord(f"{end - pos} bytes after the last of {count} records")
 
 
 # --- varints --------------------------------------------------------------------------

@@ -90,23 +90,28 @@ class DataCtx:
             build(tcls, name=t, partition_data=tuple(build(pcls, index=p, records=r) for p, r in parts.items()))
             for t, parts in data.items())))
 
-    async def fetch(self, version: int, topics: dict[str, list[tuple[int, int]]], *,
-                    max_wait: int = 0, min_bytes: int = 1, max_bytes: int = 50 << 20,
-                    partition_max_bytes: int = 1 << 20, session_id: int = 0,
-                    session_epoch: int = -1, by_id: dict[str, uuid.UUID] | None = None,
-                    isolation: int = 0) -> Any:
+    async def fetch(self, version: int, topics: dict[str, list[tuple[int, int]]], **options: Any) -> Any:
+        """Fetch through the DataPath; `options` as for `fetch_request`."""
+        return await self.call(FETCH, version, self.fetch_request(version, topics, **options))
+
+    def fetch_request(self, version: int, topics: dict[str, list[tuple[int, int]]], *,
+                      max_wait: int = 0, min_bytes: int = 1, max_bytes: int = 50 << 20,
+                      partition_max_bytes: int = 1 << 20, session_id: int = 0,
+                      session_epoch: int = -1, by_id: dict[str, uuid.UUID] | None = None,
+                      isolation: int = 0) -> Any:
+        """A Fetch request of `version` for {topic: [(partition, offset)]}."""
         cls = request_class(FETCH, version)
         tcls = item(cls, "topics")
         pcls = item(tcls, "partitions")
         ids = by_id if by_id is not None else self.dp.topic_ids()
-        return await self.call(FETCH, version, build(
+        return build(
             cls, max_wait=max_wait, min_bytes=min_bytes, max_bytes=max_bytes, isolation_level=isolation,
             session_id=session_id, session_epoch=session_epoch, forgotten_topics_data=(),
             topics=tuple(
                 build(tcls, topic=t, topic_id=ids.get(t, uuid.UUID(int=0)), partitions=tuple(
                     build(pcls, partition=p, fetch_offset=o, partition_max_bytes=partition_max_bytes)
                     for p, o in parts))
-                for t, parts in topics.items())))
+                for t, parts in topics.items()))
 
     async def list_offsets(self, version: int, topic: str, parts: list[tuple[int, int]],
                            isolation: int = 0) -> Any:

@@ -74,3 +74,28 @@ def test_never_policy_flushes_to_the_kernel_and_does_not_fsync():
 
     log = asyncio.run(go())
     assert log.syncs == 0 and log.flushes == 10
+
+
+def test_one_round_syncs_every_log_and_releases_each_as_its_fsync_ends():
+    async def go():
+        durability = Durability(FsyncPolicy.parse("always"))
+        durability.start()
+        logs = [SlowLog() for _ in range(3)]
+        threads = set()
+        for one in logs:
+            sync = one.sync
+            one.sync = lambda sync=sync: (threads.add(threading.get_ident()), sync())[1]
+        waits = [asyncio.create_task(durability.durable(one, one.append())) for one in logs]
+        await _until(lambda: logs[0].syncs == 1)
+        assert not any(t.done() for t in waits)
+        logs[0].gate.set()
+        await asyncio.wait_for(waits[0], 10)                   # released before the others' fsyncs end
+        assert not waits[1].done() and not waits[2].done()
+        logs[1].gate.set()
+        logs[2].gate.set()
+        await asyncio.wait_for(asyncio.gather(*waits), 10)
+        await durability.close()
+        return logs, threads
+
+    logs, threads = asyncio.run(go())
+    assert [one.syncs for one in logs] == [1, 1, 1] and len(threads) == 1   # one worker job for all

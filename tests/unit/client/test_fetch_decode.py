@@ -5,10 +5,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgroup.client.fetcher import decode
+from kgroup.client.fetcher import _runs, decode
 from kgroup.client.partitioner import StickyPartitioner, partition_for_key
 from kgroup.client.records import TopicPartition
-from kgroup.wire.record_batch import Compression, build_batch, build_control_batch, decode_records, set_base_offset
+from kgroup.wire.record_batch import (BATCH_HEADER_SIZE, Compression, TimestampType, build_batch,
+                                      build_control_batch, decode_records, read_batch_header,
+                                      set_base_offset)
 
 record = st.tuples(st.none() | st.binary(max_size=300), st.none() | st.binary(max_size=300),
                    st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)),
@@ -26,6 +28,48 @@ def test_fast_decode_matches_full_decoder(records, base, codec, start_at):
     assert after == max(base + start_at, base + len(records))
     assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in got] == \
         [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in want]
+
+
+@settings(max_examples=60, deadline=None)
+@given(count=st.sampled_from([1, 15, 16, 63, 64, 65, 200, 8191, 8192, 8300]),
+       key_len=st.none() | st.integers(0, 200), value_len=st.integers(0, 300),
+       spread=st.sampled_from([0, 1, 5, 40, 100, 8000]), odd=st.none() | st.integers(0, 8299),
+       start_at=st.integers(0, 8400), log_append=st.booleans(), data=st.data())
+def test_same_shaped_runs_decode_like_the_full_decoder(count, key_len, value_len, spread, odd,
+                                                       start_at, log_append, data):
+    # Producer-shaped batches: one key and value length, timestamps rising by up to `spread`
+    # ms, so the varint sizes of both deltas change inside the batch; `odd` is one record of
+    # another shape (a longer value) that splits the runs.
+    seed = data.draw(st.integers(0, 255))
+    records = []
+    for i in range(count):
+        n = value_len + 1 if i == odd else value_len
+        key = None if key_len is None else bytes([(seed + i) % 256]) * key_len
+        records.append((key, bytes([(seed * i) % 256]) * n, (), 1_000_000 + spread * i // max(count, 1)))
+    ts_type = TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME
+    blob = build_batch(records, base_offset=500, timestamp_type=ts_type)
+    start = 500 + start_at
+    want = [r for r in decode_records(blob) if r.offset >= start]
+    got, after = decode(TopicPartition("t", 0), blob, start)
+    assert after == max(start, 500 + count)
+    assert [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers) for r in got] == \
+        [(r.offset, r.timestamp, int(ts_type), r.key, r.value, r.headers) for r in want]
+
+
+def test_a_uniform_batch_is_read_in_runs_and_a_varied_one_is_left_to_the_record_decoder():
+    uniform = build_batch([(None, b"v" * 100, (), 1000 + i // 50) for i in range(5000)])
+    varied = build_batch([(None, b"v" * (i % 7), (), 1000) for i in range(5000)])
+    headed = build_batch([(None, b"v", [("h", b"1")], 1000) for i in range(100)])
+    took = {}
+    for name, blob in (("uniform", uniform), ("varied", varied), ("headed", headed)):
+        out: list = []
+        h = read_batch_header(blob)
+        try:
+            took[name] = _runs(out, blob[BATCH_HEADER_SIZE:], h, "t", 0, 0, 0)
+        except ValueError:
+            took[name] = None
+        assert took[name] or out == []
+    assert took == {"uniform": True, "varied": False, "headed": None}
 
 
 def test_murmur2_partitioner_matches_kafka_python():

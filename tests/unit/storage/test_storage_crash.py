@@ -72,7 +72,8 @@ ops = st.lists(
 
 def _abandon(log: RecordLog) -> None:
     """Drop the object as a killed process would: no flush of the buffer."""
-    log._buffer.clear()
+    log._pending.clear()
+    log._pending_bytes = 0
     log.close()
 
 

@@ -8,11 +8,14 @@ import struct
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from batch_builder import base_offset_of, crc_is_valid, make_batch, split_batches
 
 from kgroup.storage.config import LogConfig
 from kgroup.storage.errors import CorruptDataError, InvalidBatchError, OffsetOutOfRangeError
-from kgroup.storage.partition_log import PartitionLog
+from kgroup.storage.partition_log import SLICE_MIN_BYTES, PartitionLog
+from kgroup.storage.records_slice import RecordsSlice
 
 HOUR = 3_600_000
 
@@ -264,3 +267,89 @@ def test_scan_batches_walks_every_batch_from_an_offset_across_segments(tmp_path:
     middle = starts[5] + 1            # inside the sixth batch when it holds more than one record
     later = [struct.unpack_from(">q", p)[0] for p in log.scan_batches(middle, prefix=64)]
     assert later[0] <= middle and later == [s for s in starts if s >= later[0]]
+
+
+def _read_by_walking(log: PartitionLog, offset: int, max_bytes: int, upto: int | None) -> bytes:
+    """The reference answer: everything in range read into memory, batches walked there."""
+    if (upto is not None and offset >= upto) or offset == log.log_end_offset:
+        return b""
+    log.flush()
+    whole = b"".join(os.pread(s.fd, s.size, 0) for s in log._segments)  # one segment here
+    pos = 0
+    while True:
+        base, length = struct.unpack_from(">qi", whole, pos)
+        last = base + struct.unpack_from(">i", whole, pos + 23)[0]
+        if last >= offset:
+            break
+        pos += 12 + length
+    first = 12 + struct.unpack_from(">i", whole, pos + 8)[0]
+    data = whole[pos:pos + max(max_bytes, first)]
+    q = first
+    while q + 12 <= len(data):
+        base, length = struct.unpack_from(">qi", data, q)
+        if q + 12 + length > len(data) or (upto is not None and base >= upto):
+            break
+        q += 12 + length
+    return data[:q]
+
+
+@settings(max_examples=60, deadline=None)
+@given(counts=st.lists(st.integers(1, 40), min_size=1, max_size=25), big=st.booleans(),
+       interval=st.sampled_from([0, 100, 500, 4096]),
+       asks=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from([0, 100, 6000, 70_000, 400_000]), st.integers(0, 10**6)),
+                           max_size=12))
+def test_reads_and_slices_answer_the_whole_batches_a_walk_finds(tmp_path_factory, counts, big, interval,
+                                                              asks) -> None:
+    log = PartitionLog(tmp_path_factory.mktemp("p"), LogConfig(index_interval_bytes=interval))
+    ends = [0]
+    for n in counts:
+        log.append(make_batch([v * (800 if big else 1) for v in values(n)]))
+        ends.append(log.log_end_offset)
+    try:
+        for at, max_bytes, cut in asks:
+            offset = at % (log.log_end_offset + 1)
+            upto = None if cut % 3 == 0 else ends[cut % len(ends)]
+            expected = _read_by_walking(log, offset, max_bytes, upto)
+            assert log.read(offset, max_bytes, upto) == expected
+            got = log.read_slice(offset, max_bytes, upto)
+            if isinstance(got, RecordsSlice):
+                assert len(expected) >= SLICE_MIN_BYTES and got.read() == expected
+                last = split_batches(expected)[-1]
+                assert got.end_offset == base_offset_of(last) + struct.unpack_from(">i", last, 23)[0] + 1
+                got.close()
+            else:
+                assert got == expected
+    finally:
+        log.close()
+
+
+def test_a_large_read_is_a_slice_of_the_segment_file_that_outlives_the_log(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path)
+    for _ in range(4):
+        log.append(make_batch([b"x" * 40_000]))
+    expected = log.read(0, 1 << 20)
+    got = log.read_slice(0, 1 << 20)
+    assert isinstance(got, RecordsSlice) and len(got) == len(expected) == log.size_bytes
+    assert got.end_offset == 4
+    log.delete()                           # retention or a hand-over closes the log's descriptors
+    assert got.read() == expected
+    got.close()
+
+
+def test_appends_reach_the_file_whole_when_the_kernel_takes_them_in_short_writes(tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    real = os.pwritev
+
+    def short(fd, buffers, position):                   # at most 5,000 bytes per call
+        data = b"".join(bytes(b) for b in buffers)[:5_000]
+        return real(fd, [data], position)
+
+    monkeypatch.setattr(os, "pwritev", short)
+    log = PartitionLog(tmp_path)
+    batches = [make_batch([b"y" * size]) for size in (10, 9_000, 20, 30_000, 5)]
+    for b in batches:
+        log.append(b)                                   # large ones by reference, small ones copied
+    log.flush()
+    assert [bytes(b[8:]) for b in split_batches(log.read(0, 1 << 20))] == [bytes(b[8:]) for b in batches]
+    assert [base_offset_of(b) for b in split_batches(log.read(0, 1 << 20))] == [0, 1, 2, 3, 4]
+    log.close()
