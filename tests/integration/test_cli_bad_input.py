@@ -133,11 +133,19 @@ def test_http_and_tls_clients_are_logged_as_not_kafka(broker):
 # ---- Ctrl-C --------------------------------------------------------------------------------
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """SIGINT back to its default in the child, as a terminal's shell gives it. A test run
+    started in the background without job control (a CI runner, `cmd &` in a script)
+    ignores SIGINT, every child inherits that, and Python then leaves it ignored: the
+    command would never see the Ctrl-C this test presses."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt(argv: list[str], ready, stdin=subprocess.DEVNULL, timeout: float = 60) -> tuple[int, str]:
     """Start ``kgroup argv`` as a terminal would (its own process group), wait until
     ``ready(stderr so far, stdout so far)``, press Ctrl-C (SIGINT to the whole group)."""
     proc = subprocess.Popen([KGROUP, *argv], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_ctrl_c_as_in_a_terminal)
     out, err = bytearray(), bytearray()
     os.set_blocking(proc.stdout.fileno(), False)
     os.set_blocking(proc.stderr.fileno(), False)
