@@ -111,8 +111,8 @@ async def http_call(address: str, method: str, target: str, body: bytes, timeout
     answer as a Response (status, body, content type). Unreachable if nobody answers."""
     host, _, port = address.rpartition(":")
     try:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host.strip("[]"), int(port)),
-                                                CONNECT_TIMEOUT_S)
+        async with asyncio.timeout(CONNECT_TIMEOUT_S):    # not wait_for: it can drop a cancellation
+            reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
     except (OSError, TimeoutError, ValueError) as exc:
         raise Unreachable(f"nobody answers at {address}: {exc or type(exc).__name__}") from None
     try:

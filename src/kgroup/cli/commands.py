@@ -340,6 +340,10 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
     printed = 0
     last_data = time.monotonic()
     dirty: dict[tuple[str, int], int] = {}
+    # The group's commit runs as a task of its own, awaited through a shield: Ctrl-C cancels
+    # the command while it waits, never the commit, and the command then waits for that same
+    # commit to finish before it exits (one commit per batch, never sent twice).
+    commit: asyncio.Future[None] | None = None
     try:
         while args.max_messages is None or printed < args.max_messages:
             wait = 500
@@ -377,10 +381,16 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
             if any_data:
                 last_data = time.monotonic()
                 if args.group and dirty:
-                    await admin.alter_group_offsets(args.group, dirty, require_empty=False)
+                    commit = asyncio.ensure_future(
+                        admin.alter_group_offsets(args.group, dirty, require_empty=False))
                     dirty = {}
+                    await asyncio.shield(commit)
     finally:
-        if args.group and dirty:
+        if commit is not None and not commit.done():
+            await asyncio.wait([commit])
+            if not commit.cancelled():
+                commit.exception()     # a failure after Ctrl-C is not news to report
+        if args.group and dirty:   # printed but not yet committed (interrupted mid-batch)
             await asyncio.shield(
                 admin.alter_group_offsets(args.group, dirty, require_empty=False))
     sys.stderr.write(f"kgroup: processed {printed} message(s)\n")

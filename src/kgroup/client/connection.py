@@ -117,10 +117,13 @@ class Connection:
         """
         tls = security.ssl_context() if security is not None else None
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None), timeout
-            )
-        except (TimeoutError, asyncio.TimeoutError) as exc:
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for returns a result that
+            # lands in the same loop turn as a cancellation (Ctrl-C) and drops the
+            # cancellation, so the command carried on as if never interrupted.
+            async with asyncio.timeout(timeout):
+                reader, writer = await asyncio.open_connection(
+                    host, port, ssl=tls, server_hostname=host if tls else None)
+        except TimeoutError as exc:
             raise KafkaConnectionError(
                 f"timed out connecting to {host}:{port} after {timeout:g}s"
             ) from exc
@@ -305,8 +308,11 @@ class Connection:
         if fut is None:
             return None
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), timeout)
-        except (TimeoutError, asyncio.TimeoutError) as exc:
+            # Not wait_for (see connect): a cancellation must never be traded for an answer.
+            # The shield keeps `fut` itself pending, so a late answer is still matched.
+            async with asyncio.timeout(timeout):
+                return await asyncio.shield(fut)
+        except TimeoutError as exc:
             self._pending.pop(corr, None)
             name = SUPPORTED_APIS[api_key].name if api_key in SUPPORTED_APIS else api_key
             raise RequestTimeout(

@@ -78,10 +78,11 @@ class Fetcher:
             self._stopping = True
             self._task.cancel()
             self._wake.set()  # in case the cancellation was swallowed below us (see _run)
-            try:
-                await asyncio.wait_for(self._task, timeout=5)
-            except (asyncio.CancelledError, asyncio.TimeoutError, Exception):
-                pass
+            # asyncio.wait, not wait_for: it neither raises the task's own CancelledError
+            # (which would hide a cancellation of stop()'s caller) nor drops ours.
+            await asyncio.wait([self._task], timeout=5)
+            if self._task.done() and not self._task.cancelled():
+                self._task.exception()   # retrieved: its failure was already reported
 
     # -- assignment and positions -----------------------------------------------------------
 
@@ -131,8 +132,9 @@ class Fetcher:
             return
         self._data.clear()
         try:
-            await asyncio.wait_for(self._data.wait(), timeout)
-        except (TimeoutError, asyncio.TimeoutError):
+            async with asyncio.timeout(timeout):   # not wait_for: it can drop a cancellation
+                await self._data.wait()
+        except TimeoutError:
             pass
 
     def drain(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:

@@ -158,8 +158,9 @@ class ShareConsumer:
             wait = None if deadline is None else max(0.0, (deadline - _now_ms()) / 1000)
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), wait)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(wait):   # not wait_for: it can drop close()'s cancellation
+                    await self._wake.wait()
+            except TimeoutError:
                 pass
             self._act(self.member.handle(Tick(), _now_ms()))
 
@@ -188,8 +189,9 @@ class ShareConsumer:
                     return []
                 self._wake.clear()
                 try:
-                    await asyncio.wait_for(self._wake.wait(), min(0.1, max(0.0, deadline - time.monotonic())))
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(min(0.1, max(0.0, deadline - time.monotonic()))):
+                        await self._wake.wait()
+                except TimeoutError:
                     pass
 
     async def _routes(self) -> dict[int, list[tuple[str, int]]]:
