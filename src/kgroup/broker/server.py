@@ -204,7 +204,7 @@ class Broker:
         self.events = GroupEventStream(self.data, self.durability, dp.watch.ring, write=cfg.group_events,
                                        observer=self.observer)
         consumer = ConsumerGroupApi(groups)
-        self.share_fetches = ShareFetchService(self.data, dp.watch, ShareStateStore(self.shards, shard_for),
+        self.share_fetches = ShareFetchService(self.data, dp.watch, ShareStateStore(groups.shard_of),
                                                dp.ctx.cluster)
         share = ShareGroupApi(groups, self.share_fetches)
         groups.on_group_deleted.append(self.share_fetches.group_deleted)

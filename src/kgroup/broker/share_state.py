@@ -42,15 +42,22 @@ from kgroup.core.share_partition import ShareLimits
 class ShareStateStore:
     """Read and write share-partition state in the owning group's metadata shard."""
 
-    def __init__(self, shards: list[Shard | None], shard_for: Callable[[str], int]) -> None:
-        self.shards = shards
-        self.shard_for = shard_for
+    def __init__(self, shard_of: Callable[[str], Any]) -> None:
+        # The group API's lookup (`GroupApi.shard_of`): the one place that knows which shard
+        # coordinates a group here, and what stands in for one served elsewhere.
+        self.shard_of = shard_of
 
     def _shard(self, group_id: str) -> Shard:
         """The group's shard, served here; GroupError if another node owns it (or it is
         still loading here)."""
-        shard = self.shards[self.shard_for(group_id)]
-        if shard is None or shard.closed:
+        shard = self.shard_of(group_id)
+        if not isinstance(shard, Shard):
+            if shard.error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+            # The partition leader is not the coordinator's node: its clients retry elsewhere.
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                             f"the state of share group {group_id} is kept by another node")
+        if shard.closed:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                              f"the state of share group {group_id} is kept by another node")
         if not shard.loaded:
