@@ -44,6 +44,9 @@ from .transactions import GroupMetadata, TransactionError, TransactionManager, T
 __all__ = ["Producer"]
 
 _RECORD_OVERHEAD = 12
+# asyncio.Future itself (the C class), not loop.create_future(): one Python frame less per
+# record sent, which the producer's profile showed as ~15% of send().
+_Future = asyncio.Future
 
 
 class _Batch:
@@ -103,10 +106,12 @@ class Producer:
         self._idle = asyncio.Event()
         self._idle.set()
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None   # set by start(): one lookup, not one per send
         self._sends: set[asyncio.Task[None]] = set()
         self._closed = False
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         await self.cluster.connect()
         if self.idempotent and not self.txn.transactional:
             await self.txn.init()
@@ -207,15 +212,14 @@ class Producer:
                                    "pick a partition below the topic's partition count")
         tp = TopicPartition(topic, partition)
         batch = self._open.get(tp)
-        now = time.monotonic()
         if batch is None:
-            batch = self._open[tp] = _Batch(tp, now)
+            batch = self._open[tp] = _Batch(tp, time.monotonic())
             if len(self._open) == 1:
                 self._wake.set()
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
         batch.records.append((key, value, headers or (), timestamp_ms))
-        fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[RecordMetadata] = _Future(loop=self._loop or asyncio.get_running_loop())
         batch.futures.append(fut)
         batch.size += _RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
         self._pending += 1

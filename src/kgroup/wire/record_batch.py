@@ -283,6 +283,37 @@ def _write_varint(out: bytearray, value: int) -> None:
     out.append(raw)
 
 
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    _write_varint(out, value)
+    return bytes(out)
+
+
+# The zigzag varints of 0..16383, looked up instead of computed: a record's offset delta,
+# timestamp delta and lengths are almost always in this range, and building a batch is
+# then a handful of table lookups and joins per record (the producer's hot path).
+_SMALL = 1 << 14
+_ZIGZAG = tuple(_varint_bytes(v) for v in range(_SMALL))
+
+
+def _varint(value: int) -> bytes:
+    return _ZIGZAG[value] if 0 <= value < _SMALL else _varint_bytes(value)
+
+
+def _headers_bytes(headers: Sequence[tuple[str | bytes, bytes | None]]) -> bytes:
+    out = bytearray(_varint(len(headers)))
+    for hkey, hval in headers:
+        kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
+        out += _varint(len(kb))
+        out += kb
+        if hval is None:
+            out += b"\x01"                  # -1: a null value
+        else:
+            out += _varint(len(hval))
+            out += hval
+    return bytes(out)
+
+
 def _read_bytes(buf: bytes, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
     length, pos = _read_varint(buf, pos)
     if length < 0:
@@ -517,30 +548,20 @@ def build_batch(
     base_ts = items[0][3]
     max_ts = max(r[3] for r in items)
     body = bytearray()
-    rec = bytearray()
+    zigzag, small, varint = _ZIGZAG, _SMALL, _varint
     for i, (key, value, headers, ts) in enumerate(items):
-        rec.clear()
-        rec.append(0)  # record attributes (unused)
-        _write_varint(rec, ts - base_ts)
-        _write_varint(rec, i)
-        for field in (key, value):
-            if field is None:
-                _write_varint(rec, -1)
-            else:
-                _write_varint(rec, len(field))
-                rec += field
-        _write_varint(rec, len(headers))
-        for hkey, hval in headers:
-            kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
-            _write_varint(rec, len(kb))
-            rec += kb
-            if hval is None:
-                _write_varint(rec, -1)
-            else:
-                _write_varint(rec, len(hval))
-                rec += hval
-        _write_varint(body, len(rec))
-        body += rec
+        delta = ts - base_ts
+        # attributes (0), timestamp delta, offset delta; then key, value (-1: null), headers
+        head = b"\x00" + (zigzag[delta] if 0 <= delta < small else varint(delta)) + \
+            (zigzag[i] if i < small else varint(i))
+        k = b"\x01" if key is None else varint(len(key)) + key
+        v = b"\x01" if value is None else varint(len(value)) + value
+        h = _headers_bytes(headers) if headers else b"\x00"
+        body += varint(len(head) + len(k) + len(v) + len(h))
+        body += head
+        body += k
+        body += v
+        body += h
     payload = _compress(compression, bytes(body))
     attributes = int(compression) | (int(timestamp_type) << 3)
     if transactional:
