@@ -180,6 +180,99 @@ def consume(bootstrap: str, topic: str, partitions: int, n: int, processes: int)
     return n / (min(o[1] for o in outcomes) - min(o[0] for o in outcomes))
 
 
+def _raw_fetch_process(host: str, port: int, topic: str, parts: list[int], total, n: int, ready, go,
+                       results) -> None:
+    """One light consumer process: Fetch v12 requests on a blocking socket, the records
+    counted from the batch headers (records count at byte 57 of a batch, last offset delta
+    at byte 23), nothing decoded per record. It costs the client a few microseconds per
+    batch, so several of them make the broker, not the client, the limit."""
+    import socket
+    import struct
+
+    from kgroup.client.cluster import build_request
+    from kgroup.wire import decode_response, encode_request, request_class
+
+    fetch_cls = request_class(1, 12)
+    sock = socket.create_connection((host, port), timeout=30)
+    buf = bytearray()
+
+    def roundtrip(corr: int, frame: bytes) -> bytes:
+        sock.sendall(frame)
+        while True:
+            if len(buf) >= 4:
+                size = int.from_bytes(buf[:4], "big")
+                if len(buf) >= 4 + size:
+                    out = bytes(buf[4:4 + size])
+                    del buf[:4 + size]
+                    return out
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                raise RuntimeError("the broker closed the connection")
+            buf.extend(chunk)
+
+    def fetch_frame(corr: int, offsets: dict[int, int]) -> bytes:
+        req = build_request(fetch_cls, replica_id=-1, max_wait=100, min_bytes=1, max_bytes=52_428_800,
+                    isolation_level=0, session_id=0, session_epoch=-1,
+                    topics=[{"topic": topic, "partitions": [
+                        {"partition": p, "fetch_offset": off, "partition_max_bytes": 10_485_760,
+                         "current_leader_epoch": -1, "log_start_offset": -1, "last_fetched_epoch": -1}
+                        for p, off in sorted(offsets.items())]}],
+                    forgotten_topics_data=[], rack_id="")
+        return encode_request(1, 12, corr, "bench-raw", req)
+
+    try:
+        offsets = {p: 0 for p in parts}
+        ready.put(os.getpid())
+        go.wait(60)
+        t0 = time.time()
+        deadline = t0 + 300
+        corr = 0
+        while total.value < n:
+            corr += 1
+            _, resp = decode_response(1, 12, roundtrip(corr, fetch_frame(corr, offsets)))
+            got = 0
+            for t in resp.responses:
+                for part in t.partitions:
+                    if int(part.error_code):
+                        raise RuntimeError(f"fetch error {int(part.error_code)}")
+                    data = part.records or b""
+                    pos, end = 0, len(data)
+                    while pos + 61 <= end:
+                        (length,) = struct.unpack_from(">i", data, pos + 8)
+                        if pos + 12 + length > end:
+                            break        # a partial batch at the end of the answer
+                        got += struct.unpack_from(">i", data, pos + 57)[0]
+                        last = struct.unpack_from(">q", data, pos)[0] + struct.unpack_from(">i", data, pos + 23)[0]
+                        offsets[int(part.partition_index)] = last + 1
+                        pos += 12 + length
+            if got:
+                with total.get_lock():
+                    total.value += got
+            if time.time() > deadline:
+                raise RuntimeError(f"consumed only {total.value} of {n} together")
+        results.put((t0, time.time()))
+    except BaseException as exc:  # reported to the parent, which fails the run
+        results.put(("error", repr(exc)))
+    finally:
+        sock.close()
+
+
+def consume_raw(bootstrap: str, topic: str, partitions: int, n: int, processes: int) -> float:
+    """msg/s of `processes` light Fetch clients (see _raw_fetch_process) reading the topic's
+    partitions between them from one broker (a single node: partition leaders are not
+    looked up)."""
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    processes = max(1, min(processes, partitions))
+    ctx = mp.get_context("fork")
+    ready, results, go, total = ctx.Queue(), ctx.Queue(), ctx.Event(), ctx.Value("q", 0)
+    shares = [[p for p in range(partitions) if p % processes == i] for i in range(processes)]
+    procs = [ctx.Process(target=_raw_fetch_process,
+                         args=(host, int(port), topic, share, total, n, ready, go, results))
+             for share in shares]
+    outcomes = _together(procs, ready, go, results)
+    return n / (min(o[1] for o in outcomes) - min(o[0] for o in outcomes))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     peers.add_args(p)
@@ -187,11 +280,16 @@ def main() -> None:
     p.add_argument("--partitions", type=int, default=6)
     p.add_argument("--consumers", type=int, default=2, help="consumer processes (default 2)")
     p.add_argument("--producers", type=int, default=1, help="producer processes (default 1)")
+    p.add_argument("--raw-consumers", type=int, default=0,
+                   help="also read the topic with this many light Fetch processes that count "
+                        "records from batch headers (the broker, not the client, is the limit); "
+                        "single-node brokers only")
     p.add_argument("--fsync", default="never", help="kgroup fsync policy when we start it (default never)")
     args = p.parse_args()
     n = args.messages or (500_000 if args.quick else 1_000_000)
     runs = peers.runs(args)
     keys = ("produce acks=1 msg/s", "produce acks=all msg/s", "consume msg/s",
+            "consume msg/s, light Fetch clients",
             "broker CPU-s per 1M produced",
             "broker CPU-s per 1M consumed", "broker CPU-s per 1M produced and consumed")
     figures = {side: {k: [] for k in keys} for side in peers.sides(args)}
@@ -210,19 +308,24 @@ def main() -> None:
                 cpu1 = b.cpu_by_node()
                 rc = consume(b.bootstrap, t1, args.partitions, n, args.consumers)
                 cpu2 = b.cpu_by_node()
+                rr = consume_raw(b.bootstrap, t1, args.partitions, n, args.raw_consumers) \
+                    if args.raw_consumers else None
                 f = figures[side]
                 f[keys[0]].append(r1)
                 f[keys[1]].append(ra)
                 f[keys[2]].append(rc)
                 line = (f"  run {r + 1} {side}: produce acks=1 {r1:,.0f}/s, acks=all {ra:,.0f}/s, "
                         f"consume {rc:,.0f}/s")
+                if rr is not None:
+                    f[keys[3]].append(rr)
+                    line += f", light Fetch clients {rr:,.0f}/s"
                 if cpu0 and cpu1 and cpu2:
                     per_m = 1_000_000 / n
                     prod = (sum(cpu1.values()) - sum(cpu0.values())) * per_m / 2
                     cons = (sum(cpu2.values()) - sum(cpu1.values())) * per_m
-                    f[keys[3]].append(prod)
-                    f[keys[4]].append(cons)
-                    f[keys[5]].append(prod + cons)
+                    f[keys[4]].append(prod)
+                    f[keys[5]].append(cons)
+                    f[keys[6]].append(prod + cons)
                     line += f", broker CPU per 1M: produce {prod:.2f}s, consume {cons:.2f}s"
                     if len(cpu2) > 1:
                         for node in cpu2:
@@ -230,10 +333,13 @@ def main() -> None:
                         line += " (per node, all phases: " + ", ".join(
                             f"{node} {(cpu2[node] - cpu0[node]) * per_m:.2f}s" for node in cpu2) + ")"
                 print(line + f"; load {peers.load_average()}", flush=True)
-    rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in keys[:3]]
-    cpu_rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in keys[3:]]
+    shown = keys[:4] if args.raw_consumers else keys[:3]
+    rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in shown]
+    cpu_rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in keys[4:]]
     title = (f"confluent-kafka, {n:,} x 100-byte messages, {args.partitions} partitions, {args.producers} "
-             f"producer and {args.consumers} consumer processes, kgroup fsync={args.fsync if not args.bootstrap else '(as running)'}, "
+             f"producer and {args.consumers} consumer processes"
+             + (f" (then {args.raw_consumers} light Fetch clients)" if args.raw_consumers else "")
+             + f", kgroup fsync={args.fsync if not args.bootstrap else '(as running)'}, "
              f"{runs} runs (median)")
     peers.print_table(title, rows, peers.sides(args))
     peers.print_table("broker CPU-seconds per million messages (lower is better: ours/peer <= 1 wins)",
