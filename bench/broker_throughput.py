@@ -142,38 +142,53 @@ def _consumer_process(bootstrap: str, topic: str, parts: list[int], total, n: in
         "max.partition.fetch.bytes": 10_485_760, "fetch.wait.max.ms": 100,
         "queued.min.messages": 1_000_000,
     })
+
+    def read() -> int:
+        msgs = c.consume(num_messages=10_000, timeout=0.1)
+        for m in msgs:
+            if m.error() is not None:
+                raise KafkaException(m.error())
+        return len(msgs)
+
     try:
         c.list_topics(topic, timeout=10)
         ready.put(os.getpid())
         go.wait(60)
         t0 = time.time()
         c.assign([TopicPartition(topic, p, 0) for p in parts])  # offset 0: beginning
-        deadline = t0 + 300
-        while total.value < n:
-            msgs = c.consume(num_messages=10_000, timeout=0.1)
-            for m in msgs:
-                if m.error() is not None:
-                    raise KafkaException(m.error())
-            if msgs:
-                with total.get_lock():
-                    total.value += len(msgs)
-            if time.time() > deadline:
-                raise RuntimeError(f"consumed only {total.value} of {n} together")
-        results.put((t0, time.time()))
+        _read_until(t0, read, total, n, results)
     except BaseException as exc:  # reported to the parent, which fails the run
         results.put(("error", repr(exc)))
     finally:
         c.close()
 
 
-def consume(bootstrap: str, topic: str, partitions: int, n: int, processes: int) -> float:
+def _read_until(t0: float, read, total, n: int, results) -> None:
+    """Call `read` (records read by one call) until the processes together have read `n`
+    (`total` is their shared count); report (start, end) to `results`."""
+    deadline = t0 + 300
+    while total.value < n:
+        got = read()
+        if got:
+            with total.get_lock():
+                total.value += got
+        if time.time() > deadline:
+            raise RuntimeError(f"consumed only {total.value} of {n} together")
+    results.put((t0, time.time()))
+
+
+def consume(bootstrap: str, topic: str, partitions: int, n: int, processes: int, raw: bool = False) -> float:
     """msg/s of `processes` consumers reading the topic's partitions between them: n over
-    the time from the first one's assign() to the moment the n-th message was read."""
+    the time from the first one's assign() to the moment the n-th message was read. With
+    `raw`, light Fetch clients (see _raw_fetch_process) of the first broker listed
+    instead: a single node (partition leaders are not looked up)."""
     processes = max(1, min(processes, partitions))
     ctx = mp.get_context("fork")
     ready, results, go, total = ctx.Queue(), ctx.Queue(), ctx.Event(), ctx.Value("q", 0)
     shares = [[p for p in range(partitions) if p % processes == i] for i in range(processes)]
-    procs = [ctx.Process(target=_consumer_process, args=(bootstrap, topic, share, total, n, ready, go, results))
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    target, first = (_raw_fetch_process, (host, int(port))) if raw else (_consumer_process, (bootstrap,))
+    procs = [ctx.Process(target=target, args=(*first, topic, share, total, n, ready, go, results))
              for share in shares]
     outcomes = _together(procs, ready, go, results)
     # The first process to see the shared count reach n stopped at the n-th message.
@@ -220,57 +235,37 @@ def _raw_fetch_process(host: str, port: int, topic: str, parts: list[int], total
                     forgotten_topics_data=[], rack_id="")
         return encode_request(1, 12, corr, "bench-raw", req)
 
+    offsets = {p: 0 for p in parts}
+    corr = [0]
+
+    def read() -> int:
+        corr[0] += 1
+        _, resp = decode_response(1, 12, roundtrip(corr[0], fetch_frame(corr[0], offsets)))
+        got = 0
+        for t in resp.responses:
+            for part in t.partitions:
+                if int(part.error_code):
+                    raise RuntimeError(f"fetch error {int(part.error_code)}")
+                data = part.records or b""
+                pos, end = 0, len(data)
+                while pos + 61 <= end:
+                    (length,) = struct.unpack_from(">i", data, pos + 8)
+                    if pos + 12 + length > end:
+                        break        # a partial batch at the end of the answer
+                    got += struct.unpack_from(">i", data, pos + 57)[0]
+                    last = struct.unpack_from(">q", data, pos)[0] + struct.unpack_from(">i", data, pos + 23)[0]
+                    offsets[int(part.partition_index)] = last + 1
+                    pos += 12 + length
+        return got
+
     try:
-        offsets = {p: 0 for p in parts}
         ready.put(os.getpid())
         go.wait(60)
-        t0 = time.time()
-        deadline = t0 + 300
-        corr = 0
-        while total.value < n:
-            corr += 1
-            _, resp = decode_response(1, 12, roundtrip(corr, fetch_frame(corr, offsets)))
-            got = 0
-            for t in resp.responses:
-                for part in t.partitions:
-                    if int(part.error_code):
-                        raise RuntimeError(f"fetch error {int(part.error_code)}")
-                    data = part.records or b""
-                    pos, end = 0, len(data)
-                    while pos + 61 <= end:
-                        (length,) = struct.unpack_from(">i", data, pos + 8)
-                        if pos + 12 + length > end:
-                            break        # a partial batch at the end of the answer
-                        got += struct.unpack_from(">i", data, pos + 57)[0]
-                        last = struct.unpack_from(">q", data, pos)[0] + struct.unpack_from(">i", data, pos + 23)[0]
-                        offsets[int(part.partition_index)] = last + 1
-                        pos += 12 + length
-            if got:
-                with total.get_lock():
-                    total.value += got
-            if time.time() > deadline:
-                raise RuntimeError(f"consumed only {total.value} of {n} together")
-        results.put((t0, time.time()))
+        _read_until(time.time(), read, total, n, results)
     except BaseException as exc:  # reported to the parent, which fails the run
         results.put(("error", repr(exc)))
     finally:
         sock.close()
-
-
-def consume_raw(bootstrap: str, topic: str, partitions: int, n: int, processes: int) -> float:
-    """msg/s of `processes` light Fetch clients (see _raw_fetch_process) reading the topic's
-    partitions between them from one broker (a single node: partition leaders are not
-    looked up)."""
-    host, _, port = bootstrap.split(",")[0].rpartition(":")
-    processes = max(1, min(processes, partitions))
-    ctx = mp.get_context("fork")
-    ready, results, go, total = ctx.Queue(), ctx.Queue(), ctx.Event(), ctx.Value("q", 0)
-    shares = [[p for p in range(partitions) if p % processes == i] for i in range(processes)]
-    procs = [ctx.Process(target=_raw_fetch_process,
-                         args=(host, int(port), topic, share, total, n, ready, go, results))
-             for share in shares]
-    outcomes = _together(procs, ready, go, results)
-    return n / (min(o[1] for o in outcomes) - min(o[0] for o in outcomes))
 
 
 def main() -> None:
@@ -308,7 +303,7 @@ def main() -> None:
                 cpu1 = b.cpu_by_node()
                 rc = consume(b.bootstrap, t1, args.partitions, n, args.consumers)
                 cpu2 = b.cpu_by_node()
-                rr = consume_raw(b.bootstrap, t1, args.partitions, n, args.raw_consumers) \
+                rr = consume(b.bootstrap, t1, args.partitions, n, args.raw_consumers, raw=True) \
                     if args.raw_consumers else None
                 f = figures[side]
                 f[keys[0]].append(r1)
