@@ -25,6 +25,7 @@ request with NOT_COORDINATOR and reports the loss (`on_fenced`).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from typing import Any, Callable
@@ -50,6 +51,9 @@ SNAPSHOT_EVERY = 100_000
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
+
+# Records loaded before a load freezes what it loaded out of the cyclic GC's reach.
+_FREEZE_AFTER = 100_000
 
 class Shard:
     def __init__(self, index: int, partition: MetadataPartition, config: GroupConfig,
@@ -94,16 +98,34 @@ class Shard:
         coordinator = self.coordinator
         decode = record_codec.decode
         replay_record = coordinator.replay
-        for payload in replay.snapshot:
-            replay_record(decode(payload))
-            count += 1
-        for payloads in replay.tail_chunks:
-            replay_all(coordinator, map(decode, payloads))
-            count += len(payloads)
-            self._since_snapshot += len(payloads)
-            if between_chunks is not None:
-                between_chunks()
-        self.apply(coordinator.load_complete(now_ms()))
+        # No cyclic GC while loading: a load creates millions of long-lived objects (two per
+        # offset commit) and no cycles, and each allocation-triggered collection walks the
+        # growing heap; with it on, a load of 1M distinct commits took twice as long. After
+        # it, what was loaded is frozen out of the collector's reach (gc.freeze): refcounts
+        # still free each object when it is replaced, but no later collection walks them
+        # (the first one after a 1M-commit load paused 0.34 s, every full one 0.14 s). Only
+        # after a big load: freezing also keeps whatever cyclic garbage exists at that moment.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for payload in replay.snapshot:
+                replay_record(decode(payload))
+                count += 1
+            for payloads in replay.tail_chunks:
+                replay_all(coordinator, map(decode, payloads))
+                count += len(payloads)
+                self._since_snapshot += len(payloads)
+                if between_chunks is not None:
+                    between_chunks()
+            # Rebuilding the runtime groups allocates too (a 10,000-group load spent 0.3 s
+            # in collections there with the collector back on).
+            completed = coordinator.load_complete(now_ms())
+        finally:
+            if collecting:
+                if count >= _FREEZE_AFTER:
+                    gc.freeze()
+                gc.enable()
+        self.apply(completed)
         if self.events is not None:
             self.events.loaded(self)
         self.loaded = True
