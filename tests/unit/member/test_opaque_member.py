@@ -279,7 +279,8 @@ step = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(cooperative=st.booleans(), steps=st.lists(step, min_size=3, max_size=60))
 def test_an_assignment_is_never_held_past_what_the_coordinator_allows(cooperative, steps):
-    """Whatever the answers and delays: callbacks alternate (assigned, then revoked or lost);
+    """Whatever the answers and delays: callbacks alternate (assigned, then revoked or lost;
+    cooperatively, a new assignment may also replace the one held);
     an eager member holds nothing outside STABLE; and the member never holds an assignment
     at a time the coordinator could already have expired it: session timeout after the send
     of the last request it answered without error, unless a join or sync is in flight."""
@@ -301,7 +302,11 @@ def test_an_assignment_is_never_held_past_what_the_coordinator_allows(cooperativ
                 if not isinstance(a, SendHeartbeat):
                     in_flight.add(a.request_id)
             elif isinstance(a, RunOpaqueAssigned):
-                assert not holding
+                # Eager: assigned, then revoked or lost, in turn. Cooperative: a member keeps
+                # what it holds while it rejoins, and the next generation's assignment
+                # replaces it whole (the member decides what to give up, as in Connect's
+                # incremental protocol; classic_member.py's module comment).
+                assert cooperative or not holding
                 holding = True
             elif isinstance(a, (RunOpaqueRevoked, RunOpaqueLost)):
                 assert holding
