@@ -7,7 +7,7 @@ reveals state that a crash could take back. Parked replies (a JoinGroup waiting 
 rebalance) resolve later from another request's or a timer's Result, through the same path.
 Timers: after every call the shard re-arms one loop timer at the core's next deadline, and
 runs what is due through the core's `run_due_timers`; a load replays through its
-`replay_all` (core/host.py says why the shard keeps its own `apply`).
+`replay_payloads` (core/host.py says why the shard keeps its own `apply`).
 Loading replays the partition's snapshot and log tail; until it finishes, group requests
 get COORDINATOR_LOAD_IN_PROGRESS. With the group event stream on (`events`), every call,
 timer and topic change whose Result names a group it changed is reported to it once its
@@ -35,7 +35,7 @@ from kgroup.core import record_codec
 from kgroup.core.config import GroupConfig
 from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode, GroupError
-from kgroup.core.host import replay_all, run_due_timers
+from kgroup.core.host import replay_payloads, run_due_timers
 from kgroup.core.result import Result
 from kgroup.core.transactions.config import TransactionConfig
 from kgroup.storage.errors import FencedError, LogClosedError
@@ -53,7 +53,7 @@ def now_ms() -> int:
 
 
 # Records loaded before a load freezes what it loaded out of the cyclic GC's reach.
-_FREEZE_AFTER = 100_000
+_FREEZE_AFTER = 10_000
 
 class Shard:
     def __init__(self, index: int, partition: MetadataPartition, config: GroupConfig,
@@ -96,8 +96,6 @@ class Shard:
         replay = self.partition.load()
         count = 0
         coordinator = self.coordinator
-        decode = record_codec.decode
-        replay_record = coordinator.replay
         # No cyclic GC while loading: a load creates millions of long-lived objects (two per
         # offset commit) and no cycles, and each allocation-triggered collection walks the
         # growing heap; with it on, a load of 1M distinct commits took twice as long. After
@@ -108,11 +106,11 @@ class Shard:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            for payload in replay.snapshot:
-                replay_record(decode(payload))
-                count += 1
+            snapshot = list(replay.snapshot)
+            replay_payloads(coordinator, snapshot)
+            count += len(snapshot)
             for payloads in replay.tail_chunks:
-                replay_all(coordinator, map(decode, payloads))
+                replay_payloads(coordinator, payloads)
                 count += len(payloads)
                 self._since_snapshot += len(payloads)
                 if between_chunks is not None:

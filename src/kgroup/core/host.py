@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
+from kgroup.core import record_codec
 from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.records import Record
 from kgroup.core.result import ReplyTo, Result
@@ -48,6 +49,14 @@ def run_due_timers(coordinator: GroupCoordinatorShard, now_ms: int, apply: Calla
 def replay_all(coordinator: GroupCoordinatorShard, records: Iterable[Record]) -> None:
     """Replay `records` in order into `coordinator` (a load, before `load_complete`)."""
     deque(map(coordinator.replay, records), 0)    # the loop in C: loads replay a lot
+
+
+def replay_payloads(coordinator: GroupCoordinatorShard, payloads: Iterable[bytes]) -> None:
+    """Decode and replay log payloads in order into `coordinator` (a load): the same as
+    `replay_all(coordinator, map(decode, payloads))`, with plain offset commits stored
+    from their bytes (record_codec.replay_payloads says which and why)."""
+    stored = coordinator.shard.stored
+    record_codec.replay_payloads(payloads, stored.offsets, stored.open_txn_groups, coordinator.replay)
 
 
 class CoordinatorHost:
