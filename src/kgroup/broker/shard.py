@@ -55,6 +55,7 @@ def now_ms() -> int:
 # Records loaded before a load freezes what it loaded out of the cyclic GC's reach.
 _FREEZE_AFTER = 10_000
 
+
 class Shard:
     def __init__(self, index: int, partition: MetadataPartition, config: GroupConfig,
                  durability: Durability, new_member_id: Callable[[str], str],

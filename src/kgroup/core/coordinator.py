@@ -388,7 +388,10 @@ class GroupCoordinatorShard:
     # ---- replay ---------------------------------------------------------------------------
 
     def replay(self, record: Record) -> None:
-        """Apply one record to stored state: the only way stored state changes."""
+        """Apply one record to stored state: the only way stored state changes. (A load
+        stores a plain offset commit from its bytes, exactly as the first branch here does:
+        record_codec.replay_payloads; tests/unit/core/test_replay_payloads.py holds the two
+        to the same result, so change them together.)"""
         if type(record) is OffsetCommitRecord:
             if self._open_txn_groups:
                 self.txn_offsets.superseded(record)

@@ -77,9 +77,9 @@ from __future__ import annotations
 
 import json as _json
 from dataclasses import fields
-from typing import Any, Callable, Iterable, Mapping
 from struct import Struct
 from struct import error as StructError
+from typing import Any, Callable, Iterable, Mapping
 
 from kgroup.core.records import (
     ClassicGroupRecord,
