@@ -1,8 +1,8 @@
 """Produce and consume msg/s and broker CPU with confluent-kafka (librdkafka), 100-byte values.
 
     .venv/bin/python bench/broker_throughput.py [--quick] [--runs N] [--messages N]
-        [--partitions 6] [--producers 1] [--consumers 2] [--fsync always] [--peer tansu]
-        [--bootstrap HOST:PORT[,HOST:PORT...]]
+        [--partitions 6] [--producers 1] [--consumers 2] [--raw-consumers N] [--fsync always]
+        [--peer tansu] [--bootstrap HOST:PORT[,HOST:PORT...]]
 
 Per run and per broker: two fresh topics with P partitions (AdminClient); produce N messages
 (linger.ms=5, batch.size 1 MB, batch.num.messages 100k) with acks=1 into one and acks=all
@@ -12,6 +12,11 @@ beginning (no group). Each side's processes connect first and start together: on
 librdkafka client in a Python loop paces itself (~500k produce() calls/s, a few hundred
 thousand records/s consumed), several load the broker. msg/s = N / (first produce() call
 to last delivery report), and N / (first assign() to the moment the N-th message was read).
+
+With --raw-consumers N the topic is then read once more by N light Fetch clients (Fetch v12
+on a blocking socket, records counted from the batch headers, nothing decoded per record):
+a confluent-kafka consumer spends more CPU per record than either broker, so on a small
+machine only light clients make the broker, not the client, the limit (single node only).
 
 With --peer tansu both brokers run at once and the runs alternate (ours, Tansu, ours, ...),
 so machine load hits both alike; the table gives medians and ours/peer ratios. Broker
