@@ -283,6 +283,16 @@ def test_kip932_groups_tools_show_share_groups_and_reset_an_empty_one(kgroup_bro
     finally:
         reader.stop()
     assert sorted(reader.offsets()) == [(p, o) for p in (0, 1) for o in range(30, 50)]
+    # delete-offsets: a share group's state goes per whole topic (DeleteShareGroupOffsets).
+    wait_for(lambda: "Empty" in run("groups", "describe", group, "--state")[1], 60,
+             what="the share group to be empty again")
+    status, _, err = run("groups", "delete-offsets", group, "--topic", f"{topic}:0")
+    assert status == 1 and "per topic" in err and f"--topic {topic}" in err, err
+    assert cluster.start_offsets(group) == {(topic, 0): 50, (topic, 1): 50}
+    status, out, err = run("groups", "delete-offsets", group, "--topic", topic)
+    assert status == 0, err
+    assert [line.split() for line in out.splitlines()] == [["TOPIC", "STATUS"], [topic, "Successful"]]
+    assert cluster.start_offsets(group) == {}
 
 
 def test_kip932_group_admin_apis_know_share_groups_and_delete_them_when_empty(kgroup_broker):

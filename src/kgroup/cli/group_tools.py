@@ -447,6 +447,8 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
 
 
 async def groups_delete_offsets(args: Any, admin: AdminClient, out: TextIO) -> int:
+    if _is_share(await _describe(admin, args.group)):
+        return await _delete_share_offsets(args, admin, out)
     wanted: dict[str, list[int]] = {}
     for spec in args.topic:
         wanted.setdefault(spec.topic, [])
@@ -465,6 +467,34 @@ async def groups_delete_offsets(args: Any, admin: AdminClient, out: TextIO) -> i
                 if ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC in failed else "check the group and topic names")
         raise CliError(f"offsets of {sum(e is not ErrorCode.NONE for e in result.values())} partition(s) not "
                        f"deleted: {', '.join(e.name for e in failed)}", hint)
+    return 0
+
+
+async def _delete_share_offsets(args: Any, admin: AdminClient, out: TextIO) -> int:
+    """A share group's state is deleted per topic (DeleteShareGroupOffsets, as Kafka's
+    kafka-share-groups.sh --delete-offsets): its share partitions start afresh, from
+    share.auto.offset.reset, when the group next reads the topic."""
+    partial = [spec for spec in args.topic if spec.partitions is not None]
+    if partial:
+        raise CliError(f"share group {args.group!r}: offsets are deleted per topic, not per partition "
+                       f"({partial[0].topic}:{','.join(map(str, partial[0].partitions))})",
+                       f"use --topic {partial[0].topic}")
+    topics = sorted({spec.topic for spec in args.topic})
+    for topic in topics:
+        await _topic(admin, topic)                 # "does not exist", as for other groups
+    try:
+        result = await admin.delete_share_group_offsets(args.group, topics)
+    except BrokerError as exc:
+        _group_errors(exc, args.group)
+        raise
+    rows = [["TOPIC", "STATUS"]]
+    rows += [[t, "Successful" if e is ErrorCode.NONE else e.name] for t, e in sorted(result.items())]
+    table(rows, out)
+    failed = sorted({e for e in result.values() if e is not ErrorCode.NONE})
+    if failed:
+        raise CliError(f"share group offsets of {sum(e is not ErrorCode.NONE for e in result.values())} "
+                       f"topic(s) not deleted: {', '.join(e.name for e in failed)}",
+                       "check the group and topic names")
     return 0
 
 

@@ -125,7 +125,8 @@ def add_group_tools(gsub: Any, client: argparse.ArgumentParser) -> None:
                    "several groups)")
 
     g = gsub.add_parser("delete-offsets", parents=[client],
-                        help="delete a group's committed offsets of topics it no longer consumes")
+                        help="delete a group's committed offsets of topics it no longer consumes "
+                        "(a share group's state, per whole topic, when the group is empty)")
     g.add_argument("group", metavar="GROUP")
     g.add_argument("--topic", action="append", required=True, type=_typed(specs.topic_spec),
                    metavar="TOPIC[:PARTITION,...]", help="a topic, or some of its partitions; repeatable")

@@ -39,6 +39,7 @@ from kgroup.wire.versions import (
     OFFSET_FETCH,
     PRODUCE,
     ALTER_SHARE_GROUP_OFFSETS,
+    DELETE_SHARE_GROUP_OFFSETS,
     DESCRIBE_SHARE_GROUP_OFFSETS,
     SHARE_GROUP_DESCRIBE,
 )
@@ -404,6 +405,18 @@ class AdminClient(SecurityAdmin):
         for t in resp.responses:
             for p in t.partitions:
                 _check(_err(p), f"alter share group offset of {t.topic_name}-{p.partition_index}")
+
+    async def delete_share_group_offsets(self, group: str, topics: Sequence[str]) -> dict[str, ErrorCode]:
+        """DeleteShareGroupOffsets: forget the share partitions' state of whole topics (the
+        share group must be empty); topic -> its outcome (ErrorCode.NONE when deleted)."""
+        resp = await self._call_coordinator(
+            group,
+            DELETE_SHARE_GROUP_OFFSETS,
+            request_fields(group_id=group, topics=[dict(topic_name=t) for t in topics]),
+            _err,
+        )
+        _check(_err(resp), f"delete share group offsets of {group!r}", resp.error_message)
+        return {t.topic_name: ErrorCode(_err(t)) for t in resp.responses}
 
     async def _describe_consumer_group(self, group: str) -> GroupDescription | None:
         resp = await self._call_coordinator(
