@@ -11,7 +11,7 @@ SPARK_STAMP := $(VENV)/.installed-spark
 NODE := $(shell command -v node 2>/dev/null)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: run test bench clean chromium tmux spark
+.PHONY: run test bench clean chromium tmux spark reference
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
@@ -54,11 +54,22 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $(NODE_STAMP)
 
-test: $(STAMP) chromium tmux $(if $(NODE),$(NODE_STAMP))
-	$(BIN)/python -m pytest -q
+# `make reference`: Apache Kafka 4.4.0 (broker, CLI tools, Java clients, Kafka Streams) from
+# Maven Central through reference/pom.xml, into reference/lib (git-ignored), once. The
+# differential tests run every scenario on it and on kgroup; `make run` never needs it.
+REF_STAMP := reference/lib/.installed
+$(REF_STAMP): reference/pom.xml
+	mvn -q -B -f reference/pom.xml dependency:copy-dependencies -DoutputDirectory=lib
+	touch $(REF_STAMP)
+
+reference: $(REF_STAMP)
+
+# KGROUP_REQUIRE_REFERENCE=1: a reference test fails rather than skips if Kafka cannot run.
+test: $(STAMP) reference chromium tmux $(if $(NODE),$(NODE_STAMP))
+	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
 
 clean:
-	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis node_modules
+	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis node_modules reference/lib

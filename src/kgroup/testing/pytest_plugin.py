@@ -11,6 +11,10 @@ a project needs): brokers and clusters as fixtures.
 - `kgroup_broker_session`: one broker for the whole session (faster for many small
   tests); its faults are cleared after each test that used it, its groups and topics stay.
 - `kgroup_cluster` / `kgroup_cluster_session`: the same for a `kgroup.testing.Cluster`.
+- `kafka_reference`: one Apache Kafka 4.4 (`kgroup.testing.reference.ReferenceKafka`) for the
+  whole session, the oracle of differential tests. Without Java or the jars (`make
+  reference`) the tests that use it are skipped with the reason — or fail, when
+  `KGROUP_REQUIRE_REFERENCE=1` (as `make test` sets), so CI never skips them.
 
 Settings for the per-test fixtures come from the `kgroup` marker:
 `@pytest.mark.kgroup(group={"min_session_timeout_ms": 1000}, settings={...}, nodes=3)`.
@@ -115,3 +119,24 @@ def kgroup_cluster_session(_kgroup_shared_cluster: Any) -> Iterator[Any]:
         if not node.alive():
             _kgroup_shared_cluster.start_node(i)
     _kgroup_shared_cluster.clear_faults()
+
+
+@pytest.fixture(scope="session")
+def kafka_reference() -> Iterator[Any]:
+    """Apache Kafka 4.4 itself, single-node KRaft, started once for the session."""
+    import os
+
+    from kgroup.testing.reference import REQUIRE_ENV, ReferenceKafka, reference_unavailable
+
+    why = reference_unavailable()
+    if why:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{why} ({REQUIRE_ENV}=1: the reference tests must run)", pytrace=False)
+        pytest.skip(why)
+    kafka = ReferenceKafka().start()
+    try:
+        yield kafka
+    finally:
+        if not kafka.alive():
+            _print_logs(kafka)
+        kafka.close()

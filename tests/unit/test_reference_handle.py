@@ -1,0 +1,26 @@
+"""The reference handle says why it cannot run instead of failing obscurely."""
+
+from __future__ import annotations
+
+from kgroup.testing import reference
+
+
+def test_missing_jars_are_named_with_the_command_that_installs_them(monkeypatch, tmp_path):
+    monkeypatch.setenv(reference.LIB_ENV, str(tmp_path))
+    why = reference.reference_unavailable()
+    assert why is not None and "make reference" in why
+
+
+def test_missing_java_is_named(monkeypatch):
+    monkeypatch.setattr(reference, "java_command", lambda: None)
+    why = reference.reference_unavailable()
+    assert why is not None and "Java" in why
+
+
+def test_properties_are_written_as_kafka_reads_them():
+    assert reference._properties({"a.b": True, "c": 3}) == "a.b=true\nc=3\n"
+
+
+def test_cluster_ids_are_22_url_safe_characters():
+    ids = {reference.cluster_id() for _ in range(20)}
+    assert len(ids) == 20 and all(len(i) == 22 and "=" not in i and "+" not in i for i in ids)
