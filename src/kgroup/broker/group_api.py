@@ -151,6 +151,10 @@ class GroupApi:
     # ---- SyncGroup ------------------------------------------------------------------------
 
     async def sync_group(self, header: RequestHeader, req: Any) -> Any:
+        if header.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+            # From v5 both are mandatory: Kafka refuses a null one before any group check.
+            return build(response_class(SYNC, header.api_version),
+                         error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         core_req = m.SyncGroupRequest(
             group_id=req.group_id,
             generation_id=req.generation_id,
@@ -409,8 +413,9 @@ class ConsumerGroupApi:
         try:
             resp = await shard.call(shard.coordinator.consumer_group_heartbeat, core_req)
         except GroupError as exc:
+            # Kafka's error answer leaves the epoch at its default, 0.
             return build(cls, error_code=exc.code, error_message=exc.message or None, member_id=None,
-                         member_epoch=-1, heartbeat_interval=0, assignment=None)
+                         member_epoch=0, heartbeat_interval=0, assignment=None)
         assignment = None
         if resp.assignment is not None:
             asg_cls = _field_class(cls, "assignment")
@@ -450,7 +455,8 @@ class ConsumerGroupApi:
                 members=tuple(build(
                     member_cls, member_id=x.member_id, instance_id=x.instance_id, rack_id=x.rack_id,
                     member_epoch=x.member_epoch, client_id=x.client_id, client_host=x.client_host,
-                    subscribed_topic_names=x.subscribed_topic_names, subscribed_topic_regex=x.subscribed_topic_regex,
+                    subscribed_topic_names=x.subscribed_topic_names,
+                    subscribed_topic_regex=x.subscribed_topic_regex or "",   # Kafka: "" when none
                     assignment=assignment(x.assignment, names),
                     target_assignment=assignment(x.target_assignment, names),
                     member_type=x.member_type) for x in d.members)))

@@ -35,28 +35,18 @@ class Admin:
 
     def describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int,
                  missing_as_error: bool = False) -> Result:
-        """Describe groups; metadata and assignments are shown only for a Stable group.
+        """Describe groups; member metadata is shown only for a Stable group.
 
-        A group that does not exist is reported Dead (DescribeGroups v0-v5) or with
-        GROUP_ID_NOT_FOUND (v6+, `missing_as_error`).
+        A group that does not exist, or is not a classic group, is reported Dead
+        (DescribeGroups v0-v5) or with GROUP_ID_NOT_FOUND (v6+, `missing_as_error`).
         """
         described = []
         for group_id in group_ids:
-            consumer = self.shard.consumer_groups.get(group_id)
-            if consumer is not None:
-                # The classic API sees a consumer group's members without protocol bytes.
-                described.append(DescribedGroup(
-                    group_id, ErrorCode.NONE, consumer.state().value, CONSUMER, "",
-                    tuple(DescribedMember(m.member_id, m.meta.instance_id, m.meta.client_id,
-                                          m.meta.client_host, b"", b"")
-                          for m in consumer.members.values())))
-                continue
-            share = self.shard.share_groups.get(group_id)
-            if share is not None:
-                described.append(DescribedGroup(
-                    group_id, ErrorCode.NONE, share.state().value, SHARE, "",
-                    tuple(DescribedMember(m.member_id, None, m.meta.client_id, m.meta.client_host, b"", b"")
-                          for m in share.members.values())))
+            # The classic API describes classic groups only: a consumer or share group is as
+            # good as missing to it (Kafka 4.4: "Group ... is not a classic group").
+            if group_id in self.shard.consumer_groups or group_id in self.shard.share_groups:
+                error = ErrorCode.GROUP_ID_NOT_FOUND if missing_as_error else ErrorCode.NONE
+                described.append(DescribedGroup(group_id, error, S.DEAD.value, "", ""))
                 continue
             group = self.shard.groups.get(group_id)
             if group is None or group.is_in(S.DEAD):
@@ -71,11 +61,14 @@ class Admin:
     @staticmethod
     def _describe(group: ClassicGroup) -> DescribedGroup:
         stable = group.is_in(S.STABLE)
+        # Metadata only when Stable; the assignment always — the last one a member got,
+        # until a rebalance that fails the pending syncs resets it (Kafka's
+        # describeNoMetadata keeps it too).
         members = tuple(
             DescribedMember(
                 m.member_id, m.group_instance_id, m.client_id, m.client_host,
                 m.metadata(group.protocol) if stable else b"",
-                m.assignment if stable else b"",
+                m.assignment,
             )
             for m in group.members.values()
         )

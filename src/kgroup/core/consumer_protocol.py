@@ -11,6 +11,11 @@ full, its assignment. Everything durable comes out as records, which replay appl
 timers are staged on the ResultBuilder (`then`) and armed only when the whole request
 succeeded, so a request that raises at any step changes nothing.
 
+A regular expression no member of the group subscribed with before is resolved right after
+the heartbeat that brought it (a timer at once), as Kafka resolves one in the background:
+that heartbeat counts none of its topics and moves no epoch for it; the resolution bumps
+the group epoch if the topics the group subscribes to changed.
+
 These handlers see consumer groups (and "no group yet"); the coordinator routes a
 heartbeat for a classic group to migration.py, which converts it into records and hands
 the result to `heartbeat_in`. Removing members may turn a group classic again: that is the
@@ -56,12 +61,13 @@ from kgroup.core.records import (
 )
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
-from kgroup.core.timers import TimerKind, TimerOp, consumer_revoke_key, consumer_session_key
+from kgroup.core.timers import TimerKind, TimerOp, consumer_regex_key, consumer_revoke_key, consumer_session_key
 
 if TYPE_CHECKING:
     from kgroup.core.migration import Downgrade
 
 NEW_MEMBER = ConsumerCurrentValue(0, 0, MemberState.STABLE, (), ())
+NEW_GROUP_EPOCH = 1
 
 # (JoinGroup protocols, session timeout) of a classic member inside a consumer group.
 ClassicJoin = tuple[tuple[tuple[str, bytes], ...], int]
@@ -122,7 +128,9 @@ class ConsumerProtocol:
         if group is None:
             if req.member_epoch != JOIN_EPOCH:
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
-            group = ConsumerGroup(req.group_id)
+            # A new group starts at epoch 1, so its first member joins at epoch 2 (Kafka
+            # 4.4's ModernGroup starts there, keeping epoch 1 distinct from "no epoch").
+            group = ConsumerGroup(req.group_id, epoch=NEW_GROUP_EPOCH)
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             self._leave(group, req, reply, now_ms, out)
         else:
@@ -132,8 +140,9 @@ class ConsumerProtocol:
                 req.rebalance_timeout_ms != -1 and req.owned is not None
                 and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
             after = done.after
-            changed = (after.assigned != done.before.assigned or after.member_epoch != done.before.member_epoch
-                       or done.replaced is not None)
+            # Kafka: when asked in full, or when the assigned partitions changed (a new epoch
+            # alone is not sent).
+            changed = after.assigned != done.before.assigned
             out.reply(reply, ConsumerGroupHeartbeatResponse(
                 ErrorCode.NONE, None, done.member_id, after.member_epoch,
                 self.group_configs.consumer_heartbeat_interval(group.group_id), after.assigned if (full or changed) else None))
@@ -150,8 +159,12 @@ class ConsumerProtocol:
         already shows what it gave up, so what it reports owning is taken as the truth.
         """
         joined = self._join_member(group, req, classic, out)                    # 2, 3
-        subscribed, epoch = self._group_epoch(group, joined, out)              # 4
-        targets, target_epoch = self._target(group, joined, subscribed, epoch, out)  # 5
+        unresolved = self._unresolved_regex(group, joined)
+        subscribed, epoch = self._group_epoch(group, joined, unresolved, out)  # 4
+        if unresolved is not None:
+            out.then(self.timers.schedule, consumer_regex_key(group.group_id), now_ms,
+                     TimerOp(TimerKind.CONSUMER_REGEX, group.group_id))
+        targets, target_epoch = self._target(group, joined, subscribed, epoch, out, unresolved)  # 5
         nxt = self._reconcile(group, joined, req, targets, target_epoch, classic is not None, out)  # 6
         self._arm_timers(group, joined, nxt, now_ms, out)                      # 7
         return HeartbeatStep(joined.member_id, joined.member.current, nxt, joined.replaced)
@@ -176,7 +189,19 @@ class ConsumerProtocol:
             out.record(ConsumerMemberRecord(group.group_id, member_id, meta))
         return _Joined(member_id, member, old_meta, meta, replaced)
 
-    def _group_epoch(self, group: ConsumerGroup, joined: _Joined,
+    def _unresolved_regex(self, group: ConsumerGroup, joined: _Joined) -> str | None:
+        """The member's regex if it is new to it and no other member subscribes with it
+        (Kafka's REGEX_UPDATED: resolved in the background), else None."""
+        regex = joined.meta.subscribed_topic_regex
+        if not regex or (joined.old_meta is not None and joined.old_meta.subscribed_topic_regex == regex):
+            return None
+        replaced = joined.replaced.member_id if joined.replaced is not None else None
+        if any(m.meta.subscribed_topic_regex == regex for mid, m in group.members.items()
+               if mid not in (joined.member_id, replaced)):
+            return None        # already resolved for the group (REGEX_UPDATED_AND_RESOLVED)
+        return regex
+
+    def _group_epoch(self, group: ConsumerGroup, joined: _Joined, unresolved: str | None,
                      out: ResultBuilder) -> tuple[tuple[tuple[str, str, int], ...], int]:
         # 4. What the group subscribes to now, and whether the assignment must be redone.
         #    Only a join, a replacement or a changed subscription can change it: a steady
@@ -186,20 +211,43 @@ class ConsumerProtocol:
         old_subscribed = group.subscribed
         resubscribed = old_meta is not None and self._subscription(old_meta) != self._subscription(meta)
         if old_meta is None or replaced is not None or is_new_group or resubscribed:
-            subscribed = self._subscribed_metadata(joined.members_of(group))
+            subscribed = self._subscribed_metadata(joined.members_of(group), unresolved)
         else:
             subscribed = old_subscribed
         bump = (old_meta is None and replaced is None) or subscribed != old_subscribed or resubscribed
         if replaced is not None and self._subscription(replaced.meta) != self._subscription(meta):
             bump = True
+        if unresolved is not None and subscribed == old_subscribed:
+            # Only a regex not resolved yet changed: nothing to bump for until it is.
+            before = old_meta if old_meta is not None else (replaced.meta if replaced is not None else None)
+            names_before = before.subscribed_topic_names if before is not None else ()
+            assignor_before = before.server_assignor if before is not None else None
+            if names_before == meta.subscribed_topic_names and assignor_before == meta.server_assignor:
+                bump = False
         epoch = group.epoch
-        if bump or is_new_group:
+        if bump:
             epoch = group.epoch + 1
+            out.record(ConsumerGroupEpochRecord(group.group_id, epoch, subscribed))
+        elif is_new_group:
             out.record(ConsumerGroupEpochRecord(group.group_id, epoch, subscribed))
         return subscribed, epoch
 
+    def regex_resolved(self, op: TimerOp, now_ms: int) -> Result:
+        """A new regex is resolved: bump the group epoch if what the group subscribes to
+        changed (Kafka compares the subscribed topics' metadata hash)."""
+        group = self.shard.consumer_groups.get(op.group_id)
+        if group is None:
+            return EMPTY_RESULT
+        subscribed = self._subscribed_metadata(group.members)
+        if subscribed == group.subscribed:
+            return EMPTY_RESULT
+        out = ResultBuilder()
+        out.record(ConsumerGroupEpochRecord(group.group_id, group.epoch + 1, subscribed))
+        out.changed(group.group_id, "regular expression resolved")
+        return out.build()
+
     def _target(self, group: ConsumerGroup, joined: _Joined, subscribed: tuple[tuple[str, str, int], ...],
-                epoch: int, out: ResultBuilder) -> tuple[dict[str, Partitions], int]:
+                epoch: int, out: ResultBuilder, unresolved: str | None = None) -> tuple[dict[str, Partitions], int]:
         # 5. A new target assignment when the group epoch is ahead of it.
         target_epoch = group.target_epoch
         targets = dict(group.target)
@@ -208,7 +256,7 @@ class ConsumerProtocol:
             targets[member_id] = targets.pop(replaced.member_id)
             out.record(ConsumerTargetRecord(group.group_id, member_id, targets[member_id]))
         if epoch > target_epoch:
-            targets = self._assign(group, joined.members_of(group), targets, subscribed, out)
+            targets = self._assign(group, joined.members_of(group), targets, subscribed, out, unresolved)
             target_epoch = epoch
             out.record(ConsumerTargetEpochRecord(group.group_id, target_epoch))
         return targets, target_epoch
@@ -269,7 +317,7 @@ class ConsumerProtocol:
             return GroupError(ErrorCode.INVALID_REQUEST, why)
 
         if not req.group_id:
-            raise GroupError(ErrorCode.INVALID_GROUP_ID, "GroupId can't be empty")
+            raise invalid("GroupId can't be empty")
         if req.api_version >= 1 and not req.member_id:
             raise invalid("MemberId can't be empty")
         if req.member_epoch < STATIC_LEAVE_EPOCH:
@@ -307,11 +355,19 @@ class ConsumerProtocol:
                                      f"static member {req.instance_id} is still in use by {static.member_id}")
                 return None, static
             return group.members.get(member_id), None
-        member = group.members.get(member_id)
-        if member is None:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group.group_id}")
-        if req.instance_id is not None and member.meta.instance_id != req.instance_id:
-            raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"instance {req.instance_id} is not {member_id}'s")
+        if req.instance_id is not None:
+            # A static member is found by its instance id: another member id holding it is
+            # fenced (the old incarnation of a restarted instance), as in Kafka.
+            member = static
+            if member is None:
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"instance {req.instance_id} is not in group "
+                                                              f"{group.group_id}")
+            if member.member_id != member_id:
+                raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"instance {req.instance_id} is not {member_id}'s")
+        else:
+            member = group.members.get(member_id)
+            if member is None:
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group.group_id}")
         # Epoch check: ahead is fenced; behind is fenced unless it is the previous epoch and
         # the member owns nothing beyond what it is assigned (it missed our last answer).
         if req.member_epoch > member.epoch:
@@ -349,22 +405,25 @@ class ConsumerProtocol:
     def _subscription(meta: ConsumerMemberValue) -> tuple:
         return (meta.subscribed_topic_names, meta.subscribed_topic_regex, meta.server_assignor)
 
-    def _topics_of(self, meta: ConsumerMemberValue) -> set[str]:
-        """Names of existing topics the member subscribes to (by name or regex)."""
+    def _topics_of(self, meta: ConsumerMemberValue, unresolved: str | None = None) -> set[str]:
+        """Names of existing topics the member subscribes to (by name, or by a regex that is
+        not `unresolved`)."""
         names = {n for n in meta.subscribed_topic_names if n in self.shard.topics}
-        if meta.subscribed_topic_regex:
+        if meta.subscribed_topic_regex and meta.subscribed_topic_regex != unresolved:
             pattern = re.compile(meta.subscribed_topic_regex)
             names.update(n for n in self.shard.topics if pattern.fullmatch(n))
         return names
 
-    def _subscribed_metadata(self, members: dict[str, ConsumerGroupMember]) -> tuple[tuple[str, str, int], ...]:
+    def _subscribed_metadata(self, members: dict[str, ConsumerGroupMember],
+                             unresolved: str | None = None) -> tuple[tuple[str, str, int], ...]:
         names: set[str] = set()
         for m in members.values():
-            names |= self._topics_of(m.meta)
+            names |= self._topics_of(m.meta, unresolved)
         return tuple(sorted((n, *self.shard.topics[n]) for n in names))
 
     def _assign(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember], targets: dict[str, Partitions],
-                subscribed: tuple[tuple[str, str, int], ...], out: ResultBuilder) -> dict[str, Partitions]:
+                subscribed: tuple[tuple[str, str, int], ...], out: ResultBuilder,
+                unresolved: str | None = None) -> dict[str, Partitions]:
         """Run the server assignor most members ask for; record what changes."""
         votes = Counter(m.meta.server_assignor for m in members.values() if m.meta.server_assignor)
         preferred = self.config.consumer_assignors
@@ -381,7 +440,7 @@ class ConsumerProtocol:
         spec = GroupSpec(members={
             mid: MemberSpec(
                 member_id=mid,
-                subscribed_topics=frozenset(by_name[n] for n in self._topics_of(m.meta) if n in by_name),
+                subscribed_topics=frozenset(by_name[n] for n in self._topics_of(m.meta, unresolved) if n in by_name),
                 instance_id=m.meta.instance_id,
                 rack_id=m.meta.rack_id,
                 assignment={t: tuple(ps) for t, ps in targets.get(mid, ())},
@@ -440,6 +499,9 @@ class ConsumerProtocol:
             self._remove_records(group, member_id, out)
         remaining = {mid: m for mid, m in group.members.items() if mid not in member_ids}
         out.record(ConsumerGroupEpochRecord(group.group_id, group.epoch + 1, self._subscribed_metadata(remaining)))
+        if not remaining:
+            # Nobody is left to assign to: the (empty) target is of the new epoch at once.
+            out.record(ConsumerTargetEpochRecord(group.group_id, group.epoch + 1))
 
     def bump_epoch(self, group: ConsumerGroup, out: ResultBuilder) -> None:
         """A new group epoch with nothing else changed: the assignor runs again at the next
@@ -482,6 +544,8 @@ class ConsumerProtocol:
     # ---- describe -------------------------------------------------------------------------
 
     def describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
+        """ConsumerGroupDescribe; a member's assignment is what it may still be consuming —
+        assigned plus pending revocation, as Kafka describes it."""
         described = []
         for group_id in group_ids:
             group = self.shard.consumer_groups.get(group_id)
@@ -493,7 +557,7 @@ class ConsumerProtocol:
                 tuple(DescribedConsumerMember(
                     m.member_id, m.meta.instance_id, m.meta.rack_id, m.epoch, m.meta.client_id,
                     m.meta.client_host, m.meta.subscribed_topic_names, m.meta.subscribed_topic_regex,
-                    m.current.assigned, group.target.get(m.member_id, ()), 0 if m.meta.is_classic else 1)
+                    m.owned(), group.target.get(m.member_id, ()), 0 if m.meta.is_classic else 1)
                     for m in group.members.values())))
         return Result((), ((reply, tuple(described)),))
 

@@ -213,6 +213,7 @@ class GroupCoordinatorShard:
         self._timer_ops: dict[TimerKind, Callable[[TimerOp, int], Result]] = {
             TimerKind.CONSUMER_SESSION: consumer.session_expired,
             TimerKind.CONSUMER_REVOKE: consumer.revoke_expired,
+            TimerKind.CONSUMER_REGEX: consumer.regex_resolved,
             TimerKind.CLASSIC_SESSION: classic.heartbeat_expired,
             TimerKind.CLASSIC_JOIN: classic.join_expired,
             TimerKind.CLASSIC_INITIAL_JOIN: classic.initial_join_expired,

@@ -31,6 +31,7 @@ class TimerKind(Enum):
     CLASSIC_SYNC = "sync"                  # members that never send SyncGroup
     CONSUMER_SESSION = "consumer-session"  # a consumer-group member's session
     CONSUMER_REVOKE = "consumer-revoke"    # a revocation owed past the rebalance timeout
+    CONSUMER_REGEX = "consumer-regex"      # a new subscribed regex, resolved after the heartbeat
     OFFSETS_EXPIRY = "expire-offsets"      # offsets.retention.check.interval.ms
     TXN_TIMEOUT = "txn-timeout"            # a transaction's transaction.timeout.ms
     TXN_ID_EXPIRY = "expire-txn-ids"       # transactional.id.expiration.ms, checked periodically
@@ -66,6 +67,10 @@ def consumer_session_key(group_id: str, member_id: str) -> tuple:
 
 def consumer_revoke_key(group_id: str, member_id: str) -> tuple:
     return (_CONSUMER_REVOKE, group_id, member_id)
+
+
+def consumer_regex_key(group_id: str) -> tuple:
+    return (TimerKind.CONSUMER_REGEX.value, group_id)
 
 
 def share_session_key(group_id: str, member_id: str) -> tuple:

@@ -190,7 +190,7 @@ def test_commit_with_explicit_retention_expires_at_its_own_time():
 
 # ---- DescribeGroups / ListGroups / DeleteGroups -------------------------------------------
 
-def test_describe_shows_metadata_and_assignment_only_when_stable():
+def test_describe_shows_metadata_only_when_stable_and_the_last_assignment_always():
     ctx = GroupContext()
     a, b = ctx.stable_group(2)
     (stable,) = ctx.describe("g")
@@ -200,7 +200,9 @@ def test_describe_shows_metadata_and_assignment_only_when_stable():
     ctx.join(member=a)
     (rebalancing,) = ctx.describe("g")
     assert rebalancing.state == "PreparingRebalance" and rebalancing.protocol == ""
-    assert all(m.metadata == b"" and m.assignment == b"" for m in rebalancing.members)
+    # Kafka's describeNoMetadata: no metadata, but the last assignment stays visible.
+    assert [(m.metadata, m.assignment) for m in rebalancing.members] == [
+        (b"", f"assignment-of-{a}".encode()), (b"", f"assignment-of-{b}".encode())]
 
 
 def test_describe_missing_group_is_dead_or_not_found():
