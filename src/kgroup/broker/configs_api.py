@@ -92,10 +92,13 @@ class ConfigsApi:
                     raise ResourceError(DataError.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
                 if keys:
                     entries = [e for e in entries if e.name in keys]
-                results.append(build(result_cls, error_code=DataError.NONE, error_message=None,
+                # Kafka leaves the message at its default, "" (not null).
+                results.append(build(result_cls, error_code=DataError.NONE, error_message="",
                                      resource_type=rtype, resource_name=name, configs=tuple(entries)))
             except ResourceError as exc:
-                results.append(build(result_cls, error_code=exc.code, error_message=exc.message,
+                # An unknown topic is answered without a message too (ConfigHelper sets none).
+                message = "" if exc.code == DataError.UNKNOWN_TOPIC_OR_PARTITION else exc.message
+                results.append(build(result_cls, error_code=exc.code, error_message=message,
                                      resource_type=rtype, resource_name=name, configs=()))
         return build(cls, throttle_time=0, results=tuple(results))
 

@@ -448,8 +448,10 @@ class ConsumerGroupApi:
                 d = m.DescribedConsumerGroup(group_id, exc.code)
             topics = shard.coordinator.shard.topics if isinstance(shard, Shard) else {}
             names = {topic_id: name for name, (topic_id, _) in topics.items()}
+            missing = d.error == ErrorCode.GROUP_ID_NOT_FOUND
             groups.append(build(
-                group_cls, error_code=d.error, error_message=None, group_id=d.group_id, group_state=d.state,
+                group_cls, error_code=d.error, error_message=f"Group {group_id} not found." if missing else None,
+                group_id=d.group_id, group_state=d.state,
                 group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
                 authorized_operations=NO_AUTHORIZED_OPERATIONS,
                 members=tuple(build(

@@ -78,10 +78,13 @@ def max_message_bytes(ctx: DataContext, configs: dict[str, str] | Any) -> int:
 class PartitionFailure(Exception):
     """One partition of a produce fails with `code`."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, *, answered: bool = True) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        # Whether the answer carries the message: Kafka's does for a batch it refuses to
+        # append, not for a producer's epoch or sequence refused (it logs those).
+        self.answered = answered
 
 
 def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | None
@@ -150,14 +153,14 @@ def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, 
             if ctx.verify_txn is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
         if verdict != ErrorCode.NONE:
             raise PartitionFailure(_VERIFY_ERRORS.get(verdict, ErrorCode.INVALID_TXN_STATE),
-                                   f"transaction {transactional_id}: {verdict.name}")
+                                   f"transaction {transactional_id}: {verdict.name}", answered=False)
     # 2. Sequence numbers and epochs, for all batches before any is stored.
     state = ctx.producers.of(key, plog)
     infos = [batch_info(b.header) for b in batches]
     try:
         verdicts = state.check(infos)
     except ProducerStateError as exc:
-        raise PartitionFailure(exc.code, exc.message) from None
+        raise PartitionFailure(exc.code, exc.message, answered=False) from None
     # 3. Append what is new; a duplicate is answered where it landed before.
     base = -1
     for batch, info, earlier in zip(batches, infos, verdicts):
@@ -210,7 +213,7 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
                 ctx.watch.ring((t.name, p.index))
             except PartitionFailure as exc:
                 log.debug("produce to %s-%d refused: %s", t.name, p.index, exc.message)
-                results[(ti, pi)] = answer(p.index, exc.code, message=exc.message)
+                results[(ti, pi)] = answer(p.index, exc.code, message=exc.message if exc.answered else None)
             except InvalidBatchError as exc:
                 log.warning("produce to %s-%d: storage refused a batch: %s", t.name, p.index, exc)
                 results[(ti, pi)] = answer(p.index, DataError.CORRUPT_MESSAGE, message=str(exc))

@@ -160,11 +160,11 @@ class SecurityApi:
             elif name not in users:
                 code, msg, infos = E.RESOURCE_NOT_FOUND, "attempt to describe a user credential that does not exist", ()
             else:
-                code, msg = E.NONE, None
+                code, msg = E.NONE, ""          # Kafka: "" on success, at both levels
                 infos = tuple(build(info_cls, mechanism=int(m), iterations=c.iterations)
                               for m, c in sorted(users[name].items()))
             results.append(build(result_cls, user=name, error_code=code, error_message=msg, credential_infos=infos))
-        return build(cls, error_code=E.NONE, error_message=None, results=tuple(results))
+        return build(cls, error_code=E.NONE, error_message="", results=tuple(results))
 
     async def alter_user_scram_credentials(self, header: RequestHeader, request: Any) -> Any:
         cls = response_class(header.api_key, header.api_version)

@@ -55,8 +55,9 @@ class ShareGroupApi:
         try:
             resp = await shard.call(shard.coordinator.share_group_heartbeat, core_req)
         except GroupError as exc:
+            # Kafka's error answer leaves the epoch at its default, 0.
             return build(cls, throttle_time=0, error_code=exc.code, error_message=exc.message or None,
-                         member_id=None, member_epoch=-1, heartbeat_interval=0, assignment=None)
+                         member_id=None, member_epoch=0, heartbeat_interval=0, assignment=None)
         if core_req.member_epoch == SHARE_LEAVE_EPOCH:
             self.fetches.member_left(core_req.group_id, core_req.member_id)
         assignment = None
@@ -85,8 +86,10 @@ class ShareGroupApi:
             except GroupError as exc:
                 d = DescribedShareGroup(group_id, exc.code)
             names = {tid: name for name, (tid, _) in self._topics(shard).items()}
+            missing = d.error == ErrorCode.GROUP_ID_NOT_FOUND
             groups.append(build(
-                group_cls, error_code=d.error, error_message=None, group_id=d.group_id, group_state=d.state,
+                group_cls, error_code=d.error, error_message=f"Group {group_id} not found." if missing else None,
+                group_id=d.group_id, group_state=d.state,
                 group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
                 authorized_operations=NO_AUTHORIZED_OPERATIONS,
                 members=tuple(build(
@@ -124,7 +127,8 @@ class ShareGroupApi:
             by_topic: dict[str, list] = {}
             for o in resp.offsets:
                 by_topic.setdefault(o.topic_id, []).append(build(
-                    part_cls, partition_index=o.partition, start_offset=o.start_offset, leader_epoch=-1,
+                    # The partition's leader epoch, always 0 in kgroup (metadata_api.py), as Kafka names it.
+                    part_cls, partition_index=o.partition, start_offset=o.start_offset, leader_epoch=0,
                     lag=self.fetches.lag(g.group_id, o.topic_id, o.partition, o.start_offset), error_code=ErrorCode.NONE if o.topic_id in names else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             out.append(build(group_cls, group_id=g.group_id, error_code=ErrorCode.NONE, error_message=None, topics=tuple(
                 build(topic_cls, topic_name=names.get(t, ""), topic_id=uuid.UUID(t) if t in names else None,

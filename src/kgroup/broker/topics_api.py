@@ -140,7 +140,7 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
         except TopicFailure as exc:
             results.append(build(result_cls, name=topic.name, topic_id=ZERO_UUID,
                                  error_code=exc.code, error_message=exc.message,
-                                 num_partitions=-1, replication_factor=-1, configs=None))
+                                 num_partitions=-1, replication_factor=-1, configs=()))   # Kafka: empty, not null
     return build(cls, throttle_time=0, topics=tuple(results)), changed
 
 

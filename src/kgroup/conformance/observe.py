@@ -61,6 +61,16 @@ async def create_topic(raw: RawClient, name: str, partitions: int = 1, configs: 
     if code not in (0, 36):
         raise AssertionError(f"CreateTopics {name}: error {code}")
     await until(lambda: topic_ready(raw, name, partitions), f"topic {name} has leaders")
+    await until(lambda: partitions_served(raw, name, partitions), f"topic {name} is served")
+
+
+async def partitions_served(raw: RawClient, name: str, partitions: int) -> bool:
+    """Whether every partition answers ListOffsets: Kafka's Metadata names a leader a moment
+    before the broker serves the partition (a produce then gets NOT_LEADER_OR_FOLLOWER)."""
+    r = await raw.call(request("ListOffsets", 7, replica_id=-1, isolation_level=0, topics=[
+        {"name": name, "partitions": [{"partition_index": p, "current_leader_epoch": -1, "timestamp": -1}
+                                      for p in range(partitions)]}]))
+    return all(int(p.error_code) == 0 for t in r.topics for p in t.partitions)
 
 
 async def topic_ready(raw: RawClient, name: str, partitions: int) -> bool:
@@ -198,3 +208,24 @@ async def coordinator_sees(raw: RawClient, group: str, topics: dict[str, int], t
                                rebalance_timeout_ms=-1))
         return got == sum(topics.values())
     await until(assigned, f"the coordinator of {group} knows {sorted(topics)}", timeout, 0.05)
+
+
+async def read_all(raw: RawClient, topic: str, partition: int = 0, *, isolation_level: int = 0) -> dict[str, Any]:
+    """Everything a consumer reads from offset 0 up to the high watermark (read_uncommitted)
+    or the last stable offset (read_committed), fetching again after each answer: how a
+    broker cuts its log into fetch answers is its business, what the consumer ends up with
+    is compared."""
+    offset, records, aborted = 0, [], []
+    deadline = time.monotonic() + 30
+    while True:
+        p = await fetch(raw, topic, partition, offset, isolation_level=isolation_level)
+        limit = int(p.last_stable_offset) if isolation_level else int(p.high_watermark)
+        got = records_of(p.records)
+        records += got
+        aborted += [(int(a.producer_id), int(a.first_offset)) for a in (p.aborted_transactions or ())]
+        if got:
+            offset = max(r["offset"] for r in got) + 1
+        if int(p.error_code) != 0 or offset >= limit or not got or time.monotonic() > deadline:
+            return {"error_code": p.error_code, "high_watermark": p.high_watermark,
+                    "last_stable_offset": p.last_stable_offset, "records": records,
+                    "aborted_transactions": sorted(set(aborted))}

@@ -38,10 +38,17 @@ NORMALIZATIONS: dict[str, str] = {
     "throttle times": "quota throttling depends on load: 0",
     "host names and ports": "each broker (and its recording proxy) listens on a port of its own, and a "
                             "client's host is how it reached that broker: HOST, PORT",
-    "error messages": "an error message is free text: MESSAGE when present (null compared as null)",
+    "error messages": "an error message is free text: MESSAGE when there is one (null and \"\" compared as "
+                      "they are)",
     "member order": "Kafka keeps a group's members in a hash map keyed by their random ids, so the order of "
                     "a member list (JoinGroup's, DescribeGroups', ConsumerGroupDescribe's, ...) is arbitrary: "
                     "members already seen are listed by alias, new ones by their other fields",
+    "group order": "Kafka answers a request naming several groups shard by shard, and lists groups from hash "
+                   "maps: lists of groups are compared in group-id order",
+    "partition order": "committed offsets come from hash maps: lists of partitions are compared in "
+                       "partition order",
+    "name order": "Kafka builds lists of named entries (topics, configs) from hash maps: they are compared "
+                  "in name order",
     "topic order": "an assignment's topics come from a hash map keyed by random topic ids: lists of "
                    "(topic id, partitions) are ordered by the topic's alias (scenarios note their topics' ids "
                    "in name order first, so aliases follow names)",
@@ -88,6 +95,12 @@ class Normalizer:
                 value = sorted(value, key=self._member_order)
             elif value and all(_topic_entry(v) for v in value):
                 value = sorted(value, key=self._topic_order)
+            elif value and all(_has_str(v, "group_id") for v in value):
+                value = sorted(value, key=lambda v: _field(v, "group_id"))
+            elif value and all(_has_int(v, "partition_index") for v in value):
+                value = sorted(value, key=lambda v: _field(v, "partition_index"))
+            elif value and all(_has_str(v, "name") for v in value):
+                value = sorted(value, key=lambda v: _field(v, "name"))
             return [self.plain(v, key) for v in value]
         if isinstance(value, (set, frozenset)):
             return sorted((self.plain(v, key) for v in value), key=repr)
@@ -135,7 +148,7 @@ class Normalizer:
         if key in _THROTTLE_KEYS:
             return 0
         if key in _MESSAGE_KEYS:
-            return "MESSAGE" if isinstance(value, str) else value
+            return "MESSAGE" if isinstance(value, str) and value else value
         if key in _PRODUCER_KEYS and isinstance(value, int):
             return value if value < 0 else self.alias("producer", value)
         if key in _SESSION_KEYS and isinstance(value, int):
@@ -156,6 +169,15 @@ def _fields(entry: Any) -> dict[str, Any]:
 
 def _field(entry: Any, name: str) -> Any:
     return entry.get(name) if isinstance(entry, dict) else getattr(entry, name, None)
+
+
+def _has_str(entry: Any, name: str) -> bool:
+    return (isinstance(entry, dict) or dataclasses.is_dataclass(entry)) and isinstance(_field(entry, name), str)
+
+
+def _has_int(entry: Any, name: str) -> bool:
+    value = _field(entry, name) if (isinstance(entry, dict) or dataclasses.is_dataclass(entry)) else None
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _topic_entry(entry: Any) -> bool:

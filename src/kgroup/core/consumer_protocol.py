@@ -550,7 +550,7 @@ class ConsumerProtocol:
         for group_id in group_ids:
             group = self.shard.consumer_groups.get(group_id)
             if group is None:
-                described.append(DescribedConsumerGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
+                described.append(DescribedConsumerGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, state=""))
                 continue
             described.append(DescribedConsumerGroup(
                 group_id, ErrorCode.NONE, group.state().value, group.epoch, group.target_epoch, self.assignor_of(group),

@@ -222,6 +222,7 @@ class GroupCoordinatorShard:
             TimerKind.TXN_TIMEOUT: transactions.timed_out,
             TimerKind.TXN_ID_EXPIRY: transactions.expire_ids,
             TimerKind.SHARE_SESSION: share.session_expired,
+            TimerKind.SHARE_INIT: share.topics_initialized,
         }
         # Record kind -> how it is replayed, for the kinds past the group records.
         self._replay_txn: dict[type, Callable[[Any], None]] = {

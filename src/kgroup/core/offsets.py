@@ -176,10 +176,16 @@ class Offsets:
     def delete(self, req: OffsetDeleteRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Delete offsets, except of topics the group's live members subscribe to."""
         group = self.shard.groups.get(req.group_id)
-        if group is None or group.is_in(S.DEAD):
+        consumer = self.shard.consumer_groups.get(req.group_id)
+        protected: frozenset[str]
+        if consumer is not None:
+            # A consumer group protects the topics its members subscribe to, by name or regex.
+            protected = frozenset({n for m in consumer.members.values() for n in m.meta.subscribed_topic_names}
+                                  | {name for name, _, _ in consumer.subscribed})
+        elif group is None or group.is_in(S.DEAD):
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} does not exist")
-        if group.is_in(S.EMPTY) or not group.protocol_type:
-            protected: frozenset[str] = frozenset()
+        elif group.is_in(S.EMPTY) or not group.protocol_type:
+            protected = frozenset()
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
             protected = self.subscribed_topics(group) or frozenset()
         else:

@@ -19,7 +19,11 @@ in full before any is applied, so a refused acknowledgement changes nothing.
 
 What is durable (`persisted()`): the start offset and the window as runs of (first, last,
 state, delivery count), an ACQUIRED offset written as AVAILABLE (a lock does not survive a
-restart: after a crash the offset is delivered again). Nothing here reads a clock: callers
+restart: after a crash the offset is delivered again). As in Kafka, a write carries the
+start offset as it stood before the change being written (`written_start`: Kafka's share
+partition persists first and moves its start offset after), so DescribeShareGroupOffsets,
+which reads what was written, trails by one change; the offsets between that start and the
+real one are written ARCHIVED, so a reload moves past them. Nothing here reads a clock: callers
 pass `now_ms`; expired locks are noticed when a call sees them (`expire`).
 """
 
@@ -155,6 +159,7 @@ class SharePartition:
         for offset in range(self.start, self.end):       # holes in what was written: never delivered
             self.slots.setdefault(offset, Slot(S.AVAILABLE, 0))
         self._advance()
+        self.written_start = self.start        # the start offset the next write carries
 
     @classmethod
     def from_persisted(cls, value: ShareStateValue, limits: ShareLimits | None = None) -> "SharePartition":
@@ -262,6 +267,7 @@ class SharePartition:
                 if slot is None or slot.state is not S.ACQUIRED or slot.owner != member_id:
                     return ErrorCode.INVALID_RECORD_STATE
                 plan.append((offset, slot, _ACK_MOVES[AckType(kind)]))
+        self.written_start = self.start
         for offset, slot, move in plan:
             self._move(offset, slot, move)
         self._advance()
@@ -269,6 +275,7 @@ class SharePartition:
 
     def release_member(self, member_id: str) -> bool:
         """Put back everything `member_id` holds (it left or its connection closed)."""
+        self.written_start = self.start
         changed = False
         for offset in range(self.start, self.end):
             slot = self.slots[offset]
@@ -281,12 +288,14 @@ class SharePartition:
     def expire(self, now_ms: int) -> bool:
         """Put back every offset whose lock ran out by `now_ms`."""
         changed = False
+        before = self.start
         for offset in range(self.start, self.end):
             slot = self.slots[offset]
             if slot.state is S.ACQUIRED and slot.deadline <= now_ms:
                 self._move(offset, slot, M.LOCK_EXPIRED)
                 changed = True
         if changed:
+            self.written_start = before
             self._advance()
         return changed
 
@@ -326,6 +335,8 @@ class SharePartition:
         """The durable view: start offset and runs of (state, delivery count), an ACQUIRED
         offset as AVAILABLE."""
         runs: list[ShareStateBatch] = []
+        if self.written_start < self.start:     # finished since the start the write carries
+            runs.append(ShareStateBatch(self.written_start, self.start - 1, S.ARCHIVED, 0))
         for offset in range(self.start, self.end):
             slot = self.slots[offset]
             state = S.AVAILABLE if slot.state is S.ACQUIRED else slot.state
@@ -334,4 +345,4 @@ class SharePartition:
                 runs[-1] = ShareStateBatch(last.first_offset, offset, state, slot.count)
             else:
                 runs.append(ShareStateBatch(offset, offset, state, slot.count))
-        return ShareStateValue(self.state_epoch, self.start, tuple(runs))
+        return ShareStateValue(self.state_epoch, min(self.written_start, self.start), tuple(runs))

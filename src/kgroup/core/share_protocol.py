@@ -6,7 +6,12 @@ How this works (numbered steps in `heartbeat`): validate; find the group and the
 when our last answer was lost); fold the request into the member's metadata; bump the group
 epoch when membership or a subscription changed; when the group epoch is ahead of the
 target assignment, run the `simple` share assignor; hand the member its target (and the
-target epoch) if it does not have it yet; re-arm its session. Everything durable comes out
+target epoch) if it does not have it yet; re-arm its session. A topic the group did not
+subscribe to before is assigned only once its share partitions are initialized, right after
+the heartbeat that brought it (a timer at once, as Kafka initializes them through its share
+coordinator in the background): that heartbeat's epoch counts the member, the
+initialization bumps the epoch again with the topic in. A new group starts at epoch 1, as
+Kafka 4.4's. Everything durable comes out
 as records that replay (share_group.apply_share_record) applies; the session timer is
 staged on the ResultBuilder and armed only when the whole request succeeded.
 
@@ -53,9 +58,10 @@ from kgroup.core.share_messages import (
     WriteShareStateRequest,
 )
 from kgroup.core.state import ShardState
-from kgroup.core.timers import TimerKind, TimerOp, share_session_key
+from kgroup.core.timers import TimerKind, TimerOp, share_init_key, share_session_key
 
 ASSIGNOR = SimpleShareAssignor()
+NEW_GROUP_EPOCH = 1
 
 
 class ShareProtocol:
@@ -77,7 +83,7 @@ class ShareProtocol:
         if group is None:
             if req.member_epoch != SHARE_JOIN_EPOCH:
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
-            group = ShareGroup(req.group_id)
+            group = ShareGroup(req.group_id, epoch=NEW_GROUP_EPOCH)
         if req.member_epoch == SHARE_LEAVE_EPOCH:
             member = group.members.get(req.member_id)
             if member is None:
@@ -93,9 +99,9 @@ class ShareProtocol:
     def validate(self, req: ShareGroupHeartbeatRequest) -> None:
         """Raise unless the request is well formed (nothing about the group yet)."""
         if not req.group_id:
-            raise GroupError(ErrorCode.INVALID_GROUP_ID, "GroupId can't be empty")
+            raise GroupError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty")
         if not req.member_id:
-            raise GroupError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty")
+            raise GroupError(ErrorCode.INVALID_REQUEST, "")    # Kafka answers this one without a message
         if req.member_epoch < SHARE_LEAVE_EPOCH:
             raise GroupError(ErrorCode.INVALID_REQUEST, f"MemberEpoch {req.member_epoch} is invalid")
         if req.member_epoch == SHARE_JOIN_EPOCH and req.subscribed_topic_names is None:
@@ -136,6 +142,11 @@ class ShareProtocol:
         is_new_group = gid not in self.shard.share_groups
         if is_new_group or old is None or old.subscribed_topic_names != meta.subscribed_topic_names:
             subscribed = self._subscribed(members)
+            initialized = {name for name, _, _ in group.subscribed}
+            if any(name not in initialized for name, _, _ in subscribed):
+                # New topics: assignable once initialized, just after this heartbeat.
+                subscribed = tuple(entry for entry in subscribed if entry[0] in initialized)
+                out.then(self.timers.schedule, share_init_key(gid), now_ms, TimerOp(TimerKind.SHARE_INIT, gid))
             epoch = group.epoch + 1
             out.record(ShareGroupEpochRecord(gid, epoch, subscribed))
         else:
@@ -201,6 +212,23 @@ class ShareProtocol:
             out.then(self.timers.cancel, share_session_key(group.group_id, member_id))
         remaining = {mid: m for mid, m in group.members.items() if mid not in member_ids}
         out.record(ShareGroupEpochRecord(group.group_id, group.epoch + 1, self._subscribed(remaining)))
+        if not remaining:
+            # Nobody is left to assign to: the (empty) target is of the new epoch at once.
+            out.record(ShareTargetEpochRecord(group.group_id, group.epoch + 1))
+
+    def topics_initialized(self, op: TimerOp, now_ms: int) -> Result:
+        """The share partitions of the topics a group newly subscribed to are initialized:
+        the group epoch moves with them in, so the next heartbeats assign them."""
+        group = self.shard.share_groups.get(op.group_id)
+        if group is None:
+            return EMPTY_RESULT
+        subscribed = self._subscribed(group.members)
+        if subscribed == group.subscribed:
+            return EMPTY_RESULT
+        out = ResultBuilder()
+        out.record(ShareGroupEpochRecord(group.group_id, group.epoch + 1, subscribed))
+        out.changed(group.group_id, "share partitions initialized")
+        return out.build()
 
     def session_expired(self, op: TimerOp, now_ms: int) -> Result:
         group = self.shard.share_groups.get(op.group_id)
@@ -237,7 +265,7 @@ class ShareProtocol:
         for group_id in group_ids:
             group = self.shard.share_groups.get(group_id)
             if group is None:
-                described.append(DescribedShareGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
+                described.append(DescribedShareGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, state=""))
                 continue
             described.append(DescribedShareGroup(
                 group_id, ErrorCode.NONE, group.state().value, group.epoch, group.target_epoch, ASSIGNOR.name,

@@ -36,6 +36,7 @@ class TimerKind(Enum):
     TXN_TIMEOUT = "txn-timeout"            # a transaction's transaction.timeout.ms
     TXN_ID_EXPIRY = "expire-txn-ids"       # transactional.id.expiration.ms, checked periodically
     SHARE_SESSION = "share-session"        # a share-group member's session
+    SHARE_INIT = "share-init"              # topics a share group newly subscribes to, initialized
 
 
 # Keys hold the kind's string value, not the member: a key is hashed on every heartbeat,
@@ -71,6 +72,10 @@ def consumer_revoke_key(group_id: str, member_id: str) -> tuple:
 
 def consumer_regex_key(group_id: str) -> tuple:
     return (TimerKind.CONSUMER_REGEX.value, group_id)
+
+
+def share_init_key(group_id: str) -> tuple:
+    return (TimerKind.SHARE_INIT.value, group_id)
 
 
 def share_session_key(group_id: str, member_id: str) -> tuple:

@@ -70,8 +70,8 @@ REFERENCE_SETTINGS: dict[str, Any] = {
     "group.share.assignor.offload.enable": False,
     "group.streams.assignment.interval.ms": 0,
     "group.streams.assignor.offload.enable": False,
-    # Data sized for tests, not for a production disk.
-    "log.segment.bytes": 64 * 1024 * 1024,
+    # Data sized for tests (log.segment.bytes stays at its default: a topic's segment.bytes
+    # shows it, and kgroup's default is the same).
     "log.retention.check.interval.ms": 60_000,
     "num.network.threads": 2,
     "num.io.threads": 4,
@@ -114,6 +114,35 @@ def group_properties(group: "GroupConfig | None" = None) -> dict[str, Any]:
     g = group if group is not None else GroupConfig(**COMPARABLE_GROUP_SETTINGS)
     if g.offsets_retention_ms % 60_000:
         raise ValueError("offsets.retention.minutes is whole minutes: offsets_retention_ms must be too")
+    # Only what differs from Kafka's own defaults is written: DescribeConfigs reports a
+    # value written in server.properties as STATIC_BROKER_CONFIG, a default as DEFAULT_CONFIG.
+    return {name: value for name, value in _group_properties(g).items()
+            if KAFKA_GROUP_DEFAULTS.get(name) != value}
+
+
+# Kafka 4.4's defaults of the properties `group_properties` maps (GroupCoordinatorConfig,
+# ShareGroupConfig).
+KAFKA_GROUP_DEFAULTS: dict[str, Any] = {
+    "group.initial.rebalance.delay.ms": 3_000, "group.min.session.timeout.ms": 6_000,
+    "group.max.session.timeout.ms": 1_800_000, "group.max.size": 2_147_483_647,
+    "offsets.retention.minutes": 10_080, "offsets.retention.check.interval.ms": 600_000,
+    "offset.metadata.max.bytes": 4096, "group.consumer.session.timeout.ms": 45_000,
+    "group.consumer.min.session.timeout.ms": 45_000, "group.consumer.max.session.timeout.ms": 60_000,
+    "group.consumer.heartbeat.interval.ms": 5_000, "group.consumer.min.heartbeat.interval.ms": 5_000,
+    "group.consumer.max.heartbeat.interval.ms": 15_000, "group.consumer.assignors": "uniform,range",
+    "group.consumer.max.size": 2_147_483_647, "group.consumer.migration.policy": "bidirectional",
+    "group.share.session.timeout.ms": 45_000, "group.share.min.session.timeout.ms": 45_000,
+    "group.share.max.session.timeout.ms": 60_000, "group.share.heartbeat.interval.ms": 5_000,
+    "group.share.min.heartbeat.interval.ms": 5_000, "group.share.max.heartbeat.interval.ms": 15_000,
+    "group.share.record.lock.duration.ms": 30_000, "group.share.min.record.lock.duration.ms": 15_000,
+    "group.share.max.record.lock.duration.ms": 60_000, "group.share.delivery.count.limit": 5,
+    "group.share.min.delivery.count.limit": 2, "group.share.max.delivery.count.limit": 10,
+    "group.share.partition.max.record.locks": 2_000, "group.share.min.partition.max.record.locks": 100,
+    "group.share.max.partition.max.record.locks": 4_000, "group.share.max.size": 200,
+}
+
+
+def _group_properties(g: "GroupConfig") -> dict[str, Any]:
     return {
         "group.initial.rebalance.delay.ms": g.initial_rebalance_delay_ms,
         "group.min.session.timeout.ms": g.min_session_timeout_ms,

@@ -162,3 +162,19 @@ def test_the_classic_api_describes_a_consumer_group_as_dead():
     assert (old.state, old.error, old.members) == ("Dead", E.NONE, ())
     (new,) = ctx.describe("cg", missing_as_error=True)
     assert new.error is E.GROUP_ID_NOT_FOUND
+
+
+def test_offset_delete_of_a_consumer_group_protects_its_subscribed_topics():
+    ctx = GroupContext()
+    ctx.set_topics(t=2, u=1)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    ctx.commit("cg", "", -1, {("t", 0): 1, ("u", 0): 2})   # a simple commit, written before
+    deleted = ctx.delete_offsets("cg", [("t", 0), ("u", 0)]).response
+    assert {(p.topic, p.error) for p in deleted.partitions} == {
+        ("t", E.GROUP_SUBSCRIBED_TO_TOPIC), ("u", E.NONE)}
+
+
+def test_consumer_group_describe_of_a_missing_group_has_no_state():
+    ctx = GroupContext()
+    (missing,) = ctx.call(ctx.coord.consumer_group_describe, ("nope",)).response
+    assert (missing.error, missing.state) == (E.GROUP_ID_NOT_FOUND, "")
