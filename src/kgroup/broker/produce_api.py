@@ -152,8 +152,10 @@ def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, 
         verdict = ctx.verify_txn(transactional_id, txn.producer_id, txn.producer_epoch, (key,)) \
             if ctx.verify_txn is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
         if verdict != ErrorCode.NONE:
-            raise PartitionFailure(_VERIFY_ERRORS.get(verdict, ErrorCode.INVALID_TXN_STATE),
-                                   f"transaction {transactional_id}: {verdict.name}", answered=False)
+            code = _VERIFY_ERRORS.get(verdict, ErrorCode.INVALID_TXN_STATE)
+            # Kafka explains a batch outside any ongoing transaction; an old epoch it does not.
+            raise PartitionFailure(code, f"transaction {transactional_id}: {verdict.name}",
+                                   answered=code == ErrorCode.INVALID_TXN_STATE)
     # 2. Sequence numbers and epochs, for all batches before any is stored.
     state = ctx.producers.of(key, plog)
     infos = [batch_info(b.header) for b in batches]

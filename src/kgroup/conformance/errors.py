@@ -39,13 +39,17 @@ def _walk(obj: Any, path: str, found: list[tuple[str, int]]) -> None:
             _walk(item, f"{path}[{i}]", found)
 
 
-def summary(errors: tuple[tuple[str, int], ...] | None) -> str:
+def summary(errors: tuple[tuple[str, int], ...] | None, errors_only: bool = False) -> str:
     """A response's errors in one word or a few: its top-level code, then the distinct codes
-    found deeper (``NONE [UNKNOWN_TOPIC_OR_PARTITION]``); ``?`` for an undecodable answer."""
+    found deeper (``NONE [UNKNOWN_TOPIC_OR_PARTITION]``; with `errors_only`, deeper NONEs
+    are left out); ``?`` for an undecodable answer."""
     if errors is None:
         return "?"
     top = [code for path, code in errors if "." not in path and "[" not in path]
-    deeper = sorted({code for path, code in errors if "." in path or "[" in path})
+    deeper = sorted({code for path, code in errors if ("." in path or "[" in path)
+                     and not (errors_only and code == 0)})
+    if errors_only and not top and not deeper:
+        return "NONE"
     words = [error_name(top[0])] if top else []
     if deeper:
         words.append("[" + ",".join(error_name(c) for c in deeper) + "]")

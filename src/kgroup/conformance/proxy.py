@@ -55,6 +55,7 @@ class Exchange:
     errors: tuple[tuple[str, int], ...] | None = None   # (path, code) anywhere in the response
     answered_at: float | None = None
     closed: bool = False            # the broker closed the connection instead of answering
+    abandoned: bool = False         # the client closed the connection before the answer
 
 
 @dataclass
@@ -182,16 +183,21 @@ class RecordingProxy:
             pending: dict[int, Exchange | tuple[int, int, str]] = {}
             up = asyncio.create_task(self._requests(number, reader, up_writer, pending))
             down = asyncio.create_task(self._responses(up_reader, writer, pending))
+            client_left = False
             try:
-                await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
+                client_left = up in done       # the client's side ended first
             except asyncio.CancelledError:
-                pass                            # the proxy is closing
+                client_left = True              # the proxy is closing
             finally:
                 for t in (up, down):
                     t.cancel()
                 for item in pending.values():
                     if isinstance(item, Exchange) and item.response is None:
-                        item.closed = True
+                        if client_left:
+                            item.abandoned = True
+                        else:
+                            item.closed = True
                 up_writer.close()
         finally:
             writer.close()

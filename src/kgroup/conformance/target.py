@@ -130,18 +130,25 @@ class Target:
         prefix = self.names.prefix if suffix is None else self.client_id(suffix)
         return [e for e in self._watch.exchanges if e.client_id.startswith(prefix)]
 
-    def add_outcomes(self, suffix: str, *, apis: tuple[int, ...] | None = None, label: str | None = None) -> None:
+    def add_outcomes(self, suffix: str, *, apis: tuple[int, ...] | None = None, label: str | None = None,
+                     since: float | None = None) -> None:
         """What the client `suffix` was answered, as the set of distinct (API, version,
         errors) outcomes — how many times a client sends a request and in which order depends
-        on its timers, so counts and interleaving are not compared ("repeats collapsed").
-        `apis` limits it to those API keys (the scenario's subject)."""
+        on its timers, so counts and interleaving are not compared ("repeats collapsed"); the
+        errors are the answer's top-level code and any other code than NONE found deeper
+        (how many partitions an answer lists is the client's timing too). `apis` limits it to
+        those API keys, `since` to requests sent from then (time.monotonic())."""
         outcomes = set()
         for e in self.exchanges(suffix):
-            if apis is not None and e.api_key not in apis:
+            if (apis is not None and e.api_key not in apis) or e.abandoned:
+                continue        # a request the client gave up on (it closed) has no outcome
+            if since is not None and e.sent_at < since:
                 continue
+            if e.answered_at is None and not e.closed:
+                continue        # no answer expected (a Produce with acks=0) or none yet
             api = SUPPORTED_APIS.get(e.api_key)
             name = api.name if api else f"api{e.api_key}"
-            outcomes.add(f"{name} v{e.version} {'CLOSED' if e.closed else summary(e.errors)}")
+            outcomes.add(f"{name} v{e.version} {'CLOSED' if e.closed else summary(e.errors, errors_only=True)}")
         self.add(label or f"outcomes of {suffix}", sorted(outcomes))
 
     async def close(self) -> None:
@@ -181,13 +188,17 @@ class Pair:
         self.kgroup = kgroup
         self.run = run or uuid.uuid4().hex[:6]
         self.advertised: dict[str, dict[int, tuple[int, int]]] = {}
+        self._runs: dict[str, int] = {}
 
     def names(self, scenario: str) -> Names:
-        return Names(scenario.replace("_", "-"), self.run)
+        """Names for the next run of `scenario` (a second run in one pair gets new ones)."""
+        runs = self._runs[scenario] = self._runs.get(scenario, 0) + 1
+        return Names(scenario.replace("_", "-"), self.run if runs == 1 else f"{self.run}r{runs}")
 
     def run_scenario(self, name: str, fn: ScenarioFn, timeout: float = SCENARIO_TIMEOUT,
-                     sides: tuple[str, ...] = ("kafka", "kgroup")) -> Outcome:
-        """Run `fn` on both brokers at once; compare what each observed."""
+                     sides: tuple[str, ...] = ("kafka", "kgroup"), known: tuple[str, ...] = ()) -> Outcome:
+        """Run `fn` on both brokers at once; compare what each observed (`known`: the
+        labels of an explained divergence, compared apart)."""
         names = self.names(name)
         transcripts: dict[str, Transcript] = {}
         errors: dict[str, str] = {}
@@ -216,5 +227,6 @@ class Pair:
             t.start()
         for t in threads:
             t.join()
-        comparison = compare(transcripts.get("kafka", Transcript()), transcripts.get("kgroup", Transcript()))
+        comparison = compare(transcripts.get("kafka", Transcript()), transcripts.get("kgroup", Transcript()),
+                             known=known)
         return Outcome(comparison, transcripts, errors, time.monotonic() - started)

@@ -47,8 +47,8 @@ NORMALIZATIONS: dict[str, str] = {
                    "maps: lists of groups are compared in group-id order",
     "partition order": "committed offsets come from hash maps: lists of partitions are compared in "
                        "partition order",
-    "name order": "Kafka builds lists of named entries (topics, configs) from hash maps: they are compared "
-                  "in name order",
+    "name order": "Kafka builds lists of named entries (topics, configs, users) from hash maps: they are "
+                  "compared in name order",
     "topic order": "an assignment's topics come from a hash map keyed by random topic ids: lists of "
                    "(topic id, partitions) are ordered by the topic's alias (scenarios note their topics' ids "
                    "in name order first, so aliases follow names)",
@@ -101,6 +101,8 @@ class Normalizer:
                 value = sorted(value, key=lambda v: _field(v, "partition_index"))
             elif value and all(_has_str(v, "name") for v in value):
                 value = sorted(value, key=lambda v: _field(v, "name"))
+            elif value and all(_has_str(v, "user") for v in value):
+                value = sorted(value, key=lambda v: _field(v, "user"))
             return [self.plain(v, key) for v in value]
         if isinstance(value, (set, frozenset)):
             return sorted((self.plain(v, key) for v in value), key=repr)
@@ -222,21 +224,32 @@ class Transcript:
 
 @dataclasses.dataclass
 class Comparison:
-    """How two transcripts of one scenario compare."""
+    """How two transcripts of one scenario compare. With `known` entries (a divergence
+    explained in divergences.py), `agree` is about the other entries and `known_differs`
+    says whether the known ones still differ; `known_diff` shows how."""
 
     agree: bool
     diff: str
     lines: int
+    known_differs: bool = False
+    known_diff: str = ""
 
     def __bool__(self) -> bool:
         return self.agree
 
 
+def _split(lines: list[str], known: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    inside = [line for line in lines if line.startswith(known)] if known else []
+    return inside, [line for line in lines if not (known and line.startswith(known))]
+
+
 def compare(reference: Transcript, candidate: Transcript, ref_name: str = "kafka",
-            cand_name: str = "kgroup") -> Comparison:
+            cand_name: str = "kgroup", known: tuple[str, ...] = ()) -> Comparison:
     """Line-by-line equality of the normalized transcripts and every timing within its
-    tolerance; `diff` shows what differs (a unified diff, then the timings out of bounds)."""
-    a, b = reference.lines(), candidate.lines()
+    tolerance; `diff` shows what differs (a unified diff, then the timings out of bounds).
+    Entries whose label starts with one of `known` are compared apart (see Comparison)."""
+    known_a, a = _split(reference.lines(), known)
+    known_b, b = _split(candidate.lines(), known)
     out = []
     if a != b:
         out += list(difflib.unified_diff(a, b, ref_name, cand_name, lineterm="", n=2))
@@ -249,4 +262,5 @@ def compare(reference: Transcript, candidate: Transcript, ref_name: str = "kafka
         elif abs(x.seconds - y.seconds) > max(x.tolerance, y.tolerance):
             out.append(f"timing {label!r}: {ref_name} {x.seconds:.2f} s, {cand_name} {y.seconds:.2f} s "
                        f"(tolerance {max(x.tolerance, y.tolerance):.2f} s)")
-    return Comparison(not out, "\n".join(out), len(a))
+    known_diff = "\n".join(difflib.unified_diff(known_a, known_b, ref_name, cand_name, lineterm="", n=0))
+    return Comparison(not out, "\n".join(out), len(a) + len(known_a), known_a != known_b, known_diff)
