@@ -17,3 +17,16 @@ def differential_pair(kafka_reference_side: Any) -> Iterator[Any]:
         yield pair_of(kafka_reference_side, side)
     finally:
         close_side(side)
+
+
+@pytest.fixture(scope="session")
+def secured_pair(kafka_reference_side: Any) -> Iterator[Any]:
+    """A second pair only for the scenarios that need SASL/SCRAM, an authorizer, an initial
+    rebalance delay or a group size limit (kgroup.conformance.sides.start_secured_pair)."""
+    from kgroup.conformance.sides import close_pair, start_secured_pair
+
+    pair = start_secured_pair()
+    try:
+        yield pair
+    finally:
+        close_pair(pair)

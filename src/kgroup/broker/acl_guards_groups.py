@@ -135,7 +135,7 @@ def find_coordinator(access: Access, header: RequestHeader, request: Any) -> Ref
         return plain_refusal(header, code, node_id=-1, host="", port=-1)
     return admit_items(request, "coordinator_keys", allowed,
                        lambda cls, key: build(item(cls, "coordinators"), key=key, node_id=-1, host="",
-                                              port=-1, error_code=code, error_message=None),
+                                              port=-1, error_code=code, error_message=""),   # Kafka: ""
                        "coordinators")
 
 

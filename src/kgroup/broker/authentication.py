@@ -74,5 +74,6 @@ def sasl_answer(peer: Peer, header: RequestHeader, request: Any, now_ms: int) ->
                      peer.host, peer.listener.name)
         peer.principal = session.principal
         peer.splitter.limit = peer.max_bytes
-    return build(cls, error_code=answer.error, error_message=answer.message, auth_bytes=answer.token,
-                 session_lifetime=answer.session_lifetime_ms), answer.close
+    # Kafka answers a step that went well with "" as the message, not null.
+    return build(cls, error_code=answer.error, error_message=answer.message if answer.error else (answer.message or ""),
+                 auth_bytes=answer.token, session_lifetime=answer.session_lifetime_ms), answer.close

@@ -76,7 +76,7 @@ class SecurityApi:
         grouped: dict[tuple, list[AclBinding]] = {}
         for b in self.security.acl_store.acls.select(flt):
             grouped.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(b)
-        return build(cls, error_code=E.NONE, error_message=None, resources=tuple(
+        return build(cls, error_code=E.NONE, error_message="", resources=tuple(   # Kafka: "" on success
             build(resource_cls, resource_type=rtype, resource_name=name, pattern_type=pattern, acls=tuple(
                 build(acl_cls, principal=b.principal, host=b.host, operation=b.operation,
                       permission_type=b.permission) for b in bindings))
@@ -93,7 +93,7 @@ class SecurityApi:
         for creation in request.creations:
             try:
                 valid.append(_binding(creation).validate())
-                results.append((E.NONE, None))
+                results.append((E.NONE, ""))           # Kafka: "" on success
             except AclError as exc:
                 results.append((E.INVALID_REQUEST, str(exc)))
         if valid:

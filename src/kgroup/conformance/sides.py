@@ -20,6 +20,7 @@ from kio.index import load_request_schema, load_response_schema
 from kgroup.conformance import observe
 from kgroup.conformance.proxy import RecordingProxy
 from kgroup.conformance.raw import RawClient
+from kgroup.conformance.sasl import USERS
 from kgroup.conformance.target import Pair, Side
 from kgroup.testing.reference import COMPARABLE_GROUP_SETTINGS, ReferenceKafka
 
@@ -55,6 +56,83 @@ def kgroup_side(settings: dict[str, Any] | None = None, group: dict[str, Any] | 
         raise
     proxy.set_upstream(broker.bootstrap)
     return Side("kgroup", proxy, broker.bootstrap, broker)
+
+
+# The secured pair: SCRAM users on both brokers (admin is a super user, alice has no ACL),
+# a SASL_PLAINTEXT listener for clients, an authorizer, and two group settings the main
+# pair cannot have without slowing every scenario: an initial rebalance delay and a group
+# size limit (both broker-wide in Kafka).
+SECURED_GROUP = {"initial_rebalance_delay_ms": 1_500, "max_group_size": 2}
+
+
+def reference_secured_side() -> Side:
+    """Kafka 4.4 with SCRAM on its recorded listener and the StandardAuthorizer."""
+    from kgroup.core.config import GroupConfig  # noqa: PLC0415
+
+    proxy = RecordingProxy(name="kafka-secured-proxy").start()
+    settings = {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        # The internal PLAINTEXT listener (inter-broker traffic, the harness's direct
+        # connection) is ANONYMOUS: a super user, as an operator's internal listener is.
+        "super.users": "User:admin;User:ANONYMOUS",
+        "allow.everyone.if.no.acl.found": False,
+    }
+    kafka = ReferenceKafka(settings, group=GroupConfig(**{**COMPARABLE_GROUP_SETTINGS, **SECURED_GROUP}),
+                           extra_listeners={RECORDED: (proxy.host, proxy.port, "SASL_PLAINTEXT")}, users=USERS)
+    try:
+        kafka.start()
+    except BaseException:
+        proxy.close()
+        kafka.close()
+        raise
+    proxy.set_upstream((kafka.host, kafka.listener_port(RECORDED)))
+    return Side("kafka", proxy, kafka.bootstrap, kafka)
+
+
+def kgroup_secured_side() -> Side:
+    """`kgroup serve` with the same users, a SASL_PLAINTEXT listener and the authorizer."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from kgroup.testing import Broker  # noqa: PLC0415
+    from kgroup.testing.process import free_port  # noqa: PLC0415
+
+    proxy = RecordingProxy(name="kgroup-secured-proxy").start()
+    broker = Broker(group={**COMPARABLE_GROUP_SETTINGS, **SECURED_GROUP})
+    sasl_port = free_port(proxy.host)
+    config = broker.dir / "kgroup.toml"
+    # [[listeners]] and [auth] are tables: written after the settings the handle wrote.
+    config.write_text(config.read_text() + f"""
+[[listeners]]
+name = "SASL"
+address = "{proxy.host}:{sasl_port}"
+advertised = "{proxy.address}"
+protocol = "SASL_PLAINTEXT"
+
+[auth]
+authorizer = true
+super_users = ["User:admin"]
+""")
+    try:
+        for user, password in USERS.items():
+            done = subprocess.run([sys.executable, "-m", "kgroup", "users", "add", user, "--password-stdin",
+                                   "--data-dir", str(broker.data_dir), "--mechanism", "SCRAM-SHA-256",
+                                   "--mechanism", "SCRAM-SHA-512"],
+                                  input=password + "\n", capture_output=True, text=True, timeout=60)
+            if done.returncode != 0:
+                raise RuntimeError(f"kgroup users add {user}: {done.stderr}")
+        broker.start()
+    except BaseException:
+        proxy.close()
+        broker.close()
+        raise
+    proxy.set_upstream((proxy.host, sasl_port))
+    return Side("kgroup", proxy, broker.bootstrap, broker)
+
+
+def start_secured_pair() -> Pair:
+    """The secured pair (see USERS), both sides started at once; `close_pair` stops it."""
+    return _start_both(reference_secured_side, kgroup_secured_side, warm=False)
 
 
 def close_side(side: Side) -> None:
@@ -114,6 +192,10 @@ def narrow_versions(pair: Pair) -> dict[str, dict[int, tuple[int, int]]]:
 
 def start_pair() -> Pair:
     """Both sides started at once (and narrowed, and warmed); `close_pair` stops them."""
+    return _start_both(reference_side, kgroup_side)
+
+
+def _start_both(kafka_side: Any, our_side: Any, warm: bool = True) -> Pair:
     started: dict[str, Any] = {}
 
     def start(name: str, how: Any) -> None:
@@ -122,8 +204,8 @@ def start_pair() -> Pair:
         except BaseException as exc:  # noqa: BLE001 (re-raised below)
             started[name] = exc
 
-    threads = [threading.Thread(target=start, args=("kafka", reference_side)),
-               threading.Thread(target=start, args=("kgroup", kgroup_side))]
+    threads = [threading.Thread(target=start, args=("kafka", kafka_side)),
+               threading.Thread(target=start, args=("kgroup", our_side))]
     for t in threads:
         t.start()
     for t in threads:
@@ -134,14 +216,15 @@ def start_pair() -> Pair:
             if isinstance(v, Side):
                 close_side(v)
         raise failed[0]
-    return pair_of(started["kafka"], started["kgroup"])
+    return pair_of(started["kafka"], started["kgroup"], warm)
 
 
-def pair_of(kafka: Side, kgroup: Side) -> Pair:
-    """The pair of two running sides, narrowed and warmed."""
+def pair_of(kafka: Side, kgroup: Side, warm: bool = True) -> Pair:
+    """The pair of two running sides, narrowed (and warmed)."""
     pair = Pair(kafka, kgroup)
     narrow_versions(pair)
-    warm_up(kafka)
+    if warm:
+        warm_up(kafka)
     return pair
 
 

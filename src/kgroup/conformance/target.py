@@ -94,9 +94,15 @@ class Target:
     def client_id(self, suffix: str = "c") -> str:
         return self.names.client(suffix)
 
-    async def raw(self, suffix: str = "raw") -> RawClient:
+    async def raw(self, suffix: str = "raw", user: str | None = None) -> RawClient:
+        """A raw connection through the proxy; with `user`, authenticated (SCRAM-SHA-256,
+        unrecorded) as that user of the secured pair."""
         client = await RawClient.open(self.address, self.client_id(suffix))
         self._raws.append(client)
+        if user is not None:
+            from kgroup.conformance.sasl import USERS, scram_login  # noqa: PLC0415
+
+            await scram_login(client, user, USERS[user])
         return client
 
     def add(self, label: str, value: Any) -> None:

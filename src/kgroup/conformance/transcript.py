@@ -38,6 +38,7 @@ NORMALIZATIONS: dict[str, str] = {
     "throttle times": "quota throttling depends on load: 0",
     "host names and ports": "each broker (and its recording proxy) listens on a port of its own, and a "
                             "client's host is how it reached that broker: HOST, PORT",
+    "SASL tokens": "a SCRAM server message carries a random nonce and salt: TOKEN (empty kept)",
     "error messages": "an error message is free text: MESSAGE when there is one (null and \"\" compared as "
                       "they are)",
     "member order": "Kafka keeps a group's members in a hash map keyed by their random ids, so the order of "
@@ -49,6 +50,8 @@ NORMALIZATIONS: dict[str, str] = {
                        "partition order",
     "name order": "Kafka builds lists of named entries (topics, configs, users) from hash maps: they are "
                   "compared in name order",
+    "ACL order": "Kafka's authorizer keeps bindings in hash maps: lists of ACL resources and bindings are "
+                 "compared by (resource type, name, pattern type, principal, operation)",
     "topic order": "an assignment's topics come from a hash map keyed by random topic ids: lists of "
                    "(topic id, partitions) are ordered by the topic's alias (scenarios note their topics' ids "
                    "in name order first, so aliases follow names)",
@@ -64,6 +67,7 @@ _SESSION_KEYS = frozenset({"session_id"})
 _MESSAGE_KEYS = frozenset({"error_message"})
 _THROTTLE_KEYS = frozenset({"throttle_time", "throttle_time_ms"})
 _CLUSTER_KEYS = frozenset({"cluster_id"})
+_TOKEN_KEYS = frozenset({"auth_bytes"})
 _ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -95,6 +99,9 @@ class Normalizer:
                 value = sorted(value, key=self._member_order)
             elif value and all(_topic_entry(v) for v in value):
                 value = sorted(value, key=self._topic_order)
+            elif value and all(_has_str(v, "resource_name") and _has_int(v, "resource_type") for v in value):
+                value = sorted(value, key=lambda v: tuple(str(_field(v, k)) for k in (
+                    "resource_type", "resource_name", "pattern_type", "principal", "operation")))
             elif value and all(_has_str(v, "group_id") for v in value):
                 value = sorted(value, key=lambda v: _field(v, "group_id"))
             elif value and all(_has_int(v, "partition_index") for v in value):
@@ -147,6 +154,8 @@ class Normalizer:
             return "PORT"
         if key in _CLUSTER_KEYS and isinstance(value, str):
             return "CLUSTER"
+        if key in _TOKEN_KEYS and isinstance(value, (bytes, bytearray)):
+            return "TOKEN" if value else ""
         if key in _THROTTLE_KEYS:
             return 0
         if key in _MESSAGE_KEYS:

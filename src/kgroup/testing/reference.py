@@ -12,9 +12,9 @@ heartbeat limits and the share-group limits are the same numbers on both sides;
 replication factor 1 for every internal topic; classic, consumer, share and streams groups
 on; assignments computed at once rather than batched (`REFERENCE_SETTINGS`); and the
 features of a 4.4 cluster said out loud at format time (`FEATURES`: transaction.version=2,
-share.version=2, streams.version=1). `extra_listeners` adds PLAINTEXT listeners advertised
+share.version=2, streams.version=1). `extra_listeners` adds listeners advertised
 at another address (the differential suite's recording proxy sits there); `users` adds
-SCRAM credentials at format time (for a SASL listener given in `settings`).
+SCRAM credentials at format time (for a SASL_PLAINTEXT extra listener).
 
 The jars come from Maven Central through the repo's `reference/pom.xml` (`make reference`
 puts them in `reference/lib`); `KGROUP_REFERENCE_LIB` points elsewhere. Without Java or the
@@ -275,11 +275,13 @@ class ReferenceKafka:
     def __init__(self, settings: Mapping[str, Any] | None = None, *, directory: str | Path | None = None,
                  jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS, log_level: str = "INFO",
                  host: str = "127.0.0.1", group: "GroupConfig | None" = None,
-                 extra_listeners: Mapping[str, tuple[str, int]] | None = None,
+                 extra_listeners: Mapping[str, tuple[str, int] | tuple[str, int, str]] | None = None,
                  users: Mapping[str, str] | None = None) -> None:
         """`settings`: server.properties over `group_properties(group)` and
-        `REFERENCE_SETTINGS`. `extra_listeners`: NAME -> the (host, port) it is advertised at,
-        each a PLAINTEXT listener on a free port of its own (`listener_port(NAME)`).
+        `REFERENCE_SETTINGS`. `extra_listeners`: NAME -> the (host, port) it is advertised at
+        (and its security protocol, PLAINTEXT unless a third item says SASL_PLAINTEXT, which
+        then takes SCRAM-SHA-256 and -512), each on a free port of its own
+        (`listener_port(NAME)`).
         `users`: SCRAM-SHA-256 and -512 credentials (name -> password) written at format time.
         Without `directory`, a temp dir removed at `close`."""
         self._own_dir = directory is None
@@ -329,10 +331,17 @@ class ReferenceKafka:
         listeners = [f"PLAINTEXT://{self.host}:{self.port}"]
         advertised = [f"PLAINTEXT://{self.host}:{self.port}"]
         protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
-        for name, (host, port) in self.extra_listeners.items():
+        sasl: dict[str, Any] = {}
+        for name, (host, port, *rest) in self.extra_listeners.items():
+            protocol = rest[0] if rest else "PLAINTEXT"
             listeners.append(f"{name}://{self.host}:{self.extra_ports[name]}")
             advertised.append(f"{name}://{host}:{port}")
-            protocols.append(f"{name}:PLAINTEXT")
+            protocols.append(f"{name}:{protocol}")
+            if protocol.startswith("SASL_"):
+                sasl["sasl.enabled.mechanisms"] = "SCRAM-SHA-256,SCRAM-SHA-512"
+                for mechanism in ("scram-sha-256", "scram-sha-512"):
+                    sasl[f"listener.name.{name.lower()}.{mechanism}.sasl.jaas.config"] = \
+                        "org.apache.kafka.common.security.scram.ScramLoginModule required;"
         config = {
             "process.roles": "broker,controller",
             "node.id": 1,
@@ -343,6 +352,7 @@ class ReferenceKafka:
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": ",".join(protocols),
             "log.dirs": str(self.data_dir),
+            **sasl,
             **self.settings,
         }
         path = self.dir / "server.properties"

@@ -3,7 +3,8 @@
 A scenario is written once, as an `async def name(t: Target)`, and registered with
 `@scenario(area, title, rule=...)`: the rule is what Kafka does that the scenario pins
 down, in a sentence (the report lists it). `clients` names the real clients it drives
-("raw" is our own kio-built requests, exact sequences). `SCENARIOS` holds them all, in
+("raw" is our own kio-built requests, exact sequences); `pair` the brokers it runs on
+("secured": SASL/SCRAM, an authorizer, an initial rebalance delay and a group size limit). `SCENARIOS` holds them all, in
 the order the modules register them; `load()` imports every module of this package.
 """
 
@@ -27,13 +28,14 @@ class Scenario:
     clients: tuple[str, ...]
     fn: ScenarioFn
     timeout: float = SCENARIO_TIMEOUT
+    pair: str = "plain"          # "secured": the pair with SASL, an authorizer, users
 
 
 SCENARIOS: dict[str, Scenario] = {}
 
 
 def scenario(area: str, title: str, *, rule: str, clients: tuple[str, ...] = ("raw",),
-             timeout: float = SCENARIO_TIMEOUT, name: str | None = None):
+             timeout: float = SCENARIO_TIMEOUT, name: str | None = None, pair: str = "plain"):
     """Register the decorated `async def (t: Target)` (under `name`, else its own name)."""
     if area not in AREAS:
         raise ValueError(f"unknown area {area!r}")
@@ -42,7 +44,7 @@ def scenario(area: str, title: str, *, rule: str, clients: tuple[str, ...] = ("r
         sid = name or fn.__name__
         if sid in SCENARIOS:
             raise ValueError(f"scenario {sid} registered twice")
-        SCENARIOS[sid] = Scenario(sid, area, title, rule, clients, fn, timeout)
+        SCENARIOS[sid] = Scenario(sid, area, title, rule, clients, fn, timeout, pair)
         return fn
     return register
 
