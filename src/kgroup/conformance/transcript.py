@@ -50,6 +50,10 @@ NORMALIZATIONS: dict[str, str] = {
                        "partition order",
     "name order": "Kafka builds lists of named entries (topics, configs, users) from hash maps: they are "
                   "compared in name order",
+    "heartbeat timing": "in real-client scenarios a classic Heartbeat answered NONE or REBALANCE_IN_PROGRESS "
+                        "is left out of a client's outcomes: which of the two a heartbeat gets depends on when "
+                        "its timer fired (raw scenarios compare every heartbeat exactly; other errors are kept)",
+    "mechanism order": "a user's SCRAM credentials come from a hash map: compared in mechanism order",
     "ACL order": "Kafka's authorizer keeps bindings in hash maps: lists of ACL resources and bindings are "
                  "compared by (resource type, name, pattern type, principal, operation)",
     "topic order": "an assignment's topics come from a hash map keyed by random topic ids: lists of "
@@ -108,6 +112,8 @@ class Normalizer:
                 value = sorted(value, key=lambda v: _field(v, "partition_index"))
             elif value and all(_has_str(v, "name") for v in value):
                 value = sorted(value, key=lambda v: _field(v, "name"))
+            elif value and all(_has_int(v, "mechanism") and _has_int(v, "iterations") for v in value):
+                value = sorted(value, key=lambda v: _field(v, "mechanism"))
             elif value and all(_has_str(v, "user") for v in value):
                 value = sorted(value, key=lambda v: _field(v, "user"))
             return [self.plain(v, key) for v in value]

@@ -2,8 +2,9 @@
 
 A client opens with ApiVersions at the newest version it knows. If that is newer than ours
 (kafka-python 3.0 sends v4 first, a future client v5), Kafka answers UNSUPPORTED_VERSION in
-the ApiVersions **v0** body format, with response header v0, listing its ranges; the client
-then retries with the highest version both sides know. The body of such a request may be
+the ApiVersions **v0** body format, with response header v0, listing only ApiVersions' own
+range (KIP-511: the one thing the client needs; the other ranges come with the retry); the
+client then retries with the highest ApiVersions version both sides know. The body of such a request may be
 unparseable, so the broker only needs the correlation id from ``peek_request_header``.
 """
 
@@ -70,12 +71,13 @@ def encode_api_versions_fallback(
     disabled: Iterable[int] = (),
     ranges: Sequence[ApiRange] | None = None,
 ) -> bytes:
-    """Size-prefixed ApiVersions v0 reply with UNSUPPORTED_VERSION listing our ranges.
+    """Size-prefixed ApiVersions v0 reply with UNSUPPORTED_VERSION listing our ApiVersions
+    range (as Kafka does; ``ranges`` replaces it, for tests).
 
     Send it when an ApiVersions request's version is newer than ours.
     """
     if ranges is None:
-        ranges = api_ranges(disabled)
+        ranges = [r for r in api_ranges(disabled) if r.api_key == API_VERSIONS]
     body = _V0.pack(correlation_id, UNSUPPORTED_VERSION, len(ranges)) + b"".join(
         _ENTRY.pack(r.api_key, r.min_version, r.max_version) for r in ranges
     )

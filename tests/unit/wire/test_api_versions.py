@@ -26,6 +26,7 @@ from kgroup.wire.framing import FrameSplitter  # noqa: E402
 from kgroup.wire.versions import CONSUMER_PROTOCOL_APIS, api_ranges  # noqa: E402
 
 OUR_RANGES = [(r.api_key, r.min_version, r.max_version) for r in api_ranges()]
+API_VERSIONS_RANGE = [r for r in OUR_RANGES if r[0] == 18]
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
@@ -66,10 +67,12 @@ def test_too_new_api_versions_gets_a_v0_fallback() -> None:
     kp = ApiVersionsResponse.decode(reply, version=0, header=True, framed=True)
     assert kp.header.correlation_id == 4242
     assert kp.error_code == 35
-    assert [(a.api_key, a.min_version, a.max_version) for a in kp.api_keys] == OUR_RANGES
+    # Only ApiVersions' own range, as Kafka answers (KIP-511): the client retries with it.
+    assert [(a.api_key, a.min_version, a.max_version) for a in kp.api_keys] == API_VERSIONS_RANGE
     # Same bytes as our kio v0 response with the error set.
     ours = encode_response(
-        decode_request(struct.pack(">hhih", 18, 0, 4242, -1))[0], api_versions_response(0, 35)
+        decode_request(struct.pack(">hhih", 18, 0, 4242, -1))[0],
+        api_versions_response(0, 35, ranges=[r for r in api_ranges() if r.api_key == 18]),
     )
     assert ours == reply
 
@@ -77,11 +80,11 @@ def test_too_new_api_versions_gets_a_v0_fallback() -> None:
 def test_fallback_without_disabled_apis() -> None:
     reply = encode_api_versions_fallback(1, disabled=CONSUMER_PROTOCOL_APIS)
     kp = ApiVersionsResponse.decode(reply, version=0, header=True, framed=True)
-    assert {a.api_key for a in kp.api_keys}.isdisjoint(CONSUMER_PROTOCOL_APIS)
+    assert [(a.api_key, a.min_version, a.max_version) for a in kp.api_keys] == API_VERSIONS_RANGE
 
 
 def test_client_side_decodes_the_fallback_as_v0() -> None:
     reply = encode_api_versions_fallback(8)
     correlation_id, resp = decode_response(18, 4, reply[4:])
     assert correlation_id == 8 and resp.__version__ == 0 and resp.error_code == 35
-    assert [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys] == OUR_RANGES
+    assert [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys] == API_VERSIONS_RANGE
