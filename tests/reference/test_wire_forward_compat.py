@@ -21,6 +21,7 @@ from kgroup.wire.codec import decode_response, encode_request, request_class
 from kgroup.wire.kio_build import build, item
 from kgroup.wire.kafka_reader import MAX_COLLECTION, MAX_STRING, MAX_TAGGED_FIELDS
 from tests.integration.broker_process import BrokerProcess
+from tests.unit.wire.unknown_tags import uvarint
 
 pytestmark = pytest.mark.integration
 _SIZE = struct.Struct(">i")
@@ -33,15 +34,6 @@ def kgroup(tmp_path_factory):
                          group={"initial_rebalance_delay_ms": 0}).start()
     yield proc
     proc.finish()
-
-
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | 0x80 if n else b)
-        if not n:
-            return bytes(out)
 
 
 def payload(api_key: int, version: int, request: Any) -> bytes:

@@ -157,45 +157,39 @@ def _take(buf: Any, pos: int, n: int) -> bytes:
     return bytes(buf[pos:pos + n])
 
 
-def _string(name: str, flexible: bool, nullable: bool) -> Reader:
-    length = _length(flexible)
-
+def _sized(name: str, count: Reader, nullable: bool,
+           body: Callable[[Any, int, int], tuple[Any, int]]) -> Reader:
+    """A field that starts with its length or count: negative is null (an error where the
+    field is not nullable), otherwise ``body(buf, pos, n)`` reads the rest."""
     def read(buf: Any, pos: int) -> tuple[Any, int]:
-        n, pos = length(buf, pos)
+        n, pos = count(buf, pos)
         if n < 0:
             if nullable:
                 return None, pos
             raise KafkaDecodeError(f"non-nullable field {name} was serialized as null")
+        return body(buf, pos, n)
+
+    return read
+
+
+def _string(name: str, flexible: bool, nullable: bool) -> Reader:
+    def body(buf: Any, pos: int, n: int) -> tuple[str, int]:
         if n > MAX_STRING:
             raise KafkaDecodeError(f"string field {name} had invalid length {n}")
         return _take(buf, pos, n).decode("utf-8", "replace"), pos + n
 
-    return read
+    return _sized(name, _length(flexible), nullable, body)
 
 
-def _bytes(name: str, flexible: bool, nullable: bool, records: bool) -> Reader:
-    count = _count(flexible)
-
-    def read(buf: Any, pos: int) -> tuple[Any, int]:
-        n, pos = count(buf, pos)
-        if n < 0:
-            if nullable:
-                return None, pos
-            raise KafkaDecodeError(f"non-nullable field {name} was serialized as null")
+def _bytes(name: str, flexible: bool, nullable: bool) -> Reader:
+    def body(buf: Any, pos: int, n: int) -> tuple[bytes, int]:
         return _take(buf, pos, n), pos + n     # records too: kio returns them as bytes
 
-    return read
+    return _sized(name, _count(flexible), nullable, body)
 
 
 def _array(name: str, flexible: bool, nullable: bool, element: Reader) -> Reader:
-    count = _count(flexible)
-
-    def read(buf: Any, pos: int) -> tuple[Any, int]:
-        n, pos = count(buf, pos)
-        if n < 0:
-            if nullable:
-                return None, pos
-            raise KafkaDecodeError(f"non-nullable field {name} was serialized as null")
+    def body(buf: Any, pos: int, n: int) -> tuple[tuple[Any, ...], int]:
         remaining = len(buf) - pos
         if n > remaining:
             raise KafkaDecodeError(f"Tried to allocate a collection of size {n}, "
@@ -210,7 +204,7 @@ def _array(name: str, flexible: bool, nullable: bool, element: Reader) -> Reader
             append(v)
         return tuple(items), pos
 
-    return read
+    return _sized(name, _count(flexible), nullable, body)
 
 
 def _nullable_struct(inner: Reader) -> Reader:
@@ -289,7 +283,7 @@ def _field_reader(cls: type, f: dataclasses.Field, hint: Any, legacy_string: boo
     if kafka_type == "string":
         one = _string(name if not array else f"{name} element", flexible, nullable and not array)
     elif kafka_type in ("bytes", "records"):
-        one = _bytes(name, flexible, nullable, kafka_type == "records")
+        one = _bytes(name, flexible, nullable)
     elif kafka_type == "datetime_i64" and nullable and not array:
         one = _NULLABLE_DATETIME
     else:

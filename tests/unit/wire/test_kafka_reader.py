@@ -23,7 +23,7 @@ from kgroup.wire.kafka_reader import (
 )
 from kgroup.wire.versions import SUPPORTED_APIS, is_flexible
 from tests.integration.test_every_request_answers import entity
-from tests.unit.wire.unknown_tags import frame_with_unknown_tags
+from tests.unit.wire.unknown_tags import frame_with_unknown_tags, uvarint
 
 SERVED = [(r.api_key, r.name) for r in SUPPORTED_APIS.values()]
 FLEXIBLE = [(k, n) for k, n in SERVED
@@ -35,15 +35,6 @@ SETTINGS = dict(derandomize=True, deadline=None, database=None,
 def _versions(api_key: int, flexible_only: bool = False) -> list[int]:
     r = SUPPORTED_APIS[api_key]
     return [v for v in range(r.min_version, r.max_version + 1) if not flexible_only or is_flexible(api_key, v)]
-
-
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | 0x80 if n else b)
-        if not n:
-            return bytes(out)
 
 
 # ---- the same objects as kio, where kio reads the bytes --------------------------------------

@@ -98,6 +98,16 @@ class _Extender:
         return derived(**kwargs)
 
 
+def uvarint(n: int) -> bytes:
+    """An unsigned varint, as Kafka writes one."""
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
 def encode(cls: type, value: Any) -> bytes:
     chunks: list[bytes] = []
 
