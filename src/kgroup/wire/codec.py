@@ -26,7 +26,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import kio.schema.request_header.v1 as _req_h1
 import kio.schema.request_header.v2 as _req_h2
@@ -93,12 +93,29 @@ def _reader(cls: type[Any]) -> Any:
     return entity_reader(cls)
 
 
+class _Decoder(NamedTuple):
+    """What decoding one (api_key, version) needs, looked up once: the header and request
+    classes, kio's readers of them, the tests of kio's result for a small and a large frame
+    (``kafka_reader.kio_check``, None when there is nothing to test), and whether a large
+    frame must be read with Kafka's rules instead (``kafka_reader.has_tagged_fields``)."""
+
+    flexible: bool
+    header_cls: type[Any]
+    cls: type[Any]
+    read_header: Any
+    read: Any
+    check: Any
+    check_big: Any
+    tagged: bool
+
+
 @cache
-def _body_reader(cls: type[Any]) -> tuple[Any, Any, Any, bool]:
-    """kio's reader of a request class; the tests of its result for a small and for a large
-    frame (``kafka_reader.kio_check``, None when there is nothing to test); and whether a
-    large frame must be read with Kafka's rules instead (``has_tagged_fields``)."""
-    return entity_reader(cls), kio_check(cls), kio_check(cls, big=True), has_tagged_fields(cls)
+def _decoder(api_key: int, version: int) -> _Decoder:
+    flexible = is_flexible(api_key, version)
+    header_cls = _req_h2.RequestHeader if flexible else _req_h1.RequestHeader
+    cls = request_class(api_key, version)
+    return _Decoder(flexible, header_cls, cls, entity_reader(header_cls), entity_reader(cls),
+                    kio_check(cls), kio_check(cls, big=True), has_tagged_fields(cls))
 
 
 @cache
@@ -147,10 +164,7 @@ def decode_request(
     #    otherwise (kio raises, or kio_check finds what Kafka refuses, or a large frame of
     #    a message with tagged fields) Kafka's rules in Python (kafka_reader), which also
     #    give Kafka's error. See kafka_reader's docstring for where the two differ.
-    flexible = is_flexible(api_key, api_version)
-    header_cls = _req_h2.RequestHeader if flexible else _req_h1.RequestHeader
-    cls = request_class(api_key, api_version)
-    read, check, check_big, tagged = _body_reader(cls)
+    flexible, header_cls, cls, read_header, read, check, check_big, tagged = _decoder(api_key, api_version)
     big = len(data) >= LIMITS_NEED_BYTES
     if big and tagged:    # (request headers declare no tagged field: kio raises on any)
         kio_header = None
@@ -158,7 +172,7 @@ def decode_request(
         if big:
             check = check_big
         try:
-            kio_header, offset = _reader(header_cls)(data, 0)
+            kio_header, offset = read_header(data, 0)
             request, _ = read(data, offset)
             if check is not None and check(request):
                 kio_header = None
