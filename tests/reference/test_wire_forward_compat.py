@@ -120,6 +120,8 @@ CASES: dict[str, tuple[bytes, int, int]] = {
     "boolean byte 2": (METADATA_V12[:-3] + b"\x00\x02\x00", 3, 12),   # include authorized ops
     "bytes after the body": (API_VERSIONS_V3 + b"\x00\x01\x02", 18, 3),
     "body cut short": (LIST_GROUPS_V4 + b"\x02\x07Stab", 16, 4),
+    "API key no broker knows": (struct.pack(">hh", 999, 0) + API_VERSIONS_V3[4:], 18, 3),
+    "version no broker knows": (struct.pack(">hh", 12, 99) + API_VERSIONS_V3[4:], 18, 3),
     # Metadata's whole-request errors (the top-level error_code from v13).
     "Metadata v13 topic with neither name nor id": (metadata(13, ("m-a", None), (None, None)), 3, 13),
     "Metadata v12 topic with neither name nor id": (metadata(12, (None, None)), 3, 12),
