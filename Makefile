@@ -11,7 +11,7 @@ SPARK_STAMP := $(VENV)/.installed-spark
 NODE := $(shell command -v node 2>/dev/null)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: run test bench clean chromium tmux spark reference
+.PHONY: run test bench clean chromium tmux spark reference schema
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
@@ -63,6 +63,12 @@ $(REF_STAMP): reference/pom.xml
 	touch $(REF_STAMP)
 
 reference: $(REF_STAMP)
+
+# `make schema`: message classes in kio's format for the versions kio lacks or has differently
+# from Kafka 4.4's JSON specs (read from the clients jar), into src/kgroup/wire/schema
+# (committed: `make run` needs neither Java nor the jar). tools/kiogen.py --report lists them.
+schema: $(REF_STAMP) $(RUN_STAMP)
+	$(BIN)/python tools/kiogen.py
 
 # KGROUP_REQUIRE_REFERENCE=1: a reference test fails rather than skips if Kafka cannot run.
 test: $(STAMP) reference chromium tmux $(if $(NODE),$(NODE_STAMP))

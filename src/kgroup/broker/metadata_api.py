@@ -3,8 +3,13 @@
 Version notes: v1 null topics = all, empty list = none; v2 cluster_id; v4
 allow_auto_topic_creation (older versions always allow); v7 leader_epoch; v8–v10 authorized
 operations (left at "not requested"); v10 topic ids (a topic may be asked for by id only
-from v12: a null name in v10–v11 gets INVALID_REQUEST, as Kafka answers it);
-v13 top-level error_code.
+from v12; from v12 an id, when given, wins over the name); v13 top-level error_code.
+
+Whole-request errors, as Kafka 4.4's KafkaApis throws them and MetadataRequest's error
+response answers (every topic asked for, echoed with the error, no brokers, controller -1,
+and the error at the top level in v13): a null name or a topic id before v12 is
+INVALID_REQUEST; a topic with neither a name nor an id from v12 is UNKNOWN_SERVER_ERROR
+(Kafka fails on the null name).
 
 Leaders: a single broker leads everything. In a cluster the leader of a partition is the
 node that owns it (broker/ownership.py); while it moves (its owner is down, or handing it
@@ -71,10 +76,13 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
         return build(topic_cls, error_code=code, name=name, topic_id=topic_id or ZERO_UUID,
                      is_internal=is_internal(name), partitions=())
 
-    # 1. Which topics: null = all, otherwise by name (or by id from v10). Another node of a
+    # 1. Which topics: null = all, otherwise by name (or by id from v12). Another node of a
     #    cluster may have changed topics.json since this node last looked.
-    ctx.data.refresh_topics()
     requested = get(request, "topics", None)
+    refused = _whole_request_error(header.api_version, requested)
+    if refused is not None:
+        return _error_response(cls, topic_cls, requested, refused), []
+    ctx.data.refresh_topics()
     created: list[str] = []
     topics: list[Any] = []
     if requested is None:
@@ -84,14 +92,10 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
         by_id = {m.topic_id: m for m in ctx.data.topics().values()}
         for wanted in requested:
             name = get(wanted, "name", None)
-            topic_id = get(wanted, "topic_id", None)
-            # 2. By id when no name is given: v12+. Before, a response topic needs a name
-            #    and Kafka refuses the request topic as INVALID_REQUEST with name "".
-            if name is None and header.api_version < 12:
-                topics.append(topic_error(DataError.INVALID_REQUEST, "", topic_id))
-                continue
-            if name is None:
-                meta = by_id.get(topic_id) if topic_id is not None else None
+            topic_id = _topic_id(wanted)
+            # 2. By id when one is given (v12+; kio reads the zero id as None).
+            if topic_id is not None:
+                meta = by_id.get(topic_id)
                 topics.append(topic_ok(meta) if meta is not None
                               else topic_error(DataError.UNKNOWN_TOPIC_ID, None, topic_id))
                 continue
@@ -127,6 +131,35 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
     response = build(cls, throttle_time=0, brokers=brokers, cluster_id=ctx.config.cluster_id,
                      controller_id=min(nodes), topics=tuple(topics), error_code=DataError.NONE)
     return response, created
+
+
+def _whole_request_error(version: int, requested: Any) -> DataError | None:
+    """The error Kafka answers the whole request with, if any (see the module docstring)."""
+    if requested is None or version < 10:
+        return None
+    for wanted in requested:
+        name, topic_id = get(wanted, "name", None), _topic_id(wanted)
+        if version < 12 and (name is None or topic_id is not None):
+            return DataError.INVALID_REQUEST
+        if name is None and topic_id is None:
+            return DataError.UNKNOWN_SERVER_ERROR
+    return None
+
+
+def _topic_id(wanted: Any) -> uuid.UUID | None:
+    """The topic id asked for; None for none (kio reads the zero id as None, a request built
+    in-process may carry the zero UUID itself)."""
+    topic_id = get(wanted, "topic_id", None)
+    return None if topic_id is None or topic_id == ZERO_UUID else topic_id
+
+
+def _error_response(cls: Any, topic_cls: Any, requested: Any, code: DataError) -> Any:
+    """MetadataRequest.getErrorResponse's answer: each topic asked for, with ``code``."""
+    topics = tuple(build(topic_cls, error_code=code, name=get(t, "name", None) or "",
+                         topic_id=_topic_id(t) or ZERO_UUID, is_internal=False, partitions=())
+                   for t in requested)
+    return build(cls, throttle_time=0, brokers=(), cluster_id=None, controller_id=-1, topics=topics,
+                 error_code=code)
 
 
 # DescribeCluster authorized operations when not requested (Kafka's INT32_MIN sentinel).

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
 
-from kio.index import load_request_schema
+from .schemas import load_request_schema
 
 
 @dataclass(frozen=True, slots=True)
