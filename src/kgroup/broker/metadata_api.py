@@ -4,7 +4,9 @@ Version notes: v1 null topics = all, empty list = none; v2 cluster_id; v4
 allow_auto_topic_creation (older versions always allow); v7 leader_epoch; v8–v10 authorized
 operations (left at "not requested"); v10 topic ids (a topic may be asked for by id only
 from v12: a null name in v10–v11 gets INVALID_REQUEST, as Kafka answers it);
-v13 top-level error_code.
+v13 top-level error_code. Authorized operations (v8+) are filled in when asked for, on
+every topic answered (errors included, as Kafka does): all of them without an authorizer
+(authorized_operations.py), the principal's with one (acl_guards_data.py).
 
 Leaders: a single broker leads everything. In a cluster the leader of a partition is the
 node that owns it (broker/ownership.py); while it moves (its owner is down, or handing it
@@ -26,6 +28,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kgroup.acl_bindings import ResourceType
+from kgroup.broker.authorized_operations import NOT_REQUESTED, if_asked
 from kgroup.broker.data_api import DataContext, DataError, log
 from kgroup.broker.internal_topics import is_internal
 from kgroup.wire.kio_build import build, get, item
@@ -53,6 +57,7 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
     topic_cls = item(cls, "topics")
     part_cls = item(topic_cls, "partitions")
     cluster = ctx.cluster
+    topic_ops = if_asked(get(request, "include_topic_authorized_operations", False), ResourceType.TOPIC)
 
     def partition(meta: TopicMeta, p: int) -> Any:
         leader = cluster.leader(meta.slots[p]) if p < len(meta.slots) else None
@@ -65,11 +70,12 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
     def topic_ok(meta: TopicMeta) -> Any:
         parts = tuple(partition(meta, p) for p in range(meta.partitions))
         return build(topic_cls, error_code=DataError.NONE, name=meta.name,
-                     topic_id=meta.topic_id, is_internal=is_internal(meta.name), partitions=parts)
+                     topic_id=meta.topic_id, is_internal=is_internal(meta.name), partitions=parts,
+                     topic_authorized_operations=topic_ops)
 
     def topic_error(code: DataError, name: str | None, topic_id: uuid.UUID | None = None) -> Any:
         return build(topic_cls, error_code=code, name=name, topic_id=topic_id or ZERO_UUID,
-                     is_internal=is_internal(name), partitions=())
+                     is_internal=is_internal(name), partitions=(), topic_authorized_operations=topic_ops)
 
     # 1. Which topics: null = all, otherwise by name (or by id from v10). Another node of a
     #    cluster may have changed topics.json since this node last looked.
@@ -125,12 +131,12 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
     brokers = tuple(build(broker_cls, node_id=n, host=h, port=p, rack=None)
                     for n, (h, p) in sorted(nodes.items()))
     response = build(cls, throttle_time=0, brokers=brokers, cluster_id=ctx.config.cluster_id,
-                     controller_id=min(nodes), topics=tuple(topics), error_code=DataError.NONE)
+                     controller_id=min(nodes), topics=tuple(topics), error_code=DataError.NONE,
+                     cluster_authorized_operations=if_asked(
+                         get(request, "include_cluster_authorized_operations", False), ResourceType.CLUSTER))
     return response, created
 
 
-# DescribeCluster authorized operations when not requested (Kafka's INT32_MIN sentinel).
-_NO_AUTHORIZED_OPERATIONS = -(2**31)
 _BROKERS_ENDPOINT = 1
 
 
@@ -149,9 +155,10 @@ def describe_cluster(ctx: DataContext, header: RequestHeader, request: Any) -> A
                      error_message="The request was sent to an endpoint of type BROKER, but we wanted "
                      "an endpoint of type CONTROLLER", endpoint_type=_BROKERS_ENDPOINT,
                      cluster_id=ctx.config.cluster_id, controller_id=-1, brokers=(),
-                     cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS)
+                     cluster_authorized_operations=NOT_REQUESTED)
     return build(cls, throttle_time=0, error_code=DataError.NONE, error_message=None,
                  endpoint_type=_BROKERS_ENDPOINT, cluster_id=ctx.config.cluster_id, controller_id=min(nodes),
                  brokers=tuple(build(broker_cls, broker_id=n, host=h, port=p, rack=None, is_fenced=False)
                                for n, (h, p) in sorted(nodes.items())),
-                 cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS)
+                 cluster_authorized_operations=if_asked(
+                     get(request, "include_cluster_authorized_operations", False), ResourceType.CLUSTER))
