@@ -12,7 +12,8 @@ Leaders: a single broker leads everything. In a cluster the leader of a partitio
 node that owns it (broker/ownership.py); while it moves (its owner is down, or handing it
 over) the partition is answered with LEADER_NOT_AVAILABLE and leader -1, and clients ask
 again. The brokers listed are the nodes not known to be down; the controller is the lowest
-of them. Leader epochs stay 0: clients then take every leader change as news, and never
+of them. Each partition lists as many replicas as its topic's replication factor, the live
+ones in sync and the ones that are down offline (replicas.py: one shared data dir). Leader epochs stay 0: clients then take every leader change as news, and never
 ask for OffsetForLeaderEpoch validation (the shared data dir has no replicas to diverge).
 
 Auto-creation: an unknown, legal topic name is created with `default_partitions` when the
@@ -32,6 +33,7 @@ from kgroup.acl_bindings import ResourceType
 from kgroup.broker.authorized_operations import NOT_REQUESTED, if_asked
 from kgroup.broker.data_api import DataContext, DataError, log
 from kgroup.broker.internal_topics import is_internal
+from kgroup.broker.replicas import replica_set
 from kgroup.wire.kio_build import build, get, item
 from kgroup.storage import StorageError, TopicExistsError, TopicMeta
 from kgroup.storage.data_dir import check_topic_name
@@ -57,6 +59,8 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
     topic_cls = item(cls, "topics")
     part_cls = item(topic_cls, "partitions")
     cluster = ctx.cluster
+    nodes = sorted(ctx.config.nodes)
+    live = cluster.brokers()
     topic_ops = if_asked(get(request, "include_topic_authorized_operations", False), ResourceType.TOPIC)
 
     def partition(meta: TopicMeta, p: int) -> Any:
@@ -64,8 +68,9 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
         if leader is None:
             return build(part_cls, error_code=DataError.LEADER_NOT_AVAILABLE, partition_index=p,
                          leader_id=-1, leader_epoch=0, replica_nodes=(), isr_nodes=(), offline_replicas=())
+        replicas, in_sync, offline = replica_set(p, nodes, live, leader, meta.replication_factor)
         return build(part_cls, error_code=DataError.NONE, partition_index=p, leader_id=leader,
-                     leader_epoch=0, replica_nodes=(leader,), isr_nodes=(leader,), offline_replicas=())
+                     leader_epoch=0, replica_nodes=replicas, isr_nodes=in_sync, offline_replicas=offline)
 
     def topic_ok(meta: TopicMeta) -> Any:
         parts = tuple(partition(meta, p) for p in range(meta.partitions))
@@ -127,11 +132,10 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
                 topics.append(topic_ok(meta))
 
     # 4. The brokers; the lowest id is the controller.
-    nodes = cluster.brokers()
     brokers = tuple(build(broker_cls, node_id=n, host=h, port=p, rack=None)
-                    for n, (h, p) in sorted(nodes.items()))
+                    for n, (h, p) in sorted(live.items()))
     response = build(cls, throttle_time=0, brokers=brokers, cluster_id=ctx.config.cluster_id,
-                     controller_id=min(nodes), topics=tuple(topics), error_code=DataError.NONE,
+                     controller_id=min(live), topics=tuple(topics), error_code=DataError.NONE,
                      cluster_authorized_operations=if_asked(
                          get(request, "include_cluster_authorized_operations", False), ResourceType.CLUSTER))
     return response, created
