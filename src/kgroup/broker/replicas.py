@@ -48,7 +48,8 @@ def replication_problem(replication_factor: int, node_count: int) -> str | None:
     if replication_factor < 1:
         return "Replication factor must be larger than 0, or -1 to use the default value."
     return (f"Unable to replicate the partition {replication_factor} time(s): The target replication factor "
-            f"of {replication_factor} cannot be reached because only {node_count} broker(s) are registered.")
+            f"of {replication_factor} cannot be reached because only {node_count} broker(s) are registered "
+            "or some brokers have all their log directories cordoned.")
 
 
 def assignment_problem(broker_ids: Sequence[int], nodes: Collection[int]) -> str | None:
