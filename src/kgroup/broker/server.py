@@ -205,7 +205,7 @@ class Broker:
                                        observer=self.observer)
         consumer = ConsumerGroupApi(groups)
         self.share_fetches = ShareFetchService(self.data, dp.watch, ShareStateStore(groups.shard_of),
-                                               dp.ctx.cluster)
+                                               dp.ctx.cluster, dp.ctx.producers)
         share = ShareGroupApi(groups, self.share_fetches)
         groups.on_group_deleted.append(self.share_fetches.group_deleted)
         self.security = Security(cfg.auth, cfg.data_dir)
