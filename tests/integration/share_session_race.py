@@ -1,14 +1,18 @@
-"""Hand-built share-group sequences for the share-session tests (the reference's and
-kgroup's): a member that closes with its leave and its final acknowledgement in either
-order, and ShareFetch with MaxBytes 0. Each returns what it observed, to compare."""
+"""Share-session scenarios run on kgroup and on Kafka 4.4 alike (tests/integration and
+tests/reference): hand-built sequences — a member that closes with its leave and its final
+acknowledgement in either order, ShareFetch with MaxBytes 0 — and confluent-kafka's
+ShareConsumer reading transactions with `share.isolation.level`. Each returns what it
+observed, to compare."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 from kgroup.client.cluster import request_fields
 from kgroup.client.connection import Connection
+from tests.integration.clients import create_topic
 from kgroup.wire.versions import (
     CREATE_TOPICS,
     FIND_COORDINATOR,
@@ -168,3 +172,100 @@ async def max_bytes_zero(bootstrap: str) -> dict:
         return seen
     finally:
         await conn.close()
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for value in values:
+        producer.produce(topic, value, partition=0)
+    assert producer.flush(30) == 0
+
+
+def consume(bootstrap: str, group: str, topic: str, want: int, timeout: float = 30.0,
+             errors: list | None = None) -> list:
+    """A ShareConsumer polls until it has `want` records, ACCEPTs each (explicit
+    acknowledgement), and closes: the accepts ride on the final ShareAcknowledge, sent with
+    the leave. The records."""
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                              "share.acknowledgement.mode": "explicit"})
+    consumer.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(got) < want and time.monotonic() < deadline:
+            for m in consumer.poll(0.2) or []:
+                if m.error():
+                    if errors is not None:
+                        errors.append(str(m.error()))
+                    continue
+                got.append(m)
+                consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+    finally:
+        consumer.close()
+    return got
+
+
+def set_isolation(bootstrap: str, group: str, level: str) -> None:
+    """share.isolation.level of one group (and share.auto.offset.reset earliest), with
+    confluent-kafka's AdminClient on the GROUP resource."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    change = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.isolation.level", level, incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([change]).values():
+        future.result(15)
+    (described,) = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
+    assert described.result(15)["share.isolation.level"].value == level
+
+
+# What the isolation scenario sees, on kgroup as on Kafka.
+ISOLATION_SEEN = {
+    "read_committed": [b"c1", b"c2", b"plain", b"c3"],
+    "read_committed while a transaction is open": [],
+    "read_committed after it commits": [b"late"],
+    "read_uncommitted": [b"c1", b"c2", b"a1", b"a2", b"a3", b"plain", b"c3", b"late"],
+}
+
+
+def isolation_scenario(bootstrap: str) -> dict:
+    """Committed, aborted, plain, committed and open transactions in one partition, read by a
+    read_committed and a read_uncommitted share group."""
+    from confluent_kafka import Producer
+
+    topic = f"iso-{uuid.uuid4().hex[:6]}"
+    committed_group, uncommitted_group = f"iso-rc-{uuid.uuid4().hex[:6]}", f"iso-ru-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic, 1)
+    set_isolation(bootstrap, committed_group, "read_committed")
+    set_isolation(bootstrap, uncommitted_group, "read_uncommitted")
+    txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"iso-{uuid.uuid4().hex[:6]}"})
+    txn.init_transactions(30)
+
+    def transaction(values: list[bytes], commit: bool) -> None:
+        txn.begin_transaction()
+        for value in values:
+            txn.produce(topic, value, partition=0)
+        txn.flush(30)
+        (txn.commit_transaction if commit else txn.abort_transaction)(30)
+
+    transaction([b"c1", b"c2"], commit=True)
+    transaction([b"a1", b"a2", b"a3"], commit=False)
+    produce(bootstrap, topic, [b"plain"])
+    transaction([b"c3"], commit=True)
+    # An open transaction: past the last stable offset until it commits.
+    txn.begin_transaction()
+    txn.produce(topic, b"late", partition=0)
+    txn.flush(30)
+    seen = {"read_committed": [m.value() for m in consume(bootstrap, committed_group, topic, 4)],
+            "read_committed while a transaction is open":
+                [m.value() for m in consume(bootstrap, committed_group, topic, 1, timeout=3)]}
+    txn.commit_transaction(30)
+    seen["read_committed after it commits"] = [m.value() for m in consume(bootstrap, committed_group, topic, 1)]
+    # The same log read uncommitted: every record, the aborted ones too.
+    seen["read_uncommitted"] = [m.value() for m in consume(bootstrap, uncommitted_group, topic, 8)]
+    return seen

@@ -7,7 +7,6 @@ it commits."""
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 
 import pytest
@@ -15,7 +14,15 @@ import pytest
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import create_topic, wait_for
 from tests.integration.share_clients import SHARE_SETTINGS, KgroupCluster
-from tests.integration.share_session_race import RECORDS, close_race, max_bytes_zero
+from tests.integration.share_session_race import (
+    ISOLATION_SEEN,
+    RECORDS,
+    close_race,
+    consume,
+    isolation_scenario,
+    max_bytes_zero,
+    produce,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -30,41 +37,6 @@ def broker(tmp_path_factory):
     proc.finish()
 
 
-def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-    for value in values:
-        producer.produce(topic, value, partition=0)
-    assert producer.flush(30) == 0
-
-
-def _consume(bootstrap: str, group: str, topic: str, want: int, timeout: float = 30.0,
-             errors: list | None = None) -> list:
-    """A ShareConsumer polls until it has `want` records, ACCEPTs each (explicit
-    acknowledgement), and closes: the accepts ride on the final ShareAcknowledge, sent with
-    the leave. The records."""
-    from confluent_kafka import AcknowledgeType, ShareConsumer
-
-    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                              "share.acknowledgement.mode": "explicit"})
-    consumer.subscribe([topic])
-    got = []
-    deadline = time.monotonic() + timeout
-    try:
-        while len(got) < want and time.monotonic() < deadline:
-            for m in consumer.poll(0.2) or []:
-                if m.error():
-                    if errors is not None:
-                        errors.append(str(m.error()))
-                    continue
-                got.append(m)
-                consumer.acknowledge(m, AcknowledgeType.ACCEPT)
-    finally:
-        consumer.close()
-    return got
-
-
 def test_kip932_a_share_consumer_that_accepts_its_last_records_and_closes_never_gets_them_again(broker):
     cluster = KgroupCluster(broker)
     topic, group = f"own-{uuid.uuid4().hex[:6]}", f"own-g-{uuid.uuid4().hex[:6]}"
@@ -72,8 +44,8 @@ def test_kip932_a_share_consumer_that_accepts_its_last_records_and_closes_never_
     delivered: list[int] = []
     errors: list[str] = []
     for r in range(ROUNDS):
-        _produce(broker.bootstrap, topic, [f"r{r}-{i}".encode() for i in range(PER_ROUND)])
-        got = _consume(broker.bootstrap, group, topic, PER_ROUND, errors=errors)
+        produce(broker.bootstrap, topic, [f"r{r}-{i}".encode() for i in range(PER_ROUND)])
+        got = consume(broker.bootstrap, group, topic, PER_ROUND, errors=errors)
         delivered += [m.offset() for m in got]
         # Closing accepted them: the share partition starts past every record so far.
         done = (r + 1) * PER_ROUND
@@ -96,50 +68,5 @@ def test_kip932_share_fetch_with_max_bytes_zero_acquires_nothing(broker):
         "released records come back": True}
 
 
-def _set_isolation(bootstrap: str, group: str, level: str) -> None:
-    """share.isolation.level of one group, with confluent-kafka's AdminClient (GROUP resource)."""
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    change = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry("share.isolation.level", level, incremental_operation=AlterConfigOpType.SET)])
-    for future in admin.incremental_alter_configs([change]).values():
-        future.result(15)
-    (described,) = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
-    assert described.result(15)["share.isolation.level"].value == level
-
-
 def test_kip932_a_read_committed_share_group_never_sees_aborted_or_open_transactions(broker):
-    from confluent_kafka import Producer
-
-    topic = f"iso-{uuid.uuid4().hex[:6]}"
-    committed_group, uncommitted_group = f"iso-rc-{uuid.uuid4().hex[:6]}", f"iso-ru-{uuid.uuid4().hex[:6]}"
-    create_topic(broker.bootstrap, topic, 1)
-    _set_isolation(broker.bootstrap, committed_group, "read_committed")
-    _set_isolation(broker.bootstrap, uncommitted_group, "read_uncommitted")
-    txn = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"iso-{uuid.uuid4().hex[:6]}"})
-    txn.init_transactions(30)
-
-    def transaction(values: list[bytes], commit: bool) -> None:
-        txn.begin_transaction()
-        for value in values:
-            txn.produce(topic, value, partition=0)
-        txn.flush(30)
-        (txn.commit_transaction if commit else txn.abort_transaction)(30)
-
-    transaction([b"c1", b"c2"], commit=True)
-    transaction([b"a1", b"a2", b"a3"], commit=False)
-    _produce(broker.bootstrap, topic, [b"plain"])
-    transaction([b"c3"], commit=True)
-    # An open transaction: past the last stable offset until it commits.
-    txn.begin_transaction()
-    txn.produce(topic, b"late", partition=0)
-    txn.flush(30)
-    first = [m.value() for m in _consume(broker.bootstrap, committed_group, topic, 4)]
-    assert first == [b"c1", b"c2", b"plain", b"c3"]
-    assert [m.value() for m in _consume(broker.bootstrap, committed_group, topic, 1, timeout=2)] == []
-    txn.commit_transaction(30)
-    assert [m.value() for m in _consume(broker.bootstrap, committed_group, topic, 1)] == [b"late"]
-    # The same log read uncommitted: every record, the aborted ones too.
-    every = [m.value() for m in _consume(broker.bootstrap, uncommitted_group, topic, 8)]
-    assert every == [b"c1", b"c2", b"a1", b"a2", b"a3", b"plain", b"c3", b"late"]
+    assert isolation_scenario(broker.bootstrap) == ISOLATION_SEEN

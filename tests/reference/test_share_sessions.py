@@ -6,7 +6,9 @@ A member that closes sends its leave (heartbeat epoch -1) and its final ShareAck
 (session epoch -1, ACCEPT) at once; in either order the acknowledgement lands and a new
 member is not handed the accepted records again. Normalization: none; a fetch is repeated
 until records come (Kafka answers the first fetches of a new share partition empty while it
-initializes its state).
+initializes its state). And confluent-kafka's ShareConsumer in a read_committed share group
+(`share.isolation.level`) sees the same records on both: never an aborted transaction's,
+never an open one's before it commits.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import asyncio
 
 import pytest
 
-from tests.integration.share_session_race import RECORDS, close_race, max_bytes_zero
+from tests.integration.share_session_race import ISOLATION_SEEN, RECORDS, close_race, isolation_scenario, max_bytes_zero
 
 pytestmark = pytest.mark.integration
 
@@ -33,3 +35,9 @@ def test_kip932_share_fetch_with_max_bytes_zero_acquires_nothing(kgroup_broker_s
     assert ours == {"open": (0, [], 0), "with acknowledgements": ([], [(0, 0, 0, b"")]),
                     "plain": ([], 0), "released records come back": True}
     assert asyncio.run(max_bytes_zero(kafka_reference.bootstrap)) == ours
+
+
+def test_kip932_a_read_committed_share_group_never_sees_aborted_or_open_transactions_as_in_kafka(
+        kgroup_broker_session, kafka_reference):
+    assert isolation_scenario(kgroup_broker_session.bootstrap) == ISOLATION_SEEN
+    assert isolation_scenario(kafka_reference.bootstrap) == ISOLATION_SEEN

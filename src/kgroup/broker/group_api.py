@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from kgroup.acl_bindings import ResourceType
 from kgroup.wire.kio_build import build, get, item, ms
-from kgroup.broker.authorized_operations import NOT_REQUESTED, if_asked
+from kgroup.broker.authorized_operations import if_asked
 from kgroup.broker.shard import Shard
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
