@@ -54,6 +54,7 @@ from kgroup.broker.authorization import Access, Refused
 from kgroup.broker.config import BrokerConfig, ConfigError, ListenerConfig, load_config
 from kgroup.broker.configs_api import ConfigsApi
 from kgroup.broker.durability import Durability
+from kgroup.broker.dynamic_configs import DynamicBrokerConfigs
 from kgroup.broker.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.faults import Action, Faults
 from kgroup.broker.fetch_api import FetchAnswer
@@ -137,6 +138,8 @@ class Broker:
         self.observer = GroupObserver(config.log)
         self.request_stats = RequestStats()
         self.console: Any = None
+        # SSL listeners whose certificate a dynamic broker config changed: (listener, context).
+        self.tls_contexts: dict[str, tuple[ListenerConfig, ssl.SSLContext]] = {}
         # Per request: count it (console on) and/or log it (DEBUG); decided once at start,
         # so a broker doing neither pays two attribute tests per request.
         self._count_requests = False
@@ -191,6 +194,8 @@ class Broker:
         self.data_path = DataPath(cfg, self.data, self.durability, self.cluster_view)
         dp = self.data_path
         dp.on_topics_changed = self._topics_changed_here
+        # Dynamic broker configs (dynamic_configs.py): in force from here on, and on every change.
+        self.broker_configs = DynamicBrokerConfigs(cfg, self.data.path, on_change=self._broker_configs_changed)
         # Transactions: the coordinator's APIs, the produce path's verification, and the
         # channel that writes markers for every shard (each shard gets it as it loads).
         txn = TxnApi(groups, dp.init_producer_id)
@@ -232,7 +237,7 @@ class Broker:
         # kio object, for an authorization guard's finish step to edit (`_secured_response`).
         self.editable_handlers = {1: dp.fetch}
         self._connection_ids = 0
-        configs = ConfigsApi(dp.ctx, groups)
+        configs = ConfigsApi(dp.ctx, groups, self.broker_configs)
         self.handlers.update({
             21: dp.delete_records, 32: configs.describe_configs, 33: configs.alter_configs,
             35: dp.describe_log_dirs, 44: configs.incremental_alter_configs, 60: dp.describe_cluster,
@@ -272,6 +277,7 @@ class Broker:
         await self.ownership.start()
         self._background.append(asyncio.create_task(self._report_loaded(), name="kgroup-loaded"))
         self._background.append(asyncio.create_task(self._watch_security(), name="kgroup-security"))
+        self._background.append(asyncio.create_task(self._watch_broker_configs(), name="kgroup-broker-configs"))
         self._background.append(asyncio.create_task(self._retention(), name="kgroup-retention"))
 
     def _end_offset(self, topic: str, partition: int) -> int | None:
@@ -431,6 +437,31 @@ class Broker:
             except StorageError as exc:
                 log.error("cannot re-read credentials or ACLs (keeping the ones loaded): %s", exc)
 
+    async def _watch_broker_configs(self) -> None:
+        """Pick up dynamic broker configs changed through another node."""
+        while True:
+            await asyncio.sleep(SECURITY_POLL_S)
+            try:
+                self.broker_configs.refresh()
+            except StorageError as exc:
+                log.error("cannot re-read dynamic broker configs (keeping the ones in force): %s", exc)
+
+    def _broker_configs_changed(self, dynamic: DynamicBrokerConfigs) -> None:
+        """Dynamic broker configs changed (here or through another node): in force for the
+        next request, the topics' logs and the next TLS connection."""
+        self.data_path.config = self.data_path.ctx.config = dynamic.effective
+        self.data.set_default_log_config(dynamic.log_config)
+        for listener in self.config.listeners_to_open:
+            wanted = dynamic.listeners.get(listener.name, listener)
+            held = self.tls_contexts.get(listener.name)
+            if not listener.ssl or (held is None and wanted == listener) or (held is not None and held[0] == wanted):
+                continue
+            try:
+                self.tls_contexts[listener.name] = (wanted, server_ssl_context(wanted))
+                log.info("listener %s: TLS from %s for new connections", listener.name, wanted.ssl_certfile)
+            except ConfigError as exc:
+                log.error("listener %s keeps its certificate: %s", listener.name, exc)
+
     def request_stop(self) -> None:
         self._stopping.set()
 
@@ -486,6 +517,8 @@ class Broker:
         task = asyncio.current_task()
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
+        if tls is not None and listener.name in self.tls_contexts:
+            tls = self.tls_contexts[listener.name][1]     # a dynamic broker config changed it
         if tls is not None and not await self._start_tls(writer, tls, peer, listener):
             self.connections.discard(task)
             return

@@ -333,6 +333,12 @@ class DataDir:
         self._open_new_bound_partitions()
         return True
 
+    def set_default_log_config(self, config: LogConfig) -> None:
+        """New defaults for topic logs (dynamic broker configs): applied to the open logs
+        of topics that do not set their own, and to the logs opened from now on."""
+        self.default_log_config = config
+        self._apply_configs()
+
     def _apply_configs(self) -> None:
         for (name, p), plog in self._logs.items():
             meta = self._topics.get(name)
