@@ -188,8 +188,10 @@ KAFKA_DYNAMIC: tuple[tuple[str, ConfigType, str | None, Scope], ...] = (
 class Applied:
     """A dynamic config kgroup acts on: where its value goes, and the least it may be."""
 
-    field: str                  # BrokerConfig field ("transactions." prefix: TransactionConfig);
-    minimum: int                # "log." prefix: a LogConfig field with no BrokerConfig twin
+    # A BrokerConfig field; "transactions." prefix: a TransactionConfig field; "log." prefix:
+    # a LogConfig field with no BrokerConfig twin.
+    field: str
+    minimum: int
 
 
 APPLIED: Mapping[str, Applied] = MappingProxyType({

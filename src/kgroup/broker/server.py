@@ -276,8 +276,10 @@ class Broker:
         self._replayed = 0
         await self.ownership.start()
         self._background.append(asyncio.create_task(self._report_loaded(), name="kgroup-loaded"))
-        self._background.append(asyncio.create_task(self._watch_security(), name="kgroup-security"))
-        self._background.append(asyncio.create_task(self._watch_broker_configs(), name="kgroup-broker-configs"))
+        self._background.append(asyncio.create_task(
+            self._watch_shared(self.security.refresh, "credentials or ACLs"), name="kgroup-security"))
+        self._background.append(asyncio.create_task(
+            self._watch_shared(self.broker_configs.refresh, "dynamic broker configs"), name="kgroup-broker-configs"))
         self._background.append(asyncio.create_task(self._retention(), name="kgroup-retention"))
 
     def _end_offset(self, topic: str, partition: int) -> int | None:
@@ -428,23 +430,15 @@ class Broker:
             except Exception:
                 log.exception("log retention pass failed")
 
-    async def _watch_security(self) -> None:
-        """Pick up credentials and ACLs changed by another node or an offline tool."""
+    async def _watch_shared(self, refresh: Any, what: str) -> None:
+        """Pick up what another node or an offline tool changed in the shared data dir
+        (credentials and ACLs, dynamic broker configs)."""
         while True:
             await asyncio.sleep(SECURITY_POLL_S)
             try:
-                self.security.refresh()
+                refresh()
             except StorageError as exc:
-                log.error("cannot re-read credentials or ACLs (keeping the ones loaded): %s", exc)
-
-    async def _watch_broker_configs(self) -> None:
-        """Pick up dynamic broker configs changed through another node."""
-        while True:
-            await asyncio.sleep(SECURITY_POLL_S)
-            try:
-                self.broker_configs.refresh()
-            except StorageError as exc:
-                log.error("cannot re-read dynamic broker configs (keeping the ones in force): %s", exc)
+                log.error("cannot re-read %s (keeping the ones loaded): %s", what, exc)
 
     def _broker_configs_changed(self, dynamic: DynamicBrokerConfigs) -> None:
         """Dynamic broker configs changed (here or through another node): in force for the
