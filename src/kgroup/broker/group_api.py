@@ -17,7 +17,9 @@ from __future__ import annotations
 import uuid
 from typing import Any, Callable
 
+from kgroup.acl_bindings import ResourceType
 from kgroup.wire.kio_build import build, get, item, ms
+from kgroup.broker.authorized_operations import if_asked
 from kgroup.broker.shard import Shard
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
@@ -28,8 +30,12 @@ OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE, LIST, DELETE_GROUPS, OFFSET_DELETE = 8, 9
 # FindCoordinator key types: a group id, or a transactional id (which hashes to a shard the
 # same way: the transaction coordinator lives beside the group coordinator).
 GROUP_KEY, TRANSACTION_KEY = 0, 1
-# DescribeGroups authorized_operations when not requested (Kafka's INT32_MIN sentinel).
-NO_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+def group_operations(request: Any, error: int) -> int:
+    """A described group's authorized operations: asked for and described without an
+    error, every group operation (authorized_operations.py); else "not requested"."""
+    return if_asked(get(request, "include_authorized_operations", False) and int(error) == 0, ResourceType.GROUP)
 
 
 class _NoHandlers:
@@ -319,7 +325,7 @@ class GroupApi:
             described.append(build(
                 group_cls, error_code=d.error, group_id=d.group_id, group_state=d.state,
                 protocol_type=d.protocol_type, protocol_data=d.protocol,
-                authorized_operations=NO_AUTHORIZED_OPERATIONS,
+                authorized_operations=group_operations(req, d.error),
                 members=tuple(build(member_cls, member_id=x.member_id, group_instance_id=x.group_instance_id,
                                     client_id=x.client_id, client_host=x.client_host,
                                     member_metadata=x.metadata, member_assignment=x.assignment)
@@ -446,7 +452,7 @@ class ConsumerGroupApi:
             groups.append(build(
                 group_cls, error_code=d.error, error_message=None, group_id=d.group_id, group_state=d.state,
                 group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
-                authorized_operations=NO_AUTHORIZED_OPERATIONS,
+                authorized_operations=group_operations(req, d.error),
                 members=tuple(build(
                     member_cls, member_id=x.member_id, instance_id=x.instance_id, rack_id=x.rack_id,
                     member_epoch=x.member_epoch, client_id=x.client_id, client_host=x.client_host,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kgroup.broker.group_api import NO_AUTHORIZED_OPERATIONS, GroupApi, _field_class
+from kgroup.broker.group_api import GroupApi, _field_class, group_operations
 from kgroup.broker.share_fetch import ShareFetchService
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.share_messages import (
@@ -88,7 +88,7 @@ class ShareGroupApi:
             groups.append(build(
                 group_cls, error_code=d.error, error_message=None, group_id=d.group_id, group_state=d.state,
                 group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
-                authorized_operations=NO_AUTHORIZED_OPERATIONS,
+                authorized_operations=group_operations(req, d.error),
                 members=tuple(build(
                     member_cls, member_id=x.member_id, rack_id=x.rack_id, member_epoch=x.member_epoch,
                     client_id=x.client_id, client_host=x.client_host,
