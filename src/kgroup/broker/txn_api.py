@@ -7,7 +7,8 @@ aiokafka 0.14 v0 of each; kafkajs 2.2 v0-v1):
 - InitProducerId (22) v0-5: v2 flexible; v3 producer id and epoch (KIP-360); v4 PRODUCER_FENCED
   (older versions get INVALID_PRODUCER_EPOCH, as Kafka answers them); v5 adds only the
   TRANSACTION_ABORTABLE code, which we never send. Without a transactional id it is the data
-  path's (broker/producer_id_api.py).
+  path's (broker/producer_id_api.py): a new id at epoch 0 for every request, as in Kafka. A
+  producer id without its epoch (or the other way round) is INVALID_REQUEST on both paths.
 - AddPartitionsToTxn (24) v0-4: v3 flexible; v4 batches transactions and has `verify_only`
   (KIP-890 part 1: a broker asks whether partitions are in a transaction, as our produce
   path asks the coordinator directly).
@@ -28,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.group_api import GroupApi
+from kgroup.broker.producer_id_api import half_named
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.transactions import messages as tm
@@ -81,6 +83,8 @@ class TxnApi:
         core = tm.InitProducerIdRequest(tid, ms(req.transaction_timeout), int(get(req, "producer_id", -1)),
                                         int(get(req, "producer_epoch", -1)))
         try:
+            if half_named(core.producer_id, core.producer_epoch):
+                raise GroupError(E.INVALID_REQUEST, "a producer id needs its epoch and an epoch its id")
             resp = await self._call(tid, "init_producer_id", core)
         except GroupError as exc:
             resp = tm.InitProducerIdResponse(exc.code)
