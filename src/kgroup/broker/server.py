@@ -49,7 +49,7 @@ import uuid
 from typing import Any
 
 from kgroup.broker.acl_rules import OPEN, RULES
-from kgroup.broker.authentication import Peer, illegal_state, sasl_answer
+from kgroup.broker.authentication import Peer, illegal_state, sasl_answer, unframed_answer
 from kgroup.broker.authorization import Access, Refused
 from kgroup.broker.config import FLAG_KEYS, BrokerConfig, ConfigError, ListenerConfig, load_config
 from kgroup.broker.configs_api import ConfigsApi
@@ -709,6 +709,12 @@ class Broker:
 
     async def _handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | FetchAnswer | None:
         """`_handle` with SASL, authorization and the listener's address (module comment)."""
+        if peer.sasl is not None and peer.sasl.awaits_unframed_token:
+            # After SaslHandshake v0 the frame is a bare SASL message, not a request.
+            answer = unframed_answer(peer, frame, now_ms())
+            if answer is None:
+                raise _CloseConnection(f"authentication failed: {peer.sasl.failure}")
+            return answer
         decoded = self._decode(frame)
         if isinstance(decoded, bytes):
             return decoded
