@@ -14,6 +14,7 @@ The topics are the shard's (`ShardState.topics`, set by the broker whenever a to
 created, grown or deleted), the same image AddPartitionsToTxn checks partitions against. A
 stand-in for a shard this node does not serve knows no topics: its partitions all get its
 NOT_COORDINATOR (or COORDINATOR_LOAD_IN_PROGRESS), and the client asks the coordinator.
+AlterShareGroupOffsets checks the same way (`unknown_in`, against the topics its API reads).
 """
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ def shard_topics(shard: Any) -> Mapping[str, tuple[str, int]] | None:
 
 
 def unknown_partitions(shard: Any, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
-    """UNKNOWN_TOPIC_OR_PARTITION for each (topic, partition) that does not exist."""
+    """UNKNOWN_TOPIC_OR_PARTITION for each (topic, partition) the shard's topics lack."""
     topics = shard_topics(shard)
-    if topics is None:
-        return {}
+    return {} if topics is None else unknown_in(topics, partitions)
+
+
+def unknown_in(topics: Mapping[str, tuple[str, int]],
+               partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+    """UNKNOWN_TOPIC_OR_PARTITION for each (topic, partition) that `topics` lacks."""
     return {(t, p): UNKNOWN for t, p in partitions if not 0 <= p < topics.get(t, ("", 0))[1]}
