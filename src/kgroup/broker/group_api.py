@@ -15,11 +15,13 @@ while it moves). ListGroups lists the groups this node coordinates, as in Kafka.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any, Callable
 
 from kgroup.acl_bindings import ResourceType
 from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.broker.authorized_operations import if_asked
+from kgroup.broker.offset_topics import unknown_partitions
 from kgroup.broker.shard import Shard
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
@@ -233,11 +235,18 @@ class GroupApi:
             api_version=v,
         )
         shard = self.shard_of(core_req.group_id)
-        try:
-            resp = await shard.call(shard.coordinator.commit_offsets, core_req)
-            errors = {(e.topic, e.partition): e.error for e in resp.partitions}
-        except GroupError as exc:
-            errors = {(p.topic, p.partition): exc.code for p in partitions}
+        # Partitions that do not exist are answered here and never reach the group
+        # (broker/offset_topics.py); with none left the group is not asked at all.
+        errors = unknown_partitions(shard, ((p.topic, p.partition) for p in partitions))
+        if errors:
+            core_req = replace(core_req, partitions=tuple(p for p in partitions
+                                                          if (p.topic, p.partition) not in errors))
+        if core_req.partitions or not errors:
+            try:
+                resp = await shard.call(shard.coordinator.commit_offsets, core_req)
+                errors.update({(e.topic, e.partition): e.error for e in resp.partitions})
+            except GroupError as exc:
+                errors.update({(p.topic, p.partition): exc.code for p in core_req.partitions})
         cls = response_class(OFFSET_COMMIT, v)
         topic_cls = item(cls, "topics")
         part_cls = item(topic_cls, "partitions")
@@ -296,11 +305,13 @@ class GroupApi:
         cls = response_class(OFFSET_DELETE, header.api_version)
         listed = tuple((t.name, p.partition_index) for t in req.topics for p in t.partitions)
         shard = self.shard_of(req.group_id)
+        unknown = unknown_partitions(shard, listed)
         try:
-            resp = await shard.call(shard.coordinator.delete_offsets, m.OffsetDeleteRequest(req.group_id, listed))
+            resp = await shard.call(shard.coordinator.delete_offsets, m.OffsetDeleteRequest(
+                req.group_id, tuple(tp for tp in listed if tp not in unknown)))
         except GroupError as exc:
             return build(cls, error_code=exc.code)
-        errors = {(e.topic, e.partition): e.error for e in resp.partitions}
+        errors = {**unknown, **{(e.topic, e.partition): e.error for e in resp.partitions}}
         topic_cls = item(cls, "topics")
         part_cls = item(topic_cls, "partitions")
         return build(cls, error_code=resp.error, topics=tuple(

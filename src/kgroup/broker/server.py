@@ -49,9 +49,9 @@ import uuid
 from typing import Any
 
 from kgroup.broker.acl_rules import OPEN, RULES
-from kgroup.broker.authentication import Peer, illegal_state, sasl_answer
+from kgroup.broker.authentication import Peer, illegal_state, sasl_answer, unframed_answer
 from kgroup.broker.authorization import Access, Refused
-from kgroup.broker.config import BrokerConfig, ConfigError, ListenerConfig, load_config
+from kgroup.broker.config import FLAG_KEYS, BrokerConfig, ConfigError, ListenerConfig, load_config
 from kgroup.broker.configs_api import ConfigsApi
 from kgroup.broker.durability import Durability
 from kgroup.broker.dynamic_configs import DynamicBrokerConfigs
@@ -736,6 +736,12 @@ class Broker:
 
     async def _handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | FetchAnswer | None:
         """`_handle` with SASL, authorization and the listener's address (module comment)."""
+        if peer.sasl is not None and peer.sasl.awaits_unframed_token:
+            # After SaslHandshake v0 the frame is a bare SASL message, not a request.
+            answer = unframed_answer(peer, frame, now_ms())
+            if answer is None:
+                raise _CloseConnection(f"authentication failed: {peer.sasl.failure}")
+            return answer
         decoded = self._decode(frame)
         if isinstance(decoded, bytes):
             return decoded
@@ -891,24 +897,16 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
     return broker.exit_status or (130 if broker.interrupted else 0)
 
 
+def serve_config(args: Any) -> BrokerConfig:
+    """The config of `kgroup serve`: the file, then every flag given on the command line
+    (a flag not given is None, so the file's value stands)."""
+    return load_config(getattr(args, "config", None), **{key: getattr(args, key, None) for key in FLAG_KEYS})
+
+
 def serve_main(args: Any) -> int:
     """Run `kgroup serve` with argparse-style args; returns the exit status."""
     try:
-        config = load_config(
-            getattr(args, "config", None),
-            listen=getattr(args, "listen", None),
-            advertised=getattr(args, "advertised", None),
-            data_dir=getattr(args, "data_dir", None),
-            fsync=getattr(args, "fsync", None),
-            group_events=getattr(args, "group_events", None),
-            http_listen=getattr(args, "http_listen", None),
-            log_level=getattr(args, "log_level", None),
-            log_format=getattr(args, "log_format", None),
-            control_listen=getattr(args, "control_listen", None),
-            node_id=getattr(args, "node_id", None),
-            cluster=getattr(args, "cluster", None),
-            node_timeout_ms=getattr(args, "node_timeout_ms", None),
-        )
+        config = serve_config(args)
         FsyncPolicy.parse(config.fsync)
     except (ConfigError, ValueError, StorageError) as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)

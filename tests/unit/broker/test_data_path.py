@@ -506,7 +506,11 @@ def test_init_producer_id(tmp_path, version):
         second = await ask(transactional_id=None, producer_id=-1, producer_epoch=-1)
         assert first[0] == second[0] == 0 and first[2] == 0 and second[1] == first[1] + 1
         if version >= 3:
-            assert await ask(transactional_id=None, producer_id=first[1], producer_epoch=4) == (0, first[1], 5)
+            # Kafka's rule: the id and epoch a request names never make it a bump.
+            assert await ask(transactional_id=None, producer_id=first[1], producer_epoch=4) == (0, first[1] + 2, 0)
+            assert await ask(transactional_id=None, producer_id=0, producer_epoch=0) == (0, first[1] + 3, 0)
+            assert (await ask(transactional_id=None, producer_id=0, producer_epoch=-1))[0] == 42
+            assert (await ask(transactional_id=None, producer_id=-1, producer_epoch=0))[0] == 42
         assert (await ask(transactional_id="tx", producer_id=-1, producer_epoch=-1))[0] == 53
 
     run(tmp_path, scenario)
