@@ -11,7 +11,7 @@ SPARK_STAMP := $(VENV)/.installed-spark
 NODE := $(shell command -v node 2>/dev/null)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: run test bench clean chromium tmux spark reference
+.PHONY: run test bench clean chromium tmux kcat spark reference schema
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
@@ -48,6 +48,11 @@ chromium:
 tmux:
 	@command -v tmux >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux; }
 
+# kcat: Debian's kcat 1.7.1 is built on librdkafka 2.0.2, which needs SaslHandshake v0 in the
+# broker's range (tests/integration/test_sasl_handshake_v0.py drives it over SASL).
+kcat:
+	@command -v kcat >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat; }
+
 # The Node clients (kafkajs, @platformatic/kafka) the Node tests drive, pinned in
 # package-lock.json; only where Node is installed.
 $(NODE_STAMP): package.json package-lock.json
@@ -64,8 +69,14 @@ $(REF_STAMP): reference/pom.xml
 
 reference: $(REF_STAMP)
 
+# `make schema`: message classes in kio's format for the versions kio lacks or has differently
+# from Kafka 4.4's JSON specs (read from the clients jar), into src/kgroup/wire/schema
+# (committed: `make run` needs neither Java nor the jar). tools/kiogen.py --report lists them.
+schema: $(REF_STAMP) $(RUN_STAMP)
+	$(BIN)/python tools/kiogen.py
+
 # KGROUP_REQUIRE_REFERENCE=1: a reference test fails rather than skips if Kafka cannot run.
-test: $(STAMP) reference chromium tmux $(if $(NODE),$(NODE_STAMP))
+test: $(STAMP) reference chromium tmux kcat $(if $(NODE),$(NODE_STAMP))
 	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q
 
 bench: $(STAMP)

@@ -105,8 +105,29 @@ def _listening(port: int) -> bool:
         return False
 
 
+DEFAULT_DATA_DIR = "./kgroup-cluster"
+
+
+def _data_dir(args: Any) -> str:
+    """--data-dir if given, else the config file's data_dir, else ./kgroup-cluster: every
+    node and the supervisor get the one the flag and file chose."""
+    if args.data_dir:
+        return args.data_dir
+    if args.config:
+        from kgroup.broker.config import ConfigError, read_file
+
+        try:
+            value = read_file(args.config).get("data_dir")
+        except ConfigError as exc:
+            raise CliError(str(exc), "fix the file given with --config", code=2) from None
+        if isinstance(value, str):
+            return value
+    return DEFAULT_DATA_DIR
+
+
 def run_cluster(args: Any) -> int:
     """Run the nodes until Ctrl-C; returns the exit status."""
+    args.data_dir = _data_dir(args)
     if args.base_port + args.nodes - 1 > 65535:
         raise CliError(f"--base-port {args.base_port} leaves no room for {args.nodes} nodes",
                        "pick a lower --base-port", code=2)

@@ -127,7 +127,8 @@ class ConsumerProtocol:
         which may already hold the records that made the group (an upgrade from classic)."""
         if group is None:
             if req.member_epoch != JOIN_EPOCH:
-                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
+                # Only a join (epoch 0) makes a group; Kafka answers anything else so.
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} does not exist")
             # A new group starts at epoch 1, so its first member joins at epoch 2 (Kafka
             # 4.4's ModernGroup starts there, keeping epoch 1 distinct from "no epoch").
             group = ConsumerGroup(req.group_id, epoch=NEW_GROUP_EPOCH)
