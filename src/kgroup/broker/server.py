@@ -82,13 +82,13 @@ from kgroup.storage.control_files import publish_control_address, withdraw_contr
 from kgroup.storage.data_dir import Membership
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.wire.versions import SUPPORTED_APIS
+from kgroup.wire.api_versions import api_versions_answer
 from kgroup.wire import (
     FrameSplitter,
     FramingError,
     MalformedRequest,
     RequestHeader,
     UnsupportedVersion,
-    api_versions_response,
     decode_request,
     encode_api_versions_fallback,
     encode_response,
@@ -674,7 +674,7 @@ class Broker:
             if faulted is not _SERVE:
                 return faulted
         if header.api_key == API_VERSIONS:
-            response = api_versions_response(header.api_version, disabled=DISABLED_APIS)
+            response = api_versions_answer(header.api_version, request, disabled=DISABLED_APIS)
         else:
             handler = self.handlers[header.api_key]
             try:
@@ -780,7 +780,7 @@ class Broker:
                 raise _CloseConnection(peer.sasl.failure or "SASL state",
                                        None if answer is None else encode_response(header, answer))
         if api == API_VERSIONS:
-            return api_versions_response(header.api_version, disabled=DISABLED_APIS)
+            return api_versions_answer(header.api_version, request, disabled=DISABLED_APIS)
         # 2. Authorization: the API's guard refuses, or narrows the request and finishes the answer.
         finish = None
         authorizer = self.security.authorizer

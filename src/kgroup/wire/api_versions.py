@@ -10,6 +10,7 @@ unparseable, so the broker only needs the correlation id from ``peek_request_hea
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
@@ -63,6 +64,21 @@ def api_versions_response(
             else i32Timedelta.parse(timedelta(milliseconds=throttle_time_ms))
         )
     return cls(**kwargs)
+
+
+# ApiVersionsRequest.isValid (KIP-511): a client software name and version (v3+) match this.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+INVALID_REQUEST = 42
+
+
+def api_versions_answer(request_version: int, request: Any, *, disabled: Iterable[int] = ()) -> Any:
+    """The answer to an ApiVersions request: our ranges, or (v3+) INVALID_REQUEST with no
+    ranges when the client software name or version is not of the form Kafka accepts."""
+    if request_version >= 3 and not all(
+            _SOFTWARE.fullmatch(getattr(request, field, "") or "")
+            for field in ("client_software_name", "client_software_version")):
+        return api_versions_response(request_version, INVALID_REQUEST, ranges=())
+    return api_versions_response(request_version, disabled=disabled)
 
 
 def encode_api_versions_fallback(

@@ -115,7 +115,7 @@ _RANGES = (
     ApiRange(PRODUCE, "Produce", 3, 12),
     ApiRange(FETCH, "Fetch", 4, 18),
     ApiRange(LIST_OFFSETS, "ListOffsets", 1, 8),
-    ApiRange(METADATA, "Metadata", 1, 13),
+    ApiRange(METADATA, "Metadata", 0, 13),
     ApiRange(OFFSET_COMMIT, "OffsetCommit", 2, 9),
     ApiRange(OFFSET_FETCH, "OffsetFetch", 1, 9),
     ApiRange(FIND_COORDINATOR, "FindCoordinator", 0, 6),

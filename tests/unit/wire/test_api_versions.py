@@ -88,3 +88,19 @@ def test_client_side_decodes_the_fallback_as_v0() -> None:
     correlation_id, resp = decode_response(18, 4, reply[4:])
     assert correlation_id == 8 and resp.__version__ == 0 and resp.error_code == 35
     assert [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys] == API_VERSIONS_RANGE
+
+
+@pytest.mark.parametrize("name, valid", [("a", True), ("a.b-c", True), ("A9", True), ("", False),
+                                         ("a_b", False), ("-a", False), ("a-", False), ("x y", False),
+                                         ("Δ", False)])
+def test_kip511_client_software_name_and_version_must_match_kafkas_pattern(name: str, valid: bool) -> None:
+    from kgroup.wire.api_versions import api_versions_answer
+    from kgroup.wire.codec import request_class
+
+    for request in (request_class(18, 3)(client_software_name=name, client_software_version="1.0"),
+                    request_class(18, 3)(client_software_name="kgroup", client_software_version=name)):
+        answer = api_versions_answer(3, request)
+        assert (answer.error_code == 0) is valid
+        assert (len(answer.api_keys) > 0) is valid         # Kafka lists no range with the error
+    # Before v3 there is nothing to check.
+    assert api_versions_answer(2, request_class(18, 2)()).error_code == 0
