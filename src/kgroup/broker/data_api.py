@@ -44,6 +44,7 @@ class DataError(IntEnum):
     OFFSET_OUT_OF_RANGE = 1
     CORRUPT_MESSAGE = 2
     UNKNOWN_TOPIC_OR_PARTITION = 3
+    REQUEST_TIMED_OUT = 7
     LEADER_NOT_AVAILABLE = 5
     NOT_LEADER_OR_FOLLOWER = 6
     MESSAGE_TOO_LARGE = 10
@@ -63,6 +64,7 @@ class DataError(IntEnum):
     INVALID_RECORD = 87
     UNKNOWN_TOPIC_ID = 100
     MISMATCHED_ENDPOINT_TYPE = 114
+    UNSUPPORTED_ENDPOINT_TYPE = 115
 
 
 PartitionKey = tuple[str, int]
@@ -103,12 +105,13 @@ class SingleNode:
 
 def per_partition(cls: type, request_topics: Iterable[Any], answer: Callable[[str, Any], dict]) -> tuple:
     """The ``topics`` of response ``cls``: each requested partition answered with the fields
-    ``answer(topic name, requested partition)`` returns."""
+    ``answer(topic name, requested partition)`` returns (Kafka answers by partition: a topic
+    that names none is not in its answer)."""
     topic_cls = item(cls, "topics")
     part_cls = item(topic_cls, "partitions")
     return tuple(build(topic_cls, name=t.name, partitions=tuple(build(part_cls, **answer(t.name, p))
                                                                 for p in t.partitions))
-                 for t in request_topics)
+                 for t in request_topics if t.partitions)
 
 
 class ArrivalWatch:

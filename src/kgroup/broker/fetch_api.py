@@ -196,15 +196,23 @@ def _read(ctx: DataContext, request: Any, slices: bool) -> tuple[list[FetchTopic
     total = 0
     got_data = False
     errors = False
-    topics = []
+    topics: list[FetchTopic] = []
+    # Kafka keys a fetch by partition: a partition asked for twice is answered once (where
+    # first asked), and a topic that names no partition is not answered at all.
+    seen: set[tuple[Any, int]] = set()
     for topic in request.topics:
         name = _topic_name(ctx, topic, names_by_id)
         topic_id = get(topic, "topic_id", None)
-        unknown = (DataError.UNKNOWN_TOPIC_ID if name is None and topic_id is not None
+        # v13+ names topics by id only (the zero id too): an id that names none is UNKNOWN_TOPIC_ID.
+        unknown = (DataError.UNKNOWN_TOPIC_ID if name is None and (topic_id is not None or not hasattr(topic, "topic"))
                    else DataError.UNKNOWN_TOPIC_OR_PARTITION)
         parts = []
         for p in topic.partitions:
             index = int(p.partition)
+            key = (name if name is not None else topic_id, index)
+            if key in seen:
+                continue
+            seen.add(key)
             if name is None:
                 parts.append(FetchPartition(index, unknown))
                 errors = True
@@ -256,5 +264,16 @@ def _read(ctx: DataContext, request: Any, slices: bool) -> tuple[list[FetchTopic
                 log.error("fetch from %s-%d failed in storage: %s", name, index, exc)
                 parts.append(FetchPartition(index, DataError.KAFKA_STORAGE_ERROR))
                 errors = True
-        topics.append(FetchTopic(name if name is not None else "", topic_id, parts))
+        if not parts:
+            continue
+        last = topics[-1] if topics else None
+        if last is not None and (last.name, last.topic_id) == (name if name is not None else "", topic_id):
+            last.partitions.extend(parts)     # (a list: built here)
+        else:
+            topics.append(FetchTopic(name if name is not None else "", topic_id, parts))
+    # A partition answered with an error lists no aborted transactions (an empty list, as
+    # Kafka's default); one read uncommitted lists none at all (null).
+    for t in topics:
+        t.partitions[:] = [p._replace(aborted=()) if p.error_code and p.aborted is None else p
+                           for p in t.partitions]
     return topics, total, errors

@@ -103,7 +103,7 @@ def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | Non
         plog = ctx.data.partition_log(topic, partition)
     except TopicError:
         raise PartitionFailure(DataError.UNKNOWN_TOPIC_OR_PARTITION,
-                               f"unknown topic partition {topic}-{partition}") from None
+                               f"unknown topic partition {topic}-{partition}", answered=False) from None
     except NOT_LEADER:
         raise PartitionFailure(DataError.NOT_LEADER_OR_FOLLOWER,
                                f"this node does not lead {topic}-{partition}") from None
@@ -197,14 +197,20 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
             build(topic_cls, name=t.name, partition_responses=tuple(
                 answer(p.index, DataError.INVALID_REQUIRED_ACKS, message=message)
                 for p in t.partition_data))
-            for t in request.topic_data))
+            for t in request.topic_data if t.partition_data))
 
     # 2. Validate and append each partition on its own.
     results: dict[tuple[int, int], Any] = {}
     appended: list[tuple[int, int, PartitionLog, int]] = []  # (ti, pi, log, base offset)
     transactional_id = get(request, "transactional_id", None)
+    # Kafka keys a produce by partition: a partition named twice is written once, with the
+    # records of its last mention, and answered once.
+    last = {(t.name, p.index): (ti, pi) for ti, t in enumerate(request.topic_data)
+            for pi, p in enumerate(t.partition_data)}
     for ti, t in enumerate(request.topic_data):
         for pi, p in enumerate(t.partition_data):
+            if last[(t.name, p.index)] != (ti, pi):
+                continue
             try:
                 plog, batches = _validate(ctx, t.name, p.index, p.records)
                 if batches[0].header.producer_id < 0 and len(batches) == 1:
@@ -265,7 +271,12 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
         else:
             results[(ti, pi)] = answer(index, DataError.NONE, base_offset=base,
                                        log_start=plog.log_start_offset)
+    # (Kafka answers per partition, grouped by topic: a topic named twice is one entry, a
+    # topic that names no partition is not in its answer.)
+    by_topic: dict[str, list] = {}
+    for ti, t in enumerate(request.topic_data):
+        for pi in range(len(t.partition_data)):
+            if (ti, pi) in results:
+                by_topic.setdefault(t.name, []).append(results[(ti, pi)])
     return build(cls, throttle_time=0, responses=tuple(
-        build(topic_cls, name=t.name, partition_responses=tuple(
-            results[(ti, pi)] for pi in range(len(t.partition_data))))
-        for ti, t in enumerate(request.topic_data)))
+        build(topic_cls, name=name, partition_responses=tuple(parts)) for name, parts in by_topic.items()))
