@@ -64,6 +64,13 @@ NOT_COORDINATOR = _NotHere(ErrorCode.NOT_COORDINATOR)
 LOADING = _NotHere(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
 
+# The default texts of the errors FindCoordinator v1-3 answers with (Kafka's exceptions').
+_FIND_COORDINATOR_TEXT = {
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: "The coordinator is loading and hence can't process requests.",
+}
+
+
 class GroupApi:
     def __init__(self, shards: list[Shard | None], shard_for: Callable[[str], int], cluster: Any) -> None:
         self.shards = shards
@@ -100,9 +107,12 @@ class GroupApi:
             else:
                 answers.append(self._coordinator_of(key))
         if header.api_version >= 4:
+            # Kafka 4.4 leaves every v4+ entry's message at "" (its default), errors included.
             entity = item(cls, "coordinators")
-            return build(cls, coordinators=tuple(build(entity, **a) for a in answers))
+            return build(cls, coordinators=tuple(build(entity, **{**a, "error_message": ""}) for a in answers))
         (a,) = answers
+        # v1-3: Kafka's message is the error's own text ("NONE" when there is none).
+        a["error_message"] = a["error_message"] or _FIND_COORDINATOR_TEXT.get(a["error_code"], "NONE")
         return build(cls, **{k: v for k, v in a.items() if k != "key"})
 
     def _coordinator_of(self, group_id: str) -> dict:
@@ -254,11 +264,14 @@ class GroupApi:
         cls = response_class(OFFSET_COMMIT, v)
         topic_cls = item(cls, "topics")
         part_cls = item(topic_cls, "partitions")
-        return build(cls, topics=tuple(
-            build(topic_cls, name=t.name, partitions=tuple(
+        # Kafka's answer is built by topic name: a topic named twice is one entry.
+        by_name: dict[str, list] = {}
+        for t in req.topics:
+            by_name.setdefault(t.name, []).extend(
                 build(part_cls, partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
-                for p in t.partitions))
-            for t in req.topics))
+                for p in t.partitions)
+        return build(cls, topics=tuple(build(topic_cls, name=name, partitions=tuple(parts))
+                                       for name, parts in by_name.items()))
 
     # ---- OffsetFetch ----------------------------------------------------------------------
 
@@ -301,6 +314,13 @@ class GroupApi:
             by_topic.setdefault(f.topic, []).append(build(
                 part_cls, partition_index=f.partition, committed_offset=f.offset,
                 committed_leader_epoch=f.leader_epoch, metadata=f.metadata, error_code=f.error))
+        if topics is not None:
+            # Kafka answers each topic asked for, in the request's order, even one naming no partition.
+            found = {(t, int(p.partition_index)): p for t, ps in by_topic.items() for p in ps}
+            return resp.error, tuple(
+                build(topic_cls, name=t.name, partitions=tuple(
+                    found[(t.name, p)] for p in t.partition_indexes if (t.name, p) in found))
+                for t in topics)
         return resp.error, tuple(build(topic_cls, name=t, partitions=tuple(ps)) for t, ps in by_topic.items())
 
     # ---- OffsetDelete ---------------------------------------------------------------------

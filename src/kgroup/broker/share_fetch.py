@@ -372,6 +372,8 @@ class ShareFetchService:
         limits = self._limits(group_id)
 
         def failed(code: ErrorCode, message: str | None = None) -> Any:
+            # Kafka's answer to a request it refuses as invalid carries no message.
+            message = None if code is ErrorCode.INVALID_REQUEST else message
             return build(cls, throttle_time=0, error_code=code, error_message=message,
                          acquisition_lock_timeout=0, responses=(), node_endpoints=())
 
@@ -540,6 +542,7 @@ class ShareFetchService:
         acks = _acks(req.topics, "partition_index")
 
         def failed(code: ErrorCode, message: str | None = None) -> Any:
+            message = None if code is ErrorCode.INVALID_REQUEST else message   # as ShareFetch's
             return build(cls, throttle_time=0, error_code=code, error_message=message, responses=(),
                          node_endpoints=())
 

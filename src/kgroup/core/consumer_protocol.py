@@ -319,6 +319,10 @@ class ConsumerProtocol:
 
         if not req.group_id:
             raise invalid("GroupId can't be empty")
+        if req.instance_id == "":
+            raise invalid("InstanceId can't be empty.")
+        if req.rack_id == "":
+            raise invalid("RackId can't be empty.")
         if req.api_version >= 1 and not req.member_id:
             raise invalid("MemberId can't be empty")
         if req.member_epoch < STATIC_LEAVE_EPOCH:

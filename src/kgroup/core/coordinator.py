@@ -257,12 +257,15 @@ class GroupCoordinatorShard:
         return self._join[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def sync_group(self, req: SyncGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        _require_group_id(req.group_id)
         return self._sync[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def heartbeat(self, req: HeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
+        _require_group_id(req.group_id)
         return self._heartbeat[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def leave_group(self, req: LeaveGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        _require_group_id(req.group_id)
         return self._leave[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def commit_offsets(self, req: OffsetCommitRequest, reply: ReplyTo, now_ms: int) -> Result:
@@ -511,3 +514,10 @@ class GroupCoordinatorShard:
             return None
         _, op = due
         return op, self._timer_ops[op.kind](op, now_ms)
+
+
+def _require_group_id(group_id: str) -> None:
+    """Kafka refuses a classic-protocol request for the empty group id before looking for
+    any group: INVALID_GROUP_ID (JoinGroup checks it in check_join)."""
+    if not group_id:
+        raise GroupError(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")

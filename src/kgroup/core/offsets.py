@@ -60,10 +60,13 @@ class Offsets:
                     ErrorCode.GROUP_ID_NOT_FOUND if req.api_version >= 9 else ErrorCode.ILLEGAL_GENERATION,
                     f"group {req.group_id} does not exist",
                 )
-            group = ClassicGroup(req.group_id, now_ms)
-        else:
-            self.validate_commit(group, req)
-        self.shard.groups.setdefault(req.group_id, group)
+            # A simple commit makes the group only if it commits something: Kafka's group of
+            # a commit that writes no record is never seen (nothing commits it).
+            result = self._write_commits(req, reply, now_ms)
+            if result.records:
+                self.shard.groups[req.group_id] = ClassicGroup(req.group_id, now_ms)
+            return result
+        self.validate_commit(group, req)
         if req.member_id and group.has_member(req.member_id):
             # A commit is proof of life, as a heartbeat is.
             member = group.members[req.member_id]
@@ -175,6 +178,8 @@ class Offsets:
 
     def delete(self, req: OffsetDeleteRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Delete offsets, except of topics the group's live members subscribe to."""
+        if not req.group_id:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
         group = self.shard.groups.get(req.group_id)
         consumer = self.shard.consumer_groups.get(req.group_id)
         protected: frozenset[str]

@@ -101,6 +101,8 @@ class ShareProtocol:
         """Raise unless the request is well formed (nothing about the group yet)."""
         if not req.group_id:
             raise GroupError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty")
+        if req.rack_id == "":
+            raise GroupError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
         if not req.member_id:
             raise GroupError(ErrorCode.INVALID_REQUEST, "")    # Kafka answers this one without a message
         if req.member_epoch < SHARE_LEAVE_EPOCH:
@@ -312,6 +314,8 @@ class ShareProtocol:
         return Result((), ((reply, ShareOffsetsResponse(ErrorCode.NONE, offsets)),))
 
     def _empty_group(self, group_id: str) -> None:
+        if not group_id:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID, "The group id is invalid.")
         group = self.shard.share_groups.get(group_id)
         if group is None and not self.shard.stored.share_states.get(group_id):
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"share group {group_id} does not exist")
@@ -325,6 +329,8 @@ class ShareProtocol:
         is not a share group)."""
         out = ResultBuilder()
         gid = req.group_id
+        if not gid:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID, "The group id is invalid.")
         if gid not in self.shard.share_groups and not self.shard.stored.share_states.get(gid):
             if gid in self.shard.groups or gid in self.shard.consumer_groups:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"{gid} is not a share group")

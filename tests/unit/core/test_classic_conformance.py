@@ -33,3 +33,19 @@ def test_a_restarted_static_member_keeps_the_client_id_of_the_one_it_replaces():
     assert restarted.error is E.NONE and restarted.response.member_id != old
     (described,) = ctx.describe("g")
     assert [m.client_id for m in described.members] == ["before-restart"]
+
+
+def test_a_simple_commit_of_no_offsets_makes_no_group():
+    """Kafka's simple group exists once a commit writes an offset: a commit of nothing
+    (an empty topic list) leaves no group to list, describe or delete."""
+    ctx = GroupContext()
+    assert ctx.commit("nothing", "", -1, {}).response.partitions == ()
+    assert "nothing" not in {g.group_id for g in ctx.list_groups()}
+    assert ctx.describe("nothing")[0].state == "Dead"
+
+
+def test_sync_heartbeat_and_leave_for_the_empty_group_id_are_invalid_group_id():
+    ctx = GroupContext()
+    assert ctx.sync("", "m", 1).error is E.INVALID_GROUP_ID
+    assert ctx.heartbeat("", "m", 1).error is E.INVALID_GROUP_ID
+    assert ctx.leave("", "m").error is E.INVALID_GROUP_ID

@@ -178,3 +178,20 @@ def test_consumer_group_describe_of_a_missing_group_has_no_state():
     ctx = GroupContext()
     (missing,) = ctx.call(ctx.coord.consumer_group_describe, ("nope",)).response
     assert (missing.error, missing.state) == (E.GROUP_ID_NOT_FOUND, "")
+
+
+def test_an_empty_rack_or_instance_id_in_a_heartbeat_is_invalid_request():
+    """Kafka refuses "" where a rack or an instance id may be null (throwIfEmptyString)."""
+    from kgroup.core.messages import ConsumerGroupHeartbeatRequest
+    from kgroup.core.share_messages import ShareGroupHeartbeatRequest
+
+    ctx = GroupContext()
+    ctx.set_topics(t=1)
+    for bad in (dict(rack_id=""), dict(instance_id="")):
+        done = ctx.call(ctx.coord.consumer_group_heartbeat, ConsumerGroupHeartbeatRequest(
+            "cg", "m", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned=(), **bad))
+        assert done.error is E.INVALID_REQUEST
+    done = ctx.call(ctx.coord.share_group_heartbeat, ShareGroupHeartbeatRequest(
+        "sg", "m", 0, rack_id="", subscribed_topic_names=("t",)))
+    assert done.error is E.INVALID_REQUEST
+    assert "cg" not in ctx.coord.consumer_groups and "sg" not in ctx.coord.share_groups
