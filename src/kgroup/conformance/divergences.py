@@ -34,20 +34,6 @@ SCENARIO_DIVERGENCES: dict[str, Divergence] = {
         "fetch sessions are a feature (sessions with ids and epochs, incremental answers, a session cache), "
         "not a local fix; proposed as a follow-up issue.",
         ("committed",)),
-    "offsets_unknown_topic": Divergence(
-        "fixed by #25",
-        "OffsetCommit to a topic or partition that does not exist: Kafka 4.4 answers "
-        "UNKNOWN_TOPIC_OR_PARTITION per partition and stores nothing; kgroup stores it.",
-        "issue 25 item 3 (branch i25a, commit 'Offsets of unknown topics and partitions').",
-        ("commit to a topic that does not exist", "commit to a partition that does not exist", "fetch it")),
-    "admin_group_configs": Divergence(
-        "fixed by #25",
-        "DescribeConfigs of a GROUP: a config whose broker default was set in the broker's config "
-        "file is reported STATIC_BROKER_CONFIG (4) by Kafka, DEFAULT_CONFIG (5) by kgroup.",
-        "config sources are issue 25 item 5 (dynamic broker configs shown with their source: "
-        "DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG); "
-        "a group or topic config inherits the source of the broker value it defaults to.",
-        ("describe",)),
     "admin_topic_config_names": Divergence(
         "open: issue 29",
         "CreateTopics v5+ lists the topic configs of Kafka 4.4; kgroup lacks the ones 4.3/4.4 added "

@@ -52,6 +52,21 @@ async def coordinator(raw: RawClient, key: str, key_type: int = 0, timeout: floa
     raise AssertionError(f"no coordinator for {key!r}: error {code}")
 
 
+async def producer_ids_ready(raw: RawClient, timeout: float = 30.0) -> None:
+    """Wait until an idempotent producer gets a producer id: Kafka's broker fetches its
+    first block of ids from the controller on the first request, answering
+    COORDINATOR_LOAD_IN_PROGRESS meanwhile."""
+    deadline = time.monotonic() + timeout
+    code = -1
+    while time.monotonic() < deadline:
+        code = int((await raw.call(request("InitProducerId", 4, transactional_id=None,
+                                           transaction_timeout_ms=60_000))).error_code)
+        if code == NONE:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no producer id: error {code}")
+
+
 async def create_topic(raw: RawClient, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
     """CreateTopics, then wait until every partition has a leader."""
     r = await raw.call(request("CreateTopics", 7, timeout_ms=30_000, topics=[{

@@ -15,14 +15,13 @@ import asyncio
 import threading
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
-
 from kgroup.conformance import observe
 from kgroup.conformance.proxy import RecordingProxy
 from kgroup.conformance.raw import RawClient
 from kgroup.conformance.sasl import USERS
 from kgroup.conformance.target import Pair, Side
 from kgroup.testing.reference import COMPARABLE_GROUP_SETTINGS, ReferenceKafka
+from kgroup.wire.schemas import load_request_schema, load_response_schema
 
 RECORDED = "RECORDED"
 
@@ -229,13 +228,15 @@ def pair_of(kafka: Side, kgroup: Side, warm: bool = True) -> Pair:
 
 
 def warm_up(side: Side, timeout: float = 60.0) -> None:
-    """Have the broker create its internal topics for groups and transactions now, once,
-    rather than in the first scenario that needs them."""
+    """Have the broker create its internal topics for groups and transactions, and Kafka
+    fetch its first block of producer ids, now, once, rather than in the first scenario that
+    needs them (Kafka answers COORDINATOR_LOAD_IN_PROGRESS until then)."""
     async def go() -> None:
         client = await RawClient.open(side.direct, "kgroup-conformance")
         try:
             await observe.coordinator(client, "kgroup-conformance-warm-up", 0, timeout)
             await observe.coordinator(client, "kgroup-conformance-warm-up", 1, timeout)
+            await observe.producer_ids_ready(client, timeout)
         finally:
             await client.close()
     asyncio.run(go())

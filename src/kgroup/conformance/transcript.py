@@ -38,6 +38,8 @@ NORMALIZATIONS: dict[str, str] = {
     "throttle times": "quota throttling depends on load: 0",
     "host names and ports": "each broker (and its recording proxy) listens on a port of its own, and a "
                             "client's host is how it reached that broker: HOST, PORT",
+    "log directories and disk space": "a broker's log directory is a path of its own and its disk's free "
+                                      "space changes by the second: LOGDIR and BYTES (-1 kept)",
     "SASL tokens": "a SCRAM server message carries a random nonce and salt: TOKEN (empty kept)",
     "error messages": "an error message is free text: MESSAGE when there is one (null and \"\" compared as "
                       "they are)",
@@ -46,10 +48,10 @@ NORMALIZATIONS: dict[str, str] = {
                     "members already seen are listed by alias, new ones by their other fields",
     "group order": "Kafka answers a request naming several groups shard by shard, and lists groups from hash "
                    "maps: lists of groups are compared in group-id order",
-    "partition order": "committed offsets come from hash maps: lists of partitions are compared in "
-                       "partition order",
+    "partition order": "Kafka answers partitions from hash maps (committed offsets, a produce's results): "
+                       "lists of partitions are compared in partition order",
     "name order": "Kafka builds lists of named entries (topics, configs, users) from hash maps: they are "
-                  "compared in name order",
+                  "compared in name order (per-topic results naming none, by id, first, then by error)",
     "heartbeat timing": "in real-client scenarios a classic Heartbeat answered NONE or REBALANCE_IN_PROGRESS "
                         "is left out of a client's outcomes: which of the two a heartbeat gets depends on when "
                         "its timer fired (raw scenarios compare every heartbeat exactly; other errors are kept)",
@@ -71,6 +73,8 @@ _SESSION_KEYS = frozenset({"session_id"})
 _MESSAGE_KEYS = frozenset({"error_message"})
 _THROTTLE_KEYS = frozenset({"throttle_time", "throttle_time_ms"})
 _CLUSTER_KEYS = frozenset({"cluster_id"})
+_LOG_DIR_KEYS = frozenset({"log_dir"})
+_DISK_KEYS = frozenset({"total_bytes", "usable_bytes"})
 _TOKEN_KEYS = frozenset({"auth_bytes"})
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -110,8 +114,14 @@ class Normalizer:
                 value = sorted(value, key=lambda v: _field(v, "group_id"))
             elif value and all(_has_int(v, "partition_index") for v in value):
                 value = sorted(value, key=lambda v: _field(v, "partition_index"))
+            elif value and all(_has_int(v, "index") and _has_int(v, "base_offset") for v in value):
+                value = sorted(value, key=lambda v: _field(v, "index"))     # Produce's partitions
             elif value and all(_has_str(v, "name") for v in value):
                 value = sorted(value, key=lambda v: _field(v, "name"))
+            elif value and all(_has_str(v, "name") or _has_none(v, "name") for v in value) and all(
+                    _has_error(v) for v in value):
+                # per-topic results some of which name no topic (by id, or neither)
+                value = sorted(value, key=lambda v: (_field(v, "name") or "", str(_field(v, "error_code"))))
             elif value and all(_has_int(v, "mechanism") and _has_int(v, "iterations") for v in value):
                 value = sorted(value, key=lambda v: _field(v, "mechanism"))
             elif value and all(_has_str(v, "user") for v in value):
@@ -160,6 +170,10 @@ class Normalizer:
             return "PORT"
         if key in _CLUSTER_KEYS and isinstance(value, str):
             return "CLUSTER"
+        if key in _LOG_DIR_KEYS and isinstance(value, str):
+            return "LOGDIR"
+        if key in _DISK_KEYS and isinstance(value, int):
+            return value if value < 0 else "BYTES"
         if key in _TOKEN_KEYS and isinstance(value, (bytes, bytearray)):
             return "TOKEN" if value else ""
         if key in _THROTTLE_KEYS:
@@ -190,6 +204,17 @@ def _field(entry: Any, name: str) -> Any:
 
 def _has_str(entry: Any, name: str) -> bool:
     return (isinstance(entry, dict) or dataclasses.is_dataclass(entry)) and isinstance(_field(entry, name), str)
+
+
+def _has_none(entry: Any, name: str) -> bool:
+    if isinstance(entry, dict):
+        return name in entry and entry[name] is None
+    return dataclasses.is_dataclass(entry) and hasattr(entry, name) and getattr(entry, name) is None
+
+
+def _has_error(entry: Any) -> bool:
+    return (isinstance(entry, dict) and "error_code" in entry) or (
+        dataclasses.is_dataclass(entry) and hasattr(entry, "error_code"))
 
 
 def _has_int(entry: Any, name: str) -> bool:
