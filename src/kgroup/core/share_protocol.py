@@ -62,6 +62,8 @@ from kgroup.core.timers import TimerKind, TimerOp, share_init_key, share_session
 
 ASSIGNOR = SimpleShareAssignor()
 NEW_GROUP_EPOCH = 1
+# The longest member id Kafka 4.4 takes in a ShareGroupHeartbeat (a UUID's string form).
+MAX_MEMBER_ID_LENGTH = 36
 
 
 class ShareProtocol:
@@ -103,12 +105,13 @@ class ShareProtocol:
             raise GroupError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty")
         if req.rack_id == "":
             raise GroupError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
-        if not req.member_id:
-            raise GroupError(ErrorCode.INVALID_REQUEST, "")    # Kafka answers this one without a message
+        if not req.member_id or len(req.member_id) > MAX_MEMBER_ID_LENGTH:
+            # Kafka answers these without a message (a member id is a UUID's 22 to 36 characters).
+            raise GroupError(ErrorCode.INVALID_REQUEST, "")
         if req.member_epoch < SHARE_LEAVE_EPOCH:
             raise GroupError(ErrorCode.INVALID_REQUEST, f"MemberEpoch {req.member_epoch} is invalid")
         if req.member_epoch == SHARE_JOIN_EPOCH and req.subscribed_topic_names is None:
-            raise GroupError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request")
+            raise GroupError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
 
     def _step(self, group: ShareGroup, req: ShareGroupHeartbeatRequest, reply: ReplyTo, now_ms: int,
               out: ResultBuilder) -> None:

@@ -195,3 +195,20 @@ def test_an_empty_rack_or_instance_id_in_a_heartbeat_is_invalid_request():
         "sg", "m", 0, rack_id="", subscribed_topic_names=("t",)))
     assert done.error is E.INVALID_REQUEST
     assert "cg" not in ctx.coord.consumer_groups and "sg" not in ctx.coord.share_groups
+
+
+def test_a_share_heartbeat_with_a_member_id_longer_than_36_characters_is_invalid_request_without_a_message():
+    """Kafka 4.4 takes member ids of up to 36 characters (a UUID's string form) in a
+    ShareGroupHeartbeat; a longer one is INVALID_REQUEST with no message, before anything else."""
+    import pytest
+
+    from kgroup.core.errors import GroupError
+    from kgroup.core.share_messages import ShareGroupHeartbeatRequest
+
+    ctx = GroupContext()
+    ctx.set_topics(t=1)
+    for member, message in (("m" * 37, ""), ("m" * 36, "SubscribedTopicNames must be set in first request.")):
+        with pytest.raises(GroupError) as raised:
+            ctx.coord.share_group_heartbeat(ShareGroupHeartbeatRequest("sg", member, 0), None, ctx.now)
+        assert (raised.value.code, raised.value.message) == (E.INVALID_REQUEST, message)
+    assert "sg" not in ctx.coord.share_groups
