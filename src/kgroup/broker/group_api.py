@@ -107,9 +107,12 @@ class GroupApi:
             else:
                 answers.append(self._coordinator_of(key))
         if header.api_version >= 4:
-            # Kafka 4.4 leaves every v4+ entry's message at "" (its default), errors included.
+            # Kafka 4.4 leaves a v4+ entry's message at "" (its default), errors included, but
+            # for an unknown key type's INVALID_REQUEST, which says why.
             entity = item(cls, "coordinators")
-            return build(cls, coordinators=tuple(build(entity, **{**a, "error_message": ""}) for a in answers))
+            return build(cls, coordinators=tuple(build(entity, **{
+                **a, "error_message": a["error_message"] if a["error_code"] == ErrorCode.INVALID_REQUEST else ""})
+                for a in answers))
         (a,) = answers
         # v1-3: Kafka's message is the error's own text ("NONE" when there is none).
         a["error_message"] = a["error_message"] or _FIND_COORDINATOR_TEXT.get(a["error_code"], "NONE")

@@ -42,6 +42,8 @@ E = ErrorCode
 INIT_PRODUCER_ID, ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT = 22, 24, 25, 26, 28
 DESCRIBE_TXNS, LIST_TXNS = 65, 66
 KNOWN_STATES = frozenset(s.value for s in TxnState)
+# Errors the broker answers before asking the transaction coordinator (Kafka's KafkaApis).
+_REFUSED_BEFORE_COORDINATOR = frozenset({E.UNKNOWN_TOPIC_OR_PARTITION, E.TOPIC_AUTHORIZATION_FAILED})
 
 
 def _epoch_error(error: ErrorCode, version: int, knows_fenced_from: int) -> ErrorCode:
@@ -133,8 +135,14 @@ class TxnApi:
     def _topic_results(cls: type, errors: list[tuple[str, int, ErrorCode]], field: str, topics: Any) -> tuple:
         topic_cls = item(cls, field)
         part_cls = item(topic_cls, "results_by_partition")
-        # Every topic asked for is answered, one naming no partition too (as Kafka answers).
-        by_topic: dict[str, list] = {t.name: [] for t in topics}
+        # The coordinator's answer names every topic asked for, one naming no partition too,
+        # as Kafka answers from the request. A request refused before the coordinator (a
+        # partition that does not exist or may not be written) is answered from Kafka's map of
+        # partitions: each partition once, no topic without one.
+        refused = any(e in _REFUSED_BEFORE_COORDINATOR for _, _, e in errors)
+        by_topic: dict[str, list] = {} if refused else {t.name: [] for t in topics}
+        if refused:
+            errors = list({(t, p): (t, p, e) for t, p, e in errors}.values())
         for t, p, e in errors:
             by_topic.setdefault(t, []).append(build(part_cls, partition_index=p, partition_error_code=e))
         return tuple(build(topic_cls, name=t, results_by_partition=tuple(ps)) for t, ps in by_topic.items())

@@ -50,9 +50,8 @@ class Admin:
                 continue
             group = self.shard.groups.get(group_id)
             if group is None or group.is_in(S.DEAD):
+                # (The empty group id too: Kafka describes it as any other, for old clients.)
                 error = ErrorCode.GROUP_ID_NOT_FOUND if missing_as_error else ErrorCode.NONE
-                if not group_id:
-                    error = ErrorCode.INVALID_GROUP_ID
                 described.append(DescribedGroup(group_id, error, S.DEAD.value, "", ""))
                 continue
             described.append(self._describe(group))
@@ -134,9 +133,8 @@ class Admin:
                 out.record(ConsumerGroupEpochRecord(group_id, None))
                 results.append(DeletedGroup(group_id, ErrorCode.NONE))
                 continue
-            if not group_id:
-                results.append(DeletedGroup(group_id, ErrorCode.INVALID_GROUP_ID))
-            elif group is None or group.is_in(S.DEAD):
+            # (The empty group id is deleted as any other, as Kafka does for old clients.)
+            if group is None or group.is_in(S.DEAD):
                 results.append(DeletedGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
             elif not group.is_in(S.EMPTY):
                 results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))

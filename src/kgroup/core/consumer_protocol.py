@@ -554,6 +554,10 @@ class ConsumerProtocol:
         described = []
         for group_id in group_ids:
             group = self.shard.consumer_groups.get(group_id)
+            if not group_id:
+                # Kafka refuses the empty group id here (unlike DescribeGroups): INVALID_GROUP_ID.
+                described.append(DescribedConsumerGroup(group_id, ErrorCode.INVALID_GROUP_ID, state=""))
+                continue
             if group is None:
                 described.append(DescribedConsumerGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, state=""))
                 continue

@@ -49,3 +49,14 @@ def test_sync_heartbeat_and_leave_for_the_empty_group_id_are_invalid_group_id():
     assert ctx.sync("", "m", 1).error is E.INVALID_GROUP_ID
     assert ctx.heartbeat("", "m", 1).error is E.INVALID_GROUP_ID
     assert ctx.leave("", "m").error is E.INVALID_GROUP_ID
+
+
+def test_the_empty_group_id_is_described_and_deleted_as_any_missing_group_but_consumer_describe_refuses_it():
+    """Kafka 4.4 keeps DescribeGroups and DeleteGroups working for the empty group id (old
+    clients used it): Dead / GROUP_ID_NOT_FOUND; ConsumerGroupDescribe refuses it, INVALID_GROUP_ID."""
+    ctx = GroupContext()
+    (described,) = ctx.describe("")
+    assert (described.error, described.state) == (E.NONE, "Dead")
+    assert [r.error for r in ctx.delete_groups("")] == [E.GROUP_ID_NOT_FOUND]
+    (consumer,) = ctx.call(ctx.coord.consumer_group_describe, ("",)).response
+    assert consumer.error is E.INVALID_GROUP_ID
