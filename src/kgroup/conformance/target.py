@@ -206,7 +206,13 @@ class Pair:
 
     def names(self, scenario: str) -> Names:
         """Names for the next run of `scenario` (a second run in one pair gets new ones)."""
-        runs = self._runs[scenario] = self._runs.get(scenario, 0) + 1
+        names = self.next_names(scenario)
+        self._runs[scenario] = self._runs.get(scenario, 0) + 1
+        return names
+
+    def next_names(self, scenario: str) -> Names:
+        """The names the next run of `scenario` will use (without using them up)."""
+        runs = self._runs.get(scenario, 0) + 1
         return Names(scenario.replace("_", "-"), self.run if runs == 1 else f"{self.run}r{runs}")
 
     def run_scenario(self, name: str, fn: ScenarioFn, timeout: float = SCENARIO_TIMEOUT,

@@ -50,7 +50,7 @@ NORMALIZATIONS: dict[str, str] = {
                    "maps: lists of groups are compared in group-id order",
     "partition order": "Kafka answers partitions from hash maps (committed offsets, a produce's results): "
                        "lists of partitions are compared in partition order",
-    "name order": "Kafka builds lists of named entries (topics, configs, users) from hash maps: they are "
+    "name order": "Kafka builds lists of named entries (topics, configs, users, transactions) from hash maps: they are "
                   "compared in name order (per-topic results naming none, by id, first, then by error)",
     "heartbeat timing": "in real-client scenarios a classic Heartbeat answered NONE or REBALANCE_IN_PROGRESS "
                         "is left out of a client's outcomes: which of the two a heartbeat gets depends on when "
@@ -124,6 +124,8 @@ class Normalizer:
                 value = sorted(value, key=lambda v: (_field(v, "name") or "", str(_field(v, "error_code"))))
             elif value and all(_has_int(v, "mechanism") and _has_int(v, "iterations") for v in value):
                 value = sorted(value, key=lambda v: _field(v, "mechanism"))
+            elif value and all(_has_str(v, "transactional_id") for v in value):
+                value = sorted(value, key=lambda v: _field(v, "transactional_id"))
             elif value and all(_has_str(v, "user") for v in value):
                 value = sorted(value, key=lambda v: _field(v, "user"))
             return [self.plain(v, key) for v in value]
