@@ -77,6 +77,11 @@ class ShareMember:
                                                        "acquisition_lock_timeout": r.acquisition_lock_timeout,
                                                        **got})
                 return r
+            # Still waiting (Kafka may take seconds to offer a released record again): keep the
+            # membership alive past the share session timeout, as a client's heartbeat would.
+            hb = await self.raw.call(share_hb(self.group, self.member, self.epoch))
+            if int(hb.error_code) == 0:
+                self.epoch = int(hb.member_epoch)
 
     async def acknowledge(self, label: str, acks: list[tuple[int, int, int]]) -> Any:
         r = await self.t.ask(self.raw, label, request(
