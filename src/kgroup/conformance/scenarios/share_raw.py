@@ -38,6 +38,9 @@ class ShareMember:
         self.name = name
         self.session_epoch = 0
         self.epoch = 0
+        # Every member of this scenario on this broker: kept alive together while one waits.
+        self.members: list[ShareMember] = t.__dict__.setdefault("share_members", [])
+        self.members.append(self)
 
     async def join(self, topics: list[str]) -> Any:
         r = await self.t.ask(self.raw, f"{self.name} joins", share_hb(self.group, self.member, 0, topics))
@@ -65,7 +68,7 @@ class ShareMember:
                     max_records: int = 500, max_wait_ms: int = 300) -> Any:
         """A ShareFetch in this member's session; `wait_for` records: fetch again (without
         writing into the transcript) until some arrive, then write that answer."""
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 40
         while True:
             req = self._fetch(acks or [], max_wait_ms if not wait_for else 1_000, max_records)
             r = await self.raw.call(req)
@@ -77,11 +80,13 @@ class ShareMember:
                                                        "acquisition_lock_timeout": r.acquisition_lock_timeout,
                                                        **got})
                 return r
-            # Still waiting (Kafka may take seconds to offer a released record again): keep the
-            # membership alive past the share session timeout, as a client's heartbeat would.
-            hb = await self.raw.call(share_hb(self.group, self.member, self.epoch))
-            if int(hb.error_code) == 0:
-                self.epoch = int(hb.member_epoch)
+            # Still waiting (Kafka may take seconds to offer a released record again, longer under
+            # load): keep every member alive past the share session timeout, as clients'
+            # heartbeats would (not in the transcript).
+            for m in self.members:
+                hb = await m.raw.call(share_hb(m.group, m.member, m.epoch))
+                if int(hb.error_code) == 0:
+                    m.epoch = int(hb.member_epoch)
 
     async def acknowledge(self, label: str, acks: list[tuple[int, int, int]]) -> Any:
         r = await self.t.ask(self.raw, label, request(
