@@ -265,8 +265,12 @@ logger.state.level = warn
 
 
 def cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding, never starting
+    with "-" (as Kafka's Uuid.randomUuid: kafka-storage would read such an id as an option)."""
+    while True:
+        value = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not value.startswith("-"):
+            return value
 
 
 class ReferenceKafka:
