@@ -29,7 +29,7 @@ import peers
 from broker_heartbeats import measure
 
 from kgroup.acl_bindings import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
-from kgroup.broker.acl_store import AclStore
+from kgroup.broker.security.acl_store import AclStore
 
 AUTH = "[auth]\nauthorizer = true\n"
 

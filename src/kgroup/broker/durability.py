@@ -23,7 +23,7 @@ import logging
 import time
 from typing import Protocol
 
-from kgroup.broker.request_stats import FSYNC_BUCKETS, Buckets
+from kgroup.broker.observe.request_stats import FSYNC_BUCKETS, Buckets
 from kgroup.storage import FsyncPolicy
 from kgroup.storage.errors import FencedError, LogClosedError
 

@@ -48,34 +48,34 @@ import time
 import uuid
 from typing import Any
 
-from kgroup.broker.acl_rules import OPEN, RULES
-from kgroup.broker.authentication import Peer, illegal_state, sasl_answer
-from kgroup.broker.authorization import Access, Refused
+from kgroup.broker.security.acl_rules import OPEN, RULES
+from kgroup.broker.security.authentication import Peer, illegal_state, sasl_answer
+from kgroup.broker.security.authorization import Access, Refused
 from kgroup.broker.config import BrokerConfig, ConfigError, ListenerConfig, load_config
-from kgroup.broker.configs_api import ConfigsApi
+from kgroup.broker.admin.configs_api import ConfigsApi
 from kgroup.broker.durability import Durability
-from kgroup.broker.event_stream import GroupEventStream, ensure_topic
-from kgroup.broker.faults import Action, Faults
-from kgroup.broker.fetch_api import FetchAnswer
-from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
-from kgroup.broker.group_observer import GroupObserver
-from kgroup.broker.group_view import GroupViews
-from kgroup.broker.group_watch import GroupWatch
+from kgroup.broker.observe.event_stream import GroupEventStream, ensure_topic
+from kgroup.broker.control.faults import Action, Faults
+from kgroup.broker.data.fetch_api import FetchAnswer
+from kgroup.broker.groups.group_api import ConsumerGroupApi, GroupApi
+from kgroup.broker.observe.group_observer import GroupObserver
+from kgroup.broker.observe.group_view import GroupViews
+from kgroup.broker.control.group_watch import GroupWatch
 from kgroup.broker.internal_topics import GROUP_EVENTS_TOPIC
-from kgroup.broker.liveness import Liveness
-from kgroup.broker.log_format import configure_logging
-from kgroup.broker.node_view import NodeView
-from kgroup.broker.ownership import Ownership, UnitHooks
-from kgroup.broker.request_stats import RequestStats
-from kgroup.broker.listeners import ANONYMOUS, advertise_on, server_ssl_context, tls_principal
-from kgroup.broker.security import Security
-from kgroup.broker.security_api import SecurityApi
-from kgroup.broker.shard import Shard, now_ms
-from kgroup.broker.share_fetch import ShareFetchService
-from kgroup.broker.share_group_api import ShareGroupApi
-from kgroup.broker.share_state import ShareStateStore
-from kgroup.broker.txn_api import TxnApi
-from kgroup.broker.txn_markers import TxnMarkerChannel
+from kgroup.broker.cluster.liveness import Liveness
+from kgroup.broker.observe.log_format import configure_logging
+from kgroup.broker.cluster.node_view import NodeView
+from kgroup.broker.cluster.ownership import Ownership, UnitHooks
+from kgroup.broker.observe.request_stats import RequestStats
+from kgroup.broker.security.listeners import ANONYMOUS, advertise_on, server_ssl_context, tls_principal
+from kgroup.broker.security.security import Security
+from kgroup.broker.security.security_api import SecurityApi
+from kgroup.broker.groups.shard import Shard, now_ms
+from kgroup.broker.share.share_fetch import ShareFetchService
+from kgroup.broker.share.share_group_api import ShareGroupApi
+from kgroup.broker.share.share_state import ShareStateStore
+from kgroup.broker.txn.txn_api import TxnApi
+from kgroup.broker.txn.txn_markers import TxnMarkerChannel
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
 from kgroup.storage.control_files import publish_control_address, withdraw_control_address
 from kgroup.storage.data_dir import Membership
@@ -187,7 +187,7 @@ class Broker:
         shard_for = functools.lru_cache(maxsize=1 << 16)(
             lambda g: partition_for_group(g, cfg.metadata_partitions))
         groups = GroupApi(self.shards, shard_for, self.cluster_view)
-        from kgroup.broker.data_path import DataPath  # noqa: PLC0415 (data path is optional at import)
+        from kgroup.broker.data.data_path import DataPath  # noqa: PLC0415 (data path is optional at import)
         self.data_path = DataPath(cfg, self.data, self.durability, self.cluster_view)
         dp = self.data_path
         dp.on_topics_changed = self._topics_changed_here
@@ -248,7 +248,7 @@ class Broker:
         log.info("data_dir=%s fsync=%s authorizer=%s%s", cfg.data_dir, cfg.fsync,
                  "on" if self.security.authorizer is not None else "off", where)
         if cfg.http_listen_host is not None:
-            from kgroup.broker.console.app import Console  # noqa: PLC0415 (prometheus_client only when on)
+            from kgroup.broker.observe.console.app import Console  # noqa: PLC0415 (prometheus_client only when on)
             # The groups this node coordinates now (in a cluster, its shards come and go).
             self.console = Console(GroupViews(lambda: [s.coordinator for s in self.shards if s is not None]),
                                    self.observer,
@@ -281,8 +281,8 @@ class Broker:
             return None
 
     async def _start_control(self, groups: GroupApi, shard_for: Any, host: str, port: int) -> None:
-        from kgroup.broker.control_api import ControlApi  # noqa: PLC0415 (only with --control-listen)
-        from kgroup.broker.control_cluster import ControlCluster  # noqa: PLC0415
+        from kgroup.broker.control.control_api import ControlApi  # noqa: PLC0415 (only with --control-listen)
+        from kgroup.broker.control.control_cluster import ControlCluster  # noqa: PLC0415
 
         # Shards load later (and come and go in a cluster): each gets the watch as it loads.
         self.group_watch = watch = GroupWatch()

@@ -165,7 +165,7 @@ def _list_users(users: dict[str, dict[str, int]], out: TextIO) -> None:
 
 def users_offline(args: Any, out: TextIO) -> int:
     """``kgroup users ... --data-dir DIR``: change the credentials file directly."""
-    from kgroup.broker.credential_store import CredentialStore  # the broker's own file format
+    from kgroup.broker.security.credential_store import CredentialStore  # the broker's own file format
     from kgroup.storage import StorageError
 
     try:

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from kgroup.broker.group_history import GroupHistory, GroupTimeline, humane
+from kgroup.broker.observe.group_history import GroupHistory, GroupTimeline, humane
 from kgroup.client.admin import EARLIEST, AdminClient
 from kgroup.client.errors import BrokerError, UnsupportedApi
 from kgroup.error_codes import ErrorCode

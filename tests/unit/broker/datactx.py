@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kgroup.broker.config import BrokerConfig
-from kgroup.broker.data_path import DataPath
+from kgroup.broker.data.data_path import DataPath
 from kgroup.broker.durability import Durability
 from kgroup.wire.kio_build import build, item
 from kgroup.storage import DataDir, FsyncPolicy

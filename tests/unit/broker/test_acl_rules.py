@@ -10,8 +10,8 @@ import pytest
 
 from kgroup.acl_bindings import AclBinding, AclOperation as Op, AclPermission as Perm
 from kgroup.acl_bindings import PatternType as Pat, ResourceType as Res
-from kgroup.broker.acl_rules import OPEN, RULES
-from kgroup.broker.authorization import Access, Admission, Refused
+from kgroup.broker.security.acl_rules import OPEN, RULES
+from kgroup.broker.security.authorization import Access, Admission, Refused
 from kgroup.core.acls import AclSet, Authorizer
 from kgroup.error_codes import ErrorCode as E
 from kgroup.wire import RequestHeader, encode_request, encode_response, is_flexible, request_class, response_class

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.broker.configs_api import ConfigsApi
+from kgroup.broker.admin.configs_api import ConfigsApi
 from kgroup.wire import RequestHeader, decode_response, encode_response, is_flexible, request_class
 from kgroup.wire.kio_build import build, item
 from kgroup.wire.versions import SUPPORTED_APIS

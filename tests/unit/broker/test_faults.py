@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.broker.faults import Faults, FaultSpec, FaultSpecError
+from kgroup.broker.control.faults import Faults, FaultSpec, FaultSpecError
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader, request_class
 from kgroup.wire.versions import SUPPORTED_APIS

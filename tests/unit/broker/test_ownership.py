@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from kgroup.broker.liveness import Liveness
-from kgroup.broker.ownership import (
+from kgroup.broker.cluster.liveness import Liveness
+from kgroup.broker.cluster.ownership import (
     HAND_BACK_DELAY_MS,
     ORPHAN_WAIT_MS,
     STARTUP_GRACE_MS,

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from kgroup.acl_bindings import AclBinding, AclFilter, AclOperation, AclPermission, PatternType, ResourceType
-from kgroup.broker.acl_store import AclStore
-from kgroup.broker.credential_store import CredentialStore
-from kgroup.broker.listeners import advertise_on, distinguished_name
+from kgroup.broker.security.acl_store import AclStore
+from kgroup.broker.security.credential_store import CredentialStore
+from kgroup.broker.security.listeners import advertise_on, distinguished_name
 from kgroup.storage.errors import CorruptDataError
 from kgroup.wire import response_class
 from kgroup.wire.kio_build import build, item
