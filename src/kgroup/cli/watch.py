@@ -6,7 +6,7 @@ assignments), OffsetFetch (committed offsets) and ListOffsets (log ends, hence l
 redraws the screen in place (the terminal's alternate screen, as `top` does). Against
 kgroup, which writes every group change to `__kgroup_events`, it also follows that topic
 (from its last `BACKLOG` events, then as they come) and folds the events into the same
-group timelines the broker keeps (broker/group_history.py): generation, when members
+group timelines the broker keeps (broker/observe/group_history.py): generation, when members
 joined, and the last rebalances with their cause, duration and partitions moved. Without
 the topic those parts say so.
 

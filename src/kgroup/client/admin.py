@@ -20,29 +20,7 @@ from typing import Any
 
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import record_batch
-from kgroup.wire.versions import (
-    CONSUMER_GROUP_DESCRIBE,
-    CREATE_PARTITIONS,
-    CREATE_TOPICS,
-    DELETE_GROUPS,
-    DELETE_RECORDS,
-    DELETE_TOPICS,
-    DESCRIBE_CONFIGS,
-    DESCRIBE_GROUPS,
-    FETCH,
-    INCREMENTAL_ALTER_CONFIGS,
-    LEAVE_GROUP,
-    LIST_GROUPS,
-    LIST_OFFSETS,
-    OFFSET_COMMIT,
-    OFFSET_DELETE,
-    OFFSET_FETCH,
-    PRODUCE,
-    ALTER_SHARE_GROUP_OFFSETS,
-    DELETE_SHARE_GROUP_OFFSETS,
-    DESCRIBE_SHARE_GROUP_OFFSETS,
-    SHARE_GROUP_DESCRIBE,
-)
+from kgroup.wire.api_keys import ApiKey
 
 from .cluster import (
     BrokerInfo,
@@ -238,7 +216,7 @@ class AdminClient(SecurityAdmin):
         cfg = [{"name": k, "value": v} for k, v in (configs or {}).items()]
         resp = await self.cluster.request(
             conn,
-            CREATE_TOPICS,
+            ApiKey.CREATE_TOPICS,
             request_fields(
                 topics=[
                     {"name": name, "num_partitions": n, "replication_factor": replication_factor,
@@ -261,7 +239,7 @@ class AdminClient(SecurityAdmin):
         names = list(topics)
         resp = await self.cluster.request(
             conn,
-            DELETE_TOPICS,
+            ApiKey.DELETE_TOPICS,
             request_fields(topic_names=names, topics=[{"name": n} for n in names],
                            timeout=timeout_ms),
         )
@@ -275,7 +253,7 @@ class AdminClient(SecurityAdmin):
         conn = await self._controller()
         resp = await self.cluster.request(
             conn,
-            CREATE_PARTITIONS,
+            ApiKey.CREATE_PARTITIONS,
             request_fields(
                 topics=[{"name": topic, "count": total, "assignments": None}],
                 timeout=timeout_ms,
@@ -305,7 +283,7 @@ class AdminClient(SecurityAdmin):
         for broker in md.brokers or (BrokerInfo(-1, *self.cluster.bootstrap[0]),):
             conn = await self.cluster.connection(broker.host, broker.port)
             resp = await self.cluster.request(
-                conn, LIST_GROUPS,
+                conn, ApiKey.LIST_GROUPS,
                 request_fields(states_filter=list(states), types_filter=list(types))
             )
             _check(_err(resp), f"list groups on {conn.address}")
@@ -350,7 +328,7 @@ class AdminClient(SecurityAdmin):
         group), with ShareGroupDescribe (KIP-932)."""
         resp = await self._call_coordinator(
             group,
-            SHARE_GROUP_DESCRIBE,
+            ApiKey.SHARE_GROUP_DESCRIBE,
             request_fields(group_ids=[group], include_authorized_operations=False),
             lambda r: _err(r.groups[0]) if r.groups else 0,
         )
@@ -381,7 +359,7 @@ class AdminClient(SecurityAdmin):
         broker does not say)."""
         resp = await self._call_coordinator(
             group,
-            DESCRIBE_SHARE_GROUP_OFFSETS,
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
             request_fields(groups=[dict(group_id=group, topics=None)]),
             lambda r: _err(r.groups[0]) if r.groups else 0,
         )
@@ -394,7 +372,7 @@ class AdminClient(SecurityAdmin):
         """Set share partitions' start offsets (the share group must be empty)."""
         resp = await self._call_coordinator(
             group,
-            ALTER_SHARE_GROUP_OFFSETS,
+            ApiKey.ALTER_SHARE_GROUP_OFFSETS,
             request_fields(group_id=group, topics=[
                 dict(topic_name=t, partitions=[dict(partition_index=p, start_offset=o)
                                                for p, o in sorted(ps.items())])
@@ -411,7 +389,7 @@ class AdminClient(SecurityAdmin):
         share group must be empty); topic -> its outcome (ErrorCode.NONE when deleted)."""
         resp = await self._call_coordinator(
             group,
-            DELETE_SHARE_GROUP_OFFSETS,
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS,
             request_fields(group_id=group, topics=[dict(topic_name=t) for t in topics]),
             _err,
         )
@@ -421,7 +399,7 @@ class AdminClient(SecurityAdmin):
     async def _describe_consumer_group(self, group: str) -> GroupDescription | None:
         resp = await self._call_coordinator(
             group,
-            CONSUMER_GROUP_DESCRIBE,
+            ApiKey.CONSUMER_GROUP_DESCRIBE,
             request_fields(group_ids=[group], include_authorized_operations=False),
             lambda r: _err(r.groups[0]) if r.groups else 0,
         )
@@ -449,7 +427,7 @@ class AdminClient(SecurityAdmin):
     async def _describe_classic_group(self, group: str) -> GroupDescription:
         resp = await self._call_coordinator(
             group,
-            DESCRIBE_GROUPS,
+            ApiKey.DESCRIBE_GROUPS,
             request_fields(groups=[group], include_authorized_operations=False),
             lambda r: _err(r.groups[0]) if r.groups else 0,
         )
@@ -481,7 +459,7 @@ class AdminClient(SecurityAdmin):
         for group in groups:
             resp = await self._call_coordinator(
                 group,
-                DELETE_GROUPS,
+                ApiKey.DELETE_GROUPS,
                 request_fields(groups_names=[group]),
                 lambda r: _err(r.results[0]) if r.results else 0,
             )
@@ -495,7 +473,7 @@ class AdminClient(SecurityAdmin):
             for i in instance_ids
         ]
         resp = await self._call_coordinator(
-            group, LEAVE_GROUP, request_fields(group_id=group, members=members), _err, min_version=3
+            group, ApiKey.LEAVE_GROUP, request_fields(group_id=group, members=members), _err, min_version=3
         )
         _check(_err(resp), f"remove members from group {group!r}")
         for m in resp.members:
@@ -541,7 +519,7 @@ class AdminClient(SecurityAdmin):
                 return _err(r.groups[0]) if r.groups else 0
             return _err(r)
 
-        resp = await self._call_coordinator(group, OFFSET_FETCH, body, error_of)
+        resp = await self._call_coordinator(group, ApiKey.OFFSET_FETCH, body, error_of)
         _check(error_of(resp), f"fetch offsets of group {group!r}")
         result_topics = resp.groups[0].topics if hasattr(resp, "groups") else resp.topics
         if result_topics is None and topics is None:
@@ -603,7 +581,7 @@ class AdminClient(SecurityAdmin):
                         return _err(p)
             return 0
 
-        resp = await self._call_coordinator(group, OFFSET_COMMIT, body, first_error)
+        resp = await self._call_coordinator(group, ApiKey.OFFSET_COMMIT, body, first_error)
         for t in resp.topics:
             for p in t.partitions:
                 code = _err(p)
@@ -633,7 +611,7 @@ class AdminClient(SecurityAdmin):
             for leader, parts in (await cluster.leaders(topic, wanted)).items():
                 resp = await cluster.request(
                     await cluster.node(leader),
-                    LIST_OFFSETS,
+                    ApiKey.LIST_OFFSETS,
                     request_fields(
                         replica_id=-1,
                         isolation_level=0,
@@ -680,7 +658,7 @@ class AdminClient(SecurityAdmin):
 
         async def attempt() -> int:
             conn = await cluster.node(await cluster.leader(topic, partition))
-            resp = await cluster.request(conn, PRODUCE, body)
+            resp = await cluster.request(conn, ApiKey.PRODUCE, body)
             if resp is None:
                 return -1
             for t in resp.responses:
@@ -727,7 +705,7 @@ class AdminClient(SecurityAdmin):
         topic_id = cluster.topic_id(topic)
         resp = await cluster.request(
             await cluster.node(leader),
-            FETCH,
+            ApiKey.FETCH,
             request_fields(
                 replica_id=-1,
                 max_wait=max_wait_ms,
@@ -792,7 +770,7 @@ class AdminClient(SecurityAdmin):
             resources=[{"resource_type": resource_type, "resource_name": name,
                         "configuration_keys": None if keys is None else list(keys)}],
             include_synonyms=synonyms, include_documentation=False)
-        resp = await self._config_request(resource_type, name, DESCRIBE_CONFIGS, body,
+        resp = await self._config_request(resource_type, name, ApiKey.DESCRIBE_CONFIGS, body,
                                           lambda r: _err(r.results[0]) if r.results else 0)
         (result,) = resp.results
         _check(_err(result), f"describe configs of {name!r}", result.error_message)
@@ -811,7 +789,7 @@ class AdminClient(SecurityAdmin):
             resources=[{"resource_type": resource_type, "resource_name": name, "configs": [
                 {"name": n, "config_operation": op, "value": v} for n, op, v in changes]}],
             validate_only=validate_only)
-        resp = await self._config_request(resource_type, name, INCREMENTAL_ALTER_CONFIGS, body,
+        resp = await self._config_request(resource_type, name, ApiKey.INCREMENTAL_ALTER_CONFIGS, body,
                                           lambda r: _err(r.responses[0]) if r.responses else 0)
         (result,) = resp.responses
         _check(_err(result), f"alter configs of {name!r}", result.error_message)
@@ -822,7 +800,7 @@ class AdminClient(SecurityAdmin):
         """OffsetDelete: (topic, partition) -> its outcome (ErrorCode.NONE when deleted)."""
         body = request_fields(group_id=group, topics=[
             {"name": t, "partitions": [{"partition_index": p} for p in ps]} for t, ps in partitions.items()])
-        resp = await self._call_coordinator(group, OFFSET_DELETE, body, _err)
+        resp = await self._call_coordinator(group, ApiKey.OFFSET_DELETE, body, _err)
         _check(_err(resp), f"delete offsets of group {group!r}")
         return {(t.name, int(p.partition_index)): ErrorCode(_err(p)) for t in resp.topics for p in t.partitions}
 
@@ -833,7 +811,7 @@ class AdminClient(SecurityAdmin):
         async def attempt() -> dict[int, int]:
             out: dict[int, int] = {}
             for leader, parts in (await cluster.leaders(topic, sorted(before))).items():
-                resp = await cluster.request(await cluster.node(leader), DELETE_RECORDS, request_fields(
+                resp = await cluster.request(await cluster.node(leader), ApiKey.DELETE_RECORDS, request_fields(
                     timeout=30000, topics=[{"name": topic, "partitions": [
                         {"partition_index": p, "offset": before[p]} for p in parts]}]))
                 for p in resp.topics[0].partitions:

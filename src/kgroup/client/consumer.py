@@ -54,7 +54,7 @@ from kgroup.member import (
     Unsubscribe,
 )
 from kgroup.plugins import load_assignor_plugins
-from kgroup.wire.versions import OFFSET_COMMIT
+from kgroup.wire.api_keys import ApiKey
 
 from .admin import EARLIEST, LATEST, AdminClient
 from .classic_driver import ClassicGroupDriver
@@ -539,7 +539,7 @@ class Consumer:
         retries = self.cluster.retries(self.settings["request.timeout.ms"] / 1000)
         while True:
             resp = await self.cluster.call_coordinator(
-                group_id, OFFSET_COMMIT, body(generation, member_id), error_of=first_partition_error,
+                group_id, ApiKey.OFFSET_COMMIT, body(generation, member_id), error_of=first_partition_error,
                 timeout=retries.remaining())
             errors = {ErrorCode(int(p.error_code)) for t in resp.topics for p in t.partitions
                       if int(p.error_code)}

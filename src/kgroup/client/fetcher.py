@@ -28,7 +28,7 @@ from typing import Any
 
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import record_batch
-from kgroup.wire.versions import FETCH
+from kgroup.wire.api_keys import ApiKey
 
 from .cluster import Cluster, build_request
 from .errors import KafkaClientError
@@ -253,7 +253,7 @@ class Fetcher:
         try:
             conn = await self.cluster.node(node)
             resp = await self.cluster.request(
-                conn, FETCH, body, max_version=12,
+                conn, ApiKey.FETCH, body, max_version=12,
                 timeout=s["request.timeout.ms"] / 1000 + max_wait / 1000)
         except KafkaClientError:
             for tp in tps:   # route them again (the cluster also forgets a lost broker's)

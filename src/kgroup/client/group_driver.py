@@ -44,7 +44,7 @@ from kgroup.member import (
     SendLeaveGroup,
     Tick,
 )
-from kgroup.wire.versions import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
+from kgroup.wire.api_keys import ApiKey
 
 from .cluster import Backoff, Cluster
 from .connection import Connection
@@ -55,7 +55,7 @@ _MAX_BACKOFF_MS = 1_000
 _OWNER_ACTIONS = (CommitOffsets, RunRevoked, RunAssigned, RunLost, RunOnAssignment, RunAssign,
                   RunOpaqueAssigned, RunOpaqueRevoked, RunOpaqueLost)
 # Versions every classic-group broker we know speaks (librdkafka's own ceiling).
-_FALLBACK = {JOIN_GROUP: 5, SYNC_GROUP: 3, HEARTBEAT: 3, LEAVE_GROUP: 1}
+_FALLBACK = {ApiKey.JOIN_GROUP: 5, ApiKey.SYNC_GROUP: 3, ApiKey.HEARTBEAT: 3, ApiKey.LEAVE_GROUP: 1}
 
 
 def now_ms() -> int:

@@ -31,7 +31,7 @@ from typing import Any
 
 from kgroup.error_codes import ErrorCode
 from kgroup.wire.record_batch import Compression, build_batch
-from kgroup.wire.versions import PRODUCE
+from kgroup.wire.api_keys import ApiKey
 
 from .cluster import Backoff, Cluster, Recovery, build_request
 from .errors import BrokerError, KafkaClientError
@@ -390,7 +390,7 @@ class Producer:
 
             try:
                 conn = await self.cluster.node(node)
-                resp = await self.cluster.request(conn, PRODUCE, body)
+                resp = await self.cluster.request(conn, ApiKey.PRODUCE, body)
             except KafkaClientError as exc:
                 for b in batches:
                     self._retry_or_fail(b, exc)

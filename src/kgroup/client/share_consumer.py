@@ -42,7 +42,7 @@ from kgroup.member.share_member import (
     Subscribe,
     Tick,
 )
-from kgroup.wire.versions import SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT
+from kgroup.wire.api_keys import ApiKey
 
 __all__ = ["AcknowledgeType", "ShareConsumer", "ShareConsumerError", "ShareRecord"]
 
@@ -136,7 +136,7 @@ class ShareConsumer:
     async def _heartbeat(self, send: SendHeartbeat) -> None:
         try:
             resp = await self.cluster.call_coordinator(
-                self.group_id, SHARE_GROUP_HEARTBEAT,
+                self.group_id, ApiKey.SHARE_GROUP_HEARTBEAT,
                 request_fields(group_id=self.group_id, member_id=self.member.member_id, member_epoch=send.member_epoch,
                                rack_id=None, subscribed_topic_names=None if send.subscribed_topic_names is None
                                else list(send.subscribed_topic_names)),
@@ -254,7 +254,7 @@ class ShareConsumer:
         for topic_id, partition in sorted(forgetting):
             forgotten.setdefault(topic_id, []).append(partition)
         conn = await self.cluster.node(node)
-        resp = await self.cluster.request(conn, SHARE_FETCH, request_fields(
+        resp = await self.cluster.request(conn, ApiKey.SHARE_FETCH, request_fields(
             group_id=self.group_id, member_id=self.member.member_id, share_session_epoch=session.epoch,
             max_wait=max_wait_ms, min_bytes=1, max_bytes=50 * 1024 * 1024, max_records=self.max_records,
             batch_size=self.max_records,
@@ -320,7 +320,7 @@ class ShareConsumer:
             topics = self._ack_topics(pids, runs)
             try:
                 conn = await self.cluster.node(node)
-                resp = await self.cluster.request(conn, SHARE_ACKNOWLEDGE, request_fields(
+                resp = await self.cluster.request(conn, ApiKey.SHARE_ACKNOWLEDGE, request_fields(
                     group_id=self.group_id, member_id=self.member.member_id,
                     share_session_epoch=-1 if final else session.epoch,
                     topics=[dict(topic_id=uuid.UUID(t), partitions=ps) for t, ps in topics.items()]), timeout=30)

@@ -31,13 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgroup.error_codes import ErrorCode
-from kgroup.wire.versions import (
-    ADD_OFFSETS_TO_TXN,
-    ADD_PARTITIONS_TO_TXN,
-    END_TXN,
-    INIT_PRODUCER_ID,
-    TXN_OFFSET_COMMIT,
-)
+from kgroup.wire.api_keys import ApiKey
 
 from .cluster import Cluster, first_partition_error, request_fields, transaction_key
 from .errors import BrokerError, KafkaClientError
@@ -158,12 +152,12 @@ class TransactionManager:
         """InitProducerId: for the transactional id from its coordinator, else from any broker."""
         if not self.transactional:
             resp = await self.cluster.retrying(lambda: self.cluster.request_any(
-                INIT_PRODUCER_ID, request_fields(transactional_id=None, transaction_timeout=self.timeout_ms,
+                ApiKey.INIT_PRODUCER_ID, request_fields(transactional_id=None, transaction_timeout=self.timeout_ms,
                                                  producer_id=-1, producer_epoch=-1)))
             self._raise(int(resp.error_code), "init producer id")
         else:
             self.check_fenced()
-            resp = await self._coordinator(INIT_PRODUCER_ID, dict(
+            resp = await self._coordinator(ApiKey.INIT_PRODUCER_ID, dict(
                 transactional_id=self.transactional_id, transaction_timeout=self.timeout_ms,
                 producer_id=-1, producer_epoch=-1), lambda r: r.error_code)
             self._raise(int(resp.error_code), f"init transactions of {self.transactional_id!r}")
@@ -187,7 +181,7 @@ class TransactionManager:
         by_topic: dict[str, list[int]] = {}
         for tp in new:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        resp = await self._coordinator(ADD_PARTITIONS_TO_TXN, dict(
+        resp = await self._coordinator(ApiKey.ADD_PARTITIONS_TO_TXN, dict(
             v3_and_below_transactional_id=self.transactional_id, v3_and_below_producer_id=self.producer_id,
             v3_and_below_producer_epoch=self.epoch,
             v3_and_below_topics=[{"name": t, "partitions": ps} for t, ps in by_topic.items()]),
@@ -200,7 +194,7 @@ class TransactionManager:
         """AddOffsetsToTxn, then TxnOffsetCommit to the group's coordinator."""
         self.require(TxnState.IN_TRANSACTION, action="send offsets outside a transaction")
         if group.group_id not in self._groups:
-            resp = await self._coordinator(ADD_OFFSETS_TO_TXN, dict(
+            resp = await self._coordinator(ApiKey.ADD_OFFSETS_TO_TXN, dict(
                 transactional_id=self.transactional_id, producer_id=self.producer_id,
                 producer_epoch=self.epoch, group_id=group.group_id), lambda r: r.error_code)
             self._raise(int(resp.error_code), f"add offsets of group {group.group_id!r}")
@@ -210,7 +204,7 @@ class TransactionManager:
             offset, meta = (value.offset, value.metadata) if isinstance(value, OffsetAndMetadata) else (int(value), "")
             by_topic.setdefault(tp[0], []).append({"partition_index": tp[1], "committed_offset": offset,
                                                    "committed_leader_epoch": -1, "committed_metadata": meta})
-        resp = await self.cluster.call_coordinator(group.group_id, TXN_OFFSET_COMMIT, request_fields(
+        resp = await self.cluster.call_coordinator(group.group_id, ApiKey.TXN_OFFSET_COMMIT, request_fields(
             transactional_id=self.transactional_id, group_id=group.group_id, producer_id=self.producer_id,
             producer_epoch=self.epoch, generation_id=group.generation_id, member_id=group.member_id,
             group_instance_id=group.group_instance_id,
@@ -224,7 +218,7 @@ class TransactionManager:
     async def end(self, commit: bool) -> None:
         """EndTxn (if the transaction touched anything), then ready for the next one."""
         if self.added or self._groups:
-            resp = await self._coordinator(END_TXN, dict(
+            resp = await self._coordinator(ApiKey.END_TXN, dict(
                 transactional_id=self.transactional_id, producer_id=self.producer_id,
                 producer_epoch=self.epoch, committed=commit), lambda r: r.error_code)
             self._raise(int(resp.error_code), f"{'commit' if commit else 'abort'} transaction "

@@ -19,7 +19,7 @@ is never reused, so a recreated topic starts from fresh epochs). Inside a log di
 ownership epoch writes in its own `u<slot>-e<epoch>/` (epoch_dirs.py).
 
 A DataDir opens only the units this process owns. A `Membership` names the node and its
-cluster; the broker's ownership code (broker/ownership.py) decides what to `acquire`,
+cluster; the broker's ownership code (broker/cluster/ownership.py) decides what to `acquire`,
 opens it (`open_unit`) and closes or hands it over (`close_unit`). Without a membership (a
 tool, a test, a benchmark) the DataDir is a one-node cluster that owns everything from the
 start.

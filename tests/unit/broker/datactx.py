@@ -48,9 +48,8 @@ class DataCtx:
         self.config = BrokerConfig(data_dir=str(path), **config)
         self.data = DataDir(path)
         self.durability = Durability(FsyncPolicy.parse(fsync))
-        self.dp = DataPath(self.config, self.data, self.durability)
         self.changes = 0
-        self.dp.on_topics_changed = self._changed
+        self.dp = DataPath(self.config, self.data, self.durability, on_topics_changed=self._changed)
         self._corr = itertools.count(1)
 
     def _changed(self) -> None:

@@ -16,7 +16,7 @@ from kgroup.broker.durability import Durability
 from kgroup.broker.observe.event_stream import GroupEventStream
 from kgroup.broker.observe.group_observer import GroupObserver
 from kgroup.broker.observe.group_view import GroupViews
-from kgroup.broker.observe.request_stats import RequestStats
+from kgroup.broker.observe.request_stats import FSYNC_BUCKETS, Buckets, RequestStats
 from kgroup.broker.groups.shard import Shard
 from kgroup.core.config import GroupConfig
 from kgroup.core.messages import OffsetCommitPartition, OffsetCommitRequest, SyncGroupRequest
@@ -48,7 +48,7 @@ class Rig:
     async def start(self, tmp_path) -> "Rig":
         self.data = DataDir(tmp_path / "d", metadata_partitions=1)
         self.data.create_topic("orders", 2)
-        self.durability = Durability(FsyncPolicy.parse("never"))
+        self.durability = Durability(FsyncPolicy.parse("never"), Buckets(FSYNC_BUCKETS))
         self.durability.start()
         self.shard = Shard(0, self.data.metadata_log.partition(0), GroupConfig(initial_rebalance_delay_ms=0),
                            self.durability, counter_member_ids())

@@ -1,4 +1,4 @@
-"""DescribeConfigs (api 32) v1–v4, AlterConfigs (api 33) v0–v2, IncrementalAlterConfigs (api 44) v0–v1.
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs (admin/apis.py: the versions served).
 
 Resources: TOPIC (2) — Kafka's topic config names (topic_configs.py), stored with the topic
 in the data dir; BROKER (4, name "" or this broker's id) — the static settings, described
@@ -31,7 +31,6 @@ from kgroup.storage.errors import StorageConfigError
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item
 
-DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 TOPIC, BROKER, GROUP = 2, 4, 32
 # DescribeConfigs config sources (Kafka's ConfigSource ids).
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
@@ -56,7 +55,7 @@ class ConfigsApi:
     # ---- DescribeConfigs --------------------------------------------------------------
 
     async def describe_configs(self, header: RequestHeader, request: Any) -> Any:
-        cls = response_class(DESCRIBE_CONFIGS, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         result_cls = item(cls, "results")
         entry_cls = item(result_cls, "configs")
         synonym_cls = item(entry_cls, "synonyms")
@@ -103,13 +102,13 @@ class ConfigsApi:
     # ---- AlterConfigs / IncrementalAlterConfigs ---------------------------------------
 
     async def alter_configs(self, header: RequestHeader, request: Any) -> Any:
-        return await self._alter(ALTER_CONFIGS, header, request, incremental=False)
+        return await self._alter(header, request, incremental=False)
 
     async def incremental_alter_configs(self, header: RequestHeader, request: Any) -> Any:
-        return await self._alter(INCREMENTAL_ALTER_CONFIGS, header, request, incremental=True)
+        return await self._alter(header, request, incremental=True)
 
-    async def _alter(self, api: int, header: RequestHeader, request: Any, incremental: bool) -> Any:
-        cls = response_class(api, header.api_version)
+    async def _alter(self, header: RequestHeader, request: Any, incremental: bool) -> Any:
+        cls = response_class(header.api_key, header.api_version)
         result_cls = item(cls, "responses")
         validate_only = bool(get(request, "validate_only", False))
         seen = Counter((int(r.resource_type), r.resource_name) for r in request.resources)

@@ -1,5 +1,5 @@
-"""Guards of the admin APIs on the cluster (see acl_rules.py for the table): ACLs, SCRAM
-credentials, and — served later — configs, log dirs and DescribeCluster.
+"""Guards of the admin APIs (admin/apis.py lists which guards which API): configs of
+topics, groups and the broker, DeleteRecords and DescribeLogDirs.
 """
 
 from __future__ import annotations
@@ -15,54 +15,22 @@ from kgroup.broker.security.authorization import (
     Admission,
     Guard,
     Refused,
+    TopicList,
     admit_items,
-    cluster_guard,
     error_for,
+    per_topic,
     plain_refusal,
 )
 from kgroup.error_codes import ErrorCode
-from kgroup.wire import RequestHeader, response_class
-from kgroup.wire.kio_build import build, get, item
-from kgroup.wire.kio_build import replace_fields as replaced
+from kgroup.wire import RequestHeader
+from kgroup.wire.kio_build import build, item
 
 E = ErrorCode
 GROUP_FAILED = E.GROUP_AUTHORIZATION_FAILED
 TOPIC_FAILED = E.TOPIC_AUTHORIZATION_FAILED
 
 
-def _acl_creations_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
-    cls = response_class(header.api_key, header.api_version)
-    return build(cls, results=tuple(build(item(cls, "results"), error_code=code, error_message=None)
-                                    for _ in request.creations))
-
-
-def _acl_deletions_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
-    cls = response_class(header.api_key, header.api_version)
-    return build(cls, filter_results=tuple(
-        build(item(cls, "filter_results"), error_code=code, error_message=None, matching_acls=())
-        for _ in request.filters))
-
-
-def _scram_describe_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
-    cls = response_class(header.api_key, header.api_version)
-    users = [u.name for u in request.users or ()]
-    return build(cls, error_code=code, error_message=None, results=tuple(
-        build(item(cls, "results"), user=u, error_code=code, error_message=None, credential_infos=())
-        for u in users))
-
-
-def _scram_alter_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
-    cls = response_class(header.api_key, header.api_version)
-    users = dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])
-    return build(cls, results=tuple(build(item(cls, "results"), user=u, error_code=code, error_message=None)
-                                    for u in users))
-
-
-describe_acls = cluster_guard(Op.DESCRIBE)
-create_acls = cluster_guard(Op.ALTER, _acl_creations_refused)
-delete_acls = cluster_guard(Op.ALTER, _acl_deletions_refused)
-describe_user_scram_credentials = cluster_guard(Op.DESCRIBE, _scram_describe_refused)
-alter_user_scram_credentials = cluster_guard(Op.ALTER, _scram_alter_refused)
+delete_records = per_topic(Op.DELETE, TopicList(failed={"low_watermark": -1}))
 
 
 # -- configs (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) ---------------------------
@@ -108,11 +76,3 @@ def describe_log_dirs(access: Access, header: RequestHeader, request: Any) -> Re
     if access.cluster(Op.DESCRIBE):
         return Admission(request)
     return plain_refusal(header, E.CLUSTER_AUTHORIZATION_FAILED, results=())
-
-
-def describe_cluster(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:
-    """Anyone may describe the cluster; its authorized operations are filled in if asked."""
-    if not get(request, "include_cluster_authorized_operations", False):
-        return Admission(request)
-    return Admission(request, lambda r: replaced(
-        r, cluster_authorized_operations=access.operations(CLUSTER, "kafka-cluster")))

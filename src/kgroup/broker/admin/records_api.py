@@ -1,4 +1,4 @@
-"""DeleteRecords (api 21) v0–v2 and DescribeLogDirs (api 35) v1–v4: the log's extent.
+"""DeleteRecords and DescribeLogDirs: the log's extent (admin/apis.py has the versions served).
 
 DeleteRecords moves a partition's log start offset (its low watermark) up to the offset
 given, -1 meaning the high watermark, and deletes the segments wholly below it; the new
@@ -34,7 +34,7 @@ def delete_records(ctx: DataContext, header: RequestHeader, request: Any) -> Any
         code, low = _delete_before(ctx, topic, int(p.partition_index), int(p.offset))
         return dict(partition_index=int(p.partition_index), low_watermark=low, error_code=code)
 
-    cls = response_class(21, header.api_version)
+    cls = response_class(header.api_key, header.api_version)
     return build(cls, throttle_time=0, topics=per_partition(cls, request.topics, answer))
 
 
@@ -61,7 +61,7 @@ def _delete_before(ctx: DataContext, topic: str, index: int, wanted: int) -> tup
 
 def describe_log_dirs(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
     """The DescribeLogDirs response."""
-    cls = response_class(35, header.api_version)
+    cls = response_class(header.api_key, header.api_version)
     result_cls = item(cls, "results")
     topic_cls = item(result_cls, "topics")
     part_cls = item(topic_cls, "partitions")
@@ -89,3 +89,16 @@ def describe_log_dirs(ctx: DataContext, header: RequestHeader, request: Any) -> 
     result = build(result_cls, error_code=DataError.NONE, log_dir=str(os.path.abspath(ctx.data.path)),
                    topics=tuple(topics), total_bytes=total, usable_bytes=usable)
     return build(cls, throttle_time=0, error_code=DataError.NONE, results=(result,))
+
+
+class RecordsApi:
+    """DeleteRecords and DescribeLogDirs over the data path's context."""
+
+    def __init__(self, ctx: DataContext) -> None:
+        self.ctx = ctx
+
+    async def delete_records(self, header: RequestHeader, request: Any) -> Any:
+        return delete_records(self.ctx, header, request)
+
+    async def describe_log_dirs(self, header: RequestHeader, request: Any) -> Any:
+        return describe_log_dirs(self.ctx, header, request)

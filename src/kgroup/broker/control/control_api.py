@@ -190,7 +190,7 @@ class ControlApi:
             if forwarded:
                 fault_id = body.pop("id", None)
         try:
-            spec = FaultSpec.parse(body)
+            spec = FaultSpec.parse(body, self.faults.served)
         except FaultSpecError as exc:
             return error(400, str(exc))
         if forwarded:

@@ -23,16 +23,17 @@ from __future__ import annotations
 import itertools
 import uuid
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any, Callable
 
 from kgroup.error_codes import ErrorCode
-from kgroup.wire import SUPPORTED_APIS, RequestHeader
+from kgroup.wire import RequestHeader
+from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.subjects import subjects_of
 
 # A fault's delay is for tests: a minute covers every client timeout worth provoking.
 MAX_DELAY_MS = 600_000
 MAX_COUNT = 1_000_000
-_API_BY_NAME = {r.name.lower(): r.api_key for r in SUPPORTED_APIS.values()}
 _FIELDS = ("api", "error", "delay_ms", "close_connection", "group", "member", "client_id", "topic",
            "partition", "count")
 
@@ -58,8 +59,9 @@ class FaultSpec:
     count: int = 1
 
     @classmethod
-    def parse(cls, body: Any) -> "FaultSpec":
-        """A spec from the control API's JSON object; FaultSpecError says what is wrong."""
+    def parse(cls, body: Any, served: Iterable[int] | None = None) -> "FaultSpec":
+        """A spec from the control API's JSON object; FaultSpecError says what is wrong.
+        `served`: the API keys the broker serves (None: every API Kafka has)."""
         if not isinstance(body, dict):
             raise FaultSpecError("a fault is a JSON object such as "
                                  '{"api": "Heartbeat", "error": "REBALANCE_IN_PROGRESS", "count": 3}')
@@ -67,9 +69,10 @@ class FaultSpec:
         if unknown:
             raise FaultSpecError(f"unknown field {unknown[0]!r}; a fault has {', '.join(_FIELDS)}")
         api = body.get("api")
-        if not isinstance(api, str) or api.lower() not in _API_BY_NAME:
+        by_name = {ApiKey(k).kafka_name.lower(): ApiKey(k) for k in (ApiKey if served is None else served)}
+        if not isinstance(api, str) or api.lower() not in by_name:
             raise FaultSpecError(f"api must name an API the broker serves (e.g. Heartbeat, Fetch), not {api!r}")
-        api_key = _API_BY_NAME[api.lower()]
+        api_key = by_name[api.lower()]
         error = _error(body.get("error"))
         delay_ms = _int(body, "delay_ms", 0, 0, MAX_DELAY_MS)
         close = body.get("close_connection", False)
@@ -83,7 +86,7 @@ class FaultSpec:
         if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int) or partition < 0):
             raise FaultSpecError(f"partition must be a partition number, not {partition!r}")
         return cls(
-            api=SUPPORTED_APIS[api_key].name, api_key=api_key, error=error, delay_ms=delay_ms,
+            api=api_key.kafka_name, api_key=int(api_key), error=error, delay_ms=delay_ms,
             close_connection=close, group=_str(body, "group"), member=_str(body, "member"),
             client_id=_str(body, "client_id"), topic=_str(body, "topic"), partition=partition,
             count=_int(body, "count", 1, 1, MAX_COUNT),
@@ -161,8 +164,11 @@ class Action:
 class Faults:
     """The armed faults of this broker, oldest first."""
 
-    def __init__(self, topic_id_of: Callable[[str], str | None] = lambda name: None) -> None:
+    def __init__(self, topic_id_of: Callable[[str], str | None] = lambda name: None,
+                 served: Iterable[int] | None = None) -> None:
         self.armed = False           # the one test the request edge makes per request
+        # The APIs a fault may name: those the broker serves (None: every API Kafka has).
+        self.served = None if served is None else frozenset(served)
         self._faults: dict[str, Fault] = {}
         self._by_api: dict[int, list[Fault]] = {}
         self._ids = (f"{uuid.uuid4().hex[:8]}-{n}" for n in itertools.count(1))

@@ -6,7 +6,7 @@ durability, arrival watch) and the decoded kio request. Handlers never raise for
 topic, partition or a storage failure: those become per-item error codes, logged on
 "kgroup.broker.data".
 
-In a cluster a partition is served by the node that owns it (broker/ownership.py): a
+In a cluster a partition is served by the node that owns it (broker/cluster/ownership.py): a
 request for one owned elsewhere, or one this node lost while answering, gets
 NOT_LEADER_OR_FOLLOWER (`NOT_LEADER`, the storage errors that mean it), and Metadata names
 the owners (`ClusterView`; a single broker is `SingleNode`).

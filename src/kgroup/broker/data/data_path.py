@@ -1,17 +1,17 @@
-"""DataPath: the broker's data-path API handlers, one method per API.
+"""DataPath: the data-path API handlers, one method per API (data/apis.py lists them).
 
-The server decodes a request, calls the method for its API key with the header and the kio
-request, and encodes what comes back (nothing for a Produce with acks=0). Each method
-serves every version in `kgroup.wire.versions` of its API; the handlers live in modules
-named for their API (metadata_api, produce_api, fetch_api, list_offsets_api, topics_api)
-and share a `DataContext` (data_api). Nothing here raises for a bad topic, partition or a
-storage failure: those are answered as error codes and logged on "kgroup.broker.data".
+The server decodes a request, calls the method its API's entry names with the header and
+the kio request, and encodes what comes back (nothing for a Produce with acks=0). Each
+method serves every version its entry lists; the handlers live in modules named for their
+API (metadata_api, produce_api, fetch_api, list_offsets_api, topics_api) and share a
+`DataContext` (context.py). Nothing here raises for a bad topic, partition or a storage
+failure: those are answered as error codes and logged on "kgroup.broker.data".
 
-Hooks for the group coordinator: `on_topics_changed` (set by the server) is called after a
-topic is created (also by Metadata auto-creation) or deleted, or gains partitions;
+Hooks for the group coordinator: `on_topics_changed` (given at construction) is called
+after a topic is created (also by Metadata auto-creation) or deleted, or gains partitions;
 `topic_ids()` maps topic names to ids.
 
-New partitions are taken by their owners (broker/ownership.py; in a cluster, maybe another
+New partitions are taken by their owners (cluster/ownership.py; in a cluster, maybe another
 node, at its next poll): CreateTopics, CreatePartitions and an auto-creating Metadata wait
 up to `LEADER_WAIT_S` for every new partition to have a leader before they answer, so a
 client that produces right after creating a topic finds it led.
@@ -25,7 +25,6 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kgroup.broker.admin import records_api
 from kgroup.broker.data import (
     fetch_api,
     list_offsets_api,
@@ -33,10 +32,9 @@ from kgroup.broker.data import (
     produce_api,
     topics_api,
 )
-from kgroup.broker.txn import describe_producers_api
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.data.context import ArrivalWatch, ClusterView, DataContext, log
-from kgroup.broker.txn.producer_id_api import ProducerIds
+from kgroup.broker.data.producer_id_api import ProducerIds
 from kgroup.broker.data.producer_states import ProducerStates
 from kgroup.storage.producer_ids import ProducerIdBlocks
 from kgroup.broker.durability import Durability
@@ -50,17 +48,19 @@ LEADER_WAIT_S = 3.0
 
 class DataPath:
     """Produce, Fetch, ListOffsets, Metadata, CreateTopics, DeleteTopics, CreatePartitions,
-    InitProducerId (idempotent producers), DescribeProducers, DeleteRecords, DescribeLogDirs,
-    DescribeCluster; the producer state of every partition (`ctx.producers`)."""
+    DescribeCluster, InitProducerId of idempotent producers (for TxnApi); the producer
+    state of every partition (`ctx.producers`)."""
 
     def __init__(self, config: BrokerConfig, data: DataDir, durability: Durability,
-                 cluster: ClusterView | None = None) -> None:
+                 cluster: ClusterView | None = None, on_topics_changed: Callable[[], None] | None = None,
+                 verify_txn: Callable[..., Any] | None = None) -> None:
         self.config = config
         self.data = data
         self.durability = durability
         self.watch = ArrivalWatch()
-        self.ctx = DataContext(config, data, durability, self.watch, cluster, ProducerStates(self.watch.ring))
-        self.on_topics_changed: Callable[[], None] | None = None
+        self.ctx = DataContext(config, data, durability, self.watch, cluster, ProducerStates(self.watch.ring),
+                               verify_txn)
+        self.on_topics_changed = on_topics_changed
         # Producer ids come from blocks reserved in the data dir; a new file starts past any id
         # a broker that kept no file could have given (it used the time in ms times 1000).
         self.id_blocks = ProducerIdBlocks(data.path, first=(time.time_ns() // 1_000_000 + 1) * 1000)
@@ -94,7 +94,7 @@ class DataPath:
     # -- APIs ----------------------------------------------------------------------------
 
     async def metadata(self, header: RequestHeader, request: Any) -> Any:
-        """Metadata (api 3)."""
+        """Metadata."""
         response, created = metadata_api.metadata(self.ctx, header, request)
         if created:
             self._changed(True)
@@ -103,31 +103,27 @@ class DataPath:
         return response
 
     async def produce(self, header: RequestHeader, request: Any) -> Any | None:
-        """Produce (api 0); None when acks=0 (the server then sends nothing)."""
+        """Produce; None when acks=0 (the server then sends nothing)."""
         return await produce_api.produce(self.ctx, header, request)
 
     async def fetch(self, header: RequestHeader, request: Any) -> Any:
-        """Fetch (api 1), long-polling up to max_wait for min_bytes."""
+        """Fetch, long-polling up to max_wait for min_bytes."""
         return await fetch_api.fetch(self.ctx, header, request)
 
     async def fetch_answer(self, header: RequestHeader, request: Any) -> fetch_api.FetchAnswer:
-        """Fetch (api 1) encoded directly, large record ranges left in the segment files."""
+        """Fetch encoded directly, large record ranges left in the segment files."""
         return await fetch_api.fetch_answer(self.ctx, header, request)
 
     async def list_offsets(self, header: RequestHeader, request: Any) -> Any:
-        """ListOffsets (api 2)."""
+        """ListOffsets."""
         return list_offsets_api.list_offsets(self.ctx, header, request)
 
     async def init_producer_id(self, header: RequestHeader, request: Any) -> Any:
-        """InitProducerId (api 22) of an idempotent producer (no transactional id)."""
+        """InitProducerId of an idempotent producer (no transactional id)."""
         return self.producer_ids.init_producer_id(header, request)
 
-    async def describe_producers(self, header: RequestHeader, request: Any) -> Any:
-        """DescribeProducers (api 61)."""
-        return describe_producers_api.describe_producers(self.ctx, header, request)
-
     async def create_topics(self, header: RequestHeader, request: Any) -> Any:
-        """CreateTopics (api 19)."""
+        """CreateTopics."""
         response, changed = topics_api.create_topics(self.ctx, header, request)
         self._changed(changed)
         if changed:
@@ -135,29 +131,21 @@ class DataPath:
         return response
 
     async def delete_topics(self, header: RequestHeader, request: Any) -> Any:
-        """DeleteTopics (api 20)."""
+        """DeleteTopics."""
         response, changed = topics_api.delete_topics(self.ctx, header, request)
         self._changed(changed)
         return response
 
     async def create_partitions(self, header: RequestHeader, request: Any) -> Any:
-        """CreatePartitions (api 37)."""
+        """CreatePartitions."""
         response, changed = topics_api.create_partitions(self.ctx, header, request)
         self._changed(changed)
         if changed:
             await self._leaders_for(t.name for t in request.topics)
         return response
 
-    async def delete_records(self, header: RequestHeader, request: Any) -> Any:
-        """DeleteRecords (api 21)."""
-        return records_api.delete_records(self.ctx, header, request)
-
-    async def describe_log_dirs(self, header: RequestHeader, request: Any) -> Any:
-        """DescribeLogDirs (api 35)."""
-        return records_api.describe_log_dirs(self.ctx, header, request)
-
     async def describe_cluster(self, header: RequestHeader, request: Any) -> Any:
-        """DescribeCluster (api 60)."""
+        """DescribeCluster."""
         return metadata_api.describe_cluster(self.ctx, header, request)
 
     # -- upkeep --------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Fetch (api 1), v4–v18: read whole batches, long-poll for MinBytes, no fetch sessions.
+"""Fetch (data/apis.py: the versions served): read whole batches, long-poll for MinBytes, no fetch sessions.
 
 Version notes: v4 isolation level and last_stable_offset; v5 log_start_offset; v7 fetch
 sessions (KIP-227); v11 preferred_read_replica (always -1) and rack_id; v12 flexible,
@@ -100,9 +100,36 @@ class FetchAnswer:
                 part.close()
 
 
+async def send_answer(writer: asyncio.StreamWriter, before: list[bytes], answer: FetchAnswer,
+                      zero_copy: bool) -> None:
+    """Write the responses `before`, then `answer`: its bytes through the transport and its
+    record slices with sendfile (`zero_copy`), or everything read in (TLS)."""
+    transport = writer.transport
+    if not zero_copy:
+        before.append(answer.frame())
+        transport.write(b"".join(before))
+        return
+    loop = asyncio.get_running_loop()
+    pending = before
+    try:
+        for part in answer.parts:
+            if type(part) is bytes:
+                pending.append(part)
+                continue
+            transport.write(b"".join(pending))
+            pending = []
+            if transport.is_closing():
+                raise ConnectionResetError("the client closed the connection")
+            with part.file() as file:
+                await loop.sendfile(transport, file, part.position, part.size)
+        transport.write(b"".join(pending))
+    finally:
+        answer.close()
+
+
 async def fetch(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
     """The Fetch response as a kio object, after waiting up to max_wait for min_bytes."""
-    cls = response_class(1, header.api_version)
+    cls = response_class(header.api_key, header.api_version)
     error, topics = await _fetch(ctx, request, slices=False)
     return _to_kio(cls, error, topics)
 

@@ -1,7 +1,7 @@
-"""Guards of the data-path APIs (see acl_rules.py for the table and authorization.py for
-how a guard works): Produce, Fetch, ListOffsets, Metadata, CreateTopics, DeleteTopics,
-CreatePartitions, and those served later (DeleteRecords, OffsetForLeaderEpoch,
-DescribeTopicPartitions).
+"""Guards of the data-path APIs (data/apis.py lists which guards which API;
+security/authorization.py says how a guard works): Produce, Fetch, ListOffsets, Metadata,
+CreateTopics, DeleteTopics, CreatePartitions, DescribeCluster, and two APIs not served yet
+(OffsetForLeaderEpoch, DescribeTopicPartitions).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any
 from kgroup.acl_bindings import AclOperation as Op
 from kgroup.broker.security.authorization import (
     CLUSTER,
-    GROUP,
     TOPIC,
     TRANSACTIONAL_ID,
     Access,
@@ -153,9 +152,16 @@ def create_partitions(access: Access, header: RequestHeader, request: Any) -> Re
 list_offsets = per_topic(Op.DESCRIBE, LIST_OFFSETS_TOPICS)
 
 
-# -- served later --------------------------------------------------------------------------------
+def describe_cluster(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:
+    """Anyone may describe the cluster; its authorized operations are filled in if asked."""
+    if not get(request, "include_cluster_authorized_operations", False):
+        return Admission(request)
+    return Admission(request, lambda r: replaced(
+        r, cluster_authorized_operations=access.operations(CLUSTER, "kafka-cluster")))
 
-delete_records = per_topic(Op.DELETE, TopicList(failed={"low_watermark": -1}))
+
+# -- not served yet (data/apis.py, PREPARED_GUARDS) -------------------------------------------
+
 _EPOCH_TOPICS = TopicList(request_index="partition", response_index="partition",
                           failed={"leader_epoch": -1, "end_offset": -1})
 

@@ -1,4 +1,4 @@
-"""ListOffsets (api 2), v1–v8: earliest, latest, max timestamp, or by timestamp.
+"""ListOffsets (data/apis.py: the versions served): earliest, latest, max timestamp, or by timestamp.
 
 Version notes: v0 (several offsets per partition) is not served; v1 one offset and its
 timestamp; v2 isolation level (read_committed: latest is the last stable offset, and an
@@ -114,5 +114,5 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
             code = DataError.KAFKA_STORAGE_ERROR
         return dict(partition_index=index, error_code=code, timestamp=-1, offset=-1, leader_epoch=-1)
 
-    cls = response_class(2, header.api_version)
+    cls = response_class(header.api_key, header.api_version)
     return build(cls, throttle_time=0, topics=per_partition(cls, request.topics, answer))

@@ -1,4 +1,4 @@
-"""Metadata (api 3), v1–v13: the brokers clients may use, and who leads each partition.
+"""Metadata (data/apis.py: the versions served): the brokers clients may use, and who leads each partition.
 
 Version notes: v1 null topics = all, empty list = none; v2 cluster_id; v4
 allow_auto_topic_creation (older versions always allow); v7 leader_epoch; v8–v10 authorized
@@ -7,7 +7,7 @@ from v12: a null name in v10–v11 gets INVALID_REQUEST, as Kafka answers it);
 v13 top-level error_code.
 
 Leaders: a single broker leads everything. In a cluster the leader of a partition is the
-node that owns it (broker/ownership.py); while it moves (its owner is down, or handing it
+node that owns it (broker/cluster/ownership.py); while it moves (its owner is down, or handing it
 over) the partition is answered with LEADER_NOT_AVAILABLE and leader -1, and clients ask
 again. The brokers listed are the nodes not known to be down; the controller is the lowest
 of them. Leader epochs stay 0: clients then take every leader change as news, and never
@@ -24,6 +24,7 @@ flagged `is_internal` and never auto-created.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kgroup.broker.data.context import DataContext, DataError, log
@@ -46,9 +47,33 @@ def legal_topic_name(name: str | None) -> bool:
     return True
 
 
+def _by_name(ctx: DataContext, name: str, allow_auto: bool, topic_ok: Callable[[TopicMeta], Any],
+             topic_error: Callable[..., Any], created: list[str]) -> Any:
+    """A topic asked for by name: known, refused, or auto-created (added to `created`)."""
+    if not legal_topic_name(name):
+        return topic_error(DataError.INVALID_TOPIC_EXCEPTION, name)
+    known = ctx.data.topics().get(name)
+    if known is not None:
+        return topic_ok(known)
+    if not allow_auto or is_internal(name):
+        # Internal topics are the broker's to create (group_events may be off).
+        return topic_error(DataError.UNKNOWN_TOPIC_OR_PARTITION, name)
+    try:
+        meta = ctx.data.create_topic(name, ctx.config.default_partitions)
+    except TopicExistsError:
+        ctx.data.refresh_topics()  # created through another node just now
+        return topic_ok(ctx.data.topic(name))
+    except StorageError as exc:
+        log.error("auto-creating topic %r failed: %s", name, exc)
+        return topic_error(DataError.KAFKA_STORAGE_ERROR, name)
+    log.info("auto-created topic %r with %d partitions", name, meta.partitions)
+    created.append(name)
+    return topic_ok(meta)
+
+
 def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, list[str]]:
     """The Metadata response, and the topics it auto-created."""
-    cls = response_class(3, header.api_version)
+    cls = response_class(header.api_key, header.api_version)
     broker_cls = item(cls, "brokers")
     topic_cls = item(cls, "topics")
     part_cls = item(topic_cls, "partitions")
@@ -96,29 +121,7 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
                               else topic_error(DataError.UNKNOWN_TOPIC_ID, None, topic_id))
                 continue
             # 3. By name, auto-creating a legal unknown name when allowed.
-            if not legal_topic_name(name):
-                topics.append(topic_error(DataError.INVALID_TOPIC_EXCEPTION, name))
-                continue
-            known = ctx.data.topics().get(name)
-            if known is not None:
-                topics.append(topic_ok(known))
-            elif not allow_auto or is_internal(name):
-                # Internal topics are the broker's to create (group_events may be off).
-                topics.append(topic_error(DataError.UNKNOWN_TOPIC_OR_PARTITION, name))
-            else:
-                try:
-                    meta = ctx.data.create_topic(name, ctx.config.default_partitions)
-                except TopicExistsError:
-                    ctx.data.refresh_topics()  # created through another node just now
-                    topics.append(topic_ok(ctx.data.topic(name)))
-                    continue
-                except StorageError as exc:
-                    log.error("auto-creating topic %r failed: %s", name, exc)
-                    topics.append(topic_error(DataError.KAFKA_STORAGE_ERROR, name))
-                    continue
-                log.info("auto-created topic %r with %d partitions", name, meta.partitions)
-                created.append(name)
-                topics.append(topic_ok(meta))
+            topics.append(_by_name(ctx, name, allow_auto, topic_ok, topic_error, created))
 
     # 4. The brokers; the lowest id is the controller.
     nodes = cluster.brokers()
@@ -135,13 +138,13 @@ _BROKERS_ENDPOINT = 1
 
 
 def describe_cluster(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
-    """DescribeCluster (api 60) v0–v2: the live brokers (this broker alone, or the live
+    """DescribeCluster: the live brokers (this broker alone, or the live
     nodes of a cluster, as Metadata lists them); the lowest id is the controller.
 
     v1 endpoint_type: brokers (1) only; a broker asked for controllers (2) answers
     MISMATCHED_ENDPOINT_TYPE as Kafka's brokers do. v2 include_fenced_brokers: never fenced.
     """
-    cls = response_class(60, header.api_version)
+    cls = response_class(header.api_key, header.api_version)
     broker_cls = item(cls, "brokers")
     nodes = ctx.cluster.brokers()
     if int(get(request, "endpoint_type", _BROKERS_ENDPOINT)) != _BROKERS_ENDPOINT:

@@ -1,4 +1,4 @@
-"""Produce (api 0), v3–v12: validate every batch, append, wait for durability, answer.
+"""Produce (data/apis.py: the versions served): validate every batch, append, wait for durability, answer.
 
 Version notes: v3 is the first with record batch v2 only (magic 2) and a transactional id
 (required when a batch is transactional); v5 adds
@@ -21,7 +21,7 @@ the whole partition is valid are its batches appended, so a partition is all or 
 a bad partition never fails the others.
 
 Idempotence and transactions (KIP-98): batches with a producer id are checked against the
-partition's producer state (broker/producer_states.py) before anything is appended: a
+partition's producer state (broker/data/producer_states.py) before anything is appended: a
 duplicate of one of the producer's last five batches is not stored again and is answered
 with where it landed; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch
 INVALID_PRODUCER_EPOCH. A transactional batch must come with the request's transactional id
@@ -172,9 +172,47 @@ def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, 
     return base
 
 
+def _all_refused(cls: type, request: Any, answer: Any, code: DataError, message: str) -> Any:
+    """The response that fails every partition of the request with `code`."""
+    topic_cls = item(cls, "responses")
+    return build(cls, throttle_time=0, responses=tuple(
+        build(topic_cls, name=t.name, partition_responses=tuple(
+            answer(p.index, code, message=message) for p in t.partition_data))
+        for t in request.topic_data))
+
+
+async def _make_durable(ctx: DataContext, logs: dict[int, PartitionLog], acks: int) -> tuple[dict, dict]:
+    """Sync (acks=-1) or flush the logs appended to; (failed, lost) by id(log): the logs
+    whose storage failed, and those taken over by another node before the write counted."""
+    failed: dict[int, str] = {}
+    lost: dict[int, str] = {}
+    if acks == -1:
+        outcomes = await asyncio.gather(
+            *(ctx.durability.durable(plog, plog.log_end_offset) for plog in logs.values()),
+            return_exceptions=True)
+        for key, outcome in zip(logs, outcomes):
+            if isinstance(outcome, NOT_LEADER):
+                lost[key] = str(outcome)
+            elif isinstance(outcome, BaseException):
+                log.error("produce: log %s did not become durable: %s", logs[key].directory, outcome)
+                failed[key] = str(outcome)
+    else:
+        for key, plog in logs.items():
+            try:
+                plog.flush()
+            except NOT_LEADER as exc:
+                lost[key] = str(exc)
+            except StorageError as exc:
+                log.error("produce: flushing %s failed: %s", plog.directory, exc)
+                failed[key] = str(exc)
+    if lost:
+        ctx.cluster.fenced()
+    return failed, lost
+
+
 async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any | None:
     """The Produce response, or None for acks=0 (nothing is sent back)."""
-    cls = response_class(0, header.api_version)
+    cls = response_class(header.api_key, header.api_version)
     topic_cls = item(cls, "responses")
     part_cls = item(topic_cls, "partition_responses")
     acks = int(request.acks)
@@ -187,12 +225,7 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
 
     # 1. acks must be 0, 1 or -1; otherwise every partition fails.
     if acks not in (0, 1, -1):
-        message = f"acks={acks} is not one of 0, 1, -1"
-        return build(cls, throttle_time=0, responses=tuple(
-            build(topic_cls, name=t.name, partition_responses=tuple(
-                answer(p.index, DataError.INVALID_REQUIRED_ACKS, message=message)
-                for p in t.partition_data))
-            for t in request.topic_data))
+        return _all_refused(cls, request, answer, DataError.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1")
 
     # 2. Validate and append each partition on its own.
     results: dict[tuple[int, int], Any] = {}
@@ -223,30 +256,7 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
                 results[(ti, pi)] = answer(p.index, DataError.KAFKA_STORAGE_ERROR, message=str(exc))
 
     # 3. Make the appends as durable as acks asks.
-    failed: dict[int, str] = {}
-    lost: dict[int, str] = {}   # taken over by another node before the write counted
-    logs = {id(plog): plog for _, _, plog, _ in appended}
-    if acks == -1:
-        outcomes = await asyncio.gather(
-            *(ctx.durability.durable(plog, plog.log_end_offset) for plog in logs.values()),
-            return_exceptions=True)
-        for key, outcome in zip(logs, outcomes):
-            if isinstance(outcome, NOT_LEADER):
-                lost[key] = str(outcome)
-            elif isinstance(outcome, BaseException):
-                log.error("produce: log %s did not become durable: %s", logs[key].directory, outcome)
-                failed[key] = str(outcome)
-    else:
-        for key, plog in logs.items():
-            try:
-                plog.flush()
-            except NOT_LEADER as exc:
-                lost[key] = str(exc)
-            except StorageError as exc:
-                log.error("produce: flushing %s failed: %s", plog.directory, exc)
-                failed[key] = str(exc)
-    if lost:
-        ctx.cluster.fenced()
+    failed, lost = await _make_durable(ctx, {id(plog): plog for _, _, plog, _ in appended}, acks)
     if acks == 0:
         return None
 

@@ -1,4 +1,4 @@
-"""CreateTopics (api 19) v2–v7, DeleteTopics (api 20) v1–v6, CreatePartitions (api 37) v0–v3.
+"""CreateTopics, DeleteTopics, CreatePartitions (data/apis.py: the versions served).
 
 Each handler returns `(response, changed)`; `changed` tells DataPath to call its
 `on_topics_changed` hook (a partition-count change triggers a rebalance).
@@ -100,7 +100,7 @@ def _check_create(ctx: DataContext, topic: Any) -> tuple[int, dict[str, str]]:
 def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, bool]:
     """The CreateTopics response, and whether any topic was created."""
     ctx.data.refresh_topics()  # another node of a cluster may have changed them
-    cls = response_class(19, header.api_version)
+    cls = response_class(header.api_key, header.api_version)
     result_cls = item(cls, "topics")
     config_cls = item(result_cls, "configs") if has(result_cls, "configs") else None
     validate_only = bool(get(request, "validate_only", False))
@@ -147,7 +147,7 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
 def delete_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, bool]:
     """The DeleteTopics response, and whether any topic was deleted."""
     ctx.data.refresh_topics()  # another node of a cluster may have changed them
-    cls = response_class(20, header.api_version)
+    cls = response_class(header.api_key, header.api_version)
     result_cls = item(cls, "responses")
     # 1. v1–v5 name topics in topic_names; v6 in topics (by name or id).
     wanted: list[tuple[str | None, uuid.UUID | None]] = []
@@ -190,7 +190,7 @@ def delete_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
 def create_partitions(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, bool]:
     """The CreatePartitions response, and whether any topic grew."""
     ctx.data.refresh_topics()  # another node of a cluster may have changed them
-    cls = response_class(37, header.api_version)
+    cls = response_class(header.api_key, header.api_version)
     result_cls = item(cls, "results")
     node = ctx.config.node_id
     validate_only = bool(get(request, "validate_only", False))

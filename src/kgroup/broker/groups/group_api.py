@@ -6,7 +6,7 @@ reply and builds the response for the same version. A GroupError raised by the c
 that API's error response here, at the wire edge, and nowhere else.
 
 In a cluster this node has a shard only for the group-metadata partitions it owns
-(broker/ownership.py): a group of another partition is answered NOT_COORDINATOR (and
+(broker/cluster/ownership.py): a group of another partition is answered NOT_COORDINATOR (and
 COORDINATOR_LOAD_IN_PROGRESS while this node is taking its partition over), and
 FindCoordinator names the node that owns the group's partition (COORDINATOR_NOT_AVAILABLE
 while it moves). ListGroups lists the groups this node coordinates, as in Kafka.
@@ -23,8 +23,6 @@ from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.wire import RequestHeader, response_class
 
-FIND_COORDINATOR, JOIN, HEARTBEAT, LEAVE, SYNC = 10, 11, 12, 13, 14
-OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE, LIST, DELETE_GROUPS, OFFSET_DELETE = 8, 9, 15, 16, 42, 47
 # FindCoordinator key types: a group id, or a transactional id (which hashes to a shard the
 # same way: the transaction coordinator lives beside the group coordinator).
 GROUP_KEY, TRANSACTION_KEY = 0, 1
@@ -57,12 +55,13 @@ LOADING = _NotHere(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
 
 class GroupApi:
-    def __init__(self, shards: list[Shard | None], shard_for: Callable[[str], int], cluster: Any) -> None:
+    def __init__(self, shards: list[Shard | None], shard_for: Callable[[str], int], cluster: Any,
+                 on_group_deleted: Callable[[str], None] | None = None) -> None:
         self.shards = shards
         self.shard_for = shard_for
         self.cluster = cluster
         # Called with a group id after DeleteGroups deleted it (share partitions forget it).
-        self.on_group_deleted: list[Callable[[str], None]] = []
+        self.on_group_deleted = on_group_deleted
 
     def shard_of(self, key: str) -> Shard | _NotHere:
         """The shard that coordinates a group id or a transactional id, or a stand-in that
@@ -77,7 +76,7 @@ class GroupApi:
     # ---- FindCoordinator ------------------------------------------------------------------
 
     async def find_coordinator(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(FIND_COORDINATOR, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         key_type = get(req, "key_type", 0)
         if header.api_version >= 4:
             keys = req.coordinator_keys
@@ -133,7 +132,7 @@ class GroupApi:
             resp = await shard.call(shard.coordinator.join_group, core_req)
         except GroupError as exc:
             resp = m.JoinGroupResponse(exc.code, member_id=req.member_id)
-        cls = response_class(JOIN, v)
+        cls = response_class(header.api_key, v)
         member_cls = item(cls, "members")
         return build(
             cls,
@@ -165,7 +164,7 @@ class GroupApi:
             resp = await shard.call(shard.coordinator.sync_group, core_req)
         except GroupError as exc:
             resp = m.SyncGroupResponse(exc.code)
-        return build(response_class(SYNC, header.api_version), error_code=resp.error,
+        return build(response_class(header.api_key, header.api_version), error_code=resp.error,
                      protocol_type=resp.protocol_type, protocol_name=resp.protocol_name,
                      assignment=resp.assignment)
 
@@ -180,7 +179,7 @@ class GroupApi:
             error = resp.error
         except GroupError as exc:
             error = exc.code
-        return build(response_class(HEARTBEAT, header.api_version), error_code=error)
+        return build(response_class(header.api_key, header.api_version), error_code=error)
 
     # ---- LeaveGroup -----------------------------------------------------------------------
 
@@ -192,7 +191,7 @@ class GroupApi:
         else:
             leaving = (m.LeavingMember(req.member_id),)
         shard = self.shard_of(req.group_id)
-        cls = response_class(LEAVE, v)
+        cls = response_class(header.api_key, v)
         try:
             resp = await shard.call(shard.coordinator.leave_group, m.LeaveGroupRequest(req.group_id, leaving))
         except GroupError as exc:
@@ -232,7 +231,7 @@ class GroupApi:
             errors = {(e.topic, e.partition): e.error for e in resp.partitions}
         except GroupError as exc:
             errors = {(p.topic, p.partition): exc.code for p in partitions}
-        cls = response_class(OFFSET_COMMIT, v)
+        cls = response_class(header.api_key, v)
         topic_cls = item(cls, "topics")
         part_cls = item(topic_cls, "partitions")
         return build(cls, topics=tuple(
@@ -245,7 +244,7 @@ class GroupApi:
 
     async def offset_fetch(self, header: RequestHeader, req: Any) -> Any:
         v = header.api_version
-        cls = response_class(OFFSET_FETCH, v)
+        cls = response_class(header.api_key, v)
         # v7+ RequireStable (KIP-447): partitions a transaction is committing answer
         # UNSTABLE_OFFSET_COMMIT, and the client asks again.
         stable = bool(get(req, "require_stable", False))
@@ -287,7 +286,7 @@ class GroupApi:
     # ---- OffsetDelete ---------------------------------------------------------------------
 
     async def offset_delete(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(OFFSET_DELETE, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         listed = tuple((t.name, p.partition_index) for t in req.topics for p in t.partitions)
         shard = self.shard_of(req.group_id)
         try:
@@ -306,7 +305,7 @@ class GroupApi:
     # ---- DescribeGroups / ListGroups / DeleteGroups ---------------------------------------
 
     async def describe_groups(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(DESCRIBE, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         group_cls = item(cls, "groups")
         member_cls = item(group_cls, "members")
         described = []
@@ -327,7 +326,7 @@ class GroupApi:
         return build(cls, groups=tuple(described))
 
     async def list_groups(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(LIST, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         group_cls = item(cls, "groups")
         core_req = m.ListGroupsRequest(tuple(get(req, "states_filter", ()) or ()),
                                        tuple(get(req, "types_filter", ()) or ()))
@@ -357,7 +356,7 @@ class GroupApi:
         return found, error
 
     async def delete_groups(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(DELETE_GROUPS, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         result_cls = item(cls, "results")
         results = []
         for group_id in req.groups_names:
@@ -365,9 +364,8 @@ class GroupApi:
             try:
                 (r,) = await shard.call(shard.coordinator.delete_groups, (group_id,))
                 error = r.error
-                if error is ErrorCode.NONE:
-                    for hook in self.on_group_deleted:
-                        hook(group_id)
+                if error is ErrorCode.NONE and self.on_group_deleted is not None:
+                    self.on_group_deleted(group_id)
             except GroupError as exc:
                 error = exc.code
             results.append(build(result_cls, group_id=group_id, error_code=error))
@@ -375,8 +373,6 @@ class GroupApi:
 
 
 # ---- consumer protocol (KIP-848) ----------------------------------------------------------
-
-CONSUMER_HEARTBEAT, CONSUMER_DESCRIBE = 68, 69
 
 
 def _uuid_partitions(partitions) -> tuple:
@@ -405,7 +401,7 @@ class ConsumerGroupApi:
             client_id=header.client_id or "", client_host=client_host, api_version=header.api_version,
         )
         shard = self.groups.shard_of(core_req.group_id)
-        cls = response_class(CONSUMER_HEARTBEAT, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         try:
             resp = await shard.call(shard.coordinator.consumer_group_heartbeat, core_req)
         except GroupError as exc:
@@ -422,7 +418,7 @@ class ConsumerGroupApi:
                      assignment=assignment)
 
     async def describe(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(CONSUMER_DESCRIBE, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         group_cls = item(cls, "groups")
         member_cls = item(group_cls, "members")
         asg_cls = _field_class(member_cls, "assignment")

@@ -1,5 +1,5 @@
-"""Guards of the group APIs (see acl_rules.py for the table and authorization.py for how a
-guard works): the classic protocol, offsets, FindCoordinator, DescribeGroups, ListGroups,
+"""Guards of the group APIs (groups/apis.py lists which guards which API;
+security/authorization.py says how a guard works): the classic protocol, offsets, FindCoordinator, DescribeGroups, ListGroups,
 DeleteGroups, the consumer protocol, and what share groups reuse.
 """
 

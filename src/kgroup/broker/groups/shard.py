@@ -12,9 +12,9 @@ Loading replays the partition's snapshot and log tail; until it finishes, group 
 get COORDINATOR_LOAD_IN_PROGRESS. With the group event stream on (`events`), every call,
 timer and topic change whose Result names a group it changed is reported to it once its
 records are replayed (event_stream.py). Transaction markers a Result asks for go to
-`on_markers` (broker/txn_markers.py) once the records before them are durable, like replies.
+`on_markers` (broker/txn/txn_markers.py) once the records before them are durable, like replies.
 
-In a cluster (broker/ownership.py) a shard lives as long as this node owns its partition.
+In a cluster (broker/cluster/ownership.py) a shard lives as long as this node owns its partition.
 `gate` runs before every call and timer (the self-fencing check after a pause). When the
 partition is handed over, `drain` stops new calls (NOT_COORDINATOR), waits until what was
 appended is durable and answered, and answers parked requests NOT_COORDINATOR; when it is
@@ -60,7 +60,10 @@ class Shard:
     def __init__(self, index: int, partition: MetadataPartition, config: GroupConfig,
                  durability: Durability, new_member_id: Callable[[str], str],
                  txn_config: TransactionConfig | None = None,
-                 new_producer_id: Callable[[], int] | None = None) -> None:
+                 new_producer_id: Callable[[], int] | None = None, *,
+                 events: Any = None, watch: Any = None, on_markers: Callable[[Shard, Any], None] | None = None,
+                 coordinator_epoch: int = 0, gate: Callable[[], None] | None = None,
+                 on_fenced: Callable[[], None] | None = None) -> None:
         self.index = index
         self.partition = partition
         self.durability = durability
@@ -68,8 +71,8 @@ class Shard:
         # Where transaction markers go (TxnMarkerChannel.send), and the epoch markers carry:
         # a coordinator that lost its partition must not write markers in a newer one's name
         # (0 on a single broker).
-        self.on_markers: Callable[[Shard, Any], None] | None = None
-        self.coordinator_epoch = 0
+        self.on_markers = on_markers
+        self.coordinator_epoch = coordinator_epoch
         self.loaded = False
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
@@ -77,13 +80,13 @@ class Shard:
         self._snapshot_task: asyncio.Task | None = None
         # Log end already flushed to the kernel (used only by the non-fsync policies).
         self._flushed_end = -1
-        # The group event stream (broker/event_stream.py), or None when it is off.
-        self.events: Any = None
-        # The control API's waits on groups (broker/group_watch.py), or None when it is off.
-        self.watch: Any = None
+        # The group event stream (observe/event_stream.py), or None when it is off.
+        self.events = events
+        # The control API's waits on groups (control/group_watch.py), or None when it is off.
+        self.watch = watch
         # Cluster hooks: the self-fencing check, and what to do when a write was fenced.
-        self.gate: Callable[[], None] = _nothing
-        self.on_fenced: Callable[[], None] = _nothing
+        self.gate: Callable[[], None] = gate or _nothing
+        self.on_fenced: Callable[[], None] = on_fenced or _nothing
         self.closed = False
         self._waiting: set[Reply] = set()         # replies a request is waiting for
         self._delivering: set[asyncio.Task] = set()

@@ -20,7 +20,7 @@ from kgroup.error_codes import ErrorCode
 from kgroup.wire import FrameSplitter, RequestHeader, response_class
 from kgroup.wire.kio_build import build, has
 from kgroup.wire.sasl import SaslSession
-from kgroup.wire.versions import SASL_HANDSHAKE
+from kgroup.wire.api_keys import ApiKey
 
 log = logging.getLogger("kgroup.broker.security")
 
@@ -60,7 +60,7 @@ def sasl_answer(peer: Peer, header: RequestHeader, request: Any, now_ms: int) ->
     session = peer.sasl
     assert session is not None
     cls = response_class(header.api_key, header.api_version)
-    if header.api_key == SASL_HANDSHAKE:
+    if header.api_key == ApiKey.SASL_HANDSHAKE:
         hs = session.handshake(request.mechanism)
         if hs.close:
             log.warning("SASL handshake from %s on %s refused: %s", peer.host, peer.listener.name, session.failure)

@@ -1,8 +1,9 @@
-"""Authorization at the edge: one guard per API, applied in one place (the server).
+"""Authorization at the edge: one guard per API, applied in one place (broker/requests.py).
 
-How this works. Before a request reaches its handler the server looks up the guard of its
-API in ``acl_rules.RULES`` and calls it with the connection's ``Access`` (principal, host
-and the authorizer's decisions), the header and the decoded request. A guard answers either
+How this works. Before a request reaches its handler the request path takes the guard its
+API's table entry names (each concern's apis.py; Kafka's rules, API by API, are in
+docs/protocol.md) and calls it with the connection's ``Access`` (principal, host and the
+authorizer's decisions), the header and the decoded request. A guard answers either
 
 - ``Refused(response)``: the whole request is refused and this is the answer (e.g. JoinGroup
   without READ on the group gets GROUP_AUTHORIZATION_FAILED; the handler never runs), or
@@ -16,7 +17,7 @@ So handlers never see what they must not act on, and nothing here changes stored
 When the authorizer is off the server never calls a guard (decided once per connection).
 ``TopicList`` describes where an API keeps its topics in request and response, so the common
 "per topic" rule is one helper (``per_topic``) for Produce, Fetch, ListOffsets, OffsetCommit,
-OffsetDelete and the APIs that land later.
+OffsetDelete, DeleteRecords and DescribeProducers.
 """
 
 from __future__ import annotations

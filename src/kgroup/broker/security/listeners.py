@@ -10,17 +10,18 @@ listeners the principal is the authenticated user, and on PLAINTEXT ``User:ANONY
 
 Handlers name the first listener's advertised address (Metadata brokers, FindCoordinator);
 a connection on another listener is told its own listener's address instead
-(``advertise_on``), as Kafka answers with the endpoint of the listener a client came in on.
+(the `on_listener` functions of the API tables), as Kafka answers with the endpoint of the listener a client came in on.
 """
 
 from __future__ import annotations
 
+import errno
+import socket
 import ssl
 from typing import Any
 
 from kgroup.broker.config import ConfigError, ListenerConfig
 from kgroup.wire.kio_build import replace_fields
-from kgroup.wire.versions import DESCRIBE_CLUSTER, FIND_COORDINATOR, METADATA
 
 ANONYMOUS = "User:ANONYMOUS"
 _VERIFY = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
@@ -77,20 +78,48 @@ def tls_principal(writer: Any) -> str:
     return ANONYMOUS
 
 
-def advertise_on(api_key: int, response: Any, node_id: int, address: tuple[str, int]) -> Any:
-    """``response`` naming this broker at ``address`` (the listener's advertised one)."""
+def brokers_on_listener(response: Any, node_id: int, address: tuple[str, int]) -> Any:
+    """A Metadata answer naming this broker at ``address`` (the listener's advertised one)."""
     host, port = address
-    if api_key == METADATA:
-        return replace_fields(response, brokers=tuple(
-            replace_fields(b, host=host, port=port) if b.node_id == node_id else b for b in response.brokers))
-    if api_key == DESCRIBE_CLUSTER:
-        return replace_fields(response, brokers=tuple(
-            replace_fields(b, host=host, port=port) if b.broker_id == node_id else b for b in response.brokers))
-    if api_key == FIND_COORDINATOR:
-        if hasattr(response, "coordinators"):
-            return replace_fields(response, coordinators=tuple(
-                replace_fields(c, host=host, port=port) if c.node_id == node_id else c
-                for c in response.coordinators))
-        if response.node_id == node_id:
-            return replace_fields(response, host=host, port=port)
+    return replace_fields(response, brokers=tuple(
+        replace_fields(b, host=host, port=port) if b.node_id == node_id else b for b in response.brokers))
+
+
+def cluster_on_listener(response: Any, node_id: int, address: tuple[str, int]) -> Any:
+    """A DescribeCluster answer naming this broker at ``address``."""
+    host, port = address
+    return replace_fields(response, brokers=tuple(
+        replace_fields(b, host=host, port=port) if b.broker_id == node_id else b for b in response.brokers))
+
+
+def coordinator_on_listener(response: Any, node_id: int, address: tuple[str, int]) -> Any:
+    """A FindCoordinator answer naming this broker at ``address`` (v4+: per key)."""
+    host, port = address
+    if hasattr(response, "coordinators"):
+        return replace_fields(response, coordinators=tuple(
+            replace_fields(c, host=host, port=port) if c.node_id == node_id else c
+            for c in response.coordinators))
+    if response.node_id == node_id:
+        return replace_fields(response, host=host, port=port)
     return response
+
+
+class ListenError(Exception):
+    """A listener (Kafka, HTTP console, control API) could not be bound; the message says
+    why and what to do."""
+
+
+def listen_problem(host: str, port: int, exc: OSError) -> str:
+    """One line saying why the broker cannot listen on host:port, and what to do."""
+    where = f"cannot listen on {host}:{port}"
+    if isinstance(exc, socket.gaierror):
+        return f"{where}: {host!r} is not an address of this host (no such name) — use an IP address or a " \
+               "name it resolves, e.g. --listen 127.0.0.1:9092 or 0.0.0.0:9092"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{where}: this host has no address {host} — listen on one of its addresses (127.0.0.1, " \
+               "or 0.0.0.0 for all) and give clients the outside address with --advertised"
+    if exc.errno == errno.EADDRINUSE:
+        return f"{where}: the port is in use — is another broker running there? Pick another --listen address"
+    if exc.errno == errno.EACCES:
+        return f"{where}: permission denied — ports below 1024 need privileges; use a port such as 9092"
+    return f"{where}: {exc.strerror or exc} — pick another --listen address"

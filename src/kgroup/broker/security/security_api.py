@@ -2,7 +2,7 @@
 credentials (KIP-554: DescribeUserScramCredentials, AlterUserScramCredentials), and
 SaslHandshake / SaslAuthenticate reaching a listener that is not SASL.
 
-Who may call them is decided before (acl_rules: DESCRIBE or ALTER on the cluster); here
+Who may call them is decided before (security/guards.py: DESCRIBE or ALTER on the cluster); here
 each request is checked the way Kafka checks it and applied in one change of the store.
 
 - ACL APIs without ``[auth] authorizer = true``: SECURITY_DISABLED, as Kafka answers when no

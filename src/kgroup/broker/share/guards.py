@@ -1,4 +1,4 @@
-"""Guards of the share-group APIs, KIP-932 (see acl_rules.py for the table): the same rules
+"""Guards of the share-group APIs, KIP-932 (share/apis.py lists which guards which API): the same rules
 as consumer groups — READ on the group to be a member, fetch or acknowledge, DESCRIBE to
 describe it or its offsets, DELETE to delete offsets — and READ or DESCRIBE on each topic.
 Topics are named by id in ShareFetch and ShareAcknowledge.

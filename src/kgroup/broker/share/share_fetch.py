@@ -1,5 +1,5 @@
-"""ShareFetch (78) and ShareAcknowledge (79), v1: records handed to share-group members one
-at a time, and their acknowledgements (KIP-932).
+"""ShareFetch and ShareAcknowledge (share/apis.py: the versions served): records handed to
+share-group members one at a time, and their acknowledgements (KIP-932).
 
 How this works: this node keeps one `SharePartition` (core/share_partition.py) per (share
 group, topic partition) it serves, loaded on first use from the state the group's
@@ -59,7 +59,6 @@ from kgroup.wire.kio_build import build, item, ms
 
 log = logging.getLogger("kgroup.broker.share")
 
-SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
 DEFAULT_MAX_RECORDS = 500
 _BATCH_HEAD = struct.Struct(">qi")          # baseOffset, batchLength
 _ATTRS_LAST = struct.Struct(">hi")          # attributes, lastOffsetDelta (at byte 21)
@@ -342,7 +341,7 @@ class ShareFetchService:
     # ---- ShareFetch ----------------------------------------------------------------------------
 
     async def share_fetch(self, header: RequestHeader, req: Any, connection: int) -> Any:
-        cls = response_class(SHARE_FETCH, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         group_id, member_id, epoch = req.group_id or "", req.member_id or "", int(req.share_session_epoch)
         acks = _acks(req.topics, "partition_index")
         requested = [(str(t.topic_id), int(p.partition_index)) for t in req.topics for p in t.partitions]
@@ -496,7 +495,7 @@ class ShareFetchService:
     # ---- ShareAcknowledge ----------------------------------------------------------------------
 
     async def share_acknowledge(self, header: RequestHeader, req: Any, connection: int) -> Any:
-        cls = response_class(SHARE_ACKNOWLEDGE, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         group_id, member_id, epoch = req.group_id or "", req.member_id or "", int(req.share_session_epoch)
         acks = _acks(req.topics, "partition_index")
 

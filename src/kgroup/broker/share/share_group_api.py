@@ -1,6 +1,6 @@
-"""The share-group coordinator APIs on the wire (KIP-932): ShareGroupHeartbeat (76) v1,
-ShareGroupDescribe (77) v1, DescribeShareGroupOffsets (90) v0-v1, AlterShareGroupOffsets
-(91) v0, DeleteShareGroupOffsets (92) v0.
+"""The share-group coordinator APIs on the wire (KIP-932): ShareGroupHeartbeat,
+ShareGroupDescribe, DescribeShareGroupOffsets, AlterShareGroupOffsets and
+DeleteShareGroupOffsets (share/apis.py: the versions served).
 
 Each reads its kio request, routes to the shard that coordinates the group, and builds the
 response; a GroupError from the core becomes the API's error response here. What the group
@@ -29,8 +29,6 @@ from kgroup.core.share_messages import (
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, item
 
-SHARE_HEARTBEAT, SHARE_DESCRIBE = 76, 77
-DESCRIBE_SHARE_OFFSETS, ALTER_SHARE_OFFSETS, DELETE_SHARE_OFFSETS = 90, 91, 92
 
 
 class ShareGroupApi:
@@ -51,7 +49,7 @@ class ShareGroupApi:
             subscribed_topic_names=None if req.subscribed_topic_names is None else tuple(req.subscribed_topic_names),
             client_id=header.client_id or "", client_host=client_host)
         shard = self.groups.shard_of(core_req.group_id)
-        cls = response_class(SHARE_HEARTBEAT, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         try:
             resp = await shard.call(shard.coordinator.share_group_heartbeat, core_req)
         except GroupError as exc:
@@ -72,7 +70,7 @@ class ShareGroupApi:
     # ---- ShareGroupDescribe -------------------------------------------------------------------
 
     async def describe(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(SHARE_DESCRIBE, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         group_cls = item(cls, "groups")
         member_cls = item(group_cls, "members")
         asg_cls = _field_class(member_cls, "assignment")
@@ -101,7 +99,7 @@ class ShareGroupApi:
     # ---- share-group offsets ------------------------------------------------------------------
 
     async def describe_offsets(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(DESCRIBE_SHARE_OFFSETS, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         group_cls = item(cls, "groups")
         topic_cls = item(group_cls, "topics")
         part_cls = item(topic_cls, "partitions")
@@ -146,7 +144,7 @@ class ShareGroupApi:
         return {name: tid for name, (tid, _) in self._topics(self.groups.shard_of(group_id)).items()}
 
     async def alter_offsets(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(ALTER_SHARE_OFFSETS, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         topic_cls = item(cls, "responses")
         part_cls = item(topic_cls, "partitions")
         ids = self._topic_ids(req.group_id)
@@ -164,7 +162,7 @@ class ShareGroupApi:
             for t in req.topics))
 
     async def delete_offsets(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(DELETE_SHARE_OFFSETS, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         topic_cls = item(cls, "responses")
         ids = self._topic_ids(req.group_id)
         wanted = tuple(ids[t.topic_name] for t in req.topics if t.topic_name in ids)

@@ -3,7 +3,7 @@ where their topic partition is) and the group coordinator that persists their st
 
 How this works, and why: as in Kafka, the in-flight window of a share partition (which
 records are acquired, by whom, until when) lives in memory beside its topic partition, in
-broker/share_fetch.py, because every ShareFetch and ShareAcknowledge for that partition
+broker/share/share_fetch.py, because every ShareFetch and ShareAcknowledge for that partition
 goes to the node that serves it. What must survive a crash (the start offset and the runs
 of acknowledged, archived and available offsets with their delivery counts) is written
 through this seam as a `ShareStateRecord` into the group-metadata log partition of the
@@ -21,8 +21,7 @@ by another node, or be moving: then every call raises GroupError — COORDINATOR
 (another node owns it; clients retry) or COORDINATOR_LOAD_IN_PROGRESS (this node is taking
 it over) — and nothing is written, so a node never appends to a metadata partition it does
 not own (the shard's own fence check holds for the rest). Served across nodes, the calls
-would become Kafka's ReadShareGroupState/WriteShareGroupState requests to the owner (APIs
-84/85); that is not done yet, so in a cluster a share group is served on the partitions led
+would become Kafka's ReadShareGroupState/WriteShareGroupState requests to the owner; that is not done yet, so in a cluster a share group is served on the partitions led
 by its coordinator's node. A write carries the state epoch it was read at, and the
 coordinator refuses a stale one (FENCED_STATE_EPOCH), which is also how a reset by
 AlterShareGroupOffsets reaches a running share partition.

@@ -1,4 +1,4 @@
-"""DescribeProducers (api 61), v0: the producers each partition knows (KIP-664).
+"""DescribeProducers: the producers each partition knows (KIP-664).
 
 For each partition asked: its active producers from the partition's producer state (id,
 epoch, last sequence, last timestamp, coordinator epoch of the last marker, first offset of
@@ -19,7 +19,7 @@ from kgroup.wire.kio_build import build, item
 
 
 def describe_producers(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
-    cls = response_class(61, header.api_version)
+    cls = response_class(header.api_key, header.api_version)
     topic_cls = item(cls, "topics")
     part_cls = item(topic_cls, "partitions")
     producer_cls = item(part_cls, "active_producers")
@@ -49,3 +49,13 @@ def describe_producers(ctx: DataContext, header: RequestHeader, request: Any) ->
                                    for p in active)))
         topics.append(build(topic_cls, name=topic.name, partitions=tuple(parts)))
     return build(cls, throttle_time=0, topics=tuple(topics))
+
+
+class ProducersApi:
+    """DescribeProducers over the data path's partitions."""
+
+    def __init__(self, ctx: DataContext) -> None:
+        self.ctx = ctx
+
+    async def describe_producers(self, header: RequestHeader, request: Any) -> Any:
+        return describe_producers(self.ctx, header, request)

@@ -1,6 +1,7 @@
-"""Guards of the producer and transaction APIs (see acl_rules.py for the table):
-InitProducerId, and — served later — AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-WriteTxnMarkers, TxnOffsetCommit, DescribeProducers, DescribeTransactions, ListTransactions.
+"""Guards of the producer and transaction APIs (txn/apis.py lists which guards which API):
+InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+DescribeProducers, DescribeTransactions, ListTransactions, and WriteTxnMarkers (sent only
+between brokers, not served).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def init_producer_id(access: Access, header: RequestHeader, request: Any) -> Ref
     return plain_refusal(header, E.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1)
 
 
-# -- served later --------------------------------------------------------------------------------
+# -- transactions (KIP-98, KIP-447, KIP-890 part 1) ---------------------------------------------
 
 _ADD_PARTITIONS = TopicList(request="v3_and_below_topics", response="results_by_topic_v3_and_below",
                             response_partitions="results_by_partition", error_field="partition_error_code")

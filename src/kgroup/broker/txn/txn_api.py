@@ -1,21 +1,19 @@
 """The transaction APIs on the wire: kio requests of any version -> core messages -> kio responses.
 
-Version notes (what real clients send: librdkafka 2.16 InitProducerId 0-4, AddPartitionsToTxn
-0, AddOffsetsToTxn 0, EndTxn 0-1, TxnOffsetCommit 0-3; kafka-python 3.0 up to 4/3/3/3/3;
-aiokafka 0.14 v0 of each; kafkajs 2.2 v0-v1):
+Version notes (txn/apis.py has the versions served and what real clients send):
 
-- InitProducerId (22) v0-5: v2 flexible; v3 producer id and epoch (KIP-360); v4 PRODUCER_FENCED
+- InitProducerId: v2 flexible; v3 producer id and epoch (KIP-360); v4 PRODUCER_FENCED
   (older versions get INVALID_PRODUCER_EPOCH, as Kafka answers them); v5 adds only the
   TRANSACTION_ABORTABLE code, which we never send. Without a transactional id it is the data
-  path's (broker/producer_id_api.py).
-- AddPartitionsToTxn (24) v0-4: v3 flexible; v4 batches transactions and has `verify_only`
+  path's (data/producer_id_api.py).
+- AddPartitionsToTxn: v3 flexible; v4 batches transactions and has `verify_only`
   (KIP-890 part 1: a broker asks whether partitions are in a transaction, as our produce
   path asks the coordinator directly).
-- AddOffsetsToTxn (25) v0-4, EndTxn (26) v0-4, TxnOffsetCommit (28) v0-4: v2/v3 flexible;
+- AddOffsetsToTxn, EndTxn, TxnOffsetCommit: v2/v3 flexible;
   TxnOffsetCommit v3 adds generation, member id and instance id (KIP-447). v5 of EndTxn and
   TxnOffsetCommit (KIP-890 part 2: an epoch bump per transaction) are not served: clients use
   them only when a broker advertises transaction.version 2.
-- DescribeTransactions (65) v0, ListTransactions (66) v0-1 (v1: duration filter).
+- ListTransactions v1: a duration filter.
 
 Every core error becomes this API's error field here (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH
 below the versions that know it). TxnOffsetCommit is asked of the transaction's coordinator
@@ -36,8 +34,6 @@ from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item, ms
 
 E = ErrorCode
-INIT_PRODUCER_ID, ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT = 22, 24, 25, 26, 28
-DESCRIBE_TXNS, LIST_TXNS = 65, 66
 KNOWN_STATES = frozenset(s.value for s in TxnState)
 
 
@@ -46,6 +42,16 @@ def _epoch_error(error: ErrorCode, version: int, knows_fenced_from: int) -> Erro
     if error is E.PRODUCER_FENCED and version < knows_fenced_from:
         return E.INVALID_PRODUCER_EPOCH
     return error
+
+
+def verify(groups: GroupApi, transactional_id: str, producer_id: int, producer_epoch: int,
+           partitions: tuple = (), group_id: str | None = None) -> ErrorCode:
+    """Whether the producer's transaction may write these partitions (or commit this group's
+    offsets) now; what the produce path (DataContext.verify_txn) and TxnOffsetCommit ask."""
+    shard = groups.shard_of(transactional_id)
+    if not shard.loaded:
+        return E.COORDINATOR_LOAD_IN_PROGRESS
+    return shard.coordinator.verify_txn(transactional_id, producer_id, producer_epoch, partitions, group_id)
 
 
 class TxnApi:
@@ -60,12 +66,7 @@ class TxnApi:
 
     def verify(self, transactional_id: str, producer_id: int, producer_epoch: int,
                partitions: tuple = (), group_id: str | None = None) -> ErrorCode:
-        """Whether the producer's transaction may write these partitions (or commit this
-        group's offsets) now; what the produce path and TxnOffsetCommit ask."""
-        shard = self.groups.shard_of(transactional_id)
-        if not shard.loaded:
-            return E.COORDINATOR_LOAD_IN_PROGRESS
-        return shard.coordinator.verify_txn(transactional_id, producer_id, producer_epoch, partitions, group_id)
+        return verify(self.groups, transactional_id, producer_id, producer_epoch, partitions, group_id)
 
     async def _call(self, key: str, handler: str, request: Any) -> Any:
         shard = self.groups.shard_of(key)
@@ -84,7 +85,7 @@ class TxnApi:
             resp = await self._call(tid, "init_producer_id", core)
         except GroupError as exc:
             resp = tm.InitProducerIdResponse(exc.code)
-        return build(response_class(INIT_PRODUCER_ID, v), throttle_time=0,
+        return build(response_class(header.api_key, v), throttle_time=0,
                      error_code=_epoch_error(resp.error, v, 4), producer_id=resp.producer_id,
                      producer_epoch=resp.producer_epoch)
 
@@ -92,7 +93,7 @@ class TxnApi:
 
     async def add_partitions_to_txn(self, header: RequestHeader, req: Any) -> Any:
         v = header.api_version
-        cls = response_class(ADD_PARTITIONS, v)
+        cls = response_class(header.api_key, v)
         if v < 4:
             topics = req.v3_and_below_topics
             errors = await self._add_partitions(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
@@ -133,23 +134,23 @@ class TxnApi:
     # ---- AddOffsetsToTxn / EndTxn ---------------------------------------------------------
 
     async def add_offsets_to_txn(self, header: RequestHeader, req: Any) -> Any:
-        return await self._error_only(header, ADD_OFFSETS, req.transactional_id, "add_offsets_to_txn",
+        return await self._error_only(header, req.transactional_id, "add_offsets_to_txn",
                                       tm.AddOffsetsToTxnRequest(req.transactional_id, int(req.producer_id),
                                                                 int(req.producer_epoch), req.group_id))
 
     async def end_txn(self, header: RequestHeader, req: Any) -> Any:
-        return await self._error_only(header, END_TXN, req.transactional_id, "end_txn",
+        return await self._error_only(header, req.transactional_id, "end_txn",
                                       tm.EndTxnRequest(req.transactional_id, int(req.producer_id),
                                                        int(req.producer_epoch), bool(req.committed)))
 
-    async def _error_only(self, header: RequestHeader, api_key: int, tid: str, handler: str, request: Any) -> Any:
+    async def _error_only(self, header: RequestHeader, tid: str, handler: str, request: Any) -> Any:
         """A request whose answer is one error code (AddOffsetsToTxn, EndTxn)."""
         v = header.api_version
         try:
             error = (await self._call(tid, handler, request)).error
         except GroupError as exc:
             error = exc.code
-        return build(response_class(api_key, v), throttle_time=0, error_code=_epoch_error(error, v, 2))
+        return build(response_class(header.api_key, v), throttle_time=0, error_code=_epoch_error(error, v, 2))
 
     # ---- TxnOffsetCommit ------------------------------------------------------------------
 
@@ -174,7 +175,7 @@ class TxnApi:
             except GroupError as exc:
                 error = exc.code
         error = _epoch_error(error, v, 2)
-        cls = response_class(TXN_OFFSET_COMMIT, v)
+        cls = response_class(header.api_key, v)
         topic_cls = item(cls, "topics")
         part_cls = item(topic_cls, "partitions")
         return build(cls, throttle_time=0, topics=tuple(
@@ -189,7 +190,7 @@ class TxnApi:
     async def describe_transactions(self, header: RequestHeader, req: Any) -> Any:
         from kio.serial.readers import tz_aware_from_i64  # noqa: PLC0415 (kio's own ms -> datetime)
 
-        cls = response_class(DESCRIBE_TXNS, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         state_cls = item(cls, "transaction_states")
         topic_cls = item(state_cls, "topics")
         out = []
@@ -213,7 +214,7 @@ class TxnApi:
         return build(cls, throttle_time=0, transaction_states=tuple(out))
 
     async def list_transactions(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(LIST_TXNS, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         state_cls = item(cls, "transaction_states")
         states = tuple(req.state_filters or ())
         unknown = tuple(s for s in states if s not in KNOWN_STATES)

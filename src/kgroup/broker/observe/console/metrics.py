@@ -32,7 +32,7 @@ from prometheus_client.registry import Collector
 from kgroup.core.classic_group import ClassicGroupState
 from kgroup.core.consumer_group import GroupState
 from kgroup.error_codes import ErrorCode
-from kgroup.wire.versions import SUPPORTED_APIS
+from kgroup.wire.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from kgroup.broker.observe.console.app import Console
@@ -98,8 +98,8 @@ class CoordinatorCollector(Collector):
         requests = CounterMetricFamily("kgroup_requests", "Requests answered, by API and top-level error code.",
                                        labels=["api", "error"])
         for (api, error), n in sorted(c.request_stats.counts().items()):
-            r = SUPPORTED_APIS.get(api)
-            requests.add_metric([r.name if r is not None else str(api), ErrorCode(error).name], n)
+            name = ApiKey(api).kafka_name if api in ApiKey._value2member_map_ else str(api)
+            requests.add_metric([name, ErrorCode(error).name], n)
         yield requests
 
         fsync = HistogramMetricFamily("kgroup_fsync_duration_seconds", "How long each fsync of a log took.")

@@ -1,13 +1,13 @@
-"""InitProducerId (api 22), v0–v5, for idempotent producers (no transactional id).
+"""InitProducerId for idempotent producers (no transactional id; txn/apis.py: the versions).
 
 Why: kafka-python 3.x, librdkafka and the Java producer enable idempotence by default and
 refuse to send without a producer id. Ids come from durably reserved blocks
 (storage/producer_ids.py), so a restarted broker never hands out an id it gave before: the
-partitions keep each producer's sequence numbers (broker/producer_states.py), and a reused
+partitions keep each producer's sequence numbers (broker/data/producer_states.py), and a reused
 id would collide with an old producer's. v3+ (KIP-360): a producer that sends its current
 id and epoch gets the same id with the epoch bumped (a new id once the epoch would pass
 32767), and starts its sequences again at 0. A transactional id is the transaction
-coordinator's (broker/txn_api.py); asked here, it gets
+coordinator's (broker/txn/txn_api.py); asked here, it gets
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53).
 """
 
@@ -29,7 +29,7 @@ class ProducerIds:
         self.next_id = next_id
 
     def init_producer_id(self, header: RequestHeader, request: Any) -> Any:
-        cls = response_class(22, header.api_version)
+        cls = response_class(header.api_key, header.api_version)
         if get(request, "transactional_id", None) is not None:
             return build(cls, throttle_time=0, error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                          producer_id=-1, producer_epoch=-1)
