@@ -21,7 +21,7 @@ from typing import Any
 
 from kgroup.broker.admin import broker_configs
 from kgroup.broker.data import topic_configs
-from kgroup.broker.data.context import DataContext, DataError, log
+from kgroup.broker.data.context import DataContext, log
 from kgroup.broker.groups.group_api import GroupApi
 from kgroup.broker.data.topic_configs import TOPIC_CONFIGS, ConfigProblem, ConfigType
 from kgroup.core.errors import GroupError
@@ -30,6 +30,7 @@ from kgroup.storage import StorageError
 from kgroup.storage.errors import StorageConfigError
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item
+from kgroup.error_codes import ErrorCode
 
 TOPIC, BROKER, GROUP = 2, 4, 32
 # DescribeConfigs config sources (Kafka's ConfigSource ids).
@@ -89,10 +90,10 @@ class ConfigsApi:
                                      tuple((n, v, int(s)) for n, v, s in d.synonyms), d.doc)
                                for d in await self._group_call("describe_group_configs", name)]
                 else:
-                    raise ResourceError(DataError.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
+                    raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
                 if keys:
                     entries = [e for e in entries if e.name in keys]
-                results.append(build(result_cls, error_code=DataError.NONE, error_message=None,
+                results.append(build(result_cls, error_code=ErrorCode.NONE, error_message=None,
                                      resource_type=rtype, resource_name=name, configs=tuple(entries)))
             except ResourceError as exc:
                 results.append(build(result_cls, error_code=exc.code, error_message=exc.message,
@@ -120,10 +121,10 @@ class ConfigsApi:
             try:
                 # 1. Checks that hold for every resource type.
                 if seen[(rtype, name)] > 1:
-                    raise ResourceError(DataError.INVALID_REQUEST, f"resource {name!r} appears more than once")
+                    raise ResourceError(ErrorCode.INVALID_REQUEST, f"resource {name!r} appears more than once")
                 dup = [n for n, k in Counter(c[0] for c in changes).items() if k > 1]
                 if dup:
-                    raise ResourceError(DataError.INVALID_REQUEST, f"Error due to duplicate config keys: {dup}")
+                    raise ResourceError(ErrorCode.INVALID_REQUEST, f"Error due to duplicate config keys: {dup}")
                 # 2. Per resource type.
                 if rtype == TOPIC:
                     self._alter_topic(name, changes, incremental, validate_only)
@@ -132,11 +133,11 @@ class ConfigsApi:
                         name, changes, incremental, validate_only))
                 elif rtype == BROKER:
                     self._broker(name)
-                    raise ResourceError(DataError.INVALID_CONFIG, "broker configs are static in kgroup: set them "
+                    raise ResourceError(ErrorCode.INVALID_CONFIG, "broker configs are static in kgroup: set them "
                                         "in the config file of `kgroup serve` and restart it")
                 else:
-                    raise ResourceError(DataError.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
-                code, message = DataError.NONE, None
+                    raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
+                code, message = ErrorCode.NONE, None
             except ResourceError as exc:
                 code, message = exc.code, exc.message
             results.append(build(result_cls, error_code=code, error_message=message,
@@ -165,18 +166,18 @@ class ConfigsApi:
                              else [i for i in items if i not in given])
                     configs[key] = ",".join(items)
                 else:
-                    raise ResourceError(DataError.INVALID_REQUEST, f"unknown config operation {op}")
+                    raise ResourceError(ErrorCode.INVALID_REQUEST, f"unknown config operation {op}")
         except ConfigProblem as exc:
-            raise ResourceError(DataError.INVALID_CONFIG, str(exc)) from None
+            raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
         if validate_only or configs == dict(meta.configs):
             return
         try:
             self.ctx.data.set_topic_configs(name, configs)
         except StorageConfigError as exc:
-            raise ResourceError(DataError.INVALID_CONFIG, str(exc)) from None
+            raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
         except StorageError as exc:
             log.error("changing the configs of topic %r failed: %s", name, exc)
-            raise ResourceError(DataError.KAFKA_STORAGE_ERROR, str(exc)) from None
+            raise ResourceError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from None
         if "compact" in configs.get("cleanup.policy", ""):
             log.warning("topic %r: cleanup.policy=%s is kept but kgroup does not compact; "
                         "old records go by retention", name, configs["cleanup.policy"])
@@ -187,12 +188,12 @@ class ConfigsApi:
     def _topic(self, name: str) -> Any:
         meta = self.ctx.data.topics().get(name)
         if meta is None:
-            raise ResourceError(DataError.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name!r} does not exist")
+            raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name!r} does not exist")
         return meta
 
     def _broker(self, name: str) -> None:
         if name not in ("", str(self.ctx.config.node_id)):
-            raise ResourceError(DataError.INVALID_REQUEST, f"Unexpected broker id, expected "
+            raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected "
                                 f"{self.ctx.config.node_id} or empty string, but received {name}")
 
     async def _group_call(self, handler: str, request: Any) -> Any:

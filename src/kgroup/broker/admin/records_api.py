@@ -17,12 +17,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kgroup.broker.data.context import DataContext, DataError, log, per_partition
+from kgroup.broker.data.context import DataContext, log, per_partition
 from kgroup.broker.internal_topics import is_internal
 from kgroup.storage import OffsetOutOfRangeError, StorageError
 from kgroup.storage.errors import TopicError
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, item
+from kgroup.error_codes import ErrorCode
 
 HIGH_WATERMARK = -1
 
@@ -38,25 +39,25 @@ def delete_records(ctx: DataContext, header: RequestHeader, request: Any) -> Any
     return build(cls, throttle_time=0, topics=per_partition(cls, request.topics, answer))
 
 
-def _delete_before(ctx: DataContext, topic: str, index: int, wanted: int) -> tuple[DataError, int]:
+def _delete_before(ctx: DataContext, topic: str, index: int, wanted: int) -> tuple[ErrorCode, int]:
     """(error, new low watermark) of one partition's DeleteRecords."""
     if is_internal(topic):
-        return DataError.INVALID_TOPIC_EXCEPTION, -1
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, -1
     try:
         plog = ctx.data.partition_log(topic, index)
         target = plog.log_end_offset if wanted == HIGH_WATERMARK else wanted
         if target < 0:
-            return DataError.OFFSET_OUT_OF_RANGE, -1
+            return ErrorCode.OFFSET_OUT_OF_RANGE, -1
         low = plog.delete_records_before(target)
     except TopicError:
-        return DataError.UNKNOWN_TOPIC_OR_PARTITION, -1
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
     except OffsetOutOfRangeError:
-        return DataError.OFFSET_OUT_OF_RANGE, -1
+        return ErrorCode.OFFSET_OUT_OF_RANGE, -1
     except StorageError as exc:
         log.error("delete records of %s-%d failed in storage: %s", topic, index, exc)
-        return DataError.KAFKA_STORAGE_ERROR, -1
+        return ErrorCode.KAFKA_STORAGE_ERROR, -1
     log.info("deleted records of %s-%d before %d", topic, index, low)
-    return DataError.NONE, low
+    return ErrorCode.NONE, low
 
 
 def describe_log_dirs(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
@@ -86,9 +87,9 @@ def describe_log_dirs(ctx: DataContext, header: RequestHeader, request: Any) -> 
         total, usable = stat.f_blocks * stat.f_frsize, stat.f_bavail * stat.f_frsize
     except OSError:
         total = usable = -1
-    result = build(result_cls, error_code=DataError.NONE, log_dir=str(os.path.abspath(ctx.data.path)),
+    result = build(result_cls, error_code=ErrorCode.NONE, log_dir=str(os.path.abspath(ctx.data.path)),
                    topics=tuple(topics), total_bytes=total, usable_bytes=usable)
-    return build(cls, throttle_time=0, error_code=DataError.NONE, results=(result,))
+    return build(cls, throttle_time=0, error_code=ErrorCode.NONE, results=(result,))
 
 
 class RecordsApi:

@@ -1,9 +1,9 @@
-"""What the data-path handlers share: error codes, the arrival watch, the handler context.
+"""What the data-path handlers share: the arrival watch, the handler context, the cluster view.
 
 How this works: every data-path handler (metadata_api, produce_api, fetch_api,
 list_offsets_api, topics_api) is a function of a `DataContext` (config, data dir,
 durability, arrival watch) and the decoded kio request. Handlers never raise for a bad
-topic, partition or a storage failure: those become per-item error codes, logged on
+topic, partition or a storage failure: those become per-item error codes (Kafka's `ErrorCode`), logged on
 "kgroup.broker.data".
 
 In a cluster a partition is served by the node that owns it (broker/cluster/ownership.py): a
@@ -23,7 +23,6 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any, Protocol
 
 from kgroup.broker.config import BrokerConfig
@@ -34,35 +33,6 @@ from kgroup.storage.errors import FencedError, NotOwnedError
 from kgroup.wire.kio_build import build, item
 
 log = logging.getLogger("kgroup.broker.data")
-
-
-class DataError(IntEnum):
-    """Kafka error codes the data path answers with (Kafka's numbers)."""
-
-    UNKNOWN_SERVER_ERROR = -1
-    NONE = 0
-    OFFSET_OUT_OF_RANGE = 1
-    CORRUPT_MESSAGE = 2
-    UNKNOWN_TOPIC_OR_PARTITION = 3
-    LEADER_NOT_AVAILABLE = 5
-    NOT_LEADER_OR_FOLLOWER = 6
-    MESSAGE_TOO_LARGE = 10
-    INVALID_TOPIC_EXCEPTION = 17
-    INVALID_REQUIRED_ACKS = 21
-    POLICY_VIOLATION = 44
-    TOPIC_ALREADY_EXISTS = 36
-    INVALID_PARTITIONS = 37
-    INVALID_REPLICATION_FACTOR = 38
-    INVALID_REPLICA_ASSIGNMENT = 39
-    INVALID_CONFIG = 40
-    INVALID_REQUEST = 42
-    UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
-    KAFKA_STORAGE_ERROR = 56
-    FETCH_SESSION_ID_NOT_FOUND = 70
-    UNSUPPORTED_COMPRESSION_TYPE = 76
-    INVALID_RECORD = 87
-    UNKNOWN_TOPIC_ID = 100
-    MISMATCHED_ENDPOINT_TYPE = 114
 
 
 PartitionKey = tuple[str, int]

@@ -43,13 +43,14 @@ import struct
 import uuid
 from typing import Any
 
-from kgroup.broker.data.context import NOT_LEADER, DataContext, DataError, PartitionKey, log
+from kgroup.broker.data.context import NOT_LEADER, DataContext, PartitionKey, log
 from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.storage import StorageError
 from kgroup.storage.errors import NotOwnedError, OffsetOutOfRangeError, TopicError
 from kgroup.storage.records_slice import RecordsSlice
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.fetch_response import FetchPartition, FetchTopic, encode_fetch_response
+from kgroup.error_codes import ErrorCode
 
 INT32_MAX = 2**31 - 1
 READ_COMMITTED = 1
@@ -150,7 +151,7 @@ async def _fetch(ctx: DataContext, request: Any, slices: bool) -> tuple[int, lis
     #    session id) are served; an incremental one (epoch > 0) names a session we never made.
     session_epoch = int(get(request, "session_epoch", -1))
     if session_epoch not in (0, -1):
-        return DataError.FETCH_SESSION_ID_NOT_FOUND, []
+        return ErrorCode.FETCH_SESSION_ID_NOT_FOUND, []
 
     # 2. Read; wait for more while below min_bytes; read again. Long polls wake on the
     #    appends that ring a watched partition, never by polling.
@@ -159,7 +160,7 @@ async def _fetch(ctx: DataContext, request: Any, slices: bool) -> tuple[int, lis
         topics, size, errors = _read(ctx, request, slices)
         if (size >= int(request.min_bytes) or errors or ctx.watch.closed
                 or loop.time() >= deadline or not keys):
-            return DataError.NONE, topics
+            return ErrorCode.NONE, topics
         _close_slices(topics)
         await ctx.watch.wait(keys, deadline - loop.time())
 
@@ -227,8 +228,8 @@ def _read(ctx: DataContext, request: Any, slices: bool) -> tuple[list[FetchTopic
     for topic in request.topics:
         name = _topic_name(ctx, topic, names_by_id)
         topic_id = get(topic, "topic_id", None)
-        unknown = (DataError.UNKNOWN_TOPIC_ID if name is None and topic_id is not None
-                   else DataError.UNKNOWN_TOPIC_OR_PARTITION)
+        unknown = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic_id is not None
+                   else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         parts = []
         for p in topic.partitions:
             index = int(p.partition)
@@ -268,20 +269,20 @@ def _read(ctx: DataContext, request: Any, slices: bool) -> tuple[list[FetchTopic
                     records_end = (records.end_offset if isinstance(records, RecordsSlice)
                                    else _end_of(records, offset))
                     aborted = [(a.producer_id, a.first_offset) for a in state.aborted_between(offset, records_end)]
-                parts.append(FetchPartition(index, DataError.NONE, end, stable, start, aborted, records))
+                parts.append(FetchPartition(index, ErrorCode.NONE, end, stable, start, aborted, records))
             except TopicError:
-                parts.append(FetchPartition(index, DataError.UNKNOWN_TOPIC_OR_PARTITION))
+                parts.append(FetchPartition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
             except NOT_LEADER:
-                parts.append(FetchPartition(index, DataError.NOT_LEADER_OR_FOLLOWER))
+                parts.append(FetchPartition(index, ErrorCode.NOT_LEADER_OR_FOLLOWER))
                 errors = True
             except OffsetOutOfRangeError as exc:
                 log.debug("fetch: %s", exc)
-                parts.append(FetchPartition(index, DataError.OFFSET_OUT_OF_RANGE))
+                parts.append(FetchPartition(index, ErrorCode.OFFSET_OUT_OF_RANGE))
                 errors = True
             except StorageError as exc:
                 log.error("fetch from %s-%d failed in storage: %s", name, index, exc)
-                parts.append(FetchPartition(index, DataError.KAFKA_STORAGE_ERROR))
+                parts.append(FetchPartition(index, ErrorCode.KAFKA_STORAGE_ERROR))
                 errors = True
         topics.append(FetchTopic(name if name is not None else "", topic_id, parts))
     return topics, total, errors

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgroup.broker.data.context import NOT_LEADER, DataContext, DataError, log, per_partition
+from kgroup.broker.data.context import NOT_LEADER, DataContext, log, per_partition
 from kgroup.wire.kio_build import build, get
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import NotOwnedError, TopicError
 from kgroup.wire import RequestHeader, WireError, response_class
 from kgroup.wire import record_batch
+from kgroup.error_codes import ErrorCode
 
 LATEST = -1
 EARLIEST = -2
@@ -103,15 +104,15 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
                 offset, timestamp = committed_lookup(ctx, (topic, index), plog, int(p.timestamp))
             else:
                 offset, timestamp = lookup(plog, int(p.timestamp))
-            return dict(partition_index=index, error_code=DataError.NONE, timestamp=timestamp, offset=offset,
+            return dict(partition_index=index, error_code=ErrorCode.NONE, timestamp=timestamp, offset=offset,
                         leader_epoch=0)
         except TopicError:
-            code = DataError.UNKNOWN_TOPIC_OR_PARTITION
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         except NOT_LEADER:
-            code = DataError.NOT_LEADER_OR_FOLLOWER
+            code = ErrorCode.NOT_LEADER_OR_FOLLOWER
         except StorageError as exc:
             log.error("list offsets of %s-%d failed in storage: %s", topic, index, exc)
-            code = DataError.KAFKA_STORAGE_ERROR
+            code = ErrorCode.KAFKA_STORAGE_ERROR
         return dict(partition_index=index, error_code=code, timestamp=-1, offset=-1, leader_epoch=-1)
 
     cls = response_class(header.api_key, header.api_version)

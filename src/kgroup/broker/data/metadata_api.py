@@ -27,12 +27,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kgroup.broker.data.context import DataContext, DataError, log
+from kgroup.broker.data.context import DataContext, log
 from kgroup.broker.internal_topics import is_internal
 from kgroup.wire.kio_build import build, get, item
 from kgroup.storage import StorageError, TopicExistsError, TopicMeta
 from kgroup.storage.data_dir import check_topic_name
 from kgroup.wire import RequestHeader, response_class
+from kgroup.error_codes import ErrorCode
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -51,13 +52,13 @@ def _by_name(ctx: DataContext, name: str, allow_auto: bool, topic_ok: Callable[[
              topic_error: Callable[..., Any], created: list[str]) -> Any:
     """A topic asked for by name: known, refused, or auto-created (added to `created`)."""
     if not legal_topic_name(name):
-        return topic_error(DataError.INVALID_TOPIC_EXCEPTION, name)
+        return topic_error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
     known = ctx.data.topics().get(name)
     if known is not None:
         return topic_ok(known)
     if not allow_auto or is_internal(name):
         # Internal topics are the broker's to create (group_events may be off).
-        return topic_error(DataError.UNKNOWN_TOPIC_OR_PARTITION, name)
+        return topic_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
     try:
         meta = ctx.data.create_topic(name, ctx.config.default_partitions)
     except TopicExistsError:
@@ -65,7 +66,7 @@ def _by_name(ctx: DataContext, name: str, allow_auto: bool, topic_ok: Callable[[
         return topic_ok(ctx.data.topic(name))
     except StorageError as exc:
         log.error("auto-creating topic %r failed: %s", name, exc)
-        return topic_error(DataError.KAFKA_STORAGE_ERROR, name)
+        return topic_error(ErrorCode.KAFKA_STORAGE_ERROR, name)
     log.info("auto-created topic %r with %d partitions", name, meta.partitions)
     created.append(name)
     return topic_ok(meta)
@@ -82,17 +83,17 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
     def partition(meta: TopicMeta, p: int) -> Any:
         leader = cluster.leader(meta.slots[p]) if p < len(meta.slots) else None
         if leader is None:
-            return build(part_cls, error_code=DataError.LEADER_NOT_AVAILABLE, partition_index=p,
+            return build(part_cls, error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p,
                          leader_id=-1, leader_epoch=0, replica_nodes=(), isr_nodes=(), offline_replicas=())
-        return build(part_cls, error_code=DataError.NONE, partition_index=p, leader_id=leader,
+        return build(part_cls, error_code=ErrorCode.NONE, partition_index=p, leader_id=leader,
                      leader_epoch=0, replica_nodes=(leader,), isr_nodes=(leader,), offline_replicas=())
 
     def topic_ok(meta: TopicMeta) -> Any:
         parts = tuple(partition(meta, p) for p in range(meta.partitions))
-        return build(topic_cls, error_code=DataError.NONE, name=meta.name,
+        return build(topic_cls, error_code=ErrorCode.NONE, name=meta.name,
                      topic_id=meta.topic_id, is_internal=is_internal(meta.name), partitions=parts)
 
-    def topic_error(code: DataError, name: str | None, topic_id: uuid.UUID | None = None) -> Any:
+    def topic_error(code: ErrorCode, name: str | None, topic_id: uuid.UUID | None = None) -> Any:
         return build(topic_cls, error_code=code, name=name, topic_id=topic_id or ZERO_UUID,
                      is_internal=is_internal(name), partitions=())
 
@@ -113,12 +114,12 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
             # 2. By id when no name is given: v12+. Before, a response topic needs a name
             #    and Kafka refuses the request topic as INVALID_REQUEST with name "".
             if name is None and header.api_version < 12:
-                topics.append(topic_error(DataError.INVALID_REQUEST, "", topic_id))
+                topics.append(topic_error(ErrorCode.INVALID_REQUEST, "", topic_id))
                 continue
             if name is None:
                 meta = by_id.get(topic_id) if topic_id is not None else None
                 topics.append(topic_ok(meta) if meta is not None
-                              else topic_error(DataError.UNKNOWN_TOPIC_ID, None, topic_id))
+                              else topic_error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id))
                 continue
             # 3. By name, auto-creating a legal unknown name when allowed.
             topics.append(_by_name(ctx, name, allow_auto, topic_ok, topic_error, created))
@@ -128,7 +129,7 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
     brokers = tuple(build(broker_cls, node_id=n, host=h, port=p, rack=None)
                     for n, (h, p) in sorted(nodes.items()))
     response = build(cls, throttle_time=0, brokers=brokers, cluster_id=ctx.config.cluster_id,
-                     controller_id=min(nodes), topics=tuple(topics), error_code=DataError.NONE)
+                     controller_id=min(nodes), topics=tuple(topics), error_code=ErrorCode.NONE)
     return response, created
 
 
@@ -148,12 +149,12 @@ def describe_cluster(ctx: DataContext, header: RequestHeader, request: Any) -> A
     broker_cls = item(cls, "brokers")
     nodes = ctx.cluster.brokers()
     if int(get(request, "endpoint_type", _BROKERS_ENDPOINT)) != _BROKERS_ENDPOINT:
-        return build(cls, throttle_time=0, error_code=DataError.MISMATCHED_ENDPOINT_TYPE,
+        return build(cls, throttle_time=0, error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE,
                      error_message="The request was sent to an endpoint of type BROKER, but we wanted "
                      "an endpoint of type CONTROLLER", endpoint_type=_BROKERS_ENDPOINT,
                      cluster_id=ctx.config.cluster_id, controller_id=-1, brokers=(),
                      cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS)
-    return build(cls, throttle_time=0, error_code=DataError.NONE, error_message=None,
+    return build(cls, throttle_time=0, error_code=ErrorCode.NONE, error_message=None,
                  endpoint_type=_BROKERS_ENDPOINT, cluster_id=ctx.config.cluster_id, controller_id=min(nodes),
                  brokers=tuple(build(broker_cls, broker_id=n, host=h, port=p, rack=None, is_fenced=False)
                                for n, (h, p) in sorted(nodes.items())),

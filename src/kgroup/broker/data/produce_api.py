@@ -38,7 +38,7 @@ import asyncio
 import struct
 from typing import Any
 
-from kgroup.broker.data.context import NOT_LEADER, DataContext, DataError, log
+from kgroup.broker.data.context import NOT_LEADER, DataContext, log
 from kgroup.broker.internal_topics import is_internal
 from kgroup.broker.data.producer_states import batch_info
 from kgroup.core.transactions.producer_state import ProducerStateError
@@ -89,7 +89,7 @@ def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | Non
     # 1. The partition exists, and is not the broker's own: Kafka's ReplicaManager refuses
     #    client appends to an internal topic with InvalidTopicException.
     if is_internal(topic):
-        raise PartitionFailure(DataError.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
+        raise PartitionFailure(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
     try:
         try:
             meta = ctx.data.topic(topic)
@@ -99,10 +99,10 @@ def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | Non
             meta = ctx.data.topic(topic)
         plog = ctx.data.partition_log(topic, partition)
     except TopicError:
-        raise PartitionFailure(DataError.UNKNOWN_TOPIC_OR_PARTITION,
+        raise PartitionFailure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                f"unknown topic partition {topic}-{partition}") from None
     except NOT_LEADER:
-        raise PartitionFailure(DataError.NOT_LEADER_OR_FOLLOWER,
+        raise PartitionFailure(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                f"this node does not lead {topic}-{partition}") from None
     # 2. Every batch is well formed, magic 2.
     blob = bytes(records) if records is not None else b""
@@ -111,14 +111,14 @@ def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | Non
     except RecordError as exc:
         magic = wrong_magic(blob)
         if magic is not None:
-            raise PartitionFailure(DataError.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+            raise PartitionFailure(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
                                    f"record batch magic {magic}; only magic 2 is accepted") from None
-        raise PartitionFailure(DataError(exc.error_code), str(exc)) from None
+        raise PartitionFailure(ErrorCode(exc.error_code), str(exc)) from None
     # 3. No batch is larger than max.message.bytes.
     limit = max_message_bytes(ctx, meta.configs)
     for batch in batches:
         if len(batch.data) > limit:
-            raise PartitionFailure(DataError.MESSAGE_TOO_LARGE,
+            raise PartitionFailure(ErrorCode.MESSAGE_TOO_LARGE,
                                    f"record batch of {len(batch.data)} bytes exceeds max.message.bytes={limit}")
     return plog, batches
 
@@ -172,7 +172,7 @@ def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, 
     return base
 
 
-def _all_refused(cls: type, request: Any, answer: Any, code: DataError, message: str) -> Any:
+def _all_refused(cls: type, request: Any, answer: Any, code: ErrorCode, message: str) -> Any:
     """The response that fails every partition of the request with `code`."""
     topic_cls = item(cls, "responses")
     return build(cls, throttle_time=0, responses=tuple(
@@ -217,7 +217,7 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
     part_cls = item(topic_cls, "partition_responses")
     acks = int(request.acks)
 
-    def answer(index: int, code: DataError, base_offset: int = -1, log_start: int = -1,
+    def answer(index: int, code: ErrorCode, base_offset: int = -1, log_start: int = -1,
                message: str | None = None) -> Any:
         return build(part_cls, index=index, error_code=code, base_offset=base_offset,
                      log_append_time=None, log_start_offset=log_start, record_errors=(),
@@ -225,7 +225,7 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
 
     # 1. acks must be 0, 1 or -1; otherwise every partition fails.
     if acks not in (0, 1, -1):
-        return _all_refused(cls, request, answer, DataError.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1")
+        return _all_refused(cls, request, answer, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1")
 
     # 2. Validate and append each partition on its own.
     results: dict[tuple[int, int], Any] = {}
@@ -246,14 +246,14 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
                 results[(ti, pi)] = answer(p.index, exc.code, message=exc.message)
             except InvalidBatchError as exc:
                 log.warning("produce to %s-%d: storage refused a batch: %s", t.name, p.index, exc)
-                results[(ti, pi)] = answer(p.index, DataError.CORRUPT_MESSAGE, message=str(exc))
+                results[(ti, pi)] = answer(p.index, ErrorCode.CORRUPT_MESSAGE, message=str(exc))
             except NOT_LEADER as exc:
                 # Another node took the partition over under us (this node was paused).
                 ctx.cluster.fenced()
-                results[(ti, pi)] = answer(p.index, DataError.NOT_LEADER_OR_FOLLOWER, message=str(exc))
+                results[(ti, pi)] = answer(p.index, ErrorCode.NOT_LEADER_OR_FOLLOWER, message=str(exc))
             except StorageError as exc:
                 log.error("produce to %s-%d failed in storage: %s", t.name, p.index, exc)
-                results[(ti, pi)] = answer(p.index, DataError.KAFKA_STORAGE_ERROR, message=str(exc))
+                results[(ti, pi)] = answer(p.index, ErrorCode.KAFKA_STORAGE_ERROR, message=str(exc))
 
     # 3. Make the appends as durable as acks asks.
     failed, lost = await _make_durable(ctx, {id(plog): plog for _, _, plog, _ in appended}, acks)
@@ -264,11 +264,11 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
     for ti, pi, plog, base in appended:
         index = request.topic_data[ti].partition_data[pi].index
         if id(plog) in lost:
-            results[(ti, pi)] = answer(index, DataError.NOT_LEADER_OR_FOLLOWER, message=lost[id(plog)])
+            results[(ti, pi)] = answer(index, ErrorCode.NOT_LEADER_OR_FOLLOWER, message=lost[id(plog)])
         elif id(plog) in failed:
-            results[(ti, pi)] = answer(index, DataError.KAFKA_STORAGE_ERROR, message=failed[id(plog)])
+            results[(ti, pi)] = answer(index, ErrorCode.KAFKA_STORAGE_ERROR, message=failed[id(plog)])
         else:
-            results[(ti, pi)] = answer(index, DataError.NONE, base_offset=base,
+            results[(ti, pi)] = answer(index, ErrorCode.NONE, base_offset=base,
                                        log_start=plog.log_start_offset)
     return build(cls, throttle_time=0, responses=tuple(
         build(topic_cls, name=t.name, partition_responses=tuple(

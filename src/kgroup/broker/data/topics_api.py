@@ -34,20 +34,21 @@ from collections import Counter
 from typing import Any
 
 from kgroup.broker.data import topic_configs
-from kgroup.broker.data.context import DataContext, DataError, log
+from kgroup.broker.data.context import DataContext, log
 from kgroup.broker.internal_topics import internal_topic_problem, is_internal
 from kgroup.wire.kio_build import build, get, has, item
 from kgroup.broker.data.metadata_api import ZERO_UUID, legal_topic_name
 from kgroup.storage import StorageError
 from kgroup.storage.errors import StorageConfigError, TopicError, TopicExistsError
 from kgroup.wire import RequestHeader, response_class
+from kgroup.error_codes import ErrorCode
 
 CONFIG_SOURCE_DYNAMIC_TOPIC = 1
 CONFIG_SOURCE_DEFAULT = 5
 
 
 class TopicFailure(Exception):
-    def __init__(self, code: DataError, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -58,42 +59,42 @@ def _check_create(ctx: DataContext, topic: Any) -> tuple[int, dict[str, str]]:
     name = topic.name
     node = ctx.config.node_id
     if not legal_topic_name(name):
-        raise TopicFailure(DataError.INVALID_TOPIC_EXCEPTION, f"illegal topic name {name!r}: "
+        raise TopicFailure(ErrorCode.INVALID_TOPIC_EXCEPTION, f"illegal topic name {name!r}: "
                            "use 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'")
     if name in ctx.data.topics():
-        raise TopicFailure(DataError.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        raise TopicFailure(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     if is_internal(name):
-        raise TopicFailure(DataError.INVALID_REQUEST, internal_topic_problem(name, "created"))
+        raise TopicFailure(ErrorCode.INVALID_REQUEST, internal_topic_problem(name, "created"))
     num = int(topic.num_partitions)
     replication = int(topic.replication_factor)
     assignments = tuple(topic.assignments or ())
     if assignments:
         if num != -1 or replication != -1:
-            raise TopicFailure(DataError.INVALID_REQUEST, "both num_partitions/replication_factor "
+            raise TopicFailure(ErrorCode.INVALID_REQUEST, "both num_partitions/replication_factor "
                                "and manual partition assignment were given; use one or the other")
         indexes = sorted(int(a.partition_index) for a in assignments)
         if indexes != list(range(len(assignments))):
-            raise TopicFailure(DataError.INVALID_REPLICA_ASSIGNMENT,
+            raise TopicFailure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                f"partitions in the assignment must be 0..{len(assignments) - 1}, got {indexes}")
         for a in assignments:
             if [int(b) for b in a.broker_ids] != [node]:
-                raise TopicFailure(DataError.INVALID_REPLICA_ASSIGNMENT,
+                raise TopicFailure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                    f"partition {int(a.partition_index)} is assigned to brokers "
                                    f"{list(a.broker_ids)}; this cluster has only broker {node}")
         num = len(assignments)
     elif replication not in (-1, 1):
-        raise TopicFailure(DataError.INVALID_REPLICATION_FACTOR,
+        raise TopicFailure(ErrorCode.INVALID_REPLICATION_FACTOR,
                            f"Replication factor {replication} is larger than the number of "
                            f"available brokers (1); use 1 or -1")
     if num == -1:
         num = ctx.config.default_partitions
     if num <= 0:
-        raise TopicFailure(DataError.INVALID_PARTITIONS, f"Number of partitions must be larger than 0, got {num}.")
+        raise TopicFailure(ErrorCode.INVALID_PARTITIONS, f"Number of partitions must be larger than 0, got {num}.")
     try:
         configs = topic_configs.checked({c.name: c.value for c in (topic.configs or ())})
         ctx.data.default_log_config.with_topic_configs(configs)
     except (StorageConfigError, ValueError) as exc:
-        raise TopicFailure(DataError.INVALID_CONFIG, str(exc)) from None
+        raise TopicFailure(ErrorCode.INVALID_CONFIG, str(exc)) from None
     return num, configs
 
 
@@ -111,7 +112,7 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
         try:
             # 1. Check everything before touching storage.
             if counts[topic.name] > 1:
-                raise TopicFailure(DataError.INVALID_REQUEST,
+                raise TopicFailure(ErrorCode.INVALID_REQUEST,
                                    f"topic {topic.name!r} appears more than once in the request")
             num, configs = _check_create(ctx, topic)
             # 2. Create (unless only validating).
@@ -120,12 +121,12 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
                 try:
                     meta = ctx.data.create_topic(topic.name, num, configs)
                 except TopicExistsError:
-                    raise TopicFailure(DataError.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.") from None
+                    raise TopicFailure(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.") from None
                 except StorageConfigError as exc:
-                    raise TopicFailure(DataError.INVALID_CONFIG, str(exc)) from None
+                    raise TopicFailure(ErrorCode.INVALID_CONFIG, str(exc)) from None
                 except StorageError as exc:
                     log.error("creating topic %r failed: %s", topic.name, exc)
-                    raise TopicFailure(DataError.KAFKA_STORAGE_ERROR, str(exc)) from None
+                    raise TopicFailure(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from None
                 topic_id = meta.topic_id
                 changed = True
                 log.info("created topic %r with %d partitions", topic.name, num)
@@ -135,7 +136,7 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
                       config_source=CONFIG_SOURCE_DYNAMIC_TOPIC if d.from_topic else CONFIG_SOURCE_DEFAULT)
                 for d in topic_configs.describe(ctx.config, configs))
             results.append(build(result_cls, name=topic.name, topic_id=topic_id,
-                                 error_code=DataError.NONE, error_message=None,
+                                 error_code=ErrorCode.NONE, error_message=None,
                                  num_partitions=num, replication_factor=1, configs=shown))
         except TopicFailure as exc:
             results.append(build(result_cls, name=topic.name, topic_id=ZERO_UUID,
@@ -163,13 +164,13 @@ def delete_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
         if by_id:
             name = next((n for n, m in topics.items() if m.topic_id == topic_id), None)
         meta = topics.get(name) if name is not None else None
-        code, message = DataError.NONE, None
+        code, message = ErrorCode.NONE, None
         if meta is None:
-            code = DataError.UNKNOWN_TOPIC_ID if by_id else DataError.UNKNOWN_TOPIC_OR_PARTITION
+            code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             message = (f"unknown topic id {topic_id}" if by_id
                        else f"This server does not host this topic: {name!r}")
         elif is_internal(meta.name):
-            code, message = DataError.INVALID_TOPIC_EXCEPTION, internal_topic_problem(meta.name, "deleted")
+            code, message = ErrorCode.INVALID_TOPIC_EXCEPTION, internal_topic_problem(meta.name, "deleted")
         else:
             try:
                 ctx.data.delete_topic(meta.name)
@@ -177,7 +178,7 @@ def delete_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
                 log.info("deleted topic %r", meta.name)
             except StorageError as exc:
                 log.error("deleting topic %r failed: %s", meta.name, exc)
-                code, message = DataError.KAFKA_STORAGE_ERROR, str(exc)
+                code, message = ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
             # 2. Waiting fetches of its partitions answer now (with UNKNOWN_TOPIC...).
             for p in range(meta.partitions):
                 ctx.watch.ring((meta.name, p))
@@ -198,36 +199,36 @@ def create_partitions(ctx: DataContext, header: RequestHeader, request: Any) -> 
     changed = False
     results = []
     for topic in request.topics:
-        code, message = DataError.NONE, None
+        code, message = ErrorCode.NONE, None
         try:
             # 1. Checks.
             if counts[topic.name] > 1:
-                raise TopicFailure(DataError.INVALID_REQUEST,
+                raise TopicFailure(ErrorCode.INVALID_REQUEST,
                                    f"topic {topic.name!r} appears more than once in the request")
             meta = ctx.data.topics().get(topic.name)
             if meta is None:
-                raise TopicFailure(DataError.UNKNOWN_TOPIC_OR_PARTITION,
+                raise TopicFailure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                    f"The topic '{topic.name}' does not exist.")
             if is_internal(meta.name):
-                raise TopicFailure(DataError.INVALID_TOPIC_EXCEPTION,
+                raise TopicFailure(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                    internal_topic_problem(meta.name, "given partitions"))
             count = int(topic.count)
             if count < meta.partitions:
-                raise TopicFailure(DataError.INVALID_PARTITIONS,
+                raise TopicFailure(ErrorCode.INVALID_PARTITIONS,
                                    f"Topic currently has {meta.partitions} partitions, which is "
                                    f"higher than the requested {count}.")
             if count == meta.partitions:
-                raise TopicFailure(DataError.INVALID_PARTITIONS,
+                raise TopicFailure(ErrorCode.INVALID_PARTITIONS,
                                    f"Topic already has {meta.partitions} partitions.")
             if topic.assignments is not None:
                 new = count - meta.partitions
                 if len(topic.assignments) != new:
-                    raise TopicFailure(DataError.INVALID_REPLICA_ASSIGNMENT,
+                    raise TopicFailure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                        f"Increasing the number of partitions by {new} but "
                                        f"{len(topic.assignments)} assignments provided.")
                 for a in topic.assignments:
                     if [int(b) for b in a.broker_ids] != [node]:
-                        raise TopicFailure(DataError.INVALID_REPLICA_ASSIGNMENT,
+                        raise TopicFailure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                            f"assignment {list(a.broker_ids)} names brokers other "
                                            f"than this one ({node})")
             # 2. Grow.
@@ -235,10 +236,10 @@ def create_partitions(ctx: DataContext, header: RequestHeader, request: Any) -> 
                 try:
                     ctx.data.create_partitions(topic.name, count)
                 except TopicError as exc:
-                    raise TopicFailure(DataError.INVALID_PARTITIONS, str(exc)) from None
+                    raise TopicFailure(ErrorCode.INVALID_PARTITIONS, str(exc)) from None
                 except StorageError as exc:
                     log.error("growing topic %r failed: %s", topic.name, exc)
-                    raise TopicFailure(DataError.KAFKA_STORAGE_ERROR, str(exc)) from None
+                    raise TopicFailure(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from None
                 changed = True
                 log.info("topic %r now has %d partitions", topic.name, count)
         except TopicFailure as exc:

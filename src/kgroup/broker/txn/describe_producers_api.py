@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgroup.broker.data.context import DataContext, DataError, log
+from kgroup.broker.data.context import DataContext, log
 from kgroup.storage import StorageError
 from kgroup.storage.errors import TopicError
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, item
+from kgroup.error_codes import ErrorCode
 
 
 def describe_producers(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
@@ -32,15 +33,15 @@ def describe_producers(ctx: DataContext, header: RequestHeader, request: Any) ->
                 plog = ctx.data.partition_log(topic.name, index)
                 active = ctx.producers.of((topic.name, index), plog).active()
             except TopicError:
-                parts.append(build(part_cls, partition_index=index, error_code=DataError.UNKNOWN_TOPIC_OR_PARTITION,
+                parts.append(build(part_cls, partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                    error_message=f"unknown partition {topic.name}-{index}", active_producers=()))
                 continue
             except StorageError as exc:
                 log.error("describe producers of %s-%d failed in storage: %s", topic.name, index, exc)
-                parts.append(build(part_cls, partition_index=index, error_code=DataError.KAFKA_STORAGE_ERROR,
+                parts.append(build(part_cls, partition_index=index, error_code=ErrorCode.KAFKA_STORAGE_ERROR,
                                    error_message=str(exc), active_producers=()))
                 continue
-            parts.append(build(part_cls, partition_index=index, error_code=DataError.NONE, error_message=None,
+            parts.append(build(part_cls, partition_index=index, error_code=ErrorCode.NONE, error_message=None,
                                active_producers=tuple(
                                    build(producer_cls, producer_id=p.producer_id, producer_epoch=p.epoch,
                                          last_sequence=p.last_sequence, last_timestamp=p.last_timestamp,
