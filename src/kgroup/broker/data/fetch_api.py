@@ -39,10 +39,10 @@ anything is read, and the connection re-checks ownership before the answer goes 
 from __future__ import annotations
 
 import asyncio
-import struct
 import uuid
 from typing import Any
 
+from kgroup.batch_layout import BASE_AND_LENGTH, LAST_OFFSET_DELTA, LAST_OFFSET_DELTA_AT, LOG_OVERHEAD
 from kgroup.broker.data.context import NOT_LEADER, DataContext, PartitionKey, log
 from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.storage import StorageError
@@ -54,23 +54,21 @@ from kgroup.error_codes import ErrorCode
 
 INT32_MAX = 2**31 - 1
 READ_COMMITTED = 1
-_BASE_LENGTH = struct.Struct(">qi")
-_LAST_DELTA = struct.Struct(">i")
-_UP_TO_LAST_DELTA = 27
+_UP_TO_LAST_DELTA = LAST_OFFSET_DELTA_AT + LAST_OFFSET_DELTA.size
 
 
 def _end_of(records: bytes, offset: int) -> int:
     """The offset after the last batch in a Fetch records blob (`offset` when empty): its
-    base offset (bytes 0-8) plus its lastOffsetDelta (bytes 23-27) plus one; batches are
-    walked by their length (bytes 8-12, counting what follows it)."""
+    base offset plus its lastOffsetDelta plus one; batches are walked by their length
+    (kgroup/batch_layout.py)."""
     pos, last = 0, -1
     while pos + _UP_TO_LAST_DELTA <= len(records):
         last = pos
-        pos += 12 + _BASE_LENGTH.unpack_from(records, pos)[1]
+        pos += LOG_OVERHEAD + BASE_AND_LENGTH.unpack_from(records, pos)[1]
     if last < 0:
         return offset
-    base = _BASE_LENGTH.unpack_from(records, last)[0]
-    return base + _LAST_DELTA.unpack_from(records, last + 23)[0] + 1
+    base = BASE_AND_LENGTH.unpack_from(records, last)[0]
+    return base + LAST_OFFSET_DELTA.unpack_from(records, last + LAST_OFFSET_DELTA_AT)[0] + 1
 
 
 class FetchAnswer:

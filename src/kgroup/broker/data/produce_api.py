@@ -35,9 +35,9 @@ acks=-1 waits for the fsync policy (`Durability.durable`).
 from __future__ import annotations
 
 import asyncio
-import struct
 from typing import Any
 
+from kgroup.batch_layout import LENGTH, LENGTH_AT, LOG_OVERHEAD, MAGIC, MAGIC_AT
 from kgroup.broker.data.context import NOT_LEADER, DataContext, log
 from kgroup.broker.internal_topics import is_internal
 from kgroup.broker.data.producer_states import batch_info
@@ -47,21 +47,18 @@ from kgroup.wire.kio_build import build, get, item
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import InvalidBatchError, TopicError
 from kgroup.wire import RecordError, RequestHeader, response_class
-from kgroup.wire.record_batch import MAGIC, RecordBatch, validate_produce
-
-_LENGTH = struct.Struct(">i")
-
+from kgroup.wire.record_batch import RecordBatch, validate_produce
 
 def wrong_magic(blob: bytes) -> int | None:
     """The first magic byte other than 2 found while walking the batch framing, or None."""
     pos = 0
-    while pos + 17 <= len(blob):
-        if blob[pos + 16] != MAGIC:
-            return blob[pos + 16]
-        (length,) = _LENGTH.unpack_from(blob, pos + 8)
+    while pos + MAGIC_AT < len(blob):
+        if blob[pos + MAGIC_AT] != MAGIC:
+            return blob[pos + MAGIC_AT]
+        (length,) = LENGTH.unpack_from(blob, pos + LENGTH_AT)
         if length <= 0:
             return None
-        pos += 12 + length
+        pos += LOG_OVERHEAD + length
     return None
 
 

@@ -40,11 +40,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
 import uuid
 from typing import Any, Iterable
 
+from kgroup.batch_layout import (
+    ATTRIBUTES_AND_LAST_DELTA,
+    ATTRIBUTES_AT,
+    BASE_AND_LENGTH,
+    CONTROL_BIT,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+)
 from kgroup.broker.data.context import NOT_LEADER, ArrivalWatch, ClusterView
 from kgroup.broker.share.share_state import ShareStateStore
 from kgroup.core.errors import ErrorCode, GroupError
@@ -52,7 +59,6 @@ from kgroup.core.records import ShareStateValue
 from kgroup.core.share_partition import AckBatch, AcquiredRange, LogBatch, RecordState, SharePartition
 from kgroup.core.share_sessions import FINAL_EPOCH, OPEN_EPOCH, SharePartitionId, ShareSession, ShareSessions
 from kgroup.storage import DataDir, StorageError
-from kgroup.storage.batch_header import HEADER_SIZE, LOG_OVERHEAD
 from kgroup.storage.errors import TopicError
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, item, ms
@@ -60,9 +66,6 @@ from kgroup.wire.kio_build import build, item, ms
 log = logging.getLogger("kgroup.broker.share")
 
 DEFAULT_MAX_RECORDS = 500
-_BATCH_HEAD = struct.Struct(">qi")          # baseOffset, batchLength
-_ATTRS_LAST = struct.Struct(">hi")          # attributes, lastOffsetDelta (at byte 21)
-_CONTROL = 0x20
 
 ShareKey = tuple[str, str, int]             # (group id, topic id, partition)
 
@@ -84,12 +87,12 @@ def _batches(raw: bytes) -> list[tuple[int, int, LogBatch]]:
     out = []
     pos, n = 0, len(raw)
     while pos + HEADER_SIZE <= n:
-        base, length = _BATCH_HEAD.unpack_from(raw, pos)
+        base, length = BASE_AND_LENGTH.unpack_from(raw, pos)
         size = length + LOG_OVERHEAD
         if pos + size > n:
             break
-        attrs, last_delta = _ATTRS_LAST.unpack_from(raw, pos + 21)
-        out.append((pos, size, LogBatch(base, base + last_delta, bool(attrs & _CONTROL))))
+        attrs, last_delta = ATTRIBUTES_AND_LAST_DELTA.unpack_from(raw, pos + ATTRIBUTES_AT)
+        out.append((pos, size, LogBatch(base, base + last_delta, bool(attrs & CONTROL_BIT))))
         pos += size
     return out
 
