@@ -15,7 +15,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from kgroup.client.cluster import Cluster, request_fields
+from kgroup.client.cluster import ClusterClient, request_fields
 from kgroup.wire.api_keys import ApiKey
 from tests.integration.clients import create_topic, wait_for
 
@@ -167,7 +167,7 @@ class RawShareClient:
     def __init__(self, bootstrap: str, topic: str, group: str) -> None:
         self.topic = topic
         self.group = group
-        self.cluster = Cluster(bootstrap, client_id="raw-share")
+        self.cluster = ClusterClient(bootstrap, client_id="raw-share")
         self.conn = None
         self.topic_id = ""
 

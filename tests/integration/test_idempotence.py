@@ -86,14 +86,14 @@ def test_without_idempotence_the_same_lost_answers_store_duplicates(dropper):
 
 def test_kip98_sequence_state_survives_kill_9_of_the_broker(tmp_path):
     """The same batch sent before and after a kill -9 is stored once; a gap is still refused."""
-    from kgroup.client.cluster import Cluster, request_fields
+    from kgroup.client.cluster import ClusterClient, request_fields
     from kgroup.wire.record_batch import build_batch
     from kgroup.wire.api_keys import ApiKey
 
     broker = BrokerProcess(tmp_path / "data").start()
 
     async def send(records: bytes) -> tuple[int, int]:
-        cluster = Cluster(broker.bootstrap)
+        cluster = ClusterClient(broker.bootstrap)
         try:
             conn = await cluster.connect()
             resp = await cluster.request(conn, ApiKey.PRODUCE, request_fields(
@@ -105,7 +105,7 @@ def test_kip98_sequence_state_survives_kill_9_of_the_broker(tmp_path):
             await cluster.close()
 
     async def producer_id() -> int:
-        cluster = Cluster(broker.bootstrap)
+        cluster = ClusterClient(broker.bootstrap)
         try:
             await cluster.topic("survive", auto_create=True)
             resp = await cluster.request_any(ApiKey.INIT_PRODUCER_ID, request_fields(

@@ -149,3 +149,40 @@ def test_the_plugin_loader_stands_on_the_pure_layers_only() -> None:
     # the pure assignors registry, and reaches no other kgroup layer.
     names = [n for n in _imports(SRC / "plugins.py") if n.startswith("kgroup.")]
     assert names and all(n.split(".")[1] == "assignors" for n in names), names
+
+
+# One name per thing: a class name means one class in the whole package (a reader who meets
+# `Cluster` or `Membership` should not have to ask which layer's), and no module takes another
+# module's private names (what one module needs from another is public there).
+def _classes() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(str(path.relative_to(SRC)))
+    return found
+
+
+def test_no_class_name_is_defined_twice() -> None:
+    twice = {name: where for name, where in _classes().items() if len(where) > 1}
+    assert not twice, f"class names defined in more than one module: {twice}"
+
+
+def _private_imports(path: Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith("kgroup")):
+            names += [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    return names
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_module_imports_another_modules_private_names(path: Path) -> None:
+    names = _private_imports(path)
+    assert not names, f"{path.relative_to(SRC)} imports private names {names}: make them public where they live"
+
+
+def test_the_name_checks_can_fail(tmp_path: Path) -> None:
+    sample = tmp_path / "bad.py"
+    sample.write_text("from .commands import _log_end, table\nfrom kgroup.x import _y as y\n")
+    assert _private_imports(sample) == ["_log_end", "_y"]

@@ -57,7 +57,7 @@ from kgroup.broker.txn.describe_producers_api import ProducersApi
 from kgroup.broker.txn.txn_api import TxnApi, verify
 from kgroup.broker.txn.txn_markers import TxnMarkerChannel
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
-from kgroup.storage.data_dir import Membership
+from kgroup.storage.data_dir import NodeMembership
 from kgroup.storage.group_hash import partition_for_group
 
 log = logging.getLogger("kgroup.broker")
@@ -90,7 +90,7 @@ class Node:
             metadata_partitions=cfg.metadata_partitions,
             log_config=LogConfig(segment_bytes=cfg.log_segment_bytes, retention_bytes=cfg.log_retention_bytes,
                                  retention_ms=cfg.log_retention_ms),
-            membership=Membership(tuple(nodes), cfg.node_id, exclusive=not cfg.cluster),
+            membership=NodeMembership(tuple(nodes), cfg.node_id, exclusive=not cfg.cluster),
             bound_topics=frozenset({GROUP_EVENTS_TOPIC}),
         )
         self.durability.start()

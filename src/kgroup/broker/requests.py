@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kgroup.broker.apis import Routes
-from kgroup.broker.control.faults import Action, Faults
+from kgroup.broker.control.faults import FaultAction, Faults
 from kgroup.broker.data.fetch_api import FetchAnswer
 from kgroup.broker.groups.shard import now_ms
 from kgroup.broker.observe.request_stats import RequestStats
@@ -174,7 +174,7 @@ class RequestPath:
             return _SERVE
         return await self.fault(action, header, request)
 
-    async def fault(self, action: Action, header: Any, request: Any) -> Any:
+    async def fault(self, action: FaultAction, header: Any, request: Any) -> Any:
         """Do what an armed fault says to this request: wait, then answer it with an error,
         close the connection, or (only a delay) hand it back to be served (`_SERVE`)."""
         log.info("fault %s: api %d v%d from client %r: %s", action.fault_id, header.api_key, header.api_version,

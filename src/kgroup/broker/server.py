@@ -48,7 +48,7 @@ TLS_HANDSHAKE_TIMEOUT_S = 10.0
 HAND_OVER_TIMEOUT_S = 10.0
 
 
-class Broker:
+class Server:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.servers: list[asyncio.AbstractServer] = []
@@ -346,7 +346,7 @@ class _OwnershipLost(Exception):
 # ---- entry point --------------------------------------------------------------------------
 
 async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> int:
-    broker = Broker(config)
+    broker = Server(config)
     await broker.start()
     loop = asyncio.get_running_loop()
     for sig, stop in ((signal.SIGTERM, broker.request_stop), (signal.SIGINT, broker.interrupt)):

@@ -33,7 +33,7 @@ from kgroup.client.errors import BrokerError, UnsupportedApi
 from kgroup.error_codes import ErrorCode
 from kgroup.storage.group_hash import partition_for_group
 
-from .commands import _log_end
+from .commands import log_end_offsets
 from .errors import CliError
 
 EVENTS_TOPIC = "__kgroup_events"
@@ -114,7 +114,7 @@ async def fetch_group(admin: AdminClient, group: str) -> GroupSnapshot | None:
                 owners[tp] = m.client_id or m.member_id
         snap.members.append(MemberRow(m.member_id, m.client_id, m.client_host, m.group_instance_id, parts))
     keys = set(committed) | set(owners)
-    ends = await _log_end(admin, {t for t, _ in keys})
+    ends = await log_end_offsets(admin, {t for t, _ in keys})
     snap.partitions = [PartitionRow(t, p, owners.get((t, p)), committed.get((t, p)), ends.get((t, p)))
                        for t, p in sorted(keys)]
     return snap

@@ -1,13 +1,13 @@
 """A small asyncio admin client: topics, groups, offsets, and a simple produce/fetch.
 
-How this works: ``AdminClient`` is a set of admin operations over a ``Cluster``
+How this works: ``AdminClient`` is a set of admin operations over a ``ClusterClient``
 (``client/cluster.py``: connections, metadata, leaders, coordinators and the retries when
 they move). Partition requests (Produce, Fetch, ListOffsets) go to the partition leaders,
 group requests to the group's coordinator, topic changes to the controller. A coordinator
 that moves or loads and a leader that moves are followed until the request timeout; every
 other non-zero error code is raised as a ``BrokerError`` carrying its Kafka code.
 
-An ``AdminClient`` makes its own ``Cluster`` from a bootstrap list, or works over one it is
+An ``AdminClient`` makes its own ``ClusterClient`` from a bootstrap list, or works over one it is
 given (the consumer's), which it then leaves open on ``close``.
 """
 
@@ -24,7 +24,7 @@ from kgroup.wire.api_keys import ApiKey
 
 from .cluster import (
     BrokerInfo,
-    Cluster,
+    ClusterClient,
     ClusterMetadata,
     Recovery,
     Route,
@@ -159,12 +159,12 @@ class AdminClient(SecurityAdmin):
         *,
         client_id: str = "kgroup-cli",
         timeout: float = DEFAULT_TIMEOUT,
-        cluster: Cluster | None = None,
+        cluster: ClusterClient | None = None,
         config: Mapping[str, Any] | None = None,
     ) -> None:
         self._owns_cluster = cluster is None
         security = ClientSecurity.from_settings(config) if config else None
-        self.cluster = cluster or Cluster(bootstrap, client_id=client_id, timeout=timeout, security=security)
+        self.cluster = cluster or ClusterClient(bootstrap, client_id=client_id, timeout=timeout, security=security)
         # ListTransactions, DescribeTransactions, DescribeProducers (transactions_admin.py).
         self.transactions = TransactionAdmin(self.cluster)
 

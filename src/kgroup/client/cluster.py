@@ -1,6 +1,6 @@
 """The client's view of one Kafka cluster: connections, metadata, leaders, coordinators, retries.
 
-How this works: a ``Cluster`` starts from a bootstrap list and keeps
+How this works: a ``ClusterClient`` starts from a bootstrap list and keeps
 
 - one ``Connection`` per broker address, opened on first use, shared by every request to
   that broker (pipelined) and opened again when it died;
@@ -61,7 +61,7 @@ from .errors import BrokerError, KafkaClientError, KafkaConnectionError, Request
 __all__ = [
     "Backoff",
     "BrokerInfo",
-    "Cluster",
+    "ClusterClient",
     "ClusterMetadata",
     "MovedError",
     "PartitionInfo",
@@ -304,7 +304,7 @@ class Retries:
 OpenConnection = Callable[[str, int, str, float], Awaitable[Connection]]
 
 
-class Cluster:
+class ClusterClient:
     """Connections, metadata, leaders and coordinators of one cluster; see the module comment.
 
     ``security`` (TLS, SASL) applies to every connection. ``open_connection``, ``sleep`` and

@@ -30,7 +30,7 @@ from kgroup.error_codes import ErrorCode
 from kgroup.wire import record_batch
 from kgroup.wire.api_keys import ApiKey
 
-from .cluster import Cluster, build_request
+from .cluster import ClusterClient, build_request
 from .errors import KafkaClientError
 from .records import ConsumerRecord, TopicPartition
 
@@ -51,7 +51,7 @@ class PartitionState:
 class Fetcher:
     """Fetches assigned partitions ahead of the user; see the module comment."""
 
-    def __init__(self, cluster: Cluster, settings: dict[str, Any],
+    def __init__(self, cluster: ClusterClient, settings: dict[str, Any],
                  resolve: Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition, int]]]
                  ) -> None:
         self.cluster = cluster

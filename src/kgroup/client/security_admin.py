@@ -22,7 +22,7 @@ from .cluster import request_fields
 from .errors import BrokerError
 
 if TYPE_CHECKING:
-    from .cluster import Cluster
+    from .cluster import ClusterClient
 
 SALT_BYTES = 32
 
@@ -41,7 +41,7 @@ def _binding(resource_type: int, name: str, pattern: int, acl: Any) -> AclBindin
 class SecurityAdmin:
     """ACL and SCRAM credential calls of ``AdminClient`` (see the module comment)."""
 
-    cluster: Cluster
+    cluster: ClusterClient
 
     async def _any(self, api_key: int, body: Any) -> Any:
         conn = await self.cluster.connect()

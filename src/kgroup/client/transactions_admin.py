@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kgroup.wire.api_keys import ApiKey
 
-from .cluster import BrokerInfo, Cluster, request_fields, transaction_key
+from .cluster import BrokerInfo, ClusterClient, request_fields, transaction_key
 from .errors import BrokerError
 
 
@@ -48,9 +48,9 @@ class ProducerState:
 
 
 class TransactionAdmin:
-    """Transaction admin over a ``Cluster`` (``AdminClient.transactions``)."""
+    """Transaction admin over a ``ClusterClient`` (``AdminClient.transactions``)."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: ClusterClient) -> None:
         self.cluster = cluster
 
     async def list(self, states: Sequence[str] = (), producer_ids: Sequence[int] = (),

@@ -16,7 +16,7 @@ from kgroup.broker.cluster.ownership import (
     UnitHooks,
     UnitState,
 )
-from kgroup.storage.data_dir import DataDir, Membership
+from kgroup.storage.data_dir import DataDir, NodeMembership
 
 NODES = (0, 1, 2)
 TIMEOUT = 3000
@@ -36,7 +36,7 @@ class Node:
 
     def __init__(self, path: Path, me: int, clock: Clock) -> None:
         Node.opened.append(self)
-        self.data = DataDir(path, metadata_partitions=M, membership=Membership(NODES, me, exclusive=False))
+        self.data = DataDir(path, metadata_partitions=M, membership=NodeMembership(NODES, me, exclusive=False))
         self.opened: list[int] = []
         self.lost: list[int] = []
         self.released: list[int] = []

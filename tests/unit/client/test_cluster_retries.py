@@ -1,7 +1,7 @@
 """The cluster layer's decisions when coordinators and leaders move: which error retries
 where, how long it backs off, what it asks again. Scripted brokers, a manual clock, no sleep.
 
-``Brokers`` plays a three-broker cluster behind ``Cluster``'s ``open_connection``: each
+``Brokers`` plays a three-broker cluster behind ``ClusterClient``'s ``open_connection``: each
 broker answers like Kafka's (NOT_COORDINATOR when it does not coordinate the group,
 NOT_LEADER_OR_FOLLOWER for a partition it does not lead), can be down (connection refused),
 and can be given error codes to answer first.
@@ -17,7 +17,7 @@ import pytest
 from kgroup.client.admin import AdminClient
 from kgroup.client.cluster import (
     Backoff,
-    Cluster,
+    ClusterClient,
     MovedError,
     Recovery,
     Retries,
@@ -102,8 +102,8 @@ class Brokers:
         self.now = 0.0
         self.slept: list[float] = []
 
-    def cluster(self, bootstrap: str = "b:9001", timeout: float = 5.0) -> Cluster:
-        return Cluster(bootstrap, timeout=timeout, backoff=Backoff(100, 1_000),
+    def cluster(self, bootstrap: str = "b:9001", timeout: float = 5.0) -> ClusterClient:
+        return ClusterClient(bootstrap, timeout=timeout, backoff=Backoff(100, 1_000),
                        open_connection=self.open, sleep=self.sleep, clock=lambda: self.now)
 
     async def open(self, host: str, port: int, client_id: str, timeout: float) -> FakeConn:
@@ -192,7 +192,7 @@ def run(coro):
     return asyncio.run(coro)
 
 
-async def _group_call(cluster: Cluster, **kw):
+async def _group_call(cluster: ClusterClient, **kw):
     return await cluster.call_coordinator("g", ApiKey.OFFSET_FETCH, request_fields(groups=[]), **kw)
 
 

@@ -51,7 +51,7 @@ class PeerStatus(Enum):
 
 
 @dataclass(slots=True)
-class Peer:
+class PeerView:
     status: PeerStatus
     since_ms: int                 # monotonic ms when it entered this status
     incarnation: int | None = None
@@ -80,7 +80,7 @@ class Liveness:
         self.last_good_ms: int | None = None    # monotonic time of the last renewal not expelled
         self.leaving = False
         now = mono()
-        self.peers = {n: Peer(PeerStatus.DOWN, now) for n in self.nodes if n != me}
+        self.peers = {n: PeerView(PeerStatus.DOWN, now) for n in self.nodes if n != me}
         # Peers this node has seen LIVE at least once since it started.
         self.seen_live: set[int] = set()
 

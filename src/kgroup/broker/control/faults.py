@@ -152,7 +152,7 @@ class Fault:
 
 
 @dataclass(frozen=True, slots=True)
-class Action:
+class FaultAction:
     """What the request edge does to one request a fault matched."""
 
     fault_id: str
@@ -211,7 +211,7 @@ class Faults:
         self.armed = False
         return count
 
-    def hit(self, header: RequestHeader, request: Any) -> Action | None:
+    def hit(self, header: RequestHeader, request: Any) -> FaultAction | None:
         """The action for this request if an armed fault matches it (using one of its count)."""
         candidates = self._by_api.get(header.api_key)
         if not candidates:
@@ -230,7 +230,7 @@ class Faults:
             fault.remaining -= 1
             if fault.remaining <= 0:
                 self.remove(fault.id)
-            return Action(fault.id, spec.delay_ms, spec.error, spec.close_connection)
+            return FaultAction(fault.id, spec.delay_ms, spec.error, spec.close_connection)
         return None
 
     def _names(self, spec: FaultSpec, subjects: Any) -> bool:

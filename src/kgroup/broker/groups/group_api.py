@@ -409,7 +409,7 @@ class ConsumerGroupApi:
                          member_epoch=-1, heartbeat_interval=0, assignment=None)
         assignment = None
         if resp.assignment is not None:
-            asg_cls = _field_class(cls, "assignment")
+            asg_cls = field_class(cls, "assignment")
             tp_cls = item(asg_cls, "topic_partitions")
             assignment = build(asg_cls, topic_partitions=tuple(
                 build(tp_cls, topic_id=t, partitions=ps) for t, ps in _uuid_partitions(resp.assignment)))
@@ -421,7 +421,7 @@ class ConsumerGroupApi:
         cls = response_class(header.api_key, header.api_version)
         group_cls = item(cls, "groups")
         member_cls = item(group_cls, "members")
-        asg_cls = _field_class(member_cls, "assignment")
+        asg_cls = field_class(member_cls, "assignment")
         tp_cls = item(asg_cls, "topic_partitions")
 
         def assignment(partitions, names: dict[str, str]):
@@ -453,7 +453,7 @@ class ConsumerGroupApi:
         return build(cls, groups=tuple(groups))
 
 
-def _field_class(cls: type, name: str) -> type:
+def field_class(cls: type, name: str) -> type:
     """The entity class of a single (non-tuple, maybe optional) entity field."""
     import typing
 

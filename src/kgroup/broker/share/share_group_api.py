@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kgroup.broker.groups.group_api import NO_AUTHORIZED_OPERATIONS, GroupApi, _field_class
+from kgroup.broker.groups.group_api import NO_AUTHORIZED_OPERATIONS, GroupApi, field_class
 from kgroup.broker.share.share_fetch import ShareFetchService
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.share_messages import (
@@ -59,7 +59,7 @@ class ShareGroupApi:
             self.fetches.member_left(core_req.group_id, core_req.member_id)
         assignment = None
         if resp.assignment is not None:
-            asg_cls = _field_class(cls, "assignment")
+            asg_cls = field_class(cls, "assignment")
             tp_cls = item(asg_cls, "topic_partitions")
             assignment = build(asg_cls, topic_partitions=tuple(
                 build(tp_cls, topic_id=uuid.UUID(t), partitions=ps) for t, ps in resp.assignment))
@@ -73,7 +73,7 @@ class ShareGroupApi:
         cls = response_class(header.api_key, header.api_version)
         group_cls = item(cls, "groups")
         member_cls = item(group_cls, "members")
-        asg_cls = _field_class(member_cls, "assignment")
+        asg_cls = field_class(member_cls, "assignment")
         tp_cls = item(asg_cls, "topic_partitions")
         groups = []
         for group_id in req.group_ids:
