@@ -1,7 +1,7 @@
 """The pure layers (core, member, assignors) must not do I/O, read the clock, sleep or load
 plug-ins.
 
-DESIGN.md: they take `now_ms` and return results, so the same code runs in the broker, in a
+docs/architecture.md: they take `now_ms` and return results, so the same code runs in the broker, in a
 test with a manual clock, and in a Spark task. This test parses every module's imports (not
 just greps) so an aliased or nested import is caught too.
 """
@@ -85,7 +85,7 @@ def test_purity_check_catches_plugin_loading(tmp_path: Path) -> None:
         assert any(n.split(".")[0] in FORBIDDEN for n in _imports(sample)), source
 
 
-# DESIGN.md's layers: dependencies point down only. Each layer may import these kgroup layers.
+# docs/architecture.md's layers: dependencies point down only. Each layer may import these kgroup layers.
 ALLOWED_LAYERS = {
     "assignors": {"assignors"},
     "core": {"core", "assignors"},
