@@ -70,15 +70,12 @@ class RequestPath:
     def __init__(self, routes: Routes, gate: Callable[[], None], faults: Faults, security: Security,
                  topics: Callable[[], Any], node_id: int, stats: RequestStats, count: bool) -> None:
         self.routes = routes
-        self.handlers = routes.handlers
-        self.with_client_host = routes.with_client_host
-        self.with_connection = routes.with_connection
+        # What `handle` reads on every request, one attribute each.
+        self.handlers, self.with_client_host, self.with_connection = (
+            routes.handlers, routes.with_client_host, routes.with_connection)
         self.gate = gate              # the cluster's self-fencing check (cluster/ownership.py)
-        self.faults = faults
-        self.security = security
-        self.topics = topics
-        self.node_id = node_id
-        self.stats = stats
+        self.faults, self.security, self.topics = faults, security, topics
+        self.node_id, self.stats = node_id, stats
         # Per request: count it (console on) and/or log it (DEBUG); decided once at start,
         # so a broker doing neither pays two attribute tests per request.
         self.count = count
@@ -197,12 +194,11 @@ class RequestPath:
         """`handle` with SASL, authorization and the listener's address (module comment)."""
         decoded = self.decode(frame)
         if isinstance(decoded, bytes):
-            return decoded
+            return decoded                # the ApiVersions fallback, encoded already
+        faulted = await self.faulted(*decoded) if self.faults.armed else _SERVE
+        if faulted is not _SERVE:
+            return faulted
         header, request = decoded
-        if self.faults.armed:
-            faulted = await self.faulted(header, request)
-            if faulted is not _SERVE:
-                return faulted
         response = await self.secured_response(header, request, peer, connection)
         if self.count or self.debug:
             self.note_request(header, response, peer.client_host)

@@ -100,12 +100,9 @@ class Server:
         node = self.node
         self.console = Console(GroupViews(node.coordinators), node.observer, node.request_stats,
                                node.durability.fsync_seconds, node.end_offset)
-        try:
-            self.http_bound = await self.console.start(host, port)
-        except OSError as exc:
-            self._close_listeners()
-            raise ListenError(f"cannot listen for HTTP on {host}:{port}: {exc.strerror} — is something else "
-                              "listening there? Pick another --http-listen address.") from None
+        self.http_bound = await self._bind(self.console.start(host, port), lambda exc: (
+            f"cannot listen for HTTP on {host}:{port}: {exc.strerror} — is something else listening there? "
+            "Pick another --http-listen address."))
         log.info("web console and metrics on http://%s:%d/ (read-only)", *self.http_bound)
 
     async def _start_control(self, host: str, port: int) -> None:
@@ -116,16 +113,21 @@ class Server:
         cluster = ControlCluster(node.ownership, node.data, node.shard_for, self.config.nodes)
         self.control = ControlApi(node.faults, node.groups, node.group_watch, self.config.node_id, node.status,
                                   cluster)
-        try:
-            self.control_bound = await self.control.start(host, port)
-        except OSError as exc:
-            self._close_listeners()
-            raise ListenError(f"cannot listen on {host}:{port} for the control API: {exc.strerror}"
-                              " — pick another --control-listen address.") from None
+        self.control_bound = await self._bind(self.control.start(host, port), lambda exc: (
+            f"cannot listen on {host}:{port} for the control API: {exc.strerror} — pick another "
+            "--control-listen address."))
         if self.config.cluster:
             # Where the other nodes forward what lives here (control/control_cluster.py).
             publish_control_address(node.data.path, self.config.node_id, "%s:%d" % self.control_bound)
         log.info("control API listening on %s:%d", *self.control_bound)
+
+    async def _bind(self, start: Any, problem: Any) -> tuple[str, int]:
+        """Where an HTTP listener bound; ListenError (the Kafka listeners closed) if it cannot."""
+        try:
+            return await start
+        except OSError as exc:
+            self._close_listeners()
+            raise ListenError(problem(exc)) from None
 
     def _close_listeners(self) -> None:
         for server in self.servers:

@@ -7,20 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
-from kgroup.broker.security.authorization import (
-    CLUSTER,
-    GROUP,
-    TOPIC,
-    Access,
-    Admission,
-    Guard,
-    Refused,
-    TopicList,
-    admit_items,
-    error_for,
-    per_topic,
-    plain_refusal,
-)
+from kgroup.broker.security.authorization import (CLUSTER, GROUP, TOPIC, Access, Admission, Guard, Refused,
+    TopicList, admit_items, error_for, per_topic, plain_refusal)
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader
 from kgroup.wire.kio_build import build, item

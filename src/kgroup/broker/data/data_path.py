@@ -124,11 +124,7 @@ class DataPath:
 
     async def create_topics(self, header: RequestHeader, request: Any) -> Any:
         """CreateTopics."""
-        response, changed = topics_api.create_topics(self.ctx, header, request)
-        self._changed(changed)
-        if changed:
-            await self._leaders_for(t.name for t in request.topics)
-        return response
+        return await self._grown(topics_api.create_topics(self.ctx, header, request), request)
 
     async def delete_topics(self, header: RequestHeader, request: Any) -> Any:
         """DeleteTopics."""
@@ -138,7 +134,12 @@ class DataPath:
 
     async def create_partitions(self, header: RequestHeader, request: Any) -> Any:
         """CreatePartitions."""
-        response, changed = topics_api.create_partitions(self.ctx, header, request)
+        return await self._grown(topics_api.create_partitions(self.ctx, header, request), request)
+
+    async def _grown(self, answered: tuple[Any, bool], request: Any) -> Any:
+        """After topics were created or grown: tell the groups, and answer once every new
+        partition has a leader."""
+        response, changed = answered
         self._changed(changed)
         if changed:
             await self._leaders_for(t.name for t in request.topics)

@@ -9,21 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
-from kgroup.broker.security.authorization import (
-    CLUSTER,
-    TOPIC,
-    TRANSACTIONAL_ID,
-    Access,
-    Admission,
-    Guard,
-    Refused,
-    TopicList,
-    admit_items,
-    admit_topics,
-    all_partitions_refused,
-    per_topic,
-    topic_name_of,
-)
+from kgroup.broker.security.authorization import (CLUSTER, TOPIC, TRANSACTIONAL_ID, Access, Admission,
+    Refused, TopicList, admit_items, admit_topics, all_partitions_refused, per_topic, topic_name_of)
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader
 from kgroup.wire.kio_build import build, get, has, item

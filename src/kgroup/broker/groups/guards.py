@@ -8,24 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
-from kgroup.broker.security.authorization import (
-    CLUSTER,
-    GROUP,
-    TOPIC,
-    TRANSACTIONAL_ID,
-    Access,
-    Admission,
-    Guard,
-    Refused,
-    TopicList,
-    admit_items,
-    admit_topics,
-    all_partitions_refused,
-    error_for,
-    plain_refusal,
-    topic_name_of,
-    whole,
-)
+from kgroup.broker.security.authorization import (CLUSTER, GROUP, TOPIC, TRANSACTIONAL_ID, Access, Admission,
+    Guard, Refused, TopicList, admit_items, admit_topics, all_partitions_refused, error_for, plain_refusal,
+    topic_name_of, whole)
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader
 from kgroup.wire.kio_build import build, get, item

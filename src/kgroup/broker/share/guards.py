@@ -11,18 +11,8 @@ from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
 from kgroup.broker.groups.guards import consumer_group_describe, consumer_group_heartbeat, describe_group_offsets
-from kgroup.broker.security.authorization import (
-    GROUP,
-    TOPIC,
-    Access,
-    Admission,
-    Refused,
-    TopicList,
-    admit_items,
-    admit_topics,
-    cluster_guard,
-    plain_refusal,
-)
+from kgroup.broker.security.authorization import (GROUP, TOPIC, Access, Admission, Refused, TopicList,
+    admit_items, admit_topics, cluster_guard, plain_refusal)
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item

@@ -30,7 +30,6 @@ from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, item
 
 
-
 class ShareGroupApi:
     def __init__(self, groups: GroupApi, fetches: ShareFetchService) -> None:
         self.groups = groups

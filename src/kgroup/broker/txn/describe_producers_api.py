@@ -21,9 +21,8 @@ from kgroup.error_codes import ErrorCode
 
 def describe_producers(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
     cls = response_class(header.api_key, header.api_version)
-    topic_cls = item(cls, "topics")
-    part_cls = item(topic_cls, "partitions")
-    producer_cls = item(part_cls, "active_producers")
+    # The response's nested classes: topics, their partitions, their active producers.
+    topic_cls, part_cls, producer_cls = _nested(cls, "topics", "partitions", "active_producers")
     topics = []
     for topic in request.topics:
         parts = []
@@ -50,6 +49,15 @@ def describe_producers(ctx: DataContext, header: RequestHeader, request: Any) ->
                                    for p in active)))
         topics.append(build(topic_cls, name=topic.name, partitions=tuple(parts)))
     return build(cls, throttle_time=0, topics=tuple(topics))
+
+
+def _nested(cls: type, *fields: str) -> list[type]:
+    """The item classes of `cls`'s list field, of that class's, and so on."""
+    out = []
+    for name in fields:
+        cls = item(cls, name)
+        out.append(cls)
+    return out
 
 
 class ProducersApi:

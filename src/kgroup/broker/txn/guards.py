@@ -12,24 +12,9 @@ from typing import Any
 from kio.static.primitive import TZAware
 
 from kgroup.acl_bindings import AclOperation as Op
-from kgroup.broker.security.authorization import (
-    CLUSTER,
-    GROUP,
-    TOPIC,
-    TRANSACTIONAL_ID,
-    Access,
-    Admission,
-    Guard,
-    Refused,
-    TopicList,
-    admit_items,
-    admit_topics,
-    all_partitions_refused,
-    cluster_guard,
-    per_topic,
-    plain_refusal,
-    whole,
-)
+from kgroup.broker.security.authorization import (GROUP, TOPIC, TRANSACTIONAL_ID, Access, Admission, Refused,
+    TopicList, admit_items, admit_topics, all_partitions_refused, cluster_guard, per_topic, plain_refusal,
+    whole)
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item
