@@ -11,7 +11,7 @@ SPARK_STAMP := $(VENV)/.installed-spark
 NODE := $(shell command -v node 2>/dev/null)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: run test bench clean chromium tmux spark reference
+.PHONY: run test bench clean chromium tmux spark reference java-clients go-clients
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
@@ -64,12 +64,34 @@ $(REF_STAMP): reference/pom.xml
 
 reference: $(REF_STAMP)
 
+# The interop tests' programs (tests/interop): the Java worker of tests/java, compiled with
+# javac against the reference's Kafka 4.4 jars, and the Go programs of tests/go (franz-go,
+# sarama), built with the machine's Go from the modules go.mod/go.sum pin. Each is built once
+# (a stamp) and again only when a source changes; the tests call these targets themselves too.
+JAVA_SRC := $(wildcard tests/java/*.java)
+JAVA_STAMP := build/java/.compiled
+$(JAVA_STAMP): $(JAVA_SRC) $(REF_STAMP)
+	rm -rf build/java && mkdir -p build/java
+	javac -nowarn -encoding UTF-8 -d build/java -cp 'reference/lib/*' $(JAVA_SRC)
+	touch $(JAVA_STAMP)
+
+java-clients: $(JAVA_STAMP)
+
+GO_SRC := $(wildcard tests/go/*.go) tests/go/go.mod tests/go/go.sum
+GO_STAMP := build/go/.built
+$(GO_STAMP): $(GO_SRC)
+	mkdir -p build/go
+	cd tests/go && go build -trimpath -o ../../build/go/interop .
+	touch $(GO_STAMP)
+
+go-clients: $(GO_STAMP)
+
 # KGROUP_REQUIRE_REFERENCE=1: a reference test fails rather than skips if Kafka cannot run.
-test: $(STAMP) reference chromium tmux $(if $(NODE),$(NODE_STAMP))
+test: $(STAMP) reference java-clients go-clients chromium tmux $(if $(NODE),$(NODE_STAMP))
 	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
 
 clean:
-	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis node_modules reference/lib
+	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis node_modules reference/lib build/java build/go

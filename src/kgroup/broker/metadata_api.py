@@ -90,7 +90,10 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
             if name is None and header.api_version < 12:
                 topics.append(topic_error(DataError.INVALID_REQUEST, "", topic_id))
                 continue
-            if name is None:
+            # A non-zero id names the topic from v12, whatever the name says: the Java
+            # client asks by id with the name left "" (Kafka resolves such requests by id).
+            by_topic_id = header.api_version >= 12 and topic_id not in (None, ZERO_UUID)
+            if name is None or by_topic_id:
                 meta = by_id.get(topic_id) if topic_id is not None else None
                 topics.append(topic_ok(meta) if meta is not None
                               else topic_error(DataError.UNKNOWN_TOPIC_ID, None, topic_id))
