@@ -1,0 +1,87 @@
+"""Client processes the interop tests start and read: one JSON event a line on stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class EventProcess:
+    """A process printing JSON events; `events` holds them (each tagged with `name`)."""
+
+    def __init__(self, name: str, command: list[str], *, cwd: Path = ROOT, env: dict | None = None) -> None:
+        self.name = name
+        self.proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, **(env or {})})
+        self.events: list[dict] = []
+        self.stderr: list[str] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                event.setdefault("name", self.name)
+                with self._lock:
+                    self.events.append(event)
+
+    def _read_stderr(self) -> None:
+        for line in self.proc.stderr:
+            with self._lock:
+                self.stderr.append(line)
+
+    def of(self, kind: str) -> list[dict]:
+        with self._lock:
+            return [e for e in self.events if e.get("event") == kind]
+
+    def records(self) -> list[list]:
+        return [r for e in self.of("records") for r in e["records"]]
+
+    def owned(self) -> set[tuple[str, int]]:
+        owned: set = set()
+        with self._lock:
+            events = list(self.events)
+        for e in events:
+            if e.get("event") == "assigned":
+                owned |= {tuple(p) for p in e["partitions"]}
+            elif e.get("event") in ("revoked", "lost"):
+                owned -= {tuple(p) for p in e["partitions"]}
+        return owned
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM (the client closes cleanly) and wait; SIGKILL if it does not end."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def tail(self) -> str:
+        with self._lock:
+            return "".join(self.stderr[-30:])
+
+
+def member(client: str, protocol: str, bootstrap: str, group: str, topic: str) -> EventProcess:
+    """tests/interop/member_process.py: a confluent-kafka or kgroup consumer-group member."""
+    return EventProcess(client, [sys.executable, "-m", "tests.interop.member_process", client, protocol,
+                                 bootstrap, group, topic])
