@@ -92,7 +92,8 @@ class JavaWorker:
                     raise RuntimeError(f"the Java worker exited ({self.proc.returncode}):\n{self.log_tail()}")
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"the Java worker did not answer {op} within {timeout} s")
+                    raise TimeoutError(f"the Java worker did not answer {op} within {timeout} s; its log:\n"
+                                       f"{self.log_tail()}")
                 self._cond.wait(min(left, 1.0))
             reply = self._replies.pop(ident)
         if "error" in reply:

@@ -119,18 +119,20 @@ final class Tools {
                     failure[0] = t;
                 }
             }, "tool");
-            Exit.setExitProcedure((status, message) -> {
+            Exit.Procedure exit = (status, message) -> {
+                // The process would end here: keep what was printed so far, drop anything a
+                // catch block of the tool prints about the ToolExit on its way out.
                 if (exitStatus == null) {
                     exitStatus = status;
+                    System.out.flush();
+                    System.err.flush();
+                    OUT.target = OutputStream.nullOutputStream();
+                    ERR.target = OutputStream.nullOutputStream();
                 }
                 throw new ToolExit(status);
-            });
-            Exit.setHaltProcedure((status, message) -> {
-                if (exitStatus == null) {
-                    exitStatus = status;
-                }
-                throw new ToolExit(status);
-            });
+            };
+            Exit.setExitProcedure(exit);
+            Exit.setHaltProcedure(exit);
             OUT.target = out;
             ERR.target = err;
             IN.source = new ByteArrayInputStream(stdin);
@@ -153,7 +155,7 @@ final class Tools {
                 Exit.resetExitProcedure();
                 Exit.resetHaltProcedure();
             }
-            if (failure[0] != null) {
+            if (failure[0] != null && exitStatus == null) {
                 // An uncaught exception: the JVM would print it and exit with 1.
                 java.io.StringWriter trace = new java.io.StringWriter();
                 failure[0].printStackTrace(new java.io.PrintWriter(trace));

@@ -86,7 +86,9 @@ class ShareGroupApi:
                 d = DescribedShareGroup(group_id, exc.code)
             names = {tid: name for name, (tid, _) in self._topics(shard).items()}
             groups.append(build(
-                group_cls, error_code=d.error, error_message=None, group_id=d.group_id, group_state=d.state,
+                group_cls, error_code=d.error, group_id=d.group_id, group_state=d.state,
+                # Kafka's words, which kafka-share-groups.sh prints for an unknown group.
+                error_message=f"Group {d.group_id} not found." if d.error == ErrorCode.GROUP_ID_NOT_FOUND else None,
                 group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
                 authorized_operations=NO_AUTHORIZED_OPERATIONS,
                 members=tuple(build(
@@ -124,7 +126,10 @@ class ShareGroupApi:
             by_topic: dict[str, list] = {}
             for o in resp.offsets:
                 by_topic.setdefault(o.topic_id, []).append(build(
-                    part_cls, partition_index=o.partition, start_offset=o.start_offset, leader_epoch=-1,
+                    # Leader epochs are always 0 here (metadata_api.py): a partition with share
+                    # state was written at epoch 0, as Kafka reports it; none without state.
+                    part_cls, partition_index=o.partition, start_offset=o.start_offset,
+                    leader_epoch=0 if o.start_offset >= 0 else -1,
                     lag=self.fetches.lag(g.group_id, o.topic_id, o.partition, o.start_offset), error_code=ErrorCode.NONE if o.topic_id in names else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             out.append(build(group_cls, group_id=g.group_id, error_code=ErrorCode.NONE, error_message=None, topics=tuple(
                 build(topic_cls, topic_name=names.get(t, ""), topic_id=uuid.UUID(t) if t in names else None,
