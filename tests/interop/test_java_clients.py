@@ -203,7 +203,7 @@ def test_java_share_consumers_implicit_mode_each_record_once(java, kgroup, admin
     try:
         eventually(lambda: len(consumed(java, "i1", "i2")) >= 30, what="30 records")
         eventually(lambda: java.call("admin.listShareGroupOffsets", name="admin", group=group)
-                   == {f"{topic}:0": [15, 0], f"{topic}:1": [15, 0]}, what="everything acknowledged")
+                   == {f"{topic}:0": [15, 0, 0], f"{topic}:1": [15, 0, 0]}, what="everything acknowledged")
         d = java.call("admin.describeShareGroups", name="admin", groups=[group])[group]
         assert d["state"] == "Stable" and len(d["members"]) == 2
         assert sorted(p for m in d["members"] for p in map(tuple, m["assignment"])) == [(topic, 0), (topic, 1)]
@@ -224,7 +224,7 @@ def test_java_share_consumer_explicit_accept_release_reject(java, kgroup, admin,
                         plan={"release": ["v3"], "reject": ["v4"]})
     try:
         eventually(lambda: java.call("admin.listShareGroupOffsets", name="admin", group=group)
-                   == {f"{topic}:0": [10, 0]}, what="every record accepted or archived")
+                   == {f"{topic}:0": [10, 0, 0]}, what="every record accepted or archived")
     finally:
         java.call("share.close", name="e")
     got = [(r[4], r[5], r[6]) for r in java.records("e")]
@@ -248,7 +248,7 @@ def test_java_share_consumer_renews_its_lock(java, kgroup, admin, name):
                         plan={"renew": ["v1"]})
     try:
         eventually(lambda: java.call("admin.listShareGroupOffsets", name="admin", group=group)
-                   == {f"{topic}:0": [3, 0]}, timeout=20)
+                   == {f"{topic}:0": [3, 0, 0]}, timeout=20)
     finally:
         java.call("share.close", name="w")
     got = [(r[4], r[5], r[6]) for r in java.records("w")]

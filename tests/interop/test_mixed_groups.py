@@ -89,7 +89,7 @@ def test_java_confluent_and_kgroup_share_consumers_each_record_once(java, kgroup
                       records=[dict(r, value=f"w{wave}-{r['value']}") for r in spread(topic, 30, 3)])
             time.sleep(0.3)
         eventually(lambda: java.call("admin.listShareGroupOffsets", name="admin", group=group)
-                   == {f"{topic}:{p}": [50, 0] for p in range(3)}, timeout=60, what="all 150 accepted")
+                   == {f"{topic}:{p}": [50, 0, 0] for p in range(3)}, timeout=60, what="all 150 accepted")
     finally:
         for p in procs:
             p.stop()

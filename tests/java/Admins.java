@@ -294,7 +294,8 @@ final class Admins {
                 String group = Worker.text(c, "group");
                 return get(a.listShareGroupOffsets(Map.of(group, new ListShareGroupOffsetsSpec())).partitionsToOffsetInfo(group), m -> {
                     Map<String, Object> out = new TreeMap<>();
-                    m.forEach((tp, o) -> out.put(tp(tp), o == null ? null : Arrays.asList(o.startOffset(), o.lag().orElse(null))));
+                    m.forEach((tp, o) -> out.put(tp(tp), o == null ? null : Arrays.asList(o.startOffset(), o.lag().orElse(null),
+                            o.leaderEpoch().orElse(null))));
                     return out;
                 });
             }
