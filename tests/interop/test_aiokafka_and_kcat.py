@@ -92,6 +92,27 @@ def test_aiokafka_admin_client(kgroup, name):
     assert got["deleted"] == {TopicPartition(topic, 1): 1}
 
 
+def test_aiokafka_idempotent_producer(kgroup, name):
+    from aiokafka import AIOKafkaProducer
+
+    topic = f"ai-{name}"
+    topic_with(kgroup, topic, 1, 0)
+
+    async def go():
+        producer = AIOKafkaProducer(bootstrap_servers=kgroup.bootstrap, enable_idempotence=True)
+        await producer.start()
+        try:
+            for i in range(5):
+                await producer.send_and_wait(topic, f"v{i}".encode(), partition=0)
+        finally:
+            await producer.stop()
+        async with AdminClient(kgroup.bootstrap) as admin:
+            return await admin.transactions.producers(topic, [0])
+
+    [state] = asyncio.run(go())[0]
+    assert state.producer_id >= 0 and state.epoch == 0 and state.last_sequence == 4
+
+
 # ---- kcat ---------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
