@@ -11,7 +11,7 @@ SPARK_STAMP := $(VENV)/.installed-spark
 NODE := $(shell command -v node 2>/dev/null)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: run test bench clean chromium tmux spark reference java-clients go-clients
+.PHONY: run test bench clean chromium tmux spark reference java-clients go-clients clients-doc
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
@@ -85,6 +85,11 @@ $(GO_STAMP): $(GO_SRC)
 	touch $(GO_STAMP)
 
 go-clients: $(GO_STAMP)
+
+# docs/clients.md from the results of the tests the client matrix names (tests/interop/matrix.py);
+# docs/tools.md from tests/interop/tool_table.py.
+clients-doc: $(STAMP) reference java-clients go-clients $(if $(NODE),$(NODE_STAMP))
+	$(BIN)/python -m tests.interop.docs --run
 
 # KGROUP_REQUIRE_REFERENCE=1: a reference test fails rather than skips if Kafka cannot run.
 test: $(STAMP) reference java-clients go-clients chromium tmux $(if $(NODE),$(NODE_STAMP))

@@ -67,20 +67,23 @@ func saramaConfig(id string) *sarama.Config {
 
 type saramaHandler struct{ s *stopper }
 
-func claims(m map[string][]int32) [][]any { return partitionList(m) }
-
-func (h saramaHandler) Setup(sess sarama.ConsumerGroupSession) error {
-	emit("assigned", map[string]any{"partitions": claims(sess.Claims()), "generation": sess.GenerationID()})
-	return nil
-}
+// Setup and Cleanup bracket a whole session: eager rebalancing ends it, cooperative keeps it
+// and only adds or ends claims. So ownership is reported per claim: "assigned" when its
+// ConsumeClaim starts, "revoked" when it returns (its Messages channel closed).
+func (h saramaHandler) Setup(sarama.ConsumerGroupSession) error { return nil }
 
 func (h saramaHandler) Cleanup(sess sarama.ConsumerGroupSession) error {
 	sess.Commit()
-	emit("revoked", map[string]any{"partitions": claims(sess.Claims())})
 	return nil
 }
 
 func (h saramaHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	tp := [][]any{{claim.Topic(), claim.Partition()}}
+	emit("assigned", map[string]any{"partitions": tp, "generation": sess.GenerationID()})
+	defer func() {
+		sess.Commit()
+		emit("revoked", map[string]any{"partitions": tp})
+	}()
 	for {
 		select {
 		case msg, ok := <-claim.Messages():

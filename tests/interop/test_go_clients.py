@@ -207,7 +207,7 @@ def test_kadm_admin_calls(go, kgroup, name):
 
 # ---- sarama -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("strategy", ["range", "roundrobin", "sticky"])
+@pytest.mark.parametrize("strategy", ["range", "roundrobin", "sticky", "cooperative-sticky"])
 def test_sarama_consumer_group(go, kgroup, name, strategy):
     topic, group = f"sc-{name}", f"sc-{name}"
     kgroup.create_topic(topic, 4)
@@ -222,6 +222,25 @@ def test_sarama_consumer_group(go, kgroup, name, strategy):
     finally:
         stop(*members)
     assert sorted(set(values(*members))) == sorted(f"v{i}" for i in range(20))
+    no_partition_owned_twice(sorted((e for m in members for e in m.events), key=lambda e: e["ts"]))
+
+
+def test_sarama_cooperative_sticky_revokes_only_what_moves(go, kgroup, name):
+    topic, group = f"sk-{name}", f"sk-{name}"
+    kgroup.create_topic(topic, 4)
+    a = go_process(go, "a", "sarama-consume", brokers=kgroup.bootstrap, group=group, topic=topic,
+                   balancer="cooperative-sticky")
+    b = None
+    try:
+        eventually(lambda: len(a.owned()) == 4, timeout=60, what=f"a owns all four: {a.tail()}")
+        b = go_process(go, "b", "sarama-consume", brokers=kgroup.bootstrap, group=group, topic=topic,
+                       balancer="cooperative-sticky")
+        eventually(lambda: len(a.owned()) == 2 and len(b.owned()) == 2, timeout=60, what=f"2 and 2: {b.tail()}")
+        revoked = [tuple(p) for e in a.of("revoked") for p in e["partitions"]]
+        assert sorted(revoked) == sorted(b.owned())                # a kept the other two throughout
+    finally:
+        stop(*(p for p in (a, b) if p))
+    no_partition_owned_twice(sorted(a.events + b.events, key=lambda e: e["ts"]))
 
 
 def test_sarama_static_member(go, kgroup, name):
