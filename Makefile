@@ -11,7 +11,7 @@ SPARK_STAMP := $(VENV)/.installed-spark
 NODE := $(shell command -v node 2>/dev/null)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: run test bench clean chromium tmux spark reference java-clients go-clients clients-doc
+.PHONY: run test bench clean chromium tmux kcat spark reference java-clients go-clients clients-doc
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
@@ -47,6 +47,10 @@ chromium:
 # tmux: a test drives `kgroup groups watch` in a real terminal (send-keys, capture-pane).
 tmux:
 	@command -v tmux >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux; }
+
+# kcat: the interop tests drive it as a producer, a group consumer and a metadata tool.
+kcat:
+	@command -v kcat >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat; }
 
 # The Node clients (kafkajs, @platformatic/kafka) the Node tests drive, pinned in
 # package-lock.json; only where Node is installed.
@@ -92,7 +96,7 @@ clients-doc: $(STAMP) reference java-clients go-clients $(if $(NODE),$(NODE_STAM
 	$(BIN)/python -m tests.interop.docs --run
 
 # KGROUP_REQUIRE_REFERENCE=1: a reference test fails rather than skips if Kafka cannot run.
-test: $(STAMP) reference java-clients go-clients chromium tmux $(if $(NODE),$(NODE_STAMP))
+test: $(STAMP) reference java-clients go-clients chromium tmux kcat $(if $(NODE),$(NODE_STAMP))
 	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q
 
 bench: $(STAMP)
