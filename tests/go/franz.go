@@ -60,6 +60,13 @@ func franzBalancer() kgo.GroupBalancer {
 	return nil
 }
 
+// pollBriefly polls for at most 300 ms, so that the stopper is asked often.
+func pollBriefly(s *stopper, poll func(context.Context) kgo.Fetches) kgo.Fetches {
+	ctx, cancel := context.WithTimeout(s.ctx, 300*time.Millisecond)
+	defer cancel()
+	return poll(ctx)
+}
+
 func recordRow(r *kgo.Record) []any {
 	return []any{r.Topic, r.Partition, r.Offset, string(r.Key), string(r.Value)}
 }
@@ -103,9 +110,7 @@ func franzConsume() {
 	emit("ready", nil)
 	s := newStopper()
 	for !s.done() {
-		ctx, cancel := context.WithTimeout(s.ctx, 300*time.Millisecond)
-		fetches := cl.PollFetches(ctx)
-		cancel()
+		fetches := pollBriefly(s, cl.PollFetches)
 		fetches.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				emit("error", map[string]any{"topic": t, "partition": p, "error": err.Error()})
@@ -148,9 +153,7 @@ func franzShare() {
 	s := newStopper()
 	var last []*kgo.Record
 	for !s.done() {
-		ctx, cancel := context.WithTimeout(s.ctx, 300*time.Millisecond)
-		fetches := cl.PollFetches(ctx)
-		cancel()
+		fetches := pollBriefly(s, cl.PollFetches)
 		last = nil
 		var rows [][]any
 		fetches.EachRecord(func(r *kgo.Record) {
@@ -255,9 +258,7 @@ func franzEOS() {
 	emit("ready", nil)
 	s := newStopper()
 	for !s.done() {
-		ctx, cancel := context.WithTimeout(s.ctx, 300*time.Millisecond)
-		fetches := sess.PollFetches(ctx)
-		cancel()
+		fetches := pollBriefly(s, sess.PollFetches)
 		n := fetches.NumRecords()
 		if n == 0 {
 			continue

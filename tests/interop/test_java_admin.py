@@ -83,6 +83,8 @@ def _script(java, side: str, bootstrap: str, n: str, t0: int) -> dict:
     got["describeTxnOngoing"] = call("describeTransactions", ids=[f"atx-{n}", f"nope-{n}"])
     java.call("producer.commitTransaction", name=f"jt-{side}")
     java.call("producer.close", name=f"jt-{side}")
+    # Kafka writes the markers after answering the commit: wait until they are written.
+    eventually(lambda: call("describeTransactions", ids=[f"atx-{n}"])[f"atx-{n}"]["state"] == "CompleteCommit")
     got["describeTxn"] = call("describeTransactions", ids=[f"atx-{n}"])
     got["listTxn"] = [[t[0], "<pid>", t[2]] for t in call("listTransactions") if t[0].endswith(n)]
     got["producers"] = call("describeProducers", partitions=[[f"at-{n}", 2]])

@@ -206,7 +206,9 @@ def test_java_share_consumers_implicit_mode_each_record_once(java, kgroup, admin
                    == {f"{topic}:0": [15, 0, 0], f"{topic}:1": [15, 0, 0]}, what="everything acknowledged")
         d = java.call("admin.describeShareGroups", name="admin", groups=[group])[group]
         assert d["state"] == "Stable" and len(d["members"]) == 2
-        assert sorted(p for m in d["members"] for p in map(tuple, m["assignment"])) == [(topic, 0), (topic, 1)]
+        # Both partitions are assigned (a member takes its new target at its next heartbeat,
+        # so for a moment a partition may show on both: share partitions may be shared).
+        assert {p for m in d["members"] for p in map(tuple, m["assignment"])} == {(topic, 0), (topic, 1)}
     finally:
         for n in ("i1", "i2"):
             java.call("share.close", name=n)

@@ -327,12 +327,6 @@ final class Consumers {
                     case "seekToBeginning":
                         c.seekToBeginning(c.assignment());
                         return null;
-                    case "hold":
-                        polling = false;
-                        return null;
-                    case "resume":
-                        polling = true;
-                        return null;
                     case "enforceRebalance":
                         c.enforceRebalance();
                         return null;
@@ -443,12 +437,6 @@ final class Consumers {
                     case "commitSync":
                         c.commitSync();
                         return null;
-                    case "hold":
-                        polling = false;
-                        return null;
-                    case "resume":
-                        polling = true;
-                        return null;
                     default:
                         throw new IllegalArgumentException("unknown share consumer method " + method);
                 }
@@ -475,6 +463,15 @@ final class Consumers {
                 actor.start();
                 return actor.started.get();
             }
+            case "consumer.hold":
+            case "share.hold":
+                // Stop polling (a member that stalls: its session goes on, its poll interval runs out).
+                Worker.client(command, Actor.class).polling = false;
+                return null;
+            case "consumer.resume":
+            case "share.resume":
+                Worker.client(command, Actor.class).polling = true;
+                return null;
             case "consumer.call":
                 return Worker.client(command, ConsumerActor.class).call(Worker.text(command, "method"), command);
             case "share.call":
