@@ -27,12 +27,11 @@ def _setup(java, side: str, bootstrap: str, n: str, t0: int) -> None:
     """The scenario on one broker (tool_table.py's docstring names its parts)."""
     admin, producer = f"admin-{side}", f"producer-{side}"
     java.call("admin.new", name=admin, config={"bootstrap.servers": bootstrap})
-    # Not idempotent, one request in flight, no retries: under a heavy load the reference once
-    # answered a Java idempotent producer OUT_OF_ORDER_SEQUENCE_NUMBER for ever here; the
-    # scenario's records need no sequence numbers (a failed send fails the setup).
+    # Not idempotent, one request in flight: under a heavy load the reference once answered a
+    # Java idempotent producer OUT_OF_ORDER_SEQUENCE_NUMBER for ever here; the scenario's
+    # records need no sequence numbers (retries stay: a new topic's leader takes a moment).
     java.call("producer.new", name=producer, config={"bootstrap.servers": bootstrap, "enable.idempotence": "false",
-                                                      "acks": "all", "retries": "0",
-                                                      "max.in.flight.requests.per.connection": "1"})
+                                                      "acks": "all", "max.in.flight.requests.per.connection": "1"})
     topics = {"cg": 3, "cx": 2, "cy": 1, "cs": 2, "csc": 1, "ct": 1, "cd": 1}
     created = java.call("admin.createTopics", name=admin,
                         topics=[{"name": f"{t}-{n}", "partitions": p} for t, p in topics.items()])
