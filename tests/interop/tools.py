@@ -102,7 +102,7 @@ _ID = re.compile(r"(?<![\w-])[A-Za-z0-9_-]{22}(?![\w-])")
 _STACK = re.compile(r"^\s+at |^\s*\.\.\. \d+ more")
 
 
-def normalize(text: str, command: Command, bootstrap: str, suffix: str) -> str:
+def normalize(text: str, command: Command, bootstrap: str, suffix: str, stdout: bool = True) -> str:
     text = text.replace(bootstrap, "<broker>")
     text = _CLASSIC_MEMBER.sub(r"\1-<id>", text)
     text = _ID.sub("<id>", text)
@@ -111,7 +111,7 @@ def normalize(text: str, command: Command, bootstrap: str, suffix: str) -> str:
     for pattern, repl in command.subs:
         lines = [re.sub(pattern, repl, line) for line in lines]
     if command.scenario_only and lines:
-        head = lines[:1] if command.header else []
+        head = lines[:1] if command.header and stdout else []
         lines = head + [line for line in lines[len(head):]
                         if suffix in line or (command.keep and re.search(command.keep, line))]
     if command.unordered:
@@ -123,7 +123,7 @@ def run(java, command: Command, bootstrap: str, suffix: str, values: dict[str, s
     args = [a.format(b=bootstrap, n=suffix, **values) for a in command.args]
     got = java.tool(MAIN[command.tool], *args, stdin=command.stdin.format(n=suffix), timeout=command.timeout)
     return Outcome(got["exit"], normalize(got["stdout"], command, bootstrap, suffix),
-                   normalize(got["stderr"], command, bootstrap, suffix))
+                   normalize(got["stderr"], command, bootstrap, suffix, stdout=False))
 
 
 def compare(java, commands: list[Command], sides: dict[str, str], suffix: str, values: dict[str, str]) -> list[str]:
