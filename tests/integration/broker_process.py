@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from kgroup.testing.process import stop_process
+
 KGROUP = str(Path(sys.executable).with_name("kgroup"))
 
 
@@ -85,15 +87,9 @@ class BrokerProcess:
     def stop(self, timeout: float = 15.0) -> int:
         """SIGTERM and wait; returns the exit status."""
         assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        status = stop_process(self.proc, timeout)
         self._log.close()
-        return self.proc.returncode
+        return status
 
     def kill9(self) -> None:
         assert self.proc is not None

@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any
 
-from kgroup.testing.process import pause_process
+from kgroup.testing.process import ChildProcess
 from kgroup.testing.supervisor import Supervisor
 
 from .errors import CliError
@@ -43,14 +43,12 @@ def _serve_command(args: Any, node: int, cluster: str) -> list[str]:
     return command
 
 
-class _Node:
+class _Node(ChildProcess):
     """One node's process, as the supervisor drives it (start, stop, kill, pause)."""
 
     def __init__(self, command: list[str], port: int) -> None:
         self.command = command
         self.port = port
-        self.proc: subprocess.Popen | None = None
-        self.paused_until = 0.0
 
     def start(self, timeout: float = 60.0) -> None:
         # Children get Ctrl-C from us as SIGTERM, not from the terminal at the same time.
@@ -63,38 +61,8 @@ class _Node:
                 raise RuntimeError(f"it did not listen within {timeout:.0f} s")
             time.sleep(0.05)
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def paused(self) -> bool:
-        return self.alive() and time.monotonic() < self.paused_until
-
-    def resume(self) -> None:
-        if self.paused():
-            os.kill(self.proc.pid, signal.SIGCONT)
-        self.paused_until = 0.0
-
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
-        if self.proc is None:
-            return None
-        self.resume()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-    def kill(self) -> None:
-        if self.alive():
-            self.proc.kill()
-            self.proc.wait()
-
-    def pause(self, ms: int) -> None:
-        pause_process(self.proc.pid, ms)
-        self.paused_until = time.monotonic() + ms / 1000
+        return super().stop(timeout)
 
 
 def _listening(port: int) -> bool:

@@ -46,7 +46,65 @@ def write_config(path: Path, settings: dict, group: dict) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-class ServeProcess:
+def stop_process(proc: subprocess.Popen, timeout: float) -> int:
+    """SIGTERM (a graceful stop) and wait; SIGKILL if it has not exited within `timeout`
+    seconds. Returns the exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+class ChildProcess:
+    """A child process that a test or a supervisor stops, kills, pauses and resumes: a
+    node of `kgroup cluster`, a `kgroup serve` of the test bed. Subclasses start `proc`."""
+
+    proc: subprocess.Popen | None = None
+    paused_until = 0.0
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM (a graceful stop) and wait; returns the exit status."""
+        if self.proc is None:
+            return None
+        self.resume()
+        status = stop_process(self.proc, timeout)
+        self._ended()
+        return status
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies at once, as in a crash."""
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait()
+        self._ended()
+
+    def pause(self, ms: int) -> None:
+        """SIGSTOP now, SIGCONT after `ms` (as a long GC pause would); returns at once."""
+        if not self.alive():
+            raise RuntimeError("the process is not running")
+        pause_process(self.proc.pid, ms)
+        self.paused_until = time.monotonic() + ms / 1000
+
+    def paused(self) -> bool:
+        return self.alive() and time.monotonic() < self.paused_until
+
+    def resume(self) -> None:
+        if self.alive() and self.paused_until:
+            os.kill(self.proc.pid, signal.SIGCONT)
+        self.paused_until = 0.0
+
+    def _ended(self) -> None:
+        """After a stop or a kill (a subclass lets go of what it held on the process)."""
+
+
+class ServeProcess(ChildProcess):
     """A `kgroup serve` with a data dir, a config file and a log file of its own."""
 
     def __init__(self, data_dir: Path, config_path: Path, log_path: Path, host: str = "127.0.0.1",
@@ -60,9 +118,7 @@ class ServeProcess:
         self.host = host
         self.extra_args = extra_args
         self.port, self.control_port = ports or (0, 0)
-        self.proc: subprocess.Popen | None = None
         self.control: ControlClient | None = ControlClient(self.control_address) if ports else None
-        self.paused_until = 0.0
 
     @property
     def bootstrap(self) -> str:
@@ -111,51 +167,11 @@ class ServeProcess:
         self.kill()
         raise RuntimeError(f"kgroup serve was not ready within {timeout:.0f} s:\n{self.log_tail()}")
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self, timeout: float = 15.0) -> int | None:
-        """SIGTERM (a graceful stop) and wait; returns the exit status."""
-        if self.proc is None:
-            return None
-        self.resume()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._forget_connection()
-        return self.proc.returncode
-
-    def kill(self) -> None:
-        """SIGKILL: the process dies at once, as in a crash."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self._forget_connection()
-
-    def pause(self, ms: int) -> None:
-        """SIGSTOP now, SIGCONT after `ms` (as a long GC pause would); returns at once."""
-        if not self.alive():
-            raise RuntimeError("the broker is not running")
-        pause_process(self.proc.pid, ms)
-        self.paused_until = time.monotonic() + ms / 1000
-
-    def paused(self) -> bool:
-        return self.alive() and time.monotonic() < self.paused_until
-
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
-    def resume(self) -> None:
-        if self.alive() and self.paused_until:
-            os.kill(self.proc.pid, signal.SIGCONT)
-        self.paused_until = 0.0
-
-    def _forget_connection(self) -> None:
+    def _ended(self) -> None:
         if self.control is not None:
             self.control.close()
 
