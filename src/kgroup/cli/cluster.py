@@ -44,15 +44,16 @@ def _serve_command(args: Any, node: int, cluster: str) -> list[str]:
 
 
 class _Node(ChildProcess):
-    """One node's process, as the supervisor drives it (start, stop, kill, pause)."""
+    """One node's process, as the supervisor drives it (start, stop, kill, pause). Its output
+    is ours (the terminal's); it has a session of its own, so Ctrl-C reaches it from us as
+    SIGTERM, not from the terminal at the same time."""
 
     def __init__(self, command: list[str], port: int) -> None:
-        self.command = command
+        super().__init__(command, name=f"node on port {port}", inherit_output=True, new_session=True)
         self.port = port
 
     def start(self, timeout: float = 60.0) -> None:
-        # Children get Ctrl-C from us as SIGTERM, not from the terminal at the same time.
-        self.proc = subprocess.Popen(self.command, start_new_session=True)
+        self.launch()
         deadline = time.monotonic() + timeout
         while not _listening(self.port):
             if self.proc.poll() is not None:
@@ -104,7 +105,7 @@ def run_cluster(args: Any) -> int:
         supervisor = Supervisor(args.data_dir, dict(enumerate(nodes)))
         supervisor.serve()
     for node in nodes:
-        node.proc = subprocess.Popen(node.command, start_new_session=True)
+        node.launch()
     status = 0
     reported: set[int] = set()   # pids of nodes whose exit was reported
     try:
