@@ -7,11 +7,11 @@ from __future__ import annotations
 import signal
 import socket
 import sys
-import time
 from pathlib import Path
 
 from kgroup.testing.ports import free_port
 from kgroup.testing.process import ChildProcess
+from tests.integration.waits import wait_for
 
 __all__ = ["KGROUP", "BrokerProcess", "free_port"]
 
@@ -68,16 +68,14 @@ class BrokerProcess(ChildProcess):
         return self.wait_ready(self.launch(), timeout)
 
     def wait_ready(self, loaded_before: int, timeout: float = 30.0) -> "BrokerProcess":
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def loaded() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"kgroup serve exited with {self.proc.returncode}:\n{self.log()}")
-            if self.log().count("coordinator loaded") > loaded_before:
-                # Listening and every coordinator shard loaded: groups can be used.
-                with socket.create_connection(("127.0.0.1", self.port), timeout=5):
-                    return self
-            time.sleep(0.05)
-        raise RuntimeError(f"kgroup serve did not listen and load within {timeout}s:\n{self.log()}")
+            return self.log().count("coordinator loaded") > loaded_before
+        # Listening and every coordinator shard loaded: groups can be used.
+        wait_for(loaded, timeout, 0.05, what=f"{self.name} to listen and load")
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5):
+            return self
 
     def stop(self, timeout: float = 15.0) -> int:
         """SIGTERM and wait (SIGKILL after `timeout`); returns the exit status."""

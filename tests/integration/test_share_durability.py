@@ -4,13 +4,13 @@ acquired come back."""
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import wait_for
 from tests.integration.share_clients import SHARE_SETTINGS, KgroupCluster, ShareProc, delivered_after_accept, produce
+from tests.integration.waits import hold
 
 CYCLES = 10
 PER_CYCLE = 400
@@ -32,7 +32,7 @@ def test_kip932_broker_kill9_during_consumption_never_redelivers_an_accepted_rec
             broker.start()
         everything = {(p, o) for p in (0, 1) for o in range(CYCLES * PER_CYCLE // 2)}
         wait_for(lambda: proc.done() >= everything, 120, what="every record accepted")
-        time.sleep(1.0)
+        hold(1.0, "a redelivery of an accepted record would show by now")
     finally:
         proc.stop()
         broker.finish()
