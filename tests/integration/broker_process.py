@@ -64,10 +64,10 @@ class BrokerProcess(ChildProcess):
         super().launch()
         return loaded_before
 
-    def start(self, timeout: float = 30.0) -> "BrokerProcess":
+    def start(self, timeout: float = 60.0) -> "BrokerProcess":
         return self.wait_ready(self.launch(), timeout)
 
-    def wait_ready(self, loaded_before: int, timeout: float = 30.0) -> "BrokerProcess":
+    def wait_ready(self, loaded_before: int, timeout: float = 60.0) -> "BrokerProcess":
         def loaded() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"kgroup serve exited with {self.proc.returncode}:\n{self.log()}")

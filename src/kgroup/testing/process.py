@@ -381,7 +381,7 @@ class ServeProcess(ChildProcess):
                 "--control-listen", self.control_address, "--data-dir", str(self.data_dir),
                 "--config", str(self.config_path), *self.extra_args]
 
-    def start(self, timeout: float = 30.0) -> None:
+    def start(self, timeout: float = 60.0) -> None:
         """Start on free ports (the same ones again after a stop) and wait until it serves."""
         for attempt in range(1 if self.fixed_ports else PORT_RETRIES):
             if not self.port or attempt:
