@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
+from kgroup.broker.authorized_operations import NOT_REQUESTED
 from kgroup.broker.authorization import (
     CLUSTER,
     GROUP,
@@ -191,7 +192,7 @@ def consumer_group_describe(access: Access, header: RequestHeader, request: Any)
             names |= {tp.topic_name for m in g.members for a in (m.assignment, get(m, "target_assignment"))
                       if a is not None for tp in a.topic_partitions if tp.topic_name}
             if g.error_code == E.NONE and not all(access.allowed(Op.DESCRIBE, TOPIC, n) for n in names):
-                g = replaced(g, error_code=TOPIC_FAILED, members=())
+                g = replaced(g, error_code=TOPIC_FAILED, members=(), authorized_operations=NOT_REQUESTED)
             elif g.error_code == E.NONE and get(request, "include_authorized_operations", False):
                 g = replaced(g, authorized_operations=access.operations(GROUP, g.group_id))
             out.append(g)

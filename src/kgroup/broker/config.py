@@ -354,6 +354,24 @@ def _auth(value: Any) -> AuthConfig:
     return AuthConfig(**fields)
 
 
+# The `kgroup serve` flags that have a key in the file, by the name load_config takes them
+# under (the flag's argparse dest): each is None unless given on the command line, so a
+# value in the file is used unless the flag is given. [log] level and format are
+# log_level and log_format here.
+FLAG_KEYS = ("listen", "advertised", "data_dir", "fsync", "group_events", "http_listen", "log_level",
+             "log_format", "control_listen", "node_id", "cluster", "node_timeout_ms")
+
+
+def read_file(path: str) -> dict[str, Any]:
+    """The TOML file as it is, or a ConfigError that says what is wrong with it."""
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+
+
 def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
     """Settings from an optional TOML file, then flag overrides (None means not given).
 
@@ -365,12 +383,7 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
     logging_: dict[str, Any] = {}
     txn: dict[str, Any] = {}
     if path is not None:
-        try:
-            raw = tomllib.loads(Path(path).read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"config file {path} does not exist") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        raw = read_file(path)
         for key, value in raw.items():
             if key == "group":
                 if not isinstance(value, dict):

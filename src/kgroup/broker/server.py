@@ -49,11 +49,12 @@ import uuid
 from typing import Any
 
 from kgroup.broker.acl_rules import OPEN, RULES
-from kgroup.broker.authentication import Peer, illegal_state, sasl_answer
+from kgroup.broker.authentication import Peer, illegal_state, sasl_answer, unframed_answer
 from kgroup.broker.authorization import Access, Refused
-from kgroup.broker.config import BrokerConfig, ConfigError, ListenerConfig, load_config
+from kgroup.broker.config import FLAG_KEYS, BrokerConfig, ConfigError, ListenerConfig, load_config
 from kgroup.broker.configs_api import ConfigsApi
 from kgroup.broker.durability import Durability
+from kgroup.broker.dynamic_configs import DynamicBrokerConfigs
 from kgroup.broker.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.faults import Action, Faults
 from kgroup.broker.fetch_api import FetchAnswer
@@ -137,6 +138,8 @@ class Broker:
         self.observer = GroupObserver(config.log)
         self.request_stats = RequestStats()
         self.console: Any = None
+        # SSL listeners whose certificate a dynamic broker config changed: (listener, context).
+        self.tls_contexts: dict[str, tuple[ListenerConfig, ssl.SSLContext]] = {}
         # Per request: count it (console on) and/or log it (DEBUG); decided once at start,
         # so a broker doing neither pays two attribute tests per request.
         self._count_requests = False
@@ -191,6 +194,8 @@ class Broker:
         self.data_path = DataPath(cfg, self.data, self.durability, self.cluster_view)
         dp = self.data_path
         dp.on_topics_changed = self._topics_changed_here
+        # Dynamic broker configs (dynamic_configs.py): in force from here on, and on every change.
+        self.broker_configs = DynamicBrokerConfigs(cfg, self.data.path, on_change=self._broker_configs_changed)
         # Transactions: the coordinator's APIs, the produce path's verification, and the
         # channel that writes markers for every shard (each shard gets it as it loads).
         txn = TxnApi(groups, dp.init_producer_id)
@@ -205,7 +210,7 @@ class Broker:
                                        observer=self.observer)
         consumer = ConsumerGroupApi(groups)
         self.share_fetches = ShareFetchService(self.data, dp.watch, ShareStateStore(groups.shard_of),
-                                               dp.ctx.cluster)
+                                               dp.ctx.cluster, dp.ctx.producers)
         share = ShareGroupApi(groups, self.share_fetches)
         groups.on_group_deleted.append(self.share_fetches.group_deleted)
         self.security = Security(cfg.auth, cfg.data_dir)
@@ -232,7 +237,7 @@ class Broker:
         # kio object, for an authorization guard's finish step to edit (`_secured_response`).
         self.editable_handlers = {1: dp.fetch}
         self._connection_ids = 0
-        configs = ConfigsApi(dp.ctx, groups)
+        configs = ConfigsApi(dp.ctx, groups, self.broker_configs)
         self.handlers.update({
             21: dp.delete_records, 32: configs.describe_configs, 33: configs.alter_configs,
             35: dp.describe_log_dirs, 44: configs.incremental_alter_configs, 60: dp.describe_cluster,
@@ -271,7 +276,10 @@ class Broker:
         self._replayed = 0
         await self.ownership.start()
         self._background.append(asyncio.create_task(self._report_loaded(), name="kgroup-loaded"))
-        self._background.append(asyncio.create_task(self._watch_security(), name="kgroup-security"))
+        self._background.append(asyncio.create_task(
+            self._watch_shared(self.security.refresh, "credentials or ACLs"), name="kgroup-security"))
+        self._background.append(asyncio.create_task(
+            self._watch_shared(self.broker_configs.refresh, "dynamic broker configs"), name="kgroup-broker-configs"))
         self._background.append(asyncio.create_task(self._retention(), name="kgroup-retention"))
 
     def _end_offset(self, topic: str, partition: int) -> int | None:
@@ -422,14 +430,31 @@ class Broker:
             except Exception:
                 log.exception("log retention pass failed")
 
-    async def _watch_security(self) -> None:
-        """Pick up credentials and ACLs changed by another node or an offline tool."""
+    async def _watch_shared(self, refresh: Any, what: str) -> None:
+        """Pick up what another node or an offline tool changed in the shared data dir
+        (credentials and ACLs, dynamic broker configs)."""
         while True:
             await asyncio.sleep(SECURITY_POLL_S)
             try:
-                self.security.refresh()
+                refresh()
             except StorageError as exc:
-                log.error("cannot re-read credentials or ACLs (keeping the ones loaded): %s", exc)
+                log.error("cannot re-read %s (keeping the ones loaded): %s", what, exc)
+
+    def _broker_configs_changed(self, dynamic: DynamicBrokerConfigs) -> None:
+        """Dynamic broker configs changed (here or through another node): in force for the
+        next request, the topics' logs and the next TLS connection."""
+        self.data_path.config = self.data_path.ctx.config = dynamic.effective
+        self.data.set_default_log_config(dynamic.log_config)
+        for listener in self.config.listeners_to_open:
+            wanted = dynamic.listeners.get(listener.name, listener)
+            held = self.tls_contexts.get(listener.name)
+            if not listener.ssl or (held is None and wanted == listener) or (held is not None and held[0] == wanted):
+                continue
+            try:
+                self.tls_contexts[listener.name] = (wanted, server_ssl_context(wanted))
+                log.info("listener %s: TLS from %s for new connections", listener.name, wanted.ssl_certfile)
+            except ConfigError as exc:
+                log.error("listener %s keeps its certificate: %s", listener.name, exc)
 
     def request_stop(self) -> None:
         self._stopping.set()
@@ -486,6 +511,8 @@ class Broker:
         task = asyncio.current_task()
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
+        if tls is not None and listener.name in self.tls_contexts:
+            tls = self.tls_contexts[listener.name][1]     # a dynamic broker config changed it
         if tls is not None and not await self._start_tls(writer, tls, peer, listener):
             self.connections.discard(task)
             return
@@ -709,6 +736,12 @@ class Broker:
 
     async def _handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | FetchAnswer | None:
         """`_handle` with SASL, authorization and the listener's address (module comment)."""
+        if peer.sasl is not None and peer.sasl.awaits_unframed_token:
+            # After SaslHandshake v0 the frame is a bare SASL message, not a request.
+            answer = unframed_answer(peer, frame, now_ms())
+            if answer is None:
+                raise _CloseConnection(f"authentication failed: {peer.sasl.failure}")
+            return answer
         decoded = self._decode(frame)
         if isinstance(decoded, bytes):
             return decoded
@@ -864,24 +897,16 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
     return broker.exit_status or (130 if broker.interrupted else 0)
 
 
+def serve_config(args: Any) -> BrokerConfig:
+    """The config of `kgroup serve`: the file, then every flag given on the command line
+    (a flag not given is None, so the file's value stands)."""
+    return load_config(getattr(args, "config", None), **{key: getattr(args, key, None) for key in FLAG_KEYS})
+
+
 def serve_main(args: Any) -> int:
     """Run `kgroup serve` with argparse-style args; returns the exit status."""
     try:
-        config = load_config(
-            getattr(args, "config", None),
-            listen=getattr(args, "listen", None),
-            advertised=getattr(args, "advertised", None),
-            data_dir=getattr(args, "data_dir", None),
-            fsync=getattr(args, "fsync", None),
-            group_events=getattr(args, "group_events", None),
-            http_listen=getattr(args, "http_listen", None),
-            log_level=getattr(args, "log_level", None),
-            log_format=getattr(args, "log_format", None),
-            control_listen=getattr(args, "control_listen", None),
-            node_id=getattr(args, "node_id", None),
-            cluster=getattr(args, "cluster", None),
-            node_timeout_ms=getattr(args, "node_timeout_ms", None),
-        )
+        config = serve_config(args)
         FsyncPolicy.parse(config.fsync)
     except (ConfigError, ValueError, StorageError) as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)

@@ -11,8 +11,10 @@ version whose new fields change nothing for us:
   watermark) that consumers never send. Fetch v13+ names topics by id only — the broker
   needs topic ids anyway for Metadata v10+.
 - Metadata 1–13: v13 adds a top-level ``error_code`` to the response (set it to 0).
-- SaslHandshake 1 only: v0 (Kafka 0.10) is followed by SASL tokens in bare frames with no
-  request header; every client we serve uses v1 with SaslAuthenticate (0–2, v1 adds the
+- SaslHandshake 0–1, as Kafka 4.x still advertises it (KAFKA-18270): librdkafka before that
+  fix (Debian's kcat 1.7.1, older confluent-kafka and node-rdkafka) refuses a range without
+  v0. v0 (Kafka 0.10) is followed by SASL tokens in bare frames with no request header,
+  served as Kafka serves them (wire/sasl.py); v1 by SaslAuthenticate (0–2, v1 adds the
   session lifetime of KIP-368). ACL APIs from v1 (v0 predates prefixed patterns, KIP-290);
   the SCRAM credential APIs (KIP-554) have only v0.
 - Admin APIs tools call: DeleteRecords 0–2, DescribeConfigs 1–4 (v0 is kio-less and gone
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
 
-from kio.index import load_request_schema
+from .schemas import load_request_schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +125,7 @@ _RANGES = (
     ApiRange(SYNC_GROUP, "SyncGroup", 0, 5),
     ApiRange(DESCRIBE_GROUPS, "DescribeGroups", 0, 5),
     ApiRange(LIST_GROUPS, "ListGroups", 0, 5),
-    ApiRange(SASL_HANDSHAKE, "SaslHandshake", 1, 1),
+    ApiRange(SASL_HANDSHAKE, "SaslHandshake", 0, 1),
     ApiRange(API_VERSIONS, "ApiVersions", 0, 4),
     ApiRange(CREATE_TOPICS, "CreateTopics", 2, 7),
     ApiRange(DELETE_TOPICS, "DeleteTopics", 1, 6),
