@@ -3,8 +3,9 @@ checks no partition ever has two owners, and waiting."""
 
 from __future__ import annotations
 
-import time
 from typing import Callable, Iterable, TypeVar
+
+from tests.integration.waits import until
 
 T = TypeVar("T")
 
@@ -19,22 +20,15 @@ def spread(topic: str, count: int, partitions: int, prefix: str = "v", timestamp
              **({"timestamp": timestamp + i} if timestamp is not None else {})} for i in range(count)]
 
 
-def eventually(check: Callable[[], T], timeout: float = 30.0, interval: float = 0.2, what: str = "") -> T:
-    """Call `check` until it returns a truthy value (or stops raising AssertionError)."""
-    deadline = time.monotonic() + timeout
-    while True:
+def eventually(check: Callable[[], T], timeout: float = 60.0, interval: float = 0.2, what: str = "") -> T:
+    """Call `check` until it returns a truthy value, taking an AssertionError it raises as
+    "not yet" (tests/integration/waits.py's `until`, which waits on states, not on time)."""
+    def probe():
         try:
-            result = check()
-            if result:
-                return result
-            error = None
-        except AssertionError as exc:
-            error = exc
-        if time.monotonic() > deadline:
-            if error is not None:
-                raise error
-            raise AssertionError(f"not within {timeout} s: {what or check}")
-        time.sleep(interval)
+            return check()
+        except AssertionError:
+            return None
+    return until(probe, timeout, interval, what or getattr(check, "__name__", "condition"))
 
 
 def no_partition_owned_twice(events: Iterable[dict]) -> dict[str, set]:

@@ -206,9 +206,8 @@ CELLS: dict[str, dict[str, Cell]] = {
         "share groups": lacks("kcat has no share consumer"),
         "transactions": T(X + "test_aiokafka_and_kcat.py::test_kcat_produces_idempotently_and_in_a_transaction"),
         "idempotence": T(X + "test_aiokafka_and_kcat.py::test_kcat_produces_idempotently_and_in_a_transaction"),
-        "SASL SCRAM": needs("#25", "librdkafka 2.0 authenticates with SaslHandshake v0, which kgroup does not serve "
-                                   "yet (branch i25); test_kcat_over_secured_listeners[scram] is a strict xfail until then"),
-        "SASL PLAIN": needs("#25", "as SASL SCRAM; test_kcat_over_secured_listeners[plain] is a strict xfail until then"),
+        "SASL SCRAM": T(X + "test_security_clients.py::test_kcat_over_secured_listeners[scram]"),
+        "SASL PLAIN": T(X + "test_security_clients.py::test_kcat_over_secured_listeners[plain]"),
         "TLS": T(X + "test_security_clients.py::test_kcat_over_secured_listeners[tls]"),
         "admin": T(X + "test_aiokafka_and_kcat.py::test_kcat_lists_metadata_and_queries_offsets_by_time",
                    reason="kcat lists metadata (-L) and queries offsets (-Q); it has no other admin operation"),

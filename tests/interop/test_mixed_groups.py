@@ -8,12 +8,12 @@ exactly one member of the share group, once.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import pytest
 
 from tests.integration.share_clients import ShareProc
+from tests.integration.waits import pace
 from tests.interop.helpers import eventually, no_partition_owned_twice, spread
 from tests.interop.processes import member
 
@@ -87,7 +87,7 @@ def test_java_confluent_and_kgroup_share_consumers_each_record_once(java, kgroup
         for wave in range(5):                              # records keep coming while all three consume
             java.call("producer.send", name="producer",
                       records=[dict(r, value=f"w{wave}-{r['value']}") for r in spread(topic, 30, 3)])
-            time.sleep(0.3)
+            pace(0.3)
         eventually(lambda: java.call("admin.listShareGroupOffsets", name="admin", group=group)
                    == {f"{topic}:{p}": [50, 0, 0] for p in range(3)}, timeout=60, what="all 150 accepted")
     finally:

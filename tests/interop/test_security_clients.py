@@ -148,11 +148,7 @@ def kcat_options(sb, way: str) -> list[str]:
         ["-X", f"sasl.username={ADMIN}", "-X", f"sasl.password={ADMIN_PASSWORD}"] if "sasl.mechanism" in s else [])
 
 
-KCAT_SASL = pytest.mark.xfail(strict=True, reason="needs #25 (branch i25): kcat 1.7's librdkafka 2.0 authenticates "
-                                                 "with SaslHandshake v0, which kgroup does not serve yet")
-
-
-@pytest.mark.parametrize("way", [pytest.param("scram", marks=KCAT_SASL), pytest.param("plain", marks=KCAT_SASL), "tls"])
+@pytest.mark.parametrize("way", WAYS)
 def test_kcat_over_secured_listeners(sb, name, way):
     if shutil.which("kcat") is None:
         unavailable("kcat is not installed (Debian's kcat package)")
