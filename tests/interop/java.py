@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from kgroup.testing.process import ChildProcess
 from kgroup.testing.reference import classpath, java_command
 
 # The worker's JVM: small, quick to start (C1 only), one per group of scenarios.
@@ -48,11 +49,13 @@ class JavaWorker:
         self.log_path = Path(log)
         config = self.log_path.with_suffix(".log4j2.properties")
         config.write_text(_LOG4J2.format(log=self.log_path.with_suffix(".clients.log"), level=level))
-        self._stderr = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
+        # One child process (kgroup.testing.process: reaped at the session's end, its output
+        # in a failing test's report): commands on stdin, JSON lines on stdout, stderr logged.
+        self.child = ChildProcess(
             [java_command(), *JVM_OPTIONS, f"-Dlog4j2.configurationFile={config}",
              "-cp", f"{build_dir}:{classpath()}", "Worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1)
+            name="java-worker", log_path=self.log_path, stdin=subprocess.PIPE, stdout_pipe=True).start()
+        self.proc = self.child.proc
         self._next = 0
         self._lock = threading.Lock()
         self._cond = threading.Condition()
@@ -63,7 +66,7 @@ class JavaWorker:
         self.wait_event(lambda e: e["event"] == "ready", timeout=60)
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
+        for line in self.child.lines():
             try:
                 message = json.loads(line)
             except ValueError:
@@ -183,11 +186,9 @@ class JavaWorker:
             try:
                 self.proc.stdin.write(json.dumps({"op": "exit"}) + "\n")
                 self.proc.stdin.flush()
-                self.proc.wait(60)
+                self.child.wait(60)
             except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
-        self._stderr.close()
+                self.child.kill()
 
     def __enter__(self) -> "JavaWorker":
         return self

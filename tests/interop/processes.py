@@ -4,30 +4,31 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import threading
 from pathlib import Path
+
+from kgroup.testing.process import ChildProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 class EventProcess:
-    """A process printing JSON events; `events` holds them (each tagged with `name`)."""
+    """A process printing JSON events (kgroup.testing.process.ChildProcess: reaped at the end
+    of the session, its output in a failing test's report); `events` holds them, each tagged
+    with `name`."""
 
     def __init__(self, name: str, command: list[str], *, cwd: Path = ROOT, env: dict | None = None) -> None:
         self.name = name
-        self.proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, **(env or {})})
+        self.child = ChildProcess(command, name=name, cwd=cwd, env={**os.environ, **(env or {})},
+                                  stdout_pipe=True).start()
+        self.proc = self.child.proc
         self.events: list[dict] = []
-        self.stderr: list[str] = []
         self._lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
+        for line in self.child.lines():
             try:
                 event = json.loads(line)
             except ValueError:
@@ -36,11 +37,6 @@ class EventProcess:
                 event.setdefault("name", self.name)
                 with self._lock:
                     self.events.append(event)
-
-    def _read_stderr(self) -> None:
-        for line in self.proc.stderr:
-            with self._lock:
-                self.stderr.append(line)
 
     def of(self, kind: str) -> list[dict]:
         with self._lock:
@@ -60,25 +56,15 @@ class EventProcess:
                 owned -= {tuple(p) for p in e["partitions"]}
         return owned
 
-    def stop(self, timeout: float = 30.0) -> int:
+    def stop(self, timeout: float = 30.0) -> int | None:
         """SIGTERM (the client closes cleanly) and wait; SIGKILL if it does not end."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return self.child.stop(timeout)
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        self.child.kill()
 
     def tail(self) -> str:
-        with self._lock:
-            return "".join(self.stderr[-30:])
+        return self.child.log_tail(30)
 
 
 def member(client: str, protocol: str, bootstrap: str, group: str, topic: str) -> EventProcess:
