@@ -87,7 +87,9 @@ class ShareGroupApi:
                 d = DescribedShareGroup(group_id, exc.code)
             names = {tid: name for name, (tid, _) in self._topics(shard).items()}
             groups.append(build(
-                group_cls, error_code=d.error, error_message=None, group_id=d.group_id, group_state=d.state,
+                group_cls, error_code=d.error, group_id=d.group_id, group_state=d.state,
+                # Kafka's words, which kafka-share-groups.sh prints for an unknown group.
+                error_message=f"Group {d.group_id} not found." if d.error == ErrorCode.GROUP_ID_NOT_FOUND else None,
                 group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
                 authorized_operations=group_operations(req, d.error),
                 members=tuple(build(
@@ -127,7 +129,10 @@ class ShareGroupApi:
                 if o.topic_id not in names:
                     continue            # a topic that does not exist: answered below, as Kafka does
                 by_topic.setdefault(o.topic_id, []).append(build(
-                    part_cls, partition_index=o.partition, start_offset=o.start_offset, leader_epoch=-1,
+                    # Leader epochs are always 0 here (metadata_api.py): a partition with share
+                    # state was written at epoch 0, as Kafka reports it; none without state.
+                    part_cls, partition_index=o.partition, start_offset=o.start_offset,
+                    leader_epoch=0 if o.start_offset >= 0 else -1,
                     lag=self.fetches.lag(g.group_id, o.topic_id, o.partition, o.start_offset),
                     error_code=ErrorCode.NONE))
             found = [build(topic_cls, topic_name=names[t], topic_id=uuid.UUID(t), partitions=tuple(ps))

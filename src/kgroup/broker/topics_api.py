@@ -226,11 +226,11 @@ def create_partitions(ctx: DataContext, header: RequestHeader, request: Any) -> 
             count = int(topic.count)
             if count < meta.partitions:
                 raise TopicFailure(DataError.INVALID_PARTITIONS,
-                                   f"Topic currently has {meta.partitions} partitions, which is "
-                                   f"higher than the requested {count}.")
+                                   f"The topic {meta.name} currently has {meta.partitions} partition(s); "
+                                   f"{count} would not be an increase.")
             if count == meta.partitions:
                 raise TopicFailure(DataError.INVALID_PARTITIONS,
-                                   f"Topic already has {meta.partitions} partitions.")
+                                   f"Topic already has {meta.partitions} partition(s).")
             if topic.assignments is not None:
                 new = count - meta.partitions
                 if len(topic.assignments) != new:
