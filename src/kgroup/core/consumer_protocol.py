@@ -121,7 +121,8 @@ class ConsumerProtocol:
         which may already hold the records that made the group (an upgrade from classic)."""
         if group is None:
             if req.member_epoch != JOIN_EPOCH:
-                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
+                # Only a join (epoch 0) makes a group; Kafka answers anything else so.
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} does not exist")
             group = ConsumerGroup(req.group_id)
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             self._leave(group, req, reply, now_ms, out)

@@ -6,7 +6,9 @@ How this works: the share partition keeps a window of offsets [start, end). Ever
 yet. Every offset in the window has a `Slot`: its `RecordState`, how many times it has been
 delivered, and while ACQUIRED, the member holding it and when its lock runs out. A
 ShareFetch `acquire`s AVAILABLE offsets of the window and new ones past `end` (as long as
-the window holds fewer than `max_in_flight` offsets), batch by batch; a ShareAcknowledge (or
+the window holds fewer than `max_in_flight` offsets), batch by batch, archiving at once the
+offsets of transaction markers and (read_committed) of aborted transactions, which are never
+delivered; a ShareAcknowledge (or
 the acknowledgements riding on a ShareFetch) moves a member's ACQUIRED offsets on: ACCEPT
 to ACKNOWLEDGED, REJECT (and GAP) to ARCHIVED, RELEASE back to AVAILABLE. A lock that runs
 out, and a member that leaves or whose connection closes, put its offsets back to
@@ -96,6 +98,9 @@ class ShareLimits:
     record_lock_ms: int = 30_000          # share.record.lock.duration.ms
     delivery_limit: int = 5               # share.delivery.count.limit
     max_in_flight: int = 2_000            # share.partition.max.record.locks
+    # share.isolation.level read_committed: the caller reads up to the last stable offset
+    # and marks the batches of aborted transactions (LogBatch.aborted).
+    read_committed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +120,7 @@ class LogBatch:
     base_offset: int
     last_offset: int
     control: bool = False                 # transaction markers are never delivered
+    aborted: bool = False                 # nor, read_committed, an aborted transaction's records
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +227,7 @@ class SharePartition:
                 slot = slots[offset]
                 if slot.state is not S.AVAILABLE:
                     continue
-                if batch.control or slot.count >= limits.delivery_limit:
+                if batch.control or batch.aborted or slot.count >= limits.delivery_limit:
                     self._move(offset, slot, M.ARCHIVE)
                     continue
                 self._move(offset, slot, M.ACQUIRE)

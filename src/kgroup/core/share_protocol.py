@@ -76,7 +76,8 @@ class ShareProtocol:
         group = self.shard.share_groups.get(req.group_id)
         if group is None:
             if req.member_epoch != SHARE_JOIN_EPOCH:
-                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
+                # Only a join (epoch 0) makes a group; Kafka answers anything else so.
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} does not exist")
             group = ShareGroup(req.group_id)
         if req.member_epoch == SHARE_LEAVE_EPOCH:
             member = group.members.get(req.member_id)
@@ -274,10 +275,9 @@ class ShareProtocol:
         return Result((ShareStateRecord(req.group_id, req.topic_id, req.partition, req.value),), ((reply, None),))
 
     def describe_offsets(self, req: DescribeShareOffsetsRequest, reply: ReplyTo, now_ms: int) -> Result:
-        """Each share partition's start offset (-1 where it has no state)."""
+        """Each share partition's start offset (-1 where it has no state; a group that does not
+        exist has none, and is answered so, as Kafka answers it)."""
         states = self.shard.stored.share_states.get(req.group_id, {})
-        if req.group_id not in self.shard.share_groups and not states:
-            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"share group {req.group_id} does not exist")
         keys = sorted(states) if req.partitions is None else list(req.partitions)
         offsets = tuple(ShareOffset(t, p, states[(t, p)].start_offset if (t, p) in states else -1)
                         for t, p in keys)
@@ -292,10 +292,19 @@ class ShareProtocol:
 
     def alter_offsets(self, req: AlterShareOffsetsRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Restart share partitions at new start offsets (an empty group only): a new state
-        epoch, so the running partition's next write is fenced and it reloads."""
-        self._empty_group(req.group_id)
-        states = self.shard.stored.share_states.get(req.group_id, {})
+        epoch, so the running partition's next write is fenced and it reloads. A share group
+        that does not exist is created empty, as Kafka creates it (a group id of another kind
+        is not a share group)."""
         out = ResultBuilder()
+        gid = req.group_id
+        if gid not in self.shard.share_groups and not self.shard.stored.share_states.get(gid):
+            if gid in self.shard.groups or gid in self.shard.consumer_groups:
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"{gid} is not a share group")
+            out.record(ShareGroupEpochRecord(gid, 0, ()))
+            out.changed(gid, "AlterShareGroupOffsets")
+        else:
+            self._empty_group(gid)
+        states = self.shard.stored.share_states.get(gid, {})
         for topic_id, partition, offset in req.offsets:
             old = states.get((topic_id, partition))
             epoch = old.state_epoch + 1 if old is not None else 0

@@ -376,3 +376,13 @@ def test_member_transitions_move_the_epoch_as_the_table_says():
     assert {t: m for t, m in MEMBER_TRANSITIONS[MemberState.STABLE].items()} == {
         MemberState.STABLE: EpochMove.TO_TARGET, MemberState.UNRELEASED_PARTITIONS: EpochMove.TO_TARGET,
         MemberState.UNREVOKED_PARTITIONS: EpochMove.KEEP}
+
+
+def test_kip848_a_heartbeat_past_epoch_zero_to_a_group_that_does_not_exist_is_group_id_not_found():
+    """Only a join (epoch 0) makes a group; Kafka 4.4 answers any other epoch GROUP_ID_NOT_FOUND
+    (docs/protocol.md, "Requests for resources that do not exist")."""
+    ctx = GroupContext()
+    for epoch in (1, 5, -1):
+        assert ctx.cg_heartbeat("ghost", epoch, group="nowhere").error is E.GROUP_ID_NOT_FOUND
+    assert "nowhere" not in ctx.coord.consumer_groups
+    assert ctx.cg_heartbeat("m1", 0, group="nowhere", topics=["t"]).error is E.NONE

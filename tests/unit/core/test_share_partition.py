@@ -217,3 +217,13 @@ def test_share_partition_invariants(steps):
         assert len({o for o, _ in owners}) == len(owners)
         assert all(owner is not None for _, owner in owners)
         assert all(slot.count <= LIMITS.delivery_limit for slot in sp.slots.values())
+
+
+def test_kip932_read_committed_archives_an_aborted_transactions_records_and_never_delivers_them():
+    sp = fresh()
+    batches = [LogBatch(0, 2), LogBatch(3, 5, aborted=True), LogBatch(6, 6, control=True), LogBatch(7, 9)]
+    assert sp.acquire("a", batches, 100, now_ms=0) == [AcquiredRange(0, 2, 1), AcquiredRange(7, 9, 1)]
+    assert sp.acknowledge("a", [AckBatch(0, 2, ACCEPT), AckBatch(7, 9, RELEASE)], 1) is ErrorCode.NONE
+    assert sp.start == 7                                    # 3..6 finished: archived
+    assert sp.acquire("b", batches, 100, now_ms=2) == [AcquiredRange(7, 9, 2)]
+    assert sp.acknowledge("b", [AckBatch(3, 3, ACCEPT)], 3) is ErrorCode.NONE   # below the start: done

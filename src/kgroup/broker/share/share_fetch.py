@@ -31,9 +31,14 @@ COORDINATOR_NOT_AVAILABLE (retried by clients), never a write from here.
 
 ShareAcknowledge is steps 1-2 (and -1 closes the session). When a connection closes, its
 sessions go and every record their members held is released at once; a member that only
-stops fetching (paused, frozen) keeps its records until their locks run out. Acquisitions
-are not persisted: after a crash a record that was acquired but not acknowledged is
-available again.
+stops fetching (paused, frozen) keeps its records until their locks run out, and one that
+leaves its share group keeps them in its session until the session closes
+(core/share_sessions.py: the leave and the final acknowledgement may come in either order).
+A ShareFetch with MaxBytes 0 acquires nothing and answers at once, as Kafka does (its
+acknowledgements are still applied). A group with `share.isolation.level` read_committed is
+handed records up to the last stable offset only, and the records of aborted transactions
+are archived, never delivered (`_aborted_batches`). Acquisitions are not persisted: after a
+crash a record that was acquired but not acknowledged is available again.
 """
 
 from __future__ import annotations
@@ -51,8 +56,12 @@ from kgroup.batch_layout import (
     CONTROL_BIT,
     HEADER_SIZE,
     LOG_OVERHEAD,
+    PRODUCER_ID,
+    PRODUCER_ID_AT,
+    TRANSACTIONAL_BIT,
 )
 from kgroup.broker.data.context import NOT_LEADER, ArrivalWatch, ClusterView
+from kgroup.broker.data.producer_states import ProducerStates
 from kgroup.broker.share.share_state import ShareStateStore
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.records import ShareStateValue
@@ -66,6 +75,8 @@ from kgroup.wire.kio_build import build, item, ms
 log = logging.getLogger("kgroup.broker.share")
 
 DEFAULT_MAX_RECORDS = 500
+# Reads of one partition in one pass while they find only records that are never delivered.
+_SKIP_READS = 8
 
 ShareKey = tuple[str, str, int]             # (group id, topic id, partition)
 
@@ -82,8 +93,10 @@ class _PartitionFailed(Exception):
         self.code = code
 
 
-def _batches(raw: bytes) -> list[tuple[int, int, LogBatch]]:
-    """(position, size, batch) of each whole record batch in `raw`."""
+def _batches(raw: bytes, aborted: list | None = None) -> list[tuple[int, int, LogBatch]]:
+    """(position, size, batch) of each whole record batch in `raw`; with `aborted` (the
+    aborted transactions overlapping it, read_committed), the data batches of those
+    transactions are marked aborted."""
     out = []
     pos, n = 0, len(raw)
     while pos + HEADER_SIZE <= n:
@@ -92,7 +105,12 @@ def _batches(raw: bytes) -> list[tuple[int, int, LogBatch]]:
         if pos + size > n:
             break
         attrs, last_delta = ATTRIBUTES_AND_LAST_DELTA.unpack_from(raw, pos + ATTRIBUTES_AT)
-        out.append((pos, size, LogBatch(base, base + last_delta, bool(attrs & CONTROL_BIT))))
+        control = bool(attrs & CONTROL_BIT)
+        dropped = False
+        if aborted and not control and attrs & TRANSACTIONAL_BIT:
+            (producer,) = PRODUCER_ID.unpack_from(raw, pos + PRODUCER_ID_AT)
+            dropped = any(t.producer_id == producer and t.first_offset <= base < t.last_offset for t in aborted)
+        out.append((pos, size, LogBatch(base, base + last_delta, control, dropped)))
         pos += size
     return out
 
@@ -101,11 +119,14 @@ class ShareFetchService:
     """The share partitions and share sessions of this node, and the two APIs over them."""
 
     def __init__(self, data: DataDir, watch: ArrivalWatch, store: ShareStateStore,
-                 cluster: ClusterView | None = None) -> None:
+                 cluster: ClusterView | None = None, producers: ProducerStates | None = None) -> None:
         self.data = data
         self.watch = watch
         self.store = store
         self.cluster = cluster
+        # The partitions' producer state (the last stable offset and aborted transactions,
+        # for read_committed share groups): the data path's, shared.
+        self.producers = producers if producers is not None else ProducerStates(watch.ring)
         self.partitions: dict[ShareKey, SharePartition] = {}
         self.sessions = ShareSessions()
         self._loading: dict[ShareKey, asyncio.Future] = {}
@@ -261,10 +282,12 @@ class ShareFetchService:
             self._release(session.group_id, session.member_id, list(session.partitions))
 
     def member_left(self, group_id: str, member_id: str) -> None:
-        """The member left its share group: release everything it holds now. Its share
-        session stays until the member closes it (clients send that final request after the
-        leave, on another connection) or its connection closes."""
-        self._release(group_id, member_id)
+        """The member left its share group: without a share session here, release what it
+        holds now; with one, the session keeps its records until it closes (its final
+        ShareFetch/ShareAcknowledge, sent at the same time as the leave, or its connection)
+        or their locks run out (core/share_sessions.py)."""
+        if self.sessions.member_left(group_id, member_id):
+            self._release(group_id, member_id)
 
     def partition_moved(self, topic: str, partition: int) -> None:
         """This node stopped leading a topic partition: its share partitions go (the new
@@ -377,7 +400,10 @@ class ShareFetchService:
         if epoch == FINAL_EPOCH:
             self._close(session)
             return self._fetch_response(cls, {}, {}, ack_errors, list(ack_errors), limits)
-        # 4. Acquire, long-polling while there is nothing.
+        # 4. Acquire, long-polling while there is nothing; MaxBytes 0 (as Kafka answers it)
+        #    and a member that left its group get nothing, at once.
+        if int(req.max_bytes) == 0 or session.member_left:
+            return self._fetch_response(cls, {}, {}, ack_errors, list(ack_errors), limits)
         got, errors = await self._acquire_waiting(session, req, topics)
         shown = list(session.partitions) + [pid for pid in ack_errors if pid not in session.partitions]
         return self._fetch_response(cls, got, errors, ack_errors, shown, self._limits(group_id))
@@ -451,12 +477,22 @@ class ShareFetchService:
                      max_bytes: int) -> tuple[list[AcquiredRange], bytes]:
         plog = self._led_here(name, partition)
         now = _now_ms()
-        first = sp.first_to_read(plog.log_start_offset, plog.log_end_offset, now)
-        if first is None:
-            return [], b""
-        raw = plog.read(first, max_bytes)
-        batches = _batches(raw)
-        ranges = sp.acquire(member_id, [b for _, _, b in batches], max_records, now)
+        upto, state = plog.log_end_offset, None
+        if sp.limits.read_committed:
+            state = self.producers.of((name, partition), plog)
+            upto = state.last_stable_offset(upto)
+        # A read that held only what is never delivered (markers, aborted transactions:
+        # archived by `acquire`) moves the window on; read on from there.
+        for _ in range(_SKIP_READS):
+            first = sp.first_to_read(plog.log_start_offset, upto, now)
+            if first is None or first >= upto:
+                return [], b""
+            raw = plog.read(first, max_bytes, upto if state is not None else None)
+            batches = _batches(raw, None if state is None else state.aborted_between(first, upto))
+            window = (sp.start, sp.end)
+            ranges = sp.acquire(member_id, [b for _, _, b in batches], max_records, now)
+            if ranges or (sp.start, sp.end) == window:
+                break
         if not ranges:
             return [], b""
         parts = []
