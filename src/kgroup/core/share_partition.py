@@ -26,7 +26,9 @@ AVAILABLE, with the delivery not counted. A lock does not survive a restart, and
 crash cuts short does not count: after the crash the offset is delivered again with the same
 count, whether or not its neighbours' changes were written meanwhile. A delivery that ended
 (released, its lock ran out, its member gone) counts. Nothing here reads a clock: callers
-pass `now_ms`; expired locks are noticed when a call sees them (`expire`).
+pass `now_ms`; expired locks are noticed when a call sees them (`expire`), and `lapsed` says
+that one ran out since the caller last wrote the state (Kafka writes a lock's end when it
+happens; the broker does when it sees `lapsed`, and clears it).
 """
 
 from __future__ import annotations
@@ -158,6 +160,7 @@ class SharePartition:
         self.start = start_offset
         self.end = start_offset
         self.slots: dict[int, Slot] = {}
+        self.lapsed = False               # a lock ran out since the state was last written
         for b in batches:
             for offset in range(max(b.first_offset, start_offset), b.last_offset + 1):
                 self.slots[offset] = Slot(RecordState(b.state), b.delivery_count)
@@ -297,6 +300,7 @@ class SharePartition:
                 self._move(offset, slot, M.LOCK_EXPIRED)
                 changed = True
         if changed:
+            self.lapsed = True
             self._advance()
         return changed
 
