@@ -65,6 +65,11 @@ class ShareProc:
     def done(self, kind: str = "accept") -> set[tuple[int, int]]:
         return {(e["p"], o) for e in self.of("done") if e["type"] == kind for o in e["offsets"]}
 
+    def unconfirmed(self, kind: str = "accept") -> set[tuple[int, int]]:
+        """Records whose acknowledgement the consumer sent without getting the broker's
+        confirmation (its commit failed, e.g. the broker was killed before it answered)."""
+        return {(e["p"], o) for e in self.of("failed") if e["type"] == kind for o in e["offsets"]}
+
     def wait_ready(self, timeout: float = 60) -> "ShareProc":
         wait_for(lambda: self.of("ready"), timeout, what="the share consumer to subscribe")
         return self

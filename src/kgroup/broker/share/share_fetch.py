@@ -38,7 +38,12 @@ A ShareFetch with MaxBytes 0 acquires nothing and answers at once, as Kafka does
 acknowledgements are still applied). A group with `share.isolation.level` read_committed is
 handed records up to the last stable offset only, and the records of aborted transactions
 are archived, never delivered (`_aborted_batches`). Acquisitions are not persisted: after a
-crash a record that was acquired but not acknowledged is available again.
+crash a record that was acquired but not acknowledged is available again, with that delivery
+not counted (core/share_partition.py). The end of a delivery is: an acknowledgement is
+written before it is answered, a release at once, and a lock that runs out when it runs out
+(a timer per share partition at its earliest lock, `_arm_lock_timer`, or the fetch that
+sees it first, before it hands the record out again), as Kafka does, so a crash after a lock
+ran out does not forget that delivery (the delivery limit counts it).
 """
 
 from __future__ import annotations
@@ -131,6 +136,8 @@ class ShareFetchService:
         self.sessions = ShareSessions()
         self._loading: dict[ShareKey, asyncio.Future] = {}
         self._background: set[asyncio.Task] = set()
+        self._lock_timers: dict[ShareKey, tuple[int, asyncio.TimerHandle]] = {}
+        self._unsettled: dict[ShareKey, asyncio.Task] = {}     # the last write not yet durable
 
     # ---- topics and partitions ---------------------------------------------------------------
 
@@ -235,6 +242,7 @@ class ShareFetchService:
                 continue
             try:
                 waits.append(self.store.write(group_id, topic_id, partition, sp.persisted()))
+                sp.lapsed = False
             except GroupError as exc:
                 # FENCED_STATE_EPOCH: the state was reset meanwhile; reload it next time.
                 log.info("share partition %s: state not written (%s); reloading it", key, exc.code.name)
@@ -263,18 +271,62 @@ class ShareFetchService:
         if not changed:
             return
         self._ring(group_id, changed, self._topics_by_id())
-        waits = self._persist(group_id, changed)
+        self._persist_soon(group_id, changed)
+
+    def _persist_soon(self, group_id: str, pids: Iterable[SharePartitionId]) -> None:
+        """Write these partitions' state now, with no request waiting on it (a release, a
+        lock that ran out); `_unsettled` until it is durable."""
+        keys = [(group_id, t, p) for t, p in pids]
+        waits = self._persist(group_id, [(t, p) for _, t, p in keys])
         if waits:
             task = asyncio.get_running_loop().create_task(self._settle(waits))
             self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            for key in keys:
+                self._unsettled[key] = task
+
+            def settled(done: asyncio.Task) -> None:
+                self._background.discard(done)
+                for key in keys:
+                    if self._unsettled.get(key) is done:
+                        del self._unsettled[key]
+
+            task.add_done_callback(settled)
 
     @staticmethod
     async def _settle(waits: list[Any]) -> None:
         results = await asyncio.gather(*waits, return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
-                log.warning("share state after a release was not written: %s", result)
+                log.warning("share state after a release or a lock timeout was not written: %s", result)
+
+    # ---- record locks ----------------------------------------------------------------------------
+
+    def _arm_lock_timer(self, key: ShareKey, deadline: int | None) -> None:
+        """Make sure a timer fires when the share partition's earliest lock (`deadline`,
+        its `next_deadline()`) runs out."""
+        if deadline is None:
+            return
+        armed = self._lock_timers.get(key)
+        if armed is not None:
+            if armed[0] <= deadline:
+                return
+            armed[1].cancel()
+        delay = max(0.0, (deadline - _now_ms()) / 1000) + 0.001
+        self._lock_timers[key] = (deadline, asyncio.get_running_loop().call_later(delay, self._locks_ran_out, key))
+
+    def _locks_ran_out(self, key: ShareKey) -> None:
+        """A lock timer fired: put back what ran out and write that delivery's end now (also
+        when a fetch noticed it first: `lapsed`); then wait for the next lock."""
+        self._lock_timers.pop(key, None)
+        sp = self.partitions.get(key)
+        if sp is None:
+            return                           # forgotten (moved, reset, deleted): loaded again later
+        group_id, topic_id, partition = key
+        sp.expire(_now_ms())
+        if sp.lapsed:
+            self._ring(group_id, [(topic_id, partition)], self._topics_by_id())
+            self._persist_soon(group_id, [(topic_id, partition)])
+        self._arm_lock_timer(key, sp.next_deadline())
 
     def connection_closed(self, connection: int) -> None:
         """A client connection closed: its sessions end and their records are released now."""
@@ -447,6 +499,7 @@ class ShareFetchService:
             order = order[start:] + order[:start]
             session.rotation += 1
         next_lock = None
+        lapsed: list[SharePartitionId] = []
         for pid in order:
             if max_records <= 0 or max_bytes <= 0:
                 break
@@ -464,13 +517,24 @@ class ShareFetchService:
                 log.error("share fetch from %s-%d failed in storage: %s", topic_id, partition, exc)
                 errors[pid] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
+            lock = sp.next_deadline()
             if ranges:
+                self._arm_lock_timer((session.group_id, topic_id, partition), lock)
                 got[pid] = (ranges, data)
                 max_records -= sum(r.last_offset - r.first_offset + 1 for r in ranges)
                 max_bytes -= len(data)
-            lock = sp.next_deadline()
             if lock is not None and (next_lock is None or lock < next_lock):
                 next_lock = lock
+            if sp.lapsed:
+                lapsed.append(pid)
+        # A record whose last delivery ended (released, its lock ran out) is handed out again
+        # only once that end is durable, so a crash now does not forget it: written here if
+        # this fetch saw a lock run out before its timer did, else waited for if under way.
+        if lapsed:
+            await self._settle(self._persist(session.group_id, lapsed))
+        unsettled = {self._unsettled.get((session.group_id, *pid)) for pid in got} - {None}
+        if unsettled:
+            await asyncio.gather(*(asyncio.shield(task) for task in unsettled))
         return got, errors, next_lock
 
     def _acquire_one(self, sp: SharePartition, name: str, partition: int, member_id: str, max_records: int,
