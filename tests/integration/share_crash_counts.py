@@ -23,7 +23,7 @@ from typing import Callable
 
 from kgroup.client.cluster import request_fields
 from kgroup.client.connection import Connection
-from kgroup.wire.versions import CREATE_TOPICS, FIND_COORDINATOR, INCREMENTAL_ALTER_CONFIGS, METADATA
+from kgroup.wire.api_keys import ApiKey
 from tests.integration.share_session_race import ACCEPT, RECORDS, RELEASE, Member, produce
 
 STORIES = ("cut short", "beside a written neighbour", "lock ran out")
@@ -61,7 +61,7 @@ async def _until_acquired(member: Member, tries: int = 120) -> list[tuple[int, i
 
 
 async def _alter_group(conn: Connection, group: str, configs: dict[str, str]) -> None:
-    resp = await conn.request(INCREMENTAL_ALTER_CONFIGS, request_fields(resources=[{
+    resp = await conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request_fields(resources=[{
         "resource_type": 32, "resource_name": group,
         "configs": [{"name": k, "config_operation": 0, "value": v} for k, v in configs.items()]}],
         validate_only=False))
@@ -74,13 +74,13 @@ async def _prepare(host: str, port: int) -> tuple[str, uuid.UUID, dict[str, str]
     groups = {story: f"crash-g{i}-{uuid.uuid4().hex[:8]}" for i, story in enumerate(STORIES)}
     conn = await Connection.open(host, port, "crash-counts", 10)
     try:
-        created = await conn.request(CREATE_TOPICS, request_fields(topics=[{
+        created = await conn.request(ApiKey.CREATE_TOPICS, request_fields(topics=[{
             "name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
             timeout=10_000, validate_only=False))
         assert int(created.topics[0].error_code) == 0, created
         for story, group in groups.items():
             for _ in range(100):
-                found = await conn.request(FIND_COORDINATOR, request_fields(key=group, key_type=0,
+                found = await conn.request(ApiKey.FIND_COORDINATOR, request_fields(key=group, key_type=0,
                                                                             coordinator_keys=[group]))
                 if int(found.coordinators[0].error_code) == 0:
                     break
@@ -89,7 +89,7 @@ async def _prepare(host: str, port: int) -> tuple[str, uuid.UUID, dict[str, str]
             if story == "lock ran out":
                 configs["share.record.lock.duration.ms"] = "1000"
             await _alter_group(conn, group, configs)
-        md = await conn.request(METADATA, request_fields(topics=[{"name": topic}]), 12)
+        md = await conn.request(ApiKey.METADATA, request_fields(topics=[{"name": topic}]), 12)
         return topic, md.topics[0].topic_id, groups
     finally:
         await conn.close()
