@@ -12,7 +12,7 @@ import pytest
 
 from kgroup.conformance.messages import NAMES
 from kgroup.conformance.wire import NOT_SERVED
-from kgroup.wire.versions import SUPPORTED_APIS
+from kgroup.broker.concerns import SERVED as SUPPORTED_APIS
 
 pytestmark = pytest.mark.integration
 

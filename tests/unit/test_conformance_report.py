@@ -11,7 +11,7 @@ from kgroup.conformance.divergences import Divergence
 from kgroup.conformance.report import Report, ScenarioResult, _ranges, render
 from kgroup.conformance.scenarios import load
 from kgroup.conformance.wire import VersionResult
-from kgroup.wire.versions import SUPPORTED_APIS
+from kgroup.broker.concerns import SERVED as SUPPORTED_APIS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from kgroup.wire.codec import request_class
 from kgroup.wire.kio_build import build
-from kgroup.wire.versions import SUPPORTED_APIS
+from kgroup.broker.concerns import SERVED as SUPPORTED_APIS
 
 # API keys by name, for the APIs kgroup's table does not list (Kafka-only ones).
 EXTRA_KEYS = {

@@ -22,7 +22,7 @@ from typing import Any
 
 from kgroup.conformance.divergences import SCENARIO_DIVERGENCES, Divergence
 from kgroup.conformance.messages import api_name
-from kgroup.conformance.scenarios import AREAS, Scenario, load
+from kgroup.conformance.scenarios import AREAS, DifferentialScenario, load
 from kgroup.conformance.transcript import NORMALIZATIONS
 
 KAFKA_VERSION = "4.4.0"
@@ -30,7 +30,7 @@ KAFKA_VERSION = "4.4.0"
 
 @dataclass
 class ScenarioResult:
-    scenario: Scenario
+    scenario: DifferentialScenario
     status: str                     # agree | explained | diverge | stale | failed
     detail: str = ""
     seconds: float = 0.0
@@ -52,7 +52,7 @@ class Report:
         return out
 
 
-def scenario_result(scenario: Scenario, outcome: Any) -> ScenarioResult:
+def scenario_result(scenario: DifferentialScenario, outcome: Any) -> ScenarioResult:
     """What one run of `scenario` (a target.Outcome) says, against divergences.py."""
     known = SCENARIO_DIVERGENCES.get(scenario.id)
     if outcome.errors:
@@ -67,7 +67,7 @@ def scenario_result(scenario: Scenario, outcome: Any) -> ScenarioResult:
                           outcome.seconds, known)
 
 
-def run_scenarios(pairs: dict[str, Any], scenarios: Iterable[Scenario],
+def run_scenarios(pairs: dict[str, Any], scenarios: Iterable[DifferentialScenario],
                   progress: Callable[[ScenarioResult], None] | None = None) -> list[ScenarioResult]:
     results = []
     for s in scenarios:

@@ -28,7 +28,7 @@ from kgroup.conformance.proxy import RecordingProxy, Watch
 from kgroup.conformance.messages import api_name
 from kgroup.conformance.raw import ConnectionClosed, RawClient
 from kgroup.conformance.transcript import Comparison, Transcript, compare
-from kgroup.wire.versions import SUPPORTED_APIS
+from kgroup.broker.concerns import SERVED as SUPPORTED_APIS
 
 SCENARIO_TIMEOUT = 90.0
 HEARTBEAT = 12

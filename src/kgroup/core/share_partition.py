@@ -20,13 +20,19 @@ table lacks raises `IllegalShareTransition`. Acknowledgements of one partition a
 in full before any is applied, so a refused acknowledgement changes nothing.
 
 What is durable (`persisted()`): the start offset and the window as runs of (first, last,
-state, delivery count), an ACQUIRED offset written as AVAILABLE (a lock does not survive a
-restart: after a crash the offset is delivered again). As in Kafka, a write carries the
-start offset as it stood before the change being written (`written_start`: Kafka's share
-partition persists first and moves its start offset after), so DescribeShareGroupOffsets,
-which reads what was written, trails by one change; the offsets between that start and the
-real one are written ARCHIVED, so a reload moves past them. Nothing here reads a clock: callers
-pass `now_ms`; expired locks are noticed when a call sees them (`expire`).
+state, delivery count), an ACQUIRED offset written as it was before that delivery began:
+AVAILABLE, with the delivery not counted. A lock does not survive a restart, and as in Kafka
+4.4 (whose share state is written when a delivery ends, never when it starts) a delivery a
+crash cuts short does not count: after the crash the offset is delivered again with the same
+count, whether or not its neighbours' changes were written meanwhile. A delivery that ended
+(released, its lock ran out, its member gone) counts. As in Kafka, a write carries the start
+offset as it stood before the change being written (`written_start`: Kafka's share partition
+persists first and moves its start offset after), so DescribeShareGroupOffsets, which reads
+what was written, trails by one change; the offsets between that start and the real one are
+written ARCHIVED, so a reload moves past them. Nothing here reads a clock: callers
+pass `now_ms`; expired locks are noticed when a call sees them (`expire`), and `lapsed` says
+that one ran out since the caller last wrote the state (Kafka writes a lock's end when it
+happens; the broker does when it sees `lapsed`, and clears it).
 """
 
 from __future__ import annotations
@@ -158,6 +164,7 @@ class SharePartition:
         self.start = start_offset
         self.end = start_offset
         self.slots: dict[int, Slot] = {}
+        self.lapsed = False               # a lock ran out since the state was last written
         for b in batches:
             for offset in range(max(b.first_offset, start_offset), b.last_offset + 1):
                 self.slots[offset] = Slot(RecordState(b.state), b.delivery_count)
@@ -302,6 +309,7 @@ class SharePartition:
                 changed = True
         if changed:
             self.written_start = before
+            self.lapsed = True
             self._advance()
         return changed
 
@@ -339,16 +347,18 @@ class SharePartition:
 
     def persisted(self) -> ShareStateValue:
         """The durable view: start offset and runs of (state, delivery count), an ACQUIRED
-        offset as AVAILABLE."""
+        offset as AVAILABLE with the count it had before this delivery (see the module doc)."""
         runs: list[ShareStateBatch] = []
         if self.written_start < self.start:     # finished since the start the write carries
             runs.append(ShareStateBatch(self.written_start, self.start - 1, S.ARCHIVED, 0))
         for offset in range(self.start, self.end):
             slot = self.slots[offset]
-            state = S.AVAILABLE if slot.state is S.ACQUIRED else slot.state
+            state, count = slot.state, slot.count
+            if state is S.ACQUIRED:
+                state, count = S.AVAILABLE, count - 1
             last = runs[-1] if runs else None
-            if last is not None and last.state == state and last.delivery_count == slot.count:
-                runs[-1] = ShareStateBatch(last.first_offset, offset, state, slot.count)
+            if last is not None and last.state == state and last.delivery_count == count:
+                runs[-1] = ShareStateBatch(last.first_offset, offset, state, count)
             else:
-                runs.append(ShareStateBatch(offset, offset, state, slot.count))
+                runs.append(ShareStateBatch(offset, offset, state, count))
         return ShareStateValue(self.state_epoch, min(self.written_start, self.start), tuple(runs))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -20,7 +20,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32Timedelta
 
 from .codec import response_class
-from .versions import API_VERSIONS, ApiRange, api_ranges
+from .api_keys import ApiKey
+from .versions import ApiRange
 
 UNSUPPORTED_VERSION = 35
 NONE = 0
@@ -34,16 +35,14 @@ def api_versions_response(
     request_version: int,
     error: int | None = None,
     *,
-    disabled: Iterable[int] = (),
+    ranges: Iterable[ApiRange],
     throttle_time_ms: int = 0,
-    ranges: Sequence[ApiRange] | None = None,
 ) -> Any:
-    """kio ApiVersionsResponse at ``request_version`` listing our ranges.
+    """kio ApiVersionsResponse at ``request_version`` listing ``ranges`` (the served ones).
 
-    ``error`` is a Kafka error code (default NONE); ``disabled`` api keys are left out;
-    ``ranges`` replaces the table (tests, or a broker advertising less).
+    ``error`` is a Kafka error code (default NONE).
     """
-    cls = response_class(API_VERSIONS, request_version)
+    cls = response_class(ApiKey.API_VERSIONS, request_version)
     entry_cls = cls.__dataclass_fields__["api_keys"].type.__args__[0]
     entries = tuple(
         entry_cls(
@@ -51,7 +50,7 @@ def api_versions_response(
             min_version=i16(r.min_version),
             max_version=i16(r.max_version),
         )
-        for r in (api_ranges(disabled) if ranges is None else ranges)
+        for r in ranges
     )
     kwargs: dict[str, Any] = {
         "error_code": ErrorCode(error if error is not None else NONE),
@@ -71,29 +70,27 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 INVALID_REQUEST = 42
 
 
-def api_versions_answer(request_version: int, request: Any, *, disabled: Iterable[int] = ()) -> Any:
+def api_versions_answer(request_version: int, request: Any, *, ranges: Iterable[ApiRange]) -> Any:
     """The answer to an ApiVersions request: our ranges, or (v3+) INVALID_REQUEST with no
     ranges when the client software name or version is not of the form Kafka accepts."""
     if request_version >= 3 and not all(
             _SOFTWARE.fullmatch(getattr(request, field, "") or "")
             for field in ("client_software_name", "client_software_version")):
         return api_versions_response(request_version, INVALID_REQUEST, ranges=())
-    return api_versions_response(request_version, disabled=disabled)
+    return api_versions_response(request_version, ranges=ranges)
 
 
 def encode_api_versions_fallback(
     correlation_id: int,
     *,
-    disabled: Iterable[int] = (),
-    ranges: Sequence[ApiRange] | None = None,
+    ranges: Iterable[ApiRange],
 ) -> bytes:
-    """Size-prefixed ApiVersions v0 reply with UNSUPPORTED_VERSION listing our ApiVersions
-    range (as Kafka does; ``ranges`` replaces it, for tests).
+    """Size-prefixed ApiVersions v0 reply with UNSUPPORTED_VERSION listing, of ``ranges``,
+    ApiVersions' own range only, as Kafka 4.4 does (KIP-511).
 
     Send it when an ApiVersions request's version is newer than ours.
     """
-    if ranges is None:
-        ranges = [r for r in api_ranges(disabled) if r.api_key == API_VERSIONS]
+    ranges = tuple(r for r in ranges if r.api_key == ApiKey.API_VERSIONS)
     body = _V0.pack(correlation_id, UNSUPPORTED_VERSION, len(ranges)) + b"".join(
         _ENTRY.pack(r.api_key, r.min_version, r.max_version) for r in ranges
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from kgroup.broker.config import AuthConfig
-from kgroup.broker.security import Security
-from kgroup.broker.security_api import SecurityApi
+from kgroup.broker.security.security import Security
+from kgroup.broker.security.security_api import SecurityApi
 from kgroup.wire import RequestHeader, request_class
 from kgroup.wire.kio_build import build, item
 

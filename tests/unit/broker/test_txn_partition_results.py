@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kgroup.broker.txn_api import TxnApi
+from kgroup.broker.txn.txn_api import TxnApi
 from kgroup.core.errors import ErrorCode as E
 from kgroup.wire import request_class, response_class
 from kgroup.wire.kio_build import build, item

@@ -20,7 +20,7 @@ AREAS = ("classic", "consumer", "offsets", "share", "transactions", "admin", "se
 
 
 @dataclass(frozen=True)
-class Scenario:
+class DifferentialScenario:
     id: str
     area: str
     title: str
@@ -31,7 +31,7 @@ class Scenario:
     pair: str = "plain"          # "secured": the pair with SASL, an authorizer, users
 
 
-SCENARIOS: dict[str, Scenario] = {}
+SCENARIOS: dict[str, DifferentialScenario] = {}
 
 
 def scenario(area: str, title: str, *, rule: str, clients: tuple[str, ...] = ("raw",),
@@ -44,12 +44,12 @@ def scenario(area: str, title: str, *, rule: str, clients: tuple[str, ...] = ("r
         sid = name or fn.__name__
         if sid in SCENARIOS:
             raise ValueError(f"scenario {sid} registered twice")
-        SCENARIOS[sid] = Scenario(sid, area, title, rule, clients, fn, timeout, pair)
+        SCENARIOS[sid] = DifferentialScenario(sid, area, title, rule, clients, fn, timeout, pair)
         return fn
     return register
 
 
-def load() -> dict[str, Scenario]:
+def load() -> dict[str, DifferentialScenario]:
     """Import every scenario module; returns the registry."""
     for module in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{module.name}")
