@@ -99,9 +99,9 @@ ALLOWED_LAYERS = {
 }
 
 
-# The leaves every layer may import: Kafka's error codes (kgroup/error_codes.py) and its ACL
-# vocabulary (kgroup/acl_bindings.py).
-LEAVES = {"error_codes", "acl_bindings"}
+# The leaves every layer may import: Kafka's error codes (kgroup/error_codes.py), its ACL
+# vocabulary (kgroup/acl_bindings.py) and the registry of group kinds (kgroup/group_types.py).
+LEAVES = {"error_codes", "acl_bindings", "group_types"}
 
 
 def test_leaf_modules_import_nothing_of_kgroup_and_do_no_io() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupState
 from kgroup.core.errors import ErrorCode
+from kgroup.core.event_journal import EventJournal
 from kgroup.core.messages import (
     DeletedGroup,
     DescribedGroup,
@@ -117,7 +118,7 @@ class Admin:
 
     def delete(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
         """Delete Empty groups with their offsets; others get a per-group error."""
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         results = []
         for group_id in group_ids:
             out.changed(group_id, "DeleteGroups")

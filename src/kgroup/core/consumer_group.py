@@ -40,6 +40,7 @@ from kgroup.core.records import (
     Partitions,
 )
 from kgroup.core.modern_group import ModernGroup, ModernMember, ModernRecords, Phase, register_records
+from kgroup.group_types import CONSUMER, GroupType
 
 
 _M = MemberState
@@ -128,15 +129,21 @@ class ConsumerGroup(ModernGroup):
     RECORDS: ClassVar[ModernRecords] = ModernRecords(
         ConsumerGroupEpochRecord, ConsumerMemberRecord, ConsumerTargetRecord, ConsumerTargetEpochRecord,
         ConsumerCurrentRecord)
+    TYPE: ClassVar[GroupType] = CONSUMER
     MEMBER: ClassVar[type] = ConsumerGroupMember
     NEW_CURRENT: ClassVar[ConsumerCurrentValue] = NEW_MEMBER
 
     def state(self) -> GroupState:
         return _STATES[self.phase()]
 
-    def converged(self, current: ConsumerCurrentValue) -> bool:
+    @classmethod
+    def state_of(cls, phase: Phase) -> GroupState:
+        return _STATES[phase]
+
+    @staticmethod
+    def is_converged(current: ConsumerCurrentValue, target_epoch: int) -> bool:
         # At the target epoch with nothing left to revoke or to wait for.
-        return current.member_epoch == self.target_epoch and current.state is MemberState.STABLE
+        return current.member_epoch == target_epoch and current.state is MemberState.STABLE
 
     def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
         if instance_id is None:

@@ -34,6 +34,7 @@ from kgroup.core.consumer_group import (
     reconcile,
 )
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.event_journal import EventJournal
 from kgroup.core.group_configs import GroupConfigs
 from kgroup.core.messages import (
     JOIN_EPOCH,
@@ -319,7 +320,7 @@ class ConsumerProtocol(ModernProtocol):
         if (member is None or member.state is not MemberState.UNREVOKED_PARTITIONS
                 or member.epoch != op.generation):
             return EMPTY_RESULT
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         out.changed(group.group_id, "revocation timeout", Departure.FENCED)
         self.fence(group, [op.member_id], out, now_ms)   # it never gave the partitions back
         return out.build()

@@ -31,6 +31,7 @@ from kgroup.core.classic_protocol import ClassicProtocol
 from kgroup.core.consumer_group import ConsumerGroup
 from kgroup.core.consumer_protocol import ConsumerProtocol
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.event_journal import EventJournal
 from kgroup.core.messages import (
     ExpireMemberRequest,
     GroupControlRequest,
@@ -81,7 +82,7 @@ class ClassicControl:
 
     def rebalance(self, req: GroupControlRequest, reply: ReplyTo, now_ms: int) -> Result:
         group = self._group(req.group_id)
-        return _rebalance(group.group_id, bool(group.members), reply,
+        return _rebalance(EventJournal(self.classic.shard, now_ms), group.group_id, bool(group.members), reply,
                           lambda out: self.classic.rebalance_now(group, out, now_ms))
 
     def expire(self, req: ExpireMemberRequest, reply: ReplyTo, now_ms: int) -> Result:
@@ -90,7 +91,7 @@ class ClassicControl:
             else group.static_member_id(req.member)
         if member_id is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"no member or instance {req.member} in group {req.group_id}")
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.classic.shard, now_ms))
         out.changed(group.group_id, EXPIRE, Departure.EXPIRED)
         self.classic.expire_member(group, member_id, out, now_ms)
         out.reply(reply, member_id)
@@ -127,26 +128,28 @@ class ConsumerControl:
 
     def rebalance(self, req: GroupControlRequest, reply: ReplyTo, now_ms: int) -> Result:
         group = self._group(req.group_id)
-        return _rebalance(group.group_id, bool(group.members), reply, lambda out: self.consumer.bump_epoch(group, out))
+        return _rebalance(EventJournal(self.shard, now_ms), group.group_id, bool(group.members), reply,
+                          lambda out: self.consumer.bump_epoch(group, out))
 
     def expire(self, req: ExpireMemberRequest, reply: ReplyTo, now_ms: int) -> Result:
         group = self._group(req.group_id)
         member = group.members.get(req.member) or group.static_member(req.member)
         if member is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"no member or instance {req.member} in group {req.group_id}")
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         out.changed(group.group_id, EXPIRE, Departure.EXPIRED)
         self.consumer.fence(group, [member.member_id], out, now_ms)
         out.reply(reply, member.member_id)
         return out.build()
 
 
-def _rebalance(group_id: str, has_members: bool, reply: ReplyTo, start: Callable[[ResultBuilder], None]) -> Result:
+def _rebalance(journal: EventJournal, group_id: str, has_members: bool, reply: ReplyTo,
+               start: Callable[[ResultBuilder], None]) -> Result:
     """A rebalance of either kind: refused without members, else `start` it; the reply is
     the group id."""
     if not has_members:
         raise GroupError(ErrorCode.INVALID_REQUEST, f"group {group_id} has no members to rebalance")
-    out = ResultBuilder()
+    out = ResultBuilder(journal)
     out.changed(group_id, REBALANCE)
     start(out)
     out.reply(reply, group_id)

@@ -69,7 +69,18 @@ class ModernMember:
         return self.current.member_epoch
 
 
-_EPOCH, _MEMBER, _TARGET, _TARGET_EPOCH, _CURRENT = range(5)
+def phase_of(members: int, epoch: int, target_epoch: int, unconverged: int) -> Phase:
+    """The phase of a group of `members` members, `unconverged` of them not at the target."""
+    if not members:
+        return Phase.EMPTY
+    if epoch > target_epoch:
+        return Phase.ASSIGNING
+    return Phase.RECONCILING if unconverged else Phase.STABLE
+
+
+# The roles of a kind's records (the fields of ModernRecords, in order).
+EPOCH, MEMBER, TARGET, TARGET_EPOCH, CURRENT = range(5)
+_EPOCH, _MEMBER, _TARGET, _TARGET_EPOCH, _CURRENT = EPOCH, MEMBER, TARGET, TARGET_EPOCH, CURRENT
 
 
 @dataclass(slots=True)
@@ -82,25 +93,46 @@ class ModernGroup:
     target: dict[str, Any] = field(default_factory=dict)
     # Members not converged to the target epoch (kept by `apply`, so the phase is a read).
     unconverged: int = field(default=0, compare=False)
-    # Moves with every record replayed into the group, so an observer can tell "unchanged"
-    # without a look inside; not part of the group's value.
-    version: int = field(default=0, compare=False)
+    # The group epoch it was last Stable at, kept from the change that took it out of Stable
+    # (the group events' "settled": a rebalance completes at a later epoch). Not durable: a
+    # group loaded from the log starts from what it is.
+    settled: int = field(default=-1, compare=False)
 
     # What a kind says: its records, its member class and a new member's current value.
     RECORDS: ClassVar[ModernRecords]
     MEMBER: ClassVar[type]
     NEW_CURRENT: ClassVar[Any]
 
+    # The kind: a kind's group class says which registry entry it is.
+    TYPE: ClassVar[Any]
+
+    live: ClassVar[bool] = True
+
+    def state(self) -> Enum:
+        """Its state, as Describe and ListGroups report it."""
+        return self.state_of(self.phase())
+
+    @classmethod
+    def state_of(cls, phase: Phase) -> Enum:
+        """The kind's: the state it reports in `phase`."""
+        raise NotImplementedError
+
+    def status(self) -> tuple[str, int]:
+        """(state, group epoch), as the group events and the views report them."""
+        return self.state().value, self.epoch
+
     def phase(self) -> Phase:
-        if not self.members:
-            return Phase.EMPTY
-        if self.epoch > self.target_epoch:
-            return Phase.ASSIGNING
-        return Phase.RECONCILING if self.unconverged else Phase.STABLE
+        return phase_of(len(self.members), self.epoch, self.target_epoch, self.unconverged)
 
     def converged(self, current: Any) -> bool:
         """Whether a member whose current value is `current` has reached the target."""
-        return current.member_epoch == self.target_epoch
+        return self.is_converged(current, self.target_epoch)
+
+    @staticmethod
+    def is_converged(current: Any, target_epoch: int) -> bool:
+        """Whether a member at `current` has reached a target of `target_epoch` (a kind may
+        ask more of it)."""
+        return current.member_epoch == target_epoch
 
     # ---- replay -------------------------------------------------------------------------
 
@@ -137,7 +169,6 @@ class ModernGroup:
         created = group is None
         if created:
             group = groups[record.group_id] = cls(record.group_id)
-        group.version += 1
         if role == _EPOCH:
             group.epoch = record.epoch
             group.subscribed = record.subscribed
@@ -168,11 +199,19 @@ class ModernGroup:
         return created
 
 
-# kind class -> record class -> role, filled by `register_records`.
+# kind class -> record class -> role, and record class -> kind class, filled by
+# `register_records`.
 _ROLES: dict[type, dict[type, int]] = {}
+KIND_OF_RECORD: dict[type, type] = {}
+
+
+def role_of(record: Any) -> int:
+    """Which of its kind's five records `record` is (EPOCH, MEMBER, ...)."""
+    return _ROLES[KIND_OF_RECORD[type(record)]][type(record)]
 
 
 def register_records(cls: type[ModernGroup]) -> type[ModernGroup]:
     """Class decorator: index the kind's RECORDS for `ModernGroup.apply`."""
     _ROLES[cls] = {kind: role for role, kind in enumerate(cls.RECORDS)}
+    KIND_OF_RECORD.update((kind, cls) for kind in cls.RECORDS)
     return cls

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.event_journal import EventJournal
 from kgroup.core.modern_group import ModernGroup, SubscribedTopics
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
@@ -140,7 +141,8 @@ class ModernProtocol:
         """Handle one heartbeat for a group of this kind, or a group that does not exist."""
         # 1. Validate the request as a whole.
         self.validate(req)
-        return self.heartbeat_in(self.groups.get(req.group_id), req, reply, now_ms, ResultBuilder())
+        return self.heartbeat_in(self.groups.get(req.group_id), req, reply, now_ms,
+                                 ResultBuilder(EventJournal(self.shard, now_ms)))
 
     def heartbeat_in(self, group: ModernGroup | None, req: Any, reply: ReplyTo, now_ms: int,
                      out: ResultBuilder) -> Result:
@@ -259,7 +261,7 @@ class ModernProtocol:
         group = self.groups.get(op.group_id)
         if group is None or op.member_id not in group.members:
             return EMPTY_RESULT
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         out.changed(group.group_id, "session timeout", Departure.EXPIRED)
         self.remove_members(group, [op.member_id], out, now_ms)
         return out.build()
@@ -297,11 +299,11 @@ class ModernProtocol:
 
     def topics_changed(self, now_ms: int) -> Result:
         """Bump the epoch of every group whose subscribed topics' metadata changed."""
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         for group_id in sorted(self.groups):
             group = self.groups[group_id]
             subscribed = self.subscribed_metadata(group.members)
             if subscribed != group.subscribed:
-                out.record(self.records.epoch(group_id, group.epoch + 1, subscribed))
                 out.changed(group_id, "topic metadata changed")
+                out.record(self.records.epoch(group_id, group.epoch + 1, subscribed))
         return out.build()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupState
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.event_journal import EventJournal
 from kgroup.core.messages import (
     UNKNOWN_MEMBER_ID,
     FetchedOffset,
@@ -216,22 +217,23 @@ class Offsets:
 
     def expire(self, now_ms: int) -> Result:
         """Tombstone expired offsets; delete Empty groups that are left with none."""
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         retention = self.config.offsets_retention_ms
         stored = self.shard.stored
         for group_id in sorted(set(stored.offsets) | set(self.shard.groups)):
             group = self.shard.groups.get(group_id)
             offsets = stored.offsets.get(group_id, {})
             expired = self._expired(group, offsets, now_ms, retention)
+            dropped = group is not None and group.is_in(S.EMPTY) and len(expired) == len(offsets)
+            if expired or (dropped and group_id in stored.classic_groups):
+                out.changed(group_id, "offsets expired", Departure.EXPIRED)
             for topic, partition in expired:
                 out.record(OffsetCommitRecord(group_id, topic, partition, None))
-            if group is not None and group.is_in(S.EMPTY) and len(expired) == len(offsets):
+            if dropped:
                 group.transition_to(S.DEAD, now_ms)
                 del self.shard.groups[group_id]
                 if group_id in stored.classic_groups:
                     out.record(ClassicGroupRecord(group_id, None))
-            if expired or (out.records and out.records[-1].group_id == group_id):
-                out.changed(group_id, "offsets expired", Departure.EXPIRED)
         self.schedule_expiry(now_ms)
         return out.build() if out.records else EMPTY_RESULT
 

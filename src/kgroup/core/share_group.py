@@ -30,7 +30,8 @@ from kgroup.core.records import (
     ShareTargetEpochRecord,
     ShareTargetRecord,
 )
-from kgroup.core.modern_group import ModernGroup, ModernMember, ModernRecords, register_records
+from kgroup.core.modern_group import ModernGroup, ModernMember, ModernRecords, Phase, register_records
+from kgroup.group_types import SHARE, GroupType
 
 NEW_SHARE_MEMBER = ShareCurrentValue(0, 0, ())
 
@@ -56,11 +57,17 @@ class ShareGroup(ModernGroup):
 
     RECORDS: ClassVar[ModernRecords] = ModernRecords(
         ShareGroupEpochRecord, ShareMemberRecord, ShareTargetRecord, ShareTargetEpochRecord, ShareCurrentRecord)
+    TYPE: ClassVar[GroupType] = SHARE
     MEMBER: ClassVar[type] = ShareGroupMember
     NEW_CURRENT: ClassVar[ShareCurrentValue] = NEW_SHARE_MEMBER
 
     def state(self) -> ShareGroupState:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
+
+    @classmethod
+    def state_of(cls, phase: Phase) -> ShareGroupState:
+        # No reconciliation: a share group is Stable as soon as it has members.
+        return ShareGroupState.EMPTY if phase is Phase.EMPTY else ShareGroupState.STABLE
 
 
 def apply_share_record(groups: dict[str, ShareGroup], record) -> bool:
