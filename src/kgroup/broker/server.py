@@ -76,6 +76,7 @@ from kgroup.broker.share_group_api import ShareGroupApi
 from kgroup.broker.share_state import ShareStateStore
 from kgroup.broker.txn_api import TxnApi
 from kgroup.broker.txn_markers import TxnMarkerChannel
+from kgroup.core.kinds import count_groups
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
 from kgroup.storage.control_files import publish_control_address, withdraw_control_address
 from kgroup.storage.data_dir import Membership
@@ -353,7 +354,7 @@ class Broker:
         if self.events is not None:
             self.events.coordinator_loaded(shard, self.config.node_id, previous_node,
                                            int((time.monotonic() - started) * 1000), now_ms())
-        return f"records={records} groups={len(shard.coordinator.groups) + len(shard.coordinator.consumer_groups)}"
+        return f"records={records} groups={count_groups(shard.coordinator.shard)}"
 
     async def _unit_releasing(self, slot: int, to: int | None) -> None:
         """Hand-over: let what this unit has in flight finish before its logs close; its
@@ -407,8 +408,7 @@ class Broker:
 
     async def _report_loaded(self) -> None:
         await self.ownership.first_round_done()
-        groups = sum(len(s.coordinator.groups) + len(s.coordinator.consumer_groups)
-                     for s in self.shards if s is not None)
+        groups = sum(count_groups(s.coordinator.shard) for s in self.shards if s is not None)
         log.info("coordinator loaded: records=%d groups=%d seconds=%.3f", self._replayed, groups,
                  time.monotonic() - self._started)
 

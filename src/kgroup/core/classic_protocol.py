@@ -38,7 +38,7 @@ from kgroup.core.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from kgroup.core.records import ClassicGroupRecord
+from kgroup.core.records import ClassicGroupRecord, OffsetCommitRecord
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
 from kgroup.core.timers import (
@@ -631,6 +631,14 @@ class ClassicProtocol:
             self._prepare_rebalance(group, out, now_ms)
             return out.build()
         return EMPTY_RESULT
+
+    def delete_group(self, group: ClassicGroup, out: ResultBuilder, now_ms: int) -> None:
+        """DeleteGroups of an Empty group: its offsets and its record go; it is Dead."""
+        for topic, partition in sorted(self.shard.stored.offsets.get(group.group_id, {})):
+            out.record(OffsetCommitRecord(group.group_id, topic, partition, None))
+        out.record(ClassicGroupRecord(group.group_id, None))
+        group.transition_to(S.DEAD, now_ms)
+        del self.shard.groups[group.group_id]
 
     # ======================================================================================
     # Groups changing kind (migration.py)

@@ -23,10 +23,12 @@ this module keeps what is the consumer protocol's own: reconciliation and its st
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import ClassVar
 
+from kgroup.core.config import GroupConfig
 from kgroup.core.errors import IllegalGroupTransition
 from kgroup.core.records import (
     ConsumerCurrentRecord,
@@ -145,13 +147,10 @@ class ConsumerGroup(ModernGroup):
         # At the target epoch with nothing left to revoke or to wait for.
         return current.member_epoch == target_epoch and current.state is MemberState.STABLE
 
-    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
-        if instance_id is None:
-            return None
-        for m in self.members.values():
-            if m.meta.instance_id == instance_id:
-                return m
-        return None
+    def assignor_name(self, config: GroupConfig) -> str:
+        """The server assignor its members ask for most (the coordinator's first if none asks)."""
+        votes = Counter(m.meta.server_assignor for m in self.members.values() if m.meta.server_assignor)
+        return votes.most_common(1)[0][0] if votes else config.consumer_assignors[0]
 
     def _holds(self, member: ConsumerGroupMember, value: ConsumerCurrentValue | None) -> None:
         """Keep `owners` in step: a partition is owned while assigned or pending revocation."""

@@ -345,8 +345,7 @@ class ConsumerProtocol(ModernProtocol):
 
     def assignor_of(self, group: ConsumerGroup) -> str:
         """The server assignor the group's members ask for most (the default if none asks)."""
-        votes = Counter(m.meta.server_assignor for m in group.members.values() if m.meta.server_assignor)
-        return votes.most_common(1)[0][0] if votes else self.config.consumer_assignors[0]
+        return group.assignor_name(self.config)
 
 
 def _subset(owned: Partitions, assigned: Partitions) -> bool:

@@ -121,6 +121,15 @@ class ModernGroup:
         """(state, group epoch), as the group events and the views report them."""
         return self.state().value, self.epoch
 
+    def static_member(self, instance_id: str | None) -> Any:
+        """The member with static instance id `instance_id` (None: none, or not given)."""
+        if instance_id is None:
+            return None
+        for m in self.members.values():
+            if getattr(m.meta, "instance_id", None) == instance_id:
+                return m
+        return None
+
     def phase(self) -> Phase:
         return phase_of(len(self.members), self.epoch, self.target_epoch, self.unconverged)
 

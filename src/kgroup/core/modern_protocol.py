@@ -32,6 +32,7 @@ from typing import Any, Callable, ClassVar
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.event_journal import EventJournal
 from kgroup.core.modern_group import ModernGroup, SubscribedTopics
+from kgroup.core.records import OffsetCommitRecord
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
 from kgroup.core.timers import TimerKind, TimerOp
@@ -289,6 +290,17 @@ class ModernProtocol:
             self._remove_records(group, member_id, out)
         remaining = {mid: m for mid, m in group.members.items() if mid not in member_ids}
         out.record(self.records.epoch(group.group_id, group.epoch + 1, self.subscribed_metadata(remaining)))
+
+    def delete_group(self, group: ModernGroup, out: ResultBuilder, now_ms: int) -> None:
+        """DeleteGroups of an empty group: its offsets, the kind's own progress, then the group."""
+        for topic, partition in sorted(self.shard.stored.offsets.get(group.group_id, {})):
+            out.record(OffsetCommitRecord(group.group_id, topic, partition, None))
+        self.delete_progress(group, out)
+        out.record(self.records.target_epoch(group.group_id, None))
+        out.record(self.records.epoch(group.group_id, None))
+
+    def delete_progress(self, group: ModernGroup, out: ResultBuilder) -> None:
+        """The kind's: what of its own a deleted group leaves behind (nothing by default)."""
 
     def bump_epoch(self, group: ModernGroup, out: ResultBuilder) -> None:
         """A new group epoch with nothing else changed: the assignor runs again at the next

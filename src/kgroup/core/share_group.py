@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import ClassVar
 
+from kgroup.assignors.share_simple import SimpleShareAssignor
+from kgroup.core.config import GroupConfig
 from kgroup.core.records import (
     Partitions,
     ShareCurrentRecord,
@@ -34,6 +36,8 @@ from kgroup.core.modern_group import ModernGroup, ModernMember, ModernRecords, P
 from kgroup.group_types import SHARE, GroupType
 
 NEW_SHARE_MEMBER = ShareCurrentValue(0, 0, ())
+# The share assignor's name, as ShareGroupDescribe gives it.
+SHARE_ASSIGNOR = SimpleShareAssignor.name
 
 
 class ShareGroupState(Enum):
@@ -63,6 +67,10 @@ class ShareGroup(ModernGroup):
 
     def state(self) -> ShareGroupState:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
+
+    def assignor_name(self, config: GroupConfig) -> str:
+        """The share assignor (there is one, `simple`)."""
+        return SHARE_ASSIGNOR
 
     @classmethod
     def state_of(cls, phase: Phase) -> ShareGroupState:

@@ -29,11 +29,9 @@ from kgroup.core.records import (
     Partitions,
     ShareCurrentRecord,
     ShareCurrentValue,
-    ShareGroupEpochRecord,
     ShareMemberValue,
     ShareStateRecord,
     ShareStateValue,
-    ShareTargetEpochRecord,
     ShareTargetRecord,
 )
 from kgroup.core.result import ReplyTo, Result, ResultBuilder
@@ -257,12 +255,10 @@ class ShareProtocol(ModernProtocol):
         out.reply(reply, ShareOffsetsResponse(ErrorCode.NONE, tuple(gone)))
         return out.build()
 
-    def delete_group(self, group: ShareGroup, out: ResultBuilder) -> None:
-        """The records that delete an empty share group and its share-partition states."""
+    def delete_progress(self, group: ShareGroup, out: ResultBuilder) -> None:
+        """A deleted share group's share-partition states go with it."""
         for topic_id, partition in sorted(self.shard.stored.share_states.get(group.group_id, {})):
             out.record(ShareStateRecord(group.group_id, topic_id, partition, None))
-        out.record(ShareTargetEpochRecord(group.group_id, None))
-        out.record(ShareGroupEpochRecord(group.group_id, None))
 
 
 def replay_share_state(shard: ShardState, record: ShareStateRecord) -> None:

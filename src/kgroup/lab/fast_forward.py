@@ -38,7 +38,7 @@ class FastForward:
         self.jumps = 0
         self.jumped_ms = 0
         m = scenario.members
-        beat = scenario.coordinator.consumer_heartbeat_interval(GROUP_ID) if m.protocol == "consumer" \
+        beat = scenario.coordinator.consumer_heartbeat_interval(GROUP_ID) if m.kind.by_epoch \
             else m.heartbeat_interval_ms
         self._period = max(beat, m.auto_commit_interval_ms)
         # A landing replays one heartbeat and one commit per member; simulating a stretch
