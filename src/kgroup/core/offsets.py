@@ -15,6 +15,7 @@ from __future__ import annotations
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupState
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.event_journal import EventJournal
+from kgroup.core.kinds import find_group
 from kgroup.core.messages import (
     UNKNOWN_MEMBER_ID,
     FetchedOffset,
@@ -175,12 +176,16 @@ class Offsets:
     # ---- OffsetDelete ---------------------------------------------------------------------
 
     def delete(self, req: OffsetDeleteRequest, reply: ReplyTo, now_ms: int) -> Result:
-        """Delete offsets, except of topics the group's live members subscribe to."""
-        group = self.shard.groups.get(req.group_id)
-        if group is None or group.is_in(S.DEAD):
+        """Delete offsets, except of topics the group's live members subscribe to (a group of
+        any kind that keeps committed offsets: the coordinator refuses the others)."""
+        group = find_group(self.shard, req.group_id)
+        if group is None:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} does not exist")
-        if group.is_in(S.EMPTY) or not group.protocol_type:
-            protected: frozenset[str] = frozenset()
+        if not isinstance(group, ClassicGroup):
+            # A modern group: the topics its members subscribe to, as its group epoch has them.
+            protected: frozenset[str] = frozenset(name for name, _, _ in group.subscribed)
+        elif group.is_in(S.EMPTY) or not group.protocol_type:
+            protected = frozenset()
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
             protected = self.subscribed_topics(group) or frozenset()
         else:
