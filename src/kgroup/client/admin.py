@@ -20,6 +20,7 @@ from typing import Any
 
 from kgroup.error_codes import ErrorCode
 from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, DescribeApi
+from kgroup.member.config import CONSUMER_PROTOCOL_TYPE
 from kgroup.wire import record_batch
 from kgroup.wire.versions import (
     CONSUMER_GROUP_DESCRIBE,
@@ -864,8 +865,8 @@ def _records(topic: str, partition: int, blob: bytes, start: int) -> list[Fetche
 
 
 def _decode_assignment(protocol_type: str, data: bytes) -> Mapping[str, tuple[int, ...]] | None:
-    if protocol_type != "consumer" or not data:
-        return {} if protocol_type == "consumer" else None
+    if protocol_type != CONSUMER_PROTOCOL_TYPE or not data:
+        return {} if protocol_type == CONSUMER_PROTOCOL_TYPE else None
     try:
         from kgroup.assignors import decode_assignment
 

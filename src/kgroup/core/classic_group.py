@@ -94,7 +94,7 @@ class ClassicGroup:
         "group_id", "state", "previous_state", "state_timestamp_ms", "generation",
         "protocol_type", "protocol", "leader", "members", "static_members", "pending_members",
         "awaiting_join", "awaiting_sync", "pending_sync", "new_member_added", "new_members",
-        "_protocol_counts", "settled",
+        "_protocol_counts", "settled", "announced",
     )
 
     def __init__(self, group_id: str, now_ms: int) -> None:
@@ -118,6 +118,9 @@ class ClassicGroup:
         # The generation it was last Stable at, kept from the change that took it out of
         # Stable (the group events' "settled"; -1: not Stable since it was made or loaded).
         self.settled = -1
+        # Whether a change of it was ever named (or it was loaded): a group only offset
+        # commits made, never told of, is not told of when it goes either.
+        self.announced = False
 
     TYPE: GroupType = CLASSIC
 
@@ -319,6 +322,7 @@ class ClassicGroup:
     def from_value(cls, group_id: str, value: ClassicGroupValue) -> "ClassicGroup":
         """Rebuild a loaded group: Stable with its members, or Empty when it has none."""
         group = cls(group_id, value.current_state_timestamp_ms)
+        group.announced = True
         group.generation = value.generation
         group.protocol_type = value.protocol_type
         group.protocol = value.protocol

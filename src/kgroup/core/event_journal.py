@@ -198,6 +198,8 @@ class EventJournal:
             order = entry.order
             gone.sort(key=lambda m: order.get(m.member_id, len(order)))
         if group is None:
+            if not before.announced:
+                return None                 # made by offset commits and never told of
             # Deleted (or expired): whoever was still in it went with it.
             gone += [MemberSnap(mid, m.group_instance_id) for mid, m in before.members.items()
                      if mid not in entry.gone]
@@ -206,6 +208,7 @@ class EventJournal:
             after = status_of(group)
             if entry.before is not None and entry.before.state == STABLE and after.state != STABLE:
                 group.settled = entry.before.generation     # for the next change
+            group.announced = True
         return GroupDelta(entry.group_id, entry.what, entry.departure, entry.before, after, gone,
                           list(entry.joined.values()), [], entry.assigned)
 

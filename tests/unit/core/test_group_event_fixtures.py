@@ -6,9 +6,8 @@ reconciling, stepping out and timing out, a classic group migrating to the consu
 and back, deletes, rebalances and expiries on request, transactional offset commits -- with
 the `__kgroup_events` values the coordinator gave for them when they were recorded (by the
 summary-diffing event tracker the handlers' own events replaced). Each script is run again
-and every value must come out byte for byte, after one named normalization
-(`without_unseen_deaths`); the recorded values must also still read as the contract says
-(the broker's group timelines and the lab's replay fold them).
+and every value must come out byte for byte; the recorded values must also still read as
+the contract says (the broker's group timelines and the lab's replay fold them).
 """
 
 from __future__ import annotations
@@ -29,29 +28,10 @@ FIXTURES = Path(__file__).parent / "fixtures" / "group_events.jsonl"
 SCENARIOS = [json.loads(line) for line in FIXTURES.read_text().splitlines() if line.strip()]
 
 
-def without_unseen_deaths(values: list[str]) -> list[str]:
-    """Drop the `group_state` Dead of a group that has no event before it in the stream.
-
-    The old tracker knew a group only once a change named it while it existed, and reported
-    nothing when a group it had never seen was deleted (an empty group a transactional
-    offset commit made, deleted by DeleteGroups or by offsets expiry). The handlers report
-    every deletion of a group that existed; a group with no earlier event is the only place
-    the two differ, so both streams are compared without those."""
-    seen: set[str] = set()
-    kept = []
-    for value in values:
-        event = json.loads(value)
-        if event["kind"] == "group_state" and event["state"] == "Dead" and event["group"] not in seen:
-            continue
-        seen.add(event["group"])
-        kept.append(value)
-    return kept
-
-
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
 def test_the_recorded_events_come_out_again_byte_for_byte(scenario):
-    got = without_unseen_deaths([e.decode() for e in run(scenario["ops"])])
-    want = without_unseen_deaths(scenario["events"])
+    got = [e.decode() for e in run(scenario["ops"])]
+    want = scenario["events"]
     for i, (g, w) in enumerate(zip(got, want)):
         assert g == w, f"event {i} of {scenario['name']}"
     assert len(got) == len(want)
