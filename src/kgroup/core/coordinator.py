@@ -57,19 +57,9 @@ from kgroup.core.group_configs import AlterGroupConfigsRequest, GroupConfigs, re
 from kgroup.core.migration import Downgrade, Migration
 from kgroup.core.offsets import Offsets
 from kgroup.core.records import (
-    ShareCurrentRecord,
-    ShareGroupEpochRecord,
-    ShareMemberRecord,
     ShareStateRecord,
-    ShareTargetEpochRecord,
-    ShareTargetRecord,
     ClassicGroupRecord,
     ClassicGroupValue,
-    ConsumerCurrentRecord,
-    ConsumerGroupEpochRecord,
-    ConsumerMemberRecord,
-    ConsumerTargetEpochRecord,
-    ConsumerTargetRecord,
     GroupConfigRecord,
     OffsetCommitRecord,
     Record,
@@ -122,8 +112,7 @@ TYPES: dict[GroupKind, GroupType] = {GroupKind.CLASSIC: CLASSIC, GroupKind.CONSU
 assert tuple(TYPES.values()) == GROUP_TYPES, "a GroupKind for every kind of the registry"
 
 _NONE, _CLASSIC, _CONSUMER, _SHARE = GroupKind.NONE, GroupKind.CLASSIC, GroupKind.CONSUMER, GroupKind.SHARE
-_SHARE_RECORDS = (ShareGroupEpochRecord, ShareMemberRecord, ShareTargetRecord, ShareTargetEpochRecord,
-                  ShareCurrentRecord)
+_SHARE_RECORDS = frozenset(ShareGroup.RECORDS)
 
 
 class MembershipApi(Enum):
@@ -466,25 +455,11 @@ class GroupCoordinatorShard:
         """Records that rebuild the current stored state from nothing (for log snapshots)."""
         stored = self.shard.stored
         records: list[Record] = [ClassicGroupRecord(g, v) for g, v in sorted(stored.classic_groups.items())]
-        for group_id, group in sorted(self.shard.consumer_groups.items()):
-            records.append(ConsumerGroupEpochRecord(group_id, group.epoch, group.subscribed))
-            for member_id, member in group.members.items():
-                records.append(ConsumerMemberRecord(group_id, member_id, member.meta))
-            for member_id, target in sorted(group.target.items()):
-                records.append(ConsumerTargetRecord(group_id, member_id, target))
-            records.append(ConsumerTargetEpochRecord(group_id, group.target_epoch))
-            for member_id, member in group.members.items():
-                records.append(ConsumerCurrentRecord(group_id, member_id, member.current))
+        for _, group in sorted(self.shard.consumer_groups.items()):
+            records.extend(group.snapshot())
         records.extend(GroupConfigRecord(g, c) for g, c in sorted(stored.group_configs.items()))
-        for group_id, group in sorted(self.shard.share_groups.items()):
-            records.append(ShareGroupEpochRecord(group_id, group.epoch, group.subscribed))
-            for member_id, member in group.members.items():
-                records.append(ShareMemberRecord(group_id, member_id, member.meta))
-            for member_id, target in sorted(group.target.items()):
-                records.append(ShareTargetRecord(group_id, member_id, target))
-            records.append(ShareTargetEpochRecord(group_id, group.target_epoch))
-            for member_id, member in group.members.items():
-                records.append(ShareCurrentRecord(group_id, member_id, member.current))
+        for _, group in sorted(self.shard.share_groups.items()):
+            records.extend(group.snapshot())
         for group_id, states in sorted(stored.share_states.items()):
             records.extend(ShareStateRecord(group_id, t, p, v) for (t, p), v in sorted(states.items()))
         for group_id, offsets in sorted(stored.offsets.items()):

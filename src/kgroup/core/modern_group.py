@@ -143,6 +143,16 @@ class ModernGroup:
         ask more of it)."""
         return current.member_epoch == target_epoch
 
+    def snapshot(self) -> list[Any]:
+        """The records that rebuild this group from nothing (for log snapshots)."""
+        records, gid = self.RECORDS, self.group_id
+        out = [records.epoch(gid, self.epoch, self.subscribed)]
+        out += [records.member(gid, mid, m.meta) for mid, m in self.members.items()]
+        out += [records.target(gid, mid, target) for mid, target in sorted(self.target.items())]
+        out.append(records.target_epoch(gid, self.target_epoch))
+        out += [records.current(gid, mid, m.current) for mid, m in self.members.items()]
+        return out
+
     # ---- replay -------------------------------------------------------------------------
 
     def set_current(self, member_id: str, value: Any) -> None:
