@@ -105,7 +105,7 @@ class ClassicProtocol:
         self.shard.groups.setdefault(req.group_id, group)
         out = ResultBuilder(EventJournal(self.shard, now_ms))
         # The only member a JoinGroup removes is one past group.max.size.
-        out.changed(group.group_id, "JoinGroup", Departure.FENCED)
+        out.changed(group.group_id, "JoinGroup", Departure.FENCED, group=group)
         # 3. group.max.size: members past the limit lose (KIP-389).
         if not self._accept_joining_member(group, req.member_id):
             self._remove_member(group, req.member_id, out)
@@ -338,7 +338,7 @@ class ClassicProtocol:
             )
             return EMPTY_RESULT
         out = ResultBuilder(EventJournal(self.shard, now_ms))
-        out.changed(group.group_id, "initial rebalance delay", Departure.EXPIRED)
+        out.changed(group.group_id, "initial rebalance delay", Departure.EXPIRED, group=group)
         self._complete_join(group, out, now_ms)
         return out.build()
 
@@ -347,7 +347,7 @@ class ClassicProtocol:
         if group is None or not group.is_in(S.PREPARING_REBALANCE):
             return EMPTY_RESULT
         out = ResultBuilder(EventJournal(self.shard, now_ms))
-        out.changed(group.group_id, "rebalance timeout", Departure.EXPIRED)
+        out.changed(group.group_id, "rebalance timeout", Departure.EXPIRED, group=group)
         self._complete_join(group, out, now_ms)
         return out.build()
 
@@ -413,7 +413,7 @@ class ClassicProtocol:
                 or not group.is_in(S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync):
             return EMPTY_RESULT
         out = ResultBuilder(EventJournal(self.shard, now_ms))
-        out.changed(group.group_id, "sync timeout", Departure.EXPIRED)
+        out.changed(group.group_id, "sync timeout", Departure.EXPIRED, group=group)
         for member_id in list(group.pending_sync):
             self._remove_member(group, member_id, out)
         self._prepare_rebalance(group, out, now_ms)
@@ -461,7 +461,7 @@ class ClassicProtocol:
         if group is None or group.is_in(S.DEAD):
             return EMPTY_RESULT
         out = ResultBuilder(EventJournal(self.shard, now_ms))
-        out.changed(group.group_id, "session timeout", Departure.EXPIRED)
+        out.changed(group.group_id, "session timeout", Departure.EXPIRED, group=group)
         member_id = op.member_id
         if group.is_pending(member_id):
             self.expire_member(group, member_id, out, now_ms)
@@ -516,7 +516,7 @@ class ClassicProtocol:
         if group.is_in(S.PREPARING_REBALANCE):
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
         out = ResultBuilder(EventJournal(self.shard, now_ms))
-        out.changed(group.group_id, "SyncGroup")
+        out.changed(group.group_id, "SyncGroup", group=group)
         self._sync_received(group, req.member_id)
         if group.is_in(S.STABLE):
             member = group.members[req.member_id]
@@ -531,7 +531,8 @@ class ClassicProtocol:
             out.record(ClassicGroupRecord(group.group_id, group.to_value(now_ms, assignments)))
             for member_id, member in list(group.members.items()):
                 assignment = assignments[member_id]
-                out.member_assigned(group, member, assignment)
+                if assignment != member.reported:
+                    out.member_assigned(group, member, assignment)
                 group.members[member_id] = replace(member, assignment=assignment, reported=assignment)
             group.transition_to(S.STABLE, now_ms)
             for member_id, parked in list(group.awaiting_sync.items()):
@@ -589,7 +590,7 @@ class ClassicProtocol:
         if group.is_in(S.DEAD):
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         out = ResultBuilder(EventJournal(self.shard, now_ms))
-        out.changed(group.group_id, "LeaveGroup")
+        out.changed(group.group_id, "LeaveGroup", group=group)
         results: list[LeftMember] = []
         removed_any = False
         for leaving in req.members:

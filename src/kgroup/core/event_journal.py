@@ -49,7 +49,7 @@ from kgroup.core.modern_group import (
     phase_of,
     role_of,
 )
-from kgroup.core.result import Departure
+from kgroup.core.result import UNKNOWN, Departure
 from kgroup.core.state import ShardState
 from kgroup.group_types import STABLE
 
@@ -91,23 +91,55 @@ def classic_snap(group: ClassicGroup, member: ClassicGroupMember) -> MemberSnap:
     return MemberSnap(member.member_id, member.group_instance_id, None, partitions, key)
 
 
-class _Entry:
-    """One named group of the Result."""
+class _Facts:
+    """What a handler reported of one group beyond naming it (made on first use)."""
 
-    __slots__ = ("group_id", "what", "departure", "group", "before", "committed", "joined", "gone", "order",
-                 "assigned")
+    __slots__ = ("committed", "joined", "gone", "order", "assigned")
 
-    def __init__(self, group_id: str, what: str, departure: Departure, group: Any) -> None:
-        self.group_id, self.what, self.departure = group_id, what, departure
-        self.group = group                                  # as it was when named (None: none)
-        self.before = status_of(group) if group is not None else None
+    def __init__(self) -> None:
         self.committed: list[GroupEvent] = []
-        # Classic facts: member id -> (member, the static member it replaced), in join order;
-        # member id -> member, as removed; the members' order when the first one went.
+        # Classic: member id -> (member, the static member it replaced), in join order;
+        # member id -> member, as removed; the members' order when the first one went;
+        # new assignments at Stable.
         self.joined: dict[str, tuple[MemberSnap, MemberSnap | None]] = {}
         self.gone: dict[str, MemberSnap] = {}
         self.order: dict[str, int] | None = None
         self.assigned: list[MemberSnap] = []
+
+
+class _Entry:
+    """One named group of the Result."""
+
+    __slots__ = ("group_id", "what", "departure", "group", "classic", "state", "generation", "_before", "facts")
+
+    def __init__(self, group_id: str, what: str, departure: Departure, group: Any) -> None:
+        self.group_id, self.what, self.departure, self.group = group_id, what, departure, group
+        # A classic group changes in place: its state and generation now, read before it
+        # does (a modern group changes only at replay: read when needed).
+        self.classic = classic = type(group) is ClassicGroup
+        if classic:
+            self.state, self.generation = group.state, group.generation
+        self._before: GroupStatus | None = None
+        self.facts: _Facts | None = None
+
+    def more(self) -> _Facts:
+        facts = self.facts
+        if facts is None:
+            facts = self.facts = _Facts()
+        return facts
+
+    @property
+    def before(self) -> GroupStatus | None:
+        """The group's status when it was named (None: there was no group)."""
+        if self._before is None and self.group is not None:
+            group = self.group
+            if self.classic:
+                stable = self.state.value == STABLE
+                self._before = GroupStatus(group.TYPE, self.state.value, self.generation,
+                                           self.generation if stable else group.settled)
+            else:
+                self._before = status_of(group)
+        return self._before
 
 
 class EventJournal:
@@ -123,47 +155,53 @@ class EventJournal:
     # ---- what a handler says --------------------------------------------------------------
 
     def named(self, group_id: str, what: str, departure: Departure,
-              committed: tuple[tuple[str, int], ...] | None) -> None:
+              committed: tuple[tuple[str, int], ...] | None, group: Any = UNKNOWN) -> None:
         """The handler is about to change `group_id` (for `what`, removing members the
-        `departure` way); `committed`: offsets a transaction made visible in it."""
+        `departure` way); `committed`: offsets a transaction made visible in it; `group`:
+        the group, if the handler has it at hand."""
         entry = self.entries.get(group_id)
         if entry is None:
-            entry = self.entries[group_id] = _Entry(group_id, what, departure, find_group(self.shard, group_id))
+            if group is UNKNOWN:
+                group = find_group(self.shard, group_id)
+            entry = self.entries[group_id] = _Entry(group_id, what, departure, group)
         if committed is not None and entry.before is not None:
-            entry.committed.append(committed_event(group_id, entry.before, committed, what, self.now_ms))
+            entry.more().committed.append(committed_event(group_id, entry.before, committed, what, self.now_ms))
 
     def joined(self, group: ClassicGroup, member: ClassicGroupMember, replaced: ClassicGroupMember | None) -> None:
         """A member joined a classic group (in the place of `replaced`, a static member's old id)."""
         entry = self.entries.get(group.group_id)
         if entry is not None:
             was = MemberSnap(replaced.member_id, replaced.group_instance_id) if replaced is not None else None
-            entry.joined[member.member_id] = (MemberSnap(member.member_id, member.group_instance_id), was)
+            entry.more().joined[member.member_id] = (MemberSnap(member.member_id, member.group_instance_id), was)
 
     def gone(self, group: ClassicGroup, member: ClassicGroupMember) -> None:
         """A member is about to be removed from a classic group."""
         entry = self.entries.get(group.group_id)
         if entry is None:
             return
+        facts = entry.more()
         mid = member.member_id
-        came = entry.joined.pop(mid, None)
+        came = facts.joined.pop(mid, None)
         if came is not None:
             # It came and went within this change: nothing to report of it, but the static
             # member whose place it took is gone after all.
             if came[1] is not None:
-                entry.gone[came[1].member_id] = came[1]
+                facts.gone[came[1].member_id] = came[1]
             return
-        if entry.order is None:
-            entry.order = {m: i for i, m in enumerate(group.members)}
-        entry.gone[mid] = MemberSnap(mid, member.group_instance_id)
+        if facts.order is None:
+            facts.order = {m: i for i, m in enumerate(group.members)}
+        facts.gone[mid] = MemberSnap(mid, member.group_instance_id)
 
     def assigned(self, group: ClassicGroup, member: ClassicGroupMember, assignment: bytes) -> None:
-        """A classic group going Stable gives `member` `assignment` (reported if it changed)."""
+        """A classic group going Stable gives `member` `assignment`, other bytes than it was
+        last reported with (reported if it decodes to another assignment too)."""
         entry = self.entries.get(group.group_id)
-        if entry is None or assignment == member.reported:
+        if entry is None:
             return
         partitions, key = classic_key(group.protocol_type, assignment)
         if key != classic_key(group.protocol_type, member.reported)[1]:
-            entry.assigned.append(MemberSnap(member.member_id, member.group_instance_id, None, partitions, key))
+            entry.more().assigned.append(MemberSnap(member.member_id, member.group_instance_id, None,
+                                                    partitions, key))
 
     # ---- the events -----------------------------------------------------------------------
 
@@ -176,13 +214,25 @@ class EventJournal:
                 if type(record) in kinds:
                     modern.setdefault(record.group_id, []).append(record)
         events: list[GroupEvent] = []
+        groups = self.shard.groups
         for entry in self.entries.values():
-            events += entry.committed
-            recs = modern.get(entry.group_id)
-            delta = self._modern(entry, recs) if recs else self._classic(entry)
+            facts = entry.facts
+            if facts is not None and facts.committed:
+                events += facts.committed
+            recs = modern.get(entry.group_id) if modern else None
+            if recs:
+                delta = self._modern(entry, recs)
+            else:
+                group = entry.group
+                if (entry.classic and (facts is None or not (facts.joined or facts.gone or facts.assigned))
+                        and group.state is entry.state and group.generation == entry.generation
+                        and groups.get(entry.group_id) is group):
+                    group.announced = True      # nothing moved (a rejoin in a rebalance, a follower's sync)
+                    continue
+                delta = self._classic(entry)
             if delta is not None:
                 events += compose(delta, self.now_ms)
-        return tuple(events)
+        return tuple(events) if events else ()
 
     def _classic(self, entry: _Entry) -> GroupDelta | None:
         before = entry.group
@@ -193,16 +243,17 @@ class EventJournal:
             return None
         if before is not None and not isinstance(before, ClassicGroup):
             return None                     # a modern group that no record changed
-        gone = list(entry.gone.values())
-        if entry.order is not None and len(gone) > 1:
-            order = entry.order
+        facts = entry.facts or _Facts()
+        gone = list(facts.gone.values())
+        if facts.order is not None and len(gone) > 1:
+            order = facts.order
             gone.sort(key=lambda m: order.get(m.member_id, len(order)))
         if group is None:
             if not before.announced:
                 return None                 # made by offset commits and never told of
             # Deleted (or expired): whoever was still in it went with it.
             gone += [MemberSnap(mid, m.group_instance_id) for mid, m in before.members.items()
-                     if mid not in entry.gone]
+                     if mid not in facts.gone]
             after = None
         else:
             after = status_of(group)
@@ -210,7 +261,7 @@ class EventJournal:
                 group.settled = entry.before.generation     # for the next change
             group.announced = True
         return GroupDelta(entry.group_id, entry.what, entry.departure, entry.before, after, gone,
-                          list(entry.joined.values()), [], entry.assigned)
+                          list(facts.joined.values()), [], facts.assigned)
 
     def _modern(self, entry: _Entry, records: list[Any]) -> GroupDelta:
         cls = KIND_OF_RECORD[type(records[0])]

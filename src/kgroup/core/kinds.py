@@ -52,8 +52,11 @@ def group_maps(shard: ShardState) -> Iterator[tuple[GroupType, dict[str, Any]]]:
 
 def find_group(shard: ShardState, group_id: str) -> Any | None:
     """The live group `group_id` names in this shard, of whatever kind; None if none."""
-    for binding in KINDS.values():
-        group = binding.groups(shard).get(group_id)
+    maps = shard.group_maps
+    if not maps:
+        maps = shard.group_maps = tuple(binding.groups(shard) for binding in KINDS.values())
+    for groups in maps:
+        group = groups.get(group_id)
         if group is not None:
             return group if group.live else None
     return None

@@ -17,7 +17,6 @@ typed group events of the whole change in the Result (`events`, core/group_event
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, Hashable, NamedTuple
 
@@ -37,10 +36,10 @@ class Departure(Enum):
     FENCED = "member_fenced"
 
 
-@dataclass(frozen=True, slots=True)
-class GroupChange:
+class GroupChange(NamedTuple):
     """A handler's word that it may have changed a group: what ran (a request or a timer,
-    as the group events name it) and how a member it removed is reported."""
+    as the group events name it) and how a member it removed is reported. (A NamedTuple, as
+    Result: one is made for every change.)"""
 
     group_id: str
     what: str
@@ -78,6 +77,9 @@ class Result(NamedTuple):
 
 EMPTY_RESULT = Result()
 
+# `ResultBuilder.changed` without the group object: the journal looks it up.
+UNKNOWN: Any = object()
+
 
 class ResultBuilder:
     """Collects records, replies and changes while one handler runs, in the order they happen.
@@ -103,11 +105,12 @@ class ResultBuilder:
             self.replies.append((to, response))
 
     def changed(self, group_id: str, what: str, departure: Departure = Departure.LEFT,
-                committed: tuple[tuple[str, int], ...] | None = None) -> None:
-        """This handler may change `group_id` (see GroupChange); said before it changes it."""
+                committed: tuple[tuple[str, int], ...] | None = None, group: Any = UNKNOWN) -> None:
+        """This handler may change `group_id` (see GroupChange); said before it changes it.
+        `group`: the group object the handler holds (None: none yet), if it has it at hand."""
         self.changes.append(GroupChange(group_id, what, departure, committed))
         if self.journal is not None:
-            self.journal.named(group_id, what, departure, committed)
+            self.journal.named(group_id, what, departure, committed, group)
 
     # ---- what a handler does to a classic group's members (the journal's facts) -------------
 
@@ -120,6 +123,7 @@ class ResultBuilder:
             self.journal.gone(group, member)
 
     def member_assigned(self, group: Any, member: Any, assignment: bytes) -> None:
+        """A classic group going Stable gives `member` other bytes than it last reported."""
         if self.journal is not None:
             self.journal.assigned(group, member, assignment)
 
