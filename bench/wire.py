@@ -28,6 +28,7 @@ from kio.schema.offset_commit.v8.response import (
 )
 from kio.static.primitive import i32, i32Timedelta, i64
 
+from kgroup.broker.concerns import SERVED
 from kgroup.wire.codec import decode_request, decode_response, encode_request, encode_response
 
 ZERO = i32Timedelta.parse(datetime.timedelta(0))
@@ -98,10 +99,10 @@ def main() -> None:
         api_key, version, request, respond = make()
         frame = encode_request(api_key, version, 1, "bench", request)[4:]
         response = respond(request)
-        response_frame = encode_response(decode_request(frame)[0], response)[4:]
+        response_frame = encode_response(decode_request(frame, SERVED)[0], response)[4:]
 
         def server() -> None:
-            header, req = decode_request(frame)
+            header, req = decode_request(frame, SERVED)
             encode_response(header, respond(req))
 
         def client() -> None:

@@ -15,8 +15,8 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from kgroup.client.cluster import Cluster, request_fields
-from kgroup.wire.versions import SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT
+from kgroup.client.cluster import ClusterClient, request_fields
+from kgroup.wire.api_keys import ApiKey
 from tests.integration.clients import create_topic, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -167,7 +167,7 @@ class RawShareClient:
     def __init__(self, bootstrap: str, topic: str, group: str) -> None:
         self.topic = topic
         self.group = group
-        self.cluster = Cluster(bootstrap, client_id="raw-share")
+        self.cluster = ClusterClient(bootstrap, client_id="raw-share")
         self.conn = None
         self.topic_id = ""
 
@@ -187,7 +187,7 @@ class RawShareClient:
     async def heartbeat(self, member_id: str, epoch: int, group: str | None = None,
                         topics: tuple[str, ...] | None = ()):
         """ShareGroupHeartbeat; `topics` () subscribes to `topic`, None leaves it unchanged."""
-        return await self.cluster.request(self.conn, SHARE_GROUP_HEARTBEAT, request_fields(
+        return await self.cluster.request(self.conn, ApiKey.SHARE_GROUP_HEARTBEAT, request_fields(
             group_id=self.group if group is None else group, member_id=member_id, member_epoch=epoch, rack_id=None,
             subscribed_topic_names=None if topics is None else list(topics or (self.topic,))), timeout=10)
 
@@ -209,13 +209,13 @@ class RawShareClient:
                      partitions=[dict(partition_index=partition, acknowledgement_batches=batches)])]
 
     async def fetch(self, member_id: str, epoch: int, acks=(), group: str | None = None):
-        return await self.cluster.request(self.conn, SHARE_FETCH, request_fields(
+        return await self.cluster.request(self.conn, ApiKey.SHARE_FETCH, request_fields(
             group_id=self.group if group is None else group, member_id=member_id, share_session_epoch=epoch,
             max_wait=0, min_bytes=1, max_bytes=1024 * 1024, max_records=100, batch_size=100, topics=self._partitions(acks),
             forgotten_topics_data=[]), timeout=10)
 
     async def acknowledge(self, member_id: str, epoch: int, acks, topic_id: str | None = None):
-        return await self.cluster.request(self.conn, SHARE_ACKNOWLEDGE, request_fields(
+        return await self.cluster.request(self.conn, ApiKey.SHARE_ACKNOWLEDGE, request_fields(
             group_id=self.group, member_id=member_id, share_session_epoch=epoch,
             topics=self._partitions(acks, topic_id)), timeout=10)
 

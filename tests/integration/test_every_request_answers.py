@@ -39,7 +39,8 @@ from kio.static.primitive import (
 
 from kgroup.wire.codec import decode_response, encode_request, request_class
 from kgroup.wire.record_batch import build_batch
-from kgroup.wire.versions import API_VERSIONS, PRODUCE, SUPPORTED_APIS, api_ranges
+from kgroup.broker.concerns import SERVED
+from kgroup.wire.api_keys import ApiKey
 from tests.integration.broker_process import BrokerProcess
 
 pytestmark = pytest.mark.integration
@@ -206,9 +207,9 @@ class Wire:
         """Send ``request``; return the decoded response (None for Produce acks=0)."""
         self.correlation += 1
         self.sock.sendall(encode_request(api_key, version, self.correlation, "every-request", request))
-        if api_key == PRODUCE and int(request.acks) == 0:
+        if api_key == ApiKey.PRODUCE and int(request.acks) == 0:
             # No answer by design; the connection must still serve the next request.
-            self.ask(API_VERSIONS, 0, request_class(API_VERSIONS, 0)())
+            self.ask(ApiKey.API_VERSIONS, 0, request_class(ApiKey.API_VERSIONS, 0)())
             return None
         (size,) = _SIZE.unpack(self._read(4))
         correlation, response = decode_response(api_key, version, self._read(size))
@@ -222,15 +223,15 @@ def answered(broker, wire: Wire, api_key: int, version: int, request: Any, what:
     try:
         wire.ask(api_key, version, request)
     except (ConnectionError, OSError) as exc:
-        raise AssertionError(f"{SUPPORTED_APIS[api_key].name} v{version} ({what}) was not answered ({exc})\n"
+        raise AssertionError(f"{SERVED[api_key].name} v{version} ({what}) was not answered ({exc})\n"
                              f"{broker.log()[-3000:]}") from None
 
 
-ADVERTISED = [(r.api_key, r.name) for r in api_ranges()]
+ADVERTISED = [(r.api_key, r.name) for r in SERVED.values()]
 
 
 def versions(api_key: int) -> list[int]:
-    r = SUPPORTED_APIS[api_key]
+    r = SERVED[api_key]
     return list(range(r.min_version, r.max_version + 1))
 
 

@@ -8,7 +8,7 @@ DescribeShareGroupOffsets: what its kind keeps, kgroup/group_types.py) and ListO
 ends, hence lag) — and redraws the screen in place (the terminal's alternate screen, as `top` does). Against
 kgroup, which writes every group change to `__kgroup_events`, it also follows that topic
 (from its last `BACKLOG` events, then as they come) and folds the events into the same
-group timelines the broker keeps (broker/group_history.py): generation, when members
+group timelines the broker keeps (broker/observe/group_history.py): generation, when members
 joined, and the last rebalances with their cause, duration and partitions moved. Without
 the topic those parts say so.
 
@@ -29,14 +29,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from kgroup.broker.group_history import GroupHistory, GroupTimeline, humane
+from kgroup.broker.observe.group_history import GroupHistory, GroupTimeline, humane
 from kgroup.client.admin import EARLIEST, AdminClient
 from kgroup.client.errors import BrokerError, UnsupportedApi
 from kgroup.error_codes import ErrorCode
 from kgroup.group_types import CLASSIC, CONSUMER, GroupType, Positions, group_type
 from kgroup.storage.group_hash import partition_for_group
 
-from .commands import _log_end
+from .commands import log_end_offsets
 from .errors import CliError
 
 EVENTS_TOPIC = "__kgroup_events"
@@ -128,7 +128,7 @@ async def fetch_group(admin: AdminClient, group: str) -> GroupSnapshot | None:
                 owners.setdefault(tp, []).append(m.client_id or m.member_id)
         snap.members.append(MemberRow(m.member_id, m.client_id, m.client_host, m.group_instance_id, parts))
     keys = set(committed) | set(owners)
-    ends = await _log_end(admin, {t for t, _ in keys})
+    ends = await log_end_offsets(admin, {t for t, _ in keys})
     # A partition of a kind that shares partitions may have several owners.
     snap.partitions = [PartitionRow(t, p, ",".join(owners[(t, p)]) if (t, p) in owners else None,
                                     committed.get((t, p)), ends.get((t, p)))

@@ -8,7 +8,7 @@ Client side: ``encode_request`` / ``decode_response`` do the mirror image.
 
 How decoding works: the first 8 bytes of every request are ``int16 api_key, int16
 api_version, int32 correlation_id`` in every header version, so they are read with struct
-before anything else. The (key, version) pair is checked against ``versions.SUPPORTED_APIS``
+before anything else. The (key, version) pair is checked against the served ranges given
 (raising UnsupportedVersion with the correlation id), then the full header (v1, or v2 for
 flexible versions) and the body are read with kio's readers. Anything kio raises on bad
 bytes is wrapped in MalformedRequest. Bytes left over after a complete body are ignored, as
@@ -20,7 +20,7 @@ bytes, e.g. three after a Metadata v13 request for all topics.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -35,7 +35,7 @@ from kio.static.primitive import i16, i32
 
 from .errors import MalformedRequest, MalformedResponse, UnsupportedVersion
 from .fast_responses import encode_consumer_group_heartbeat_response
-from .versions import SUPPORTED_APIS, is_flexible
+from .versions import ApiRange, is_flexible
 
 __all__ = [
     "RequestHeader",
@@ -115,19 +115,19 @@ def _readonly(frame: bytes | bytearray | memoryview) -> bytes | memoryview:
 
 def decode_request(
     frame: bytes | bytearray | memoryview,
-    *,
-    disabled: Iterable[int] = (),
+    served: Mapping[int, ApiRange],
 ) -> tuple[RequestHeader, Any]:
     """Decode a request frame payload (without size prefix) into (header, kio request).
 
-    Raises UnsupportedVersion for an unknown/disabled API key or a version outside our
-    range, MalformedRequest for anything undecodable. Never raises kio's own errors.
+    Raises UnsupportedVersion for an API key not in ``served`` (api key -> the versions
+    served) or a version outside its range, MalformedRequest for anything undecodable.
+    Never raises kio's own errors.
     """
     data = _readonly(frame)
     # 1. Key, version and correlation id sit at fixed offsets in every header version.
     api_key, api_version, correlation_id = peek_request_header(data)
-    api = SUPPORTED_APIS.get(api_key)
-    if api is None or api_version not in api or (disabled and api_key in set(disabled)):
+    api = served.get(api_key)
+    if api is None or api_version not in api:
         raise UnsupportedVersion(api_key, api_version, correlation_id)
 
     # 2. Header v1/v2, then the body, both with kio's readers.

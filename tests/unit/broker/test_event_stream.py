@@ -9,9 +9,9 @@ import json
 import threading
 
 from kgroup.broker.durability import Durability
-from kgroup.broker.event_stream import GroupEventStream, ensure_topic
+from kgroup.broker.observe.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.internal_topics import GROUP_EVENTS_TOPIC
-from kgroup.broker.shard import Shard
+from kgroup.broker.groups.shard import Shard
 from kgroup.core.config import GroupConfig
 from kgroup.core.messages import (
     HeartbeatRequest,

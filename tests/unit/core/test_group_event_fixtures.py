@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kgroup.broker.group_history import GroupHistory
+from kgroup.broker.observe.group_history import GroupHistory
 from kgroup.lab.recorded import group_ids, recording
 from kgroup.lab.results import simulate
 from kgroup.lab.scenario import scenario_from_dict
