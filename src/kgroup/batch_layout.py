@@ -37,6 +37,7 @@ MAGIC_AT = 16
 CRC_START = 21                                # the CRC covers bytes CRC_START..end
 ATTRIBUTES_AT = 21
 LAST_OFFSET_DELTA_AT = 23
+PRODUCER_ID_AT = 43
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
 
 BASE_OFFSET = struct.Struct(">q")             # at 0
@@ -44,5 +45,7 @@ BASE_AND_LENGTH = struct.Struct(">qi")        # baseOffset, batchLength, at 0
 LENGTH = struct.Struct(">i")                  # batchLength, at LENGTH_AT
 LAST_OFFSET_DELTA = struct.Struct(">i")       # at LAST_OFFSET_DELTA_AT
 ATTRIBUTES_AND_LAST_DELTA = struct.Struct(">hi")  # at ATTRIBUTES_AT
+PRODUCER_ID = struct.Struct(">q")             # at PRODUCER_ID_AT
 
+TRANSACTIONAL_BIT = 0x10                      # attributes: a batch of a transaction
 CONTROL_BIT = 0x20                            # attributes: a control batch (a marker)

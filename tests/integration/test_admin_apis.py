@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from kgroup.client.admin import BROKER_RESOURCE, CONFIG_DELETE, CONFIG_SET
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import create_topic
 
@@ -100,12 +101,50 @@ def test_topic_configs_are_altered_checked_and_kept(broker):
     assert {k: v["value"] for k, v in modified.items()} == {"retention.bytes": "1000000", "retention.ms": "3600000"}
 
 
-def test_broker_configs_cannot_be_altered(broker):
-    change = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
-        ConfigEntry("log.retention.ms", "1", incremental_operation=AlterConfigOpType.SET)])
+def cluster_default(broker, changes) -> None:
+    """IncrementalAlterConfigs on the cluster-wide default broker resource, by kgroup's client."""
+    import asyncio
+
+    from kgroup.client.admin import AdminClient as OurAdmin
+
+    async def go() -> None:
+        async with OurAdmin(broker.bootstrap) as ours:
+            await ours.alter_configs(BROKER_RESOURCE, "", changes)
+
+    asyncio.run(go())
+
+
+def test_dynamic_broker_configs_change_at_run_time_and_read_only_ones_are_refused(broker):
     a = admin(broker)
-    with pytest.raises(ck.KafkaException, match="static"):
-        one(a.incremental_alter_configs([change]))
+    read_only = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+        ConfigEntry("num.partitions", "3", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(ck.KafkaException, match=r"Cannot update these configs dynamically: \[num.partitions\]"):
+        one(a.incremental_alter_configs([read_only]))
+    create_topic(broker.bootstrap, "adm-dyn", 1)
+    try:
+        # The cluster-wide default (an empty resource name, which confluent-kafka cannot send).
+        cluster_default(broker, [("log.retention.ms", CONFIG_SET, "3600000")])
+        one(a.incremental_alter_configs([ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+            ConfigEntry("message.max.bytes", "2000", incremental_operation=AlterConfigOpType.SET)])]))
+        brk = one(a.describe_configs([ConfigResource(ResourceType.BROKER, "1")]))
+        assert (brk["log.retention.ms"].value, brk["log.retention.ms"].source) == (
+            "3600000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+        assert (brk["message.max.bytes"].value, brk["message.max.bytes"].source) == (
+            "2000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+        assert not brk["message.max.bytes"].is_read_only and brk["num.partitions"].is_read_only
+        topic = one(a.describe_configs([ConfigResource(ResourceType.TOPIC, "adm-dyn")]))
+        assert (topic["retention.ms"].value, topic["retention.ms"].source) == (
+            "3600000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+        # In force without a restart: a batch over the new limit is refused.
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+        errors = []
+        producer.produce("adm-dyn", b"x" * 5000, on_delivery=lambda err, msg: errors.append(err))
+        producer.flush(15)
+        assert [e.name() for e in errors] == ["MSG_SIZE_TOO_LARGE"]
+    finally:
+        cluster_default(broker, [("log.retention.ms", CONFIG_DELETE, None)])
+        one(a.incremental_alter_configs([ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+            ConfigEntry("message.max.bytes", None, incremental_operation=AlterConfigOpType.DELETE)])]))
 
 
 def test_group_configs_over_incremental_alter_configs_are_durable(broker):

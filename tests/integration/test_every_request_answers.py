@@ -1,7 +1,8 @@
 """Every request a client may send is answered: for each API and version the broker
 advertises, requests encoded by kio — null and empty arrays, null and empty strings, tagged
 fields set and unset, every optional field set and unset, arrays whose entries have null
-fields — go to a live `kgroup serve`, which
+fields, tagged fields the schema does not know (as a newer client sends them, KIP-482) —
+go to a live `kgroup serve`, which
 must answer each one with a response of that version (an error code is fine; a closed
 connection is not) and log no traceback.
 
@@ -41,7 +42,9 @@ from kgroup.wire.codec import decode_response, encode_request, request_class
 from kgroup.wire.record_batch import build_batch
 from kgroup.broker.concerns import SERVED
 from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.versions import is_flexible
 from tests.integration.broker_process import BrokerProcess
+from tests.unit.wire.unknown_tags import frame_with_unknown_tags
 
 pytestmark = pytest.mark.integration
 EXAMPLES_PER_API = 12
@@ -262,3 +265,64 @@ def test_random_requests_of_every_api_are_answered(broker, api_key, name):
             wire.close()
 
     one()
+
+
+# ---- forward compatibility: tagged fields kgroup does not know -----------------------------
+
+
+def flexible_versions(api_key: int) -> list[int]:
+    r = SERVED[api_key]
+    return [v for v in range(r.min_version, r.max_version + 1) if is_flexible(api_key, v)]
+
+
+FLEXIBLE = [(r.api_key, r.name) for r in SERVED.values() if flexible_versions(r.api_key)]
+
+
+@pytest.mark.parametrize(("api_key", "name"), FLEXIBLE, ids=[n for _, n in FLEXIBLE])
+def test_requests_with_unknown_tagged_fields_are_answered(broker, api_key, name):
+    wire = Wire(broker.port)
+
+    @settings(max_examples=EXAMPLES_PER_API, derandomize=True, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(data=st.data())
+    def one(data):
+        version = data.draw(st.sampled_from(flexible_versions(api_key)), label="version")
+        request = data.draw(entity(request_class(api_key, version)), label="request")
+        wire.correlation += 1
+        frame = frame_with_unknown_tags(data, api_key, version, wire.correlation, "tags", request)
+        try:
+            wire.sock.sendall(frame)
+            if api_key == ApiKey.PRODUCE and int(request.acks) == 0:
+                wire.ask(ApiKey.API_VERSIONS, 0, request_class(ApiKey.API_VERSIONS, 0)())   # no answer by design
+                return
+            (size,) = _SIZE.unpack(wire._read(4))
+            correlation, response = decode_response(api_key, version, wire._read(size))
+        except (ConnectionError, OSError) as exc:
+            raise AssertionError(f"{name} v{version} with unknown tags was not answered ({exc})\n"
+                                 f"{broker.log()[-3000:]}") from None
+        assert correlation == wire.correlation
+        assert (response.__api_key__, response.__version__) == (api_key, version)
+
+    try:
+        one()
+    finally:
+        wire.close()
+
+
+def test_unknown_tags_cost_nothing_once_the_request_is_read(broker):
+    # The same request, with and without unknown tags, answered alike (ApiVersions: nothing
+    # in its answer depends on time or state).
+    wire = Wire(broker.port)
+    try:
+        request = request_class(18, 3)(client_software_name="tags", client_software_version="1")
+        plain = encode_request(18, 3, 1, "tags", request)
+        tagged = plain[:-1] + b"\x02\x07\x01a\x63\x00"        # two unknown tags in the body
+        tagged = _SIZE.pack(len(tagged) - 4) + tagged[4:]
+        answers = []
+        for frame in (plain, tagged):
+            wire.sock.sendall(frame)
+            (size,) = _SIZE.unpack(wire._read(4))
+            answers.append(decode_response(18, 3, wire._read(size))[1])
+        assert answers[0] == answers[1]
+    finally:
+        wire.close()

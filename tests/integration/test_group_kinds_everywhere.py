@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -34,9 +33,11 @@ from kgroup.client.admin import AdminClient
 from kgroup.group_types import GROUP_TYPES, GroupType
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.testing import Broker, Cluster
-from tests.integration.clients import produce_keyed, wait_for
+from kgroup.testing.ports import free_port
+from tests.integration.clients import produce_keyed
 from tests.integration.test_watch_terminal import TMUX, Tmux
 from tests.integration.testbed_support import CONSUMER_PROTOCOL_FAST
+from tests.integration.waits import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -109,7 +110,7 @@ def kind_named(name: str) -> GroupType:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    http = _free_port()
+    http = free_port()
     b = Broker(tmp_path_factory.mktemp("kinds"), settings={"http_listen": f"127.0.0.1:{http}"}, group=FAST).start()
     b.http = f"http://127.0.0.1:{http}"
     b.create_topic(TOPIC, 2)
@@ -129,12 +130,6 @@ def broker(tmp_path_factory):
             member.stopping.set()
         print(b.log()[-6000:])
         b.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def kgroup(broker, *args: str) -> str:

@@ -20,6 +20,7 @@ import asyncio
 import functools
 import logging
 import os
+import ssl
 import time
 import uuid
 from collections.abc import Callable
@@ -32,7 +33,8 @@ from kgroup.broker.apis import EDGE, ApiVersions, compile_apis, served_ranges
 from kgroup.broker.cluster.liveness import Liveness
 from kgroup.broker.cluster.node_view import NodeView
 from kgroup.broker.cluster.ownership import Ownership, UnitHooks
-from kgroup.broker.config import BrokerConfig
+from kgroup.broker.admin.dynamic_configs import DynamicBrokerConfigs
+from kgroup.broker.config import BrokerConfig, ConfigError, ListenerConfig
 from kgroup.broker.control.faults import Faults
 from kgroup.broker.control.group_watch import GroupWatch
 from kgroup.broker.data import apis as data_apis
@@ -46,6 +48,7 @@ from kgroup.broker.observe.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.observe.group_observer import GroupObserver
 from kgroup.broker.observe.request_stats import FSYNC_BUCKETS, Buckets, RequestStats
 from kgroup.broker.security import apis as security_apis
+from kgroup.broker.security.listeners import server_ssl_context
 from kgroup.broker.security.security import Security
 from kgroup.broker.security.security_api import SecurityApi
 from kgroup.broker.share import apis as share_apis
@@ -68,8 +71,9 @@ TABLES = (EDGE, data_apis.APIS, groups_apis.APIS, share_apis.APIS, txn_apis.APIS
 SERVED = served_ranges(TABLES)
 # Guards written for APIs not served yet (each concern's apis.py says which and why).
 PREPARED_GUARDS = {**data_apis.PREPARED_GUARDS, **share_apis.PREPARED_GUARDS, **txn_apis.PREPARED_GUARDS}
-# How often credentials and ACLs changed by other processes are picked up.
-SECURITY_POLL_S = 0.5
+# How often what other processes changed in the shared data dir (credentials, ACLs, dynamic
+# broker configs) is picked up.
+SHARED_POLL_S = 0.5
 
 
 def _member_id(prefix: str) -> str:
@@ -122,6 +126,10 @@ class Node:
         # The produce path asks the transaction coordinator whether a transactional write may pass.
         self.data_path = dp = DataPath(cfg, data, durability, cluster_view, on_topics_changed=self._topics_changed_here,
                                        verify_txn=functools.partial(verify, groups))
+        # Dynamic broker configs (admin/dynamic_configs.py): in force from here on, and on
+        # every change. SSL listeners whose certificate one changed: (listener, context).
+        self.tls_contexts: dict[str, tuple[ListenerConfig, ssl.SSLContext]] = {}
+        self.broker_configs = DynamicBrokerConfigs(cfg, data.path, on_change=self._broker_configs_changed)
         # Transactions: the markers that end them, written for every shard's coordinator.
         self.markers = TxnMarkerChannel(data, dp.ctx.producers, durability, groups.shard_of)
         if cfg.group_events:
@@ -131,21 +139,25 @@ class Node:
         # writing them to __kgroup_events follows the setting.
         self.events = GroupEventStream(data, durability, dp.watch.ring, write=cfg.group_events,
                                        observer=self.observer)
-        self.share_fetches = ShareFetchService(data, dp.watch, ShareStateStore(groups.shard_of), dp.ctx.cluster)
+        self.share_fetches = ShareFetchService(data, dp.watch, ShareStateStore(groups.shard_of), dp.ctx.cluster,
+                                               dp.ctx.producers)
         self.security = Security(cfg.auth, cfg.data_dir)
         self.routes = compile_apis(TABLES, [
             ApiVersions(SERVED.values()), dp, groups, ConsumerGroupApi(groups),
             ShareGroupApi(groups, self.share_fetches), self.share_fetches,
             TxnApi(groups, dp.init_producer_id), ProducersApi(dp.ctx),
-            ConfigsApi(dp.ctx, groups), RecordsApi(dp.ctx), SecurityApi(self.security)])
+            ConfigsApi(dp.ctx, groups, self.broker_configs), RecordsApi(dp.ctx), SecurityApi(self.security)])
 
     async def start(self) -> None:
         """Let the ownership loop take this node's units; the background upkeep starts."""
         self._started = time.monotonic()
         await self.ownership.start()
-        self._background += [asyncio.create_task(self._report_loaded(), name="kgroup-loaded"),
-                             asyncio.create_task(self._watch_security(), name="kgroup-security"),
-                             asyncio.create_task(self._retention(), name="kgroup-retention")]
+        self._background += [
+            asyncio.create_task(self._report_loaded(), name="kgroup-loaded"),
+            asyncio.create_task(self._watch_shared(self.security.refresh, "credentials or ACLs"), name="kgroup-security"),
+            asyncio.create_task(self._watch_shared(self.broker_configs.refresh, "dynamic broker configs"),
+                                name="kgroup-broker-configs"),
+            asyncio.create_task(self._retention(), name="kgroup-retention")]
 
     async def leave(self, timeout_s: float) -> None:
         """SIGTERM in a cluster: peers take this node's units while it still answers."""
@@ -296,11 +308,28 @@ class Node:
             except Exception:
                 log.exception("log retention pass failed")
 
-    async def _watch_security(self) -> None:
-        """Pick up credentials and ACLs changed by another node or an offline tool."""
+    async def _watch_shared(self, refresh: Callable[[], Any], what: str) -> None:
+        """Pick up what another node or an offline tool changed in the shared data dir
+        (credentials and ACLs, dynamic broker configs)."""
         while True:
-            await asyncio.sleep(SECURITY_POLL_S)
+            await asyncio.sleep(SHARED_POLL_S)
             try:
-                self.security.refresh()
+                refresh()
             except StorageError as exc:
-                log.error("cannot re-read credentials or ACLs (keeping the ones loaded): %s", exc)
+                log.error("cannot re-read %s (keeping the ones loaded): %s", what, exc)
+
+    def _broker_configs_changed(self, dynamic: DynamicBrokerConfigs) -> None:
+        """Dynamic broker configs changed (here or through another node): in force for the
+        next request, the topics' logs and the next TLS connection."""
+        self.data_path.config = self.data_path.ctx.config = dynamic.effective
+        self.data.set_default_log_config(dynamic.log_config)
+        for listener in self.config.listeners_to_open:
+            wanted = dynamic.listeners.get(listener.name, listener)
+            held = self.tls_contexts.get(listener.name)
+            if not listener.ssl or (held is None and wanted == listener) or (held is not None and held[0] == wanted):
+                continue
+            try:
+                self.tls_contexts[listener.name] = (wanted, server_ssl_context(wanted))
+                log.info("listener %s: TLS from %s for new connections", listener.name, wanted.ssl_certfile)
+            except ConfigError as exc:
+                log.error("listener %s keeps its certificate: %s", listener.name, exc)

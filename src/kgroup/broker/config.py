@@ -354,6 +354,24 @@ def _auth(value: Any) -> AuthConfig:
     return AuthConfig(**fields)
 
 
+# The `kgroup serve` flags that have a key in the file, by the name load_config takes them
+# under (the flag's argparse dest): each is None unless given on the command line, so a
+# value in the file is used unless the flag is given. [log] level and format are
+# log_level and log_format here.
+FLAG_KEYS = ("listen", "advertised", "data_dir", "fsync", "group_events", "http_listen", "log_level",
+             "log_format", "control_listen", "node_id", "cluster", "node_timeout_ms")
+
+
+def read_file(path: str) -> dict[str, Any]:
+    """The TOML file as it is, or a ConfigError that says what is wrong with it."""
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+
+
 def _group_table(value: Any, group: dict[str, Any]) -> None:
     """The file's `[group]` table, with its `[group.overrides.<group id>]` tables."""
     if not isinstance(value, dict):
@@ -380,12 +398,7 @@ def _group_table(value: Any, group: dict[str, Any]) -> None:
 def _read_toml(path: str, broker: dict[str, Any], group: dict[str, Any], logging_: dict[str, Any],
                txn: dict[str, Any]) -> None:
     """The settings of the TOML file at `path`, into the tables `load_config` fills."""
-    try:
-        raw = tomllib.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    raw = read_file(path)
     for key, value in raw.items():
         if key == "group":
             _group_table(value, group)

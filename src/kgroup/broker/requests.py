@@ -29,7 +29,7 @@ from kgroup.broker.control.faults import FaultAction, Faults
 from kgroup.broker.data.fetch_api import FetchAnswer
 from kgroup.broker.groups.shard import now_ms
 from kgroup.broker.observe.request_stats import RequestStats
-from kgroup.broker.security.authentication import Peer, illegal_state, sasl_answer
+from kgroup.broker.security.authentication import Peer, illegal_state, sasl_answer, unframed_answer
 from kgroup.broker.security.authorization import Access, Refused
 from kgroup.broker.security.security import Security
 from kgroup.storage import StorageError
@@ -192,6 +192,12 @@ class RequestPath:
 
     async def handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | FetchAnswer | None:
         """`handle` with SASL, authorization and the listener's address (module comment)."""
+        if peer.sasl is not None and peer.sasl.awaits_unframed_token:
+            # After SaslHandshake v0 the frame is a bare SASL message, not a request.
+            answer = unframed_answer(peer, frame, now_ms())
+            if answer is None:
+                raise CloseConnection(f"authentication failed: {peer.sasl.failure}")
+            return answer
         decoded = self.decode(frame)
         if isinstance(decoded, bytes):
             return decoded                # the ApiVersions fallback, encoded already

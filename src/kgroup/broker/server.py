@@ -10,11 +10,10 @@ the connection, never the broker. SIGTERM/SIGINT stop accepting, let in-flight r
 finish briefly, sync every log and exit 0.
 
 A connection is served by one of two request paths, chosen when it is accepted (`_path_for`):
-the plain one, or the secured one (SASL, authorization, a listener's own address); deciding
-once keeps the plain path as fast as it was. Fetch answers leave their records in the segment
-files, sent with sendfile on plain TCP (data/fetch_api.py, `send_answer`). With
-`--http-listen` a second listener serves the web console and /metrics (observe/console/),
-with `--control-listen` one serves the control API (control/).
+the plain one, or the secured one (SASL, authorization, a listener's own address), so the
+plain path stays as fast as it was. Fetch answers leave their records in the segment files,
+sent with sendfile on plain TCP (data/fetch_api.py). `--http-listen` adds the web console and
+/metrics (observe/console/), `--control-listen` the control API (control/).
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ import sys
 from typing import Any
 
 from kgroup.broker.concerns import Node
-from kgroup.broker.config import BrokerConfig, ConfigError, ListenerConfig, load_config
+from kgroup.broker.config import FLAG_KEYS, BrokerConfig, ConfigError, ListenerConfig, load_config
 from kgroup.broker.data.fetch_api import send_answer
 from kgroup.broker.observe.group_view import GroupViews
 from kgroup.broker.observe.log_format import configure_logging
@@ -55,9 +54,8 @@ class Server:
         self.connections: set[asyncio.Task] = set()
         self._connection_ids = 0
         self._stopping = asyncio.Event()
-        self.exit_status = 0
-        self.interrupted = False
-        self.console: Any = None
+        self.exit_status, self.interrupted = 0, False
+        self.console: Any = None                   # the HTTP listeners, when configured
         self.control: Any = None
 
     async def start(self) -> None:
@@ -276,7 +274,9 @@ class Server:
 
     async def _start_tls(self, writer: asyncio.StreamWriter, tls: ssl.SSLContext, peer: Any,
                          listener: ListenerConfig | None) -> bool:
-        """The TLS handshake of a new connection; False (logged, closed) if it fails."""
+        """The TLS handshake of a new connection (with the listener's certificate as a dynamic
+        broker config last set it); False (logged, closed) if it fails."""
+        tls = self.node.tls_contexts.get(listener.name, (None, tls))[1] if listener else tls
         try:
             async with asyncio.timeout(TLS_HANDSHAKE_TIMEOUT_S):
                 await writer.start_tls(tls)
@@ -362,15 +362,16 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
     return broker.exit_status or (130 if broker.interrupted else 0)
 
 
-# The flags of `kgroup serve` that override the config file (cli/parser.py names them).
-_SERVE_FLAGS = ("listen", "advertised", "data_dir", "fsync", "group_events", "http_listen", "log_level", "log_format",
-                "control_listen", "node_id", "cluster", "node_timeout_ms")
+def serve_config(args: Any) -> BrokerConfig:
+    """The config of `kgroup serve`: the file, then every flag given on the command line
+    (a flag not given is None, so the file's value stands)."""
+    return load_config(getattr(args, "config", None), **{key: getattr(args, key, None) for key in FLAG_KEYS})
 
 
 def serve_main(args: Any) -> int:
     """Run `kgroup serve` with argparse-style args; returns the exit status."""
     try:
-        config = load_config(getattr(args, "config", None), **{flag: getattr(args, flag, None) for flag in _SERVE_FLAGS})
+        config = serve_config(args)
         FsyncPolicy.parse(config.fsync)
     except (ConfigError, ValueError, StorageError) as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)

@@ -125,8 +125,11 @@ def _client_options(defaults: bool) -> argparse.ArgumentParser:
 
 
 def _broker_storage_options(p: argparse.ArgumentParser, data_dir: str, what: str) -> None:
-    """--data-dir, --config, --fsync of `serve` and `cluster`."""
-    p.add_argument("--data-dir", metavar="DIR", default=data_dir, help=f"{what} (default: {data_dir})")
+    """--data-dir, --config, --fsync of `serve` and `cluster`. Like every flag with a key in
+    the config file, their default is None (not given): the file's value, else the default
+    named in the help, applies unless the flag is on the command line."""
+    p.add_argument("--data-dir", metavar="DIR", default=None,
+                   help=f"{what} (default: the config file's data_dir, else {data_dir})")
     p.add_argument("--config", metavar="FILE", default=None, help="broker config file")
     p.add_argument("--fsync", metavar="{always,never,interval:MS}", type=fsync_policy,
                    default=None, help="when to fsync appended data")

@@ -71,7 +71,7 @@ class BrokerError(KafkaClientError):
         ErrorCode.TOPIC_ALREADY_EXISTS: "pick another name or delete the topic first",
         ErrorCode.INVALID_PARTITIONS:
             "use a partition count of at least 1 (and more than today's for create-partitions)",
-        ErrorCode.INVALID_REPLICATION_FACTOR: "kgroup runs one broker; use replication factor 1",
+        ErrorCode.INVALID_REPLICATION_FACTOR: "use a replication factor from 1 to the number of brokers (or -1)",
         ErrorCode.GROUP_ID_NOT_FOUND: "check the name with `kgroup groups list`",
         ErrorCode.NON_EMPTY_GROUP: "stop every consumer of the group first",
         ErrorCode.UNKNOWN_MEMBER_ID: "the group has active members; stop them first",

@@ -210,8 +210,19 @@ class Authorizer:
     def authorized_operations(self, principal: str, host: str, resource_type: ResourceType,
                               name: str) -> int:
         """The operations allowed on a resource as Kafka's 32-bit field (bit n: operation n)."""
-        bits = 0
-        for op in SUPPORTED_OPERATIONS.get(resource_type, ()):
-            if self.authorize(principal, host, op, resource_type, name):
-                bits |= 1 << int(op)
-        return bits
+        return operations_field(op for op in SUPPORTED_OPERATIONS.get(resource_type, ())
+                                if self.authorize(principal, host, op, resource_type, name))
+
+
+def operations_field(operations: Iterable[AclOperation]) -> int:
+    """Kafka's 32-bit authorized-operations field: bit n set for operation n."""
+    bits = 0
+    for op in operations:
+        bits |= 1 << int(op)
+    return bits
+
+
+def all_operations(resource_type: ResourceType) -> int:
+    """Every operation a resource type supports, as the field: what a broker without an
+    authorizer reports as authorized (Kafka's AuthHelper.authorizedOperations)."""
+    return operations_field(SUPPORTED_OPERATIONS.get(resource_type, ()))

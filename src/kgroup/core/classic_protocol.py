@@ -586,7 +586,10 @@ class ClassicProtocol:
         """Handle LeaveGroup: one member (v0-v2) or a batch by member or instance id (v3+)."""
         group = self.shard.groups.get(req.group_id)
         if group is None:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
+            # As Kafka answers: the request succeeds and each member is unknown (v0-v2 carry
+            # the one member's error as the request's).
+            return Result((), ((reply, LeaveGroupResponse(ErrorCode.NONE, tuple(
+                LeftMember(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID) for m in req.members))),))
         if group.is_in(S.DEAD):
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         out = ResultBuilder(EventJournal(self.shard, now_ms))

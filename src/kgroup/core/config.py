@@ -56,6 +56,8 @@ class GroupConfig:
     share_max_delivery_count_limit: int = 10
     # latest | earliest (where a share partition starts when it has no state yet)
     share_auto_offset_reset: str = "latest"
+    # read_uncommitted | read_committed (share.isolation.level: what share fetches deliver)
+    share_isolation_level: str = "read_uncommitted"
     share_partition_max_record_locks: int = 2_000
     share_min_partition_max_record_locks: int = 100
     share_max_partition_max_record_locks: int = 10_000

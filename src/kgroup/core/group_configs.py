@@ -14,7 +14,7 @@ GroupConfig.validate does, and configs may be set for a group that does not exis
 tuple of `GroupConfigDef`s there (the consumer protocol's `consumer.*`, the share groups'
 `share.*`); `PAIRS` lists the (session timeout, heartbeat interval) pairs whose effective
 values must stay ordered. A config is an INT within its bounds, or a STRING among its
-choices (`share.auto.offset.reset`); `value` gives it typed.
+choices (`share.auto.offset.reset`, `share.isolation.level`); `value` gives it typed.
 """
 
 from __future__ import annotations
@@ -148,6 +148,8 @@ SHARE_DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
 SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
 SHARE_MAX_RECORD_LOCKS = "share.partition.max.record.locks"
 SHARE_AUTO_OFFSET_RESETS = ("latest", "earliest")
+SHARE_ISOLATION_LEVEL = "share.isolation.level"
+SHARE_ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 SHARE_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
     _share(SHARE_SESSION_TIMEOUT, "The timeout to detect client failures of a share group member."),
@@ -157,6 +159,8 @@ SHARE_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
     _share(SHARE_AUTO_OFFSET_RESET, "Where a share partition starts when it has no state: latest or earliest.",
            SHARE_AUTO_OFFSET_RESETS),
     _share(SHARE_MAX_RECORD_LOCKS, "The most in-flight records of one share partition."),
+    _share(SHARE_ISOLATION_LEVEL, "read_committed hands out only records of committed transactions, up to the "
+           "last stable offset; read_uncommitted every record.", SHARE_ISOLATION_LEVELS),
 )
 
 # Each group kind's configs.

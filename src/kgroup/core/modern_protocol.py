@@ -151,7 +151,8 @@ class ModernProtocol:
         which may already hold the records that made the group (an upgrade from classic)."""
         if group is None:
             if req.member_epoch != self.JOIN_EPOCH:
-                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"group {req.group_id} does not exist")
+                # Only a join (epoch 0) makes a group; Kafka answers anything else so.
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} does not exist")
             group = self.GROUP(req.group_id)
         if req.member_epoch in self.LEAVE_EPOCHS:
             member = group.members.get(req.member_id)

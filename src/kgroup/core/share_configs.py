@@ -19,6 +19,7 @@ from kgroup.core.group_configs import (
     SHARE_DELIVERY_COUNT_LIMIT,
     SHARE_GROUP_CONFIGS,
     SHARE_HEARTBEAT_INTERVAL,
+    SHARE_ISOLATION_LEVEL,
     SHARE_MAX_RECORD_LOCKS,
     SHARE_RECORD_LOCK_DURATION,
     SHARE_SESSION_TIMEOUT,
@@ -71,4 +72,5 @@ class ShareConfigs:
         """What the group's share partitions run with."""
         return ShareLimits(self.configs.int_value(group_id, SHARE_RECORD_LOCK_DURATION),
                            self.configs.int_value(group_id, SHARE_DELIVERY_COUNT_LIMIT),
-                           self.configs.int_value(group_id, SHARE_MAX_RECORD_LOCKS))
+                           self.configs.int_value(group_id, SHARE_MAX_RECORD_LOCKS),
+                           self.configs.value(group_id, SHARE_ISOLATION_LEVEL) == "read_committed")

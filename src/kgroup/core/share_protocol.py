@@ -23,6 +23,8 @@ from __future__ import annotations
 from kgroup.assignors.share_simple import SimpleShareAssignor
 from kgroup.assignors.spec import GroupSpec, MemberSpec
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.event_journal import EventJournal
+from kgroup.core.kinds import find_group
 from kgroup.core.modern_group import SubscribedTopics
 from kgroup.core.modern_protocol import HeartbeatStep, Joined, ModernProtocol
 from kgroup.core.records import (
@@ -212,10 +214,9 @@ class ShareProtocol(ModernProtocol):
         return Result((ShareStateRecord(req.group_id, req.topic_id, req.partition, req.value),), ((reply, None),))
 
     def describe_offsets(self, req: DescribeShareOffsetsRequest, reply: ReplyTo, now_ms: int) -> Result:
-        """Each share partition's start offset (-1 where it has no state)."""
+        """Each share partition's start offset (-1 where it has no state; a group that does not
+        exist has none, and is answered so, as Kafka answers it)."""
         states = self.shard.stored.share_states.get(req.group_id, {})
-        if req.group_id not in self.shard.share_groups and not states:
-            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"share group {req.group_id} does not exist")
         keys = sorted(states) if req.partitions is None else list(req.partitions)
         offsets = tuple(ShareOffset(t, p, states[(t, p)].start_offset if (t, p) in states else -1)
                         for t, p in keys)
@@ -230,10 +231,19 @@ class ShareProtocol(ModernProtocol):
 
     def alter_offsets(self, req: AlterShareOffsetsRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Restart share partitions at new start offsets (an empty group only): a new state
-        epoch, so the running partition's next write is fenced and it reloads."""
-        self._empty_group(req.group_id)
-        states = self.shard.stored.share_states.get(req.group_id, {})
-        out = ResultBuilder()
+        epoch, so the running partition's next write is fenced and it reloads. A share group
+        that does not exist is created empty, as Kafka creates it (a group id of another kind
+        is not a share group)."""
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        gid = req.group_id
+        if gid not in self.shard.share_groups and not self.shard.stored.share_states.get(gid):
+            if find_group(self.shard, gid) is not None:
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"{gid} is not a share group")
+            out.record(self.records.epoch(gid, 0, ()))
+            out.changed(gid, "AlterShareGroupOffsets")
+        else:
+            self._empty_group(gid)
+        states = self.shard.stored.share_states.get(gid, {})
         for topic_id, partition, offset in req.offsets:
             old = states.get((topic_id, partition))
             epoch = old.state_epoch + 1 if old is not None else 0

@@ -9,6 +9,14 @@ and the session is dropped so the client opens a new one), or SHARE_SESSION_NOT_
 there is none; -1 closes the session after its acknowledgements. A connection that closes
 takes its sessions with it (`drop_connection`), and the caller releases their records at
 once, as Kafka's share session cache does. Pure: the broker passes connection ids.
+
+The records a member acquired belong to its share session, not to its group membership: a
+member that leaves its share group (ShareGroupHeartbeat epoch -1) while its session is open
+keeps them until the session's final request (epoch -1, whose acknowledgements are applied
+first) or its connection closes, or until their locks run out (`member_left` says which).
+A closing client sends the leave and the final ShareAcknowledge at once, so they may arrive
+in either order; either way its last ACCEPTs land and nothing it accepted is delivered again.
+A session whose member left acquires nothing more.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ class ShareSession:
     partitions: dict[SharePartitionId, None] = field(default_factory=dict)
     # Where the next fetch starts its pass over `partitions` (so none starves).
     rotation: int = 0
+    # The member left its share group: the session holds what it has until it closes.
+    member_left: bool = False
 
     def advance(self) -> None:
         """The request went through: the next one carries the next epoch."""
@@ -71,6 +81,16 @@ class ShareSessions:
 
     def drop_member(self, group_id: str, member_id: str) -> ShareSession | None:
         return self.sessions.pop((group_id, member_id), None)
+
+    def member_left(self, group_id: str, member_id: str) -> bool:
+        """The member left its share group. True: it has no session, so the caller releases
+        what it holds now; False: its session keeps its records until the session closes
+        (its final request, or its connection) or their locks run out."""
+        session = self.sessions.get((group_id, member_id))
+        if session is None:
+            return True
+        session.member_left = True
+        return False
 
     def drop_connection(self, connection: int) -> list[ShareSession]:
         """Remove and return the sessions that came on `connection`."""

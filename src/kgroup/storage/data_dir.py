@@ -91,10 +91,13 @@ class TopicMeta:
     configs: Mapping[str, str] = field(default_factory=dict)
     # The ownership unit (slot) of each partition.
     slots: tuple[int, ...] = ()
+    # What Metadata reports (the nodes share one data dir: this is not a copy count).
+    replication_factor: int = 1
 
     def to_json(self) -> dict:
         return {"topic_id": str(self.topic_id), "partitions": self.partitions,
-                "configs": dict(self.configs), "slots": list(self.slots)}
+                "configs": dict(self.configs), "slots": list(self.slots),
+                "replication_factor": self.replication_factor}
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +262,8 @@ class DataDir:
             if doc.get("version") != 1:
                 raise ValueError(f"unknown version {doc.get('version')!r}")
             topics = {name: TopicMeta(name, uuid.UUID(t["topic_id"]), int(t["partitions"]),
-                                      dict(t.get("configs", {})), tuple(int(s) for s in t.get("slots", ())))
+                                      dict(t.get("configs", {})), tuple(int(s) for s in t.get("slots", ())),
+                                      int(t.get("replication_factor", 1)))
                       for name, t in doc["topics"].items()}
             next_slot = max(int(doc.get("next_slot", m)), m)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -328,6 +332,12 @@ class DataDir:
         self._apply_configs()
         self._open_new_bound_partitions()
         return True
+
+    def set_default_log_config(self, config: LogConfig) -> None:
+        """New defaults for topic logs (dynamic broker configs): applied to the open logs
+        of topics that do not set their own, and to the logs opened from now on."""
+        self.default_log_config = config
+        self._apply_configs()
 
     def _apply_configs(self) -> None:
         for (name, p), plog in self._logs.items():
@@ -524,12 +534,13 @@ class DataDir:
                 self._remove_dir(path, "leftover")
 
     def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
-                     topic_id: uuid.UUID | None = None) -> TopicMeta:
+                     topic_id: uuid.UUID | None = None, replication_factor: int = 1) -> TopicMeta:
         """Create a topic (its partitions are opened by their owners)."""
         check_topic_name(name)
         if partitions <= 0:
             raise TopicError(f"topic {name!r}: partition count must be positive, got {partitions}")
-        meta = TopicMeta(name, topic_id or uuid.uuid4(), partitions, dict(configs or {}))
+        meta = TopicMeta(name, topic_id or uuid.uuid4(), partitions, dict(configs or {}),
+                         replication_factor=replication_factor)
         self._log_config(meta)  # reject bad configs before writing anything
         with self._changing_topics() as (topics, next_slot):
             if name in topics:
@@ -551,7 +562,7 @@ class DataDir:
                 raise TopicError(f"topic {name!r} has {meta.partitions} partitions; cannot change to {new_count}")
             slots, next_slot[0] = self._slots_for(name, meta.slots, new_count, next_slot[0])
             self._remove_leftovers(name, meta.partitions, new_count)
-            grown = topics[name] = TopicMeta(name, meta.topic_id, new_count, meta.configs, slots)
+            grown = topics[name] = replace(meta, partitions=new_count, slots=slots)
         self._opened_by_claim_all(grown.slots[meta.partitions:])
         return grown
 

@@ -1,6 +1,6 @@
 """Request/response codecs over kio's schema classes (sans-I/O).
 
-Server side: ``decode_request(frame)`` turns a frame payload (as returned by
+Server side: ``decode_request(frame, served)`` turns a frame payload (as returned by
 ``FrameSplitter``) into ``(RequestHeader, kio request object)``; ``encode_response`` turns a
 kio response object back into a size-prefixed frame with the right response header.
 
@@ -10,8 +10,11 @@ How decoding works: the first 8 bytes of every request are ``int16 api_key, int1
 api_version, int32 correlation_id`` in every header version, so they are read with struct
 before anything else. The (key, version) pair is checked against the served ranges given
 (raising UnsupportedVersion with the correlation id), then the full header (v1, or v2 for
-flexible versions) and the body are read with kio's readers. Anything kio raises on bad
-bytes is wrapped in MalformedRequest. Bytes left over after a complete body are ignored, as
+flexible versions) and the body are read with kio's native readers. Where kio refuses the
+bytes, or the frame is big enough to break one of Kafka's allocation limits kio does not
+check, ``kafka_reader`` reads them again with Kafka 4.4's rules: unknown tagged fields are
+skipped, invalid UTF-8 is replaced, and what Kafka rejects raises MalformedRequest (Kafka
+closes the connection on a request it cannot parse). Bytes left over after a complete body are ignored, as
 Apache Kafka's request parsing ignores them (``AbstractRequest.parseRequest`` reads the
 fields the version's schema has and never checks what remains): librdkafka sends such
 bytes, e.g. three after a Metadata v13 request for all topics.
@@ -23,18 +26,19 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import kio.schema.request_header.v1 as _req_h1
 import kio.schema.request_header.v2 as _req_h2
 import kio.schema.response_header.v0 as _resp_h0
 import kio.schema.response_header.v1 as _resp_h1
-from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
 from .errors import MalformedRequest, MalformedResponse, UnsupportedVersion
 from .fast_responses import encode_consumer_group_heartbeat_response
+from .kafka_reader import LIMITS_NEED_BYTES, has_tagged_fields, kio_check, read_entity
+from .schemas import load_request_schema, load_response_schema
 from .versions import ApiRange, is_flexible
 
 __all__ = [
@@ -70,22 +74,48 @@ class RequestHeader:
 
 @cache
 def request_class(api_key: int, version: int) -> type[Any]:
-    """kio's request class for (api_key, version), e.g. HeartbeatRequest v4.
+    """The request class for (api_key, version), e.g. HeartbeatRequest v4: kio's, or ours
+    generated for Kafka 4.4 where kio lacks it (see ``schemas``).
 
-    Raises KeyError-free kio errors (kio.index.UnknownAPIKey / UnknownEntity) if kio lacks it.
+    Raises kio's errors (kio.index.UnknownAPIKey / UnknownEntity) if neither has it.
     """
     return load_request_schema(api_key, version)
 
 
 @cache
 def response_class(api_key: int, version: int) -> type[Any]:
-    """kio's response class for (api_key, version)."""
+    """The response class for (api_key, version), kio's or ours (see ``request_class``)."""
     return load_response_schema(api_key, version)
 
 
 @cache
 def _reader(cls: type[Any]) -> Any:
     return entity_reader(cls)
+
+
+class _Decoder(NamedTuple):
+    """What decoding one (api_key, version) needs, looked up once: the header and request
+    classes, kio's readers of them, the tests of kio's result for a small and a large frame
+    (``kafka_reader.kio_check``, None when there is nothing to test), and whether a large
+    frame must be read with Kafka's rules instead (``kafka_reader.has_tagged_fields``)."""
+
+    flexible: bool
+    header_cls: type[Any]
+    cls: type[Any]
+    read_header: Any
+    read: Any
+    check: Any
+    check_big: Any
+    tagged: bool
+
+
+@cache
+def _decoder(api_key: int, version: int) -> _Decoder:
+    flexible = is_flexible(api_key, version)
+    header_cls = _req_h2.RequestHeader if flexible else _req_h1.RequestHeader
+    cls = request_class(api_key, version)
+    return _Decoder(flexible, header_cls, cls, entity_reader(header_cls), entity_reader(cls),
+                    kio_check(cls), kio_check(cls, big=True), has_tagged_fields(cls))
 
 
 @cache
@@ -130,22 +160,38 @@ def decode_request(
     if api is None or api_version not in api:
         raise UnsupportedVersion(api_key, api_version, correlation_id)
 
-    # 2. Header v1/v2, then the body, both with kio's readers.
-    flexible = is_flexible(api_key, api_version)
-    header_cls = _req_h2.RequestHeader if flexible else _req_h1.RequestHeader
-    stage = "header"
-    try:
-        kio_header, offset = _reader(header_cls)(data, 0)
-        stage = "body"
-        request, size = _reader(request_class(api_key, api_version))(data, offset)
-    except Exception as exc:  # kio raises DecodeError, KeyError, ValueError, ...
-        raise MalformedRequest(
-            f"cannot decode {api.name} v{api_version} {stage}: "
-            f"{type(exc).__name__}: {exc}",
-            api_key=api_key,
-            api_version=api_version,
-            correlation_id=correlation_id,
-        ) from exc
+    # 2. Header v1/v2, then the body: kio's native readers where their answer is Kafka's;
+    #    otherwise (kio raises, or kio_check finds what Kafka refuses, or a large frame of
+    #    a message with tagged fields) Kafka's rules in Python (kafka_reader), which also
+    #    give Kafka's error. See kafka_reader's docstring for where the two differ.
+    flexible, header_cls, cls, read_header, read, check, check_big, tagged = _decoder(api_key, api_version)
+    big = len(data) >= LIMITS_NEED_BYTES
+    if big and tagged:    # (request headers declare no tagged field: kio raises on any)
+        kio_header = None
+    else:
+        if big:
+            check = check_big
+        try:
+            kio_header, offset = read_header(data, 0)
+            request, _ = read(data, offset)
+            if check is not None and check(request):
+                kio_header = None
+        except Exception:  # kio raises DecodeError, KeyError, ValueError, ...
+            kio_header = None
+    if kio_header is None:
+        stage = "header"
+        try:
+            kio_header, offset = read_entity(header_cls, data, 0)
+            stage = "body"
+            request, _ = read_entity(cls, data, offset)
+        except Exception as exc:  # KafkaDecodeError; anything else is a bug, still no crash
+            raise MalformedRequest(
+                f"cannot decode {api.name} v{api_version} {stage}: "
+                f"{type(exc).__name__}: {exc}",
+                api_key=api_key,
+                api_version=api_version,
+                correlation_id=correlation_id,
+            ) from exc
 
     # 3. Bytes after the body are left unread, as Kafka does (see the module docstring).
     header = RequestHeader(
@@ -245,13 +291,25 @@ def decode_response(
     try:
         cls = response_class(api_key, version)
         header_cls = cls.__header_schema__
+    except Exception as exc:
+        raise MalformedResponse(f"no schema for response api_key={api_key} v{version}: {exc}") from exc
+    try:
         kio_header, offset = _reader(header_cls)(data, 0)
         response, size = _reader(cls)(data, offset)
-    except Exception as exc:
-        raise MalformedResponse(
-            f"cannot decode response api_key={api_key} v{version}: "
-            f"{type(exc).__name__}: {exc}"
-        ) from exc
+    except Exception:
+        kio_header = None
+    if kio_header is None:
+        # Kafka's rules where kio's native reader refuses (e.g. a tagged field a newer
+        # broker added): a client, too, skips what it does not know. Only on failure, so
+        # big Fetch answers keep the fast path.
+        try:
+            kio_header, offset = read_entity(header_cls, data, 0)
+            response, size = read_entity(cls, data, offset)
+        except Exception as exc:
+            raise MalformedResponse(
+                f"cannot decode response api_key={api_key} v{version}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
     if offset + size != len(data):
         raise MalformedResponse(
             f"response api_key={api_key} v{version}: "

@@ -32,6 +32,7 @@ from kgroup.batch_layout import (
     LOG_OVERHEAD,
     MAGIC,
     MAGIC_AT,
+    TRANSACTIONAL_BIT,
 )
 
 from .errors import CorruptRecord, InvalidRecord, UnsupportedCompression
@@ -60,7 +61,6 @@ BATCH_HEADER_SIZE = HEADER_SIZE
 
 _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
-_TRANSACTIONAL_BIT = 0x10
 _DELETE_HORIZON_BIT = 0x40
 
 DEFAULT_MAX_UNCOMPRESSED = 256 * 1024 * 1024
@@ -121,7 +121,7 @@ class BatchHeader:
 
     @property
     def is_transactional(self) -> bool:
-        return bool(self.attributes & _TRANSACTIONAL_BIT)
+        return bool(self.attributes & TRANSACTIONAL_BIT)
 
     @property
     def is_control(self) -> bool:
@@ -567,7 +567,7 @@ def build_batch(
     payload = _compress(compression, bytes(body))
     attributes = int(compression) | (int(timestamp_type) << 3)
     if transactional:
-        attributes |= _TRANSACTIONAL_BIT
+        attributes |= TRANSACTIONAL_BIT
     if control:
         attributes |= CONTROL_BIT
     after_crc = (

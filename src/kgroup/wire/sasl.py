@@ -8,6 +8,14 @@ succeeds (AUTHENTICATED, principal ``User:<name>``) or fails (FAILED:
 SASL_AUTHENTICATION_FAILED, then the connection closes). Any other request before
 authentication closes the connection.
 
+SaslHandshake v0 (Kafka 0.10; librdkafka before KAFKA-18270's fix insists on v0 being in the
+range): a v0 handshake makes the session ``unframed`` -- until it is authenticated the client
+sends each SASL message as a bare length-prefixed frame with no request header, and gets the
+server's message back the same way (``awaits_unframed_token`` tells the connection a frame is
+such a message, ``authenticate`` answers it). A failure then has nowhere to go but the closed
+connection, as in Kafka. Re-authentication (KIP-368) needs v1: its SaslAuthenticate tells the
+session lifetime that v0 cannot carry.
+
 Sessions (KIP-368): with ``reauth_ms`` > 0 a session lasts that long; SaslAuthenticate v1+
 tells the client, which re-authenticates on the same connection (SaslHandshake again, same
 mechanism, same principal: AUTHENTICATED -> REAUTHENTICATING -> AUTHENTICATED) while its
@@ -180,12 +188,19 @@ class SaslSession:
         self.expires_at_ms: int | None = None
         self._exchange: _Plain | _Scram | None = None
         self.failure: str | None = None
+        # SaslHandshake v0: the exchange's messages come in bare frames (module comment).
+        self.unframed = False
 
     def _move(self, event: _Event) -> None:
         try:
             self.state = _MOVES[(self.state, event)]
         except KeyError:
             raise ValueError(f"SASL: {event.value} is illegal in state {self.state.value}") from None
+
+    @property
+    def awaits_unframed_token(self) -> bool:
+        """Whether the connection's next frame is a bare SASL message (after a v0 handshake)."""
+        return self.unframed and self.state is AuthState.AWAIT_TOKEN
 
     @property
     def authenticated(self) -> bool:
@@ -229,9 +244,14 @@ class SaslSession:
 
     # -- the two SASL requests -----------------------------------------------------------
 
-    def handshake(self, mechanism: str) -> HandshakeAnswer:
-        """SaslHandshake: start (or restart, to re-authenticate) with ``mechanism``."""
+    def handshake(self, mechanism: str, version: int = 1) -> HandshakeAnswer:
+        """SaslHandshake: start (or restart, to re-authenticate) with ``mechanism``; v0 makes
+        the exchange unframed."""
         reauth = self.state is AuthState.AUTHENTICATED
+        if reauth and version == 0:
+            self.failure = "re-authentication needs SaslHandshake v1 or later"
+            self._move(_Event.FAIL)
+            return HandshakeAnswer(ILLEGAL_SASL_STATE, self.mechanisms, close=True)
         if mechanism not in self.mechanisms or (reauth and mechanism != self.mechanism):
             self.failure = (f"mechanism {mechanism!r} is not {self.mechanism} (re-authentication keeps it)"
                             if reauth and mechanism in self.mechanisms
@@ -240,6 +260,7 @@ class SaslSession:
             return HandshakeAnswer(UNSUPPORTED_SASL_MECHANISM, self.mechanisms, close=True)
         self._move(_Event.HANDSHAKE)
         self.mechanism = mechanism
+        self.unframed = version == 0
         if mechanism == PLAIN:
             self._exchange = _Plain(self.credentials)
         else:

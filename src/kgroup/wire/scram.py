@@ -17,7 +17,12 @@ the credential without sending it.
 
 ``ScramServer`` is the server side as a small state machine (enum states and one
 transition table): it takes each client message and answers with the next server message,
-``ScramDone(username)`` or raises ``ScramError``. An unknown user gets a made-up salt derived
+``ScramDone(username)`` or raises ``ScramError``. The client-final nonce must be the
+server-first one; librdkafka before 2.6.1 (librdkafka#4895: Debian's kcat 1.7.1, Ubuntu's
+librdkafka) sends its own nonce once more in front of it, and is let through -- the whole
+combined nonce still has to follow, so the server's nonce is checked (the replay CVE-2024-56128
+was about), and the proof is checked over the message as sent. Kafka 3.8.1-3.9 let it
+through the same way; Kafka 4.x refuses it, which locks those clients out of SCRAM. An unknown user gets a made-up salt derived
 from a server secret and the name, so the exchange fails only at the proof and does not tell
 which user names exist. ``ScramClient`` is the client side. Nonces and salts are given to
 these classes, never drawn here: this module does no I/O and uses no randomness of its own.
@@ -245,6 +250,7 @@ class ScramServer:
         self._credential: ScramCredential | None = None
         self._known = False
         self._nonce = ""
+        self._client_nonce = ""
         self._gs2 = ""
         self._client_first_bare = ""
         self._server_first = ""
@@ -310,6 +316,7 @@ class ScramServer:
         self._credential = credential
         self._gs2 = text[: len(text) - len(bare)]
         self._client_first_bare = bare
+        self._client_nonce = client_nonce
         self._nonce = client_nonce + self._server_nonce
         self._server_first = f"r={self._nonce},s={_b64(credential.salt)},i={credential.iterations}"
         return self._server_first.encode()
@@ -324,7 +331,9 @@ class ScramServer:
             raise ScramError("client-final message must start with c=<binding>,r=<nonce>")
         if _unb64(attrs[0][1], "channel binding") != self._gs2.encode():
             raise ScramError("channel binding does not match the client-first message")
-        if not hmac.compare_digest(attrs[1][1].encode(), self._nonce.encode()):
+        sent = attrs[1][1].encode()
+        if not (hmac.compare_digest(sent, self._nonce.encode())
+                or hmac.compare_digest(sent, (self._client_nonce + self._nonce).encode())):
             raise ScramError("nonce does not match")
         proof = _unb64(proof_text, "client proof")
         cred = self._credential

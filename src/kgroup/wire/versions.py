@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
-from kio.index import load_request_schema
+from .schemas import load_request_schema
 
 from .api_keys import ApiKey
 

@@ -116,10 +116,12 @@ def test_metadata_by_topic_id(tmp_path):
         r = await ctx.metadata(12, [], ids=[meta.topic_id, uuid.uuid4()])
         assert codes(r, METADATA) == [NONE, 100]
         assert r.topics[0].name == "a"
-        # v10 and v11 have topic ids but no null names in the response: INVALID_REQUEST, as Kafka.
+        # v10 and v11 take no ids: Kafka refuses the whole request, every topic
+        # INVALID_REQUEST, no brokers (tests/reference/test_wire_forward_compat.py).
         for version in (10, 11):
             r = await ctx.metadata(version, ["a"], ids=[meta.topic_id])
-            assert codes(r, METADATA) == [NONE, 42] and r.topics[1].name == ""
+            assert codes(r, METADATA) == [42, 42] and [t.name for t in r.topics] == ["a", ""]
+            assert r.brokers == () and r.controller_id == -1
 
     run(tmp_path, scenario)
 
@@ -504,7 +506,11 @@ def test_init_producer_id(tmp_path, version):
         second = await ask(transactional_id=None, producer_id=-1, producer_epoch=-1)
         assert first[0] == second[0] == 0 and first[2] == 0 and second[1] == first[1] + 1
         if version >= 3:
-            assert await ask(transactional_id=None, producer_id=first[1], producer_epoch=4) == (0, first[1], 5)
+            # Kafka's rule: the id and epoch a request names never make it a bump.
+            assert await ask(transactional_id=None, producer_id=first[1], producer_epoch=4) == (0, first[1] + 2, 0)
+            assert await ask(transactional_id=None, producer_id=0, producer_epoch=0) == (0, first[1] + 3, 0)
+            assert (await ask(transactional_id=None, producer_id=0, producer_epoch=-1))[0] == 42
+            assert (await ask(transactional_id=None, producer_id=-1, producer_epoch=0))[0] == 42
         assert (await ask(transactional_id="tx", producer_id=-1, producer_epoch=-1))[0] == 53
 
     run(tmp_path, scenario)

@@ -1,4 +1,4 @@
-"""The broker's group event writer (broker/event_stream.py) behind a real shard over a real
+"""The broker's group event writer (broker/observe/event_stream.py) behind a real shard over a real
 data dir: what it appends, what it does not look at, that it waits for the group change to
 be durable, and that a failure stays inside."""
 

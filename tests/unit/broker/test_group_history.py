@@ -1,4 +1,4 @@
-"""Group timelines folded from events in the `__kgroup_events` layout (broker/group_history.py)."""
+"""Group timelines folded from events in the `__kgroup_events` layout (broker/observe/group_history.py)."""
 
 from __future__ import annotations
 

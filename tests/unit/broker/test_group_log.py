@@ -1,4 +1,4 @@
-"""Log lines of group changes (broker/group_log.py): one INFO line per change that matters,
+"""Log lines of group changes (broker/observe/group_log.py): one INFO line per change that matters,
 WARNINGs for flapping groups and members, structured fields for `--log-format json`."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def test_serve_defines_the_broker_options_with_defaults() -> None:
     assert args.listen is None  # 127.0.0.1:9092 (config.py), the node's --cluster entry, or none with [[listeners]]
     assert args.advertised is None
     assert args.node_id is None and args.cluster is None and args.node_timeout_ms is None
-    assert args.data_dir == "./kgroup-data"
+    assert args.data_dir is None  # the config file's data_dir, else ./kgroup-data (config.py)
     assert args.config is None
     assert args.fsync is None
 
@@ -119,7 +119,7 @@ def test_serve_takes_a_node_id_and_a_cluster_list() -> None:
 
 def test_cluster_defines_its_options_with_defaults() -> None:
     args = parse("cluster")
-    assert (args.nodes, args.base_port, args.data_dir) == (3, 9092, "./kgroup-cluster")
+    assert (args.nodes, args.base_port, args.data_dir) == (3, 9092, None)   # file, else ./kgroup-cluster
     assert parse("cluster", "--nodes", "5", "--base-port", "19092").base_port == 19092
     with pytest.raises(UsageError, match="port"):
         parse("cluster", "--base-port", "0")

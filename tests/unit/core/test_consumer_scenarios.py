@@ -392,3 +392,13 @@ def test_offset_delete_of_a_consumer_group_spares_the_topics_its_members_subscri
     ctx.delete_offsets("cg", [("t", 0)])
     assert ctx.committed("cg") == {}
     assert ctx.delete_offsets("nobody", [("t", 0)]).raised is E.GROUP_ID_NOT_FOUND
+
+
+def test_kip848_a_heartbeat_past_epoch_zero_to_a_group_that_does_not_exist_is_group_id_not_found():
+    """Only a join (epoch 0) makes a group; Kafka 4.4 answers any other epoch GROUP_ID_NOT_FOUND
+    (docs/protocol.md, "Requests for resources that do not exist")."""
+    ctx = GroupContext()
+    for epoch in (1, 5, -1):
+        assert ctx.cg_heartbeat("ghost", epoch, group="nowhere").error is E.GROUP_ID_NOT_FOUND
+    assert "nowhere" not in ctx.coord.consumer_groups
+    assert ctx.cg_heartbeat("m1", 0, group="nowhere", topics=["t"]).error is E.NONE

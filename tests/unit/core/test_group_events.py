@@ -1,7 +1,7 @@
 """Group events from the handlers (core/group_events.py, core/event_journal.py), on a manual clock.
 
-`EventContext` plays the broker's part as `broker/event_stream.py` does: after every handler
-or timer (records replayed) it takes the events the Result carries.
+`EventContext` plays the broker's part as `broker/observe/event_stream.py` does: after every
+handler or timer (records replayed) it takes the events the Result carries.
 """
 
 from __future__ import annotations

@@ -250,3 +250,29 @@ def test_kip932_share_group_configs_default_to_the_broker_and_a_groups_own_value
     with pytest.raises(ValueError, match="share_auto_offset_reset"):
         GroupConfig(share_auto_offset_reset="sometimes")
     assert GroupConfig(share_record_lock_duration_ms=5_000).share_record_lock_duration_ms == 5_000
+
+
+def test_kip932_a_heartbeat_past_epoch_zero_to_a_group_that_does_not_exist_is_group_id_not_found():
+    c = ctx()
+    assert hb(c, "ghost", 1, group="nowhere").error is ErrorCode.GROUP_ID_NOT_FOUND
+    assert "nowhere" not in c.coord.share_groups
+
+
+def test_kip932_offsets_of_a_share_group_that_does_not_exist_as_kafka_answers_them():
+    """Described: no offsets and no error. Altered: the group is made, empty, with its state.
+    A group id of another kind is not a share group."""
+    c = ctx()
+    described = c.call(c.coord.describe_share_offsets,
+                       DescribeShareOffsetsRequest("nowhere", (("orders-id", 0),))).response
+    assert described.error is ErrorCode.NONE
+    assert [(o.topic_id, o.partition, o.start_offset) for o in described.offsets] == [("orders-id", 0, -1)]
+    assert "nowhere" not in c.coord.share_groups
+    altered = c.call(c.coord.alter_share_offsets, AlterShareOffsetsRequest("nowhere", (("orders-id", 0, 7),)))
+    assert altered.raised is None
+    assert c.coord.share_groups["nowhere"].members == {} and c.coord.share_groups["nowhere"].epoch == 0
+    described = c.call(c.coord.describe_share_offsets, DescribeShareOffsetsRequest("nowhere", None)).response
+    assert [(o.topic_id, o.partition, o.start_offset) for o in described.offsets] == [("orders-id", 0, 7)]
+    assert hb(c, "m1", 0, ("orders",), group="nowhere").response.member_epoch == 1
+    c.join_new("classic")
+    refused = c.call(c.coord.alter_share_offsets, AlterShareOffsetsRequest("classic", (("orders-id", 0, 1),)))
+    assert refused.raised is ErrorCode.GROUP_ID_NOT_FOUND and "classic" not in c.coord.share_groups

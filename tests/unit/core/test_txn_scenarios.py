@@ -58,6 +58,16 @@ def test_kip98_an_unknown_partition_fails_the_whole_add():
     assert ctx.state().state is T.EMPTY
 
 
+def test_kip98_unknown_partitions_are_answered_before_the_producer_is_looked_at():
+    """As Kafka 4.4 does: its metadata check comes before the transaction coordinator, so an
+    unknown transactional id with unknown partitions gets UNKNOWN_TOPIC_OR_PARTITION."""
+    ctx = TxnContext()
+    done = ctx.add("never-initialized", 987_654_321, 0, ("nope", 0), ("t", 0))
+    assert done.raised is None
+    assert done.response.errors == (("nope", 0, E.UNKNOWN_TOPIC_OR_PARTITION), ("t", 0, E.OPERATION_NOT_ATTEMPTED))
+    assert ctx.add("never-initialized", 987_654_321, 0, ("t", 0)).error is E.INVALID_PRODUCER_ID_MAPPING
+
+
 def test_kip98_requests_of_an_unknown_or_wrong_producer_are_refused():
     ctx = TxnContext()
     pid, epoch = ctx.producer()

@@ -85,7 +85,7 @@ def test_response_must_match_request() -> None:
 
 @pytest.mark.parametrize(
     ("api_key", "version"),
-    [(12, 5), (12, -1), (0, 2), (99, 0), (17, 0), (18, 5), (3, 0), (8, 10), (1, 19)],
+    [(12, 5), (12, -1), (0, 2), (99, 0), (17, 2), (18, 5), (3, 0), (8, 10), (1, 19)],
 )
 def test_unsupported_versions_carry_the_correlation_id(api_key: int, version: int) -> None:
     frame = struct.pack(">hhih", api_key, version, 77, -1) + b"\x00" * 10
@@ -126,12 +126,17 @@ def test_bytes_after_the_body_are_ignored_as_kafka_does() -> None:
     assert request.topics is None
 
 
-def test_unknown_tagged_field_is_rejected_as_malformed() -> None:
-    # kio raises KeyError on a tag it does not know; we wrap it (see the report).
-    frame = encode_request(12, 4, 8, "c", minimal(request_class(12, 4)))[4:]
+def test_unknown_tagged_field_is_skipped_as_kafka_skips_it() -> None:
+    # kio's native reader raises KeyError on a tag it does not know; Kafka keeps the field
+    # aside and reads on (KIP-482), and so does our codec (kafka_reader).
+    request = minimal(request_class(12, 4))
+    frame = encode_request(12, 4, 8, "c", request)[4:]
     assert frame[-1] == 0
+    header, decoded = decode_request(frame[:-1] + b"\x01\x09\x01z", SERVED)
+    assert decoded == request and header.correlation_id == 8
+    # Cut short inside the unknown field: malformed, as in Kafka.
     with pytest.raises(MalformedRequest):
-        decode_request(frame[:-1] + b"\x01\x09\x01z", SERVED)
+        decode_request(frame[:-1] + b"\x01\x09\x05z", SERVED)
 
 
 def test_decode_accepts_bytearray_and_memoryview() -> None:

@@ -159,3 +159,22 @@ def test_illegal_moves_raise_and_change_nothing() -> None:
         s._move(_Event.DONE)
     assert s.state is AuthState.AWAIT_HANDSHAKE
     assert ILLEGAL_SASL_STATE == 34
+
+
+def test_handshake_v0_makes_the_exchange_unframed_until_authenticated() -> None:
+    s = session()
+    assert not s.awaits_unframed_token
+    assert s.handshake("PLAIN", 0).error == 0
+    assert s.awaits_unframed_token                       # the next frame is a bare SASL message
+    answer = s.authenticate(b"\0alice\0wonderland", 0)
+    assert (answer.error, answer.token, answer.close) == (0, b"", False)
+    assert s.state is AuthState.AUTHENTICATED and not s.awaits_unframed_token
+    assert s.gate(ApiKey.METADATA, 0) is Gate.SERVE
+
+
+def test_handshake_v1_stays_framed_and_v0_cannot_re_authenticate() -> None:
+    s = session(reauth_ms=1000)
+    assert s.handshake("PLAIN", 1).error == 0 and not s.awaits_unframed_token
+    assert s.authenticate(b"\0alice\0wonderland", 0).error == 0
+    answer = s.handshake("PLAIN", 0)
+    assert answer.error == ILLEGAL_SASL_STATE and answer.close and s.state is AuthState.FAILED

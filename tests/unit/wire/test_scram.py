@@ -4,6 +4,7 @@ client or server message can be wrong."""
 from __future__ import annotations
 
 import base64
+import hmac
 
 import pytest
 from hypothesis import given, settings
@@ -193,3 +194,27 @@ def test_arbitrary_bytes_never_raise_anything_but_scram_error(first: bytes, fina
 def test_saslname_escaping_round_trips(name: str) -> None:
     assert decode_saslname(encode_saslname(name)) == name
     assert "," not in encode_saslname(name)
+
+
+@pytest.mark.parametrize("hash_name,salt,cnonce,snonce,proof,signature", VECTORS)
+def test_librdkafka_before_2_6_1_repeats_its_nonce_and_is_let_through(hash_name, salt, cnonce, snonce, proof,
+                                                                     signature) -> None:
+    """librdkafka#4895: its client-final nonce is its own nonce again, then the combined one.
+    The combined nonce (with the server's part) must still follow; anything else fails."""
+    salted = salted_password(hash_name, "pencil", base64.b64decode(salt), 4096)
+    cred = credential_from_salted(hash_name, salted, base64.b64decode(salt), 4096)
+    for sent, ok in ((cnonce + cnonce + snonce, True), (cnonce + snonce + cnonce, False),
+                     ("x" + cnonce + snonce, False), (cnonce + cnonce, False), (snonce, False)):
+        server = _server(hash_name, {"user": cred}, snonce)
+        server_first = server.step(f"n,,n=user,r={cnonce}".encode())
+        # The client signs what it sends, as librdkafka does.
+        without_proof = f"c=biws,r={sent}"
+        auth = f"n=user,r={cnonce},{server_first.decode()},{without_proof}".encode()
+        client_key = hmac.new(salted, b"Client Key", hash_name).digest()
+        signature_bytes = hmac.new(cred.stored_key, auth, hash_name).digest()
+        client_proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature_bytes))).decode()
+        if ok:
+            assert server.step(f"{without_proof},p={client_proof}".encode()).username == "user"
+        else:
+            with pytest.raises(ScramError, match="nonce"):
+                server.step(f"{without_proof},p={client_proof}".encode())

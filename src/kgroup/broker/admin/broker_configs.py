@@ -1,7 +1,8 @@
 """The broker's own settings under their Kafka names, for DescribeConfigs on a BROKER resource.
 
-They are static (the TOML file and the flags of `kgroup serve`): described read-only, with
-source STATIC_BROKER_CONFIG when the file or a flag set them and DEFAULT_CONFIG otherwise.
+These are their static values (the TOML file and the flags of `kgroup serve`), with
+whether they are the defaults (source DEFAULT_CONFIG) or were set (STATIC_BROKER_CONFIG);
+dynamic_configs.py lays the dynamic values of those Kafka lets change at run time over them.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from dataclasses import dataclass
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.data.topic_configs import ConfigType
 from kgroup.core.config import GroupConfig
+from kgroup.core.transactions.config import TransactionConfig
+from kgroup.storage.config import LogConfig
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerSetting:
     name: str                           # Kafka's broker property
-    key: str                            # our BrokerConfig field ("group." prefix: GroupConfig)
+    key: str                            # our BrokerConfig field ("group." prefix: GroupConfig,
+                                        # "transactions.": TransactionConfig, "log.": a fixed LogConfig value)
     type: ConfigType
     show: Callable[[object], str] = str
 
@@ -66,11 +70,15 @@ SETTINGS: tuple[BrokerSetting, ...] = (
     BrokerSetting("group.consumer.assignors", "group.consumer_assignors", ConfigType.LIST, ",".join),
     BrokerSetting("group.consumer.max.size", "group.consumer_max_size", ConfigType.INT),
     BrokerSetting("group.consumer.migration.policy", "group.consumer_migration_policy", ConfigType.STRING),
+    BrokerSetting("producer.id.expiration.ms", "transactions.producer_id_expiration_ms", ConfigType.INT),
+    BrokerSetting("log.index.interval.bytes", "log.index_interval_bytes", ConfigType.INT),
 )
 
 _BROKER_DEFAULTS = {f.name: f.default for f in dataclasses.fields(BrokerConfig)
                     if f.default is not dataclasses.MISSING}
 _GROUP_DEFAULTS = GroupConfig()
+_TXN_DEFAULTS = TransactionConfig()
+_LOG_DEFAULTS = LogConfig()
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +98,11 @@ def describe(config: BrokerConfig) -> list[DescribedBrokerConfig]:
         if s.key.startswith("group."):
             field = s.key.removeprefix("group.")
             value, default = getattr(config.group, field), getattr(_GROUP_DEFAULTS, field)
+        elif s.key.startswith("transactions."):
+            field = s.key.removeprefix("transactions.")
+            value, default = getattr(config.transactions, field), getattr(_TXN_DEFAULTS, field)
+        elif s.key.startswith("log."):
+            value = default = getattr(_LOG_DEFAULTS, s.key.removeprefix("log."))
         else:
             value, default = getattr(config, s.key), _BROKER_DEFAULTS.get(s.key)
         out.append(DescribedBrokerConfig(s.name, s.show(value), s.type, value == default))

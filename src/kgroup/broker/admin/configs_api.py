@@ -1,8 +1,9 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs (admin/apis.py: the versions served).
 
-Resources: TOPIC (2) — Kafka's topic config names (topic_configs.py), stored with the topic
-in the data dir; BROKER (4, name "" or this broker's id) — the static settings, described
-read-only (broker_configs.py), alterations refused; GROUP (32) — group-level configs
+Resources: TOPIC (2) — Kafka's topic config names (data/topic_configs.py), stored with the topic
+in the data dir, falling back to the broker's settings; BROKER (4, name "" for the cluster
+default or this broker's id) — the broker's settings, those Kafka lets change at run time
+changed here (admin/dynamic_configs.py), the others described read-only; GROUP (32) — group-level configs
 (core/group_configs.py), decided by the group's coordinator shard and kept in its
 group-metadata log. Other resource types get INVALID_REQUEST. Each resource is answered on
 its own: one bad resource never fails the others.
@@ -19,11 +20,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kgroup.broker.admin import broker_configs
+from kgroup.broker.admin.dynamic_configs import ConfigRefused, DynamicBrokerConfigs
 from kgroup.broker.data import topic_configs
 from kgroup.broker.data.context import DataContext, log
-from kgroup.broker.groups.group_api import GroupApi
 from kgroup.broker.data.topic_configs import TOPIC_CONFIGS, ConfigProblem, ConfigType
+from kgroup.broker.groups.group_api import GroupApi
 from kgroup.core.errors import GroupError
 from kgroup.core.group_configs import AlterGroupConfigsRequest, ConfigOp
 from kgroup.storage import StorageError
@@ -34,7 +35,7 @@ from kgroup.error_codes import ErrorCode
 
 TOPIC, BROKER, GROUP = 2, 4, 32
 # DescribeConfigs config sources (Kafka's ConfigSource ids).
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
 
 
 class ResourceError(Exception):
@@ -49,9 +50,16 @@ class ResourceError(Exception):
 class ConfigsApi:
     """The config APIs over the data dir (topics), the settings (broker) and the shards (groups)."""
 
-    def __init__(self, ctx: DataContext, groups: GroupApi) -> None:
+    def __init__(self, ctx: DataContext, groups: GroupApi, dynamic: DynamicBrokerConfigs | None = None) -> None:
         self.ctx = ctx
         self.groups = groups
+        # The broker's dynamic configs; on its own (a test), applied to this context only.
+        self.dynamic = dynamic if dynamic is not None else DynamicBrokerConfigs(
+            ctx.config, ctx.data.path, on_change=self._applied)
+
+    def _applied(self, dynamic: DynamicBrokerConfigs) -> None:
+        self.ctx.config = dynamic.effective
+        self.ctx.data.set_default_log_config(dynamic.log_config)
 
     # ---- DescribeConfigs --------------------------------------------------------------
 
@@ -64,9 +72,9 @@ class ConfigsApi:
         docs_on = bool(get(request, "include_documentation", False))
 
         def entry(name: str, value: str | None, source: int, read_only: bool, config_type: int,
-                  chain: tuple[tuple[str, str, int], ...], doc: str | None) -> Any:
+                  chain: tuple[tuple[str, str | None, int], ...], doc: str | None, sensitive: bool = False) -> Any:
             return build(entry_cls, name=name, value=value, read_only=read_only, config_source=source,
-                         is_sensitive=False, config_type=config_type, documentation=doc if docs_on else None,
+                         is_sensitive=sensitive, config_type=config_type, documentation=doc if docs_on else None,
                          synonyms=tuple(build(synonym_cls, name=n, value=v, source=s) for n, v, s in chain)
                          if synonyms_on else ())
 
@@ -76,15 +84,12 @@ class ConfigsApi:
             keys = set(resource.configuration_keys or ())
             try:
                 if rtype == TOPIC:
-                    entries = [entry(d.name, d.value, DYNAMIC_TOPIC_CONFIG if d.from_topic else DEFAULT_CONFIG,
-                                     False, d.type, tuple((n, v, DYNAMIC_TOPIC_CONFIG if t else STATIC_BROKER_CONFIG)
-                                                          for n, v, t in d.synonyms), d.doc)
-                               for d in topic_configs.describe(self.ctx.config, self._topic(name).configs)]
+                    entries = [entry(d.name, chain[0][1], chain[0][2], False, d.type, chain, d.doc)
+                               for d in topic_configs.describe(self.dynamic.static, self._topic(name).configs)
+                               for chain in (self._topic_chain(d),)]
                 elif rtype == BROKER:
-                    self._broker(name)
-                    entries = [entry(d.name, d.value, DEFAULT_CONFIG if d.is_default else STATIC_BROKER_CONFIG,
-                                     True, d.type, (), None)
-                               for d in broker_configs.describe(self.ctx.config)]
+                    entries = [entry(d.name, d.value, d.source, d.read_only, d.type, d.synonyms, None, d.sensitive)
+                               for d in self._broker_call(self.dynamic.describe, name)]
                 elif rtype == GROUP:
                     entries = [entry(d.name, d.value, int(d.source), False, ConfigType[d.type_name],
                                      tuple((n, v, int(s)) for n, v, s in d.synonyms), d.doc)
@@ -132,9 +137,7 @@ class ConfigsApi:
                     await self._group_call("alter_group_configs", AlterGroupConfigsRequest(
                         name, changes, incremental, validate_only))
                 elif rtype == BROKER:
-                    self._broker(name)
-                    raise ResourceError(ErrorCode.INVALID_CONFIG, "broker configs are static in kgroup: set them "
-                                        "in the config file of `kgroup serve` and restart it")
+                    self._broker_call(self.dynamic.alter, name, changes, incremental, validate_only)
                 else:
                     raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
                 code, message = ErrorCode.NONE, None
@@ -191,10 +194,25 @@ class ConfigsApi:
             raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name!r} does not exist")
         return meta
 
-    def _broker(self, name: str) -> None:
-        if name not in ("", str(self.ctx.config.node_id)):
-            raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected "
-                                f"{self.ctx.config.node_id} or empty string, but received {name}")
+    def _topic_chain(self, d: topic_configs.DescribedTopicConfig) -> tuple[tuple[str, str | None, int], ...]:
+        """A topic config's synonyms: its own value, then the broker setting it falls back to
+        with that setting's dynamic and static values (Kafka's order)."""
+        chain: tuple[tuple[str, str | None, int], ...] = tuple(
+            (n, v, DYNAMIC_TOPIC_CONFIG) for n, v, from_topic in d.synonyms if from_topic)
+        for n, v, from_topic in d.synonyms:
+            if not from_topic:
+                chain += self.dynamic.chain_of(n, v)
+        return chain or ((d.name, d.value, DEFAULT_CONFIG),)
+
+    @staticmethod
+    def _broker_call(method: Any, *args: Any) -> Any:
+        try:
+            return method(*args)
+        except ConfigRefused as exc:
+            raise ResourceError(exc.code, exc.message) from None
+        except StorageError as exc:
+            log.error("dynamic broker configs: %s", exc)
+            raise ResourceError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from None
 
     async def _group_call(self, handler: str, request: Any) -> Any:
         group_id = request if isinstance(request, str) else request.group_id

@@ -53,7 +53,7 @@ def metadata(access: Access, header: RequestHeader, request: Any) -> Refused | A
         if want_topic_ops:
             response = replaced(response, topics=tuple(
                 replaced(t, topic_authorized_operations=access.operations(TOPIC, t.name))
-                if t.error_code == E.NONE and t.name else t for t in response.topics))
+                if t.error_code != TOPIC_FAILED and t.name else t for t in response.topics))
         if want_cluster_ops:
             response = replaced(response, cluster_authorized_operations=access.operations(CLUSTER, "kafka-cluster"))
         return response

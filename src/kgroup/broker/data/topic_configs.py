@@ -29,9 +29,12 @@ class ConfigType(IntEnum):
     BOOLEAN = 1
     STRING = 2
     INT = 3
+    SHORT = 4
     LONG = 5
     DOUBLE = 6
     LIST = 7
+    CLASS = 8
+    PASSWORD = 9
 
 
 class ConfigProblem(ValueError):

@@ -4,14 +4,16 @@ Each handler returns `(response, changed)`; `changed` tells DataPath to call its
 `on_topics_changed` hook (a partition-count change triggers a rebalance).
 
 CreateTopics, per topic in order: a name given twice in one request → INVALID_REQUEST;
-illegal name → INVALID_TOPIC_EXCEPTION; existing → TOPIC_ALREADY_EXISTS; replication factor
-other than -1/1 → INVALID_REPLICATION_FACTOR; a manual assignment must name exactly this
-broker for each partition 0..n-1 (then num_partitions/replication must be -1) →
-INVALID_REPLICA_ASSIGNMENT; num_partitions -1 → default_partitions, else <= 0 →
+illegal name → INVALID_TOPIC_EXCEPTION; existing → TOPIC_ALREADY_EXISTS; a replication factor
+below 1 (other than -1) or above the number of nodes → INVALID_REPLICATION_FACTOR
+(replicas.py says what it means with one shared data dir); a manual assignment must give
+partitions 0..n-1 each a list of known nodes, none twice, all as long (then
+num_partitions/replication must be -1) → INVALID_REPLICA_ASSIGNMENT; num_partitions -1 →
+default_partitions, else <= 0 →
 INVALID_PARTITIONS; configs must be Kafka topic configs with values of their type
 (topic_configs.py: an unknown name or a bad value → INVALID_CONFIG naming the valid ones);
 they are stored as given and the ones kgroup acts on are applied. validate_only checks
-everything and creates nothing. v5+ answers num_partitions, replication_factor 1 and every
+everything and creates nothing. v5+ answers num_partitions, replication_factor and every
 topic config (given ones as DYNAMIC_TOPIC_CONFIG, the others as DEFAULT_CONFIG); v7 the
 topic id. An internal topic's name (internal_topics.py) → INVALID_REQUEST: only the broker
 creates those.
@@ -23,8 +25,8 @@ fetches of the deleted partitions are woken.
 
 CreatePartitions: grow only (count <= current → INVALID_PARTITIONS), unknown topic →
 UNKNOWN_TOPIC_OR_PARTITION, an internal topic → INVALID_TOPIC_EXCEPTION, duplicates →
-INVALID_REQUEST, assignments None or one [this broker] per new partition → else
-INVALID_REPLICA_ASSIGNMENT; validate_only.
+INVALID_REQUEST, assignments None or one list per new partition of known nodes as long as the
+topic's replication factor → else INVALID_REPLICA_ASSIGNMENT; validate_only.
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ from kgroup.broker.data.context import DataContext, log
 from kgroup.broker.internal_topics import internal_topic_problem, is_internal
 from kgroup.wire.kio_build import build, get, has, item
 from kgroup.broker.data.metadata_api import ZERO_UUID, legal_topic_name
+from kgroup.broker.data.replicas import (
+    DEFAULT_REPLICATION_FACTOR,
+    assignment_problem,
+    inconsistent_factors,
+    replication_problem,
+)
 from kgroup.storage import StorageError
 from kgroup.storage.errors import StorageConfigError, TopicError, TopicExistsError
 from kgroup.wire import RequestHeader, response_class
@@ -54,10 +62,11 @@ class TopicFailure(Exception):
         self.message = message
 
 
-def _check_create(ctx: DataContext, topic: Any) -> tuple[int, dict[str, str]]:
-    """(partition count, configs) for a valid CreatableTopic; raises TopicFailure."""
+def _check_create(ctx: DataContext, topic: Any) -> tuple[int, dict[str, str], int]:
+    """(partition count, configs, replication factor) for a valid CreatableTopic; raises
+    TopicFailure."""
     name = topic.name
-    node = ctx.config.node_id
+    nodes = ctx.config.nodes
     if not legal_topic_name(name):
         raise TopicFailure(ErrorCode.INVALID_TOPIC_EXCEPTION, f"illegal topic name {name!r}: "
                            "use 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'")
@@ -76,16 +85,18 @@ def _check_create(ctx: DataContext, topic: Any) -> tuple[int, dict[str, str]]:
         if indexes != list(range(len(assignments))):
             raise TopicFailure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                f"partitions in the assignment must be 0..{len(assignments) - 1}, got {indexes}")
-        for a in assignments:
-            if [int(b) for b in a.broker_ids] != [node]:
-                raise TopicFailure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                   f"partition {int(a.partition_index)} is assigned to brokers "
-                                   f"{list(a.broker_ids)}; this cluster has only broker {node}")
-        num = len(assignments)
-    elif replication not in (-1, 1):
-        raise TopicFailure(ErrorCode.INVALID_REPLICATION_FACTOR,
-                           f"Replication factor {replication} is larger than the number of "
-                           f"available brokers (1); use 1 or -1")
+        lists = [[int(b) for b in a.broker_ids] for a in sorted(assignments, key=lambda a: int(a.partition_index))]
+        problem = (next(filter(None, (assignment_problem(ids, nodes) for ids in lists)), None)
+                   or inconsistent_factors(len(lists[0]), lists, 0))
+        if problem:
+            raise TopicFailure(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
+        num, replication = len(assignments), len(lists[0])
+    else:
+        problem = replication_problem(replication, len(nodes))
+        if problem:
+            raise TopicFailure(ErrorCode.INVALID_REPLICATION_FACTOR, problem)
+        if replication == -1:
+            replication = DEFAULT_REPLICATION_FACTOR
     if num == -1:
         num = ctx.config.default_partitions
     if num <= 0:
@@ -95,7 +106,7 @@ def _check_create(ctx: DataContext, topic: Any) -> tuple[int, dict[str, str]]:
         ctx.data.default_log_config.with_topic_configs(configs)
     except (StorageConfigError, ValueError) as exc:
         raise TopicFailure(ErrorCode.INVALID_CONFIG, str(exc)) from None
-    return num, configs
+    return num, configs, replication
 
 
 def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, bool]:
@@ -114,12 +125,12 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
             if counts[topic.name] > 1:
                 raise TopicFailure(ErrorCode.INVALID_REQUEST,
                                    f"topic {topic.name!r} appears more than once in the request")
-            num, configs = _check_create(ctx, topic)
+            num, configs, replication = _check_create(ctx, topic)
             # 2. Create (unless only validating).
             topic_id = ZERO_UUID
             if not validate_only:
                 try:
-                    meta = ctx.data.create_topic(topic.name, num, configs)
+                    meta = ctx.data.create_topic(topic.name, num, configs, replication_factor=replication)
                 except TopicExistsError:
                     raise TopicFailure(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.") from None
                 except StorageConfigError as exc:
@@ -129,7 +140,8 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
                     raise TopicFailure(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from None
                 topic_id = meta.topic_id
                 changed = True
-                log.info("created topic %r with %d partitions", topic.name, num)
+                log.info("created topic %r with %d partitions (replication factor %d)", topic.name, num,
+                         replication)
             # 3. Describe it (v5+).
             shown = () if config_cls is None else tuple(
                 build(config_cls, name=d.name, value=d.value, read_only=False, is_sensitive=False,
@@ -137,7 +149,7 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
                 for d in topic_configs.describe(ctx.config, configs))
             results.append(build(result_cls, name=topic.name, topic_id=topic_id,
                                  error_code=ErrorCode.NONE, error_message=None,
-                                 num_partitions=num, replication_factor=1, configs=shown))
+                                 num_partitions=num, replication_factor=replication, configs=shown))
         except TopicFailure as exc:
             results.append(build(result_cls, name=topic.name, topic_id=ZERO_UUID,
                                  error_code=exc.code, error_message=exc.message,
@@ -193,7 +205,7 @@ def create_partitions(ctx: DataContext, header: RequestHeader, request: Any) -> 
     ctx.data.refresh_topics()  # another node of a cluster may have changed them
     cls = response_class(header.api_key, header.api_version)
     result_cls = item(cls, "results")
-    node = ctx.config.node_id
+    nodes = ctx.config.nodes
     validate_only = bool(get(request, "validate_only", False))
     counts = Counter(t.name for t in request.topics)
     changed = False
@@ -215,22 +227,22 @@ def create_partitions(ctx: DataContext, header: RequestHeader, request: Any) -> 
             count = int(topic.count)
             if count < meta.partitions:
                 raise TopicFailure(ErrorCode.INVALID_PARTITIONS,
-                                   f"Topic currently has {meta.partitions} partitions, which is "
-                                   f"higher than the requested {count}.")
+                                   f"The topic {meta.name} currently has {meta.partitions} partition(s); "
+                                   f"{count} would not be an increase.")
             if count == meta.partitions:
                 raise TopicFailure(ErrorCode.INVALID_PARTITIONS,
-                                   f"Topic already has {meta.partitions} partitions.")
+                                   f"Topic already has {meta.partitions} partition(s).")
             if topic.assignments is not None:
                 new = count - meta.partitions
                 if len(topic.assignments) != new:
                     raise TopicFailure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                        f"Increasing the number of partitions by {new} but "
                                        f"{len(topic.assignments)} assignments provided.")
-                for a in topic.assignments:
-                    if [int(b) for b in a.broker_ids] != [node]:
-                        raise TopicFailure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                           f"assignment {list(a.broker_ids)} names brokers other "
-                                           f"than this one ({node})")
+                lists = [[int(b) for b in a.broker_ids] for a in topic.assignments]
+                problem = (next(filter(None, (assignment_problem(ids, nodes) for ids in lists)), None)
+                           or inconsistent_factors(meta.replication_factor, lists, meta.partitions))
+                if problem:
+                    raise TopicFailure(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
             # 2. Grow.
             if not validate_only:
                 try:

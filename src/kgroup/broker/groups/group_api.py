@@ -15,9 +15,13 @@ while it moves). ListGroups lists the groups this node coordinates, as in Kafka.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any, Callable
 
+from kgroup.acl_bindings import ResourceType
 from kgroup.wire.kio_build import build, get, item, ms
+from kgroup.broker.security.authorized_operations import if_asked
+from kgroup.broker.groups.offset_topics import unknown_partitions
 from kgroup.broker.groups.shard import Shard
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
@@ -26,8 +30,12 @@ from kgroup.wire import RequestHeader, response_class
 # FindCoordinator key types: a group id, or a transactional id (which hashes to a shard the
 # same way: the transaction coordinator lives beside the group coordinator).
 GROUP_KEY, TRANSACTION_KEY = 0, 1
-# DescribeGroups authorized_operations when not requested (Kafka's INT32_MIN sentinel).
-NO_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+def group_operations(request: Any, error: int) -> int:
+    """A described group's authorized operations: asked for and described without an
+    error, every group operation (security/authorized_operations.py); else "not requested"."""
+    return if_asked(get(request, "include_authorized_operations", False) and int(error) == 0, ResourceType.GROUP)
 
 
 class _NoHandlers:
@@ -226,11 +234,18 @@ class GroupApi:
             api_version=v,
         )
         shard = self.shard_of(core_req.group_id)
-        try:
-            resp = await shard.call(shard.coordinator.commit_offsets, core_req)
-            errors = {(e.topic, e.partition): e.error for e in resp.partitions}
-        except GroupError as exc:
-            errors = {(p.topic, p.partition): exc.code for p in partitions}
+        # Partitions that do not exist are answered here and never reach the group
+        # (groups/offset_topics.py); with none left the group is not asked at all.
+        errors = unknown_partitions(shard, ((p.topic, p.partition) for p in partitions))
+        if errors:
+            core_req = replace(core_req, partitions=tuple(p for p in partitions
+                                                          if (p.topic, p.partition) not in errors))
+        if core_req.partitions or not errors:
+            try:
+                resp = await shard.call(shard.coordinator.commit_offsets, core_req)
+                errors.update({(e.topic, e.partition): e.error for e in resp.partitions})
+            except GroupError as exc:
+                errors.update({(p.topic, p.partition): exc.code for p in core_req.partitions})
         cls = response_class(header.api_key, v)
         topic_cls = item(cls, "topics")
         part_cls = item(topic_cls, "partitions")
@@ -289,11 +304,13 @@ class GroupApi:
         cls = response_class(header.api_key, header.api_version)
         listed = tuple((t.name, p.partition_index) for t in req.topics for p in t.partitions)
         shard = self.shard_of(req.group_id)
+        unknown = unknown_partitions(shard, listed)
         try:
-            resp = await shard.call(shard.coordinator.delete_offsets, m.OffsetDeleteRequest(req.group_id, listed))
+            resp = await shard.call(shard.coordinator.delete_offsets, m.OffsetDeleteRequest(
+                req.group_id, tuple(tp for tp in listed if tp not in unknown)))
         except GroupError as exc:
             return build(cls, error_code=exc.code)
-        errors = {(e.topic, e.partition): e.error for e in resp.partitions}
+        errors = {**unknown, **{(e.topic, e.partition): e.error for e in resp.partitions}}
         topic_cls = item(cls, "topics")
         part_cls = item(topic_cls, "partitions")
         return build(cls, error_code=resp.error, topics=tuple(
@@ -318,7 +335,7 @@ class GroupApi:
             described.append(build(
                 group_cls, error_code=d.error, group_id=d.group_id, group_state=d.state,
                 protocol_type=d.protocol_type, protocol_data=d.protocol,
-                authorized_operations=NO_AUTHORIZED_OPERATIONS,
+                authorized_operations=group_operations(req, d.error),
                 members=tuple(build(member_cls, member_id=x.member_id, group_instance_id=x.group_instance_id,
                                     client_id=x.client_id, client_host=x.client_host,
                                     member_metadata=x.metadata, member_assignment=x.assignment)
@@ -442,7 +459,7 @@ class ConsumerGroupApi:
             groups.append(build(
                 group_cls, error_code=d.error, error_message=None, group_id=d.group_id, group_state=d.state,
                 group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
-                authorized_operations=NO_AUTHORIZED_OPERATIONS,
+                authorized_operations=group_operations(req, d.error),
                 members=tuple(build(
                     member_cls, member_id=x.member_id, instance_id=x.instance_id, rack_id=x.rack_id,
                     member_epoch=x.member_epoch, client_id=x.client_id, client_host=x.client_host,

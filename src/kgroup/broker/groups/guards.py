@@ -11,6 +11,7 @@ from kgroup.acl_bindings import AclOperation as Op
 from kgroup.broker.security.authorization import (CLUSTER, GROUP, TOPIC, TRANSACTIONAL_ID, Access, Admission,
     Guard, Refused, TopicList, admit_items, admit_topics, all_partitions_refused, error_for, plain_refusal,
     topic_name_of, whole)
+from kgroup.broker.security.authorized_operations import NOT_REQUESTED
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader
 from kgroup.wire.kio_build import build, get, item
@@ -176,7 +177,7 @@ def consumer_group_describe(access: Access, header: RequestHeader, request: Any)
             names |= {tp.topic_name for m in g.members for a in (m.assignment, get(m, "target_assignment"))
                       if a is not None for tp in a.topic_partitions if tp.topic_name}
             if g.error_code == E.NONE and not all(access.allowed(Op.DESCRIBE, TOPIC, n) for n in names):
-                g = replaced(g, error_code=TOPIC_FAILED, members=())
+                g = replaced(g, error_code=TOPIC_FAILED, members=(), authorized_operations=NOT_REQUESTED)
             elif g.error_code == E.NONE and get(request, "include_authorized_operations", False):
                 g = replaced(g, authorized_operations=access.operations(GROUP, g.group_id))
             out.append(g)

@@ -4,7 +4,8 @@ A ``Peer`` is made when a connection is accepted: its listener, the client's add
 principal (``User:ANONYMOUS`` on PLAINTEXT, the certificate's subject on SSL, the user once
 SASL succeeds) and, on a SASL listener, the connection's ``SaslSession`` (kgroup.wire.sasl,
 the state machine). ``sasl_answer`` turns SaslHandshake and SaslAuthenticate into the
-session's moves and back into responses; the server sends the answer and closes the
+session's moves and back into responses (``unframed_answer`` the bare frames that follow a
+SaslHandshake v0); the server sends the answer and closes the
 connection when the session says so. Until a SASL connection is authenticated its frames are
 limited to ``PRE_AUTH_MAX_BYTES`` (Kafka's sasl.server.max.receive.size), so a client that
 has not proved who it is cannot make the broker buffer 100 MiB.
@@ -61,11 +62,30 @@ def sasl_answer(peer: Peer, header: RequestHeader, request: Any, now_ms: int) ->
     assert session is not None
     cls = response_class(header.api_key, header.api_version)
     if header.api_key == ApiKey.SASL_HANDSHAKE:
-        hs = session.handshake(request.mechanism)
+        hs = session.handshake(request.mechanism, header.api_version)
         if hs.close:
             log.warning("SASL handshake from %s on %s refused: %s", peer.host, peer.listener.name, session.failure)
         return build(cls, error_code=hs.error, mechanisms=hs.mechanisms), hs.close
-    answer = session.authenticate(request.auth_bytes, now_ms)
+    answer = _authenticate(peer, request.auth_bytes, now_ms)
+    return build(cls, error_code=answer.error, error_message=answer.message, auth_bytes=answer.token,
+                 session_lifetime=answer.session_lifetime_ms), answer.close
+
+
+def unframed_answer(peer: Peer, message: bytes, now_ms: int) -> bytes | None:
+    """After a SaslHandshake v0: a bare SASL message in, the server's bare message out (a
+    length-prefixed frame, empty for PLAIN), or None when the exchange failed and the
+    connection is to close without a word, as Kafka closes it."""
+    answer = _authenticate(peer, message, now_ms)
+    if answer.close or answer.error:
+        return None
+    return len(answer.token).to_bytes(4, "big") + answer.token
+
+
+def _authenticate(peer: Peer, token: bytes, now_ms: int) -> Any:
+    """The session's next step; once authenticated the connection takes the principal."""
+    session = peer.sasl
+    assert session is not None
+    answer = session.authenticate(token, now_ms)
     if answer.close:
         log.warning("authentication of %s on %s failed: %s", peer.host, peer.listener.name, answer.message)
     if not answer.error and session.authenticated:
@@ -74,5 +94,4 @@ def sasl_answer(peer: Peer, header: RequestHeader, request: Any, now_ms: int) ->
                      peer.host, peer.listener.name)
         peer.principal = session.principal
         peer.splitter.limit = peer.max_bytes
-    return build(cls, error_code=answer.error, error_message=answer.message, auth_bytes=answer.token,
-                 session_lifetime=answer.session_lifetime_ms), answer.close
+    return answer

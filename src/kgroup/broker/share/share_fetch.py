@@ -31,9 +31,19 @@ COORDINATOR_NOT_AVAILABLE (retried by clients), never a write from here.
 
 ShareAcknowledge is steps 1-2 (and -1 closes the session). When a connection closes, its
 sessions go and every record their members held is released at once; a member that only
-stops fetching (paused, frozen) keeps its records until their locks run out. Acquisitions
-are not persisted: after a crash a record that was acquired but not acknowledged is
-available again.
+stops fetching (paused, frozen) keeps its records until their locks run out, and one that
+leaves its share group keeps them in its session until the session closes
+(core/share_sessions.py: the leave and the final acknowledgement may come in either order).
+A ShareFetch with MaxBytes 0 acquires nothing and answers at once, as Kafka does (its
+acknowledgements are still applied). A group with `share.isolation.level` read_committed is
+handed records up to the last stable offset only, and the records of aborted transactions
+are archived, never delivered (`_aborted_batches`). Acquisitions are not persisted: after a
+crash a record that was acquired but not acknowledged is available again, with that delivery
+not counted (core/share_partition.py). The end of a delivery is: an acknowledgement is
+written before it is answered, a release at once, and a lock that runs out when it runs out
+(a timer per share partition at its earliest lock, `_arm_lock_timer`, or the fetch that
+sees it first, before it hands the record out again), as Kafka does, so a crash after a lock
+ran out does not forget that delivery (the delivery limit counts it).
 """
 
 from __future__ import annotations
@@ -51,8 +61,12 @@ from kgroup.batch_layout import (
     CONTROL_BIT,
     HEADER_SIZE,
     LOG_OVERHEAD,
+    PRODUCER_ID,
+    PRODUCER_ID_AT,
+    TRANSACTIONAL_BIT,
 )
 from kgroup.broker.data.context import NOT_LEADER, ArrivalWatch, ClusterView
+from kgroup.broker.data.producer_states import ProducerStates
 from kgroup.broker.share.share_state import ShareStateStore
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.records import ShareStateValue
@@ -66,6 +80,8 @@ from kgroup.wire.kio_build import build, item, ms
 log = logging.getLogger("kgroup.broker.share")
 
 DEFAULT_MAX_RECORDS = 500
+# Reads of one partition in one pass while they find only records that are never delivered.
+_SKIP_READS = 8
 
 ShareKey = tuple[str, str, int]             # (group id, topic id, partition)
 
@@ -82,8 +98,10 @@ class _PartitionFailed(Exception):
         self.code = code
 
 
-def _batches(raw: bytes) -> list[tuple[int, int, LogBatch]]:
-    """(position, size, batch) of each whole record batch in `raw`."""
+def _batches(raw: bytes, aborted: list | None = None) -> list[tuple[int, int, LogBatch]]:
+    """(position, size, batch) of each whole record batch in `raw`; with `aborted` (the
+    aborted transactions overlapping it, read_committed), the data batches of those
+    transactions are marked aborted."""
     out = []
     pos, n = 0, len(raw)
     while pos + HEADER_SIZE <= n:
@@ -92,7 +110,12 @@ def _batches(raw: bytes) -> list[tuple[int, int, LogBatch]]:
         if pos + size > n:
             break
         attrs, last_delta = ATTRIBUTES_AND_LAST_DELTA.unpack_from(raw, pos + ATTRIBUTES_AT)
-        out.append((pos, size, LogBatch(base, base + last_delta, bool(attrs & CONTROL_BIT))))
+        control = bool(attrs & CONTROL_BIT)
+        dropped = False
+        if aborted and not control and attrs & TRANSACTIONAL_BIT:
+            (producer,) = PRODUCER_ID.unpack_from(raw, pos + PRODUCER_ID_AT)
+            dropped = any(t.producer_id == producer and t.first_offset <= base < t.last_offset for t in aborted)
+        out.append((pos, size, LogBatch(base, base + last_delta, control, dropped)))
         pos += size
     return out
 
@@ -101,15 +124,20 @@ class ShareFetchService:
     """The share partitions and share sessions of this node, and the two APIs over them."""
 
     def __init__(self, data: DataDir, watch: ArrivalWatch, store: ShareStateStore,
-                 cluster: ClusterView | None = None) -> None:
+                 cluster: ClusterView | None = None, producers: ProducerStates | None = None) -> None:
         self.data = data
         self.watch = watch
         self.store = store
         self.cluster = cluster
+        # The partitions' producer state (the last stable offset and aborted transactions,
+        # for read_committed share groups): the data path's, shared.
+        self.producers = producers if producers is not None else ProducerStates(watch.ring)
         self.partitions: dict[ShareKey, SharePartition] = {}
         self.sessions = ShareSessions()
         self._loading: dict[ShareKey, asyncio.Future] = {}
         self._background: set[asyncio.Task] = set()
+        self._lock_timers: dict[ShareKey, tuple[int, asyncio.TimerHandle]] = {}
+        self._unsettled: dict[ShareKey, asyncio.Task] = {}     # the last write not yet durable
 
     # ---- topics and partitions ---------------------------------------------------------------
 
@@ -214,6 +242,7 @@ class ShareFetchService:
                 continue
             try:
                 waits.append(self.store.write(group_id, topic_id, partition, sp.persisted()))
+                sp.lapsed = False
             except GroupError as exc:
                 # FENCED_STATE_EPOCH: the state was reset meanwhile; reload it next time.
                 log.info("share partition %s: state not written (%s); reloading it", key, exc.code.name)
@@ -242,18 +271,62 @@ class ShareFetchService:
         if not changed:
             return
         self._ring(group_id, changed, self._topics_by_id())
-        waits = self._persist(group_id, changed)
+        self._persist_soon(group_id, changed)
+
+    def _persist_soon(self, group_id: str, pids: Iterable[SharePartitionId]) -> None:
+        """Write these partitions' state now, with no request waiting on it (a release, a
+        lock that ran out); `_unsettled` until it is durable."""
+        keys = [(group_id, t, p) for t, p in pids]
+        waits = self._persist(group_id, [(t, p) for _, t, p in keys])
         if waits:
             task = asyncio.get_running_loop().create_task(self._settle(waits))
             self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            for key in keys:
+                self._unsettled[key] = task
+
+            def settled(done: asyncio.Task) -> None:
+                self._background.discard(done)
+                for key in keys:
+                    if self._unsettled.get(key) is done:
+                        del self._unsettled[key]
+
+            task.add_done_callback(settled)
 
     @staticmethod
     async def _settle(waits: list[Any]) -> None:
         results = await asyncio.gather(*waits, return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
-                log.warning("share state after a release was not written: %s", result)
+                log.warning("share state after a release or a lock timeout was not written: %s", result)
+
+    # ---- record locks ----------------------------------------------------------------------------
+
+    def _arm_lock_timer(self, key: ShareKey, deadline: int | None) -> None:
+        """Make sure a timer fires when the share partition's earliest lock (`deadline`,
+        its `next_deadline()`) runs out."""
+        if deadline is None:
+            return
+        armed = self._lock_timers.get(key)
+        if armed is not None:
+            if armed[0] <= deadline:
+                return
+            armed[1].cancel()
+        delay = max(0.0, (deadline - _now_ms()) / 1000) + 0.001
+        self._lock_timers[key] = (deadline, asyncio.get_running_loop().call_later(delay, self._locks_ran_out, key))
+
+    def _locks_ran_out(self, key: ShareKey) -> None:
+        """A lock timer fired: put back what ran out and write that delivery's end now (also
+        when a fetch noticed it first: `lapsed`); then wait for the next lock."""
+        self._lock_timers.pop(key, None)
+        sp = self.partitions.get(key)
+        if sp is None:
+            return                           # forgotten (moved, reset, deleted): loaded again later
+        group_id, topic_id, partition = key
+        sp.expire(_now_ms())
+        if sp.lapsed:
+            self._ring(group_id, [(topic_id, partition)], self._topics_by_id())
+            self._persist_soon(group_id, [(topic_id, partition)])
+        self._arm_lock_timer(key, sp.next_deadline())
 
     def connection_closed(self, connection: int) -> None:
         """A client connection closed: its sessions end and their records are released now."""
@@ -261,10 +334,12 @@ class ShareFetchService:
             self._release(session.group_id, session.member_id, list(session.partitions))
 
     def member_left(self, group_id: str, member_id: str) -> None:
-        """The member left its share group: release everything it holds now. Its share
-        session stays until the member closes it (clients send that final request after the
-        leave, on another connection) or its connection closes."""
-        self._release(group_id, member_id)
+        """The member left its share group: without a share session here, release what it
+        holds now; with one, the session keeps its records until it closes (its final
+        ShareFetch/ShareAcknowledge, sent at the same time as the leave, or its connection)
+        or their locks run out (core/share_sessions.py)."""
+        if self.sessions.member_left(group_id, member_id):
+            self._release(group_id, member_id)
 
     def partition_moved(self, topic: str, partition: int) -> None:
         """This node stopped leading a topic partition: its share partitions go (the new
@@ -377,7 +452,10 @@ class ShareFetchService:
         if epoch == FINAL_EPOCH:
             self._close(session)
             return self._fetch_response(cls, {}, {}, ack_errors, list(ack_errors), limits)
-        # 4. Acquire, long-polling while there is nothing.
+        # 4. Acquire, long-polling while there is nothing; MaxBytes 0 (as Kafka answers it)
+        #    and a member that left its group get nothing, at once.
+        if int(req.max_bytes) == 0 or session.member_left:
+            return self._fetch_response(cls, {}, {}, ack_errors, list(ack_errors), limits)
         got, errors = await self._acquire_waiting(session, req, topics)
         shown = list(session.partitions) + [pid for pid in ack_errors if pid not in session.partitions]
         return self._fetch_response(cls, got, errors, ack_errors, shown, self._limits(group_id))
@@ -421,6 +499,7 @@ class ShareFetchService:
             order = order[start:] + order[:start]
             session.rotation += 1
         next_lock = None
+        lapsed: list[SharePartitionId] = []
         for pid in order:
             if max_records <= 0 or max_bytes <= 0:
                 break
@@ -438,25 +517,46 @@ class ShareFetchService:
                 log.error("share fetch from %s-%d failed in storage: %s", topic_id, partition, exc)
                 errors[pid] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
+            lock = sp.next_deadline()
             if ranges:
+                self._arm_lock_timer((session.group_id, topic_id, partition), lock)
                 got[pid] = (ranges, data)
                 max_records -= sum(r.last_offset - r.first_offset + 1 for r in ranges)
                 max_bytes -= len(data)
-            lock = sp.next_deadline()
             if lock is not None and (next_lock is None or lock < next_lock):
                 next_lock = lock
+            if sp.lapsed:
+                lapsed.append(pid)
+        # A record whose last delivery ended (released, its lock ran out) is handed out again
+        # only once that end is durable, so a crash now does not forget it: written here if
+        # this fetch saw a lock run out before its timer did, else waited for if under way.
+        if lapsed:
+            await self._settle(self._persist(session.group_id, lapsed))
+        unsettled = {self._unsettled.get((session.group_id, *pid)) for pid in got} - {None}
+        if unsettled:
+            await asyncio.gather(*(asyncio.shield(task) for task in unsettled))
         return got, errors, next_lock
 
     def _acquire_one(self, sp: SharePartition, name: str, partition: int, member_id: str, max_records: int,
                      max_bytes: int) -> tuple[list[AcquiredRange], bytes]:
         plog = self._led_here(name, partition)
         now = _now_ms()
-        first = sp.first_to_read(plog.log_start_offset, plog.log_end_offset, now)
-        if first is None:
-            return [], b""
-        raw = plog.read(first, max_bytes)
-        batches = _batches(raw)
-        ranges = sp.acquire(member_id, [b for _, _, b in batches], max_records, now)
+        upto, state = plog.log_end_offset, None
+        if sp.limits.read_committed:
+            state = self.producers.of((name, partition), plog)
+            upto = state.last_stable_offset(upto)
+        # A read that held only what is never delivered (markers, aborted transactions:
+        # archived by `acquire`) moves the window on; read on from there.
+        for _ in range(_SKIP_READS):
+            first = sp.first_to_read(plog.log_start_offset, upto, now)
+            if first is None or first >= upto:
+                return [], b""
+            raw = plog.read(first, max_bytes, upto if state is not None else None)
+            batches = _batches(raw, None if state is None else state.aborted_between(first, upto))
+            window = (sp.start, sp.end)
+            ranges = sp.acquire(member_id, [b for _, _, b in batches], max_records, now)
+            if ranges or (sp.start, sp.end) == window:
+                break
         if not ranges:
             return [], b""
         parts = []

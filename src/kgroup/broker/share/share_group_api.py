@@ -14,7 +14,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kgroup.broker.groups.group_api import NO_AUTHORIZED_OPERATIONS, GroupApi, field_class
+from kgroup.broker.groups.group_api import GroupApi, field_class, group_operations
+from kgroup.broker.groups.offset_topics import unknown_in
 from kgroup.broker.share.share_fetch import ShareFetchService
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.share_messages import (
@@ -83,9 +84,11 @@ class ShareGroupApi:
                 d = DescribedShareGroup(group_id, exc.code)
             names = {tid: name for name, (tid, _) in self._topics(shard).items()}
             groups.append(build(
-                group_cls, error_code=d.error, error_message=None, group_id=d.group_id, group_state=d.state,
+                group_cls, error_code=d.error, group_id=d.group_id, group_state=d.state,
+                # Kafka's words, which kafka-share-groups.sh prints for an unknown group.
+                error_message=f"Group {d.group_id} not found." if d.error == ErrorCode.GROUP_ID_NOT_FOUND else None,
                 group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
-                authorized_operations=NO_AUTHORIZED_OPERATIONS,
+                authorized_operations=group_operations(req, d.error),
                 members=tuple(build(
                     member_cls, member_id=x.member_id, rack_id=x.rack_id, member_epoch=x.member_epoch,
                     client_id=x.client_id, client_host=x.client_host,
@@ -110,7 +113,7 @@ class ShareGroupApi:
             names = {tid: name for name, tid in ids.items()}
             wanted = None
             if g.topics is not None:
-                wanted = tuple((ids.get(t.topic_name, ""), p) for t in g.topics for p in t.partitions)
+                wanted = tuple((ids[t.topic_name], p) for t in g.topics if t.topic_name in ids for p in t.partitions)
             try:
                 resp: ShareOffsetsResponse = await shard.call(shard.coordinator.describe_share_offsets,
                                                               DescribeShareOffsetsRequest(g.group_id, wanted))
@@ -120,13 +123,23 @@ class ShareGroupApi:
                 continue
             by_topic: dict[str, list] = {}
             for o in resp.offsets:
+                if o.topic_id not in names:
+                    continue            # a topic that does not exist: answered below, as Kafka does
                 by_topic.setdefault(o.topic_id, []).append(build(
-                    part_cls, partition_index=o.partition, start_offset=o.start_offset, leader_epoch=-1,
-                    lag=self.fetches.lag(g.group_id, o.topic_id, o.partition, o.start_offset), error_code=ErrorCode.NONE if o.topic_id in names else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-            out.append(build(group_cls, group_id=g.group_id, error_code=ErrorCode.NONE, error_message=None, topics=tuple(
-                build(topic_cls, topic_name=names.get(t, ""), topic_id=uuid.UUID(t) if t in names else None,
-                      partitions=tuple(ps))
-                for t, ps in by_topic.items())))
+                    # Leader epochs are always 0 here (metadata_api.py): a partition with share
+                    # state was written at epoch 0, as Kafka reports it; none without state.
+                    part_cls, partition_index=o.partition, start_offset=o.start_offset,
+                    leader_epoch=0 if o.start_offset >= 0 else -1,
+                    lag=self.fetches.lag(g.group_id, o.topic_id, o.partition, o.start_offset),
+                    error_code=ErrorCode.NONE))
+            found = [build(topic_cls, topic_name=names[t], topic_id=uuid.UUID(t), partitions=tuple(ps))
+                     for t, ps in by_topic.items()]
+            # Kafka answers a topic that does not exist with no offset and no error.
+            found += [build(topic_cls, topic_name=t.topic_name, topic_id=None, partitions=tuple(
+                build(part_cls, partition_index=p, start_offset=-1, leader_epoch=0, lag=-1, error_code=ErrorCode.NONE)
+                for p in t.partitions)) for t in g.topics or () if t.topic_name not in ids]
+            out.append(build(group_cls, group_id=g.group_id, error_code=ErrorCode.NONE, error_message=None,
+                             topics=tuple(found)))
         return build(cls, throttle_time=0, groups=tuple(out))
 
     async def _reset(self, handler_of, group_id: str, request: Any) -> tuple[ErrorCode, str | None]:
@@ -146,17 +159,23 @@ class ShareGroupApi:
         cls = response_class(header.api_key, header.api_version)
         topic_cls = item(cls, "responses")
         part_cls = item(topic_cls, "partitions")
-        ids = self._topic_ids(req.group_id)
+        topics = self._topics(self.groups.shard_of(req.group_id))
+        ids = {name: tid for name, (tid, _) in topics.items()}
+        # Partitions that do not exist are answered here and go no further; with none left
+        # the group is not asked (so not created), as Kafka does (groups/offset_topics.py).
+        unknown = unknown_in(topics, ((t.topic_name, p.partition_index) for t in req.topics for p in t.partitions))
         offsets = tuple((ids[t.topic_name], p.partition_index, p.start_offset)
-                        for t in req.topics if t.topic_name in ids for p in t.partitions)
-        error, message = await self._reset(lambda c: c.alter_share_offsets, req.group_id,
-                                           AlterShareOffsetsRequest(req.group_id, offsets))
+                        for t in req.topics for p in t.partitions if (t.topic_name, p.partition_index) not in unknown)
+        error, message = ErrorCode.NONE, None
+        if offsets or not unknown:
+            error, message = await self._reset(lambda c: c.alter_share_offsets, req.group_id,
+                                               AlterShareOffsetsRequest(req.group_id, offsets))
         return build(cls, throttle_time=0, error_code=error, error_message=message, responses=tuple(
             build(topic_cls, topic_name=t.topic_name,
                   topic_id=uuid.UUID(ids[t.topic_name]) if t.topic_name in ids else None,
                   partitions=tuple(build(part_cls, partition_index=p.partition_index,
-                                         error_code=error if t.topic_name in ids
-                                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=None)
+                                         error_code=unknown.get((t.topic_name, p.partition_index), error),
+                                         error_message=None)
                                    for p in t.partitions))
             for t in req.topics))
 
@@ -167,6 +186,9 @@ class ShareGroupApi:
         wanted = tuple(ids[t.topic_name] for t in req.topics if t.topic_name in ids)
         error, message = await self._reset(lambda c: c.delete_share_offsets, req.group_id,
                                            DeleteShareOffsetsRequest(req.group_id, wanted))
+        if error is not ErrorCode.NONE:
+            # The request failed as a whole (no such group, members in it): no topic answers.
+            return build(cls, throttle_time=0, error_code=error, error_message=message, responses=())
         return build(cls, throttle_time=0, error_code=error, error_message=message, responses=tuple(
             build(topic_cls, topic_name=t.topic_name,
                   topic_id=uuid.UUID(ids[t.topic_name]) if t.topic_name in ids else None,

@@ -5,7 +5,8 @@ Version notes (txn/apis.py has the versions served and what real clients send):
 - InitProducerId: v2 flexible; v3 producer id and epoch (KIP-360); v4 PRODUCER_FENCED
   (older versions get INVALID_PRODUCER_EPOCH, as Kafka answers them); v5 adds only the
   TRANSACTION_ABORTABLE code, which we never send. Without a transactional id it is the data
-  path's (data/producer_id_api.py).
+  path's (data/producer_id_api.py): a new id at epoch 0 for every request, as in Kafka. A
+  producer id without its epoch (or the other way round) is INVALID_REQUEST on both paths.
 - AddPartitionsToTxn: v3 flexible; v4 batches transactions and has `verify_only`
   (KIP-890 part 1: a broker asks whether partitions are in a transaction, as our produce
   path asks the coordinator directly).
@@ -26,6 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.groups.group_api import GroupApi
+from kgroup.broker.groups.offset_topics import unknown_partitions
+from kgroup.broker.data.producer_id_api import half_named
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.transactions import messages as tm
@@ -82,6 +85,8 @@ class TxnApi:
         core = tm.InitProducerIdRequest(tid, ms(req.transaction_timeout), int(get(req, "producer_id", -1)),
                                         int(get(req, "producer_epoch", -1)))
         try:
+            if half_named(core.producer_id, core.producer_epoch):
+                raise GroupError(E.INVALID_REQUEST, "a producer id needs its epoch and an epoch its id")
             resp = await self._call(tid, "init_producer_id", core)
         except GroupError as exc:
             resp = tm.InitProducerIdResponse(exc.code)
@@ -160,18 +165,23 @@ class TxnApi:
             m.OffsetCommitPartition(t.name, p.partition_index, p.committed_offset,
                                     get(p, "committed_leader_epoch", -1), p.committed_metadata)
             for t in req.topics for p in t.partitions)
+        # 0. Partitions that do not exist are answered first and go no further
+        #    (groups/offset_topics.py); with none left nothing else is asked.
+        errors = unknown_partitions(self.groups.shard_of(req.group_id), ((p.topic, p.partition) for p in partitions))
+        partitions = tuple(p for p in partitions if (p.topic, p.partition) not in errors)
+        error = E.NONE
         # 1. The transaction must be Ongoing at this epoch and hold the group.
-        error = self.verify(req.transactional_id, int(req.producer_id), int(req.producer_epoch),
-                            group_id=req.group_id)
-        errors: dict[tuple[str, int], ErrorCode] = {}
-        if error is E.NONE:
+        if partitions or not errors:
+            error = self.verify(req.transactional_id, int(req.producer_id), int(req.producer_epoch),
+                                group_id=req.group_id)
+        if error is E.NONE and (partitions or not errors):
             # 2. The group fences the committer (KIP-447) and keeps the offsets pending.
             core = tm.TxnOffsetCommitRequest(
                 req.group_id, req.transactional_id, int(req.producer_id), int(req.producer_epoch), partitions,
                 int(get(req, "generation_id", -1)), get(req, "member_id", "") or "", get(req, "group_instance_id"))
             try:
                 resp = await self._call(req.group_id, "txn_offset_commit", core)
-                errors = {(e.topic, e.partition): e.error for e in resp.partitions}
+                errors.update({(e.topic, e.partition): e.error for e in resp.partitions})
             except GroupError as exc:
                 error = exc.code
         error = _epoch_error(error, v, 2)

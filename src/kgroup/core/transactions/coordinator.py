@@ -200,9 +200,8 @@ class TransactionCoordinator:
 
     def add_partitions(self, req: AddPartitionsToTxnRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Add partitions to the producer's transaction (starting one if none is in flight)."""
-        # 1. The producer and the state (one error for every partition).
-        value = self._check_addable(req)
-        # 2. Every partition must exist; if one does not, none is added (Kafka's rule).
+        # 1. Every partition must exist; if one does not, none is added, and the producer is
+        #    not looked at (Kafka checks its metadata before the transaction coordinator).
         topics = self.shard.topics
         unknown = {(t, p) for t, p in req.partitions if not 0 <= p < topics.get(t, ("", 0))[1]}
         out = ResultBuilder()
@@ -211,6 +210,8 @@ class TransactionCoordinator:
                 (t, p, E.UNKNOWN_TOPIC_OR_PARTITION if (t, p) in unknown else E.OPERATION_NOT_ATTEMPTED)
                 for t, p in req.partitions)))
             return out.build()
+        # 2. The producer and the state (one error for every partition).
+        value = self._check_addable(req)
         # 3. Add them.
         self._add(out, req.transactional_id, value, now_ms, partitions=req.partitions)
         out.reply(reply, AddPartitionsToTxnResponse(tuple((t, p, E.NONE) for t, p in req.partitions)))

@@ -1,0 +1,7 @@
+from .request import ApiVersionsRequest
+from .response import ApiVersionsResponse
+
+__all__ = (
+    "ApiVersionsRequest",
+    "ApiVersionsResponse",
+)

@@ -1,0 +1,7 @@
+from .request import TxnOffsetCommitRequest
+from .response import TxnOffsetCommitResponse
+
+__all__ = (
+    "TxnOffsetCommitRequest",
+    "TxnOffsetCommitResponse",
+)
