@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from tests.integration.broker_process import BrokerProcess
+from tests.integration.broker_process import BrokerProcess, free_port
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -23,8 +23,12 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory):
-    """A `kgroup serve` for the whole session; stopped (and checked) at the end."""
-    proc = BrokerProcess(tmp_path_factory.mktemp("spark-broker") / "data").start()
+    """A `kgroup serve` for the whole session, with its console (``http_listen``); stopped
+    (and checked) at the end."""
+    console = free_port()
+    proc = BrokerProcess(tmp_path_factory.mktemp("spark-broker") / "data",
+                         extra={"http_listen": f"127.0.0.1:{console}"}).start()
+    proc.console = f"http://127.0.0.1:{console}"
     yield proc
     proc.finish()
 

@@ -1,6 +1,7 @@
 """The columns of the kgroup source and sink, and records to Arrow and back.
 
-The source has the columns of Spark's Kafka source. The sink takes ``value`` (binary or
+The source has the columns of Spark's Kafka source (``headers`` as with its
+includeHeaders=true: null for a record without headers). The sink takes ``value`` (binary or
 string) and optionally ``key``, ``topic``, ``partition`` and ``headers``, as Spark's Kafka
 sink does. Records cross into Spark as Arrow record batches, built column by column: far
 cheaper than one Python tuple per row.
@@ -53,14 +54,12 @@ def records_to_arrow(records: Sequence[Any], topic: str, partition: int) -> Any:
     schema = arrow_schema()
     n = len(records)
     headers_type = schema.field("headers").type
+    # A record without headers has null headers, as in Spark's Kafka source.
     if any(r.headers for r in records):
-        headers = pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records],
-                           type=headers_type)
+        headers = pa.array([[{"key": k, "value": v} for k, v in r.headers] if r.headers else None
+                            for r in records], type=headers_type)
     else:
-        # No record has headers: n empty lists, without building n Python lists.
-        empty = pa.array([], type=headers_type.value_type)
-        headers = pa.ListArray.from_arrays(pa.array([0] * (n + 1), type=pa.int32()), empty,
-                                           type=headers_type)
+        headers = pa.nulls(n, type=headers_type)
     millis = pa.array([r.timestamp for r in records], type=pa.timestamp("ms", tz="UTC"))
     columns = [
         pa.array([r.key for r in records], type=pa.binary()),
