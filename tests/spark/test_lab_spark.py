@@ -40,3 +40,27 @@ def test_a_sweep_gives_identical_numbers_on_one_core_and_on_two(tmp_path):
     assert all(r["groups"] == 3 and r["double_ownership"] == 0 and r["offset_regressions"] == 0
                for r in comparison.values())
     assert (tmp_path / "one" / "report.html").read_text().count('<svg class="plot"') >= 6
+
+
+def test_a_replay_of_many_groups_on_spark_gives_the_rows_of_the_replay_here(tmp_path):
+    """`kgroup lab replay --master`: every group of a recording, each as recorded and as a
+    variant, simulated in Spark tasks — the same rows as the replay without Spark."""
+    import json
+
+    from tests.lab.test_recorded import rolling_restart_recording
+
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join(json.dumps(e) + "\n" for g in ("billing", "shipping", "audit")
+                              for e in rolling_restart_recording(g)))
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    exe = str(Path(sys.executable).with_name("kgroup"))
+    runs = {}
+    for where, extra in (("here", []), ("spark", ["--master", "local[2]"])):
+        done = subprocess.run([exe, "lab", "replay", str(events), "--as", "static=true",
+                               "--out", str(tmp_path / where), *extra],
+                              capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "3 groups replayed" in done.stdout and "static=true" in done.stdout
+        runs[where] = {(r["group"], r["variant"]): (r["rebalances"], r["moved"], r["unowned_partition_s"])
+                       for r in pq.read_table(tmp_path / where / "groups.parquet").to_pylist()}
+    assert len(runs["here"]) == 6 and runs["here"] == runs["spark"]

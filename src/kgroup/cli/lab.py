@@ -205,7 +205,7 @@ def _replay(args: Any, out: TextIO, err: TextIO) -> int:
     if args.group is not None and args.group not in groups:
         raise CliError(f"no events of group {args.group!r} in {args.events}",
                        f"the file has {len(groups)} groups ({', '.join(groups[:5])})", code=2)
-    chosen = [args.group] if args.group is not None else groups
+    chosen = [args.group] if args.group is not None else _replayable(events, groups, err)
     if not chosen:
         raise CliError(f"no group events in {args.events}", "give the output of `kgroup lab import` or "
                        "of `kgroup consume __kgroup_events --from-beginning`", code=2)
@@ -236,6 +236,19 @@ def _replay(args: Any, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _replayable(events: list[dict[str, Any]], groups: list[str], err: TextIO) -> list[str]:
+    """The groups of the file that can be replayed (those with an assignment recorded)."""
+    out = []
+    for group in groups:
+        try:
+            recording(events, group)
+        except ScenarioError as exc:
+            err.write(f"kgroup: skipped {exc}\n")
+            continue
+        out.append(group)
+    return out
+
+
 def _replay_note(events: list[dict[str, Any]], chosen: list[str], source: str) -> str:
     if len(chosen) == 1:
         rec = recording(events, chosen[0])
@@ -251,7 +264,7 @@ def _replay_on_spark(args: Any, events: list[dict[str, Any]], chosen: list[str],
     """Every (group, variant) as a group of a sweep, simulated on Spark (``lab_job``)."""
     from kgroup.lab.sweep import Sweep, SweepGroup
 
-    groups = tuple(SweepGroup(group, label, recording(events, group, overrides=overrides).scenario)
+    groups = tuple(SweepGroup(f"{group}/{label}", label, recording(events, group, overrides=overrides).scenario)
                    for group in chosen for label, overrides in variants)
     for g in groups:
         scenario_from_dict(dict(g.scenario), source=f"{g.group} as {g.variant}")   # errors here, not in a task
