@@ -55,7 +55,10 @@ def test_a_batch_read_gives_the_rows_of_sparks_connector(spark, any_broker, kafk
     assert rows(r.asDict() for r in ours) == rows(r.asDict() for r in theirs)
 
 
-@pytest.mark.parametrize("trigger", ["processing_time", "available_now"])
+# Micro-batches on both brokers; AvailableNow on Kafka here (on kgroup: test_source.py's
+# AvailableNow test for ours, test_lag.py for Spark's connector).
+@pytest.mark.parametrize("any_broker, trigger", [("kgroup", "processing_time"), ("kafka", "processing_time"),
+                                                 ("kafka", "available_now")], indirect=["any_broker"])
 def test_a_stream_writes_the_rows_of_sparks_connector(spark, any_broker, kafka_connector, topic,
                                                       trigger, tmp_path):
     out = {}
