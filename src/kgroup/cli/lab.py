@@ -104,20 +104,9 @@ def _sweep(args: Any, out: TextIO, err: TextIO) -> int:
                         read=lambda p: _read(str(base / p)))
     directory = _out_dir(args.out)
     spark = _spark_session(args.master)
-    from kgroup.spark import lab_job
-
     started = time.perf_counter()
     err.write(f"lab: {len(sweep.groups)} groups in {len(sweep.variants)} variants on {args.master}\n")
-    with _cancel_on_ctrl_c(spark) as interrupted:
-        try:
-            result = lab_job.run_sweep(spark, sweep, str(directory), partitions=args.partitions,
-                                       progress=lambda line: (err.write(f"lab: {line}\n"), err.flush()))
-        except Exception:
-            if interrupted.is_set():
-                raise KeyboardInterrupt from None
-            raise
-    if interrupted.is_set():
-        raise KeyboardInterrupt
+    result = _sweep_on_spark(spark, sweep, directory, err, partitions=args.partitions)
     took = time.perf_counter() - started
     html = render(f"kgroup lab: {sweep.name}", result.summaries, result.windows, result.examples,
                   result.stops, result.comparison,
@@ -163,6 +152,24 @@ def _cancel_on_ctrl_c(spark: Any) -> Iterator[threading.Event]:
             spark.stop()
         except Exception:  # noqa: BLE001 - the gateway may already be gone
             pass
+
+
+def _sweep_on_spark(spark: Any, sweep: Any, directory: Path, err: TextIO, **options: Any) -> Any:
+    """``lab_job.run_sweep`` with its progress on ``err``; Ctrl-C cancels the Spark jobs and
+    stops the session (KeyboardInterrupt once it has)."""
+    from kgroup.spark import lab_job
+
+    with _cancel_on_ctrl_c(spark) as interrupted:
+        try:
+            result = lab_job.run_sweep(spark, sweep, str(directory), **options,
+                                       progress=lambda line: (err.write(f"lab: {line}\n"), err.flush()))
+        except Exception:
+            if interrupted.is_set():
+                raise KeyboardInterrupt from None
+            raise
+    if interrupted.is_set():
+        raise KeyboardInterrupt
+    return result
 
 
 def _events(path: str) -> list[dict[str, Any]]:
@@ -271,18 +278,7 @@ def _replay_on_spark(args: Any, events: list[dict[str, Any]], chosen: list[str],
     sweep = Sweep(f"replay of {args.events}", groups)
     spark = _spark_session(args.master)
     err.write(f"lab: {len(chosen)} groups in {len(variants)} variants on {args.master}\n")
-    from kgroup.spark import lab_job
-
-    with _cancel_on_ctrl_c(spark) as interrupted:
-        try:
-            result = lab_job.run_sweep(spark, sweep, str(directory),
-                                       progress=lambda line: (err.write(f"lab: {line}\n"), err.flush()))
-        except Exception:
-            if interrupted.is_set():
-                raise KeyboardInterrupt from None
-            raise
-    if interrupted.is_set():
-        raise KeyboardInterrupt
+    result = _sweep_on_spark(spark, sweep, directory, err)
     note = _replay_note(events, chosen, args.events)
     (directory / "report.html").write_text(render(f"kgroup lab: what if {len(chosen)} groups...", result.summaries,
                                                   result.windows, result.examples, result.stops,

@@ -145,7 +145,7 @@ def _apply(g: _Group, record: GroupRecord, names: Mapping[str, str]) -> None:
         g.protocol, g.generation, g.exists = CLASSIC, record.generation, True
         members = {}
         for m in record.members:
-            members[m.member_id] = Member(m.member_id, m.instance_id, None,
+            members[m.member_id] = Member(m.member_id, m.group_instance_id, None,
                                           _classic_partitions(record.protocol_type, m.assignment))
         g.members = members
         return

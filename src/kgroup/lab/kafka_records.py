@@ -29,6 +29,8 @@ import struct
 import uuid
 from dataclasses import dataclass
 
+from kgroup.core.records import ClassicMemberValue   # a member as Kafka stores it, the same fields
+
 CLASSIC_GROUP = 2
 CONSUMER_GROUP = 3
 CONSUMER_MEMBER = 5
@@ -44,18 +46,6 @@ class KafkaRecordError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class ClassicMember:
-    member_id: str
-    instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    subscription: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True, slots=True)
 class ClassicGroupRecord:
     """A classic group as stored at the end of a rebalance (or its removal: ``None`` value)."""
 
@@ -64,7 +54,7 @@ class ClassicGroupRecord:
     generation: int = 0
     protocol: str | None = None
     leader: str | None = None
-    members: tuple[ClassicMember, ...] = ()
+    members: tuple[ClassicMemberValue, ...] = ()
     removed: bool = False
 
 
@@ -290,7 +280,7 @@ def _classic(group: str, value: bytes, version: int) -> ClassicGroupRecord:
         session_timeout = r.int32()
         subscription, assignment = r.bytes_(), r.bytes_()
         r.tags()
-        members.append(ClassicMember(member_id, instance, client, host, rebalance_timeout,
-                                     session_timeout, subscription, assignment))
+        members.append(ClassicMemberValue(member_id, instance, client, host, rebalance_timeout,
+                                          session_timeout, subscription, assignment))
     r.tags()
     return ClassicGroupRecord(group, protocol_type, generation, protocol, leader, tuple(members))
