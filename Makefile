@@ -11,7 +11,7 @@ SPARK_STAMP := $(VENV)/.installed-spark
 NODE := $(shell command -v node 2>/dev/null)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: run test bench clean chromium tmux kcat spark reference schema
+.PHONY: run test bench clean chromium tmux kcat spark reference schema stress stress-ng explore java-clients go-clients clients-doc
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
@@ -60,6 +60,10 @@ tmux:
 kcat:
 	@command -v kcat >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat; }
 
+# stress-ng: the load beside `make stress` (Debian's package), installed once like tmux.
+stress-ng:
+	@command -v stress-ng >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q stress-ng; }
+
 # The Node clients (kafkajs, @platformatic/kafka) the Node tests drive, pinned in
 # package-lock.json; only where Node is installed.
 $(NODE_STAMP): package.json package-lock.json
@@ -82,12 +86,55 @@ reference: $(REF_STAMP)
 schema: $(REF_STAMP) $(RUN_STAMP)
 	$(BIN)/python tools/kiogen.py
 
+# The interop tests' programs (tests/interop): the Java worker of tests/java, compiled with
+# javac against the reference's Kafka 4.4 jars, and the Go programs of tests/go (franz-go,
+# sarama), built with the machine's Go from the modules go.mod/go.sum pin. Each is built once
+# (a stamp) and again only when a source changes; the tests call these targets themselves too.
+JAVA_SRC := $(wildcard tests/java/*.java)
+JAVA_STAMP := build/java/.compiled
+$(JAVA_STAMP): $(JAVA_SRC) $(REF_STAMP)
+	rm -rf build/java && mkdir -p build/java
+	javac -nowarn -encoding UTF-8 -d build/java -cp 'reference/lib/*' $(JAVA_SRC)
+	touch $(JAVA_STAMP)
+
+java-clients: $(JAVA_STAMP)
+
+GO_SRC := $(wildcard tests/go/*.go) tests/go/go.mod tests/go/go.sum
+GO_STAMP := build/go/.built
+$(GO_STAMP): $(GO_SRC)
+	mkdir -p build/go
+	cd tests/go && go build -trimpath -o ../../build/go/interop .
+	touch $(GO_STAMP)
+
+go-clients: $(GO_STAMP)
+
+# docs/clients.md from the results of the tests the client matrix names (tests/interop/matrix.py);
+# docs/tools.md from tests/interop/tool_table.py.
+clients-doc: $(STAMP) reference java-clients go-clients $(if $(NODE),$(NODE_STAMP))
+	$(BIN)/python -m tests.interop.docs --run
+
 # KGROUP_REQUIRE_REFERENCE=1: a reference test fails rather than skips if Kafka cannot run.
-test: $(STAMP) reference spark chromium tmux kcat $(if $(NODE),$(NODE_STAMP))
-	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q
+# --hypothesis-profile=ci: the properties run derandomized (tests/plugins/hypothesis_profiles.py).
+test: $(STAMP) reference spark java-clients go-clients chromium tmux kcat $(if $(NODE),$(NODE_STAMP))
+	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q --hypothesis-profile=ci
+
+# `make stress`: the flake hunt (tests/stress.py). PASSES runs of STRESS_TESTS in random
+# order with stress-ng keeping STRESS_LOAD cores busy; lists each test that failed at least
+# once. E.g. `make stress PASSES=5 STRESS_TESTS="tests/integration/test_membership.py -k static"`.
+PASSES ?= 3
+STRESS_TESTS ?= tests/integration
+STRESS_LOAD ?= 2
+stress: $(STAMP) reference spark java-clients go-clients chromium tmux kcat stress-ng $(if $(NODE),$(NODE_STAMP))
+	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m tests.stress --passes $(PASSES) --load $(STRESS_LOAD) $(STRESS_TESTS)
+
+# `make explore`: every hypothesis property with fresh randomness and ten times the examples
+# (the `explore` profile), for whoever changes the core. EXPLORE_TESTS narrows it.
+EXPLORE_TESTS ?= tests/unit tests/lab
+explore: $(STAMP)
+	$(BIN)/python -m pytest -q -m hypothesis --hypothesis-profile=explore --timeout=3600 $(EXPLORE_TESTS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
 
 clean:
-	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis node_modules reference/lib spark/lib
+	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis .stress node_modules reference/lib build/java build/go spark/lib

@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.integration.broker_process import KGROUP, BrokerProcess
 from tests.integration.test_group_events import read_events
 from tests.integration.txn_clients import KINDS, read, transactions
+from tests.integration.waits import until
 
 pytestmark = pytest.mark.integration
 
@@ -173,13 +174,13 @@ def test_kip447_txn_offset_commit_with_a_stale_generation_is_refused(broker):
 def test_kip447_offsets_commit_with_the_transaction_and_are_unstable_until_then(broker):
     from kgroup.client import Consumer, Producer as Ours, TopicPartition
     from kgroup.client.cluster import request_fields
-    from kgroup.wire.versions import OFFSET_FETCH
+    from kgroup.wire.api_keys import ApiKey
 
     async def scenario() -> None:
         async with Ours({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-offsets"}) as p, \
                 Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "eos-offsets"}) as c:
             async def fetch_stable() -> tuple[int, int]:
-                resp = await p.cluster.call_coordinator("eos-offsets", OFFSET_FETCH, request_fields(
+                resp = await p.cluster.call_coordinator("eos-offsets", ApiKey.OFFSET_FETCH, request_fields(
                     group_id="eos-offsets", require_stable=True,
                     topics=[{"name": "txn-in", "partition_indexes": [1]}]), max_version=7)
                 (part,) = resp.topics[0].partitions
@@ -250,7 +251,9 @@ def test_kip98_a_transaction_past_its_timeout_is_aborted_and_its_records_never_r
     p.begin_transaction()
     p.produce("txn-timeout", b"left open")
     p.flush(10)
-    time.sleep(4.5)
+    # The broker aborts it once its timeout (3 s) has passed: wait for that state.
+    until(lambda: asyncio.run(_describe(broker.bootstrap, "tx-timeout"))[0].state in ("PrepareAbort", "CompleteAbort"),
+          60, 0.2, what="the broker to abort the timed-out transaction")
     with pytest.raises(KafkaException):
         p.commit_transaction(10)
     after = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-after-timeout"})

@@ -35,7 +35,7 @@ from kgroup.lab.kafka_history import history
 from kgroup.lab.recorded import recording
 from kgroup.lab.results import simulate
 from kgroup.lab.scenario import scenario_from_dict
-from kgroup.wire.versions import CONSUMER_GROUP_DESCRIBE
+from kgroup.wire.api_keys import ApiKey
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +95,7 @@ def describe(bootstrap: str) -> dict:
     async def run() -> dict:
         async with AdminClient(bootstrap) as admin:
             resp = await admin._call_coordinator(
-                GROUP, CONSUMER_GROUP_DESCRIBE, request_fields(group_ids=[GROUP], include_authorized_operations=False),
+                GROUP, ApiKey.CONSUMER_GROUP_DESCRIBE, request_fields(group_ids=[GROUP], include_authorized_operations=False),
                 lambda r: 0)
             g = resp.groups[0]
             if int(g.error_code) == 0:

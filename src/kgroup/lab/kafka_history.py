@@ -33,7 +33,7 @@ from typing import Any
 
 from kgroup.assignors.consumer_protocol import ConsumerProtocolError, decode_assignment
 
-from .kafka_records import (ClassicGroupRecord, ConsumerCurrent, ConsumerGroupEpoch, ConsumerMember,
+from .kafka_records import (KafkaClassicGroup, ConsumerCurrent, ConsumerGroupEpoch, ConsumerMember,
                             ConsumerTarget, ConsumerTargetEpoch, GroupRecord, TopicPartitions)
 
 FORMAT_VERSION = 1
@@ -135,7 +135,7 @@ def _partitions(tps: TopicPartitions, names: Mapping[str, str]) -> Partitions:
 
 
 def _apply(g: _Group, record: GroupRecord, names: Mapping[str, str]) -> None:
-    if isinstance(record, ClassicGroupRecord):
+    if isinstance(record, KafkaClassicGroup):
         if record.removed:
             # Removed, or converted to a consumer group (whose records follow in the step).
             if g.protocol == CLASSIC:

@@ -46,7 +46,7 @@ class KafkaRecordError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class ClassicGroupRecord:
+class KafkaClassicGroup:
     """A classic group as stored at the end of a rebalance (or its removal: ``None`` value)."""
 
     group: str
@@ -105,7 +105,7 @@ class ConsumerCurrent:
     removed: bool = False
 
 
-GroupRecord = (ClassicGroupRecord | ConsumerGroupEpoch | ConsumerMember | ConsumerTargetEpoch
+GroupRecord = (KafkaClassicGroup | ConsumerGroupEpoch | ConsumerMember | ConsumerTargetEpoch
                | ConsumerTarget | ConsumerCurrent)
 
 
@@ -216,7 +216,7 @@ def decode(key: bytes, value: bytes | None) -> GroupRecord | None:
     group = k.required()
     member = k.required() if kind in (CONSUMER_MEMBER, CONSUMER_TARGET_MEMBER, CONSUMER_CURRENT) else ""
     if value is None:
-        return {CLASSIC_GROUP: lambda: ClassicGroupRecord(group, removed=True),
+        return {CLASSIC_GROUP: lambda: KafkaClassicGroup(group, removed=True),
                 CONSUMER_GROUP: lambda: ConsumerGroupEpoch(group, removed=True),
                 CONSUMER_MEMBER: lambda: ConsumerMember(group, member, removed=True),
                 CONSUMER_TARGET_EPOCH: lambda: ConsumerTargetEpoch(group, removed=True),
@@ -260,7 +260,7 @@ def decode(key: bytes, value: bytes | None) -> GroupRecord | None:
         raise KafkaRecordError(f"record type {kind} of group {group!r}: {exc}") from None
 
 
-def _classic(group: str, value: bytes, version: int) -> ClassicGroupRecord:
+def _classic(group: str, value: bytes, version: int) -> KafkaClassicGroup:
     if not 0 <= version <= 4:
         raise KafkaRecordError(f"GroupMetadataValue version {version} of group {group!r} is not 0-4")
     r = _Reader(value, flexible=version >= 4)
@@ -283,4 +283,4 @@ def _classic(group: str, value: bytes, version: int) -> ClassicGroupRecord:
         members.append(ClassicMemberValue(member_id, instance, client, host, rebalance_timeout,
                                           session_timeout, subscription, assignment))
     r.tags()
-    return ClassicGroupRecord(group, protocol_type, generation, protocol, leader, tuple(members))
+    return KafkaClassicGroup(group, protocol_type, generation, protocol, leader, tuple(members))

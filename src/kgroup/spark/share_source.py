@@ -134,7 +134,7 @@ class KgroupShareDataSource(DataSource):
         return ShareStreamReader(share_options(self.options))
 
 
-class SharePartition(InputPartition):
+class ShareInputPartition(InputPartition):
     """One task's records (rows, as ``Row`` tuples)."""
 
 
@@ -174,7 +174,7 @@ class ShareStreamReader(DataSourceStreamReader):
         out, lo = [], 0
         for i in range(pieces):
             hi = lo + step + (1 if i < extra else 0)
-            out.append(SharePartition(rows[lo:hi]))
+            out.append(ShareInputPartition(rows[lo:hi]))
             lo = hi
         return out
 
