@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kgroup.assignors.consumer_protocol import ConsumerProtocolError, decode_assignment
+from kgroup.assignors.consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
 
 from .kafka_records import (KafkaClassicGroup, ConsumerCurrent, ConsumerGroupEpoch, ConsumerMember,
                             ConsumerTarget, ConsumerTargetEpoch, GroupRecord, TopicPartitions)
@@ -188,7 +188,7 @@ def _apply(g: _Group, record: GroupRecord, names: Mapping[str, str]) -> None:
 
 
 def _classic_partitions(protocol_type: str | None, assignment: bytes) -> Partitions | None:
-    if protocol_type != "consumer":
+    if protocol_type != CONSUMER_PROTOCOL_TYPE:
         return None
     try:
         got = decode_assignment(assignment)
