@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgroup.error_codes import ErrorCode
+from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, DescribeApi
+from kgroup.member.config import CONSUMER_PROTOCOL_TYPE
 from kgroup.wire.api_keys import ApiKey
 
 from .cluster import BrokerInfo, ClusterClient, request_fields
@@ -92,12 +94,13 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...] = ()
     error: ErrorCode = ErrorCode.NONE
-    # "classic" (DescribeGroups: members carry their metadata and assignment bytes),
-    # "consumer" (ConsumerGroupDescribe: assignments only, decoded) or "share"
+    # Its kind's name (kgroup/group_types.py), as the API that described it tells: a classic
+    # group (DescribeGroups: members carry their metadata and assignment bytes), a consumer
+    # group (ConsumerGroupDescribe: assignments only, decoded), a share group
     # (ShareGroupDescribe: assignments only; a partition may be assigned to several members)
-    group_type: str = "classic"
-    # The consumer group's epoch (ConsumerGroupDescribe); None for classic groups, whose
-    # generation DescribeGroups does not tell.
+    group_type: str = CLASSIC.name
+    # The group epoch (ConsumerGroupDescribe, ShareGroupDescribe); None for classic groups,
+    # whose generation DescribeGroups does not tell.
     epoch: int | None = None
 
 
@@ -186,21 +189,24 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
     async def describe_group(self, group: str) -> GroupDescription:
         """State, protocol and members of one group (assignments decoded when possible).
 
-        A consumer-protocol group is described with ConsumerGroupDescribe, the only API that
-        carries its members' assignments; a classic group (the broker answers that it is not
-        a consumer group), or a broker without that API, with DescribeGroups — the order
-        Kafka's own admin client uses.
+        Each kind of the registry is asked with the API that describes it in full, the
+        modern ones first (ConsumerGroupDescribe, then ShareGroupDescribe: the only APIs that
+        carry their members' assignments), and a group none of them knows (a classic group),
+        or a broker without those APIs, with DescribeGroups — the order Kafka's own admin
+        client uses.
         """
-        try:
-            described = await self._describe_consumer_group(group)
-        except UnsupportedApi:
-            described = None
-        if described is None:
+        describers = {DescribeApi.CONSUMER_GROUP_DESCRIBE: self._describe_consumer_group,
+                      DescribeApi.SHARE_GROUP_DESCRIBE: self.describe_share_group}
+        for kind in GROUP_TYPES:
+            if kind.describe_api is DescribeApi.DESCRIBE_GROUPS:
+                continue
             try:
-                described = await self.describe_share_group(group)
+                described = await describers[kind.describe_api](group)
             except UnsupportedApi:
-                described = None
-        return described if described is not None else await self._describe_classic_group(group)
+                continue
+            if described is not None:
+                return described
+        return await self._describe_classic_group(group)
 
     async def describe_share_group(self, group: str) -> GroupDescription | None:
         """A share group's state and members with their assignments (None: no such share
@@ -224,8 +230,9 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
             )
             for m in g.members
         )
-        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type="share",
-                                protocol=g.assignor_name, members=members, group_type="share")
+        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=SHARE.protocol_type,
+                                protocol=g.assignor_name, members=members, group_type=SHARE.name,
+                                epoch=int(g.group_epoch))
 
     async def list_share_group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         """(topic, partition) -> the share partition's start offset, for every partition the
@@ -299,8 +306,8 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
             )
             for m in g.members
         )
-        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type="consumer",
-                                protocol=g.assignor_name, members=members, group_type="consumer",
+        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=CONSUMER.protocol_type,
+                                protocol=g.assignor_name, members=members, group_type=CONSUMER.name,
                                 epoch=int(g.group_epoch))
 
     async def _describe_classic_group(self, group: str) -> GroupDescription:
@@ -483,8 +490,8 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
 
 
 def _decode_assignment(protocol_type: str, data: bytes) -> Mapping[str, tuple[int, ...]] | None:
-    if protocol_type != "consumer" or not data:
-        return {} if protocol_type == "consumer" else None
+    if protocol_type != CONSUMER_PROTOCOL_TYPE or not data:
+        return {} if protocol_type == CONSUMER_PROTOCOL_TYPE else None
     try:
         from kgroup.assignors import decode_assignment
 

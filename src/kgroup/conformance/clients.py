@@ -108,10 +108,11 @@ class GroupConsumer:
     def _run_confluent(self) -> None:
         from confluent_kafka import Consumer
 
-        protocol = "consumer" if self.kind == "confluent-consumer" else "classic"
+        modern = self.kind == "confluent-consumer"
         config = {"bootstrap.servers": self.bootstrap, "group.id": self.group, "client.id": self.client_id,
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False, "group.protocol": protocol}
-        if protocol == "classic":
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "group.protocol": "consumer" if modern else "classic"}
+        if not modern:
             config.update({"session.timeout.ms": 6_000, "heartbeat.interval.ms": 500})
         config.update(self.options)
         consumer = Consumer(config)

@@ -1,10 +1,20 @@
-"""DescribeGroups, ListGroups and DeleteGroups over a shard's groups (classic, consumer and
-share groups: ListGroups and DescribeGroups name their type, KIP-1043)."""
+"""DescribeGroups, ListGroups and DeleteGroups over a shard's groups, of every kind in the
+registry (kgroup/group_types.py; ListGroups and DescribeGroups name their type, KIP-1043).
+
+How this works: every group is found through the core's kind bindings (kinds.py), so a kind
+added there is listed, described and deleted here with nothing to add but its deletion:
+DeleteGroups hands an empty group to the deleter of its kind (`deleters`, one per kind, the
+kind's handler set's `delete_group`), which writes the records that remove it.
+"""
 
 from __future__ import annotations
 
-from kgroup.core.classic_group import ClassicGroup, ClassicGroupState
+from typing import Any, Callable
+
+from kgroup.core.classic_group import ClassicGroup
 from kgroup.core.errors import ErrorCode
+from kgroup.core.event_journal import EventJournal
+from kgroup.core.kinds import find_group, live_groups
 from kgroup.core.messages import (
     DeletedGroup,
     DescribedGroup,
@@ -12,54 +22,42 @@ from kgroup.core.messages import (
     ListedGroup,
     ListGroupsRequest,
 )
-from kgroup.core.records import (
-    ClassicGroupRecord,
-    ConsumerGroupEpochRecord,
-    ConsumerTargetEpochRecord,
-    OffsetCommitRecord,
-)
 from kgroup.core.result import ReplyTo, Result, ResultBuilder
-from kgroup.core.share_protocol import ShareProtocol
 from kgroup.core.state import ShardState
+from kgroup.group_types import DEAD, EMPTY, GroupType
 
-S = ClassicGroupState
-CLASSIC = "classic"
-CONSUMER = "consumer"
-SHARE = "share"
+# A kind's deleter: the records that delete an empty group of the kind (and its progress).
+Deleter = Callable[[Any, ResultBuilder, int], None]
 
 
 class Admin:
-    def __init__(self, shard: ShardState, share: ShareProtocol) -> None:
+    def __init__(self, shard: ShardState, deleters: dict[GroupType, Deleter]) -> None:
         self.shard = shard
-        self.share = share
+        self.deleters = deleters
 
     def describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int,
                  missing_as_error: bool = False) -> Result:
-        """Describe groups; member metadata is shown only for a Stable group.
+        """Describe classic groups; member metadata is shown only for a Stable group.
 
         A group that does not exist, or is not a classic group, is reported Dead
         (DescribeGroups v0-v5) or with GROUP_ID_NOT_FOUND (v6+, `missing_as_error`).
         """
         described = []
         for group_id in group_ids:
-            # The classic API describes classic groups only: a consumer or share group is as
-            # good as missing to it (Kafka 4.4: "Group ... is not a classic group").
-            if group_id in self.shard.consumer_groups or group_id in self.shard.share_groups:
+            group = find_group(self.shard, group_id)
+            if isinstance(group, ClassicGroup):
+                described.append(self._describe(group))
+            else:
+                # The classic API describes classic groups only: a group of a modern kind is as
+                # good as missing to it (Kafka 4.4: "Group ... is not a classic group"). The
+                # empty group id too is described as any other, as Kafka does for old clients.
                 error = ErrorCode.GROUP_ID_NOT_FOUND if missing_as_error else ErrorCode.NONE
-                described.append(DescribedGroup(group_id, error, S.DEAD.value, "", ""))
-                continue
-            group = self.shard.groups.get(group_id)
-            if group is None or group.is_in(S.DEAD):
-                # (The empty group id too: Kafka describes it as any other, for old clients.)
-                error = ErrorCode.GROUP_ID_NOT_FOUND if missing_as_error else ErrorCode.NONE
-                described.append(DescribedGroup(group_id, error, S.DEAD.value, "", ""))
-                continue
-            described.append(self._describe(group))
+                described.append(DescribedGroup(group_id, error, DEAD, "", ""))
         return Result((), ((reply, tuple(described)),))
 
     @staticmethod
     def _describe(group: ClassicGroup) -> DescribedGroup:
-        stable = group.is_in(S.STABLE)
+        stable = group.status()[0] == "Stable"
         # Metadata only when Stable; the assignment always — the last one a member got,
         # until a rebalance that fails the pending syncs resets it (Kafka's
         # describeNoMetadata keeps it too).
@@ -81,69 +79,32 @@ class Admin:
         states = {s.lower() for s in req.states_filter}
         types = {t.lower() for t in req.types_filter}
         listed = []
-        for group_id in sorted(self.shard.groups):
-            group = self.shard.groups[group_id]
-            if group.is_in(S.DEAD):
-                continue
-            if states and group.state.value.lower() not in states:
-                continue
-            if types and CLASSIC not in types:
-                continue
-            listed.append(ListedGroup(group_id, group.protocol_type, group.state.value, CLASSIC))
-        for group_id in sorted(self.shard.consumer_groups):
-            state = self.shard.consumer_groups[group_id].state().value
+        for group in live_groups(self.shard):
+            state = group.status()[0]
             if states and state.lower() not in states:
                 continue
-            if types and CONSUMER not in types:
+            if types and group.TYPE.name not in types:
                 continue
-            listed.append(ListedGroup(group_id, CONSUMER, state, CONSUMER))
-        for group_id in sorted(self.shard.share_groups):
-            state = self.shard.share_groups[group_id].state().value
-            if states and state.lower() not in states:
-                continue
-            if types and SHARE not in types:
-                continue
-            listed.append(ListedGroup(group_id, SHARE, state, SHARE))
+            listed.append(ListedGroup(group.group_id, group.TYPE.protocol_type or group.protocol_type, state,
+                                      group.TYPE.name))
         listed.sort(key=lambda g: g.group_id)
         return Result((), ((reply, tuple(listed)),))
 
     def delete(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
         """Delete Empty groups with their offsets; others get a per-group error."""
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         results = []
         for group_id in group_ids:
             out.changed(group_id, "DeleteGroups")
-            group = self.shard.groups.get(group_id)
-            consumer = self.shard.consumer_groups.get(group_id)
-            share = self.shard.share_groups.get(group_id)
-            if share is not None:
-                if share.members:
-                    results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))
-                else:
-                    self.share.delete_group(share, out)
-                    results.append(DeletedGroup(group_id, ErrorCode.NONE))
-                continue
-            if consumer is not None:
-                if consumer.members:
-                    results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))
-                    continue
-                for topic, partition in sorted(self.shard.stored.offsets.get(group_id, {})):
-                    out.record(OffsetCommitRecord(group_id, topic, partition, None))
-                out.record(ConsumerTargetEpochRecord(group_id, None))
-                out.record(ConsumerGroupEpochRecord(group_id, None))
-                results.append(DeletedGroup(group_id, ErrorCode.NONE))
-                continue
-            # (The empty group id is deleted as any other, as Kafka does for old clients.)
-            if group is None or group.is_in(S.DEAD):
-                results.append(DeletedGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
-            elif not group.is_in(S.EMPTY):
-                results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))
+            group = find_group(self.shard, group_id)
+            if group is None:
+                # (The empty group id is deleted as any other, as Kafka does for old clients.)
+                error = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.status()[0] != EMPTY:
+                error = ErrorCode.NON_EMPTY_GROUP
             else:
-                for topic, partition in sorted(self.shard.stored.offsets.get(group_id, {})):
-                    out.record(OffsetCommitRecord(group_id, topic, partition, None))
-                out.record(ClassicGroupRecord(group_id, None))
-                group.transition_to(S.DEAD, now_ms)
-                del self.shard.groups[group_id]
-                results.append(DeletedGroup(group_id, ErrorCode.NONE))
+                self.deleters[group.TYPE](group, out, now_ms)
+                error = ErrorCode.NONE
+            results.append(DeletedGroup(group_id, error))
         out.reply(reply, tuple(results))
         return out.build()

@@ -29,7 +29,7 @@ def set_group_configs(group: str, **configs: Any):
             for name, value in configs.items()]}])
 
 
-class ShareMember:
+class RawShareMember:
     """One share-group member: its heartbeat, its share session and what it was given."""
 
     def __init__(self, t: Target, raw, group: str, name: str, topic_id) -> None:
@@ -39,7 +39,7 @@ class ShareMember:
         self.session_epoch = 0
         self.epoch = 0
         # Every member of this scenario on this broker: kept alive together while one waits.
-        self.members: list[ShareMember] = t.__dict__.setdefault("share_members", [])
+        self.members: list[RawShareMember] = t.__dict__.setdefault("share_members", [])
         self.members.append(self)
 
     async def join(self, topics: list[str]) -> Any:
@@ -138,7 +138,7 @@ async def share_ready(t: Target, values: int = 4, **configs: Any) -> tuple[Any, 
                "archives them: they are not delivered again and the start offset moves past them")
 async def share_acquire_accept(t: Target) -> None:
     raw, group, topic, tid = await share_ready(t)
-    a = ShareMember(t, raw, group, "A", tid)
+    a = RawShareMember(t, raw, group, "A", tid)
     await a.join([topic])
     await a.fetch("first fetch", wait_for=4)
     await a.acknowledge("accept all", [(0, 3, ACCEPT)])
@@ -154,7 +154,7 @@ async def share_acquire_accept(t: Target) -> None:
                "increased; acknowledgements ride on the next ShareFetch")
 async def share_release(t: Target) -> None:
     raw, group, topic, tid = await share_ready(t, values=3)
-    a = ShareMember(t, raw, group, "A", tid)
+    a = RawShareMember(t, raw, group, "A", tid)
     await a.join([topic])
     await a.fetch("first fetch", wait_for=3)
     await a.fetch("accept 0, release 1-2 and fetch", [(0, 0, ACCEPT), (1, 2, RELEASE)], wait_for=2)
@@ -167,7 +167,7 @@ async def share_release(t: Target) -> None:
           rule="rejected records are archived at once: not redelivered, and the start offset moves past them")
 async def share_reject(t: Target) -> None:
     raw, group, topic, tid = await share_ready(t, values=3)
-    a = ShareMember(t, raw, group, "A", tid)
+    a = RawShareMember(t, raw, group, "A", tid)
     await a.join([topic])
     await a.fetch("first fetch", wait_for=3)
     await a.acknowledge("reject 0, accept 1-2", [(0, 0, REJECT), (1, 2, ACCEPT)])
@@ -183,7 +183,7 @@ async def share_reject(t: Target) -> None:
                "are released and redelivered with delivery count 2 (timing within 2 s)")
 async def share_lock_expiry(t: Target) -> None:
     raw, group, topic, tid = await share_ready(t, values=2, share_record_lock_duration_ms=1_000)
-    a = ShareMember(t, raw, group, "A", tid)
+    a = RawShareMember(t, raw, group, "A", tid)
     await a.join([topic])
     await a.fetch("first fetch", wait_for=2)
     acquired = time.monotonic()
@@ -198,7 +198,7 @@ async def share_lock_expiry(t: Target) -> None:
                "instead of being delivered again")
 async def share_delivery_limit(t: Target) -> None:
     raw, group, topic, tid = await share_ready(t, values=1, share_delivery_count_limit=2)
-    a = ShareMember(t, raw, group, "A", tid)
+    a = RawShareMember(t, raw, group, "A", tid)
     await a.join([topic])
     await a.fetch("first delivery", wait_for=1)
     await a.fetch("release; second delivery", [(0, 0, RELEASE)], wait_for=1)
@@ -213,8 +213,8 @@ async def share_delivery_limit(t: Target) -> None:
                "delivered to another until released")
 async def share_two_members(t: Target) -> None:
     raw, group, topic, tid = await share_ready(t, values=4)
-    a = ShareMember(t, raw, group, "A", tid)
-    b = ShareMember(t, await t.raw("raw-b"), group, "B", tid)
+    a = RawShareMember(t, raw, group, "A", tid)
+    b = RawShareMember(t, await t.raw("raw-b"), group, "B", tid)
     await a.join([topic])
     await b.join([topic])
     await a.fetch("A fetches", wait_for=4)
@@ -236,7 +236,7 @@ async def share_heartbeat_errors(t: Target) -> None:
     await observe.coordinator(raw, group)
     await observe.create_topic(raw, topic, 1)
     await observe.coordinator_sees(raw, group, {topic: 1})
-    member = ShareMember(t, raw, group, "A", await observe.topic_id(raw, topic))
+    member = RawShareMember(t, raw, group, "A", await observe.topic_id(raw, topic))
     a = member.member
     r = await member.join([topic])        # until its partition is assigned (initialized)
     await t.ask(raw, "an epoch from the future", share_hb(group, a, int(r.member_epoch) + 3))
