@@ -14,6 +14,12 @@ versions, with an unknown tagged field. Each answer (or the broker closing the c
 becomes a transcript entry, normalized as scenario transcripts are plus `WIRE_NORMALIZATIONS`,
 and the two transcripts are compared per variant.
 
+A Metadata request that may auto-create topics (v0-v3 always may, v4+ when it says so) is
+followed by a wait until both brokers agree which of its topics exist: Kafka answers the
+request that creates a topic UNKNOWN_TOPIC_OR_PARTITION and creates it in the background
+(through its controller), kgroup at once; without the wait the next example would see the
+topic on kgroup and not yet on Kafka.
+
 `run_wire_checks(pair)` goes over every (API, version) either broker advertises: both serve
 it → compared; only Kafka serves it → listed with the reason (`NOT_SERVED`, `VERSION_GAPS`);
 no schema → "not comparable yet". `probe_unserved` asks both brokers for a version neither
@@ -50,6 +56,10 @@ EXAMPLES = 4
 ANSWER_TIMEOUT = 8.0
 # An example an explained divergence compares apart (one Kafka may never answer) waits less.
 APART_TIMEOUT = 2.0
+METADATA = 3
+# How long an auto-created topic may take to show on both brokers (Kafka's comes through its
+# controller: tens of milliseconds, seconds under load).
+SETTLE_TIMEOUT = 15.0
 API_VERSIONS = 18
 CLOSED = "CLOSED"
 NO_ANSWER = "NO ANSWER"
@@ -316,6 +326,33 @@ async def _both(kafka: str, kgroup: str, payload: bytes, api_key: int, version: 
     return kafka_answer, kgroup_answer
 
 
+async def _auto_created_settled(kafka: str, kgroup: str, request: Any) -> None:
+    """Wait until both brokers agree which topics of a Metadata `request` that may
+    auto-create them exist (see the module); a lasting difference is left to the comparison."""
+    topics = getattr(request, "topics", None)
+    if not topics or not getattr(request, "allow_auto_topic_creation", True):
+        return
+    from kgroup.conformance.messages import request as make_request  # noqa: PLC0415
+
+    names = sorted({t.name for t in topics if getattr(t, "name", None)})
+    if not names:
+        return
+    payload = _payload(make_request("Metadata", 12, topics=[{"name": n} for n in names],
+                                    allow_auto_topic_creation=False))
+
+    def existing(answer: Any) -> set[str] | None:
+        if not hasattr(answer, "topics"):
+            return None
+        return {t.name for t in answer.topics if int(t.error_code) == 0}
+
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    while True:
+        a, b = await _both(kafka, kgroup, payload, METADATA, 12)
+        if existing(a) == existing(b) or time.monotonic() > deadline:
+            return
+        await asyncio.sleep(0.05)
+
+
 def _variants(payload: bytes, flexible: bool, first: bool) -> dict[str, bytes]:
     out = {VARIANTS[0]: payload}
     if first:
@@ -433,6 +470,8 @@ def check_version(kafka: str, kgroup: str, api_key: int, version: int, run: str 
             wait = APART_TIMEOUT if any(e.requests is not None and e.requests(request)
                                         for e in explained(api_key, version)) else ANSWER_TIMEOUT
             kafka_answer, kgroup_answer = asyncio.run(_both(kafka, kgroup, data, api_key, version, wait))
+            if api_key == METADATA:
+                asyncio.run(_auto_created_settled(kafka, kgroup, request))
             answers.append((variant, f"example {sent} ({variant}): {_short(request)}", kafka_answer,
                             kgroup_answer, request))
 
