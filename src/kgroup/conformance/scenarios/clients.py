@@ -58,11 +58,11 @@ async def two_consumers(t: Target, kind: str, **options: Any) -> None:
     b = None
     try:
         await _settled(raw, group, consumer_protocol, 1, [a])
-        await observe.until(lambda: _read_own([a]), "a has read its partitions", 60)
+        await _each_reads_its_own([a], "a has read its partitions")
         await asyncio.sleep(STEADY_S)
         b = GroupConsumer(kind, t.address, group, topic, t.client_id("b"), **options).start()
         await _settled(raw, group, consumer_protocol, 2, [a, b])
-        await observe.until(lambda: _read_own([a, b]), "each has read its partitions", 60)
+        await _each_reads_its_own([a, b], "each has read its partitions")
         await asyncio.sleep(STEADY_S)
         for c in (a, b):
             c.stop_polling()
@@ -90,6 +90,17 @@ async def two_consumers(t: Target, kind: str, **options: Any) -> None:
                     pass
     t.add("records read", sorted({v for c in (a, b) for v in c.values()}))
     t.add("partitions each held at the end", sorted(len(c.assigned) for c in (a, b)))
+
+
+async def _each_reads_its_own(consumers: list[GroupConsumer], what: str) -> None:
+    """Wait until each consumer has read every record of the partitions it holds; a timeout
+    says what each held and read."""
+    try:
+        await observe.until(lambda: _read_own(consumers), what, 60)
+    except AssertionError as exc:
+        state = "; ".join(f"{c.client_id}: holds {sorted(c.assigned)}, read {sorted({(p, o) for p, o, _ in c.records})}"
+                          for c in consumers)
+        raise AssertionError(f"{exc} ({state})") from None
 
 
 async def _read_own(consumers: list[GroupConsumer]) -> bool:
