@@ -11,7 +11,7 @@ SPARK_STAMP := $(VENV)/.installed-spark
 NODE := $(shell command -v node 2>/dev/null)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: run test bench clean chromium tmux kcat spark reference schema
+.PHONY: run test bench clean chromium tmux java-clients kcat spark reference schema
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
@@ -75,12 +75,24 @@ reference: $(REF_STAMP)
 schema: $(REF_STAMP) $(RUN_STAMP)
 	$(BIN)/python tools/kiogen.py
 
+# The Java programs the tests drive (tests/java: Kafka Streams apps, Kafka's own streams
+# assignor as an oracle), compiled with javac against the reference's Kafka 4.4 jars, once
+# (a stamp), again only when a source changes; the tests call this target themselves too.
+JAVA_SRC := $(wildcard tests/java/*.java)
+JAVA_STAMP := build/java/.compiled
+$(JAVA_STAMP): $(JAVA_SRC) $(REF_STAMP)
+	rm -rf build/java && mkdir -p build/java
+	javac -nowarn -encoding UTF-8 -d build/java -cp 'reference/lib/*' $(JAVA_SRC)
+	touch $(JAVA_STAMP)
+
+java-clients: $(JAVA_STAMP)
+
 # KGROUP_REQUIRE_REFERENCE=1: a reference test fails rather than skips if Kafka cannot run.
-test: $(STAMP) reference chromium tmux kcat $(if $(NODE),$(NODE_STAMP))
+test: $(STAMP) reference java-clients chromium tmux kcat $(if $(NODE),$(NODE_STAMP))
 	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
 
 clean:
-	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis node_modules reference/lib
+	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis node_modules reference/lib build/java
