@@ -1,0 +1,47 @@
+"""Fixtures of the streams scenarios: the broker each scenario runs on (Apache Kafka 4.4, the
+session's `kafka_reference`; kgroup beside it once it serves streams groups), and one Streams
+JVM per module (instances of every scenario of the module run in it; a test that kill -9s an
+instance starts a JVM of its own for it)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Iterator
+
+import pytest
+
+from tests.interop.toolchain import build
+from tests.streams.app import StreamsJvm
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class Target:
+    """A broker a scenario runs on."""
+
+    kind: str                 # "kafka" (Apache Kafka 4.4) or "kgroup"
+    bootstrap: str
+    handle: object
+
+
+@pytest.fixture(scope="session")
+def streams_build():
+    return build("java")
+
+
+@pytest.fixture(scope="module")
+def jvm(streams_build, tmp_path_factory) -> Iterator[StreamsJvm]:
+    with StreamsJvm(streams_build, tmp_path_factory.mktemp("streams") / "jvm.log") as j:
+        yield j
+
+
+@pytest.fixture(params=["kafka"])
+def broker(request, kafka_reference) -> Target:
+    return Target("kafka", kafka_reference.bootstrap, kafka_reference)
+
+
+@pytest.fixture
+def name() -> str:
+    return uuid.uuid4().hex[:8]
