@@ -11,7 +11,7 @@ SPARK_STAMP := $(VENV)/.installed-spark
 NODE := $(shell command -v node 2>/dev/null)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: run test bench clean chromium tmux java-clients kcat spark reference schema
+.PHONY: run test bench clean chromium tmux java-clients kcat spark reference schema stress stress-ng explore
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
@@ -53,6 +53,10 @@ tmux:
 kcat:
 	@command -v kcat >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat; }
 
+# stress-ng: the load beside `make stress` (Debian's package), installed once like tmux.
+stress-ng:
+	@command -v stress-ng >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q stress-ng; }
+
 # The Node clients (kafkajs, @platformatic/kafka) the Node tests drive, pinned in
 # package-lock.json; only where Node is installed.
 $(NODE_STAMP): package.json package-lock.json
@@ -88,11 +92,27 @@ $(JAVA_STAMP): $(JAVA_SRC) $(REF_STAMP)
 java-clients: $(JAVA_STAMP)
 
 # KGROUP_REQUIRE_REFERENCE=1: a reference test fails rather than skips if Kafka cannot run.
+# --hypothesis-profile=ci: the properties run derandomized (tests/plugins/hypothesis_profiles.py).
 test: $(STAMP) reference java-clients chromium tmux kcat $(if $(NODE),$(NODE_STAMP))
-	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q
+	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q --hypothesis-profile=ci
+
+# `make stress`: the flake hunt (tests/stress.py). PASSES runs of STRESS_TESTS in random
+# order with stress-ng keeping STRESS_LOAD cores busy; lists each test that failed at least
+# once. E.g. `make stress PASSES=5 STRESS_TESTS="tests/integration/test_membership.py -k static"`.
+PASSES ?= 3
+STRESS_TESTS ?= tests/integration
+STRESS_LOAD ?= 2
+stress: $(STAMP) reference chromium tmux kcat stress-ng $(if $(NODE),$(NODE_STAMP))
+	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m tests.stress --passes $(PASSES) --load $(STRESS_LOAD) $(STRESS_TESTS)
+
+# `make explore`: every hypothesis property with fresh randomness and ten times the examples
+# (the `explore` profile), for whoever changes the core. EXPLORE_TESTS narrows it.
+EXPLORE_TESTS ?= tests/unit tests/lab
+explore: $(STAMP)
+	$(BIN)/python -m pytest -q -m hypothesis --hypothesis-profile=explore --timeout=3600 $(EXPLORE_TESTS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
 
 clean:
-	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis node_modules reference/lib build/java
+	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis .stress node_modules reference/lib build/java

@@ -21,6 +21,11 @@ class OrdersApp(threading.Thread):
             "bootstrap.servers": bootstrap, "group.id": group, "client.id": "orders-app",
             "auto.offset.reset": "earliest", "enable.auto.commit": False,
             "heartbeat.interval.ms": 500, "session.timeout.ms": 10_000,
+            # Above the fetch long-poll (fetch.wait.max.ms, 500 ms): after NOT_COORDINATOR on a
+            # commit, librdkafka (2.x) asks where the coordinator is on the connection its fetch
+            # waits on, and a commit retry due before the answer fails on the reconnection and
+            # loses the coordinator again, in a loop that can outlast the session.
+            "retry.backoff.ms": 1000,
         })
         self.topic = topic
         self.orders: dict[bytes, bytes] = {}     # key -> order: the app's "database"

@@ -20,7 +20,7 @@ def produce(bootstrap: str, first: int, count: int) -> None:
     assert producer.flush(10) == 0
 
 
-def eventually(condition, timeout: float = 30.0) -> None:
+def eventually(condition, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out"
@@ -83,7 +83,7 @@ def test_a_real_coordinator_move_and_a_dead_node_cost_no_order(kgroup_cluster):
         # Now the coordinator dies (kill -9): another node loads the group, the app finds it.
         kgroup_cluster.kill_node(target)
         produce(kgroup_cluster.bootstrap, 100, 50)
-        eventually(lambda: len(app.orders) == 150, timeout=60)
+        eventually(lambda: len(app.orders) == 150, timeout=90)
         after = kgroup_cluster.wait_for_group("orders-app", state="Stable", members=1)
         assert after["generation"] == before["generation"] and after["coordinator"] != target
     finally:

@@ -1,25 +1,24 @@
-"""A real `kgroup serve` process on a free loopback port, for integration tests."""
+"""A real `kgroup serve` process on a free loopback port, for integration tests: a
+`ChildProcess` (kgroup.testing.process), so it is reaped and its output is attached to a
+failing test's report."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from kgroup.testing.ports import free_port
+from kgroup.testing.process import ChildProcess
+from tests.integration.waits import wait_for
+
+__all__ = ["KGROUP", "BrokerProcess", "free_port"]
 
 KGROUP = str(Path(sys.executable).with_name("kgroup"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class BrokerProcess:
+class BrokerProcess(ChildProcess):
     """Starts, stops, kills and restarts one broker with one data dir (or one node of a
     cluster: `node_id` and `cluster`, the `--cluster` list, with its own `port` and `name`)."""
 
@@ -29,11 +28,12 @@ class BrokerProcess:
                  listen: bool = True) -> None:
         """`tables`: more TOML after [group] ([[listeners]], [auth]); `listen=False` passes no
         --listen (only the [[listeners]] of `tables`), `port` is then the one to wait for."""
+        name = name or data_dir.name
+        super().__init__(name=f"kgroup serve {name}", log_path=data_dir.parent / f"{name}.log")
         self.data_dir = data_dir
         self.port = port or free_port()
         self.listen = listen
         self.node_id, self.cluster = node_id, cluster
-        name = name or data_dir.name
         self.config_path = data_dir.parent / f"{name}.toml"
         lines = [f"{k} = {_toml(v)}" for k, v in (extra or {}).items()]
         # A short initial delay, as a real deployment has (3 s default): kafka-python leaders
@@ -46,75 +46,54 @@ class BrokerProcess:
             lines += [f"{k} = {_toml(v)}" for k, v in transactions.items()]
         lines.append(tables)
         self.config_path.write_text("\n".join(lines) + "\n")
-        self.proc: subprocess.Popen | None = None
-        self.log_path = data_dir.parent / f"{name}.log"
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def launch(self) -> int:
-        """Start the process; returns how many "coordinator loaded" lines its log had."""
-        loaded_before = self.log().count("coordinator loaded")
-        self._log = open(self.log_path, "ab")
+    def command(self) -> list[str]:
         listen = ["--listen", self.bootstrap] if self.listen else []
         command = [KGROUP, "serve", *listen, "--data-dir", str(self.data_dir), "--config", str(self.config_path)]
         if self.cluster is not None:
             command += ["--node-id", str(self.node_id), "--cluster", self.cluster]
-        self.proc = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+        return command
+
+    def launch(self) -> int:
+        """Start the process; returns how many "coordinator loaded" lines its log had."""
+        loaded_before = self.log().count("coordinator loaded")
+        super().launch()
         return loaded_before
 
-    def start(self, timeout: float = 30.0) -> "BrokerProcess":
+    def start(self, timeout: float = 60.0) -> "BrokerProcess":
         return self.wait_ready(self.launch(), timeout)
 
-    def wait_ready(self, loaded_before: int, timeout: float = 30.0) -> "BrokerProcess":
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+    def wait_ready(self, loaded_before: int, timeout: float = 60.0) -> "BrokerProcess":
+        def loaded() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"kgroup serve exited with {self.proc.returncode}:\n{self.log()}")
-            if self.log().count("coordinator loaded") > loaded_before:
-                # Listening and every coordinator shard loaded: groups can be used.
-                with socket.create_connection(("127.0.0.1", self.port), timeout=5):
-                    return self
-            time.sleep(0.05)
-        raise RuntimeError(f"kgroup serve did not listen and load within {timeout}s:\n{self.log()}")
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+            return self.log().count("coordinator loaded") > loaded_before
+        # Listening and every coordinator shard loaded: groups can be used.
+        wait_for(loaded, timeout, 0.05, what=f"{self.name} to listen and load")
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5):
+            return self
 
     def stop(self, timeout: float = 15.0) -> int:
-        """SIGTERM and wait; returns the exit status."""
+        """SIGTERM and wait (SIGKILL after `timeout`); returns the exit status."""
         assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-        return self.proc.returncode
+        return super().stop(timeout)
 
     def kill9(self) -> None:
         assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        self._log.close()
+        self.kill()
 
-    def pause(self) -> None:
-        """SIGSTOP: the process keeps its locks and sockets but does nothing."""
-        os.kill(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        os.kill(self.proc.pid, signal.SIGCONT)
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+    def pause(self) -> None:  # type: ignore[override]
+        """SIGSTOP: the process keeps its locks and sockets but does nothing (until `resume`)."""
+        self.signal(signal.SIGSTOP)
+        self.paused_until = float("inf")
 
     def finish(self) -> None:
-        """End of a fixture: print the log's tail (pytest shows it when the test failed),
-        stop the broker and check it exited cleanly without a traceback."""
-        print("---- broker log (tail) ----\n" + "\n".join(self.log().splitlines()[-80:]))
+        """End of a fixture: stop the broker and check it exited cleanly without a traceback
+        (a failing test's report shows its log, through ChildProcess)."""
         if self.alive():
             status = self.stop()
             assert status == 0, f"broker exited with {status}:\n{self.log()}"

@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from tests.integration.waits import until
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -110,14 +111,7 @@ class Browser:
 
     def wait(self, expression: str, what: str, timeout: float = 30.0) -> Any:
         """Poll `expression` until it is truthy; return its value."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = self.js(expression)
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what} ({expression})")
-            time.sleep(0.1)
+        return until(lambda: self.js(expression), timeout, 0.1, f"{what} ({expression})")
 
     def screenshot(self, path: Path) -> Path:
         data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]

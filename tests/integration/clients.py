@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from tests.integration.kafka_python_pending_join import count_pending_join_as_rejoin
+from tests.integration.waits import wait_for  # noqa: F401 (the tests import it from here too)
 
 SESSION_MS = 6_000
 
@@ -228,14 +229,6 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
     futures[topic].result(10)
-
-
-def wait_for(condition, timeout: float = 60.0, interval: float = 0.1, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:

@@ -10,6 +10,7 @@ import threading
 import time
 from collections import defaultdict
 from pathlib import Path
+from tests.integration.waits import pace
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -117,7 +118,7 @@ class AckedProducer(threading.Thread):
             producer.produce(self.topic, value=b"v-%d" % i, partition=i % self.partitions, on_delivery=delivered)
             i += 1
             producer.poll(0)
-            time.sleep(self.interval)
+            pace(self.interval)
         assert producer.flush(60) == 0
 
     def stop(self) -> None:

@@ -20,6 +20,7 @@ def main() -> None:
 
     bootstrap, group, topic = sys.argv[1:4]
     instance = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] != "-" else None
+    session_ms = int(sys.argv[5]) if len(sys.argv) > 5 else 6000
 
     def say(**event) -> None:
         print(json.dumps(event), flush=True)
@@ -47,7 +48,7 @@ def main() -> None:
     logging.getLogger("kafka").setLevel(logging.ERROR)
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, group_instance_id=instance,
-                             session_timeout_ms=6000, heartbeat_interval_ms=1000,
+                             session_timeout_ms=session_ms, heartbeat_interval_ms=1000,
                              auto_offset_reset="earliest", enable_auto_commit=False,
                              client_id=instance or "proc")
     count_pending_join_as_rejoin(consumer)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from tests.integration.waits import pace
 
 
 def main() -> int:
@@ -54,7 +55,7 @@ def main() -> int:
             # The outputs are in the log while the transaction stays open a little (the work
             # an application does between its sends), so kills land there too.
             producer.flush(30)
-            time.sleep(0.05)
+            pace(0.05)
             positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
             producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
             producer.commit_transaction(30)

@@ -24,6 +24,7 @@ import signal
 import sys
 import threading
 import time
+from tests.integration.waits import pace
 
 # Longer than a coordinator stopped for 15 s: a member's requests to a stopped node hang
 # (no error tells the client to look elsewhere) until the node answers again, so that is
@@ -284,7 +285,7 @@ def main() -> None:
     threading.Thread(target=watch_stdin, daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_: member.stop.set())
     parent = os.getppid()
-    threading.Thread(target=lambda: [time.sleep(1) for _ in iter(lambda: os.getppid() == parent, False)]
+    threading.Thread(target=lambda: [pace(1) for _ in iter(lambda: os.getppid() == parent, False)]
                      or member.stop.set(), daemon=True).start()
     try:
         member.run()

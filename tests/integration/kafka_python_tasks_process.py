@@ -22,6 +22,7 @@ import signal
 import struct
 import sys
 import time
+from tests.integration.waits import pace
 
 PROTOCOL_TYPE = "kgroup-tasks"
 PROTOCOL = "sticky"
@@ -131,7 +132,7 @@ def main() -> None:
     while not stopping and os.getppid() == parent and time.monotonic() < deadline:
         coordinator.ensure_active_group(timeout_ms=200)
         coordinator.poll_heartbeat()
-        time.sleep(0.05)
+        pace(0.05)
     if coordinator.tasks:
         say(event="revoked", t=time.monotonic(), member=coordinator._generation.member_id,
             generation=coordinator._generation.generation_id, tasks=sorted(coordinator.tasks))

@@ -39,6 +39,7 @@ from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64, i64Ti
 from kgroup.wire.codec import decode_response, encode_request, request_class
 from kgroup.wire.record_batch import build_batch
 from kgroup.wire.versions import PRODUCE, SUPPORTED_APIS, api_ranges
+from tests.integration.waits import until
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 SECTION = "## Requests for resources that do not exist"
@@ -280,30 +281,30 @@ TRANSIENT = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_I
 def warm_up(host: str, port: int) -> None:
     """FindCoordinator for a group and for a transactional id until both are answered: Kafka
     creates its group and transaction topics when first asked."""
-    import time
-
     cls = request_class(10, 3)
     for key_type in (0, 1):
-        for _ in range(120):
-            if ask(host, port, 10, 3, cls(key=f"warm-up-{key_type}", key_type=i8(key_type))) == "error_code=NONE":
-                break
-            time.sleep(0.5)
+        until(lambda: ask(host, port, 10, 3, cls(key=f"warm-up-{key_type}", key_type=i8(key_type)))
+              == "error_code=NONE", timeout=60, interval=0.5, what=f"FindCoordinator key type {key_type}")
 
 
 def answers(bootstrap: str, versions: dict[int, int]) -> dict[int, str]:
     """api key -> the answer's codes, for the missing-resource request at that version."""
-    import time
-
     host, port = bootstrap.rsplit(":", 1)
     warm_up(host, int(port))
     out = {}
     for api_key, version in sorted(versions.items()):
         request = missing_request(api_key, version, Names.for_api(api_key))
-        for _ in range(120):
+
+        def settled() -> bool:
+            # A transient code (a coordinator still loading) is asked again; the last answer
+            # stays in `out` either way, so a code that never settles is what the table sees.
             out[api_key] = ask(host, int(port), api_key, version, request)
-            if not any(code in out[api_key] for code in TRANSIENT):
-                break
-            time.sleep(0.5)
+            return not any(code in out[api_key] for code in TRANSIENT)
+
+        try:
+            until(settled, timeout=60, interval=0.5, what=f"a settled answer to API {api_key}")
+        except AssertionError:
+            pass
     return out
 
 

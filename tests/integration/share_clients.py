@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
 
 from kgroup.client.cluster import Cluster, request_fields
+from kgroup.testing.process import ChildProcess
 from kgroup.wire.versions import SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT
 from tests.integration.clients import create_topic, wait_for
+from tests.integration.waits import hold
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,22 +28,23 @@ LOCK_S = SHARE_SETTINGS["share_record_lock_duration_ms"] / 1000
 
 
 class ShareProc:
-    """One share consumer process (tests/integration/share_consumer_process.py)."""
+    """One share consumer process (tests/integration/share_consumer_process.py), through the
+    one process helper: its stderr (a traceback, librdkafka's complaints) is in its log and
+    on a failing test's report."""
 
     def __init__(self, client: str, bootstrap: str, group: str, topic: str, mode: str = "implicit",
                  policy: str = "accept") -> None:
-        self.proc = subprocess.Popen(
+        self.child = ChildProcess(
             [sys.executable, "-m", "tests.integration.share_consumer_process", client, bootstrap, group, topic,
-             mode, policy],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+             mode, policy], name=f"share consumer {client} {mode} {policy}", cwd=REPO, stdout_pipe=True).start()
+        self.proc = self.child.proc
         self.events: list[dict] = []
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        for line in self.child.lines():
             try:
                 event = json.loads(line)
             except ValueError:
@@ -66,25 +65,19 @@ class ShareProc:
     def done(self, kind: str = "accept") -> set[tuple[int, int]]:
         return {(e["p"], o) for e in self.of("done") if e["type"] == kind for o in e["offsets"]}
 
-    def wait_ready(self, timeout: float = 30) -> "ShareProc":
+    def wait_ready(self, timeout: float = 60) -> "ShareProc":
         wait_for(lambda: self.of("ready"), timeout, what="the share consumer to subscribe")
         return self
 
     def signal(self, sig: int) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, sig)
+        self.child.signal(sig)
 
     def stop(self, timeout: float = 30) -> None:
         """SIGTERM: the consumer closes cleanly (implicit acknowledgements are sent)."""
-        self.signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        self.child.stop(timeout)
 
     def kill(self) -> None:
-        self.signal(signal.SIGKILL)
-        self.proc.wait()
+        self.child.kill()
 
 
 def delivered_once(procs: list[ShareProc]) -> Counter:
@@ -234,4 +227,4 @@ def produce(bootstrap: str, topic: str, count: int, partitions: int) -> None:
 
 def settle(seconds: float) -> None:
     """Let time pass for a lock or a poll loop (the scenarios are about time)."""
-    time.sleep(seconds)
+    hold(seconds, "a record lock or a poll loop runs its course")

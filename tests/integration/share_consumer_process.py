@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 import time
+from tests.integration.waits import pace
 
 STOP = False
 
@@ -59,7 +60,7 @@ def run_confluent(bootstrap: str, group: str, topic: str, mode: str, policy: str
     try:
         while not STOP and os.getppid() == parent and time.monotonic() < deadline:
             if held:
-                time.sleep(0.1)
+                pace(0.1)
                 continue
             msgs = consumer.poll(0.5)
             decided: dict[tuple[int, str], list[int]] = {}

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
 from tests.integration.clients import (
     ConsumerThread, caught_up, create_topic, end_offsets, produce_keyed, wait_for,
 )
+from tests.integration.waits import hold
 
 pytestmark = pytest.mark.integration
 CLIENTS = ["kafka-python", "aiokafka", "confluent-kafka"]
@@ -41,7 +41,7 @@ def test_group_of_three_consumes_everything_once_and_commits(broker, kind):
     fresh = ConsumerThread(kind, broker.bootstrap, "g", "orders", f"{kind}-fresh")
     fresh.start()
     wait_for(lambda: len(fresh.tally.assigned) == 6, timeout=60, what="fresh consumer assignment")
-    time.sleep(2)
+    hold(2, "an old record would reach the fresh member by now")
     fresh.stop(commit=False)
     assert fresh.tally.error is None, fresh.tally.error
     assert fresh.tally.consumed == []

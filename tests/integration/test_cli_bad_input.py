@@ -11,13 +11,13 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.integration.broker_process import BrokerProcess, free_port
 from tests.integration.clients import create_topic
+from tests.integration.waits import wait_for
 
 pytestmark = pytest.mark.integration
 KGROUP = str(Path(sys.executable).with_name("kgroup"))
@@ -121,9 +121,7 @@ def test_http_and_tls_clients_are_logged_as_not_kafka(broker):
     with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as s:
         with pytest.raises((ssl.SSLError, OSError)):
             ctx.wrap_socket(s).do_handshake()
-    deadline = time.monotonic() + 10
-    while broker.log().count("not a Kafka client") < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: broker.log().count("not a Kafka client") >= 2, 30, 0.05, what="both strangers in the log")
     log = broker.log()
     assert "not a Kafka client (an HTTP request (GET /metrics HTTP/1.1))" in log
     assert "not a Kafka client (a TLS handshake" in log
@@ -143,24 +141,27 @@ def _ctrl_c_as_in_a_terminal() -> None:
 
 def interrupt(argv: list[str], ready, stdin=subprocess.DEVNULL, timeout: float = 60) -> tuple[int, str]:
     """Start ``kgroup argv`` as a terminal would (its own process group), wait until
-    ``ready(stderr so far, stdout so far)``, press Ctrl-C (SIGINT to the whole group)."""
+    ``ready(stderr so far, stdout so far, pid)``, press Ctrl-C (SIGINT to the whole group)."""
     proc = subprocess.Popen([KGROUP, *argv], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, preexec_fn=_ctrl_c_as_in_a_terminal)
     out, err = bytearray(), bytearray()
     os.set_blocking(proc.stdout.fileno(), False)
     os.set_blocking(proc.stderr.fileno(), False)
-    deadline = time.monotonic() + timeout
+
+    def is_ready() -> bool:
+        assert proc.poll() is None, f"exited early: {err.decode()}"
+        for stream, buf in ((proc.stdout, out), (proc.stderr, err)):
+            chunk = stream.read()
+            if chunk:
+                buf += chunk
+        return ready(err.decode(errors="replace"), out.decode(errors="replace"), proc.pid)
     try:
-        while not ready(err.decode(errors="replace"), out.decode(errors="replace")):
-            assert proc.poll() is None, f"exited early: {err.decode()}"
-            assert time.monotonic() < deadline, f"never ready: {err.decode()}"
-            for stream, buf in ((proc.stdout, out), (proc.stderr, err)):
-                chunk = stream.read()
-                if chunk:
-                    buf += chunk
-            time.sleep(0.05)
+        try:
+            wait_for(is_ready, timeout, 0.05, what=f"kgroup {argv[0]} to be ready")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {err.decode()}") from None
         os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=60)
+        proc.wait(timeout=180)          # a Spark job winds down slowly on a loaded machine
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -170,20 +171,35 @@ def interrupt(argv: list[str], ready, stdin=subprocess.DEVNULL, timeout: float =
     return proc.returncode, err.decode(errors="replace")
 
 
-def settled(seconds: float):
-    started = time.monotonic()
-    return lambda err, out: time.monotonic() - started > seconds
+def connected_to(port: int):
+    """Ready once the process has a TCP connection open to 127.0.0.1:`port` (its sockets'
+    inodes in /proc/PID/fd matched against /proc/net/tcp): past its imports, inside
+    kgroup's own Ctrl-C handling. A fixed delay was not enough: on a loaded machine Python
+    can take longer than that to start, and an early Ctrl-C hits the interpreter instead."""
+    def ready(err: str, out: str, pid: int) -> bool:
+        try:
+            inodes = {link[8:-1] for fd in os.listdir(f"/proc/{pid}/fd")
+                      if (link := os.readlink(f"/proc/{pid}/fd/{fd}")).startswith("socket:[")}
+        except OSError:
+            return False
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[9] in inodes and fields[3] == "01" and int(fields[2].split(":")[1], 16) == port:
+                return True
+        return False
+    return ready
 
 
 def test_ctrl_c_on_consume_and_produce_is_one_line_and_130(broker):
     subprocess.run([KGROUP, "produce", "t-bad", "--partition", "0", "--bootstrap-server", broker.bootstrap],
                    input="first\n", capture_output=True, text=True, timeout=60, check=True)
     status, err = interrupt(["consume", "t-bad", "--group", "g-int", "--from-beginning", "--bootstrap-server",
-                             broker.bootstrap], lambda err, out: "first" in out)
+                             broker.bootstrap], lambda err, out, pid: "first" in out)
     assert (status, err) == (130, "kgroup: interrupted\n")
     read, write = os.pipe()                                    # stdin stays open: produce waits on it
     try:
-        status, err = interrupt(["produce", "t-bad", "--bootstrap-server", broker.bootstrap], settled(2), stdin=read)
+        status, err = interrupt(["produce", "t-bad", "--bootstrap-server", broker.bootstrap],
+                                connected_to(broker.port), stdin=read)
     finally:
         os.close(write)
         os.close(read)
@@ -193,7 +209,7 @@ def test_ctrl_c_on_consume_and_produce_is_one_line_and_130(broker):
 def test_ctrl_c_on_serve_stops_it_cleanly_with_130(tmp_path):
     port = free_port()
     status, err = interrupt(["serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "d")],
-                            lambda err, out: "coordinator loaded" in err)
+                            lambda err, out, pid: "coordinator loaded" in err)
     assert status == 130 and "stopped cleanly" in err and "Traceback" not in err
 
 
@@ -203,7 +219,7 @@ def test_ctrl_c_on_lab_sweep_cancels_spark_quietly(tmp_path):
     pytest.importorskip("pyspark")
     status, err = interrupt(["lab", "sweep", str(EXAMPLES / "rolling-bounce-sweep.yaml"), "--out",
                              str(tmp_path / "out"), "--master", "local[1]"],
-                            lambda err, out: "groups simulated" in err, timeout=180)
+                            lambda err, out, pid: "groups simulated" in err, timeout=180)
     assert status == 130, err
     assert err.rstrip().endswith("kgroup: interrupted")
     assert "Traceback" not in err and "ERROR" not in err and "Exception" not in err

@@ -18,7 +18,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,9 @@ from kgroup.cli.main import main  # noqa: E402
 from kgroup.client.admin import EARLIEST, LATEST, AdminClient  # noqa: E402
 from kgroup.client.connection import Connection  # noqa: E402
 from kgroup.client.errors import KafkaConnectionError, UnsupportedApi  # noqa: E402
+from kgroup.testing.ports import free_port  # noqa: E402
+from kgroup.testing.process import ChildProcess  # noqa: E402
+from tests.integration.waits import wait_for  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -223,32 +225,22 @@ def test_closed_port_gives_one_line_error_from_the_real_script() -> None:
 @pytest.fixture(scope="module")
 def kgroup_broker(tmp_path_factory):
     pytest.importorskip("kgroup.broker.server")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     data = tmp_path_factory.mktemp("kgroup-data")
-    proc = subprocess.Popen(
-        [str(KGROUP), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data),
-         "--log-level", "WARNING"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    for _ in range(100):
+    proc = ChildProcess([str(KGROUP), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data),
+                         "--log-level", "WARNING"], name="kgroup serve (mock-cluster tests)").start()
+
+    def listening() -> bool:
+        if not proc.alive():
+            pytest.fail(f"kgroup serve exited: {proc.log_tail(10)}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
+            return True
         except OSError:
-            if proc.poll() is not None:
-                pytest.fail(f"kgroup serve exited: {proc.stderr.read().decode()[-300:]}")
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("kgroup serve did not start listening")
+            return False
+    wait_for(listening, 60, what="kgroup serve to listen")
     yield f"127.0.0.1:{port}"
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    proc.stop(10)
 
 
 def test_topic_and_group_admin_against_kgroup_serve(kgroup_broker, capsys, monkeypatch) -> None:

@@ -26,6 +26,7 @@ from tests.integration.clients import create_topic, wait_for
 from tests.integration.cluster_process import ClusterProcess, coordinator_of
 from tests.integration.cluster_workload import AckedProducer, MemberProcess, missing_acknowledged, read_topic
 from tests.integration.test_cluster_failover import _committed
+from tests.integration.waits import pace
 
 pytestmark = pytest.mark.integration
 
@@ -96,7 +97,7 @@ class LeaderSampler(threading.Thread):
                         if leader == node.node_id and before[p] != leader and after[p] != leader:
                             self.double.append((p, leader, after[p]))
                     self.answers += leaders is not None
-                time.sleep(0.05)
+                pace(0.05)
         finally:
             table.close()
 
@@ -157,9 +158,9 @@ def test_twenty_random_kill_9_restart_cycles_lose_nothing_and_never_double_own(t
             victim = cluster.nodes[rng.randrange(3)]
             if victim.alive():
                 victim.kill9()
-            time.sleep(rng.uniform(0.3, 2.0))
+            pace(rng.uniform(0.3, 2.0))
             victim.start()
-            time.sleep(rng.uniform(0.2, 2.5))
+            pace(rng.uniform(0.2, 2.5))
         wait_for(lambda: _converged(cluster, GROUPS), 60, what="the cluster settling after the last cycle")
         settled = time.time()
         for m in members:

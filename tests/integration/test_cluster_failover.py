@@ -25,6 +25,7 @@ from tests.integration.clients import create_topic, wait_for
 from tests.integration.cluster_process import ClusterProcess, coordinator_of, group_coordinated_by, metadata
 from tests.integration.cluster_workload import AckedProducer, MemberProcess, missing_acknowledged, read_topic
 from tests.integration.test_group_events import read_events
+from tests.integration.waits import hold
 
 pytestmark = pytest.mark.integration
 
@@ -180,7 +181,7 @@ def test_a_paused_coordinator_loses_its_groups_and_answers_nothing_for_them(clus
         wait_for(lambda: all(coordinator_of(others, m.group) != VICTIM for m in members),
                  NODE_TIMEOUT_MS / 1000 + RECOVERY_S, what="the groups moving to another node")
         print(f"groups moved after {time.time() - paused_at:.1f} s")
-        time.sleep(max(0.0, paused_at + 15 - time.time()))
+        hold(max(0.0, paused_at + 15 - time.time()), "the node stays stopped 15 s, past its clients' timeouts")
     finally:
         victim.resume()
     resumed_at = time.time()

@@ -4,7 +4,6 @@ node that takes the group and the partition over, and again after the hand-back.
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -12,6 +11,7 @@ from kgroup.storage.group_hash import partition_for_group
 from tests.integration.clients import create_topic, wait_for
 from tests.integration.cluster_process import METADATA_PARTITIONS, ClusterProcess, coordinator_of
 from tests.integration.share_clients import SHARE_SETTINGS, ShareProc, delivered_after_accept, produce
+from tests.integration.waits import hold
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def test_kip932_share_consumer_keeps_consuming_after_kill9_of_its_coordinator_no
         produce(cluster.bootstrap, "jobs", BATCH, 1)
         everything = {(0, o) for o in range(3 * BATCH)}
         wait_for(lambda: proc.done() >= everything, 120, what="every record accepted after the hand-back")
-        time.sleep(1.0)
+        hold(1.0, "a redelivery of an accepted record would show by now")
     finally:
         if proc is not None:
             proc.stop()

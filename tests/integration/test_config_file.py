@@ -12,13 +12,13 @@ import json
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.broker_process import KGROUP, free_port
+from tests.integration.waits import until
 
 pytestmark = pytest.mark.integration
 
@@ -29,15 +29,15 @@ def serve(cwd: Path, log: Path, *flags: str) -> subprocess.Popen:
 
 
 def wait_listening(proc: subprocess.Popen, port: int, log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         assert proc.poll() is None, log.read_text()
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
+                return True
         except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"kgroup serve did not listen:\n{log.read_text()}")
+            return False
+
+    until(listening, timeout=60, interval=0.05, what=f"kgroup serve listening on {port}")
 
 
 def stop(proc: subprocess.Popen) -> int:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import create_topic, produce_keyed, wait_for
+from tests.integration.waits import hold, pace
 
 pytestmark = pytest.mark.integration
 
@@ -266,7 +267,7 @@ def test_kill_9_of_the_broker_keeps_assignments_and_commits(cbroker):
             producer.produce("t", key=str(len(produced)).encode(), value=b"during")
             produced.append(1)
             producer.poll(0)
-            time.sleep(0.01)
+            pace(0.01)
         assert producer.flush(60) == 0
 
     feeder = threading.Thread(target=produce, daemon=True)
@@ -274,7 +275,7 @@ def test_kill_9_of_the_broker_keeps_assignments_and_commits(cbroker):
     wait_for(lambda: sum(len(m.consumed) for m in members) >= 450, what="committing under load")
     cbroker.kill9()
     cbroker.start()
-    time.sleep(2)
+    hold(2, "records go on being produced into the restarted broker")
     stop_producing.set()
     feeder.join(90)
     total = 400 + len(produced)
@@ -400,7 +401,7 @@ def test_kip848_consumer_member_reusing_a_classic_static_instance_id_is_refused_
         newcomer.close()
     # Well past a session timeout (6 s) of heartbeats at 1 s: a torn-down group would have
     # made both members rejoin with new ids by now.
-    time.sleep(8)
+    hold(8, "past a session timeout: a torn-down group would have rejoined with new ids")
     assert described() == before
     assert [list(c.tally.events) for c in classic] == events_before
     assert describe_type(cbroker.bootstrap, "static-mix") == "classic"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from tests.integration.clients import ConsumerThread, create_topic, produce_keyed, wait_for
+from tests.integration.waits import hold
 
 pytestmark = pytest.mark.integration
 
@@ -83,6 +83,6 @@ def test_group_offsets_survive_kill_9_and_the_live_group_resumes(broker):
     second = ConsumerThread("kafka-python", broker.bootstrap, "resume", "orders", "second")
     second.start()
     wait_for(lambda: len(second.tally.consumed) >= 100, timeout=60, what="second member")
-    time.sleep(1)
+    hold(1, "a record beyond the new 100 would arrive by now")
     second.stop(commit=False)
     assert len(second.tally.consumed) == 100

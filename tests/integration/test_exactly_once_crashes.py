@@ -30,6 +30,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.waits import hold, pace
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +96,7 @@ def test_kip447_consume_transform_produce_survives_20_kill_9_of_its_processes(tm
                     p.produce("eos-in", f"record-{i}".encode(), partition=i % 4)
                     i += 1
                 p.poll(0)
-                time.sleep(0.1)
+                pace(0.1)
             assert p.flush(30) == 0
             fed.append(i)
 
@@ -109,9 +110,9 @@ def test_kip447_consume_transform_produce_survives_20_kill_9_of_its_processes(tm
         launch(0)
         launch(1)
         rng = random.Random(447)
-        time.sleep(3)                                   # both in the group, work under way
+        hold(3, "both in the group, work under way")
         for _ in range(KILLS):
-            time.sleep(rng.uniform(0.3, 1.5))
+            pace(rng.uniform(0.3, 1.5))
             slot = rng.randrange(2)
             procs[slot].kill()                          # SIGKILL, at whatever point it is
             procs[slot].wait()
@@ -128,7 +129,7 @@ def test_kip447_consume_transform_produce_survives_20_kill_9_of_its_processes(tm
             if all(tp.offset == ends[TopicPartition(tp.topic, tp.partition)] for tp in committed):
                 break
             assert all(proc.poll() in (None, 3) for proc in procs.values()), "an application crashed on its own"
-            time.sleep(0.5)
+            pace(0.5)
         verifier.close()
         assert {TopicPartition(tp.topic, tp.partition): tp.offset for tp in committed} == ends
         outputs = read_committed(bootstrap, "eos-out", 4)
@@ -162,15 +163,15 @@ def test_kip98_transactions_survive_20_kill_9_of_the_broker(tmp_path):
         workload = start("tests.integration.txn_workload_process", bootstrap, "wl-out", "wl-in", str(outcomes),
                          log=tmp_path / "workload.log")
         rng = random.Random(98)
-        time.sleep(2)
+        hold(2, "transactions under way")
         for _ in range(KILLS):
-            time.sleep(rng.uniform(0.3, 1.5))
+            pace(rng.uniform(0.3, 1.5))
             broker.kill9()
             broker.start()
-        time.sleep(2)                                   # transactions go on after the last restart
+        hold(2, "transactions go on after the last restart")
         workload.kill()                                 # mid-transaction, most likely: left open
         workload.wait()
-        time.sleep(5 + 2)                               # its transaction timeout (5 s), and a margin
+        hold(5 + 2, "its transaction timeout (5 s) runs out, and a margin")
 
         async def look():
             from kgroup.client import AdminClient as Ours

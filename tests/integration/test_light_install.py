@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.broker_process import free_port
+from tests.integration.waits import wait_for
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,9 +65,10 @@ def test_the_plain_install_serves_produces_and_consumes(light_venv, tmp_path):
                               stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60
-        while b"coordinator loaded" not in (tmp_path / "serve.log").read_bytes():
-            assert broker.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
-            time.sleep(0.1)
+        def loaded() -> bool:
+            assert broker.poll() is None, (tmp_path / "serve.log").read_text()
+            return b"coordinator loaded" in (tmp_path / "serve.log").read_bytes()
+        wait_for(loaded, max(1.0, deadline - time.monotonic()), what="the light install's broker to load")
         env = dict(os.environ, KGROUP_BOOTSTRAP=bootstrap)
         _run(kgroup, "topics", "create", "light", "--partitions", "2", env=env)
         _run(kgroup, "produce", "light", input="".join(f"m{i}\n" for i in range(10)), env=env)

@@ -28,6 +28,7 @@ import pytest
 
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.test_group_events import read_events
+from tests.integration.waits import until
 
 pytestmark = pytest.mark.integration
 
@@ -88,13 +89,7 @@ class Worker:
 
 
 def wait_until(check, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    return until(check, timeout, 0.05, what)
 
 
 def intervals(workers, start: str, ends: tuple[str, ...], keys=lambda e: [None]):

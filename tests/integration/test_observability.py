@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 import urllib.request
 
 import pytest
@@ -15,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kgroup.client.admin import AdminClient
 from tests.integration.broker_process import BrokerProcess, free_port
 from tests.integration.clients import ConsumerThread, create_topic, wait_for
+from tests.integration.waits import hold
 
 pytestmark = pytest.mark.integration
 
@@ -63,7 +63,7 @@ def test_a_group_lifecycle_logs_each_change_in_order_and_a_steady_group_nothing(
 
     # Steady: heartbeats every second for a few seconds, and not one INFO line from anyone.
     mark = len(log_lines(broker))
-    time.sleep(4)
+    hold(4, "heartbeats every second for a few seconds")
     steady = [line for line in log_lines(broker)[mark:] if line[0] != "DEBUG"]
     assert steady == []
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -19,6 +18,7 @@ from tests.integration.broker_process import KGROUP, free_port
 from tests.integration.clients import ConsumerThread, produce_keyed, wait_for
 from tests.integration.cluster_process import coordinator_of as find_coordinator
 from tests.integration.testbed_support import CONSUMER_PROTOCOL_FAST, LostTracker, armed, hits, names
+from tests.integration.waits import hold
 
 pytestmark = pytest.mark.integration
 
@@ -124,7 +124,7 @@ def test_move_coordinator_is_a_clean_hand_over_members_keep_generation_and_parti
         assert [m["member_epoch"] for m in cp_after["members"]] == [m["member_epoch"] for m in cp_before["members"]]
         assert rebalance_events(classic) == ["assigned"] and [kind for kind, _ in modern.events] == ["assigned"]
         # It stays where it was moved (no hand-back), and moves back the same way.
-        time.sleep(2)
+        hold(2, "a hand-back would have happened by now")
         assert cluster.coordinator_of(group) != before["coordinator"]
         cluster.move_coordinator(group, before["coordinator"])
         assert cluster.coordinator_of(group) == before["coordinator"]

@@ -22,6 +22,7 @@ from tests.integration.testbed_support import (
     names,
     wait_for_generation,
 )
+from tests.integration.waits import pace
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +119,7 @@ def test_a_two_second_fetch_delay_is_a_gap_in_consumption_and_nothing_else(kgrou
             producer.produce(topic, value=str(i).encode())
             producer.flush(10)
             i += 1
-            time.sleep(0.05)
+            pace(0.05)
         producer.flush(10)
 
     producer = threading.Thread(target=produce, daemon=True)
@@ -160,7 +161,7 @@ def watch_arrivals(consumer: ConsumerThread, arrivals: list[float], stop: thread
         if now > count:
             arrivals.append(time.monotonic())
             count = now
-        time.sleep(0.01)
+        pace(0.01)
 
 
 def caught_up_with_producer(consumer: ConsumerThread) -> bool:

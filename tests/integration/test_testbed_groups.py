@@ -15,6 +15,7 @@ from tests.integration.testbed_support import (
     names,
     wait_for_generation,
 )
+from tests.integration.waits import until
 
 pytestmark = pytest.mark.integration
 
@@ -89,13 +90,9 @@ def test_rebalance_of_a_consumer_group_bumps_its_epoch_and_members_follow(kgroup
         before = broker.wait_for_group(group, state="Stable", members=1, timeout_ms=30_000)
         started = broker.rebalance(group)
         assert started["group_epoch"] == before["group_epoch"] + 1
-        deadline = time.monotonic() + 30
-        while True:
-            view = broker.wait_for_group(group, state="Stable", members=1, timeout_ms=30_000)
-            if view["members"][0]["member_epoch"] == before["group_epoch"] + 1:
-                break
-            assert time.monotonic() < deadline, view
-            time.sleep(0.1)
+        view = until(lambda: (v := broker.wait_for_group(group, state="Stable", members=1, timeout_ms=30_000))
+                     ["members"][0]["member_epoch"] == before["group_epoch"] + 1 and v, 60,
+                     what="the member at the new group epoch")
         assert view["assignment_epoch"] == view["group_epoch"] == before["group_epoch"] + 1
         # Nothing to move: the member kept its partitions without losing or revoking them.
         assert member.events == [("assigned", (0, 1))]

@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.integration.broker_process import KGROUP, BrokerProcess
 from tests.integration.test_group_events import read_events
 from tests.integration.txn_clients import KINDS, read, transactions
+from tests.integration.waits import until
 
 pytestmark = pytest.mark.integration
 
@@ -250,7 +251,9 @@ def test_kip98_a_transaction_past_its_timeout_is_aborted_and_its_records_never_r
     p.begin_transaction()
     p.produce("txn-timeout", b"left open")
     p.flush(10)
-    time.sleep(4.5)
+    # The broker aborts it once its timeout (3 s) has passed: wait for that state.
+    until(lambda: asyncio.run(_describe(broker.bootstrap, "tx-timeout"))[0].state in ("PrepareAbort", "CompleteAbort"),
+          60, 0.2, what="the broker to abort the timed-out transaction")
     with pytest.raises(KafkaException):
         p.commit_transaction(10)
     after = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-after-timeout"})

@@ -9,13 +9,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import ConsumerThread, create_topic, wait_for
+from tests.integration.waits import until
 
 pytestmark = pytest.mark.integration
 
@@ -38,14 +38,15 @@ class Tmux:
         subprocess.run([TMUX, "send-keys", "-t", self.name, *keys], check=True)
 
     def wait(self, condition, what: str, timeout: float = 40.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen()
-            if condition(screen):
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen}")
-            time.sleep(0.2)
+        last = {"screen": ""}
+
+        def shown() -> str | None:
+            last["screen"] = self.screen()
+            return last["screen"] if condition(last["screen"]) else None
+        try:
+            return until(shown, timeout, 0.2, what)
+        except AssertionError:
+            raise AssertionError(f"timed out waiting for {what}; the screen:\n{last['screen']}") from None
 
     def close(self) -> None:
         subprocess.run([TMUX, "kill-session", "-t", self.name], capture_output=True)

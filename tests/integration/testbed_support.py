@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from contextlib import contextmanager
 from typing import Iterator
+from tests.integration.waits import until
 
 CONSUMER_PROTOCOL_FAST = {
     "consumer_min_session_timeout_ms": 6_000, "consumer_session_timeout_ms": 6_000,
@@ -29,13 +29,8 @@ def armed(broker, fault_id: str) -> bool:
 
 
 def wait_for_generation(broker, group: str, generation: int) -> dict:
-    deadline = time.monotonic() + 30
-    while True:
-        view = broker.wait_for_group(group, state="Stable", timeout_ms=30_000)
-        if view["generation"] >= generation:
-            return view
-        assert time.monotonic() < deadline, view
-        time.sleep(0.1)
+    return until(lambda: (view := broker.wait_for_group(group, state="Stable", timeout_ms=30_000))["generation"]
+                 >= generation and view, 60, what=f"{group} Stable at generation {generation}")
 
 
 class LostTracker(threading.Thread):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from tests.integration.waits import pace
 
 
 def main() -> int:
@@ -37,7 +38,7 @@ def main() -> int:
             except KafkaException as exc:
                 if not exc.args[0].retriable():
                     raise
-                time.sleep(0.2)
+                pace(0.2)
 
     def finish(call, *args) -> bool:
         """Retry a commit or an abort while the error is retriable; True once it returned."""
@@ -47,7 +48,7 @@ def main() -> int:
                 return True
             except KafkaException as exc:
                 if exc.args[0].retriable():
-                    time.sleep(0.1)
+                    pace(0.1)
                     continue
                 raise
 
@@ -82,7 +83,7 @@ def main() -> int:
                 # Fatal (fenced, or the producer's state was lost): a new producer's
                 # InitProducerId ends whatever this one left open.
                 producer = new_producer()
-        time.sleep(0.01)
+        pace(0.01)
     return 0
 
 

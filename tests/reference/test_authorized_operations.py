@@ -96,7 +96,8 @@ async def observe(bootstrap: str) -> dict[str, int]:
         for asked in (True, False):
             dg = await conn.request(DESCRIBE_GROUPS, request_fields(
                 groups=[classic, f"{classic}-nobody"], include_authorized_operations=asked), 5)
-            for g, label in zip(dg.groups, ("empty", "dead")):
+            by_id = {g.group_id: g for g in dg.groups}
+            for g, label in ((by_id[classic], "empty"), (by_id[f"{classic}-nobody"], "dead")):
                 assert int(g.error_code) == 0, g
                 seen[f"describe groups {label} asked={asked}"] = g.authorized_operations
         # A consumer group and a share group with one member each.
@@ -115,7 +116,9 @@ async def observe(bootstrap: str) -> dict[str, int]:
             for asked in (True, False):
                 described = await conn.request(api, request_fields(
                     group_ids=[group, f"{group}-nobody"], include_authorized_operations=asked))
-                found, missing = described.groups
+                # Kafka answers per coordinator partition, not in the order asked: match by id.
+                by_id = {g.group_id: g for g in described.groups}
+                found, missing = by_id[group], by_id[f"{group}-nobody"]
                 assert int(found.error_code) == 0 and int(missing.error_code) == 69, described
                 seen[f"{label} group describe asked={asked}"] = found.authorized_operations
                 seen[f"{label} group describe missing asked={asked}"] = missing.authorized_operations

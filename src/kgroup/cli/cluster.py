@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any
 
-from kgroup.testing.process import pause_process
+from kgroup.testing.process import ChildProcess
 from kgroup.testing.supervisor import Supervisor
 
 from .errors import CliError
@@ -43,18 +43,17 @@ def _serve_command(args: Any, node: int, cluster: str) -> list[str]:
     return command
 
 
-class _Node:
-    """One node's process, as the supervisor drives it (start, stop, kill, pause)."""
+class _Node(ChildProcess):
+    """One node's process, as the supervisor drives it (start, stop, kill, pause). Its output
+    is ours (the terminal's); it has a session of its own, so Ctrl-C reaches it from us as
+    SIGTERM, not from the terminal at the same time."""
 
     def __init__(self, command: list[str], port: int) -> None:
-        self.command = command
+        super().__init__(command, name=f"node on port {port}", inherit_output=True, new_session=True)
         self.port = port
-        self.proc: subprocess.Popen | None = None
-        self.paused_until = 0.0
 
     def start(self, timeout: float = 60.0) -> None:
-        # Children get Ctrl-C from us as SIGTERM, not from the terminal at the same time.
-        self.proc = subprocess.Popen(self.command, start_new_session=True)
+        self.launch()
         deadline = time.monotonic() + timeout
         while not _listening(self.port):
             if self.proc.poll() is not None:
@@ -63,38 +62,8 @@ class _Node:
                 raise RuntimeError(f"it did not listen within {timeout:.0f} s")
             time.sleep(0.05)
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def paused(self) -> bool:
-        return self.alive() and time.monotonic() < self.paused_until
-
-    def resume(self) -> None:
-        if self.paused():
-            os.kill(self.proc.pid, signal.SIGCONT)
-        self.paused_until = 0.0
-
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
-        if self.proc is None:
-            return None
-        self.resume()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-    def kill(self) -> None:
-        if self.alive():
-            self.proc.kill()
-            self.proc.wait()
-
-    def pause(self, ms: int) -> None:
-        pause_process(self.proc.pid, ms)
-        self.paused_until = time.monotonic() + ms / 1000
+        return super().stop(timeout)
 
 
 def _listening(port: int) -> bool:
@@ -157,7 +126,7 @@ def run_cluster(args: Any) -> int:
         supervisor = Supervisor(args.data_dir, dict(enumerate(nodes)))
         supervisor.serve()
     for node in nodes:
-        node.proc = subprocess.Popen(node.command, start_new_session=True)
+        node.launch()
     status = 0
     reported: set[int] = set()   # pids of nodes whose exit was reported
     try:

@@ -41,7 +41,7 @@ class Broker(ControlMethods):
 
     # ---- life cycle -----------------------------------------------------------------------
 
-    def start(self, timeout: float = 30.0) -> "Broker":
+    def start(self, timeout: float = 60.0) -> "Broker":
         """Start (or start again, on the same ports and data) and wait until it serves."""
         self.process.start(timeout)
         return self
@@ -54,7 +54,7 @@ class Broker(ControlMethods):
         """Kill at once (SIGKILL), as a crash would; `start` brings it back on the same data."""
         self.process.kill()
 
-    def restart(self, timeout: float = 30.0) -> "Broker":
+    def restart(self, timeout: float = 60.0) -> "Broker":
         self.stop()
         return self.start(timeout)
 

@@ -18,6 +18,9 @@ from urllib.parse import quote, urlencode
 
 # How much longer than a wait's own timeout the HTTP request may take to come back.
 WAIT_MARGIN_S = 10.0
+# How long `wait_for_group` waits unless told: generous, as a test on a loaded machine needs
+# (it returns as soon as the group is there; only a failing wait takes this long).
+WAIT_DEFAULT_MS = 30_000
 # A coordinator move and a node control (a start waits until the node serves) may take a while.
 MOVE_TIMEOUT_S = 45.0
 NODE_TIMEOUT_S = 90.0
@@ -87,7 +90,7 @@ class ControlClient:
         return self.request("GET", _group_path(group_id))
 
     def wait_for_group(self, group_id: str, state: str | None = None, members: int | None = None,
-                       timeout_ms: int = 10_000) -> dict[str, Any]:
+                       timeout_ms: int = WAIT_DEFAULT_MS) -> dict[str, Any]:
         """The group, as soon as it is in `state` with `members` members (either may be left
         out); raises GroupWaitTimeout (with the group as it was) after `timeout_ms`."""
         query = {"timeout_ms": timeout_ms}

@@ -6,7 +6,7 @@ import asyncio
 import threading
 from typing import Any, Awaitable, Callable
 
-from kgroup.testing.control import ControlClient
+from kgroup.testing.control import WAIT_DEFAULT_MS, ControlClient
 
 
 class ControlMethods:
@@ -41,7 +41,7 @@ class ControlMethods:
         return self.control.group(group_id)
 
     def wait_for_group(self, group_id: str, state: str | None = None, members: int | None = None,
-                       timeout_ms: int = 10_000) -> dict[str, Any]:
+                       timeout_ms: int = WAIT_DEFAULT_MS) -> dict[str, Any]:
         """The group once it is in `state` with `members` members; GroupWaitTimeout if not in time."""
         return self.control.wait_for_group(group_id, state, members, timeout_ms)
 

@@ -18,22 +18,72 @@ a project needs): brokers and clusters as fixtures.
 
 Settings for the per-test fixtures come from the `kgroup` marker:
 `@pytest.mark.kgroup(group={"min_session_timeout_ms": 1000}, settings={...}, nodes=3)`.
-At teardown the broker's log tail is printed, so a failing test shows it.
+
+Every process these fixtures start (and any other started through
+`kgroup.testing.process.ChildProcess`) is watched: a failing test's report shows what each
+of them printed while the test ran (the last lines of it, and whether it is still running
+or how it ended), and whatever is still running when the session ends is stopped.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterator
 
 import pytest
 
 LOG_TAIL_LINES = 60
+_MARK = pytest.StashKey[Any]()
+_REAPED = pytest.StashKey[list]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "kgroup(settings=None, group=None, nodes=3): settings of the kgroup_broker / "
         "kgroup_cluster fixtures for this test (TOML settings, the [group] table, cluster size)")
+
+
+def _children() -> Any:
+    """kgroup.testing.process if anything imported it (no child was started otherwise)."""
+    return sys.modules.get("kgroup.testing.process")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    module = _children()
+    if module is not None:
+        module.forget_ended()           # what ended before this test is not its concern
+    item.stash[_MARK] = module.mark() if module is not None else None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """A failing test's report gets each child's output since the test began."""
+    outcome = yield
+    report = outcome.get_result()
+    module = _children()
+    if not report.failed or module is None:
+        return
+    moment = item.stash.get(_MARK, None) or module.Mark.beginning()
+    shown = {name for name, _ in report.sections}
+    for title, text in module.output_since(moment):
+        title = f"{title} during {report.when}"
+        if title not in shown:
+            report.sections.append((title, text))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Whatever child is still running now was left behind by a test or fixture: stop it."""
+    module = _children()
+    session.config.stash[_REAPED] = module.reap_all() if module is not None else []
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    reaped = config.stash.get(_REAPED, [])
+    if reaped:
+        terminalreporter.write_line(f"kgroup: stopped {len(reaped)} child process(es) left running at the end: "
+                                    + ", ".join(reaped[:10]) + (" ..." if len(reaped) > 10 else ""))
 
 
 def _marker_options(request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -58,7 +108,6 @@ def kgroup_broker(request: pytest.FixtureRequest) -> Iterator[Any]:
     try:
         yield broker
     finally:
-        _print_logs(broker)
         broker.close()
 
 
@@ -77,7 +126,6 @@ def _kgroup_shared_broker() -> Iterator[Any]:
 def kgroup_broker_session(_kgroup_shared_broker: Any) -> Iterator[Any]:
     """One broker for the whole test session; faults are cleared after each test."""
     yield _kgroup_shared_broker
-    _print_logs(_kgroup_shared_broker)
     if _kgroup_shared_broker.process.alive():
         _kgroup_shared_broker.clear_faults()
 
@@ -92,7 +140,6 @@ def kgroup_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
     try:
         yield cluster
     finally:
-        _print_logs(cluster)
         cluster.close()
 
 
@@ -113,7 +160,6 @@ def kgroup_cluster_session(_kgroup_shared_cluster: Any) -> Iterator[Any]:
     cleared and every node that test killed, stopped or paused is running again; moved
     coordinators stay where they were moved."""
     yield _kgroup_shared_cluster
-    _print_logs(_kgroup_shared_cluster)
     for i, node in enumerate(_kgroup_shared_cluster.nodes):
         node.resume()
         if not node.alive():

@@ -31,7 +31,7 @@ import base64
 from pathlib import Path
 from typing import Any, Mapping
 
-from kgroup.testing.process import free_port
+from kgroup.testing.process import ChildProcess, free_port
 
 KAFKA_VERSION = "4.4.0"
 LIB_ENV = "KGROUP_REFERENCE_LIB"
@@ -238,11 +238,13 @@ class ReferenceKafka:
         config = self._write_config()
         if not self._formatted:
             self._format(config)
-        with open(self.dir / "stdout.log", "ab") as out:
-            self.proc = subprocess.Popen(
-                [java_command(), *self.jvm_options, *self._log_options(), "-cp", classpath(),
-                 "kafka.Kafka", str(config)],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        # Through the one process helper: reaped at the latest when the session ends, and its
+        # output attached to a failing test's report.
+        self.child = ChildProcess([java_command(), *self.jvm_options, *self._log_options(), "-cp", classpath(),
+                                   "kafka.Kafka", str(config)],
+                                  name="Apache Kafka", log_path=self.dir / "stdout.log", new_session=True)
+        self.child.launch()
+        self.proc = self.child.proc
         self._wait_ready(timeout)
         return self
 

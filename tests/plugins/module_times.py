@@ -1,0 +1,40 @@
+"""The suite's wall time per test module, the slowest printed at the end of the run.
+
+A module's time is the sum of its tests' setup, call and teardown: fixtures of module scope
+count in its first test's setup and last test's teardown, and a session fixture (a shared
+broker, the reference Kafka) in the module that first asked for it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+SHOWN = 15
+
+
+class ModuleTimes:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.tests: dict[str, int] = defaultdict(int)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        module = report.nodeid.split("::", 1)[0]
+        self.seconds[module] += report.duration
+        if report.when == "call" or (report.when == "setup" and report.skipped):
+            self.tests[module] += 1
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.seconds:
+            return
+        total = sum(self.seconds.values())
+        slowest = sorted(self.seconds.items(), key=lambda kv: -kv[1])[:SHOWN]
+        terminalreporter.write_sep("=", f"slowest {len(slowest)} of {len(self.seconds)} modules "
+                                        f"(wall time of their tests, {total / 60:.1f} min in all)")
+        for module, seconds in slowest:
+            terminalreporter.write_line(f"{seconds:8.1f}s {self.tests[module]:5d} tests  {module}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(ModuleTimes(), "kgroup-module-times")

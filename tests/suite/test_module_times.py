@@ -1,0 +1,37 @@
+"""`make test` ends with the slowest modules' wall time (tests/plugins/module_times.py)."""
+
+from __future__ import annotations
+
+import re
+
+pytest_plugins = ["pytester"]
+
+
+def test_the_slowest_modules_are_listed_slowest_first_with_their_test_counts(pytester):
+    pytester.makepyfile(
+        test_slow="import time, pytest\n"
+                  "@pytest.fixture(scope='module')\n"
+                  "def slow_setup():\n"
+                  "    time.sleep(0.3)\n"
+                  "def test_a(slow_setup):\n    pass\n"
+                  "def test_b(slow_setup):\n    time.sleep(0.2)\n",
+        test_quick="def test_c():\n    pass\n",
+        test_skipped="import pytest\n@pytest.mark.skip\ndef test_d():\n    pass\n")
+    result = pytester.runpytest("-p", "tests.plugins.module_times")
+    result.assert_outcomes(passed=3, skipped=1)
+    out = result.stdout.str()
+    assert re.search(r"slowest 3 of 3 modules \(wall time of their tests, [0-9.]+ min in all\)", out), out
+    rows = [line.split() for line in out.splitlines() if re.match(r"\s+[0-9.]+s\s+\d+ tests\s", line)]
+    assert [row[-1] for row in rows][0] == "test_slow.py"
+    assert {row[-1]: int(row[1]) for row in rows} == {"test_slow.py": 2, "test_quick.py": 1, "test_skipped.py": 1}
+    slow = float(rows[0][0].rstrip("s"))
+    assert slow >= 0.5                    # the module fixture's setup counts with its tests
+
+
+def test_only_the_slowest_fifteen_are_shown(pytester):
+    for i in range(17):
+        pytester.makepyfile(**{f"test_m{i:02d}": "def test_x():\n    pass\n"})
+    result = pytester.runpytest("-p", "tests.plugins.module_times")
+    result.assert_outcomes(passed=17)
+    assert "slowest 15 of 17 modules" in result.stdout.str()
+    assert len(re.findall(r"\d+ tests\s+test_m\d\d\.py", result.stdout.str())) == 15
