@@ -12,6 +12,8 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from tests.integration.waits import until
+
 # A group's streams configs in the scenarios: a crash is noticed in seconds, not 45 s.
 GROUP_CONFIGS = {"streams.session.timeout.ms": 3_000, "streams.heartbeat.interval.ms": 300}
 # The apps' configs in the scenarios: commits and polls often, quick shutdowns.
@@ -100,14 +102,8 @@ def latest_counts(bootstrap: str, topic: str) -> dict[str, int]:
 
 
 def wait_for(check, timeout: float, what: str, interval: float = 0.3):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"{what} within {timeout} s (last: {last!r})")
+    """`check()`'s first truthy value (tests/integration/waits.py's `until`)."""
+    return until(check, timeout, interval, what)
 
 
 def tasks_of(jvm, names) -> dict[str, set[str]]:

@@ -1,5 +1,5 @@
-"""DescribeGroups, ListGroups and DeleteGroups over a shard's groups (classic, consumer and
-share groups: ListGroups and DescribeGroups name their type, KIP-1043)."""
+"""DescribeGroups, ListGroups and DeleteGroups over a shard's groups (classic, consumer,
+share and streams groups: ListGroups and DescribeGroups name their type, KIP-1043)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,13 @@ from kgroup.core.records import (
 from kgroup.core.result import ReplyTo, Result, ResultBuilder
 from kgroup.core.share_protocol import ShareProtocol
 from kgroup.core.state import ShardState
+from kgroup.core.streams_records import StreamsGroupEpochRecord, StreamsTargetEpochRecord, StreamsTopologyRecord
 
 S = ClassicGroupState
 CLASSIC = "classic"
 CONSUMER = "consumer"
 SHARE = "share"
+STREAMS = "streams"
 
 
 class Admin:
@@ -57,6 +59,13 @@ class Admin:
                     group_id, ErrorCode.NONE, share.state().value, SHARE, "",
                     tuple(DescribedMember(m.member_id, None, m.meta.client_id, m.meta.client_host, b"", b"")
                           for m in share.members.values())))
+                continue
+            streams = self.shard.streams_groups.get(group_id)
+            if streams is not None:
+                described.append(DescribedGroup(
+                    group_id, ErrorCode.NONE, streams.state().value, STREAMS, "",
+                    tuple(DescribedMember(m.member_id, m.meta.instance_id, m.meta.client_id, m.meta.client_host,
+                                          b"", b"") for m in streams.members.values())))
                 continue
             group = self.shard.groups.get(group_id)
             if group is None or group.is_in(S.DEAD):
@@ -112,6 +121,13 @@ class Admin:
             if types and SHARE not in types:
                 continue
             listed.append(ListedGroup(group_id, SHARE, state, SHARE))
+        for group_id in sorted(self.shard.streams_groups):
+            state = self.shard.streams_groups[group_id].state().value
+            if states and state.lower() not in states:
+                continue
+            if types and STREAMS not in types:
+                continue
+            listed.append(ListedGroup(group_id, STREAMS, state, STREAMS))
         listed.sort(key=lambda g: g.group_id)
         return Result((), ((reply, tuple(listed)),))
 
@@ -124,6 +140,18 @@ class Admin:
             group = self.shard.groups.get(group_id)
             consumer = self.shard.consumer_groups.get(group_id)
             share = self.shard.share_groups.get(group_id)
+            streams = self.shard.streams_groups.get(group_id)
+            if streams is not None:
+                if streams.members:
+                    results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))
+                    continue
+                for topic, partition in sorted(self.shard.stored.offsets.get(group_id, {})):
+                    out.record(OffsetCommitRecord(group_id, topic, partition, None))
+                out.record(StreamsTopologyRecord(group_id, None))
+                out.record(StreamsTargetEpochRecord(group_id, None))
+                out.record(StreamsGroupEpochRecord(group_id, None))
+                results.append(DeletedGroup(group_id, ErrorCode.NONE))
+                continue
             if share is not None:
                 if share.members:
                     results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))

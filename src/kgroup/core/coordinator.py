@@ -90,6 +90,12 @@ from kgroup.core.share_messages import (
 )
 from kgroup.core.share_protocol import ShareProtocol, replay_share_state
 from kgroup.core.state import ShardState, StoredState, counter_member_ids
+from kgroup.core.streams_codec import KEY_VERSIONS as _STREAMS_RECORD_KINDS
+from kgroup.core.streams_control import StreamsControl
+from kgroup.core.streams_group import StreamsGroup
+from kgroup.core.streams_messages import StreamsGroupHeartbeatRequest, TopologyDescriptionUpdate
+from kgroup.core.streams_protocol import StreamsProtocol
+from kgroup.core.streams_records import StreamsGroupEpochRecord, StreamsTargetEpochRecord, StreamsTopologyRecord
 from kgroup.core.timers import TimerKind, TimerOp
 from kgroup.core.transactions import messages as txn
 from kgroup.core.transactions.config import TransactionConfig
@@ -112,9 +118,11 @@ class GroupKind(IntEnum):
     CLASSIC = 1
     CONSUMER = 2
     SHARE = 3
+    STREAMS = 4
 
 
 _NONE, _CLASSIC, _CONSUMER, _SHARE = GroupKind.NONE, GroupKind.CLASSIC, GroupKind.CONSUMER, GroupKind.SHARE
+_STREAMS = GroupKind.STREAMS
 _SHARE_RECORDS = (ShareGroupEpochRecord, ShareMemberRecord, ShareTargetRecord, ShareTargetEpochRecord,
                   ShareCurrentRecord)
 
@@ -128,6 +136,7 @@ class MembershipApi(Enum):
     LEAVE_GROUP = "LeaveGroup"
     CONSUMER_GROUP_HEARTBEAT = "ConsumerGroupHeartbeat"
     SHARE_GROUP_HEARTBEAT = "ShareGroupHeartbeat"
+    STREAMS_GROUP_HEARTBEAT = "StreamsGroupHeartbeat"
 
 
 def _refuse(code: ErrorCode, why: str) -> Handler:
@@ -165,6 +174,8 @@ class GroupCoordinatorShard:
         self.migration = migration = Migration(shard, consumer, classic)
         self.offsets = offsets = Offsets(shard)
         self.share = share = ShareProtocol(shard)
+        self.streams = streams = StreamsProtocol(shard)
+        self._streams_groups = shard.streams_groups
         self.admin = Admin(shard, share)
         self.transactions = transactions = TransactionCoordinator(
             shard, txn_config or TransactionConfig(), new_producer_id or counter_producer_ids())
@@ -173,20 +184,28 @@ class GroupCoordinatorShard:
         K, A = GroupKind, MembershipApi
         is_share = _refuse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "is a share group")
         not_share = _refuse(ErrorCode.GROUP_ID_NOT_FOUND, "is not a share group")
+        # Streams groups (KIP-1071): the other kinds' requests are refused as Kafka refuses
+        # them, except that an empty group of one kind becomes the other (streams_kinds).
+        is_streams = _refuse(ErrorCode.GROUP_ID_NOT_FOUND, "is a streams group")
+        not_streams = _refuse(ErrorCode.GROUP_ID_NOT_FOUND, "is not a streams group")
         # API -> group kind -> handler: where every group request goes.
         self.routes: dict[MembershipApi, dict[GroupKind, Handler]] = {
             A.JOIN_GROUP: {K.NONE: classic.join, K.CLASSIC: classic.join, K.CONSUMER: migration.join,
-                           K.SHARE: is_share},
+                           K.SHARE: is_share, K.STREAMS: self._join_streams_group},
             A.SYNC_GROUP: {K.NONE: classic.sync, K.CLASSIC: classic.sync, K.CONSUMER: migration.sync,
-                           K.SHARE: is_share},
+                           K.SHARE: is_share, K.STREAMS: is_streams},
             A.HEARTBEAT: {K.NONE: classic.heartbeat, K.CLASSIC: classic.heartbeat, K.CONSUMER: migration.heartbeat,
-                          K.SHARE: is_share},
+                          K.SHARE: is_share, K.STREAMS: is_streams},
             A.LEAVE_GROUP: {K.NONE: classic.leave, K.CLASSIC: classic.leave, K.CONSUMER: migration.leave,
-                            K.SHARE: is_share},
+                            K.SHARE: is_share, K.STREAMS: is_streams},
             A.CONSUMER_GROUP_HEARTBEAT: {K.NONE: consumer.heartbeat, K.CLASSIC: migration.consumer_heartbeat,
-                                         K.CONSUMER: consumer.heartbeat, K.SHARE: is_share},
+                                         K.CONSUMER: consumer.heartbeat, K.SHARE: is_share,
+                                         K.STREAMS: is_streams},
             A.SHARE_GROUP_HEARTBEAT: {K.NONE: share.heartbeat, K.SHARE: share.heartbeat,
-                                      K.CLASSIC: not_share, K.CONSUMER: not_share},
+                                      K.CLASSIC: not_share, K.CONSUMER: not_share, K.STREAMS: not_share},
+            A.STREAMS_GROUP_HEARTBEAT: {K.NONE: streams.heartbeat, K.STREAMS: streams.heartbeat,
+                                        K.CLASSIC: self._streams_heartbeat_on_classic, K.CONSUMER: not_streams,
+                                        K.SHARE: not_streams},
         }
         self._offsets_refused = _refuse(ErrorCode.GROUP_ID_NOT_FOUND,
                                         "is a share group: its progress is its share-partition state")
@@ -196,18 +215,23 @@ class GroupCoordinatorShard:
         self._leave = self.routes[A.LEAVE_GROUP]
         self._consumer_heartbeat = self.routes[A.CONSUMER_GROUP_HEARTBEAT]
         self._share_heartbeat = self.routes[A.SHARE_GROUP_HEARTBEAT]
+        self._streams_heartbeat = self.routes[A.STREAMS_GROUP_HEARTBEAT]
         classic_control, consumer_control = ClassicControl(shard, classic), ConsumerControl(shard, consumer)
+        streams_control = StreamsControl(shard, streams)
         O = GroupOperation
         not_for_share = _refuse(ErrorCode.INVALID_REQUEST,
                                 "is a share group: the control API does not act on share groups yet")
         # Operation -> group kind -> handler: the control API's way in.
         self.operations: dict[GroupOperation, dict[GroupKind, Handler]] = {
             O.INSPECT: {K.NONE: missing_group, K.CLASSIC: classic_control.inspect,
-                        K.CONSUMER: consumer_control.inspect, K.SHARE: not_for_share},
+                        K.CONSUMER: consumer_control.inspect, K.SHARE: not_for_share,
+                        K.STREAMS: streams_control.inspect},
             O.REBALANCE: {K.NONE: missing_group, K.CLASSIC: classic_control.rebalance,
-                          K.CONSUMER: consumer_control.rebalance, K.SHARE: not_for_share},
+                          K.CONSUMER: consumer_control.rebalance, K.SHARE: not_for_share,
+                          K.STREAMS: streams_control.rebalance},
             O.EXPIRE_MEMBER: {K.NONE: missing_group, K.CLASSIC: classic_control.expire,
-                              K.CONSUMER: consumer_control.expire, K.SHARE: not_for_share},
+                              K.CONSUMER: consumer_control.expire, K.SHARE: not_for_share,
+                              K.STREAMS: streams_control.expire},
         }
         # Timer kind -> the handler that runs at expiry.
         self._timer_ops: dict[TimerKind, Callable[[TimerOp, int], Result]] = {
@@ -221,6 +245,9 @@ class GroupCoordinatorShard:
             TimerKind.TXN_TIMEOUT: transactions.timed_out,
             TimerKind.TXN_ID_EXPIRY: transactions.expire_ids,
             TimerKind.SHARE_SESSION: share.session_expired,
+            TimerKind.STREAMS_SESSION: streams.session_expired,
+            TimerKind.STREAMS_REVOKE: streams.revoke_expired,
+            TimerKind.STREAMS_INITIAL_DELAY: streams.initial_delay_expired,
         }
         # Record kind -> how it is replayed, for the kinds past the group records.
         self._replay_txn: dict[type, Callable[[Any], None]] = {
@@ -237,6 +264,8 @@ class GroupCoordinatorShard:
             return _CONSUMER
         if group_id in self._share_groups:
             return _SHARE
+        if group_id in self._streams_groups:
+            return _STREAMS
         return _NONE
 
     # ---- state ----------------------------------------------------------------------------
@@ -300,7 +329,8 @@ class GroupCoordinatorShard:
     def update_topics(self, topics: dict[str, tuple[str, int]], now_ms: int) -> Result:
         """The broker's topics changed (name -> (topic id, partitions)); bump affected groups."""
         self.shard.topics = dict(topics)
-        return self.consumer.topics_changed(now_ms) + self.share.topics_changed(now_ms)
+        return (self.consumer.topics_changed(now_ms) + self.share.topics_changed(now_ms)
+                + self.streams.topics_changed(now_ms))
 
     # ---- share groups (KIP-932) ---------------------------------------------------------------
 
@@ -324,6 +354,49 @@ class GroupCoordinatorShard:
 
     def delete_share_offsets(self, req: DeleteShareOffsetsRequest, reply: ReplyTo, now_ms: int) -> Result:
         return self.share.delete_offsets(req, reply, now_ms)
+
+    # ---- streams groups (KIP-1071) ---------------------------------------------------------
+
+    def streams_group_heartbeat(self, req: StreamsGroupHeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self._streams_heartbeat[self.kind_of(req.group_id)](req, reply, now_ms)
+
+    def streams_group_describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
+        return self.streams.describe(group_ids, reply, now_ms)
+
+    def streams_topology_description_update(self, req: TopologyDescriptionUpdate, reply: ReplyTo,
+                                            now_ms: int) -> Result:
+        return self.streams.topology_description_update(req, reply, now_ms)
+
+    @property
+    def streams_groups(self) -> dict[str, StreamsGroup]:
+        return self.shard.streams_groups
+
+    def _streams_heartbeat_on_classic(self, req: StreamsGroupHeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """Kafka turns an empty classic group (one with offsets only) into a streams group on a
+        join; a classic group with members is not a streams group."""
+        group = self.shard.groups[req.group_id]
+        if group.members or group.pending_members or req.member_epoch != 0:
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a streams group.")
+        result = self.streams.heartbeat(req, reply, now_ms)
+        if req.group_id in self.shard.stored.classic_groups:
+            result = Result((ClassicGroupRecord(req.group_id, None), *result.records), result.replies,
+                            result.changes, result.markers)
+        return result
+
+    def _join_streams_group(self, req: JoinGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """JoinGroup on a streams group: Kafka turns an empty one into a classic group; one
+        with members is not a classic group."""
+        group = self.shard.streams_groups[req.group_id]
+        if group.members:
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a classic group.")
+        gone = (StreamsTopologyRecord(req.group_id, None), StreamsTargetEpochRecord(req.group_id, None),
+                StreamsGroupEpochRecord(req.group_id, None))
+        self.shard.streams_groups.pop(req.group_id)      # the join below sees no group
+        try:
+            joined = self.classic.join(req, reply, now_ms)
+        finally:
+            self.shard.streams_groups[req.group_id] = group
+        return Result(gone + joined.records, joined.replies, joined.changes, joined.markers)
 
     @property
     def share_groups(self) -> dict[str, ShareGroup]:
@@ -418,6 +491,10 @@ class GroupCoordinatorShard:
             replay_share_state(self.shard, record)
         elif type(record) in _SHARE_RECORDS:
             apply_share_record(self.shard.share_groups, record)
+        elif type(record) in _STREAMS_RECORD_KINDS:
+            if StreamsGroup.apply(self.shard.streams_groups, record):
+                # A group id is of one kind: a new streams group replaces the classic one.
+                self.shard.groups.pop(record.group_id, None)
         else:
             replay = self._replay_txn.get(type(record))
             if replay is not None:
@@ -445,7 +522,8 @@ class GroupCoordinatorShard:
         out = EMPTY_RESULT
         stored = self.shard.stored
         for group_id in sorted(set(stored.classic_groups) | set(stored.offsets) | set(stored.open_txn_groups)):
-            if group_id in self.shard.groups or group_id in self.shard.consumer_groups:
+            if group_id in self.shard.groups or group_id in self.shard.consumer_groups \
+                    or group_id in self.shard.streams_groups:
                 continue
             value = stored.classic_groups.get(group_id) or ClassicGroupValue("", 0, None, None, now_ms, ())
             group = ClassicGroup.from_value(group_id, value)
@@ -453,6 +531,7 @@ class GroupCoordinatorShard:
             out = out + self.classic.group_loaded(group, now_ms)
         self.consumer.loaded(now_ms)
         self.share.loaded(now_ms)
+        self.streams.loaded(now_ms)
         self.offsets.schedule_expiry(now_ms)
         return out + self.transactions.loaded(now_ms)
 
@@ -479,6 +558,8 @@ class GroupCoordinatorShard:
             records.append(ShareTargetEpochRecord(group_id, group.target_epoch))
             for member_id, member in group.members.items():
                 records.append(ShareCurrentRecord(group_id, member_id, member.current))
+        for group_id, group in sorted(self.shard.streams_groups.items()):
+            records.extend(group.snapshot())
         for group_id, states in sorted(stored.share_states.items()):
             records.extend(ShareStateRecord(group_id, t, p, v) for (t, p), v in sorted(states.items()))
         for group_id, offsets in sorted(stored.offsets.items()):

@@ -6,8 +6,6 @@ whole group through random targets.
 
 from __future__ import annotations
 
-import os
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +17,7 @@ from kgroup.core.streams_records import (
     TaskTuple,
 )
 
-SETTINGS = settings(max_examples=int(os.environ.get("KGROUP_STREAMS_EXAMPLES", "300")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 S = StreamsMemberState
 X, Y, Z = ("0", 0), ("0", 1), ("0", 2)
