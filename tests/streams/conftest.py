@@ -11,8 +11,12 @@ from typing import Iterator
 
 import pytest
 
+from kgroup.testing import Broker
 from tests.interop.toolchain import build
 from tests.streams.app import StreamsJvm
+
+# kgroup's test broker runs streams groups as REFERENCE_SETTINGS make Kafka run them.
+KGROUP_GROUP = {"streams_initial_rebalance_delay_ms": 0}
 
 pytestmark = pytest.mark.integration
 
@@ -37,9 +41,25 @@ def jvm(streams_build, tmp_path_factory) -> Iterator[StreamsJvm]:
         yield j
 
 
-@pytest.fixture(params=["kafka"])
-def broker(request, kafka_reference) -> Target:
-    return Target("kafka", kafka_reference.bootstrap, kafka_reference)
+@pytest.fixture(scope="module")
+def kgroup_broker() -> Iterator[Broker]:
+    broker = Broker(group=KGROUP_GROUP).start()
+    try:
+        yield broker
+    finally:
+        if not broker.process.alive():
+            print(broker.log()[-5000:])
+        broker.close()
+
+
+@pytest.fixture(params=["kgroup", "kafka"])
+def broker(request) -> Target:
+    """Each scenario on kgroup and on Apache Kafka 4.4 (the session's reference)."""
+    if request.param == "kafka":
+        kafka = request.getfixturevalue("kafka_reference")
+        return Target("kafka", kafka.bootstrap, kafka)
+    kgroup = request.getfixturevalue("kgroup_broker")
+    return Target("kgroup", kgroup.bootstrap, kgroup)
 
 
 @pytest.fixture

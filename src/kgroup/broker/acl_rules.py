@@ -42,6 +42,10 @@ enforced the day it is served:
                          (and READ/DESCRIBE topics);  ShareGroupDescribe,
                          DescribeShareGroupOffsets  DESCRIBE group;  DeleteShareGroupOffsets
                          DELETE group;  share-group state APIs  CLUSTER_ACTION
+    StreamsGroupHeartbeat  READ group, DESCRIBE on the topology's topics (internal topics
+                         are created only with CREATE on the cluster or the topic);
+                         StreamsGroupDescribe  DESCRIBE group (and its topology's topics);
+                         StreamsGroupTopologyDescriptionUpdate  READ group
 
 Refusals carry Kafka's codes: TOPIC_, GROUP_, CLUSTER_ and TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 ApiVersions, SaslHandshake and SaslAuthenticate need nothing (``OPEN``). A new API adds its
@@ -55,6 +59,7 @@ from kgroup.broker import acl_guards_admin as admin
 from kgroup.broker import acl_guards_data as data
 from kgroup.broker import acl_guards_groups as groups
 from kgroup.broker import acl_guards_share as share
+from kgroup.broker import acl_guards_streams as streams
 from kgroup.broker import acl_guards_txn as txn
 from kgroup.broker.authorization import Guard
 from kgroup.wire import versions as api
@@ -93,6 +98,9 @@ RULES: dict[int, Guard] = {
     api.LIST_TRANSACTIONS: txn.list_transactions,
     api.CONSUMER_GROUP_HEARTBEAT: groups.consumer_group_heartbeat,
     api.CONSUMER_GROUP_DESCRIBE: groups.consumer_group_describe,
+    api.STREAMS_GROUP_HEARTBEAT: streams.streams_group_heartbeat,
+    api.STREAMS_GROUP_DESCRIBE: streams.streams_group_describe,
+    api.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: streams.streams_group_topology_description_update,
     # Not served yet (see the module comment): by number until wire.versions names them.
     21: data.delete_records,                    # DeleteRecords
     23: data.offset_for_leader_epoch,           # OffsetForLeaderEpoch

@@ -59,6 +59,7 @@ from kgroup.broker.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.faults import Action, Faults
 from kgroup.broker.fetch_api import FetchAnswer
 from kgroup.broker.group_api import ConsumerGroupApi, GroupApi
+from kgroup.broker.streams_group_api import StreamsGroupApi
 from kgroup.broker.group_observer import GroupObserver
 from kgroup.broker.group_view import GroupViews
 from kgroup.broker.group_watch import GroupWatch
@@ -113,7 +114,7 @@ DISABLED_APIS: frozenset[int] = frozenset()
 HAND_OVER_TIMEOUT_S = 10.0
 # Handlers that also take the client's host (they record it with the member), and those
 # that take the connection's id (share sessions end with their connection).
-WITH_CLIENT_HOST = frozenset({11, 68, 76})
+WITH_CLIENT_HOST = frozenset({11, 68, 76, 88})
 WITH_CONNECTION = frozenset({78, 79})
 
 
@@ -212,6 +213,7 @@ class Broker:
         self.share_fetches = ShareFetchService(self.data, dp.watch, ShareStateStore(groups.shard_of),
                                                dp.ctx.cluster, dp.ctx.producers)
         share = ShareGroupApi(groups, self.share_fetches)
+        streams = StreamsGroupApi(groups, dp.create_topics)
         groups.on_group_deleted.append(self.share_fetches.group_deleted)
         self.security = Security(cfg.auth, cfg.data_dir)
         secure = SecurityApi(self.security)
@@ -232,6 +234,7 @@ class Broker:
             76: share.heartbeat, 77: share.describe,
             78: self.share_fetches.share_fetch, 79: self.share_fetches.share_acknowledge,
             90: share.describe_offsets, 91: share.alter_offsets, 92: share.delete_offsets,
+            88: streams.heartbeat, 89: streams.describe, 93: streams.topology_description_update,
         }
         # Where a handler answers encoded already (Fetch, for sendfile), the one that answers a
         # kio object, for an authorization guard's finish step to edit (`_secured_response`).

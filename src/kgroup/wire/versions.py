@@ -110,6 +110,9 @@ SHARE_ACKNOWLEDGE = 79
 DESCRIBE_SHARE_GROUP_OFFSETS = 90
 ALTER_SHARE_GROUP_OFFSETS = 91
 DELETE_SHARE_GROUP_OFFSETS = 92
+STREAMS_GROUP_HEARTBEAT = 88
+STREAMS_GROUP_DESCRIBE = 89
+STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
 
 _RANGES = (
     ApiRange(PRODUCE, "Produce", 3, 12),
@@ -143,7 +146,7 @@ _RANGES = (
     ApiRange(DELETE_ACLS, "DeleteAcls", 1, 3),
     ApiRange(SASL_AUTHENTICATE, "SaslAuthenticate", 0, 2),
     ApiRange(CREATE_PARTITIONS, "CreatePartitions", 0, 3),
-    ApiRange(DELETE_GROUPS, "DeleteGroups", 0, 2),
+    ApiRange(DELETE_GROUPS, "DeleteGroups", 0, 3),
     ApiRange(INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1),
     ApiRange(OFFSET_DELETE, "OffsetDelete", 0, 0),
     ApiRange(DESCRIBE_USER_SCRAM_CREDENTIALS, "DescribeUserScramCredentials", 0, 0),
@@ -163,6 +166,10 @@ _RANGES = (
     ApiRange(DESCRIBE_SHARE_GROUP_OFFSETS, "DescribeShareGroupOffsets", 0, 1),
     ApiRange(ALTER_SHARE_GROUP_OFFSETS, "AlterShareGroupOffsets", 0, 0),
     ApiRange(DELETE_SHARE_GROUP_OFFSETS, "DeleteShareGroupOffsets", 0, 0),
+    # Streams groups (KIP-1071) at Kafka 4.4's versions (KIP-1331's v1 and description push).
+    ApiRange(STREAMS_GROUP_HEARTBEAT, "StreamsGroupHeartbeat", 0, 1),
+    ApiRange(STREAMS_GROUP_DESCRIBE, "StreamsGroupDescribe", 0, 1),
+    ApiRange(STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, "StreamsGroupTopologyDescriptionUpdate", 0, 0),
 )
 
 SUPPORTED_APIS: Mapping[int, ApiRange] = MappingProxyType({r.api_key: r for r in _RANGES})
