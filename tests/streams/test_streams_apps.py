@@ -7,8 +7,6 @@ coordinator created, the tasks each instance runs.
 
 from __future__ import annotations
 
-import pytest
-
 from tests.streams.support import (
     APP_CONFIGS,
     GROUP_CONFIGS,
@@ -77,24 +75,15 @@ def test_a_stateful_count_runs_exactly_once_on_three_instances(broker, jvm, name
         jvm.close_app(instance)
 
 
-@pytest.mark.parametrize("missing", ["source"])
-def test_missing_source_topics_keep_the_app_waiting_without_tasks(broker, jvm, name, tmp_path, missing):
+def test_an_app_whose_source_topic_is_missing_fails_as_on_kafka(broker, jvm, name, tmp_path):
+    # The coordinator answers MISSING_SOURCE_TOPICS; Kafka Streams gives it two heartbeat
+    # intervals, then fails with the status's text.
     app, src, out = f"missing-{name}", f"in-{name}", f"out-{name}"
     create_topics(broker.bootstrap, **{out: 1})
     jvm.group_configs(broker.bootstrap, app, **{k.replace(".", "_"): v for k, v in GROUP_CONFIGS.items()})
     jvm.start(f"{app}-a", "stateless", app_config(broker, app, tmp_path, "a"), input=src, output=out)
-    # The group knows the topology but cannot run it: no tasks, the app not running.
-    description = wait_for(lambda: (d := _describe(jvm, broker, app)) and d["members"] and d, 30, "a member")
-    assert description["state"] in ("NOT_READY", "NotReady")
-    assert description["members"][0]["assignment"]["active"] == []
-    # Once the topic exists, it runs.
-    create_topics(broker.bootstrap, **{src: 2})
-    jvm.wait_running(f"{app}-a", timeout=60)
+    error = jvm.wait_event(lambda e: e.get("event") == "error" and e.get("name") == f"{app}-a", timeout=60)
+    assert "MissingSourceTopicException" in error["message"]
+    assert f"Missing source topics: Source topics {src} are missing.." in error["message"]
+    jvm.wait_for(lambda: jvm.state(f"{app}-a") == "ERROR", 30, "the app in ERROR")
     jvm.close_app(f"{app}-a")
-
-
-def _describe(jvm, broker, app):
-    try:
-        return jvm.describe(broker.bootstrap, app)
-    except RuntimeError:
-        return None

@@ -1,0 +1,147 @@
+"""The stateful Kafka Streams app (count per word, exactly_once_v2, one standby per task) on
+three instances, one of them kill -9'd mid-stream and restarted (KIP-1071's failover):
+
+- the dead instance's tasks move to the two others once its session runs out, each stateful
+  task to the instance that kept its standby (a promotion, not a restore from scratch);
+- the restarted instance rejoins and gets tasks again;
+- no task is ever active on two instances at once: StreamsGroupDescribe is polled the whole
+  time and every answer is checked;
+- the output counts equal the input exactly (read_committed).
+
+The same scenario runs on kgroup and on Apache Kafka 4.4.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+from tests.integration.waits import pace
+from tests.streams.app import StreamsJvm
+from tests.streams.support import (
+    APP_CONFIGS,
+    create_topics,
+    latest_counts,
+    wait_for,
+    wait_tasks,
+    wait_value,
+)
+from tests.streams.wire import Wire, tasks_of
+
+WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "hazel", "iris", "juniper"]
+RECORDS = 1_500
+
+
+class Poller(threading.Thread):
+    """Describes the group every 100 ms; keeps every answer and each overlap it saw."""
+
+    def __init__(self, bootstrap: str, group: str) -> None:
+        super().__init__(daemon=True)
+        self.wire = Wire(bootstrap)
+        self.group = group
+        self.snapshots: list[dict[str, tuple[set, set]]] = []
+        self.overlaps: list[str] = []
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            try:
+                d = self.wire.describe_streams_group(self.group)
+            except (OSError, RuntimeError, ConnectionError):
+                self.wire.close()
+                pace(0.1)
+                continue
+            if int(d.error_code) == 0:
+                members = {m.client_id.split("-StreamThread")[0]: (tasks_of(m.assignment),
+                                                                    tasks_of(m.assignment, "standby_tasks"))
+                           for m in d.members}
+                seen: dict[str, str] = {}
+                for member, (active, _) in members.items():
+                    for task in active:
+                        if task in seen:
+                            self.overlaps.append(f"{task} active on {seen[task]} and {member}")
+                        seen[task] = member
+                self.snapshots.append(members)
+            pace(0.1)
+
+    def latest(self) -> dict[str, tuple[set, set]]:
+        return self.snapshots[-1] if self.snapshots else {}
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=10)
+        self.wire.close()
+
+
+def test_a_killed_instance_hands_its_tasks_to_its_standbys_and_the_counts_stay_exact(broker, jvm, streams_build,
+                                                                                      name, tmp_path):
+    app, src, out = f"failover-{name}", f"in-{name}", f"out-{name}"
+    create_topics(broker.bootstrap, **{src: 6, out: 1})
+    jvm.group_configs(broker.bootstrap, app, streams_session_timeout_ms=3_000, streams_heartbeat_interval_ms=300,
+                      streams_num_standby_replicas=1)
+
+    def config(instance: str) -> dict:
+        return {"bootstrap.servers": broker.bootstrap, "application.id": app, "client.id": instance,
+                "state.dir": str(tmp_path / f"state-{instance}"), "processing.guarantee": "exactly_once_v2",
+                **APP_CONFIGS}
+
+    sent = Counter()
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+
+    def produce(start: int, count: int, per_beat: int = 0) -> None:
+        for n in range(start, start + count):
+            word = WORDS[n % len(WORDS)]
+            producer.produce(src, key=str(n), value=f"{word} {n}", partition=n % 6)
+            sent[word] += 1
+            if per_beat and n % per_beat == 0:
+                producer.flush(10)
+                pace(0.05)
+        producer.flush(30)
+
+    produce(0, RECORDS // 3)
+    names = ["a", "b"]
+    for instance in names:
+        jvm.start(instance + name, "stateful", config(instance), input=src, output=out)
+    lone = StreamsJvm(streams_build, tmp_path / "lone.log")
+    poller = Poller(broker.bootstrap, app)
+    try:
+        lone.start("c" + name, "stateful", config("c"), input=src, output=out)
+        jvm.wait_running(*(n + name for n in names), timeout=90)
+        lone.wait_running("c" + name, timeout=90)
+        poller.start()
+        # Twelve tasks (2 subtopologies x 6 partitions), four per instance, with a standby
+        # of each of the six stateful tasks on another instance.
+        wait_for(lambda: sorted(len(a) for a, _ in poller.latest().values()) == [4, 4, 4]
+                 and sum(len(s) for _, s in poller.latest().values()) == 6, 60, "4+4+4 tasks, 6 standbys")
+        writer = threading.Thread(target=produce, args=(RECORDS // 3, 2 * RECORDS // 3, 25), daemon=True)
+        writer.start()
+        pace(1.0)
+        before = poller.latest()
+        dead_active = before["c"][0]
+        standby_of = {t: m for m, (_, standbys) in before.items() for t in standbys}
+        lone.kill()                                                      # kill -9, mid-stream
+        after = wait_for(lambda: (d := poller.latest()) and set(d) == {"a", "b"}
+                         and sorted(len(x) for x, _ in d.values()) == [6, 6] and d, 60,
+                         "the dead instance's tasks on the two others")
+        for task in sorted(dead_active):
+            if task.startswith("1_"):                  # stateful: its standby took over
+                assert task in after[standby_of[task]][0], (task, standby_of[task], after)
+        # The instance comes back (same state directory) and gets tasks again.
+        lone = StreamsJvm(streams_build, tmp_path / "lone2.log")
+        lone.start("c" + name, "stateful", config("c"), input=src, output=out)
+        lone.wait_running("c" + name, timeout=90)
+        wait_for(lambda: sorted(len(a) for a, _ in poller.latest().values()) == [4, 4, 4], 60, "4+4+4 again")
+        writer.join(timeout=120)
+        counts = wait_value(lambda: latest_counts(broker.bootstrap, out), dict(sent), 120,
+                            "every word counted exactly once")
+        assert counts == dict(sent)
+        assert len(poller.snapshots) > 50
+        assert poller.overlaps == []
+        assert not jvm.errors() and not lone.errors()
+    finally:
+        poller.stop()
+        lone.close()
+        for instance in names:
+            jvm.close_app(instance + name)

@@ -1,0 +1,101 @@
+"""A small synchronous Kafka client for the streams scenarios: any request, any version, to a
+broker or to a group's coordinator, as kio objects (the same bytes on kgroup and Kafka 4.4).
+
+    with Wire(bootstrap) as w:
+        described = w.describe_streams_group("app")      # StreamsGroupDescribe v1
+        w.coordinator_call("app", 88, 1, group_id=..., ...)
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+from kgroup.wire.codec import decode_response, encode_request, request_class
+from kgroup.wire.kio_build import build
+
+FIND_COORDINATOR, STREAMS_HEARTBEAT, STREAMS_DESCRIBE = 10, 88, 89
+
+
+class Wire:
+    def __init__(self, bootstrap: str, client_id: str = "kgroup-streams-test") -> None:
+        host, port = bootstrap.rsplit(":", 1)
+        self.bootstrap = (host, int(port))
+        self.client_id = client_id
+        self._sockets: dict[tuple[str, int], socket.socket] = {}
+        self._correlation = 0
+        self._coordinators: dict[str, tuple[str, int]] = {}
+
+    def _socket(self, address: tuple[str, int]) -> socket.socket:
+        sock = self._sockets.get(address)
+        if sock is None:
+            sock = self._sockets[address] = socket.create_connection(address, timeout=30)
+        return sock
+
+    def call(self, address: tuple[str, int] | None, api_key: int, version: int, **fields: Any) -> Any:
+        """One request to `address` (None: the bootstrap broker); its decoded response."""
+        address = address or self.bootstrap
+        self._correlation += 1
+        request = build(request_class(api_key, version), **fields)
+        frame = encode_request(api_key, version, self._correlation, self.client_id, request)
+        sock = self._socket(address)
+        try:
+            sock.sendall(frame)
+            size = struct.unpack(">i", _read(sock, 4))[0]
+            payload = _read(sock, size)
+        except OSError:
+            self._sockets.pop(address, None)
+            sock.close()
+            raise
+        correlation, response = decode_response(api_key, version, payload)
+        assert correlation == self._correlation
+        return response
+
+    def coordinator(self, group_id: str, refresh: bool = False) -> tuple[str, int]:
+        if refresh or group_id not in self._coordinators:
+            r = self.call(None, FIND_COORDINATOR, 4, key_type=0, coordinator_keys=(group_id,))
+            (c,) = r.coordinators
+            if int(c.error_code) != 0:
+                raise RuntimeError(f"FindCoordinator {group_id}: {c.error_code}")
+            self._coordinators[group_id] = (c.host, c.port)
+        return self._coordinators[group_id]
+
+    def coordinator_call(self, group_id: str, api_key: int, version: int, **fields: Any) -> Any:
+        try:
+            return self.call(self.coordinator(group_id), api_key, version, **fields)
+        except OSError:
+            return self.call(self.coordinator(group_id, refresh=True), api_key, version, **fields)
+
+    def describe_streams_group(self, group_id: str, version: int = 1) -> Any:
+        """The group as StreamsGroupDescribe answers it (its `groups[0]`)."""
+        r = self.coordinator_call(group_id, STREAMS_DESCRIBE, version, group_ids=(group_id,),
+                                  include_authorized_operations=False)
+        return r.groups[0]
+
+    def close(self) -> None:
+        for sock in self._sockets.values():
+            sock.close()
+        self._sockets.clear()
+
+    def __enter__(self) -> "Wire":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        out += chunk
+    return out
+
+
+def tasks_of(assignment: Any, kind: str = "active_tasks") -> set[str]:
+    """A described member's tasks of one kind as "subtopology_partition" strings."""
+    return {f"{t.subtopology_id}_{p}" for t in getattr(assignment, kind) for p in t.partitions}
+
