@@ -32,6 +32,10 @@ def create_topics(bootstrap: str, **partitions: int) -> None:
                                   operation_timeout=30)
     for future in futures.values():
         future.result(timeout=60)
+    # Kafka answers CreateTopics once its controller has the topics; a broker's metadata (and
+    # its group coordinator's image) may lag behind: wait until the topics are served.
+    wanted = {name.replace("__", "-"): n for name, n in partitions.items()}
+    wait_for(lambda: partition_counts(bootstrap, *wanted) == wanted, 30, f"topics {sorted(wanted)} in metadata", 0.1)
 
 
 def topic_configs(bootstrap: str, topic: str) -> dict[str, str]:

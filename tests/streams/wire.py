@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from typing import Any
 
 from kgroup.wire.codec import decode_response, encode_request, request_class
 from kgroup.wire.kio_build import build
 
 FIND_COORDINATOR, STREAMS_HEARTBEAT, STREAMS_DESCRIBE = 10, 88, 89
+# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+_RETRIABLE = {14, 15, 16}
 
 
 class Wire:
@@ -33,7 +36,7 @@ class Wire:
             sock = self._sockets[address] = socket.create_connection(address, timeout=30)
         return sock
 
-    def call(self, address: tuple[str, int] | None, api_key: int, version: int, **fields: Any) -> Any:
+    def call(self, address: tuple[str, int] | None, api_key: int, version: int, /, **fields: Any) -> Any:
         """One request to `address` (None: the bootstrap broker); its decoded response."""
         address = address or self.bootstrap
         self._correlation += 1
@@ -54,18 +57,34 @@ class Wire:
 
     def coordinator(self, group_id: str, refresh: bool = False) -> tuple[str, int]:
         if refresh or group_id not in self._coordinators:
-            r = self.call(None, FIND_COORDINATOR, 4, key_type=0, coordinator_keys=(group_id,))
-            (c,) = r.coordinators
-            if int(c.error_code) != 0:
-                raise RuntimeError(f"FindCoordinator {group_id}: {c.error_code}")
+            deadline = time.monotonic() + 30
+            while True:
+                r = self.call(None, FIND_COORDINATOR, 4, key_type=0, coordinator_keys=(group_id,))
+                (c,) = r.coordinators
+                if int(c.error_code) == 0:
+                    break
+                # Kafka answers COORDINATOR_NOT_AVAILABLE while it creates __consumer_offsets.
+                if int(c.error_code) not in _RETRIABLE or time.monotonic() > deadline:
+                    raise RuntimeError(f"FindCoordinator {group_id}: {c.error_code}")
+                time.sleep(0.1)
             self._coordinators[group_id] = (c.host, c.port)
         return self._coordinators[group_id]
 
-    def coordinator_call(self, group_id: str, api_key: int, version: int, **fields: Any) -> Any:
-        try:
-            return self.call(self.coordinator(group_id), api_key, version, **fields)
-        except OSError:
-            return self.call(self.coordinator(group_id, refresh=True), api_key, version, **fields)
+    def coordinator_call(self, group: str, api_key: int, version: int, /, **fields: Any) -> Any:
+        """A request to `group`'s coordinator; retried, as clients retry, while the coordinator
+        is loading, moving or not yet there (a top-level error code 14, 15 or 16)."""
+        # Positional-only: the request's own fields include `group_id`.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                r = self.call(self.coordinator(group), api_key, version, **fields)
+            except OSError:
+                r = self.call(self.coordinator(group, refresh=True), api_key, version, **fields)
+            code = int(getattr(r, "error_code", 0) or 0)
+            if code not in _RETRIABLE or time.monotonic() > deadline:
+                return r
+            self.coordinator(group, refresh=True)
+            time.sleep(0.1)
 
     def describe_streams_group(self, group_id: str, version: int = 1) -> Any:
         """The group as StreamsGroupDescribe answers it (its `groups[0]`)."""

@@ -60,13 +60,8 @@ class Admin:
                     tuple(DescribedMember(m.member_id, None, m.meta.client_id, m.meta.client_host, b"", b"")
                           for m in share.members.values())))
                 continue
-            streams = self.shard.streams_groups.get(group_id)
-            if streams is not None:
-                described.append(DescribedGroup(
-                    group_id, ErrorCode.NONE, streams.state().value, STREAMS, "",
-                    tuple(DescribedMember(m.member_id, m.meta.instance_id, m.meta.client_id, m.meta.client_host,
-                                          b"", b"") for m in streams.members.values())))
-                continue
+            # A streams group is not a classic group to DescribeGroups: Kafka 4.4 answers it
+            # as one that does not exist (Dead), below; StreamsGroupDescribe describes it.
             group = self.shard.groups.get(group_id)
             if group is None or group.is_in(S.DEAD):
                 error = ErrorCode.GROUP_ID_NOT_FOUND if missing_as_error else ErrorCode.NONE

@@ -146,6 +146,13 @@ def _refuse(code: ErrorCode, why: str) -> Handler:
     return refuse
 
 
+def _refuse_as_kafka(code: ErrorCode, why: str) -> Handler:
+    """As `_refuse`, with Kafka's message ("Group g is not a streams group.")."""
+    def refuse(req, reply, now_ms) -> Result:
+        raise GroupError(code, f"Group {req.group_id} {why}.")
+    return refuse
+
+
 class GroupOperation(Enum):
     """The control API's operations on one group, routed by the kind of the group."""
 
@@ -184,20 +191,21 @@ class GroupCoordinatorShard:
         K, A = GroupKind, MembershipApi
         is_share = _refuse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "is a share group")
         not_share = _refuse(ErrorCode.GROUP_ID_NOT_FOUND, "is not a share group")
-        # Streams groups (KIP-1071): the other kinds' requests are refused as Kafka refuses
-        # them, except that an empty group of one kind becomes the other (streams_kinds).
-        is_streams = _refuse(ErrorCode.GROUP_ID_NOT_FOUND, "is a streams group")
-        not_streams = _refuse(ErrorCode.GROUP_ID_NOT_FOUND, "is not a streams group")
+        # Streams groups (KIP-1071): the other kinds' requests are refused as Kafka 4.4 refuses
+        # them (tests/streams/test_streams_differential.py), except that an empty group of one
+        # kind becomes the other; SyncGroup, Heartbeat and LeaveGroup see no classic group.
+        is_streams = _refuse_as_kafka(ErrorCode.GROUP_ID_NOT_FOUND, "is not a consumer group")
+        not_streams = _refuse_as_kafka(ErrorCode.GROUP_ID_NOT_FOUND, "is not a streams group")
         # API -> group kind -> handler: where every group request goes.
         self.routes: dict[MembershipApi, dict[GroupKind, Handler]] = {
             A.JOIN_GROUP: {K.NONE: classic.join, K.CLASSIC: classic.join, K.CONSUMER: migration.join,
                            K.SHARE: is_share, K.STREAMS: self._join_streams_group},
             A.SYNC_GROUP: {K.NONE: classic.sync, K.CLASSIC: classic.sync, K.CONSUMER: migration.sync,
-                           K.SHARE: is_share, K.STREAMS: is_streams},
+                           K.SHARE: is_share, K.STREAMS: classic.sync},
             A.HEARTBEAT: {K.NONE: classic.heartbeat, K.CLASSIC: classic.heartbeat, K.CONSUMER: migration.heartbeat,
-                          K.SHARE: is_share, K.STREAMS: is_streams},
+                          K.SHARE: is_share, K.STREAMS: classic.heartbeat},
             A.LEAVE_GROUP: {K.NONE: classic.leave, K.CLASSIC: classic.leave, K.CONSUMER: migration.leave,
-                            K.SHARE: is_share, K.STREAMS: is_streams},
+                            K.SHARE: is_share, K.STREAMS: classic.leave},
             A.CONSUMER_GROUP_HEARTBEAT: {K.NONE: consumer.heartbeat, K.CLASSIC: migration.consumer_heartbeat,
                                          K.CONSUMER: consumer.heartbeat, K.SHARE: is_share,
                                          K.STREAMS: is_streams},
@@ -388,7 +396,7 @@ class GroupCoordinatorShard:
         with members is not a classic group."""
         group = self.shard.streams_groups[req.group_id]
         if group.members:
-            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a classic group.")
+            raise GroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Group {req.group_id} is a streams group.")
         gone = (StreamsTopologyRecord(req.group_id, None), StreamsTargetEpochRecord(req.group_id, None),
                 StreamsGroupEpochRecord(req.group_id, None))
         self.shard.streams_groups.pop(req.group_id)      # the join below sees no group

@@ -157,7 +157,7 @@ class StreamsProtocol:
                 raise _invalid("RebalanceTimeoutMs must be provided in first request.")
             for tasks, kind in ((req.active_tasks, "ActiveTasks"), (req.standby_tasks, "StandbyTasks"),
                                 (req.warmup_tasks, "WarmupTasks")):
-                if tasks:
+                if tasks is None or tasks:                # Kafka refuses a null list too
                     raise _invalid(f"{kind} must be empty when (re-)joining.")
             if req.topology is None:
                 raise _invalid("Topology must be non-null when (re-)joining.")
@@ -571,6 +571,10 @@ class StreamsProtocol:
             self._remove_records(group, member_id, out)
         out.record(StreamsGroupEpochRecord(group.group_id, group.epoch + 1, group.subscribed,
                                            group.validated_topology_epoch, group.assignment_configs))
+        if set(member_ids) >= set(group.members):
+            # Nobody is left to heartbeat a new assignment in: the empty group's target is
+            # the new epoch's (Kafka 4.4 describes an emptied group at equal epochs).
+            out.record(StreamsTargetEpochRecord(group.group_id, group.epoch + 1))
 
     def bump_epoch(self, group: StreamsGroup, out: ResultBuilder) -> None:
         """A new group epoch with nothing else changed: a new assignment at the next heartbeat."""
@@ -649,8 +653,11 @@ class StreamsProtocol:
         for group_id in group_ids:
             group = self.groups.get(group_id)
             if group is None:
+                other = group_id in self.shard.consumer_groups or group_id in self.shard.share_groups or \
+                    group_id in self.shard.groups
                 described.append(DescribedStreamsGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND,
-                                                       f"Group {group_id} not found."))
+                                                       f"Group {group_id} is not a streams group." if other
+                                                       else f"Group {group_id} not found."))
                 continue
             described.append(self.describe_one(group))
         return Result((), ((reply, tuple(described)),))

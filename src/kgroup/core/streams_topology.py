@@ -200,6 +200,17 @@ def check_request_topology(topology: StreamsTopology) -> None:
     bad = [n for n in names if not legal_topic_name(n)]
     if bad:
         raise InvalidTopology(f"Topic names {','.join(bad)} are not valid topic names.")
+    # Kafka 4.4 does not check these indexes and fails the heartbeat with UNKNOWN_SERVER_ERROR
+    # (an index out of bounds); a clear refusal says what is wrong.
+    for s in topology.subtopologies:
+        for g in s.copartition_groups:
+            for kind, indexes, size in (("source topic", g.source_topics, len(s.source_topics)),
+                                        ("repartition source topic", g.repartition_source_topics,
+                                         len(s.repartition_source_topics))):
+                wrong = [i for i in indexes if not 0 <= i < size]
+                if wrong:
+                    raise InvalidTopology(f"Copartition group of subtopology {s.subtopology_id} refers to {kind} "
+                                          f"index {wrong[0]}, but the subtopology has {size} {kind}s.")
 
 
 def legal_topic_name(name: str) -> bool:

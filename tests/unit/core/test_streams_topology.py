@@ -127,3 +127,14 @@ def test_kafka_refuses_a_changelog_with_a_partition_count_internal_topics_and_ba
     with pytest.raises(InvalidTopology, match="Topic names bad/name are not valid topic names."):
         check_request_topology(StreamsTopology(1, (Subtopology("0", ("bad/name",)),)))
     check_request_topology(COUNT)
+
+
+def test_a_copartition_group_naming_a_topic_the_subtopology_lacks_is_refused():
+    # Kafka 4.4 fails such a heartbeat with UNKNOWN_SERVER_ERROR; kgroup says what is wrong.
+    with pytest.raises(InvalidTopology, match="Copartition group of subtopology 0 refers to source topic index 3, "
+                                              "but the subtopology has 1 source topics."):
+        check_request_topology(StreamsTopology(1, (Subtopology("0", ("in",), copartition_groups=(
+            CopartitionGroup(source_topics=(0, 3)),)),)))
+    with pytest.raises(InvalidTopology, match="refers to repartition source topic index 1"):
+        check_request_topology(StreamsTopology(1, (Subtopology("0", ("in",), repartition_source_topics=(
+            REPARTITION,), copartition_groups=(CopartitionGroup((0,), (), (0, 1)),)),)))
