@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import ClassVar
 
 from kgroup.core.streams_reconcile import TaskHolders, is_converged
 from kgroup.core.streams_records import (
@@ -106,6 +107,13 @@ class StreamsGroup:
     endpoint_epoch: int = field(default=0, compare=False)
     # Moves with every record replayed into the group (what the group events look at).
     version: int = field(default=0, compare=False)
+
+    # What the registry of group kinds asks of every group (a live group; its status).
+    live: ClassVar[bool] = True
+
+    def status(self) -> tuple[str, int]:
+        """(state, group epoch), as the group events and the views report a modern group."""
+        return self.state().value, self.epoch
 
     def state(self) -> StreamsGroupState:
         if not self.members:
