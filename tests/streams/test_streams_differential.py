@@ -32,9 +32,6 @@ from tests.streams.wire import Wire
 
 pytestmark = pytest.mark.integration
 
-GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
-
-
 class Run:
     """One scenario on one broker: its wire, its names and its transcript."""
 
@@ -54,13 +51,7 @@ class Run:
         return Member(self.wire, group, f"m{i}", f"p{i if process is None else process}", topo, **kw)
 
     def group_configs(self, group: str, **configs: Any) -> None:
-        cls = request_class(44, 1)
-        res_cls = item(cls, "resources")
-        cfg_cls = item(res_cls, "configs")
-        r = self.wire.call(None, 44, 1, validate_only=False, resources=(build(
-            res_cls, resource_type=GROUP_RESOURCE, resource_name=group,
-            configs=tuple(build(cfg_cls, name=k, config_operation=0, value=str(v)) for k, v in configs.items())),))
-        assert [int(x.error_code) for x in r.responses] == [0], r
+        self.wire.alter_group_configs(group, **configs)
 
     def describe(self, group: str) -> Any:
         return self.wire.describe_streams_group(group)

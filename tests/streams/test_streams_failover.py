@@ -19,6 +19,7 @@ from collections import Counter
 
 from tests.integration.waits import pace
 from tests.streams.app import StreamsJvm
+from tests.streams.poller import Poller
 from tests.streams.support import (
     APP_CONFIGS,
     create_topics,
@@ -27,51 +28,9 @@ from tests.streams.support import (
     wait_tasks,
     wait_value,
 )
-from tests.streams.wire import Wire, tasks_of
 
 WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "hazel", "iris", "juniper"]
 RECORDS = 1_500
-
-
-class Poller(threading.Thread):
-    """Describes the group every 100 ms; keeps every answer and each overlap it saw."""
-
-    def __init__(self, bootstrap: str, group: str) -> None:
-        super().__init__(daemon=True)
-        self.wire = Wire(bootstrap)
-        self.group = group
-        self.snapshots: list[dict[str, tuple[set, set]]] = []
-        self.overlaps: list[str] = []
-        self._halt = threading.Event()
-
-    def run(self) -> None:
-        while not self._halt.is_set():
-            try:
-                d = self.wire.describe_streams_group(self.group)
-            except (OSError, RuntimeError, ConnectionError):
-                self.wire.close()
-                pace(0.1)
-                continue
-            if int(d.error_code) == 0:
-                members = {m.client_id.split("-StreamThread")[0]: (tasks_of(m.assignment),
-                                                                    tasks_of(m.assignment, "standby_tasks"))
-                           for m in d.members}
-                seen: dict[str, str] = {}
-                for member, (active, _) in members.items():
-                    for task in active:
-                        if task in seen:
-                            self.overlaps.append(f"{task} active on {seen[task]} and {member}")
-                        seen[task] = member
-                self.snapshots.append(members)
-            pace(0.1)
-
-    def latest(self) -> dict[str, tuple[set, set]]:
-        return self.snapshots[-1] if self.snapshots else {}
-
-    def stop(self) -> None:
-        self._halt.set()
-        self.join(timeout=10)
-        self.wire.close()
 
 
 def test_a_killed_instance_hands_its_tasks_to_its_standbys_and_the_counts_stay_exact(broker, jvm, streams_build,

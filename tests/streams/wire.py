@@ -14,21 +14,29 @@ import time
 from typing import Any
 
 from kgroup.wire.codec import decode_response, encode_request, request_class
-from kgroup.wire.kio_build import build
+from kgroup.wire.kio_build import build, item
 
-FIND_COORDINATOR, STREAMS_HEARTBEAT, STREAMS_DESCRIBE = 10, 88, 89
+FIND_COORDINATOR, STREAMS_HEARTBEAT, STREAMS_DESCRIBE, INCREMENTAL_ALTER_CONFIGS = 10, 88, 89, 44
+GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
 # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 _RETRIABLE = {14, 15, 16}
 
 
 class Wire:
     def __init__(self, bootstrap: str, client_id: str = "kgroup-streams-test") -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.bootstrap = (host, int(port))
+        # A cluster's bootstrap lists every node: a node that is down passes to the next.
+        self.bootstraps = [(h, int(p)) for h, p in (b.rsplit(":", 1) for b in bootstrap.split(","))]
+        self.bootstrap = self.bootstraps[0]
         self.client_id = client_id
         self._sockets: dict[tuple[str, int], socket.socket] = {}
         self._correlation = 0
         self._coordinators: dict[str, tuple[str, int]] = {}
+
+    def _passed(self, address: tuple[str, int]) -> None:
+        """`address` failed: if it is the bootstrap node, the next node is."""
+        if address == self.bootstrap and len(self.bootstraps) > 1:
+            self.bootstraps.append(self.bootstraps.pop(0))
+            self.bootstrap = self.bootstraps[0]
 
     def _socket(self, address: tuple[str, int]) -> socket.socket:
         sock = self._sockets.get(address)
@@ -42,7 +50,11 @@ class Wire:
         self._correlation += 1
         request = build(request_class(api_key, version), **fields)
         frame = encode_request(api_key, version, self._correlation, self.client_id, request)
-        sock = self._socket(address)
+        try:
+            sock = self._socket(address)
+        except OSError:
+            self._passed(address)
+            raise
         try:
             sock.sendall(frame)
             size = struct.unpack(">i", _read(sock, 4))[0]
@@ -50,6 +62,7 @@ class Wire:
         except OSError:
             self._sockets.pop(address, None)
             sock.close()
+            self._passed(address)
             raise
         correlation, response = decode_response(api_key, version, payload)
         assert correlation == self._correlation
@@ -91,6 +104,20 @@ class Wire:
         r = self.coordinator_call(group_id, STREAMS_DESCRIBE, version, group_ids=(group_id,),
                                   include_authorized_operations=False)
         return r.groups[0]
+
+    def alter_group_configs(self, group_id: str, *, to_coordinator: bool = False, **configs: Any) -> None:
+        """IncrementalAlterConfigs v1 SETs on the GROUP resource `group_id` (`streams_x_y`
+        names streams.x.y), to the bootstrap broker or (`to_coordinator`) the group's
+        coordinator; every resource must be answered NONE."""
+        cls = request_class(INCREMENTAL_ALTER_CONFIGS, 1)
+        res_cls = item(cls, "resources")
+        cfg_cls = item(res_cls, "configs")
+        address = self.coordinator(group_id) if to_coordinator else None
+        r = self.call(address, INCREMENTAL_ALTER_CONFIGS, 1, validate_only=False, resources=(build(
+            res_cls, resource_type=GROUP_RESOURCE, resource_name=group_id,
+            configs=tuple(build(cfg_cls, name=k.replace("_", "."), config_operation=0, value=str(v))
+                          for k, v in configs.items())),))
+        assert [int(x.error_code) for x in r.responses] == [0], r
 
     def close(self) -> None:
         for sock in self._sockets.values():
