@@ -12,18 +12,23 @@ warm-ups are never given by 4.4 (its assignment refiner is a no-op; kgroup gives
 when it knows no end offsets, which hand-written members never report).
 
 Where the two differ by design, the scenario normalizes before writing: client hosts, the
-order Kafka lists missing internal topics in (a hash set's), and the members' `client_id`.
+order Kafka lists missing internal topics in (a hash set's), the members' `client_id`, the
+error of a copartition index out of range (Kafka 4.4: UNKNOWN_SERVER_ERROR; kgroup:
+STREAMS_INVALID_TOPOLOGY; written as "refused"), and for kafka-streams-groups.sh (Kafka's
+StreamsGroupCommand, run from the 4.4 jars against both) runs of blanks and its rows' order.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 import time
 import uuid
 from typing import Any, Callable
 
 import pytest
 
+from kgroup.testing.reference import run_java
 from kgroup.wire.codec import request_class
 from kgroup.wire.kio_build import build, item
 from tests.streams.raw import Member, normalized_status, topology
@@ -430,6 +435,28 @@ def sc_other_apis_on_a_streams_group(run: Run) -> None:
     run.note("a consumer group", int(d.error_code), (d.error_message or "").replace(run.tag, "*"))
 
 
+def sc_kafka_streams_groups_tool(run: Run) -> None:
+    """kafka-streams-groups.sh (Kafka 4.4's StreamsGroupCommand) on a group of two members:
+    its list, its describe of the group, its members and its state, line for line (named
+    normalizations: client hosts, runs of blanks, rows after the header sorted; --list
+    filtered to the scenario's group, the broker's others are other scenarios')."""
+    app, topo = _stateful(run, 2)
+    members = [run.member(app, 0, topo), run.member(app, 1, topo)]
+    join_until_assigned(run, members[0])
+    converge(run, members)
+    tool = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+    for args in (("--list",), ("--describe",), ("--describe", "--members", "--verbose"),
+                 ("--describe", "--state", "--verbose")):
+        done = run_java(tool, "--bootstrap-server", run.bootstrap, *args,
+                        *(() if args == ("--list",) else ("--group", app)), timeout=60)
+        lines = [" ".join(re.sub(r"/?127\.0\.0\.1(:\d+)?", "HOST", line).split())
+                 for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+        if args == ("--list",):
+            lines = [line for line in lines if app in line]
+        # The tool prints rows in hash-map order: the header first, then the rows sorted.
+        run.note(" ".join(args), done.returncode, lines[:1] + sorted(lines[1:]))
+
+
 SCENARIOS: dict[str, Callable[[Run], None]] = {
     "invalid_topologies": sc_invalid_topologies,
     "topology_update_refused": sc_topology_update_refused,
@@ -440,6 +467,7 @@ SCENARIOS: dict[str, Callable[[Run], None]] = {
     "static_members": sc_static_members,
     "epochs_and_fencing": sc_epochs_and_fencing,
     "other_apis_on_a_streams_group": sc_other_apis_on_a_streams_group,
+    "kafka_streams_groups_tool": sc_kafka_streams_groups_tool,
 }
 
 
