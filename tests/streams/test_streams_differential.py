@@ -33,7 +33,7 @@ from kgroup.wire.codec import request_class
 from kgroup.wire.kio_build import build, item
 from tests.streams.raw import Member, normalized_status, topology
 from tests.streams.support import create_topics, partition_counts, topic_configs
-from tests.streams.wire import Wire
+from tests.streams.wire import GROUP_RESOURCE, Wire
 
 pytestmark = pytest.mark.integration
 
@@ -457,6 +457,29 @@ def sc_kafka_streams_groups_tool(run: Run) -> None:
         run.note(" ".join(args), done.returncode, lines[:1] + sorted(lines[1:]))
 
 
+def sc_streams_group_configs(run: Run) -> None:
+    """The streams.* group configs over IncrementalAlterConfigs and DescribeConfigs: values in
+    and out of range, and what a group's configs read as after."""
+    group = run.name("cfg")
+    for name, value in (("streams.num.standby.replicas", 1), ("streams.num.standby.replicas", 9),
+                        ("streams.session.timeout.ms", 500), ("streams.session.timeout.ms", 20_000),
+                        ("streams.heartbeat.interval.ms", 2_000), ("streams.heartbeat.interval.ms", 50),
+                        ("streams.num.warmup.replicas", 3), ("streams.acceptable.recovery.lag", -1),
+                        ("streams.initial.rebalance.delay.ms", 10), ("streams.no.such.config", 1)):
+        cls = request_class(44, 1)
+        res_cls = item(cls, "resources")
+        r = run.wire.call(None, 44, 1, validate_only=False, resources=(build(
+            res_cls, resource_type=GROUP_RESOURCE, resource_name=group, configs=(build(
+                item(res_cls, "configs"), name=name, config_operation=0, value=str(value)),)),))
+        run.note("alter", name, value, [(int(x.error_code), x.error_message) for x in r.responses])
+    cls = request_class(32, 4)
+    r = run.wire.call(None, 32, 4, include_synonyms=False, include_documentation=False, resources=(build(
+        item(cls, "resources"), resource_type=GROUP_RESOURCE, resource_name=group, configuration_keys=None),))
+    (res,) = r.results
+    run.note("described", int(res.error_code), sorted(
+        (c.name, c.value, c.read_only, int(c.config_source)) for c in res.configs if c.name.startswith("streams.")))
+
+
 SCENARIOS: dict[str, Callable[[Run], None]] = {
     "invalid_topologies": sc_invalid_topologies,
     "topology_update_refused": sc_topology_update_refused,
@@ -468,6 +491,7 @@ SCENARIOS: dict[str, Callable[[Run], None]] = {
     "epochs_and_fencing": sc_epochs_and_fencing,
     "other_apis_on_a_streams_group": sc_other_apis_on_a_streams_group,
     "kafka_streams_groups_tool": sc_kafka_streams_groups_tool,
+    "streams_group_configs": sc_streams_group_configs,
 }
 
 
@@ -490,7 +514,19 @@ def _untag(value: Any, tag: str) -> Any:
     return value
 
 
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
+# Differences found and not mended yet: the scenario fails until they are (strict).
+KNOWN_DIFFERENCES = {
+    "streams_group_configs": "kgroup's refusal texts are its own (Kafka: 'must be in the range 1000 to 60000 "
+                             "inclusive.', ConfigDef's 'Invalid value -1 ...', no list of valid names); "
+                             "DescribeConfigs of a group lists streams.acceptable.recovery.lag and "
+                             "streams.task.offset.interval.ms where Kafka 4.4 lists streams.assignor.name and "
+                             "streams.rack.aware.assignment.tags",
+}
+
+
+@pytest.mark.parametrize("scenario", [
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_DIFFERENCES[name]))
+    if name in KNOWN_DIFFERENCES else name for name in SCENARIOS])
 def test_kgroup_answers_as_kafka_4_4(scenario, kgroup_broker, kafka_reference):
     kafka = transcript(kafka_reference.bootstrap, SCENARIOS[scenario])
     ours = transcript(kgroup_broker.bootstrap, SCENARIOS[scenario])
