@@ -516,11 +516,14 @@ def _untag(value: Any, tag: str) -> Any:
 
 # Differences found and not mended yet: the scenario fails until they are (strict).
 KNOWN_DIFFERENCES = {
-    "streams_group_configs": "kgroup's refusal texts are its own (Kafka: 'must be in the range 1000 to 60000 "
-                             "inclusive.', ConfigDef's 'Invalid value -1 ...', no list of valid names); "
-                             "DescribeConfigs of a group lists streams.acceptable.recovery.lag and "
-                             "streams.task.offset.interval.ms where Kafka 4.4 lists streams.assignor.name and "
-                             "streams.rack.aware.assignment.tags",
+    "streams_group_configs": "kgroup's refusal texts are its own; Kafka 4.4 says 'X must be in the range 1000 to "
+                             "60000 inclusive.' (session, heartbeat), 'X must be less than or equal to N' (standby, "
+                             "warm-up), ConfigDef's 'Invalid value -1 for configuration X: Value must be at least 0' "
+                             "(lower bounds of 0), 'Unknown group config name: X' (no list). Its DescribeConfigs "
+                             "of a group always lists streams.assignor.name (STRING, 'sticky') and "
+                             "streams.rack.aware.assignment.tags (LIST, ''), which kgroup lacks, and lists "
+                             "streams.num.warmup.replicas, streams.acceptable.recovery.lag and "
+                             "streams.task.offset.interval.ms (min 15000) only once set (internal configs)",
 }
 
 
