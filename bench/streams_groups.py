@@ -55,6 +55,35 @@ def _apply(coord: GroupCoordinatorShard, result):
     return None
 
 
+def _steady(coord: GroupCoordinatorShard, heartbeat, reqs: list, seconds: float, error) -> float:
+    """Heartbeats/s: `reqs` round robin for `seconds`, their records replayed."""
+    count = 0
+    gc.collect()
+    t0 = time.perf_counter()
+    end = t0 + seconds
+    while time.perf_counter() < end:
+        for req in reqs:
+            result = heartbeat(req, REPLY, 0)
+            for rec in result.records:
+                coord.replay(rec)
+            if error(result.replies[0][1]):
+                raise RuntimeError(result.replies[0][1])
+        count += len(reqs)
+    return count / (time.perf_counter() - t0)
+
+
+def _settle(heartbeat, state, settled) -> None:
+    """Heartbeat every member with what it was told until a whole round changes nothing."""
+    for _ in range(50):
+        before = state()
+        for m in list(before[0]):
+            heartbeat(m)
+        if state() == before:
+            assert settled()
+            return
+    raise RuntimeError("the group did not settle")
+
+
 # ---- streams -------------------------------------------------------------------------------
 
 
@@ -96,14 +125,8 @@ class StreamsBench:
         return changed
 
     def settle(self) -> None:
-        for _ in range(50):
-            before = dict(self.epoch), dict(self.held)
-            for m in list(self.epoch):
-                self.heartbeat(m)
-            if (dict(self.epoch), dict(self.held)) == before:
-                assert self.coord.streams_groups["app"].state().value == "Stable"
-                return
-        raise RuntimeError("the streams group did not settle")
+        _settle(self.heartbeat, lambda: (dict(self.epoch), dict(self.held)),
+                lambda: self.coord.streams_groups["app"].state().value == "Stable")
 
     def join_ms(self) -> float:
         t0 = time.perf_counter()
@@ -126,20 +149,8 @@ class StreamsBench:
         # As Kafka Streams: the endpoint information epoch it was last sent (no endpoints again).
         reqs = [StreamsGroupHeartbeatRequest("app", m, e, endpoint_information_epoch=self.endpoints)
                 for m, e in self.epoch.items()]
-        hb, coord = self.coord.streams_group_heartbeat, self.coord
-        count = 0
-        gc.collect()
-        t0 = time.perf_counter()
-        end = t0 + seconds
-        while time.perf_counter() < end:
-            for req in reqs:
-                result = hb(req, REPLY, 0)
-                for rec in result.records:
-                    coord.replay(rec)
-                if result.replies[0][1].error_code.value:
-                    raise RuntimeError(result.replies[0][1])
-            count += len(reqs)
-        return count / (time.perf_counter() - t0)
+        return _steady(self.coord, self.coord.streams_group_heartbeat, reqs, seconds,
+                       lambda r: r.error_code.value)
 
 
 # ---- consumer ------------------------------------------------------------------------------
@@ -171,14 +182,8 @@ class ConsumerBench:
             self.owned[member] = r.assignment or ()
 
     def settle(self) -> None:
-        for _ in range(50):
-            before = dict(self.epoch), dict(self.owned)
-            for m in list(self.epoch):
-                self.heartbeat(m)
-            if (dict(self.epoch), dict(self.owned)) == before:
-                assert self.coord.consumer_groups["cg"].state().value.lower() == "stable"
-                return
-        raise RuntimeError("the consumer group did not settle")
+        _settle(self.heartbeat, lambda: (dict(self.epoch), dict(self.owned)),
+                lambda: self.coord.consumer_groups["cg"].state().value.lower() == "stable")
 
     def join_ms(self) -> float:
         t0 = time.perf_counter()
@@ -188,20 +193,7 @@ class ConsumerBench:
     def steady(self, seconds: float) -> float:
         reqs = [ConsumerGroupHeartbeatRequest(group_id="cg", member_id=m, member_epoch=e)
                 for m, e in self.epoch.items()]
-        hb, coord = self.coord.consumer_group_heartbeat, self.coord
-        count = 0
-        gc.collect()
-        t0 = time.perf_counter()
-        end = t0 + seconds
-        while time.perf_counter() < end:
-            for req in reqs:
-                result = hb(req, REPLY, 0)
-                for rec in result.records:
-                    coord.replay(rec)
-                if result.replies[0][1].error:
-                    raise RuntimeError(result.replies[0][1])
-            count += len(reqs)
-        return count / (time.perf_counter() - t0)
+        return _steady(self.coord, self.coord.consumer_group_heartbeat, reqs, seconds, lambda r: r.error)
 
 
 def main() -> None:

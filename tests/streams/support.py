@@ -12,7 +12,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from tests.integration.waits import until
+from tests.integration.waits import pace, until
 
 # A group's streams configs in the scenarios: a crash is noticed in seconds, not 45 s.
 GROUP_CONFIGS = {"streams.session.timeout.ms": 3_000, "streams.heartbeat.interval.ms": 300}
@@ -135,3 +135,28 @@ def wait_value(fetch, expected, timeout: float, what: str):
     except AssertionError:
         pass
     return box[0] if box else None
+
+
+WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "hazel", "iris", "juniper"]
+
+
+class WordWriter:
+    """The count app's input: record n is "<word> n" keyed n, on partition n % partitions;
+    `sent` counts what was acknowledged, per word."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.topic, self.partitions = topic, partitions
+        self.sent: Counter = Counter()
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+
+    def produce(self, start: int, count: int, per_beat: int = 0) -> None:
+        """Records start..start+count-1; every `per_beat` records a flush and a short pause
+        (a stream that goes on while the scenario acts)."""
+        for n in range(start, start + count):
+            word = WORDS[n % len(WORDS)]
+            self.producer.produce(self.topic, key=str(n), value=f"{word} {n}", partition=n % self.partitions)
+            self.sent[word] += 1
+            if per_beat and n % per_beat == 0:
+                self.producer.flush(10)
+                pace(0.05)
+        self.producer.flush(30)

@@ -18,21 +18,18 @@ Only kgroup runs it: the reference Kafka is a single node.
 from __future__ import annotations
 
 import threading
-from collections import Counter
 
 import pytest
-from confluent_kafka import Producer
 
 from kgroup.testing.cluster import Cluster
 from tests.integration.waits import hold, pace
 from tests.streams.conftest import KGROUP_GROUP
 from tests.streams.poller import Poller
-from tests.streams.support import APP_CONFIGS, create_topics, latest_counts, wait_for, wait_value
+from tests.streams.support import APP_CONFIGS, WordWriter, create_topics, latest_counts, wait_for, wait_value
 from tests.streams.wire import Wire
 
 pytestmark = pytest.mark.integration
 
-WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "hazel", "iris", "juniper"]
 RECORDS = 1_200
 PARTITIONS = 4
 
@@ -57,18 +54,8 @@ def test_a_coordinator_killed_under_a_streams_app_moves_its_group_without_a_reba
     with Wire(bootstrap) as w:
         w.alter_group_configs(app, to_coordinator=True, streams_session_timeout_ms=10_000,
                               streams_heartbeat_interval_ms=300, streams_num_standby_replicas=1)
-    sent = Counter()
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
-
-    def produce(start: int, count: int, per_beat: int = 0) -> None:
-        for n in range(start, start + count):
-            word = WORDS[n % len(WORDS)]
-            producer.produce(src, key=str(n), value=f"{word} {n}", partition=n % PARTITIONS)
-            sent[word] += 1
-            if per_beat and n % per_beat == 0:
-                producer.flush(10)
-                pace(0.05)
-        producer.flush(30)
+    words = WordWriter(bootstrap, src, PARTITIONS)
+    produce, sent = words.produce, words.sent
 
     produce(0, RECORDS // 3)
     names = ["a", "b"]

@@ -14,22 +14,19 @@ The same scenario runs on kgroup and on Apache Kafka 4.4.
 from __future__ import annotations
 
 import threading
-import time
-from collections import Counter
 
 from tests.integration.waits import pace
 from tests.streams.app import StreamsJvm
 from tests.streams.poller import Poller
 from tests.streams.support import (
     APP_CONFIGS,
+    WordWriter,
     create_topics,
     latest_counts,
     wait_for,
-    wait_tasks,
     wait_value,
 )
 
-WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "hazel", "iris", "juniper"]
 RECORDS = 1_500
 
 
@@ -45,19 +42,8 @@ def test_a_killed_instance_hands_its_tasks_to_its_standbys_and_the_counts_stay_e
                 "state.dir": str(tmp_path / f"state-{instance}"), "processing.guarantee": "exactly_once_v2",
                 **APP_CONFIGS}
 
-    sent = Counter()
-    from confluent_kafka import Producer
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "linger.ms": 5})
-
-    def produce(start: int, count: int, per_beat: int = 0) -> None:
-        for n in range(start, start + count):
-            word = WORDS[n % len(WORDS)]
-            producer.produce(src, key=str(n), value=f"{word} {n}", partition=n % 6)
-            sent[word] += 1
-            if per_beat and n % per_beat == 0:
-                producer.flush(10)
-                pace(0.05)
-        producer.flush(30)
+    words = WordWriter(broker.bootstrap, src, 6)
+    produce, sent = words.produce, words.sent
 
     produce(0, RECORDS // 3)
     names = ["a", "b"]
