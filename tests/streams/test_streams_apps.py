@@ -7,6 +7,10 @@ coordinator created, the tasks each instance runs.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 from tests.streams.support import (
     APP_CONFIGS,
     GROUP_CONFIGS,
@@ -45,8 +49,24 @@ def test_a_stateless_topology_runs_on_two_instances(broker, jvm, name, tmp_path)
     got = wait_value(lambda: sorted(v.decode() for _, v in read_all(broker.bootstrap, out)), expected, 60,
                      "every non-empty record upper-cased")
     assert got == expected
+    # `kgroup groups describe` shows the group as its consumer groups: each source partition
+    # with the member whose active task reads it, and the offsets the app committed.
+    described = wait_for(lambda: (rows := _describe_rows(broker.bootstrap, app)) and len(rows) == 4
+                         and all(r["consumer_id"] and r["lag"] == 0 for r in rows) and rows, 60,
+                         "four source partitions, each with its member, nothing left to read")
+    assert {(r["topic"], r["partition"]) for r in described} == {(src, p) for p in range(4)}
+    assert len({r["consumer_id"] for r in described}) == 2
     for instance in ("a", "b"):
         jvm.close_app(f"{app}-{instance}")
+
+
+def _describe_rows(bootstrap: str, group: str) -> list[dict]:
+    done = subprocess.run([sys.executable, "-m", "kgroup", "groups", "describe", group, "--bootstrap", bootstrap,
+                           "--format", "json"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (group_doc,) = json.loads(done.stdout)["groups"]
+    assert group_doc["type"] == "streams"
+    return group_doc["offsets"]
 
 
 def test_a_stateful_count_runs_exactly_once_on_three_instances(broker, jvm, name, tmp_path):

@@ -128,7 +128,8 @@ class _Described:
 
     @property
     def kind(self) -> str:
-        return "share" if _is_share(self.description) else "consumer"
+        d = self.description
+        return d.group_type if d is not None and d.group_type in ("share", "streams") else "consumer"
 
     def owners(self) -> dict[tuple[str, int], list[Any]]:
         """(topic, partition) -> its members (one, except in a share group), in member order."""

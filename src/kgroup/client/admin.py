@@ -42,6 +42,7 @@ from kgroup.wire.versions import (
     DELETE_SHARE_GROUP_OFFSETS,
     DESCRIBE_SHARE_GROUP_OFFSETS,
     SHARE_GROUP_DESCRIBE,
+    STREAMS_GROUP_DESCRIBE,
 )
 
 from .cluster import (
@@ -112,6 +113,7 @@ class GroupDescription:
     # "classic" (DescribeGroups: members carry their metadata and assignment bytes),
     # "consumer" (ConsumerGroupDescribe: assignments only, decoded) or "share"
     # (ShareGroupDescribe: assignments only; a partition may be assigned to several members)
+    # or "streams" (StreamsGroupDescribe: the source partitions of each member's active tasks)
     group_type: str = "classic"
     # The consumer group's epoch (ConsumerGroupDescribe); None for classic groups, whose
     # generation DescribeGroups does not tell.
@@ -343,7 +345,46 @@ class AdminClient(SecurityAdmin):
                 described = await self.describe_share_group(group)
             except UnsupportedApi:
                 described = None
+        if described is None:
+            try:
+                described = await self.describe_streams_group(group)
+            except UnsupportedApi:
+                described = None
         return described if described is not None else await self._describe_classic_group(group)
+
+    async def describe_streams_group(self, group: str) -> GroupDescription | None:
+        """A streams group's state and members (None: no such streams group), with
+        StreamsGroupDescribe (KIP-1071). A member's assignment is the source partitions of its
+        active tasks (task (s, p) reads partition p of subtopology s's source topics)."""
+        resp = await self._call_coordinator(
+            group,
+            STREAMS_GROUP_DESCRIBE,
+            request_fields(group_ids=[group], include_authorized_operations=False),
+            lambda r: _err(r.groups[0]) if r.groups else 0,
+        )
+        g = resp.groups[0]
+        if _err(g) == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        _check(_err(g), f"describe streams group {group!r}", g.error_message)
+        sources = {s.subtopology_id: (*s.source_topics, *(t.name for t in s.repartition_source_topics))
+                   for s in (g.topology.subtopologies if g.topology is not None else ())}
+
+        def partitions(tasks) -> dict[str, tuple[int, ...]]:
+            out: dict[str, set[int]] = {}
+            for t in tasks:
+                for topic in sources.get(t.subtopology_id, ()):
+                    out.setdefault(topic, set()).update(t.partitions)
+            return {topic: tuple(sorted(ps)) for topic, ps in sorted(out.items())}
+
+        members = tuple(
+            MemberDescription(
+                member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
+                client_host=m.client_host, metadata=b"", assignment_bytes=b"",
+                assignment=partitions(m.assignment.active_tasks))
+            for m in g.members
+        )
+        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type="streams",
+                                protocol="", members=members, group_type="streams", epoch=g.group_epoch)
 
     async def describe_share_group(self, group: str) -> GroupDescription | None:
         """A share group's state and members with their assignments (None: no such share
