@@ -11,7 +11,7 @@ SPARK_STAMP := $(VENV)/.installed-spark
 NODE := $(shell command -v node 2>/dev/null)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: run test bench clean chromium tmux java-clients kcat spark reference schema stress stress-ng explore
+.PHONY: run test bench clean chromium tmux kcat spark reference schema stress stress-ng explore java-clients go-clients clients-doc
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
@@ -79,9 +79,11 @@ reference: $(REF_STAMP)
 schema: $(REF_STAMP) $(RUN_STAMP)
 	$(BIN)/python tools/kiogen.py
 
-# The Java programs the tests drive (tests/java: Kafka Streams apps, Kafka's own streams
-# assignor as an oracle), compiled with javac against the reference's Kafka 4.4 jars, once
-# (a stamp), again only when a source changes; the tests call this target themselves too.
+# The programs the tests drive: tests/java (the interop tests' Java worker, the Kafka Streams
+# apps of tests/streams, Kafka's own streams task assignor as an oracle), compiled with
+# javac against the reference's Kafka 4.4 jars, and the Go programs of tests/go (franz-go,
+# sarama), built with the machine's Go from the modules go.mod/go.sum pin. Each is built once
+# (a stamp) and again only when a source changes; the tests call these targets themselves too.
 JAVA_SRC := $(wildcard tests/java/*.java)
 JAVA_STAMP := build/java/.compiled
 $(JAVA_STAMP): $(JAVA_SRC) $(REF_STAMP)
@@ -91,9 +93,23 @@ $(JAVA_STAMP): $(JAVA_SRC) $(REF_STAMP)
 
 java-clients: $(JAVA_STAMP)
 
+GO_SRC := $(wildcard tests/go/*.go) tests/go/go.mod tests/go/go.sum
+GO_STAMP := build/go/.built
+$(GO_STAMP): $(GO_SRC)
+	mkdir -p build/go
+	cd tests/go && go build -trimpath -o ../../build/go/interop .
+	touch $(GO_STAMP)
+
+go-clients: $(GO_STAMP)
+
+# docs/clients.md from the results of the tests the client matrix names (tests/interop/matrix.py);
+# docs/tools.md from tests/interop/tool_table.py.
+clients-doc: $(STAMP) reference java-clients go-clients $(if $(NODE),$(NODE_STAMP))
+	$(BIN)/python -m tests.interop.docs --run
+
 # KGROUP_REQUIRE_REFERENCE=1: a reference test fails rather than skips if Kafka cannot run.
 # --hypothesis-profile=ci: the properties run derandomized (tests/plugins/hypothesis_profiles.py).
-test: $(STAMP) reference java-clients chromium tmux kcat $(if $(NODE),$(NODE_STAMP))
+test: $(STAMP) reference java-clients go-clients chromium tmux kcat $(if $(NODE),$(NODE_STAMP))
 	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q --hypothesis-profile=ci
 
 # `make stress`: the flake hunt (tests/stress.py). PASSES runs of STRESS_TESTS in random
@@ -102,7 +118,7 @@ test: $(STAMP) reference java-clients chromium tmux kcat $(if $(NODE),$(NODE_STA
 PASSES ?= 3
 STRESS_TESTS ?= tests/integration
 STRESS_LOAD ?= 2
-stress: $(STAMP) reference chromium tmux kcat stress-ng $(if $(NODE),$(NODE_STAMP))
+stress: $(STAMP) reference java-clients go-clients chromium tmux kcat stress-ng $(if $(NODE),$(NODE_STAMP))
 	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m tests.stress --passes $(PASSES) --load $(STRESS_LOAD) $(STRESS_TESTS)
 
 # `make explore`: every hypothesis property with fresh randomness and ten times the examples
@@ -115,4 +131,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/core.py
 
 clean:
-	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis .stress node_modules reference/lib build/java
+	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis .stress node_modules reference/lib build/java build/go

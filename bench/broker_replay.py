@@ -29,7 +29,7 @@ from pathlib import Path
 
 import peers
 from kgroup.broker.durability import Durability
-from kgroup.broker.shard import Shard
+from kgroup.broker.groups.shard import Shard
 from kgroup.core import record_codec
 from kgroup.core.config import GroupConfig
 from kgroup.core.records import OffsetCommitRecord, OffsetCommitValue

@@ -7,7 +7,8 @@ Sides, measured in interleaved rounds (each round starts a fresh broker per side
 noisy moment of the machine falls on every side alike):
 
 - `baseline`: `kgroup serve` of another checkout (its `.venv/bin/kgroup`), e.g. the commit
-  before security landed — given with --baseline;
+  before security landed — given with --baseline; and `baseline authorizer`, the same with
+  the authorizer's config, to compare a change's secured path with the one before it;
 - `plain`: this tree, no [[listeners]] and no [auth] (must cost the same as the baseline);
 - `authorizer`: this tree with `[auth] authorizer = true` and one ACL letting
   User:ANONYMOUS read the group, so every heartbeat goes through the secured path and its
@@ -29,7 +30,7 @@ import peers
 from broker_heartbeats import measure
 
 from kgroup.acl_bindings import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
-from kgroup.broker.acl_store import AclStore
+from kgroup.broker.security.acl_store import AclStore
 
 AUTH = "[auth]\nauthorizer = true\n"
 
@@ -56,11 +57,15 @@ def main() -> None:
     if args.baseline is not None:
         sides.append(("baseline", {"config_text": base_cfg, "kgroup": args.baseline / ".venv" / "bin" / "kgroup"}))
     sides.append(("plain", {"config_text": base_cfg}))
+    if args.baseline is not None:
+        sides.append(("baseline authorizer", {"config_text": base_cfg + AUTH,
+                                              "kgroup": args.baseline / ".venv" / "bin" / "kgroup"}))
     sides.append(("authorizer", {"config_text": base_cfg + AUTH}))
     per_cpu: dict[str, list[float]] = {name: [] for name, _ in sides}
     for r in range(args.rounds):
-        for name, kw in sides:
-            data_dir = _authorizer_data_dir() if name == "authorizer" else None
+        # Each round starts with another side, so no side always runs first (or last).
+        for name, kw in sides[r % len(sides):] + sides[:r % len(sides)]:
+            data_dir = _authorizer_data_dir() if name.endswith("authorizer") else None
             b = peers.start_kgroup(data_dir=data_dir, **kw)
             try:
                 _, cpu, errors = asyncio.run(measure(b, args.members, args.connections, args.window, args.seconds, 1))
@@ -74,7 +79,7 @@ def main() -> None:
     print(f"\nheartbeats per broker CPU-second, median of {args.rounds} rounds")
     for name, _ in sides:
         med = statistics.median(per_cpu[name])
-        print(f"  {name:<11} {med:>10,.0f}   x{med / first:.3f}")
+        print(f"  {name:<19} {med:>10,.0f}   x{med / first:.3f}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from kio.schema.offset_commit.v8.response import (
 )
 from kio.static.primitive import i32, i32Timedelta, i64
 
+from kgroup.broker.concerns import SERVED
 from kgroup.wire.codec import decode_request, decode_response, encode_request, encode_response
 
 ZERO = i32Timedelta.parse(datetime.timedelta(0))
@@ -100,10 +101,10 @@ def main() -> None:
         api_key, version, request, respond = make()
         frame = encode_request(api_key, version, 1, "bench", request)[4:]
         response = respond(request)
-        response_frame = encode_response(decode_request(frame)[0], response)[4:]
+        response_frame = encode_response(decode_request(frame, SERVED)[0], response)[4:]
 
         def server() -> None:
-            header, req = decode_request(frame)
+            header, req = decode_request(frame, SERVED)
             encode_response(header, respond(req))
 
         def client() -> None:
@@ -116,9 +117,9 @@ def main() -> None:
 
         # The same request from a newer client: an unknown tagged field at the end.
         tagged = frame[:-1] + b"\x01\x63\x01z"
-        assert decode_request(tagged)[1] == request
-        plain = statistics.median(_run(lambda: decode_request(frame)) for _ in range(3))
-        rate = statistics.median(_run(lambda: decode_request(tagged)) for _ in range(3))
+        assert decode_request(tagged, SERVED)[1] == request
+        plain = statistics.median(_run(lambda: decode_request(frame, SERVED)) for _ in range(3))
+        rate = statistics.median(_run(lambda: decode_request(tagged, SERVED)) for _ in range(3))
         print(f"  {name:34s} {'decode (kio)':30s} {plain:>10,.0f}/s")
         print(f"  {name:34s} {'decode, unknown tag (Kafka rules)':30s} {rate:>10,.0f}/s")
 

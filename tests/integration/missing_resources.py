@@ -38,7 +38,8 @@ from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64, i64Ti
 
 from kgroup.wire.codec import decode_response, encode_request, request_class
 from kgroup.wire.record_batch import build_batch
-from kgroup.wire.versions import PRODUCE, SUPPORTED_APIS, api_ranges
+from kgroup.broker.concerns import SERVED
+from kgroup.wire.api_keys import ApiKey
 from tests.integration.waits import until
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
@@ -270,7 +271,7 @@ def _read(sock: socket.socket, n: int) -> bytes:
 
 def served() -> dict[int, tuple[str, int, int]]:
     """api key -> (name, min, max) of every API kgroup advertises."""
-    return {r.api_key: (r.name, r.min_version, r.max_version) for r in api_ranges()}
+    return {r.api_key: (r.name, r.min_version, r.max_version) for r in SERVED.values()}
 
 
 # A broker that has just started creates its internal topics (Kafka's __consumer_offsets and

@@ -11,9 +11,9 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from kgroup.client.cluster import Cluster, request_fields
+from kgroup.client.cluster import ClusterClient, request_fields
 from kgroup.testing.process import ChildProcess
-from kgroup.wire.versions import SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT
+from kgroup.wire.api_keys import ApiKey
 from tests.integration.clients import create_topic, wait_for
 from tests.integration.waits import hold
 
@@ -64,6 +64,11 @@ class ShareProc:
 
     def done(self, kind: str = "accept") -> set[tuple[int, int]]:
         return {(e["p"], o) for e in self.of("done") if e["type"] == kind for o in e["offsets"]}
+
+    def unconfirmed(self, kind: str = "accept") -> set[tuple[int, int]]:
+        """Records whose acknowledgement the consumer sent without getting the broker's
+        confirmation (its commit failed, e.g. the broker was killed before it answered)."""
+        return {(e["p"], o) for e in self.of("failed") if e["type"] == kind for o in e["offsets"]}
 
     def wait_ready(self, timeout: float = 60) -> "ShareProc":
         wait_for(lambda: self.of("ready"), timeout, what="the share consumer to subscribe")
@@ -160,7 +165,7 @@ class RawShareClient:
     def __init__(self, bootstrap: str, topic: str, group: str) -> None:
         self.topic = topic
         self.group = group
-        self.cluster = Cluster(bootstrap, client_id="raw-share")
+        self.cluster = ClusterClient(bootstrap, client_id="raw-share")
         self.conn = None
         self.topic_id = ""
 
@@ -180,7 +185,7 @@ class RawShareClient:
     async def heartbeat(self, member_id: str, epoch: int, group: str | None = None,
                         topics: tuple[str, ...] | None = ()):
         """ShareGroupHeartbeat; `topics` () subscribes to `topic`, None leaves it unchanged."""
-        return await self.cluster.request(self.conn, SHARE_GROUP_HEARTBEAT, request_fields(
+        return await self.cluster.request(self.conn, ApiKey.SHARE_GROUP_HEARTBEAT, request_fields(
             group_id=self.group if group is None else group, member_id=member_id, member_epoch=epoch, rack_id=None,
             subscribed_topic_names=None if topics is None else list(topics or (self.topic,))), timeout=10)
 
@@ -202,13 +207,13 @@ class RawShareClient:
                      partitions=[dict(partition_index=partition, acknowledgement_batches=batches)])]
 
     async def fetch(self, member_id: str, epoch: int, acks=(), group: str | None = None):
-        return await self.cluster.request(self.conn, SHARE_FETCH, request_fields(
+        return await self.cluster.request(self.conn, ApiKey.SHARE_FETCH, request_fields(
             group_id=self.group if group is None else group, member_id=member_id, share_session_epoch=epoch,
             max_wait=0, min_bytes=1, max_bytes=1024 * 1024, max_records=100, batch_size=100, topics=self._partitions(acks),
             forgotten_topics_data=[]), timeout=10)
 
     async def acknowledge(self, member_id: str, epoch: int, acks, topic_id: str | None = None):
-        return await self.cluster.request(self.conn, SHARE_ACKNOWLEDGE, request_fields(
+        return await self.cluster.request(self.conn, ApiKey.SHARE_ACKNOWLEDGE, request_fields(
             group_id=self.group, member_id=member_id, share_session_epoch=epoch,
             topics=self._partitions(acks, topic_id)), timeout=10)
 

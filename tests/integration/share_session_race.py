@@ -13,15 +13,7 @@ import uuid
 from kgroup.client.cluster import request_fields
 from kgroup.client.connection import Connection
 from tests.integration.clients import create_topic
-from kgroup.wire.versions import (
-    CREATE_TOPICS,
-    FIND_COORDINATOR,
-    INCREMENTAL_ALTER_CONFIGS,
-    METADATA,
-    SHARE_ACKNOWLEDGE,
-    SHARE_FETCH,
-    SHARE_GROUP_HEARTBEAT,
-)
+from kgroup.wire.api_keys import ApiKey
 
 RETRIABLE = {14, 15, 16}
 ACCEPT, RELEASE = 1, 2
@@ -51,7 +43,7 @@ class Member:
         raise AssertionError("never assigned")
 
     async def heartbeat(self, topics: list[str] | None, epoch: int | None = None):
-        return await self.conn.request(SHARE_GROUP_HEARTBEAT, request_fields(
+        return await self.conn.request(ApiKey.SHARE_GROUP_HEARTBEAT, request_fields(
             group_id=self.group, member_id=self.member_id, member_epoch=self.epoch if epoch is None else epoch,
             rack_id=None, subscribed_topic_names=topics))
 
@@ -61,7 +53,7 @@ class Member:
 
     async def fetch(self, max_bytes: int = 1 << 20, acks=(), max_wait: int = 500):
         first = self.session_epoch == 0
-        resp = await self.conn.request(SHARE_FETCH, request_fields(
+        resp = await self.conn.request(ApiKey.SHARE_FETCH, request_fields(
             group_id=self.group, member_id=self.member_id, share_session_epoch=self.session_epoch,
             max_wait=max_wait, min_bytes=1, max_bytes=max_bytes, max_records=100, batch_size=100,
             topics=self._topics(acks) if (first or acks) else [], forgotten_topics_data=[]))
@@ -77,7 +69,7 @@ class Member:
         raise AssertionError("no records were acquired")
 
     async def acknowledge_final(self, acks):
-        return await self.conn.request(SHARE_ACKNOWLEDGE, request_fields(
+        return await self.conn.request(ApiKey.SHARE_ACKNOWLEDGE, request_fields(
             group_id=self.group, member_id=self.member_id, share_session_epoch=-1, topics=self._topics(acks)))
 
 
@@ -93,21 +85,21 @@ async def _setup(bootstrap: str) -> tuple[str, int, str, str, uuid.UUID]:
     topic, group = f"ss-{uuid.uuid4().hex[:8]}", f"ss-g-{uuid.uuid4().hex[:8]}"
     conn = await Connection.open(host, int(port), "share-sessions", 10)
     try:
-        created = await conn.request(CREATE_TOPICS, request_fields(topics=[{
+        created = await conn.request(ApiKey.CREATE_TOPICS, request_fields(topics=[{
             "name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
             timeout=10_000, validate_only=False))
         assert int(created.topics[0].error_code) == 0
         for _ in range(100):
-            found = await conn.request(FIND_COORDINATOR, request_fields(key=group, key_type=0, coordinator_keys=[group]))
+            found = await conn.request(ApiKey.FIND_COORDINATOR, request_fields(key=group, key_type=0, coordinator_keys=[group]))
             if int(found.coordinators[0].error_code) == 0:
                 break
             await asyncio.sleep(0.2)
-        altered = await conn.request(INCREMENTAL_ALTER_CONFIGS, request_fields(resources=[{
+        altered = await conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request_fields(resources=[{
             "resource_type": 32, "resource_name": group,
             "configs": [{"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}],
             validate_only=False))
         assert int(altered.responses[0].error_code) == 0, altered
-        md = await conn.request(METADATA, request_fields(topics=[{"name": topic}]), 12)
+        md = await conn.request(ApiKey.METADATA, request_fields(topics=[{"name": topic}]), 12)
         topic_id = md.topics[0].topic_id
     finally:
         await conn.close()

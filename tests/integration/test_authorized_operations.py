@@ -16,17 +16,7 @@ from kgroup.client import AdminClient
 from kgroup.client.cluster import request_fields
 from kgroup.client.connection import Connection
 from kgroup.client.security import ClientSecurity
-from kgroup.wire.versions import (
-    CONSUMER_GROUP_DESCRIBE,
-    CONSUMER_GROUP_HEARTBEAT,
-    DESCRIBE_CLUSTER,
-    DESCRIBE_GROUPS,
-    INCREMENTAL_ALTER_CONFIGS,
-    METADATA,
-    OFFSET_COMMIT,
-    SHARE_GROUP_DESCRIBE,
-    SHARE_GROUP_HEARTBEAT,
-)
+from kgroup.wire.api_keys import ApiKey
 from tests.integration.security_setup import ADMIN, ADMIN_PASSWORD, our_settings, secure_broker
 
 pytestmark = pytest.mark.integration
@@ -89,39 +79,39 @@ def test_authorized_operations_are_the_principals_allowed_set_from_the_enforcing
         try:
             # Groups made by the super user: a simple commit, a consumer-group member and a
             # share-group member.
-            commit = await super_conn.request(OFFSET_COMMIT, request_fields(
+            commit = await super_conn.request(ApiKey.OFFSET_COMMIT, request_fields(
                 group_id=classic, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
                 topics=[{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 0,
                                                         "committed_metadata": ""}]}]), 8)
             assert int(commit.topics[0].partitions[0].error_code) == 0
-            joined = await super_conn.request(CONSUMER_GROUP_HEARTBEAT, request_fields(
+            joined = await super_conn.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, request_fields(
                 group_id=consumer, member_id=str(uuid.uuid4()), member_epoch=0, instance_id=None, rack_id=None,
                 rebalance_timeout=30_000, subscribed_topic_names=[topic], server_assignor=None,
                 topic_partitions=[]))
             assert int(joined.error_code) == 0, joined
-            shared = await super_conn.request(SHARE_GROUP_HEARTBEAT, request_fields(
+            shared = await super_conn.request(ApiKey.SHARE_GROUP_HEARTBEAT, request_fields(
                 group_id=share, member_id=str(uuid.uuid4()), member_epoch=0, rack_id=None,
                 subscribed_topic_names=[topic]))
             assert int(shared.error_code) == 0, shared
 
             seen = {}
-            md = await conn.request(METADATA, request_fields(
+            md = await conn.request(ApiKey.METADATA, request_fields(
                 topics=[{"name": topic}, {"name": secret}], allow_auto_topic_creation=False,
                 include_cluster_authorized_operations=True, include_topic_authorized_operations=True), 8)
             seen["cluster (metadata)"] = md.cluster_authorized_operations
             seen.update({t.name: t.topic_authorized_operations for t in md.topics})
-            dc = await conn.request(DESCRIBE_CLUSTER, request_fields(include_cluster_authorized_operations=True))
+            dc = await conn.request(ApiKey.DESCRIBE_CLUSTER, request_fields(include_cluster_authorized_operations=True))
             seen["cluster"] = dc.cluster_authorized_operations
-            dg = await conn.request(DESCRIBE_GROUPS, request_fields(groups=[classic],
+            dg = await conn.request(ApiKey.DESCRIBE_GROUPS, request_fields(groups=[classic],
                                                                     include_authorized_operations=True), 5)
             seen[classic] = dg.groups[0].authorized_operations
-            for api, group in ((CONSUMER_GROUP_DESCRIBE, consumer), (SHARE_GROUP_DESCRIBE, share)):
+            for api, group in ((ApiKey.CONSUMER_GROUP_DESCRIBE, consumer), (ApiKey.SHARE_GROUP_DESCRIBE, share)):
                 described = await conn.request(api, request_fields(group_ids=[group],
                                                                    include_authorized_operations=True))
                 assert int(described.groups[0].error_code) == 0, described
                 seen[group] = described.groups[0].authorized_operations
             # What the bits say the principal may do, it may: ALTER_CONFIGS on the topic.
-            altered = await conn.request(INCREMENTAL_ALTER_CONFIGS, request_fields(resources=[{
+            altered = await conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request_fields(resources=[{
                 "resource_type": 2, "resource_name": topic,
                 "configs": [{"name": "retention.ms", "config_operation": 0, "value": "3600000"}]}],
                 validate_only=True))

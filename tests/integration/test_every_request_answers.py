@@ -40,7 +40,9 @@ from kio.static.primitive import (
 
 from kgroup.wire.codec import decode_response, encode_request, request_class
 from kgroup.wire.record_batch import build_batch
-from kgroup.wire.versions import API_VERSIONS, PRODUCE, SUPPORTED_APIS, api_ranges, is_flexible
+from kgroup.broker.concerns import SERVED
+from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.versions import is_flexible
 from tests.integration.broker_process import BrokerProcess
 from tests.unit.wire.unknown_tags import frame_with_unknown_tags
 
@@ -208,9 +210,9 @@ class Wire:
         """Send ``request``; return the decoded response (None for Produce acks=0)."""
         self.correlation += 1
         self.sock.sendall(encode_request(api_key, version, self.correlation, "every-request", request))
-        if api_key == PRODUCE and int(request.acks) == 0:
+        if api_key == ApiKey.PRODUCE and int(request.acks) == 0:
             # No answer by design; the connection must still serve the next request.
-            self.ask(API_VERSIONS, 0, request_class(API_VERSIONS, 0)())
+            self.ask(ApiKey.API_VERSIONS, 0, request_class(ApiKey.API_VERSIONS, 0)())
             return None
         (size,) = _SIZE.unpack(self._read(4))
         correlation, response = decode_response(api_key, version, self._read(size))
@@ -224,15 +226,15 @@ def answered(broker, wire: Wire, api_key: int, version: int, request: Any, what:
     try:
         wire.ask(api_key, version, request)
     except (ConnectionError, OSError) as exc:
-        raise AssertionError(f"{SUPPORTED_APIS[api_key].name} v{version} ({what}) was not answered ({exc})\n"
+        raise AssertionError(f"{SERVED[api_key].name} v{version} ({what}) was not answered ({exc})\n"
                              f"{broker.log()[-3000:]}") from None
 
 
-ADVERTISED = [(r.api_key, r.name) for r in api_ranges()]
+ADVERTISED = [(r.api_key, r.name) for r in SERVED.values()]
 
 
 def versions(api_key: int) -> list[int]:
-    r = SUPPORTED_APIS[api_key]
+    r = SERVED[api_key]
     return list(range(r.min_version, r.max_version + 1))
 
 
@@ -269,11 +271,11 @@ def test_random_requests_of_every_api_are_answered(broker, api_key, name):
 
 
 def flexible_versions(api_key: int) -> list[int]:
-    r = SUPPORTED_APIS[api_key]
+    r = SERVED[api_key]
     return [v for v in range(r.min_version, r.max_version + 1) if is_flexible(api_key, v)]
 
 
-FLEXIBLE = [(r.api_key, r.name) for r in api_ranges() if flexible_versions(r.api_key)]
+FLEXIBLE = [(r.api_key, r.name) for r in SERVED.values() if flexible_versions(r.api_key)]
 
 
 @pytest.mark.parametrize(("api_key", "name"), FLEXIBLE, ids=[n for _, n in FLEXIBLE])
@@ -290,8 +292,8 @@ def test_requests_with_unknown_tagged_fields_are_answered(broker, api_key, name)
         frame = frame_with_unknown_tags(data, api_key, version, wire.correlation, "tags", request)
         try:
             wire.sock.sendall(frame)
-            if api_key == PRODUCE and int(request.acks) == 0:
-                wire.ask(API_VERSIONS, 0, request_class(API_VERSIONS, 0)())   # no answer by design
+            if api_key == ApiKey.PRODUCE and int(request.acks) == 0:
+                wire.ask(ApiKey.API_VERSIONS, 0, request_class(ApiKey.API_VERSIONS, 0)())   # no answer by design
                 return
             (size,) = _SIZE.unpack(wire._read(4))
             correlation, response = decode_response(api_key, version, wire._read(size))

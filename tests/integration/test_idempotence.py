@@ -86,17 +86,17 @@ def test_without_idempotence_the_same_lost_answers_store_duplicates(dropper):
 
 def test_kip98_sequence_state_survives_kill_9_of_the_broker(tmp_path):
     """The same batch sent before and after a kill -9 is stored once; a gap is still refused."""
-    from kgroup.client.cluster import Cluster, request_fields
+    from kgroup.client.cluster import ClusterClient, request_fields
     from kgroup.wire.record_batch import build_batch
-    from kgroup.wire.versions import INIT_PRODUCER_ID, PRODUCE
+    from kgroup.wire.api_keys import ApiKey
 
     broker = BrokerProcess(tmp_path / "data").start()
 
     async def send(records: bytes) -> tuple[int, int]:
-        cluster = Cluster(broker.bootstrap)
+        cluster = ClusterClient(broker.bootstrap)
         try:
             conn = await cluster.connect()
-            resp = await cluster.request(conn, PRODUCE, request_fields(
+            resp = await cluster.request(conn, ApiKey.PRODUCE, request_fields(
                 transactional_id=None, acks=-1, timeout=10_000,
                 topic_data=[{"name": "survive", "partition_data": [{"index": 0, "records": records}]}]))
             p = resp.responses[0].partition_responses[0]
@@ -105,10 +105,10 @@ def test_kip98_sequence_state_survives_kill_9_of_the_broker(tmp_path):
             await cluster.close()
 
     async def producer_id() -> int:
-        cluster = Cluster(broker.bootstrap)
+        cluster = ClusterClient(broker.bootstrap)
         try:
             await cluster.topic("survive", auto_create=True)
-            resp = await cluster.request_any(INIT_PRODUCER_ID, request_fields(
+            resp = await cluster.request_any(ApiKey.INIT_PRODUCER_ID, request_fields(
                 transactional_id=None, transaction_timeout=60_000, producer_id=-1, producer_epoch=-1))
             return int(resp.producer_id)
         finally:

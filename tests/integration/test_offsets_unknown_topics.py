@@ -1,4 +1,4 @@
-"""Scenario: offsets of topics and partitions that do not exist (broker/offset_topics.py).
+"""Scenario: offsets of topics and partitions that do not exist (broker/groups/offset_topics.py).
 
 OffsetCommit (v2, v8, v9; as a group member with a generation, and as a simple commit),
 AlterConsumerGroupOffsets and a consumer's commit (confluent-kafka), TxnOffsetCommit,

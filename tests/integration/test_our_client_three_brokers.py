@@ -24,15 +24,7 @@ from kgroup.client import (  # noqa: E402
     Producer,
     TopicPartition,
 )
-from kgroup.wire.versions import (  # noqa: E402
-    CONSUMER_GROUP_HEARTBEAT,
-    FETCH,
-    FIND_COORDINATOR,
-    HEARTBEAT,
-    JOIN_GROUP,
-    OFFSET_COMMIT,
-    PRODUCE,
-)
+from kgroup.wire.api_keys import ApiKey
 from tests.integration.rdkafka_mock import MockCluster  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -117,11 +109,11 @@ def test_partitions_on_three_brokers_and_a_coordinator_on_another(mock, capsys, 
 
     asyncio.run(run())
     # Data went to each partition's leader, group requests to the coordinator only.
-    assert mock.brokers_for(PRODUCE) == {1, 2, 3}
-    assert mock.brokers_for(FETCH) == {1, 2, 3}
-    assert mock.brokers_for(OFFSET_COMMIT) == {GROUP_COORDINATOR}
+    assert mock.brokers_for(ApiKey.PRODUCE) == {1, 2, 3}
+    assert mock.brokers_for(ApiKey.FETCH) == {1, 2, 3}
+    assert mock.brokers_for(ApiKey.OFFSET_COMMIT) == {GROUP_COORDINATOR}
     if protocol == "classic":
-        assert mock.brokers_for(JOIN_GROUP) == {GROUP_COORDINATOR}
+        assert mock.brokers_for(ApiKey.JOIN_GROUP) == {GROUP_COORDINATOR}
     rows = describe(capsys, mock.bootstrap, group)
     assert sorted(r[:5] for r in rows) == [
         [topic, str(p), str(PER_PARTITION), str(PER_PARTITION), "0"] for p in range(PARTITIONS)]
@@ -154,13 +146,13 @@ def test_leaders_and_the_coordinator_move_and_a_broker_goes_away_mid_run(mock, p
             # 1. The coordinator moves to broker 3: heartbeats and commits follow it, with
             #    the member's generation / epoch (the group lives on).
             mock.set_coordinator(group, 3)
-            heartbeat = HEARTBEAT if protocol == "classic" else CONSUMER_GROUP_HEARTBEAT
+            heartbeat = ApiKey.HEARTBEAT if protocol == "classic" else ApiKey.CONSUMER_GROUP_HEARTBEAT
             deadline = time.monotonic() + 20
             while 3 not in mock.brokers_for(heartbeat) and time.monotonic() < deadline:
                 await consumer.getmany(timeout_ms=200)
             await consumer.commit()
-            assert mock.brokers_for(OFFSET_COMMIT) == {3}
-            assert mock.brokers_for(FIND_COORDINATOR)
+            assert mock.brokers_for(ApiKey.OFFSET_COMMIT) == {3}
+            assert mock.brokers_for(ApiKey.FIND_COORDINATOR)
 
             # 2. Partition 0 moves from broker 1 to broker 2: the producer and the
             #    consumer's fetches follow it.
@@ -178,7 +170,7 @@ def test_leaders_and_the_coordinator_move_and_a_broker_goes_away_mid_run(mock, p
             await consumer.commit()
             assert await consumer.committed(TopicPartition(topic, 3)) == 3 * PER_PARTITION
             assert len(consumer.assignment()) == PARTITIONS
-            assert mock.brokers_for(FETCH) == {2, 3} and mock.brokers_for(PRODUCE) == {2, 3}
+            assert mock.brokers_for(ApiKey.FETCH) == {2, 3} and mock.brokers_for(ApiKey.PRODUCE) == {2, 3}
             # The member kept its generation (epoch) and its partitions throughout.
             assert consumer.group.member.generation == generation and taken == []
 

@@ -22,15 +22,7 @@ from kgroup.client.errors import AuthenticationError, KafkaConnectionError
 from kgroup.client.security import ClientSecurity
 from kgroup.error_codes import ErrorCode as E
 from kgroup.wire import decode_response, request_class
-from kgroup.wire.versions import (
-    DESCRIBE_GROUPS,
-    FETCH,
-    JOIN_GROUP,
-    LIST_GROUPS,
-    METADATA,
-    OFFSET_COMMIT,
-    PRODUCE,
-)
+from kgroup.wire.api_keys import ApiKey
 from tests.integration.broker_process import KGROUP, BrokerProcess, free_port
 from tests.integration.clients import ConsumerThread, wait_for
 from tests.integration.security_setup import (
@@ -218,8 +210,8 @@ def test_no_read_on_the_group_refuses_join_and_commit(sb):
     async def go():
         conn = await _as(sb, "mallory")
         try:
-            join = await conn.request(JOIN_GROUP, request_fields(**_join("m1-group")), max_version=5)
-            commit = await conn.request(OFFSET_COMMIT, request_fields(**_commit("m1-group", topic)))
+            join = await conn.request(ApiKey.JOIN_GROUP, request_fields(**_join("m1-group")), max_version=5)
+            commit = await conn.request(ApiKey.OFFSET_COMMIT, request_fields(**_commit("m1-group", topic)))
             return int(join.error_code), _commit_errors(commit)
         finally:
             await conn.close()
@@ -256,8 +248,8 @@ def test_read_on_the_group_but_not_the_topic_cannot_fetch_or_commit_it(sb):
     async def go():
         conn = await _as(sb, "mallory")
         try:
-            commit = await conn.request(OFFSET_COMMIT, request_fields(**_commit("m2-group", allowed, secret)))
-            fetch = await conn.request(FETCH, request_fields(
+            commit = await conn.request(ApiKey.OFFSET_COMMIT, request_fields(**_commit("m2-group", allowed, secret)))
+            fetch = await conn.request(ApiKey.FETCH, request_fields(
                 replica_id=-1, max_wait=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
                 session_epoch=-1, topics=[{"topic": t, "partitions": [{"partition": 0, "fetch_offset": 0,
                                                                       "partition_max_bytes": 1 << 20}]}
@@ -280,9 +272,9 @@ def test_describe_only_can_describe_but_not_join(sb):
     async def go():
         conn = await _as(sb, "mallory")
         try:
-            described = await conn.request(DESCRIBE_GROUPS, request_fields(groups=["m3-group"],
+            described = await conn.request(ApiKey.DESCRIBE_GROUPS, request_fields(groups=["m3-group"],
                                                                            include_authorized_operations=True))
-            join = await conn.request(JOIN_GROUP, request_fields(**_join("m3-group")), max_version=5)
+            join = await conn.request(ApiKey.JOIN_GROUP, request_fields(**_join("m3-group")), max_version=5)
             return described.groups[0], int(join.error_code)
         finally:
             await conn.close()
@@ -301,8 +293,8 @@ def test_deny_beats_allow(sb):
     async def go():
         conn = await _as(sb, "mallory")
         try:
-            md = await conn.request(METADATA, request_fields(topics=[{"name": topic}], allow_auto_topic_creation=False))
-            fetch = await conn.request(FETCH, request_fields(
+            md = await conn.request(ApiKey.METADATA, request_fields(topics=[{"name": topic}], allow_auto_topic_creation=False))
+            fetch = await conn.request(ApiKey.FETCH, request_fields(
                 replica_id=-1, max_wait=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
                 session_epoch=-1, topics=[{"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0,
                                                                          "partition_max_bytes": 1 << 20}]}]),
@@ -329,7 +321,7 @@ def test_list_groups_hides_groups_the_principal_may_not_describe_kip231(sb):
     for group in ("m5-visible", "m5-hidden"):
         async def commit(group=group):
             async with admin(sb) as a:
-                await a.cluster.request(await a.cluster.connect(), OFFSET_COMMIT,
+                await a.cluster.request(await a.cluster.connect(), ApiKey.OFFSET_COMMIT,
                                         request_fields(**_commit(group, "m5-topic")))
         run(commit())
     grant(sb, *acl("User:mallory", Res.GROUP, "m5-visible", Op.DESCRIBE))
@@ -340,7 +332,7 @@ def test_list_groups_hides_groups_the_principal_may_not_describe_kip231(sb):
             async with admin(sb) as a:
                 return {g.group_id for g in await a.list_groups()}
         try:
-            resp = await conn.request(LIST_GROUPS, request_fields(states_filter=[], types_filter=[]))
+            resp = await conn.request(ApiKey.LIST_GROUPS, request_fields(states_filter=[], types_filter=[]))
             return {g.group_id for g in resp.groups}
         finally:
             await conn.close()
@@ -362,7 +354,7 @@ def test_super_users_can_do_everything_by_password_and_by_certificate(sb):
             async with AdminClient(sb.address(port), config=settings) as a:
                 await a.create_topics({topic: 1})
                 await a.produce(topic, 0, [(b"k", b"v")])
-                await a.cluster.request(await a.cluster.connect(), OFFSET_COMMIT, request_fields(**_commit(group, topic)))
+                await a.cluster.request(await a.cluster.connect(), ApiKey.OFFSET_COMMIT, request_fields(**_commit(group, topic)))
                 assert (await a.describe_group(group)).state == "Empty"
                 assert group in {g.group_id for g in await a.list_groups()}
                 await a.create_acls(acl("User:nobody", Res.TOPIC, topic, Op.READ))
@@ -561,7 +553,7 @@ def test_sessions_expire_and_clients_re_authenticate_kip368(tmp_path):
             conn._reauth_at = None  # a client that does not re-authenticate
             await asyncio.sleep(1.7)
             with pytest.raises(KafkaConnectionError):
-                await conn.request(METADATA, request_fields(topics=[]))
+                await conn.request(ApiKey.METADATA, request_fields(topics=[]))
             await conn.close()
         run(expired_session_closes())
         log = proc.log()
@@ -590,17 +582,17 @@ def produce_large(bootstrap: str, settings: dict, *topics: str, count: int = 30)
 async def raw_fetch(conn: Connection, *topics: str, version: int = 12) -> bytes:
     """A Fetch of partition 0 of ``topics`` from offset 0: the answer's bytes after its
     correlation id (the same request on any connection must give the same bytes)."""
-    request = build_request(request_class(FETCH, version), replica_id=-1, max_wait=0, min_bytes=0,
+    request = build_request(request_class(ApiKey.FETCH, version), replica_id=-1, max_wait=0, min_bytes=0,
                             max_bytes=1 << 22, isolation_level=1, session_id=0, session_epoch=-1, topics=[
                                 {"topic": t, "partitions": [{"partition": 0, "fetch_offset": 0,
                                                             "partition_max_bytes": 1 << 22}]} for t in topics])
-    frame = await conn._roundtrip(FETCH, version, request, 10)
+    frame = await conn._roundtrip(ApiKey.FETCH, version, request, 10)
     return frame[4:]
 
 
 def fetched(version: int, answer: bytes) -> dict:
     """{topic: (error, records)} of a `raw_fetch` answer."""
-    response = decode_response(FETCH, version, b"\x00\x00\x00\x00" + answer)[1]
+    response = decode_response(ApiKey.FETCH, version, b"\x00\x00\x00\x00" + answer)[1]
     return {t.topic: (int(t.partitions[0].error_code), bytes(t.partitions[0].records or b""))
             for t in response.responses}
 
@@ -762,7 +754,7 @@ def test_kip932_share_consumer_needs_read_on_the_group_and_the_topic(sb):
     from confluent_kafka import ShareConsumer
 
     from kgroup.client.admin import CONFIG_SET, GROUP_RESOURCE
-    from kgroup.wire.versions import SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_DESCRIBE, SHARE_GROUP_HEARTBEAT
+    from kgroup.wire.api_keys import ApiKey
 
     topic, group = f"sh-{uuid.uuid4().hex[:6]}", f"sh-g-{uuid.uuid4().hex[:6]}"
     topic_with_records(sb, topic, 6, partitions=1)
@@ -814,10 +806,10 @@ def test_kip932_share_consumer_needs_read_on_the_group_and_the_topic(sb):
     async def as_user(user: str) -> tuple:
         conn = await _as(sb, user)
         try:
-            hb = await conn.request(SHARE_GROUP_HEARTBEAT, request_fields(**heartbeat(f"{user}-m")))
-            fe = await conn.request(SHARE_FETCH, request_fields(**fetch(f"{user}-m")))
-            ac = await conn.request(SHARE_ACKNOWLEDGE, request_fields(**ack(f"{user}-m")))
-            de = await conn.request(SHARE_GROUP_DESCRIBE, request_fields(group_ids=[group],
+            hb = await conn.request(ApiKey.SHARE_GROUP_HEARTBEAT, request_fields(**heartbeat(f"{user}-m")))
+            fe = await conn.request(ApiKey.SHARE_FETCH, request_fields(**fetch(f"{user}-m")))
+            ac = await conn.request(ApiKey.SHARE_ACKNOWLEDGE, request_fields(**ack(f"{user}-m")))
+            de = await conn.request(ApiKey.SHARE_GROUP_DESCRIBE, request_fields(group_ids=[group],
                                                                          include_authorized_operations=False))
             parts = lambda r: [int(p.error_code) for t in r.responses for p in t.partitions]  # noqa: E731
             return (int(hb.error_code), int(fe.error_code), parts(fe), int(ac.error_code), parts(ac),

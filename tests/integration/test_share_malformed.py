@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 from kgroup.error_codes import ErrorCode
-from kgroup.wire.versions import SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT
+from kgroup.wire.api_keys import ApiKey
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.share_clients import SHARE_SETTINGS, KgroupCluster, RawShareClient, produce
 
@@ -142,7 +142,7 @@ def test_kip932_hostile_share_frames_close_the_connection_and_the_broker_keeps_s
             assert (await raw.fetch("member-d", -1)).error_code == 0
 
     host, port = broker.bootstrap.split(":")
-    for api_key in (SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE):
+    for api_key in (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE):
         # A v1 header (flexible: client id, then tagged fields) and a body cut short.
         header = struct.pack(">hhi", api_key, 1, 7) + struct.pack(">h", 3) + b"bad" + b"\x00"
         for body in (b"", b"\x05ab", b"\xff" * 40):

@@ -174,13 +174,13 @@ def test_kip447_txn_offset_commit_with_a_stale_generation_is_refused(broker):
 def test_kip447_offsets_commit_with_the_transaction_and_are_unstable_until_then(broker):
     from kgroup.client import Consumer, Producer as Ours, TopicPartition
     from kgroup.client.cluster import request_fields
-    from kgroup.wire.versions import OFFSET_FETCH
+    from kgroup.wire.api_keys import ApiKey
 
     async def scenario() -> None:
         async with Ours({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-offsets"}) as p, \
                 Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "eos-offsets"}) as c:
             async def fetch_stable() -> tuple[int, int]:
-                resp = await p.cluster.call_coordinator("eos-offsets", OFFSET_FETCH, request_fields(
+                resp = await p.cluster.call_coordinator("eos-offsets", ApiKey.OFFSET_FETCH, request_fields(
                     group_id="eos-offsets", require_stable=True,
                     topics=[{"name": "txn-in", "partition_indexes": [1]}]), max_version=7)
                 (part,) = resp.topics[0].partitions

@@ -15,18 +15,7 @@ import pytest
 from kgroup.acl_bindings import AclOperation as Op
 from kgroup.client.cluster import request_fields
 from kgroup.client.connection import Connection
-from kgroup.wire.versions import (
-    CONSUMER_GROUP_DESCRIBE,
-    CONSUMER_GROUP_HEARTBEAT,
-    CREATE_TOPICS,
-    DESCRIBE_CLUSTER,
-    DESCRIBE_GROUPS,
-    FIND_COORDINATOR,
-    METADATA,
-    OFFSET_COMMIT,
-    SHARE_GROUP_DESCRIBE,
-    SHARE_GROUP_HEARTBEAT,
-)
+from kgroup.wire.api_keys import ApiKey
 
 pytestmark = pytest.mark.integration
 
@@ -64,14 +53,14 @@ async def observe(bootstrap: str) -> dict[str, int]:
     seen: dict[str, int] = {}
     conn = await Connection.open(host, int(port), "authorized-ops", 10)
     try:
-        created = await conn.request(CREATE_TOPICS, request_fields(
+        created = await conn.request(ApiKey.CREATE_TOPICS, request_fields(
             topics=[{"name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
             timeout=10_000, validate_only=False))
         assert int(created.topics[0].error_code) == 0, created
         # Metadata: v8 has both fields, v12 only the topics'.
         for version in (8, 12):
             for asked in (True, False):
-                md = await conn.request(METADATA, request_fields(
+                md = await conn.request(ApiKey.METADATA, request_fields(
                     topics=[{"name": topic}, {"name": f"{topic}-absent"}], allow_auto_topic_creation=False,
                     include_cluster_authorized_operations=asked, include_topic_authorized_operations=asked),
                     version)
@@ -83,18 +72,18 @@ async def observe(bootstrap: str) -> dict[str, int]:
                 if version == 8:
                     seen[f"metadata v8 asked={asked} cluster"] = md.cluster_authorized_operations
         for asked in (True, False):
-            dc = await conn.request(DESCRIBE_CLUSTER, request_fields(include_cluster_authorized_operations=asked))
+            dc = await conn.request(ApiKey.DESCRIBE_CLUSTER, request_fields(include_cluster_authorized_operations=asked))
             seen[f"describe cluster asked={asked}"] = dc.cluster_authorized_operations
         # A classic group made by a simple commit, and one nobody made (Dead).
-        await _retrying(conn, FIND_COORDINATOR, dict(key=classic, key_type=0, coordinator_keys=[classic]),
+        await _retrying(conn, ApiKey.FIND_COORDINATOR, dict(key=classic, key_type=0, coordinator_keys=[classic]),
                         lambda r: r.coordinators[0].error_code if hasattr(r, "coordinators") else r.error_code)
-        await _retrying(conn, OFFSET_COMMIT, dict(
+        await _retrying(conn, ApiKey.OFFSET_COMMIT, dict(
             group_id=classic, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
             topics=[{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 0,
                                                     "committed_metadata": ""}]}]),
             lambda r: r.topics[0].partitions[0].error_code, version=8)
         for asked in (True, False):
-            dg = await conn.request(DESCRIBE_GROUPS, request_fields(
+            dg = await conn.request(ApiKey.DESCRIBE_GROUPS, request_fields(
                 groups=[classic, f"{classic}-nobody"], include_authorized_operations=asked), 5)
             by_id = {g.group_id: g for g in dg.groups}
             for g, label in ((by_id[classic], "empty"), (by_id[f"{classic}-nobody"], "dead")):
@@ -102,17 +91,17 @@ async def observe(bootstrap: str) -> dict[str, int]:
                 seen[f"describe groups {label} asked={asked}"] = g.authorized_operations
         # A consumer group and a share group with one member each.
         member = str(uuid.uuid4())
-        joined = await _retrying(conn, CONSUMER_GROUP_HEARTBEAT, dict(
+        joined = await _retrying(conn, ApiKey.CONSUMER_GROUP_HEARTBEAT, dict(
             group_id=consumer, member_id=member, member_epoch=0, instance_id=None, rack_id=None,
             rebalance_timeout=30_000, subscribed_topic_names=[topic], server_assignor=None, topic_partitions=[]),
             lambda r: r.error_code)
         assert int(joined.error_code) == 0, joined
-        shared = await _retrying(conn, SHARE_GROUP_HEARTBEAT, dict(
+        shared = await _retrying(conn, ApiKey.SHARE_GROUP_HEARTBEAT, dict(
             group_id=share, member_id=str(uuid.uuid4()), member_epoch=0, rack_id=None,
             subscribed_topic_names=[topic]), lambda r: r.error_code)
         assert int(shared.error_code) == 0, shared
-        for api, group, label in ((CONSUMER_GROUP_DESCRIBE, consumer, "consumer"),
-                                  (SHARE_GROUP_DESCRIBE, share, "share")):
+        for api, group, label in ((ApiKey.CONSUMER_GROUP_DESCRIBE, consumer, "consumer"),
+                                  (ApiKey.SHARE_GROUP_DESCRIBE, share, "share")):
             for asked in (True, False):
                 described = await conn.request(api, request_fields(
                     group_ids=[group, f"{group}-nobody"], include_authorized_operations=asked))

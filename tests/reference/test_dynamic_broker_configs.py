@@ -16,10 +16,10 @@ import asyncio
 
 import pytest
 
-from kgroup.broker.dynamic_configs import KAFKA_DYNAMIC
+from kgroup.broker.admin.dynamic_configs import KAFKA_DYNAMIC
 from kgroup.client.cluster import request_fields
 from kgroup.client.connection import Connection
-from kgroup.wire.versions import DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS
+from kgroup.wire.api_keys import ApiKey
 
 pytestmark = pytest.mark.integration
 
@@ -49,14 +49,14 @@ SHOWN = ("log.retention.ms", "log.cleaner.threads", "message.max.bytes")
 
 
 async def _alter(conn: Connection, resource: str, changes: list) -> tuple[int, str | None]:
-    resp = await conn.request(INCREMENTAL_ALTER_CONFIGS, request_fields(resources=[{
+    resp = await conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request_fields(resources=[{
         "resource_type": BROKER, "resource_name": resource,
         "configs": [{"name": n, "config_operation": op, "value": v} for n, op, v in changes]}], validate_only=False))
     return int(resp.responses[0].error_code), resp.responses[0].error_message
 
 
 async def _describe(conn: Connection, resource: str) -> dict:
-    resp = await conn.request(DESCRIBE_CONFIGS, request_fields(resources=[{
+    resp = await conn.request(ApiKey.DESCRIBE_CONFIGS, request_fields(resources=[{
         "resource_type": BROKER, "resource_name": resource, "configuration_keys": None}], include_synonyms=True))
     (result,) = resp.results
     assert int(result.error_code) == 0, result

@@ -11,7 +11,7 @@ import pytest
 
 from kgroup.client.cluster import request_fields
 from kgroup.client.connection import Connection
-from kgroup.wire.versions import CREATE_PARTITIONS, CREATE_TOPICS
+from kgroup.wire.api_keys import ApiKey
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,7 @@ async def observe(bootstrap: str) -> list:
     conn = await Connection.open(host, int(port), "rf-diff", 10)
     try:
         async def create(name: str, partitions: int, rf: int, assignments: list, validate: bool = True) -> None:
-            r = await conn.request(CREATE_TOPICS, request_fields(
+            r = await conn.request(ApiKey.CREATE_TOPICS, request_fields(
                 topics=[{"name": name, "num_partitions": partitions, "replication_factor": rf,
                          "assignments": [{"partition_index": i, "broker_ids": b} for i, b in enumerate(assignments)],
                          "configs": []}], timeout=10_000, validate_only=validate), 7)
@@ -40,7 +40,7 @@ async def observe(bootstrap: str) -> list:
             await create(f"{base}-a", -1, -1, assignments)
         await create(f"{base}-g", 1, 1, [], validate=False)
         for assignments in GROWTHS:
-            r = await conn.request(CREATE_PARTITIONS, request_fields(
+            r = await conn.request(ApiKey.CREATE_PARTITIONS, request_fields(
                 topics=[{"name": f"{base}-g", "count": 1 + len(assignments),
                          "assignments": [{"broker_ids": b} for b in assignments]}],
                 timeout=10_000, validate_only=True))

@@ -1,7 +1,7 @@
 """The pure layers (core, member, assignors) must not do I/O, read the clock, sleep or load
 plug-ins.
 
-DESIGN.md: they take `now_ms` and return results, so the same code runs in the broker, in a
+docs/architecture.md: they take `now_ms` and return results, so the same code runs in the broker, in a
 test with a manual clock, and in a Spark task. This test parses every module's imports (not
 just greps) so an aliased or nested import is caught too.
 """
@@ -85,7 +85,7 @@ def test_purity_check_catches_plugin_loading(tmp_path: Path) -> None:
         assert any(n.split(".")[0] in FORBIDDEN for n in _imports(sample)), source
 
 
-# DESIGN.md's layers: dependencies point down only. Each layer may import these kgroup layers.
+# docs/architecture.md's layers: dependencies point down only. Each layer may import these kgroup layers.
 ALLOWED_LAYERS = {
     "assignors": {"assignors"},
     "core": {"core", "assignors"},
@@ -99,9 +99,9 @@ ALLOWED_LAYERS = {
 }
 
 
-# The leaves every layer may import: Kafka's error codes (kgroup/error_codes.py) and its ACL
-# vocabulary (kgroup/acl_bindings.py).
-LEAVES = {"error_codes", "acl_bindings"}
+# The leaves every layer may import: Kafka's error codes (kgroup/error_codes.py), its ACL
+# vocabulary (kgroup/acl_bindings.py) and the record batch header's layout (kgroup/batch_layout.py).
+LEAVES = {"error_codes", "acl_bindings", "batch_layout"}
 
 
 def test_leaf_modules_import_nothing_of_kgroup_and_do_no_io() -> None:
@@ -149,3 +149,45 @@ def test_the_plugin_loader_stands_on_the_pure_layers_only() -> None:
     # the pure assignors registry, and reaches no other kgroup layer.
     names = [n for n in _imports(SRC / "plugins.py") if n.startswith("kgroup.")]
     assert names and all(n.split(".")[1] == "assignors" for n in names), names
+
+
+# One name per thing: a class name means one class in the whole package (a reader who meets
+# `Cluster` or `Membership` should not have to ask which layer's), and no module takes another
+# module's private names (what one module needs from another is public there).
+# wire/schema/ is generated from Kafka's message specs (tools/kiogen.py), named as Kafka names
+# them, as kio's own classes are.
+GENERATED = SRC / "wire" / "schema"
+
+
+def _classes() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path in sorted(p for p in SRC.rglob("*.py") if GENERATED not in p.parents):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(str(path.relative_to(SRC)))
+    return found
+
+
+def test_no_class_name_is_defined_twice() -> None:
+    twice = {name: where for name, where in _classes().items() if len(where) > 1}
+    assert not twice, f"class names defined in more than one module: {twice}"
+
+
+def _private_imports(path: Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith("kgroup")):
+            names += [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    return names
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_module_imports_another_modules_private_names(path: Path) -> None:
+    names = _private_imports(path)
+    assert not names, f"{path.relative_to(SRC)} imports private names {names}: make them public where they live"
+
+
+def test_the_name_checks_can_fail(tmp_path: Path) -> None:
+    sample = tmp_path / "bad.py"
+    sample.write_text("from .commands import _log_end, table\nfrom kgroup.x import _y as y\n")
+    assert _private_imports(sample) == ["_log_end", "_y"]

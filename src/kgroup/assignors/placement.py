@@ -91,63 +91,89 @@ def place(
     which may be stale or overlap other members'. Member order breaks every tie, so callers
     pass members in a defined order. Returns one topic -> sorted partitions dict per member.
     """
-    n_members = len(subscriptions)
-    # 1. Classes of members with the same effective subscription.
-    class_by_topics: dict[tuple[str, ...], int] = {}
-    class_topics: list[tuple[str, ...]] = []
-    class_members: list[list[int]] = []
-    # Distinct subscriptions first (a dict keeps first-seen order; frozensets cache their
-    # hash), then each member's class at C speed.
-    class_of_sub: dict[Hashable, int] = {}
-    for sub in dict.fromkeys(subscriptions):
-        topics = tuple(sorted({t for t in sub  # type: ignore[attr-defined]
-                               if counts.get(t, 0) > 0}))  # a set: a topic may be listed twice
-        c = class_by_topics.get(topics)
-        if c is None:
-            c = len(class_topics)
-            class_by_topics[topics] = c
-            class_topics.append(topics)
-            class_members.append([])
-        class_of_sub[sub] = c
-    member_class = list(map(class_of_sub.__getitem__, subscriptions))
-    for i, c in enumerate(member_class):
-        class_members[c].append(i)
-    class_topic_sets = [frozenset(ts) for ts in class_topics]
+    classes = _Classes(subscriptions, counts)
+    held, hold_idx, hold_parts = _valid_holdings(classes, current, counts)
+    alloc, topic_classes, claimed, class_held = _allocate(classes, hold_idx, hold_parts, counts)
+    quota, kept_total, kept_class, dropped = _keep(classes, held, hold_parts, alloc, class_held)
+    pools = _free_partitions(topic_classes, counts, claimed, dropped, hold_parts)
+    _deal(classes, held, alloc, quota, kept_total, kept_class, pools)
+    return held
 
-    # 2. Valid current holdings: subscribed, existing partitions, each held once. The
-    # members' dicts are copied and turned around to topic -> holders at C speed; each
-    # topic is then checked as a whole, and only a topic with invalid claims (out of
-    # range, overlapping, empty or not tuples) is cleaned up holder by holder.
+
+class _Classes:
+    """1. Classes of members with the same effective subscription (its topics that exist)."""
+
+    __slots__ = ("topics", "members", "member_class", "topic_sets")
+
+    def __init__(self, subscriptions: Sequence[Hashable], counts: Mapping[str, int]) -> None:
+        class_by_topics: dict[tuple[str, ...], int] = {}
+        self.topics: list[tuple[str, ...]] = []
+        self.members: list[list[int]] = []
+        # Distinct subscriptions first (a dict keeps first-seen order; frozensets cache their
+        # hash), then each member's class at C speed.
+        class_of_sub: dict[Hashable, int] = {}
+        for sub in dict.fromkeys(subscriptions):
+            topics = tuple(sorted({t for t in sub  # type: ignore[attr-defined]
+                                   if counts.get(t, 0) > 0}))  # a set: a topic may be listed twice
+            c = class_by_topics.get(topics)
+            if c is None:
+                c = len(self.topics)
+                class_by_topics[topics] = c
+                self.topics.append(topics)
+                self.members.append([])
+            class_of_sub[sub] = c
+        self.member_class = list(map(class_of_sub.__getitem__, subscriptions))
+        for i, c in enumerate(self.member_class):
+            self.members[c].append(i)
+        self.topic_sets = [frozenset(ts) for ts in self.topics]
+
+
+def _valid_holdings(classes: _Classes, current: Sequence[Mapping[str, Sequence[int]]], counts: Mapping[str, int],
+                    ) -> tuple[list[dict[str, Parts]], dict[str, list[int]], dict[str, list[Parts]]]:
+    """2. Valid current holdings: subscribed, existing partitions, each held once; with
+    topic -> holders and topic -> their claims.
+
+    The members' dicts are copied and turned around to topic -> holders at C speed; each
+    topic is then checked as a whole, and only a topic with invalid claims (out of range,
+    overlapping, empty or not tuples) is cleaned up holder by holder."""
+    n_members = len(classes.member_class)
+    member_class = classes.member_class
     hold_idx: dict[str, list[int]] = {}
     hold_parts: dict[str, list[Parts]] = {}
     if not any(current):  # a fresh group: nothing to check
-        held: list[dict[str, Parts]] = [{} for _ in range(n_members)]
-    else:
-        held = list(map(dict, current))
-        fits = list(map(le, map(dict.keys, held), map(class_topic_sets.__getitem__, member_class)))
-        if not all(fits):
-            for i in compress(range(n_members), map(not_, fits)):
-                allowed = class_topic_sets[member_class[i]]
-                held[i] = {t: p for t, p in held[i].items() if t in allowed}
-        hold_idx = {t: [] for t in chain.from_iterable(class_topics)}
-        hold_parts = {t: [] for t in hold_idx}
-        lens_per_member = list(map(len, held))
-        drain(map(list.append, map(hold_idx.__getitem__, chain.from_iterable(held)),
-                   chain.from_iterable(map(repeat, range(n_members), lens_per_member))))
-        drain(map(list.append, map(hold_parts.__getitem__, chain.from_iterable(held)),
-                   chain.from_iterable(map(dict.values, held))))
-        for t, plist in hold_parts.items():
-            if plist and not _claims_valid(plist, counts[t]):
-                _clean_claims(t, counts[t], hold_idx[t], held)
-                hold_idx[t] = [i for i in hold_idx[t] if t in held[i]]
-                hold_parts[t] = [held[i][t] for i in hold_idx[t]]
+        return [{} for _ in range(n_members)], hold_idx, hold_parts
+    held = list(map(dict, current))
+    fits = list(map(le, map(dict.keys, held), map(classes.topic_sets.__getitem__, member_class)))
+    if not all(fits):
+        for i in compress(range(n_members), map(not_, fits)):
+            allowed = classes.topic_sets[member_class[i]]
+            held[i] = {t: p for t, p in held[i].items() if t in allowed}
+    hold_idx = {t: [] for t in chain.from_iterable(classes.topics)}
+    hold_parts = {t: [] for t in hold_idx}
+    lens_per_member = list(map(len, held))
+    drain(map(list.append, map(hold_idx.__getitem__, chain.from_iterable(held)),
+               chain.from_iterable(map(repeat, range(n_members), lens_per_member))))
+    drain(map(list.append, map(hold_parts.__getitem__, chain.from_iterable(held)),
+               chain.from_iterable(map(dict.values, held))))
+    for t, plist in hold_parts.items():
+        if plist and not _claims_valid(plist, counts[t]):
+            _clean_claims(t, counts[t], hold_idx[t], held)
+            hold_idx[t] = [i for i in hold_idx[t] if t in held[i]]
+            hold_parts[t] = [held[i][t] for i in hold_idx[t]]
+    return held, hold_idx, hold_parts
 
-    # 3. Class-level allocation: topic -> partitions per class, starting from what each
-    # class holds (`class_held`, summed per topic at C speed).
-    n_classes = len(class_topics)
+
+def _allocate(classes: _Classes, hold_idx: dict[str, list[int]], hold_parts: dict[str, list[Parts]],
+              counts: Mapping[str, int]) -> tuple[list[dict[str, int]], dict[str, list[int]], dict[str, int],
+                                                  list[dict[str, int]]]:
+    """3. Class-level allocation: topic -> partitions per class (`alloc`), starting from what
+    each class holds (`class_held`, summed per topic at C speed); with topic -> its classes
+    and topic -> how many partitions members claim."""
+    n_classes = len(classes.topics)
+    member_class = classes.member_class
     alloc: list[dict[str, int]] = [{} for _ in range(n_classes)]
     topic_classes: dict[str, list[int]] = {}
-    for c, topics in enumerate(class_topics):
+    for c, topics in enumerate(classes.topics):
         for t in topics:
             topic_classes.setdefault(t, []).append(c)
     claimed: dict[str, int] = {}
@@ -170,17 +196,24 @@ def place(
         for t, cs in topic_classes.items():
             alloc[cs[0]][t] = counts[t]
     else:
-        _allocate_classes(alloc, topic_classes, class_members, class_held, counts)
+        _allocate_classes(alloc, topic_classes, classes.members, class_held, counts)
+    return alloc, topic_classes, claimed, class_held
 
-    # 4. Member level, per class: quotas, what each member keeps. Partitions a member
-    # held but does not keep are collected in `dropped`.
+
+def _keep(classes: _Classes, held: list[dict[str, Parts]], hold_parts: dict[str, list[Parts]],
+          alloc: list[dict[str, int]], class_held: list[dict[str, int]],
+          ) -> tuple[list[int], list[int], list[dict[str, int]], dict[str, list[int]]]:
+    """4. Member level, per class: each member's quota and what it keeps of what it holds
+    (`held` is cut down to it); partitions a member held but does not keep are collected in
+    `dropped`. Returns (quota, kept_total, kept_class, dropped)."""
+    n_members = len(held)
     quota = [0] * n_members
     kept_total = [0] * n_members
-    kept_class: list[dict[str, int]] = [{} for _ in range(n_classes)]
+    kept_class: list[dict[str, int]] = [{} for _ in range(len(classes.topics))]
     dropped: dict[str, list[int]] = {}
     haves = list(map(sum, map(map, repeat(len), map(dict.values, held)))) if hold_parts \
         else [0] * n_members
-    for c, members in enumerate(class_members):
+    for c, members in enumerate(classes.members):
         total = sum(alloc[c].values())
         if not total:
             for i in members:
@@ -188,70 +221,91 @@ def place(
                     dropped.setdefault(t, []).extend(parts)
                 held[i] = {}
             continue
-        q, extra = divmod(total, len(members))
-        drain(map(quota.__setitem__, members, repeat(q)))
-        if extra:
-            for i in compress(members, map(q.__lt__, map(haves.__getitem__, members))):
+        _quotas(members, total, haves, quota)
+        budget = dict(alloc[c])
+        mine_held = class_held[c]
+        if all(budget.get(t, 0) >= k for t, k in mine_held.items()):
+            kept_class[c] = dict(mine_held)
+            _keep_within_quota(members, held, haves, quota, kept_total, kept_class[c], dropped)
+        else:
+            _keep_within_budget(members, held, quota, kept_total, kept_class[c], budget, dropped)
+    return quota, kept_total, kept_class, dropped
+
+
+def _quotas(members: list[int], total: int, haves: list[int], quota: list[int]) -> None:
+    """Every member of a class gets floor or ceil of the class total; members that already
+    hold more than the floor get the extra ones first."""
+    q, extra = divmod(total, len(members))
+    drain(map(quota.__setitem__, members, repeat(q)))
+    if extra:
+        for i in compress(members, map(q.__lt__, map(haves.__getitem__, members))):
+            quota[i] = q + 1
+            extra -= 1
+            if not extra:
+                break
+    if extra:
+        for i in members:
+            if quota[i] == q:
                 quota[i] = q + 1
                 extra -= 1
                 if not extra:
                     break
-        if extra:
-            for i in members:
-                if quota[i] == q:
-                    quota[i] = q + 1
-                    extra -= 1
-                    if not extra:
-                        break
-        budget = dict(alloc[c])
-        mine_held = class_held[c]
-        if all(budget.get(t, 0) >= k for t, k in mine_held.items()):
-            # The class budget cannot run out: everyone keeps all it holds up to its quota,
-            # so only members over quota are looked at.
-            here = kept_class[c] = dict(mine_held)
-            my_haves = list(map(haves.__getitem__, members))
-            my_quotas = list(map(quota.__getitem__, members))
-            drain(map(kept_total.__setitem__, members, map(min, my_haves, my_quotas)))
-            for i in compress(members, map(gt, my_haves, my_quotas)):
-                room = quota[i]
-                mine = held[i]
-                kept: dict[str, Parts] = {}
-                for t in sorted(mine):
-                    parts = mine[t]
-                    take = min(len(parts), room)
-                    if take < len(parts):
-                        dropped.setdefault(t, []).extend(parts[take:])
-                        here[t] -= len(parts) - take
-                        if take <= 0:
-                            continue
-                        parts = parts[:take]
-                    kept[t] = parts
-                    room -= take
-                held[i] = kept
-            continue
-        here = kept_class[c]
-        for i in members:
-            mine = held[i]
-            if not mine:
-                continue
-            room = quota[i]
-            kept = {}
-            for t in sorted(mine):
-                parts = mine[t]
-                take = min(len(parts), room, budget.get(t, 0))
-                if take < len(parts):
-                    dropped.setdefault(t, []).extend(parts[max(take, 0):])
-                    if take <= 0:
-                        continue
-                    parts = parts[:take]
-                kept[t] = parts
-                budget[t] -= take
-                room -= take
-                here[t] = here.get(t, 0) + take
-            held[i] = kept
-            kept_total[i] = quota[i] - room
 
-    # 5. Free partitions of each topic, in order.
+
+def _keep_within_quota(members: list[int], held: list[dict[str, Parts]], haves: list[int], quota: list[int],
+                       kept_total: list[int], here: dict[str, int], dropped: dict[str, list[int]]) -> None:
+    """The class budget cannot run out: everyone keeps all it holds up to its quota, so only
+    members over quota are looked at (`here` starts as all the class holds)."""
+    my_haves = list(map(haves.__getitem__, members))
+    my_quotas = list(map(quota.__getitem__, members))
+    drain(map(kept_total.__setitem__, members, map(min, my_haves, my_quotas)))
+    for i in compress(members, map(gt, my_haves, my_quotas)):
+        room = quota[i]
+        mine = held[i]
+        kept: dict[str, Parts] = {}
+        for t in sorted(mine):
+            parts = mine[t]
+            take = min(len(parts), room)
+            if take < len(parts):
+                dropped.setdefault(t, []).extend(parts[take:])
+                here[t] -= len(parts) - take
+                if take <= 0:
+                    continue
+                parts = parts[:take]
+            kept[t] = parts
+            room -= take
+        held[i] = kept
+
+
+def _keep_within_budget(members: list[int], held: list[dict[str, Parts]], quota: list[int], kept_total: list[int],
+                        here: dict[str, int], budget: dict[str, int], dropped: dict[str, list[int]]) -> None:
+    """Each member keeps as many of its partitions as its quota and the class budget per
+    topic allow, in member order."""
+    for i in members:
+        mine = held[i]
+        if not mine:
+            continue
+        room = quota[i]
+        kept = {}
+        for t in sorted(mine):
+            parts = mine[t]
+            take = min(len(parts), room, budget.get(t, 0))
+            if take < len(parts):
+                dropped.setdefault(t, []).extend(parts[max(take, 0):])
+                if take <= 0:
+                    continue
+                parts = parts[:take]
+            kept[t] = parts
+            budget[t] -= take
+            room -= take
+            here[t] = here.get(t, 0) + take
+        held[i] = kept
+        kept_total[i] = quota[i] - room
+
+
+def _free_partitions(topic_classes: dict[str, list[int]], counts: Mapping[str, int], claimed: dict[str, int],
+                     dropped: dict[str, list[int]], hold_parts: dict[str, list[Parts]]) -> dict[str, Sequence[int]]:
+    """5. The free partitions of each topic, in order."""
     pools: dict[str, Sequence[int]] = {}
     for t in topic_classes:
         n_t = counts[t]
@@ -266,11 +320,16 @@ def place(
             if drop:
                 taken.difference_update(drop)
             pools[t] = sorted(set(range(n_t)).difference(taken))
-    pool_pos = dict.fromkeys(pools, 0)
+    return pools
 
-    # 6. Deal the free partitions to members short of their quota, class by class.
-    for c, members in enumerate(class_members):
-        needs = [(t, alloc[c][t] - kept_class[c].get(t, 0)) for t in class_topics[c]
+
+def _deal(classes: _Classes, held: list[dict[str, Parts]], alloc: list[dict[str, int]], quota: list[int],
+          kept_total: list[int], kept_class: list[dict[str, int]], pools: dict[str, Sequence[int]]) -> None:
+    """6. Deal the free partitions to members short of their quota, class by class, in
+    (topic, partition) order."""
+    pool_pos = dict.fromkeys(pools, 0)
+    for c, members in enumerate(classes.members):
+        needs = [(t, alloc[c][t] - kept_class[c].get(t, 0)) for t in classes.topics[c]
                  if t in pools and alloc[c].get(t, 0) > kept_class[c].get(t, 0)]
         if not needs:
             continue
@@ -296,7 +355,6 @@ def place(
                     mine[t_name] = tuple(sorted(old + tuple(chunk)))
                 else:
                     mine[t_name] = tuple(chunk)
-    return held
 
 
 def _allocate_classes(

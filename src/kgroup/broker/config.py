@@ -246,7 +246,7 @@ class BrokerConfig:
     @property
     def advertised(self) -> tuple[str, int]:
         """The first listener's advertised address (what handlers name; a connection on
-        another listener is told that listener's own address, broker/listeners.py)."""
+        another listener is told that listener's own address, broker/security/listeners.py)."""
         if self.listeners and not self.listen_given:
             return self.listeners[0].advertised
         return (self.advertised_host or self.listen_host, self.advertised_port or self.listen_port)
@@ -372,6 +372,68 @@ def read_file(path: str) -> dict[str, Any]:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
 
 
+def _group_table(value: Any, group: dict[str, Any]) -> None:
+    """The file's `[group]` table, with its `[group.overrides.<group id>]` tables."""
+    if not isinstance(value, dict):
+        raise ConfigError("[group] must be a table")
+    per_group = value.pop("overrides", {})
+    if not isinstance(per_group, dict):
+        raise ConfigError("[group.overrides] must be a table of group ids")
+    rows = []
+    for gid, table in per_group.items():
+        try:
+            rows.append((gid, int(table["consumer_session_timeout_ms"]),
+                         int(table["consumer_heartbeat_interval_ms"])))
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(f"[group.overrides.{gid}] needs consumer_session_timeout_ms and "
+                              "consumer_heartbeat_interval_ms (milliseconds)") from None
+    if rows:
+        group["consumer_group_overrides"] = tuple(rows)
+    for gkey, gvalue in value.items():
+        if gkey not in GROUP_KEYS:
+            raise ConfigError(f"unknown [group] setting {gkey!r}; known: {', '.join(sorted(GROUP_KEYS))}")
+        group[gkey] = _typed(f"[group] {gkey}", gvalue, GROUP_TYPES[gkey])
+
+
+def _read_toml(path: str, broker: dict[str, Any], group: dict[str, Any], logging_: dict[str, Any],
+               txn: dict[str, Any]) -> None:
+    """The settings of the TOML file at `path`, into the tables `load_config` fills."""
+    raw = read_file(path)
+    for key, value in raw.items():
+        if key == "group":
+            _group_table(value, group)
+        elif key == "log":
+            if not isinstance(value, dict):
+                raise ConfigError("[log] must be a table")
+            for lkey, lvalue in value.items():
+                if lkey not in LOG_TYPES:
+                    raise ConfigError(f"unknown [log] setting {lkey!r}; known: {', '.join(sorted(LOG_TYPES))}")
+                logging_[lkey] = _typed(f"[log] {lkey}", lvalue, LOG_TYPES[lkey])
+        elif key == "transactions":
+            if not isinstance(value, dict):
+                raise ConfigError("[transactions] must be a table")
+            for tkey, tvalue in value.items():
+                if tkey not in TXN_TYPES:
+                    raise ConfigError(f"unknown [transactions] setting {tkey!r}; known: "
+                                      f"{', '.join(sorted(TXN_TYPES))}")
+                txn[tkey] = _typed(f"[transactions] {tkey}", tvalue, TXN_TYPES[tkey])
+        elif key in _ADDRESSES:
+            host, port = parse_host_port(str(value), key)
+            broker[f"{key}_host"], broker[f"{key}_port"] = host, port
+        elif key == "cluster":
+            broker["cluster"] = parse_cluster(value)
+        elif key == "listeners":
+            broker["listeners"] = _listeners(value)
+        elif key == "auth":
+            broker["auth"] = _auth(value)
+        elif key in BROKER_KEYS:
+            broker[key] = _typed(key, value, BROKER_TYPES[key])
+        else:
+            raise ConfigError(f"unknown setting {key!r} in {path}; known: {', '.join(_ADDRESSES)}, cluster, "
+                              f"{', '.join(sorted(BROKER_KEYS))}, [group], [log], [transactions], [[listeners]], "
+                              "[auth]")
+
+
 def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
     """Settings from an optional TOML file, then flag overrides (None means not given).
 
@@ -383,58 +445,7 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
     logging_: dict[str, Any] = {}
     txn: dict[str, Any] = {}
     if path is not None:
-        raw = read_file(path)
-        for key, value in raw.items():
-            if key == "group":
-                if not isinstance(value, dict):
-                    raise ConfigError("[group] must be a table")
-                per_group = value.pop("overrides", {})
-                if not isinstance(per_group, dict):
-                    raise ConfigError("[group.overrides] must be a table of group ids")
-                rows = []
-                for gid, table in per_group.items():
-                    try:
-                        rows.append((gid, int(table["consumer_session_timeout_ms"]),
-                                     int(table["consumer_heartbeat_interval_ms"])))
-                    except (KeyError, TypeError, ValueError):
-                        raise ConfigError(f"[group.overrides.{gid}] needs consumer_session_timeout_ms and "
-                                          "consumer_heartbeat_interval_ms (milliseconds)") from None
-                if rows:
-                    group["consumer_group_overrides"] = tuple(rows)
-                for gkey, gvalue in value.items():
-                    if gkey not in GROUP_KEYS:
-                        raise ConfigError(f"unknown [group] setting {gkey!r}; known: {', '.join(sorted(GROUP_KEYS))}")
-                    group[gkey] = _typed(f"[group] {gkey}", gvalue, GROUP_TYPES[gkey])
-            elif key == "log":
-                if not isinstance(value, dict):
-                    raise ConfigError("[log] must be a table")
-                for lkey, lvalue in value.items():
-                    if lkey not in LOG_TYPES:
-                        raise ConfigError(f"unknown [log] setting {lkey!r}; known: {', '.join(sorted(LOG_TYPES))}")
-                    logging_[lkey] = _typed(f"[log] {lkey}", lvalue, LOG_TYPES[lkey])
-            elif key == "transactions":
-                if not isinstance(value, dict):
-                    raise ConfigError("[transactions] must be a table")
-                for tkey, tvalue in value.items():
-                    if tkey not in TXN_TYPES:
-                        raise ConfigError(f"unknown [transactions] setting {tkey!r}; known: "
-                                          f"{', '.join(sorted(TXN_TYPES))}")
-                    txn[tkey] = _typed(f"[transactions] {tkey}", tvalue, TXN_TYPES[tkey])
-            elif key in _ADDRESSES:
-                host, port = parse_host_port(str(value), key)
-                broker[f"{key}_host"], broker[f"{key}_port"] = host, port
-            elif key == "cluster":
-                broker["cluster"] = parse_cluster(value)
-            elif key == "listeners":
-                broker["listeners"] = _listeners(value)
-            elif key == "auth":
-                broker["auth"] = _auth(value)
-            elif key in BROKER_KEYS:
-                broker[key] = _typed(key, value, BROKER_TYPES[key])
-            else:
-                raise ConfigError(f"unknown setting {key!r} in {path}; known: {', '.join(_ADDRESSES)}, cluster, "
-                                  f"{', '.join(sorted(BROKER_KEYS))}, [group], [log], [transactions], [[listeners]], "
-                                  "[auth]")
+        _read_toml(path, broker, group, logging_, txn)
     for key, value in overrides.items():
         if value is None:
             continue

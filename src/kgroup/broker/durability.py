@@ -21,9 +21,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
-from kgroup.broker.request_stats import FSYNC_BUCKETS, Buckets
 from kgroup.storage import FsyncPolicy
 from kgroup.storage.errors import FencedError, LogClosedError
 
@@ -43,7 +42,7 @@ class SyncableLog(Protocol):
 
 
 class Durability:
-    def __init__(self, policy: FsyncPolicy) -> None:
+    def __init__(self, policy: FsyncPolicy, fsync_seconds: Any = None) -> None:
         self.policy = policy
         self._waiters: dict[int, tuple[SyncableLog, list[tuple[int, asyncio.Future]]]] = {}
         self._wakeup = asyncio.Event()
@@ -51,8 +50,9 @@ class Durability:
         self._interval_task: asyncio.Task | None = None
         self._dirty: dict[int, SyncableLog] = {}
         self.failed: BaseException | None = None
-        # How long each sync took (for /metrics), measured in the worker thread around it.
-        self.fsync_seconds = Buckets(FSYNC_BUCKETS)
+        # How long each sync took (a histogram with `observe(seconds)`, for /metrics), measured
+        # in the worker thread around it; None: not measured.
+        self.fsync_seconds = fsync_seconds
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="kgroup-group-commit")
@@ -135,6 +135,8 @@ class Durability:
                     pass
 
     def _sync(self, target: SyncableLog) -> int:
+        if self.fsync_seconds is None:
+            return target.sync()
         started = time.perf_counter()
         try:
             return target.sync()

@@ -11,7 +11,7 @@ name would only confuse tools that read it.
 
 from __future__ import annotations
 
-# The group event stream (broker/event_stream.py), one partition.
+# The group event stream (broker/observe/event_stream.py), one partition.
 GROUP_EVENTS_TOPIC = "__kgroup_events"
 # Kafka's group-metadata topic: reserved, never created (the log lives in the data dir).
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"

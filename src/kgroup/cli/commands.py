@@ -28,7 +28,7 @@ from kgroup.error_codes import ErrorCode
 from .config_tools import alter_and_print
 from .errors import CliError
 from .output import emit_json
-from .output import table as _table
+from .output import table
 from .partitioner import partition_for_key
 from .record_format import compile_format
 
@@ -36,7 +36,7 @@ Command = Callable[[Any, AdminClient, TextIO], Awaitable[int]]
 _PRODUCE_BATCH = 500
 
 
-async def _topic(admin: AdminClient, name: str, auto_create: bool = False) -> Any:
+async def existing_topic(admin: AdminClient, name: str, auto_create: bool = False) -> Any:
     try:
         return await admin.describe_topic(name, auto_create=auto_create)
     except BrokerError as exc:
@@ -81,7 +81,7 @@ async def _topic_configs(admin: AdminClient, name: str) -> list[ConfigEntry] | N
 
 
 async def topics_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
-    info = await _topic(admin, args.name)
+    info = await existing_topic(admin, args.name)
     parts = [p.partition for p in info.partitions]
     starts = await admin.list_offsets(args.name, parts, EARLIEST)
     ends = await admin.list_offsets(args.name, parts, LATEST)
@@ -112,7 +112,7 @@ async def topics_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
 
 
 async def topics_alter_config(args: Any, admin: AdminClient, out: TextIO) -> int:
-    await _topic(admin, args.name)
+    await existing_topic(admin, args.name)
     return await alter_and_print(admin, TOPIC_RESOURCE, args.name, "topic", args, out)
 
 
@@ -123,7 +123,7 @@ def _internal_topic_errors(exc: BrokerError) -> None:
 
 
 async def topics_delete(args: Any, admin: AdminClient, out: TextIO) -> int:
-    await _topic(admin, args.name)
+    await existing_topic(admin, args.name)
     try:
         await admin.delete_topics([args.name])
     except BrokerError as exc:
@@ -134,7 +134,7 @@ async def topics_delete(args: Any, admin: AdminClient, out: TextIO) -> int:
 
 
 async def topics_add_partitions(args: Any, admin: AdminClient, out: TextIO) -> int:
-    info = await _topic(admin, args.name)
+    info = await existing_topic(admin, args.name)
     if args.partitions <= len(info.partitions):
         raise CliError(
             f"topic {args.name!r} already has {len(info.partitions)} partition(s)",
@@ -148,7 +148,7 @@ async def topics_add_partitions(args: Any, admin: AdminClient, out: TextIO) -> i
 # -- groups ------------------------------------------------------------------------------
 
 
-def _group_errors(exc: BrokerError, group: str) -> None:
+def raise_group_error(exc: BrokerError, group: str) -> None:
     if exc.code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.INVALID_GROUP_ID):
         raise CliError(f"group {group!r} does not exist",
                        "check the name with `kgroup groups list`") from None
@@ -157,7 +157,7 @@ def _group_errors(exc: BrokerError, group: str) -> None:
                        "stop its consumers (or `kgroup groups remove-members`) first") from None
 
 
-async def _describe(admin: AdminClient, group: str) -> GroupDescription | None:
+async def describe_group_or_none(admin: AdminClient, group: str) -> GroupDescription | None:
     """The description, or None when the broker has no DescribeGroups."""
     try:
         desc = await admin.describe_group(group)
@@ -165,12 +165,12 @@ async def _describe(admin: AdminClient, group: str) -> GroupDescription | None:
         sys.stderr.write(f"kgroup: warning: {exc}; showing committed offsets only\n")
         return None
     except BrokerError as exc:
-        _group_errors(exc, group)
+        raise_group_error(exc, group)
         raise
     return desc
 
 
-async def _log_end(admin: AdminClient, topics: set[str]) -> dict[tuple[str, int], int]:
+async def log_end_offsets(admin: AdminClient, topics: set[str]) -> dict[tuple[str, int], int]:
     ends: dict[tuple[str, int], int] = {}
     for topic in sorted(topics):
         try:
@@ -185,7 +185,7 @@ async def groups_delete(args: Any, admin: AdminClient, out: TextIO) -> int:
     try:
         await admin.delete_groups([args.group])
     except BrokerError as exc:
-        _group_errors(exc, args.group)
+        raise_group_error(exc, args.group)
         raise
     out.write(f"Deleted group {args.group}.\n")
     return 0
@@ -195,7 +195,7 @@ async def groups_remove_members(args: Any, admin: AdminClient, out: TextIO) -> i
     try:
         await admin.remove_members(args.group, args.instance_id)
     except BrokerError as exc:
-        _group_errors(exc, args.group)
+        raise_group_error(exc, args.group)
         if exc.code is ErrorCode.UNKNOWN_MEMBER_ID:
             raise CliError(f"{exc}: no member of group {args.group!r} has that instance id",
                            "check the ids with `kgroup groups describe`") from None
@@ -248,7 +248,7 @@ async def _lines(source: TextIO) -> AsyncIterator[str]:
 
 async def produce(args: Any, admin: AdminClient, out: TextIO, stdin: TextIO | None = None) -> int:
     source = stdin if stdin is not None else sys.stdin
-    info = await _topic(admin, args.topic, auto_create=True)
+    info = await existing_topic(admin, args.topic, auto_create=True)
     count = len(info.partitions)
     if args.partition is not None and args.partition >= count:
         raise CliError(f"topic {args.topic!r} has no partition {args.partition} "
@@ -314,7 +314,7 @@ async def _start_offsets(admin: AdminClient, topic: str, parts: list[int], spec:
 
 
 async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
-    info = await _topic(admin, args.topic)
+    info = await existing_topic(admin, args.topic)
     parts = [p.partition for p in info.partitions]
     if args.partition is not None:
         if args.partition not in parts:
@@ -325,7 +325,7 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
     start = await _start_offsets(admin, args.topic, parts, spec, args.from_beginning)
     render = None if getattr(args, "format", None) is None else compile_format(args.format)
     if args.group:
-        desc = await _describe(admin, args.group)
+        desc = await describe_group_or_none(admin, args.group)
         if desc is not None and desc.state not in ("Empty", "Dead"):
             raise CliError(
                 f"group {args.group!r} is {desc.state} with {len(desc.members)} member(s)",
@@ -412,7 +412,7 @@ async def transactions_list(args: Any, admin: AdminClient, out: TextIO) -> int:
     found = await admin.transactions.list(args.state, args.producer_id, args.min_duration_ms)
     rows = [["TRANSACTIONAL-ID", "PRODUCER-ID", "STATE"]]
     rows += [[t.transactional_id, str(t.producer_id), t.state] for t in found]
-    _table(rows, out)
+    table(rows, out)
     return 0
 
 
@@ -432,7 +432,7 @@ async def transactions_describe(args: Any, admin: AdminClient, out: TextIO) -> i
         rows.append([d.transactional_id, str(d.producer_id), str(d.producer_epoch), d.state, str(d.timeout_ms),
                      str(d.start_ms) if running else "-", str(now - d.start_ms) if running else "-",
                      ",".join(f"{t}-{p}" for t, p in d.partitions) or "-"])
-    _table(rows, out)
+    table(rows, out)
     return 0
 
 

@@ -37,7 +37,7 @@ from kgroup.client.admin import (
 from kgroup.client.errors import BrokerError, UnsupportedApi
 from kgroup.error_codes import ErrorCode
 
-from .commands import _describe, _group_errors, _log_end, _topic
+from .commands import describe_group_or_none, existing_topic, log_end_offsets, raise_group_error
 from .config_tools import alter_and_print
 from .errors import CliError, UsageError
 from .member_payloads import assignment_text
@@ -107,7 +107,7 @@ async def _positions(admin: AdminClient, group: str, desc: GroupDescription | No
             return await admin.list_share_group_offsets(group)
         return await admin.list_group_offsets(group)
     except BrokerError as exc:
-        _group_errors(exc, group)
+        raise_group_error(exc, group)
         raise
 
 
@@ -143,14 +143,14 @@ class _Described:
 
 
 async def _describe_one(admin: AdminClient, group: str) -> _Described:
-    desc = await _describe(admin, group)
+    desc = await describe_group_or_none(admin, group)
     in_flight = None
     if _is_share(desc):
         # 1. A share group: start offsets and in-flight counts in one DescribeShareGroupOffsets.
         try:
             shares = await admin.share_group_offsets(group)
         except BrokerError as exc:
-            _group_errors(exc, group)
+            raise_group_error(exc, group)
             raise
         committed = {k: start for k, (start, _) in shares.items() if start >= 0}
         in_flight = {k: n for k, (_, n) in shares.items() if n >= 0}
@@ -165,7 +165,7 @@ async def _describe_one(admin: AdminClient, group: str) -> _Described:
         coordinator = None
     got = _Described(group, desc, coordinator, committed, in_flight=in_flight)
     keys = set(committed) | set(got.owners()) | set(in_flight or ())
-    got.ends = await _log_end(admin, {t for t, _ in keys})
+    got.ends = await log_end_offsets(admin, {t for t, _ in keys})
     return got
 
 
@@ -322,7 +322,7 @@ class _Logs:
 
 
 async def _partitions_of(admin: AdminClient, spec: TopicSpec) -> list[int]:
-    existing = [p.partition for p in (await _topic(admin, spec.topic)).partitions]
+    existing = [p.partition for p in (await existing_topic(admin, spec.topic)).partitions]
     if spec.partitions is None:
         return existing
     absent = sorted(set(spec.partitions) - set(existing))
@@ -402,7 +402,7 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
     share_groups: set[str] = set()          # their "committed offsets" are share-partition start offsets
     plans: dict[str, tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]] = {}
     for group in groups:
-        desc = await _describe(admin, group)
+        desc = await describe_group_or_none(admin, group)
         if desc is not None and desc.state not in INACTIVE:
             raise CliError(f"assignments can only be reset if the group {group!r} is inactive, but the current "
                            f"state is {desc.state} ({len(desc.members)} member(s))",
@@ -438,7 +438,7 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
             else:
                 await admin.alter_group_offsets(group, targets, require_empty=False)
         except BrokerError as exc:
-            _group_errors(exc, group)
+            raise_group_error(exc, group)
             raise
     sys.stderr.write(f"kgroup: committed new offsets for {len(plans)} group(s)\n")
     return 0
@@ -448,7 +448,7 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
 
 
 async def groups_delete_offsets(args: Any, admin: AdminClient, out: TextIO) -> int:
-    if _is_share(await _describe(admin, args.group)):
+    if _is_share(await describe_group_or_none(admin, args.group)):
         return await _delete_share_offsets(args, admin, out)
     wanted: dict[str, list[int]] = {}
     for spec in args.topic:
@@ -457,7 +457,7 @@ async def groups_delete_offsets(args: Any, admin: AdminClient, out: TextIO) -> i
     try:
         result = await admin.delete_group_offsets(args.group, wanted)
     except BrokerError as exc:
-        _group_errors(exc, args.group)
+        raise_group_error(exc, args.group)
         raise
     rows = [["TOPIC", "PARTITION", "STATUS"]]
     rows += [[t, str(p), "Successful" if e is ErrorCode.NONE else e.name] for (t, p), e in sorted(result.items())]
@@ -482,11 +482,11 @@ async def _delete_share_offsets(args: Any, admin: AdminClient, out: TextIO) -> i
                        f"use --topic {partial[0].topic}")
     topics = sorted({spec.topic for spec in args.topic})
     for topic in topics:
-        await _topic(admin, topic)                 # "does not exist", as for other groups
+        await existing_topic(admin, topic)                 # "does not exist", as for other groups
     try:
         result = await admin.delete_share_group_offsets(args.group, topics)
     except BrokerError as exc:
-        _group_errors(exc, args.group)
+        raise_group_error(exc, args.group)
         raise
     rows = [["TOPIC", "STATUS"]]
     rows += [[t, "Successful" if e is ErrorCode.NONE else e.name] for t, e in sorted(result.items())]

@@ -78,24 +78,22 @@ def config_pair(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
-def positive_int(text: str) -> int:
+def _whole_number(text: str, minimum: int, rule: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{text!r} {rule}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _whole_number(text, 1, "must be at least 1")
 
 
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
-    return value
+    return _whole_number(text, 0, "must not be negative")
 
 
 def _client_options(defaults: bool) -> argparse.ArgumentParser:

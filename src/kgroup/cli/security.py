@@ -35,7 +35,7 @@ from kgroup.acl_bindings import (
 from kgroup.client.admin import AdminClient
 from kgroup.wire.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramMechanism
 
-from .commands import _table
+from .commands import table
 from .errors import CliError
 
 DEFAULT_MECHANISM = "SCRAM-SHA-512"
@@ -165,7 +165,7 @@ def _list_users(users: dict[str, dict[str, int]], out: TextIO) -> None:
 
 def users_offline(args: Any, out: TextIO) -> int:
     """``kgroup users ... --data-dir DIR``: change the credentials file directly."""
-    from kgroup.broker.credential_store import CredentialStore  # the broker's own file format
+    from kgroup.broker.security.credential_store import CredentialStore  # the broker's own file format
     from kgroup.storage import StorageError
 
     try:
@@ -273,7 +273,7 @@ def _print_acls(bindings: Iterable[AclBinding], out: TextIO) -> None:
     rows = [["RESOURCE", "NAME", "PATTERN", "PRINCIPAL", "HOST", "OPERATION", "PERMISSION"]]
     rows += [[b.resource_type.name, b.resource_name, b.pattern_type.name, b.principal, b.host,
               b.operation.name, b.permission.name] for b in bindings]
-    _table(rows, out)
+    table(rows, out)
 
 
 async def acls_add(args: Any, admin: AdminClient, out: TextIO) -> int:

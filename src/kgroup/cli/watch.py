@@ -6,7 +6,7 @@ assignments), OffsetFetch (committed offsets) and ListOffsets (log ends, hence l
 redraws the screen in place (the terminal's alternate screen, as `top` does). Against
 kgroup, which writes every group change to `__kgroup_events`, it also follows that topic
 (from its last `BACKLOG` events, then as they come) and folds the events into the same
-group timelines the broker keeps (broker/group_history.py): generation, when members
+group timelines the broker keeps (broker/observe/group_history.py): generation, when members
 joined, and the last rebalances with their cause, duration and partitions moved. Without
 the topic those parts say so.
 
@@ -27,13 +27,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from kgroup.broker.group_history import GroupHistory, GroupTimeline, humane
+from kgroup.broker.observe.group_history import GroupHistory, GroupTimeline, humane
 from kgroup.client.admin import EARLIEST, AdminClient
 from kgroup.client.errors import BrokerError, UnsupportedApi
 from kgroup.error_codes import ErrorCode
 from kgroup.storage.group_hash import partition_for_group
 
-from .commands import _log_end
+from .commands import log_end_offsets
 from .errors import CliError
 
 EVENTS_TOPIC = "__kgroup_events"
@@ -114,7 +114,7 @@ async def fetch_group(admin: AdminClient, group: str) -> GroupSnapshot | None:
                 owners[tp] = m.client_id or m.member_id
         snap.members.append(MemberRow(m.member_id, m.client_id, m.client_host, m.group_instance_id, parts))
     keys = set(committed) | set(owners)
-    ends = await _log_end(admin, {t for t, _ in keys})
+    ends = await log_end_offsets(admin, {t for t, _ in keys})
     snap.partitions = [PartitionRow(t, p, owners.get((t, p)), committed.get((t, p)), ends.get((t, p)))
                        for t, p in sorted(keys)]
     return snap

@@ -28,7 +28,7 @@ from kgroup.member import (
     SendSyncGroup,
     SyncGroupAnswered,
 )
-from kgroup.wire.versions import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
+from kgroup.wire.api_keys import ApiKey
 
 from .cluster import request_fields
 from .errors import KafkaClientError
@@ -70,7 +70,7 @@ class ClassicGroupDriver(GroupDriver):
             protocols=[{"name": n, "metadata": m} for n, m in a.protocols],
             reason=a.reason or None)
         try:
-            resp = await self._request(JOIN_GROUP, body,
+            resp = await self._request(ApiKey.JOIN_GROUP, body,
                                        a.rebalance_timeout_ms / 1000 + self.request_timeout_s)
         except KafkaClientError:
             self.post(RequestFailed(a.request_id, now_ms()))
@@ -109,7 +109,7 @@ class ClassicGroupDriver(GroupDriver):
             protocol_name=a.protocol,
             assignments=[{"member_id": m, "assignment": b} for m, b in a.assignments])
         try:
-            resp = await self._request(SYNC_GROUP, body, self.request_timeout_s)
+            resp = await self._request(ApiKey.SYNC_GROUP, body, self.request_timeout_s)
         except KafkaClientError:
             self.post(RequestFailed(a.request_id, now_ms()))
             return
@@ -120,7 +120,7 @@ class ClassicGroupDriver(GroupDriver):
         body = request_fields(group_id=a.group_id, generation_id=a.generation,
                               member_id=a.member_id, group_instance_id=a.group_instance_id)
         try:
-            resp = await self._request(HEARTBEAT, body, self.request_timeout_s)
+            resp = await self._request(ApiKey.HEARTBEAT, body, self.request_timeout_s)
         except KafkaClientError:
             self.post(RequestFailed(a.request_id, now_ms()))
             return
@@ -132,6 +132,6 @@ class ClassicGroupDriver(GroupDriver):
                                         "group_instance_id": a.group_instance_id,
                                         "reason": a.reason or None}])
         try:
-            await self._request(LEAVE_GROUP, body, min(_LEAVE_TIMEOUT_S, self.request_timeout_s))
+            await self._request(ApiKey.LEAVE_GROUP, body, min(_LEAVE_TIMEOUT_S, self.request_timeout_s))
         except KafkaClientError:
             pass

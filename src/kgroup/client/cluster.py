@@ -1,6 +1,6 @@
 """The client's view of one Kafka cluster: connections, metadata, leaders, coordinators, retries.
 
-How this works: a ``Cluster`` starts from a bootstrap list and keeps
+How this works: a ``ClusterClient`` starts from a bootstrap list and keeps
 
 - one ``Connection`` per broker address, opened on first use, shared by every request to
   that broker (pipelined) and opened again when it died;
@@ -51,7 +51,8 @@ from typing import Any, TypeVar
 
 from kgroup.error_codes import ErrorCode
 from kgroup.wire.kio_build import build, has, item
-from kgroup.wire.versions import FIND_COORDINATOR, METADATA, SUPPORTED_APIS
+from kgroup.wire.api_keys import ApiKey
+from kgroup.client.versions import CLIENT_APIS
 
 from .connection import DEFAULT_TIMEOUT, Connection, RequestBody
 from .security import ClientSecurity
@@ -60,7 +61,7 @@ from .errors import BrokerError, KafkaClientError, KafkaConnectionError, Request
 __all__ = [
     "Backoff",
     "BrokerInfo",
-    "Cluster",
+    "ClusterClient",
     "ClusterMetadata",
     "MovedError",
     "PartitionInfo",
@@ -303,7 +304,7 @@ class Retries:
 OpenConnection = Callable[[str, int, str, float], Awaitable[Connection]]
 
 
-class Cluster:
+class ClusterClient:
     """Connections, metadata, leaders and coordinators of one cluster; see the module comment.
 
     ``security`` (TLS, SASL) applies to every connection. ``open_connection``, ``sleep`` and
@@ -448,7 +449,7 @@ class Cluster:
         brokers, leaders and topic ids is updated from it."""
         names = None if topics is None else [{"name": t} for t in topics]
         resp = await self.request_any(
-            METADATA, request_fields(topics=names, allow_auto_topic_creation=auto_create))
+            ApiKey.METADATA, request_fields(topics=names, allow_auto_topic_creation=auto_create))
         brokers = tuple(BrokerInfo(int(b.node_id), b.host, int(b.port)) for b in resp.brokers)
         self._brokers.update({b.node_id: b for b in brokers})
         infos: dict[str, TopicInfo] = {}
@@ -537,7 +538,7 @@ class Cluster:
             return self._brokers[node]
         key_type, key = group if isinstance(group, tuple) else (GROUP_KEY, group)
         resp = await self.request_any(
-            FIND_COORDINATOR, request_fields(key=key, key_type=key_type, coordinator_keys=[key]))
+            ApiKey.FIND_COORDINATOR, request_fields(key=key, key_type=key_type, coordinator_keys=[key]))
         entry = resp.coordinators[0] if hasattr(resp, "coordinators") else resp
         code = int(entry.error_code)
         if code:
@@ -625,7 +626,7 @@ class Cluster:
         the coordinator while it moves or loads (``error_of`` picks the code to judge by).
         A move that outlasts ``timeout`` raises its MovedError; any other error code is
         left in the answer for the caller."""
-        name = SUPPORTED_APIS[api_key].name if api_key in SUPPORTED_APIS else str(api_key)
+        name = CLIENT_APIS[api_key].name if api_key in CLIENT_APIS else str(api_key)
 
         async def attempt() -> Any:
             conn = await self.coordinator(group)

@@ -42,7 +42,8 @@ from kgroup.wire import (
     request_class,
     response_class,
 )
-from kgroup.wire.versions import API_VERSIONS, PRODUCE, SUPPORTED_APIS
+from kgroup.wire.api_keys import ApiKey
+from kgroup.client.versions import CLIENT_APIS
 
 from .errors import BrokerError, KafkaConnectionError, ProtocolError, RequestTimeout, UnsupportedApi
 from .security import ClientSecurity
@@ -181,20 +182,20 @@ class Connection:
 
     async def _negotiate(self) -> None:
         """ApiVersions v3, or v0 if the broker answers v3 with UNSUPPORTED_VERSION."""
-        ours = SUPPORTED_APIS[API_VERSIONS]
+        ours = CLIENT_APIS[ApiKey.API_VERSIONS]
         version = min(3, ours.max_version)
         req = build(
-            request_class(API_VERSIONS, version),
+            request_class(ApiKey.API_VERSIONS, version),
             client_software_name=_CLIENT_SOFTWARE[0],
             client_software_version=_CLIENT_SOFTWARE[1],
         )
-        frame = await self._roundtrip(API_VERSIONS, version, req, self.timeout)
+        frame = await self._roundtrip(ApiKey.API_VERSIONS, version, req, self.timeout)
         if len(frame) >= 6 and _ERROR16.unpack_from(frame, 4)[0] == _UNSUPPORTED_VERSION:
             # The reply's layout is only reliable in v0; ask again in v0.
             version = 0
-            req = build(request_class(API_VERSIONS, 0))
-            frame = await self._roundtrip(API_VERSIONS, 0, req, self.timeout)
-        resp = self._decode(API_VERSIONS, version, frame)
+            req = build(request_class(ApiKey.API_VERSIONS, 0))
+            frame = await self._roundtrip(ApiKey.API_VERSIONS, 0, req, self.timeout)
+        resp = self._decode(ApiKey.API_VERSIONS, version, frame)
         if int(resp.error_code) != 0:
             raise BrokerError(int(resp.error_code), f"ApiVersions from {self.address}")
         self.broker_versions = {
@@ -215,7 +216,7 @@ class Connection:
         self, api_key: int, max_version: int | None = None, min_version: int | None = None
     ) -> int:
         """The highest version both the broker and ``wire.versions`` support."""
-        ours = SUPPORTED_APIS.get(api_key)
+        ours = CLIENT_APIS.get(api_key)
         name = ours.name if ours else f"API {api_key}"
         if ours is None:
             raise UnsupportedApi(f"kgroup's client does not speak {name}")
@@ -266,7 +267,7 @@ class Connection:
             cls = request_class(api_key, version)
             request = build(cls, **body) if isinstance(body, Mapping) else body(cls)
         wait = self.timeout if timeout is None else timeout
-        expect = not (api_key == PRODUCE and int(getattr(request, "acks", -1)) == 0)
+        expect = not (api_key == ApiKey.PRODUCE and int(getattr(request, "acks", -1)) == 0)
         frame = await self._roundtrip(api_key, version, request, wait, expect)
         if frame is None:
             return None
@@ -314,7 +315,7 @@ class Connection:
                 return await asyncio.shield(fut)
         except TimeoutError as exc:
             self._pending.pop(corr, None)
-            name = SUPPORTED_APIS[api_key].name if api_key in SUPPORTED_APIS else api_key
+            name = CLIENT_APIS[api_key].name if api_key in CLIENT_APIS else api_key
             raise RequestTimeout(
                 f"{self.address} did not answer {name} v{version} within {timeout:g}s"
             ) from exc

@@ -1,6 +1,6 @@
 """An asyncio Kafka consumer: group subscription or manual assignment, fetch, commit.
 
-How this works: ``Consumer`` wires three parts together over one ``Cluster`` (connections,
+How this works: ``Consumer`` wires three parts together over one ``ClusterClient`` (connections,
 metadata, leaders, the group's coordinator). A ``ClassicGroupDriver`` task drives the pure
 ``ClassicMemberMachine`` (join, sync, heartbeats, rebalances) — or, with
 ``group.protocol=consumer``, a ``ConsumerGroupDriver`` drives the pure
@@ -54,11 +54,11 @@ from kgroup.member import (
     Unsubscribe,
 )
 from kgroup.plugins import load_assignor_plugins
-from kgroup.wire.versions import OFFSET_COMMIT
+from kgroup.wire.api_keys import ApiKey
 
 from .admin import EARLIEST, LATEST, AdminClient
 from .classic_driver import ClassicGroupDriver
-from .cluster import Backoff, Cluster, first_partition_error, request_fields
+from .cluster import Backoff, ClusterClient, first_partition_error, request_fields
 from .consumer_driver import ConsumerGroupDriver
 from .errors import BrokerError, KafkaClientError
 from .fetcher import Fetcher
@@ -111,7 +111,7 @@ class Consumer:
         if s["auto.offset.reset"] not in ("earliest", "latest", "none"):
             raise ValueError("auto.offset.reset must be earliest, latest or none")
         self._assignors = _assignors(s["partition.assignment.strategy"])
-        self.cluster = Cluster(s["bootstrap.servers"], client_id=s["client.id"],
+        self.cluster = ClusterClient(s["bootstrap.servers"], client_id=s["client.id"],
                                timeout=s["request.timeout.ms"] / 1000,
                                security=ClientSecurity.from_settings(s),
                                backoff=Backoff(int(s["retry.backoff.ms"]), _MAX_BACKOFF_MS))
@@ -539,7 +539,7 @@ class Consumer:
         retries = self.cluster.retries(self.settings["request.timeout.ms"] / 1000)
         while True:
             resp = await self.cluster.call_coordinator(
-                group_id, OFFSET_COMMIT, body(generation, member_id), error_of=first_partition_error,
+                group_id, ApiKey.OFFSET_COMMIT, body(generation, member_id), error_of=first_partition_error,
                 timeout=retries.remaining())
             errors = {ErrorCode(int(p.error_code)) for t in resp.topics for p in t.partitions
                       if int(p.error_code)}

@@ -31,7 +31,7 @@ from kgroup.member import (
     TopicNames,
 )
 from kgroup.wire.kio_build import ms
-from kgroup.wire.versions import CONSUMER_GROUP_HEARTBEAT
+from kgroup.wire.api_keys import ApiKey
 
 from .cluster import request_fields
 from .errors import KafkaClientError, UnsupportedApi
@@ -86,7 +86,7 @@ class ConsumerGroupDriver(GroupDriver):
             topic_partitions=owned)
 
         try:
-            resp = await self._request(CONSUMER_GROUP_HEARTBEAT, body, timeout)
+            resp = await self._request(ApiKey.CONSUMER_GROUP_HEARTBEAT, body, timeout)
         except UnsupportedApi as exc:
             # A broker without KIP-848: nothing to retry (the member goes FATAL).
             return ConsumerGroupHeartbeatAnswered(a.request_id, ErrorCode.UNSUPPORTED_VERSION,

@@ -7,6 +7,8 @@ Broker error codes are ``kgroup.error_codes.ErrorCode`` members, reported by Kaf
 
 from __future__ import annotations
 
+from typing import Any
+
 from kgroup.error_codes import ErrorCode
 
 
@@ -105,3 +107,14 @@ class GroupNotEmpty(KafkaClientError):
     """An admin operation that needs an Empty group found it with members."""
 
     hint = "stop every consumer of the group (or remove its members) and retry"
+
+
+def error_code_of(obj: Any, name: str = "error_code") -> int:
+    """The error code field ``name`` of a response or one of its items (0 if absent)."""
+    return int(getattr(obj, name, 0) or 0)
+
+
+def raise_for(code: int, context: str, message: str | None = None) -> None:
+    """Raise BrokerError for a non-zero ``code``: what failed (``context``) and why."""
+    if code:
+        raise BrokerError(code, context, message)

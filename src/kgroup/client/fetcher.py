@@ -28,9 +28,9 @@ from typing import Any
 
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import record_batch
-from kgroup.wire.versions import FETCH
+from kgroup.wire.api_keys import ApiKey
 
-from .cluster import Cluster, build_request
+from .cluster import ClusterClient, build_request
 from .errors import KafkaClientError
 from .records import ConsumerRecord, TopicPartition
 
@@ -51,7 +51,7 @@ class PartitionState:
 class Fetcher:
     """Fetches assigned partitions ahead of the user; see the module comment."""
 
-    def __init__(self, cluster: Cluster, settings: dict[str, Any],
+    def __init__(self, cluster: ClusterClient, settings: dict[str, Any],
                  resolve: Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition, int]]]
                  ) -> None:
         self.cluster = cluster
@@ -253,7 +253,7 @@ class Fetcher:
         try:
             conn = await self.cluster.node(node)
             resp = await self.cluster.request(
-                conn, FETCH, body, max_version=12,
+                conn, ApiKey.FETCH, body, max_version=12,
                 timeout=s["request.timeout.ms"] / 1000 + max_wait / 1000)
         except KafkaClientError:
             for tp in tps:   # route them again (the cluster also forgets a lost broker's)

@@ -7,7 +7,7 @@ performs the returned actions in order. Requests run as their own tasks and post
 answer back as an event, so heartbeats keep flowing while a JoinGroup waits. Callbacks and
 auto-commits run inline, in the order the member asked for them.
 
-The coordinator is the ``Cluster``'s: every request asks it for the coordinator's connection
+The coordinator is the ``ClusterClient``'s: every request asks it for the coordinator's connection
 (found with FindCoordinator when not known). When the member asks to find the coordinator
 (it was told NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE, or a request failed) the driver
 drops the cluster's entry and looks it up again until found, with the cluster's backoff
@@ -44,9 +44,9 @@ from kgroup.member import (
     SendLeaveGroup,
     Tick,
 )
-from kgroup.wire.versions import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
+from kgroup.wire.api_keys import ApiKey
 
-from .cluster import Backoff, Cluster
+from .cluster import Backoff, ClusterClient
 from .connection import Connection
 from .errors import KafkaClientError, KafkaConnectionError
 
@@ -55,7 +55,7 @@ _MAX_BACKOFF_MS = 1_000
 _OWNER_ACTIONS = (CommitOffsets, RunRevoked, RunAssigned, RunLost, RunOnAssignment, RunAssign,
                   RunOpaqueAssigned, RunOpaqueRevoked, RunOpaqueLost)
 # Versions every classic-group broker we know speaks (librdkafka's own ceiling).
-_FALLBACK = {JOIN_GROUP: 5, SYNC_GROUP: 3, HEARTBEAT: 3, LEAVE_GROUP: 1}
+_FALLBACK = {ApiKey.JOIN_GROUP: 5, ApiKey.SYNC_GROUP: 3, ApiKey.HEARTBEAT: 3, ApiKey.LEAVE_GROUP: 1}
 
 
 def now_ms() -> int:
@@ -70,7 +70,7 @@ class GroupDriver:
 
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: ClusterClient,
         config: MemberConfig,
         *,
         on_action: Callable[[Any], Awaitable[None]],

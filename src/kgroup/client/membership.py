@@ -59,7 +59,7 @@ from kgroup.member import (
 from kgroup.member.config import MetadataFor
 
 from .classic_driver import ClassicGroupDriver
-from .cluster import Backoff, Cluster
+from .cluster import Backoff, ClusterClient
 from .errors import BrokerError, KafkaClientError
 from .group_driver import now_ms
 from .settings import MEMBERSHIP_DEFAULTS, resolve
@@ -124,7 +124,7 @@ class Membership:
             assignors=(), auto_commit=False, retry_backoff_ms=int(s["retry.backoff.ms"]),
             protocol_type=protocol_type, rebalance=rebalance, lose_before_expiry=True,
             metadata_for=metadata_for)
-        self.cluster = Cluster(s["bootstrap.servers"], client_id=s["client.id"],
+        self.cluster = ClusterClient(s["bootstrap.servers"], client_id=s["client.id"],
                                timeout=s["request.timeout.ms"] / 1000,
                                backoff=Backoff(int(s["retry.backoff.ms"]), _MAX_BACKOFF_MS))
         self.driver: ClassicGroupDriver | None = None

@@ -4,10 +4,10 @@ How this works: ``send`` picks the partition (explicit, else Kafka's default par
 murmur2 of the key, or a sticky partition per batch for records without a key), appends the
 record to that partition's open batch and returns a future for its ``RecordMetadata``. A
 batch is ready when it reaches ``batch.size`` bytes or has waited ``linger.ms``. The sender
-task groups ready batches by partition leader (the ``Cluster``'s) and sends one Produce per
+task groups ready batches by partition leader (the ``ClusterClient``'s) and sends one Produce per
 leader, with up to ``max.in.flight.requests.per.connection`` Produce requests in flight per
 leader (the connection pipelines them). An error the cluster calls a move or a passing
-failure (leader moved, broker unreachable, timeout: ``Cluster.recover``) retries the batch
+failure (leader moved, broker unreachable, timeout: ``ClusterClient.recover``) retries the batch
 after ``retry.backoff.ms`` up to ``retries`` times, reading the leader again where it moved;
 any other error fails the batch's futures.
 With ``acks=0`` the futures resolve with offset -1 once the request is written.
@@ -31,15 +31,15 @@ from typing import Any
 
 from kgroup.error_codes import ErrorCode
 from kgroup.wire.record_batch import Compression, build_batch
-from kgroup.wire.versions import PRODUCE
+from kgroup.wire.api_keys import ApiKey
 
-from .cluster import Backoff, Cluster, Recovery, build_request
+from .cluster import Backoff, ClusterClient, Recovery, build_request
 from .errors import BrokerError, KafkaClientError
 from .partitioner import StickyPartitioner
 from .records import OffsetAndMetadata, RecordMetadata, TopicPartition
 from .security import ClientSecurity
 from .settings import PRODUCER_DEFAULTS, resolve
-from .transactions import GroupMetadata, TransactionError, TransactionManager, TxnState
+from .transactions import GroupMetadata, TransactionError, TransactionManager, ProducerTxnState
 
 __all__ = ["Producer"]
 
@@ -83,7 +83,7 @@ class Producer:
             raise ValueError(f"unknown compression.type {s['compression.type']!r}") from None
         self.linger = s["linger.ms"] / 1000
         self.batch_size = int(s["batch.size"])
-        self.cluster = Cluster(s["bootstrap.servers"], client_id=s["client.id"],
+        self.cluster = ClusterClient(s["bootstrap.servers"], client_id=s["client.id"],
                                timeout=s["request.timeout.ms"] / 1000,
                                security=ClientSecurity.from_settings(s),
                                backoff=Backoff(int(s["retry.backoff.ms"]), 1_000))
@@ -165,9 +165,9 @@ class Producer:
 
     async def commit_transaction(self) -> None:
         """Send everything buffered, then commit; raises if the transaction must abort."""
-        self.txn.require(TxnState.IN_TRANSACTION, TxnState.ABORTABLE, action="commit")
+        self.txn.require(ProducerTxnState.IN_TRANSACTION, ProducerTxnState.ABORTABLE, action="commit")
         await self.flush()
-        if self.txn.state is not TxnState.IN_TRANSACTION:
+        if self.txn.state is not ProducerTxnState.IN_TRANSACTION:
             self.txn.check_fenced()
             raise TransactionError(f"the transaction cannot commit: {self.txn.error}")
         await self.txn.end(commit=True)
@@ -175,7 +175,7 @@ class Producer:
     async def abort_transaction(self) -> None:
         """Wait for what is in flight, then abort: nothing of the transaction is read by
         read_committed consumers."""
-        self.txn.require(TxnState.IN_TRANSACTION, TxnState.ABORTABLE, action="abort")
+        self.txn.require(ProducerTxnState.IN_TRANSACTION, ProducerTxnState.ABORTABLE, action="abort")
         for tp in list(self._open):
             self._close_batch(tp)
         if self._pending:
@@ -200,7 +200,7 @@ class Producer:
         if self._closed:
             raise KafkaClientError("the producer is closed")
         if self.txn.transactional:
-            self.txn.require(TxnState.IN_TRANSACTION, action="send outside a transaction "
+            self.txn.require(ProducerTxnState.IN_TRANSACTION, action="send outside a transaction "
                              "(call begin_transaction first)")
         count = self._counts.get(topic)
         if count is None:
@@ -390,7 +390,7 @@ class Producer:
 
             try:
                 conn = await self.cluster.node(node)
-                resp = await self.cluster.request(conn, PRODUCE, body)
+                resp = await self.cluster.request(conn, ApiKey.PRODUCE, body)
             except KafkaClientError as exc:
                 for b in batches:
                     self._retry_or_fail(b, exc)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kgroup.wire.scram import MECHANISMS, ScramClient, ScramError
-from kgroup.wire.versions import SASL_AUTHENTICATE, SASL_HANDSHAKE
+from kgroup.wire.api_keys import ApiKey
 
 from .errors import AuthenticationError
 
@@ -125,14 +125,14 @@ class ClientSecurity:
         none). AuthenticationError when the broker refuses."""
         assert self.mechanism is not None and self.username is not None and self.password is not None
         where = conn.address
-        hs = await conn.request(SASL_HANDSHAKE, {"mechanism": self.mechanism})
+        hs = await conn.request(ApiKey.SASL_HANDSHAKE, {"mechanism": self.mechanism})
         if int(hs.error_code):
             raise AuthenticationError(
                 f"broker {where} does not accept SASL mechanism {self.mechanism} "
                 f"(it offers {', '.join(hs.mechanisms) or 'none'})", "set sasl.mechanism to one it offers")
 
         async def step(token: bytes) -> Any:
-            resp = await conn.request(SASL_AUTHENTICATE, {"auth_bytes": token})
+            resp = await conn.request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
             if int(resp.error_code):
                 raise AuthenticationError(
                     f"authentication as {self.username} with {self.mechanism} at {where} failed: "

@@ -16,19 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from kgroup.acl_bindings import AclBinding, AclFilter, AclOperation, AclPermission, PatternType, ResourceType
 from kgroup.wire.scram import MIN_ITERATIONS, ScramMechanism, salted_password
-from kgroup.wire.versions import (
-    ALTER_USER_SCRAM_CREDENTIALS,
-    CREATE_ACLS,
-    DELETE_ACLS,
-    DESCRIBE_ACLS,
-    DESCRIBE_USER_SCRAM_CREDENTIALS,
-)
+from kgroup.wire.api_keys import ApiKey
 
 from .cluster import request_fields
 from .errors import BrokerError
 
 if TYPE_CHECKING:
-    from .cluster import Cluster
+    from .cluster import ClusterClient
 
 SALT_BYTES = 32
 
@@ -47,7 +41,7 @@ def _binding(resource_type: int, name: str, pattern: int, acl: Any) -> AclBindin
 class SecurityAdmin:
     """ACL and SCRAM credential calls of ``AdminClient`` (see the module comment)."""
 
-    cluster: Cluster
+    cluster: ClusterClient
 
     async def _any(self, api_key: int, body: Any) -> Any:
         conn = await self.cluster.connect()
@@ -57,7 +51,7 @@ class SecurityAdmin:
 
     async def create_acls(self, bindings: Sequence[AclBinding]) -> None:
         """Create ACLs; BrokerError (the first refused one) if any is refused."""
-        resp = await self._any(CREATE_ACLS, request_fields(creations=[
+        resp = await self._any(ApiKey.CREATE_ACLS, request_fields(creations=[
             {"resource_type": int(b.resource_type), "resource_name": b.resource_name,
              "resource_pattern_type": int(b.pattern_type), "principal": b.principal, "host": b.host,
              "operation": int(b.operation), "permission_type": int(b.permission)} for b in bindings]))
@@ -68,7 +62,7 @@ class SecurityAdmin:
 
     async def describe_acls(self, flt: AclFilter = AclFilter()) -> list[AclBinding]:
         """Every ACL the filter matches."""
-        resp = await self._any(DESCRIBE_ACLS, request_fields(**_filter_fields(flt)))
+        resp = await self._any(ApiKey.DESCRIBE_ACLS, request_fields(**_filter_fields(flt)))
         if int(resp.error_code):
             raise BrokerError(int(resp.error_code), "describe ACLs", resp.error_message)
         return sorted(_binding(r.resource_type, r.resource_name, r.pattern_type, a)
@@ -76,7 +70,7 @@ class SecurityAdmin:
 
     async def delete_acls(self, filters: Sequence[AclFilter]) -> list[list[AclBinding]]:
         """Delete the ACLs each filter matches; per filter, the ACLs deleted."""
-        resp = await self._any(DELETE_ACLS, request_fields(filters=[_filter_fields(f) for f in filters]))
+        resp = await self._any(ApiKey.DELETE_ACLS, request_fields(filters=[_filter_fields(f) for f in filters]))
         out = []
         for result in resp.filter_results:
             if int(result.error_code):
@@ -89,7 +83,7 @@ class SecurityAdmin:
     async def describe_scram_credentials(self, users: Iterable[str] | None = None) -> dict[str, dict[str, int]]:
         """user -> {mechanism: iterations} for the named users (all when None)."""
         names = None if users is None else [{"name": u} for u in users]
-        resp = await self._any(DESCRIBE_USER_SCRAM_CREDENTIALS, request_fields(users=names))
+        resp = await self._any(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, request_fields(users=names))
         if int(resp.error_code):
             raise BrokerError(int(resp.error_code), "describe SCRAM credentials", resp.error_message)
         out = {}
@@ -114,7 +108,7 @@ class SecurityAdmin:
         await self._alter_scram(deletions=[{"name": user, "mechanism": int(mech)}])
 
     async def _alter_scram(self, upsertions: Sequence[dict] = (), deletions: Sequence[dict] = ()) -> None:
-        resp = await self._any(ALTER_USER_SCRAM_CREDENTIALS,
+        resp = await self._any(ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
                                request_fields(upsertions=list(upsertions), deletions=list(deletions)))
         for r in resp.results:
             if int(r.error_code):

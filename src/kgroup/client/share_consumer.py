@@ -25,24 +25,22 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgroup.client.cluster import Cluster, request_fields
+from kgroup.client.cluster import ClusterClient, request_fields
 from kgroup.client.errors import BrokerError, KafkaClientError
 from kgroup.client.fetcher import decode
 from kgroup.client.records import TopicPartition
 from kgroup.error_codes import ErrorCode
+from kgroup.member.actions import Fatal
+from kgroup.member.classic_events import Close, Subscribe, Tick
 from kgroup.member.share_member import (
-    HeartbeatAnswer,
-    HeartbeatFailed,
-    Leave,
-    MemberFailed,
-    SendHeartbeat,
+    SendShareGroupHeartbeat,
     ShareAcks,
+    ShareGroupHeartbeatAnswered,
+    ShareGroupHeartbeatFailed,
     ShareMemberMachine,
     ShareMemberState,
-    Subscribe,
-    Tick,
 )
-from kgroup.wire.versions import SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT
+from kgroup.wire.api_keys import ApiKey
 
 __all__ = ["AcknowledgeType", "ShareConsumer", "ShareConsumerError", "ShareRecord"]
 
@@ -93,7 +91,7 @@ class ShareConsumer:
         if self.mode not in ("implicit", "explicit"):
             raise ValueError("share.acknowledgement.mode must be implicit or explicit")
         self.max_records = int(config.get("max.poll.records", 500))
-        self.cluster = Cluster(str(config.get("bootstrap.servers", "127.0.0.1:9092")),
+        self.cluster = ClusterClient(str(config.get("bootstrap.servers", "127.0.0.1:9092")),
                                client_id=str(config.get("client.id", "kgroup-share")))
         member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         self.member = ShareMemberMachine(member_id, int(config.get("retry.backoff.ms", 100)))
@@ -119,7 +117,7 @@ class ShareConsumer:
     # ---- membership ----------------------------------------------------------------------------
 
     def subscribe(self, topics: list[str]) -> None:
-        self._act(self.member.handle(Subscribe(tuple(topics)), _now_ms()))
+        self._act(self.member.handle(Subscribe(tuple(topics), _now_ms())))
 
     def assignment(self) -> list[TopicPartition]:
         return sorted(TopicPartition(self._names.get(t, t), p) for t, ps in self.member.assignment for p in ps)
@@ -127,30 +125,30 @@ class ShareConsumer:
     def _act(self, actions: list[object]) -> None:
         """Carry out what the member machine asked for, and wake whoever waits on it."""
         for action in actions:
-            if isinstance(action, SendHeartbeat):
+            if isinstance(action, SendShareGroupHeartbeat):
                 asyncio.get_running_loop().create_task(self._heartbeat(action))
-            elif isinstance(action, MemberFailed):
+            elif isinstance(action, Fatal):
                 self._failed = action.error
         self._wake.set()
 
-    async def _heartbeat(self, send: SendHeartbeat) -> None:
+    async def _heartbeat(self, send: SendShareGroupHeartbeat) -> None:
         try:
             resp = await self.cluster.call_coordinator(
-                self.group_id, SHARE_GROUP_HEARTBEAT,
+                self.group_id, ApiKey.SHARE_GROUP_HEARTBEAT,
                 request_fields(group_id=self.group_id, member_id=self.member.member_id, member_epoch=send.member_epoch,
                                rack_id=None, subscribed_topic_names=None if send.subscribed_topic_names is None
                                else list(send.subscribed_topic_names)),
                 timeout=10)
         except Exception:  # noqa: BLE001 (a lost connection, a moved coordinator: try again later)
-            self._act(self.member.handle(HeartbeatFailed(), _now_ms()))
+            self._act(self.member.handle(ShareGroupHeartbeatFailed(_now_ms())))
             return
         assignment = None
         if resp.assignment is not None:
             assignment = tuple(sorted((str(tp.topic_id), tuple(sorted(tp.partitions)))
                                       for tp in resp.assignment.topic_partitions))
-        self._act(self.member.handle(HeartbeatAnswer(ErrorCode(int(resp.error_code)), int(resp.member_epoch),
-                                                     int(resp.heartbeat_interval.total_seconds() * 1000),
-                                                     assignment), _now_ms()))
+        self._act(self.member.handle(ShareGroupHeartbeatAnswered(
+            ErrorCode(int(resp.error_code)), _now_ms(), int(resp.member_epoch),
+            int(resp.heartbeat_interval.total_seconds() * 1000), assignment)))
 
     async def _heartbeats(self) -> None:
         while True:
@@ -162,7 +160,7 @@ class ShareConsumer:
                     await self._wake.wait()
             except TimeoutError:
                 pass
-            self._act(self.member.handle(Tick(), _now_ms()))
+            self._act(self.member.handle(Tick(_now_ms())))
 
     # ---- consuming -----------------------------------------------------------------------------
 
@@ -254,7 +252,7 @@ class ShareConsumer:
         for topic_id, partition in sorted(forgetting):
             forgotten.setdefault(topic_id, []).append(partition)
         conn = await self.cluster.node(node)
-        resp = await self.cluster.request(conn, SHARE_FETCH, request_fields(
+        resp = await self.cluster.request(conn, ApiKey.SHARE_FETCH, request_fields(
             group_id=self.group_id, member_id=self.member.member_id, share_session_epoch=session.epoch,
             max_wait=max_wait_ms, min_bytes=1, max_bytes=50 * 1024 * 1024, max_records=self.max_records,
             batch_size=self.max_records,
@@ -320,7 +318,7 @@ class ShareConsumer:
             topics = self._ack_topics(pids, runs)
             try:
                 conn = await self.cluster.node(node)
-                resp = await self.cluster.request(conn, SHARE_ACKNOWLEDGE, request_fields(
+                resp = await self.cluster.request(conn, ApiKey.SHARE_ACKNOWLEDGE, request_fields(
                     group_id=self.group_id, member_id=self.member.member_id,
                     share_session_epoch=-1 if final else session.epoch,
                     topics=[dict(topic_id=uuid.UUID(t), partitions=ps) for t, ps in topics.items()]), timeout=30)
@@ -352,7 +350,7 @@ class ShareConsumer:
             if self.mode == "implicit":
                 self.acks.accept_undecided(AcknowledgeType.ACCEPT)
             await self._acknowledge(final=True)
-            self._act(self.member.handle(Leave(), _now_ms()))
+            self._act(self.member.handle(Close(_now_ms())))
             for _ in range(50):
                 if self.member.state in (ShareMemberState.UNSUBSCRIBED, ShareMemberState.FATAL):
                     break

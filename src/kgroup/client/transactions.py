@@ -15,7 +15,7 @@ fences any older producer of the same id. A transaction then goes:
                                               metadata (generation, member id, instance id)
     commit_transaction / abort_transaction    flush, then EndTxn
 
-Requests to the coordinator follow it while it moves or loads (``Cluster.call_coordinator``)
+Requests to the coordinator follow it while it moves or loads (``ClusterClient.call_coordinator``)
 and are sent again while it answers CONCURRENT_TRANSACTIONS (the previous transaction's
 markers are still being written). A fenced producer (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH)
 cannot go on: every later call raises ``ProducerFenced``. A batch that failed otherwise
@@ -31,15 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgroup.error_codes import ErrorCode
-from kgroup.wire.versions import (
-    ADD_OFFSETS_TO_TXN,
-    ADD_PARTITIONS_TO_TXN,
-    END_TXN,
-    INIT_PRODUCER_ID,
-    TXN_OFFSET_COMMIT,
-)
+from kgroup.wire.api_keys import ApiKey
 
-from .cluster import Cluster, first_partition_error, request_fields, transaction_key
+from .cluster import ClusterClient, first_partition_error, request_fields, transaction_key
 from .errors import BrokerError, KafkaClientError
 from .records import OffsetAndMetadata, TopicPartition
 
@@ -72,7 +66,7 @@ class GroupMetadata:
     group_instance_id: str | None = None
 
 
-class TxnState(enum.Enum):
+class ProducerTxnState(enum.Enum):
     UNINITIALIZED = "uninitialized"
     READY = "ready"
     IN_TRANSACTION = "in transaction"
@@ -83,7 +77,7 @@ class TxnState(enum.Enum):
 class TransactionManager:
     """Producer id, epoch, sequence numbers and the transaction in progress."""
 
-    def __init__(self, cluster: Cluster, transactional_id: str | None, timeout_ms: int,
+    def __init__(self, cluster: ClusterClient, transactional_id: str | None, timeout_ms: int,
                  request_timeout_s: float) -> None:
         self.cluster = cluster
         self.transactional_id = transactional_id
@@ -91,7 +85,7 @@ class TransactionManager:
         self.request_timeout_s = request_timeout_s
         self.producer_id = -1
         self.epoch = -1
-        self.state = TxnState.UNINITIALIZED
+        self.state = ProducerTxnState.UNINITIALIZED
         self.error: BaseException | None = None
         self._sequences: dict[TopicPartition, int] = {}
         self.added: set[TopicPartition] = set()
@@ -104,10 +98,10 @@ class TransactionManager:
     # ---- state checks ---------------------------------------------------------------------
 
     def check_fenced(self) -> None:
-        if self.state is TxnState.FENCED:
+        if self.state is ProducerTxnState.FENCED:
             raise ProducerFenced(f"producer of transactional id {self.transactional_id!r} was fenced")
 
-    def require(self, *states: TxnState, action: str) -> None:
+    def require(self, *states: ProducerTxnState, action: str) -> None:
         self.check_fenced()
         if self.state not in states:
             raise TransactionError(f"cannot {action}: the producer is {self.state.value}")
@@ -115,9 +109,9 @@ class TransactionManager:
     def failed(self, exc: BaseException) -> None:
         """A batch of the transaction failed: fenced, or only an abort can follow."""
         if isinstance(exc, BrokerError) and exc.code in FENCING:
-            self.state = TxnState.FENCED
-        elif self.state is TxnState.IN_TRANSACTION:
-            self.state = TxnState.ABORTABLE
+            self.state = ProducerTxnState.FENCED
+        elif self.state is ProducerTxnState.IN_TRANSACTION:
+            self.state = ProducerTxnState.ABORTABLE
         self.error = exc
 
     # ---- sequence numbers -----------------------------------------------------------------
@@ -150,7 +144,7 @@ class TransactionManager:
             return
         error = BrokerError(code, what)
         if error.code in FENCING:
-            self.state = TxnState.FENCED
+            self.state = ProducerTxnState.FENCED
             raise ProducerFenced(f"{what}: {error.name}")
         raise error
 
@@ -158,23 +152,23 @@ class TransactionManager:
         """InitProducerId: for the transactional id from its coordinator, else from any broker."""
         if not self.transactional:
             resp = await self.cluster.retrying(lambda: self.cluster.request_any(
-                INIT_PRODUCER_ID, request_fields(transactional_id=None, transaction_timeout=self.timeout_ms,
+                ApiKey.INIT_PRODUCER_ID, request_fields(transactional_id=None, transaction_timeout=self.timeout_ms,
                                                  producer_id=-1, producer_epoch=-1)))
             self._raise(int(resp.error_code), "init producer id")
         else:
             self.check_fenced()
-            resp = await self._coordinator(INIT_PRODUCER_ID, dict(
+            resp = await self._coordinator(ApiKey.INIT_PRODUCER_ID, dict(
                 transactional_id=self.transactional_id, transaction_timeout=self.timeout_ms,
                 producer_id=-1, producer_epoch=-1), lambda r: r.error_code)
             self._raise(int(resp.error_code), f"init transactions of {self.transactional_id!r}")
         self.producer_id, self.epoch = int(resp.producer_id), int(resp.producer_epoch)
         self._sequences.clear()
-        self.state = TxnState.READY
+        self.state = ProducerTxnState.READY
         self.error = None
 
     def begin(self) -> None:
-        self.require(TxnState.READY, action="begin a transaction")
-        self.state = TxnState.IN_TRANSACTION
+        self.require(ProducerTxnState.READY, action="begin a transaction")
+        self.state = ProducerTxnState.IN_TRANSACTION
         self.added.clear()
         self._groups.clear()
 
@@ -183,11 +177,11 @@ class TransactionManager:
         new = sorted(set(tps) - self.added)
         if not new:
             return
-        self.require(TxnState.IN_TRANSACTION, action="send in this transaction")
+        self.require(ProducerTxnState.IN_TRANSACTION, action="send in this transaction")
         by_topic: dict[str, list[int]] = {}
         for tp in new:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        resp = await self._coordinator(ADD_PARTITIONS_TO_TXN, dict(
+        resp = await self._coordinator(ApiKey.ADD_PARTITIONS_TO_TXN, dict(
             v3_and_below_transactional_id=self.transactional_id, v3_and_below_producer_id=self.producer_id,
             v3_and_below_producer_epoch=self.epoch,
             v3_and_below_topics=[{"name": t, "partitions": ps} for t, ps in by_topic.items()]),
@@ -198,9 +192,9 @@ class TransactionManager:
     async def send_offsets(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
                            group: GroupMetadata) -> None:
         """AddOffsetsToTxn, then TxnOffsetCommit to the group's coordinator."""
-        self.require(TxnState.IN_TRANSACTION, action="send offsets outside a transaction")
+        self.require(ProducerTxnState.IN_TRANSACTION, action="send offsets outside a transaction")
         if group.group_id not in self._groups:
-            resp = await self._coordinator(ADD_OFFSETS_TO_TXN, dict(
+            resp = await self._coordinator(ApiKey.ADD_OFFSETS_TO_TXN, dict(
                 transactional_id=self.transactional_id, producer_id=self.producer_id,
                 producer_epoch=self.epoch, group_id=group.group_id), lambda r: r.error_code)
             self._raise(int(resp.error_code), f"add offsets of group {group.group_id!r}")
@@ -210,7 +204,7 @@ class TransactionManager:
             offset, meta = (value.offset, value.metadata) if isinstance(value, OffsetAndMetadata) else (int(value), "")
             by_topic.setdefault(tp[0], []).append({"partition_index": tp[1], "committed_offset": offset,
                                                    "committed_leader_epoch": -1, "committed_metadata": meta})
-        resp = await self.cluster.call_coordinator(group.group_id, TXN_OFFSET_COMMIT, request_fields(
+        resp = await self.cluster.call_coordinator(group.group_id, ApiKey.TXN_OFFSET_COMMIT, request_fields(
             transactional_id=self.transactional_id, group_id=group.group_id, producer_id=self.producer_id,
             producer_epoch=self.epoch, generation_id=group.generation_id, member_id=group.member_id,
             group_instance_id=group.group_instance_id,
@@ -218,18 +212,18 @@ class TransactionManager:
             error_of=first_partition_error, timeout=self.request_timeout_s)
         code = first_partition_error(resp)
         if code and ErrorCode(code) not in FENCING:
-            self.state = TxnState.ABORTABLE
+            self.state = ProducerTxnState.ABORTABLE
         self._raise(code, f"commit offsets of group {group.group_id!r} in the transaction")
 
     async def end(self, commit: bool) -> None:
         """EndTxn (if the transaction touched anything), then ready for the next one."""
         if self.added or self._groups:
-            resp = await self._coordinator(END_TXN, dict(
+            resp = await self._coordinator(ApiKey.END_TXN, dict(
                 transactional_id=self.transactional_id, producer_id=self.producer_id,
                 producer_epoch=self.epoch, committed=commit), lambda r: r.error_code)
             self._raise(int(resp.error_code), f"{'commit' if commit else 'abort'} transaction "
                                               f"of {self.transactional_id!r}")
-        self.state = TxnState.READY
+        self.state = ProducerTxnState.READY
         self.error = None
         self.added.clear()
         self._groups.clear()

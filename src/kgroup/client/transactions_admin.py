@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from kgroup.wire.versions import DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS
+from kgroup.wire.api_keys import ApiKey
 
-from .cluster import BrokerInfo, Cluster, request_fields, transaction_key
+from .cluster import BrokerInfo, ClusterClient, request_fields, transaction_key
 from .errors import BrokerError
 
 
@@ -48,9 +48,9 @@ class ProducerState:
 
 
 class TransactionAdmin:
-    """Transaction admin over a ``Cluster`` (``AdminClient.transactions``)."""
+    """Transaction admin over a ``ClusterClient`` (``AdminClient.transactions``)."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: ClusterClient) -> None:
         self.cluster = cluster
 
     async def list(self, states: Sequence[str] = (), producer_ids: Sequence[int] = (),
@@ -61,7 +61,7 @@ class TransactionAdmin:
         found: dict[str, TransactionListing] = {}
         for broker in md.brokers or (BrokerInfo(-1, *self.cluster.bootstrap[0]),):
             conn = await self.cluster.connection(broker.host, broker.port)
-            resp = await self.cluster.request(conn, LIST_TRANSACTIONS, request_fields(
+            resp = await self.cluster.request(conn, ApiKey.LIST_TRANSACTIONS, request_fields(
                 state_filters=list(states), producer_id_filters=list(producer_ids),
                 duration_filter=min_duration_ms))
             if int(resp.error_code):
@@ -76,7 +76,7 @@ class TransactionAdmin:
         out = []
         for tid in transactional_ids:
             resp = await self.cluster.call_coordinator(
-                transaction_key(tid), DESCRIBE_TRANSACTIONS, request_fields(transactional_ids=[tid]),
+                transaction_key(tid), ApiKey.DESCRIBE_TRANSACTIONS, request_fields(transactional_ids=[tid]),
                 error_of=lambda r: r.transaction_states[0].error_code)
             (s,) = resp.transaction_states
             if int(s.error_code):
@@ -95,7 +95,7 @@ class TransactionAdmin:
         out: dict[int, list[ProducerState]] = {}
         for leader, ps in (await self.cluster.leaders(topic, partitions)).items():
             conn = await self.cluster.node(leader)
-            resp = await self.cluster.request(conn, DESCRIBE_PRODUCERS, request_fields(
+            resp = await self.cluster.request(conn, ApiKey.DESCRIBE_PRODUCERS, request_fields(
                 topics=[{"name": topic, "partition_indexes": ps}]))
             for t in resp.topics:
                 for p in t.partitions:

@@ -96,21 +96,9 @@ class GroupConfig:
     streams_max_size: int = 2_147_483_647
     # Per-group overrides of the consumer session timeout and heartbeat interval (Kafka's
     # group-level configs): ((group id, session timeout ms, heartbeat interval ms), ...).
+    # What a group runs with is core/group_configs.py's to say (`GroupConfigs.value`, or
+    # `configured_value` where no dynamic config can exist).
     consumer_group_overrides: tuple[tuple[str, int, int], ...] = ()
-
-    def consumer_session_timeout(self, group_id: str) -> int:
-        """group.consumer.session.timeout.ms for this group (its override, or the broker's)."""
-        for gid, session, _ in self.consumer_group_overrides:
-            if gid == group_id:
-                return session
-        return self.consumer_session_timeout_ms
-
-    def consumer_heartbeat_interval(self, group_id: str) -> int:
-        """group.consumer.heartbeat.interval.ms for this group (its override, or the broker's)."""
-        for gid, _, heartbeat in self.consumer_group_overrides:
-            if gid == group_id:
-                return heartbeat
-        return self.consumer_heartbeat_interval_ms
 
     def __post_init__(self) -> None:
         if self.min_session_timeout_ms > self.max_session_timeout_ms:

@@ -1,7 +1,7 @@
 """The exception the core raises with a Kafka error code.
 
 Errors are raised inside the core and turned into response fields only at the wire edge
-(DESIGN.md). Per-item errors of batch APIs (one per partition, group or member) travel in
+(docs/architecture.md). Per-item errors of batch APIs (one per partition, group or member) travel in
 the response instead, because the rest of the batch still succeeds. The codes themselves
 are ``kgroup.error_codes.ErrorCode``, shared by every layer; it is re-exported here so the
 core's modules keep importing it from ``kgroup.core.errors``.

@@ -311,10 +311,7 @@ class GroupConfigs:
         return Result((GroupConfigRecord(req.group_id, value),), ((reply, None),))
 
     def _inherited(self, group_id: str, name: str) -> int | str:
-        """The value without dynamic configs: the TOML override, else the broker's."""
-        d = GROUP_CONFIGS[name]
-        override = d.toml_override(self.shard.config, group_id)
-        return d.default(self.shard.config) if override is None else override
+        return configured_value(self.shard.config, group_id, name)
 
     # ---- DescribeConfigs --------------------------------------------------------------
 
@@ -336,6 +333,14 @@ class GroupConfigs:
             chain.append((d.broker_name, str(d.default(config)), ConfigSource.DEFAULT_CONFIG))
             described.append(DescribedGroupConfig(name, chain[0][1], chain[0][2], tuple(chain), d.doc, d.type_name))
         return Result((), ((reply, tuple(described)),))
+
+
+def configured_value(config: GroupConfig, group_id: str, name: str) -> int | str:
+    """The value of config ``name`` for ``group_id`` without dynamic configs: its
+    `[group.overrides]` entry, else the broker's setting."""
+    d = GROUP_CONFIGS[name]
+    override = d.toml_override(config, group_id)
+    return d.default(config) if override is None else override
 
 
 def replay_group_config(shard: ShardState, record: GroupConfigRecord) -> None:

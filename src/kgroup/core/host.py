@@ -10,7 +10,7 @@ log (`reload`); a snapshot is the records that rebuild stored state from nothing
 (`compact`). Nothing here reads a clock: callers pass `now_ms`.
 
 Who hosts a shard this way: the lab (lab/coordinator.py) and the unit tests' group context
-(a list as the log, replies delivered at once). The broker's shard (broker/shard.py) keeps
+(a list as the log, replies delivered at once). The broker's shard (broker/groups/shard.py) keeps
 its own `apply`, for concerns of its layer: it encodes each record into a durable log,
 hands replies out only once that log is durable up to its end as of that moment (at once,
 after a flush, or from a task awaiting fsync), counts records towards its next snapshot

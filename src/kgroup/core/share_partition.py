@@ -20,9 +20,15 @@ table lacks raises `IllegalShareTransition`. Acknowledgements of one partition a
 in full before any is applied, so a refused acknowledgement changes nothing.
 
 What is durable (`persisted()`): the start offset and the window as runs of (first, last,
-state, delivery count), an ACQUIRED offset written as AVAILABLE (a lock does not survive a
-restart: after a crash the offset is delivered again). Nothing here reads a clock: callers
-pass `now_ms`; expired locks are noticed when a call sees them (`expire`).
+state, delivery count), an ACQUIRED offset written as it was before that delivery began:
+AVAILABLE, with the delivery not counted. A lock does not survive a restart, and as in Kafka
+4.4 (whose share state is written when a delivery ends, never when it starts) a delivery a
+crash cuts short does not count: after the crash the offset is delivered again with the same
+count, whether or not its neighbours' changes were written meanwhile. A delivery that ended
+(released, its lock ran out, its member gone) counts. Nothing here reads a clock: callers
+pass `now_ms`; expired locks are noticed when a call sees them (`expire`), and `lapsed` says
+that one ran out since the caller last wrote the state (Kafka writes a lock's end when it
+happens; the broker does when it sees `lapsed`, and clears it).
 """
 
 from __future__ import annotations
@@ -154,6 +160,7 @@ class SharePartition:
         self.start = start_offset
         self.end = start_offset
         self.slots: dict[int, Slot] = {}
+        self.lapsed = False               # a lock ran out since the state was last written
         for b in batches:
             for offset in range(max(b.first_offset, start_offset), b.last_offset + 1):
                 self.slots[offset] = Slot(RecordState(b.state), b.delivery_count)
@@ -293,6 +300,7 @@ class SharePartition:
                 self._move(offset, slot, M.LOCK_EXPIRED)
                 changed = True
         if changed:
+            self.lapsed = True
             self._advance()
         return changed
 
@@ -330,14 +338,16 @@ class SharePartition:
 
     def persisted(self) -> ShareStateValue:
         """The durable view: start offset and runs of (state, delivery count), an ACQUIRED
-        offset as AVAILABLE."""
+        offset as AVAILABLE with the count it had before this delivery (see the module doc)."""
         runs: list[ShareStateBatch] = []
         for offset in range(self.start, self.end):
             slot = self.slots[offset]
-            state = S.AVAILABLE if slot.state is S.ACQUIRED else slot.state
+            state, count = slot.state, slot.count
+            if state is S.ACQUIRED:
+                state, count = S.AVAILABLE, count - 1
             last = runs[-1] if runs else None
-            if last is not None and last.state == state and last.delivery_count == slot.count:
-                runs[-1] = ShareStateBatch(last.first_offset, offset, state, slot.count)
+            if last is not None and last.state == state and last.delivery_count == count:
+                runs[-1] = ShareStateBatch(last.first_offset, offset, state, count)
             else:
-                runs.append(ShareStateBatch(offset, offset, state, slot.count))
+                runs.append(ShareStateBatch(offset, offset, state, count))
         return ShareStateValue(self.state_epoch, self.start, tuple(runs))

@@ -12,9 +12,9 @@ staged on the ResultBuilder and armed only when the whole request succeeded.
 
 The share-partition state lives here too, as Kafka's share coordinator keeps it: the
 in-memory share partition (acquisitions, locks) runs where its topic partition is served
-(broker/share_fetch.py) and writes its durable view with `write_state`, fenced by the state
+(broker/share/share_fetch.py) and writes its durable view with `write_state`, fenced by the state
 epoch; DescribeShareGroupOffsets, AlterShareGroupOffsets and DeleteShareGroupOffsets read
-and reset it. See broker/share_state.py for why it sits in the group's metadata partition.
+and reset it. See broker/share/share_state.py for why it sits in the group's metadata partition.
 """
 
 from __future__ import annotations

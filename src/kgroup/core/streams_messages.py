@@ -1,6 +1,6 @@
 """The requests and answers of streams groups (KIP-1071) as the core sees them: the broker
 turns StreamsGroupHeartbeat / StreamsGroupDescribe / StreamsGroupTopologyDescriptionUpdate
-into these and back (broker/streams_group_api.py)."""
+into these and back (broker/streams/streams_group_api.py)."""
 
 from __future__ import annotations
 

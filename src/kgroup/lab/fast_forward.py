@@ -14,6 +14,7 @@ coordinator acts on by itself: the jump lands before its session runs out. Off w
 
 from __future__ import annotations
 
+from kgroup.core.group_configs import CONSUMER_HEARTBEAT_INTERVAL, configured_value
 from kgroup.lab.coordinator import LabCoordinator
 from kgroup.lab.loop import EventLoop
 from kgroup.lab.member_driver import MemberDriver
@@ -38,7 +39,8 @@ class FastForward:
         self.jumps = 0
         self.jumped_ms = 0
         m = scenario.members
-        beat = scenario.coordinator.consumer_heartbeat_interval(GROUP_ID) if m.protocol == "consumer" \
+        beat = int(configured_value(scenario.coordinator, GROUP_ID, CONSUMER_HEARTBEAT_INTERVAL)) \
+            if m.protocol == "consumer" \
             else m.heartbeat_interval_ms
         self._period = max(beat, m.auto_commit_interval_ms)
         # A landing replays one heartbeat and one commit per member; simulating a stretch

@@ -2,7 +2,9 @@
 and return actions. ``classic_member`` speaks JoinGroup/SyncGroup/Heartbeat/LeaveGroup, for
 consumer groups and groups of any other protocol type (events in ``classic_events``);
 the consumer-protocol member (ConsumerGroupHeartbeat, KIP-848) sits beside it in
-``consumer_member``, sharing ``actions``, ``config`` and the user/timer events."""
+``consumer_member`` and the share-group member (ShareGroupHeartbeat, KIP-932) in
+``share_member``, all three sharing ``actions`` and the user/timer events (``Subscribe``,
+``Tick``, ``Close``), and each answering ``handle(event)`` with a list of actions."""
 
 from kgroup.member.actions import (
     CommitOffsets,

@@ -1,8 +1,10 @@
 """The share-group member (KIP-932, ShareGroupHeartbeat), and the acknowledgements it owes.
 
-How this works: ``ShareMemberMachine.handle(event, now_ms)`` takes one event (subscribe, a
-heartbeat answer or failure, the passing of time, leave) and returns the heartbeats its
-driver must send; ``next_deadline()`` says when to call it with a ``Tick``. The coordinator
+How this works: ``ShareMemberMachine.handle(event)`` takes one event (subscribe, a heartbeat
+answer or failure, the passing of time, close), each carrying ``now_ms`` like the other
+members' events (it shares ``Subscribe``, ``Tick`` and ``Close`` with them), and returns the
+actions its driver must perform: send this heartbeat, or give up (``Fatal``);
+``next_deadline()`` says when to call it with a ``Tick``. The coordinator
 computes the assignment and, unlike a consumer group, never asks for anything back: a share
 member simply fetches from what it was last given. Nothing here reads a clock or does I/O.
 
@@ -13,7 +15,7 @@ States (one transition table, ``TRANSITIONS``; an illegal move raises and change
     STABLE       --answer--> STABLE (a new assignment when the answer carries one)
     JOINING, STABLE --FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID--> JOINING (epoch 0 again, no
                  assignment meanwhile)
-    JOINING, STABLE --leave--> LEAVING (heartbeat with epoch -1) --answered or failed-->
+    JOINING, STABLE --close--> LEAVING (heartbeat with epoch -1) --answered or failed-->
                  UNSUBSCRIBED
     any but UNSUBSCRIBED --INVALID_REQUEST, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED,
                  GROUP_AUTHORIZATION_FAILED, ...--> FATAL
@@ -30,6 +32,8 @@ import enum
 from dataclasses import dataclass, field
 
 from kgroup.error_codes import ErrorCode
+from kgroup.member.actions import Fatal
+from kgroup.member.classic_events import Close, Subscribe, Tick
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
@@ -62,45 +66,34 @@ class IllegalShareMemberTransition(RuntimeError):
     """A bug: a move the member's transition table forbids."""
 
 
-# ---- events and actions -------------------------------------------------------------------
+# ---- events and actions (Subscribe, Tick and Close are the members' common events) ------------
 
 @dataclass(frozen=True, slots=True)
-class Subscribe:
-    topics: tuple[str, ...]
+class ShareGroupHeartbeatAnswered:
+    """The answer to a ``SendShareGroupHeartbeat``; ``assignment`` None means unchanged."""
 
-
-@dataclass(frozen=True, slots=True)
-class HeartbeatAnswer:
     error: ErrorCode
+    now_ms: int
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: Assignment | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatFailed:
-    """The request got no answer (connection lost, timed out)."""
+class ShareGroupHeartbeatFailed:
+    """The heartbeat got no answer (connection lost, timed out)."""
+
+    now_ms: int
 
 
 @dataclass(frozen=True, slots=True)
-class Tick:
-    """Time passed: send what is due."""
-
-
-@dataclass(frozen=True, slots=True)
-class Leave:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class SendHeartbeat:
+class SendShareGroupHeartbeat:
     member_epoch: int
     subscribed_topic_names: tuple[str, ...] | None   # None: unchanged
 
 
-@dataclass(frozen=True, slots=True)
-class MemberFailed:
-    error: ErrorCode
+Event = Subscribe | Tick | Close | ShareGroupHeartbeatAnswered | ShareGroupHeartbeatFailed
+Action = SendShareGroupHeartbeat | Fatal
 
 
 class ShareMemberMachine:
@@ -126,8 +119,9 @@ class ShareMemberMachine:
     def next_deadline(self) -> int | None:
         return None if self._in_flight else self._due
 
-    def handle(self, event: object, now_ms: int) -> list[object]:
+    def handle(self, event: Event) -> list[Action]:
         """Apply one event; the heartbeats (and failures) the driver must act on."""
+        now_ms = event.now_ms
         if isinstance(event, Subscribe):
             self.topics = tuple(sorted(set(event.topics)))
             self._send_topics = True
@@ -135,15 +129,15 @@ class ShareMemberMachine:
                 self._to(S.JOINING)
                 self.epoch = JOIN_EPOCH
             self._due = now_ms
-        elif isinstance(event, Leave):
+        elif isinstance(event, Close):
             if self.state in (S.JOINING, S.STABLE):
                 self._to(S.LEAVING)
                 self.assignment = ()
                 self._due = now_ms
-        elif isinstance(event, HeartbeatAnswer):
+        elif isinstance(event, ShareGroupHeartbeatAnswered):
             self._in_flight = False
             return self._answer(event, now_ms)
-        elif isinstance(event, HeartbeatFailed):
+        elif isinstance(event, ShareGroupHeartbeatFailed):
             self._in_flight = False
             if self.state is S.LEAVING:
                 self._to(S.UNSUBSCRIBED)
@@ -153,7 +147,7 @@ class ShareMemberMachine:
                 self._due = now_ms + self.retry_backoff_ms
         return self._send(now_ms)
 
-    def _answer(self, answer: HeartbeatAnswer, now_ms: int) -> list[object]:
+    def _answer(self, answer: ShareGroupHeartbeatAnswered, now_ms: int) -> list[Action]:
         if self.state is S.LEAVING:
             self._to(S.UNSUBSCRIBED)
             self._due = None
@@ -181,9 +175,9 @@ class ShareMemberMachine:
         self._to(S.FATAL)
         self.assignment = ()
         self._due = None
-        return [MemberFailed(answer.error)]
+        return [Fatal(answer.error)]
 
-    def _send(self, now_ms: int) -> list[object]:
+    def _send(self, now_ms: int) -> list[Action]:
         if self._in_flight or self._due is None or now_ms < self._due:
             return []
         if self.state not in (S.JOINING, S.STABLE, S.LEAVING):
@@ -191,10 +185,10 @@ class ShareMemberMachine:
         self._in_flight = True
         self._due = None
         if self.state is S.LEAVING:
-            return [SendHeartbeat(LEAVE_EPOCH, None)]
+            return [SendShareGroupHeartbeat(LEAVE_EPOCH, None)]
         full = self._send_topics or self.epoch == JOIN_EPOCH
         self._send_topics = False
-        return [SendHeartbeat(self.epoch, self.topics if full else None)]
+        return [SendShareGroupHeartbeat(self.epoch, self.topics if full else None)]
 
 
 # ---- acknowledgements ------------------------------------------------------------------------

@@ -64,7 +64,7 @@ _TICK_S = 0.5
 _CLOSE_S = 10.0
 
 
-class GroupMember(ConsumerRebalanceListener):
+class QueryMember(ConsumerRebalanceListener):
     """The query's membership; see the module comment."""
 
     def __init__(self, opts: SourceOptions, loop: LoopThread, starting: str) -> None:

@@ -39,7 +39,7 @@ from kgroup.client.admin import EARLIEST, LATEST
 from kgroup.client.blocking import BlockingAdmin, LoopThread
 from kgroup.client.errors import GroupNotEmpty, KafkaClientError
 
-from .membership import GroupMember
+from .membership import QueryMember
 from .offsets import (TP, admit, positions_of, ranges_between, split, stream_offset)
 from .options import SourceOptions
 from .range_reader import DataLossError, read_range
@@ -118,10 +118,10 @@ class StreamPlanner:
                                    loop=self.loop, config=opts.consumer)
         self.target: dict[TP, int] | None = None
         self.committed: dict[TP, int] = {}
-        self.member: GroupMember | None = None
+        self.member: QueryMember | None = None
         self._views = 0
         if opts.group_member:
-            self.member = GroupMember(opts, self.loop, str(opts.starting or "latest"))
+            self.member = QueryMember(opts, self.loop, str(opts.starting or "latest"))
             self.member.start()
             _leave_on_sigterm()
 

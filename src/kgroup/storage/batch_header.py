@@ -1,35 +1,18 @@
-"""The fixed 61-byte header of a Kafka record batch v2 (magic 2), as storage needs it.
-
-    offset  field                 type
-    0       baseOffset            int64   (rewritten by the broker; not covered by the CRC)
-    8       batchLength           int32   (bytes after this field: total size - 12)
-    12      partitionLeaderEpoch  int32
-    16      magic                 int8    (2)
-    17      crc                   uint32  CRC32C of bytes 21..end
-    21      attributes            int16
-    23      lastOffsetDelta       int32
-    27      baseTimestamp         int64
-    35      maxTimestamp          int64
-    43      producerId            int64
-    51      producerEpoch         int16
-    53      baseSequence          int32
-    57      recordCount           int32
-"""
+"""The fields of a record batch v2 header that storage indexes by (kgroup/batch_layout.py
+has the layout): parsed, and checked for what a v2 batch must be."""
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
-HEADER = struct.Struct(">qiibIhiqqqhii")
-HEADER_SIZE = HEADER.size  # 61
-LOG_OVERHEAD = 12  # baseOffset + batchLength: total size = batchLength + 12
-MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
-CRC_START = 21
-BASE_OFFSET = struct.Struct(">q")
-_LENGTH_MAGIC = struct.Struct(">i4xb")  # batchLength at 8, magic at 16
-_LAST_DELTA = struct.Struct(">i")
-_TIMESTAMP = struct.Struct(">q")
+from kgroup.batch_layout import (  # noqa: F401 (storage's modules take them from here)
+    BASE_OFFSET,
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@
                           Cluster, or `kgroup cluster`); absent when nodes were started by hand
     moves.json            {"version": 1, "units": {"<slot>": node}}: units moved to a node of
                           the control API's choosing (POST /groups/{g}/coordinator); every
-                          node's placement reads it (broker/ownership.py)
+                          node's placement reads it (broker/cluster/ownership.py)
 
 Why files: the nodes of a cluster already share the data dir and agree through it on
 everything else (topics.json, ownership epochs, leases), so a node learns its peers'

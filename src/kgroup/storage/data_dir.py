@@ -18,8 +18,8 @@ partition is a unit of its own, with a slot allocated from M up when it is creat
 is never reused, so a recreated topic starts from fresh epochs). Inside a log directory each
 ownership epoch writes in its own `u<slot>-e<epoch>/` (epoch_dirs.py).
 
-A DataDir opens only the units this process owns. A `Membership` names the node and its
-cluster; the broker's ownership code (broker/ownership.py) decides what to `acquire`,
+A DataDir opens only the units this process owns. A `NodeMembership` names the node and its
+cluster; the broker's ownership code (broker/cluster/ownership.py) decides what to `acquire`,
 opens it (`open_unit`) and closes or hands it over (`close_unit`). Without a membership (a
 tool, a test, a benchmark) the DataDir is a one-node cluster that owns everything from the
 start.
@@ -101,7 +101,7 @@ class TopicMeta:
 
 
 @dataclass(frozen=True, slots=True)
-class Membership:
+class NodeMembership:
     """This process's place in its data dir's cluster.
 
     `exclusive`: a single broker (no --cluster): it locks the data dir for itself, as
@@ -121,7 +121,7 @@ class Membership:
 
 # A tool or a test opens a data dir as node 1, the node id a single broker has by default,
 # so each resumes the other's ownership epochs instead of sealing them.
-STANDALONE = Membership((1,), 1, exclusive=True, claim_all=True)
+STANDALONE = NodeMembership((1,), 1, exclusive=True, claim_all=True)
 
 
 def check_topic_name(name: str) -> None:
@@ -135,7 +135,7 @@ class DataDir:
 
     def __init__(self, path: Path | str, *, metadata_partitions: int = DEFAULT_PARTITIONS,
                  metadata_segment_bytes: int = 100 * MiB, snapshots_retained: int = 2,
-                 log_config: LogConfig | None = None, membership: Membership | None = None,
+                 log_config: LogConfig | None = None, membership: NodeMembership | None = None,
                  bound_topics: frozenset[str] = frozenset()) -> None:
         self.path = Path(path)
         self.membership = membership or STANDALONE

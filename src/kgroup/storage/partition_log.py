@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import struct
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 import crc32c
 
+from kgroup.batch_layout import BASE_AND_LENGTH, LAST_OFFSET_DELTA, LAST_OFFSET_DELTA_AT
 from kgroup.storage.atomic_files import write_atomically
 from kgroup.storage.batch_header import (
     BASE_OFFSET,
@@ -63,8 +63,6 @@ SLICE_MIN_BYTES = 64 * 1024
 # the request's own bytes (pwritev), which must then not change: they are immutable bytes.
 _COPY_BELOW = 4096
 SCAN_CHUNK = 1024 * 1024
-_BASE_LENGTH = struct.Struct(">qi")
-_LAST_DELTA = struct.Struct(">i")
 
 
 class PartitionLog(SegmentedLog):
@@ -296,9 +294,9 @@ class PartitionLog(SegmentedLog):
         k = bisect_left(seg.index_positions, stop) - 1
         q = max(start, seg.index_positions[k]) if k >= 0 else start
         while True:
-            base, length = _BASE_LENGTH.unpack(self._pread(seg, LOG_OVERHEAD, q))
+            base, length = BASE_AND_LENGTH.unpack(self._pread(seg, LOG_OVERHEAD, q))
             if q + LOG_OVERHEAD + length >= stop:
-                (last_delta,) = _LAST_DELTA.unpack(self._pread(seg, 4, q + 23))
+                (last_delta,) = LAST_OFFSET_DELTA.unpack(self._pread(seg, LAST_OFFSET_DELTA.size, q + LAST_OFFSET_DELTA_AT))
                 return base + last_delta + 1
             q += LOG_OVERHEAD + length
 
@@ -328,7 +326,7 @@ class PartitionLog(SegmentedLog):
         if k > 0 and seg.index_positions[k - 1] > q:
             q = seg.index_positions[k - 1]
         while q + LOG_OVERHEAD <= limit:
-            base, length = _BASE_LENGTH.unpack(self._pread(seg, LOG_OVERHEAD, q))
+            base, length = BASE_AND_LENGTH.unpack(self._pread(seg, LOG_OVERHEAD, q))
             if q + LOG_OVERHEAD + length > limit or (upto is not None and base >= upto):
                 break
             q += LOG_OVERHEAD + length

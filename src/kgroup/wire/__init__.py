@@ -27,20 +27,18 @@ from .errors import (
     WireError,
 )
 from .framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter, encode_frame, not_kafka
+from .api_keys import ApiKey
 from .versions import (
-    CONSUMER_PROTOCOL_APIS,
-    SUPPORTED_APIS,
     ApiRange,
-    api_ranges,
+    all_versions,
     is_flexible,
-    is_supported,
     request_header_version,
     response_header_version,
 )
 
 __all__ = [
+    "ApiKey",
     "ApiRange",
-    "CONSUMER_PROTOCOL_APIS",
     "CorruptRecord",
     "DEFAULT_MAX_FRAME_SIZE",
     "FrameSplitter",
@@ -51,12 +49,11 @@ __all__ = [
     "MalformedResponse",
     "RecordError",
     "RequestHeader",
-    "SUPPORTED_APIS",
     "UnsupportedCompression",
     "UnsupportedVersion",
     "WireError",
     "not_kafka",
-    "api_ranges",
+    "all_versions",
     "api_versions_response",
     "decode_request",
     "decode_response",
@@ -65,7 +62,6 @@ __all__ = [
     "encode_request",
     "encode_response",
     "is_flexible",
-    "is_supported",
     "peek_request_header",
     "request_class",
     "request_header_version",

@@ -10,7 +10,7 @@ unparseable, so the broker only needs the correlation id from ``peek_request_hea
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -18,7 +18,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32Timedelta
 
 from .codec import response_class
-from .versions import API_VERSIONS, ApiRange, api_ranges
+from .api_keys import ApiKey
+from .versions import ApiRange
 
 UNSUPPORTED_VERSION = 35
 NONE = 0
@@ -32,16 +33,14 @@ def api_versions_response(
     request_version: int,
     error: int | None = None,
     *,
-    disabled: Iterable[int] = (),
+    ranges: Iterable[ApiRange],
     throttle_time_ms: int = 0,
-    ranges: Sequence[ApiRange] | None = None,
 ) -> Any:
-    """kio ApiVersionsResponse at ``request_version`` listing our ranges.
+    """kio ApiVersionsResponse at ``request_version`` listing ``ranges`` (the served ones).
 
-    ``error`` is a Kafka error code (default NONE); ``disabled`` api keys are left out;
-    ``ranges`` replaces the table (tests, or a broker advertising less).
+    ``error`` is a Kafka error code (default NONE).
     """
-    cls = response_class(API_VERSIONS, request_version)
+    cls = response_class(ApiKey.API_VERSIONS, request_version)
     entry_cls = cls.__dataclass_fields__["api_keys"].type.__args__[0]
     entries = tuple(
         entry_cls(
@@ -49,7 +48,7 @@ def api_versions_response(
             min_version=i16(r.min_version),
             max_version=i16(r.max_version),
         )
-        for r in (api_ranges(disabled) if ranges is None else ranges)
+        for r in ranges
     )
     kwargs: dict[str, Any] = {
         "error_code": ErrorCode(error if error is not None else NONE),
@@ -67,15 +66,13 @@ def api_versions_response(
 def encode_api_versions_fallback(
     correlation_id: int,
     *,
-    disabled: Iterable[int] = (),
-    ranges: Sequence[ApiRange] | None = None,
+    ranges: Iterable[ApiRange],
 ) -> bytes:
-    """Size-prefixed ApiVersions v0 reply with UNSUPPORTED_VERSION listing our ranges.
+    """Size-prefixed ApiVersions v0 reply with UNSUPPORTED_VERSION listing ``ranges``.
 
     Send it when an ApiVersions request's version is newer than ours.
     """
-    if ranges is None:
-        ranges = api_ranges(disabled)
+    ranges = tuple(ranges)
     body = _V0.pack(correlation_id, UNSUPPORTED_VERSION, len(ranges)) + b"".join(
         _ENTRY.pack(r.api_key, r.min_version, r.max_version) for r in ranges
     )

@@ -1,6 +1,6 @@
 """Request/response codecs over kio's schema classes (sans-I/O).
 
-Server side: ``decode_request(frame)`` turns a frame payload (as returned by
+Server side: ``decode_request(frame, served)`` turns a frame payload (as returned by
 ``FrameSplitter``) into ``(RequestHeader, kio request object)``; ``encode_response`` turns a
 kio response object back into a size-prefixed frame with the right response header.
 
@@ -8,7 +8,7 @@ Client side: ``encode_request`` / ``decode_response`` do the mirror image.
 
 How decoding works: the first 8 bytes of every request are ``int16 api_key, int16
 api_version, int32 correlation_id`` in every header version, so they are read with struct
-before anything else. The (key, version) pair is checked against ``versions.SUPPORTED_APIS``
+before anything else. The (key, version) pair is checked against the served ranges given
 (raising UnsupportedVersion with the correlation id), then the full header (v1, or v2 for
 flexible versions) and the body are read with kio's native readers. Where kio refuses the
 bytes, or the frame is big enough to break one of Kafka's allocation limits kio does not
@@ -23,7 +23,7 @@ bytes, e.g. three after a Metadata v13 request for all topics.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, NamedTuple
@@ -39,7 +39,7 @@ from .errors import MalformedRequest, MalformedResponse, UnsupportedVersion
 from .fast_responses import encode_consumer_group_heartbeat_response
 from .kafka_reader import LIMITS_NEED_BYTES, has_tagged_fields, kio_check, read_entity
 from .schemas import load_request_schema, load_response_schema
-from .versions import SUPPORTED_APIS, is_flexible
+from .versions import ApiRange, is_flexible
 
 __all__ = [
     "RequestHeader",
@@ -145,19 +145,19 @@ def _readonly(frame: bytes | bytearray | memoryview) -> bytes | memoryview:
 
 def decode_request(
     frame: bytes | bytearray | memoryview,
-    *,
-    disabled: Iterable[int] = (),
+    served: Mapping[int, ApiRange],
 ) -> tuple[RequestHeader, Any]:
     """Decode a request frame payload (without size prefix) into (header, kio request).
 
-    Raises UnsupportedVersion for an unknown/disabled API key or a version outside our
-    range, MalformedRequest for anything undecodable. Never raises kio's own errors.
+    Raises UnsupportedVersion for an API key not in ``served`` (api key -> the versions
+    served) or a version outside its range, MalformedRequest for anything undecodable.
+    Never raises kio's own errors.
     """
     data = _readonly(frame)
     # 1. Key, version and correlation id sit at fixed offsets in every header version.
     api_key, api_version, correlation_id = peek_request_header(data)
-    api = SUPPORTED_APIS.get(api_key)
-    if api is None or api_version not in api or (disabled and api_key in set(disabled)):
+    api = served.get(api_key)
+    if api is None or api_version not in api:
         raise UnsupportedVersion(api_key, api_version, correlation_id)
 
     # 2. Header v1/v2, then the body: kio's native readers where their answer is Kafka's;

@@ -25,7 +25,7 @@ def _ms(value: Any) -> int:
     return value // _MILLISECOND if isinstance(value, timedelta) else int(value)
 
 
-def _uvarint(n: int) -> bytes:
+def uvarint(n: int) -> bytes:
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -38,7 +38,7 @@ def _compact_nullable_string(value: str | None) -> bytes:
     if value is None:
         return b"\x00"
     data = value.encode()
-    return _uvarint(len(data) + 1) + data
+    return uvarint(len(data) + 1) + data
 
 
 def encode_consumer_group_heartbeat_response(correlation_id: int, response: Any) -> bytes:
@@ -57,10 +57,10 @@ def encode_consumer_group_heartbeat_response(correlation_id: int, response: Any)
     else:
         parts.append(b"\x01")
         topics = assignment.topic_partitions
-        parts.append(_uvarint(len(topics) + 1))
+        parts.append(uvarint(len(topics) + 1))
         for tp in topics:
             parts.append(tp.topic_id.bytes if tp.topic_id is not None else bytes(16))
-            parts.append(_uvarint(len(tp.partitions) + 1))
+            parts.append(uvarint(len(tp.partitions) + 1))
             parts.append(b"".join(_I32.pack(p) for p in tp.partitions))
             parts.append(b"\x00")
         parts.append(b"\x00")

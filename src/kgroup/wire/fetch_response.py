@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .fast_responses import _uvarint
+from .fast_responses import uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -64,7 +64,7 @@ def encode_fetch_response(version: int, correlation_id: int, error_code: int, se
         buf += _TOP.pack(throttle_ms, error_code, session_id)
     else:
         buf += _I32.pack(throttle_ms)
-    buf += _uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
+    buf += uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
     partition_head = _PARTITION if version >= 5 else _PARTITION_V4
     for topic in topics:
         # 1. Topic: its id from v13, else its name.
@@ -72,9 +72,9 @@ def encode_fetch_response(version: int, correlation_id: int, error_code: int, se
             buf += topic.topic_id.bytes if topic.topic_id is not None else _NIL_UUID
         else:
             name = topic.name.encode()
-            buf += _uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
+            buf += uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
             buf += name
-        buf += _uvarint(len(topic.partitions) + 1) if flexible else _I32.pack(len(topic.partitions))
+        buf += uvarint(len(topic.partitions) + 1) if flexible else _I32.pack(len(topic.partitions))
         for p in topic.partitions:
             # 2. The partition's fixed fields, its aborted transactions, its records.
             if version >= 5:
@@ -86,7 +86,7 @@ def encode_fetch_response(version: int, correlation_id: int, error_code: int, se
             if aborted is None:
                 buf += b"\x00" if flexible else b"\xff\xff\xff\xff"
             else:
-                buf += _uvarint(len(aborted) + 1) if flexible else _I32.pack(len(aborted))
+                buf += uvarint(len(aborted) + 1) if flexible else _I32.pack(len(aborted))
                 for producer_id, first_offset in aborted:
                     buf += _ABORTED.pack(producer_id, first_offset)
                     if flexible:
@@ -95,7 +95,7 @@ def encode_fetch_response(version: int, correlation_id: int, error_code: int, se
                 buf += b"\xff\xff\xff\xff"                # preferred_read_replica -1
             records = p.records
             size = len(records)
-            buf += _uvarint(size + 1) if flexible else _I32.pack(size)
+            buf += uvarint(size + 1) if flexible else _I32.pack(size)
             if isinstance(records, (bytes, bytearray, memoryview)):
                 buf += records
             elif size:

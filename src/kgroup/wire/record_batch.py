@@ -1,14 +1,8 @@
 """Record batch v2 (magic 2): split, validate, decode records, and build batches.
 
-How this works: a Produce ``records`` blob is a concatenation of batches, each laid out as
-
-    0  baseOffset int64        8  batchLength int32     12 partitionLeaderEpoch int32
-    16 magic int8              17 crc uint32 (CRC-32C of bytes 21..end)
-    21 attributes int16        23 lastOffsetDelta int32 27 baseTimestamp int64
-    35 maxTimestamp int64      43 producerId int64      51 producerEpoch int16
-    53 baseSequence int32      57 recordCount int32     61 records...
-
-and ``batchLength`` counts the bytes after the batchLength field (total size - 12).
+How this works: a Produce ``records`` blob is a concatenation of batches, each a header laid
+out as kgroup/batch_layout.py describes (``batchLength`` counts the bytes after that field:
+total size - 12) and then its records.
 ``split_batches`` checks the framing, magic and CRC of every batch without decompressing;
 ``validate_produce`` adds the rules Kafka applies to batches from clients; ``decode_records``
 unpacks the records (uncompressed, gzip, and snappy/lz4/zstd through cramjam). The broker
@@ -25,6 +19,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from crc32c import crc32c
+
+from kgroup.batch_layout import (
+    ATTRIBUTES_AT,
+    BASE_OFFSET,
+    CONTROL_BIT,
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    LENGTH,
+    LENGTH_AT,
+    LOG_OVERHEAD,
+    MAGIC,
+    MAGIC_AT,
+    TRANSACTIONAL_BIT,
+)
 
 from .errors import CorruptRecord, InvalidRecord, UnsupportedCompression
 from .record_walk import walk_records
@@ -48,17 +57,10 @@ __all__ = [
     "MAGIC",
 ]
 
-MAGIC = 2
-BATCH_HEADER_SIZE = 61
-_LOG_OVERHEAD = 12  # baseOffset + batchLength
-_CRC_START = 21
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_BASE_OFFSET = struct.Struct(">q")
+BATCH_HEADER_SIZE = HEADER_SIZE
 
 _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
-_TRANSACTIONAL_BIT = 0x10
-_CONTROL_BIT = 0x20
 _DELETE_HORIZON_BIT = 0x40
 
 DEFAULT_MAX_UNCOMPRESSED = 256 * 1024 * 1024
@@ -98,7 +100,7 @@ class BatchHeader:
     @property
     def size(self) -> int:
         """Total bytes of the batch including baseOffset and batchLength."""
-        return self.batch_length + _LOG_OVERHEAD
+        return self.batch_length + LOG_OVERHEAD
 
     @property
     def last_offset(self) -> int:
@@ -119,11 +121,11 @@ class BatchHeader:
 
     @property
     def is_transactional(self) -> bool:
-        return bool(self.attributes & _TRANSACTIONAL_BIT)
+        return bool(self.attributes & TRANSACTIONAL_BIT)
 
     @property
     def is_control(self) -> bool:
-        return bool(self.attributes & _CONTROL_BIT)
+        return bool(self.attributes & CONTROL_BIT)
 
     @property
     def has_delete_horizon(self) -> bool:
@@ -157,11 +159,11 @@ def whole_batches(blob: bytes) -> bytes:
     answer in the middle of a batch, to be fetched again next time)."""
     pos = 0
     end = len(blob)
-    while end - pos >= _LOG_OVERHEAD:
-        length = int.from_bytes(blob[pos + 8 : pos + 12], "big", signed=True)
-        if length <= 0 or pos + _LOG_OVERHEAD + length > end:
+    while end - pos >= LOG_OVERHEAD:
+        (length,) = LENGTH.unpack_from(blob, pos + LENGTH_AT)
+        if length <= 0 or pos + LOG_OVERHEAD + length > end:
             break
-        pos += _LOG_OVERHEAD + length
+        pos += LOG_OVERHEAD + length
     return blob[:pos]
 
 
@@ -171,7 +173,7 @@ def read_batch_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> Batc
         raise CorruptRecord(
             f"record batch header needs {BATCH_HEADER_SIZE} bytes, {len(buf) - pos} left"
         )
-    return BatchHeader(*_HEADER.unpack_from(buf, pos))
+    return BatchHeader(*HEADER.unpack_from(buf, pos))
 
 
 def split_batches(blob: bytes | bytearray | memoryview) -> list[RecordBatch]:
@@ -186,25 +188,25 @@ def split_batches(blob: bytes | bytearray | memoryview) -> list[RecordBatch]:
     end = len(data)
     while pos < end:
         # 1. The size must be present and fit in what is left.
-        if end - pos < _LOG_OVERHEAD + 5:
+        if end - pos < LOG_OVERHEAD + 5:
             raise CorruptRecord(f"truncated record batch: {end - pos} bytes at {pos}")
-        (batch_length,) = struct.unpack_from(">i", data, pos + 8)
-        total = batch_length + _LOG_OVERHEAD
+        (batch_length,) = LENGTH.unpack_from(data, pos + LENGTH_AT)
+        total = batch_length + LOG_OVERHEAD
         if total < BATCH_HEADER_SIZE:
             raise CorruptRecord(
                 f"record batch length {batch_length} is smaller than a batch header"
             )
-        magic = data[pos + 16]
+        magic = data[pos + MAGIC_AT]
         if magic != MAGIC:
             raise InvalidRecord(f"record batch magic {magic} at {pos}, only magic 2 is served")
         if total > end - pos:
             raise CorruptRecord(
                 f"record batch length {batch_length} overruns the records blob "
-                f"({end - pos - _LOG_OVERHEAD} bytes left)"
+                f"({end - pos - LOG_OVERHEAD} bytes left)"
             )
         # 2. CRC-32C over attributes..end.
         header = read_batch_header(data, pos)
-        actual = crc32c(memoryview(data)[pos + _CRC_START : pos + total])
+        actual = crc32c(memoryview(data)[pos + CRC_START : pos + total])
         if actual != header.crc:
             raise CorruptRecord(
                 f"record batch CRC mismatch: stored {header.crc:#010x}, computed {actual:#010x}"
@@ -243,7 +245,7 @@ def validate_produce(
                 f"for {count} records"
             )
         attributes = h.attributes
-        if attributes & _CONTROL_BIT:
+        if attributes & CONTROL_BIT:
             raise InvalidRecord("clients may not produce control batches")
         codec = attributes & _COMPRESSION_MASK
         if codec == 0:
@@ -565,9 +567,9 @@ def build_batch(
     payload = _compress(compression, bytes(body))
     attributes = int(compression) | (int(timestamp_type) << 3)
     if transactional:
-        attributes |= _TRANSACTIONAL_BIT
+        attributes |= TRANSACTIONAL_BIT
     if control:
-        attributes |= _CONTROL_BIT
+        attributes |= CONTROL_BIT
     after_crc = (
         struct.pack(
             ">hiqqqhii",
@@ -613,7 +615,7 @@ def read_marker(batch: bytes | memoryview) -> tuple[int, int] | None:
     first record (the epoch is -1 if the bytes end before it); None if the bytes do not show
     a control record. `batch` may be only the start of the batch."""
     data = bytes(batch)
-    if len(data) < BATCH_HEADER_SIZE or not data[21 + 1] & _CONTROL_BIT:
+    if len(data) < BATCH_HEADER_SIZE or not data[ATTRIBUTES_AT + 1] & CONTROL_BIT:   # the low byte
         return None
     try:
         pos = BATCH_HEADER_SIZE
@@ -637,4 +639,4 @@ def read_marker(batch: bytes | memoryview) -> tuple[int, int] | None:
 
 def set_base_offset(batch: bytes | bytearray | memoryview, base_offset: int) -> bytes:
     """The same batch with baseOffset replaced (not covered by the CRC)."""
-    return _BASE_OFFSET.pack(base_offset) + bytes(batch[8:])
+    return BASE_OFFSET.pack(base_offset) + bytes(batch[BASE_OFFSET.size:])

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 from functools import cache
 
+from kgroup.batch_layout import HEADER_SIZE as BATCH_HEADER_SIZE
+
 from .errors import CorruptRecord, InvalidRecord
 
-BATCH_HEADER_SIZE = 61
 # A run shorter than this is cheaper to walk record by record.
 _MIN_RUN = 4
 # Offset deltas whose varint needs 1, 2, 3 bytes: [lo, hi) of the index (zigzag doubles it).

@@ -38,7 +38,7 @@ from enum import Enum
 from typing import Protocol
 
 from .scram import MECHANISMS, ScramCredential, ScramDone, ScramError, ScramMechanism, ScramServer
-from .versions import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
+from .api_keys import ApiKey
 
 __all__ = [
     "AuthAnswer",
@@ -50,6 +50,11 @@ __all__ = [
     "SaslSession",
     "SUPPORTED_MECHANISMS",
 ]
+
+# Compared on every request of a SASL connection: plain ints (an enum member costs a lookup).
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
+_SASL_HANDSHAKE = int(ApiKey.SASL_HANDSHAKE)
+_SASL_AUTHENTICATE = int(ApiKey.SASL_AUTHENTICATE)
 
 PLAIN = "PLAIN"
 SUPPORTED_MECHANISMS = (PLAIN, *MECHANISMS)
@@ -210,23 +215,23 @@ class SaslSession:
         """What to do with a request of ``api_key`` arriving at ``now_ms``."""
         state = self.state
         if state is AuthState.AUTHENTICATED or state is AuthState.REAUTHENTICATING:
-            if api_key == SASL_HANDSHAKE:
+            if api_key == _SASL_HANDSHAKE:
                 if state is AuthState.AUTHENTICATED:
                     return Gate.SASL
                 return self._refuse("SaslHandshake while re-authenticating", Gate.REFUSE)
-            if api_key == SASL_AUTHENTICATE:
+            if api_key == _SASL_AUTHENTICATE:
                 return Gate.SASL if state is AuthState.REAUTHENTICATING else Gate.ILLEGAL
             if self.expires_at_ms is not None and now_ms >= self.expires_at_ms:
                 return self._refuse("session expired without re-authentication", Gate.CLOSE)
             return Gate.SERVE
         if state is AuthState.AWAIT_HANDSHAKE:
-            if api_key == API_VERSIONS:
+            if api_key == _API_VERSIONS:
                 return Gate.SERVE
-            if api_key == SASL_HANDSHAKE:
+            if api_key == _SASL_HANDSHAKE:
                 return Gate.SASL
-        elif state is AuthState.AWAIT_TOKEN and api_key == SASL_AUTHENTICATE:
+        elif state is AuthState.AWAIT_TOKEN and api_key == _SASL_AUTHENTICATE:
             return Gate.SASL
-        gate = Gate.REFUSE if api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE) else Gate.CLOSE
+        gate = Gate.REFUSE if api_key in (_SASL_HANDSHAKE, _SASL_AUTHENTICATE) else Gate.CLOSE
         if state is AuthState.FAILED:
             return gate
         return self._refuse(f"API {api_key} sent before SASL authentication ({state.value})", gate)

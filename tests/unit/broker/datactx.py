@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kgroup.broker.config import BrokerConfig
-from kgroup.broker.data_path import DataPath
+from kgroup.broker.data.data_path import DataPath
 from kgroup.broker.durability import Durability
 from kgroup.wire.kio_build import build, item
 from kgroup.storage import DataDir, FsyncPolicy
@@ -48,9 +48,8 @@ class DataCtx:
         self.config = BrokerConfig(data_dir=str(path), **config)
         self.data = DataDir(path)
         self.durability = Durability(FsyncPolicy.parse(fsync))
-        self.dp = DataPath(self.config, self.data, self.durability)
         self.changes = 0
-        self.dp.on_topics_changed = self._changed
+        self.dp = DataPath(self.config, self.data, self.durability, on_topics_changed=self._changed)
         self._corr = itertools.count(1)
 
     def _changed(self) -> None:

@@ -10,14 +10,19 @@ import pytest
 
 from kgroup.acl_bindings import AclBinding, AclOperation as Op, AclPermission as Perm
 from kgroup.acl_bindings import PatternType as Pat, ResourceType as Res
-from kgroup.broker.acl_rules import OPEN, RULES
-from kgroup.broker.authorization import Access, Admission, Refused
+from kgroup.broker.concerns import PREPARED_GUARDS, SERVED, TABLES
+from kgroup.broker.security.authorization import Access, Admission, Refused
 from kgroup.core.acls import AclSet, Authorizer
 from kgroup.error_codes import ErrorCode as E
 from kgroup.wire import RequestHeader, encode_request, encode_response, is_flexible, request_class, response_class
 from kgroup.wire.kio_build import build, item
-from kgroup.wire.versions import SUPPORTED_APIS, all_versions
+from kgroup.wire.versions import all_versions
 from tests.unit.wire.wire_samples import SAMPLE_UUID, sample
+
+# The guards of the API tables (every concern's apis.py), and those written for APIs not served yet.
+RULES = {int(a.key): a.guard for table in TABLES for a in table if a.guard is not None} | {
+    int(k): g for k, g in PREPARED_GUARDS.items()}
+OPEN = frozenset(int(a.key) for table in TABLES for a in table if a.guard is None)
 
 ALICE = "User:alice"
 HOST = "10.1.1.1"
@@ -49,8 +54,8 @@ def guard(api: int, version: int, request, acc: Access):
 
 
 def test_every_served_api_has_an_authorization_row() -> None:
-    missing = sorted(k for k in SUPPORTED_APIS if k not in RULES and k not in OPEN)
-    assert not missing, f"APIs served without an authorization rule in broker/acl_rules.py: {missing}"
+    missing = sorted(k for k in SERVED if k not in RULES and k not in OPEN)
+    assert not missing, f"APIs served without an authorization guard in their apis.py: {missing}"
 
 
 def _kio_versions(api: int) -> list[int]:
@@ -67,8 +72,8 @@ def _kio_versions(api: int) -> list[int]:
 
 
 # Served APIs at the versions we serve; rows of APIs not served yet at every version kio has.
-EVERY_ROW = [(k, v) for k, v in all_versions() if k in RULES] + [
-    (k, v) for k in sorted(set(RULES) - set(SUPPORTED_APIS)) for v in _kio_versions(k)]
+EVERY_ROW = [(k, v) for k, v in all_versions(SERVED.values()) if k in RULES] + [
+    (k, v) for k in sorted(set(RULES) - set(SERVED)) for v in _kio_versions(k)]
 
 
 @pytest.mark.parametrize("api,version", EVERY_ROW)
@@ -97,7 +102,7 @@ def test_super_user_passes_everything_untouched() -> None:
 
 @pytest.mark.parametrize("api", [11, 12, 13, 14])
 def test_group_membership_apis_need_read_on_the_group(api: int) -> None:
-    for version in range(SUPPORTED_APIS[api].min_version, SUPPORTED_APIS[api].max_version + 1):
+    for version in range(SERVED[api].min_version, SERVED[api].max_version + 1):
         req = sample(request_class(api, version))
         refused = guard(api, version, req, access(allow(Res.GROUP, req.group_id, Op.DESCRIBE)))
         assert isinstance(refused, Refused) and refused.response.error_code == E.GROUP_AUTHORIZATION_FAILED

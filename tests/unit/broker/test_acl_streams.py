@@ -1,4 +1,4 @@
-"""The streams group APIs' authorization (broker/acl_guards_streams.py), as Kafka 4.4's
+"""The streams group APIs' authorization (broker/streams/guards.py), as Kafka 4.4's
 KafkaApis checks it: READ on the group to heartbeat, DESCRIBE on every topic of a topology
 sent on join, CREATE on the cluster or the topic for the internal topics the coordinator
 creates; DESCRIBE on the group (and its topology's topics) to describe it."""
@@ -6,8 +6,8 @@ creates; DESCRIBE on the group (and its topology's topics) to describe it."""
 from __future__ import annotations
 
 from kgroup.acl_bindings import AclOperation as Op, PatternType as Pat, ResourceType as Res
-from kgroup.broker.authorization import Admission, Refused
-from kgroup.broker.streams_group_api import MAY_CREATE
+from kgroup.broker.security.authorization import Admission, Refused
+from kgroup.broker.streams.streams_group_api import MAY_CREATE
 from kgroup.error_codes import ErrorCode as E
 from kgroup.wire import request_class, response_class
 from kgroup.wire.kio_build import build, item

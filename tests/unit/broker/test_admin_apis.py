@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.broker.configs_api import ConfigsApi
+from kgroup.broker.admin.configs_api import ConfigsApi
+from kgroup.broker.admin.records_api import RecordsApi
+from kgroup.broker.concerns import SERVED
 from kgroup.wire import RequestHeader, decode_response, encode_response, is_flexible, request_class
 from kgroup.wire.kio_build import build, item
-from kgroup.wire.versions import SUPPORTED_APIS
 from tests.unit.broker.datactx import DataCtx, batch, run
 
 TOPIC, BROKER, LOGGER = 2, 4, 8
 
 
 def versions(key: int) -> list[int]:
-    r = SUPPORTED_APIS[key]
+    r = SERVED[key]
     return list(range(r.min_version, r.max_version + 1))
 
 
@@ -110,13 +111,13 @@ def test_delete_records(tmp_path, version):
     async def scenario(ctx: DataCtx):
         ctx.data.create_topic("t", 2)
         await ctx.produce(9, {"t": {0: batch(5), 1: batch(3)}})
-        r = await call(ctx.dp.delete_records, 21, version, timeout=1000, topics=[
+        r = await call(RecordsApi(ctx.dp.ctx).delete_records, 21, version, timeout=1000, topics=[
             {"name": "t", "partitions": [{"partition_index": 0, "offset": 3}, {"partition_index": 1, "offset": -1},
                                          {"partition_index": 2, "offset": 0}]},
             {"name": "__kgroup_events", "partitions": [{"partition_index": 0, "offset": 0}]}])
         got = [(int(p.error_code), p.low_watermark) for t in r.topics for p in t.partitions]
         assert got == [(0, 3), (0, 3), (3, -1), (17, -1)]
-        r = await call(ctx.dp.delete_records, 21, version, timeout=1000, topics=[
+        r = await call(RecordsApi(ctx.dp.ctx).delete_records, 21, version, timeout=1000, topics=[
             {"name": "t", "partitions": [{"partition_index": 0, "offset": 9}, {"partition_index": 0, "offset": 1}]}])
         assert [(int(p.error_code), p.low_watermark) for p in r.topics[0].partitions] == [(1, -1), (0, 3)]
         assert ctx.data.partition_log("t", 0).log_start_offset == 3
@@ -130,11 +131,11 @@ def test_describe_log_dirs(tmp_path, version):
         ctx.data.create_topic("t", 2)
         ctx.data.create_topic("u", 1)
         await ctx.produce(9, {"t": {0: batch(5)}})
-        r = await call(ctx.dp.describe_log_dirs, 35, version, topics=None)
+        r = await call(RecordsApi(ctx.dp.ctx).describe_log_dirs, 35, version, topics=None)
         (result,) = r.results
         sizes = {(t.name, p.partition_index): p.partition_size for t in result.topics for p in t.partitions}
         assert set(sizes) == {("t", 0), ("t", 1), ("u", 0)} and sizes[("t", 0)] > 0 == sizes[("t", 1)]
-        r = await call(ctx.dp.describe_log_dirs, 35, version, topics=[{"topic": "t", "partitions": (1,)}])
+        r = await call(RecordsApi(ctx.dp.ctx).describe_log_dirs, 35, version, topics=[{"topic": "t", "partitions": (1,)}])
         assert [(t.name, [p.partition_index for p in t.partitions]) for t in r.results[0].topics] == [("t", [1])]
         if version >= 4:
             assert result.total_bytes > 0 and result.usable_bytes >= 0

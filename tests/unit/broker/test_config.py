@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kgroup.broker.config import ConfigError, load_config
+from kgroup.core.group_configs import CONSUMER_HEARTBEAT_INTERVAL, CONSUMER_SESSION_TIMEOUT, configured_value
 
 
 def test_toml_file_flags_and_per_group_overrides(tmp_path):
@@ -18,8 +19,8 @@ def test_toml_file_flags_and_per_group_overrides(tmp_path):
     assert (cfg.listen_host, cfg.listen_port) == ("127.0.0.1", 1234)      # the flag wins
     assert cfg.fsync == "never" and cfg.group.initial_rebalance_delay_ms == 0
     assert cfg.group.consumer_assignors == ("range", "uniform")
-    assert cfg.group.consumer_session_timeout("fast") == 50_000
-    assert cfg.group.consumer_heartbeat_interval("other") == 5_000
+    assert configured_value(cfg.group, "fast", CONSUMER_SESSION_TIMEOUT) == 50_000
+    assert configured_value(cfg.group, "other", CONSUMER_HEARTBEAT_INTERVAL) == 5_000
 
 
 @pytest.mark.parametrize("text, message", [

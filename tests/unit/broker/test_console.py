@@ -11,13 +11,13 @@ import logging
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kgroup.broker.console.app import Console
+from kgroup.broker.observe.console.app import Console
 from kgroup.broker.durability import Durability
-from kgroup.broker.event_stream import GroupEventStream
-from kgroup.broker.group_observer import GroupObserver
-from kgroup.broker.group_view import GroupViews
-from kgroup.broker.request_stats import RequestStats
-from kgroup.broker.shard import Shard
+from kgroup.broker.observe.event_stream import GroupEventStream
+from kgroup.broker.observe.group_observer import GroupObserver
+from kgroup.broker.observe.group_view import GroupViews
+from kgroup.broker.observe.request_stats import FSYNC_BUCKETS, Buckets, RequestStats
+from kgroup.broker.groups.shard import Shard
 from kgroup.core.config import GroupConfig
 from kgroup.core.messages import OffsetCommitPartition, OffsetCommitRequest, SyncGroupRequest
 from kgroup.core.state import counter_member_ids
@@ -48,7 +48,7 @@ class Rig:
     async def start(self, tmp_path) -> "Rig":
         self.data = DataDir(tmp_path / "d", metadata_partitions=1)
         self.data.create_topic("orders", 2)
-        self.durability = Durability(FsyncPolicy.parse("never"))
+        self.durability = Durability(FsyncPolicy.parse("never"), Buckets(FSYNC_BUCKETS))
         self.durability.start()
         self.shard = Shard(0, self.data.metadata_log.partition(0), GroupConfig(initial_rebalance_delay_ms=0),
                            self.durability, counter_member_ids())

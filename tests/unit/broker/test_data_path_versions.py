@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from kgroup.wire import SUPPORTED_APIS
+from kgroup.broker.concerns import SERVED
 
 from .datactx import (
     CREATE_PARTITIONS,
@@ -29,7 +29,7 @@ from .datactx import (
 
 
 def versions(key: int) -> list[int]:
-    r = SUPPORTED_APIS[key]
+    r = SERVED[key]
     return list(range(r.min_version, r.max_version + 1))
 
 

@@ -1,4 +1,4 @@
-"""Dynamic broker configs (broker/dynamic_configs.py): Kafka's precedence and sources, its
+"""Dynamic broker configs (broker/admin/dynamic_configs.py): Kafka's precedence and sources, its
 refusals and their texts, what kgroup applies at once, and durability in the data dir."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from kgroup.broker.config import BrokerConfig
-from kgroup.broker.dynamic_configs import (
+from kgroup.broker.admin.dynamic_configs import (
     DEFAULT_CONFIG,
     DYNAMIC_BROKER_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
     STATIC_BROKER_CONFIG,
     DynamicBrokerConfigs,
-    Refused,
+    ConfigRefused,
 )
 
 SET, DELETE, APPEND = 0, 1, 2
@@ -25,7 +25,7 @@ def node(tmp_path, node_id: int = 0, **static) -> DynamicBrokerConfigs:
 
 
 def refusal(call, *args) -> tuple[int, str]:
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(ConfigRefused) as refused:
         call(*args)
     return refused.value.code, refused.value.message
 

@@ -1,4 +1,4 @@
-"""The broker's group event writer (broker/event_stream.py) behind a real shard over a real
+"""The broker's group event writer (broker/observe/event_stream.py) behind a real shard over a real
 data dir: what it appends, what it does not look at, that it waits for the group change to
 be durable, and that a failure stays inside."""
 
@@ -9,9 +9,9 @@ import json
 import threading
 
 from kgroup.broker.durability import Durability
-from kgroup.broker.event_stream import GroupEventStream, ensure_topic
+from kgroup.broker.observe.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.internal_topics import GROUP_EVENTS_TOPIC
-from kgroup.broker.shard import Shard
+from kgroup.broker.groups.shard import Shard
 from kgroup.core.config import GroupConfig
 from kgroup.core.messages import (
     HeartbeatRequest,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.broker.faults import Faults, FaultSpec, FaultSpecError
+from kgroup.broker.control.faults import Faults, FaultSpec, FaultSpecError
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader, request_class
-from kgroup.wire.versions import SUPPORTED_APIS
+from kgroup.broker.concerns import SERVED
 from tests.unit.wire.wire_samples import sample
 
 HEARTBEAT, FETCH = 12, 1
@@ -58,7 +58,7 @@ def test_a_bad_spec_is_refused_with_a_one_line_reason(body, reason):
 
 
 def test_every_api_the_broker_serves_can_be_named_in_any_case():
-    for api in SUPPORTED_APIS.values():
+    for api in SERVED.values():
         spec = FaultSpec.parse({"api": api.name.upper(), "close_connection": True})
         assert (spec.api, spec.api_key) == (api.name, api.api_key)
 
@@ -108,7 +108,7 @@ def test_the_oldest_matching_fault_acts_and_remove_and_clear_disarm():
 
 def test_requests_of_every_api_can_be_matched_by_their_subjects():
     faults = Faults()
-    for api in SUPPORTED_APIS.values():
+    for api in SERVED.values():
         faults.add(FaultSpec.parse({"api": api.name, "delay_ms": 1, "count": 1}))
         request = sample(request_class(api.api_key, api.max_version))
         assert faults.hit(RequestHeader(api.api_key, api.max_version, 1, None, True), request) is not None

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kgroup.broker.fetch_api import FetchAnswer
-from kgroup.broker.server import send_answer
+from kgroup.broker.data.fetch_api import FetchAnswer, send_answer
 from kgroup.error_codes import ErrorCode as E
 from kgroup.storage.records_slice import RecordsSlice
 from kgroup.wire import RequestHeader, encode_response

@@ -1,8 +1,8 @@
-"""Group timelines folded from events in the `__kgroup_events` layout (broker/group_history.py)."""
+"""Group timelines folded from events in the `__kgroup_events` layout (broker/observe/group_history.py)."""
 
 from __future__ import annotations
 
-from kgroup.broker.group_history import GroupHistory
+from kgroup.broker.observe.group_history import GroupHistory
 
 
 def ev(kind: str, t: int, **fields) -> dict:
@@ -85,7 +85,7 @@ def test_a_static_member_restarting_keeps_its_client_and_partitions_and_a_tempor
 
 
 def test_a_deleted_group_is_forgotten_and_seeding_starts_from_the_coordinators_view():
-    from kgroup.broker.group_history import MemberInfo
+    from kgroup.broker.observe.group_history import MemberInfo
 
     h = GroupHistory()
     h.seed("g", "classic", "Stable", 7, [MemberInfo("a", None, "alpha", "/h", None, (("orders", 0),))])

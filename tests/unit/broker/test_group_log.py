@@ -1,4 +1,4 @@
-"""Log lines of group changes (broker/group_log.py): one INFO line per change that matters,
+"""Log lines of group changes (broker/observe/group_log.py): one INFO line per change that matters,
 WARNINGs for flapping groups and members, structured fields for `--log-format json`."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 import logging
 
 from kgroup.broker.config import LoggingConfig
-from kgroup.broker.group_history import MemberInfo, Rebalance
-from kgroup.broker.group_log import GroupLog
-from kgroup.broker.log_format import JsonFormatter
+from kgroup.broker.observe.group_history import MemberInfo, Rebalance
+from kgroup.broker.observe.group_log import GroupLog
+from kgroup.broker.observe.log_format import JsonFormatter
 from tests.unit.broker.test_group_history import ev
 
 

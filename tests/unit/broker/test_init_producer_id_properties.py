@@ -1,4 +1,4 @@
-"""Hypothesis property of InitProducerId as the broker routes it (broker/txn_api.py): no two
+"""Hypothesis property of InitProducerId as the broker routes it (broker/txn/txn_api.py): no two
 live idempotent producers ever share a producer id, whatever the requests carry.
 
 Several producers -- idempotent ones (no transactional id) and transactional ones, two of
@@ -25,8 +25,8 @@ import datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kgroup.broker.producer_id_api import ProducerIds
-from kgroup.broker.txn_api import TxnApi
+from kgroup.broker.data.producer_id_api import ProducerIds
+from kgroup.broker.txn.txn_api import TxnApi
 from kgroup.core.errors import GroupError
 from kgroup.wire import RequestHeader, is_flexible, request_class
 from kgroup.wire.kio_build import build

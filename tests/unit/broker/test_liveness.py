@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kgroup.broker.liveness import Liveness, PeerStatus
+from kgroup.broker.cluster.liveness import Liveness, PeerStatus
 from kgroup.storage.node_registry import NodeRegistry
 
 TIMEOUT = 6000

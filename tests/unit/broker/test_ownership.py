@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from kgroup.broker.liveness import Liveness
-from kgroup.broker.ownership import (
+from kgroup.broker.cluster.liveness import Liveness
+from kgroup.broker.cluster.ownership import (
     HAND_BACK_DELAY_MS,
     ORPHAN_WAIT_MS,
     STARTUP_GRACE_MS,
@@ -16,7 +16,7 @@ from kgroup.broker.ownership import (
     UnitHooks,
     UnitState,
 )
-from kgroup.storage.data_dir import DataDir, Membership
+from kgroup.storage.data_dir import DataDir, NodeMembership
 
 NODES = (0, 1, 2)
 TIMEOUT = 3000
@@ -36,7 +36,7 @@ class Node:
 
     def __init__(self, path: Path, me: int, clock: Clock) -> None:
         Node.opened.append(self)
-        self.data = DataDir(path, metadata_partitions=M, membership=Membership(NODES, me, exclusive=False))
+        self.data = DataDir(path, metadata_partitions=M, membership=NodeMembership(NODES, me, exclusive=False))
         self.opened: list[int] = []
         self.lost: list[int] = []
         self.released: list[int] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kgroup.broker.ownership import HAND_BACK_DELAY_MS, STARTUP_GRACE_MS
+from kgroup.broker.cluster.ownership import HAND_BACK_DELAY_MS, STARTUP_GRACE_MS
 from tests.unit.broker.test_ownership import M, Clock, Node, advance, run, settle, three_settled
 
 

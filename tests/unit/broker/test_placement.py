@@ -7,7 +7,7 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kgroup.broker.placement import desired_owner, preferred_owner
+from kgroup.broker.cluster.placement import desired_owner, preferred_owner
 
 NODES = (0, 1, 2)
 

@@ -1,9 +1,9 @@
-"""Replication factors in a cluster (broker/replicas.py): what a topic may ask for, and the
+"""Replication factors in a cluster (broker/data/replicas.py): what a topic may ask for, and the
 replicas, in-sync replicas and offline replicas Metadata reports."""
 
 from __future__ import annotations
 
-from kgroup.broker.replicas import assignment_problem, inconsistent_factors, replica_set, replication_problem
+from kgroup.broker.data.replicas import assignment_problem, inconsistent_factors, replica_set, replication_problem
 from tests.unit.broker.datactx import DataCtx, run
 
 NODES = (0, 1, 2)

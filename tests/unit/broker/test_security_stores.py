@@ -7,9 +7,14 @@ import json
 import pytest
 
 from kgroup.acl_bindings import AclBinding, AclFilter, AclOperation, AclPermission, PatternType, ResourceType
-from kgroup.broker.acl_store import AclStore
-from kgroup.broker.credential_store import CredentialStore
-from kgroup.broker.listeners import advertise_on, distinguished_name
+from kgroup.broker.security.acl_store import AclStore
+from kgroup.broker.security.credential_store import CredentialStore
+from kgroup.broker.concerns import TABLES
+from kgroup.broker.security.listeners import (
+    brokers_on_listener,
+    coordinator_on_listener,
+    distinguished_name,
+)
 from kgroup.storage.errors import CorruptDataError
 from kgroup.wire import response_class
 from kgroup.wire.kio_build import build, item
@@ -68,11 +73,12 @@ def test_each_listener_names_its_own_address():
     md_cls = response_class(3, 12)
     md = build(md_cls, brokers=(build(item(md_cls, "brokers"), node_id=1, host="10.0.0.1", port=9092),
                                 build(item(md_cls, "brokers"), node_id=2, host="10.0.0.2", port=9092)))
-    out = advertise_on(3, md, 1, ("kafka.example.com", 9093))
+    out = brokers_on_listener(md, 1, ("kafka.example.com", 9093))
     assert [(b.host, b.port) for b in out.brokers] == [("kafka.example.com", 9093), ("10.0.0.2", 9092)]
     fc = build(response_class(10, 3), node_id=1, host="10.0.0.1", port=9092)
-    assert (advertise_on(10, fc, 1, ("k", 1)).host, advertise_on(10, fc, 1, ("k", 1)).port) == ("k", 1)
+    assert (coordinator_on_listener(fc, 1, ("k", 1)).host, coordinator_on_listener(fc, 1, ("k", 1)).port) == ("k", 1)
     fc4_cls = response_class(10, 4)
     fc4 = build(fc4_cls, coordinators=(build(item(fc4_cls, "coordinators"), key="g", node_id=1, host="h", port=2),))
-    assert advertise_on(10, fc4, 1, ("k", 1)).coordinators[0].host == "k"
-    assert advertise_on(0, md, 1, ("k", 1)) is md
+    assert coordinator_on_listener(fc4, 1, ("k", 1)).coordinators[0].host == "k"
+    # Only the answers that name brokers are rewritten (Produce names none).
+    assert {int(a.key) for table in TABLES for a in table if a.on_listener is not None} == {3, 10, 60}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kgroup.broker.group_history import GroupHistory
+from kgroup.broker.observe.group_history import GroupHistory
 from kgroup.cli.watch import GroupRow, GroupSnapshot, MemberRow, PartitionRow, render_group, render_groups
 from tests.unit.broker.test_group_history import assigned, ev
 

@@ -1,7 +1,7 @@
 """The cluster layer's decisions when coordinators and leaders move: which error retries
 where, how long it backs off, what it asks again. Scripted brokers, a manual clock, no sleep.
 
-``Brokers`` plays a three-broker cluster behind ``Cluster``'s ``open_connection``: each
+``Brokers`` plays a three-broker cluster behind ``ClusterClient``'s ``open_connection``: each
 broker answers like Kafka's (NOT_COORDINATOR when it does not coordinate the group,
 NOT_LEADER_OR_FOLLOWER for a partition it does not lead), can be down (connection refused),
 and can be given error codes to answer first.
@@ -17,7 +17,7 @@ import pytest
 from kgroup.client.admin import AdminClient
 from kgroup.client.cluster import (
     Backoff,
-    Cluster,
+    ClusterClient,
     MovedError,
     Recovery,
     Retries,
@@ -34,14 +34,8 @@ from kgroup.client.errors import (
 )
 from kgroup.error_codes import ErrorCode as E
 from kgroup.wire import request_class
-from kgroup.wire.versions import (
-    FIND_COORDINATOR,
-    LIST_OFFSETS,
-    METADATA,
-    OFFSET_FETCH,
-    PRODUCE,
-    SUPPORTED_APIS,
-)
+from kgroup.wire.api_keys import ApiKey
+from kgroup.client.versions import CLIENT_APIS
 
 # -- the decision table ------------------------------------------------------------------
 
@@ -108,8 +102,8 @@ class Brokers:
         self.now = 0.0
         self.slept: list[float] = []
 
-    def cluster(self, bootstrap: str = "b:9001", timeout: float = 5.0) -> Cluster:
-        return Cluster(bootstrap, timeout=timeout, backoff=Backoff(100, 1_000),
+    def cluster(self, bootstrap: str = "b:9001", timeout: float = 5.0) -> ClusterClient:
+        return ClusterClient(bootstrap, timeout=timeout, backoff=Backoff(100, 1_000),
                        open_connection=self.open, sleep=self.sleep, clock=lambda: self.now)
 
     async def open(self, host: str, port: int, client_id: str, timeout: float) -> FakeConn:
@@ -129,7 +123,7 @@ class Brokers:
     def answer(self, node: int, api: int, req: object) -> object:
         scripted = self.first.get((node, api))
         code = scripted.pop(0) if scripted else 0
-        if api == METADATA:
+        if api == ApiKey.METADATA:
             topics = sorted({t for t, _ in self.leaders})
             return NS(brokers=[NS(node_id=n, host="b", port=p) for n, p in self.nodes.items()],
                       controller_id=1, cluster_id="c",
@@ -143,26 +137,26 @@ class Brokers:
                       + [NS(name=t, error_code=E.UNKNOWN_TOPIC_OR_PARTITION, topic_id=None,
                             is_internal=False, partitions=[])
                          for t in _topic_names(req, topics) if t not in topics])
-        if api == FIND_COORDINATOR:
+        if api == ApiKey.FIND_COORDINATOR:
             node_id = self.coordinator.get("g", -1)
             entry = NS(error_code=code, node_id=node_id, host="b", port=9000 + node_id,
                        error_message=None)
             return NS(coordinators=[entry])
-        if api == OFFSET_FETCH:
+        if api == ApiKey.OFFSET_FETCH:
             if not code and self.coordinator.get("g") != node:
                 code = E.NOT_COORDINATOR
             return NS(error_code=code, groups=[])
-        if api in (LIST_OFFSETS, PRODUCE):
-            topic = req.topics[0] if api == LIST_OFFSETS else req.topic_data[0]
-            parts = topic.partitions if api == LIST_OFFSETS else topic.partition_data
+        if api in (ApiKey.LIST_OFFSETS, ApiKey.PRODUCE):
+            topic = req.topics[0] if api == ApiKey.LIST_OFFSETS else req.topic_data[0]
+            parts = topic.partitions if api == ApiKey.LIST_OFFSETS else topic.partition_data
             out = []
             for p in parts:
-                index = p.partition_index if api == LIST_OFFSETS else p.index
+                index = p.partition_index if api == ApiKey.LIST_OFFSETS else p.index
                 err = code or (0 if self.leaders.get((topic.name, index)) == node
                                else E.NOT_LEADER_OR_FOLLOWER)
                 out.append(NS(partition_index=index, index=index, error_code=err, offset=42,
                               base_offset=7, error_message=None))
-            if api == LIST_OFFSETS:
+            if api == ApiKey.LIST_OFFSETS:
                 return NS(topics=[NS(name=topic.name, partitions=out)])
             return NS(responses=[NS(name=topic.name, partition_responses=out)])
         raise AssertionError(f"no script for API {api}")
@@ -180,7 +174,7 @@ class FakeConn:
         self.address = f"{host}:{port}"
 
     def choose_version(self, api_key: int, max_version: int | None = None) -> int:
-        return SUPPORTED_APIS[api_key].max_version
+        return CLIENT_APIS[api_key].max_version
 
     async def request(self, api_key: int, body, version=None, **kw):
         if self.node in self.brokers.down:
@@ -198,8 +192,8 @@ def run(coro):
     return asyncio.run(coro)
 
 
-async def _group_call(cluster: Cluster, **kw):
-    return await cluster.call_coordinator("g", OFFSET_FETCH, request_fields(groups=[]), **kw)
+async def _group_call(cluster: ClusterClient, **kw):
+    return await cluster.call_coordinator("g", ApiKey.OFFSET_FETCH, request_fields(groups=[]), **kw)
 
 
 # -- coordinator moves -------------------------------------------------------------------
@@ -216,26 +210,26 @@ def test_not_coordinator_finds_the_coordinator_again_and_resends_there() -> None
         return resp
 
     assert run(go()).error_code == 0
-    assert b.sent(OFFSET_FETCH) == [1, 1, 3]
-    assert len(b.sent(FIND_COORDINATOR)) == 2    # once at first, once after NOT_COORDINATOR
+    assert b.sent(ApiKey.OFFSET_FETCH) == [1, 1, 3]
+    assert len(b.sent(ApiKey.FIND_COORDINATOR)) == 2    # once at first, once after NOT_COORDINATOR
     assert b.slept == [0.1]
 
 
 def test_load_in_progress_waits_and_asks_the_same_coordinator() -> None:
     b = Brokers()
-    b.first[(1, OFFSET_FETCH)] = [E.COORDINATOR_LOAD_IN_PROGRESS] * 3
+    b.first[(1, ApiKey.OFFSET_FETCH)] = [E.COORDINATOR_LOAD_IN_PROGRESS] * 3
     resp = run(_group_call(b.cluster()))
     assert resp.error_code == 0
-    assert b.sent(OFFSET_FETCH) == [1, 1, 1, 1]
-    assert len(b.sent(FIND_COORDINATOR)) == 1    # not rediscovered: it is loading, not gone
+    assert b.sent(ApiKey.OFFSET_FETCH) == [1, 1, 1, 1]
+    assert len(b.sent(ApiKey.FIND_COORDINATOR)) == 1    # not rediscovered: it is loading, not gone
     assert b.slept == [0.1, 0.2, 0.4]
 
 
 def test_coordinator_not_available_from_find_coordinator_is_waited_out() -> None:
     b = Brokers()
-    b.first[(1, FIND_COORDINATOR)] = [E.COORDINATOR_NOT_AVAILABLE] * 2
+    b.first[(1, ApiKey.FIND_COORDINATOR)] = [E.COORDINATOR_NOT_AVAILABLE] * 2
     assert run(_group_call(b.cluster())).error_code == 0
-    assert len(b.sent(FIND_COORDINATOR)) == 3 and b.slept == [0.1, 0.2]
+    assert len(b.sent(ApiKey.FIND_COORDINATOR)) == 3 and b.slept == [0.1, 0.2]
 
 
 def test_coordinator_broker_going_away_finds_the_new_one() -> None:
@@ -251,8 +245,8 @@ def test_coordinator_broker_going_away_finds_the_new_one() -> None:
 
     assert run(go()).error_code == 0
     # FindCoordinator went to a live broker (the bootstrap one is down).
-    assert b.sent(FIND_COORDINATOR)[-1] != 1
-    assert b.sent(OFFSET_FETCH)[-1] == 2
+    assert b.sent(ApiKey.FIND_COORDINATOR)[-1] != 1
+    assert b.sent(ApiKey.OFFSET_FETCH)[-1] == 2
 
 
 def test_a_coordinator_that_never_comes_back_gives_up_at_the_deadline() -> None:
@@ -266,7 +260,7 @@ def test_a_coordinator_that_never_comes_back_gives_up_at_the_deadline() -> None:
 
 def test_a_moved_answer_that_outlasts_the_deadline_raises_its_code() -> None:
     b = Brokers()
-    b.first[(1, OFFSET_FETCH)] = [E.COORDINATOR_LOAD_IN_PROGRESS] * 100
+    b.first[(1, ApiKey.OFFSET_FETCH)] = [E.COORDINATOR_LOAD_IN_PROGRESS] * 100
     with pytest.raises(MovedError) as caught:
         run(_group_call(b.cluster(timeout=3.0)))
     assert caught.value.code is E.COORDINATOR_LOAD_IN_PROGRESS
@@ -275,9 +269,9 @@ def test_a_moved_answer_that_outlasts_the_deadline_raises_its_code() -> None:
 
 def test_other_errors_are_not_retried_but_handed_back() -> None:
     b = Brokers()
-    b.first[(1, OFFSET_FETCH)] = [E.GROUP_AUTHORIZATION_FAILED]
+    b.first[(1, ApiKey.OFFSET_FETCH)] = [E.GROUP_AUTHORIZATION_FAILED]
     assert run(_group_call(b.cluster())).error_code == E.GROUP_AUTHORIZATION_FAILED
-    assert b.sent(OFFSET_FETCH) == [1] and b.slept == []
+    assert b.sent(ApiKey.OFFSET_FETCH) == [1] and b.slept == []
 
 
 # -- leader moves ------------------------------------------------------------------------
@@ -296,8 +290,8 @@ def test_partitions_go_to_their_own_leaders_and_follow_a_move() -> None:
     assert run(go()) == ({0: 42, 1: 42}, {0: 42, 1: 42})
     # One request per leader; after the move, NOT_LEADER_OR_FOLLOWER from 2, metadata read
     # again, and broker 3 asked.
-    assert b.sent(LIST_OFFSETS) == [1, 2, 1, 2, 1, 3]
-    assert len(b.sent(METADATA)) == 2 and b.slept == [0.1]
+    assert b.sent(ApiKey.LIST_OFFSETS) == [1, 2, 1, 2, 1, 3]
+    assert len(b.sent(ApiKey.METADATA)) == 2 and b.slept == [0.1]
 
 
 def test_produce_follows_a_leader_whose_broker_went_away() -> None:
@@ -311,7 +305,7 @@ def test_produce_follows_a_leader_whose_broker_went_away() -> None:
         return await admin.produce("t", 1, [(None, b"b")])
 
     assert run(go()) == 7
-    assert b.sent(PRODUCE) == [2, 3]
+    assert b.sent(ApiKey.PRODUCE) == [2, 3]
 
 
 def test_a_missing_topic_is_final_at_once() -> None:
@@ -329,7 +323,7 @@ def test_a_refused_bootstrap_address_is_passed_over() -> None:
     cluster = b.cluster("b:9001,b:9002")
     md = run(cluster.metadata())
     assert {br.node_id for br in md.brokers} == {1, 2, 3}
-    assert b.sent(METADATA) == [2]
+    assert b.sent(ApiKey.METADATA) == [2]
 
 
 def test_recover_drops_exactly_what_the_error_says_is_stale() -> None:
@@ -351,4 +345,4 @@ def test_recover_drops_exactly_what_the_error_says_is_stale() -> None:
     assert cluster.recover(E.NOT_COORDINATOR, group="g") is Recovery.FIND_COORDINATOR
     assert cluster.coordinator_connection("g") is None
     run(cluster.find_coordinator("g"))
-    assert len(b.sent(FIND_COORDINATOR)) == 2
+    assert len(b.sent(ApiKey.FIND_COORDINATOR)) == 2

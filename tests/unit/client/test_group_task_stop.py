@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from kgroup.client.classic_driver import ClassicGroupDriver
-from kgroup.client.cluster import Cluster
+from kgroup.client.cluster import ClusterClient
 from kgroup.client.group_driver import now_ms
 from kgroup.member.classic_member import Poll, Subscribe
 from kgroup.member.config import MemberConfig
@@ -20,9 +20,9 @@ async def _never_connects(host: str, port: int, client_id: str, timeout: float):
     await asyncio.Event().wait()
 
 
-def never_found() -> Cluster:
+def never_found() -> ClusterClient:
     """A cluster whose coordinator lookup never answers: the member stays subscribed, waiting."""
-    return Cluster("127.0.0.1:9", open_connection=_never_connects)
+    return ClusterClient("127.0.0.1:9", open_connection=_never_connects)
 
 
 async def _nothing(action) -> None:

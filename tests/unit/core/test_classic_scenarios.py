@@ -1,4 +1,4 @@
-"""Scenario tests for the classic group protocol, one per rule in PROTOCOL.md.
+"""Scenario tests for the classic group protocol, one per rule in docs/protocol.md.
 
 Each drives the pure coordinator through GroupContext on a manual clock. Defaults: session
 timeout 10 s, rebalance timeout 30 s, group.initial.rebalance.delay.ms 3 s.

@@ -1,6 +1,6 @@
 """Group events derived from the coordinator's state (core/group_events.py), on a manual clock.
 
-`EventContext` plays the broker's part as `broker/event_stream.py` does: after every handler
+`EventContext` plays the broker's part as `broker/observe/event_stream.py` does: after every handler
 or timer (records replayed) it asks the tracker for the events of the groups it touched.
 """
 

@@ -143,13 +143,38 @@ def test_kip932_durable_view_writes_runs_and_an_acquired_record_as_available():
     view = sp.persisted()
     assert view.start_offset == 0
     assert [(b.first_offset, b.last_offset, RecordState(b.state), b.delivery_count) for b in view.batches] == [
-        (0, 1, RecordState.AVAILABLE, 1), (2, 3, RecordState.ACKNOWLEDGED, 1), (4, 4, RecordState.AVAILABLE, 1),
-        (5, 5, RecordState.ARCHIVED, 1), (6, 9, RecordState.AVAILABLE, 1)]
+        (0, 1, RecordState.AVAILABLE, 0), (2, 3, RecordState.ACKNOWLEDGED, 1), (4, 4, RecordState.AVAILABLE, 0),
+        (5, 5, RecordState.ARCHIVED, 1), (6, 9, RecordState.AVAILABLE, 0)]
     # After a restart nothing is acquired, nothing finished comes back.
     loaded = SharePartition.from_persisted(view, LIMITS)
     got = loaded.acquire("b", log((0, 9)), 100, 2)
     assert [o for r in got for o in range(r.first_offset, r.last_offset + 1)] == [0, 1, 4, 6, 7, 8, 9]
-    assert {r.delivery_count for r in got} == {2}
+    assert {r.delivery_count for r in got} == {1}
+
+
+def test_kip932_a_delivery_a_broker_crash_cuts_short_is_not_counted():
+    """As in Kafka 4.4 (tests/reference/test_share_delivery_counts.py): the state written
+    while a record is acquired (a neighbour's acknowledgement) holds the record as it was
+    before that delivery, so after the crash it is delivered again with the same count; a
+    delivery that ended (released, its lock ran out) counts."""
+    sp = fresh()
+    sp.acquire("a", log((0, 3)), 100, now_ms=0)
+    assert sp.acknowledge("a", [AckBatch(1, 1, RELEASE)], 1) is ErrorCode.NONE   # ended: counts
+    assert sp.acquire("a", log((0, 3)), 100, now_ms=2) == [AcquiredRange(1, 1, 2)]
+    assert sp.acknowledge("a", [AckBatch(0, 0, ACCEPT)], 3) is ErrorCode.NONE    # written now...
+    crashed = SharePartition.from_persisted(sp.persisted(), LIMITS)              # ...then a crash
+    assert crashed.acquire("b", log((0, 3)), 100, now_ms=4) == [AcquiredRange(1, 1, 2), AcquiredRange(2, 3, 1)]
+    # Crash after crash mid-delivery never reaches the delivery limit (3 here).
+    for now in range(5, 5 + 2 * LIMITS.delivery_limit):
+        crashed = SharePartition.from_persisted(crashed.persisted(), LIMITS)
+        assert crashed.acquire("b", log((0, 3)), 100, now) == [AcquiredRange(1, 1, 2), AcquiredRange(2, 3, 1)]
+    # A lock that ran out ended a delivery: it counts, in memory and in what is written.
+    later = now + LIMITS.record_lock_ms
+    assert not crashed.lapsed
+    assert crashed.expire(later)
+    assert crashed.lapsed                     # the broker writes it now, as Kafka does
+    crashed = SharePartition.from_persisted(crashed.persisted(), LIMITS)
+    assert crashed.acquire("b", log((0, 3)), 100, later) == [AcquiredRange(1, 1, 3), AcquiredRange(2, 3, 2)]
 
 
 def test_an_illegal_move_raises_and_changes_nothing():

@@ -7,18 +7,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kgroup.error_codes import ErrorCode
+from kgroup.member.actions import Fatal
+from kgroup.member.classic_events import Close, Subscribe, Tick
 from kgroup.member.share_member import (
-    HeartbeatAnswer,
-    HeartbeatFailed,
     IllegalShareMemberTransition,
-    Leave,
-    MemberFailed,
-    SendHeartbeat,
+    SendShareGroupHeartbeat,
     ShareAcks,
+    ShareGroupHeartbeatAnswered,
+    ShareGroupHeartbeatFailed,
     ShareMemberMachine,
     ShareMemberState,
-    Subscribe,
-    Tick,
 )
 
 ASSIGNED = (("tid", (0, 1)),)
@@ -26,8 +24,8 @@ ASSIGNED = (("tid", (0, 1)),)
 
 def joined(now: int = 0) -> ShareMemberMachine:
     m = ShareMemberMachine("m1")
-    assert m.handle(Subscribe(("orders",)), now) == [SendHeartbeat(0, ("orders",))]
-    assert m.handle(HeartbeatAnswer(ErrorCode.NONE, 3, 1_000, ASSIGNED), now + 5) == []
+    assert m.handle(Subscribe(("orders",), now)) == [SendShareGroupHeartbeat(0, ("orders",))]
+    assert m.handle(ShareGroupHeartbeatAnswered(ErrorCode.NONE, now + 5, 3, 1_000, ASSIGNED)) == []
     return m
 
 
@@ -35,39 +33,39 @@ def test_kip932_member_joins_with_epoch_zero_and_heartbeats_at_the_interval():
     m = joined()
     assert m.state is ShareMemberState.STABLE and m.epoch == 3 and m.assignment == ASSIGNED
     assert m.next_deadline() == 1_005
-    assert m.handle(Tick(), 1_000) == []
-    assert m.handle(Tick(), 1_005) == [SendHeartbeat(3, None)]
+    assert m.handle(Tick(1_000)) == []
+    assert m.handle(Tick(1_005)) == [SendShareGroupHeartbeat(3, None)]
     assert m.next_deadline() is None                     # one heartbeat in flight at a time
-    m.handle(HeartbeatAnswer(ErrorCode.NONE, 4, 1_000, None), 1_010)
+    m.handle(ShareGroupHeartbeatAnswered(ErrorCode.NONE, 1_010, 4, 1_000, None))
     assert m.epoch == 4 and m.assignment == ASSIGNED     # no assignment in the answer: unchanged
 
 
 def test_kip932_fenced_member_rejoins_at_epoch_zero_without_an_assignment():
     m = joined()
-    m.handle(Tick(), 1_005)
-    out = m.handle(HeartbeatAnswer(ErrorCode.FENCED_MEMBER_EPOCH), 1_010)
-    assert out == [SendHeartbeat(0, ("orders",))]
+    m.handle(Tick(1_005))
+    out = m.handle(ShareGroupHeartbeatAnswered(ErrorCode.FENCED_MEMBER_EPOCH, 1_010))
+    assert out == [SendShareGroupHeartbeat(0, ("orders",))]
     assert m.state is ShareMemberState.JOINING and m.assignment == ()
 
 
 def test_kip932_leave_sends_epoch_minus_one_then_the_member_is_unsubscribed():
     m = joined()
-    assert m.handle(Leave(), 10) == [SendHeartbeat(-1, None)]
-    m.handle(HeartbeatAnswer(ErrorCode.NONE, -1), 12)
+    assert m.handle(Close(10)) == [SendShareGroupHeartbeat(-1, None)]
+    m.handle(ShareGroupHeartbeatAnswered(ErrorCode.NONE, 12, -1))
     assert m.state is ShareMemberState.UNSUBSCRIBED
 
 
 def test_a_lost_heartbeat_is_retried_in_full_after_the_backoff():
     m = joined()
-    m.handle(Tick(), 1_005)
-    assert m.handle(HeartbeatFailed(), 1_006) == []
-    assert m.handle(Tick(), 1_106) == [SendHeartbeat(3, ("orders",))]
+    m.handle(Tick(1_005))
+    assert m.handle(ShareGroupHeartbeatFailed(1_006)) == []
+    assert m.handle(Tick(1_106)) == [SendShareGroupHeartbeat(3, ("orders",))]
 
 
 def test_a_fatal_error_stops_the_member():
     m = ShareMemberMachine("m1")
-    m.handle(Subscribe(("orders",)), 0)
-    assert m.handle(HeartbeatAnswer(ErrorCode.GROUP_ID_NOT_FOUND), 1) == [MemberFailed(ErrorCode.GROUP_ID_NOT_FOUND)]
+    m.handle(Subscribe(("orders",), 0))
+    assert m.handle(ShareGroupHeartbeatAnswered(ErrorCode.GROUP_ID_NOT_FOUND, 1)) == [Fatal(ErrorCode.GROUP_ID_NOT_FOUND)]
     assert m.state is ShareMemberState.FATAL
     with pytest.raises(IllegalShareMemberTransition):
         m._to(ShareMemberState.JOINING)

@@ -1,7 +1,7 @@
 """Takeover of a unit by another node of a cluster sharing one data dir: fencing at the
 append site, sealing of the previous epoch, resume, topic changes seen by every node.
 
-Each "node" is a DataDir with its own Membership in this process (the files and the mapped
+Each "node" is a DataDir with its own NodeMembership in this process (the files and the mapped
 epoch table behave as between processes). A node that loses a unit and keeps writing is a
 zombie: what it writes after the takeover must never be read back, and must never be
 acknowledged.
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kgroup.storage import epoch_dirs
-from kgroup.storage.data_dir import DataDir, Membership
+from kgroup.storage.data_dir import DataDir, NodeMembership
 from kgroup.storage.errors import FencedError, NotOwnedError, TopicError
 from kgroup.storage.record_log import RecordLog
 
@@ -26,7 +26,7 @@ NODES = (0, 1, 2)
 
 
 def node(path: Path, me: int, **kw) -> DataDir:
-    return DataDir(path, metadata_partitions=4, membership=Membership(NODES, me, exclusive=False), **kw)
+    return DataDir(path, metadata_partitions=4, membership=NodeMembership(NODES, me, exclusive=False), **kw)
 
 
 def take(d: DataDir, slot: int) -> int:

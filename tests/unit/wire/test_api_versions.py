@@ -23,9 +23,13 @@ from kgroup.wire.codec import (  # noqa: E402
 )
 from kgroup.wire.errors import UnsupportedVersion  # noqa: E402
 from kgroup.wire.framing import FrameSplitter  # noqa: E402
-from kgroup.wire.versions import CONSUMER_PROTOCOL_APIS, api_ranges  # noqa: E402
+from kgroup.broker.concerns import SERVED  # noqa: E402
 
-OUR_RANGES = [(r.api_key, r.min_version, r.max_version) for r in api_ranges()]
+# A broker may advertise less than it could (here: without the consumer protocol).
+CONSUMER_PROTOCOL_APIS = frozenset({68, 69})
+WITHOUT = [r for r in SERVED.values() if r.api_key not in CONSUMER_PROTOCOL_APIS]
+
+OUR_RANGES = [(r.api_key, r.min_version, r.max_version) for r in SERVED.values()]
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
@@ -34,9 +38,9 @@ def test_response_lists_our_ranges_and_kafka_python_reads_it(version: int) -> No
     kp_req.API_VERSION = version
     kp_req.with_header(correlation_id=21, client_id="kp")
     (frame,) = FrameSplitter().feed(bytes(kp_req.encode(header=True, framed=True)))
-    header, _ = decode_request(frame)
+    header, _ = decode_request(frame, SERVED)
 
-    response = api_versions_response(version)
+    response = api_versions_response(version, ranges=SERVED.values())
     assert response.__version__ == version and response.error_code == 0
     out = encode_response(header, response)
     # Header v0 always: the body's error code follows the correlation id directly.
@@ -49,7 +53,7 @@ def test_response_lists_our_ranges_and_kafka_python_reads_it(version: int) -> No
 
 
 def test_error_and_disabled_apis() -> None:
-    resp = api_versions_response(3, 35, disabled=CONSUMER_PROTOCOL_APIS)
+    resp = api_versions_response(3, 35, ranges=WITHOUT)
     assert resp.error_code == 35
     assert {k.api_key for k in resp.api_keys}.isdisjoint(CONSUMER_PROTOCOL_APIS)
 
@@ -58,30 +62,30 @@ def test_too_new_api_versions_gets_a_v0_fallback() -> None:
     # A future client opens with ApiVersions v5: flexible header, body we cannot know.
     frame = struct.pack(">hhih", 18, 5, 4242, 2) + b"kp" + b"\x00" + b"\x07garbage\x00"
     with pytest.raises(UnsupportedVersion) as info:
-        decode_request(frame)
+        decode_request(frame, SERVED)
     assert info.value.correlation_id == 4242 and info.value.api_key == 18
     assert peek_request_header(frame) == (18, 5, 4242)
 
-    reply = encode_api_versions_fallback(info.value.correlation_id)
+    reply = encode_api_versions_fallback(info.value.correlation_id, ranges=SERVED.values())
     kp = ApiVersionsResponse.decode(reply, version=0, header=True, framed=True)
     assert kp.header.correlation_id == 4242
     assert kp.error_code == 35
     assert [(a.api_key, a.min_version, a.max_version) for a in kp.api_keys] == OUR_RANGES
     # Same bytes as our kio v0 response with the error set.
     ours = encode_response(
-        decode_request(struct.pack(">hhih", 18, 0, 4242, -1))[0], api_versions_response(0, 35)
+        decode_request(struct.pack(">hhih", 18, 0, 4242, -1), SERVED)[0], api_versions_response(0, 35, ranges=SERVED.values())
     )
     assert ours == reply
 
 
 def test_fallback_without_disabled_apis() -> None:
-    reply = encode_api_versions_fallback(1, disabled=CONSUMER_PROTOCOL_APIS)
+    reply = encode_api_versions_fallback(1, ranges=WITHOUT)
     kp = ApiVersionsResponse.decode(reply, version=0, header=True, framed=True)
     assert {a.api_key for a in kp.api_keys}.isdisjoint(CONSUMER_PROTOCOL_APIS)
 
 
 def test_client_side_decodes_the_fallback_as_v0() -> None:
-    reply = encode_api_versions_fallback(8)
+    reply = encode_api_versions_fallback(8, ranges=SERVED.values())
     correlation_id, resp = decode_response(18, 4, reply[4:])
     assert correlation_id == 8 and resp.__version__ == 0 and resp.error_code == 35
     assert [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys] == OUR_RANGES

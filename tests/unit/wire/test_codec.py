@@ -19,9 +19,12 @@ from kgroup.wire.codec import (
 )
 from kgroup.wire.errors import MalformedRequest, MalformedResponse, UnsupportedVersion
 from kgroup.wire.framing import FrameSplitter
-from kgroup.wire.versions import CONSUMER_PROTOCOL_APIS, all_versions, is_flexible
+from kgroup.broker.concerns import SERVED
+from kgroup.wire.versions import all_versions, is_flexible
 
-VERSIONS = all_versions()
+VERSIONS = all_versions(SERVED.values())
+# A broker that does not serve the consumer protocol.
+WITHOUT_CONSUMER_PROTOCOL = {k: r for k, r in SERVED.items() if k not in (68, 69)}
 
 
 @pytest.mark.parametrize(("api_key", "version"), VERSIONS)
@@ -30,7 +33,7 @@ def test_request_round_trip(api_key: int, version: int, make) -> None:
     request = make(request_class(api_key, version))
     frame = encode_request(api_key, version, 1234, "client-1", request)
     (payload,) = FrameSplitter().feed(frame)
-    header, decoded = decode_request(payload)
+    header, decoded = decode_request(payload, SERVED)
     assert decoded == request
     assert header == RequestHeader(api_key, version, 1234, "client-1", is_flexible(api_key, version))
 
@@ -50,7 +53,7 @@ def test_response_round_trip(api_key: int, version: int, make) -> None:
 def test_null_client_id_and_unicode_client_id() -> None:
     req = sample(request_class(12, 4))
     for client_id in (None, "", "clïent-ü"):
-        header, _ = decode_request(encode_request(12, 4, 1, client_id, req)[4:])
+        header, _ = decode_request(encode_request(12, 4, 1, client_id, req)[4:], SERVED)
         assert header.client_id == client_id
 
 
@@ -87,7 +90,7 @@ def test_response_must_match_request() -> None:
 def test_unsupported_versions_carry_the_correlation_id(api_key: int, version: int) -> None:
     frame = struct.pack(">hhih", api_key, version, 77, -1) + b"\x00" * 10
     with pytest.raises(UnsupportedVersion) as info:
-        decode_request(frame)
+        decode_request(frame, SERVED)
     assert (info.value.api_key, info.value.version, info.value.correlation_id) == (
         api_key,
         version,
@@ -99,26 +102,26 @@ def test_unsupported_versions_carry_the_correlation_id(api_key: int, version: in
 def test_disabled_apis_are_unsupported() -> None:
     req = sample(request_class(68, 1))
     frame = encode_request(68, 1, 3, "c", req)[4:]
-    assert decode_request(frame)[1] == req
+    assert decode_request(frame, SERVED)[1] == req
     with pytest.raises(UnsupportedVersion):
-        decode_request(frame, disabled=CONSUMER_PROTOCOL_APIS)
+        decode_request(frame, WITHOUT_CONSUMER_PROTOCOL)
 
 
 def test_truncated_requests_are_malformed() -> None:
     frame = encode_request(11, 5, 8, "c", sample(request_class(11, 5)))[4:]
     for cut in range(len(frame)):
         with pytest.raises((MalformedRequest,)) as info:
-            decode_request(frame[:cut])
+            decode_request(frame[:cut], SERVED)
         if cut >= 8:
             assert info.value.correlation_id == 8 and info.value.api_key == 11
 
 
 def test_bytes_after_the_body_are_ignored_as_kafka_does() -> None:
     frame = encode_request(11, 5, 8, "c", sample(request_class(11, 5)))[4:]
-    assert decode_request(frame + b"\x00\x01\x00") == decode_request(frame)
+    assert decode_request(frame + b"\x00\x01\x00", SERVED) == decode_request(frame, SERVED)
     # What librdkafka 2.16 sends for Metadata v13 with no topic (all topics): 3 extra bytes.
     librdkafka = bytes.fromhex("0003000d00000003000772646b61666b610000000000010000")
-    header, request = decode_request(librdkafka)
+    header, request = decode_request(librdkafka, SERVED)
     assert (header.api_key, header.api_version, header.client_id) == (3, 13, "rdkafka")
     assert request.topics is None
 
@@ -129,17 +132,17 @@ def test_unknown_tagged_field_is_skipped_as_kafka_skips_it() -> None:
     request = minimal(request_class(12, 4))
     frame = encode_request(12, 4, 8, "c", request)[4:]
     assert frame[-1] == 0
-    header, decoded = decode_request(frame[:-1] + b"\x01\x09\x01z")
+    header, decoded = decode_request(frame[:-1] + b"\x01\x09\x01z", SERVED)
     assert decoded == request and header.correlation_id == 8
     # Cut short inside the unknown field: malformed, as in Kafka.
     with pytest.raises(MalformedRequest):
-        decode_request(frame[:-1] + b"\x01\x09\x05z")
+        decode_request(frame[:-1] + b"\x01\x09\x05z", SERVED)
 
 
 def test_decode_accepts_bytearray_and_memoryview() -> None:
     frame = encode_request(12, 0, 8, "c", sample(request_class(12, 0)))[4:]
     for buf in (bytearray(frame), memoryview(frame), memoryview(bytearray(frame))):
-        assert decode_request(buf)[0].correlation_id == 8
+        assert decode_request(buf, SERVED)[0].correlation_id == 8
 
 
 def test_decode_response_errors() -> None:

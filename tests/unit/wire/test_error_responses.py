@@ -9,12 +9,13 @@ import pytest
 from kio.schema.errors import ErrorCode as KioErrorCode
 
 from kgroup.error_codes import ErrorCode
-from kgroup.wire import SUPPORTED_APIS, RequestHeader, decode_response, encode_response, request_class
+from kgroup.broker.concerns import SERVED
+from kgroup.wire import RequestHeader, decode_response, encode_response, request_class
 from kgroup.wire.error_responses import error_response
 from kgroup.wire.subjects import subjects_of
 from tests.unit.wire.wire_samples import sample
 
-ALL = [(r.api_key, v) for r in SUPPORTED_APIS.values() for v in range(r.min_version, r.max_version + 1)]
+ALL = [(r.api_key, v) for r in SERVED.values() for v in range(r.min_version, r.max_version + 1)]
 
 
 def error_codes(entity) -> list[int]:
@@ -31,7 +32,7 @@ def error_codes(entity) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize(("api_key", "version"), ALL, ids=[f"{SUPPORTED_APIS[k].name}-v{v}" for k, v in ALL])
+@pytest.mark.parametrize(("api_key", "version"), ALL, ids=[f"{SERVED[k].name}-v{v}" for k, v in ALL])
 def test_every_api_and_version_gets_an_error_answer_that_round_trips(api_key, version):
     request = sample(request_class(api_key, version))
     response = error_response(api_key, version, request, ErrorCode.NOT_COORDINATOR, "fault f-1")
@@ -41,7 +42,7 @@ def test_every_api_and_version_gets_an_error_answer_that_round_trips(api_key, ve
     assert correlation == 7
     codes = error_codes(decoded)
     # Every API's response has somewhere to put the error, and it is everywhere there is.
-    assert codes and set(codes) == {ErrorCode.NOT_COORDINATOR}, (SUPPORTED_APIS[api_key].name, version, codes)
+    assert codes and set(codes) == {ErrorCode.NOT_COORDINATOR}, (SERVED[api_key].name, version, codes)
 
 
 def test_per_partition_errors_name_each_partition_the_request_named():

@@ -33,8 +33,8 @@ def test_fast_encoder_matches_kio(version, corr, error, message, member, epoch, 
     cls = response_class(68, version)
     built = None
     if assignment is not None:
-        from kgroup.broker.group_api import _field_class
-        acls = _field_class(cls, "assignment")
+        from kgroup.broker.groups.group_api import field_class
+        acls = field_class(cls, "assignment")
         tp = item(acls, "topic_partitions")
         built = build(acls, topic_partitions=tuple(build(tp, topic_id=t, partitions=tuple(ps)) for t, ps in assignment))
     response = build(cls, throttle_time=0, error_code=error, error_message=message, member_id=member,

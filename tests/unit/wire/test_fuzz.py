@@ -9,20 +9,21 @@ from wire_samples import minimal, sample
 from kgroup.wire.codec import decode_request, encode_request, request_class
 from kgroup.wire.errors import FramingError, MalformedRequest, UnsupportedVersion
 from kgroup.wire.framing import FrameSplitter
+from kgroup.broker.concerns import SERVED
 from kgroup.wire.versions import all_versions
 
 OURS = (MalformedRequest, UnsupportedVersion, FramingError)
 
 VALID_FRAMES = [
     encode_request(k, v, 17, "fuzz", make(request_class(k, v)))[4:]
-    for k, v in all_versions()
+    for k, v in all_versions(SERVED.values())
     for make in (sample, minimal)
 ]
 
 
 def _decode(frame: bytes) -> None:
     try:
-        decode_request(frame)
+        decode_request(frame, SERVED)
     except OURS:
         pass
 
@@ -86,7 +87,7 @@ def test_huge_declared_lengths_do_not_allocate() -> None:
     for frame in (header + body, header + struct.pack(">h", 32767) + b"g",
                   struct.pack(">hhih", 12, 4, 1, -1) + b"\x00" + b"\xff\xff\xff\xff\x0f"):
         try:
-            decode_request(frame)
+            decode_request(frame, SERVED)
         except MalformedRequest:
             continue
         raise AssertionError("decoded garbage")

@@ -37,6 +37,8 @@ from kio.schema.errors import ErrorCode  # noqa: E402
 from kio.static.primitive import i32Timedelta  # noqa: E402
 from wire_samples import sample  # noqa: E402
 
+from kgroup.broker.concerns import SERVED  # noqa: E402
+
 from kgroup.wire.codec import (  # noqa: E402
     RequestHeader,
     decode_request,
@@ -56,7 +58,7 @@ def kp_frame(request, version: int, correlation_id: int = 11, client_id: str = "
 
 
 def ours(frame: bytes, api_key: int, version: int):
-    header, req = decode_request(frame)
+    header, req = decode_request(frame, SERVED)
     assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (
         api_key,
         version,

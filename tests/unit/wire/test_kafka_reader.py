@@ -21,19 +21,20 @@ from kgroup.wire.kafka_reader import (
     read_entity,
     read_uvarint,
 )
-from kgroup.wire.versions import SUPPORTED_APIS, is_flexible
+from kgroup.broker import concerns
+from kgroup.wire.versions import is_flexible
 from tests.integration.test_every_request_answers import entity
 from tests.unit.wire.unknown_tags import frame_with_unknown_tags, uvarint
 
-SERVED = [(r.api_key, r.name) for r in SUPPORTED_APIS.values()]
+SERVED = [(r.api_key, r.name) for r in concerns.SERVED.values()]
 FLEXIBLE = [(k, n) for k, n in SERVED
-            if any(is_flexible(k, v) for v in range(SUPPORTED_APIS[k].min_version, SUPPORTED_APIS[k].max_version + 1))]
+            if any(is_flexible(k, v) for v in range(concerns.SERVED[k].min_version, concerns.SERVED[k].max_version + 1))]
 SETTINGS = dict(derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 def _versions(api_key: int, flexible_only: bool = False) -> list[int]:
-    r = SUPPORTED_APIS[api_key]
+    r = concerns.SERVED[api_key]
     return [v for v in range(r.min_version, r.max_version + 1) if not flexible_only or is_flexible(api_key, v)]
 
 
@@ -64,9 +65,9 @@ def test_unknown_tagged_fields_at_any_depth_are_skipped(api_key, name):
     def one(data):
         version = data.draw(st.sampled_from(_versions(api_key, flexible_only=True)))
         request = data.draw(entity(request_class(api_key, version)))
-        plain = decode_request(encode_request(api_key, version, 9, "c", request)[4:])
+        plain = decode_request(encode_request(api_key, version, 9, "c", request)[4:], concerns.SERVED)
         tagged = frame_with_unknown_tags(data, api_key, version, 9, "c", request)
-        assert decode_request(tagged[4:]) == plain
+        assert decode_request(tagged[4:], concerns.SERVED) == plain
 
     one()
 
@@ -79,20 +80,20 @@ def _api_versions_v3(tags: bytes = b"\x00") -> bytes:
 
 
 def test_ten_thousand_tagged_fields_are_read_one_more_is_refused():
-    assert decode_request(_api_versions_v3(uvarint(MAX_TAGGED_FIELDS) + b"\x63\x00" * MAX_TAGGED_FIELDS))
+    assert decode_request(_api_versions_v3(uvarint(MAX_TAGGED_FIELDS) + b"\x63\x00" * MAX_TAGGED_FIELDS), concerns.SERVED)
     with pytest.raises(MalformedRequest, match="exceeds the maximum allowed count of 10000"):
-        decode_request(_api_versions_v3(uvarint(MAX_TAGGED_FIELDS + 1) + b"\x63\x00" * (MAX_TAGGED_FIELDS + 1)))
+        decode_request(_api_versions_v3(uvarint(MAX_TAGGED_FIELDS + 1) + b"\x63\x00" * (MAX_TAGGED_FIELDS + 1)), concerns.SERVED)
 
 
 def test_more_tagged_fields_than_bytes_and_a_negative_count_are_refused():
     with pytest.raises(MalformedRequest, match="but there are only 0 bytes remaining"):
-        decode_request(_api_versions_v3(b"\x05"))
+        decode_request(_api_versions_v3(b"\x05"), concerns.SERVED)
     with pytest.raises(MalformedRequest, match="Invalid negative number of tagged fields -1"):
-        decode_request(_api_versions_v3(b"\xff\xff\xff\xff\x0f"))
+        decode_request(_api_versions_v3(b"\xff\xff\xff\xff\x0f"), concerns.SERVED)
     with pytest.raises(MalformedRequest, match="Varint is too long"):
-        decode_request(_api_versions_v3(b"\xff\xff\xff\xff\xff\x01"))
+        decode_request(_api_versions_v3(b"\xff\xff\xff\xff\xff\x01"), concerns.SERVED)
     with pytest.raises(MalformedRequest, match="only 2 byte"):          # an unknown tag cut short
-        decode_request(_api_versions_v3(b"\x01\x63\x09ab"))
+        decode_request(_api_versions_v3(b"\x01\x63\x09ab"), concerns.SERVED)
 
 
 def test_repeats_of_a_known_tag_count_toward_the_limit_in_a_large_frame():
@@ -105,9 +106,9 @@ def test_repeats_of_a_known_tag_count_toward_the_limit_in_a_large_frame():
     many = frame[:-1] + uvarint(MAX_TAGGED_FIELDS + 1) + one * (MAX_TAGGED_FIELDS + 1)
     assert len(many) >= LIMITS_NEED_BYTES
     with pytest.raises(MalformedRequest, match="maximum allowed count of 10000"):
-        decode_request(many)
+        decode_request(many, concerns.SERVED)
     fine = frame[:-1] + uvarint(MAX_TAGGED_FIELDS) + one * MAX_TAGGED_FIELDS
-    assert decode_request(fine)[1].cluster_id == ""
+    assert decode_request(fine, concerns.SERVED)[1].cluster_id == ""
 
 
 def _fetch(cls):
@@ -123,52 +124,52 @@ LIST_GROUPS_V4 = encode_request(16, 4, 7, "c", request_class(16, 4)(states_filte
 
 
 def test_an_array_of_a_million_elements_is_read_one_more_is_refused():
-    header, request = decode_request(LIST_GROUPS_V4 + uvarint(MAX_COLLECTION + 1) + b"\x01" * MAX_COLLECTION + b"\x00")
+    header, request = decode_request(LIST_GROUPS_V4 + uvarint(MAX_COLLECTION + 1) + b"\x01" * MAX_COLLECTION + b"\x00", concerns.SERVED)
     assert len(request.states_filter) == MAX_COLLECTION
     with pytest.raises(MalformedRequest, match="which exceeds the maximum allowed size of 1000000"):
-        decode_request(LIST_GROUPS_V4 + uvarint(MAX_COLLECTION + 2) + b"\x01" * (MAX_COLLECTION + 1) + b"\x00")
+        decode_request(LIST_GROUPS_V4 + uvarint(MAX_COLLECTION + 2) + b"\x01" * (MAX_COLLECTION + 1) + b"\x00", concerns.SERVED)
 
 
 def test_an_array_longer_than_the_bytes_left_is_refused_before_it_is_read():
     with pytest.raises(MalformedRequest, match="Tried to allocate a collection of size 100, but there are only 51"):
-        decode_request(LIST_GROUPS_V4 + uvarint(101) + b"\x01" * 50 + b"\x00")
+        decode_request(LIST_GROUPS_V4 + uvarint(101) + b"\x01" * 50 + b"\x00", concerns.SERVED)
     from kgroup.wire.kio_build import build
     legacy = encode_request(11, 0, 7, "c", build(request_class(11, 0), group_id="g", session_timeout=0,
                                                  member_id="", protocol_type="consumer", protocols=()))[4:-4]
     with pytest.raises(MalformedRequest, match="Tried to allocate a collection of size 2147483647"):
-        decode_request(legacy + struct.pack(">i", 2**31 - 1))
+        decode_request(legacy + struct.pack(">i", 2**31 - 1), concerns.SERVED)
 
 
 def test_null_where_an_array_is_not_nullable_is_refused():
     # kio reads it as None; Kafka: "non-nullable field statesFilter was serialized as null".
     with pytest.raises(MalformedRequest, match="non-nullable field states_filter was serialized as null"):
-        decode_request(LIST_GROUPS_V4 + b"\x00\x00")
+        decode_request(LIST_GROUPS_V4 + b"\x00\x00", concerns.SERVED)
     with pytest.raises(MalformedRequest, match="non-nullable field states_filter element"):
-        decode_request(LIST_GROUPS_V4 + b"\x02\x00\x00")
+        decode_request(LIST_GROUPS_V4 + b"\x02\x00\x00", concerns.SERVED)
 
 
 def test_strings_longer_than_32767_bytes_are_refused():
     def frame(name: bytes) -> bytes:
         return _api_versions_v3()[:-5] + uvarint(len(name) + 1) + name + b"\x02" + b"1" + b"\x00"
 
-    assert decode_request(_api_versions_v3())[1].client_software_name == "x"
-    assert decode_request(frame(b"x" * 32767))[1].client_software_name == "x" * 32767
+    assert decode_request(_api_versions_v3(), concerns.SERVED)[1].client_software_name == "x"
+    assert decode_request(frame(b"x" * 32767), concerns.SERVED)[1].client_software_name == "x" * 32767
     with pytest.raises(MalformedRequest, match="had invalid length 32768"):
-        decode_request(frame(b"x" * 32768))
+        decode_request(frame(b"x" * 32768), concerns.SERVED)
     with pytest.raises(MalformedRequest, match="had invalid length 32768"):
-        decode_request(frame("é".encode() * 16384))     # 16,384 characters, 32,768 bytes
+        decode_request(frame("é".encode() * 16384), concerns.SERVED)     # 16,384 characters, 32,768 bytes
 
 
 # ---- Kafka's leniencies -------------------------------------------------------------------------
 
 
 def test_invalid_utf8_is_replaced_and_any_nonzero_byte_is_true():
-    header, request = decode_request(LIST_GROUPS_V4 + b"\x02\x03\xff\xfe\x00")
+    header, request = decode_request(LIST_GROUPS_V4 + b"\x02\x03\xff\xfe\x00", concerns.SERVED)
     assert request.states_filter == ("\ufffd\ufffd",)
     metadata = encode_request(3, 12, 7, "c", request_class(3, 12)(
         topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False))[4:]
     assert metadata[-3:] == b"\x00\x00\x00"          # the two booleans, the tagged fields
-    assert decode_request(metadata[:-3] + b"\x02\x00\x00")[1].allow_auto_topic_creation is True
+    assert decode_request(metadata[:-3] + b"\x02\x00\x00", concerns.SERVED)[1].allow_auto_topic_creation is True
 
 
 def test_varints_wrap_as_java_ints():

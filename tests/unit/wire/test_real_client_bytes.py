@@ -18,11 +18,12 @@ from contextlib import contextmanager
 
 import pytest
 
+from kgroup.broker.concerns import SERVED
+
 from kgroup.wire import (
     FrameSplitter,
     MalformedRequest,
     UnsupportedVersion,
-    api_ranges,
     api_versions_response,
     decode_request,
     encode_api_versions_fallback,
@@ -39,7 +40,7 @@ def recording_server(api_versions_max: int = 4) -> Iterator[tuple[int, list]]:
     log: list = []
     ranges = tuple(
         dataclasses.replace(r, max_version=api_versions_max) if r.api_key == 18 else r
-        for r in api_ranges()
+        for r in SERVED.values()
     )
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -64,12 +65,12 @@ def recording_server(api_versions_max: int = 4) -> Iterator[tuple[int, list]]:
                         conn.sendall(encode_api_versions_fallback(correlation_id, ranges=ranges))
                         continue
                     try:
-                        header, request = decode_request(frame)
+                        header, request = decode_request(frame, SERVED)
                     except UnsupportedVersion as exc:
                         log.append(("unsupported", exc.api_key, exc.version))
                         if exc.api_key != 18:
                             return
-                        conn.sendall(encode_api_versions_fallback(exc.correlation_id))
+                        conn.sendall(encode_api_versions_fallback(exc.correlation_id, ranges=ranges))
                         continue
                     except MalformedRequest as exc:
                         log.append(("malformed", str(exc)))

@@ -17,7 +17,7 @@ from kgroup.wire.sasl import (
     _Event,
 )
 from kgroup.wire.scram import ScramClient, ScramMechanism, make_credential, verify_password
-from kgroup.wire.versions import API_VERSIONS, FETCH, HEARTBEAT, METADATA, SASL_AUTHENTICATE, SASL_HANDSHAKE
+from kgroup.wire.api_keys import ApiKey
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
 
@@ -40,10 +40,10 @@ def session(mechanisms=("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"), reauth_ms=0)
 
 
 def scram_login(s: SaslSession, user: str, password: str, mech=SHA512, now_ms=0):
-    assert s.gate(SASL_HANDSHAKE, now_ms) is Gate.SASL
+    assert s.gate(ApiKey.SASL_HANDSHAKE, now_ms) is Gate.SASL
     assert s.handshake(mech.sasl_name).error == 0
     client = ScramClient(mech.hash_name, user, password, "cli")
-    assert s.gate(SASL_AUTHENTICATE, now_ms) is Gate.SASL
+    assert s.gate(ApiKey.SASL_AUTHENTICATE, now_ms) is Gate.SASL
     first = s.authenticate(client.first(), now_ms)
     if first.error:
         return first
@@ -55,16 +55,16 @@ def scram_login(s: SaslSession, user: str, password: str, mech=SHA512, now_ms=0)
 
 def test_only_api_versions_and_sasl_before_authentication() -> None:
     s = session()
-    assert s.gate(API_VERSIONS, 0) is Gate.SERVE
-    assert s.gate(SASL_HANDSHAKE, 0) is Gate.SASL
-    assert s.gate(METADATA, 0) is Gate.CLOSE
+    assert s.gate(ApiKey.API_VERSIONS, 0) is Gate.SERVE
+    assert s.gate(ApiKey.SASL_HANDSHAKE, 0) is Gate.SASL
+    assert s.gate(ApiKey.METADATA, 0) is Gate.CLOSE
     assert "before SASL authentication" in s.failure
     # A closing verdict is final: nothing gets through that connection again.
     assert s.state is AuthState.FAILED
-    assert s.gate(SASL_HANDSHAKE, 0) is Gate.REFUSE and s.gate(API_VERSIONS, 0) is Gate.CLOSE
-    assert session().gate(SASL_AUTHENTICATE, 0) is Gate.REFUSE
-    for api, gate in ((SASL_AUTHENTICATE, Gate.SASL), (API_VERSIONS, Gate.CLOSE), (HEARTBEAT, Gate.CLOSE),
-                      (SASL_HANDSHAKE, Gate.REFUSE)):
+    assert s.gate(ApiKey.SASL_HANDSHAKE, 0) is Gate.REFUSE and s.gate(ApiKey.API_VERSIONS, 0) is Gate.CLOSE
+    assert session().gate(ApiKey.SASL_AUTHENTICATE, 0) is Gate.REFUSE
+    for api, gate in ((ApiKey.SASL_AUTHENTICATE, Gate.SASL), (ApiKey.API_VERSIONS, Gate.CLOSE), (ApiKey.HEARTBEAT, Gate.CLOSE),
+                      (ApiKey.SASL_HANDSHAKE, Gate.REFUSE)):
         s = session()
         s.handshake("PLAIN")
         assert s.state is AuthState.AWAIT_TOKEN
@@ -76,8 +76,8 @@ def test_scram_sha_512_login_gives_the_user_principal() -> None:
     answer = scram_login(s, "alice", "wonderland")
     assert answer.error == 0 and not answer.close
     assert s.authenticated and s.principal == "User:alice"
-    assert s.gate(FETCH, 10**12) is Gate.SERVE
-    assert s.gate(SASL_AUTHENTICATE, 0) is Gate.ILLEGAL
+    assert s.gate(ApiKey.FETCH, 10**12) is Gate.SERVE
+    assert s.gate(ApiKey.SASL_AUTHENTICATE, 0) is Gate.ILLEGAL
 
 
 @pytest.mark.parametrize("user,password", [("alice", "wrong"), ("nobody", "wonderland"), ("bob", "wonderland")])
@@ -87,7 +87,7 @@ def test_wrong_credentials_fail_and_close(user: str, password: str) -> None:
     assert answer.error == SASL_AUTHENTICATION_FAILED and answer.close
     assert "invalid credentials" in answer.message and password not in answer.message
     assert s.state is AuthState.FAILED and s.principal is None
-    assert s.gate(METADATA, 0) is Gate.CLOSE
+    assert s.gate(ApiKey.METADATA, 0) is Gate.CLOSE
 
 
 def test_plain_checks_the_scram_store() -> None:
@@ -117,34 +117,34 @@ def test_session_lifetime_and_re_authentication_kip368() -> None:
     s = session(reauth_ms=1000)
     answer = scram_login(s, "alice", "wonderland", now_ms=0)
     assert answer.session_lifetime_ms == 1000 and s.expires_at_ms == 1000
-    assert s.gate(FETCH, 999) is Gate.SERVE
+    assert s.gate(ApiKey.FETCH, 999) is Gate.SERVE
     # Re-authenticate at 900 ms, with requests still flowing in between.
-    assert s.gate(SASL_HANDSHAKE, 900) is Gate.SASL
+    assert s.gate(ApiKey.SASL_HANDSHAKE, 900) is Gate.SASL
     s.handshake("SCRAM-SHA-512")
     assert s.state is AuthState.REAUTHENTICATING
-    assert s.gate(FETCH, 900) is Gate.SERVE
+    assert s.gate(ApiKey.FETCH, 900) is Gate.SERVE
     client = ScramClient(SHA512.hash_name, "alice", "wonderland", "c2")
     first = s.authenticate(client.first(), 900)
     assert s.authenticate(client.final(first.token), 900).error == 0
     assert s.state is AuthState.AUTHENTICATED and s.expires_at_ms == 1900
-    assert s.gate(FETCH, 1899) is Gate.SERVE
+    assert s.gate(ApiKey.FETCH, 1899) is Gate.SERVE
     # Not re-authenticated in time: the next request closes the connection.
-    assert s.gate(FETCH, 1900) is Gate.CLOSE
+    assert s.gate(ApiKey.FETCH, 1900) is Gate.CLOSE
     assert "expired" in s.failure
 
 
 def test_a_second_handshake_while_re_authenticating_is_refused() -> None:
     s = session(reauth_ms=1000)
     scram_login(s, "alice", "wonderland")
-    s.gate(SASL_HANDSHAKE, 10)
+    s.gate(ApiKey.SASL_HANDSHAKE, 10)
     s.handshake("SCRAM-SHA-512")
-    assert s.gate(SASL_HANDSHAKE, 10) is Gate.REFUSE and s.state is AuthState.FAILED
+    assert s.gate(ApiKey.SASL_HANDSHAKE, 10) is Gate.REFUSE and s.state is AuthState.FAILED
 
 
 def test_re_authentication_cannot_change_principal_or_mechanism() -> None:
     s = session(reauth_ms=1000)
     scram_login(s, "alice", "wonderland")
-    s.gate(SASL_HANDSHAKE, 10)
+    s.gate(ApiKey.SASL_HANDSHAKE, 10)
     answer = scram_login(s, "bob", "builder", now_ms=10)
     assert answer.error == SASL_AUTHENTICATION_FAILED and answer.close and "principal" in answer.message
     s = session()
@@ -169,7 +169,7 @@ def test_handshake_v0_makes_the_exchange_unframed_until_authenticated() -> None:
     answer = s.authenticate(b"\0alice\0wonderland", 0)
     assert (answer.error, answer.token, answer.close) == (0, b"", False)
     assert s.state is AuthState.AUTHENTICATED and not s.awaits_unframed_token
-    assert s.gate(METADATA, 0) is Gate.SERVE
+    assert s.gate(ApiKey.METADATA, 0) is Gate.SERVE
 
 
 def test_handshake_v1_stays_framed_and_v0_cannot_re_authenticate() -> None:

@@ -1,23 +1,22 @@
-"""The version table: PROTOCOL.md minimums, kio coverage, flexible flags, header versions."""
+"""The served versions (the broker's API tables): docs/protocol.md's minimums, kio coverage,
+flexible flags, header versions."""
 
 from __future__ import annotations
 
 import pytest
 from kafka.protocol.api_message import ApiMessage
 
+from kgroup.broker.concerns import SERVED
 from kgroup.wire.codec import request_class, response_class
 from kgroup.wire.versions import (
-    CONSUMER_PROTOCOL_APIS,
-    SUPPORTED_APIS,
     all_versions,
-    api_ranges,
     is_flexible,
-    is_supported,
     request_header_version,
     response_header_version,
 )
 
-# PROTOCOL.md, "serve at least" column.
+
+# docs/protocol.md, "serve at least" column.
 AT_LEAST = {
     0: (3, 11), 1: (4, 16), 2: (1, 8), 3: (1, 12), 8: (2, 9), 9: (1, 9), 10: (0, 6),
     11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 18: (0, 4),
@@ -33,7 +32,7 @@ TXN_AT_LEAST = {22: (0, 4), 24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 61: 
 # Security (SASL, ACLs, SCRAM credentials): KIP-43/152, the ACL APIs, KIP-554.
 SECURITY_APIS = {17, 36, 29, 30, 31, 50, 51}
 
-# Served beyond PROTOCOL.md's table because admin tools and web UIs call them:
+# Served beyond the first protocol table because admin tools and web UIs call them:
 # DeleteRecords, DescribeConfigs, AlterConfigs, DescribeLogDirs, IncrementalAlterConfigs and
 # DescribeCluster.
 ADMIN_AT_LEAST = {21: (0, 2), 32: (1, 4), 33: (0, 2), 35: (1, 4), 44: (0, 1), 60: (0, 2)}
@@ -41,31 +40,27 @@ ADMIN_AT_LEAST = {21: (0, 2), 32: (1, 4), 33: (0, 2), 35: (1, 4), 44: (0, 1), 60
 # Share groups (KIP-932), at exactly the versions librdkafka's ShareConsumer sends (v1 of
 # 76-79), and the share-group offsets admin APIs.
 SHARE_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 1), 79: (1, 1), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
-
-# Streams groups (KIP-1071): Kafka 4.4's versions (StreamsGroupHeartbeat and
-# StreamsGroupDescribe v0-v1, StreamsGroupTopologyDescriptionUpdate v0).
+# Streams groups (KIP-1071): Kafka 4.4's versions, exactly.
 STREAMS_APIS = {88: (0, 1), 89: (0, 1), 93: (0, 0)}
 
 
 def test_table_covers_protocol_md() -> None:
-    assert set(SUPPORTED_APIS) == set(AT_LEAST) | set(TXN_AT_LEAST) | set(ADMIN_AT_LEAST) | SECURITY_APIS \
+    assert set(SERVED) == set(AT_LEAST) | set(TXN_AT_LEAST) | set(ADMIN_AT_LEAST) | SECURITY_APIS \
         | set(SHARE_APIS) | set(STREAMS_APIS)
     for key, (lo, hi) in {**SHARE_APIS, **STREAMS_APIS}.items():
-        assert (SUPPORTED_APIS[key].min_version, SUPPORTED_APIS[key].max_version) == (lo, hi)
+        assert (SERVED[key].min_version, SERVED[key].max_version) == (lo, hi)
     for key, (lo, hi) in {**AT_LEAST, **TXN_AT_LEAST, **ADMIN_AT_LEAST}.items():
-        r = SUPPORTED_APIS[key]
+        r = SERVED[key]
         assert r.min_version <= lo and r.max_version >= hi, r
 
 
-def test_consumer_protocol_apis_are_flagged_and_can_be_disabled() -> None:
-    assert CONSUMER_PROTOCOL_APIS == {68, 69}
-    keys = {r.api_key for r in api_ranges(disabled=CONSUMER_PROTOCOL_APIS)}
-    assert 68 not in keys and 69 not in keys and 12 in keys
-    assert is_supported(68, 1) and not is_supported(68, 1, CONSUMER_PROTOCOL_APIS)
-    assert not is_supported(12, 5) and not is_supported(99, 0)
+def test_the_consumer_protocol_is_served_and_ranges_are_exact() -> None:
+    keys = set(SERVED)
+    assert 68 in keys and 69 in keys and 12 in keys
+    assert 1 in SERVED[68] and 5 not in SERVED[12] and 99 not in SERVED
 
 
-@pytest.mark.parametrize(("api_key", "version"), all_versions())
+@pytest.mark.parametrize(("api_key", "version"), all_versions(SERVED.values()))
 def test_kio_has_every_version(api_key: int, version: int) -> None:
     req, resp = request_class(api_key, version), response_class(api_key, version)
     assert req.__api_key__ == resp.__api_key__ == api_key
@@ -99,7 +94,7 @@ def _kafka_python_classes() -> dict[int, type]:
 def test_flexible_flags_agree_with_kafka_python() -> None:
     classes = _kafka_python_classes()
     checked = 0
-    for api_key, version in all_versions():
+    for api_key, version in all_versions(SERVED.values()):
         cls = classes.get(api_key)
         if cls is None or version > cls.max_version:
             continue
@@ -117,7 +112,7 @@ def test_header_versions() -> None:
     # ApiVersions responses always use header v0 (KIP-511), even at flexible v3/v4.
     assert is_flexible(18, 3) and response_header_version(18, 3) == 0
     assert response_header_version(18, 4) == 0 and request_header_version(18, 4) == 2
-    for api_key, version in all_versions():
+    for api_key, version in all_versions(SERVED.values()):
         expected = response_header_version(api_key, version)
         hdr = response_class(api_key, version).__header_schema__
         assert hdr.__version__ == expected, (api_key, version)

@@ -1,0 +1,22 @@
+"""The admin APIs tools call: configs of topics, groups and the broker, DeleteRecords and
+DescribeLogDirs. One entry each (broker/apis.py says what an entry holds).
+
+Version notes: DescribeConfigs from v1 (v0 is kio-less and gone from Kafka 4.0).
+"""
+
+from __future__ import annotations
+
+from kgroup.broker.admin import guards
+from kgroup.broker.admin.configs_api import ConfigsApi
+from kgroup.broker.admin.records_api import RecordsApi
+from kgroup.broker.apis import Api
+from kgroup.wire.api_keys import ApiKey as K
+
+APIS = (
+    Api(K.DELETE_RECORDS, 0, 2, RecordsApi.delete_records, guards.delete_records, edits=True),
+    Api(K.DESCRIBE_CONFIGS, 1, 4, ConfigsApi.describe_configs, guards.describe_configs, edits=False),
+    Api(K.ALTER_CONFIGS, 0, 2, ConfigsApi.alter_configs, guards.alter_configs, edits=True),
+    Api(K.DESCRIBE_LOG_DIRS, 1, 4, RecordsApi.describe_log_dirs, guards.describe_log_dirs, edits=False),
+    Api(K.INCREMENTAL_ALTER_CONFIGS, 0, 1, ConfigsApi.incremental_alter_configs, guards.incremental_alter_configs,
+        edits=True),
+)

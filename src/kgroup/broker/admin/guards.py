@@ -1,0 +1,66 @@
+"""Guards of the admin APIs (admin/apis.py lists which guards which API): configs of
+topics, groups and the broker, DeleteRecords and DescribeLogDirs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgroup.acl_bindings import AclOperation as Op
+from kgroup.broker.security.authorization import (CLUSTER, GROUP, TOPIC, Access, Admission, Guard, Refused,
+    TopicList, admit_items, error_for, per_topic, plain_refusal)
+from kgroup.error_codes import ErrorCode
+from kgroup.wire import RequestHeader
+from kgroup.wire.kio_build import build, item
+
+E = ErrorCode
+GROUP_FAILED = E.GROUP_AUTHORIZATION_FAILED
+TOPIC_FAILED = E.TOPIC_AUTHORIZATION_FAILED
+
+
+delete_records = per_topic(Op.DELETE, TopicList(failed={"low_watermark": -1}))
+
+
+# -- configs (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) ---------------------------
+
+# ConfigResource types: the ACL resource each is checked on (others: the cluster).
+_CONFIG_TOPIC, _CONFIG_GROUP = 2, 32
+
+
+def _config_resource(resource: Any) -> tuple[Any, str]:
+    kind = int(resource.resource_type)
+    if kind == _CONFIG_TOPIC:
+        return TOPIC, resource.resource_name
+    if kind == _CONFIG_GROUP:
+        return GROUP, resource.resource_name
+    return CLUSTER, "kafka-cluster"  # BROKER, BROKER_LOGGER, CLIENT_METRICS
+
+
+def configs_guard(op: Op, response_field: str) -> Guard:
+    """``op`` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on each resource's topic, group or the
+    cluster; a refused resource gets that resource type's error."""
+
+    def guard(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:
+        def keep(resource: Any) -> bool:
+            rtype, name = _config_resource(resource)
+            return access.cluster(op) if rtype is CLUSTER else access.allowed(op, rtype, name)
+
+        def refused(cls: type, resource: Any) -> Any:
+            return build(item(cls, response_field), error_code=error_for(_config_resource(resource)[0]),
+                         error_message=None, resource_type=resource.resource_type,
+                         resource_name=resource.resource_name, configs=())
+
+        return admit_items(request, "resources", keep, refused, response_field)
+
+    return guard
+
+
+describe_configs = configs_guard(Op.DESCRIBE_CONFIGS, "results")
+alter_configs = configs_guard(Op.ALTER_CONFIGS, "responses")
+incremental_alter_configs = configs_guard(Op.ALTER_CONFIGS, "responses")
+
+
+def describe_log_dirs(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:
+    if access.cluster(Op.DESCRIBE):
+        return Admission(request)
+    return plain_refusal(header, E.CLUSTER_AUTHORIZATION_FAILED, results=())

@@ -1,0 +1,119 @@
+"""ListOffsets (data/apis.py: the versions served): earliest, latest, max timestamp, or by timestamp.
+
+Version notes: v0 (several offsets per partition) is not served; v1 one offset and its
+timestamp; v2 isolation level (read_committed: latest is the last stable offset, and an
+offset found by timestamp at or past it is not answered); v4 current_leader_epoch in, leader_epoch out (always 0, like
+Metadata); v6 flexible; v7 MAX_TIMESTAMP (-3); v8 EARLIEST_LOCAL (-4: no tiered storage,
+so the log start).
+
+Special timestamps: -2 earliest → log start offset; -1 latest → log end offset (the high
+watermark); -4 earliest local → log start; -3 max timestamp → the first record holding the
+largest timestamp in the log and that timestamp; (-1, -1) for an empty log. Any other
+timestamp → the first record at or after the log start whose timestamp is >= it, and its
+timestamp, as Kafka answers: `PartitionLog.offset_for_timestamp` finds the first batch whose
+max timestamp is >= it, and that batch's records are decoded to find the record (a batch
+that cannot be decoded is answered with its base offset, which is at or before it); offset
+-1 / timestamp -1 when no record qualifies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgroup.broker.data.context import NOT_LEADER, DataContext, log, per_partition
+from kgroup.wire.kio_build import build, get
+from kgroup.storage import PartitionLog, StorageError
+from kgroup.storage.errors import NotOwnedError, TopicError
+from kgroup.wire import RequestHeader, WireError, response_class
+from kgroup.wire import record_batch
+from kgroup.error_codes import ErrorCode
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+
+
+def max_timestamp(plog: PartitionLog) -> int:
+    """The largest batch max timestamp still in the log, -1 if none.
+
+    Reads the per-segment maxima the log keeps in memory (PartitionLog has no public
+    accessor for them yet)."""
+    segments = getattr(plog, "_segments", ())
+    return max((s.max_timestamp for s in segments if s.next_offset > plog.log_start_offset),
+               default=-1)
+
+
+def lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
+    """(offset, timestamp) answered for `timestamp` (see the module docstring)."""
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return plog.log_start_offset, -1
+    if timestamp == LATEST:
+        return plog.log_end_offset, -1
+    if timestamp == MAX_TIMESTAMP:
+        timestamp = max_timestamp(plog)
+        if timestamp < 0:
+            return -1, -1
+    found = plog.offset_for_timestamp(timestamp)
+    return (-1, -1) if found is None else _first_record_at(plog, found, timestamp)
+
+
+def _first_record_at(plog: PartitionLog, found: tuple[int, int], timestamp: int) -> tuple[int, int]:
+    """The first record of the batch at ``found`` (its offset, max timestamp) whose
+    timestamp is >= ``timestamp``; ``found`` itself if the batch cannot be decoded."""
+    start, _ = found
+    try:
+        batches = record_batch.split_batches(plog.read(start, 1))
+        records = record_batch.decode_records(batches[0]) if batches else ()
+    except WireError as exc:
+        log.warning("cannot decode the batch at %s offset %d for a timestamp lookup: %s",
+                    plog.directory, start, exc)
+        return found
+    for r in records:
+        if r.offset >= start and r.timestamp >= timestamp:
+            return r.offset, r.timestamp
+    return found
+
+
+def committed_lookup(ctx: DataContext, key: tuple[str, int], plog: PartitionLog,
+                     timestamp: int) -> tuple[int, int]:
+    """`lookup` for read_committed: nothing at or past the last stable offset. As Kafka
+    (Partition.fetchOffsetForTimestamp): LATEST is the last stable offset, EARLIEST is the
+    log start whatever the LSO (an empty partition's earliest is 0, not "none"), and only
+    a lookup by time is cut at the LSO."""
+    stable = ctx.producers.of(key, plog).last_stable_offset(plog.log_end_offset)
+    if timestamp == LATEST:
+        return stable, -1
+    offset, found = lookup(plog, timestamp)
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return offset, found
+    return (offset, found) if offset < stable else (-1, -1)
+
+
+def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
+    """The ListOffsets response (read_committed: nothing at or past the last stable offset)."""
+    read_committed = int(get(request, "isolation_level", 0)) == 1
+
+    def answer(topic: str, p: Any) -> dict:
+        index = int(p.partition_index)
+        try:
+            plog = ctx.data.partition_log(topic, index)
+            if not plog.owned:
+                raise NotOwnedError(f"{topic}-{index} was taken over by another node")
+            if read_committed:
+                offset, timestamp = committed_lookup(ctx, (topic, index), plog, int(p.timestamp))
+            else:
+                offset, timestamp = lookup(plog, int(p.timestamp))
+            return dict(partition_index=index, error_code=ErrorCode.NONE, timestamp=timestamp, offset=offset,
+                        leader_epoch=0)
+        except TopicError:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        except NOT_LEADER:
+            code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        except StorageError as exc:
+            log.error("list offsets of %s-%d failed in storage: %s", topic, index, exc)
+            code = ErrorCode.KAFKA_STORAGE_ERROR
+        return dict(partition_index=index, error_code=code, timestamp=-1, offset=-1, leader_epoch=-1)
+
+    cls = response_class(header.api_key, header.api_version)
+    return build(cls, throttle_time=0, topics=per_partition(cls, request.topics, answer))

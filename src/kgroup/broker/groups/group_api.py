@@ -1,0 +1,485 @@
+"""The group APIs on the wire: kio requests of any version -> core messages -> kio responses.
+
+Each handler reads the fields its request version has (`get` for ones older versions lack),
+routes to the shard that owns the group (by Kafka's hash of the group id), awaits the core's
+reply and builds the response for the same version. A GroupError raised by the core becomes
+that API's error response here, at the wire edge, and nowhere else.
+
+In a cluster this node has a shard only for the group-metadata partitions it owns
+(broker/cluster/ownership.py): a group of another partition is answered NOT_COORDINATOR (and
+COORDINATOR_LOAD_IN_PROGRESS while this node is taking its partition over), and
+FindCoordinator names the node that owns the group's partition (COORDINATOR_NOT_AVAILABLE
+while it moves). ListGroups lists the groups this node coordinates, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from typing import Any, Callable
+
+from kgroup.acl_bindings import ResourceType
+from kgroup.wire.kio_build import build, get, item, ms
+from kgroup.broker.security.authorized_operations import if_asked
+from kgroup.broker.groups.offset_topics import unknown_partitions
+from kgroup.broker.groups.shard import Shard
+from kgroup.core import messages as m
+from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.wire import RequestHeader, response_class
+
+# FindCoordinator key types: a group id, or a transactional id (which hashes to a shard the
+# same way: the transaction coordinator lives beside the group coordinator).
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
+def group_operations(request: Any, error: int) -> int:
+    """A described group's authorized operations: asked for and described without an
+    error, every group operation (security/authorized_operations.py); else "not requested"."""
+    return if_asked(get(request, "include_authorized_operations", False) and int(error) == 0, ResourceType.GROUP)
+
+
+class _NoHandlers:
+    """Any core handler of a shard that is not here (the call never runs it)."""
+
+    def __getattr__(self, name: str) -> None:
+        return None
+
+
+class _NotHere:
+    """Stands for a shard this node does not serve: every call gets `error`."""
+
+    coordinator = _NoHandlers()
+    loaded = closed = False
+
+    def __init__(self, error: ErrorCode) -> None:
+        self.error = error
+
+    async def call(self, handler: Any, request: Any, *args: Any) -> Any:
+        raise GroupError(self.error)
+
+
+NOT_COORDINATOR = _NotHere(ErrorCode.NOT_COORDINATOR)
+LOADING = _NotHere(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+
+class GroupApi:
+    def __init__(self, shards: list[Shard | None], shard_for: Callable[[str], int], cluster: Any,
+                 on_group_deleted: Callable[[str], None] | None = None) -> None:
+        self.shards = shards
+        self.shard_for = shard_for
+        self.cluster = cluster
+        # Called with a group id after DeleteGroups deleted it (share partitions forget it).
+        self.on_group_deleted = on_group_deleted
+
+    def shard_of(self, key: str) -> Shard | _NotHere:
+        """The shard that coordinates a group id or a transactional id, or a stand-in that
+        answers NOT_COORDINATOR (another node's) / COORDINATOR_LOAD_IN_PROGRESS (being
+        taken over here) to every call."""
+        p = self.shard_for(key)
+        shard = self.shards[p]
+        if shard is None:
+            return LOADING if self.cluster.loading(p) else NOT_COORDINATOR
+        return shard
+
+    # ---- FindCoordinator ------------------------------------------------------------------
+
+    async def find_coordinator(self, header: RequestHeader, req: Any) -> Any:
+        cls = response_class(header.api_key, header.api_version)
+        key_type = get(req, "key_type", 0)
+        if header.api_version >= 4:
+            keys = req.coordinator_keys
+        else:
+            keys = (req.key,)
+        answers = []
+        for key in keys:
+            if key_type not in (GROUP_KEY, TRANSACTION_KEY):
+                answers.append(dict(key=key, node_id=-1, host="", port=-1,
+                                    error_code=ErrorCode.INVALID_REQUEST,
+                                    error_message=f"unknown coordinator key type {key_type}"))
+            else:
+                answers.append(self._coordinator_of(key))
+        if header.api_version >= 4:
+            entity = item(cls, "coordinators")
+            return build(cls, coordinators=tuple(build(entity, **a) for a in answers))
+        (a,) = answers
+        return build(cls, **{k: v for k, v in a.items() if k != "key"})
+
+    def _coordinator_of(self, group_id: str) -> dict:
+        p = self.shard_for(group_id)
+        shard = self.shards[p]
+        node = self.cluster.leader(p)
+        if (shard is not None and not shard.loaded) or (shard is None and self.cluster.loading(p)):
+            error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        elif node is None:
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        else:
+            host, port = self.cluster.address(node)
+            return dict(key=group_id, node_id=node, host=host, port=port, error_code=ErrorCode.NONE,
+                        error_message=None)
+        return dict(key=group_id, node_id=-1, host="", port=-1, error_code=error, error_message=None)
+
+    # ---- JoinGroup ------------------------------------------------------------------------
+
+    async def join_group(self, header: RequestHeader, req: Any, client_host: str = "") -> Any:
+        v = header.api_version
+        core_req = m.JoinGroupRequest(
+            group_id=req.group_id,
+            member_id=req.member_id,
+            protocol_type=req.protocol_type,
+            protocols=tuple((p.name, bytes(p.metadata)) for p in req.protocols),
+            session_timeout_ms=ms(req.session_timeout),
+            rebalance_timeout_ms=ms(get(req, "rebalance_timeout", -1)),
+            group_instance_id=get(req, "group_instance_id"),
+            client_id=header.client_id or "",
+            client_host=client_host,
+            api_version=v,
+            reason=get(req, "reason"),
+        )
+        shard = self.shard_of(core_req.group_id)
+        try:
+            resp = await shard.call(shard.coordinator.join_group, core_req)
+        except GroupError as exc:
+            resp = m.JoinGroupResponse(exc.code, member_id=req.member_id)
+        cls = response_class(header.api_key, v)
+        member_cls = item(cls, "members")
+        return build(
+            cls,
+            error_code=resp.error,
+            generation_id=resp.generation_id,
+            protocol_type=resp.protocol_type,
+            protocol_name=resp.protocol_name if resp.protocol_name is not None or v >= 7 else "",
+            leader=resp.leader,
+            skip_assignment=resp.skip_assignment,
+            member_id=resp.member_id,
+            members=tuple(build(member_cls, member_id=x.member_id, group_instance_id=x.group_instance_id,
+                                metadata=x.metadata) for x in resp.members),
+        )
+
+    # ---- SyncGroup ------------------------------------------------------------------------
+
+    async def sync_group(self, header: RequestHeader, req: Any) -> Any:
+        core_req = m.SyncGroupRequest(
+            group_id=req.group_id,
+            generation_id=req.generation_id,
+            member_id=req.member_id,
+            group_instance_id=get(req, "group_instance_id"),
+            protocol_type=get(req, "protocol_type"),
+            protocol_name=get(req, "protocol_name"),
+            assignments=tuple((a.member_id, bytes(a.assignment)) for a in req.assignments),
+        )
+        shard = self.shard_of(core_req.group_id)
+        try:
+            resp = await shard.call(shard.coordinator.sync_group, core_req)
+        except GroupError as exc:
+            resp = m.SyncGroupResponse(exc.code)
+        return build(response_class(header.api_key, header.api_version), error_code=resp.error,
+                     protocol_type=resp.protocol_type, protocol_name=resp.protocol_name,
+                     assignment=resp.assignment)
+
+    # ---- Heartbeat ------------------------------------------------------------------------
+
+    async def heartbeat(self, header: RequestHeader, req: Any) -> Any:
+        core_req = m.HeartbeatRequest(req.group_id, req.generation_id, req.member_id,
+                                      get(req, "group_instance_id"))
+        shard = self.shard_of(core_req.group_id)
+        try:
+            resp = await shard.call(shard.coordinator.heartbeat, core_req)
+            error = resp.error
+        except GroupError as exc:
+            error = exc.code
+        return build(response_class(header.api_key, header.api_version), error_code=error)
+
+    # ---- LeaveGroup -----------------------------------------------------------------------
+
+    async def leave_group(self, header: RequestHeader, req: Any) -> Any:
+        v = header.api_version
+        if v >= 3:
+            leaving = tuple(m.LeavingMember(x.member_id, x.group_instance_id, get(x, "reason"))
+                            for x in req.members)
+        else:
+            leaving = (m.LeavingMember(req.member_id),)
+        shard = self.shard_of(req.group_id)
+        cls = response_class(header.api_key, v)
+        try:
+            resp = await shard.call(shard.coordinator.leave_group, m.LeaveGroupRequest(req.group_id, leaving))
+        except GroupError as exc:
+            return build(cls, error_code=exc.code)
+        if v < 3:
+            # One member: its own outcome is the request's.
+            return build(cls, error_code=resp.members[0].error if resp.members else resp.error)
+        member_cls = item(cls, "members")
+        return build(cls, error_code=resp.error, members=tuple(
+            build(member_cls, member_id=x.member_id, group_instance_id=x.group_instance_id, error_code=x.error)
+            for x in resp.members))
+
+    # ---- OffsetCommit ---------------------------------------------------------------------
+
+    async def offset_commit(self, header: RequestHeader, req: Any) -> Any:
+        v = header.api_version
+        partitions = tuple(
+            m.OffsetCommitPartition(
+                topic=t.name, partition=p.partition_index, offset=p.committed_offset,
+                leader_epoch=get(p, "committed_leader_epoch", -1), metadata=p.committed_metadata,
+            )
+            for t in req.topics for p in t.partitions
+        )
+        retention = get(req, "retention_time", -1)
+        core_req = m.OffsetCommitRequest(
+            group_id=req.group_id,
+            generation_id=req.generation_id_or_member_epoch,
+            member_id=req.member_id,
+            partitions=partitions,
+            group_instance_id=get(req, "group_instance_id"),
+            retention_time_ms=ms(retention) if retention is not None else -1,
+            api_version=v,
+        )
+        shard = self.shard_of(core_req.group_id)
+        # Partitions that do not exist are answered here and never reach the group
+        # (groups/offset_topics.py); with none left the group is not asked at all.
+        errors = unknown_partitions(shard, ((p.topic, p.partition) for p in partitions))
+        if errors:
+            core_req = replace(core_req, partitions=tuple(p for p in partitions
+                                                          if (p.topic, p.partition) not in errors))
+        if core_req.partitions or not errors:
+            try:
+                resp = await shard.call(shard.coordinator.commit_offsets, core_req)
+                errors.update({(e.topic, e.partition): e.error for e in resp.partitions})
+            except GroupError as exc:
+                errors.update({(p.topic, p.partition): exc.code for p in core_req.partitions})
+        cls = response_class(header.api_key, v)
+        topic_cls = item(cls, "topics")
+        part_cls = item(topic_cls, "partitions")
+        return build(cls, topics=tuple(
+            build(topic_cls, name=t.name, partitions=tuple(
+                build(part_cls, partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
+                for p in t.partitions))
+            for t in req.topics))
+
+    # ---- OffsetFetch ----------------------------------------------------------------------
+
+    async def offset_fetch(self, header: RequestHeader, req: Any) -> Any:
+        v = header.api_version
+        cls = response_class(header.api_key, v)
+        # v7+ RequireStable (KIP-447): partitions a transaction is committing answer
+        # UNSTABLE_OFFSET_COMMIT, and the client asks again.
+        stable = bool(get(req, "require_stable", False))
+        if v >= 8:
+            group_cls = item(cls, "groups")
+            groups = []
+            for g in req.groups:
+                error, topics = await self._fetch_one(g.group_id, g.topics, item(group_cls, "topics"),
+                                                      get(g, "member_id"), get(g, "member_epoch", -1), stable,
+                                                      group_level=True)
+                groups.append(build(group_cls, group_id=g.group_id, topics=topics, error_code=error))
+            return build(cls, groups=tuple(groups))
+        error, topics = await self._fetch_one(req.group_id, req.topics, item(cls, "topics"), require_stable=stable)
+        return build(cls, topics=topics, error_code=error)
+
+    async def _fetch_one(self, group_id: str, topics: Any, topic_cls: type, member_id: str | None = None,
+                         member_epoch: int = -1, require_stable: bool = False,
+                         group_level: bool = False) -> tuple[ErrorCode, tuple]:
+        """One group's offsets; a group's error (v8+: `group_level`) lists no partitions, as
+        Kafka 4.4 answers (tests/streams/test_streams_differential.py)."""
+        listed = None if topics is None else tuple((t.name, p) for t in topics for p in t.partition_indexes)
+        shard = self.shard_of(group_id)
+        part_cls = item(topic_cls, "partitions")
+        try:
+            resp = await shard.call(shard.coordinator.fetch_offsets,
+                                    m.OffsetFetchRequest(group_id, listed, require_stable, member_id=member_id or None,
+                                                         member_epoch=member_epoch))
+        except GroupError as exc:
+            if topics is None or group_level:
+                return exc.code, ()
+            return exc.code, tuple(
+                build(topic_cls, name=t.name, partitions=tuple(
+                    build(part_cls, partition_index=p, committed_offset=-1, committed_leader_epoch=-1,
+                          metadata="", error_code=exc.code) for p in t.partition_indexes))
+                for t in topics)
+        by_topic: dict[str, list] = {}
+        for f in resp.partitions:
+            by_topic.setdefault(f.topic, []).append(build(
+                part_cls, partition_index=f.partition, committed_offset=f.offset,
+                committed_leader_epoch=f.leader_epoch, metadata=f.metadata, error_code=f.error))
+        return resp.error, tuple(build(topic_cls, name=t, partitions=tuple(ps)) for t, ps in by_topic.items())
+
+    # ---- OffsetDelete ---------------------------------------------------------------------
+
+    async def offset_delete(self, header: RequestHeader, req: Any) -> Any:
+        cls = response_class(header.api_key, header.api_version)
+        listed = tuple((t.name, p.partition_index) for t in req.topics for p in t.partitions)
+        shard = self.shard_of(req.group_id)
+        unknown = unknown_partitions(shard, listed)
+        try:
+            resp = await shard.call(shard.coordinator.delete_offsets, m.OffsetDeleteRequest(
+                req.group_id, tuple(tp for tp in listed if tp not in unknown)))
+        except GroupError as exc:
+            return build(cls, error_code=exc.code)
+        errors = {**unknown, **{(e.topic, e.partition): e.error for e in resp.partitions}}
+        topic_cls = item(cls, "topics")
+        part_cls = item(topic_cls, "partitions")
+        return build(cls, error_code=resp.error, topics=tuple(
+            build(topic_cls, name=t.name, partitions=tuple(
+                build(part_cls, partition_index=p.partition_index,
+                      error_code=errors[(t.name, p.partition_index)]) for p in t.partitions))
+            for t in req.topics))
+
+    # ---- DescribeGroups / ListGroups / DeleteGroups ---------------------------------------
+
+    async def describe_groups(self, header: RequestHeader, req: Any) -> Any:
+        cls = response_class(header.api_key, header.api_version)
+        group_cls = item(cls, "groups")
+        member_cls = item(group_cls, "members")
+        described = []
+        for group_id in req.groups:
+            shard = self.shard_of(group_id)
+            try:
+                (d,) = await shard.call(shard.coordinator.describe_groups, (group_id,))
+            except GroupError as exc:
+                d = m.DescribedGroup(group_id, exc.code, "", "", "")
+            described.append(build(
+                group_cls, error_code=d.error, group_id=d.group_id, group_state=d.state,
+                protocol_type=d.protocol_type, protocol_data=d.protocol,
+                authorized_operations=group_operations(req, d.error),
+                members=tuple(build(member_cls, member_id=x.member_id, group_instance_id=x.group_instance_id,
+                                    client_id=x.client_id, client_host=x.client_host,
+                                    member_metadata=x.metadata, member_assignment=x.assignment)
+                              for x in d.members)))
+        return build(cls, groups=tuple(described))
+
+    async def list_groups(self, header: RequestHeader, req: Any) -> Any:
+        cls = response_class(header.api_key, header.api_version)
+        group_cls = item(cls, "groups")
+        core_req = m.ListGroupsRequest(tuple(get(req, "states_filter", ()) or ()),
+                                       tuple(get(req, "types_filter", ()) or ()))
+        listed, error = await self.from_every_shard("list_groups", core_req)
+        return build(cls, error_code=error, groups=tuple(
+            build(group_cls, group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
+                  group_type=g.group_type) for g in sorted(listed, key=lambda g: g.group_id)))
+
+    async def from_every_shard(self, handler: str, request: Any) -> tuple[list, ErrorCode]:
+        """What every loaded shard's `handler` answers (each answers a list), and
+        COORDINATOR_LOAD_IN_PROGRESS if some shard is still loading (ListGroups and
+        ListTransactions ask them all)."""
+        found: list = []
+        error = ErrorCode.NONE
+        for p, shard in enumerate(self.shards):
+            if shard is None:
+                if self.cluster.loading(p):
+                    error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+                continue
+            if not shard.loaded:
+                error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+                continue
+            try:
+                found.extend(await shard.call(getattr(shard.coordinator, handler), request))
+            except GroupError:
+                continue  # handed over or lost meanwhile: what it holds is listed elsewhere
+        return found, error
+
+    async def delete_groups(self, header: RequestHeader, req: Any) -> Any:
+        cls = response_class(header.api_key, header.api_version)
+        result_cls = item(cls, "results")
+        results = []
+        for group_id in req.groups_names:
+            shard = self.shard_of(group_id)
+            try:
+                (r,) = await shard.call(shard.coordinator.delete_groups, (group_id,))
+                error = r.error
+                if error is ErrorCode.NONE and self.on_group_deleted is not None:
+                    self.on_group_deleted(group_id)
+            except GroupError as exc:
+                error = exc.code
+            results.append(build(result_cls, group_id=group_id, error_code=error))
+        return build(cls, results=tuple(results))
+
+
+# ---- consumer protocol (KIP-848) ----------------------------------------------------------
+
+
+def _uuid_partitions(partitions) -> tuple:
+    """Core assignments (topic id strings) -> (UUID, partitions) pairs for kio."""
+    return tuple((uuid.UUID(t), ps) for t, ps in partitions)
+
+
+class ConsumerGroupApi:
+    """ConsumerGroupHeartbeat and ConsumerGroupDescribe over the same shards."""
+
+    def __init__(self, groups: GroupApi) -> None:
+        self.groups = groups
+
+    async def heartbeat(self, header: RequestHeader, req: Any, client_host: str = "") -> Any:
+        owned = None
+        if req.topic_partitions is not None:
+            owned = tuple((str(tp.topic_id), tuple(sorted(tp.partitions))) for tp in req.topic_partitions
+                          if tp.topic_id is not None)
+        core_req = m.ConsumerGroupHeartbeatRequest(
+            group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
+            instance_id=req.instance_id, rack_id=req.rack_id,
+            rebalance_timeout_ms=ms(req.rebalance_timeout),
+            subscribed_topic_names=None if req.subscribed_topic_names is None else tuple(req.subscribed_topic_names),
+            subscribed_topic_regex=get(req, "subscribed_topic_regex"),
+            server_assignor=req.server_assignor, owned=owned,
+            client_id=header.client_id or "", client_host=client_host, api_version=header.api_version,
+        )
+        shard = self.groups.shard_of(core_req.group_id)
+        cls = response_class(header.api_key, header.api_version)
+        try:
+            resp = await shard.call(shard.coordinator.consumer_group_heartbeat, core_req)
+        except GroupError as exc:
+            return build(cls, error_code=exc.code, error_message=exc.message or None, member_id=None,
+                         member_epoch=-1, heartbeat_interval=0, assignment=None)
+        assignment = None
+        if resp.assignment is not None:
+            asg_cls = field_class(cls, "assignment")
+            tp_cls = item(asg_cls, "topic_partitions")
+            assignment = build(asg_cls, topic_partitions=tuple(
+                build(tp_cls, topic_id=t, partitions=ps) for t, ps in _uuid_partitions(resp.assignment)))
+        return build(cls, error_code=resp.error, error_message=resp.error_message, member_id=resp.member_id,
+                     member_epoch=resp.member_epoch, heartbeat_interval=resp.heartbeat_interval_ms,
+                     assignment=assignment)
+
+    async def describe(self, header: RequestHeader, req: Any) -> Any:
+        cls = response_class(header.api_key, header.api_version)
+        group_cls = item(cls, "groups")
+        member_cls = item(group_cls, "members")
+        asg_cls = field_class(member_cls, "assignment")
+        tp_cls = item(asg_cls, "topic_partitions")
+
+        def assignment(partitions, names: dict[str, str]):
+            # Describe names each topic too (clients print the assignment by name).
+            return build(asg_cls, topic_partitions=tuple(
+                build(tp_cls, topic_id=uuid.UUID(t), topic_name=names.get(t, ""), partitions=ps)
+                for t, ps in partitions))
+
+        groups = []
+        for group_id in req.group_ids:
+            shard = self.groups.shard_of(group_id)
+            try:
+                (d,) = await shard.call(shard.coordinator.consumer_group_describe, (group_id,))
+            except GroupError as exc:
+                d = m.DescribedConsumerGroup(group_id, exc.code)
+            topics = shard.coordinator.shard.topics if isinstance(shard, Shard) else {}
+            names = {topic_id: name for name, (topic_id, _) in topics.items()}
+            groups.append(build(
+                group_cls, error_code=d.error, error_message=d.message, group_id=d.group_id, group_state=d.state,
+                group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
+                authorized_operations=group_operations(req, d.error),
+                members=tuple(build(
+                    member_cls, member_id=x.member_id, instance_id=x.instance_id, rack_id=x.rack_id,
+                    member_epoch=x.member_epoch, client_id=x.client_id, client_host=x.client_host,
+                    subscribed_topic_names=x.subscribed_topic_names, subscribed_topic_regex=x.subscribed_topic_regex,
+                    assignment=assignment(x.assignment, names),
+                    target_assignment=assignment(x.target_assignment, names),
+                    member_type=x.member_type) for x in d.members)))
+        return build(cls, groups=tuple(groups))
+
+
+def field_class(cls: type, name: str) -> type:
+    """The entity class of a single (non-tuple, maybe optional) entity field."""
+    import typing
+
+    hint = typing.get_type_hints(cls)[name]
+    for candidate in (hint, *typing.get_args(hint)):
+        if isinstance(candidate, type) and hasattr(candidate, "__dataclass_fields__"):
+            return candidate
+    raise TypeError(f"{cls.__name__}.{name} is not an entity field")

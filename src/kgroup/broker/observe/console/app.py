@@ -1,0 +1,91 @@
+"""The console's routes: the page, its assets, /metrics, /api/groups and the live stream.
+
+    GET /                      the web console (static/index.html, console.js, console.css)
+    GET /metrics               Prometheus text format (metrics.py)
+    GET /api/groups            every group in brief (views.py)
+    GET /api/groups/{group}    one group in full; 404 if there is no such group
+    GET /api/stream[?group=G]  server-sent events for an open page (live.py)
+
+Read-only, from the package's own files: nothing is fetched from elsewhere. It reads the
+coordinator's groups, the group observer's timelines and the broker's counters, on the
+event loop between requests; Kafka clients' requests never pass through here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from importlib import resources
+from typing import Any, Callable
+
+from kgroup.broker.observe.console import metrics
+from kgroup.broker.http_server import HttpServer, Request, Response, Stream, text
+from kgroup.broker.observe.console.lag import EndOffset, LagTracker
+from kgroup.broker.observe.console.live import LiveUpdates
+from kgroup.broker.observe.console.views import group_detail, group_list
+from kgroup.broker.observe.group_observer import GroupObserver
+from kgroup.broker.observe.group_view import GroupViews
+from kgroup.broker.observe.request_stats import Buckets, RequestStats
+
+STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
+          "/console.js": ("console.js", "text/javascript; charset=utf-8"),
+          "/console.css": ("console.css", "text/css; charset=utf-8")}
+JSON = "application/json"
+GROUPS = "/api/groups/"
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Console:
+    def __init__(self, views: GroupViews, observer: GroupObserver, request_stats: RequestStats,
+                 fsync_seconds: Buckets, end_offset: EndOffset, clock: Callable[[], int] = now_ms) -> None:
+        self.views = views
+        self.observer = observer
+        self.request_stats = request_stats
+        self.fsync_seconds = fsync_seconds
+        self.clock = clock
+        self.lag = LagTracker(views, end_offset)
+        self.live = LiveUpdates(self)
+        self.registry = metrics.registry_for(self)
+        self.http = HttpServer(self.handle)
+        folder = resources.files("kgroup.broker.observe.console") / "static"
+        self.assets = {path: ((folder / name).read_bytes(), kind) for path, (name, kind) in STATIC.items()}
+        observer.listeners.append(self.live.changed)
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        bound = await self.http.start(host, port)
+        self.lag.sample(self.clock())
+        self.live.start()
+        return bound
+
+    async def close(self) -> None:
+        await self.live.close()
+        await self.http.close()
+
+    async def handle(self, request: Request) -> Response | Stream:
+        path = request.path
+        asset = self.assets.get(path)
+        if asset is not None:
+            return Response(200, asset[0], asset[1], (("Cache-Control", "no-cache"),))
+        if path == "/metrics":
+            return Response(200, metrics.render(self.registry), metrics.CONTENT_TYPE)
+        if path in ("/api/groups", "/api/groups/"):
+            return _json(200, group_list(self.views, self.observer.history, self.lag, self.clock()))
+        if path.startswith(GROUPS):
+            group = path[len(GROUPS):]
+            detail = group_detail(self.views, self.observer.history, self.lag, group, self.clock())
+            if detail is None:
+                return _json(404, {"error": f"no group {group!r}"})
+            return _json(200, detail)
+        if path == "/api/stream":
+            group = request.query.get("group") or None
+            return Stream(lambda reader, writer: self.live.serve(reader, writer, group))
+        if path == "/favicon.ico":
+            return Response(204)
+        return text(404)
+
+
+def _json(status: int, data: Any) -> Response:
+    return Response(status, json.dumps(data, separators=(",", ":")).encode(), JSON)

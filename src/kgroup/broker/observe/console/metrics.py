@@ -1,0 +1,118 @@
+"""`GET /metrics`: the coordinator in Prometheus text format.
+
+One custom collector reads everything at scrape time — the groups from the coordinator
+(group_view.py), rebalances from the group timelines, lag from the logs, and the plain
+counters the broker bumps inline (request_stats.py) — so nothing here runs per request.
+Exposition is prometheus_client's own (`generate_latest`), with its process collector
+(CPU, memory, open files) beside ours.
+
+| metric | type | labels |
+|---|---|---|
+| kgroup_groups | gauge | kind, state |
+| kgroup_group_members | gauge | group, kind |
+| kgroup_group_generation | gauge | group, kind (classic generation or consumer group epoch) |
+| kgroup_rebalances_total | counter | group |
+| kgroup_rebalance_duration_seconds | histogram | protocol |
+| kgroup_partitions_moved_total | counter | group |
+| kgroup_group_lag | gauge | group, topic, partition |
+| kgroup_group_lag_sum | gauge | group |
+| kgroup_group_events_total | counter | kind |
+| kgroup_requests_total | counter | api, error |
+| kgroup_fsync_duration_seconds | histogram | |
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from kgroup.core.classic_group import ClassicGroupState
+from kgroup.core.consumer_group import GroupState
+from kgroup.error_codes import ErrorCode
+from kgroup.wire.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from kgroup.broker.observe.console.app import Console
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+STATES = {"classic": [s.value for s in ClassicGroupState if s is not ClassicGroupState.DEAD],
+          "consumer": [s.value for s in GroupState]}
+
+
+class CoordinatorCollector(Collector):
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def collect(self) -> Iterator[Metric]:
+        c = self.console
+        summaries = c.views.summaries()
+        groups = GaugeMetricFamily("kgroup_groups", "Groups by kind and state.", labels=["kind", "state"])
+        counts = {(kind, state): 0 for kind, states in STATES.items() for state in states}
+        for s in summaries:
+            counts[(s.kind, s.state)] = counts.get((s.kind, s.state), 0) + 1
+        for (kind, state), n in sorted(counts.items()):
+            groups.add_metric([kind, state], n)
+        yield groups
+
+        members = GaugeMetricFamily("kgroup_group_members", "Members of each group.", labels=["group", "kind"])
+        generation = GaugeMetricFamily("kgroup_group_generation",
+                                       "Generation (classic) or group epoch (consumer) of each group.",
+                                       labels=["group", "kind"])
+        rebalances = CounterMetricFamily("kgroup_rebalances", "Rebalances completed by each group.",
+                                         labels=["group"])
+        moved = CounterMetricFamily("kgroup_partitions_moved",
+                                    "Partitions handed to another member than their last owner.", labels=["group"])
+        history = c.observer.history.groups
+        for s in summaries:
+            members.add_metric([s.group_id, s.kind], s.members)
+            generation.add_metric([s.group_id, s.kind], s.generation)
+            t = history.get(s.group_id)
+            rebalances.add_metric([s.group_id], t.rebalance_count if t is not None else 0)
+            moved.add_metric([s.group_id], t.moved_count if t is not None else 0)
+        yield from (members, generation, rebalances, moved)
+
+        duration = HistogramMetricFamily("kgroup_rebalance_duration_seconds",
+                                         "How long rebalances took, from start to completion.", labels=["protocol"])
+        for protocol, buckets in sorted(c.observer.rebalance_seconds.items()):
+            duration.add_metric([protocol], buckets.cumulative(), buckets.sum)
+        yield duration
+
+        lag = GaugeMetricFamily("kgroup_group_lag", "Log end offset minus committed offset.",
+                                labels=["group", "topic", "partition"])
+        lag_sum = GaugeMetricFamily("kgroup_group_lag_sum", "Lag of each group over its partitions.",
+                                    labels=["group"])
+        for group, partitions in sorted(c.lag.now().items()):
+            for (topic, partition), behind in sorted(partitions.items()):
+                lag.add_metric([group, topic, str(partition)], behind)
+            lag_sum.add_metric([group], sum(partitions.values()))
+        yield from (lag, lag_sum)
+
+        events = CounterMetricFamily("kgroup_group_events", "Group events derived, by kind.", labels=["kind"])
+        for kind, n in sorted(c.observer.events_seen.items()):
+            events.add_metric([kind], n)
+        yield events
+
+        requests = CounterMetricFamily("kgroup_requests", "Requests answered, by API and top-level error code.",
+                                       labels=["api", "error"])
+        for (api, error), n in sorted(c.request_stats.counts().items()):
+            name = ApiKey(api).kafka_name if api in ApiKey._value2member_map_ else str(api)
+            requests.add_metric([name, ErrorCode(error).name], n)
+        yield requests
+
+        fsync = HistogramMetricFamily("kgroup_fsync_duration_seconds", "How long each fsync of a log took.")
+        fsync.add_metric([], c.fsync_seconds.cumulative(), c.fsync_seconds.sum)
+        yield fsync
+
+
+def registry_for(console: Console) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(CoordinatorCollector(console))
+    ProcessCollector(registry=registry)
+    return registry
+
+
+def render(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)

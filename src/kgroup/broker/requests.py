@@ -1,0 +1,254 @@
+"""One request, from its frame to its answer: decode, faults, SASL, authorization, handler.
+
+How this works: the connection loop (server.py) hands every frame to `handle` or
+`handle_secured`, chosen once per connection. `handle` (no SASL, no authorizer, nothing to
+translate: a PLAINTEXT or SSL listener of a broker without `[auth] authorizer`) decodes the
+frame against the served ranges, offers the request to the armed faults (one attribute test
+while none is armed), calls the handler its API's entry names (broker/apis.py: the compiled
+`Routes`, plain dicts keyed by API key) and encodes the answer. `handle_secured` first lets
+the connection's SASL session decide whether the request may pass (security/
+authentication.py), then applies the API's guard (refuse, or serve a narrowed request and
+finish the answer), and names the connection's listener where the answer names the broker
+(the entry's `on_listener`).
+
+Anything a client sends that we cannot serve gets an error response or, for bytes we cannot
+even frame or decode, `CloseConnection` — never a crash of the broker. Requests are counted
+by API and error code when the console is on, and logged at DEBUG on
+"kgroup.broker.requests"; both are decided once at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kgroup.broker.apis import Routes
+from kgroup.broker.control.faults import FaultAction, Faults
+from kgroup.broker.data.fetch_api import FetchAnswer
+from kgroup.broker.groups.shard import now_ms
+from kgroup.broker.observe.request_stats import RequestStats
+from kgroup.broker.security.authentication import Peer, illegal_state, sasl_answer, unframed_answer
+from kgroup.broker.security.authorization import Access, Refused
+from kgroup.broker.security.security import Security
+from kgroup.storage import StorageError
+from kgroup.wire import (
+    MalformedRequest,
+    RequestHeader,
+    UnsupportedVersion,
+    decode_request,
+    encode_api_versions_fallback,
+    encode_response,
+)
+from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.error_responses import error_response
+from kgroup.wire.sasl import Gate
+
+log = logging.getLogger("kgroup.broker")
+request_log = logging.getLogger("kgroup.broker.requests")
+
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
+_PRODUCE = int(ApiKey.PRODUCE)
+
+
+class CloseConnection(Exception):
+    """Drop this connection (bad bytes from the client); the broker goes on. A
+    `last_response` is sent before the connection closes (a failed authentication)."""
+
+    def __init__(self, reason: str, last_response: bytes | None = None) -> None:
+        super().__init__(reason)
+        self.last_response = last_response
+
+
+_SERVE = object()
+
+
+class RequestPath:
+    """Serves decoded requests through the compiled routes (see the module comment)."""
+
+    def __init__(self, routes: Routes, gate: Callable[[], None], faults: Faults, security: Security,
+                 topics: Callable[[], Any], node_id: int, stats: RequestStats, count: bool) -> None:
+        self.routes = routes
+        # What `handle` reads on every request, one attribute each.
+        self.handlers, self.with_client_host, self.with_connection = (
+            routes.handlers, routes.with_client_host, routes.with_connection)
+        self.gate = gate              # the cluster's self-fencing check (cluster/ownership.py)
+        self.faults, self.security, self.topics = faults, security, topics
+        self.node_id, self.stats = node_id, stats
+        # Per request: count it (console on) and/or log it (DEBUG); decided once at start,
+        # so a broker doing neither pays two attribute tests per request.
+        self.count = count
+        self.debug = request_log.isEnabledFor(logging.DEBUG)
+
+    def decode(self, frame: bytes) -> tuple[RequestHeader, Any] | bytes:
+        """(header, request), or the ApiVersions fallback answer to send as it is."""
+        self.gate()
+        try:
+            return decode_request(frame, self.routes.ranges)
+        except UnsupportedVersion as exc:
+            if exc.api_key == _API_VERSIONS:
+                # Too new for us: answer in v0 format with our ranges so the client falls back.
+                return encode_api_versions_fallback(exc.correlation_id, ranges=self.routes.ranges.values())
+            raise CloseConnection(str(exc)) from None
+        except MalformedRequest as exc:
+            raise CloseConnection(f"malformed request: {exc}") from None
+
+    async def handle(self, frame: bytes, client_host: str, connection: int) -> bytes | FetchAnswer | None:
+        decoded = self.decode(frame)
+        if isinstance(decoded, bytes):
+            return decoded
+        header, request = decoded
+        if self.faults.armed:
+            faulted = await self.faulted(header, request)
+            if faulted is not _SERVE:
+                return faulted
+        api = header.api_key
+        handler = self.handlers[api]
+        try:
+            if api in self.with_client_host:
+                response = await handler(header, request, client_host)
+            elif api in self.with_connection:
+                response = await handler(header, request, connection)
+            else:
+                response = await handler(header, request)
+        except StorageError as exc:
+            log.error("storage error serving api %d: %s", api, exc)
+            raise CloseConnection("storage error") from None
+        if self.count:
+            # Inline (see request_stats.py): a list bump per request, a dict only on errors.
+            self.stats.by_api[api] += 1
+            if getattr(response, "error_code", 0):
+                self.stats.count_error(api, response.error_code)
+        if self.debug:
+            self.log_request(header, response, client_host)
+        if response is None:
+            return None
+        if type(response) is FetchAnswer:
+            return response              # encoded already; its records may still be in files
+        return encode_response(header, response)
+
+    async def call(self, header: RequestHeader, request: Any, client_host: str, connection: int,
+                   kio: bool = False) -> Any:
+        """The handler's answer; with `kio`, always a kio object (never a FetchAnswer)."""
+        api = header.api_key
+        handler = (kio and self.routes.kio_handlers.get(api)) or self.handlers[api]
+        try:
+            if api in self.with_client_host:
+                return await handler(header, request, client_host)
+            if api in self.with_connection:
+                return await handler(header, request, connection)
+            return await handler(header, request)
+        except StorageError as exc:
+            log.error("storage error serving api %d: %s", api, exc)
+            raise CloseConnection("storage error") from None
+
+    def log_request(self, header: Any, response: Any, client_host: str) -> None:
+        r = self.routes.ranges.get(header.api_key)
+        api = r.name if r is not None else str(header.api_key)
+        error = int(getattr(response, "error_code", 0) or 0)
+        request_log.debug("%s v%d correlation %d from client id %s host %s: error %d", api, header.api_version,
+                          header.correlation_id, header.client_id, client_host or "-", error,
+                          extra={"kgroup": {"api": api, "version": header.api_version,
+                                            "correlation_id": header.correlation_id, "client_id": header.client_id,
+                                            "client_host": client_host, "error": error}})
+
+    def note_request(self, header: RequestHeader, response: Any, client_host: str) -> None:
+        """Count and/or log a request of the secured path (`handle` does it inline)."""
+        if self.count:
+            self.stats.by_api[header.api_key] += 1
+            if getattr(response, "error_code", 0):
+                self.stats.count_error(header.api_key, response.error_code)
+        if self.debug:
+            self.log_request(header, response, client_host)
+
+    # ---- faults (control/faults.py) ---------------------------------------------------------
+
+    async def faulted(self, header: Any, request: Any) -> Any:
+        """What an armed fault makes of this request (`_SERVE`: serve it as usual)."""
+        action = self.faults.hit(header, request)
+        if action is None:
+            return _SERVE
+        return await self.fault(action, header, request)
+
+    async def fault(self, action: FaultAction, header: Any, request: Any) -> Any:
+        """Do what an armed fault says to this request: wait, then answer it with an error,
+        close the connection, or (only a delay) hand it back to be served (`_SERVE`)."""
+        log.info("fault %s: api %d v%d from client %r: %s", action.fault_id, header.api_key, header.api_version,
+                 header.client_id, action.error.name if action.error is not None
+                 else "close connection" if action.close_connection else f"delay {action.delay_ms} ms")
+        if action.delay_ms:
+            await asyncio.sleep(action.delay_ms / 1000)
+        if action.close_connection:
+            raise CloseConnection(f"fault {action.fault_id} closes the connection")
+        if action.error is None:
+            return _SERVE
+        if header.api_key == _PRODUCE and request.acks == 0:
+            return None  # acks=0: the client reads no answer, not even an error
+        return encode_response(header, error_response(
+            header.api_key, header.api_version, request, action.error, f"fault {action.fault_id} (kgroup control API)"))
+
+    # ---- the secured path ---------------------------------------------------------------------
+
+    async def handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | FetchAnswer | None:
+        """`handle` with SASL, authorization and the listener's address (module comment)."""
+        if peer.sasl is not None and peer.sasl.awaits_unframed_token:
+            # After SaslHandshake v0 the frame is a bare SASL message, not a request.
+            answer = unframed_answer(peer, frame, now_ms())
+            if answer is None:
+                raise CloseConnection(f"authentication failed: {peer.sasl.failure}")
+            return answer
+        decoded = self.decode(frame)
+        if isinstance(decoded, bytes):
+            return decoded                # the ApiVersions fallback, encoded already
+        faulted = await self.faulted(*decoded) if self.faults.armed else _SERVE
+        if faulted is not _SERVE:
+            return faulted
+        header, request = decoded
+        response = await self.secured_response(header, request, peer, connection)
+        if self.count or self.debug:
+            self.note_request(header, response, peer.client_host)
+        if response is None:
+            return None
+        if type(response) is FetchAnswer:
+            return response  # encoded already, naming no broker; its records may still be in files
+        # This listener's address where the handler named the first listener's.
+        if peer.advertised is not None:
+            on_listener = self.routes.on_listener.get(header.api_key)
+            if on_listener is not None:
+                response = on_listener(response, self.node_id, peer.advertised)
+        return encode_response(header, response)
+
+    async def secured_response(self, header: RequestHeader, request: Any, peer: Peer, connection: int) -> Any:
+        api = header.api_key
+        # 1. SASL: what may pass before (and after) authentication.
+        if peer.sasl is not None:
+            gate = peer.sasl.gate(api, now_ms())
+            if gate is not Gate.SERVE:
+                return self.sasl_gate(gate, header, request, peer)
+        # 2. Authorization: the API's guard refuses, or narrows the request and finishes the answer.
+        finish = None
+        authorizer = self.security.authorizer
+        if authorizer is not None and api not in self.routes.open:
+            verdict = self.routes.guards[api](Access(authorizer, peer.principal, peer.host, self.topics),
+                                              header, request)
+            if isinstance(verdict, Refused):
+                return verdict.response
+            request, finish = verdict.request, verdict.finish
+        # A Fetch whose answer a guard finishes (refused topics added) is built as kio objects
+        # and read into memory; one with every topic allowed stays encoded for sendfile.
+        response = await self.call(header, request, peer.client_host, connection, kio=finish is not None)
+        return finish(response) if finish is not None else response
+
+    @staticmethod
+    def sasl_gate(gate: Gate, header: RequestHeader, request: Any, peer: Peer) -> Any:
+        """The answer to a request the connection's SASL session does not let through."""
+        if gate is Gate.SASL:
+            response, close = sasl_answer(peer, header, request, now_ms())
+            if close:
+                raise CloseConnection(f"authentication failed: {peer.sasl.failure}", encode_response(header, response))
+            return response
+        if gate is Gate.ILLEGAL:
+            return illegal_state(header, "already authenticated")
+        answer = illegal_state(header, peer.sasl.failure or "") if gate is Gate.REFUSE else None
+        raise CloseConnection(peer.sasl.failure or "SASL state", None if answer is None else encode_response(header, answer))

@@ -1,0 +1,48 @@
+"""Guards of the security APIs (security/apis.py lists which guards which API): ACLs and
+SCRAM credentials, both on the cluster resource (DESCRIBE to read, ALTER to change).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgroup.acl_bindings import AclOperation as Op
+from kgroup.broker.security.authorization import cluster_guard
+from kgroup.error_codes import ErrorCode
+from kgroup.wire import RequestHeader, response_class
+from kgroup.wire.kio_build import build, item
+
+
+def _acl_creations_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
+    cls = response_class(header.api_key, header.api_version)
+    return build(cls, results=tuple(build(item(cls, "results"), error_code=code, error_message=None)
+                                    for _ in request.creations))
+
+
+def _acl_deletions_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
+    cls = response_class(header.api_key, header.api_version)
+    return build(cls, filter_results=tuple(
+        build(item(cls, "filter_results"), error_code=code, error_message=None, matching_acls=())
+        for _ in request.filters))
+
+
+def _scram_describe_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
+    cls = response_class(header.api_key, header.api_version)
+    users = [u.name for u in request.users or ()]
+    return build(cls, error_code=code, error_message=None, results=tuple(
+        build(item(cls, "results"), user=u, error_code=code, error_message=None, credential_infos=())
+        for u in users))
+
+
+def _scram_alter_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
+    cls = response_class(header.api_key, header.api_version)
+    users = dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])
+    return build(cls, results=tuple(build(item(cls, "results"), user=u, error_code=code, error_message=None)
+                                    for u in users))
+
+
+describe_acls = cluster_guard(Op.DESCRIBE)
+create_acls = cluster_guard(Op.ALTER, _acl_creations_refused)
+delete_acls = cluster_guard(Op.ALTER, _acl_deletions_refused)
+describe_user_scram_credentials = cluster_guard(Op.DESCRIBE, _scram_describe_refused)
+alter_user_scram_credentials = cluster_guard(Op.ALTER, _scram_alter_refused)

@@ -1,0 +1,53 @@
+"""What the broker knows about who is who and who may do what.
+
+``Security`` holds the SCRAM credential store, the ACL store and — when ``[auth]
+authorizer = true`` — the current ``Authorizer`` over those ACLs. Both stores are files in
+the data dir shared by every node (and by `kgroup users add --data-dir`); ``refresh`` (polled
+by the server) picks up changes made elsewhere, and a change made here takes effect for the
+next request. ``sasl_session`` starts the authentication of one connection on a SASL
+listener with fresh nonces from ``secrets``.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+from kgroup.broker.security.acl_store import AclStore
+from kgroup.broker.config import AuthConfig, ListenerConfig
+from kgroup.broker.security.credential_store import CredentialStore
+from kgroup.core.acls import Authorizer
+from kgroup.wire.sasl import SaslSession
+
+log = logging.getLogger("kgroup.broker.security")
+
+
+class Security:
+    """Credentials, ACLs and the authorizer (see the module comment)."""
+
+    def __init__(self, auth: AuthConfig, data_dir: str) -> None:
+        self.auth = auth
+        self.credentials = CredentialStore(data_dir)
+        self.acl_store = AclStore(data_dir)
+        self.authorizer: Authorizer | None = None
+        if auth.authorizer:
+            self.authorizer = Authorizer(self.acl_store.acls, auth.super_users, auth.allow_everyone_if_no_acl)
+        # Keys the made-up salts SCRAM shows for unknown users (kgroup.wire.scram).
+        self._secret = secrets.token_bytes(32)
+
+    def refresh(self) -> None:
+        """Pick up credentials and ACLs another process changed."""
+        if self.credentials.refresh():
+            log.info("SCRAM credentials changed on disk: %d users", len(self.credentials.users))
+        if self.acl_store.refresh():
+            log.info("ACLs changed on disk: %d bindings", len(self.acl_store.acls))
+            self.acls_changed()
+
+    def acls_changed(self) -> None:
+        """The ACL store changed: decide with the new ACLs from the next request on."""
+        if self.authorizer is not None:
+            self.authorizer = self.authorizer.with_acls(self.acl_store.acls)
+
+    def sasl_session(self, listener: ListenerConfig) -> SaslSession:
+        return SaslSession(listener.sasl_mechanisms, self.credentials, nonce=lambda: secrets.token_urlsafe(24),
+                           secret=self._secret, reauth_ms=self.auth.connections_max_reauth_ms)

@@ -1,0 +1,41 @@
+"""Share groups' APIs (KIP-932): one entry each (broker/apis.py says what an entry holds).
+
+v1 of ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge is what Kafka
+4.1+ and librdkafka speak (v0 was the early-access version, never in kio); ShareFetch and
+ShareAcknowledge v2 (renewing acknowledgements) are not served.
+"""
+
+from __future__ import annotations
+
+from kgroup.broker.apis import Api, Takes
+from kgroup.broker.share import guards
+from kgroup.broker.share.share_fetch import ShareFetchService
+from kgroup.broker.share.share_group_api import ShareGroupApi
+from kgroup.wire.api_keys import ApiKey as K
+
+APIS = (
+    Api(K.SHARE_GROUP_HEARTBEAT, 1, 1, ShareGroupApi.heartbeat, guards.share_group_heartbeat, edits=True,
+        takes=Takes.CLIENT_HOST),
+    Api(K.SHARE_GROUP_DESCRIBE, 1, 1, ShareGroupApi.describe, guards.share_group_describe, edits=False),
+    # Share sessions end with their connection.
+    Api(K.SHARE_FETCH, 1, 1, ShareFetchService.share_fetch, guards.share_records, edits=True,
+        takes=Takes.CONNECTION),
+    Api(K.SHARE_ACKNOWLEDGE, 1, 1, ShareFetchService.share_acknowledge, guards.share_records, edits=True,
+        takes=Takes.CONNECTION),
+    Api(K.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, ShareGroupApi.describe_offsets, guards.describe_share_group_offsets,
+        edits=False),
+    Api(K.ALTER_SHARE_GROUP_OFFSETS, 0, 0, ShareGroupApi.alter_offsets, guards.alter_share_group_offsets,
+        edits=True),
+    Api(K.DELETE_SHARE_GROUP_OFFSETS, 0, 0, ShareGroupApi.delete_offsets, guards.delete_share_group_offsets,
+        edits=True),
+)
+
+# Guards written for the share-group state APIs, which only brokers send each other (kgroup
+# keeps share state in the group coordinator's log, broker/share/share_state.py).
+PREPARED_GUARDS = {
+    K.INITIALIZE_SHARE_GROUP_STATE: guards.share_group_state,
+    K.READ_SHARE_GROUP_STATE: guards.share_group_state,
+    K.WRITE_SHARE_GROUP_STATE: guards.share_group_state,
+    K.DELETE_SHARE_GROUP_STATE: guards.share_group_state,
+    K.READ_SHARE_GROUP_STATE_SUMMARY: guards.share_group_state,
+}

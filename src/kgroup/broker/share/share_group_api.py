@@ -1,0 +1,197 @@
+"""The share-group coordinator APIs on the wire (KIP-932): ShareGroupHeartbeat,
+ShareGroupDescribe, DescribeShareGroupOffsets, AlterShareGroupOffsets and
+DeleteShareGroupOffsets (share/apis.py: the versions served).
+
+Each reads its kio request, routes to the shard that coordinates the group, and builds the
+response; a GroupError from the core becomes the API's error response here. What the group
+coordinator decides that the share partitions must act on goes through `ShareFetchService`
+(a member that leaves releases its records at once; altered or deleted state is loaded
+again): a local call today, a request to the partition's node in a cluster.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kgroup.broker.groups.group_api import GroupApi, field_class, group_operations
+from kgroup.broker.groups.offset_topics import unknown_in
+from kgroup.broker.share.share_fetch import ShareFetchService
+from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.share_messages import (
+    SHARE_LEAVE_EPOCH,
+    AlterShareOffsetsRequest,
+    DeleteShareOffsetsRequest,
+    DescribedShareGroup,
+    DescribeShareOffsetsRequest,
+    ShareGroupHeartbeatRequest,
+    ShareOffsetsResponse,
+)
+from kgroup.wire import RequestHeader, response_class
+from kgroup.wire.kio_build import build, item
+
+
+class ShareGroupApi:
+    def __init__(self, groups: GroupApi, fetches: ShareFetchService) -> None:
+        self.groups = groups
+        self.fetches = fetches
+
+    def _topics(self, shard) -> dict[str, tuple[str, int]]:
+        """The broker's topics (name -> (id, partitions)), as the coordinator sees them; read
+        from the data dir, so a group coordinated by another node gets its error, not a crash."""
+        return {name: (str(meta.topic_id), meta.partitions) for name, meta in self.fetches.data.topics().items()}
+
+    # ---- ShareGroupHeartbeat ------------------------------------------------------------------
+
+    async def heartbeat(self, header: RequestHeader, req: Any, client_host: str = "") -> Any:
+        core_req = ShareGroupHeartbeatRequest(
+            group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch, rack_id=req.rack_id,
+            subscribed_topic_names=None if req.subscribed_topic_names is None else tuple(req.subscribed_topic_names),
+            client_id=header.client_id or "", client_host=client_host)
+        shard = self.groups.shard_of(core_req.group_id)
+        cls = response_class(header.api_key, header.api_version)
+        try:
+            resp = await shard.call(shard.coordinator.share_group_heartbeat, core_req)
+        except GroupError as exc:
+            return build(cls, throttle_time=0, error_code=exc.code, error_message=exc.message or None,
+                         member_id=None, member_epoch=-1, heartbeat_interval=0, assignment=None)
+        if core_req.member_epoch == SHARE_LEAVE_EPOCH:
+            self.fetches.member_left(core_req.group_id, core_req.member_id)
+        assignment = None
+        if resp.assignment is not None:
+            asg_cls = field_class(cls, "assignment")
+            tp_cls = item(asg_cls, "topic_partitions")
+            assignment = build(asg_cls, topic_partitions=tuple(
+                build(tp_cls, topic_id=uuid.UUID(t), partitions=ps) for t, ps in resp.assignment))
+        return build(cls, throttle_time=0, error_code=resp.error, error_message=resp.error_message,
+                     member_id=resp.member_id, member_epoch=resp.member_epoch,
+                     heartbeat_interval=resp.heartbeat_interval_ms, assignment=assignment)
+
+    # ---- ShareGroupDescribe -------------------------------------------------------------------
+
+    async def describe(self, header: RequestHeader, req: Any) -> Any:
+        cls = response_class(header.api_key, header.api_version)
+        group_cls = item(cls, "groups")
+        member_cls = item(group_cls, "members")
+        asg_cls = field_class(member_cls, "assignment")
+        tp_cls = item(asg_cls, "topic_partitions")
+        groups = []
+        for group_id in req.group_ids:
+            shard = self.groups.shard_of(group_id)
+            try:
+                (d,) = await shard.call(shard.coordinator.share_group_describe, (group_id,))
+            except GroupError as exc:
+                d = DescribedShareGroup(group_id, exc.code)
+            names = {tid: name for name, (tid, _) in self._topics(shard).items()}
+            groups.append(build(
+                group_cls, error_code=d.error, group_id=d.group_id, group_state=d.state,
+                # Kafka's words, which kafka-share-groups.sh prints for an unknown group.
+                error_message=f"Group {d.group_id} not found." if d.error == ErrorCode.GROUP_ID_NOT_FOUND else None,
+                group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
+                authorized_operations=group_operations(req, d.error),
+                members=tuple(build(
+                    member_cls, member_id=x.member_id, rack_id=x.rack_id, member_epoch=x.member_epoch,
+                    client_id=x.client_id, client_host=x.client_host,
+                    subscribed_topic_names=x.subscribed_topic_names,
+                    assignment=build(asg_cls, topic_partitions=tuple(
+                        build(tp_cls, topic_id=uuid.UUID(t), topic_name=names.get(t, ""), partitions=ps)
+                        for t, ps in x.assignment))) for x in d.members)))
+        return build(cls, throttle_time=0, groups=tuple(groups))
+
+    # ---- share-group offsets ------------------------------------------------------------------
+
+    async def describe_offsets(self, header: RequestHeader, req: Any) -> Any:
+        cls = response_class(header.api_key, header.api_version)
+        group_cls = item(cls, "groups")
+        topic_cls = item(group_cls, "topics")
+        part_cls = item(topic_cls, "partitions")
+        out = []
+        for g in req.groups:
+            shard = self.groups.shard_of(g.group_id)
+            topics = self._topics(shard)
+            ids = {name: tid for name, (tid, _) in topics.items()}
+            names = {tid: name for name, tid in ids.items()}
+            wanted = None
+            if g.topics is not None:
+                wanted = tuple((ids[t.topic_name], p) for t in g.topics if t.topic_name in ids for p in t.partitions)
+            try:
+                resp: ShareOffsetsResponse = await shard.call(shard.coordinator.describe_share_offsets,
+                                                              DescribeShareOffsetsRequest(g.group_id, wanted))
+            except GroupError as exc:
+                out.append(build(group_cls, group_id=g.group_id, topics=(), error_code=exc.code,
+                                 error_message=exc.message or None))
+                continue
+            by_topic: dict[str, list] = {}
+            for o in resp.offsets:
+                if o.topic_id not in names:
+                    continue            # a topic that does not exist: answered below, as Kafka does
+                by_topic.setdefault(o.topic_id, []).append(build(
+                    # Leader epochs are always 0 here (metadata_api.py): a partition with share
+                    # state was written at epoch 0, as Kafka reports it; none without state.
+                    part_cls, partition_index=o.partition, start_offset=o.start_offset,
+                    leader_epoch=0 if o.start_offset >= 0 else -1,
+                    lag=self.fetches.lag(g.group_id, o.topic_id, o.partition, o.start_offset),
+                    error_code=ErrorCode.NONE))
+            found = [build(topic_cls, topic_name=names[t], topic_id=uuid.UUID(t), partitions=tuple(ps))
+                     for t, ps in by_topic.items()]
+            # Kafka answers a topic that does not exist with no offset and no error.
+            found += [build(topic_cls, topic_name=t.topic_name, topic_id=None, partitions=tuple(
+                build(part_cls, partition_index=p, start_offset=-1, leader_epoch=0, lag=-1, error_code=ErrorCode.NONE)
+                for p in t.partitions)) for t in g.topics or () if t.topic_name not in ids]
+            out.append(build(group_cls, group_id=g.group_id, error_code=ErrorCode.NONE, error_message=None,
+                             topics=tuple(found)))
+        return build(cls, throttle_time=0, groups=tuple(out))
+
+    async def _reset(self, handler_of, group_id: str, request: Any) -> tuple[ErrorCode, str | None]:
+        """Run an offsets reset on the group's coordinator; share partitions then reload."""
+        shard = self.groups.shard_of(group_id)
+        try:
+            await shard.call(handler_of(shard.coordinator), request)
+        except GroupError as exc:
+            return exc.code, exc.message or None
+        self.fetches.state_reset(group_id)
+        return ErrorCode.NONE, None
+
+    def _topic_ids(self, group_id: str) -> dict[str, str]:
+        return {name: tid for name, (tid, _) in self._topics(self.groups.shard_of(group_id)).items()}
+
+    async def alter_offsets(self, header: RequestHeader, req: Any) -> Any:
+        cls = response_class(header.api_key, header.api_version)
+        topic_cls = item(cls, "responses")
+        part_cls = item(topic_cls, "partitions")
+        topics = self._topics(self.groups.shard_of(req.group_id))
+        ids = {name: tid for name, (tid, _) in topics.items()}
+        # Partitions that do not exist are answered here and go no further; with none left
+        # the group is not asked (so not created), as Kafka does (groups/offset_topics.py).
+        unknown = unknown_in(topics, ((t.topic_name, p.partition_index) for t in req.topics for p in t.partitions))
+        offsets = tuple((ids[t.topic_name], p.partition_index, p.start_offset)
+                        for t in req.topics for p in t.partitions if (t.topic_name, p.partition_index) not in unknown)
+        error, message = ErrorCode.NONE, None
+        if offsets or not unknown:
+            error, message = await self._reset(lambda c: c.alter_share_offsets, req.group_id,
+                                               AlterShareOffsetsRequest(req.group_id, offsets))
+        return build(cls, throttle_time=0, error_code=error, error_message=message, responses=tuple(
+            build(topic_cls, topic_name=t.topic_name,
+                  topic_id=uuid.UUID(ids[t.topic_name]) if t.topic_name in ids else None,
+                  partitions=tuple(build(part_cls, partition_index=p.partition_index,
+                                         error_code=unknown.get((t.topic_name, p.partition_index), error),
+                                         error_message=None)
+                                   for p in t.partitions))
+            for t in req.topics))
+
+    async def delete_offsets(self, header: RequestHeader, req: Any) -> Any:
+        cls = response_class(header.api_key, header.api_version)
+        topic_cls = item(cls, "responses")
+        ids = self._topic_ids(req.group_id)
+        wanted = tuple(ids[t.topic_name] for t in req.topics if t.topic_name in ids)
+        error, message = await self._reset(lambda c: c.delete_share_offsets, req.group_id,
+                                           DeleteShareOffsetsRequest(req.group_id, wanted))
+        if error is not ErrorCode.NONE:
+            # The request failed as a whole (no such group, members in it): no topic answers.
+            return build(cls, throttle_time=0, error_code=error, error_message=message, responses=())
+        return build(cls, throttle_time=0, error_code=error, error_message=message, responses=tuple(
+            build(topic_cls, topic_name=t.topic_name,
+                  topic_id=uuid.UUID(ids[t.topic_name]) if t.topic_name in ids else None,
+                  error_code=ErrorCode.NONE if t.topic_name in ids else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                  error_message=None)
+            for t in req.topics))

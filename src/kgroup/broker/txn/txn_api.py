@@ -1,0 +1,242 @@
+"""The transaction APIs on the wire: kio requests of any version -> core messages -> kio responses.
+
+Version notes (txn/apis.py has the versions served and what real clients send):
+
+- InitProducerId: v2 flexible; v3 producer id and epoch (KIP-360); v4 PRODUCER_FENCED
+  (older versions get INVALID_PRODUCER_EPOCH, as Kafka answers them); v5 adds only the
+  TRANSACTION_ABORTABLE code, which we never send. Without a transactional id it is the data
+  path's (data/producer_id_api.py): a new id at epoch 0 for every request, as in Kafka. A
+  producer id without its epoch (or the other way round) is INVALID_REQUEST on both paths.
+- AddPartitionsToTxn: v3 flexible; v4 batches transactions and has `verify_only`
+  (KIP-890 part 1: a broker asks whether partitions are in a transaction, as our produce
+  path asks the coordinator directly).
+- AddOffsetsToTxn, EndTxn, TxnOffsetCommit: v2/v3 flexible;
+  TxnOffsetCommit v3 adds generation, member id and instance id (KIP-447). v5 of EndTxn and
+  TxnOffsetCommit (KIP-890 part 2: an epoch bump per transaction) are not served: clients use
+  them only when a broker advertises transaction.version 2.
+- ListTransactions v1: a duration filter.
+
+Every core error becomes this API's error field here (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH
+below the versions that know it). TxnOffsetCommit is asked of the transaction's coordinator
+first (`verify`): the group's offsets count only for an Ongoing transaction of the producer's
+epoch that added the group, so a fenced producer cannot commit them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgroup.broker.groups.group_api import GroupApi
+from kgroup.broker.groups.offset_topics import unknown_partitions
+from kgroup.broker.data.producer_id_api import half_named
+from kgroup.core import messages as m
+from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.transactions import messages as tm
+from kgroup.core.transactions.txn_state import TxnState
+from kgroup.wire import RequestHeader, response_class
+from kgroup.wire.kio_build import build, get, item, ms
+
+E = ErrorCode
+KNOWN_STATES = frozenset(s.value for s in TxnState)
+
+
+def _epoch_error(error: ErrorCode, version: int, knows_fenced_from: int) -> ErrorCode:
+    """PRODUCER_FENCED for versions that know it (KIP-588), else INVALID_PRODUCER_EPOCH."""
+    if error is E.PRODUCER_FENCED and version < knows_fenced_from:
+        return E.INVALID_PRODUCER_EPOCH
+    return error
+
+
+def verify(groups: GroupApi, transactional_id: str, producer_id: int, producer_epoch: int,
+           partitions: tuple = (), group_id: str | None = None) -> ErrorCode:
+    """Whether the producer's transaction may write these partitions (or commit this group's
+    offsets) now; what the produce path (DataContext.verify_txn) and TxnOffsetCommit ask."""
+    shard = groups.shard_of(transactional_id)
+    if not shard.loaded:
+        return E.COORDINATOR_LOAD_IN_PROGRESS
+    return shard.coordinator.verify_txn(transactional_id, producer_id, producer_epoch, partitions, group_id)
+
+
+class TxnApi:
+    """The transaction coordinator's APIs over the group shards (see the module docstring)."""
+
+    def __init__(self, groups: GroupApi, idempotent_init: Any) -> None:
+        self.groups = groups
+        # InitProducerId without a transactional id (DataPath.init_producer_id).
+        self.idempotent_init = idempotent_init
+
+    # ---- verification (KIP-890) -----------------------------------------------------------
+
+    def verify(self, transactional_id: str, producer_id: int, producer_epoch: int,
+               partitions: tuple = (), group_id: str | None = None) -> ErrorCode:
+        return verify(self.groups, transactional_id, producer_id, producer_epoch, partitions, group_id)
+
+    async def _call(self, key: str, handler: str, request: Any) -> Any:
+        shard = self.groups.shard_of(key)
+        return await shard.call(getattr(shard.coordinator, handler), request)
+
+    # ---- InitProducerId -------------------------------------------------------------------
+
+    async def init_producer_id(self, header: RequestHeader, req: Any) -> Any:
+        tid = get(req, "transactional_id", None)
+        if tid is None:
+            return await self.idempotent_init(header, req)
+        v = header.api_version
+        core = tm.InitProducerIdRequest(tid, ms(req.transaction_timeout), int(get(req, "producer_id", -1)),
+                                        int(get(req, "producer_epoch", -1)))
+        try:
+            if half_named(core.producer_id, core.producer_epoch):
+                raise GroupError(E.INVALID_REQUEST, "a producer id needs its epoch and an epoch its id")
+            resp = await self._call(tid, "init_producer_id", core)
+        except GroupError as exc:
+            resp = tm.InitProducerIdResponse(exc.code)
+        return build(response_class(header.api_key, v), throttle_time=0,
+                     error_code=_epoch_error(resp.error, v, 4), producer_id=resp.producer_id,
+                     producer_epoch=resp.producer_epoch)
+
+    # ---- AddPartitionsToTxn ---------------------------------------------------------------
+
+    async def add_partitions_to_txn(self, header: RequestHeader, req: Any) -> Any:
+        v = header.api_version
+        cls = response_class(header.api_key, v)
+        if v < 4:
+            topics = req.v3_and_below_topics
+            errors = await self._add_partitions(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                                                req.v3_and_below_producer_epoch, topics, False, v)
+            return build(cls, throttle_time=0, results_by_topic_v3_and_below=self._topic_results(cls, errors,
+                                                                                                  "results_by_topic_v3_and_below"))
+        result_cls = item(cls, "results_by_transaction")
+        results = []
+        for txn in req.transactions:
+            errors = await self._add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                                                txn.topics, txn.verify_only, v)
+            results.append(build(result_cls, transactional_id=txn.transactional_id,
+                                 topic_results=self._topic_results(result_cls, errors, "topic_results")))
+        return build(cls, throttle_time=0, error_code=E.NONE, results_by_transaction=tuple(results))
+
+    async def _add_partitions(self, tid: str, pid: int, epoch: int, topics: Any, verify_only: bool,
+                              version: int) -> list[tuple[str, int, ErrorCode]]:
+        partitions = tuple((t.name, int(p)) for t in topics for p in t.partitions)
+        if verify_only:
+            return [(t, p, _epoch_error(self.verify(tid, int(pid), int(epoch), ((t, p),)), version, 2))
+                    for t, p in partitions]
+        try:
+            resp = await self._call(tid, "add_partitions_to_txn",
+                                    tm.AddPartitionsToTxnRequest(tid, int(pid), int(epoch), partitions))
+            return [(t, p, _epoch_error(e, version, 2)) for t, p, e in resp.errors]
+        except GroupError as exc:
+            return [(t, p, _epoch_error(exc.code, version, 2)) for t, p in partitions]
+
+    @staticmethod
+    def _topic_results(cls: type, errors: list[tuple[str, int, ErrorCode]], field: str) -> tuple:
+        topic_cls = item(cls, field)
+        part_cls = item(topic_cls, "results_by_partition")
+        by_topic: dict[str, list] = {}
+        for t, p, e in errors:
+            by_topic.setdefault(t, []).append(build(part_cls, partition_index=p, partition_error_code=e))
+        return tuple(build(topic_cls, name=t, results_by_partition=tuple(ps)) for t, ps in by_topic.items())
+
+    # ---- AddOffsetsToTxn / EndTxn ---------------------------------------------------------
+
+    async def add_offsets_to_txn(self, header: RequestHeader, req: Any) -> Any:
+        return await self._error_only(header, req.transactional_id, "add_offsets_to_txn",
+                                      tm.AddOffsetsToTxnRequest(req.transactional_id, int(req.producer_id),
+                                                                int(req.producer_epoch), req.group_id))
+
+    async def end_txn(self, header: RequestHeader, req: Any) -> Any:
+        return await self._error_only(header, req.transactional_id, "end_txn",
+                                      tm.EndTxnRequest(req.transactional_id, int(req.producer_id),
+                                                       int(req.producer_epoch), bool(req.committed)))
+
+    async def _error_only(self, header: RequestHeader, tid: str, handler: str, request: Any) -> Any:
+        """A request whose answer is one error code (AddOffsetsToTxn, EndTxn)."""
+        v = header.api_version
+        try:
+            error = (await self._call(tid, handler, request)).error
+        except GroupError as exc:
+            error = exc.code
+        return build(response_class(header.api_key, v), throttle_time=0, error_code=_epoch_error(error, v, 2))
+
+    # ---- TxnOffsetCommit ------------------------------------------------------------------
+
+    async def txn_offset_commit(self, header: RequestHeader, req: Any) -> Any:
+        v = header.api_version
+        partitions = tuple(
+            m.OffsetCommitPartition(t.name, p.partition_index, p.committed_offset,
+                                    get(p, "committed_leader_epoch", -1), p.committed_metadata)
+            for t in req.topics for p in t.partitions)
+        # 0. Partitions that do not exist are answered first and go no further
+        #    (groups/offset_topics.py); with none left nothing else is asked.
+        errors = unknown_partitions(self.groups.shard_of(req.group_id), ((p.topic, p.partition) for p in partitions))
+        partitions = tuple(p for p in partitions if (p.topic, p.partition) not in errors)
+        error = E.NONE
+        # 1. The transaction must be Ongoing at this epoch and hold the group.
+        if partitions or not errors:
+            error = self.verify(req.transactional_id, int(req.producer_id), int(req.producer_epoch),
+                                group_id=req.group_id)
+        if error is E.NONE and (partitions or not errors):
+            # 2. The group fences the committer (KIP-447) and keeps the offsets pending.
+            core = tm.TxnOffsetCommitRequest(
+                req.group_id, req.transactional_id, int(req.producer_id), int(req.producer_epoch), partitions,
+                int(get(req, "generation_id", -1)), get(req, "member_id", "") or "", get(req, "group_instance_id"))
+            try:
+                resp = await self._call(req.group_id, "txn_offset_commit", core)
+                errors.update({(e.topic, e.partition): e.error for e in resp.partitions})
+            except GroupError as exc:
+                error = exc.code
+        error = _epoch_error(error, v, 2)
+        cls = response_class(header.api_key, v)
+        topic_cls = item(cls, "topics")
+        part_cls = item(topic_cls, "partitions")
+        return build(cls, throttle_time=0, topics=tuple(
+            build(topic_cls, name=t.name, partitions=tuple(
+                build(part_cls, partition_index=p.partition_index,
+                      error_code=errors.get((t.name, p.partition_index), error))
+                for p in t.partitions))
+            for t in req.topics))
+
+    # ---- DescribeTransactions / ListTransactions ------------------------------------------
+
+    async def describe_transactions(self, header: RequestHeader, req: Any) -> Any:
+        from kio.serial.readers import tz_aware_from_i64  # noqa: PLC0415 (kio's own ms -> datetime)
+
+        cls = response_class(header.api_key, header.api_version)
+        state_cls = item(cls, "transaction_states")
+        topic_cls = item(state_cls, "topics")
+        out = []
+        for tid in req.transactional_ids:
+            try:
+                (d,) = await self._call(tid, "describe_transactions", (tid,))
+            except GroupError as exc:
+                d = tm.DescribedTxn(tid, exc.code)
+            by_topic: dict[str, list[int]] = {}
+            for t, p in d.partitions:
+                by_topic.setdefault(t, []).append(p)
+            # No transaction in flight (start -1, as Kafka sends it) or an unknown id (Kafka's
+            # default 0): both go as 0, the epoch, because the field is a timestamp that kio (and
+            # so our own client and CLI) refuses to read when negative.
+            out.append(build(state_cls, error_code=d.error, transactional_id=tid, transaction_state=d.state,
+                             transaction_timeout=d.timeout_ms,
+                             transaction_start_time=tz_aware_from_i64(max(d.start_ms, 0)),
+                             producer_id=d.producer_id, producer_epoch=d.producer_epoch,
+                             topics=tuple(build(topic_cls, topic=t, partitions=tuple(ps))
+                                          for t, ps in by_topic.items())))
+        return build(cls, throttle_time=0, transaction_states=tuple(out))
+
+    async def list_transactions(self, header: RequestHeader, req: Any) -> Any:
+        cls = response_class(header.api_key, header.api_version)
+        state_cls = item(cls, "transaction_states")
+        states = tuple(req.state_filters or ())
+        unknown = tuple(s for s in states if s not in KNOWN_STATES)
+        core = tm.ListTransactionsRequest(tuple(s for s in states if s in KNOWN_STATES),
+                                          tuple(int(p) for p in req.producer_id_filters or ()),
+                                          int(get(req, "duration_filter", -1)))
+        listed: list[tm.ListedTxn] = []
+        error = E.NONE
+        if not (states and len(unknown) == len(states)):
+            listed, error = await self.groups.from_every_shard("list_transactions", core)
+        return build(cls, throttle_time=0, error_code=error, unknown_state_filters=unknown,
+                     transaction_states=tuple(
+                         build(state_cls, transactional_id=t.transactional_id, producer_id=t.producer_id,
+                               transaction_state=t.state)
+                         for t in sorted(listed, key=lambda t: t.transactional_id)))
