@@ -70,9 +70,14 @@ def test_a_killed_instance_hands_its_tasks_to_its_standbys_and_the_counts_stay_e
         after = wait_for(lambda: (d := poller.latest()) and set(d) == {"a", "b"}
                          and sorted(len(x) for x, _ in d.values()) == [6, 6] and d, 60,
                          "the dead instance's tasks on the two others")
+        # Stateful: its standby took over, unless the standby's instance had its share of
+        # active tasks already (Kafka's sticky assignor fills the standby holder only while it
+        # is under its quota: 12 tasks / 2 instances; the order is the task's, not ours).
+        quota = 6
         for task in sorted(dead_active):
-            if task.startswith("1_"):                  # stateful: its standby took over
-                assert task in after[standby_of[task]][0], (task, standby_of[task], after)
+            if task.startswith("1_"):
+                holder = standby_of[task]
+                assert task in after[holder][0] or len(after[holder][0]) == quota, (task, holder, after)
         # The instance comes back (same state directory) and gets tasks again.
         lone = StreamsJvm(streams_build, tmp_path / "lone2.log")
         lone.start("c" + name, "stateful", config("c"), input=src, output=out)
