@@ -208,20 +208,25 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
                 described = None
         return described if described is not None else await self._describe_classic_group(group)
 
+    async def _described(self, group: str, api: ApiKey, kind: str) -> Any | None:
+        """The group as a modern group's describe API answers it (its `groups[0]`); None
+        when the broker says there is no such group of that kind."""
+        resp = await self._call_coordinator(
+            group, api, request_fields(group_ids=[group], include_authorized_operations=False),
+            lambda r: error_code_of(r.groups[0]) if r.groups else 0)
+        g = resp.groups[0]
+        if error_code_of(g) == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        raise_for(error_code_of(g), f"describe {kind} group {group!r}", g.error_message)
+        return g
+
     async def describe_streams_group(self, group: str) -> GroupDescription | None:
         """A streams group's state and members (None: no such streams group), with
         StreamsGroupDescribe (KIP-1071). A member's assignment is the source partitions of its
         active tasks (task (s, p) reads partition p of subtopology s's source topics)."""
-        resp = await self._call_coordinator(
-            group,
-            ApiKey.STREAMS_GROUP_DESCRIBE,
-            request_fields(group_ids=[group], include_authorized_operations=False),
-            lambda r: error_code_of(r.groups[0]) if r.groups else 0,
-        )
-        g = resp.groups[0]
-        if error_code_of(g) == ErrorCode.GROUP_ID_NOT_FOUND:
+        g = await self._described(group, ApiKey.STREAMS_GROUP_DESCRIBE, "streams")
+        if g is None:
             return None
-        raise_for(error_code_of(g), f"describe streams group {group!r}", g.error_message)
         sources = {s.subtopology_id: (*s.source_topics, *(t.name for t in s.repartition_source_topics))
                    for s in (g.topology.subtopologies if g.topology is not None else ())}
 
@@ -245,16 +250,9 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
     async def describe_share_group(self, group: str) -> GroupDescription | None:
         """A share group's state and members with their assignments (None: no such share
         group), with ShareGroupDescribe (KIP-932)."""
-        resp = await self._call_coordinator(
-            group,
-            ApiKey.SHARE_GROUP_DESCRIBE,
-            request_fields(group_ids=[group], include_authorized_operations=False),
-            lambda r: error_code_of(r.groups[0]) if r.groups else 0,
-        )
-        g = resp.groups[0]
-        if error_code_of(g) == ErrorCode.GROUP_ID_NOT_FOUND:
+        g = await self._described(group, ApiKey.SHARE_GROUP_DESCRIBE, "share")
+        if g is None:
             return None
-        raise_for(error_code_of(g), f"describe share group {group!r}", g.error_message)
         members = tuple(
             MemberDescription(
                 member_id=m.member_id, group_instance_id=None, client_id=m.client_id,
