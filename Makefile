@@ -26,10 +26,17 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -e .
 	touch $(RUN_STAMP)
 
-# `make spark`: add Spark (the lab's sweep, the PySpark source and sink).
+# `make spark`: add Spark (the lab's sweep, the PySpark source and sink), and Spark's own
+# Kafka connector (spark-sql-kafka-0-10, Maven Central through spark/pom.xml, into spark/lib,
+# git-ignored) that the tests and bench/spark_io.py compare format("kgroup") with.
 $(SPARK_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -e '.[spark]'
 	touch $(SPARK_STAMP) $(RUN_STAMP)
+
+SPARK_KAFKA_STAMP := spark/lib/.installed
+$(SPARK_KAFKA_STAMP): spark/pom.xml
+	mvn -q -B -f spark/pom.xml dependency:copy-dependencies -DoutputDirectory=lib
+	touch $(SPARK_KAFKA_STAMP)
 
 # `make test`: everything.
 $(STAMP): pyproject.toml | $(BIN)/python
@@ -39,7 +46,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 run: $(RUN_STAMP)
 	$(BIN)/kgroup serve --listen 127.0.0.1:9092 --data-dir ./kgroup-data
 
-spark: $(SPARK_STAMP)
+spark: $(SPARK_STAMP) $(SPARK_KAFKA_STAMP)
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
@@ -109,7 +116,7 @@ clients-doc: $(STAMP) reference java-clients go-clients $(if $(NODE),$(NODE_STAM
 
 # KGROUP_REQUIRE_REFERENCE=1: a reference test fails rather than skips if Kafka cannot run.
 # --hypothesis-profile=ci: the properties run derandomized (tests/plugins/hypothesis_profiles.py).
-test: $(STAMP) reference java-clients go-clients chromium tmux kcat $(if $(NODE),$(NODE_STAMP))
+test: $(STAMP) reference spark java-clients go-clients chromium tmux kcat $(if $(NODE),$(NODE_STAMP))
 	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q --hypothesis-profile=ci
 
 # `make stress`: the flake hunt (tests/stress.py). PASSES runs of STRESS_TESTS in random
@@ -118,7 +125,7 @@ test: $(STAMP) reference java-clients go-clients chromium tmux kcat $(if $(NODE)
 PASSES ?= 3
 STRESS_TESTS ?= tests/integration
 STRESS_LOAD ?= 2
-stress: $(STAMP) reference java-clients go-clients chromium tmux kcat stress-ng $(if $(NODE),$(NODE_STAMP))
+stress: $(STAMP) reference spark java-clients go-clients chromium tmux kcat stress-ng $(if $(NODE),$(NODE_STAMP))
 	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m tests.stress --passes $(PASSES) --load $(STRESS_LOAD) $(STRESS_TESTS)
 
 # `make explore`: every hypothesis property with fresh randomness and ten times the examples
@@ -131,4 +138,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/core.py
 
 clean:
-	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis .stress node_modules reference/lib build/java build/go
+	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis .stress node_modules reference/lib build/java build/go spark/lib

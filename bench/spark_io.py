@@ -1,14 +1,26 @@
-"""PySpark source and sink throughput: rows/s read from topics of 1 and 4 partitions, and
-rows/s written through the sink.
+"""PySpark connectors side by side: format("kgroup") and Spark's own format("kafka")
+(spark-sql-kafka-0-10, from `make spark`), on kgroup and on Apache Kafka 4.4.
 
-    .venv/bin/python bench/spark_io.py                  # starts its own kgroup serve (fsync=never)
-    .venv/bin/python bench/spark_io.py --peer tansu     # the same source/sink against Tansu too
-    .venv/bin/python bench/spark_io.py --bootstrap HOST:PORT
+    .venv/bin/python bench/spark_io.py                       # kgroup serve and Kafka 4.4, both connectors
+    .venv/bin/python bench/spark_io.py --brokers kgroup      # one broker
+    .venv/bin/python bench/spark_io.py --bootstrap HOST:PORT # a running broker instead of kgroup serve
 
-Records: --records (default 200,000) of 100-byte values with 8-byte keys. Reads are batch
-reads of the whole topic on local[2] that touch every value (sum of lengths), so the rows
-really cross from the source into Spark; the sink writes a DataFrame of the same shape to a
-new topic each run (acks=all). Medians of --runs runs, wall clock, Spark start-up excluded.
+One SparkSession (local[2], the same settings for both connectors) with both connectors.
+Per broker: --records (default 200,000) records of 100-byte values with 8-byte keys in a
+topic of 4 partitions and one of 1 partition. Measured, rows per second, wall clock:
+
+- batch read: the whole topic, touching every value (count and sum of lengths);
+- stream, micro-batches: readStream from earliest with maxOffsetsPerTrigger = records/4
+  (4 micro-batches) into the noop sink (length of every value), from start() until
+  processAllAvailable() returns ("start to end"), and within the micro-batches (the sum of
+  their triggerExecution times: the steady state, without starting and stopping the query);
+- stream, AvailableNow: the same with Trigger.AvailableNow, until the query ends;
+- sink: a cached DataFrame of the same shape written to a new 4-partition topic.
+
+Runs are interleaved (each run measures both connectors, alternating which goes first), and
+medians of --runs (default 3) are printed, with the load average of the machine during the
+run. Our broker (kgroup serve, fsync=never) and Kafka (ReferenceKafka with benchmark JVM
+settings) run one at a time, so they do not compete for the cores.
 """
 
 from __future__ import annotations
@@ -16,23 +28,32 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 import peers
 from kgroup.client import AdminClient, Producer
 
 VALUE = b"x" * 100
+CONNECTORS = ("kgroup", "kafka")
+# The reference Kafka with a JVM sized for throughput (the test settings start fast instead).
+KAFKA_JVM = ("-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-Djava.awt.headless=true")
 
 
 async def fill(bootstrap: str, topic: str, partitions: int, records: int) -> None:
-    async with AdminClient(bootstrap) as admin:
-        await admin.create_topics({topic: partitions})
+    await create(bootstrap, topic, partitions)
     async with Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 262_144,
                          "acks": "1"}) as producer:
         for i in range(records):
             await producer.send(topic, VALUE, f"{i:08d}".encode(), partition=i % partitions)
         await producer.flush()
+
+
+async def create(bootstrap: str, topic: str, partitions: int) -> None:
+    async with AdminClient(bootstrap) as admin:
+        await admin.create_topics({topic: partitions})
 
 
 def session():
@@ -41,73 +62,150 @@ def session():
     from pyspark.sql import SparkSession
 
     import kgroup.spark
+    from kgroup.spark.connector import kafka_connector_jars, kafka_connector_unavailable
 
+    why = kafka_connector_unavailable()
+    if why:
+        sys.exit(f"bench/spark_io.py: {why}")
     spark = (SparkSession.builder.master("local[2]").appName("kgroup-spark-io-bench")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+             .config("spark.sql.shuffle.partitions", "4")
+             .config("spark.jars", ",".join(kafka_connector_jars())).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     kgroup.spark.register(spark)
     return spark
 
 
-def measure(spark, bootstrap: str, records: int, runs: int, tag: str) -> dict[str, float]:
+def _read(spark, connector: str, bootstrap: str, topic: str, stream: bool = False):
+    r = (spark.readStream if stream else spark.read).format(connector) \
+        .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic) \
+        .option("startingOffsets", "earliest")
+    return r
+
+
+def batch_read(spark, connector: str, bootstrap: str, topic: str, records: int) -> float:
     from pyspark.sql import functions as F
 
-    out: dict[str, float] = {}
-    for partitions in (1, 4):
-        topic = f"bench-read-{tag}-{partitions}"
-        asyncio.run(fill(bootstrap, topic, partitions, records))
-        rates = []
-        for _ in range(runs):
-            started = time.perf_counter()
-            df = (spark.read.format("kgroup").option("kafka.bootstrap.servers", bootstrap)
-                  .option("subscribe", topic).option("startingOffsets", "earliest").load())
-            rows, size = df.agg(F.count("*"), F.sum(F.length("value"))).first()
-            took = time.perf_counter() - started
-            assert rows and size == 100 * rows, (rows, size)
-            if rows != records:
-                # Seen with Tansu 0.6: its end offsets stop short of what it acknowledged.
-                print(f"  note: {tag} {topic}: the broker's end offsets cover {rows:,} of the "
-                      f"{records:,} records it acknowledged; rates count rows read")
-            rates.append(rows / took)
-        out[f"read, {partitions} partition{'s' if partitions > 1 else ''} (rows/s)"] = peers.median(rates)
-    rates = []
+    started = time.perf_counter()
+    rows, size = _read(spark, connector, bootstrap, topic).load() \
+        .agg(F.count("*"), F.sum(F.length("value"))).first()
+    took = time.perf_counter() - started
+    assert rows == records and size == 100 * rows, (connector, rows, size)
+    return rows / took
+
+
+def stream_read(spark, connector: str, bootstrap: str, topic: str, records: int,
+                available_now: bool, scratch: str) -> tuple[float, float]:
+    """(rows/s from start() to the end, rows/s within the micro-batches' triggers)."""
+    checkpoint = tempfile.mkdtemp(dir=scratch)
+    reader = _read(spark, connector, bootstrap, topic, stream=True)
+    if not available_now:
+        reader = reader.option("maxOffsetsPerTrigger", records // 4)
+    writer = reader.load().selectExpr("length(value) as n").writeStream.format("noop") \
+        .option("checkpointLocation", checkpoint)
+    started = time.perf_counter()
+    if available_now:
+        query = writer.trigger(availableNow=True).start()
+        query.awaitTermination()
+    else:
+        query = writer.start()
+        query.processAllAvailable()
+        query.stop()
+    took = time.perf_counter() - started
+    assert query.exception() is None, query.exception()
+    batches = [p for p in query.recentProgress if p["numInputRows"]]
+    rows = sum(p["numInputRows"] for p in batches)
+    assert rows == records, (connector, rows)
+    in_batches = sum(p["durationMs"]["triggerExecution"] for p in batches) / 1000
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    return rows / took, rows / in_batches
+
+
+def sink(spark, connector: str, bootstrap: str, source, topic: str, records: int) -> float:
+    asyncio.run(create(bootstrap, topic, 4))
+    started = time.perf_counter()
+    (source.write.format(connector).mode("append").option("kafka.bootstrap.servers", bootstrap)
+     .option("topic", topic).save())
+    return records / (time.perf_counter() - started)
+
+
+MEASURES = ("batch read, 4 partitions", "batch read, 1 partition",
+            "stream, micro-batches, 4 partitions, start to end", "stream, micro-batches, within batches",
+            "stream, AvailableNow, 4 partitions, start to end", "stream, AvailableNow, within the batch",
+            "sink, 4 partitions")
+
+
+def measure(spark, bootstrap: str, records: int, runs: int, tag: str, scratch: str
+            ) -> tuple[dict[str, dict[str, float]], list[float]]:
+    """{measure: {connector: median rows/s}} and the load averages seen."""
+    topics = {n: f"bench-read-{tag}-{n}" for n in (1, 4)}
+    for n, topic in topics.items():
+        asyncio.run(fill(bootstrap, topic, n, records))
     source = spark.range(records).selectExpr("lpad(cast(id as string), 8, '0') as key",
-                                             f"repeat('x', 100) as value").cache()
+                                             "repeat('x', 100) as value").cache()
     source.count()
-    for run in range(runs):
-        topic = f"bench-sink-{tag}-{run}"
-        asyncio.run(_create(bootstrap, topic, 4))
-        started = time.perf_counter()
-        (source.write.format("kgroup").mode("append").option("kafka.bootstrap.servers", bootstrap)
-         .option("topic", topic).save())
-        rates.append(records / (time.perf_counter() - started))
-    out["sink, 4 partitions (rows/s)"] = peers.median(rates)
-    return out
-
-
-async def _create(bootstrap: str, topic: str, partitions: int) -> None:
-    async with AdminClient(bootstrap) as admin:
-        await admin.create_topics({topic: partitions})
+    rates: dict[str, dict[str, list[float]]] = {m: {c: [] for c in CONNECTORS} for m in MEASURES}
+    loads = [os.getloadavg()[0]]
+    for run in range(runs + 1):                       # run 0 warms both connectors up, unmeasured
+        order = CONNECTORS if run % 2 else CONNECTORS[::-1]
+        for connector in order:
+            micro = stream_read(spark, connector, bootstrap, topics[4], records, False, scratch)
+            now = stream_read(spark, connector, bootstrap, topics[4], records, True, scratch)
+            got = {
+                MEASURES[0]: batch_read(spark, connector, bootstrap, topics[4], records),
+                MEASURES[1]: batch_read(spark, connector, bootstrap, topics[1], records),
+                MEASURES[2]: micro[0], MEASURES[3]: micro[1], MEASURES[4]: now[0], MEASURES[5]: now[1],
+                MEASURES[6]: sink(spark, connector, bootstrap, source, f"bench-sink-{tag}-{connector}-{run}",
+                                  records),
+            }
+            if run:
+                for name, rate in got.items():
+                    rates[name][connector].append(rate)
+            loads.append(os.getloadavg()[0])
+            print(f"  {tag} run {run}{' (warm-up)' if not run else ''} {connector}: " +
+                  ", ".join(f"{v:,.0f}" for k, v in got.items()), flush=True)
+    source.unpersist()
+    return {m: {c: peers.median(v) for c, v in by.items()} for m, by in rates.items()}, loads
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    peers.add_args(parser)
+    parser.add_argument("--brokers", default="kgroup,kafka", help="kgroup, kafka or both (comma-separated)")
+    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="a running broker instead of kgroup serve")
     parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--runs", type=int, default=3, help="measured runs per figure (medians)")
     args = parser.parse_args()
-    runs = peers.runs(args)
     spark = session()
-    results: dict[str, dict[str, float]] = {}
+    scratch = tempfile.mkdtemp(prefix="kgroup-spark-io-")
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    loads: dict[str, list[float]] = {}
     try:
-        for side in peers.sides(args):
-            with peers.broker(args, side, peers.toml_config(fsync="never")) as b:
-                results[side] = measure(spark, b.bootstrap, args.records, runs, side)
+        for side in args.brokers.split(","):
+            if side == "kgroup":
+                if args.bootstrap:
+                    results[side], loads[side] = measure(spark, args.bootstrap, args.records, args.runs, side, scratch)
+                    continue
+                b = peers.start_kgroup(peers.toml_config(fsync="never"))
+                try:
+                    results[side], loads[side] = measure(spark, b.bootstrap, args.records, args.runs, side, scratch)
+                finally:
+                    b.stop()
+            elif side == "kafka":
+                from kgroup.testing.reference import ReferenceKafka
+
+                with ReferenceKafka(jvm_options=KAFKA_JVM) as kafka:
+                    results[side], loads[side] = measure(spark, kafka.bootstrap, args.records, args.runs, side, scratch)
+            else:
+                parser.error(f"--brokers: {side!r} is not kgroup or kafka")
     finally:
         spark.stop()
-    rows = [(name, {side: results[side][name] for side in results}) for name in next(iter(results.values()))]
-    peers.print_table(f"PySpark source/sink, {args.records:,} x 100-byte rows, local[2], median of {runs}",
-                      rows, list(results))
+        shutil.rmtree(scratch, ignore_errors=True)
+    for side, by_measure in results.items():
+        rows = [(f"{name} (rows/s)", {"kgroup": by_measure[name]["kgroup"], "kafka": by_measure[name]["kafka"]})
+                for name in MEASURES]
+        peers.print_table(f"on {side}: format(\"kgroup\") vs Spark's format(\"kafka\"), {args.records:,} x "
+                          f"100-byte rows, local[2], median of {args.runs}; load average "
+                          f"{min(loads[side]):.1f}-{max(loads[side]):.1f}", rows, ["kgroup", "kafka"])
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from kgroup.core.config import GroupConfig
 from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.messages import ConsumerGroupHeartbeatRequest
 from kgroup.core.streams_messages import StreamsGroupHeartbeatRequest
-from kgroup.core.streams_topology import StreamsTopology, Subtopology, TopicInfo
+from kgroup.core.streams_topology import StreamsTopology, Subtopology, StreamsTopicInfo
 
 REPLY = object()
 LONG = 600_000
@@ -89,7 +89,7 @@ def _settle(heartbeat, state, settled) -> None:
 
 TOPOLOGY = StreamsTopology(0, (Subtopology(
     "0", source_topics=("in",),
-    state_changelog_topics=(TopicInfo("app-store-changelog", 0, -1, (("cleanup.policy", "compact"),)),)),))
+    state_changelog_topics=(StreamsTopicInfo("app-store-changelog", 0, -1, (("cleanup.policy", "compact"),)),)),))
 
 
 class StreamsBench:

@@ -40,3 +40,33 @@ def test_a_sweep_gives_identical_numbers_on_one_core_and_on_two(tmp_path):
     assert all(r["groups"] == 3 and r["double_ownership"] == 0 and r["offset_regressions"] == 0
                for r in comparison.values())
     assert (tmp_path / "one" / "report.html").read_text().count('<svg class="plot"') >= 6
+
+
+def test_a_replay_of_many_groups_on_spark_gives_the_rows_of_the_replay_here(spark, tmp_path, monkeypatch, capsys):
+    """`kgroup lab replay --master`: every group of a recording, each as recorded and as a
+    variant, simulated in Spark tasks — the same rows as the replay without Spark. In this
+    process, on the tests' own SparkSession (a Spark of its own per run costs ~45 s; the
+    sweep test above runs `--master` in a process of its own)."""
+    import json
+
+    from kgroup.cli import lab as lab_cli
+    from kgroup.cli.main import main
+    from tests.lab.test_recorded import rolling_restart_recording
+
+    monkeypatch.setattr(lab_cli, "_spark_session", lambda master: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)        # the session outlives the command
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join(json.dumps(e) + "\n" for g in ("billing", "shipping", "audit")
+                              for e in rolling_restart_recording(g))
+                      + json.dumps(rolling_restart_recording("commits-only")[0]) + "\n")   # a join, no assignment
+    runs = {}
+    for where, extra in (("here", []), ("spark", ["--master", "local[2]"])):
+        capsys.readouterr()
+        assert main(["lab", "replay", str(events), "--as", "static=true",
+                     "--out", str(tmp_path / where), *extra]) == 0
+        done = capsys.readouterr()
+        assert "3 groups replayed" in done.out and "static=true" in done.out
+        assert "skipped group 'commits-only': no assignment" in done.err
+        runs[where] = {(r["group"], r["variant"]): (r["rebalances"], r["moved"], r["unowned_partition_s"])
+                       for r in pq.read_table(tmp_path / where / "groups.parquet").to_pylist()}
+    assert len(runs["here"]) == 6 and runs["here"] == runs["spark"]

@@ -17,7 +17,7 @@ def read_back(spark, broker, topic):
             .option("subscribe", topic).load()
             .select("key", "value", "headers", "partition").collect())
     return Counter((bytes(r.key) if r.key is not None else None, bytes(r.value),
-                    tuple((h.key, bytes(h.value)) for h in r.headers), r.partition)
+                    tuple((h.key, bytes(h.value)) for h in r.headers or ()), r.partition)
                    for r in rows)
 
 

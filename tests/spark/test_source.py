@@ -22,7 +22,7 @@ def read(spark, broker, **options):
 
 def as_records(rows) -> dict[tuple[int, int], tuple]:
     return {(r.partition, r.offset): (bytes(r.key), bytes(r.value),
-                                      tuple((h.key, bytes(h.value)) for h in r.headers))
+                                      tuple((h.key, bytes(h.value)) for h in r.headers or ()))
             for r in rows}
 
 

@@ -26,6 +26,10 @@ from kgroup.assignors.protocol_bytes import (
 )
 from kgroup.assignors.spec import Assignment, Subscription, TopicPartitions
 
+# The protocol type of a classic group whose members speak this embedded protocol (a
+# JoinGroup's protocol_type) -- not a group kind.
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
 SUBSCRIPTION_MAX_VERSION = 3
 ASSIGNMENT_MAX_VERSION = 3
 

@@ -61,6 +61,7 @@ from kgroup.broker.txn import apis as txn_apis
 from kgroup.broker.txn.describe_producers_api import ProducersApi
 from kgroup.broker.txn.txn_api import TxnApi, verify
 from kgroup.broker.txn.txn_markers import TxnMarkerChannel
+from kgroup.core.kinds import count_groups
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
 from kgroup.storage.data_dir import NodeMembership
 from kgroup.storage.group_hash import partition_for_group
@@ -244,7 +245,7 @@ class Node:
         self._replayed += records
         self.events.coordinator_loaded(shard, self.config.node_id, previous_node,
                                        int((time.monotonic() - started) * 1000), now_ms())
-        return f"records={records} groups={len(shard.coordinator.groups) + len(shard.coordinator.consumer_groups)}"
+        return f"records={records} groups={count_groups(shard.coordinator.shard)}"
 
     async def _unit_releasing(self, slot: int, to: int | None) -> None:
         """Hand-over: let what this unit has in flight finish before its logs close; its
@@ -295,8 +296,7 @@ class Node:
 
     async def _report_loaded(self) -> None:
         await self.ownership.first_round_done()
-        groups = sum(len(s.coordinator.groups) + len(s.coordinator.consumer_groups)
-                     for s in self.shards if s is not None)
+        groups = sum(count_groups(s.coordinator.shard) for s in self.shards if s is not None)
         log.info("coordinator loaded: records=%d groups=%d seconds=%.3f", self._replayed, groups,
                  time.monotonic() - self._started)
 

@@ -9,11 +9,14 @@
 ``groups alter-config`` (group configs over IncrementalAlterConfigs). ``--format json`` on
 list and describe prints one document (output.py).
 
-Share groups (KIP-932) go through the same commands: their position is each share
-partition's start offset (DescribeShareGroupOffsets), shown beside the log end and the
-records past it still in flight (not yet accepted or archived); a reset of an empty share
-group moves the start offsets (AlterShareGroupOffsets). A share partition may be assigned to
-several members, so its row names them all.
+Every kind of the registry (kgroup/group_types.py) goes through the same commands: what a
+command does with a group follows what its kind is, never its name. Where a kind keeps its
+progress says how positions are read, reset and deleted: committed offsets, or (share
+groups, KIP-932) each share partition's start offset (DescribeShareGroupOffsets), shown
+beside the log end and the records past it still in flight (not yet accepted or archived),
+reset in an empty group by AlterShareGroupOffsets and deleted per whole topic. A partition
+of a kind that shares partitions may be assigned to several members, so its row names them
+all.
 
 Each command is ``async def cmd(args, admin, out) -> int`` like those in commands.py.
 """
@@ -36,6 +39,7 @@ from kgroup.client.admin import (
 )
 from kgroup.client.errors import BrokerError, UnsupportedApi
 from kgroup.error_codes import ErrorCode
+from kgroup.group_types import CLASSIC, CONSUMER, DescribeApi, GroupType, Positions, group_type, state_names, type_names
 
 from .commands import describe_group_or_none, existing_topic, log_end_offsets, raise_group_error
 from .config_tools import alter_and_print
@@ -45,9 +49,8 @@ from .output import cell, emit_json, table
 from .specs import TopicSpec, parse_datetime, parse_duration, read_reset_plan
 
 # Kafka's group states and types (GroupState, GroupType), for the list filters.
-GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning",
-                "Reconciling", "NotReady")
-GROUP_TYPES = ("classic", "consumer", "share", "streams")
+GROUP_STATES = state_names()
+GROUP_TYPES = type_names()
 INACTIVE = ("Empty", "Dead")
 
 
@@ -96,8 +99,14 @@ async def _chosen_groups(args: Any, admin: AdminClient) -> list[str]:
 # -- describe ------------------------------------------------------------------------------
 
 
+def _kind(desc: GroupDescription | None) -> GroupType:
+    """The kind of a described group (a broker that describes none: classic, as Kafka's tools)."""
+    return (group_type(desc.group_type) if desc is not None else None) or CLASSIC
+
+
 def _is_share(desc: GroupDescription | None) -> bool:
-    return desc is not None and desc.group_type == "share"
+    """Whether the group's progress is share-partition state rather than committed offsets."""
+    return _kind(desc).positions is Positions.SHARE_STATE
 
 
 async def _positions(admin: AdminClient, group: str, desc: GroupDescription | None) -> dict[tuple[str, int], int]:
@@ -128,8 +137,10 @@ class _Described:
 
     @property
     def kind(self) -> str:
-        d = self.description
-        return d.group_type if d is not None and d.group_type in ("share", "streams") else "consumer"
+        """What Kafka's tools call the group in their notes: its kind's name, a classic group
+        being a consumer group (kafka-consumer-groups.sh says so of classic groups too)."""
+        kind = _kind(self.description)
+        return CONSUMER.name if kind is CLASSIC else kind.name
 
     def owners(self) -> dict[tuple[str, int], list[Any]]:
         """(topic, partition) -> its members (one, except in a share group), in member order."""
@@ -194,7 +205,7 @@ def _member_rows(d: _Described) -> list[dict[str, Any]]:
     desc = d.description
     members = desc.members if desc is not None else ()
     # DescribeGroups carries each member's bytes; ConsumerGroupDescribe and ShareGroupDescribe none.
-    has_bytes = desc is not None and desc.group_type == "classic"
+    has_bytes = desc is not None and _kind(desc).describe_api is DescribeApi.DESCRIBE_GROUPS
     rows = []
     for m in members:
         partitions = None if m.assignment is None else \

@@ -3,8 +3,10 @@
 ``run`` simulates one scenario's group here (no Spark); ``sweep`` expands a sweep file and
 simulates its groups on Spark (``local[*]`` unless ``--master`` says otherwise). Both write
 Parquet and a self-contained ``report.html`` into ``--out`` and print a comparison table.
-``replay`` turns a group's recorded ``__kgroup_events`` into a scenario and replays it as
-recorded and under each ``--as`` variant (here, no Spark).
+``replay`` turns each group's recorded events (``__kgroup_events``, or a Kafka cluster's
+history from ``kgroup lab import``) into a scenario and replays it as recorded and under
+each ``--as`` variant, here or, with ``--master``, on Spark for many groups. ``import`` is in
+``lab_import``.
 Reading and writing files happens here: ``kgroup.lab`` itself is pure.
 """
 
@@ -46,7 +48,11 @@ def run_lab(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> 
         if args.action == "run":
             return _run(args, out)
         if args.action == "replay":
-            return _replay(args, out)
+            return _replay(args, out, err)
+        if args.action == "import":
+            from .lab_import import run_import
+
+            return run_import(args, out, err)
         return _sweep(args, out, err)
     except ScenarioError as exc:
         raise CliError(str(exc), "fix the file; the scenario format is in examples/lab/README.md",
@@ -97,29 +103,10 @@ def _sweep(args: Any, out: TextIO, err: TextIO) -> int:
     sweep = parse_sweep(_read(args.sweep), source=args.sweep,
                         read=lambda p: _read(str(base / p)))
     directory = _out_dir(args.out)
-    try:
-        from kgroup.spark import lab_job
-        from kgroup.spark.setup import SparkSetupError, require_java
-    except ImportError as exc:
-        raise CliError(f"Spark is not installed ({exc})", "pip install 'kgroup[spark]'") from None
-    try:
-        require_java()
-    except SparkSetupError as exc:
-        raise CliError(str(exc), "install Java 17 (Debian: apt-get install openjdk-17-jre-headless) "
-                       "or set JAVA_HOME to one") from None
+    spark = _spark_session(args.master)
     started = time.perf_counter()
     err.write(f"lab: {len(sweep.groups)} groups in {len(sweep.variants)} variants on {args.master}\n")
-    spark = lab_job.session(args.master)
-    with _cancel_on_ctrl_c(spark) as interrupted:
-        try:
-            result = lab_job.run_sweep(spark, sweep, str(directory), partitions=args.partitions,
-                                       progress=lambda line: (err.write(f"lab: {line}\n"), err.flush()))
-        except Exception:
-            if interrupted.is_set():
-                raise KeyboardInterrupt from None
-            raise
-    if interrupted.is_set():
-        raise KeyboardInterrupt
+    result = _sweep_on_spark(spark, sweep, directory, err, partitions=args.partitions)
     took = time.perf_counter() - started
     html = render(f"kgroup lab: {sweep.name}", result.summaries, result.windows, result.examples,
                   result.stops, result.comparison,
@@ -167,6 +154,24 @@ def _cancel_on_ctrl_c(spark: Any) -> Iterator[threading.Event]:
             pass
 
 
+def _sweep_on_spark(spark: Any, sweep: Any, directory: Path, err: TextIO, **options: Any) -> Any:
+    """``lab_job.run_sweep`` with its progress on ``err``; Ctrl-C cancels the Spark jobs and
+    stops the session (KeyboardInterrupt once it has)."""
+    from kgroup.spark import lab_job
+
+    with _cancel_on_ctrl_c(spark) as interrupted:
+        try:
+            result = lab_job.run_sweep(spark, sweep, str(directory), **options,
+                                       progress=lambda line: (err.write(f"lab: {line}\n"), err.flush()))
+        except Exception:
+            if interrupted.is_set():
+                raise KeyboardInterrupt from None
+            raise
+    if interrupted.is_set():
+        raise KeyboardInterrupt
+    return result
+
+
 def _events(path: str) -> list[dict[str, Any]]:
     """Group events, one JSON object a line (a `kgroup consume --print-key` line works too)."""
     text = sys.stdin.read() if path == "-" else _read(path)
@@ -201,34 +206,107 @@ def _variant(spec: str) -> tuple[str, dict[str, Any]]:
     return spec, overrides
 
 
-def _replay(args: Any, out: TextIO) -> int:
+def _replay(args: Any, out: TextIO, err: TextIO) -> int:
     events = _events(args.events)
     groups = group_ids(events)
-    group = args.group or (groups[0] if len(groups) == 1 else None)
-    if group is None:
-        raise CliError(f"the recording has {len(groups)} groups ({', '.join(groups[:5])})",
-                       "choose one with --group", code=2)
+    if args.group is not None and args.group not in groups:
+        raise CliError(f"no events of group {args.group!r} in {args.events}",
+                       f"the file has {len(groups)} groups ({', '.join(groups[:5])})", code=2)
+    chosen = [args.group] if args.group is not None else _replayable(events, groups, err)
+    if not chosen:
+        raise CliError(f"no group events in {args.events}", "give the output of `kgroup lab import` or "
+                       "of `kgroup consume __kgroup_events --from-beginning`", code=2)
     variants = [("recorded", {})] + [_variant(v) for v in args.variant or []]
     directory = _out_dir(args.out)
+    if args.master is not None:
+        return _replay_on_spark(args, events, chosen, variants, directory, out, err)
     summaries, windows, examples, stops = [], [], {}, {}
-    for label, overrides in variants:
-        rec = recording(events, group, overrides=overrides)
-        sc = scenario_from_dict(rec.scenario, source=f"{group} as {label}")
-        result = simulate(sc, group=f"{group}/{label}", variant=label, record_timeline=True)
-        summaries.append(result.summary)
-        windows += result.windows
-        examples[label] = result
-        stops[label] = stop_quantiles([result])
+    for group in chosen:
+        for label, overrides in variants:
+            rec = recording(events, group, overrides=overrides)
+            sc = scenario_from_dict(rec.scenario, source=f"{group} as {label}")
+            result = simulate(sc, group=f"{group}/{label}", variant=label, record_timeline=True)
+            summaries.append(result.summary)
+            windows += result.windows
+            examples.setdefault(label, result)
+            stops.setdefault(label, []).append(result)
     wrote = _write_tables(directory, summaries, windows)
     rows = comparison(summaries)
-    rec = recording(events, group)
-    note = (f"Group {group} replayed from {args.events}: {rec.members} members ({rec.restarts} joins taken "
-            f"as restarts), {rec.rebalances} rebalances recorded by the broker.")
-    (directory / "report.html").write_text(render(f"kgroup lab: what if {group}...", summaries, windows,
-                                                  examples, stops, rows, note=note))
+    note = _replay_note(events, chosen, args.events)
+    title = f"kgroup lab: what if {chosen[0]}..." if len(chosen) == 1 else f"kgroup lab: what if {len(chosen)} groups..."
+    (directory / "report.html").write_text(render(title, summaries, windows, examples,
+                                                  {k: stop_quantiles(v) for k, v in stops.items()}, rows, note=note))
     _print_table(rows, out)
+    if len(chosen) > 1:
+        _print_groups(summaries, out)
     out.write(f"{note}\nwrote {directory}/{wrote}report.html\n")
     return 0
+
+
+def _replayable(events: list[dict[str, Any]], groups: list[str], err: TextIO) -> list[str]:
+    """The groups of the file that can be replayed (those with an assignment recorded)."""
+    out = []
+    for group in groups:
+        try:
+            recording(events, group)
+        except ScenarioError as exc:
+            err.write(f"kgroup: skipped {exc}\n")
+            continue
+        out.append(group)
+    return out
+
+
+def _replay_note(events: list[dict[str, Any]], chosen: list[str], source: str) -> str:
+    if len(chosen) == 1:
+        rec = recording(events, chosen[0])
+        return (f"Group {chosen[0]} replayed from {source}: {rec.members} members ({rec.restarts} joins taken "
+                f"as restarts), {rec.rebalances} rebalances recorded by the broker.")
+    recs = [recording(events, g) for g in chosen]
+    return (f"{len(chosen)} groups replayed from {source}: {sum(r.members for r in recs)} members, "
+            f"{sum(r.rebalances for r in recs)} rebalances recorded by the broker.")
+
+
+def _replay_on_spark(args: Any, events: list[dict[str, Any]], chosen: list[str],
+                     variants: list[tuple[str, dict[str, Any]]], directory: Path, out: TextIO, err: TextIO) -> int:
+    """Every (group, variant) as a group of a sweep, simulated on Spark (``lab_job``)."""
+    from kgroup.lab.sweep import Sweep, SweepGroup
+
+    groups = tuple(SweepGroup(f"{group}/{label}", label, recording(events, group, overrides=overrides).scenario)
+                   for group in chosen for label, overrides in variants)
+    for g in groups:
+        scenario_from_dict(dict(g.scenario), source=f"{g.group} as {g.variant}")   # errors here, not in a task
+    sweep = Sweep(f"replay of {args.events}", groups)
+    spark = _spark_session(args.master)
+    err.write(f"lab: {len(chosen)} groups in {len(variants)} variants on {args.master}\n")
+    result = _sweep_on_spark(spark, sweep, directory, err)
+    note = _replay_note(events, chosen, args.events)
+    (directory / "report.html").write_text(render(f"kgroup lab: what if {len(chosen)} groups...", result.summaries,
+                                                  result.windows, result.examples, result.stops,
+                                                  result.comparison, note=note))
+    _print_table(result.comparison, out)
+    out.write(f"{note}\nwrote {directory}/groups.parquet, windows.parquet, comparison.parquet, report.html\n")
+    return 0
+
+
+def _spark_session(master: str) -> Any:
+    try:
+        from kgroup.spark import lab_job
+        from kgroup.spark.setup import SparkSetupError, require_java
+    except ImportError as exc:
+        raise CliError(f"Spark is not installed ({exc})", "pip install 'kgroup[spark]'") from None
+    try:
+        require_java()
+    except SparkSetupError as exc:
+        raise CliError(str(exc), "install Java 17 (Debian: apt-get install openjdk-17-jre-headless) "
+                       "or set JAVA_HOME to one") from None
+    return lab_job.session(master)
+
+
+def _print_groups(summaries: list[dict[str, Any]], out: TextIO) -> None:
+    """Per group and variant: rebalances, partitions moved, unowned partition-seconds."""
+    out.write("\ngroup/variant  rebalances  moved  unowned_partition_s\n")
+    for s in summaries:
+        out.write(f"{s['group']}  {s['rebalances']}  {s['moved']}  {s['unowned_partition_s']:.1f}\n")
 
 
 def _print_table(rows: list[dict[str, Any]], out: TextIO) -> None:

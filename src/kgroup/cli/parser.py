@@ -318,11 +318,22 @@ def build_parser() -> Parser:
     y.add_argument("events", metavar="EVENTS",
                    help="file of group events, one JSON a line ('-': stdin), e.g. from "
                    "`kgroup consume __kgroup_events --from-beginning --timeout-ms 2000`")
-    y.add_argument("--group", default=None, help="the group to replay (needed if the file has several)")
+    y.add_argument("--group", default=None, help="the group to replay (default: every group of the file)")
+    y.add_argument("--master", default=None,
+                   help="replay the groups on Spark at this master URL, e.g. 'local[*]' (default: here)")
     y.add_argument("--as", dest="variant", metavar="KEY=VALUE[,...]", action="append",
                    help="a what-if variant of member settings, e.g. --as static=true or "
                    "--as protocol=consumer,assignor=uniform (repeatable)")
     y.add_argument("--out", metavar="DIR", required=True, help="output directory")
+    i = lsub.add_parser("import", help="read a Kafka cluster's group history (__consumer_offsets) "
+                        "into lab events for `kgroup lab replay`")
+    i.add_argument("--bootstrap-server", metavar="HOST:PORT", default=None,
+                   help="a broker of the cluster: its __consumer_offsets is fetched over the wire")
+    i.add_argument("--segments", metavar="DIR", default=None,
+                   help="a copy of a broker's log directory (its __consumer_offsets-N/*.log segments)")
+    i.add_argument("--command-config", metavar="FILE", default=None,
+                   help="client properties (security, ...) in Java .properties format")
+    i.add_argument("--out", metavar="FILE", default="-", help="events file, one JSON a line (default: stdout)")
     return root
 
 

@@ -1,9 +1,11 @@
 """`kgroup groups watch [GROUP]`: a live, full-screen terminal view of one group or of all.
 
 How this works: every `--interval-ms` the view asks the broker over the wire what any
-Kafka-compatible broker answers — DescribeGroups / ConsumerGroupDescribe (state, members,
-assignments), OffsetFetch (committed offsets) and ListOffsets (log ends, hence lag) — and
-redraws the screen in place (the terminal's alternate screen, as `top` does). Against
+Kafka-compatible broker answers — the API that describes the group's kind (DescribeGroups,
+ConsumerGroupDescribe, ShareGroupDescribe: state, members, assignments), where the group
+stands (OffsetFetch's committed offsets, or a share group's start offsets from
+DescribeShareGroupOffsets: what its kind keeps, kgroup/group_types.py) and ListOffsets (log
+ends, hence lag) — and redraws the screen in place (the terminal's alternate screen, as `top` does). Against
 kgroup, which writes every group change to `__kgroup_events`, it also follows that topic
 (from its last `BACKLOG` events, then as they come) and folds the events into the same
 group timelines the broker keeps (broker/observe/group_history.py): generation, when members
@@ -31,6 +33,7 @@ from kgroup.broker.observe.group_history import GroupHistory, GroupTimeline, hum
 from kgroup.client.admin import EARLIEST, AdminClient
 from kgroup.client.errors import BrokerError, UnsupportedApi
 from kgroup.error_codes import ErrorCode
+from kgroup.group_types import CLASSIC, CONSUMER, GroupType, Positions, group_type
 from kgroup.storage.group_hash import partition_for_group
 
 from .commands import log_end_offsets
@@ -78,6 +81,12 @@ class GroupSnapshot:
     epoch: int | None
     members: list[MemberRow] = field(default_factory=list)
     partitions: list[PartitionRow] = field(default_factory=list)
+    # Its kind's name, as the API that described it tells ("": not described).
+    group_type: str = ""
+
+    @property
+    def kind(self) -> GroupType | None:
+        return group_type(self.group_type)
 
     @property
     def lag(self) -> int | None:
@@ -100,22 +109,29 @@ async def fetch_group(admin: AdminClient, group: str) -> GroupSnapshot | None:
         desc = await admin.describe_group(group)
     except UnsupportedApi:
         desc = None
-    committed = await admin.list_group_offsets(group)
+    kind = (group_type(desc.group_type) if desc is not None else None) or CLASSIC
+    if kind.positions is Positions.SHARE_STATE:
+        committed = await admin.list_share_group_offsets(group)
+    else:
+        committed = await admin.list_group_offsets(group)
     if desc is not None and desc.state == "Dead" and not committed:
         return None
     snap = GroupSnapshot(group, desc.state if desc else UNKNOWN, desc.protocol_type if desc else "",
-                         desc.protocol if desc else "", desc.epoch if desc else None)
-    owners: dict[tuple[str, int], str] = {}
+                         desc.protocol if desc else "", desc.epoch if desc else None,
+                         group_type=desc.group_type if desc else "")
+    owners: dict[tuple[str, int], list[str]] = {}
     for m in desc.members if desc else ():
         parts = None
         if m.assignment is not None:
             parts = sorted((t, p) for t, ps in m.assignment.items() for p in ps)
             for tp in parts:
-                owners[tp] = m.client_id or m.member_id
+                owners.setdefault(tp, []).append(m.client_id or m.member_id)
         snap.members.append(MemberRow(m.member_id, m.client_id, m.client_host, m.group_instance_id, parts))
     keys = set(committed) | set(owners)
     ends = await log_end_offsets(admin, {t for t, _ in keys})
-    snap.partitions = [PartitionRow(t, p, owners.get((t, p)), committed.get((t, p)), ends.get((t, p)))
+    # A partition of a kind that shares partitions may have several owners.
+    snap.partitions = [PartitionRow(t, p, ",".join(owners[(t, p)]) if (t, p) in owners else None,
+                                    committed.get((t, p)), ends.get((t, p)))
                        for t, p in sorted(keys)]
     return snap
 
@@ -128,8 +144,7 @@ async def fetch_groups(admin: AdminClient, limit: int) -> tuple[list[GroupRow], 
         snap = await fetch_group(admin, g.group_id)
         if snap is None:
             continue
-        rows.append(GroupRow(g.group_id, g.group_type or ("consumer" if snap.protocol_type == "consumer" and
-                                                          snap.epoch is not None else "classic"),
+        rows.append(GroupRow(g.group_id, g.group_type or snap.group_type or CLASSIC.name,
                              snap.state, len(snap.members), snap.lag))
     return rows, len(listed)
 
@@ -217,8 +232,8 @@ def _parts(parts: list[tuple[str, int]] | None) -> str:
     return ",".join(f"{t}-{p}" for t, p in parts) or "-"
 
 
-def _rebalances(timeline: GroupTimeline | None, events: bool | None, protocol: str) -> list[str]:
-    unit = "EPOCH" if protocol == "consumer" else "GENERATION"
+def _rebalances(timeline: GroupTimeline | None, events: bool | None, kind: GroupType) -> list[str]:
+    unit = _unit(kind)
     if events is False:
         return ["LAST REBALANCES: not available (the broker has no __kgroup_events topic)"]
     if timeline is None or not (timeline.rebalances or timeline.open):
@@ -239,9 +254,11 @@ def render_group(snap: GroupSnapshot | None, group: str, timeline: GroupTimeline
     if snap is None:
         return [f"Group {group!r} does not exist (yet): waiting for it to appear."]
     protocol = f"{snap.protocol_type}/{snap.protocol}" if snap.protocol else (snap.protocol_type or "-")
-    consumer = snap.epoch is not None or (timeline is not None and timeline.protocol == "consumer")
+    kind = snap.kind or (group_type(timeline.protocol) if timeline is not None else None) or CLASSIC
+    if snap.epoch is not None and not kind.by_epoch:
+        kind = CONSUMER                 # described with a group epoch: a kind that moves by them
     generation = snap.epoch if snap.epoch is not None else (timeline.generation if timeline is not None else None)
-    unit = "EPOCH" if consumer else "GENERATION"
+    unit = _unit(kind)
     out = [f"STATE {snap.state}   PROTOCOL {protocol}   {unit} {_n(generation)}   "
            f"MEMBERS {len(snap.members)}   LAG {_n(snap.lag)}", ""]
     if snap.state == UNKNOWN:
@@ -264,8 +281,13 @@ def render_group(snap: GroupSnapshot | None, group: str, timeline: GroupTimeline
     else:
         out.append("(no partitions assigned or committed)")
     out.append("")
-    out += _rebalances(timeline, events, "consumer" if consumer else "classic")
+    out += _rebalances(timeline, events, kind)
     return out
+
+
+def _unit(kind: GroupType) -> str:
+    """The column a kind's generation number is shown under."""
+    return "EPOCH" if kind.by_epoch else "GENERATION"
 
 
 def render_groups(rows: list[GroupRow], total: int, history: GroupHistory | None, events: bool | None) -> list[str]:

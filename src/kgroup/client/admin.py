@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgroup.error_codes import ErrorCode
+from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, STREAMS, DescribeApi
+from kgroup.member.config import CONSUMER_PROTOCOL_TYPE
 from kgroup.wire.api_keys import ApiKey
 
 from .cluster import BrokerInfo, ClusterClient, request_fields
@@ -92,13 +94,14 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...] = ()
     error: ErrorCode = ErrorCode.NONE
-    # "classic" (DescribeGroups: members carry their metadata and assignment bytes),
-    # "consumer" (ConsumerGroupDescribe: assignments only, decoded) or "share"
+    # Its kind's name (kgroup/group_types.py), as the API that described it tells: a classic
+    # group (DescribeGroups: members carry their metadata and assignment bytes), a consumer
+    # group (ConsumerGroupDescribe: assignments only, decoded), a share group
     # (ShareGroupDescribe: assignments only; a partition may be assigned to several members)
-    # or "streams" (StreamsGroupDescribe: the source partitions of each member's active tasks)
-    group_type: str = "classic"
-    # The consumer group's epoch (ConsumerGroupDescribe); None for classic groups, whose
-    # generation DescribeGroups does not tell.
+    # or a streams group (StreamsGroupDescribe: the source partitions of each member's active tasks)
+    group_type: str = CLASSIC.name
+    # The group epoch (ConsumerGroupDescribe, ShareGroupDescribe, StreamsGroupDescribe); None
+    # for classic groups, whose generation DescribeGroups does not tell.
     epoch: int | None = None
 
 
@@ -187,26 +190,25 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
     async def describe_group(self, group: str) -> GroupDescription:
         """State, protocol and members of one group (assignments decoded when possible).
 
-        A consumer-protocol group is described with ConsumerGroupDescribe, the only API that
-        carries its members' assignments; a classic group (the broker answers that it is not
-        a consumer group), or a broker without that API, with DescribeGroups — the order
-        Kafka's own admin client uses.
+        Each kind of the registry is asked with the API that describes it in full, the
+        modern ones first (ConsumerGroupDescribe, ShareGroupDescribe, StreamsGroupDescribe:
+        the only APIs that carry their members' assignments), and a group none of them knows (a classic group),
+        or a broker without those APIs, with DescribeGroups — the order Kafka's own admin
+        client uses.
         """
-        try:
-            described = await self._describe_consumer_group(group)
-        except UnsupportedApi:
-            described = None
-        if described is None:
+        describers = {DescribeApi.CONSUMER_GROUP_DESCRIBE: self._describe_consumer_group,
+                      DescribeApi.SHARE_GROUP_DESCRIBE: self.describe_share_group,
+                      DescribeApi.STREAMS_GROUP_DESCRIBE: self.describe_streams_group}
+        for kind in GROUP_TYPES:
+            if kind.describe_api is DescribeApi.DESCRIBE_GROUPS:
+                continue
             try:
-                described = await self.describe_share_group(group)
+                described = await describers[kind.describe_api](group)
             except UnsupportedApi:
-                described = None
-        if described is None:
-            try:
-                described = await self.describe_streams_group(group)
-            except UnsupportedApi:
-                described = None
-        return described if described is not None else await self._describe_classic_group(group)
+                continue
+            if described is not None:
+                return described
+        return await self._describe_classic_group(group)
 
     async def _described(self, group: str, api: ApiKey, kind: str) -> Any | None:
         """The group as a modern group's describe API answers it (its `groups[0]`); None
@@ -224,7 +226,7 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
         """A streams group's state and members (None: no such streams group), with
         StreamsGroupDescribe (KIP-1071). A member's assignment is the source partitions of its
         active tasks (task (s, p) reads partition p of subtopology s's source topics)."""
-        g = await self._described(group, ApiKey.STREAMS_GROUP_DESCRIBE, "streams")
+        g = await self._described(group, ApiKey.STREAMS_GROUP_DESCRIBE, STREAMS.name)
         if g is None:
             return None
         sources = {s.subtopology_id: (*s.source_topics, *(t.name for t in s.repartition_source_topics))
@@ -244,13 +246,13 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
                 assignment=partitions(m.assignment.active_tasks))
             for m in g.members
         )
-        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type="streams",
-                                protocol="", members=members, group_type="streams", epoch=g.group_epoch)
+        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=STREAMS.protocol_type,
+                                protocol="", members=members, group_type=STREAMS.name, epoch=g.group_epoch)
 
     async def describe_share_group(self, group: str) -> GroupDescription | None:
         """A share group's state and members with their assignments (None: no such share
         group), with ShareGroupDescribe (KIP-932)."""
-        g = await self._described(group, ApiKey.SHARE_GROUP_DESCRIBE, "share")
+        g = await self._described(group, ApiKey.SHARE_GROUP_DESCRIBE, SHARE.name)
         if g is None:
             return None
         members = tuple(
@@ -262,8 +264,9 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
             )
             for m in g.members
         )
-        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type="share",
-                                protocol=g.assignor_name, members=members, group_type="share")
+        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=SHARE.protocol_type,
+                                protocol=g.assignor_name, members=members, group_type=SHARE.name,
+                                epoch=int(g.group_epoch))
 
     async def list_share_group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         """(topic, partition) -> the share partition's start offset, for every partition the
@@ -337,8 +340,8 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
             )
             for m in g.members
         )
-        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type="consumer",
-                                protocol=g.assignor_name, members=members, group_type="consumer",
+        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=CONSUMER.protocol_type,
+                                protocol=g.assignor_name, members=members, group_type=CONSUMER.name,
                                 epoch=int(g.group_epoch))
 
     async def _describe_classic_group(self, group: str) -> GroupDescription:
@@ -521,8 +524,8 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
 
 
 def _decode_assignment(protocol_type: str, data: bytes) -> Mapping[str, tuple[int, ...]] | None:
-    if protocol_type != "consumer" or not data:
-        return {} if protocol_type == "consumer" else None
+    if protocol_type != CONSUMER_PROTOCOL_TYPE or not data:
+        return {} if protocol_type == CONSUMER_PROTOCOL_TYPE else None
     try:
         from kgroup.assignors import decode_assignment
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from kgroup.assignors import ClientAssignor
 from kgroup.error_codes import ErrorCode
+from kgroup.group_types import CLASSIC, CONSUMER
 from kgroup.member import (
     Close,
     CommitAnswered,
@@ -106,7 +107,7 @@ class Consumer:
         load_assignor_plugins()   # partition.assignment.strategy may name a plug-in
         self.settings = resolve(CONSUMER_DEFAULTS, config, kwargs)
         s = self.settings
-        if s["group.protocol"] not in ("classic", "consumer"):
+        if s["group.protocol"] not in (CLASSIC.name, CONSUMER.name):
             raise ValueError("group.protocol must be 'classic' or 'consumer'")
         if s["auto.offset.reset"] not in ("earliest", "latest", "none"):
             raise ValueError("auto.offset.reset must be earliest, latest or none")
@@ -151,7 +152,7 @@ class Consumer:
                 auto_commit=bool(s["enable.auto.commit"]),
                 retry_backoff_ms=int(s["retry.backoff.ms"]),
                 server_assignor=s["group.remote.assignor"] or None)
-            driver: type[GroupDriver] = (ConsumerGroupDriver if s["group.protocol"] == "consumer"
+            driver: type[GroupDriver] = (ConsumerGroupDriver if s["group.protocol"] == CONSUMER.name
                                          else ClassicGroupDriver)
             self.group = driver(self.cluster, cfg, on_action=self._on_action,
                                 retry_backoff_ms=int(s["retry.backoff.ms"]),

@@ -25,6 +25,7 @@ from kgroup.core.errors import ErrorCode, GroupError, IllegalGroupTransition
 from kgroup.core.messages import JoinGroupMember
 from kgroup.core.records import ClassicGroupValue, ClassicMemberValue
 from kgroup.core.result import ReplyTo
+from kgroup.group_types import CLASSIC, GroupType
 
 
 class ClassicGroupState(Enum):
@@ -57,6 +58,9 @@ class ClassicGroupMember:
     protocol_type: str
     protocols: tuple[tuple[str, bytes], ...]
     assignment: bytes = b""
+    # The assignment the group events last reported for it (at the last Stable it was in;
+    # a static member's new id takes its old one's): what `assignment_changed` compares.
+    reported: bytes = b""
 
     @property
     def is_static(self) -> bool:
@@ -90,7 +94,7 @@ class ClassicGroup:
         "group_id", "state", "previous_state", "state_timestamp_ms", "generation",
         "protocol_type", "protocol", "leader", "members", "static_members", "pending_members",
         "awaiting_join", "awaiting_sync", "pending_sync", "new_member_added", "new_members",
-        "_protocol_counts", "version", "removals",
+        "_protocol_counts", "settled", "announced",
     )
 
     def __init__(self, group_id: str, now_ms: int) -> None:
@@ -111,14 +115,25 @@ class ClassicGroup:
         self.new_member_added = False                  # extends the initial rebalance delay
         self.new_members: dict[str, None] = {}         # joined, never completed a join phase
         self._protocol_counts: dict[str, int] = {}
-        # Moves on every change of state or membership (assignments and generations only
-        # change with the state), so an observer can tell "unchanged" without a look inside;
-        # `removals` counts members taken out, so while it stands still the members an
-        # observer has not seen yet are the last ones (new members are appended).
-        self.version = 0
-        self.removals = 0
+        # The generation it was last Stable at, kept from the change that took it out of
+        # Stable (the group events' "settled"; -1: not Stable since it was made or loaded).
+        self.settled = -1
+        # Whether a change of it was ever named (or it was loaded): a group only offset
+        # commits made, never told of, is not told of when it goes either.
+        self.announced = False
+
+    TYPE: GroupType = CLASSIC
 
     # ---- state ----------------------------------------------------------------------------
+
+    @property
+    def live(self) -> bool:
+        """False once it is Dead (deleted, or turned into a group of another kind)."""
+        return self.state is not ClassicGroupState.DEAD
+
+    def status(self) -> tuple[str, int]:
+        """(state, generation), as the group events and the views report them."""
+        return self.state.value, self.generation
 
     def transition_to(self, target: ClassicGroupState, now_ms: int) -> None:
         if target not in TRANSITIONS[self.state]:
@@ -126,7 +141,6 @@ class ClassicGroup:
         self.previous_state = self.state
         self.state = target
         self.state_timestamp_ms = now_ms
-        self.version += 1
 
     def is_in(self, *states: ClassicGroupState) -> bool:
         return self.state in states
@@ -151,7 +165,6 @@ class ClassicGroup:
     def add(self, member: ClassicGroupMember, reply: ReplyTo | None) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type
-        self.version += 1
         self.members[member.member_id] = member
         for name in member.protocol_names():
             self._protocol_counts[name] = self._protocol_counts.get(name, 0) + 1
@@ -168,7 +181,6 @@ class ClassicGroup:
 
         Parked replies are the caller's to answer first; this only forgets them.
         """
-        self.version += 1
         self.pending_members.pop(member_id, None)
         self.pending_sync.pop(member_id, None)
         self.awaiting_join.pop(member_id, None)
@@ -176,7 +188,6 @@ class ClassicGroup:
         self.new_members.pop(member_id, None)
         member = self.members.pop(member_id, None)
         if member is not None:
-            self.removals += 1
             self._forget_protocols(member)
             if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
                 del self.static_members[member.group_instance_id]
@@ -197,8 +208,6 @@ class ClassicGroup:
 
         The new id goes to the end of the join order, as a new entry would in Kafka.
         """
-        self.version += 1
-        self.removals += 1
         old = self.members.pop(old_member_id)
         new = replace(old, member_id=new_member_id)
         self.members[new_member_id] = new
@@ -313,6 +322,7 @@ class ClassicGroup:
     def from_value(cls, group_id: str, value: ClassicGroupValue) -> "ClassicGroup":
         """Rebuild a loaded group: Stable with its members, or Empty when it has none."""
         group = cls(group_id, value.current_state_timestamp_ms)
+        group.announced = True
         group.generation = value.generation
         group.protocol_type = value.protocol_type
         group.protocol = value.protocol
@@ -328,6 +338,7 @@ class ClassicGroup:
                     protocol_type=value.protocol_type,
                     protocols=((value.protocol or "", mv.subscription),),
                     assignment=mv.assignment,
+                    reported=mv.assignment,
                 ),
                 None,
             )

@@ -25,6 +25,7 @@ from dataclasses import replace
 
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupState, ClassicGroupMember
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.event_journal import EventJournal
 from kgroup.core.messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
@@ -37,7 +38,7 @@ from kgroup.core.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from kgroup.core.records import ClassicGroupRecord
+from kgroup.core.records import ClassicGroupRecord, OffsetCommitRecord
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
 from kgroup.core.timers import (
@@ -102,9 +103,9 @@ class ClassicProtocol:
             )
         # 2. The group now exists in memory (a failed join above left nothing behind).
         self.shard.groups.setdefault(req.group_id, group)
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         # The only member a JoinGroup removes is one past group.max.size.
-        out.changed(group.group_id, "JoinGroup", Departure.FENCED)
+        out.changed(group.group_id, "JoinGroup", Departure.FENCED, group=group)
         # 3. group.max.size: members past the limit lose (KIP-389).
         if not self._accept_joining_member(group, req.member_id):
             self._remove_member(group, req.member_id, out)
@@ -197,6 +198,7 @@ class ClassicProtocol:
         if group.is_in(S.PREPARING_REBALANCE) and group.previous_state is S.EMPTY:
             group.new_member_added = True
         group.add(member, reply)
+        out.member_joined(group, member)
         group.new_members[member_id] = None
         self.timers.schedule(
             classic_session_key(group.group_id, member_id), now_ms + NEW_MEMBER_JOIN_TIMEOUT_MS,
@@ -240,7 +242,9 @@ class ClassicProtocol:
         if old_sync is not None:
             out.reply(old_sync, SyncGroupResponse(ErrorCode.FENCED_INSTANCE_ID))
         self.timers.cancel(classic_session_key(group.group_id, old_id))
+        old = group.members[old_id]
         member = group.replace_static(old_id, new_id)
+        out.member_joined(group, member, old)
         self._schedule_heartbeat(group, member, now_ms)
         member = self._update_member(group, member, req, reply)
 
@@ -333,8 +337,8 @@ class ClassicProtocol:
                 TimerOp(TimerKind.CLASSIC_INITIAL_JOIN, group.group_id, delay_ms=delay, remaining_ms=remaining),
             )
             return EMPTY_RESULT
-        out = ResultBuilder()
-        out.changed(group.group_id, "initial rebalance delay", Departure.EXPIRED)
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        out.changed(group.group_id, "initial rebalance delay", Departure.EXPIRED, group=group)
         self._complete_join(group, out, now_ms)
         return out.build()
 
@@ -342,8 +346,8 @@ class ClassicProtocol:
         group = self.shard.groups.get(op.group_id)
         if group is None or not group.is_in(S.PREPARING_REBALANCE):
             return EMPTY_RESULT
-        out = ResultBuilder()
-        out.changed(group.group_id, "rebalance timeout", Departure.EXPIRED)
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        out.changed(group.group_id, "rebalance timeout", Departure.EXPIRED, group=group)
         self._complete_join(group, out, now_ms)
         return out.build()
 
@@ -353,6 +357,7 @@ class ClassicProtocol:
         for member in group.not_yet_rejoined():
             if not member.is_static:
                 self.timers.cancel(classic_session_key(group.group_id, member.member_id))
+                out.member_gone(group, member)
                 group.remove(member.member_id)
         # 2. A leader that did not rejoin hands over to the first member that did. If nobody
         #    rejoined (only absent static members are left) wait another rebalance timeout.
@@ -407,8 +412,8 @@ class ClassicProtocol:
         if (group is None or op.generation != group.generation
                 or not group.is_in(S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync):
             return EMPTY_RESULT
-        out = ResultBuilder()
-        out.changed(group.group_id, "sync timeout", Departure.EXPIRED)
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        out.changed(group.group_id, "sync timeout", Departure.EXPIRED, group=group)
         for member_id in list(group.pending_sync):
             self._remove_member(group, member_id, out)
         self._prepare_rebalance(group, out, now_ms)
@@ -440,6 +445,9 @@ class ClassicProtocol:
         parked_sync = group.awaiting_sync.get(member_id)
         if parked_sync is not None:
             out.reply(parked_sync, SyncGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
+        member = group.members.get(member_id)
+        if member is not None:
+            out.member_gone(group, member)
         group.remove(member_id)
 
     def _after_members_removed(self, group: ClassicGroup, out: ResultBuilder, now_ms: int) -> None:
@@ -452,8 +460,8 @@ class ClassicProtocol:
         group = self.shard.groups.get(op.group_id)
         if group is None or group.is_in(S.DEAD):
             return EMPTY_RESULT
-        out = ResultBuilder()
-        out.changed(group.group_id, "session timeout", Departure.EXPIRED)
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        out.changed(group.group_id, "session timeout", Departure.EXPIRED, group=group)
         member_id = op.member_id
         if group.is_pending(member_id):
             self.expire_member(group, member_id, out, now_ms)
@@ -507,8 +515,8 @@ class ClassicProtocol:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.is_in(S.PREPARING_REBALANCE):
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
-        out = ResultBuilder()
-        out.changed(group.group_id, "SyncGroup")
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        out.changed(group.group_id, "SyncGroup", group=group)
         self._sync_received(group, req.member_id)
         if group.is_in(S.STABLE):
             member = group.members[req.member_id]
@@ -522,7 +530,10 @@ class ClassicProtocol:
             assignments = {mid: given.get(mid, b"") for mid in group.members}
             out.record(ClassicGroupRecord(group.group_id, group.to_value(now_ms, assignments)))
             for member_id, member in list(group.members.items()):
-                group.members[member_id] = replace(member, assignment=assignments[member_id])
+                assignment = assignments[member_id]
+                if assignment != member.reported:
+                    out.member_assigned(group, member, assignment)
+                group.members[member_id] = replace(member, assignment=assignment, reported=assignment)
             group.transition_to(S.STABLE, now_ms)
             for member_id, parked in list(group.awaiting_sync.items()):
                 member = group.members[member_id]
@@ -581,8 +592,8 @@ class ClassicProtocol:
                 LeftMember(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID) for m in req.members))),))
         if group.is_in(S.DEAD):
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        out = ResultBuilder()
-        out.changed(group.group_id, "LeaveGroup")
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        out.changed(group.group_id, "LeaveGroup", group=group)
         results: list[LeftMember] = []
         removed_any = False
         for leaving in req.members:
@@ -624,6 +635,14 @@ class ClassicProtocol:
             self._prepare_rebalance(group, out, now_ms)
             return out.build()
         return EMPTY_RESULT
+
+    def delete_group(self, group: ClassicGroup, out: ResultBuilder, now_ms: int) -> None:
+        """DeleteGroups of an Empty group: its offsets and its record go; it is Dead."""
+        for topic, partition in sorted(self.shard.stored.offsets.get(group.group_id, {})):
+            out.record(OffsetCommitRecord(group.group_id, topic, partition, None))
+        out.record(ClassicGroupRecord(group.group_id, None))
+        group.transition_to(S.DEAD, now_ms)
+        del self.shard.groups[group.group_id]
 
     # ======================================================================================
     # Groups changing kind (migration.py)

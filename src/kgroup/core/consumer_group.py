@@ -16,14 +16,19 @@ its own target one heartbeat at a time (`reconcile`):
 So a partition never has two owners: `owners` maps each held partition (assigned or pending
 revocation) to its member, and a partition enters someone's assigned set only when it has
 no owner. Unlike classic groups, this whole aggregate is durable: only `replay` (in
-coordinator.py) changes it; handlers compute records.
+coordinator.py) changes it; handlers compute records. What consumer groups share with the
+other modern kinds (epochs, members, the target assignment, replay) is modern_group.py's;
+this module keeps what is the consumer protocol's own: reconciliation and its states.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import ClassVar
 
+from kgroup.core.config import GroupConfig
 from kgroup.core.errors import IllegalGroupTransition
 from kgroup.core.records import (
     ConsumerCurrentRecord,
@@ -36,6 +41,8 @@ from kgroup.core.records import (
     MemberState,
     Partitions,
 )
+from kgroup.core.modern_group import ModernGroup, ModernMember, ModernRecords, Phase, register_records
+from kgroup.group_types import CONSUMER, GroupType
 
 
 _M = MemberState
@@ -93,16 +100,13 @@ def as_tuple(mapping: dict[str, set[int]] | dict[str, tuple[int, ...]]) -> Parti
     return tuple(sorted((t, tuple(sorted(ps))) for t, ps in mapping.items() if ps))
 
 
-@dataclass(slots=True)
-class ConsumerGroupMember:
-    member_id: str
-    meta: ConsumerMemberValue
-    current: ConsumerCurrentValue = field(default_factory=lambda: ConsumerCurrentValue(
-        0, 0, MemberState.STABLE, (), ()))
+NEW_MEMBER = ConsumerCurrentValue(0, 0, MemberState.STABLE, (), ())
 
-    @property
-    def epoch(self) -> int:
-        return self.current.member_epoch
+
+@dataclass(slots=True)
+class ConsumerGroupMember(ModernMember):
+    meta: ConsumerMemberValue
+    current: ConsumerCurrentValue = NEW_MEMBER
 
     @property
     def state(self) -> MemberState:
@@ -116,53 +120,57 @@ class ConsumerGroupMember:
         return as_tuple(merged)
 
 
+@register_records
 @dataclass(slots=True)
-class ConsumerGroup:
-    group_id: str
-    epoch: int = 0
-    target_epoch: int = 0
-    # ((topic name, topic id, partitions), ...) the group subscribed to at `epoch`
-    subscribed: tuple[tuple[str, str, int], ...] = ()
+class ConsumerGroup(ModernGroup):
     members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     target: dict[str, Partitions] = field(default_factory=dict)
     # (topic id, partition) -> member id that still holds it
     owners: dict[tuple[str, int], str] = field(default_factory=dict)
-    # Moves with every record replayed into the group, so an observer can tell "unchanged"
-    # without a look inside; not part of the group's value.
-    version: int = field(default=0, compare=False)
+
+    RECORDS: ClassVar[ModernRecords] = ModernRecords(
+        ConsumerGroupEpochRecord, ConsumerMemberRecord, ConsumerTargetRecord, ConsumerTargetEpochRecord,
+        ConsumerCurrentRecord)
+    TYPE: ClassVar[GroupType] = CONSUMER
+    MEMBER: ClassVar[type] = ConsumerGroupMember
+    NEW_CURRENT: ClassVar[ConsumerCurrentValue] = NEW_MEMBER
 
     def state(self) -> GroupState:
-        if not self.members:
-            return GroupState.EMPTY
-        if self.epoch > self.target_epoch:
-            return GroupState.ASSIGNING
-        for m in self.members.values():
-            if m.epoch != self.target_epoch or m.state is not MemberState.STABLE:
-                return GroupState.RECONCILING
-        return GroupState.STABLE
+        return _STATES[self.phase()]
 
-    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
-        if instance_id is None:
-            return None
-        for m in self.members.values():
-            if m.meta.instance_id == instance_id:
-                return m
-        return None
+    @classmethod
+    def state_of(cls, phase: Phase) -> GroupState:
+        return _STATES[phase]
 
-    def set_current(self, member_id: str, value: ConsumerCurrentValue | None) -> None:
-        """Replay helper: update a member's current assignment and the owner index."""
-        member = self.members.get(member_id)
-        if member is not None:
-            for t, ps in member.owned():
-                for p in ps:
-                    if self.owners.get((t, p)) == member_id:
-                        del self.owners[(t, p)]
-        if value is None or member is None:
-            return
-        member.current = value
+    @staticmethod
+    def is_converged(current: ConsumerCurrentValue, target_epoch: int) -> bool:
+        # At the target epoch with nothing left to revoke or to wait for.
+        return current.member_epoch == target_epoch and current.state is MemberState.STABLE
+
+    def assignor_name(self, config: GroupConfig) -> str:
+        """The server assignor its members ask for most (the coordinator's first if none asks)."""
+        votes = Counter(m.meta.server_assignor for m in self.members.values() if m.meta.server_assignor)
+        return votes.most_common(1)[0][0] if votes else config.consumer_assignors[0]
+
+    def _holds(self, member: ConsumerGroupMember, value: ConsumerCurrentValue | None) -> None:
+        """Keep `owners` in step: a partition is owned while assigned or pending revocation."""
+        member_id = member.member_id
         for t, ps in member.owned():
             for p in ps:
+                if self.owners.get((t, p)) == member_id:
+                    del self.owners[(t, p)]
+        if value is None:
+            return
+        for t, ps in value.assigned:
+            for p in ps:
                 self.owners[(t, p)] = member_id
+        for t, ps in value.pending_revocation:
+            for p in ps:
+                self.owners[(t, p)] = member_id
+
+
+_STATES = {Phase.EMPTY: GroupState.EMPTY, Phase.ASSIGNING: GroupState.ASSIGNING,
+           Phase.RECONCILING: GroupState.RECONCILING, Phase.STABLE: GroupState.STABLE}
 
 
 def reconcile(member_id: str, current: ConsumerCurrentValue, target: Partitions, target_epoch: int,
@@ -220,36 +228,4 @@ def reconcile(member_id: str, current: ConsumerCurrentValue, target: Partitions,
 
 def apply_consumer_record(groups: dict[str, ConsumerGroup], record) -> bool:
     """Replay one consumer-group record into `groups`; True if it created the group."""
-    kind = type(record)
-    group = groups.get(record.group_id)
-    if kind is ConsumerGroupEpochRecord and record.epoch is None:
-        groups.pop(record.group_id, None)
-        return False
-    created = group is None
-    if created:
-        group = groups[record.group_id] = ConsumerGroup(record.group_id)
-    group.version += 1
-    if kind is ConsumerGroupEpochRecord:
-        group.epoch = record.epoch
-        group.subscribed = record.subscribed
-    elif kind is ConsumerMemberRecord:
-        if record.value is None:
-            group.set_current(record.member_id, None)
-            group.members.pop(record.member_id, None)
-        elif record.member_id in group.members:
-            group.members[record.member_id].meta = record.value
-        else:
-            group.members[record.member_id] = ConsumerGroupMember(record.member_id, record.value)
-    elif kind is ConsumerTargetRecord:
-        if record.partitions is None:
-            group.target.pop(record.member_id, None)
-        else:
-            group.target[record.member_id] = record.partitions
-    elif kind is ConsumerTargetEpochRecord:
-        if record.epoch is not None:
-            group.target_epoch = record.epoch
-    elif kind is ConsumerCurrentRecord:
-        group.set_current(record.member_id, record.value)
-    else:
-        raise TypeError(f"not a group-metadata record: {record!r}")
-    return created
+    return ConsumerGroup.apply(groups, record)

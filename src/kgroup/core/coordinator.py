@@ -13,7 +13,8 @@ transaction coordinator is one more handler set here (core/transactions/coordina
 beside the group handlers and with its own records, timers and markers; TxnOffsetCommit and
 the end-of-transaction markers for offsets go to txn_offsets.py, next to offsets.py.
 
-Routing: a group id names one kind of group at a time (`GroupKind`). This is the one place
+Routing: a group id names one kind of group at a time (`GroupKind`, one per kind of the
+registry, kgroup/group_types.py, whose groups core/kinds.py binds). This is the one place
 that decides, per group API and kind, which handler set answers: classic requests for a
 classic group (or none yet) go to classic_protocol.py, ConsumerGroupHeartbeat for a
 consumer group (or none yet) to consumer_protocol.py, and a request of one protocol for a
@@ -21,10 +22,9 @@ group of the other kind to migration.py. Share groups (KIP-932) are a kind of th
 their own handler set (share_protocol.py): ShareGroupHeartbeat for a share group (or none
 yet) goes there, and any other kind's membership request for a share group, or a share
 heartbeat for a group of another kind, is refused (`_refuse`), as Kafka refuses it.
-Offsets of classic and consumer groups are refused for share groups, whose progress is the
-share-partition state instead. The control API's operations on a group (inspect, rebalance
-now, expire a member: group_control.py) are routed by kind the same way, in `operations`
-(share groups: not yet, refused with INVALID_REQUEST).
+Offsets are refused for a group whose kind keeps its progress elsewhere (a share group's is
+its share-partition state). The control API's operations on a group (inspect, rebalance
+now, expire a member: group_control.py) are routed by kind the same way, in `operations`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from kgroup.core.classic_protocol import ClassicProtocol
 from kgroup.core.config import GroupConfig
 from kgroup.core.consumer_group import ConsumerGroup, apply_consumer_record
 from kgroup.core.consumer_protocol import ConsumerProtocol
-from kgroup.core.group_control import ClassicControl, ConsumerControl, missing_group
+from kgroup.core.group_control import ClassicControl, ModernControl, missing_group
 from kgroup.core.messages import (
     ConsumerGroupHeartbeatRequest,
     ExpireMemberRequest,
@@ -57,19 +57,9 @@ from kgroup.core.group_configs import AlterGroupConfigsRequest, GroupConfigs, re
 from kgroup.core.migration import Downgrade, Migration
 from kgroup.core.offsets import Offsets
 from kgroup.core.records import (
-    ShareCurrentRecord,
-    ShareGroupEpochRecord,
-    ShareMemberRecord,
     ShareStateRecord,
-    ShareTargetEpochRecord,
-    ShareTargetRecord,
     ClassicGroupRecord,
     ClassicGroupValue,
-    ConsumerCurrentRecord,
-    ConsumerGroupEpochRecord,
-    ConsumerMemberRecord,
-    ConsumerTargetEpochRecord,
-    ConsumerTargetRecord,
     GroupConfigRecord,
     OffsetCommitRecord,
     Record,
@@ -101,6 +91,7 @@ from kgroup.core.transactions import messages as txn
 from kgroup.core.transactions.config import TransactionConfig
 from kgroup.core.transactions.coordinator import TransactionCoordinator
 from kgroup.core.txn_offsets import TxnOffsets
+from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, STREAMS, GroupType, Positions
 
 Handler = Callable[..., Result]
 
@@ -111,8 +102,9 @@ def counter_producer_ids(start: int = 1000) -> Callable[[], int]:
 
 
 class GroupKind(IntEnum):
-    """What a group id names in this shard. (An IntEnum: routing hashes it on every
-    request, and an int hashes in C where a plain Enum member calls Python.)"""
+    """What a group id names in this shard: no group yet, or a group of one kind of the
+    registry (`TYPES`). (An IntEnum: routing hashes it on every request, and an int hashes
+    in C where a plain Enum member calls Python.)"""
 
     NONE = 0                 # no group yet
     CLASSIC = 1
@@ -121,10 +113,14 @@ class GroupKind(IntEnum):
     STREAMS = 4
 
 
+# The registry's kind of each GroupKind (every kind of kgroup/group_types.py has one).
+TYPES: dict[GroupKind, GroupType] = {GroupKind.CLASSIC: CLASSIC, GroupKind.CONSUMER: CONSUMER,
+                                     GroupKind.SHARE: SHARE, GroupKind.STREAMS: STREAMS}
+assert tuple(TYPES.values()) == GROUP_TYPES, "a GroupKind for every kind of the registry"
+
 _NONE, _CLASSIC, _CONSUMER, _SHARE = GroupKind.NONE, GroupKind.CLASSIC, GroupKind.CONSUMER, GroupKind.SHARE
 _STREAMS = GroupKind.STREAMS
-_SHARE_RECORDS = (ShareGroupEpochRecord, ShareMemberRecord, ShareTargetRecord, ShareTargetEpochRecord,
-                  ShareCurrentRecord)
+_SHARE_RECORDS = frozenset(ShareGroup.RECORDS)
 
 
 class MembershipApi(Enum):
@@ -183,7 +179,8 @@ class GroupCoordinatorShard:
         self.share = share = ShareProtocol(shard)
         self.streams = streams = StreamsProtocol(shard)
         self._streams_groups = shard.streams_groups
-        self.admin = Admin(shard, share)
+        self.admin = Admin(shard, {CLASSIC: classic.delete_group, CONSUMER: consumer.delete_group,
+                                   SHARE: share.delete_group, STREAMS: streams.delete_group})
         self.transactions = transactions = TransactionCoordinator(
             shard, txn_config or TransactionConfig(), new_producer_id or counter_producer_ids())
         self.txn_offsets = txn_offsets = TxnOffsets(shard, offsets)
@@ -217,6 +214,8 @@ class GroupCoordinatorShard:
         }
         self._offsets_refused = _refuse(ErrorCode.GROUP_ID_NOT_FOUND,
                                         "is a share group: its progress is its share-partition state")
+        # Kinds whose progress is not committed offsets: OffsetCommit/Fetch/Delete refused.
+        self._no_offsets = frozenset(k for k, t in TYPES.items() if t.positions is not Positions.OFFSETS)
         self._join = self.routes[A.JOIN_GROUP]
         self._sync = self.routes[A.SYNC_GROUP]
         self._heartbeat = self.routes[A.HEARTBEAT]
@@ -224,22 +223,15 @@ class GroupCoordinatorShard:
         self._consumer_heartbeat = self.routes[A.CONSUMER_GROUP_HEARTBEAT]
         self._share_heartbeat = self.routes[A.SHARE_GROUP_HEARTBEAT]
         self._streams_heartbeat = self.routes[A.STREAMS_GROUP_HEARTBEAT]
-        classic_control, consumer_control = ClassicControl(shard, classic), ConsumerControl(shard, consumer)
-        streams_control = StreamsControl(shard, streams)
+        # A streams group is not on the modern base yet: its own control (streams_control.py).
+        controls = {K.CLASSIC: ClassicControl(shard, classic), K.CONSUMER: ModernControl(shard, consumer),
+                    K.SHARE: ModernControl(shard, share), K.STREAMS: StreamsControl(shard, streams)}
         O = GroupOperation
-        not_for_share = _refuse(ErrorCode.INVALID_REQUEST,
-                                "is a share group: the control API does not act on share groups yet")
         # Operation -> group kind -> handler: the control API's way in.
         self.operations: dict[GroupOperation, dict[GroupKind, Handler]] = {
-            O.INSPECT: {K.NONE: missing_group, K.CLASSIC: classic_control.inspect,
-                        K.CONSUMER: consumer_control.inspect, K.SHARE: not_for_share,
-                        K.STREAMS: streams_control.inspect},
-            O.REBALANCE: {K.NONE: missing_group, K.CLASSIC: classic_control.rebalance,
-                          K.CONSUMER: consumer_control.rebalance, K.SHARE: not_for_share,
-                          K.STREAMS: streams_control.rebalance},
-            O.EXPIRE_MEMBER: {K.NONE: missing_group, K.CLASSIC: classic_control.expire,
-                              K.CONSUMER: consumer_control.expire, K.SHARE: not_for_share,
-                              K.STREAMS: streams_control.expire},
+            O.INSPECT: {K.NONE: missing_group, **{k: c.inspect for k, c in controls.items()}},
+            O.REBALANCE: {K.NONE: missing_group, **{k: c.rebalance for k, c in controls.items()}},
+            O.EXPIRE_MEMBER: {K.NONE: missing_group, **{k: c.expire for k, c in controls.items()}},
         }
         # Timer kind -> the handler that runs at expiry.
         self._timer_ops: dict[TimerKind, Callable[[TimerOp, int], Result]] = {
@@ -301,17 +293,17 @@ class GroupCoordinatorShard:
         return self._leave[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def commit_offsets(self, req: OffsetCommitRequest, reply: ReplyTo, now_ms: int) -> Result:
-        if req.group_id in self._share_groups:
+        if self.kind_of(req.group_id) in self._no_offsets:
             return self._offsets_refused(req, reply, now_ms)
         return self.offsets.commit(req, reply, now_ms)
 
     def fetch_offsets(self, req: OffsetFetchRequest, reply: ReplyTo, now_ms: int) -> Result:
-        if req.group_id in self._share_groups:
+        if self.kind_of(req.group_id) in self._no_offsets:
             return self._offsets_refused(req, reply, now_ms)
         return self.offsets.fetch(req, reply, now_ms)
 
     def delete_offsets(self, req: OffsetDeleteRequest, reply: ReplyTo, now_ms: int) -> Result:
-        if req.group_id in self._share_groups:
+        if self.kind_of(req.group_id) in self._no_offsets:
             return self._offsets_refused(req, reply, now_ms)
         return self.offsets.delete(req, reply, now_ms)
 
@@ -547,26 +539,12 @@ class GroupCoordinatorShard:
         """Records that rebuild the current stored state from nothing (for log snapshots)."""
         stored = self.shard.stored
         records: list[Record] = [ClassicGroupRecord(g, v) for g, v in sorted(stored.classic_groups.items())]
-        for group_id, group in sorted(self.shard.consumer_groups.items()):
-            records.append(ConsumerGroupEpochRecord(group_id, group.epoch, group.subscribed))
-            for member_id, member in group.members.items():
-                records.append(ConsumerMemberRecord(group_id, member_id, member.meta))
-            for member_id, target in sorted(group.target.items()):
-                records.append(ConsumerTargetRecord(group_id, member_id, target))
-            records.append(ConsumerTargetEpochRecord(group_id, group.target_epoch))
-            for member_id, member in group.members.items():
-                records.append(ConsumerCurrentRecord(group_id, member_id, member.current))
+        for _, group in sorted(self.shard.consumer_groups.items()):
+            records.extend(group.snapshot())
         records.extend(GroupConfigRecord(g, c) for g, c in sorted(stored.group_configs.items()))
-        for group_id, group in sorted(self.shard.share_groups.items()):
-            records.append(ShareGroupEpochRecord(group_id, group.epoch, group.subscribed))
-            for member_id, member in group.members.items():
-                records.append(ShareMemberRecord(group_id, member_id, member.meta))
-            for member_id, target in sorted(group.target.items()):
-                records.append(ShareTargetRecord(group_id, member_id, target))
-            records.append(ShareTargetEpochRecord(group_id, group.target_epoch))
-            for member_id, member in group.members.items():
-                records.append(ShareCurrentRecord(group_id, member_id, member.current))
-        for group_id, group in sorted(self.shard.streams_groups.items()):
+        for _, group in sorted(self.shard.share_groups.items()):
+            records.extend(group.snapshot())
+        for _, group in sorted(self.shard.streams_groups.items()):
             records.extend(group.snapshot())
         for group_id, states in sorted(stored.share_states.items()):
             records.extend(ShareStateRecord(group_id, t, p, v) for (t, p), v in sorted(states.items()))

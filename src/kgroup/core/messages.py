@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgroup.core.errors import ErrorCode
+from kgroup.group_types import CLASSIC
 
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1
@@ -335,8 +336,9 @@ class InspectedMember:
     # classic group of another protocol type) or not known yet (mid-rebalance).
     assignment: tuple[tuple[str, tuple[int, ...]], ...] | None
     pending_revocation: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    # "consumer" or "classic": how the member speaks (a migrated group has both).
-    protocol: str = "classic"
+    # The kind of group whose protocol the member speaks (a migrated consumer group has
+    # classic members too): a kind's name (kgroup/group_types.py).
+    protocol: str = CLASSIC.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,7 +346,7 @@ class InspectedGroup:
     """A group as the control API shows it: both kinds in one shape."""
 
     group_id: str
-    kind: str                          # "classic" or "consumer"
+    kind: str                          # the group's kind's name (kgroup/group_types.py)
     state: str
     protocol_type: str
     protocol: str | None               # classic: the chosen protocol (assignor)

@@ -41,6 +41,7 @@ from kgroup.assignors import encode_assignment
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupMember
 from kgroup.core.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState, apply_consumer_record
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.event_journal import EventJournal
 from kgroup.core.messages import (
     JOIN_EPOCH,
     UNKNOWN_MEMBER_ID,
@@ -168,7 +169,7 @@ class Migration:
         the consumer protocol would; nothing happens unless the whole request succeeds."""
         self.consumer.validate(req)
         classic = self.shard.groups[req.group_id]
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         group = None
         if classic.members or classic.pending_members:
             if req.member_epoch != JOIN_EPOCH or not self.can_upgrade(classic):
@@ -265,7 +266,7 @@ class Migration:
             rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms >= 0 else req.session_timeout_ms,
             subscribed_topic_names=tuple(sub.topics), owned=owned, client_id=req.client_id,
             client_host=req.client_host)
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         out.changed(group.group_id, "JoinGroup", Departure.FENCED)
         done = self.consumer.step(group, hb, now_ms, out, classic=(req.protocols, req.session_timeout_ms))
         out.reply(reply, JoinGroupResponse(ErrorCode.NONE, done.after.member_epoch, CONSUMER, protocol, "", member_id))
@@ -293,7 +294,7 @@ class Migration:
 
     def leave(self, req: LeaveGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
         group = self._group(req.group_id)
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         out.changed(group.group_id, "LeaveGroup")
         results, leaving_ids = [], []
         for leaving in req.members:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupState
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.event_journal import EventJournal
+from kgroup.core.kinds import find_group
 from kgroup.core.messages import (
     UNKNOWN_MEMBER_ID,
     FetchedOffset,
@@ -196,12 +198,18 @@ class Offsets:
     # ---- OffsetDelete ---------------------------------------------------------------------
 
     def delete(self, req: OffsetDeleteRequest, reply: ReplyTo, now_ms: int) -> Result:
-        """Delete offsets, except of topics the group's live members subscribe to."""
-        group = self.shard.groups.get(req.group_id)
-        if group is None or group.is_in(S.DEAD):
+        """Delete offsets, except of topics the group's live members subscribe to (a group of
+        any kind that keeps committed offsets: the coordinator refuses the others)."""
+        group = find_group(self.shard, req.group_id)
+        if group is None:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} does not exist")
-        if group.is_in(S.EMPTY) or not group.protocol_type:
-            protected: frozenset[str] = frozenset()
+        if not isinstance(group, ClassicGroup):
+            # A modern group: the topics its members subscribe to, as its group epoch has them
+            # (none once it is empty: an empty streams group keeps its topology's topics).
+            protected: frozenset[str] = frozenset(name for name, _, _ in group.subscribed) \
+                if group.members else frozenset()
+        elif group.is_in(S.EMPTY) or not group.protocol_type:
+            protected = frozenset()
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
             protected = self.subscribed_topics(group) or frozenset()
         else:
@@ -238,22 +246,23 @@ class Offsets:
 
     def expire(self, now_ms: int) -> Result:
         """Tombstone expired offsets; delete Empty groups that are left with none."""
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         retention = self.config.offsets_retention_ms
         stored = self.shard.stored
         for group_id in sorted(set(stored.offsets) | set(self.shard.groups)):
             group = self.shard.groups.get(group_id)
             offsets = stored.offsets.get(group_id, {})
             expired = self._expired(group, offsets, now_ms, retention)
+            dropped = group is not None and group.is_in(S.EMPTY) and len(expired) == len(offsets)
+            if expired or (dropped and group_id in stored.classic_groups):
+                out.changed(group_id, "offsets expired", Departure.EXPIRED)
             for topic, partition in expired:
                 out.record(OffsetCommitRecord(group_id, topic, partition, None))
-            if group is not None and group.is_in(S.EMPTY) and len(expired) == len(offsets):
+            if dropped:
                 group.transition_to(S.DEAD, now_ms)
                 del self.shard.groups[group_id]
                 if group_id in stored.classic_groups:
                     out.record(ClassicGroupRecord(group_id, None))
-            if expired or (out.records and out.records[-1].group_id == group_id):
-                out.changed(group_id, "offsets expired", Departure.EXPIRED)
         self.schedule_expiry(now_ms)
         return out.build() if out.records else EMPTY_RESULT
 

@@ -10,14 +10,18 @@ share partitions), so a member simply takes its target, and the target epoch, on
 heartbeat. A share group is Empty without members and Stable with them.
 
 The whole aggregate is durable: only `apply_share_record` (replay) changes it; the handlers
-in share_protocol.py compute records.
+in share_protocol.py compute records. What share groups share with the other modern kinds
+(epochs, members, the target assignment, replay) is modern_group.py's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import ClassVar
 
+from kgroup.assignors.share_simple import SimpleShareAssignor
+from kgroup.core.config import GroupConfig
 from kgroup.core.records import (
     Partitions,
     ShareCurrentRecord,
@@ -28,8 +32,12 @@ from kgroup.core.records import (
     ShareTargetEpochRecord,
     ShareTargetRecord,
 )
+from kgroup.core.modern_group import ModernGroup, ModernMember, ModernRecords, Phase, register_records
+from kgroup.group_types import SHARE, GroupType
 
 NEW_SHARE_MEMBER = ShareCurrentValue(0, 0, ())
+# The share assignor's name, as ShareGroupDescribe gives it.
+SHARE_ASSIGNOR = SimpleShareAssignor.name
 
 
 class ShareGroupState(Enum):
@@ -40,65 +48,36 @@ class ShareGroupState(Enum):
 
 
 @dataclass(slots=True)
-class ShareGroupMember:
-    member_id: str
+class ShareGroupMember(ModernMember):
     meta: ShareMemberValue
     current: ShareCurrentValue = NEW_SHARE_MEMBER
 
-    @property
-    def epoch(self) -> int:
-        return self.current.member_epoch
 
-
+@register_records
 @dataclass(slots=True)
-class ShareGroup:
-    group_id: str
-    epoch: int = 0
-    target_epoch: int = 0
-    # ((topic name, topic id, partitions), ...) the group subscribed to at `epoch`
-    subscribed: tuple[tuple[str, str, int], ...] = ()
+class ShareGroup(ModernGroup):
     members: dict[str, ShareGroupMember] = field(default_factory=dict)
     target: dict[str, Partitions] = field(default_factory=dict)
-    # Moves with every record replayed into the group (what the group events look at).
-    version: int = field(default=0, compare=False)
+
+    RECORDS: ClassVar[ModernRecords] = ModernRecords(
+        ShareGroupEpochRecord, ShareMemberRecord, ShareTargetRecord, ShareTargetEpochRecord, ShareCurrentRecord)
+    TYPE: ClassVar[GroupType] = SHARE
+    MEMBER: ClassVar[type] = ShareGroupMember
+    NEW_CURRENT: ClassVar[ShareCurrentValue] = NEW_SHARE_MEMBER
 
     def state(self) -> ShareGroupState:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
 
+    def assignor_name(self, config: GroupConfig) -> str:
+        """The share assignor (there is one, `simple`)."""
+        return SHARE_ASSIGNOR
+
+    @classmethod
+    def state_of(cls, phase: Phase) -> ShareGroupState:
+        # No reconciliation: a share group is Stable as soon as it has members.
+        return ShareGroupState.EMPTY if phase is Phase.EMPTY else ShareGroupState.STABLE
+
 
 def apply_share_record(groups: dict[str, ShareGroup], record) -> bool:
     """Replay one share-group record into `groups`; True if it created the group."""
-    kind = type(record)
-    if kind is ShareGroupEpochRecord and record.epoch is None:
-        groups.pop(record.group_id, None)
-        return False
-    group = groups.get(record.group_id)
-    created = group is None
-    if created:
-        group = groups[record.group_id] = ShareGroup(record.group_id)
-    group.version += 1
-    if kind is ShareGroupEpochRecord:
-        group.epoch = record.epoch
-        group.subscribed = record.subscribed
-    elif kind is ShareMemberRecord:
-        if record.value is None:
-            group.members.pop(record.member_id, None)
-        elif record.member_id in group.members:
-            group.members[record.member_id].meta = record.value
-        else:
-            group.members[record.member_id] = ShareGroupMember(record.member_id, record.value)
-    elif kind is ShareTargetRecord:
-        if record.partitions is None:
-            group.target.pop(record.member_id, None)
-        else:
-            group.target[record.member_id] = record.partitions
-    elif kind is ShareTargetEpochRecord:
-        if record.epoch is not None:
-            group.target_epoch = record.epoch
-    elif kind is ShareCurrentRecord:
-        member = group.members.get(record.member_id)
-        if member is not None and record.value is not None:
-            member.current = record.value
-    else:
-        raise TypeError(f"not a share-group record: {record!r}")
-    return created
+    return ShareGroup.apply(groups, record)

@@ -1,14 +1,15 @@
 """ShareGroupHeartbeat, ShareGroupDescribe, the share-group offsets APIs and the durable
 share-partition state (KIP-932).
 
-How this works (numbered steps in `heartbeat`): validate; find the group and the member
+How this works: the heartbeat's steps every modern kind shares (find or create the group
+and the member, bump the group epoch when membership or a subscription changed, compute the
+target when the group epoch is ahead of it, arm the session, remove members) are
+modern_protocol.py's; this module fills in the share group's: validation; the epoch check
 (epoch 0 joins, -1 leaves; otherwise the epoch must be the member's, or its previous one
-when our last answer was lost); fold the request into the member's metadata; bump the group
-epoch when membership or a subscription changed; when the group epoch is ahead of the
-target assignment, run the `simple` share assignor; hand the member its target (and the
-target epoch) if it does not have it yet; re-arm its session. Everything durable comes out
-as records that replay (share_group.apply_share_record) applies; the session timer is
-staged on the ResultBuilder and armed only when the whole request succeeded.
+when our last answer was lost); the metadata (topic names); the `simple` share assignor;
+the member taking its target (and the target epoch) at once, as there is nothing to revoke;
+and the answer. Everything durable comes out as records that replay
+(share_group.apply_share_record) applies.
 
 The share-partition state lives here too, as Kafka's share coordinator keeps it: the
 in-memory share partition (acquisitions, locks) runs where its topic partition is served
@@ -22,19 +23,20 @@ from __future__ import annotations
 from kgroup.assignors.share_simple import SimpleShareAssignor
 from kgroup.assignors.spec import GroupSpec, MemberSpec
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.event_journal import EventJournal
+from kgroup.core.kinds import find_group
+from kgroup.core.modern_group import SubscribedTopics
+from kgroup.core.modern_protocol import HeartbeatStep, Joined, ModernProtocol
 from kgroup.core.records import (
     Partitions,
     ShareCurrentRecord,
     ShareCurrentValue,
-    ShareGroupEpochRecord,
-    ShareMemberRecord,
     ShareMemberValue,
     ShareStateRecord,
     ShareStateValue,
-    ShareTargetEpochRecord,
     ShareTargetRecord,
 )
-from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
+from kgroup.core.result import ReplyTo, Result, ResultBuilder
 from kgroup.core.share_configs import ShareConfigs
 from kgroup.core.share_group import NEW_SHARE_MEMBER, ShareGroup, ShareGroupMember
 from kgroup.core.share_messages import (
@@ -53,43 +55,26 @@ from kgroup.core.share_messages import (
     WriteShareStateRequest,
 )
 from kgroup.core.state import ShardState
-from kgroup.core.timers import TimerKind, TimerOp, share_session_key
+from kgroup.core.timers import TimerKind, share_session_key
 
 ASSIGNOR = SimpleShareAssignor()
 
 
-class ShareProtocol:
+class ShareProtocol(ModernProtocol):
+    GROUP = ShareGroup
+    API = "ShareGroupHeartbeat"
+    JOIN_EPOCH = SHARE_JOIN_EPOCH
+    LEAVE_EPOCHS = (SHARE_LEAVE_EPOCH,)
+    SESSION_TIMER = TimerKind.SHARE_SESSION
+    session_key = staticmethod(share_session_key)
+
     def __init__(self, shard: ShardState) -> None:
-        self.shard = shard
-        self.timers = shard.timers
+        super().__init__(shard, shard.share_groups)
         self.configs = ShareConfigs(shard)
 
     # ======================================================================================
-    # ShareGroupHeartbeat
+    # ShareGroupHeartbeat: the kind's parts of modern_protocol.py's steps
     # ======================================================================================
-
-    def heartbeat(self, req: ShareGroupHeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
-        """Handle one ShareGroupHeartbeat for a share group, or a group that does not exist."""
-        # 1. Validate the request as a whole.
-        self.validate(req)
-        out = ResultBuilder()
-        group = self.shard.share_groups.get(req.group_id)
-        if group is None:
-            if req.member_epoch != SHARE_JOIN_EPOCH:
-                # Only a join (epoch 0) makes a group; Kafka answers anything else so.
-                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} does not exist")
-            group = ShareGroup(req.group_id)
-        if req.member_epoch == SHARE_LEAVE_EPOCH:
-            member = group.members.get(req.member_id)
-            if member is None:
-                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {req.member_id} is not in group {group.group_id}")
-            self.remove(group, [req.member_id], out)
-            out.reply(reply, ShareGroupHeartbeatResponse(ErrorCode.NONE, None, req.member_id, SHARE_LEAVE_EPOCH, 0))
-        else:
-            self._step(group, req, reply, now_ms, out)
-        if out.records:
-            out.changed(group.group_id, "ShareGroupHeartbeat")
-        return out.build()
 
     def validate(self, req: ShareGroupHeartbeatRequest) -> None:
         """Raise unless the request is well formed (nothing about the group yet)."""
@@ -102,72 +87,45 @@ class ShareProtocol:
         if req.member_epoch == SHARE_JOIN_EPOCH and req.subscribed_topic_names is None:
             raise GroupError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request")
 
-    def _step(self, group: ShareGroup, req: ShareGroupHeartbeatRequest, reply: ReplyTo, now_ms: int,
-              out: ResultBuilder) -> None:
-        gid = group.group_id
-        # 2. Find or create the member, checking its epoch.
-        member = group.members.get(req.member_id)
+    def member_for(self, group: ShareGroup, req: ShareGroupHeartbeatRequest,
+                   member_id: str) -> tuple[ShareGroupMember | None, None]:
+        """(the member, or None if new; share members are never static)."""
+        member = group.members.get(member_id)
         if req.member_epoch == SHARE_JOIN_EPOCH:
-            if member is None and len(group.members) >= self.shard.config.share_max_size:
-                raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED, f"group {gid} is full")
-            current = NEW_SHARE_MEMBER
-        else:
-            if member is None:
-                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {req.member_id} is not in group {gid}")
-            current = member.current
-            if req.member_epoch > member.epoch or (
-                    req.member_epoch < member.epoch and req.member_epoch != current.previous_member_epoch):
-                raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH,
-                                 f"epoch {req.member_epoch} is not the member's ({member.epoch})")
-        # 3. Fold the request into the member's metadata.
-        old = member.meta if member is not None else None
-        meta = ShareMemberValue(
+            return member, None
+        if member is None:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group.group_id}")
+        # The member's epoch, or its previous one when our last answer was lost.
+        if req.member_epoch > member.epoch or (
+                req.member_epoch < member.epoch and req.member_epoch != member.current.previous_member_epoch):
+            raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH,
+                             f"epoch {req.member_epoch} is not the member's ({member.epoch})")
+        return member, None
+
+    def merge(self, old: ShareMemberValue | None, req: ShareGroupHeartbeatRequest, extra: None) -> ShareMemberValue:
+        return ShareMemberValue(
             rack_id=req.rack_id if req.rack_id is not None else (old.rack_id if old else None),
             client_id=req.client_id or (old.client_id if old else ""),
             client_host=req.client_host or (old.client_host if old else ""),
             subscribed_topic_names=(tuple(sorted(set(req.subscribed_topic_names)))
                                     if req.subscribed_topic_names is not None
                                     else (old.subscribed_topic_names if old else ())))
-        if meta != old:
-            out.record(ShareMemberRecord(gid, req.member_id, meta))
-        members = dict(group.members)
-        members[req.member_id] = ShareGroupMember(req.member_id, meta, current)
-        # 4. The group epoch moves when membership or what the group subscribes to changed.
-        epoch = group.epoch
-        is_new_group = gid not in self.shard.share_groups
-        if is_new_group or old is None or old.subscribed_topic_names != meta.subscribed_topic_names:
-            subscribed = self._subscribed(members)
-            epoch = group.epoch + 1
-            out.record(ShareGroupEpochRecord(gid, epoch, subscribed))
-        else:
-            subscribed = group.subscribed
-        # 5. A new target assignment when the group epoch is ahead of it.
-        targets, target_epoch = group.target, group.target_epoch
-        if epoch > target_epoch:
-            targets = self._assign(group, members, subscribed, out)
-            target_epoch = epoch
-            out.record(ShareTargetEpochRecord(gid, target_epoch))
-        # 6. The member takes its target (no revocation to wait for in a share group).
-        target = targets.get(req.member_id, ())
-        changed = current.member_epoch != target_epoch or current.assigned != target or member is None
-        if changed:
-            out.record(ShareCurrentRecord(gid, req.member_id,
-                                          ShareCurrentValue(target_epoch, current.member_epoch, target)))
-        # 7. The session runs from this heartbeat.
-        self.arm_session(gid, req.member_id, now_ms + self.configs.session_timeout(gid), out)
-        # 8. Answer; the assignment only when it changed or the member (re)joined.
-        full = changed or req.member_epoch == SHARE_JOIN_EPOCH
-        out.reply(reply, ShareGroupHeartbeatResponse(
-            ErrorCode.NONE, None, req.member_id, target_epoch if changed else current.member_epoch,
-            self.configs.heartbeat_interval(gid), target if full else None))
 
-    def _subscribed(self, members: dict[str, ShareGroupMember]) -> tuple[tuple[str, str, int], ...]:
+    def subscription(self, meta: ShareMemberValue) -> tuple[str, ...]:
+        return meta.subscribed_topic_names
+
+    def topics_of(self, meta: ShareMemberValue) -> set[str]:
         topics = self.shard.topics
-        names = {n for m in members.values() for n in m.meta.subscribed_topic_names if n in topics}
-        return tuple(sorted((n, *topics[n]) for n in names))
+        return {n for n in meta.subscribed_topic_names if n in topics}
 
-    def _assign(self, group: ShareGroup, members: dict[str, ShareGroupMember],
-                subscribed: tuple[tuple[str, str, int], ...], out: ResultBuilder) -> dict[str, Partitions]:
+    def max_size(self) -> int:
+        return self.shard.config.share_max_size
+
+    def session_timeout(self, group_id: str, meta: ShareMemberValue) -> int:
+        return self.configs.session_timeout(group_id)
+
+    def assign(self, group: ShareGroup, members: dict[str, ShareGroupMember], targets: dict[str, Partitions],
+               subscribed: SubscribedTopics, out: ResultBuilder) -> dict[str, Partitions]:
         """Run the share assignor; record the targets that change."""
         by_name = {n: tid for n, tid, _ in subscribed}
         spec = GroupSpec(members={
@@ -175,61 +133,42 @@ class ShareProtocol:
                             rack_id=m.meta.rack_id)
             for mid, m in sorted(members.items())})
         result = ASSIGNOR.assign(spec, {tid: count for _, tid, count in subscribed})
-        targets: dict[str, Partitions] = {}
+        new_targets: dict[str, Partitions] = {}
         for mid in sorted(members):
             assigned = tuple((t, ps) for t, ps in sorted(result.get(mid, {}).items()) if ps)
-            targets[mid] = assigned
-            if group.target.get(mid) != assigned:
+            new_targets[mid] = assigned
+            if targets.get(mid) != assigned:
                 out.record(ShareTargetRecord(group.group_id, mid, assigned))
-        return targets
+        return new_targets
 
-    def arm_session(self, group_id: str, member_id: str, deadline_ms: int, out: ResultBuilder) -> None:
-        out.then(self._session, group_id, member_id, deadline_ms)
+    def next_current(self, group: ShareGroup, joined: Joined, req: ShareGroupHeartbeatRequest,
+                     targets: dict[str, Partitions], target_epoch: int, out: ResultBuilder,
+                     extra: None) -> ShareCurrentValue:
+        # 6. The member takes its target (no revocation to wait for in a share group); a
+        #    member that (re)joins starts from nothing.
+        current = NEW_SHARE_MEMBER if req.member_epoch == SHARE_JOIN_EPOCH else joined.member.current
+        target = targets.get(joined.member_id, ())
+        if current.member_epoch == target_epoch and current.assigned == target and joined.old_meta is not None:
+            return current
+        nxt = ShareCurrentValue(target_epoch, current.member_epoch, target)
+        out.record(ShareCurrentRecord(group.group_id, joined.member_id, nxt))
+        return nxt
 
-    def _session(self, group_id: str, member_id: str, deadline_ms: int) -> None:
-        key = share_session_key(group_id, member_id)
-        if not self.timers.extend(key, deadline_ms):
-            self.timers.schedule(key, deadline_ms, TimerOp(TimerKind.SHARE_SESSION, group_id, member_id))
+    def answer(self, group: ShareGroup, req: ShareGroupHeartbeatRequest, reply: ReplyTo, done: HeartbeatStep,
+               out: ResultBuilder) -> None:
+        # 8. Answer; the assignment only when it changed or the member (re)joined.
+        after = done.after
+        full = req.member_epoch == SHARE_JOIN_EPOCH or after is not done.before
+        out.reply(reply, ShareGroupHeartbeatResponse(
+            ErrorCode.NONE, None, req.member_id, after.member_epoch,
+            self.configs.heartbeat_interval(group.group_id), after.assigned if full else None))
 
     # ---- leaving and expiry -----------------------------------------------------------------
 
-    def remove(self, group: ShareGroup, member_ids: list[str], out: ResultBuilder) -> None:
-        """Remove members; the group epoch moves so the others get their partitions."""
-        for member_id in member_ids:
-            out.record(ShareCurrentRecord(group.group_id, member_id, None))
-            out.record(ShareTargetRecord(group.group_id, member_id, None))
-            out.record(ShareMemberRecord(group.group_id, member_id, None))
-            out.then(self.timers.cancel, share_session_key(group.group_id, member_id))
-        remaining = {mid: m for mid, m in group.members.items() if mid not in member_ids}
-        out.record(ShareGroupEpochRecord(group.group_id, group.epoch + 1, self._subscribed(remaining)))
-
-    def session_expired(self, op: TimerOp, now_ms: int) -> Result:
-        group = self.shard.share_groups.get(op.group_id)
-        if group is None or op.member_id not in group.members:
-            return EMPTY_RESULT
-        out = ResultBuilder()
-        out.changed(group.group_id, "session timeout", Departure.EXPIRED)
-        self.remove(group, [op.member_id], out)
-        return out.build()
-
-    def topics_changed(self, now_ms: int) -> Result:
-        """Bump the epoch of every share group whose subscribed topics' metadata changed."""
-        out = ResultBuilder()
-        for group_id in sorted(self.shard.share_groups):
-            group = self.shard.share_groups[group_id]
-            subscribed = self._subscribed(group.members)
-            if subscribed != group.subscribed:
-                out.record(ShareGroupEpochRecord(group_id, group.epoch + 1, subscribed))
-                out.changed(group_id, "topic metadata changed")
-        return out.build()
-
-    def loaded(self, now_ms: int) -> None:
-        """After a restart every member gets a fresh session to come back in."""
-        for group_id, group in self.shard.share_groups.items():
-            for member_id in group.members:
-                self.timers.schedule(share_session_key(group_id, member_id),
-                                     now_ms + self.configs.session_timeout(group_id),
-                                     TimerOp(TimerKind.SHARE_SESSION, group_id, member_id))
+    def left(self, group: ShareGroup, member: ShareGroupMember, req: ShareGroupHeartbeatRequest,
+             reply: ReplyTo, now_ms: int, out: ResultBuilder) -> None:
+        self.remove_members(group, [req.member_id], out, now_ms)
+        out.reply(reply, ShareGroupHeartbeatResponse(ErrorCode.NONE, None, req.member_id, SHARE_LEAVE_EPOCH, 0))
 
     # ---- ShareGroupDescribe -----------------------------------------------------------------
 
@@ -295,12 +234,12 @@ class ShareProtocol:
         epoch, so the running partition's next write is fenced and it reloads. A share group
         that does not exist is created empty, as Kafka creates it (a group id of another kind
         is not a share group)."""
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         gid = req.group_id
         if gid not in self.shard.share_groups and not self.shard.stored.share_states.get(gid):
-            if gid in self.shard.groups or gid in self.shard.consumer_groups:
+            if find_group(self.shard, gid) is not None:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"{gid} is not a share group")
-            out.record(ShareGroupEpochRecord(gid, 0, ()))
+            out.record(self.records.epoch(gid, 0, ()))
             out.changed(gid, "AlterShareGroupOffsets")
         else:
             self._empty_group(gid)
@@ -326,12 +265,10 @@ class ShareProtocol:
         out.reply(reply, ShareOffsetsResponse(ErrorCode.NONE, tuple(gone)))
         return out.build()
 
-    def delete_group(self, group: ShareGroup, out: ResultBuilder) -> None:
-        """The records that delete an empty share group and its share-partition states."""
+    def delete_progress(self, group: ShareGroup, out: ResultBuilder) -> None:
+        """A deleted share group's share-partition states go with it."""
         for topic_id, partition in sorted(self.shard.stored.share_states.get(group.group_id, {})):
             out.record(ShareStateRecord(group.group_id, topic_id, partition, None))
-        out.record(ShareTargetEpochRecord(group.group_id, None))
-        out.record(ShareGroupEpochRecord(group.group_id, None))
 
 
 def replay_share_state(shard: ShardState, record: ShareStateRecord) -> None:

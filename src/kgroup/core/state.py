@@ -9,7 +9,7 @@ rebuilt from `stored` (`GroupCoordinatorShard.load_complete`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from kgroup.core.classic_group import ClassicGroup
 from kgroup.core.consumer_group import ConsumerGroup
@@ -78,3 +78,6 @@ class ShardState:
     # The broker's topics: name -> (topic id, partition count). Pure input, set by the
     # broker through GroupCoordinatorShard.update_topics.
     topics: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # The maps above of every kind, in the registry's order (kinds.py fills it on first use;
+    # the maps are never replaced).
+    group_maps: tuple[dict[str, Any], ...] = ()

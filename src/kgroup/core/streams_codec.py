@@ -40,7 +40,7 @@ from kgroup.core.streams_records import (
     StreamsTopologyRecord,
     TaskTuple,
 )
-from kgroup.core.streams_topology import CopartitionGroup, StreamsTopology, Subtopology, TopicInfo
+from kgroup.core.streams_topology import CopartitionGroup, StreamsTopology, Subtopology, StreamsTopicInfo
 
 KEY_VERSIONS = {
     StreamsGroupEpochRecord: 26, StreamsTopologyRecord: 27, StreamsMemberRecord: 28,
@@ -50,7 +50,7 @@ BY_VERSION = {v: k for k, v in KEY_VERSIONS.items()}
 _HEAD = Struct(">hhh")
 
 
-def _info(t: TopicInfo) -> list:
+def _info(t: StreamsTopicInfo) -> list:
     return [t.name, t.partitions, t.replication_factor, [list(kv) for kv in t.configs]]
 
 
@@ -108,9 +108,9 @@ def _active(raw) -> tuple:
     return tuple(sorted((str(s), int(p), int(e)) for s, p, e in raw))
 
 
-def _topic_info(raw) -> TopicInfo:
+def _topic_info(raw) -> StreamsTopicInfo:
     name, partitions, rf, configs = raw
-    return TopicInfo(str(name), int(partitions), int(rf), tuple((str(k), str(v)) for k, v in configs))
+    return StreamsTopicInfo(str(name), int(partitions), int(rf), tuple((str(k), str(v)) for k, v in configs))
 
 
 def _topology(raw) -> StreamsTopology:

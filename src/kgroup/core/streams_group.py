@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import ClassVar
+from typing import ClassVar, Iterator
 
 from kgroup.core.streams_reconcile import TaskHolders, is_converged
 from kgroup.core.streams_records import (
@@ -45,8 +45,11 @@ from kgroup.core.streams_records import (
     TaskTuple,
 )
 from kgroup.core.streams_topology import ConfiguredTopology, StreamsTopology
+from kgroup.group_types import STREAMS, GroupType
 
 LEAVE_EPOCH = -1
+# The streams task assignor a group runs (streams.assignor; the sticky one is all there is).
+TASK_ASSIGNOR = "sticky"
 STATIC_LEAVE_EPOCH = -2
 
 
@@ -108,7 +111,8 @@ class StreamsGroup:
     # Moves with every record replayed into the group (what the group events look at).
     version: int = field(default=0, compare=False)
 
-    # What the registry of group kinds asks of every group (a live group; its status).
+    # What the registry of group kinds asks of every group (its kind; a live group; its status).
+    TYPE: ClassVar[GroupType] = STREAMS
     live: ClassVar[bool] = True
 
     def status(self) -> tuple[str, int]:
@@ -123,6 +127,18 @@ class StreamsGroup:
         if self.epoch > self.target_epoch:
             return StreamsGroupState.ASSIGNING
         return StreamsGroupState.RECONCILING if self.unconverged else StreamsGroupState.STABLE
+
+    def assignor_name(self, config: object) -> str:
+        """The task assignor (there is one, `sticky`), as the views name it."""
+        return TASK_ASSIGNOR
+
+    def partitions_of(self, member: StreamsGroupMember) -> Iterator[tuple[str, int]]:
+        """(topic, partition) of what a member holds now, as the views show it: the source
+        partitions of its active tasks (task (s, p) reads partition p of subtopology s's
+        source topics)."""
+        sources = {s.subtopology_id: (*s.source_topics, *(t.name for t in s.repartition_source_topics))
+                   for s in (self.topology.subtopologies if self.topology is not None else ())}
+        return ((topic, p) for s, p, _ in member.current.active for topic in sources.get(s, ()))
 
     def static_member(self, instance_id: str | None) -> StreamsGroupMember | None:
         if instance_id is None:

@@ -40,12 +40,14 @@ from kgroup.assignors.streams_spec import TaskMember, Tasks, TaskSubtopology
 from kgroup.assignors.streams_sticky import StickyTaskAssignor
 from kgroup.assignors.streams_warmups import caught_up_warmups
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.records import OffsetCommitRecord
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
 from kgroup.core.streams_configs import StreamsConfigs
 from kgroup.core.streams_group import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
+    TASK_ASSIGNOR,
     StreamsGroup,
     StreamsGroupMember,
     TaskOffsets,
@@ -94,7 +96,7 @@ from kgroup.core.timers import (
 )
 
 JOIN_EPOCH = 0
-ASSIGNOR = "sticky"
+ASSIGNOR = TASK_ASSIGNOR
 
 
 def _invalid(why: str) -> GroupError:
@@ -580,6 +582,15 @@ class StreamsProtocol:
         """A new group epoch with nothing else changed: a new assignment at the next heartbeat."""
         out.record(StreamsGroupEpochRecord(group.group_id, group.epoch + 1, group.subscribed,
                                            group.validated_topology_epoch, group.assignment_configs))
+
+    def delete_group(self, group: StreamsGroup, out: ResultBuilder, now_ms: int) -> None:
+        """DeleteGroups of an empty group (its kind's deleter): its offsets, its topology, then
+        the group."""
+        for topic, partition in sorted(self.shard.stored.offsets.get(group.group_id, {})):
+            out.record(OffsetCommitRecord(group.group_id, topic, partition, None))
+        out.record(StreamsTopologyRecord(group.group_id, None))
+        out.record(StreamsTargetEpochRecord(group.group_id, None))
+        out.record(StreamsGroupEpochRecord(group.group_id, None))
 
     def session_expired(self, op: TimerOp, now_ms: int) -> Result:
         group = self.groups.get(op.group_id)

@@ -40,7 +40,7 @@ from kgroup.core.streams_records import (
 _M = StreamsMemberState
 
 
-class EpochMove(Enum):
+class TaskEpochMove(Enum):
     KEEP = "keep"              # it still owes tasks back: no new epoch until it revokes them
     TO_TARGET = "target"       # it reaches the target assignment's epoch
     NEXT = "next"              # it revoked, and a newer target takes more: one epoch on
@@ -49,16 +49,16 @@ class EpochMove(Enum):
 # source state -> next state -> what the step does to the epoch. Every state can reach every
 # state: a new target can take tasks away from a member whatever it was doing; what the table
 # rules out is the epoch going the wrong way.
-MEMBER_TRANSITIONS: dict[StreamsMemberState, dict[StreamsMemberState, frozenset[EpochMove]]] = {
-    _M.STABLE: {_M.STABLE: frozenset({EpochMove.TO_TARGET}),
-                _M.UNRELEASED_TASKS: frozenset({EpochMove.TO_TARGET}),
-                _M.UNREVOKED_TASKS: frozenset({EpochMove.KEEP})},
-    _M.UNRELEASED_TASKS: {_M.STABLE: frozenset({EpochMove.TO_TARGET}),
-                          _M.UNRELEASED_TASKS: frozenset({EpochMove.TO_TARGET}),
-                          _M.UNREVOKED_TASKS: frozenset({EpochMove.KEEP})},
-    _M.UNREVOKED_TASKS: {_M.STABLE: frozenset({EpochMove.TO_TARGET}),
-                         _M.UNRELEASED_TASKS: frozenset({EpochMove.TO_TARGET}),
-                         _M.UNREVOKED_TASKS: frozenset({EpochMove.KEEP, EpochMove.NEXT})},
+MEMBER_TRANSITIONS: dict[StreamsMemberState, dict[StreamsMemberState, frozenset[TaskEpochMove]]] = {
+    _M.STABLE: {_M.STABLE: frozenset({TaskEpochMove.TO_TARGET}),
+                _M.UNRELEASED_TASKS: frozenset({TaskEpochMove.TO_TARGET}),
+                _M.UNREVOKED_TASKS: frozenset({TaskEpochMove.KEEP})},
+    _M.UNRELEASED_TASKS: {_M.STABLE: frozenset({TaskEpochMove.TO_TARGET}),
+                          _M.UNRELEASED_TASKS: frozenset({TaskEpochMove.TO_TARGET}),
+                          _M.UNREVOKED_TASKS: frozenset({TaskEpochMove.KEEP})},
+    _M.UNREVOKED_TASKS: {_M.STABLE: frozenset({TaskEpochMove.TO_TARGET}),
+                         _M.UNRELEASED_TASKS: frozenset({TaskEpochMove.TO_TARGET}),
+                         _M.UNREVOKED_TASKS: frozenset({TaskEpochMove.KEEP, TaskEpochMove.NEXT})},
 }
 
 
@@ -226,8 +226,8 @@ def reconcile(process_id: str, current: StreamsCurrentValue, target: TaskTuple, 
 def check_member_transition(current: StreamsCurrentValue, nxt: StreamsCurrentValue, target_epoch: int) -> None:
     """Raise IllegalGroupTransition unless `current` -> `nxt` is a move the table allows."""
     moves = MEMBER_TRANSITIONS[current.state].get(nxt.state, frozenset())
-    allowed = {EpochMove.KEEP: current.member_epoch, EpochMove.TO_TARGET: target_epoch,
-               EpochMove.NEXT: current.member_epoch + 1}
+    allowed = {TaskEpochMove.KEEP: current.member_epoch, TaskEpochMove.TO_TARGET: target_epoch,
+               TaskEpochMove.NEXT: current.member_epoch + 1}
     if not any(nxt.member_epoch == allowed[m] for m in moves):
         raise IllegalGroupTransition(f"streams member {current.state.value}@{current.member_epoch} -> "
                                      f"{nxt.state.value}@{nxt.member_epoch} (target epoch {target_epoch})")

@@ -60,7 +60,7 @@ class InvalidTopology(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class TopicInfo:
+class StreamsTopicInfo:
     """An internal topic as the topology declares it: partitions 0 = decided by the
     coordinator, replication factor 0 = the broker's default, topic configs as given."""
 
@@ -84,9 +84,9 @@ class Subtopology:
     subtopology_id: str
     source_topics: tuple[str, ...] = ()
     source_topic_regex: tuple[str, ...] = ()
-    state_changelog_topics: tuple[TopicInfo, ...] = ()
+    state_changelog_topics: tuple[StreamsTopicInfo, ...] = ()
     repartition_sink_topics: tuple[str, ...] = ()
-    repartition_source_topics: tuple[TopicInfo, ...] = ()
+    repartition_source_topics: tuple[StreamsTopicInfo, ...] = ()
     copartition_groups: tuple[CopartitionGroup, ...] = ()
 
     @property
@@ -339,7 +339,7 @@ def _changelog_counts(subs: list[Subtopology], count: Callable[[str], int | None
 
 
 def _configured(s: Subtopology, count: Callable[[str], int | None], decided: Mapping[str, int]) -> ConfiguredSubtopology:
-    def internal(t: TopicInfo) -> InternalTopic:
+    def internal(t: StreamsTopicInfo) -> InternalTopic:
         partitions = t.partitions or decided.get(t.name)
         if not partitions:
             partitions = count(t.name) or 0
@@ -374,8 +374,8 @@ def _missing_internal(configured: tuple[ConfiguredSubtopology, ...],
 def topology_from(value: Any) -> StreamsTopology:
     """A StreamsTopology from a StreamsGroupHeartbeat request's Topology (kio's, or any object
     with its field names)."""
-    def info(t: Any) -> TopicInfo:
-        return TopicInfo(t.name, int(t.partitions), int(t.replication_factor),
+    def info(t: Any) -> StreamsTopicInfo:
+        return StreamsTopicInfo(t.name, int(t.partitions), int(t.replication_factor),
                          tuple((kv.key, kv.value) for kv in t.topic_configs))
 
     def subtopology(s: Any) -> Subtopology:

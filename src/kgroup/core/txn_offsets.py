@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from kgroup.core.classic_group import ClassicGroup
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.event_journal import EventJournal
 from kgroup.core.messages import OffsetCommitRequest, OffsetCommitResponse, PartitionError
 from kgroup.core.offsets import Offsets
 from kgroup.core.records import (
@@ -83,7 +84,7 @@ class TxnOffsets:
     def marker(self, req: TxnOffsetsMarker, reply: ReplyTo, now_ms: int) -> Result:
         """Commit or drop the producer's pending offsets; the groups whose offsets a commit
         made visible are named for the group events."""
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         pending = self.stored.pending_offsets.get(req.producer_id)
         if pending:
             out.record(TxnOffsetMarkerRecord(req.producer_id, req.commit))

@@ -40,7 +40,7 @@ class FastForward:
         self.jumped_ms = 0
         m = scenario.members
         beat = int(configured_value(scenario.coordinator, GROUP_ID, CONSUMER_HEARTBEAT_INTERVAL)) \
-            if m.protocol == "consumer" \
+            if m.kind.by_epoch \
             else m.heartbeat_interval_ms
         self._period = max(beat, m.auto_commit_interval_ms)
         # A landing replays one heartbeat and one commit per member; simulating a stretch

@@ -33,7 +33,7 @@ class Process:
         self.index = index
         self.name = f"m{index:03d}"
         self.spec = spec
-        self.is_consumer = spec.protocol == "consumer"
+        self.is_consumer = spec.kind.by_epoch           # a consumer-protocol member (KIP-848)
         self.incarnation = 0
         self.up = False
         self.paused_until = -1

@@ -22,6 +22,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from kgroup.group_types import CLASSIC, group_type
 from kgroup.lab.scenario import ScenarioError
 
 JOINED = "member_joined"
@@ -52,7 +53,7 @@ def recording(events: Iterable[dict[str, Any]], group: str, *, overrides: dict[s
     if not mine:
         raise ScenarioError(f"no events of group {group!r} in the recording")
     t0 = int(mine[0]["time_ms"])
-    protocol = str(mine[0].get("protocol") or "classic")
+    protocol = str(mine[0].get("protocol") or CLASSIC.name)
     slots: dict[str, int] = {}                  # member id or instance id -> member index
     away: list[tuple[int, int]] = []            # (left at ms, index) of dynamic members gone
     alive: set[int] = set()
@@ -125,7 +126,7 @@ def recording(events: Iterable[dict[str, Any]], group: str, *, overrides: dict[s
         "duration_s": duration,
         "topics": dict(sorted(partitions.items())),
         "members": {"count": 0, "protocol": protocol,
-                    "assignor": "range" if protocol == "classic" else "uniform",
+                    "assignor": "uniform" if (group_type(protocol) or CLASSIC).by_epoch else "range",
                     "static": any(e.get("instance") for e in mine)},
         "events": lifecycle,
     }

@@ -60,8 +60,12 @@ import yaml
 
 from kgroup.assignors import client_assignor_names, server_assignor_names
 from kgroup.core.config import GroupConfig
+from kgroup.group_types import CLASSIC, CONSUMER, GroupType, group_type
 
-PROTOCOLS = ("classic", "consumer")
+# The kinds of the registry (kgroup/group_types.py) the lab simulates: those it has member
+# state machines for (kgroup.member: classic, consumer protocol).
+LAB_KINDS: tuple[GroupType, ...] = (CLASSIC, CONSUMER)
+PROTOCOLS = tuple(kind.name for kind in LAB_KINDS)
 
 
 class ScenarioError(ValueError):
@@ -73,7 +77,7 @@ class MemberSettings:
     """How every member of the simulated group is configured (Kafka consumer settings)."""
 
     count: int = 10
-    protocol: str = "classic"
+    protocol: str = CLASSIC.name                  # the group kind's name (one of LAB_KINDS)
     assignor: tuple[str, ...] = ("range",)
     static: bool = False
     session_timeout_ms: int = 45_000
@@ -90,8 +94,13 @@ class MemberSettings:
     fatal_restart_ms: int = 10_000
 
     @property
+    def kind(self) -> GroupType:
+        return group_type(self.protocol) or CLASSIC
+
+    @property
     def server_assignor(self) -> str | None:
-        return self.assignor[0] if self.protocol == "consumer" else None
+        # A kind that moves by group epochs has the coordinator assign: the one it asks for.
+        return self.assignor[0] if self.kind.by_epoch else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,8 +266,8 @@ def scenario_from_dict(data: dict[str, Any], *, source: str = "scenario") -> Sce
                                     f"scenario, which runs 0 <= {key} < {duration:g} (duration_s)")
     fast = _typed(data, "fast_forward", bool, True, source)
     sc = Scenario(name, seed, duration, topics, coordinator, network, members, checked, fast)
-    if members.protocol == "classic" and not (coordinator.min_session_timeout_ms <= members.session_timeout_ms
-                                              <= coordinator.max_session_timeout_ms):
+    if not members.kind.by_epoch and not (coordinator.min_session_timeout_ms <= members.session_timeout_ms
+                                          <= coordinator.max_session_timeout_ms):
         raise ScenarioError(f"{source}: members: session_timeout_ms {members.session_timeout_ms} is outside "
                             f"the coordinator's [{coordinator.min_session_timeout_ms}, "
                             f"{coordinator.max_session_timeout_ms}] (INVALID_SESSION_TIMEOUT)")
@@ -354,22 +363,24 @@ def _members(raw: Any, where: str) -> MemberSettings:
     assignor = raw.pop("assignor", None)
     spec = _dataclass_from(MemberSettings, {k: v for k, v in raw.items() if k != "assignor"}, where)
     if spec.protocol not in PROTOCOLS:
-        raise ScenarioError(f"{where}: protocol must be classic or consumer, not {spec.protocol!r}")
+        raise ScenarioError(f"{where}: protocol must be {' or '.join(PROTOCOLS)}, not {spec.protocol!r}")
+    # Classic members assign on the client; a kind that moves by group epochs, on the server.
+    server_side = spec.kind.by_epoch
     if assignor is None:
-        names: tuple[str, ...] = ("range",) if spec.protocol == "classic" else ("uniform",)
+        names: tuple[str, ...] = ("uniform",) if server_side else ("range",)
     elif isinstance(assignor, str):
         names = (assignor,)
     elif isinstance(assignor, list) and assignor and all(isinstance(a, str) for a in assignor):
         names = tuple(assignor)
     else:
         raise ScenarioError(f"{where}: assignor must be a name or a list of names")
-    known = client_assignor_names() if spec.protocol == "classic" else server_assignor_names()
+    known = server_assignor_names() if server_side else client_assignor_names()
     for n in names:
         if n not in known:
-            side = "client" if spec.protocol == "classic" else "server"
+            side = "server" if server_side else "client"
             raise ScenarioError(f"{where}: unknown {side} assignor {n!r} for protocol "
                                 f"{spec.protocol} (known: {', '.join(known)})")
-    if spec.protocol == "consumer" and len(names) != 1:
+    if server_side and len(names) != 1:
         raise ScenarioError(f"{where}: a consumer-protocol member asks for one server assignor")
     for key in ("count", "session_timeout_ms", "heartbeat_interval_ms", "rebalance_timeout_ms",
                 "processing_ms", "auto_commit_interval_ms", "metadata_max_age_ms"):

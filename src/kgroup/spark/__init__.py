@@ -14,7 +14,9 @@ Register the source and sink once per SparkSession, then use format("kgroup")::
 
 Reading: ``kgroup.spark.source`` (batch), ``kgroup.spark.stream`` (streaming, commits to
 ``group.id``), ``kgroup.spark.membership`` (``group.mode=member`` and its delivery
-guarantee). Writing: ``kgroup.spark.sink``. Options: ``kgroup.spark.options``.
+guarantee), ``kgroup.spark.share_source`` (format("kgroup-share"): a share group). Writing:
+``kgroup.spark.sink``. Options: ``kgroup.spark.options``. Lag of any Spark Kafka query:
+``kgroup.spark.lag``. Spark's own connector beside ours: ``kgroup.spark.connector``.
 """
 
 from __future__ import annotations
@@ -25,14 +27,16 @@ __all__ = ["register"]
 
 
 def register(spark: Any) -> None:
-    """Make format("kgroup") available in the SparkSession ``spark``.
+    """Make format("kgroup") and format("kgroup-share") available in the SparkSession ``spark``.
 
     On a local master the workers' Python is set to this one when the one Spark would start
     (``python3`` unless ``PYSPARK_PYTHON`` says otherwise) cannot import kgroup; an explicit
     ``PYSPARK_PYTHON`` without kgroup raises ``SparkSetupError`` saying what to set.
     """
     from .setup import workers_python
+    from .share_source import KgroupShareDataSource
     from .source import KgroupDataSource
 
     workers_python(spark)
     spark.dataSource.register(KgroupDataSource)
+    spark.dataSource.register(KgroupShareDataSource)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgroup.client.settings import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS
+from kgroup.group_types import CLASSIC, CONSUMER
 
 EARLIEST = -2
 LATEST = -1
@@ -57,7 +58,7 @@ class SourceOptions:
     group_id: str | None = None
     group_member: bool = False
     group_instance_id: str | None = None
-    group_protocol: str = "classic"
+    group_protocol: str = CLASSIC.name
     consumer: Mapping[str, Any] = field(default_factory=dict)
 
     def topics_wanted(self) -> str:
@@ -130,7 +131,7 @@ def source_options(raw: Mapping[str, str]) -> SourceOptions:
     if instance and not member:
         raise OptionError("option group.instance.id only applies with group.mode=member")
     protocol = (opts.get("group.protocol") or "classic").strip().lower()
-    if protocol not in ("classic", "consumer"):
+    if protocol not in (CLASSIC.name, CONSUMER.name):
         raise OptionError(f"option group.protocol: {opts['group.protocol']!r} must be "
                           "'classic' or 'consumer'")
 

@@ -8,10 +8,17 @@ retention) is data loss: an error with ``failOnDataLoss`` (the default), else re
 starts at the earliest offset still there (checked once, when the task starts). Offsets that hold no record (control records,
 compaction) are skipped; a range ends once the high watermark is past its end and
 fetches come back empty.
+
+Consumers are kept between tasks: Spark reuses its Python workers, so a worker that has
+read one range keeps its started consumer (and its connections) for the next task with the
+same settings, instead of connecting, asking metadata and versions again — what every
+micro-batch of a stream would otherwise pay once per task. A consumer is kept only after a
+range ended cleanly, with no partition assigned (nothing is fetched while it waits).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -29,6 +36,10 @@ _BATCH = 20_000
 _POLL_MS = 500
 # Empty polls in a row, with the high watermark past the range, that end a range early.
 _EMPTY_POLLS = 3
+# Started consumers kept idle in this worker process, per settings, at most this many each.
+_KEEP = 2
+_idle: dict[tuple, list[tuple[LoopThread, Consumer]]] = {}
+_idle_lock = threading.Lock()
 
 
 class DataLossError(KafkaClientError):
@@ -50,9 +61,16 @@ def read_range(opts: SourceOptions, rng: OffsetRange) -> Iterator[Any]:
     """Arrow record batches of the records in ``rng``."""
     if rng.size <= 0:
         return
-    loop = LoopThread("kgroup-spark-read")
+    settings = consumer_settings(opts, "kgroup-spark-read")
+    key = tuple(sorted((k, str(v)) for k, v in settings.items()))
+    with _idle_lock:
+        kept = _idle.get(key)
+        loop, consumer = kept.pop() if kept else (None, None)
+    if loop is None or consumer is None:
+        loop = LoopThread("kgroup-spark-read")
+        consumer = Consumer(settings)
     tp = TopicPartition(rng.topic, rng.partition)
-    consumer = Consumer(consumer_settings(opts, "kgroup-spark-read"))
+    done = False
 
     async def start() -> int:
         await consumer.start()
@@ -78,6 +96,7 @@ def read_range(opts: SourceOptions, rng: OffsetRange) -> Iterator[Any]:
             if not records:
                 empty += 1
                 if consumer.highwater(tp) >= rng.end and empty >= _EMPTY_POLLS:
+                    done = True
                     return  # the rest of the range holds no records
                 if time.monotonic() - idle_since > timeout:
                     raise KafkaClientError(
@@ -92,9 +111,25 @@ def read_range(opts: SourceOptions, rng: OffsetRange) -> Iterator[Any]:
             if records:
                 position = records[-1].offset + 1
                 yield records_to_arrow(records, rng.topic, rng.partition)
+        done = True
     finally:
-        try:
-            loop.run(consumer.close(), timeout=10)
-        except Exception:  # closing after a failure: the failure is what matters
-            pass
-        loop.close()
+        if not (done and _keep(key, loop, consumer)):
+            try:
+                loop.run(consumer.close(), timeout=10)
+            except Exception:  # closing after a failure: the failure is what matters
+                pass
+            loop.close()
+
+
+def _keep(key: tuple, loop: LoopThread, consumer: Consumer) -> bool:
+    """Keep a consumer whose range ended cleanly for the next task; False: close it."""
+    try:
+        consumer.assign([])          # stop fetching ahead
+    except KafkaClientError:
+        return False
+    with _idle_lock:
+        kept = _idle.setdefault(key, [])
+        if len(kept) >= _KEEP:
+            return False
+        kept.append((loop, consumer))
+    return True

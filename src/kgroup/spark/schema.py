@@ -1,6 +1,7 @@
 """The columns of the kgroup source and sink, and records to Arrow and back.
 
-The source has the columns of Spark's Kafka source. The sink takes ``value`` (binary or
+The source has the columns of Spark's Kafka source (``headers`` as with its
+includeHeaders=true: null for a record without headers). The sink takes ``value`` (binary or
 string) and optionally ``key``, ``topic``, ``partition`` and ``headers``, as Spark's Kafka
 sink does. Records cross into Spark as Arrow record batches, built column by column: far
 cheaper than one Python tuple per row.
@@ -18,6 +19,7 @@ SOURCE_DDL = ("key binary, value binary, topic string, partition int, offset big
 SINK_COLUMNS = ("key", "value", "topic", "partition", "headers")
 
 _ARROW_SCHEMA: Any = None
+_SHARE_ARROW_SCHEMA: Any = None
 
 
 def source_schema() -> Any:
@@ -48,29 +50,55 @@ def arrow_schema() -> Any:
 
 def records_to_arrow(records: Sequence[Any], topic: str, partition: int) -> Any:
     """One Arrow record batch of ``ConsumerRecord``s of one partition."""
+    n = len(records)
+    return _arrow_batch(arrow_schema(), [r.key for r in records], [r.value for r in records],
+                        [topic] * n, [partition] * n, [r.offset for r in records],
+                        [r.timestamp for r in records], [r.timestamp_type for r in records],
+                        [r.headers for r in records])
+
+
+def share_rows_to_arrow(rows: Sequence[tuple]) -> Any:
+    """One Arrow record batch of format("kgroup-share") rows: (topic, partition, offset,
+    timestamp ms, key, value, headers, delivery count)."""
     import pyarrow as pa
 
-    schema = arrow_schema()
-    n = len(records)
+    global _SHARE_ARROW_SCHEMA
+    if _SHARE_ARROW_SCHEMA is None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.types import IntegerType, StructField, StructType
+
+        fields = source_schema().fields + [StructField("deliveryCount", IntegerType())]
+        _SHARE_ARROW_SCHEMA = to_arrow_schema(StructType(fields), timezone="UTC")
+    topics, partitions, offsets, stamps, keys, values, headers, counts = zip(*rows)
+    return _arrow_batch(_SHARE_ARROW_SCHEMA, keys, values, topics, partitions, offsets, stamps,
+                        [0] * len(rows), headers, [pa.array(counts, type=pa.int32())])
+
+
+def _arrow_batch(schema: Any, keys: Sequence[Any], values: Sequence[Any], topics: Sequence[str],
+                 partitions: Sequence[int], offsets: Sequence[int], millis: Sequence[int],
+                 types: Sequence[int], headers: Sequence[Any], extra: Sequence[Any] = ()) -> Any:
+    """The source's columns (and ``extra`` ones after them) as one Arrow record batch."""
+    import pyarrow as pa
+
+    n = len(keys)
     headers_type = schema.field("headers").type
-    if any(r.headers for r in records):
-        headers = pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records],
-                           type=headers_type)
+    # A record without headers has null headers, as in Spark's Kafka source.
+    if any(headers):
+        header_column = pa.array([[{"key": k, "value": v} for k, v in h] if h else None
+                                  for h in headers], type=headers_type)
     else:
-        # No record has headers: n empty lists, without building n Python lists.
-        empty = pa.array([], type=headers_type.value_type)
-        headers = pa.ListArray.from_arrays(pa.array([0] * (n + 1), type=pa.int32()), empty,
-                                           type=headers_type)
-    millis = pa.array([r.timestamp for r in records], type=pa.timestamp("ms", tz="UTC"))
+        header_column = pa.nulls(n, type=headers_type)
+    stamps = pa.array(millis, type=pa.timestamp("ms", tz="UTC"))
     columns = [
-        pa.array([r.key for r in records], type=pa.binary()),
-        pa.array([r.value for r in records], type=pa.binary()),
-        pa.array([topic] * n, type=pa.string()),
-        pa.array([partition] * n, type=pa.int32()),
-        pa.array([r.offset for r in records], type=pa.int64()),
-        millis.cast(schema.field("timestamp").type),
-        pa.array([r.timestamp_type for r in records], type=pa.int32()),
-        headers,
+        pa.array(keys, type=pa.binary()),
+        pa.array(values, type=pa.binary()),
+        pa.array(topics, type=pa.string()),
+        pa.array(partitions, type=pa.int32()),
+        pa.array(offsets, type=pa.int64()),
+        stamps.cast(schema.field("timestamp").type),
+        pa.array(types, type=pa.int32()),
+        header_column,
+        *extra,
     ]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 

@@ -37,7 +37,7 @@ from kio.static.primitive import i16, i32
 
 from .errors import MalformedRequest, MalformedResponse, UnsupportedVersion
 from .fast_responses import encode_consumer_group_heartbeat_response
-from .kafka_reader import LIMITS_NEED_BYTES, has_tagged_fields, kio_check, read_entity
+from .kafka_reader import LIMITS_NEED_BYTES, has_arrays, has_tagged_fields, kio_check, read_entity
 from .schemas import load_request_schema, load_response_schema
 from .versions import ApiRange, is_flexible
 
@@ -97,7 +97,9 @@ class _Decoder(NamedTuple):
     """What decoding one (api_key, version) needs, looked up once: the header and request
     classes, kio's readers of them, the tests of kio's result for a small and a large frame
     (``kafka_reader.kio_check``, None when there is nothing to test), and whether a large
-    frame must be read with Kafka's rules instead (``kafka_reader.has_tagged_fields``)."""
+    frame must be read with Kafka's rules instead (``kafka_reader.has_tagged_fields``), and
+    whether every frame must (``arrays``: kio's native readers allocate an array's declared
+    count up front, and a hostile count aborts the process — ``kafka_reader.has_arrays``)."""
 
     flexible: bool
     header_cls: type[Any]
@@ -107,6 +109,7 @@ class _Decoder(NamedTuple):
     check: Any
     check_big: Any
     tagged: bool
+    arrays: bool
 
 
 @cache
@@ -115,7 +118,8 @@ def _decoder(api_key: int, version: int) -> _Decoder:
     header_cls = _req_h2.RequestHeader if flexible else _req_h1.RequestHeader
     cls = request_class(api_key, version)
     return _Decoder(flexible, header_cls, cls, entity_reader(header_cls), entity_reader(cls),
-                    kio_check(cls), kio_check(cls, big=True), has_tagged_fields(cls))
+                    kio_check(cls), kio_check(cls, big=True), has_tagged_fields(cls),
+                    has_arrays(cls))
 
 
 @cache
@@ -164,9 +168,9 @@ def decode_request(
     #    otherwise (kio raises, or kio_check finds what Kafka refuses, or a large frame of
     #    a message with tagged fields) Kafka's rules in Python (kafka_reader), which also
     #    give Kafka's error. See kafka_reader's docstring for where the two differ.
-    flexible, header_cls, cls, read_header, read, check, check_big, tagged = _decoder(api_key, api_version)
+    flexible, header_cls, cls, read_header, read, check, check_big, tagged, arrays = _decoder(api_key, api_version)
     big = len(data) >= LIMITS_NEED_BYTES
-    if big and tagged:    # (request headers declare no tagged field: kio raises on any)
+    if arrays or (big and tagged):    # (request headers declare no tagged field: kio raises on any)
         kio_header = None
     else:
         if big:

@@ -54,6 +54,7 @@ __all__ = [
     "MAX_COLLECTION",
     "MAX_TAGGED_FIELDS",
     "MAX_STRING",
+    "has_arrays",
     "has_tagged_fields",
     "kio_check",
     "read_entity",
@@ -418,6 +419,20 @@ def has_tagged_fields(cls: type) -> bool:
             return True
         element = _unwrap(hints[f.name])[0]
         if dataclasses.is_dataclass(element) and has_tagged_fields(element):
+            return True
+    return False
+
+
+def has_arrays(cls: type) -> bool:
+    """Whether ``cls`` or an entity in it has an array field. kio's native readers reserve
+    room for an array's declared count before reading one element: a 51-byte frame that
+    declares 2**35 entries made the process abort ("memory allocation of 193654555296 bytes
+    failed"; Rust aborts, no exception). Such a class is read with Kafka's rules, which
+    refuse a count the remaining bytes cannot hold before allocating anything."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        element, array, _ = _unwrap(hints[f.name])
+        if array or (dataclasses.is_dataclass(element) and has_arrays(element)):
             return True
     return False
 

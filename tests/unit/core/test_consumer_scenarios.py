@@ -378,6 +378,22 @@ def test_member_transitions_move_the_epoch_as_the_table_says():
         MemberState.UNREVOKED_PARTITIONS: EpochMove.KEEP}
 
 
+def test_offset_delete_of_a_consumer_group_spares_the_topics_its_members_subscribe_to():
+    ctx = GroupContext()
+    ctx.set_topics(t=2, u=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    epoch = ctx.cgroup().members["a"].epoch
+    committed = ctx.commit("cg", "a", epoch, {("t", 0): 5, ("u", 1): 3}, version=9).response
+    assert all(p.error is E.NONE for p in committed.partitions)
+    done = ctx.delete_offsets("cg", [("t", 0), ("u", 1)])
+    assert {(p.topic, p.error) for p in done.response.partitions} == {("t", E.GROUP_SUBSCRIBED_TO_TOPIC), ("u", E.NONE)}
+    assert ctx.committed("cg") == {("t", 0): 5}
+    ctx.cg_heartbeat("a", -1)                               # the group is empty: nothing is spared
+    ctx.delete_offsets("cg", [("t", 0)])
+    assert ctx.committed("cg") == {}
+    assert ctx.delete_offsets("nobody", [("t", 0)]).raised is E.GROUP_ID_NOT_FOUND
+
+
 def test_kip848_a_heartbeat_past_epoch_zero_to_a_group_that_does_not_exist_is_group_id_not_found():
     """Only a join (epoch 0) makes a group; Kafka 4.4 answers any other epoch GROUP_ID_NOT_FOUND
     (docs/protocol.md, "Requests for resources that do not exist")."""

@@ -216,17 +216,14 @@ def test_share_records_round_trip_through_the_log_codec():
 
 
 def test_kip932_share_groups_emit_group_events_like_the_other_kinds():
-    from kgroup.core.group_events import EventTracker
-
     c = ctx()
-    tracker = EventTracker()
 
     def step(member: str, epoch: int, topics=None) -> list[tuple]:
         result = c.coord.share_group_heartbeat(
             ShareGroupHeartbeatRequest("sg", member, epoch, subscribed_topic_names=topics), "reply", c.now)
         for record in result.records:
             c.coord.replay(record)
-        return [(e.kind.value, e.member, e.state) for e in tracker.observe(c.coord.shard, result.changes, c.now)]
+        return [(e.kind.value, e.member, e.state) for e in result.events]
 
     first = step("m1", 0, ("orders",))
     assert ("member_joined", "m1", "Stable") in first and ("assignment_changed", "m1", "Stable") in first

@@ -15,15 +15,15 @@ from kgroup.core.errors import ErrorCode
 from kgroup.core.group_configs import AlterGroupConfigsRequest, ConfigOp
 from kgroup.core.messages import ConsumerGroupHeartbeatRequest, OffsetCommitPartition, OffsetCommitRequest
 from kgroup.core.streams_messages import StreamsGroupHeartbeatRequest
-from kgroup.core.streams_topology import StreamsTopology, Subtopology, TopicInfo, TopologyStatus
+from kgroup.core.streams_topology import StreamsTopology, Subtopology, StreamsTopicInfo, TopologyStatus
 from tests.unit.core.groupctx import GroupContext, Pending
 
 REPARTITION = "app-by-word-repartition"
 CHANGELOG = "app-counts-changelog"
 TOPOLOGY = StreamsTopology(0, (
     Subtopology("0", source_topics=("input",), repartition_sink_topics=(REPARTITION,)),
-    Subtopology("1", repartition_source_topics=(TopicInfo(REPARTITION, 0, -1, (("cleanup.policy", "delete"),)),),
-                state_changelog_topics=(TopicInfo(CHANGELOG, 0, -1, (("cleanup.policy", "compact"),)),)),
+    Subtopology("1", repartition_source_topics=(StreamsTopicInfo(REPARTITION, 0, -1, (("cleanup.policy", "delete"),)),),
+                state_changelog_topics=(StreamsTopicInfo(CHANGELOG, 0, -1, (("cleanup.policy", "compact"),)),)),
 ))
 ALL_TASKS = {(s, p) for s in "01" for p in range(4)}
 SESSION = 10_000
@@ -231,7 +231,7 @@ def test_kip1071_epochs_are_checked_as_kafka_checks_them():
 def test_kip1071_bad_requests_and_topologies_are_refused():
     ctx = GroupContext()
     app = Streams(ctx)
-    bad = StreamsTopology(0, (Subtopology("0", ("input",), state_changelog_topics=(TopicInfo("c", 3),)),))
+    bad = StreamsTopology(0, (Subtopology("0", ("input",), state_changelog_topics=(StreamsTopicInfo("c", 3),)),))
     assert app.hb("a", topology=bad).raised is ErrorCode.STREAMS_INVALID_TOPOLOGY
     internal = StreamsTopology(0, (Subtopology("0", ("__consumer_offsets",)),))
     assert app.hb("a", topology=internal).raised is ErrorCode.STREAMS_INVALID_TOPOLOGY

@@ -12,15 +12,15 @@ from kgroup.core.streams_topology import (
     InvalidTopology,
     StreamsTopology,
     Subtopology,
-    TopicInfo,
+    StreamsTopicInfo,
     TopologyStatus,
     check_request_topology,
     configure,
     summarize,
 )
 
-CHANGELOG = TopicInfo("app-counts-changelog", configs=(("cleanup.policy", "compact"),))
-REPARTITION = TopicInfo("app-by-key-repartition", configs=(("cleanup.policy", "delete"),))
+CHANGELOG = StreamsTopicInfo("app-counts-changelog", configs=(("cleanup.policy", "compact"),))
+REPARTITION = StreamsTopicInfo("app-by-key-repartition", configs=(("cleanup.policy", "delete"),))
 
 # input --(select key)--> repartition --(count)--> output: the count-per-key app's topology.
 COUNT = StreamsTopology(1, (
@@ -73,7 +73,7 @@ def test_an_internal_topic_with_another_partition_count_is_incorrectly_partition
 
 
 def test_a_fixed_repartition_count_is_kept():
-    fixed = TopicInfo(REPARTITION.name, partitions=7)
+    fixed = StreamsTopicInfo(REPARTITION.name, partitions=7)
     topology = StreamsTopology(1, (COUNT.subtopologies[0],
                                    Subtopology("1", repartition_source_topics=(fixed,),
                                                state_changelog_topics=(CHANGELOG,))))
@@ -94,7 +94,7 @@ def test_joined_topics_must_be_copartitioned():
 def test_a_repartition_topic_joined_with_a_source_takes_its_partition_count():
     topology = StreamsTopology(1, (
         Subtopology("0", source_topics=("wide",), repartition_sink_topics=("r",)),
-        Subtopology("1", source_topics=("narrow",), repartition_source_topics=(TopicInfo("r"),),
+        Subtopology("1", source_topics=("narrow",), repartition_source_topics=(StreamsTopicInfo("r"),),
                     copartition_groups=(CopartitionGroup(source_topics=(0,), repartition_source_topics=(0,)),)),
     ))
     configured = configure(topology, topics(wide=8, narrow=2))
@@ -103,15 +103,15 @@ def test_a_repartition_topic_joined_with_a_source_takes_its_partition_count():
 
 def test_a_repartition_source_nobody_writes_is_an_invalid_topology():
     topology = StreamsTopology(1, (Subtopology("0", source_topics=("in",),
-                                               repartition_source_topics=(TopicInfo("orphan"),)),))
+                                               repartition_source_topics=(StreamsTopicInfo("orphan"),)),))
     with pytest.raises(InvalidTopology, match="never used as a sink topic"):
         configure(topology, topics(**{"in": 1}))
 
 
 def test_a_loop_of_repartition_topics_is_an_invalid_topology():
     topology = StreamsTopology(1, (
-        Subtopology("0", repartition_source_topics=(TopicInfo("x"),), repartition_sink_topics=("y",)),
-        Subtopology("1", repartition_source_topics=(TopicInfo("y"),), repartition_sink_topics=("x",)),
+        Subtopology("0", repartition_source_topics=(StreamsTopicInfo("x"),), repartition_sink_topics=("y",)),
+        Subtopology("1", repartition_source_topics=(StreamsTopicInfo("y"),), repartition_sink_topics=("x",)),
     ))
     with pytest.raises(InvalidTopology, match="loops in the topology"):
         configure(topology, topics())
@@ -121,7 +121,7 @@ def test_kafka_refuses_a_changelog_with_a_partition_count_internal_topics_and_ba
     with pytest.raises(InvalidTopology, match="Changelog topic c must have an undefined partition count, but it "
                                               "is set to 3."):
         check_request_topology(StreamsTopology(1, (Subtopology("0", ("in",), state_changelog_topics=(
-            TopicInfo("c", partitions=3),)),)))
+            StreamsTopicInfo("c", partitions=3),)),)))
     with pytest.raises(InvalidTopology, match="Use of Kafka internal topics __consumer_offsets in a Kafka Streams"):
         check_request_topology(StreamsTopology(1, (Subtopology("0", ("__consumer_offsets",)),)))
     with pytest.raises(InvalidTopology, match="Topic names bad/name are not valid topic names."):

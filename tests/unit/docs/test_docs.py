@@ -1,5 +1,6 @@
 """The design in the repo stays true: docs/protocol.md's table of served APIs is the broker's
-tables, its key map is the codec's, the paths docs/architecture.md names exist, a newcomer
+tables, its key map is the codec's, the paths docs/architecture.md (and docs/group-kinds.md)
+names exist, a newcomer
 finds where to add an API version at the top of it, and nothing refers to a design file
 outside the repository."""
 
@@ -16,6 +17,7 @@ from kgroup.core import record_codec
 REPO = Path(__file__).resolve().parents[3]
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 PROTOCOL = REPO / "docs" / "protocol.md"
+GROUP_KINDS = REPO / "docs" / "group-kinds.md"
 SERVED_BEGIN, SERVED_END = "<!-- served-apis:begin -->", "<!-- served-apis:end -->"
 
 
@@ -74,7 +76,7 @@ def test_a_newcomer_finds_where_to_add_an_api_version_in_one_step() -> None:
 
 
 def test_the_paths_architecture_md_names_exist() -> None:
-    text = ARCHITECTURE.read_text() + PROTOCOL.read_text()
+    text = ARCHITECTURE.read_text() + PROTOCOL.read_text() + GROUP_KINDS.read_text()
     known = [str(p.relative_to(REPO)) for p in [*REPO.glob("src/**/*.py"), *REPO.glob("tests/**/*.py")]]
     missing = []
     for path in set(re.findall(r"`((?:src/kgroup/|tests/)?[\w/]+\.py)`", text)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from wire_samples import minimal, sample
@@ -151,3 +152,14 @@ def test_any_sequence_of_sasl_requests_keeps_the_session_consistent(steps) -> No
             assert closed
         if session.principal is not None:
             assert session.principal == "User:u"
+
+
+def test_a_declared_array_count_of_two_to_the_35_is_refused_not_allocated() -> None:
+    # Found by mutating frames outside hypothesis: Fetch v12 whose forgotten_topics_data
+    # compact array declares ~2**35 entries in 51 bytes. kio's native reader reserved room
+    # for them first and the Rust allocator aborted the whole process (no exception to
+    # catch); the broker died for every client. Now refused as Kafka refuses it.
+    frame = bytes.fromhex("0001000c007f0011000466757a7a00ffffffff000005dc000000057ffffff7"
+                          "0000000000ffffffff01d580db965a14a8010100")
+    with pytest.raises(MalformedRequest):
+        decode_request(frame, SERVED)

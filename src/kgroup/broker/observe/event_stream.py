@@ -1,11 +1,11 @@
 """The group event stream: every group change as a JSON record on `__kgroup_events`.
 
 How this works: after a shard has run a handler or a timer and replayed its records, it
-hands the stream the Result, whose `changes` name the groups the handler may have changed
-and why (core/result.py, GroupChange); the stream asks the core's `EventTracker` for their
-events (a pure diff of group summaries, core/group_events.py). A Result that names no group
-(a commit, a fetch, a steady heartbeat) is not looked at; one that names a group that did
-not change costs the tracker two dict lookups. Each event is a record (key = group id,
+hands the stream the Result, which carries the typed events of the groups the handler
+changed (core/result.py, `events`; the handlers make them: core/group_events.py). A Result
+that names no group (a commit, a fetch, a steady heartbeat) is not looked at. When a node
+loads a shard (a takeover, a hand-back, a restart) or hands one on, every group of it, of
+every kind (core/kinds.py), gets a coordinator event. Each event is a record (key = group id,
 value = the JSON object) appended to `__kgroup_events` through the same storage as produced
 data, so any Kafka client can fetch them. The topic has one partition per group-metadata
 partition, owned with it (storage/data_dir.py: a bound topic): a group's events go to the
@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kgroup.broker.durability import Durability
 from kgroup.broker.internal_topics import GROUP_EVENTS_TOPIC
-from kgroup.core.group_events import EventKind, EventTracker, GroupEvent
+from kgroup.core.group_events import EventKind, GroupEvent, coordinator_event
+from kgroup.core.kinds import live_groups
 from kgroup.core.result import Result
 from kgroup.storage import DataDir, StorageError
 from kgroup.storage.errors import TopicError
@@ -89,7 +90,6 @@ class GroupEventStream:
         self.ring = ring
         self.write = write
         self.observer = observer
-        self.tracker = EventTracker()
         self.written = 0
         self.failures = 0
         # shard partition -> (group-metadata end offset, events) waiting for that offset
@@ -103,8 +103,7 @@ class GroupEventStream:
     # ---- what the shard calls ------------------------------------------------------------
 
     def loaded(self, shard: Shard) -> None:
-        """A shard finished loading: its groups as they are now are the starting point."""
-        self.tracker.prime(shard.coordinator.shard)
+        """A shard finished loading: its groups as they are now are the observer's starting point."""
         if self.observer is not None:
             self.observer.loaded(shard)
 
@@ -115,8 +114,9 @@ class GroupEventStream:
         if not self.write:
             return
         try:
-            self._append(shard.index, self.tracker.coordinator_moved(
-                shard.coordinator.shard, EventKind.COORDINATOR_LOADED, now_ms, node, previous_node, load_ms))
+            self._append(shard.index, [coordinator_event(group, EventKind.COORDINATOR_LOADED, now_ms, node,
+                                                         previous_node, load_ms)
+                                       for group in live_groups(shard.coordinator.shard)])
         except Exception:
             self._failed("deriving coordinator events")
 
@@ -129,8 +129,8 @@ class GroupEventStream:
         while id(shard.partition) in self._waiting:
             await asyncio.sleep(0.005)
         try:
-            self._append(shard.index, self.tracker.coordinator_moved(
-                shard.coordinator.shard, EventKind.COORDINATOR_UNLOADED, now_ms, node, to_node))
+            self._append(shard.index, [coordinator_event(group, EventKind.COORDINATOR_UNLOADED, now_ms, node, to_node)
+                                       for group in live_groups(shard.coordinator.shard)])
         except Exception:
             self._failed("deriving coordinator events")
         if self._ready:
@@ -142,7 +142,7 @@ class GroupEventStream:
         if observer is not None and result.records and any(c.what == OFFSETS_EXPIRED for c in result.changes):
             observer.offsets_expired(result.records, now_ms)
         try:
-            events = self.tracker.observe(shard.coordinator.shard, result.changes, now_ms, result.records)
+            events = list(result.events)
             if events:
                 if self.observer is not None:
                     self.observer.group_events(shard, events)

@@ -26,6 +26,8 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from kgroup.group_types import CLASSIC
+
 JOINED = "member_joined"
 DEPARTED = frozenset({"member_left", "member_expired", "member_fenced"})
 STARTED = "rebalance_started"
@@ -79,8 +81,8 @@ class Rebalance:
 @dataclass(slots=True)
 class GroupTimeline:
     group: str
-    protocol: str = "classic"
-    state: str = "Empty"
+    protocol: str = CLASSIC.name
+    state: str = EMPTY
     generation: int = 0
     members: dict[str, MemberInfo] = field(default_factory=dict)
     owners: dict[TopicPartition, str] = field(default_factory=dict)

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 from kgroup.broker.config import LoggingConfig
 from kgroup.broker.observe.group_history import MemberInfo, Rebalance, humane
+from kgroup.group_types import CLASSIC, group_type
 
 log = logging.getLogger("kgroup.broker.groups")
 
@@ -48,7 +49,8 @@ class GroupLog:
         group = e.get("group")
         t = int(e.get("time_ms") or 0)
         generation = e.get("generation")
-        unit = "group epoch" if e.get("protocol") == "consumer" else "generation"
+        kind_of = group_type(e.get("protocol"))
+        unit = kind_of.generation_name if kind_of is not None else CLASSIC.generation_name
         if kind == "member_joined":
             extra = f", replacing {e['replaced']}" if e.get("replaced") else ""
             self._say(INFO, e, "member %s joined (%s%s)", e.get("member"), _who(member, e), extra,

@@ -39,7 +39,7 @@ class GroupObserver:
     def __init__(self, logging_config: LoggingConfig | None = None, keep_rebalances: int = 50) -> None:
         self.history = GroupHistory(keep_rebalances)
         self.log = GroupLog(logging_config)
-        # protocol ("classic", "consumer") -> rebalance durations in seconds
+        # protocol (a group kind's name) -> rebalance durations in seconds
         self.rebalance_seconds: dict[str, Buckets] = {}
         self.events_seen: dict[str, int] = {}            # event kind -> count
         self.listeners: list[Callable[[set[str]], None]] = []

@@ -1,10 +1,14 @@
 """Read-only views of the coordinator's groups, for the log, the web console and /metrics.
 
 The one place outside the request path that reads a shard's group objects: what
-DescribeGroups and ConsumerGroupDescribe would answer (state, generation or epoch, members
-with client id, host and assignment) and the committed offsets, as plain frozen values.
-Nothing here changes a group or runs a handler; it runs on the event loop between requests,
-so what it reads is consistent.
+DescribeGroups, ConsumerGroupDescribe and ShareGroupDescribe would answer (state,
+generation or group epoch, members with client id, host and assignment) and each group's
+positions (committed offsets; a share group's share-partition start offsets), as plain
+frozen values. Every kind of the registry (kgroup/group_types.py) is read the same way,
+through the core's kind bindings (core/kinds.py): a classic group's members from its
+runtime state, a modern group's (consumer, share) from its members' metadata and current
+assignments. Nothing here changes a group or runs a handler; it runs on the event loop
+between requests, so what it reads is consistent.
 
 A classic member's assignment is ConsumerProtocol bytes, valid once its group is Stable;
 before that (mid-rebalance) the caller's last known assignment is used (`known`). Decoded
@@ -13,17 +17,17 @@ assignments are cached by their bytes object, so a group viewed again costs no d
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from kgroup.assignors.consumer_protocol import ConsumerProtocolError, decode_assignment
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupState
-from kgroup.core.consumer_group import ConsumerGroup
 from kgroup.core.coordinator import GroupCoordinatorShard
+from kgroup.core.kinds import find_group, live_groups
+from kgroup.group_types import Positions
 
-CLASSIC = "classic"
-CONSUMER = "consumer"
+# The classic protocol type whose assignments are ConsumerProtocol bytes.
+CONSUMER_PROTOCOL_TYPE = "consumer"
 TopicPartition = tuple[str, int]
 
 
@@ -33,18 +37,18 @@ class MemberView:
     instance_id: str | None
     client_id: str
     client_host: str
-    member_epoch: int | None                      # consumer protocol only
+    member_epoch: int | None                      # modern groups only
     partitions: tuple[TopicPartition, ...] | None  # None: not decodable (not ConsumerProtocol)
 
 
 @dataclass(frozen=True, slots=True)
 class GroupView:
     group_id: str
-    kind: str                                     # "classic" or "consumer"
+    kind: str                                     # its kind's name (group_types.py)
     protocol_type: str
     protocol: str                                 # the chosen assignor (classic: when Stable)
     state: str
-    generation: int                               # classic generation or consumer group epoch
+    generation: int                               # classic generation or group epoch
     members: tuple[MemberView, ...] = ()
 
 
@@ -61,6 +65,11 @@ class GroupSummaryView:
 Known = Callable[[str, str], "tuple[TopicPartition, ...] | None"]
 
 
+def _protocol_type(group: Any) -> str:
+    """What ListGroups says of a group: its kind's protocol type, or its members' own."""
+    return group.TYPE.protocol_type or group.protocol_type
+
+
 class GroupViews:
     """Views over the coordinators of every shard."""
 
@@ -74,30 +83,31 @@ class GroupViews:
     # ---- lists ---------------------------------------------------------------------------
 
     def summaries(self) -> list[GroupSummaryView]:
-        """Every live group, sorted by id."""
+        """Every live group, of every kind, sorted by id."""
         out = []
         for c in self.coordinators():
-            for group_id, g in c.shard.groups.items():
-                if g.state is not ClassicGroupState.DEAD and group_id not in c.shard.consumer_groups:
-                    out.append(GroupSummaryView(group_id, CLASSIC, g.protocol_type, g.state.value,
-                                                g.generation, len(g.members)))
-            for group_id, cg in c.shard.consumer_groups.items():
-                out.append(GroupSummaryView(group_id, CONSUMER, CONSUMER, cg.state().value, cg.epoch,
-                                            len(cg.members)))
+            for group in live_groups(c.shard):
+                state, generation = group.status()
+                out.append(GroupSummaryView(group.group_id, group.TYPE.name, _protocol_type(group), state,
+                                            generation, len(group.members)))
         out.sort(key=lambda s: s.group_id)
         return out
 
     def committed(self) -> Iterator[tuple[str, dict[TopicPartition, int]]]:
-        """(group id, (topic, partition) -> committed offset) of every group with commits."""
+        """(group id, (topic, partition) -> position) of every group with positions: committed
+        offsets, or a share group's share-partition start offsets."""
         for c in self.coordinators():
-            for group_id, offsets in c.shard.stored.offsets.items():
+            stored = c.shard.stored
+            for group_id, offsets in stored.offsets.items():
                 yield group_id, {tp: v.offset for tp, v in offsets.items()}
+            for group_id in stored.share_states:
+                yield group_id, _share_positions(c, group_id)
 
     # ---- one group -----------------------------------------------------------------------
 
-    def _find(self, group_id: str) -> tuple[GroupCoordinatorShard, ClassicGroup | ConsumerGroup] | None:
+    def _find(self, group_id: str) -> tuple[GroupCoordinatorShard, Any] | None:
         for c in self.coordinators():
-            group = _group_in(c, group_id)
+            group = find_group(c.shard, group_id)
             if group is not None:
                 return c, group
         return None
@@ -107,35 +117,33 @@ class GroupViews:
         found = self._find(group_id)
         if found is None:
             return None
-        c, group = found
-        if isinstance(group, ConsumerGroup):
-            return self._consumer(c, group)
-        if group.state is ClassicGroupState.DEAD:
-            return None
-        return self._classic(group, known)
+        return self._view(*found, known)
 
     def committed_of(self, group_id: str) -> dict[TopicPartition, int]:
+        """The group's positions (see `committed`)."""
         for c in self.coordinators():
+            group = find_group(c.shard, group_id)
+            if group is not None and group.TYPE.positions is Positions.SHARE_STATE:
+                return _share_positions(c, group_id)
             offsets = c.shard.stored.offsets.get(group_id)
             if offsets is not None:
                 return {tp: v.offset for tp, v in offsets.items()}
+            if group_id in c.shard.stored.share_states:
+                return _share_positions(c, group_id)
         return {}
 
     def all_in(self, c: GroupCoordinatorShard) -> list[GroupView]:
         """Every live group of one coordinator (classic assignments as of its last Stable)."""
-        ids = [g for g in c.shard.groups if g not in c.shard.consumer_groups] + list(c.shard.consumer_groups)
-        out = []
-        for group_id in ids:
-            group = _group_in(c, group_id)
-            if isinstance(group, ConsumerGroup):
-                out.append(self._consumer(c, group))
-            elif group is not None and group.state is not ClassicGroupState.DEAD:
-                out.append(self._classic(group, None))
-        return out
+        return [self._view(c, group, None) for group in live_groups(c.shard)]
+
+    def _view(self, c: GroupCoordinatorShard, group: Any, known: Known | None) -> GroupView:
+        if isinstance(group, ClassicGroup):
+            return self._classic(group, known)
+        return _modern(c, group)
 
     def _classic(self, group: ClassicGroup, known: Known | None) -> GroupView:
         stable = group.state is ClassicGroupState.STABLE
-        decodable = group.protocol_type == CONSUMER
+        decodable = group.protocol_type == CONSUMER_PROTOCOL_TYPE
         members = []
         for m in group.members.values():
             if stable:
@@ -144,8 +152,9 @@ class GroupViews:
                 partitions = known(group.group_id, m.member_id) if known is not None else ()
             members.append(MemberView(m.member_id, m.group_instance_id, m.client_id, m.client_host, None,
                                       partitions))
-        return GroupView(group.group_id, CLASSIC, group.protocol_type, (group.protocol or "") if stable else "",
-                         group.state.value, group.generation, tuple(members))
+        return GroupView(group.group_id, group.TYPE.name, group.protocol_type,
+                         (group.protocol or "") if stable else "", group.state.value, group.generation,
+                         tuple(members))
 
     def _decode(self, raw: bytes) -> tuple[TopicPartition, ...] | None:
         if not raw:
@@ -165,32 +174,40 @@ class GroupViews:
         self._decoded[raw] = out
         return out
 
-    @staticmethod
-    def _consumer(c: GroupCoordinatorShard, group: ConsumerGroup) -> GroupView:
-        names = {tid: name for name, (tid, _) in c.shard.topics.items()}
-        names.update((tid, name) for name, tid, _ in group.subscribed)
-        members = tuple(
-            MemberView(m.member_id, m.meta.instance_id, m.meta.client_id, m.meta.client_host,
-                       m.current.member_epoch,
-                       tuple(sorted((names.get(t, t), p) for t, ps in m.current.assigned for p in ps)))
-            for m in group.members.values())
-        # As ConsumerGroupDescribe names it: the assignor most members ask for.
-        votes = Counter(m.meta.server_assignor for m in group.members.values() if m.meta.server_assignor)
-        assignor = votes.most_common(1)[0][0] if votes else c.shard.config.consumer_assignors[0]
-        return GroupView(group.group_id, CONSUMER, CONSUMER, assignor, group.state().value, group.epoch, members)
+
+def _topic_names(c: GroupCoordinatorShard, subscribed: Any = ()) -> dict[str, str]:
+    names = {tid: name for name, (tid, _) in c.shard.topics.items()}
+    names.update((tid, name) for name, tid, _ in subscribed)
+    return names
 
 
-def _group_in(c: GroupCoordinatorShard, group_id: str) -> ClassicGroup | ConsumerGroup | None:
-    group = c.shard.consumer_groups.get(group_id)
-    return group if group is not None else c.shard.groups.get(group_id)
+def _modern(c: GroupCoordinatorShard, group: Any) -> GroupView:
+    """A modern group (consumer, share, streams): members with their epochs and current assignments;
+    the assignor as its Describe API names it."""
+    names = _topic_names(c, group.subscribed)
+    members = tuple(
+        MemberView(m.member_id, getattr(m.meta, "instance_id", None), m.meta.client_id, m.meta.client_host,
+                   m.current.member_epoch,
+                   tuple(sorted((names.get(t, t), p) for t, p in group.partitions_of(m))))
+        for m in group.members.values())
+    state, epoch = group.status()
+    return GroupView(group.group_id, group.TYPE.name, _protocol_type(group), group.assignor_name(c.shard.config),
+                     state, epoch, members)
+
+
+def _share_positions(c: GroupCoordinatorShard, group_id: str) -> dict[TopicPartition, int]:
+    """A share group's share-partition start offsets, by topic name."""
+    names = _topic_names(c)
+    states = c.shard.stored.share_states.get(group_id, {})
+    return {(names.get(tid, tid), p): v.start_offset for (tid, p), v in states.items()}
 
 
 def client_of(c: GroupCoordinatorShard, group_id: str, member_id: str) -> tuple[str, str] | None:
     """(client id, host) of a member of a group of coordinator `c`, if it is one now."""
-    group = _group_in(c, group_id)
+    group = find_group(c.shard, group_id)
     member = group.members.get(member_id) if group is not None else None
     if member is None:
         return None
-    if isinstance(group, ConsumerGroup):
-        return member.meta.client_id, member.meta.client_host
-    return member.client_id, member.client_host
+    if isinstance(group, ClassicGroup):
+        return member.client_id, member.client_host
+    return member.meta.client_id, member.meta.client_host

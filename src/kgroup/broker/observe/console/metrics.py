@@ -10,7 +10,7 @@ Exposition is prometheus_client's own (`generate_latest`), with its process coll
 |---|---|---|
 | kgroup_groups | gauge | kind, state |
 | kgroup_group_members | gauge | group, kind |
-| kgroup_group_generation | gauge | group, kind (classic generation or consumer group epoch) |
+| kgroup_group_generation | gauge | group, kind (classic generation or group epoch) |
 | kgroup_rebalances_total | counter | group |
 | kgroup_rebalance_duration_seconds | histogram | protocol |
 | kgroup_partitions_moved_total | counter | group |
@@ -29,17 +29,16 @@ from prometheus_client import CollectorRegistry, ProcessCollector, generate_late
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kgroup.core.classic_group import ClassicGroupState
-from kgroup.core.consumer_group import GroupState
 from kgroup.error_codes import ErrorCode
+from kgroup.group_types import GROUP_TYPES
 from kgroup.wire.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from kgroup.broker.observe.console.app import Console
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-STATES = {"classic": [s.value for s in ClassicGroupState if s is not ClassicGroupState.DEAD],
-          "consumer": [s.value for s in GroupState]}
+# Every kind's states, so each series exists (at 0) before a group is in it.
+STATES = {kind.name: list(kind.states) for kind in GROUP_TYPES}
 
 
 class CoordinatorCollector(Collector):
@@ -59,7 +58,7 @@ class CoordinatorCollector(Collector):
 
         members = GaugeMetricFamily("kgroup_group_members", "Members of each group.", labels=["group", "kind"])
         generation = GaugeMetricFamily("kgroup_group_generation",
-                                       "Generation (classic) or group epoch (consumer) of each group.",
+                                       "Generation (classic) or group epoch (the other kinds) of each group.",
                                        labels=["group", "kind"])
         rebalances = CounterMetricFamily("kgroup_rebalances", "Rebalances completed by each group.",
                                          labels=["group"])

@@ -22,6 +22,7 @@ from typing import Any
 from kgroup.broker.observe.console.lag import LagTracker
 from kgroup.broker.observe.group_history import GroupHistory
 from kgroup.broker.observe.group_view import GroupViews
+from kgroup.group_types import CLASSIC, EMPTY
 
 
 def group_list(views: GroupViews, history: GroupHistory, lag: LagTracker, now_ms: int,
@@ -79,10 +80,11 @@ def group_detail(views: GroupViews, history: GroupHistory, lag: LagTracker, grou
     samples = lag.history.get(group, {})
     return {
         "time_ms": now_ms, "group": group,
-        "kind": view.kind if view is not None else "classic",
+        # A group with committed offsets and no members is a classic group (a "simple" one).
+        "kind": view.kind if view is not None else CLASSIC.name,
         "protocol_type": view.protocol_type if view is not None else "",
         "protocol": view.protocol if view is not None else "",
-        "state": view.state if view is not None else "Empty",
+        "state": view.state if view is not None else EMPTY,
         "generation": view.generation if view is not None else 0,
         "members": members,
         "partitions": partitions,
