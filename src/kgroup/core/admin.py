@@ -45,7 +45,9 @@ class Admin:
         described = []
         for group_id in group_ids:
             group = find_group(self.shard, group_id)
-            if group is None:
+            # A kind DescribeGroups does not describe (a streams group: Kafka 4.4 answers it as
+            # a group that does not exist) is Dead to it; its own describe API describes it.
+            if group is None or not group.TYPE.in_describe_groups:
                 error = ErrorCode.GROUP_ID_NOT_FOUND if missing_as_error else ErrorCode.NONE
                 if not group_id:
                     error = ErrorCode.INVALID_GROUP_ID

@@ -332,7 +332,9 @@ class ConsumerProtocol(ModernProtocol):
         for group_id in group_ids:
             group = self.shard.consumer_groups.get(group_id)
             if group is None:
-                described.append(DescribedConsumerGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
+                message = f"Group {group_id} is not a consumer group." if group_id in self.shard.streams_groups \
+                    else None
+                described.append(DescribedConsumerGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message=message))
                 continue
             described.append(DescribedConsumerGroup(
                 group_id, ErrorCode.NONE, group.state().value, group.epoch, group.target_epoch, self.assignor_of(group),
