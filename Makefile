@@ -86,7 +86,8 @@ reference: $(REF_STAMP)
 schema: $(REF_STAMP) $(RUN_STAMP)
 	$(BIN)/python tools/kiogen.py
 
-# The interop tests' programs (tests/interop): the Java worker of tests/java, compiled with
+# The programs the tests drive: tests/java (the interop tests' Java worker, the Kafka Streams
+# apps of tests/streams, Kafka's own streams task assignor as an oracle), compiled with
 # javac against the reference's Kafka 4.4 jars, and the Go programs of tests/go (franz-go,
 # sarama), built with the machine's Go from the modules go.mod/go.sum pin. Each is built once
 # (a stamp) and again only when a source changes; the tests call these targets themselves too.

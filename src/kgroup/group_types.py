@@ -1,5 +1,5 @@
-"""The kinds of group kgroup serves (Kafka's group types: classic, consumer, share; streams
-next), and what every tool and view needs to know of each: the one registry of group kinds.
+"""The kinds of group kgroup serves (Kafka's group types: classic, consumer, share and
+streams), and what every tool and view needs to know of each: the one registry of group kinds.
 
 Every place that treats kinds differently reads this module rather than naming a kind: the
 coordinator's routing and its kind bindings (core/kinds.py: which groups of a shard are of
@@ -41,6 +41,7 @@ class DescribeApi(Enum):
     DESCRIBE_GROUPS = "DescribeGroups"
     CONSUMER_GROUP_DESCRIBE = "ConsumerGroupDescribe"
     SHARE_GROUP_DESCRIBE = "ShareGroupDescribe"
+    STREAMS_GROUP_DESCRIBE = "StreamsGroupDescribe"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,9 @@ class GroupType:
     # The protocol type ListGroups and DescribeGroups give for it; None: its members' own
     # (a classic group's, as they joined with it).
     protocol_type: str | None = None
+    # DescribeGroups describes it (else it answers as for a group that does not exist, as
+    # Kafka 4.4 does for every kind but classic: "Group ... is not a classic group").
+    in_describe_groups: bool = False
 
     @property
     def generation_name(self) -> str:
@@ -73,16 +77,22 @@ class GroupType:
 
 
 CLASSIC = GroupType("classic", ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable"),
-                    by_epoch=False, describe_api=DescribeApi.DESCRIBE_GROUPS, positions=Positions.OFFSETS)
+                    by_epoch=False, describe_api=DescribeApi.DESCRIBE_GROUPS, positions=Positions.OFFSETS,
+                    in_describe_groups=True)
 CONSUMER = GroupType("consumer", ("Empty", "Assigning", "Reconciling", "Stable"),
                      by_epoch=True, describe_api=DescribeApi.CONSUMER_GROUP_DESCRIBE, positions=Positions.OFFSETS,
                      protocol_type="consumer")
 SHARE = GroupType("share", ("Empty", "Stable"),
                   by_epoch=True, describe_api=DescribeApi.SHARE_GROUP_DESCRIBE, positions=Positions.SHARE_STATE,
                   shares_partitions=True, protocol_type="share")
+# KIP-1071: Kafka Streams instances sharing an application's tasks; NotReady while the
+# topology's topics are missing. Its progress is the committed offsets of its source topics.
+STREAMS = GroupType("streams", ("Empty", "NotReady", "Assigning", "Reconciling", "Stable"),
+                    by_epoch=True, describe_api=DescribeApi.STREAMS_GROUP_DESCRIBE, positions=Positions.OFFSETS,
+                    protocol_type="streams")
 
 # Every kind kgroup serves, in the order views list them.
-GROUP_TYPES: tuple[GroupType, ...] = (CLASSIC, CONSUMER, SHARE)
+GROUP_TYPES: tuple[GroupType, ...] = (CLASSIC, CONSUMER, SHARE, STREAMS)
 
 # The state a group that is gone is reported in.
 DEAD = "Dead"
@@ -91,8 +101,8 @@ EMPTY = "Empty"
 
 # Kinds and states Kafka 4.4 knows but kgroup does not serve (yet): the list filters accept
 # them, as Kafka's tools do, and match nothing.
-OTHER_KAFKA_TYPES: tuple[str, ...] = ("streams",)
-OTHER_KAFKA_STATES: tuple[str, ...] = ("NotReady",)
+OTHER_KAFKA_TYPES: tuple[str, ...] = ()
+OTHER_KAFKA_STATES: tuple[str, ...] = ()
 
 _BY_NAME = {t.name: t for t in GROUP_TYPES}
 

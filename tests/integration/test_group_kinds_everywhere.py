@@ -34,6 +34,8 @@ from kgroup.group_types import GROUP_TYPES, GroupType
 from kgroup.storage.group_hash import partition_for_group
 from kgroup.testing import Broker, Cluster
 from kgroup.testing.ports import free_port
+from kgroup.wire.codec import request_class
+from kgroup.wire.kio_build import build, item
 from tests.integration.clients import produce_keyed
 from tests.integration.test_watch_terminal import TMUX, Tmux
 from tests.integration.testbed_support import CONSUMER_PROTOCOL_FAST
@@ -47,6 +49,23 @@ EVENTS = "__kgroup_events"
 FAST = {**CONSUMER_PROTOCOL_FAST, "share_heartbeat_interval_ms": 500, "share_session_timeout_ms": 6_000,
         "share_auto_offset_reset": "earliest"}
 KINDS = [kind.name for kind in GROUP_TYPES]
+# Views a kind does not show yet, per test: (test name, kind) -> why. Strict, so a view that
+# starts showing the kind fails here until its entry goes.
+MISSING = {
+    ("test_the_group_events_tell_of_every_kind", "streams"):
+        "group events: the streams handlers (core/streams_protocol.py) build their Results without an "
+        "EventJournal and the journal reads modern groups' records only; streams goes onto the "
+        "ModernGroup base next",
+    ("test_reset_offsets_delete_offsets_and_delete_act_on_every_kind", "streams"):
+        "group events: reset-offsets, delete-offsets and delete act on the streams group, but no "
+        "event tells it Dead once deleted (the streams handlers write no group events yet)",
+}
+
+
+def kinds_of(test: str) -> list:
+    """KINDS as a test's parameters, each view a kind does not show yet an xfail naming it."""
+    return [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=MISSING[(test, name)]))
+            if (test, name) in MISSING else name for name in KINDS]
 
 
 # ---- making a group of each kind ------------------------------------------------------------
@@ -93,8 +112,37 @@ async def _share_consumer(m: Member) -> None:
             m.read += len(await c.poll(0.2))
 
 
+async def _streams_member(m: Member) -> None:
+    """A streams member spoken on the wire (kgroup's client has no Kafka Streams runtime): a
+    topology of one subtopology reading TOPIC; it heartbeats what it holds and commits the
+    end of each source partition of its active tasks, as a Streams app commits."""
+    from tests.streams.raw import Member as StreamsMember, topology
+    from tests.streams.wire import Wire
+
+    commit_cls = request_class(8, 9)
+    t_cls = item(commit_cls, "topics")
+    p_cls = item(t_cls, "partitions")
+    with Wire(m.bootstrap) as wire:
+        member = StreamsMember(wire, m.group, f"{m.group}-member", f"{m.group}-process",
+                               topology({"id": "0", "sources": [TOPIC]}))
+        member.heartbeat()
+        while not m.stopping.is_set():
+            await asyncio.sleep(0.3)
+            member.heartbeat()
+            if member.active:
+                wire.coordinator_call(m.group, 8, 9, group_id=m.group, generation_id_or_member_epoch=member.epoch,
+                                      member_id=member.member_id, group_instance_id=None, topics=(build(
+                                          t_cls, name=TOPIC, partitions=tuple(
+                                              build(p_cls, partition_index=p, committed_offset=10,
+                                                    committed_leader_epoch=-1, committed_metadata="")
+                                              for _, p in sorted(member.active))),))
+                m.read = len(member.active)
+        member.leave()
+
+
 # kind name -> how a live member of a group of that kind runs.
-RECIPES = {"classic": _polling_consumer, "consumer": _polling_consumer, "share": _share_consumer}
+RECIPES = {"classic": _polling_consumer, "consumer": _polling_consumer, "share": _share_consumer,
+           "streams": _streams_member}
 
 
 def group_of(kind: str) -> str:
@@ -250,7 +298,7 @@ def test_the_metrics_gauges_have_every_kind(broker, name):
     assert gauge[("kgroup_group_generation", (("group", group), ("kind", kind.name)))] >= 1
 
 
-@pytest.mark.parametrize("name", KINDS)
+@pytest.mark.parametrize("name", kinds_of("test_the_group_events_tell_of_every_kind"))
 def test_the_group_events_tell_of_every_kind(broker, name):
     kind, group = kind_named(name), group_of(name)
     events = events_of(broker.bootstrap, group)
@@ -279,7 +327,7 @@ def test_a_restart_loads_every_kind_logs_them_and_tells_each_group_its_coordinat
         assert last["protocol"] == name and last["state"] == "Empty" and isinstance(last["node"], int)
 
 
-@pytest.mark.parametrize("name", KINDS)
+@pytest.mark.parametrize("name", kinds_of("test_reset_offsets_delete_offsets_and_delete_act_on_every_kind"))
 def test_reset_offsets_delete_offsets_and_delete_act_on_every_kind(broker, name):
     kind_named(name)
     group = group_of(name)

@@ -55,6 +55,8 @@ from kgroup.broker.share import apis as share_apis
 from kgroup.broker.share.share_fetch import ShareFetchService
 from kgroup.broker.share.share_group_api import ShareGroupApi
 from kgroup.broker.share.share_state import ShareStateStore
+from kgroup.broker.streams import apis as streams_apis
+from kgroup.broker.streams.streams_group_api import StreamsGroupApi
 from kgroup.broker.txn import apis as txn_apis
 from kgroup.broker.txn.describe_producers_api import ProducersApi
 from kgroup.broker.txn.txn_api import TxnApi, verify
@@ -66,8 +68,8 @@ from kgroup.storage.group_hash import partition_for_group
 
 log = logging.getLogger("kgroup.broker")
 
-TABLES = (EDGE, data_apis.APIS, groups_apis.APIS, share_apis.APIS, txn_apis.APIS, admin_apis.APIS,
-          security_apis.APIS)
+TABLES = (EDGE, data_apis.APIS, groups_apis.APIS, share_apis.APIS, streams_apis.APIS, txn_apis.APIS,
+          admin_apis.APIS, security_apis.APIS)
 SERVED = served_ranges(TABLES)
 # Guards written for APIs not served yet (each concern's apis.py says which and why).
 PREPARED_GUARDS = {**data_apis.PREPARED_GUARDS, **share_apis.PREPARED_GUARDS, **txn_apis.PREPARED_GUARDS}
@@ -144,7 +146,7 @@ class Node:
         self.security = Security(cfg.auth, cfg.data_dir)
         self.routes = compile_apis(TABLES, [
             ApiVersions(SERVED.values()), dp, groups, ConsumerGroupApi(groups),
-            ShareGroupApi(groups, self.share_fetches), self.share_fetches,
+            ShareGroupApi(groups, self.share_fetches), self.share_fetches, StreamsGroupApi(groups, dp.create_topics),
             TxnApi(groups, dp.init_producer_id), ProducersApi(dp.ctx),
             ConfigsApi(dp.ctx, groups, self.broker_configs), RecordsApi(dp.ctx), SecurityApi(self.security)])
 

@@ -137,9 +137,10 @@ class _Described:
 
     @property
     def kind(self) -> str:
-        """What Kafka's tools call the group in their notes: a share group, else a consumer group
-        (kafka-consumer-groups.sh says so of classic groups too)."""
-        return _kind(self.description).name if _is_share(self.description) else CONSUMER.name
+        """What Kafka's tools call the group in their notes: its kind's name, a classic group
+        being a consumer group (kafka-consumer-groups.sh says so of classic groups too)."""
+        kind = _kind(self.description)
+        return CONSUMER.name if kind is CLASSIC else kind.name
 
     def owners(self) -> dict[tuple[str, int], list[Any]]:
         """(topic, partition) -> its members (one, except in a share group), in member order."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgroup.error_codes import ErrorCode
-from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, DescribeApi
+from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, STREAMS, DescribeApi
 from kgroup.member.config import CONSUMER_PROTOCOL_TYPE
 from kgroup.wire.api_keys import ApiKey
 
@@ -98,9 +98,10 @@ class GroupDescription:
     # group (DescribeGroups: members carry their metadata and assignment bytes), a consumer
     # group (ConsumerGroupDescribe: assignments only, decoded), a share group
     # (ShareGroupDescribe: assignments only; a partition may be assigned to several members)
+    # or a streams group (StreamsGroupDescribe: the source partitions of each member's active tasks)
     group_type: str = CLASSIC.name
-    # The group epoch (ConsumerGroupDescribe, ShareGroupDescribe); None for classic groups,
-    # whose generation DescribeGroups does not tell.
+    # The group epoch (ConsumerGroupDescribe, ShareGroupDescribe, StreamsGroupDescribe); None
+    # for classic groups, whose generation DescribeGroups does not tell.
     epoch: int | None = None
 
 
@@ -190,13 +191,14 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
         """State, protocol and members of one group (assignments decoded when possible).
 
         Each kind of the registry is asked with the API that describes it in full, the
-        modern ones first (ConsumerGroupDescribe, then ShareGroupDescribe: the only APIs that
-        carry their members' assignments), and a group none of them knows (a classic group),
+        modern ones first (ConsumerGroupDescribe, ShareGroupDescribe, StreamsGroupDescribe:
+        the only APIs that carry their members' assignments), and a group none of them knows (a classic group),
         or a broker without those APIs, with DescribeGroups — the order Kafka's own admin
         client uses.
         """
         describers = {DescribeApi.CONSUMER_GROUP_DESCRIBE: self._describe_consumer_group,
-                      DescribeApi.SHARE_GROUP_DESCRIBE: self.describe_share_group}
+                      DescribeApi.SHARE_GROUP_DESCRIBE: self.describe_share_group,
+                      DescribeApi.STREAMS_GROUP_DESCRIBE: self.describe_streams_group}
         for kind in GROUP_TYPES:
             if kind.describe_api is DescribeApi.DESCRIBE_GROUPS:
                 continue
@@ -208,19 +210,51 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
                 return described
         return await self._describe_classic_group(group)
 
-    async def describe_share_group(self, group: str) -> GroupDescription | None:
-        """A share group's state and members with their assignments (None: no such share
-        group), with ShareGroupDescribe (KIP-932)."""
+    async def _described(self, group: str, api: ApiKey, kind: str) -> Any | None:
+        """The group as a modern group's describe API answers it (its `groups[0]`); None
+        when the broker says there is no such group of that kind."""
         resp = await self._call_coordinator(
-            group,
-            ApiKey.SHARE_GROUP_DESCRIBE,
-            request_fields(group_ids=[group], include_authorized_operations=False),
-            lambda r: error_code_of(r.groups[0]) if r.groups else 0,
-        )
+            group, api, request_fields(group_ids=[group], include_authorized_operations=False),
+            lambda r: error_code_of(r.groups[0]) if r.groups else 0)
         g = resp.groups[0]
         if error_code_of(g) == ErrorCode.GROUP_ID_NOT_FOUND:
             return None
-        raise_for(error_code_of(g), f"describe share group {group!r}", g.error_message)
+        raise_for(error_code_of(g), f"describe {kind} group {group!r}", g.error_message)
+        return g
+
+    async def describe_streams_group(self, group: str) -> GroupDescription | None:
+        """A streams group's state and members (None: no such streams group), with
+        StreamsGroupDescribe (KIP-1071). A member's assignment is the source partitions of its
+        active tasks (task (s, p) reads partition p of subtopology s's source topics)."""
+        g = await self._described(group, ApiKey.STREAMS_GROUP_DESCRIBE, STREAMS.name)
+        if g is None:
+            return None
+        sources = {s.subtopology_id: (*s.source_topics, *(t.name for t in s.repartition_source_topics))
+                   for s in (g.topology.subtopologies if g.topology is not None else ())}
+
+        def partitions(tasks) -> dict[str, tuple[int, ...]]:
+            out: dict[str, set[int]] = {}
+            for t in tasks:
+                for topic in sources.get(t.subtopology_id, ()):
+                    out.setdefault(topic, set()).update(t.partitions)
+            return {topic: tuple(sorted(ps)) for topic, ps in sorted(out.items())}
+
+        members = tuple(
+            MemberDescription(
+                member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
+                client_host=m.client_host, metadata=b"", assignment_bytes=b"",
+                assignment=partitions(m.assignment.active_tasks))
+            for m in g.members
+        )
+        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=STREAMS.protocol_type,
+                                protocol="", members=members, group_type=STREAMS.name, epoch=g.group_epoch)
+
+    async def describe_share_group(self, group: str) -> GroupDescription | None:
+        """A share group's state and members with their assignments (None: no such share
+        group), with ShareGroupDescribe (KIP-932)."""
+        g = await self._described(group, ApiKey.SHARE_GROUP_DESCRIBE, SHARE.name)
+        if g is None:
+            return None
         members = tuple(
             MemberDescription(
                 member_id=m.member_id, group_instance_id=None, client_id=m.client_id,

@@ -45,12 +45,13 @@ class Admin:
         described = []
         for group_id in group_ids:
             group = find_group(self.shard, group_id)
-            if isinstance(group, ClassicGroup):
+            # A kind DescribeGroups does not describe (every modern kind: Kafka 4.4 answers
+            # "Group ... is not a classic group" as for a group that does not exist) is Dead to
+            # it; its own describe API describes it.
+            if isinstance(group, ClassicGroup) and group.TYPE.in_describe_groups:
                 described.append(self._describe(group))
             else:
-                # The classic API describes classic groups only: a group of a modern kind is as
-                # good as missing to it (Kafka 4.4: "Group ... is not a classic group"). The
-                # empty group id too is described as any other, as Kafka does for old clients.
+                # (The empty group id too is described as any other, as Kafka does for old clients.)
                 error = ErrorCode.GROUP_ID_NOT_FOUND if missing_as_error else ErrorCode.NONE
                 described.append(DescribedGroup(group_id, error, DEAD, "", ""))
         return Result((), ((reply, tuple(described)),))

@@ -63,6 +63,37 @@ class GroupConfig:
     share_max_partition_max_record_locks: int = 10_000
     # group.share.max.size
     share_max_size: int = 200
+    # Streams groups (KIP-1071): group.streams.* broker settings, the defaults of the
+    # streams.* group configs, bounded by their min/max (lower bounds looser than Kafka's so
+    # tests can run fast, as for share groups).
+    streams_session_timeout_ms: int = 45_000
+    streams_min_session_timeout_ms: int = 1_000
+    streams_max_session_timeout_ms: int = 60_000
+    streams_heartbeat_interval_ms: int = 5_000
+    streams_min_heartbeat_interval_ms: int = 100
+    streams_max_heartbeat_interval_ms: int = 15_000
+    streams_num_standby_replicas: int = 0
+    streams_min_num_standby_replicas: int = 0
+    streams_max_num_standby_replicas: int = 2
+    streams_num_warmup_replicas: int = 2
+    streams_min_num_warmup_replicas: int = 0
+    streams_max_num_warmup_replicas: int = 20
+    streams_acceptable_recovery_lag: int = 10_000
+    streams_min_acceptable_recovery_lag: int = 0
+    streams_max_acceptable_recovery_lag: int = 2 ** 63 - 1
+    streams_initial_rebalance_delay_ms: int = 3_000
+    streams_min_initial_rebalance_delay_ms: int = 0
+    streams_max_initial_rebalance_delay_ms: int = 2 ** 31 - 1
+    streams_task_offset_interval_ms: int = 60_000
+    streams_min_task_offset_interval_ms: int = 100
+    streams_max_task_offset_interval_ms: int = 2 ** 31 - 1
+    # group.streams.assignment.interval.ms: accepted for Kafka's tools; kgroup assigns at
+    # once (as Kafka with an interval of 0).
+    streams_assignment_interval_ms: int = 0
+    streams_min_assignment_interval_ms: int = 0
+    streams_max_assignment_interval_ms: int = 15_000
+    # group.streams.max.size
+    streams_max_size: int = 2_147_483_647
     # Per-group overrides of the consumer session timeout and heartbeat interval (Kafka's
     # group-level configs): ((group id, session timeout ms, heartbeat interval ms), ...).
     # What a group runs with is core/group_configs.py's to say (`GroupConfigs.value`, or
@@ -97,5 +128,7 @@ class GroupConfig:
                 raise ValueError(f"group {gid}: heartbeat interval must be below the session timeout")
         from kgroup.core.share_configs import check_broker_share_configs  # noqa: PLC0415 (cycle)
         check_broker_share_configs(self)
+        from kgroup.core.streams_configs import check_broker_streams_configs  # noqa: PLC0415 (cycle)
+        check_broker_streams_configs(self)
         if not self.consumer_assignors:
             raise ValueError("group.consumer.assignors must name at least one assignor")

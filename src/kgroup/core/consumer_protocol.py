@@ -399,7 +399,10 @@ class ConsumerProtocol(ModernProtocol):
                 described.append(DescribedConsumerGroup(group_id, ErrorCode.INVALID_GROUP_ID, state=""))
                 continue
             if group is None:
-                described.append(DescribedConsumerGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, state=""))
+                message = f"Group {group_id} is not a consumer group." if group_id in self.shard.streams_groups \
+                    else None
+                described.append(DescribedConsumerGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, state="",
+                                                        message=message))
                 continue
             described.append(DescribedConsumerGroup(
                 group_id, ErrorCode.NONE, group.state().value, group.epoch, group.target_epoch, self.assignor_of(group),

@@ -80,12 +80,18 @@ from kgroup.core.share_messages import (
 )
 from kgroup.core.share_protocol import ShareProtocol, replay_share_state
 from kgroup.core.state import ShardState, StoredState, counter_member_ids
+from kgroup.core.streams_codec import KEY_VERSIONS as _STREAMS_RECORD_KINDS
+from kgroup.core.streams_control import StreamsControl
+from kgroup.core.streams_group import StreamsGroup
+from kgroup.core.streams_messages import StreamsGroupHeartbeatRequest, TopologyDescriptionUpdate
+from kgroup.core.streams_protocol import StreamsProtocol
+from kgroup.core.streams_records import StreamsGroupEpochRecord, StreamsTargetEpochRecord, StreamsTopologyRecord
 from kgroup.core.timers import TimerKind, TimerOp
 from kgroup.core.transactions import messages as txn
 from kgroup.core.transactions.config import TransactionConfig
 from kgroup.core.transactions.coordinator import TransactionCoordinator
 from kgroup.core.txn_offsets import TxnOffsets
-from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, GroupType, Positions
+from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, STREAMS, GroupType, Positions
 
 Handler = Callable[..., Result]
 
@@ -104,14 +110,16 @@ class GroupKind(IntEnum):
     CLASSIC = 1
     CONSUMER = 2
     SHARE = 3
+    STREAMS = 4
 
 
 # The registry's kind of each GroupKind (every kind of kgroup/group_types.py has one).
 TYPES: dict[GroupKind, GroupType] = {GroupKind.CLASSIC: CLASSIC, GroupKind.CONSUMER: CONSUMER,
-                                     GroupKind.SHARE: SHARE}
+                                     GroupKind.SHARE: SHARE, GroupKind.STREAMS: STREAMS}
 assert tuple(TYPES.values()) == GROUP_TYPES, "a GroupKind for every kind of the registry"
 
 _NONE, _CLASSIC, _CONSUMER, _SHARE = GroupKind.NONE, GroupKind.CLASSIC, GroupKind.CONSUMER, GroupKind.SHARE
+_STREAMS = GroupKind.STREAMS
 _SHARE_RECORDS = frozenset(ShareGroup.RECORDS)
 
 
@@ -124,12 +132,20 @@ class MembershipApi(Enum):
     LEAVE_GROUP = "LeaveGroup"
     CONSUMER_GROUP_HEARTBEAT = "ConsumerGroupHeartbeat"
     SHARE_GROUP_HEARTBEAT = "ShareGroupHeartbeat"
+    STREAMS_GROUP_HEARTBEAT = "StreamsGroupHeartbeat"
 
 
 def _refuse(code: ErrorCode, why: str) -> Handler:
     """A handler for a request the group's kind does not take."""
     def refuse(req, reply, now_ms) -> Result:
         raise GroupError(code, f"group {req.group_id} {why}")
+    return refuse
+
+
+def _refuse_as_kafka(code: ErrorCode, why: str) -> Handler:
+    """As `_refuse`, with Kafka's message ("Group g is not a streams group.")."""
+    def refuse(req, reply, now_ms) -> Result:
+        raise GroupError(code, f"Group {req.group_id} {why}.")
     return refuse
 
 
@@ -161,8 +177,10 @@ class GroupCoordinatorShard:
         self.migration = migration = Migration(shard, consumer, classic)
         self.offsets = offsets = Offsets(shard)
         self.share = share = ShareProtocol(shard)
+        self.streams = streams = StreamsProtocol(shard)
+        self._streams_groups = shard.streams_groups
         self.admin = Admin(shard, {CLASSIC: classic.delete_group, CONSUMER: consumer.delete_group,
-                                   SHARE: share.delete_group})
+                                   SHARE: share.delete_group, STREAMS: streams.delete_group})
         self.transactions = transactions = TransactionCoordinator(
             shard, txn_config or TransactionConfig(), new_producer_id or counter_producer_ids())
         self.txn_offsets = txn_offsets = TxnOffsets(shard, offsets)
@@ -170,20 +188,29 @@ class GroupCoordinatorShard:
         K, A = GroupKind, MembershipApi
         is_share = _refuse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "is a share group")
         not_share = _refuse(ErrorCode.GROUP_ID_NOT_FOUND, "is not a share group")
+        # Streams groups (KIP-1071): the other kinds' requests are refused as Kafka 4.4 refuses
+        # them (tests/streams/test_streams_differential.py), except that an empty group of one
+        # kind becomes the other; SyncGroup, Heartbeat and LeaveGroup see no classic group.
+        is_streams = _refuse_as_kafka(ErrorCode.GROUP_ID_NOT_FOUND, "is not a consumer group")
+        not_streams = _refuse_as_kafka(ErrorCode.GROUP_ID_NOT_FOUND, "is not a streams group")
         # API -> group kind -> handler: where every group request goes.
         self.routes: dict[MembershipApi, dict[GroupKind, Handler]] = {
             A.JOIN_GROUP: {K.NONE: classic.join, K.CLASSIC: classic.join, K.CONSUMER: migration.join,
-                           K.SHARE: is_share},
+                           K.SHARE: is_share, K.STREAMS: self._join_streams_group},
             A.SYNC_GROUP: {K.NONE: classic.sync, K.CLASSIC: classic.sync, K.CONSUMER: migration.sync,
-                           K.SHARE: is_share},
+                           K.SHARE: is_share, K.STREAMS: classic.sync},
             A.HEARTBEAT: {K.NONE: classic.heartbeat, K.CLASSIC: classic.heartbeat, K.CONSUMER: migration.heartbeat,
-                          K.SHARE: is_share},
+                          K.SHARE: is_share, K.STREAMS: classic.heartbeat},
             A.LEAVE_GROUP: {K.NONE: classic.leave, K.CLASSIC: classic.leave, K.CONSUMER: migration.leave,
-                            K.SHARE: is_share},
+                            K.SHARE: is_share, K.STREAMS: classic.leave},
             A.CONSUMER_GROUP_HEARTBEAT: {K.NONE: consumer.heartbeat, K.CLASSIC: migration.consumer_heartbeat,
-                                         K.CONSUMER: consumer.heartbeat, K.SHARE: is_share},
+                                         K.CONSUMER: consumer.heartbeat, K.SHARE: is_share,
+                                         K.STREAMS: is_streams},
             A.SHARE_GROUP_HEARTBEAT: {K.NONE: share.heartbeat, K.SHARE: share.heartbeat,
-                                      K.CLASSIC: not_share, K.CONSUMER: not_share},
+                                      K.CLASSIC: not_share, K.CONSUMER: not_share, K.STREAMS: not_share},
+            A.STREAMS_GROUP_HEARTBEAT: {K.NONE: streams.heartbeat, K.STREAMS: streams.heartbeat,
+                                        K.CLASSIC: self._streams_heartbeat_on_classic, K.CONSUMER: not_streams,
+                                        K.SHARE: not_streams},
         }
         self._offsets_refused = _refuse(ErrorCode.GROUP_ID_NOT_FOUND,
                                         "is a share group: its progress is its share-partition state")
@@ -195,8 +222,10 @@ class GroupCoordinatorShard:
         self._leave = self.routes[A.LEAVE_GROUP]
         self._consumer_heartbeat = self.routes[A.CONSUMER_GROUP_HEARTBEAT]
         self._share_heartbeat = self.routes[A.SHARE_GROUP_HEARTBEAT]
+        self._streams_heartbeat = self.routes[A.STREAMS_GROUP_HEARTBEAT]
+        # A streams group is not on the modern base yet: its own control (streams_control.py).
         controls = {K.CLASSIC: ClassicControl(shard, classic), K.CONSUMER: ModernControl(shard, consumer),
-                    K.SHARE: ModernControl(shard, share)}
+                    K.SHARE: ModernControl(shard, share), K.STREAMS: StreamsControl(shard, streams)}
         O = GroupOperation
         # Operation -> group kind -> handler: the control API's way in.
         self.operations: dict[GroupOperation, dict[GroupKind, Handler]] = {
@@ -218,6 +247,9 @@ class GroupCoordinatorShard:
             TimerKind.TXN_ID_EXPIRY: transactions.expire_ids,
             TimerKind.SHARE_SESSION: share.session_expired,
             TimerKind.SHARE_INIT: share.topics_initialized,
+            TimerKind.STREAMS_SESSION: streams.session_expired,
+            TimerKind.STREAMS_REVOKE: streams.revoke_expired,
+            TimerKind.STREAMS_INITIAL_DELAY: streams.initial_delay_expired,
         }
         # Record kind -> how it is replayed, for the kinds past the group records.
         self._replay_txn: dict[type, Callable[[Any], None]] = {
@@ -234,6 +266,8 @@ class GroupCoordinatorShard:
             return _CONSUMER
         if group_id in self._share_groups:
             return _SHARE
+        if group_id in self._streams_groups:
+            return _STREAMS
         return _NONE
 
     # ---- state ----------------------------------------------------------------------------
@@ -300,7 +334,8 @@ class GroupCoordinatorShard:
     def update_topics(self, topics: dict[str, tuple[str, int]], now_ms: int) -> Result:
         """The broker's topics changed (name -> (topic id, partitions)); bump affected groups."""
         self.shard.topics = dict(topics)
-        return self.consumer.topics_changed(now_ms) + self.share.topics_changed(now_ms)
+        return (self.consumer.topics_changed(now_ms) + self.share.topics_changed(now_ms)
+                + self.streams.topics_changed(now_ms))
 
     # ---- share groups (KIP-932) ---------------------------------------------------------------
 
@@ -324,6 +359,49 @@ class GroupCoordinatorShard:
 
     def delete_share_offsets(self, req: DeleteShareOffsetsRequest, reply: ReplyTo, now_ms: int) -> Result:
         return self.share.delete_offsets(req, reply, now_ms)
+
+    # ---- streams groups (KIP-1071) ---------------------------------------------------------
+
+    def streams_group_heartbeat(self, req: StreamsGroupHeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
+        return self._streams_heartbeat[self.kind_of(req.group_id)](req, reply, now_ms)
+
+    def streams_group_describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
+        return self.streams.describe(group_ids, reply, now_ms)
+
+    def streams_topology_description_update(self, req: TopologyDescriptionUpdate, reply: ReplyTo,
+                                            now_ms: int) -> Result:
+        return self.streams.topology_description_update(req, reply, now_ms)
+
+    @property
+    def streams_groups(self) -> dict[str, StreamsGroup]:
+        return self.shard.streams_groups
+
+    def _streams_heartbeat_on_classic(self, req: StreamsGroupHeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """Kafka turns an empty classic group (one with offsets only) into a streams group on a
+        join; a classic group with members is not a streams group."""
+        group = self.shard.groups[req.group_id]
+        if group.members or group.pending_members or req.member_epoch != 0:
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a streams group.")
+        result = self.streams.heartbeat(req, reply, now_ms)
+        if req.group_id in self.shard.stored.classic_groups:
+            result = Result((ClassicGroupRecord(req.group_id, None), *result.records), result.replies,
+                            result.changes, result.markers)
+        return result
+
+    def _join_streams_group(self, req: JoinGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        """JoinGroup on a streams group: Kafka turns an empty one into a classic group; one
+        with members is not a classic group."""
+        group = self.shard.streams_groups[req.group_id]
+        if group.members:
+            raise GroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Group {req.group_id} is a streams group.")
+        gone = (StreamsTopologyRecord(req.group_id, None), StreamsTargetEpochRecord(req.group_id, None),
+                StreamsGroupEpochRecord(req.group_id, None))
+        self.shard.streams_groups.pop(req.group_id)      # the join below sees no group
+        try:
+            joined = self.classic.join(req, reply, now_ms)
+        finally:
+            self.shard.streams_groups[req.group_id] = group
+        return Result(gone + joined.records, joined.replies, joined.changes, joined.markers)
 
     @property
     def share_groups(self) -> dict[str, ShareGroup]:
@@ -418,6 +496,10 @@ class GroupCoordinatorShard:
             replay_share_state(self.shard, record)
         elif type(record) in _SHARE_RECORDS:
             apply_share_record(self.shard.share_groups, record)
+        elif type(record) in _STREAMS_RECORD_KINDS:
+            if StreamsGroup.apply(self.shard.streams_groups, record):
+                # A group id is of one kind: a new streams group replaces the classic one.
+                self.shard.groups.pop(record.group_id, None)
         else:
             replay = self._replay_txn.get(type(record))
             if replay is not None:
@@ -445,7 +527,8 @@ class GroupCoordinatorShard:
         out = EMPTY_RESULT
         stored = self.shard.stored
         for group_id in sorted(set(stored.classic_groups) | set(stored.offsets) | set(stored.open_txn_groups)):
-            if group_id in self.shard.groups or group_id in self.shard.consumer_groups:
+            if group_id in self.shard.groups or group_id in self.shard.consumer_groups \
+                    or group_id in self.shard.streams_groups:
                 continue
             value = stored.classic_groups.get(group_id) or ClassicGroupValue("", 0, None, None, now_ms, ())
             group = ClassicGroup.from_value(group_id, value)
@@ -453,6 +536,7 @@ class GroupCoordinatorShard:
             out = out + self.classic.group_loaded(group, now_ms)
         self.consumer.loaded(now_ms)
         self.share.loaded(now_ms)
+        self.streams.loaded(now_ms)
         self.offsets.schedule_expiry(now_ms)
         return out + self.transactions.loaded(now_ms)
 
@@ -464,6 +548,8 @@ class GroupCoordinatorShard:
             records.extend(group.snapshot())
         records.extend(GroupConfigRecord(g, c) for g, c in sorted(stored.group_configs.items()))
         for _, group in sorted(self.shard.share_groups.items()):
+            records.extend(group.snapshot())
+        for _, group in sorted(self.shard.streams_groups.items()):
             records.extend(group.snapshot())
         for group_id, states in sorted(stored.share_states.items()):
             records.extend(ShareStateRecord(group_id, t, p, v) for (t, p), v in sorted(states.items()))

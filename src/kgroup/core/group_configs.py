@@ -14,7 +14,7 @@ GroupConfig.validate does, and configs may be set for a group that does not exis
 
 `GROUP_CONFIGS` is the table of known names, built from `KINDS`: each group kind adds a
 tuple of `GroupConfigDef`s there (the consumer protocol's `consumer.*`, the share groups'
-`share.*`); `PAIRS` lists the (session timeout, heartbeat interval) pairs whose effective
+`share.*`, the streams groups' `streams.*`); `PAIRS` lists the (session timeout, heartbeat interval) pairs whose effective
 values must stay ordered. A config is an INT within its bounds, or a STRING among its
 choices (`share.auto.offset.reset`, `share.isolation.level`); `value` gives it typed.
 """
@@ -66,11 +66,13 @@ class GroupConfigDef:
     doc: str
     # A STRING config's valid values (lower case); empty for an INT config.
     choices: tuple[str, ...] = ()
+    # A LONG config (64 bits) rather than an INT.
+    long: bool = False
 
     @property
     def type_name(self) -> str:
-        """Kafka's ConfigDef type: INT or STRING."""
-        return "STRING" if self.choices else "INT"
+        """Kafka's ConfigDef type: INT, LONG or STRING."""
+        return "STRING" if self.choices else ("LONG" if self.long else "INT")
 
     def parse(self, text: str | None) -> int | str:
         """The typed value of ``text``; GroupError INVALID_CONFIG when it is not one (bounds apart)."""
@@ -84,8 +86,10 @@ class GroupConfigDef:
             number = int(str(text).strip())
         except ValueError:
             raise _invalid(f"Invalid value {text} for configuration {self.name}: Not a number of type INT") from None
-        if not -(2 ** 31) <= number < 2 ** 31:
-            raise _invalid(f"Invalid value {text} for configuration {self.name}: Not a number of type INT")
+        bits = 63 if self.long else 31
+        if not -(2 ** bits) <= number < 2 ** bits:
+            raise _invalid(f"Invalid value {text} for configuration {self.name}: Not a number of type "
+                           f"{self.type_name}")
         return number
 
     def bounds_problem(self, config: GroupConfig, value: int | str) -> str | None:
@@ -166,11 +170,48 @@ SHARE_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
            "last stable offset; read_uncommitted every record.", SHARE_ISOLATION_LEVELS),
 )
 
+
+def _streams(name: str, doc: str, long: bool = False) -> GroupConfigDef:
+    """A streams.* config (KIP-1071): its default is the broker's [group] streams_* setting,
+    its bounds the streams_min_* / streams_max_* ones (Kafka's group.streams.* names)."""
+    key = name.replace(".", "_")                      # streams.num.standby.replicas -> streams_num_...
+    bare = name.removeprefix("streams.")
+    low, high = key.replace("streams_", "streams_min_", 1), key.replace("streams_", "streams_max_", 1)
+    return GroupConfigDef(name, f"group.{name}", lambda c: getattr(c, key), _no_override,
+                          lambda c: getattr(c, low), f"group.streams.min.{bare}",
+                          lambda c: getattr(c, high), f"group.streams.max.{bare}", doc, long=long)
+
+
+STREAMS_SESSION_TIMEOUT = "streams.session.timeout.ms"
+STREAMS_HEARTBEAT_INTERVAL = "streams.heartbeat.interval.ms"
+STREAMS_NUM_STANDBY_REPLICAS = "streams.num.standby.replicas"
+STREAMS_NUM_WARMUP_REPLICAS = "streams.num.warmup.replicas"
+STREAMS_ACCEPTABLE_RECOVERY_LAG = "streams.acceptable.recovery.lag"
+STREAMS_INITIAL_REBALANCE_DELAY = "streams.initial.rebalance.delay.ms"
+STREAMS_TASK_OFFSET_INTERVAL = "streams.task.offset.interval.ms"
+STREAMS_ASSIGNMENT_INTERVAL = "streams.assignment.interval.ms"
+
+STREAMS_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
+    _streams(STREAMS_SESSION_TIMEOUT, "The timeout to detect client failures when using the streams group "
+             "protocol."),
+    _streams(STREAMS_HEARTBEAT_INTERVAL, "The heartbeat interval given to the members of a streams group."),
+    _streams(STREAMS_NUM_STANDBY_REPLICAS, "The number of standby replicas for each task."),
+    _streams(STREAMS_NUM_WARMUP_REPLICAS, "The most warm-up tasks a streams group has at once (Kafka Streams' "
+             "max.warmup.replicas)."),
+    _streams(STREAMS_ACCEPTABLE_RECOVERY_LAG, "The most changelog records a member may lag behind to be "
+             "considered caught up on a task.", long=True),
+    _streams(STREAMS_INITIAL_REBALANCE_DELAY, "How long an empty streams group waits for more members before "
+             "its first assignment."),
+    _streams(STREAMS_TASK_OFFSET_INTERVAL, "How often the members report their changelog offsets."),
+    _streams(STREAMS_ASSIGNMENT_INTERVAL, "The interval between assignments (kgroup assigns at once)."),
+)
+
 # Each group kind's configs.
-KINDS: tuple[tuple[GroupConfigDef, ...], ...] = (CONSUMER_GROUP_CONFIGS, SHARE_GROUP_CONFIGS)
+KINDS: tuple[tuple[GroupConfigDef, ...], ...] = (CONSUMER_GROUP_CONFIGS, SHARE_GROUP_CONFIGS, STREAMS_GROUP_CONFIGS)
 # (session timeout, heartbeat interval): the first must stay greater than the second.
 PAIRS: tuple[tuple[str, str], ...] = ((CONSUMER_SESSION_TIMEOUT, CONSUMER_HEARTBEAT_INTERVAL),
-                                      (SHARE_SESSION_TIMEOUT, SHARE_HEARTBEAT_INTERVAL))
+                                      (SHARE_SESSION_TIMEOUT, SHARE_HEARTBEAT_INTERVAL),
+                                      (STREAMS_SESSION_TIMEOUT, STREAMS_HEARTBEAT_INTERVAL))
 
 GROUP_CONFIGS: Mapping[str, GroupConfigDef] = MappingProxyType(
     {d.name: d for kind in KINDS for d in kind})

@@ -14,7 +14,9 @@ A kind's module set (docs/group-kinds.md): its group aggregate and member state
 (classic_group.py; consumer_group.py and share_group.py on modern_group.py), its handler set
 (classic_protocol.py; consumer_protocol.py and share_protocol.py on modern_protocol.py), its
 records (records.py, with their keys in record_codec.py), and its routes and timers in
-coordinator.py.
+coordinator.py. A streams group (KIP-1071) has its own module set beside them, not yet on the
+modern base: streams_group.py, streams_protocol.py, streams_records.py (keys in
+streams_codec.py), streams_control.py.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from kgroup.core.classic_group import ClassicGroup
 from kgroup.core.consumer_group import ConsumerGroup
 from kgroup.core.share_group import ShareGroup
 from kgroup.core.state import ShardState
-from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, GroupType
+from kgroup.core.streams_group import StreamsGroup
+from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, STREAMS, GroupType
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,7 @@ KINDS: dict[GroupType, KindBinding] = {
     CLASSIC: KindBinding(CLASSIC, ClassicGroup, lambda shard: shard.groups),
     CONSUMER: KindBinding(CONSUMER, ConsumerGroup, lambda shard: shard.consumer_groups),
     SHARE: KindBinding(SHARE, ShareGroup, lambda shard: shard.share_groups),
+    STREAMS: KindBinding(STREAMS, StreamsGroup, lambda shard: shard.streams_groups),
 }
 assert tuple(KINDS) == GROUP_TYPES, "every kind of the registry is bound here, in its order"
 

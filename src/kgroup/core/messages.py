@@ -304,6 +304,7 @@ class DescribedConsumerGroup:
     assignment_epoch: int = 0
     assignor: str = ""
     members: tuple[DescribedConsumerMember, ...] = ()
+    message: str | None = None
 
 
 # ---- Control operations (the test bed's control API) --------------------------------------

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Iterator, NamedTuple
 
 # ((topic name, topic id, partitions), ...): what a group subscribes to at its epoch.
 SubscribedTopics = tuple[tuple[str, str, int], ...]
@@ -120,6 +120,10 @@ class ModernGroup:
     def status(self) -> tuple[str, int]:
         """(state, group epoch), as the group events and the views report them."""
         return self.state().value, self.epoch
+
+    def partitions_of(self, member: Any) -> Iterator[tuple[str, int]]:
+        """(topic id, partition) of what a member holds now, as the views show it."""
+        return ((t, p) for t, ps in member.current.assigned for p in ps)
 
     def static_member(self, instance_id: str | None) -> Any:
         """The member with static instance id `instance_id` (None: none, or not given)."""

@@ -30,6 +30,8 @@ from kgroup.core.messages import (
 from kgroup.core.records import ClassicGroupRecord, OffsetCommitRecord, OffsetCommitValue
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
+from kgroup.core.streams_offsets import check_commit as check_streams_commit
+from kgroup.core.streams_offsets import check_fetch as check_streams_fetch
 from kgroup.core.subscriptions import subscribed_topics
 from kgroup.core.timers import OFFSETS_EXPIRY_KEY, TimerKind, TimerOp, classic_session_key
 
@@ -53,6 +55,10 @@ class Offsets:
         consumer_group = self.shard.consumer_groups.get(req.group_id)
         if consumer_group is not None:
             self.validate_consumer_commit(consumer_group, req)
+            return self._write_commits(req, reply, now_ms)
+        streams_group = self.shard.streams_groups.get(req.group_id)
+        if streams_group is not None:
+            self.validate_streams_commit(streams_group, req)
             return self._write_commits(req, reply, now_ms)
         group = self.shard.groups.get(req.group_id)
         if group is None:
@@ -95,6 +101,19 @@ class Offsets:
         if req.generation_id != member.epoch:
             raise GroupError(ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH,
                              f"epoch {req.generation_id} is not the member's {member.epoch}")
+
+    @staticmethod
+    def validate_streams_commit(group, req: OffsetCommitRequest, transactional: bool = False) -> None:
+        """Streams groups fence commits by member epoch and each task's assignment epoch
+        (streams_offsets.py); a transactional commit that is too old gets ILLEGAL_GENERATION,
+        as for consumer groups."""
+        try:
+            check_streams_commit(group, req.member_id, req.group_instance_id, req.generation_id, req.api_version,
+                                 ((p.topic, p.partition) for p in req.partitions), transactional)
+        except GroupError as e:
+            if transactional and e.code is ErrorCode.STALE_MEMBER_EPOCH:
+                raise GroupError(ErrorCode.ILLEGAL_GENERATION, e.message) from None
+            raise
 
     def _write_commits(self, req: OffsetCommitRequest, reply: ReplyTo, now_ms: int) -> Result:
         # The hot path of every consumer's auto-commit: plain lists, no builder calls.
@@ -156,6 +175,9 @@ class Offsets:
             if req.member_epoch != member.epoch:
                 raise GroupError(ErrorCode.STALE_MEMBER_EPOCH,
                                  f"epoch {req.member_epoch} is not the member's {member.epoch}")
+        streams_group = self.shard.streams_groups.get(req.group_id)
+        if streams_group is not None:
+            check_streams_fetch(streams_group, req.member_id, req.member_epoch)
         stored = self.shard.stored.offsets.get(req.group_id, {})
         if req.partitions is None:
             found = tuple(
@@ -188,10 +210,11 @@ class Offsets:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} does not exist")
         if not isinstance(group, ClassicGroup):
             # A modern group: the topics its members subscribe to, by name (existing or not)
-            # or as its group epoch has them (a regex's too).
+            # or as its group epoch has them (a regex's too); none once it is empty (an empty
+            # streams group keeps its topology's topics).
             protected: frozenset[str] = frozenset(
                 {n for m in group.members.values() for n in getattr(m.meta, "subscribed_topic_names", ())}
-                | {name for name, _, _ in group.subscribed})
+                | {name for name, _, _ in group.subscribed}) if group.members else frozenset()
         elif group.is_in(S.EMPTY) or not group.protocol_type:
             protected = frozenset()
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:

@@ -16,6 +16,9 @@ record type from the key version alone and the value layout from the value versi
     key versions 20-24   share-group records (the same five kinds), laid out as the
                          consumer-group records
     key version 25       share-partition state, see "Share-partition state" below
+    key versions 26-31   streams-group records (epoch, topology, member, target, target
+                         epoch, current), laid out as the consumer-group records
+                         (streams_codec.py says how)
 
 All integers are big-endian. `str16` is an int16 byte length then UTF-8 (identifiers, as
 Kafka limits them); `str32`/`bytes32` an int32 length then the bytes; a length of -1 is
@@ -112,6 +115,7 @@ from kgroup.core.records import (
     TxnRecord,
     TxnValue,
 )
+from kgroup.core import streams_codec
 from kgroup.core.transactions.txn_state import TxnState
 
 __all__ = [
@@ -558,6 +562,11 @@ def encode(record: Record) -> bytes:
             return _encode_txn(record)
         except (StructError, TypeError, ValueError, AttributeError) as exc:
             raise RecordEncodeError(f"cannot encode {record!r}: {exc}") from None
+    if kind in streams_codec.KEY_VERSIONS:
+        try:
+            return streams_codec.encode(record)
+        except (StructError, TypeError, ValueError, AttributeError, UnicodeEncodeError) as exc:
+            raise RecordEncodeError(f"cannot encode {record!r}: {exc}") from None
     if kind is GroupConfigRecord:
         try:
             return _encode_group_config(record)
@@ -627,6 +636,11 @@ def decode(payload: bytes) -> Record:
             return _decode_group_config(payload, glen, tlen)
         if version in _SHARE_BY_VERSION or version == SHARE_STATE_KEY_VERSION:
             return _decode_share(payload, version, glen, tlen)
+        if version in streams_codec.BY_VERSION:
+            try:
+                return streams_codec.decode(payload, version, glen, tlen)
+            except (TypeError, ValueError, KeyError) as exc:
+                raise RecordDecodeError(f"malformed streams-group record: {exc}") from None
         raise RecordDecodeError(f"unknown record key version {version}")
     except RecordDecodeError:
         raise

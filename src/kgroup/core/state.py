@@ -16,6 +16,7 @@ from kgroup.core.consumer_group import ConsumerGroup
 from kgroup.core.config import GroupConfig
 from kgroup.core.records import ClassicGroupValue, OffsetCommitValue, ShareStateValue, TxnValue
 from kgroup.core.share_group import ShareGroup
+from kgroup.core.streams_group import StreamsGroup
 from kgroup.core.timers import Timers
 
 # (topic, partition) -> committed offset
@@ -72,6 +73,8 @@ class ShardState:
     consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
     # Share groups (KIP-932) are durable as a whole too.
     share_groups: dict[str, ShareGroup] = field(default_factory=dict)
+    # Streams groups (KIP-1071) too.
+    streams_groups: dict[str, StreamsGroup] = field(default_factory=dict)
     # The broker's topics: name -> (topic id, partition count). Pure input, set by the
     # broker through GroupCoordinatorShard.update_topics.
     topics: dict[str, tuple[str, int]] = field(default_factory=dict)

@@ -37,6 +37,9 @@ class TimerKind(Enum):
     TXN_ID_EXPIRY = "expire-txn-ids"       # transactional.id.expiration.ms, checked periodically
     SHARE_SESSION = "share-session"        # a share-group member's session
     SHARE_INIT = "share-init"              # topics a share group newly subscribes to, initialized
+    STREAMS_SESSION = "streams-session"    # a streams-group member's session
+    STREAMS_REVOKE = "streams-revoke"      # a task revocation owed past the rebalance timeout
+    STREAMS_INITIAL_DELAY = "streams-initial-delay"  # streams.initial.rebalance.delay.ms
 
 
 # Keys hold the kind's string value, not the member: a key is hashed on every heartbeat,
@@ -47,6 +50,9 @@ _CLASSIC_SYNC = TimerKind.CLASSIC_SYNC.value
 _CONSUMER_SESSION = TimerKind.CONSUMER_SESSION.value
 _CONSUMER_REVOKE = TimerKind.CONSUMER_REVOKE.value
 _SHARE_SESSION = TimerKind.SHARE_SESSION.value
+_STREAMS_SESSION = TimerKind.STREAMS_SESSION.value
+_STREAMS_REVOKE = TimerKind.STREAMS_REVOKE.value
+_STREAMS_INITIAL_DELAY = TimerKind.STREAMS_INITIAL_DELAY.value
 
 
 def classic_session_key(group_id: str, member_id: str) -> tuple:
@@ -80,6 +86,18 @@ def share_init_key(group_id: str) -> tuple:
 
 def share_session_key(group_id: str, member_id: str) -> tuple:
     return (_SHARE_SESSION, group_id, member_id)
+
+
+def streams_session_key(group_id: str, member_id: str) -> tuple:
+    return (_STREAMS_SESSION, group_id, member_id)
+
+
+def streams_revoke_key(group_id: str, member_id: str) -> tuple:
+    return (_STREAMS_REVOKE, group_id, member_id)
+
+
+def streams_initial_delay_key(group_id: str) -> tuple:
+    return (_STREAMS_INITIAL_DELAY, group_id)
 
 
 OFFSETS_EXPIRY_KEY = (TimerKind.OFFSETS_EXPIRY.value,)

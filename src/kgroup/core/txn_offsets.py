@@ -52,8 +52,11 @@ class TxnOffsets:
                                         req.group_instance_id)
         out = ResultBuilder()
         consumer_group = self.shard.consumer_groups.get(req.group_id)
+        streams_group = self.shard.streams_groups.get(req.group_id)
         if consumer_group is not None:
             self.offsets.validate_consumer_commit(consumer_group, as_commit, transactional=True)
+        elif streams_group is not None:
+            self.offsets.validate_streams_commit(streams_group, as_commit, transactional=True)
         else:
             group = self.shard.groups.get(req.group_id)
             if group is None:

@@ -60,6 +60,12 @@ REFERENCE_SETTINGS: dict[str, Any] = {
     "default.replication.factor": 1,
     # Groups of every kind (the 4.4 defaults, said out loud so a scenario can rely on them).
     "group.coordinator.rebalance.protocols": "classic,consumer,share,streams",
+    # Streams groups as kgroup's test broker runs them: assignments at once (no initial delay,
+    # no assignment interval) and sessions a test can wait out (a group sets its own).
+    "group.streams.initial.rebalance.delay.ms": 0,
+    "group.streams.assignment.interval.ms": 0,
+    "group.streams.min.session.timeout.ms": 1_000,
+    "group.streams.min.heartbeat.interval.ms": 100,
     # A short wait before an empty broker's first group can be coordinated.
     "group.coordinator.append.linger.ms": 0,
     # Target assignments computed within the heartbeat that needs them, as kgroup does, not

@@ -51,7 +51,11 @@ def _convert(hint: Any, value: Any) -> Any:
         if isinstance(value, int):
             return timedelta(milliseconds=value)
     elif hint is KioErrorCode and not isinstance(value, KioErrorCode):
-        return KioErrorCode(int(value))
+        try:
+            return KioErrorCode(int(value))
+        except ValueError:
+            # A code newer than kio's list (Kafka 4.4's 134-136): kio writes any `.value`.
+            return value
     return value
 
 

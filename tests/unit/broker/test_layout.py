@@ -24,6 +24,7 @@ CONCERNS = {
     "groups": {"security"},
     "txn": {"security", "data", "groups"},
     "share": {"security", "data", "groups"},
+    "streams": {"security", "groups"},
     "admin": {"security", "data", "groups"},
     "observe": {"groups"},
     "control": {"cluster", "groups"},

@@ -30,7 +30,8 @@ def test_the_core_binds_and_routes_every_kind_of_the_registry():
 
 
 def test_the_registry_answers_by_name_and_lists_kafkas_other_types_and_states():
-    assert group_type("SHARE").name == "share" and group_type("streams") is None and group_type(None) is None
+    assert group_type("SHARE").name == "share" and group_type("Streams").name == "streams"
+    assert group_type("kafka") is None and group_type(None) is None
     assert type_names()[:len(GROUP_TYPES)] == tuple(t.name for t in GROUP_TYPES)
     assert "Dead" in state_names() and all(s in state_names() for t in GROUP_TYPES for s in t.states)
     assert CLASSIC.generation_name == "generation" and all(t.generation_name == "group epoch"

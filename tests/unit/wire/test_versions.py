@@ -40,12 +40,14 @@ ADMIN_AT_LEAST = {21: (0, 2), 32: (1, 4), 33: (0, 2), 35: (1, 4), 44: (0, 1), 60
 # Share groups (KIP-932), at exactly the versions librdkafka's ShareConsumer sends (v1 of
 # 76-79), and the share-group offsets admin APIs.
 SHARE_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 1), 79: (1, 1), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
+# Streams groups (KIP-1071): Kafka 4.4's versions, exactly.
+STREAMS_APIS = {88: (0, 1), 89: (0, 1), 93: (0, 0)}
 
 
 def test_table_covers_protocol_md() -> None:
     assert set(SERVED) == set(AT_LEAST) | set(TXN_AT_LEAST) | set(ADMIN_AT_LEAST) | SECURITY_APIS \
-        | set(SHARE_APIS)
-    for key, (lo, hi) in SHARE_APIS.items():
+        | set(SHARE_APIS) | set(STREAMS_APIS)
+    for key, (lo, hi) in {**SHARE_APIS, **STREAMS_APIS}.items():
         assert (SERVED[key].min_version, SERVED[key].max_version) == (lo, hi)
     for key, (lo, hi) in {**AT_LEAST, **TXN_AT_LEAST, **ADMIN_AT_LEAST}.items():
         r = SERVED[key]

@@ -20,6 +20,7 @@ from kio.static.primitive import (
     TZAware,
     f64,
     i8,
+    u16,
     i16,
     i32,
     i32Timedelta,
@@ -48,6 +49,8 @@ def _primitive(t: type, name: str) -> Any:
             return f64(1.5)
         if issubclass(t, i8):
             return t(3)
+        if issubclass(t, u16):
+            return t(8080)
         if issubclass(t, i16):
             return t(4)
         if issubclass(t, i32):

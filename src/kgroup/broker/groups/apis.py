@@ -26,7 +26,7 @@ APIS = (
     Api(K.SYNC_GROUP, 0, 5, GroupApi.sync_group, guards.sync_group, edits=True),
     Api(K.DESCRIBE_GROUPS, 0, 5, GroupApi.describe_groups, guards.describe_groups, edits=False),
     Api(K.LIST_GROUPS, 0, 5, GroupApi.list_groups, guards.list_groups, edits=False),
-    Api(K.DELETE_GROUPS, 0, 2, GroupApi.delete_groups, guards.delete_groups, edits=True),
+    Api(K.DELETE_GROUPS, 0, 3, GroupApi.delete_groups, guards.delete_groups, edits=True),
     Api(K.OFFSET_DELETE, 0, 0, GroupApi.offset_delete, guards.offset_delete, edits=True),
     Api(K.CONSUMER_GROUP_HEARTBEAT, 0, 1, ConsumerGroupApi.heartbeat, guards.consumer_group_heartbeat,
         edits=True, takes=Takes.CLIENT_HOST),

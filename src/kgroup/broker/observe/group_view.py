@@ -182,13 +182,13 @@ def _topic_names(c: GroupCoordinatorShard, subscribed: Any = ()) -> dict[str, st
 
 
 def _modern(c: GroupCoordinatorShard, group: Any) -> GroupView:
-    """A modern group (consumer, share): members with their epochs and current assignments;
+    """A modern group (consumer, share, streams): members with their epochs and current assignments;
     the assignor as its Describe API names it."""
     names = _topic_names(c, group.subscribed)
     members = tuple(
         MemberView(m.member_id, getattr(m.meta, "instance_id", None), m.meta.client_id, m.meta.client_host,
                    m.current.member_epoch,
-                   tuple(sorted((names.get(t, t), p) for t, ps in m.current.assigned for p in ps)))
+                   tuple(sorted((names.get(t, t), p) for t, p in group.partitions_of(m))))
         for m in group.members.values())
     state, epoch = group.status()
     return GroupView(group.group_id, group.TYPE.name, _protocol_type(group), group.assignor_name(c.shard.config),

@@ -1,0 +1,85 @@
+"""The streams.* group configs (KIP-1071) as a streams group runs with them, and the broker
+checks.
+
+The configs themselves are rows of group_configs.py's table (names, Kafka's defaults, bounds
+from the broker's `[group] streams_min_*` / `streams_max_*` settings), so
+IncrementalAlterConfigs / DescribeConfigs on the GROUP resource handle them like the others.
+`StreamsConfigs` reads a group's value on every call, so a change applies from the next
+heartbeat; the ones the assignment depends on (`ASSIGNMENT_CONFIGS`) are kept with the group
+epoch, and a heartbeat that finds them changed starts a new assignment, as Kafka's does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kgroup.assignors.streams_spec import TaskAssignmentConfig
+from kgroup.core.group_configs import (
+    STREAMS_ACCEPTABLE_RECOVERY_LAG,
+    STREAMS_GROUP_CONFIGS,
+    STREAMS_HEARTBEAT_INTERVAL,
+    STREAMS_INITIAL_REBALANCE_DELAY,
+    STREAMS_NUM_STANDBY_REPLICAS,
+    STREAMS_NUM_WARMUP_REPLICAS,
+    STREAMS_SESSION_TIMEOUT,
+    STREAMS_TASK_OFFSET_INTERVAL,
+    GroupConfigs,
+)
+
+if TYPE_CHECKING:
+    from kgroup.core.config import GroupConfig
+    from kgroup.core.state import ShardState
+
+# The configs a target assignment is computed with, by Kafka's assignment-config names.
+ASSIGNMENT_CONFIGS = (("acceptable.recovery.lag", STREAMS_ACCEPTABLE_RECOVERY_LAG),
+                      ("num.standby.replicas", STREAMS_NUM_STANDBY_REPLICAS),
+                      ("num.warmup.replicas", STREAMS_NUM_WARMUP_REPLICAS))
+
+
+def check_broker_streams_configs(config: "GroupConfig") -> None:
+    """Raise ValueError unless every broker-wide streams default is within its bounds."""
+    if config.streams_heartbeat_interval_ms >= config.streams_session_timeout_ms:
+        raise ValueError("[group] streams_heartbeat_interval_ms must be below streams_session_timeout_ms")
+    for d in STREAMS_GROUP_CONFIGS:
+        key = d.name.replace(".", "_")
+        low, high, value = d.minimum(config), d.maximum(config), d.default(config)
+        if low > high:
+            raise ValueError(f"[group] {key.replace('streams_', 'streams_min_', 1)} ({low}) is above "
+                             f"{key.replace('streams_', 'streams_max_', 1)} ({high})")
+        if not low <= value <= high:  # type: ignore[operator]
+            raise ValueError(f"[group] {key}: must be between {low} and {high}, not {value}")
+    if config.streams_max_size < 1:
+        raise ValueError("[group] streams_max_size must be >= 1")
+
+
+class StreamsConfigs:
+    """A streams group's configs: its dynamic values over the broker's defaults."""
+
+    def __init__(self, shard: "ShardState") -> None:
+        self.configs = GroupConfigs(shard)
+
+    def session_timeout(self, group_id: str) -> int:
+        return self.configs.int_value(group_id, STREAMS_SESSION_TIMEOUT)
+
+    def heartbeat_interval(self, group_id: str) -> int:
+        return self.configs.int_value(group_id, STREAMS_HEARTBEAT_INTERVAL)
+
+    def initial_rebalance_delay(self, group_id: str) -> int:
+        return self.configs.int_value(group_id, STREAMS_INITIAL_REBALANCE_DELAY)
+
+    def task_offset_interval(self, group_id: str) -> int:
+        return self.configs.int_value(group_id, STREAMS_TASK_OFFSET_INTERVAL)
+
+    def acceptable_recovery_lag(self, group_id: str) -> int:
+        return self.configs.int_value(group_id, STREAMS_ACCEPTABLE_RECOVERY_LAG)
+
+    def assignment_configs(self, group_id: str) -> tuple[tuple[str, str], ...]:
+        """What the target is computed with, as stored with the group epoch."""
+        return tuple((name, str(self.configs.int_value(group_id, config))) for name, config in ASSIGNMENT_CONFIGS)
+
+    @staticmethod
+    def for_assignor(configs: tuple[tuple[str, str], ...]) -> TaskAssignmentConfig:
+        values = dict(configs)
+        return TaskAssignmentConfig(num_standby_replicas=int(values.get("num.standby.replicas", 0)),
+                                    num_warmup_replicas=int(values.get("num.warmup.replicas", 0)),
+                                    acceptable_recovery_lag=int(values.get("acceptable.recovery.lag", 10_000)))
