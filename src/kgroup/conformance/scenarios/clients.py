@@ -20,7 +20,8 @@ PARTITIONS, PER_PARTITION = 4, 2
 # How long a group is left steady before the next step, so every client has heartbeated in
 # it (an outcome set would otherwise depend on whether a heartbeat fell in the window).
 STEADY_S = 1.5
-LEAVE_APIS = (13, 68)     # LeaveGroup, ConsumerGroupHeartbeat (epoch -1)
+LEAVE_APIS = (13, 68)
+FETCH = 1     # LeaveGroup, ConsumerGroupHeartbeat (epoch -1)
 
 
 async def _group_view(raw, group: str, consumer_protocol: bool) -> Any:
@@ -63,7 +64,11 @@ async def two_consumers(t: Target, kind: str, **options: Any) -> None:
         b = GroupConsumer(kind, t.address, group, topic, t.client_id("b"), **options).start()
         await _settled(raw, group, consumer_protocol, 2, [a, b])
         await _each_reads_its_own([a, b], "each has read its partitions")
+        read_at = time.monotonic()
         await asyncio.sleep(STEADY_S)
+        # The commit carries what the last fetch answers said (kafka-python: their leader
+        # epoch): each consumer has been answered a fetch sent after it read everything.
+        await observe.until(lambda: _fetched_since(t, ("a", "b"), read_at), "each is answered a fetch after its reads", 30)
         for c in (a, b):
             c.stop_polling()
         t.add("described with two members", await _group_view(raw, group, consumer_protocol))
@@ -101,6 +106,11 @@ async def _each_reads_its_own(consumers: list[GroupConsumer], what: str) -> None
         state = "; ".join(f"{c.client_id}: holds {sorted(c.assigned)}, read {sorted({(p, o) for p, o, _ in c.records})}"
                           for c in consumers)
         raise AssertionError(f"{exc} ({state})") from None
+
+
+async def _fetched_since(t: Target, who: tuple[str, ...], since: float) -> bool:
+    return all(any(e.api_key == FETCH and e.sent_at >= since and e.answered_at is not None
+                   for e in t.exchanges(suffix)) for suffix in who)
 
 
 async def _read_own(consumers: list[GroupConsumer]) -> bool:
