@@ -82,7 +82,7 @@ def test_topics_change_through_any_node_and_groups_see_it(cluster) -> None:
     member = MemberProcess("kgroup-consumer", cluster.bootstrap, group, "grown", "grower")
     try:
         wait_for(lambda: member.owned() == {0, 1, 2}, 60, what="the member owning the first 3 partitions")
-        grown = call(cluster.nodes[2].port, 37, 1, timeout_ms=10000, validate_only=False, topics=(
+        grown = call(cluster.nodes[2].port, 37, 1, timeout=10000, validate_only=False, topics=(
             build(item(request_class(37, 1), "topics"), name="grown", count=5, assignments=None),))
         assert grown.results[0].error_code == 0
         wait_for(lambda: member.owned() == {0, 1, 2, 3, 4}, 30, what="the new partitions assigned")
