@@ -35,6 +35,7 @@ import kio.schema.response_header.v1 as _resp_h1
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
+from . import request_rules
 from .errors import MalformedRequest, MalformedResponse, UnsupportedVersion
 from .fast_responses import encode_consumer_group_heartbeat_response
 from .kafka_reader import LIMITS_NEED_BYTES, has_arrays, has_tagged_fields, kio_check, read_entity
@@ -197,7 +198,15 @@ def decode_request(
                 correlation_id=correlation_id,
             ) from exc
 
-    # 3. Bytes after the body are left unread, as Kafka does (see the module docstring).
+    # 3. What Kafka's request classes refuse beyond the schema (request_rules).
+    if api_key in request_rules.CHECKED:
+        try:
+            request_rules.check(api_key, request)
+        except MalformedRequest as exc:
+            raise MalformedRequest(str(exc), api_key=api_key, api_version=api_version,
+                                   correlation_id=correlation_id) from None
+
+    # 4. Bytes after the body are left unread, as Kafka does (see the module docstring).
     header = RequestHeader(
         api_key=api_key,
         api_version=api_version,

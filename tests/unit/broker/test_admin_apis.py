@@ -151,6 +151,9 @@ def test_describe_cluster(tmp_path, version):
         assert [(b.broker_id, b.host, b.port) for b in r.brokers] == [(1, "127.0.0.1", 9092)]
         if version >= 1:
             r = await call(ctx.dp.describe_cluster, 60, version, endpoint_type=2)
-            assert int(r.error_code) == 114
+            assert int(r.error_code) == 114        # MISMATCHED_ENDPOINT_TYPE: a controller's
+            for unknown in (0, 127):               # a type Kafka does not know
+                r = await call(ctx.dp.describe_cluster, 60, version, endpoint_type=unknown)
+                assert int(r.error_code) == 115    # UNSUPPORTED_ENDPOINT_TYPE
 
     run(tmp_path, scenario)

@@ -73,12 +73,13 @@ class SingleNode:
 
 def per_partition(cls: type, request_topics: Iterable[Any], answer: Callable[[str, Any], dict]) -> tuple:
     """The ``topics`` of response ``cls``: each requested partition answered with the fields
-    ``answer(topic name, requested partition)`` returns."""
+    ``answer(topic name, requested partition)`` returns (Kafka answers by partition: a topic
+    that names none is not in its answer)."""
     topic_cls = item(cls, "topics")
     part_cls = item(topic_cls, "partitions")
     return tuple(build(topic_cls, name=t.name, partitions=tuple(build(part_cls, **answer(t.name, p))
                                                                 for p in t.partitions))
-                 for t in request_topics)
+                 for t in request_topics if t.partitions)
 
 
 class ArrivalWatch:

@@ -217,20 +217,25 @@ def _read(ctx: DataContext, request: Any, slices: bool) -> tuple[list[FetchTopic
     names_by_id = {m.topic_id: n for n, m in ctx.data.topics().items()}
     read_committed = int(get(request, "isolation_level", 0)) == READ_COMMITTED
     remaining = int(get(request, "max_bytes", INT32_MAX))
-    if remaining <= 0:
-        remaining = INT32_MAX
+    remaining = remaining if remaining > 0 else INT32_MAX
     total = 0
     got_data = False
     errors = False
-    topics = []
+    topics: list[FetchTopic] = []
+    # Kafka keys a fetch by partition: a partition asked for twice is answered once (where
+    # first asked), and a topic that names no partition is not answered at all.
+    seen: set[tuple[Any, int]] = set()
     for topic in request.topics:
         name = _topic_name(ctx, topic, names_by_id)
         topic_id = get(topic, "topic_id", None)
-        unknown = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic_id is not None
+        # v13+ names topics by id only (the zero id too): an id that names none is UNKNOWN_TOPIC_ID.
+        unknown = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and (topic_id is not None or not hasattr(topic, "topic"))
                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         parts = []
         for p in topic.partitions:
             index = int(p.partition)
+            if _seen_before(seen, (name if name is not None else topic_id, index)):
+                continue
             if name is None:
                 parts.append(FetchPartition(index, unknown))
                 errors = True
@@ -282,5 +287,27 @@ def _read(ctx: DataContext, request: Any, slices: bool) -> tuple[list[FetchTopic
                 log.error("fetch from %s-%d failed in storage: %s", name, index, exc)
                 parts.append(FetchPartition(index, ErrorCode.KAFKA_STORAGE_ERROR))
                 errors = True
-        topics.append(FetchTopic(name if name is not None else "", topic_id, parts))
+        _add_topic(topics, name if name is not None else "", topic_id, parts)
     return topics, total, errors
+
+
+def _seen_before(seen: set[tuple[Any, int]], key: tuple[Any, int]) -> bool:
+    """Whether this partition was asked for earlier in the request (then it is not answered again)."""
+    if key in seen:
+        return True
+    seen.add(key)
+    return False
+
+
+def _add_topic(topics: list[FetchTopic], name: str, topic_id: Any, parts: list) -> None:
+    """Add a topic's answered partitions: none, no entry; a topic named again right after
+    itself, one entry. A partition answered with an error lists no aborted transactions (an
+    empty list, Kafka's default); one read uncommitted lists none at all (null)."""
+    if not parts:
+        return
+    parts = [p._replace(aborted=()) if p.error_code and p.aborted is None else p for p in parts]
+    last = topics[-1] if topics else None
+    if last is not None and (last.name, last.topic_id) == (name, topic_id):
+        last.partitions.extend(parts)     # (a list: built here)
+    else:
+        topics.append(FetchTopic(name, topic_id, parts))

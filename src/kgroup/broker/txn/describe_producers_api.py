@@ -32,8 +32,9 @@ def describe_producers(ctx: DataContext, header: RequestHeader, request: Any) ->
                 plog = ctx.data.partition_log(topic.name, index)
                 active = ctx.producers.of((topic.name, index), plog).active()
             except TopicError:
+                # (Kafka answers an unknown partition without a message.)
                 parts.append(build(part_cls, partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                   error_message=f"unknown partition {topic.name}-{index}", active_producers=()))
+                                   error_message=None, active_producers=()))
                 continue
             except StorageError as exc:
                 log.error("describe producers of %s-%d failed in storage: %s", topic.name, index, exc)
