@@ -179,10 +179,9 @@ OPEN_FINDINGS: dict[int, Divergence] = {key: Divergence("open: found, to close",
         "UNKNOWN_SERVER_ERROR; kgroup answers the partitions",
     91: "AlterShareGroupOffsets of a group that does not exist with no topics, or naming unknown partitions: "
         "Kafka answers GROUP_ID_NOT_FOUND or per-partition errors where kgroup answers otherwise",
-    88: "StreamsGroupHeartbeat refused (INVALID_REQUEST, GROUP_ID_NOT_FOUND, STREAMS_INVALID_TOPOLOGY): Kafka's "
-        "error answer leaves acceptable_recovery_lag 0; kgroup's says -1 (issue 31's API, found when it met issue 27)",
-    89: "StreamsGroupDescribe of a group that does not exist: Kafka answers its group and assignment epochs 0; "
-        "kgroup -1 (issue 31's API, found when it met issue 27)",
+    88: "StreamsGroupHeartbeat with a topology and an empty group id or an invalid instance id: Kafka checks "
+        "in another order (STREAMS_INVALID_TOPOLOGY or INVALID_REQUEST where kgroup answers INVALID_GROUP_ID or "
+        "INVALID_REQUEST) (issue 31's API, found when it met issue 27)",
     93: "StreamsGroupTopologyDescriptionUpdate: Kafka 4.4 advertises it but answers every request "
         "UNSUPPORTED_VERSION; kgroup handles it (GROUP_ID_NOT_FOUND for a group that does not exist)",
 }.items()}
