@@ -171,8 +171,6 @@ OPEN_FINDINGS: dict[int, Divergence] = {key: Divergence("open: found, to close",
     21: "DeleteRecords naming a topic twice: Kafka answers it once with both's partitions; kgroup answers it twice",
     24: "AddPartitionsToTxn v4+ (verify only) naming a topic with no partitions: Kafka leaves it out; kgroup "
         "answers it empty",
-    76: "ShareGroupHeartbeat with a member epoch below -1 to a group that does not exist: Kafka answers "
-        "INVALID_REQUEST (the request is checked first); kgroup GROUP_ID_NOT_FOUND",
     90: "DescribeShareGroupOffsets naming a negative partition of a topic that exists: Kafka fails the group with "
         "UNKNOWN_SERVER_ERROR; kgroup answers the partitions",
     91: "AlterShareGroupOffsets of a group that does not exist with no topics, or naming unknown partitions: "
