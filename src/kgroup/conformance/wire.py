@@ -166,9 +166,7 @@ OPEN_FINDINGS: dict[int, Divergence] = {key: Divergence("open: found, to close",
        "UNKNOWN_TOPIC_OR_PARTITION before it looks at acks (INVALID_REQUIRED_ACKS); kgroup refuses acks first",
     1: "Fetch v7+ naming a session id Kafka does not hold (epoch > 0) is FETCH_SESSION_ID_NOT_FOUND or, with an "
        "isolation level Kafka cannot read, UNKNOWN_SERVER_ERROR; kgroup (no fetch sessions) answers the fetch",
-    2: "ListOffsets naming a partition twice: Kafka answers INVALID_REQUEST for it; kgroup answers each",
     8: "OffsetCommit naming a topic with no partitions: Kafka leaves it out of its answer; kgroup answers it empty",
-    21: "DeleteRecords naming a topic twice: Kafka answers it once with both's partitions; kgroup answers it twice",
     24: "AddPartitionsToTxn v4+ (verify only) naming a topic with no partitions: Kafka leaves it out; kgroup "
         "answers it empty",
     90: "DescribeShareGroupOffsets naming a negative partition of a topic that exists: Kafka fails the group with "
