@@ -166,7 +166,6 @@ OPEN_FINDINGS: dict[int, Divergence] = {key: Divergence("open: found, to close",
        "UNKNOWN_TOPIC_OR_PARTITION before it looks at acks (INVALID_REQUIRED_ACKS); kgroup refuses acks first",
     1: "Fetch v7+ naming a session id Kafka does not hold (epoch > 0) is FETCH_SESSION_ID_NOT_FOUND or, with an "
        "isolation level Kafka cannot read, UNKNOWN_SERVER_ERROR; kgroup (no fetch sessions) answers the fetch",
-    8: "OffsetCommit naming a topic with no partitions: Kafka leaves it out of its answer; kgroup answers it empty",
     90: "DescribeShareGroupOffsets naming a negative partition of a topic that exists: Kafka fails the group with "
         "UNKNOWN_SERVER_ERROR; kgroup answers the partitions",
     91: "AlterShareGroupOffsets of a group that does not exist with no topics, or naming unknown partitions: "
