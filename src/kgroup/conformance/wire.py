@@ -162,8 +162,6 @@ WIRE_DIVERGENCES: dict[int, tuple[WireDivergence, ...]] = {
 # difference in behaviour to fix in kgroup, not a reason to keep it.
 _FOUND = "found by the wire checks; not closed yet"
 OPEN_FINDINGS: dict[int, Divergence] = {key: Divergence("open: found, to close", what, _FOUND, ()) for key, what in {
-    0: "Produce with acks other than -1, 0, 1: Kafka answers a partition that does not exist "
-       "UNKNOWN_TOPIC_OR_PARTITION before it looks at acks (INVALID_REQUIRED_ACKS); kgroup refuses acks first",
     1: "Fetch v7+ naming a session id Kafka does not hold (epoch > 0) is FETCH_SESSION_ID_NOT_FOUND or, with an "
        "isolation level Kafka cannot read, UNKNOWN_SERVER_ERROR; kgroup (no fetch sessions) answers the fetch",
     90: "DescribeShareGroupOffsets naming a negative partition of a topic that exists: Kafka fails the group with "

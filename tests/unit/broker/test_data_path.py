@@ -217,6 +217,10 @@ def test_produce_partition_out_of_range_and_bad_acks(tmp_path):
         r = await ctx.produce(9, {"t": {0: batch(1)}}, acks=2)
         assert codes(r, PRODUCE) == [21]
         assert ctx.data.partition_log("t", 0).log_end_offset == 0
+        # A partition that does not exist is answered so before acks is looked at, as Kafka does.
+        r = await ctx.produce(9, {"t": {0: batch(1), 5: batch(1)}, "ghost": {0: batch(1)}}, acks=2)
+        assert codes(r, PRODUCE) == [21, UNKNOWN, UNKNOWN]
+        assert ctx.data.partition_log("t", 0).log_end_offset == 0
 
     run(tmp_path, scenario)
 
