@@ -166,8 +166,6 @@ OPEN_FINDINGS: dict[int, Divergence] = {key: Divergence("open: found, to close",
        "isolation level Kafka cannot read, UNKNOWN_SERVER_ERROR; kgroup (no fetch sessions) answers the fetch",
     90: "DescribeShareGroupOffsets naming a negative partition of a topic that exists: Kafka fails the group with "
         "UNKNOWN_SERVER_ERROR; kgroup answers the partitions",
-    91: "AlterShareGroupOffsets of a group that does not exist with no topics, or naming unknown partitions: "
-        "Kafka answers GROUP_ID_NOT_FOUND or per-partition errors where kgroup answers otherwise",
     88: "StreamsGroupHeartbeat with a topology and an empty group id or an invalid instance id: Kafka checks "
         "in another order (STREAMS_INVALID_TOPOLOGY or INVALID_REQUEST where kgroup answers INVALID_GROUP_ID or "
         "INVALID_REQUEST) (issue 31's API, found when it met issue 27)",

@@ -35,6 +35,24 @@ _UNKNOWN_TEXT = "This server does not host this topic-partition."
 _UNEXPECTED_TEXT = "The server experienced an unexpected error when processing the request."
 
 
+def alter_answer_topics(cls: type, topics: Any, unknown: dict[tuple[str, int], ErrorCode], ids: dict[str, str],
+                        error: ErrorCode) -> tuple:
+    """The ``responses`` of AlterShareGroupOffsets response ``cls``, as Kafka answers by
+    partition: a topic naming none is not answered, a topic named twice is answered once
+    with the partitions of both; an unknown partition's error carries the error's text."""
+    topic_cls = item(cls, "responses")
+    part_cls = item(topic_cls, "partitions")
+    by_name: dict[str, list] = {}
+    for t in topics:
+        by_name.setdefault(t.topic_name, []).extend(
+            build(part_cls, partition_index=p.partition_index,
+                  error_code=unknown.get((t.topic_name, p.partition_index), error),
+                  error_message=_UNKNOWN_TEXT if (t.topic_name, p.partition_index) in unknown else None)
+            for p in t.partitions)
+    return tuple(build(topic_cls, topic_name=name, topic_id=uuid.UUID(ids[name]) if name in ids else None,
+                       partitions=tuple(parts))
+                 for name, parts in by_name.items() if parts)
+
 class ShareGroupApi:
     def __init__(self, groups: GroupApi, fetches: ShareFetchService) -> None:
         self.groups = groups
@@ -171,8 +189,6 @@ class ShareGroupApi:
 
     async def alter_offsets(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(header.api_key, header.api_version)
-        topic_cls = item(cls, "responses")
-        part_cls = item(topic_cls, "partitions")
         topics = self._topics(self.groups.shard_of(req.group_id))
         ids = {name: tid for name, (tid, _) in topics.items()}
         # Partitions that do not exist are answered here and go no further; with no topic it
@@ -196,17 +212,8 @@ class ShareGroupApi:
             # (Kafka makes the group once a topic it has is named, whatever its partitions.)
             error, message, _ = await self._reset(lambda c: c.alter_share_offsets, req.group_id,
                                                   AlterShareOffsetsRequest(req.group_id, offsets))
-        # Kafka answers by partition: a topic naming none is not answered; an unknown
-        # partition's error carries the error's text.
-        return build(cls, throttle_time=0, error_code=error, error_message=message, responses=tuple(
-            build(topic_cls, topic_name=t.topic_name,
-                  topic_id=uuid.UUID(ids[t.topic_name]) if t.topic_name in ids else None,
-                  partitions=tuple(build(part_cls, partition_index=p.partition_index,
-                                         error_code=unknown.get((t.topic_name, p.partition_index), error),
-                                         error_message=_UNKNOWN_TEXT if (t.topic_name, p.partition_index)
-                                         in unknown else None)
-                                   for p in t.partitions))
-            for t in req.topics if t.partitions))
+        return build(cls, throttle_time=0, error_code=error, error_message=message,
+                     responses=alter_answer_topics(cls, req.topics, unknown, ids, error))
 
     async def delete_offsets(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(header.api_key, header.api_version)

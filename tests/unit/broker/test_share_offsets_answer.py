@@ -1,0 +1,26 @@
+"""AlterShareGroupOffsets' answer shaped as Kafka 4.4 shapes it (broker/share/share_group_api.py)."""
+
+import uuid
+
+from kgroup.broker.share.share_group_api import alter_answer_topics
+from kgroup.error_codes import ErrorCode as E
+from kgroup.wire import request_class, response_class
+from kgroup.wire.kio_build import build, item
+
+ALTER_SHARE_GROUP_OFFSETS = 91
+
+
+def test_a_topic_named_twice_is_answered_once_and_one_naming_no_partition_not_at_all():
+    tcls = item(request_class(ALTER_SHARE_GROUP_OFFSETS, 0), "topics")
+    pcls = item(tcls, "partitions")
+
+    def topic(name, *parts):
+        return build(tcls, topic_name=name, partitions=tuple(build(pcls, partition_index=p, start_offset=0)
+                                                             for p in parts))
+
+    tid = str(uuid.uuid4())
+    out = alter_answer_topics(response_class(ALTER_SHARE_GROUP_OFFSETS, 0),
+                              (topic("t", 0), topic("t", 5), topic("empty")), {("t", 5): E.UNKNOWN_TOPIC_OR_PARTITION},
+                              {"t": tid}, E.NONE)
+    assert [(t.topic_name, [(p.partition_index, p.error_code, bool(p.error_message)) for p in t.partitions])
+            for t in out] == [("t", [(0, E.NONE, False), (5, E.UNKNOWN_TOPIC_OR_PARTITION, True)])]
