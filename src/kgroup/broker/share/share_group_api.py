@@ -35,6 +35,13 @@ _UNKNOWN_TEXT = "This server does not host this topic-partition."
 _UNEXPECTED_TEXT = "The server experienced an unexpected error when processing the request."
 
 
+def state_read_refuses(topics: Any, ids: dict[str, str]) -> bool:
+    """Whether Kafka 4.4 fails a DescribeShareGroupOffsets group (UNKNOWN_SERVER_ERROR): a
+    topic that exists named with no partition or with a negative one (its share-state
+    summary read refuses them)."""
+    return any(t.topic_name in ids and (not t.partitions or min(t.partitions) < 0) for t in topics)
+
+
 def alter_answer_topics(cls: type, topics: Any, unknown: dict[tuple[str, int], ErrorCode], ids: dict[str, str],
                         error: ErrorCode) -> tuple:
     """The ``responses`` of AlterShareGroupOffsets response ``cls``, as Kafka answers by
@@ -137,9 +144,7 @@ class ShareGroupApi:
             names = {tid: name for name, tid in ids.items()}
             wanted = None
             if g.topics is not None:
-                if any(t.topic_name in ids and not t.partitions for t in g.topics):
-                    # Kafka 4.4 fails on a topic that exists named with no partition (its state
-                    # summary read refuses an empty partition list): the group's error.
+                if state_read_refuses(g.topics, ids):
                     out.append(build(group_cls, group_id=g.group_id, topics=(),
                                      error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=_UNEXPECTED_TEXT))
                     continue
