@@ -1,6 +1,7 @@
 """DescribeProducers' per-partition errors as Kafka 4.4 answers them (its wire check): the
-topic named "" is INVALID_TOPIC_EXCEPTION, an unknown partition UNKNOWN_TOPIC_OR_PARTITION,
-each with the error's message."""
+topic named "" is INVALID_TOPIC_EXCEPTION, a partition of a topic that does not exist
+UNKNOWN_TOPIC_OR_PARTITION, each with the error's message; one a topic that exists lacks
+UNKNOWN_TOPIC_OR_PARTITION without."""
 
 from kgroup.broker.txn.describe_producers_api import describe_producers
 from kgroup.error_codes import ErrorCode
@@ -26,3 +27,11 @@ def test_the_empty_topic_name_is_an_invalid_topic_and_an_unknown_partition_has_a
     assert out[("", 0)][1]
     code, message = out[("nowhere", 2)]
     assert code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and message
+
+
+def test_a_partition_a_topic_that_exists_lacks_is_unknown_without_a_message(tmp_path):
+    ctx = DataCtx(tmp_path)
+    ctx.data.create_topic("t", 1)
+    out = _ask(ctx, {"t": (0, 5)})
+    assert out[("t", 0)] == (ErrorCode.NONE, None)
+    assert out[("t", 5)] == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
