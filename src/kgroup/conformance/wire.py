@@ -162,27 +162,11 @@ WIRE_DIVERGENCES: dict[int, tuple[WireDivergence, ...]] = {
 # difference in behaviour to fix in kgroup, not a reason to keep it.
 _FOUND = "found by the wire checks; not closed yet"
 OPEN_FINDINGS: dict[int, Divergence] = {key: Divergence("open: found, to close", what, _FOUND, ()) for key, what in {
-    0: "Produce with acks other than -1, 0, 1: Kafka answers a partition that does not exist "
-       "UNKNOWN_TOPIC_OR_PARTITION before it looks at acks (INVALID_REQUIRED_ACKS); kgroup refuses acks first",
     1: "Fetch v7+ naming a session id Kafka does not hold (epoch > 0) is FETCH_SESSION_ID_NOT_FOUND or, with an "
        "isolation level Kafka cannot read, UNKNOWN_SERVER_ERROR; kgroup (no fetch sessions) answers the fetch",
-    2: "ListOffsets naming a partition twice: Kafka answers INVALID_REQUEST for it; kgroup answers each",
-    8: "OffsetCommit naming a topic with no partitions: Kafka leaves it out of its answer; kgroup answers it empty",
-    21: "DeleteRecords naming a topic twice: Kafka answers it once with both's partitions; kgroup answers it twice",
-    24: "AddPartitionsToTxn v4+ (verify only) naming a topic with no partitions: Kafka leaves it out; kgroup "
-        "answers it empty",
-    61: "DescribeProducers of the topic named \"\": Kafka answers INVALID_TOPIC_EXCEPTION with a message; kgroup "
-        "UNKNOWN_TOPIC_OR_PARTITION",
-    76: "ShareGroupHeartbeat with a member epoch below -1 to a group that does not exist: Kafka answers "
-        "INVALID_REQUEST (the request is checked first); kgroup GROUP_ID_NOT_FOUND",
-    90: "DescribeShareGroupOffsets naming a negative partition of a topic that exists: Kafka fails the group with "
-        "UNKNOWN_SERVER_ERROR; kgroup answers the partitions",
-    91: "AlterShareGroupOffsets of a group that does not exist with no topics, or naming unknown partitions: "
-        "Kafka answers GROUP_ID_NOT_FOUND or per-partition errors where kgroup answers otherwise",
-    88: "StreamsGroupHeartbeat refused (INVALID_REQUEST, GROUP_ID_NOT_FOUND, STREAMS_INVALID_TOPOLOGY): Kafka's "
-        "error answer leaves acceptable_recovery_lag 0; kgroup's says -1 (issue 31's API, found when it met issue 27)",
-    89: "StreamsGroupDescribe of a group that does not exist: Kafka answers its group and assignment epochs 0; "
-        "kgroup -1 (issue 31's API, found when it met issue 27)",
+    88: "StreamsGroupHeartbeat with a topology and an empty group id or an invalid instance id: Kafka checks "
+        "in another order (STREAMS_INVALID_TOPOLOGY or INVALID_REQUEST where kgroup answers INVALID_GROUP_ID or "
+        "INVALID_REQUEST) (issue 31's API, found when it met issue 27)",
     93: "StreamsGroupTopologyDescriptionUpdate: Kafka 4.4 advertises it but answers every request "
         "UNSUPPORTED_VERSION; kgroup handles it (GROUP_ID_NOT_FOUND for a group that does not exist)",
 }.items()}

@@ -84,13 +84,14 @@ class ShareProtocol(ModernProtocol):
 
     def validate(self, req: ShareGroupHeartbeatRequest) -> None:
         """Raise unless the request is well formed (nothing about the group yet)."""
+        if not req.member_id or len(req.member_id) > MAX_MEMBER_ID_LENGTH:
+            # Kafka answers these without a message (a member id is a UUID's 22 to 36 characters),
+            # checked before the rest of the request: before an empty group id too.
+            raise GroupError(ErrorCode.INVALID_REQUEST, "")
         if not req.group_id:
             raise GroupError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty")
         if req.rack_id == "":
             raise GroupError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
-        if not req.member_id or len(req.member_id) > MAX_MEMBER_ID_LENGTH:
-            # Kafka answers these without a message (a member id is a UUID's 22 to 36 characters).
-            raise GroupError(ErrorCode.INVALID_REQUEST, "")
         if req.member_epoch < SHARE_LEAVE_EPOCH:
             raise GroupError(ErrorCode.INVALID_REQUEST, f"MemberEpoch {req.member_epoch} is invalid")
         if req.member_epoch == SHARE_JOIN_EPOCH and req.subscribed_topic_names is None:

@@ -121,6 +121,16 @@ class DataCtx:
             cls, replica_id=-1, isolation_level=isolation, topics=(build(tcls, name=topic, partitions=tuple(
                 build(pcls, partition_index=p, timestamp=ts) for p, ts in parts)),)))
 
+    async def list_offsets_each(self, version: int, topic: str, parts: list[tuple[int, int]],
+                                isolation: int = 0) -> list[Any]:
+        """The partition answers of one ListOffsets request per (partition, timestamp): a
+        request naming a partition twice is refused (INVALID_REQUEST), as Kafka refuses it."""
+        out = []
+        for part in parts:
+            r = await self.list_offsets(version, topic, [part], isolation)
+            out += [p for t in r.topics for p in t.partitions]
+        return out
+
     async def create_topics(self, version: int, topics: list[dict[str, Any]],
                             validate_only: bool = False) -> Any:
         cls = request_class(CREATE_TOPICS, version)

@@ -117,10 +117,17 @@ def test_delete_records(tmp_path, version):
             {"name": "__kgroup_events", "partitions": [{"partition_index": 0, "offset": 0}]}])
         got = [(int(p.error_code), p.low_watermark) for t in r.topics for p in t.partitions]
         assert got == [(0, 3), (0, 3), (3, -1), (17, -1)]
+        # As Kafka keys the request by partition: a partition named twice is answered once
+        # (its last offset), a topic named twice once with the partitions of both.
         r = await call(RecordsApi(ctx.dp.ctx).delete_records, 21, version, timeout=1000, topics=[
             {"name": "t", "partitions": [{"partition_index": 0, "offset": 9}, {"partition_index": 0, "offset": 1}]}])
-        assert [(int(p.error_code), p.low_watermark) for p in r.topics[0].partitions] == [(1, -1), (0, 3)]
+        assert [(int(p.error_code), p.low_watermark) for p in r.topics[0].partitions] == [(0, 3)]
         assert ctx.data.partition_log("t", 0).log_start_offset == 3
+        r = await call(RecordsApi(ctx.dp.ctx).delete_records, 21, version, timeout=1000, topics=[
+            {"name": "t", "partitions": [{"partition_index": 0, "offset": 4}]},
+            {"name": "t", "partitions": [{"partition_index": 1, "offset": 2}]}])
+        assert [(t.name, p.partition_index, int(p.error_code), p.low_watermark)
+                for t in r.topics for p in t.partitions] == [("t", 0, 0, 4), ("t", 1, 0, 3)]
 
     run(tmp_path, scenario)
 

@@ -26,6 +26,7 @@ from .datactx import (
 )
 
 NONE, OUT_OF_RANGE, CORRUPT, UNKNOWN = 0, 1, 2, 3
+INVALID_REQUEST = 42
 
 
 def values(records: bytes) -> list[bytes]:
@@ -216,6 +217,10 @@ def test_produce_partition_out_of_range_and_bad_acks(tmp_path):
         r = await ctx.produce(9, {"t": {0: batch(1)}}, acks=2)
         assert codes(r, PRODUCE) == [21]
         assert ctx.data.partition_log("t", 0).log_end_offset == 0
+        # A partition that does not exist is answered so before acks is looked at, as Kafka does.
+        r = await ctx.produce(9, {"t": {0: batch(1), 5: batch(1)}, "ghost": {0: batch(1)}}, acks=2)
+        assert codes(r, PRODUCE) == [21, UNKNOWN, UNKNOWN]
+        assert ctx.data.partition_log("t", 0).log_end_offset == 0
 
     run(tmp_path, scenario)
 
@@ -383,8 +388,10 @@ def test_list_offsets(tmp_path, version):
         asks = [(0, -2), (0, -1), (0, 1001), (0, 3000), (0, 9000), (1, -1), (1, 100), (9, -1)]
         if version >= 7:
             asks.append((0, -3))
-        r = await ctx.list_offsets(version, "t", asks)
-        got = [(int(p.error_code), p.offset, p.timestamp) for p in r.topics[0].partitions]
+        got = []
+        for ask in asks:    # one partition per request: Kafka refuses a partition named twice
+            r = await ctx.list_offsets(version, "t", [ask])
+            got += [(int(p.error_code), p.offset, p.timestamp) for p in r.topics[0].partitions]
         # By timestamp: the first record at or after it, with its own timestamp, as Kafka.
         expected = [(0, 0, -1), (0, 8, -1), (0, 1, 1001), (0, 3, 5000), (0, -1, -1),
                     (0, 0, -1), (0, -1, -1), (UNKNOWN, -1, -1)]
@@ -393,6 +400,10 @@ def test_list_offsets(tmp_path, version):
         assert got == expected
         unknown = await ctx.list_offsets(version, "ghost", [(0, -1)])
         assert codes(unknown, LIST_OFFSETS) == [UNKNOWN]
+        # A partition named twice is answered once, INVALID_REQUEST, as Kafka answers it.
+        twice = await ctx.list_offsets(version, "t", [(0, -1), (1, -1), (0, -2)])
+        assert [(p.partition_index, int(p.error_code), p.offset) for p in twice.topics[0].partitions] == [
+            (0, INVALID_REQUEST, -1), (1, 0, 0)]
 
     run(tmp_path, scenario)
 
@@ -500,8 +511,11 @@ def test_topic_ids_and_retention(tmp_path):
         assert plog.log_start_offset == plog.log_end_offset == 8
         f = await ctx.fetch(12, {"t": [(0, 0)]})
         assert codes(f, FETCH) == [OUT_OF_RANGE]
-        r = await ctx.list_offsets(7, "t", [(0, -2), (0, -3)])
-        assert [(p.offset, p.timestamp) for p in r.topics[0].partitions] == [(8, -1), (-1, -1)]
+        got = []
+        for ask in ((0, -2), (0, -3)):
+            r = await ctx.list_offsets(7, "t", [ask])
+            got += [(p.offset, p.timestamp) for p in r.topics[0].partitions]
+        assert got == [(8, -1), (-1, -1)]
 
     run(tmp_path, scenario)
 

@@ -1,4 +1,4 @@
-"""AddPartitionsToTxn v0-v3 results shaped as Kafka 4.4 shapes them (broker/txn_api.py)."""
+"""AddPartitionsToTxn results shaped as Kafka 4.4 shapes them (broker/txn_api.py)."""
 
 from __future__ import annotations
 
@@ -30,3 +30,15 @@ def test_the_coordinators_answer_names_every_topic_asked_for():
     asked = topics(("t", (0,)), ("empty", ()))
     errors = [("t", 0, E.INVALID_PRODUCER_ID_MAPPING)]
     assert shape(errors, asked) == [("t", [(0, E.INVALID_PRODUCER_ID_MAPPING)]), ("empty", [])]
+
+
+def test_a_verification_is_answered_by_partition_with_no_empty_topic():
+    cls = response_class(24, 4)
+    result_cls = item(cls, "results_by_transaction")
+    asked_cls = item(item(request_class(24, 4), "transactions"), "topics")
+    asked = (build(asked_cls, name="t", partitions=(0,)), build(asked_cls, name="empty", partitions=()))
+    errors = [("t", 0, E.NONE)]
+    out = TxnApi._topic_results(result_cls, errors, "topic_results", asked, keyed=True)
+    assert [(t.name, [p.partition_index for p in t.results_by_partition]) for t in out] == [("t", [0])]
+    out = TxnApi._topic_results(result_cls, errors, "topic_results", asked)
+    assert [t.name for t in out] == ["t", "empty"]

@@ -3,6 +3,7 @@ share assignor, sessions, kinds that do not mix, the share-partition state and i
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,7 +11,7 @@ from kgroup.assignors.share_simple import SimpleShareAssignor
 from kgroup.assignors.spec import GroupSpec, MemberSpec
 from kgroup.core.config import GroupConfig
 from kgroup.core.coordinator import GroupCoordinatorShard
-from kgroup.core.errors import ErrorCode
+from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.messages import ListGroupsRequest
 from kgroup.core.records import ShareStateValue
 from kgroup.core.share_messages import (
@@ -286,3 +287,14 @@ def test_kip932_offsets_of_a_share_group_that_does_not_exist_as_kafka_answers_th
     c.join_new("classic")
     refused = c.call(c.coord.alter_share_offsets, AlterShareOffsetsRequest("classic", (("orders-id", 0, 1),)))
     assert refused.raised is ErrorCode.GROUP_ID_NOT_FOUND and "classic" not in c.coord.share_groups
+
+
+def test_kip932_a_heartbeat_is_checked_member_id_first_then_group_id_then_epoch_as_kafka_does():
+    c = ctx()
+    # An empty member id is refused without a message, even with an empty group id.
+    with pytest.raises(GroupError) as refused:
+        c.coord.share.validate(ShareGroupHeartbeatRequest("", "", 0))
+    assert (refused.value.code, refused.value.message or None) == (ErrorCode.INVALID_REQUEST, None)
+    assert hb(c, "m", 0, group="").error is ErrorCode.INVALID_REQUEST
+    # An epoch below -1 is a malformed request, before the group is looked for.
+    assert hb(c, "m" * 22, -2, group="nowhere").error is ErrorCode.INVALID_REQUEST

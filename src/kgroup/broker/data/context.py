@@ -82,6 +82,23 @@ def per_partition(cls: type, request_topics: Iterable[Any], answer: Callable[[st
                  for t in request_topics if t.partitions)
 
 
+def per_partition_keyed(cls: type, request_topics: Iterable[Any], answer: Callable[[str, Any], dict],
+                        duplicate: Callable[[str, Any], dict] | None = None) -> tuple:
+    """As `per_partition`, for APIs whose answer Kafka keys by (topic, partition): a topic
+    named twice is answered once with the partitions of both, and a partition named twice
+    once — with ``duplicate(topic, partition)``'s fields, or (None) as its last naming asks."""
+    named: dict[str, dict[int, list[Any]]] = {}
+    for t in request_topics:
+        for p in t.partitions:
+            named.setdefault(t.name, {}).setdefault(int(p.partition_index), []).append(p)
+    topic_cls = item(cls, "topics")
+    part_cls = item(topic_cls, "partitions")
+    return tuple(build(topic_cls, name=name, partitions=tuple(
+        build(part_cls, **(duplicate(name, asks[-1]) if duplicate and len(asks) > 1 else answer(name, asks[-1])))
+        for asks in parts.values()))
+        for name, parts in named.items())
+
+
 class ArrivalWatch:
     """Wake long-polling fetches when data arrives on a partition they watch."""
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgroup.broker.data.context import NOT_LEADER, DataContext, log, per_partition
+from kgroup.broker.data.context import NOT_LEADER, DataContext, log, per_partition_keyed
 from kgroup.wire.kio_build import build, get, item
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import NotOwnedError, TopicError
@@ -121,6 +121,10 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
             code = ErrorCode.KAFKA_STORAGE_ERROR
         return dict(partition_index=index, error_code=code, timestamp=-1, offset=-1, leader_epoch=-1)
 
+    def duplicate(topic: str, p: Any) -> dict:
+        return dict(partition_index=int(p.partition_index), error_code=ErrorCode.INVALID_REQUEST, timestamp=-1,
+                    offset=-1, leader_epoch=-1)
+
     cls = response_class(header.api_key, header.api_version)
     if isolation not in (0, 1):
         # Kafka's error answer names every topic asked for, one naming no partition too.
@@ -129,4 +133,5 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
         return build(cls, throttle_time=0, topics=tuple(
             build(topic_cls, name=t.name, partitions=tuple(build(part_cls, **answer(t.name, p)) for p in t.partitions))
             for t in request.topics))
-    return build(cls, throttle_time=0, topics=per_partition(cls, request.topics, answer))
+    # Kafka answers a partition named twice once, INVALID_REQUEST (a topic named twice once).
+    return build(cls, throttle_time=0, topics=per_partition_keyed(cls, request.topics, answer, duplicate))

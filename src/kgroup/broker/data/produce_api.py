@@ -174,13 +174,30 @@ def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, 
     return base
 
 
-def _all_refused(cls: type, request: Any, answer: Any, code: ErrorCode, message: str) -> Any:
-    """The response that fails every partition of the request with `code`."""
+def _all_refused(cls: type, request: Any, answer: Any, code: ErrorCode, message: str,
+                 exists: Any = None) -> Any:
+    """The response that fails every partition of the request with `code` (those for which
+    ``exists(topic, index)`` is false with UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers a
+    partition it does not know before it looks further)."""
     topic_cls = item(cls, "responses")
     return build(cls, throttle_time=0, responses=tuple(
         build(topic_cls, name=t.name, partition_responses=tuple(
-            answer(p.index, code, message=message) for p in t.partition_data))
+            answer(p.index, code, message=message) if exists is None or exists(t.name, p.index)
+            else answer(p.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            for p in t.partition_data))
         for t in request.topic_data if t.partition_data))     # (a topic naming none is not answered)
+
+
+def _exists(ctx: DataContext) -> Any:
+    def exists(topic: str, index: int) -> bool:
+        try:
+            ctx.data.partition_log(topic, index)
+        except TopicError:
+            return False
+        except NOT_LEADER:      # it exists, led elsewhere
+            return True
+        return True
+    return exists
 
 
 async def _make_durable(ctx: DataContext, logs: dict[int, PartitionLog], acks: int) -> tuple[dict, dict]:
@@ -225,9 +242,11 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
                      log_append_time=None, log_start_offset=log_start, record_errors=(),
                      error_message=message)
 
-    # 1. acks must be 0, 1 or -1; otherwise every partition fails.
+    # 1. acks must be 0, 1 or -1; otherwise every partition that exists fails (one that does
+    #    not is UNKNOWN_TOPIC_OR_PARTITION, as Kafka checks it first).
     if acks not in (0, 1, -1):
-        return _all_refused(cls, request, answer, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1")
+        return _all_refused(cls, request, answer, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1",
+                            _exists(ctx))
 
     # 2. Validate and append each partition on its own.
     results: dict[tuple[int, int], Any] = {}

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from kgroup.acl_bindings import ResourceType
 from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.broker.security.authorized_operations import if_asked
-from kgroup.broker.groups.offset_topics import unknown_partitions
+from kgroup.broker.groups.offset_topics import shard_topics, unknown_partitions
 from kgroup.broker.groups.shard import Shard
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
@@ -37,6 +37,22 @@ def group_operations(request: Any, error: int) -> int:
     error, every group operation (security/authorized_operations.py); else "not requested"."""
     return if_asked(get(request, "include_authorized_operations", False) and int(error) == 0, ResourceType.GROUP)
 
+
+def commit_answer_topics(cls: type, topics: Any, errors: dict[tuple[str, int], ErrorCode],
+                         known: Any) -> tuple:
+    """The ``topics`` of OffsetCommit response ``cls``, as Kafka builds them: by topic name
+    (a topic named twice is one entry); a topic in ``known`` (it exists) that names no
+    partition is not in it (Kafka passes the group only the partitions it knows), one that
+    does not exist is answered empty."""
+    topic_cls = item(cls, "topics")
+    part_cls = item(topic_cls, "partitions")
+    by_name: dict[str, list] = {}
+    for t in topics:
+        by_name.setdefault(t.name, []).extend(
+            build(part_cls, partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
+            for p in t.partitions)
+    return tuple(build(topic_cls, name=name, partitions=tuple(parts))
+                 for name, parts in by_name.items() if parts or name not in known)
 
 class _NoHandlers:
     """Any core handler of a shard that is not here (the call never runs it)."""
@@ -264,16 +280,7 @@ class GroupApi:
             except GroupError as exc:
                 errors.update({(p.topic, p.partition): exc.code for p in core_req.partitions})
         cls = response_class(header.api_key, v)
-        topic_cls = item(cls, "topics")
-        part_cls = item(topic_cls, "partitions")
-        # Kafka's answer is built by topic name: a topic named twice is one entry.
-        by_name: dict[str, list] = {}
-        for t in req.topics:
-            by_name.setdefault(t.name, []).extend(
-                build(part_cls, partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
-                for p in t.partitions)
-        return build(cls, topics=tuple(build(topic_cls, name=name, partitions=tuple(parts))
-                                       for name, parts in by_name.items()))
+        return build(cls, topics=commit_answer_topics(cls, req.topics, errors, shard_topics(shard) or {}))
 
     # ---- OffsetFetch ----------------------------------------------------------------------
 

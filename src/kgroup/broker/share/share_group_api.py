@@ -35,6 +35,31 @@ _UNKNOWN_TEXT = "This server does not host this topic-partition."
 _UNEXPECTED_TEXT = "The server experienced an unexpected error when processing the request."
 
 
+def state_read_refuses(topics: Any, ids: dict[str, str]) -> bool:
+    """Whether Kafka 4.4 fails a DescribeShareGroupOffsets group (UNKNOWN_SERVER_ERROR): a
+    topic that exists named with no partition or with a negative one (its share-state
+    summary read refuses them)."""
+    return any(t.topic_name in ids and (not t.partitions or min(t.partitions) < 0) for t in topics)
+
+
+def alter_answer_topics(cls: type, topics: Any, unknown: dict[tuple[str, int], ErrorCode], ids: dict[str, str],
+                        error: ErrorCode) -> tuple:
+    """The ``responses`` of AlterShareGroupOffsets response ``cls``, as Kafka answers by
+    partition: a topic naming none is not answered, a topic named twice is answered once
+    with the partitions of both; an unknown partition's error carries the error's text."""
+    topic_cls = item(cls, "responses")
+    part_cls = item(topic_cls, "partitions")
+    by_name: dict[str, list] = {}
+    for t in topics:
+        by_name.setdefault(t.topic_name, []).extend(
+            build(part_cls, partition_index=p.partition_index,
+                  error_code=unknown.get((t.topic_name, p.partition_index), error),
+                  error_message=_UNKNOWN_TEXT if (t.topic_name, p.partition_index) in unknown else None)
+            for p in t.partitions)
+    return tuple(build(topic_cls, topic_name=name, topic_id=uuid.UUID(ids[name]) if name in ids else None,
+                       partitions=tuple(parts))
+                 for name, parts in by_name.items() if parts)
+
 class ShareGroupApi:
     def __init__(self, groups: GroupApi, fetches: ShareFetchService) -> None:
         self.groups = groups
@@ -119,9 +144,7 @@ class ShareGroupApi:
             names = {tid: name for name, tid in ids.items()}
             wanted = None
             if g.topics is not None:
-                if any(t.topic_name in ids and not t.partitions for t in g.topics):
-                    # Kafka 4.4 fails on a topic that exists named with no partition (its state
-                    # summary read refuses an empty partition list): the group's error.
+                if state_read_refuses(g.topics, ids):
                     out.append(build(group_cls, group_id=g.group_id, topics=(),
                                      error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=_UNEXPECTED_TEXT))
                     continue
@@ -171,8 +194,6 @@ class ShareGroupApi:
 
     async def alter_offsets(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(header.api_key, header.api_version)
-        topic_cls = item(cls, "responses")
-        part_cls = item(topic_cls, "partitions")
         topics = self._topics(self.groups.shard_of(req.group_id))
         ids = {name: tid for name, (tid, _) in topics.items()}
         # Partitions that do not exist are answered here and go no further; with no topic it
@@ -196,17 +217,8 @@ class ShareGroupApi:
             # (Kafka makes the group once a topic it has is named, whatever its partitions.)
             error, message, _ = await self._reset(lambda c: c.alter_share_offsets, req.group_id,
                                                   AlterShareOffsetsRequest(req.group_id, offsets))
-        # Kafka answers by partition: a topic naming none is not answered; an unknown
-        # partition's error carries the error's text.
-        return build(cls, throttle_time=0, error_code=error, error_message=message, responses=tuple(
-            build(topic_cls, topic_name=t.topic_name,
-                  topic_id=uuid.UUID(ids[t.topic_name]) if t.topic_name in ids else None,
-                  partitions=tuple(build(part_cls, partition_index=p.partition_index,
-                                         error_code=unknown.get((t.topic_name, p.partition_index), error),
-                                         error_message=_UNKNOWN_TEXT if (t.topic_name, p.partition_index)
-                                         in unknown else None)
-                                   for p in t.partitions))
-            for t in req.topics if t.partitions))
+        return build(cls, throttle_time=0, error_code=error, error_message=message,
+                     responses=alter_answer_topics(cls, req.topics, unknown, ids, error))
 
     async def delete_offsets(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(header.api_key, header.api_version)

@@ -113,7 +113,8 @@ class TxnApi:
             errors = await self._add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
                                                 txn.topics, txn.verify_only, v)
             results.append(build(result_cls, transactional_id=txn.transactional_id,
-                                 topic_results=self._topic_results(result_cls, errors, "topic_results", txn.topics)))
+                                 topic_results=self._topic_results(result_cls, errors, "topic_results", txn.topics,
+                                                                   keyed=bool(txn.verify_only))))
         return build(cls, throttle_time=0, error_code=E.NONE, results_by_transaction=tuple(results))
 
     async def _add_partitions(self, tid: str, pid: int, epoch: int, topics: Any, verify_only: bool,
@@ -133,14 +134,16 @@ class TxnApi:
             return [(t, p, _epoch_error(exc.code, version, 2)) for t, p in partitions]
 
     @staticmethod
-    def _topic_results(cls: type, errors: list[tuple[str, int, ErrorCode]], field: str, topics: Any) -> tuple:
+    def _topic_results(cls: type, errors: list[tuple[str, int, ErrorCode]], field: str, topics: Any,
+                       keyed: bool = False) -> tuple:
         topic_cls = item(cls, field)
         part_cls = item(topic_cls, "results_by_partition")
         # The coordinator's answer names every topic asked for, one naming no partition too,
         # as Kafka answers from the request. A request refused before the coordinator (a
         # partition that does not exist or may not be written) is answered from Kafka's map of
-        # partitions: each partition once, no topic without one.
-        refused = any(e in _REFUSED_BEFORE_COORDINATOR for _, _, e in errors)
+        # partitions: each partition once, no topic without one; so is a verification
+        # (`keyed`: v4+ verify_only, which Kafka answers from its map of partitions too).
+        refused = keyed or any(e in _REFUSED_BEFORE_COORDINATOR for _, _, e in errors)
         by_topic: dict[str, list] = {} if refused else {t.name: [] for t in topics}
         if refused:
             errors = list({(t, p): (t, p, e) for t, p, e in errors}.values())
