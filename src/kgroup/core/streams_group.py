@@ -93,6 +93,12 @@ class StreamsGroupMember(ModernMember):
         return self.meta.process_id
 
 
+def _ready(topology: StreamsTopology | None, validated_topology_epoch: int) -> bool:
+    """Whether a group's topology was found ready (its topics all there, with the right
+    partition counts) at its group epoch: the epoch record says which topology epoch was."""
+    return topology is not None and validated_topology_epoch == topology.epoch
+
+
 def source_topics(topology: StreamsTopology | None) -> dict[str, tuple[str, ...]]:
     """Subtopology id -> the topics its tasks read (task (s, p) reads partition p of each)."""
     return {s.subtopology_id: (*s.source_topics, *(t.name for t in s.repartition_source_topics))
@@ -125,13 +131,9 @@ class StreamsGroup(ModernGroup):
     NEW_CURRENT: ClassVar[StreamsCurrentValue] = NEW_STREAMS_MEMBER
 
     def state(self) -> StreamsGroupState:
-        if self.members and not self.ready():
+        if self.members and not _ready(self.topology, self.validated_topology_epoch):
             return StreamsGroupState.NOT_READY
         return _BY_PHASE[self.phase()]
-
-    def ready(self) -> bool:
-        """Whether its topology is configured and its topics are all there."""
-        return self.topology is not None and self.configured is not None and self.configured.ready
 
     @classmethod
     def state_of(cls, phase: Phase) -> StreamsGroupState:
@@ -139,9 +141,14 @@ class StreamsGroup(ModernGroup):
 
     @classmethod
     def state_after(cls, group: "StreamsGroup | None", phase: Phase, records: list[Any]) -> StreamsGroupState:
-        # A new topology is configured at the next heartbeat: NotReady until then (as `state`).
-        ready = group is not None and group.ready() and not any(type(r) is StreamsTopologyRecord for r in records)
-        if phase is not Phase.EMPTY and not ready:
+        topology = group.topology if group is not None else None
+        validated = group.validated_topology_epoch if group is not None else -1
+        for r in records:
+            if type(r) is StreamsTopologyRecord:
+                topology = r.topology
+            elif type(r) is StreamsGroupEpochRecord and r.epoch is not None:
+                validated = r.validated_topology_epoch
+        if phase is not Phase.EMPTY and not _ready(topology, validated):
             return StreamsGroupState.NOT_READY
         return _BY_PHASE[phase]
 
