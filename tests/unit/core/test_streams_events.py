@@ -20,9 +20,14 @@ def sources(*partitions: int) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((topic, p) for p in partitions for topic in ("input", REPARTITION)))
 
 
-def two_members(ctx: EventContext) -> Streams:
+def ready_app(ctx: EventContext) -> Streams:
+    """The app, its topics all there."""
     ready_topics(ctx)
-    app = Streams(ctx)
+    return Streams(ctx)
+
+
+def two_members(ctx: EventContext) -> Streams:
+    app = ready_app(ctx)
     app.hb("a")
     app.hb("b")
     app.settle("a", "b")
@@ -32,8 +37,7 @@ def two_members(ctx: EventContext) -> Streams:
 
 def test_kip1071_the_first_member_of_a_streams_group_is_reported_joined_assigned_and_settled():
     ctx = EventContext()
-    ready_topics(ctx)
-    app = Streams(ctx)
+    app = ready_app(ctx)
     app.hb("a")
     events = ctx.take()
     assert kinds(events) == ["member_joined", "rebalance_started", "assignment_changed", "rebalance_completed"]
@@ -48,8 +52,7 @@ def test_kip1071_the_first_member_of_a_streams_group_is_reported_joined_assigned
 
 def test_kip1071_a_second_member_moves_tasks_only_after_the_first_revoked_them():
     ctx = EventContext()
-    ready_topics(ctx)
-    app = Streams(ctx)
+    app = ready_app(ctx)
     app.hb("a")
     ctx.take()
     app.hb("b")
@@ -81,8 +84,7 @@ def test_kip1071_a_streams_member_leaving_is_member_left_and_a_new_epoch():
 
 def test_kip1071_a_static_streams_member_steps_out_and_its_new_id_takes_its_place():
     ctx = EventContext()
-    ready_topics(ctx)
-    app = Streams(ctx)
+    app = ready_app(ctx)
     app.hb("a", instance="i-a")
     app.settle("a")
     ctx.take()
@@ -108,8 +110,7 @@ def test_kip1071_a_streams_session_that_runs_out_is_member_expired_and_the_group
 
 def test_kip1071_a_deleted_streams_group_is_reported_dead():
     ctx = EventContext()
-    ready_topics(ctx)
-    app = Streams(ctx)
+    app = ready_app(ctx)
     app.hb("a")
     app.leave("a")
     assert ctx.take()[-1].state == "Empty"
@@ -141,8 +142,7 @@ def test_kip1071_the_events_replay_as_the_group_does():
     """The state each event reports after a change is the state the group has once the
     change's records are replayed (the journal reads them as replay takes them)."""
     ctx = EventContext()
-    ready_topics(ctx)
-    app = Streams(ctx)
+    app = ready_app(ctx)
     for step in (lambda: app.hb("a"), lambda: app.hb("b"), lambda: app.settle("a", "b"),
                  lambda: app.leave("a"), lambda: app.settle("b")):
         step()
@@ -169,8 +169,7 @@ def test_kip1071_the_control_apis_rebalance_and_expiry_of_a_streams_group_are_re
 
 def test_kip1071_a_streams_member_that_never_revokes_its_tasks_is_reported_fenced():
     ctx = EventContext()
-    ready_topics(ctx)
-    app = Streams(ctx)
+    app = ready_app(ctx)
     app.hb("a")
     held = app.held["a"]
     app.hb("b")
