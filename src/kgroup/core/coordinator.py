@@ -223,7 +223,7 @@ class GroupCoordinatorShard:
         self._consumer_heartbeat = self.routes[A.CONSUMER_GROUP_HEARTBEAT]
         self._share_heartbeat = self.routes[A.SHARE_GROUP_HEARTBEAT]
         self._streams_heartbeat = self.routes[A.STREAMS_GROUP_HEARTBEAT]
-        # A streams group is not on the modern base yet: its own control (streams_control.py).
+        # A streams group's control is the modern one, with its own inspection (streams_control.py).
         controls = {K.CLASSIC: ClassicControl(shard, classic), K.CONSUMER: ModernControl(shard, consumer),
                     K.SHARE: ModernControl(shard, share), K.STREAMS: StreamsControl(shard, streams)}
         O = GroupOperation
@@ -385,7 +385,7 @@ class GroupCoordinatorShard:
         result = self.streams.heartbeat(req, reply, now_ms)
         if req.group_id in self.shard.stored.classic_groups:
             result = Result((ClassicGroupRecord(req.group_id, None), *result.records), result.replies,
-                            result.changes, result.markers)
+                            result.changes, result.markers, result.events)
         return result
 
     def _join_streams_group(self, req: JoinGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
@@ -401,7 +401,7 @@ class GroupCoordinatorShard:
             joined = self.classic.join(req, reply, now_ms)
         finally:
             self.shard.streams_groups[req.group_id] = group
-        return Result(gone + joined.records, joined.replies, joined.changes, joined.markers)
+        return Result(gone + joined.records, joined.replies, joined.changes, joined.markers, joined.events)
 
     @property
     def share_groups(self) -> dict[str, ShareGroup]:

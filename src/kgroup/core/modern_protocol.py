@@ -26,7 +26,9 @@ moved. After a restart each member gets a fresh session (`loaded`).
 
 A kind is a subclass that names its group class (with its records), its session timer, and
 fills in the hooks marked "the kind's" below; consumer_protocol.py and share_protocol.py are
-the two today. Steps 4 and 5 (`_group_epoch`, `_target`) and the removal are the same for
+two. streams_protocol.py is the third for sessions, member removal, deletion, reloads and
+the control API's moves, and keeps a heartbeat of its own (the topology comes first there:
+its validation, the internal topics, the initial rebalance delay). Steps 4 and 5 (`_group_epoch`, `_target`) and the removal are the same for
 every kind and are not meant to be overridden.
 """
 
@@ -307,7 +309,7 @@ class ModernProtocol:
         for member_id in member_ids:
             self._remove_records(group, member_id, out)
         remaining = {mid: m for mid, m in group.members.items() if mid not in member_ids}
-        out.record(self.records.epoch(group.group_id, group.epoch + 1, self.subscribed_metadata(remaining)))
+        out.record(group.epoch_record(group.epoch + 1, self.subscribed_after(group, remaining)))
         if not remaining:
             # Nobody is left to assign to: the (empty) target is of the new epoch at once.
             out.record(self.records.target_epoch(group.group_id, group.epoch + 1))
@@ -326,7 +328,12 @@ class ModernProtocol:
     def bump_epoch(self, group: ModernGroup, out: ResultBuilder) -> None:
         """A new group epoch with nothing else changed: the assignor runs again at the next
         heartbeat and every member moves to the new epoch (a rebalance on demand)."""
-        out.record(self.records.epoch(group.group_id, group.epoch + 1, self.subscribed_metadata(group.members)))
+        out.record(group.epoch_record(group.epoch + 1, self.subscribed_after(group, group.members)))
+
+    def subscribed_after(self, group: ModernGroup, members: dict[str, Any]) -> SubscribedTopics:
+        """What `group` subscribes to with `members` only (a kind whose subscription is the
+        group's, not its members', keeps the group's)."""
+        return self.subscribed_metadata(members)
 
     # ---- topics ---------------------------------------------------------------------------
 
