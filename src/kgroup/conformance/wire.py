@@ -164,9 +164,6 @@ _FOUND = "found by the wire checks; not closed yet"
 OPEN_FINDINGS: dict[int, Divergence] = {key: Divergence("open: found, to close", what, _FOUND, ()) for key, what in {
     1: "Fetch v7+ naming a session id Kafka does not hold (epoch > 0) is FETCH_SESSION_ID_NOT_FOUND or, with an "
        "isolation level Kafka cannot read, UNKNOWN_SERVER_ERROR; kgroup (no fetch sessions) answers the fetch",
-    88: "StreamsGroupHeartbeat with a topology and an empty group id or an invalid instance id: Kafka checks "
-        "in another order (STREAMS_INVALID_TOPOLOGY or INVALID_REQUEST where kgroup answers INVALID_GROUP_ID or "
-        "INVALID_REQUEST) (issue 31's API, found when it met issue 27)",
     93: "StreamsGroupTopologyDescriptionUpdate: Kafka 4.4 advertises it but answers every request "
         "UNSUPPORTED_VERSION; kgroup handles it (GROUP_ID_NOT_FOUND for a group that does not exist)",
 }.items()}

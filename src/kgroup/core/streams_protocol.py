@@ -93,6 +93,7 @@ from kgroup.core.streams_topology import (
     StreamsTopology,
     TopologyStatus,
     check_request_topology,
+    check_topic_names,
     configure,
 )
 from kgroup.core.timers import (
@@ -160,10 +161,14 @@ class StreamsProtocol(ModernProtocol):
             for s in req.topology.subtopologies:
                 if s.source_topic_regex:
                     raise _invalid("Regular expressions for source topics are not supported yet.")
+            try:
+                check_topic_names(req.topology)      # before anything else, at any epoch (as Kafka)
+            except InvalidTopology as e:
+                raise GroupError(ErrorCode.STREAMS_INVALID_TOPOLOGY, str(e)) from None
         if not req.member_id:
             raise _invalid("MemberId can't be empty.")
         if not req.group_id:
-            raise GroupError(ErrorCode.INVALID_GROUP_ID, "GroupId can't be empty.")
+            raise _invalid("GroupId can't be empty.")     # INVALID_REQUEST, as Kafka 4.4 answers
         if req.instance_id is not None and not req.instance_id:
             raise _invalid("InstanceId can't be empty.")
         if req.rack_id is not None and not req.rack_id:
