@@ -427,8 +427,9 @@ def has_arrays(cls: type) -> bool:
     """Whether ``cls`` or an entity in it has an array field. kio's native readers reserve
     room for an array's declared count before reading one element: a 51-byte frame that
     declares 2**35 entries made the process abort ("memory allocation of 193654555296 bytes
-    failed"; Rust aborts, no exception). Such a class is read with Kafka's rules, which
-    refuse a count the remaining bytes cannot hold before allocating anything."""
+    failed"; Rust aborts, no exception). Such a class reaches kio only after ``count_guard``
+    has found every count backed by bytes of the frame; otherwise it is read here, where a
+    count the remaining bytes cannot hold is refused before anything is allocated."""
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         element, array, _ = _unwrap(hints[f.name])
