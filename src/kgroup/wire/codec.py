@@ -189,7 +189,7 @@ def decode_request(
             request, _ = read(data, offset)
             if check is not None and check(request):
                 kio_header = None
-        except Exception:  # count_guard.Refused; kio's DecodeError, KeyError, ValueError, ...
+        except Exception:  # count_guard.CountsUnsafe; kio's DecodeError, KeyError, ValueError, ...
             kio_header = None
     if kio_header is None:
         stage = "header"

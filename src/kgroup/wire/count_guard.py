@@ -17,7 +17,7 @@ collection of size N, but there are only M bytes remaining``), and the walk must
 the frame. Anything it does not expect — a count over the bytes left, a varint over five
 bytes, a nullable-struct marker other than -1/1, an unknown tag (kio raises on it; Kafka
 skips it), a known tagged field whose value does not end where its size says — raises
-``Refused``. The codec then reads the frame with ``kafka_reader``, which gives Kafka's
+``CountsUnsafe``. The codec then reads the frame with ``kafka_reader``, which gives Kafka's
 answer (a decoded request, or Kafka's error), so the guard never has to be right about
 what Kafka refuses, only never wrong about what is safe: where it passes, every count kio
 will see is backed by bytes of the frame, so nothing kio allocates exceeds the frame's size
@@ -36,14 +36,14 @@ from typing import Any
 
 from kio.static.constants import EntityType
 
-from .kafka_reader import _unwrap, has_arrays
+from .kafka_reader import unwrap, has_arrays
 
-__all__ = ["Refused", "guard"]
+__all__ = ["CountsUnsafe", "guard"]
 
 Walker = Callable[[Any, int, int], int]   # (buffer, offset, end) -> offset after the value
 
 
-class Refused(ValueError):
+class CountsUnsafe(ValueError):
     """Not shown safe for kio's native reader: read with Kafka's rules instead."""
 
 
@@ -66,7 +66,7 @@ def _uvarint(buf: Any, pos: int) -> tuple[int, int]:
         value |= (b & 0x7F) << shift
         if b < 0x80:
             return value, pos
-    raise Refused("varint over five bytes")
+    raise CountsUnsafe("varint over five bytes")
 
 
 def _tags(known: dict[int, Walker]) -> Walker:
@@ -74,19 +74,19 @@ def _tags(known: dict[int, Walker]) -> Walker:
     def walk(buf: Any, pos: int, end: int) -> int:
         n, pos = _uvarint(buf, pos)
         if n > end - pos:
-            raise Refused(f"{n} tagged fields in {end - pos} bytes")
+            raise CountsUnsafe(f"{n} tagged fields in {end - pos} bytes")
         for _ in range(n):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if size > end - pos:
-                raise Refused(f"tagged field of {size} bytes in {end - pos}")
+                raise CountsUnsafe(f"tagged field of {size} bytes in {end - pos}")
             field = known.get(tag)
             if field is None:
-                raise Refused(f"unknown tag {tag}")
+                raise CountsUnsafe(f"unknown tag {tag}")
             start = pos
             pos = field(buf, pos, end)
             if pos != start + size:
-                raise Refused(f"tagged field {tag} does not fill its {size} bytes")
+                raise CountsUnsafe(f"tagged field {tag} does not fill its {size} bytes")
         return pos
 
     return walk
@@ -100,7 +100,7 @@ def _fixed_size(cls: type) -> int | None:
     hints = typing.get_type_hints(cls)
     size = 0
     for f in dataclasses.fields(cls):
-        element, array, nullable = _unwrap(hints[f.name])
+        element, array, nullable = unwrap(hints[f.name])
         one = None if array or dataclasses.is_dataclass(element) else _FIXED_SIZE.get(f.metadata["kafka_type"])
         if one is None:
             return None
@@ -116,7 +116,7 @@ class _Emitter:
         self.skip = 0                  # fixed-size bytes passed but not yet added to pos
         self.names = itertools.count()
         self.scope: dict[str, Any] = {"_uvarint": _uvarint, "_I16": _I16, "_I32": _I32,
-                                      "Refused": Refused}
+                                      "CountsUnsafe": CountsUnsafe}
 
     def line(self, ind: int, text: str) -> None:
         self.flush(ind)
@@ -145,7 +145,7 @@ class _Emitter:
             self.line(ind, f"{c} = _I16(buf, pos)[0]")
             self.line(ind, "pos += 2")
         self.line(ind, f"if {c} > end - pos or {c} < -1:")
-        self.line(ind + 1, f"raise Refused('a count of ' + str({c}) + ' with ' + str(end - pos) + ' bytes left')")
+        self.line(ind + 1, f"raise CountsUnsafe('a count of ' + str({c}) + ' with ' + str(end - pos) + ' bytes left')")
         return c
 
     def entity(self, cls: type, ind: int) -> None:
@@ -168,7 +168,7 @@ class _Emitter:
 
     def field(self, cls: type, f: dataclasses.Field, hint: Any, legacy: bool, ind: int) -> None:
         flexible = bool(cls.__flexible__) and not legacy
-        element, array, nullable = _unwrap(hint)
+        element, array, nullable = unwrap(hint)
         if array:
             c = self.count(ind, flexible, wide=True)
             size = (_fixed_size(element) if dataclasses.is_dataclass(element)
@@ -189,7 +189,7 @@ class _Emitter:
             self.entity(element, ind + 1)
             self.flush(ind + 1)
             self.line(ind, f"elif {m} != 0xFF:")
-            self.line(ind + 1, f"raise Refused('nullable struct marker ' + str({m}))")
+            self.line(ind + 1, f"raise CountsUnsafe('nullable struct marker ' + str({m}))")
             return
         self.one(cls, f, element, flexible, ind)
 
@@ -215,7 +215,7 @@ def _compile(name: str, emit: Callable[[_Emitter], None], top: bool = False) -> 
     e.flush(1)
     if top:
         lines = [f"def {name}(buf, pos):", "    end = len(buf)", *e.lines,
-                 "    if pos > end:", "        raise Refused('the body ends past the frame')"]
+                 "    if pos > end:", "        raise CountsUnsafe('the body ends past the frame')"]
     else:
         lines = [f"def {name}(buf, pos, end):", *e.lines]
     source = "\n".join([*lines, "    return pos"])
@@ -232,7 +232,7 @@ def _field_walker(cls: type, name: str, hint: Any, legacy: bool) -> Walker:
 @cache
 def guard(cls: type) -> Callable[[Any, int], int] | None:
     """For a request class with an array field, a function ``(frame, body offset) -> end of
-    the body`` that raises ``Refused`` (or IndexError / struct.error past the end) unless
+    the body`` that raises ``CountsUnsafe`` (or IndexError / struct.error past the end) unless
     every count in the body fits in the bytes that follow it; None for a class without
     arrays, which kio's native reader reads safely as it is."""
     if not has_arrays(cls):

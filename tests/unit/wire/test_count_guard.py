@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from kgroup.broker import concerns
 from kgroup.wire.codec import decode_request, encode_request, request_class
-from kgroup.wire.count_guard import Refused, guard
+from kgroup.wire.count_guard import CountsUnsafe, guard
 from kgroup.wire.kafka_reader import has_arrays
 from kgroup.wire.versions import is_flexible
 from tests.integration.test_every_request_answers import entity
@@ -57,7 +57,7 @@ def test_valid_requests_pass_the_guard_and_decode_as_kafkas_rules_do(api_key, na
 
 def test_the_two_to_the_35_frame_is_refused_by_the_guard_before_kio_reads_it():
     cls = request_class(1, 12)
-    with pytest.raises(Refused, match="a count of"):
+    with pytest.raises(CountsUnsafe, match="a count of"):
         guard(cls)(TWO_TO_THE_35, _body_offset(TWO_TO_THE_35, 1, 12))
 
 
@@ -83,7 +83,7 @@ def test_a_count_the_bytes_left_can_hold_passes_one_more_is_refused():
             with pytest.raises(IndexError):
                 walk(mutated, offset)
         else:
-            with pytest.raises(Refused, match=f"a count of {count} with {rest} bytes left"):
+            with pytest.raises(CountsUnsafe, match=f"a count of {count} with {rest} bytes left"):
                 walk(mutated, offset)
 
 
