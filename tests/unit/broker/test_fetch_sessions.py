@@ -10,7 +10,7 @@ from kgroup.broker.data.fetch_sessions import (
     EVICTION_MS,
     INT32_MAX,
     FetchSessionCache,
-    Outcome,
+    PartitionRead,
     PlanKind,
     next_epoch,
 )
@@ -31,8 +31,8 @@ def asks(*partitions: int, offset: int = 0, topic: str = "t") -> list:
     return [((topic, p), ("ask", p, offset)) for p in partitions]
 
 
-def nothing_new(plan, hw: int = 0) -> list[Outcome]:
-    return [Outcome(key, 0, hw, 0, False) for key, _ in plan.asks]
+def nothing_new(plan, hw: int = 0) -> list[PartitionRead]:
+    return [PartitionRead(key, 0, hw, 0, False) for key, _ in plan.asks]
 
 
 def open_session(c: FetchSessionCache, *partitions: int, now: int = 0, follower: bool = False,
@@ -78,20 +78,20 @@ def test_kip227_forgotten_topics_data_removes_partitions_from_the_session():
 def test_kip227_an_incremental_answer_lists_only_partitions_with_something_to_say():
     c = cache()
     plan = c.plan(V, 0, 0, False, asks(0, 1, 2, 3, 4), [], 0)
-    sid = c.answer(plan, [Outcome(k, 0, 10, 0, False) for k, _ in plan.asks], 0).session_id
+    sid = c.answer(plan, [PartitionRead(k, 0, 10, 0, False) for k, _ in plan.asks], 0).session_id
     plan = c.plan(V, sid, 1, False, [], [], 1)
-    outcomes = [Outcome(("t", 0), 0, 10, 0, False),                      # nothing new: left out
-                Outcome(("t", 1), 0, 10, 0, True),                       # records
-                Outcome(("t", 2), 0, 11, 0, False),                      # a new high watermark
-                Outcome(("t", 3), 0, 10, 4, False),                      # a new log start offset
-                Outcome(("t", 4), ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, False)]   # an error
+    outcomes = [PartitionRead(("t", 0), 0, 10, 0, False),                      # nothing new: left out
+                PartitionRead(("t", 1), 0, 10, 0, True),                       # records
+                PartitionRead(("t", 2), 0, 11, 0, False),                      # a new high watermark
+                PartitionRead(("t", 3), 0, 10, 4, False),                      # a new log start offset
+                PartitionRead(("t", 4), ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, False)]   # an error
     assert c.answer(plan, outcomes, 1).keep == (False, True, True, True, True)
     # What was answered is remembered: the same again says nothing but the records and the
     # error; once the error is gone the partition is answered again (its watermark unknown).
     plan = c.plan(V, sid, 2, False, [], [], 2)
-    outcomes = [Outcome(("t", 0), 0, 10, 0, False), Outcome(("t", 2), 0, 11, 0, False),
-                Outcome(("t", 3), 0, 10, 4, False), Outcome(("t", 1), 0, 10, 0, False),
-                Outcome(("t", 4), 0, 10, 0, False)]
+    outcomes = [PartitionRead(("t", 0), 0, 10, 0, False), PartitionRead(("t", 2), 0, 11, 0, False),
+                PartitionRead(("t", 3), 0, 10, 4, False), PartitionRead(("t", 1), 0, 10, 0, False),
+                PartitionRead(("t", 4), 0, 10, 0, False)]
     assert c.answer(plan, outcomes, 2).keep == (False, False, False, False, True)
     plan = c.plan(V, sid, 3, False, [], [], 3)
     assert c.answer(plan, outcomes, 3).keep == (False,) * 5
@@ -101,8 +101,8 @@ def test_kip227_a_partition_that_returned_records_is_read_last_next_time():
     c = cache()
     sid = open_session(c, 0, 1, 2)
     plan = c.plan(V, sid, 1, False, [], [], 1)
-    c.answer(plan, [Outcome(("t", 0), 0, 5, 0, True), Outcome(("t", 1), 0, 0, 0, False),
-                    Outcome(("t", 2), 0, 0, 0, False)], 1)
+    c.answer(plan, [PartitionRead(("t", 0), 0, 5, 0, True), PartitionRead(("t", 1), 0, 0, 0, False),
+                    PartitionRead(("t", 2), 0, 0, 0, False)], 1)
     plan = c.plan(V, sid, 2, False, [], [], 2)
     assert [k for k, _ in plan.asks] == [("t", 1), ("t", 2), ("t", 0)]
 

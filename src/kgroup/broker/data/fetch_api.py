@@ -54,7 +54,7 @@ from typing import Any
 
 from kgroup.batch_layout import BASE_AND_LENGTH, LAST_OFFSET_DELTA, LAST_OFFSET_DELTA_AT, LOG_OVERHEAD
 from kgroup.broker.data.context import NOT_LEADER, DataContext, log
-from kgroup.broker.data.fetch_sessions import (FINAL_EPOCH, INVALID_SESSION_ID, TOPIC_IDS_FROM, Key, Outcome,
+from kgroup.broker.data.fetch_sessions import (FINAL_EPOCH, INVALID_SESSION_ID, TOPIC_IDS_FROM, Key, PartitionRead,
                                                PlanKind)
 from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.storage import StorageError
@@ -195,7 +195,7 @@ async def _fetch(ctx: DataContext, version: int, request: Any,
 
     # 4. The answer: an incremental one lists only partitions with something new.
     answer = ctx.fetch_sessions.answer(plan, [
-        Outcome(key, p.error_code, p.high_watermark, p.log_start_offset, len(p.records) > 0)
+        PartitionRead(key, p.error_code, p.high_watermark, p.log_start_offset, len(p.records) > 0)
         for key, _, _, p in entries], _now_ms())
     _close_slices(p for (_, _, _, p), kept in zip(entries, answer.keep) if not kept)
     topics: list[FetchTopic] = []

@@ -110,7 +110,7 @@ class FetchPlan:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class PartitionRead:
     """What the read found for one partition (what decides whether it is answered)."""
 
     key: Key
@@ -181,7 +181,7 @@ class FetchSessionCache:
 
     # ---- its answer ---------------------------------------------------------------------
 
-    def answer(self, plan: FetchPlan, outcomes: Sequence[Outcome], now_ms: int) -> Answer:
+    def answer(self, plan: FetchPlan, outcomes: Sequence[PartitionRead], now_ms: int) -> Answer:
         """The answer's error, session id and partitions for what the read of `plan` found."""
         everything = (True,) * len(outcomes)
         if plan.kind is PlanKind.ERROR:
@@ -211,7 +211,7 @@ class FetchSessionCache:
         return Answer(ErrorCode.NONE, session.id, tuple(keep))
 
     @staticmethod
-    def _changed(cached: CachedPartition, o: Outcome) -> bool:
+    def _changed(cached: CachedPartition, o: PartitionRead) -> bool:
         """Whether an incremental answer lists this partition (and remember what it says)."""
         respond = o.has_records
         if cached.high_watermark != o.high_watermark:
