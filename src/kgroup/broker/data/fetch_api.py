@@ -31,7 +31,7 @@ what it got, so the client drops their records; a marker that ends a transaction
 partition, waking a read_committed long poll parked at the last stable offset.
 
 Long poll: when the bytes read are fewer than min_bytes and no partition had an error, the
-fetch waits on `ArrivalWatch` for any requested partition until max_wait has passed from
+fetch waits on `ArrivalWatch` for any partition it reads until max_wait has passed from
 when the request arrived, then reads again; it answers with whatever there is at the
 deadline (or at once when the DataPath closes).
 
