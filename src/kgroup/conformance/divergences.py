@@ -25,15 +25,6 @@ class Divergence:
 
 
 SCENARIO_DIVERGENCES: dict[str, Divergence] = {
-    "clients_kafka_python": Divergence(
-        "open: fetch sessions",
-        "kafka-python commits the leader epoch of the last fetch answer it got for a partition; kgroup serves "
-        "no fetch sessions (KIP-227), so its full answers list a partition with nothing new (leader epoch "
-        "unknown, -1) where Kafka's incremental answers leave it out: kafka-python then commits epoch -1 on "
-        "kgroup, 0 on Kafka.",
-        "fetch sessions are a feature (sessions with ids and epochs, incremental answers, a session cache), "
-        "not a local fix; proposed as a follow-up issue.",
-        ("committed",)),
     "admin_topic_config_names": Divergence(
         "open: issue 29",
         "CreateTopics v5+ lists the topic configs of Kafka 4.4; kgroup lacks the ones 4.3/4.4 added "

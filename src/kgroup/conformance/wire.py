@@ -122,11 +122,26 @@ class WireDivergence:
     versions: tuple[int, int] = (0, 1 << 15)
 
 
-_FETCH_SESSIONS = Divergence(
-    "open: fetch sessions", "Fetch v7+: a full fetch (session epoch 0) opens a fetch session on Kafka (its id in "
-    "the answer) and kgroup answers sessionless (id 0)",
-    "fetch sessions (KIP-227: session ids and epochs, incremental answers, a session cache) are a feature of their "
-    "own, in no issue yet; kgroup answers every fetch in full, which every client accepts", ())
+# Kafka 4.4 finds a session's cache shard by dividing its id by 2^31/8 (8 shards); an id no
+# shard holds (2^31-8 and up, or -2^28+1 and below) fails any v7+ fetch that names it.
+_KAFKA_SHARD_RANGE = (2**31 - 1) // 8
+
+
+def _off_kafka_shards(request: Any) -> bool:
+    """A v7+ fetch whose session id Kafka 4.4's session cache cannot map to a shard."""
+    session_id = getattr(request, "session_id", 0)
+    return not -_KAFKA_SHARD_RANGE < session_id < 8 * _KAFKA_SHARD_RANGE
+
+
+def _zero_topic_id_not_last(request: Any) -> bool:
+    """A full v13+ fetch whose answer lists a partition of the zero topic id before another
+    partition (all of the checks' topics are unknown: answered in request order, each once)."""
+    if getattr(request, "session_epoch", None) not in (0, -1):
+        return False
+    answered = list(dict.fromkeys((t.topic_id, int(p.partition)) for t in request.topics for p in t.partitions))
+    return any(topic_id in (None, uuid.UUID(int=0)) for topic_id, _ in answered[:-1])
+
+
 WIRE_DIVERGENCES: dict[int, tuple[WireDivergence, ...]] = {
     API_VERSIONS: (WireDivergence(Divergence(
         "open: issue 29", "ApiVersions v3+: Kafka 4.4 lists its supported and finalized feature levels "
@@ -134,12 +149,19 @@ WIRE_DIVERGENCES: dict[int, tuple[WireDivergence, ...]] = {
         "kgroup lists none (epoch -1)",
         "feature levels in ApiVersions as Kafka 4.4 finalizes them are issue 29 item 8", ()),
         fields=("supported_features", "finalized_features", "finalized_features_epoch"), versions=(3, 1 << 15)),),
-    1: (WireDivergence(_FETCH_SESSIONS, fields=("session_id",), versions=(7, 1 << 15)),
+    1: (WireDivergence(Divergence(
+        "kafka defect", "Fetch v7+ naming a session id Kafka 4.4's session cache cannot map to one of its 8 "
+        "shards (2^31-8 and up, -2^28+1 and below: the id divided by (2^31-1)/8 is no shard's index): Kafka "
+        "fails with UNKNOWN_SERVER_ERROR, whether the fetch closes the session or continues it; kgroup answers "
+        "the fetch (closes nothing, or FETCH_SESSION_ID_NOT_FOUND)",
+        "a failure of Kafka's, on a session id no client makes (Kafka's ids are positive and below 2^31-8; so "
+        "are kgroup's)", ()), requests=_off_kafka_shards, versions=(7, 1 << 15)),
         WireDivergence(Divergence(
-            "kafka defect", "Fetch v7+ closing the session id -2^31 (epoch -1): Kafka 4.4 fails with "
-            "UNKNOWN_SERVER_ERROR (its session cache cannot take the absolute value of Integer.MIN_VALUE); kgroup "
-            "answers the fetch", "a failure of Kafka's, on a session id no client makes (Kafka's ids are positive)",
-            ()), requests=lambda r: getattr(r, "session_id", 0) == -(1 << 31), versions=(7, 1 << 15))),
+            "kafka defect", "Fetch v13+ whose answer lists a partition of the zero topic id (an unknown id, "
+            "UNKNOWN_TOPIC_ID) before another partition: Kafka 4.4 fails with UNKNOWN_SERVER_ERROR (a "
+            "NullPointerException in FetchResponse.matchingTopic, which compares the null name of that topic); "
+            "kgroup answers every partition", "a failure of Kafka's, on a topic id no client sends (the zero "
+            "id names no topic)", ()), requests=_zero_topic_id_not_last, versions=(13, 1 << 15))),
     33: (WireDivergence(Divergence(
         "kafka defect", "AlterConfigs naming a resource type Kafka 4.4 does not know (only 2 TOPIC, 4 BROKER, "
         "8 BROKER_LOGGER, 16 CLIENT_METRICS, 32 GROUP exist): Kafka never answers; kgroup answers INVALID_REQUEST "
@@ -162,8 +184,6 @@ WIRE_DIVERGENCES: dict[int, tuple[WireDivergence, ...]] = {
 # difference in behaviour to fix in kgroup, not a reason to keep it.
 _FOUND = "found by the wire checks; not closed yet"
 OPEN_FINDINGS: dict[int, Divergence] = {key: Divergence("open: found, to close", what, _FOUND, ()) for key, what in {
-    1: "Fetch v7+ naming a session id Kafka does not hold (epoch > 0) is FETCH_SESSION_ID_NOT_FOUND or, with an "
-       "isolation level Kafka cannot read, UNKNOWN_SERVER_ERROR; kgroup (no fetch sessions) answers the fetch",
     93: "StreamsGroupTopologyDescriptionUpdate: Kafka 4.4 advertises it but answers every request "
         "UNSUPPORTED_VERSION; kgroup handles it (GROUP_ID_NOT_FOUND for a group that does not exist)",
 }.items()}

@@ -297,22 +297,6 @@ def test_fetch_sizes_follow_kip74(tmp_path):
     run(tmp_path, scenario)
 
 
-def test_fetch_sessions_are_never_created(tmp_path):
-    async def scenario(ctx: DataCtx):
-        ctx.data.create_topic("t", 1)
-        f = await ctx.fetch(12, {"t": [(0, 0)]}, session_epoch=0)
-        assert f.session_id == 0 and int(f.error_code) == 0
-        f = await ctx.fetch(12, {"t": [(0, 0)]}, session_id=77, session_epoch=3)
-        assert int(f.error_code) == 70 and f.responses == ()
-        f = await ctx.fetch(12, {"t": [(0, 0)]}, session_id=0, session_epoch=1)
-        assert int(f.error_code) == 70
-        for epoch in (0, -1):  # full fetches, closing whatever session the id named
-            f = await ctx.fetch(12, {"t": [(0, 0)]}, session_id=77, session_epoch=epoch)
-            assert int(f.error_code) == 0 and f.session_id == 0 and codes(f, FETCH) == [NONE]
-
-    run(tmp_path, scenario)
-
-
 def test_long_poll_returns_when_data_arrives(tmp_path):
     async def scenario(ctx: DataCtx):
         ctx.data.create_topic("t", 2)

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.durability import Durability
+from kgroup.broker.data.fetch_sessions import FetchSessionCache
 from kgroup.broker.data.producer_states import ProducerStates
 from kgroup.storage import DataDir
 from kgroup.storage.errors import FencedError, NotOwnedError
@@ -166,6 +167,8 @@ class DataContext:
     # Producer state of each partition (idempotence, transactions, the last stable offset).
     producers: ProducerStates = field(default_factory=ProducerStates)
     verify_txn: TxnVerifier | None = None
+    # This broker's fetch sessions (KIP-227; fetch_sessions.py).
+    fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
 
     def __post_init__(self) -> None:
         if self.cluster is None:
