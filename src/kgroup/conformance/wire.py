@@ -184,8 +184,6 @@ WIRE_DIVERGENCES: dict[int, tuple[WireDivergence, ...]] = {
 # difference in behaviour to fix in kgroup, not a reason to keep it.
 _FOUND = "found by the wire checks; not closed yet"
 OPEN_FINDINGS: dict[int, Divergence] = {key: Divergence("open: found, to close", what, _FOUND, ()) for key, what in {
-    93: "StreamsGroupTopologyDescriptionUpdate: Kafka 4.4 advertises it but answers every request "
-        "UNSUPPORTED_VERSION; kgroup handles it (GROUP_ID_NOT_FOUND for a group that does not exist)",
 }.items()}
 
 

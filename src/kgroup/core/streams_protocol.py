@@ -105,6 +105,8 @@ from kgroup.core.timers import (
 )
 
 JOIN_EPOCH = 0
+# Kafka 4.4's answer to StreamsGroupTopologyDescriptionUpdate without a description plug-in.
+NO_DESCRIPTION_PLUGIN = "The broker has no streams group topology description plugin configured."
 ASSIGNOR = TASK_ASSIGNOR
 
 
@@ -692,16 +694,11 @@ class StreamsProtocol(ModernProtocol):
             topology.epoch if topology is not None else -1, subtopologies, tuple(members), ASSIGNOR)
 
     def topology_description_update(self, req: TopologyDescriptionUpdate, reply: ReplyTo, now_ms: int) -> Result:
-        """KIP-1331: a member's topology description. kgroup stores none (Kafka 4.4 stores one
-        only with a description plug-in configured) and never asks for one."""
-        group = self.groups.get(req.group_id)
-        if group is None:
-            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found.")
-        if req.member_id not in group.members:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
-                             f"Member {req.member_id} is not a member of group {req.group_id}.")
-        raise GroupError(ErrorCode.STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED,
-                         "No topology description plugin is configured.")
+        """KIP-1331: a member's topology description. Kafka 4.4 stores one only with a
+        description plug-in configured and otherwise refuses every update before it looks
+        at the group; kgroup has no such plug-in (and never asks for a description), so it
+        answers as Kafka 4.4 does without one."""
+        raise GroupError(ErrorCode.UNSUPPORTED_VERSION, NO_DESCRIPTION_PLUGIN)
 
 
 class _Staged(ResultBuilder):

@@ -264,6 +264,20 @@ def test_kip1071_topic_names_are_checked_before_the_group_id_at_any_epoch():
     assert p.raised is ErrorCode.INVALID_REQUEST and p.message == "GroupId can't be empty."
 
 
+def test_kip1331_a_topology_description_update_is_unsupported_without_a_description_plugin():
+    # Kafka 4.4 refuses every update before it looks at the group when no description plug-in
+    # is configured; kgroup has none.
+    from kgroup.core.streams_messages import TopologyDescriptionUpdate
+    ctx = GroupContext()
+    ready_topics(ctx)
+    app = Streams(ctx)
+    app.hb("a")
+    for group, member in (("app", "a"), ("app", "nobody"), ("missing", "a")):
+        p = ctx.call(ctx.coord.streams_topology_description_update, TopologyDescriptionUpdate(group, member, 0))
+        assert p.raised is ErrorCode.UNSUPPORTED_VERSION
+        assert p.message == "The broker has no streams group topology description plugin configured."
+
+
 def test_kip1071_a_streams_group_is_not_a_consumer_group():
     ctx = GroupContext()
     ready_topics(ctx)
