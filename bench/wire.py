@@ -7,14 +7,24 @@ response object, and encode it with ``encode_response``; plus, separately, the c
 the Kafka-rules reader (kafka_reader), which decode_request uses where kio's native reader
 refuses the bytes: Heartbeat v4 and OffsetCommit v8 with an unknown tagged field, decoded.
 
-Run: .venv/bin/python bench/wire.py
+``--decode``: decode alone (``decode_request``, header + body) of Produce v11 (one
+partition, 1 KiB of records), Fetch v16 (one topic, 10 partitions), OffsetCommit v9 (one
+topic, 10 partitions) and Heartbeat v4, in microseconds per request (median of ``--runs``
+runs), and beside it, where the code has them, the parts: Kafka's rules alone
+(``kafka_reader``), kio's native reader alone (unguarded) and the count guard alone
+(``count_guard``). Runs on an older checkout too (``PYTHONPATH=OLD/src``): parts it lacks
+print as "-".
+
+Run: .venv/bin/python bench/wire.py [--decode [--runs 5]]
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import statistics
 import time
+import uuid
 
 from kio.schema.errors import ErrorCode
 from kio.schema.heartbeat.v4 import HeartbeatRequest, HeartbeatResponse
@@ -95,7 +105,75 @@ def _run(fn) -> float:
             return n / (now - start)
 
 
+def _decode_samples() -> list[tuple[str, int, int, object]]:
+    """(name, api key, version, request) of the requests whose decode alone is timed."""
+    from kio.schema.fetch.v16 import request as fetch
+    from kio.schema.offset_commit.v9 import request as commit
+    from kio.schema.produce.v11 import request as produce
+    from kio.static.primitive import Records, i16
+
+    produce_v11 = produce.ProduceRequest(
+        transactional_id=None, acks=i16(-1), timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+        topic_data=(produce.TopicProduceData(name="orders", partition_data=(
+            produce.PartitionProduceData(index=i32(0), records=Records(bytes(1024))),)),))
+    fetch_v16 = fetch.FetchRequest(
+        max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=500)), min_bytes=i32(1),
+        topics=(fetch.FetchTopic(topic_id=uuid.UUID(int=7), partitions=tuple(
+            fetch.FetchPartition(partition=i32(i), fetch_offset=i64(1000 * i), partition_max_bytes=i32(1 << 20))
+            for i in range(10))),),
+        forgotten_topics_data=())
+    commit_v9 = commit.OffsetCommitRequest(
+        group_id="group-1", generation_id_or_member_epoch=i32(7), member_id="member-1-abc",
+        group_instance_id=None, topics=(commit.OffsetCommitRequestTopic(name="orders", partitions=tuple(
+            commit.OffsetCommitRequestPartition(partition_index=i32(i), committed_offset=i64(1000 + i),
+                                                committed_leader_epoch=i32(-1), committed_metadata="")
+            for i in range(10))),))
+    return [("Produce v11 (1 partition, 1 KiB)", 0, 11, produce_v11),
+            ("Fetch v16 (10 partitions)", 1, 16, fetch_v16),
+            ("OffsetCommit v9 (10 partitions)", 8, 9, commit_v9),
+            ("Heartbeat v4", 12, 4, _heartbeat()[2])]
+
+
+def decode_alone(runs: int) -> None:
+    """Microseconds per decode, median of ``runs``; the parts where this checkout has them."""
+    from kio.serial import entity_reader
+
+    from kgroup.wire.codec import request_class
+    from kgroup.wire.kafka_reader import read_entity
+    try:
+        from kgroup.wire.count_guard import guard
+    except ImportError:     # a checkout before the count guard
+        guard = None
+
+    def us(fn) -> float:
+        return statistics.median(1e6 / _run(fn) for _ in range(runs))
+
+    print(f"decode alone, us per request (median of {runs} x {DURATION_S:.0f}s runs)")
+    print(f"  {'request':34s} {'decode_request':>14s} {'kafka_reader':>13s} {'kio native':>11s} {'count guard':>12s}")
+    for name, api_key, version, request in _decode_samples():
+        frame = encode_request(api_key, version, 1, "bench", request)[4:]
+        header, decoded = decode_request(frame, SERVED)
+        assert decoded == request
+        cls = request_class(api_key, version)
+        offset = 8 + 2 + len("bench") + (1 if header.flexible else 0)    # the body's start
+        assert read_entity(cls, frame, offset)[0] == request
+        native = entity_reader(cls)
+        walk = guard(cls) if guard is not None else None
+        cells = [us(lambda: decode_request(frame, SERVED)), us(lambda: read_entity(cls, frame, offset)),
+                 us(lambda: native(frame, offset)),
+                 us(lambda: walk(frame, offset)) if walk is not None else None]
+        print(f"  {name:34s}" + "".join(f" {'-' if c is None else f'{c:.2f}':>{w}s}"
+                                        for c, w in zip(cells, (14, 13, 11, 12))))
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--decode", action="store_true", help="decode alone of four requests, nothing else")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    if args.decode:
+        decode_alone(args.runs)
+        return
     print(f"wire codec round trips/s (median of 3 x {DURATION_S:.0f}s runs)")
     for name, make in (("Heartbeat v4", _heartbeat), ("OffsetCommit v8 (10 partitions)", _offset_commit)):
         api_key, version, request, respond = make()

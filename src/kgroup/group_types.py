@@ -64,8 +64,8 @@ class GroupType:
     # (a classic group's, as they joined with it).
     protocol_type: str | None = None
     # DescribeGroups describes it (else it answers as for a group that does not exist, as
-    # Kafka 4.4 does for a streams group).
-    in_describe_groups: bool = True
+    # Kafka 4.4 does for every kind but classic: "Group ... is not a classic group").
+    in_describe_groups: bool = False
 
     @property
     def generation_name(self) -> str:
@@ -77,7 +77,8 @@ class GroupType:
 
 
 CLASSIC = GroupType("classic", ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable"),
-                    by_epoch=False, describe_api=DescribeApi.DESCRIBE_GROUPS, positions=Positions.OFFSETS)
+                    by_epoch=False, describe_api=DescribeApi.DESCRIBE_GROUPS, positions=Positions.OFFSETS,
+                    in_describe_groups=True)
 CONSUMER = GroupType("consumer", ("Empty", "Assigning", "Reconciling", "Stable"),
                      by_epoch=True, describe_api=DescribeApi.CONSUMER_GROUP_DESCRIBE, positions=Positions.OFFSETS,
                      protocol_type="consumer")
@@ -88,7 +89,7 @@ SHARE = GroupType("share", ("Empty", "Stable"),
 # topology's topics are missing. Its progress is the committed offsets of its source topics.
 STREAMS = GroupType("streams", ("Empty", "NotReady", "Assigning", "Reconciling", "Stable"),
                     by_epoch=True, describe_api=DescribeApi.STREAMS_GROUP_DESCRIBE, positions=Positions.OFFSETS,
-                    protocol_type="streams", in_describe_groups=False)
+                    protocol_type="streams")
 
 # Every kind kgroup serves, in the order views list them.
 GROUP_TYPES: tuple[GroupType, ...] = (CLASSIC, CONSUMER, SHARE, STREAMS)

@@ -51,15 +51,7 @@ FAST = {**CONSUMER_PROTOCOL_FAST, "share_heartbeat_interval_ms": 500, "share_ses
 KINDS = [kind.name for kind in GROUP_TYPES]
 # Views a kind does not show yet, per test: (test name, kind) -> why. Strict, so a view that
 # starts showing the kind fails here until its entry goes.
-MISSING = {
-    ("test_the_group_events_tell_of_every_kind", "streams"):
-        "group events: the streams handlers (core/streams_protocol.py) build their Results without an "
-        "EventJournal and the journal reads modern groups' records only; streams goes onto the "
-        "ModernGroup base next",
-    ("test_reset_offsets_delete_offsets_and_delete_act_on_every_kind", "streams"):
-        "group events: reset-offsets, delete-offsets and delete act on the streams group, but no "
-        "event tells it Dead once deleted (the streams handlers write no group events yet)",
-}
+MISSING: dict[tuple[str, str], str] = {}
 
 
 def kinds_of(test: str) -> list:

@@ -42,10 +42,12 @@ def test_kip932_broker_kill9_during_consumption_never_redelivers_an_accepted_rec
             broker.kill9()
             broker.start()
         everything = {(p, o) for p in (0, 1) for o in range(CYCLES * PER_CYCLE // 2)}
-        finished = {("orders", p): CYCLES * PER_CYCLE // 2 for p in (0, 1)}
+        finished = {("orders", p): 0 for p in (0, 1)}
         wait_for(lambda: proc.done() | proc.unconfirmed() >= everything, 120, what="every record accepted")
-        wait_for(lambda: cluster.start_offsets("workers") == finished, 60,
-                 what="every record finished at the broker (the share partitions' start offsets at the log end)")
+        # No lag: every record finished at the broker (the start offsets DescribeShareGroupOffsets
+        # reads trail one change, as in Kafka 4.4: core/share_partition.py).
+        wait_for(lambda: cluster.lags("workers") == finished, 60,
+                 what="every record finished at the broker (no share partition lags)")
         hold(1.0, "a redelivery of an accepted record would show by now")
     finally:
         proc.stop()
@@ -55,7 +57,7 @@ def test_kip932_broker_kill9_during_consumption_never_redelivers_an_accepted_rec
     again = delivered_after_accept(proc)
     assert not again, f"accepted records delivered again: {again[:10]}"
     # Every record was accepted: with the broker's confirmation, or (where the kill came
-    # first) without, and then the broker finished it all the same (the start offsets above)
+    # first) without, and then the broker finished it all the same (no lag above)
     # or delivered it again for another ACCEPT.
     assert proc.done() | proc.unconfirmed() == everything
     assert "Traceback" not in broker.log()

@@ -5,6 +5,7 @@ split, with the rebalance in its history; `q` quits with status 0 and gives the 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -24,18 +25,23 @@ KGROUP = str(Path(sys.executable).with_name("kgroup"))
 
 
 class Tmux:
+    """One terminal in a tmux server of its own (`-L`): a session killed elsewhere, or the last
+    session of a shared server ending (tmux then exits while the next new-session may be
+    connecting: "server exited unexpectedly"), cannot touch it."""
+
     def __init__(self, name: str, command: str) -> None:
         assert TMUX, "tmux is needed (make test installs Debian's tmux)"
         self.name = name
-        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True)
-        subprocess.run([TMUX, "new-session", "-d", "-s", name, "-x", "140", "-y", "40", command], check=True)
+        self.tmux = [TMUX, "-L", f"kgroup-test-{os.getpid()}-{name}"]
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
+        subprocess.run([*self.tmux, "new-session", "-d", "-s", name, "-x", "140", "-y", "40", command], check=True)
 
     def screen(self) -> str:
-        out = subprocess.run([TMUX, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
+        out = subprocess.run([*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
         return out.stdout
 
     def keys(self, *keys: str) -> None:
-        subprocess.run([TMUX, "send-keys", "-t", self.name, *keys], check=True)
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, *keys], check=True)
 
     def wait(self, condition, what: str, timeout: float = 40.0) -> str:
         last = {"screen": ""}
@@ -49,7 +55,7 @@ class Tmux:
             raise AssertionError(f"timed out waiting for {what}; the screen:\n{last['screen']}") from None
 
     def close(self) -> None:
-        subprocess.run([TMUX, "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 def rows(screen: str, first: str) -> list[list[str]]:

@@ -12,7 +12,12 @@ import uuid
 
 import pytest
 
+from kgroup.testing.reference import COMPARABLE_GROUP_SETTINGS
 from tests.interop.helpers import eventually
+
+# kgroup runs with the group settings the reference Kafka is given as static broker configs,
+# so DescribeConfigs of a group shows the same values from the same source on both.
+KGROUP_GROUP = COMPARABLE_GROUP_SETTINGS
 
 pytestmark = pytest.mark.integration
 

@@ -11,9 +11,15 @@ import uuid
 
 import pytest
 
+from kgroup.testing.reference import COMPARABLE_GROUP_SETTINGS
+
 from tests.interop.helpers import eventually
 from tests.interop.tool_table import TABLES
 from tests.interop.tools import compare
+
+# kgroup runs with the group settings the reference Kafka is given (its static broker
+# configs), so the tools see the same numbers and synonyms on both sides.
+KGROUP_GROUP = COMPARABLE_GROUP_SETTINGS
 
 pytestmark = pytest.mark.integration
 

@@ -58,10 +58,6 @@ NEEDS_25_SYNONYMS = ("needs #25: DescribeConfigs synonyms: kgroup names a broker
                      "Kafka says DEFAULT_CONFIG, and omits topic configs Kafka 4.4 added")
 OWN_WORDS = ("kgroup's own wording of the error (it names the valid values or the setting that bounds them); "
              "the error itself is Kafka's")
-EPOCH_CONSUMER = ("needs branch i27: Kafka 4.4 starts a new consumer group at epoch 1 (KAFKA-20268), so its first "
-                  "assignment is epoch 2; i27 makes kgroup do the same")
-EPOCH_SHARE = ("share-group epochs: Kafka 4.4 starts a share group at epoch 1 (KAFKA-20268) and bumps it once "
-               "more when the share partitions are initialized; kgroup's first assignment is epoch 1")
 
 
 @dataclass(frozen=True)

@@ -24,3 +24,8 @@ def test_properties_are_written_as_kafka_reads_them():
 def test_cluster_ids_are_22_url_safe_characters():
     ids = {reference.cluster_id() for _ in range(20)}
     assert len(ids) == 20 and all(len(i) == 22 and "=" not in i and "+" not in i for i in ids)
+
+
+def test_cluster_ids_never_start_with_a_dash_kafka_storage_would_read_it_as_an_option():
+    """One id in 64 used to start with "-" and `kafka-storage format -t -…` then failed."""
+    assert not any(reference.cluster_id().startswith("-") for _ in range(2000))

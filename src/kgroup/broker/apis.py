@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kgroup.wire.api_keys import ApiKey
-from kgroup.wire.api_versions import api_versions_response
+from kgroup.wire.api_versions import api_versions_answer
 from kgroup.wire.versions import ApiRange
 
 # (access, header, request) -> Refused | Admission: security/authorization.py says how one works.
@@ -74,7 +74,8 @@ class ApiVersions:
         self.ranges = tuple(ranges)
 
     async def api_versions(self, header: Any, request: Any) -> Any:
-        return api_versions_response(header.api_version, ranges=self.ranges)
+        # (v3+: INVALID_REQUEST when the client software name or version is not Kafka's form.)
+        return api_versions_answer(header.api_version, request, ranges=self.ranges)
 
 
 EDGE = (Api(ApiKey.API_VERSIONS, 0, 4, ApiVersions.api_versions, guard=None, edits=False),)

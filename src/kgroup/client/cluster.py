@@ -90,6 +90,9 @@ def transaction_key(transactional_id: str) -> tuple[int, str]:
     """The coordinator key of a transactional id (for ``call_coordinator`` and friends)."""
     return (TRANSACTION_KEY, transactional_id)
 _ZERO_UUID = uuid.UUID(int=0)
+# A topic just auto-created: the errors it is answered with until the broker's metadata has it.
+_NOT_YET = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE})
+_AUTO_CREATE_BACKOFF = (0.05, 0.1, 0.2, 0.4, 0.8)
 
 
 # -- addresses ---------------------------------------------------------------------------
@@ -477,9 +480,17 @@ class ClusterClient:
 
     async def topic(self, name: str, *, auto_create: bool = False) -> TopicInfo:
         """One topic's metadata, read afresh; BrokerError UNKNOWN_TOPIC_OR_PARTITION (or the
-        topic's error) when it cannot be used."""
+        topic's error) when it cannot be used. With `auto_create`, a broker that creates the
+        topic answers that request with an error (Kafka's metadata has the topic a moment
+        later): asked again a few times, with a short backoff."""
         md = await self.metadata([name], auto_create=auto_create)
         info = md.topics.get(name)
+        for backoff in _AUTO_CREATE_BACKOFF if auto_create else ():
+            if info is None or info.error not in _NOT_YET:
+                break
+            await asyncio.sleep(backoff)
+            md = await self.metadata([name], auto_create=auto_create)
+            info = md.topics.get(name)
         if info is None:
             raise BrokerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r}")
         if info.error is not ErrorCode.NONE:

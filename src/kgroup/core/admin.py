@@ -37,40 +37,36 @@ class Admin:
 
     def describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int,
                  missing_as_error: bool = False) -> Result:
-        """Describe groups; metadata and assignments are shown only for a Stable classic group.
+        """Describe classic groups; member metadata is shown only for a Stable group.
 
-        A group that does not exist is reported Dead (DescribeGroups v0-v5) or with
-        GROUP_ID_NOT_FOUND (v6+, `missing_as_error`).
+        A group that does not exist, or is not a classic group, is reported Dead
+        (DescribeGroups v0-v5) or with GROUP_ID_NOT_FOUND (v6+, `missing_as_error`).
         """
         described = []
         for group_id in group_ids:
             group = find_group(self.shard, group_id)
-            # A kind DescribeGroups does not describe (a streams group: Kafka 4.4 answers it as
-            # a group that does not exist) is Dead to it; its own describe API describes it.
-            if group is None or not group.TYPE.in_describe_groups:
-                error = ErrorCode.GROUP_ID_NOT_FOUND if missing_as_error else ErrorCode.NONE
-                if not group_id:
-                    error = ErrorCode.INVALID_GROUP_ID
-                described.append(DescribedGroup(group_id, error, DEAD, "", ""))
-            elif isinstance(group, ClassicGroup):
+            # A kind DescribeGroups does not describe (every modern kind: Kafka 4.4 answers
+            # "Group ... is not a classic group" as for a group that does not exist) is Dead to
+            # it; its own describe API describes it.
+            if isinstance(group, ClassicGroup) and group.TYPE.in_describe_groups:
                 described.append(self._describe(group))
             else:
-                # The classic API sees a modern group's members without protocol bytes.
-                described.append(DescribedGroup(
-                    group_id, ErrorCode.NONE, group.status()[0], group.TYPE.protocol_type, "",
-                    tuple(DescribedMember(m.member_id, getattr(m.meta, "instance_id", None), m.meta.client_id,
-                                          m.meta.client_host, b"", b"")
-                          for m in group.members.values())))
+                # (The empty group id too is described as any other, as Kafka does for old clients.)
+                error = ErrorCode.GROUP_ID_NOT_FOUND if missing_as_error else ErrorCode.NONE
+                described.append(DescribedGroup(group_id, error, DEAD, "", ""))
         return Result((), ((reply, tuple(described)),))
 
     @staticmethod
     def _describe(group: ClassicGroup) -> DescribedGroup:
         stable = group.status()[0] == "Stable"
+        # Metadata only when Stable; the assignment always — the last one a member got,
+        # until a rebalance that fails the pending syncs resets it (Kafka's
+        # describeNoMetadata keeps it too).
         members = tuple(
             DescribedMember(
                 m.member_id, m.group_instance_id, m.client_id, m.client_host,
                 m.metadata(group.protocol) if stable else b"",
-                m.assignment if stable else b"",
+                m.assignment,
             )
             for m in group.members.values()
         )
@@ -103,7 +99,8 @@ class Admin:
             out.changed(group_id, "DeleteGroups")
             group = find_group(self.shard, group_id)
             if group is None:
-                error = ErrorCode.INVALID_GROUP_ID if not group_id else ErrorCode.GROUP_ID_NOT_FOUND
+                # (The empty group id is deleted as any other, as Kafka does for old clients.)
+                error = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.status()[0] != EMPTY:
                 error = ErrorCode.NON_EMPTY_GROUP
             else:

@@ -220,9 +220,10 @@ class ClassicProtocol:
             session_timeout_ms=req.session_timeout_ms,
             rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms >= 0
                                   else req.session_timeout_ms),
-            client_id=req.client_id or member.client_id,
-            client_host=req.client_host or member.client_host,
         )
+        # A member keeps the client id and host it first joined with, as in Kafka (whose
+        # updateMember changes protocols and timeouts only) — also a static member that a
+        # restarted instance replaced.
         group.update(updated)
         if reply is not None:
             # A retried JoinGroup replaces the parked one; like Kafka we drop the older

@@ -10,6 +10,11 @@ the target (consumer_group.reconcile), with the rebalance timeout armed while th
 owes a revocation; and the answer, with its epoch and, when it changed or was asked for in
 full, its assignment.
 
+A regular expression no member of the group subscribed with before is resolved right after
+the heartbeat that brought it (a timer at once), as Kafka resolves one in the background:
+that heartbeat counts none of its topics and moves no epoch for it; the resolution bumps
+the group epoch if the topics the group subscribes to changed.
+
 These handlers see consumer groups (and "no group yet"); the coordinator routes a
 heartbeat for a classic group to migration.py, which converts it into records and hands
 the result to `heartbeat_in`. Removing members may turn a group classic again: that is the
@@ -56,7 +61,7 @@ from kgroup.core.modern_group import SubscribedTopics
 from kgroup.core.modern_protocol import HeartbeatStep, Joined, ModernProtocol
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
-from kgroup.core.timers import TimerKind, TimerOp, consumer_revoke_key, consumer_session_key
+from kgroup.core.timers import TimerKind, TimerOp, consumer_regex_key, consumer_revoke_key, consumer_session_key
 
 if TYPE_CHECKING:
     from kgroup.core.migration import Downgrade
@@ -99,8 +104,9 @@ class ConsumerProtocol(ModernProtocol):
             req.rebalance_timeout_ms != -1 and req.owned is not None
             and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
         after = done.after
-        changed = (after.assigned != done.before.assigned or after.member_epoch != done.before.member_epoch
-                   or done.replaced is not None)
+        # Kafka: when asked in full, or when the assigned partitions changed (a new epoch
+        # alone is not sent).
+        changed = after.assigned != done.before.assigned
         out.reply(reply, ConsumerGroupHeartbeatResponse(
             ErrorCode.NONE, None, done.member_id, after.member_epoch,
             self.group_configs.consumer_heartbeat_interval(group.group_id), after.assigned if (full or changed) else None))
@@ -157,7 +163,11 @@ class ConsumerProtocol(ModernProtocol):
             return GroupError(ErrorCode.INVALID_REQUEST, why)
 
         if not req.group_id:
-            raise GroupError(ErrorCode.INVALID_GROUP_ID, "GroupId can't be empty")
+            raise invalid("GroupId can't be empty")
+        if req.instance_id == "":
+            raise invalid("InstanceId can't be empty.")
+        if req.rack_id == "":
+            raise invalid("RackId can't be empty.")
         if req.api_version >= 1 and not req.member_id:
             raise invalid("MemberId can't be empty")
         if req.member_epoch < STATIC_LEAVE_EPOCH:
@@ -195,11 +205,19 @@ class ConsumerProtocol(ModernProtocol):
                                      f"static member {req.instance_id} is still in use by {static.member_id}")
                 return None, static
             return group.members.get(member_id), None
-        member = group.members.get(member_id)
-        if member is None:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group.group_id}")
-        if req.instance_id is not None and member.meta.instance_id != req.instance_id:
-            raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"instance {req.instance_id} is not {member_id}'s")
+        if req.instance_id is not None:
+            # A static member is found by its instance id: another member id holding it is
+            # fenced (the old incarnation of a restarted instance), as in Kafka.
+            member = static
+            if member is None:
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"instance {req.instance_id} is not in group "
+                                                              f"{group.group_id}")
+            if member.member_id != member_id:
+                raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"instance {req.instance_id} is not {member_id}'s")
+        else:
+            member = group.members.get(member_id)
+            if member is None:
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {group.group_id}")
         # Epoch check: ahead is fenced; behind is fenced unless it is the previous epoch and
         # the member owns nothing beyond what it is assigned (it missed our last answer).
         if req.member_epoch > member.epoch:
@@ -239,10 +257,52 @@ class ConsumerProtocol(ModernProtocol):
     def subscription(self, meta: ConsumerMemberValue) -> tuple:
         return (meta.subscribed_topic_names, meta.subscribed_topic_regex, meta.server_assignor)
 
-    def topics_of(self, meta: ConsumerMemberValue) -> set[str]:
-        """Names of existing topics the member subscribes to (by name or regex)."""
+    # ---- regular expressions resolved after the heartbeat ----------------------------------
+
+    @staticmethod
+    def _unresolved(group: ConsumerGroup, members: dict[str, ConsumerGroupMember]) -> frozenset[str]:
+        """Regexes of `members` (the group as a heartbeat leaves it) that no member already in
+        the group subscribed with: new to the group, so Kafka resolves them in the background
+        (REGEX_UPDATED; one a member of the group had is REGEX_UPDATED_AND_RESOLVED)."""
+        resolved = {group.members[mid].meta.subscribed_topic_regex for mid in members if mid in group.members}
+        return frozenset(r for m in members.values()
+                         if (r := m.meta.subscribed_topic_regex) and r not in resolved)
+
+    def settle(self, group: ConsumerGroup, joined: Joined, subscribed: SubscribedTopics, bump: bool,
+               now_ms: int, out: ResultBuilder) -> tuple[SubscribedTopics, bool]:
+        """A new regex counts none of its topics and moves no epoch until it is resolved, just
+        after this heartbeat (`regex_resolved`)."""
+        members = joined.members_of(group)
+        unresolved = self._unresolved(group, members)
+        if not unresolved:
+            return subscribed, bump
+        out.then(self.timers.schedule, consumer_regex_key(group.group_id), now_ms,
+                 TimerOp(TimerKind.CONSUMER_REGEX, group.group_id))
+        names: set[str] = set()
+        for m in members.values():
+            names |= self.topics_of(m.meta, unresolved)
+        subscribed = tuple(sorted((n, *self.shard.topics[n]) for n in names))
+        if subscribed != group.subscribed:
+            return subscribed, True
+        # Only a regex not resolved yet changed: nothing to bump for until it is.
+        before = joined.old_meta if joined.old_meta is not None else (
+            joined.replaced.meta if joined.replaced is not None else None)
+        names_before = before.subscribed_topic_names if before is not None else ()
+        assignor_before = before.server_assignor if before is not None else None
+        meta = joined.meta
+        if names_before == meta.subscribed_topic_names and assignor_before == meta.server_assignor:
+            return subscribed, False
+        return subscribed, bump
+
+    def regex_resolved(self, op: TimerOp, now_ms: int) -> Result:
+        """A new regex is resolved: the group epoch moves if what the group subscribes to changed."""
+        return self.recount(op, now_ms, "regular expression resolved")
+
+    def topics_of(self, meta: ConsumerMemberValue, unresolved: frozenset[str] = frozenset()) -> set[str]:
+        """Names of existing topics the member subscribes to (by name, or by a regex that is
+        not `unresolved`)."""
         names = {n for n in meta.subscribed_topic_names if n in self.shard.topics}
-        if meta.subscribed_topic_regex:
+        if meta.subscribed_topic_regex and meta.subscribed_topic_regex not in unresolved:
             pattern = re.compile(meta.subscribed_topic_regex)
             names.update(n for n in self.shard.topics if pattern.fullmatch(n))
         return names
@@ -262,10 +322,11 @@ class ConsumerProtocol(ModernProtocol):
         except UnknownAssignor:
             raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"no server assignor {name}") from None
         by_name = {n: tid for n, tid, _ in subscribed}
+        unresolved = self._unresolved(group, members)
         spec = GroupSpec(members={
             mid: MemberSpec(
                 member_id=mid,
-                subscribed_topics=frozenset(by_name[n] for n in self.topics_of(m.meta) if n in by_name),
+                subscribed_topics=frozenset(by_name[n] for n in self.topics_of(m.meta, unresolved) if n in by_name),
                 instance_id=m.meta.instance_id,
                 rack_id=m.meta.rack_id,
                 assignment={t: tuple(ps) for t, ps in targets.get(mid, ())},
@@ -328,20 +389,27 @@ class ConsumerProtocol(ModernProtocol):
     # ---- describe -------------------------------------------------------------------------
 
     def describe(self, group_ids: tuple[str, ...], reply: ReplyTo, now_ms: int) -> Result:
+        """ConsumerGroupDescribe; a member's assignment is what it may still be consuming —
+        assigned plus pending revocation, as Kafka describes it."""
         described = []
         for group_id in group_ids:
             group = self.shard.consumer_groups.get(group_id)
+            if not group_id:
+                # Kafka refuses the empty group id here (unlike DescribeGroups): INVALID_GROUP_ID.
+                described.append(DescribedConsumerGroup(group_id, ErrorCode.INVALID_GROUP_ID, state=""))
+                continue
             if group is None:
                 message = f"Group {group_id} is not a consumer group." if group_id in self.shard.streams_groups \
                     else None
-                described.append(DescribedConsumerGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message=message))
+                described.append(DescribedConsumerGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, state="",
+                                                        message=message))
                 continue
             described.append(DescribedConsumerGroup(
                 group_id, ErrorCode.NONE, group.state().value, group.epoch, group.target_epoch, self.assignor_of(group),
                 tuple(DescribedConsumerMember(
                     m.member_id, m.meta.instance_id, m.meta.rack_id, m.epoch, m.meta.client_id,
                     m.meta.client_host, m.meta.subscribed_topic_names, m.meta.subscribed_topic_regex,
-                    m.current.assigned, group.target.get(m.member_id, ()), 0 if m.meta.is_classic else 1)
+                    m.owned(), group.target.get(m.member_id, ()), 0 if m.meta.is_classic else 1)
                     for m in group.members.values())))
         return Result((), ((reply, tuple(described)),))
 

@@ -223,7 +223,7 @@ class GroupCoordinatorShard:
         self._consumer_heartbeat = self.routes[A.CONSUMER_GROUP_HEARTBEAT]
         self._share_heartbeat = self.routes[A.SHARE_GROUP_HEARTBEAT]
         self._streams_heartbeat = self.routes[A.STREAMS_GROUP_HEARTBEAT]
-        # A streams group is not on the modern base yet: its own control (streams_control.py).
+        # A streams group's control is the modern one, with its own inspection (streams_control.py).
         controls = {K.CLASSIC: ClassicControl(shard, classic), K.CONSUMER: ModernControl(shard, consumer),
                     K.SHARE: ModernControl(shard, share), K.STREAMS: StreamsControl(shard, streams)}
         O = GroupOperation
@@ -237,6 +237,7 @@ class GroupCoordinatorShard:
         self._timer_ops: dict[TimerKind, Callable[[TimerOp, int], Result]] = {
             TimerKind.CONSUMER_SESSION: consumer.session_expired,
             TimerKind.CONSUMER_REVOKE: consumer.revoke_expired,
+            TimerKind.CONSUMER_REGEX: consumer.regex_resolved,
             TimerKind.CLASSIC_SESSION: classic.heartbeat_expired,
             TimerKind.CLASSIC_JOIN: classic.join_expired,
             TimerKind.CLASSIC_INITIAL_JOIN: classic.initial_join_expired,
@@ -245,6 +246,7 @@ class GroupCoordinatorShard:
             TimerKind.TXN_TIMEOUT: transactions.timed_out,
             TimerKind.TXN_ID_EXPIRY: transactions.expire_ids,
             TimerKind.SHARE_SESSION: share.session_expired,
+            TimerKind.SHARE_INIT: share.topics_initialized,
             TimerKind.STREAMS_SESSION: streams.session_expired,
             TimerKind.STREAMS_REVOKE: streams.revoke_expired,
             TimerKind.STREAMS_INITIAL_DELAY: streams.initial_delay_expired,
@@ -284,12 +286,15 @@ class GroupCoordinatorShard:
         return self._join[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def sync_group(self, req: SyncGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        _require_group_id(req.group_id)
         return self._sync[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def heartbeat(self, req: HeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
+        _require_group_id(req.group_id)
         return self._heartbeat[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def leave_group(self, req: LeaveGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
+        _require_group_id(req.group_id)
         return self._leave[self.kind_of(req.group_id)](req, reply, now_ms)
 
     def commit_offsets(self, req: OffsetCommitRequest, reply: ReplyTo, now_ms: int) -> Result:
@@ -380,7 +385,7 @@ class GroupCoordinatorShard:
         result = self.streams.heartbeat(req, reply, now_ms)
         if req.group_id in self.shard.stored.classic_groups:
             result = Result((ClassicGroupRecord(req.group_id, None), *result.records), result.replies,
-                            result.changes, result.markers)
+                            result.changes, result.markers, result.events)
         return result
 
     def _join_streams_group(self, req: JoinGroupRequest, reply: ReplyTo, now_ms: int) -> Result:
@@ -396,7 +401,7 @@ class GroupCoordinatorShard:
             joined = self.classic.join(req, reply, now_ms)
         finally:
             self.shard.streams_groups[req.group_id] = group
-        return Result(gone + joined.records, joined.replies, joined.changes, joined.markers)
+        return Result(gone + joined.records, joined.replies, joined.changes, joined.markers, joined.events)
 
     @property
     def share_groups(self) -> dict[str, ShareGroup]:
@@ -576,3 +581,10 @@ class GroupCoordinatorShard:
             return None
         _, op = due
         return op, self._timer_ops[op.kind](op, now_ms)
+
+
+def _require_group_id(group_id: str) -> None:
+    """Kafka refuses a classic-protocol request for the empty group id before looking for
+    any group: INVALID_GROUP_ID (JoinGroup checks it in check_join)."""
+    if not group_id:
+        raise GroupError(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")

@@ -10,12 +10,13 @@ ran), by the kind's family:
   a member that joined (`joined`, with the static member whose place it took), one it
   removed (`gone`), each member's new assignment once the group is Stable (`assigned`);
   the group's state and generation after are read from it;
-- a modern group changes only through its records, which replay applies after the Result
-  is built, so the journal reads the Result's records of that group (one pass over them,
-  as replay would take them: a member record adds or removes a member, a current record
-  moves its assignment and epoch, an epoch or target-epoch record moves the group) from the
-  group as it is before them: who joined, went, stepped out (epoch -2) or holds a new
-  assignment, and the state the group reaches. A group that changes kind (online migration
+- a modern group (consumer, share, streams) changes only through its records, which replay
+  applies after the Result is built, so the journal reads the Result's records of that
+  group (one pass over them, as replay would take them: a member record adds or removes a
+  member, a current record moves its assignment and epoch, an epoch or target-epoch record
+  moves the group) from the group as it is before them: who joined, went, stepped out
+  (epoch -2) or holds a new assignment (what the kind shows of it: `held_by_name`), and the
+  state the group reaches (`state_after`). A group that changes kind (online migration
   between classic and consumer) is read the same way, its members compared by id between
   the group before and the group after.
 
@@ -119,7 +120,10 @@ class _Entry:
         self.classic = classic = type(group) is ClassicGroup
         if classic:
             self.state, self.generation = group.state, group.generation
-        self._before: GroupStatus | None = None
+        # A modern group's status, read now: its records change it only at replay, but its
+        # state may read runtime state a staged change moves (a streams group's configured
+        # topology), and staged changes run before the events are made.
+        self._before: GroupStatus | None = status_of(group) if group is not None and not classic else None
         self.facts: _Facts | None = None
 
     def more(self) -> _Facts:
@@ -320,7 +324,7 @@ class EventJournal:
                               and not converged(m.current, target_epoch))
             unconverged += sum(1 for present, _, current in touched.values()
                                if present and not converged(current, target_epoch))
-        state = cls.state_of(phase_of(count, epoch, target_epoch, unconverged)).value
+        state = cls.state_after(same, phase_of(count, epoch, target_epoch, unconverged), records).value
         after = GroupStatus(cls.TYPE, state, epoch)
         if same is not None and entry.before.state == STABLE and state != STABLE:
             same.settled = same.epoch       # the epoch it settled at, for the next change
@@ -328,7 +332,7 @@ class EventJournal:
         #    static member's new id takes the place of the old one that went), then who
         #    joined, stepped out (epoch -2) or holds new partitions.
         delta = GroupDelta(entry.group_id, entry.what, entry.departure, entry.before, after)
-        names = _TopicNames(self.shard.topics, subscribed)
+        held = cls.held_by_name(same, records, _TopicNames(self.shard.topics, subscribed))
         by_instance: dict[str, tuple[MemberSnap, Any]] = {}
         for mid, (present, _, _) in touched.items():
             m = old.get(mid)
@@ -349,11 +353,11 @@ class EventJournal:
                 if current.member_epoch == AWAY_EPOCH and m.current.member_epoch != AWAY_EPOCH:
                     delta.away.append(now)
                 if current.assigned != m.current.assigned:
-                    parts = names.partitions(current)
-                    if parts != names.partitions(m.current):
+                    parts = held(current)
+                    if parts != held(m.current):
                         delta.assigned.append(_with(now, parts))
                 continue
-            parts = names.partitions(current)
+            parts = held(current)
             now = MemberSnap(mid, instance, current.member_epoch, parts, parts)
             if other is not None and mid in other.members:
                 # A classic member of a group that became a consumer group: it stays.
@@ -362,7 +366,7 @@ class EventJournal:
                 continue
             replaced = by_instance.pop(instance, None) if instance is not None else None
             delta.joined.append((now, replaced[0] if replaced is not None else None))
-            if parts != (names.partitions(replaced[1]) if replaced is not None else ()):
+            if parts != (held(replaced[1]) if replaced is not None else ()):
                 delta.assigned.append(now)
         return delta
 
@@ -400,10 +404,6 @@ class _TopicNames:
             self.names = {tid: name for name, (tid, _) in self.topics.items()}
             self.names.update((tid, name) for name, tid, _ in self.subscribed)
         return self.names.get(topic_id, topic_id)
-
-    def partitions(self, current: Any) -> tuple[tuple[str, int], ...]:
-        """A member's assigned partitions by topic name, sorted."""
-        return tuple(sorted((self(t), p) for t, ps in current.assigned for p in ps))
 
 
 def _modern_snap(member_id: str, meta: Any, current: Any) -> MemberSnap:

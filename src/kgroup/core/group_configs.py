@@ -6,7 +6,9 @@ the group-metadata log: keyed by group id, replayed like every other record and 
 snapshots, so they live with the group's metadata partition wherever that partition is
 loaded. The value a group runs with is the first found of: its dynamic config (source
 GROUP_CONFIG), its `[group.overrides.<group id>]` table of the broker's TOML file (source
-STATIC_BROKER_CONFIG), the broker's `[group]` setting (source DEFAULT_CONFIG). Dynamic
+STATIC_BROKER_CONFIG), the broker's `[group]` setting (source STATIC_BROKER_CONFIG when it
+differs from the built-in default, as Kafka reports a default set in server.properties, else
+DEFAULT_CONFIG). Dynamic
 values are checked against the broker's bounds (the TOML's min/max settings) as Kafka's
 GroupConfig.validate does, and configs may be set for a group that does not exist yet.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from enum import IntEnum
 from types import MappingProxyType
 
@@ -330,11 +333,18 @@ class GroupConfigs:
             override = d.toml_override(config, group_id)
             if override is not None:
                 chain.append((name, str(override), ConfigSource.STATIC_BROKER_CONFIG))
-            chain.append((d.broker_name, str(d.default(config)), ConfigSource.DEFAULT_CONFIG))
+            # The broker's setting: STATIC_BROKER_CONFIG when its `[group]` table changed it
+            # (Kafka's source for a default set in server.properties), else DEFAULT_CONFIG.
+            changed = d.default(config) != d.default(_built_in())
+            chain.append((d.broker_name, str(d.default(config)),
+                          ConfigSource.STATIC_BROKER_CONFIG if changed else ConfigSource.DEFAULT_CONFIG))
             described.append(DescribedGroupConfig(name, chain[0][1], chain[0][2], tuple(chain), d.doc, d.type_name))
         return Result((), ((reply, tuple(described)),))
 
 
+@cache
+def _built_in() -> GroupConfig:
+    return GroupConfig()
 def configured_value(config: GroupConfig, group_id: str, name: str) -> int | str:
     """The value of config ``name`` for ``group_id`` without dynamic configs: its
     `[group.overrides]` entry, else the broker's setting."""

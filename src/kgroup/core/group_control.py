@@ -100,7 +100,8 @@ class ClassicControl:
 
 
 class ModernControl:
-    """The control operations on a modern group (consumer, share), through its kind's handler set."""
+    """The control operations on a modern group (consumer, share, streams: streams_control.py),
+    through its kind's handler set."""
 
     def __init__(self, shard: ShardState, protocol: ModernProtocol) -> None:
         self.shard = shard

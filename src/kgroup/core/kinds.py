@@ -11,12 +11,11 @@ generation or group epoch) and whether it is `live` (a classic group that was de
 Dead until it is dropped).
 
 A kind's module set (docs/group-kinds.md): its group aggregate and member state
-(classic_group.py; consumer_group.py and share_group.py on modern_group.py), its handler set
-(classic_protocol.py; consumer_protocol.py and share_protocol.py on modern_protocol.py), its
-records (records.py, with their keys in record_codec.py), and its routes and timers in
-coordinator.py. A streams group (KIP-1071) has its own module set beside them, not yet on the
-modern base: streams_group.py, streams_protocol.py, streams_records.py (keys in
-streams_codec.py), streams_control.py.
+(classic_group.py; consumer_group.py, share_group.py and streams_group.py on
+modern_group.py), its handler set (classic_protocol.py; consumer_protocol.py,
+share_protocol.py and streams_protocol.py on modern_protocol.py), its records (records.py,
+with their keys in record_codec.py; a streams group's in streams_records.py, keys in
+streams_codec.py), and its routes and timers in coordinator.py.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from kgroup.assignors import Assignment, ConsumerProtocolError, decode_assignment, decode_subscription
 from kgroup.assignors import encode_assignment
+from kgroup.assignors.consumer_protocol import ASSIGNMENT_MAX_VERSION
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupMember
 from kgroup.core.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState, apply_consumer_record
 from kgroup.core.errors import ErrorCode, GroupError
@@ -99,6 +100,14 @@ class _TopicIds:
 # Downgrade: a consumer group whose last consumer-protocol member left turns classic again
 # ==========================================================================================
 
+def protocol_version(metadata: bytes | None) -> int:
+    """The ConsumerProtocol version of a subscription (its first int16), within what we
+    write; 0 for none. Kafka answers a classic member in that version."""
+    if not metadata or len(metadata) < 2:
+        return 0
+    return max(0, min(int.from_bytes(metadata[:2], "big", signed=True), ASSIGNMENT_MAX_VERSION))
+
+
 class Downgrade:
     def __init__(self, shard: ShardState, classic: ClassicProtocol) -> None:
         self.shard = shard
@@ -117,7 +126,9 @@ class Downgrade:
             return False
         if not any(not group.members[mid].meta.is_classic for mid in leaving if mid in group.members):
             return False  # only the last consumer-protocol member's departure converts back
-        group_id, generation = group.group_id, group.epoch + 1
+        # Kafka's ClassicGroup.fromConsumerGroup: the generation is the group epoch, and each
+        # member's assignment its target one, in its subscription's ConsumerProtocol version.
+        group_id, generation = group.group_id, group.epoch
         for m in group.members.values():
             out.record(ConsumerCurrentRecord(group_id, m.member_id, None))
             out.record(ConsumerTargetRecord(group_id, m.member_id, None))
@@ -131,7 +142,8 @@ class Downgrade:
             ClassicMemberValue(m.member_id, m.meta.instance_id, m.meta.client_id, m.meta.client_host,
                                m.meta.rebalance_timeout_ms, m.meta.classic_session_timeout_ms,
                                dict(m.meta.classic_protocols or ()).get(protocol, b""),
-                               encode_assignment(Assignment(self.topics.names(m.current.assigned)), 0))
+                               encode_assignment(Assignment(self.topics.names(group.target.get(m.member_id, ()))),
+                                                 protocol_version(dict(m.meta.classic_protocols or ()).get(protocol))))
             for m in rest))
         out.record(ClassicGroupRecord(group_id, value))
         classic = ClassicGroup.from_value(group_id, value)
@@ -277,8 +289,11 @@ class Migration:
         member = self._classic_member(group, req.member_id, req.group_instance_id)
         if req.generation_id != member.epoch:
             raise GroupError(ErrorCode.ILLEGAL_GENERATION, f"generation {req.generation_id} is not {member.epoch}")
-        protocol = req.protocol_name or (member.meta.classic_protocols or (("range", b""),))[0][0]
-        assignment = encode_assignment(Assignment(self.topics.names(member.current.assigned)), 0)
+        first = (member.meta.classic_protocols or (("range", b""),))[0]
+        protocol = req.protocol_name or first[0]
+        # In the version of the member's first protocol's subscription, as Kafka answers.
+        assignment = encode_assignment(Assignment(self.topics.names(member.current.assigned)),
+                                       protocol_version(first[1]))
         return Result((), ((reply, SyncGroupResponse(ErrorCode.NONE, CONSUMER, protocol, assignment)),))
 
     def heartbeat(self, req: HeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:

@@ -1,5 +1,5 @@
 """The shared base of the modern group kinds: consumer groups (KIP-848), share groups
-(KIP-932), and streams groups (KIP-1071) when they come.
+(KIP-932) and streams groups (KIP-1071).
 
 How this works: a modern group is durable as a whole and the coordinator owns its
 assignment. It holds
@@ -21,19 +21,22 @@ nothing to read: kinds report their state from it.
 
 Only `replay` changes a group: `ModernGroup.apply` takes one of the kind's five records
 (group epoch, member, target, target epoch, current: `ModernRecords` names which class is
-which for a kind) and updates the group, its members and the count. Handlers
+which for a kind), or one of the records only its kind has (`MORE_RECORDS`: a streams
+group's topology), and updates the group, its members and the count. Handlers
 (modern_protocol.py and each kind's protocol module) compute those records.
 
 What differs per kind is small and lives in the kind's module: the member's metadata and
 current value, how a member reconciles (consumer_group.reconcile; a share member takes its
-target at once), its states, and any index it keeps (a consumer group's partition owners).
+target at once; a streams member reconciles tasks), its states, and any index it keeps (a
+consumer group's partition owners, a streams group's task holders), through the hooks
+marked "hook" below.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, ClassVar, Iterator, NamedTuple
+from typing import Any, Callable, ClassVar, Iterator, NamedTuple
 
 # ((topic name, topic id, partitions), ...): what a group subscribes to at its epoch.
 SubscribedTopics = tuple[tuple[str, str, int], ...]
@@ -78,9 +81,10 @@ def phase_of(members: int, epoch: int, target_epoch: int, unconverged: int) -> P
     return Phase.RECONCILING if unconverged else Phase.STABLE
 
 
-# The roles of a kind's records (the fields of ModernRecords, in order).
-EPOCH, MEMBER, TARGET, TARGET_EPOCH, CURRENT = range(5)
-_EPOCH, _MEMBER, _TARGET, _TARGET_EPOCH, _CURRENT = EPOCH, MEMBER, TARGET, TARGET_EPOCH, CURRENT
+# The roles of a kind's records (the fields of ModernRecords, in order), and MORE: a record
+# only its kind has (MORE_RECORDS), replayed by the kind's `apply_more`.
+EPOCH, MEMBER, TARGET, TARGET_EPOCH, CURRENT, MORE = range(6)
+_EPOCH, _MEMBER, _TARGET, _TARGET_EPOCH, _CURRENT, _MORE = EPOCH, MEMBER, TARGET, TARGET_EPOCH, CURRENT, MORE
 
 
 @dataclass(slots=True)
@@ -100,6 +104,7 @@ class ModernGroup:
 
     # What a kind says: its records, its member class and a new member's current value.
     RECORDS: ClassVar[ModernRecords]
+    MORE_RECORDS: ClassVar[tuple[type, ...]] = ()
     MEMBER: ClassVar[type]
     NEW_CURRENT: ClassVar[Any]
 
@@ -116,6 +121,21 @@ class ModernGroup:
     def state_of(cls, phase: Phase) -> Enum:
         """The kind's: the state it reports in `phase`."""
         raise NotImplementedError
+
+    @classmethod
+    def state_after(cls, group: "ModernGroup | None", phase: Phase, records: list[Any]) -> Enum:
+        """Hook: the state `group` (None: a new one) reports once `records` are replayed into
+        it, in `phase` (what the group events tell; a kind whose state reads more than the
+        phase says so)."""
+        return cls.state_of(phase)
+
+    @classmethod
+    def held_by_name(cls, group: "ModernGroup | None", records: list[Any],
+                     name: Callable[[str], str]) -> Callable[[Any], tuple[tuple[str, int], ...]]:
+        """Hook: what a member's current value holds, as (topic name, partition) sorted, once
+        `records` are replayed into `group` (the group events' assignments); `name` names a
+        topic id."""
+        return lambda current: tuple(sorted((name(t), p) for t, ps in current.assigned for p in ps))
 
     def status(self) -> tuple[str, int]:
         """(state, group epoch), as the group events and the views report them."""
@@ -147,10 +167,15 @@ class ModernGroup:
         ask more of it)."""
         return current.member_epoch == target_epoch
 
+    def epoch_record(self, epoch: int, subscribed: SubscribedTopics) -> Any:
+        """Hook: the record of a group epoch `epoch` subscribed to `subscribed`, with whatever
+        else the kind's epoch record keeps as it is."""
+        return self.RECORDS.epoch(self.group_id, epoch, subscribed)
+
     def snapshot(self) -> list[Any]:
         """The records that rebuild this group from nothing (for log snapshots)."""
         records, gid = self.RECORDS, self.group_id
-        out = [records.epoch(gid, self.epoch, self.subscribed)]
+        out = [self.epoch_record(self.epoch, self.subscribed)]
         out += [records.member(gid, mid, m.meta) for mid, m in self.members.items()]
         out += [records.target(gid, mid, target) for mid, target in sorted(self.target.items())]
         out.append(records.target_epoch(gid, self.target_epoch))
@@ -175,6 +200,22 @@ class ModernGroup:
     def _holds(self, member: Any, value: Any) -> None:
         """Hook: `member`'s current value becomes `value` (None: it goes); for indexes."""
 
+    def _epoch(self, record: Any) -> None:
+        """Hook: replay a group epoch record (a kind's may carry more)."""
+        self.epoch = record.epoch
+        self.subscribed = record.subscribed
+
+    def _meta(self, member: Any, value: Any) -> None:
+        """Hook: an existing member's metadata becomes `value`."""
+        member.meta = value
+
+    def _removed(self, member: Any) -> None:
+        """Hook: `member` left the group (for what a kind keeps of it beside the records)."""
+
+    def apply_more(self, record: Any) -> None:
+        """Hook: replay one of the kind's MORE_RECORDS."""
+        raise TypeError(f"not a {type(self).__name__} record: {record!r}")
+
     def _recount(self) -> None:
         converged = self.converged
         self.unconverged = sum(1 for m in self.members.values() if not converged(m.current))
@@ -193,8 +234,7 @@ class ModernGroup:
         if created:
             group = groups[record.group_id] = cls(record.group_id)
         if role == _EPOCH:
-            group.epoch = record.epoch
-            group.subscribed = record.subscribed
+            group._epoch(record)
         elif role == _MEMBER:
             members = group.members
             if record.value is None:
@@ -202,8 +242,9 @@ class ModernGroup:
                 if member is not None:
                     group._holds(member, None)
                     group.unconverged -= not group.converged(member.current)
+                    group._removed(member)
             elif record.member_id in members:
-                members[record.member_id].meta = record.value
+                group._meta(members[record.member_id], record.value)
             else:
                 member = members[record.member_id] = cls.MEMBER(record.member_id, record.value, cls.NEW_CURRENT)
                 group.unconverged += not group.converged(member.current)
@@ -217,8 +258,10 @@ class ModernGroup:
             if record.epoch is not None:
                 group.target_epoch = record.epoch
                 group._recount()
-        else:
+        elif role == _CURRENT:
             group.set_current(record.member_id, record.value)
+        else:
+            group.apply_more(record)
         return created
 
 
@@ -229,12 +272,13 @@ KIND_OF_RECORD: dict[type, type] = {}
 
 
 def role_of(record: Any) -> int:
-    """Which of its kind's five records `record` is (EPOCH, MEMBER, ...)."""
+    """Which of its kind's records `record` is (EPOCH, MEMBER, ..., MORE)."""
     return _ROLES[KIND_OF_RECORD[type(record)]][type(record)]
 
 
 def register_records(cls: type[ModernGroup]) -> type[ModernGroup]:
     """Class decorator: index the kind's RECORDS for `ModernGroup.apply`."""
     _ROLES[cls] = {kind: role for role, kind in enumerate(cls.RECORDS)}
-    KIND_OF_RECORD.update((kind, cls) for kind in cls.RECORDS)
+    _ROLES[cls].update((kind, _MORE) for kind in cls.MORE_RECORDS)
+    KIND_OF_RECORD.update((kind, cls) for kind in (*cls.RECORDS, *cls.MORE_RECORDS))
     return cls

@@ -8,7 +8,13 @@ the member's metadata (`merge`); recompute what the group subscribes to and bump
 epoch if anything the assignment depends on changed; if the group epoch is ahead of the
 target, run the kind's assignor (`assign`); move the member one step towards its target
 (`next_current`: a consumer member reconciles, a share member takes its target); re-arm its
-session (`arm_timers`); answer (`answer`). Everything durable comes out as the kind's
+session (`arm_timers`); answer (`answer`). A new group starts at epoch 1, as Kafka 4.4's
+(its first member joins at epoch 2, keeping 1 distinct from "no epoch").
+
+Topics a member newly subscribes to may not count at once (`settle`, the kind's): Kafka
+resolves a new regular expression, and initializes a share group's new share partitions,
+in the background. The kind leaves them out of that heartbeat's subscribed metadata and
+stages a timer at once (`recount`), which bumps the group epoch with them in. Everything durable comes out as the kind's
 records, which replay (modern_group.ModernGroup.apply) applies; timers are staged on the
 ResultBuilder (`then`) and armed only when the whole request succeeded, so a request that
 raises at any step changes nothing.
@@ -20,7 +26,9 @@ moved. After a restart each member gets a fresh session (`loaded`).
 
 A kind is a subclass that names its group class (with its records), its session timer, and
 fills in the hooks marked "the kind's" below; consumer_protocol.py and share_protocol.py are
-the two today. Steps 4 and 5 (`_group_epoch`, `_target`) and the removal are the same for
+two. streams_protocol.py is the third for sessions, member removal, deletion, reloads and
+the control API's moves, and keeps a heartbeat of its own (the topology comes first there:
+its validation, the internal topics, the initial rebalance delay). Steps 4 and 5 (`_group_epoch`, `_target`) and the removal are the same for
 every kind and are not meant to be overridden.
 """
 
@@ -77,6 +85,7 @@ class ModernProtocol:
     MEMBER_ID_PREFIX: ClassVar[str] = "member"  # of a member id the coordinator makes up
     JOIN_EPOCH: ClassVar[int] = 0
     LEAVE_EPOCHS: ClassVar[tuple[int, ...]] = (-1,)
+    NEW_GROUP_EPOCH: ClassVar[int] = 1
     SESSION_TIMER: ClassVar[TimerKind]
     session_key: ClassVar[Callable[[str, str], tuple]]
 
@@ -134,6 +143,12 @@ class ModernProtocol:
         """The kind's: how long a member's session runs from a heartbeat."""
         raise NotImplementedError
 
+    def settle(self, group: ModernGroup, joined: Joined, subscribed: SubscribedTopics, bump: bool,
+               now_ms: int, out: ResultBuilder) -> tuple[SubscribedTopics, bool]:
+        """The kind's, optional: (what the group subscribes to, whether the epoch moves) once
+        topics that cannot count yet are held back (a timer at once counts them: `recount`)."""
+        return subscribed, bump
+
     # ======================================================================================
     # The heartbeat
     # ======================================================================================
@@ -153,7 +168,7 @@ class ModernProtocol:
             if req.member_epoch != self.JOIN_EPOCH:
                 # Only a join (epoch 0) makes a group; Kafka answers anything else so.
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} does not exist")
-            group = self.GROUP(req.group_id)
+            group = self.GROUP(req.group_id, epoch=self.NEW_GROUP_EPOCH)
         if req.member_epoch in self.LEAVE_EPOCHS:
             member = group.members.get(req.member_id)
             if member is None:
@@ -170,7 +185,7 @@ class ModernProtocol:
         """Steps 2-7 of a heartbeat that joins or stays: the member's step towards its target.
         `extra` is the kind's (handed to `merge` and `next_current`)."""
         joined = self._join_member(group, req, out, extra)                          # 2, 3
-        subscribed, epoch = self._group_epoch(group, joined, out)                   # 4
+        subscribed, epoch = self._group_epoch(group, joined, now_ms, out)           # 4
         targets, target_epoch = self._target(group, joined, subscribed, epoch, out)  # 5
         nxt = self.next_current(group, joined, req, targets, target_epoch, out, extra)  # 6
         self.arm_timers(group, joined, nxt, now_ms, out)                             # 7
@@ -194,7 +209,8 @@ class ModernProtocol:
             out.record(self.records.member(group.group_id, member_id, meta))
         return Joined(member_id, member, old_meta, meta, replaced)
 
-    def _group_epoch(self, group: ModernGroup, joined: Joined, out: ResultBuilder) -> tuple[SubscribedTopics, int]:
+    def _group_epoch(self, group: ModernGroup, joined: Joined, now_ms: int,
+                     out: ResultBuilder) -> tuple[SubscribedTopics, int]:
         # 4. What the group subscribes to now, and whether the assignment must be redone.
         #    Only a join, a replacement or a changed subscription can change it: a steady
         #    heartbeat must not cost work proportional to the group's size.
@@ -209,9 +225,12 @@ class ModernProtocol:
         bump = (old_meta is None and replaced is None) or subscribed != old_subscribed or resubscribed
         if replaced is not None and self.subscription(replaced.meta) != self.subscription(meta):
             bump = True
+        subscribed, bump = self.settle(group, joined, subscribed, bump, now_ms, out)
         epoch = group.epoch
-        if bump or is_new_group:
+        if bump:
             epoch = group.epoch + 1
+            out.record(self.records.epoch(group.group_id, epoch, subscribed))
+        elif is_new_group:
             out.record(self.records.epoch(group.group_id, epoch, subscribed))
         return subscribed, epoch
 
@@ -290,7 +309,10 @@ class ModernProtocol:
         for member_id in member_ids:
             self._remove_records(group, member_id, out)
         remaining = {mid: m for mid, m in group.members.items() if mid not in member_ids}
-        out.record(self.records.epoch(group.group_id, group.epoch + 1, self.subscribed_metadata(remaining)))
+        out.record(group.epoch_record(group.epoch + 1, self.subscribed_after(group, remaining)))
+        if not remaining:
+            # Nobody is left to assign to: the (empty) target is of the new epoch at once.
+            out.record(self.records.target_epoch(group.group_id, group.epoch + 1))
 
     def delete_group(self, group: ModernGroup, out: ResultBuilder, now_ms: int) -> None:
         """DeleteGroups of an empty group: its offsets, the kind's own progress, then the group."""
@@ -306,9 +328,28 @@ class ModernProtocol:
     def bump_epoch(self, group: ModernGroup, out: ResultBuilder) -> None:
         """A new group epoch with nothing else changed: the assignor runs again at the next
         heartbeat and every member moves to the new epoch (a rebalance on demand)."""
-        out.record(self.records.epoch(group.group_id, group.epoch + 1, self.subscribed_metadata(group.members)))
+        out.record(group.epoch_record(group.epoch + 1, self.subscribed_after(group, group.members)))
+
+    def subscribed_after(self, group: ModernGroup, members: dict[str, Any]) -> SubscribedTopics:
+        """What `group` subscribes to with `members` only (a kind whose subscription is the
+        group's, not its members', keeps the group's)."""
+        return self.subscribed_metadata(members)
 
     # ---- topics ---------------------------------------------------------------------------
+
+    def recount(self, op: TimerOp, now_ms: int, why: str) -> Result:
+        """Topics `settle` held back can count now: bump the group epoch if what the group
+        subscribes to changed (Kafka compares the subscribed topics' metadata hash)."""
+        group = self.groups.get(op.group_id)
+        if group is None:
+            return EMPTY_RESULT
+        subscribed = self.subscribed_metadata(group.members)
+        if subscribed == group.subscribed:
+            return EMPTY_RESULT
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        out.record(self.records.epoch(group.group_id, group.epoch + 1, subscribed))
+        out.changed(group.group_id, why)
+        return out.build()
 
     def topics_changed(self, now_ms: int) -> Result:
         """Bump the epoch of every group whose subscribed topics' metadata changed."""

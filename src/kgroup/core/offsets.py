@@ -68,10 +68,13 @@ class Offsets:
                     ErrorCode.GROUP_ID_NOT_FOUND if req.api_version >= 9 else ErrorCode.ILLEGAL_GENERATION,
                     f"group {req.group_id} does not exist",
                 )
-            group = ClassicGroup(req.group_id, now_ms)
-        else:
-            self.validate_commit(group, req)
-        self.shard.groups.setdefault(req.group_id, group)
+            # A simple commit makes the group only if it commits something: Kafka's group of
+            # a commit that writes no record is never seen (nothing commits it).
+            result = self._write_commits(req, reply, now_ms)
+            if result.records:
+                self.shard.groups[req.group_id] = ClassicGroup(req.group_id, now_ms)
+            return result
+        self.validate_commit(group, req)
         if req.member_id and group.has_member(req.member_id):
             # A commit is proof of life, as a heartbeat is.
             member = group.members[req.member_id]
@@ -200,14 +203,18 @@ class Offsets:
     def delete(self, req: OffsetDeleteRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Delete offsets, except of topics the group's live members subscribe to (a group of
         any kind that keeps committed offsets: the coordinator refuses the others)."""
+        if not req.group_id:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
         group = find_group(self.shard, req.group_id)
         if group is None:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} does not exist")
         if not isinstance(group, ClassicGroup):
-            # A modern group: the topics its members subscribe to, as its group epoch has them
-            # (none once it is empty: an empty streams group keeps its topology's topics).
-            protected: frozenset[str] = frozenset(name for name, _, _ in group.subscribed) \
-                if group.members else frozenset()
+            # A modern group: the topics its members subscribe to, by name (existing or not)
+            # or as its group epoch has them (a regex's too); none once it is empty (an empty
+            # streams group keeps its topology's topics).
+            protected: frozenset[str] = frozenset(
+                {n for m in group.members.values() for n in getattr(m.meta, "subscribed_topic_names", ())}
+                | {name for name, _, _ in group.subscribed}) if group.members else frozenset()
         elif group.is_in(S.EMPTY) or not group.protocol_type:
             protected = frozenset()
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:

@@ -25,7 +25,11 @@ AVAILABLE, with the delivery not counted. A lock does not survive a restart, and
 4.4 (whose share state is written when a delivery ends, never when it starts) a delivery a
 crash cuts short does not count: after the crash the offset is delivered again with the same
 count, whether or not its neighbours' changes were written meanwhile. A delivery that ended
-(released, its lock ran out, its member gone) counts. Nothing here reads a clock: callers
+(released, its lock ran out, its member gone) counts. As in Kafka, a write carries the start
+offset as it stood before the change being written (`written_start`: Kafka's share partition
+persists first and moves its start offset after), so DescribeShareGroupOffsets, which reads
+what was written, trails by one change; the offsets between that start and the real one are
+written ARCHIVED, so a reload moves past them. Nothing here reads a clock: callers
 pass `now_ms`; expired locks are noticed when a call sees them (`expire`), and `lapsed` says
 that one ran out since the caller last wrote the state (Kafka writes a lock's end when it
 happens; the broker does when it sees `lapsed`, and clears it).
@@ -168,6 +172,7 @@ class SharePartition:
         for offset in range(self.start, self.end):       # holes in what was written: never delivered
             self.slots.setdefault(offset, Slot(S.AVAILABLE, 0))
         self._advance()
+        self.written_start = self.start        # the start offset the next write carries
 
     @classmethod
     def from_persisted(cls, value: ShareStateValue, limits: ShareLimits | None = None) -> "SharePartition":
@@ -275,6 +280,7 @@ class SharePartition:
                 if slot is None or slot.state is not S.ACQUIRED or slot.owner != member_id:
                     return ErrorCode.INVALID_RECORD_STATE
                 plan.append((offset, slot, _ACK_MOVES[AckType(kind)]))
+        self.written_start = self.start
         for offset, slot, move in plan:
             self._move(offset, slot, move)
         self._advance()
@@ -282,6 +288,7 @@ class SharePartition:
 
     def release_member(self, member_id: str) -> bool:
         """Put back everything `member_id` holds (it left or its connection closed)."""
+        self.written_start = self.start
         changed = False
         for offset in range(self.start, self.end):
             slot = self.slots[offset]
@@ -294,12 +301,14 @@ class SharePartition:
     def expire(self, now_ms: int) -> bool:
         """Put back every offset whose lock ran out by `now_ms`."""
         changed = False
+        before = self.start
         for offset in range(self.start, self.end):
             slot = self.slots[offset]
             if slot.state is S.ACQUIRED and slot.deadline <= now_ms:
                 self._move(offset, slot, M.LOCK_EXPIRED)
                 changed = True
         if changed:
+            self.written_start = before
             self.lapsed = True
             self._advance()
         return changed
@@ -340,6 +349,8 @@ class SharePartition:
         """The durable view: start offset and runs of (state, delivery count), an ACQUIRED
         offset as AVAILABLE with the count it had before this delivery (see the module doc)."""
         runs: list[ShareStateBatch] = []
+        if self.written_start < self.start:     # finished since the start the write carries
+            runs.append(ShareStateBatch(self.written_start, self.start - 1, S.ARCHIVED, 0))
         for offset in range(self.start, self.end):
             slot = self.slots[offset]
             state, count = slot.state, slot.count
@@ -350,4 +361,4 @@ class SharePartition:
                 runs[-1] = ShareStateBatch(last.first_offset, offset, state, count)
             else:
                 runs.append(ShareStateBatch(offset, offset, state, count))
-        return ShareStateValue(self.state_epoch, self.start, tuple(runs))
+        return ShareStateValue(self.state_epoch, min(self.written_start, self.start), tuple(runs))

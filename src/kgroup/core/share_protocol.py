@@ -8,7 +8,11 @@ modern_protocol.py's; this module fills in the share group's: validation; the ep
 (epoch 0 joins, -1 leaves; otherwise the epoch must be the member's, or its previous one
 when our last answer was lost); the metadata (topic names); the `simple` share assignor;
 the member taking its target (and the target epoch) at once, as there is nothing to revoke;
-and the answer. Everything durable comes out as records that replay
+and the answer. A topic the group did not subscribe to before is assigned only once its
+share partitions are initialized, right after the heartbeat that brought it (`settle`: a
+timer at once, as Kafka initializes them through its share coordinator in the background):
+that heartbeat's epoch counts the member, the initialization bumps the epoch again with the
+topic in. Everything durable comes out as records that replay
 (share_group.apply_share_record) applies.
 
 The share-partition state lives here too, as Kafka's share coordinator keeps it: the
@@ -55,9 +59,11 @@ from kgroup.core.share_messages import (
     WriteShareStateRequest,
 )
 from kgroup.core.state import ShardState
-from kgroup.core.timers import TimerKind, share_session_key
+from kgroup.core.timers import TimerKind, TimerOp, share_init_key, share_session_key
 
 ASSIGNOR = SimpleShareAssignor()
+# The longest member id Kafka 4.4 takes in a ShareGroupHeartbeat (a UUID's string form).
+MAX_MEMBER_ID_LENGTH = 36
 
 
 class ShareProtocol(ModernProtocol):
@@ -78,14 +84,18 @@ class ShareProtocol(ModernProtocol):
 
     def validate(self, req: ShareGroupHeartbeatRequest) -> None:
         """Raise unless the request is well formed (nothing about the group yet)."""
+        if not req.member_id or len(req.member_id) > MAX_MEMBER_ID_LENGTH:
+            # Kafka answers these without a message (a member id is a UUID's 22 to 36 characters),
+            # checked before the rest of the request: before an empty group id too.
+            raise GroupError(ErrorCode.INVALID_REQUEST, "")
         if not req.group_id:
-            raise GroupError(ErrorCode.INVALID_GROUP_ID, "GroupId can't be empty")
-        if not req.member_id:
-            raise GroupError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty")
+            raise GroupError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty")
+        if req.rack_id == "":
+            raise GroupError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
         if req.member_epoch < SHARE_LEAVE_EPOCH:
             raise GroupError(ErrorCode.INVALID_REQUEST, f"MemberEpoch {req.member_epoch} is invalid")
         if req.member_epoch == SHARE_JOIN_EPOCH and req.subscribed_topic_names is None:
-            raise GroupError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request")
+            raise GroupError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
 
     def member_for(self, group: ShareGroup, req: ShareGroupHeartbeatRequest,
                    member_id: str) -> tuple[ShareGroupMember | None, None]:
@@ -117,6 +127,21 @@ class ShareProtocol(ModernProtocol):
     def topics_of(self, meta: ShareMemberValue) -> set[str]:
         topics = self.shard.topics
         return {n for n in meta.subscribed_topic_names if n in topics}
+
+    def settle(self, group: ShareGroup, joined: Joined, subscribed: SubscribedTopics, bump: bool,
+               now_ms: int, out: ResultBuilder) -> tuple[SubscribedTopics, bool]:
+        """New topics are assignable once initialized, just after this heartbeat (`topics_initialized`)."""
+        initialized = {name for name, _, _ in group.subscribed}
+        if all(name in initialized for name, _, _ in subscribed):
+            return subscribed, bump
+        out.then(self.timers.schedule, share_init_key(group.group_id), now_ms,
+                 TimerOp(TimerKind.SHARE_INIT, group.group_id))
+        return tuple(entry for entry in subscribed if entry[0] in initialized), bump
+
+    def topics_initialized(self, op: TimerOp, now_ms: int) -> Result:
+        """The share partitions of the topics a group newly subscribed to are initialized:
+        the group epoch moves with them in, so the next heartbeats assign them."""
+        return self.recount(op, now_ms, "share partitions initialized")
 
     def max_size(self) -> int:
         return self.shard.config.share_max_size
@@ -177,7 +202,7 @@ class ShareProtocol(ModernProtocol):
         for group_id in group_ids:
             group = self.shard.share_groups.get(group_id)
             if group is None:
-                described.append(DescribedShareGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
+                described.append(DescribedShareGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, state=""))
                 continue
             described.append(DescribedShareGroup(
                 group_id, ErrorCode.NONE, group.state().value, group.epoch, group.target_epoch, ASSIGNOR.name,
@@ -223,6 +248,8 @@ class ShareProtocol(ModernProtocol):
         return Result((), ((reply, ShareOffsetsResponse(ErrorCode.NONE, offsets)),))
 
     def _empty_group(self, group_id: str) -> None:
+        if not group_id:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID, "The group id is invalid.")
         group = self.shard.share_groups.get(group_id)
         if group is None and not self.shard.stored.share_states.get(group_id):
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"share group {group_id} does not exist")
@@ -236,6 +263,8 @@ class ShareProtocol(ModernProtocol):
         is not a share group)."""
         out = ResultBuilder(EventJournal(self.shard, now_ms))
         gid = req.group_id
+        if not gid:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID, "The group id is invalid.")
         if gid not in self.shard.share_groups and not self.shard.stored.share_states.get(gid):
             if find_group(self.shard, gid) is not None:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"{gid} is not a share group")

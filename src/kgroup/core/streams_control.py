@@ -1,16 +1,15 @@
 """The control API's operations on a streams group: inspect it, rebalance it now, expire a
-member. As for consumer groups (group_control.py): a rebalance moves the group epoch on (the
-task assignor runs at the next heartbeat), an expiry fences the member as its session timeout
-would; both persist and report group events like the protocol's own moves."""
+member. As for the other modern kinds (group_control.ModernControl, which this extends): a
+rebalance moves the group epoch on (the task assignor runs at the next heartbeat), an expiry
+fences the member as its session timeout would; both persist and report group events like
+the protocol's own moves."""
 
 from __future__ import annotations
 
-from kgroup.core.errors import ErrorCode, GroupError
-from kgroup.core.messages import ExpireMemberRequest, GroupControlRequest, InspectedGroup, InspectedMember
-from kgroup.core.result import Departure, ReplyTo, Result, ResultBuilder
-from kgroup.core.state import ShardState
-from kgroup.core.streams_group import StreamsGroup
-from kgroup.core.streams_protocol import ASSIGNOR, StreamsProtocol
+from kgroup.core.group_control import ModernControl
+from kgroup.core.messages import GroupControlRequest, InspectedGroup, InspectedMember
+from kgroup.core.result import ReplyTo, Result
+from kgroup.core.streams_protocol import ASSIGNOR
 
 STREAMS_PROTOCOL_TYPE = "streams"
 
@@ -23,16 +22,10 @@ def _by_subtopology(tasks) -> tuple[tuple[str, tuple[int, ...]], ...]:
     return tuple((s, tuple(sorted(ps))) for s, ps in sorted(out.items()))
 
 
-class StreamsControl:
-    def __init__(self, shard: ShardState, streams: StreamsProtocol) -> None:
-        self.groups = shard.streams_groups
-        self.streams = streams
-
-    def _group(self, group_id: str) -> StreamsGroup:
-        group = self.groups.get(group_id)
-        if group is None:
-            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id} does not exist")
-        return group
+class StreamsControl(ModernControl):
+    """The modern kinds' control (group_control.ModernControl: a rebalance and an expiry go
+    through the base's `bump_epoch` and `remove_members`), with a streams group's inspection:
+    tasks by subtopology instead of partitions by topic."""
 
     def inspect(self, req: GroupControlRequest, reply: ReplyTo, now_ms: int) -> Result:
         group = self._group(req.group_id)
@@ -44,24 +37,3 @@ class StreamsControl:
         view = InspectedGroup(group.group_id, "streams", group.state().value, STREAMS_PROTOCOL_TYPE, None, ASSIGNOR,
                               None, group.epoch, group.target_epoch, members)
         return Result((), ((reply, view),))
-
-    def rebalance(self, req: GroupControlRequest, reply: ReplyTo, now_ms: int) -> Result:
-        group = self._group(req.group_id)
-        if not group.members:
-            raise GroupError(ErrorCode.INVALID_REQUEST, f"group {group.group_id} has no members to rebalance")
-        out = ResultBuilder()
-        out.changed(group.group_id, "rebalance requested")
-        self.streams.bump_epoch(group, out)
-        out.reply(reply, group.group_id)
-        return out.build()
-
-    def expire(self, req: ExpireMemberRequest, reply: ReplyTo, now_ms: int) -> Result:
-        group = self._group(req.group_id)
-        member = group.members.get(req.member) or group.static_member(req.member)
-        if member is None:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"no member or instance {req.member} in group {req.group_id}")
-        out = ResultBuilder()
-        out.changed(group.group_id, "expired on request", Departure.EXPIRED)
-        self.streams.fence(group, [member.member_id], out)
-        out.reply(reply, member.member_id)
-        return out.build()

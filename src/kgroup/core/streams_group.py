@@ -17,7 +17,14 @@ The group reports Kafka's states: Empty (no members), NotReady (the topology is 
 or is not configured yet), Assigning (the group epoch is ahead of the target), Reconciling
 (some member has not reached the target), Stable.
 
-Durable as a whole: only `replay` (`StreamsGroup.apply`) changes what the records hold. Beside
+What it shares with consumer and share groups (members with their epochs, the group epoch,
+the target assignment and its epoch, the count of members not at the target, replay, and so
+the group events) is modern_group.py's: its five records by role, and the topology record
+as the one record only streams groups have (`MORE_RECORDS`). Its hooks add the task holders
+(`_holds`), NotReady (`state`, `state_after`) and what the views and events show of a
+member's tasks: the source partitions of its active tasks.
+
+Durable as a whole: only `replay` (`ModernGroup.apply`) changes what the records hold. Beside
 that, a group keeps runtime state that Kafka keeps in memory too and that is rebuilt on load:
 the configured topology (a cache of streams_topology.configure), the changelog offsets the
 members report (for warm-ups), the member that asked the application to shut down, and the
@@ -28,8 +35,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
+from kgroup.core.modern_group import ModernGroup, ModernMember, ModernRecords, Phase, register_records
 from kgroup.core.streams_reconcile import TaskHolders, is_converged
 from kgroup.core.streams_records import (
     NEW_STREAMS_MEMBER,
@@ -63,6 +71,10 @@ class StreamsGroupState(Enum):
     STABLE = "Stable"
 
 
+_BY_PHASE = {Phase.EMPTY: StreamsGroupState.EMPTY, Phase.ASSIGNING: StreamsGroupState.ASSIGNING,
+             Phase.RECONCILING: StreamsGroupState.RECONCILING, Phase.STABLE: StreamsGroupState.STABLE}
+
+
 @dataclass(slots=True)
 class TaskOffsets:
     """A member's last reported changelog offset sums and their end offsets, per task."""
@@ -72,27 +84,30 @@ class TaskOffsets:
 
 
 @dataclass(slots=True)
-class StreamsGroupMember:
-    member_id: str
+class StreamsGroupMember(ModernMember):
     meta: StreamsMemberValue
     current: StreamsCurrentValue = NEW_STREAMS_MEMBER
-
-    @property
-    def epoch(self) -> int:
-        return self.current.member_epoch
 
     @property
     def process_id(self) -> str:
         return self.meta.process_id
 
 
+def _ready(topology: StreamsTopology | None, validated_topology_epoch: int) -> bool:
+    """Whether a group's topology was found ready (its topics all there, with the right
+    partition counts) at its group epoch: the epoch record says which topology epoch was."""
+    return topology is not None and validated_topology_epoch == topology.epoch
+
+
+def source_topics(topology: StreamsTopology | None) -> dict[str, tuple[str, ...]]:
+    """Subtopology id -> the topics its tasks read (task (s, p) reads partition p of each)."""
+    return {s.subtopology_id: (*s.source_topics, *(t.name for t in s.repartition_source_topics))
+            for s in (topology.subtopologies if topology is not None else ())}
+
+
+@register_records
 @dataclass(slots=True)
-class StreamsGroup:
-    group_id: str
-    epoch: int = 0
-    target_epoch: int = 0
-    # (name, topic id, partitions) of the topology's topics that exist, at `epoch`.
-    subscribed: tuple[tuple[str, str, int], ...] = ()
+class StreamsGroup(ModernGroup):
     validated_topology_epoch: int = -1
     assignment_configs: tuple[tuple[str, str], ...] = ()
     topology: StreamsTopology | None = None
@@ -100,33 +115,58 @@ class StreamsGroup:
     target: dict[str, TaskTuple] = field(default_factory=dict)
     # Which process holds each task now, kept by replay (what reconciliation asks).
     holders: TaskHolders = field(default_factory=TaskHolders, compare=False)
-    # Members not converged to the target epoch, kept by replay (the state is a read).
-    unconverged: int = field(default=0, compare=False)
     # ---- runtime, not durable (rebuilt on load, as Kafka keeps it in memory) ----
     configured: ConfiguredTopology | None = field(default=None, compare=False)
     configured_for: tuple = field(default=(), compare=False)
     task_offsets: dict[str, TaskOffsets] = field(default_factory=dict, compare=False)
     shutdown_requested_by: str | None = field(default=None, compare=False)
     endpoint_epoch: int = field(default=0, compare=False)
-    # Moves with every record replayed into the group (what the group events look at).
-    version: int = field(default=0, compare=False)
 
-    # What the registry of group kinds asks of every group (its kind; a live group; its status).
+    RECORDS: ClassVar[ModernRecords] = ModernRecords(
+        StreamsGroupEpochRecord, StreamsMemberRecord, StreamsTargetRecord, StreamsTargetEpochRecord,
+        StreamsCurrentRecord)
+    MORE_RECORDS: ClassVar[tuple[type, ...]] = (StreamsTopologyRecord,)
     TYPE: ClassVar[GroupType] = STREAMS
-    live: ClassVar[bool] = True
-
-    def status(self) -> tuple[str, int]:
-        """(state, group epoch), as the group events and the views report a modern group."""
-        return self.state().value, self.epoch
+    MEMBER: ClassVar[type] = StreamsGroupMember
+    NEW_CURRENT: ClassVar[StreamsCurrentValue] = NEW_STREAMS_MEMBER
 
     def state(self) -> StreamsGroupState:
-        if not self.members:
-            return StreamsGroupState.EMPTY
-        if self.topology is None or self.configured is None or not self.configured.ready:
+        if self.members and not _ready(self.topology, self.validated_topology_epoch):
             return StreamsGroupState.NOT_READY
-        if self.epoch > self.target_epoch:
-            return StreamsGroupState.ASSIGNING
-        return StreamsGroupState.RECONCILING if self.unconverged else StreamsGroupState.STABLE
+        return _BY_PHASE[self.phase()]
+
+    @classmethod
+    def state_of(cls, phase: Phase) -> StreamsGroupState:
+        return _BY_PHASE[phase]
+
+    @classmethod
+    def state_after(cls, group: "StreamsGroup | None", phase: Phase, records: list[Any]) -> StreamsGroupState:
+        topology = group.topology if group is not None else None
+        validated = group.validated_topology_epoch if group is not None else -1
+        for r in records:
+            if type(r) is StreamsTopologyRecord:
+                topology = r.topology
+            elif type(r) is StreamsGroupEpochRecord and r.epoch is not None:
+                validated = r.validated_topology_epoch
+        if phase is not Phase.EMPTY and not _ready(topology, validated):
+            return StreamsGroupState.NOT_READY
+        return _BY_PHASE[phase]
+
+    @classmethod
+    def held_by_name(cls, group: "StreamsGroup | None", records: list[Any],
+                     name: Callable[[str], str]) -> Callable[[Any], tuple[tuple[str, int], ...]]:
+        """The source partitions of a member's active tasks (as the views show them)."""
+        topology = group.topology if group is not None else None
+        for r in records:
+            if type(r) is StreamsTopologyRecord:
+                topology = r.topology
+        sources = source_topics(topology)
+        return lambda current: tuple(sorted({(topic, p) for s, p, _ in current.active
+                                             for topic in sources.get(s, ())}))
+
+    @staticmethod
+    def is_converged(current: StreamsCurrentValue, target_epoch: int) -> bool:
+        return is_converged(current, target_epoch)
 
     def assignor_name(self, config: object) -> str:
         """The task assignor (there is one, `sticky`), as the views name it."""
@@ -136,101 +176,46 @@ class StreamsGroup:
         """(topic, partition) of what a member holds now, as the views show it: the source
         partitions of its active tasks (task (s, p) reads partition p of subtopology s's
         source topics)."""
-        sources = {s.subtopology_id: (*s.source_topics, *(t.name for t in s.repartition_source_topics))
-                   for s in (self.topology.subtopologies if self.topology is not None else ())}
+        sources = source_topics(self.topology)
         return ((topic, p) for s, p, _ in member.current.active for topic in sources.get(s, ()))
 
-    def static_member(self, instance_id: str | None) -> StreamsGroupMember | None:
-        if instance_id is None:
-            return None
-        for m in self.members.values():
-            if m.meta.instance_id == instance_id:
-                return m
-        return None
-
-    def converged(self, current: StreamsCurrentValue) -> bool:
-        return is_converged(current, self.target_epoch)
+    def epoch_record(self, epoch: int, subscribed: tuple[tuple[str, str, int], ...]) -> StreamsGroupEpochRecord:
+        return StreamsGroupEpochRecord(self.group_id, epoch, subscribed, self.validated_topology_epoch,
+                                       self.assignment_configs)
 
     def snapshot(self) -> list:
-        """The records that rebuild this group from nothing (for log snapshots)."""
-        gid = self.group_id
-        out: list = [StreamsGroupEpochRecord(gid, self.epoch, self.subscribed, self.validated_topology_epoch,
-                                             self.assignment_configs)]
+        """The records that rebuild this group from nothing: the base's, with the topology."""
+        out = ModernGroup.snapshot(self)
         if self.topology is not None:
-            out.append(StreamsTopologyRecord(gid, self.topology))
-        out += [StreamsMemberRecord(gid, mid, m.meta) for mid, m in self.members.items()]
-        out += [StreamsTargetRecord(gid, mid, t) for mid, t in sorted(self.target.items())]
-        out.append(StreamsTargetEpochRecord(gid, self.target_epoch))
-        out += [StreamsCurrentRecord(gid, mid, m.current) for mid, m in self.members.items()]
+            out.insert(1, StreamsTopologyRecord(self.group_id, self.topology))
         return out
 
-    # ---- replay ---------------------------------------------------------------------------
+    # ---- replay: the base's, with the task holders and the topology -------------------------
 
-    def _set_current(self, member: StreamsGroupMember, value: StreamsCurrentValue) -> None:
+    def _epoch(self, record: StreamsGroupEpochRecord) -> None:
+        ModernGroup._epoch(self, record)
+        self.validated_topology_epoch = record.validated_topology_epoch
+        self.assignment_configs = record.assignment_configs
+
+    def apply_more(self, record: StreamsTopologyRecord) -> None:
+        if type(record) is not StreamsTopologyRecord:
+            ModernGroup.apply_more(self, record)
+        self.topology = record.topology
+        self.configured = None
+
+    def _holds(self, member: StreamsGroupMember, value: StreamsCurrentValue | None) -> None:
         self.holders.remove(member.process_id, member.current)
-        self.unconverged += (not self.converged(value)) - (not self.converged(member.current))
-        member.current = value
-        self.holders.add(member.process_id, value)
+        if value is not None:
+            self.holders.add(member.process_id, value)
 
-    def _recount(self) -> None:
-        self.unconverged = sum(1 for m in self.members.values() if not self.converged(m.current))
+    def _meta(self, member: StreamsGroupMember, value: StreamsMemberValue) -> None:
+        if member.process_id != value.process_id:
+            self.holders.remove(member.process_id, member.current)
+            self.holders.add(value.process_id, member.current)
+        member.meta = value
 
-    @classmethod
-    def apply(cls, groups: dict[str, "StreamsGroup"], record) -> bool:
-        """Replay one streams-group record into `groups`; True if it created the group."""
-        kind = type(record)
-        if kind is StreamsGroupEpochRecord and record.epoch is None:
-            groups.pop(record.group_id, None)
-            return False
-        group = groups.get(record.group_id)
-        created = group is None
-        if created:
-            group = groups[record.group_id] = cls(record.group_id)
-        group.version += 1
-        if kind is StreamsGroupEpochRecord:
-            group.epoch = record.epoch
-            group.subscribed = record.subscribed
-            group.validated_topology_epoch = record.validated_topology_epoch
-            group.assignment_configs = record.assignment_configs
-        elif kind is StreamsTopologyRecord:
-            group.topology = record.topology
-            group.configured = None
-        elif kind is StreamsMemberRecord:
-            group._apply_member(record)
-        elif kind is StreamsTargetRecord:
-            if record.tasks is None:
-                group.target.pop(record.member_id, None)
-            else:
-                group.target[record.member_id] = record.tasks
-        elif kind is StreamsTargetEpochRecord:
-            if record.epoch is not None:
-                group.target_epoch = record.epoch
-                group._recount()
-        elif kind is StreamsCurrentRecord:
-            member = group.members.get(record.member_id)
-            if member is not None and record.value is not None:
-                group._set_current(member, record.value)
-        else:
-            raise TypeError(f"not a streams-group record: {record!r}")
-        return created
-
-    def _apply_member(self, record: StreamsMemberRecord) -> None:
-        members = self.members
-        if record.value is None:
-            member = members.pop(record.member_id, None)
-            if member is not None:
-                self.holders.remove(member.process_id, member.current)
-                self.unconverged -= not self.converged(member.current)
-                self.task_offsets.pop(record.member_id, None)
-                if not members:
-                    # The whole application stopped: a shutdown request is done with.
-                    self.shutdown_requested_by = None
-        elif record.member_id in members:
-            member = members[record.member_id]
-            if member.process_id != record.value.process_id:
-                self.holders.remove(member.process_id, member.current)
-                self.holders.add(record.value.process_id, member.current)
-            member.meta = record.value
-        else:
-            member = members[record.member_id] = StreamsGroupMember(record.member_id, record.value)
-            self.unconverged += not self.converged(member.current)
+    def _removed(self, member: StreamsGroupMember) -> None:
+        self.task_offsets.pop(member.member_id, None)
+        if not self.members:
+            # The whole application stopped: a shutdown request is done with.
+            self.shutdown_requested_by = None

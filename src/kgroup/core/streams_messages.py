@@ -114,8 +114,9 @@ class DescribedStreamsGroup:
     error_code: ErrorCode
     error_message: str | None = None
     state: str = ""
-    epoch: int = -1
-    target_epoch: int = -1
+    # A group not described (an error) shows epochs 0, as Kafka's answer leaves them.
+    epoch: int = 0
+    target_epoch: int = 0
     topology_epoch: int = -1
     # None: not known (an error); () when the topology is not configured.
     subtopologies: tuple[DescribedSubtopology, ...] | None = None

@@ -25,10 +25,17 @@ How this works (numbered steps in `_heartbeat`), as Kafka 4.4's GroupMetadataMan
    the member joined, the endpoints of the others when the member's view is old; and, for
    the broker, the internal topics to create.
 
-Everything durable comes out as records (streams_records.py) that `StreamsGroup.apply`
-replays; runtime changes (timers, the configured topology cache, reported task offsets,
-the shutdown request) are staged on the ResultBuilder and happen only when the whole request
-succeeded.
+Everything durable comes out as records (streams_records.py) that replay
+(modern_group.ModernGroup.apply) applies; runtime changes (timers, the configured topology
+cache, reported task offsets, the shutdown request) are staged on the ResultBuilder and
+happen only when the whole request succeeded.
+
+On the modern base (modern_protocol.py): sessions, removing members (a leave, a session or
+revocation timeout, the control API's expiry), a rebalance on demand, deletion and reloads
+are the base's, and every Result carries an event journal, so streams groups get the group
+events the other modern kinds get from their records. The heartbeat's steps are this
+module's own: the topology, its configuration against the topics and the initial rebalance
+delay come before the epoch and the target, in an order the base's heartbeat does not have.
 """
 
 from __future__ import annotations
@@ -40,7 +47,8 @@ from kgroup.assignors.streams_spec import TaskMember, Tasks, TaskSubtopology
 from kgroup.assignors.streams_sticky import StickyTaskAssignor
 from kgroup.assignors.streams_warmups import caught_up_warmups
 from kgroup.core.errors import ErrorCode, GroupError
-from kgroup.core.records import OffsetCommitRecord
+from kgroup.core.event_journal import EventJournal
+from kgroup.core.modern_protocol import ModernProtocol
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
 from kgroup.core.streams_configs import StreamsConfigs
@@ -85,6 +93,7 @@ from kgroup.core.streams_topology import (
     StreamsTopology,
     TopologyStatus,
     check_request_topology,
+    check_topic_names,
     configure,
 )
 from kgroup.core.timers import (
@@ -96,6 +105,8 @@ from kgroup.core.timers import (
 )
 
 JOIN_EPOCH = 0
+# Kafka 4.4's answer to StreamsGroupTopologyDescriptionUpdate without a description plug-in.
+NO_DESCRIPTION_PLUGIN = "The broker has no streams group topology description plugin configured."
 ASSIGNOR = TASK_ASSIGNOR
 
 
@@ -114,12 +125,16 @@ class _Member:
     replaced: StreamsGroupMember | None          # a static member whose place it takes
 
 
-class StreamsProtocol:
+class StreamsProtocol(ModernProtocol):
+    GROUP = StreamsGroup
+    API = "StreamsGroupHeartbeat"
+    JOIN_EPOCH = JOIN_EPOCH
+    LEAVE_EPOCHS = (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
+    SESSION_TIMER = TimerKind.STREAMS_SESSION
+    session_key = staticmethod(streams_session_key)
+
     def __init__(self, shard: ShardState) -> None:
-        self.shard = shard
-        self.config = shard.config
-        self.timers = shard.timers
-        self.groups = shard.streams_groups
+        super().__init__(shard, shard.streams_groups)
         self.configs = StreamsConfigs(shard)
         self.assignor = StickyTaskAssignor()
 
@@ -130,14 +145,16 @@ class StreamsProtocol:
     def heartbeat(self, req: StreamsGroupHeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
         """One StreamsGroupHeartbeat for a streams group, or a group that does not exist yet."""
         self.validate(req)                                                              # 1
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         group = self.groups.get(req.group_id)
-        if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+        if req.member_epoch in self.LEAVE_EPOCHS:
             self._leave(group, req, reply, now_ms, out)
         else:
             self._heartbeat(group, req, reply, now_ms, out)
         if out.records:
-            out.changed(req.group_id, "StreamsGroupHeartbeat")
+            # Named once its records are known (a steady heartbeat names no group); the
+            # group is as it was, as only replay changes it.
+            out.changed(req.group_id, self.API)
         return out.build()
 
     def validate(self, req: StreamsGroupHeartbeatRequest) -> None:
@@ -146,10 +163,14 @@ class StreamsProtocol:
             for s in req.topology.subtopologies:
                 if s.source_topic_regex:
                     raise _invalid("Regular expressions for source topics are not supported yet.")
+            try:
+                check_topic_names(req.topology)      # before anything else, at any epoch (as Kafka)
+            except InvalidTopology as e:
+                raise GroupError(ErrorCode.STREAMS_INVALID_TOPOLOGY, str(e)) from None
         if not req.member_id:
             raise _invalid("MemberId can't be empty.")
         if not req.group_id:
-            raise GroupError(ErrorCode.INVALID_GROUP_ID, "GroupId can't be empty.")
+            raise _invalid("GroupId can't be empty.")     # INVALID_REQUEST, as Kafka 4.4 answers
         if req.instance_id is not None and not req.instance_id:
             raise _invalid("InstanceId can't be empty.")
         if req.rack_id is not None and not req.rack_id:
@@ -462,14 +483,6 @@ class StreamsProtocol:
         elif revoke in self.timers:
             out.then(self.timers.cancel, revoke)
 
-    def arm_session(self, group_id: str, member_id: str, deadline_ms: int, out: ResultBuilder) -> None:
-        out.then(self._session, group_id, member_id, deadline_ms)
-
-    def _session(self, group_id: str, member_id: str, deadline_ms: int) -> None:
-        key = streams_session_key(group_id, member_id)
-        if not self.timers.extend(key, deadline_ms):
-            self.timers.schedule(key, deadline_ms, TimerOp(TimerKind.STREAMS_SESSION, group_id, member_id))
-
     # ---- step 8: the answer ----------------------------------------------------------------
 
     def _answer(self, group: StreamsGroup, req: StreamsGroupHeartbeatRequest, member: _Member,
@@ -556,50 +569,26 @@ class StreamsProtocol:
             self.arm_session(group.group_id, member.member_id,
                              now_ms + self.configs.session_timeout(group.group_id), out)
         else:
-            self.fence(group, [member.member_id], out)
+            self.remove_members(group, [member.member_id], out, now_ms)
         out.reply(reply, StreamsGroupHeartbeatResponse(ErrorCode.NONE, None, req.member_id, req.member_epoch))
 
-    def _remove_records(self, group: StreamsGroup, member_id: str, out: ResultBuilder) -> None:
-        gid = group.group_id
-        out.record(StreamsCurrentRecord(gid, member_id, None))
-        out.record(StreamsTargetRecord(gid, member_id, None))
-        out.record(StreamsMemberRecord(gid, member_id, None))
-        out.then(self.timers.cancel, streams_session_key(gid, member_id))
-        out.then(self.timers.cancel, streams_revoke_key(gid, member_id))
+    # ---- the base's hooks: sessions, removal, deletion ---------------------------------------
 
-    def fence(self, group: StreamsGroup, member_ids: list[str], out: ResultBuilder) -> None:
-        """Remove members and bump the group epoch so the others get their tasks."""
-        for member_id in member_ids:
-            self._remove_records(group, member_id, out)
-        out.record(StreamsGroupEpochRecord(group.group_id, group.epoch + 1, group.subscribed,
-                                           group.validated_topology_epoch, group.assignment_configs))
-        if set(member_ids) >= set(group.members):
-            # Nobody is left to heartbeat a new assignment in: the empty group's target is
-            # the new epoch's (Kafka 4.4 describes an emptied group at equal epochs).
-            out.record(StreamsTargetEpochRecord(group.group_id, group.epoch + 1))
+    def session_timeout(self, group_id: str, meta: StreamsMemberValue) -> int:
+        return self.configs.session_timeout(group_id)
 
-    def bump_epoch(self, group: StreamsGroup, out: ResultBuilder) -> None:
-        """A new group epoch with nothing else changed: a new assignment at the next heartbeat."""
-        out.record(StreamsGroupEpochRecord(group.group_id, group.epoch + 1, group.subscribed,
-                                           group.validated_topology_epoch, group.assignment_configs))
+    def cancel_timers(self, group_id: str, member_id: str, out: ResultBuilder) -> None:
+        """A member's session and its revocation deadline."""
+        ModernProtocol.cancel_timers(self, group_id, member_id, out)
+        out.then(self.timers.cancel, streams_revoke_key(group_id, member_id))
 
-    def delete_group(self, group: StreamsGroup, out: ResultBuilder, now_ms: int) -> None:
-        """DeleteGroups of an empty group (its kind's deleter): its offsets, its topology, then
-        the group."""
-        for topic, partition in sorted(self.shard.stored.offsets.get(group.group_id, {})):
-            out.record(OffsetCommitRecord(group.group_id, topic, partition, None))
+    def subscribed_after(self, group: StreamsGroup, members: dict) -> tuple[tuple[str, str, int], ...]:
+        """The topology's topics: members come and go without changing them."""
+        return group.subscribed
+
+    def delete_progress(self, group: StreamsGroup, out: ResultBuilder) -> None:
+        """A deleted streams group's topology goes with it."""
         out.record(StreamsTopologyRecord(group.group_id, None))
-        out.record(StreamsTargetEpochRecord(group.group_id, None))
-        out.record(StreamsGroupEpochRecord(group.group_id, None))
-
-    def session_expired(self, op: TimerOp, now_ms: int) -> Result:
-        group = self.groups.get(op.group_id)
-        if group is None or op.member_id not in group.members:
-            return EMPTY_RESULT
-        out = ResultBuilder()
-        out.changed(group.group_id, "session timeout", Departure.EXPIRED)
-        self.fence(group, [op.member_id], out)
-        return out.build()
 
     def revoke_expired(self, op: TimerOp, now_ms: int) -> Result:
         group = self.groups.get(op.group_id)
@@ -607,9 +596,9 @@ class StreamsProtocol:
         if member is None or member.current.state is not StreamsMemberState.UNREVOKED_TASKS \
                 or member.epoch != op.generation:
             return EMPTY_RESULT
-        out = ResultBuilder()
-        out.changed(group.group_id, "revocation timeout", Departure.FENCED)
-        self.fence(group, [op.member_id], out)       # it never gave its tasks back
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        out.changed(group.group_id, "revocation timeout", Departure.FENCED, group=group)
+        self.remove_members(group, [op.member_id], out, now_ms)       # it never gave its tasks back
         return out.build()
 
     def initial_delay_expired(self, op: TimerOp, now_ms: int) -> Result:
@@ -617,12 +606,12 @@ class StreamsProtocol:
         group = self.groups.get(op.group_id)
         if group is None or group.epoch <= group.target_epoch or group.topology is None:
             return EMPTY_RESULT
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        out.changed(group.group_id, "initial rebalance delay", group=group)
         configured = self._configured(group, group.topology, group.subscribed, out)
         members = {m.member_id: (m.meta, m.current) for m in group.members.values()}
         self.assign(group, members, configured, dict(group.target), group.assignment_configs, out)
         out.record(StreamsTargetEpochRecord(group.group_id, group.epoch))
-        out.changed(group.group_id, "initial rebalance delay")
         return out.build()
 
     def loaded(self, now_ms: int) -> None:
@@ -630,17 +619,14 @@ class StreamsProtocol:
         for group_id, group in self.groups.items():
             if group.topology is not None:
                 self._configured(group, group.topology, group.subscribed, _Staged())
-            for member_id in group.members:
-                self.timers.schedule(streams_session_key(group_id, member_id),
-                                     now_ms + self.configs.session_timeout(group_id),
-                                     TimerOp(TimerKind.STREAMS_SESSION, group_id, member_id))
+        ModernProtocol.loaded(self, now_ms)
 
     # ---- topics ---------------------------------------------------------------------------
 
     def topics_changed(self, now_ms: int) -> Result:
         """Bump the epoch of every group whose topology's topics changed (created internal
         topics make it ready; a changed partition count reconfigures it)."""
-        out = ResultBuilder()
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         for group_id in sorted(self.groups):
             group = self.groups[group_id]
             if group.topology is None:
@@ -648,11 +634,11 @@ class StreamsProtocol:
             subscribed = self._subscribed(group.topology)
             if subscribed == group.subscribed:
                 continue
+            out.changed(group_id, "topic metadata changed", group=group)
             configured = self._configured(group, group.topology, subscribed, out)
             validated = group.topology.epoch if configured.ready else -1
             out.record(StreamsGroupEpochRecord(group_id, group.epoch + 1, subscribed, validated,
                                                group.assignment_configs))
-            out.changed(group_id, "topic metadata changed")
         return out.build()
 
     # ======================================================================================
@@ -708,16 +694,11 @@ class StreamsProtocol:
             topology.epoch if topology is not None else -1, subtopologies, tuple(members), ASSIGNOR)
 
     def topology_description_update(self, req: TopologyDescriptionUpdate, reply: ReplyTo, now_ms: int) -> Result:
-        """KIP-1331: a member's topology description. kgroup stores none (Kafka 4.4 stores one
-        only with a description plug-in configured) and never asks for one."""
-        group = self.groups.get(req.group_id)
-        if group is None:
-            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found.")
-        if req.member_id not in group.members:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
-                             f"Member {req.member_id} is not a member of group {req.group_id}.")
-        raise GroupError(ErrorCode.STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED,
-                         "No topology description plugin is configured.")
+        """KIP-1331: a member's topology description. Kafka 4.4 stores one only with a
+        description plug-in configured and otherwise refuses every update before it looks
+        at the group; kgroup has no such plug-in (and never asks for a description), so it
+        answers as Kafka 4.4 does without one."""
+        raise GroupError(ErrorCode.UNSUPPORTED_VERSION, NO_DESCRIPTION_PLUGIN)
 
 
 class _Staged(ResultBuilder):

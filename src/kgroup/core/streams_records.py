@@ -4,7 +4,8 @@ A streams group is durable as six kinds of record, like Kafka's StreamsGroup* re
 group epoch (with the topics' metadata it was computed from, the topology epoch it
 validated and the assignment configs it used), the topology, each member's metadata, each
 member's target assignment, the target assignment's epoch, and each member's current
-assignment. A value of None is a tombstone.
+assignment. A value of None is a tombstone. All but the topology are the five records every
+modern kind has, by role (StreamsGroup.RECORDS; the topology is its MORE_RECORDS).
 
 Tasks are (subtopology id, partition). Task sets are sorted tuples of (subtopology,
 partition); a member's active tasks carry the epoch at which each was assigned, as
@@ -52,10 +53,6 @@ class TaskTuple:
     active: TaskIds = ()
     standby: TaskIds = ()
     warmup: TaskIds = ()
-
-    @property
-    def partitions(self) -> "TaskTuple":
-        return self
 
     def __bool__(self) -> bool:
         return bool(self.active or self.standby or self.warmup)
@@ -109,7 +106,7 @@ class StreamsMemberRecord:
 @dataclass(frozen=True, slots=True)
 class StreamsTargetRecord:
     """One member's target assignment (None removes it). `partitions` is its name in the
-    modern-group base, where a consumer's target holds partitions."""
+    modern-group base's replay (ModernGroup.apply), where a consumer's target holds partitions."""
 
     group_id: str
     member_id: str
@@ -159,6 +156,3 @@ class StreamsCurrentRecord:
     member_id: str
     value: StreamsCurrentValue | None
 
-
-STREAMS_RECORDS = (StreamsGroupEpochRecord, StreamsTopologyRecord, StreamsMemberRecord, StreamsTargetRecord,
-                   StreamsTargetEpochRecord, StreamsCurrentRecord)

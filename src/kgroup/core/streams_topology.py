@@ -185,13 +185,10 @@ def summarize(topics: Iterable[str]) -> str:
     return shown + (f" and {len(names) - 3} additional topics" if len(names) > 3 else "")
 
 
-def check_request_topology(topology: StreamsTopology) -> None:
-    """What Kafka refuses before the coordinator sees a topology (STREAMS_INVALID_TOPOLOGY)."""
-    for s in topology.subtopologies:
-        for t in s.state_changelog_topics:
-            if t.partitions != 0:
-                raise InvalidTopology(f"Changelog topic {t.name} must have an undefined partition count, "
-                                      f"but it is set to {t.partitions}.")
+def check_topic_names(topology: StreamsTopology) -> None:
+    """What Kafka refuses before it reads anything else of the heartbeat, whatever the member
+    epoch (its request handler checks the topology's topic names before the coordinator
+    checks the group id): Kafka's internal topics and illegal names (STREAMS_INVALID_TOPOLOGY)."""
     names = sorted(topology.all_topics())
     internal = [n for n in names if n in KAFKA_INTERNAL_TOPICS]
     if internal:
@@ -200,6 +197,16 @@ def check_request_topology(topology: StreamsTopology) -> None:
     bad = [n for n in names if not legal_topic_name(n)]
     if bad:
         raise InvalidTopology(f"Topic names {','.join(bad)} are not valid topic names.")
+
+
+def check_request_topology(topology: StreamsTopology) -> None:
+    """What the coordinator refuses in a joining member's topology (STREAMS_INVALID_TOPOLOGY),
+    after `check_topic_names` and the request's other checks."""
+    for s in topology.subtopologies:
+        for t in s.state_changelog_topics:
+            if t.partitions != 0:
+                raise InvalidTopology(f"Changelog topic {t.name} must have an undefined partition count, "
+                                      f"but it is set to {t.partitions}.")
     # Kafka 4.4 does not check these indexes and fails the heartbeat with UNKNOWN_SERVER_ERROR
     # (an index out of bounds); a clear refusal says what is wrong.
     for s in topology.subtopologies:

@@ -31,10 +31,12 @@ class TimerKind(Enum):
     CLASSIC_SYNC = "sync"                  # members that never send SyncGroup
     CONSUMER_SESSION = "consumer-session"  # a consumer-group member's session
     CONSUMER_REVOKE = "consumer-revoke"    # a revocation owed past the rebalance timeout
+    CONSUMER_REGEX = "consumer-regex"      # a new subscribed regex, resolved after the heartbeat
     OFFSETS_EXPIRY = "expire-offsets"      # offsets.retention.check.interval.ms
     TXN_TIMEOUT = "txn-timeout"            # a transaction's transaction.timeout.ms
     TXN_ID_EXPIRY = "expire-txn-ids"       # transactional.id.expiration.ms, checked periodically
     SHARE_SESSION = "share-session"        # a share-group member's session
+    SHARE_INIT = "share-init"              # topics a share group newly subscribes to, initialized
     STREAMS_SESSION = "streams-session"    # a streams-group member's session
     STREAMS_REVOKE = "streams-revoke"      # a task revocation owed past the rebalance timeout
     STREAMS_INITIAL_DELAY = "streams-initial-delay"  # streams.initial.rebalance.delay.ms
@@ -72,6 +74,14 @@ def consumer_session_key(group_id: str, member_id: str) -> tuple:
 
 def consumer_revoke_key(group_id: str, member_id: str) -> tuple:
     return (_CONSUMER_REVOKE, group_id, member_id)
+
+
+def consumer_regex_key(group_id: str) -> tuple:
+    return (TimerKind.CONSUMER_REGEX.value, group_id)
+
+
+def share_init_key(group_id: str) -> tuple:
+    return (TimerKind.SHARE_INIT.value, group_id)
 
 
 def share_session_key(group_id: str, member_id: str) -> tuple:

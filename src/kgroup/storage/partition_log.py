@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
@@ -59,6 +60,8 @@ LOG_START_FILE = "log-start-offset"
 # A fetch answer smaller than this is read into memory: below it, a pread and a copy cost
 # less than handing the socket a file range.
 SLICE_MIN_BYTES = 64 * 1024
+# The partition leader epoch stamped on every appended batch (kgroup's leader epochs stay 0).
+LEADER_EPOCH_ZERO = struct.pack(">i", 0)
 # A batch smaller than this is copied into the append buffer; a larger one is written from
 # the request's own bytes (pwritev), which must then not change: they are immutable bytes.
 _COPY_BELOW = 4096
@@ -207,13 +210,15 @@ class PartitionLog(SegmentedLog):
             seg = self._write_locked(n)
             base = self._end_offset
             pos = seg.size
-            # The batch is written as received, by reference; its base offset (outside the
-            # CRC) is the one piece made here.
-            self._buffer_copy(BASE_OFFSET.pack(base))
+            # The batch is written as received, by reference; its base offset and its
+            # partition leader epoch (both outside the CRC) are the pieces made here: Kafka
+            # stamps the leader's epoch (always 0 in kgroup) on every batch it appends, and
+            # clients commit it as the leader epoch of the offsets they read.
+            self._buffer_copy(BASE_OFFSET.pack(base) + bytes(batch[8:12]) + LEADER_EPOCH_ZERO)
             if n >= _COPY_BELOW and type(batch) is bytes:
-                self._buffer_ref(memoryview(batch)[8:])
+                self._buffer_ref(memoryview(batch)[16:])
             else:
-                self._buffer_copy(memoryview(batch)[8:])
+                self._buffer_copy(memoryview(batch)[16:])
             seg.size += n
             self._index_batch(seg, pos, base, self.config.index_interval_bytes)
             if h.max_timestamp > seg.max_timestamp:

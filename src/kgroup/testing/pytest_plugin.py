@@ -12,7 +12,8 @@ a project needs): brokers and clusters as fixtures.
   tests); its faults are cleared after each test that used it, its groups and topics stay.
 - `kgroup_cluster` / `kgroup_cluster_session`: the same for a `kgroup.testing.Cluster`.
 - `kafka_reference`: one Apache Kafka 4.4 (`kgroup.testing.reference.ReferenceKafka`) for the
-  whole session, the oracle of differential tests. Without Java or the jars (`make
+  whole session, the oracle of differential tests (`kafka_reference_side`: the same broker
+  with the recording proxy of `kgroup.conformance`). Without Java or the jars (`make
   reference`) the tests that use it are skipped with the reason — or fail, when
   `KGROUP_REQUIRE_REFERENCE=1` (as `make test` sets), so CI never skips them.
 
@@ -168,21 +169,32 @@ def kgroup_cluster_session(_kgroup_shared_cluster: Any) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def kafka_reference() -> Iterator[Any]:
-    """Apache Kafka 4.4 itself, single-node KRaft, started once for the session."""
+def kafka_reference_side() -> Iterator[Any]:
+    """The session's Apache Kafka 4.4 as a side of a differential comparison
+    (`kgroup.conformance.target.Side`): the broker, and the recording proxy its RECORDED
+    listener is advertised at (its PLAINTEXT listener stays direct)."""
     import os
 
-    from kgroup.testing.reference import REQUIRE_ENV, ReferenceKafka, reference_unavailable
+    from kgroup.testing.reference import REQUIRE_ENV, reference_unavailable
 
     why = reference_unavailable()
     if why:
         if os.environ.get(REQUIRE_ENV) == "1":
             pytest.fail(f"{why} ({REQUIRE_ENV}=1: the reference tests must run)", pytrace=False)
         pytest.skip(why)
-    kafka = ReferenceKafka().start()
+    from kgroup.conformance.sides import close_side, reference_side
+
+    side = reference_side()
     try:
-        yield kafka
+        yield side
     finally:
-        if not kafka.alive():
-            _print_logs(kafka)
-        kafka.close()
+        if not side.handle.alive():
+            _print_logs(side.handle)
+        close_side(side)
+
+
+@pytest.fixture(scope="session")
+def kafka_reference(kafka_reference_side: Any) -> Any:
+    """Apache Kafka 4.4 itself (`ReferenceKafka`), single-node KRaft, started once for the
+    session with the settings that make it comparable with kgroup."""
+    return kafka_reference_side.handle

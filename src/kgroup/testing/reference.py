@@ -5,9 +5,16 @@
 
 It is the oracle of kgroup's differential tests: the same scenario runs against it and
 against `kgroup.testing.Broker`, and what the clients observed is compared. Its settings
-make the two comparable (see `REFERENCE_SETTINGS`): no initial rebalance delay unless asked,
-replication factor 1 for every internal topic, share and streams groups on, transactions
-v2 (`transaction.version=2`, the 4.4 default).
+make the two comparable: the coordinator settings are *derived* from a kgroup `[group]`
+table (`group_properties`; by default `COMPARABLE_GROUP_SETTINGS`, which the differential
+suite's kgroup broker runs with too), so the initial rebalance delay, the session and
+heartbeat limits and the share-group limits are the same numbers on both sides;
+replication factor 1 for every internal topic; classic, consumer, share and streams groups
+on; assignments computed at once rather than batched (`REFERENCE_SETTINGS`); and the
+features of a 4.4 cluster said out loud at format time (`FEATURES`: transaction.version=2,
+share.version=2, streams.version=1). `extra_listeners` adds listeners advertised
+at another address (the differential suite's recording proxy sits there); `users` adds
+SCRAM credentials at format time (for a SASL_PLAINTEXT extra listener).
 
 The jars come from Maven Central through the repo's `reference/pom.xml` (`make reference`
 puts them in `reference/lib`); `KGROUP_REFERENCE_LIB` points elsewhere. Without Java or the
@@ -29,19 +36,21 @@ import time
 import uuid
 import base64
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kgroup.testing.process import ChildProcess, free_port
+
+if TYPE_CHECKING:
+    from kgroup.core.config import GroupConfig
 
 KAFKA_VERSION = "4.4.0"
 LIB_ENV = "KGROUP_REFERENCE_LIB"
 REQUIRE_ENV = "KGROUP_REQUIRE_REFERENCE"
 
-# Broker settings that make a scenario on Kafka comparable with the same scenario on a
-# `kgroup.testing.Broker` (whose test defaults are an initial rebalance delay of 0 and the
-# Kafka defaults for everything else), and that let one node serve every internal topic.
+# Broker settings that let one node serve every internal topic and make a scenario on Kafka
+# comparable with the same scenario on kgroup; the coordinator's numbers come from
+# `group_properties`, over which these are written.
 REFERENCE_SETTINGS: dict[str, Any] = {
-    "group.initial.rebalance.delay.ms": 0,
     "offsets.topic.replication.factor": 1,
     "transaction.state.log.replication.factor": 1,
     "transaction.state.log.min.isr": 1,
@@ -59,8 +68,16 @@ REFERENCE_SETTINGS: dict[str, Any] = {
     "group.streams.min.heartbeat.interval.ms": 100,
     # A short wait before an empty broker's first group can be coordinated.
     "group.coordinator.append.linger.ms": 0,
-    # Data sized for tests, not for a production disk.
-    "log.segment.bytes": 64 * 1024 * 1024,
+    # Target assignments computed within the heartbeat that needs them, as kgroup does, not
+    # batched on a timer or offloaded to another thread (Kafka 4.4's defaults: 1 s, on).
+    "group.consumer.assignment.interval.ms": 0,
+    "group.consumer.assignor.offload.enable": False,
+    "group.share.assignment.interval.ms": 0,
+    "group.share.assignor.offload.enable": False,
+    "group.streams.assignment.interval.ms": 0,
+    "group.streams.assignor.offload.enable": False,
+    # Data sized for tests (log.segment.bytes stays at its default: a topic's segment.bytes
+    # shows it, and kgroup's default is the same).
     "log.retention.check.interval.ms": 60_000,
     "num.network.threads": 2,
     "num.io.threads": 4,
@@ -68,6 +85,110 @@ REFERENCE_SETTINGS: dict[str, Any] = {
     "log.cleaner.threads": 1,
     "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,
 }
+
+# The [group] settings both brokers of a differential comparison run with (kgroup's test
+# defaults, `kgroup.testing.broker.TEST_GROUP_SETTINGS`, plus limits short enough for
+# session, heartbeat and lock timeouts to pass within a test): the reference gets the same
+# numbers through `group_properties`.
+COMPARABLE_GROUP_SETTINGS: dict[str, Any] = {
+    "initial_rebalance_delay_ms": 0,
+    "min_session_timeout_ms": 1_000,
+    "consumer_session_timeout_ms": 10_000,
+    "consumer_min_session_timeout_ms": 1_000,
+    "consumer_heartbeat_interval_ms": 500,
+    "consumer_min_heartbeat_interval_ms": 100,
+    "share_session_timeout_ms": 10_000,
+    "share_heartbeat_interval_ms": 500,
+}
+
+# The feature levels the storage is formatted with: those of a new Kafka 4.4 cluster
+# (`kafka-storage version-mapping`), said out loud so a newer default cannot change them.
+FEATURES: dict[str, int] = {
+    "transaction.version": 2,
+    "group.version": 1,
+    "share.version": 2,
+    "streams.version": 1,
+}
+
+
+def group_properties(group: "GroupConfig | None" = None) -> dict[str, Any]:
+    """Kafka's coordinator properties with the values of a kgroup `[group]` config (by
+    default `COMPARABLE_GROUP_SETTINGS` over kgroup's own defaults): each `GroupConfig`
+    field names the Kafka property it mirrors, and this is that mapping."""
+    from kgroup.core.config import GroupConfig  # noqa: PLC0415 (only where Kafka runs)
+
+    g = group if group is not None else GroupConfig(**COMPARABLE_GROUP_SETTINGS)
+    if g.offsets_retention_ms % 60_000:
+        raise ValueError("offsets.retention.minutes is whole minutes: offsets_retention_ms must be too")
+    # Only what differs from Kafka's own defaults is written: DescribeConfigs reports a
+    # value written in server.properties as STATIC_BROKER_CONFIG, a default as DEFAULT_CONFIG.
+    return {name: value for name, value in _group_properties(g).items()
+            if KAFKA_GROUP_DEFAULTS.get(name) != value}
+
+
+# Kafka 4.4's defaults of the properties `group_properties` maps (GroupCoordinatorConfig,
+# ShareGroupConfig).
+KAFKA_GROUP_DEFAULTS: dict[str, Any] = {
+    "group.initial.rebalance.delay.ms": 3_000, "group.min.session.timeout.ms": 6_000,
+    "group.max.session.timeout.ms": 1_800_000, "group.max.size": 2_147_483_647,
+    "offsets.retention.minutes": 10_080, "offsets.retention.check.interval.ms": 600_000,
+    "offset.metadata.max.bytes": 4096, "group.consumer.session.timeout.ms": 45_000,
+    "group.consumer.min.session.timeout.ms": 45_000, "group.consumer.max.session.timeout.ms": 60_000,
+    "group.consumer.heartbeat.interval.ms": 5_000, "group.consumer.min.heartbeat.interval.ms": 5_000,
+    "group.consumer.max.heartbeat.interval.ms": 15_000, "group.consumer.assignors": "uniform,range",
+    "group.consumer.max.size": 2_147_483_647, "group.consumer.migration.policy": "bidirectional",
+    "group.share.session.timeout.ms": 45_000, "group.share.min.session.timeout.ms": 45_000,
+    "group.share.max.session.timeout.ms": 60_000, "group.share.heartbeat.interval.ms": 5_000,
+    "group.share.min.heartbeat.interval.ms": 5_000, "group.share.max.heartbeat.interval.ms": 15_000,
+    "group.share.record.lock.duration.ms": 30_000, "group.share.min.record.lock.duration.ms": 15_000,
+    "group.share.max.record.lock.duration.ms": 60_000, "group.share.delivery.count.limit": 5,
+    "group.share.min.delivery.count.limit": 2, "group.share.max.delivery.count.limit": 10,
+    "group.share.partition.max.record.locks": 2_000, "group.share.min.partition.max.record.locks": 100,
+    "group.share.max.partition.max.record.locks": 4_000, "group.share.max.size": 200,
+}
+
+
+def _group_properties(g: "GroupConfig") -> dict[str, Any]:
+    return {
+        "group.initial.rebalance.delay.ms": g.initial_rebalance_delay_ms,
+        "group.min.session.timeout.ms": g.min_session_timeout_ms,
+        "group.max.session.timeout.ms": g.max_session_timeout_ms,
+        "group.max.size": g.max_group_size,
+        "offsets.retention.minutes": g.offsets_retention_ms // 60_000,
+        "offsets.retention.check.interval.ms": g.offsets_retention_check_interval_ms,
+        "offset.metadata.max.bytes": g.offset_metadata_max_bytes,
+        "group.consumer.session.timeout.ms": g.consumer_session_timeout_ms,
+        "group.consumer.min.session.timeout.ms": g.consumer_min_session_timeout_ms,
+        "group.consumer.max.session.timeout.ms": g.consumer_max_session_timeout_ms,
+        "group.consumer.heartbeat.interval.ms": g.consumer_heartbeat_interval_ms,
+        "group.consumer.min.heartbeat.interval.ms": g.consumer_min_heartbeat_interval_ms,
+        "group.consumer.max.heartbeat.interval.ms": g.consumer_max_heartbeat_interval_ms,
+        "group.consumer.assignors": ",".join(g.consumer_assignors),
+        "group.consumer.max.size": g.consumer_max_size,
+        "group.consumer.migration.policy": g.consumer_migration_policy,
+        "group.share.session.timeout.ms": g.share_session_timeout_ms,
+        "group.share.min.session.timeout.ms": g.share_min_session_timeout_ms,
+        "group.share.max.session.timeout.ms": g.share_max_session_timeout_ms,
+        "group.share.heartbeat.interval.ms": g.share_heartbeat_interval_ms,
+        "group.share.min.heartbeat.interval.ms": g.share_min_heartbeat_interval_ms,
+        "group.share.max.heartbeat.interval.ms": g.share_max_heartbeat_interval_ms,
+        "group.share.record.lock.duration.ms": g.share_record_lock_duration_ms,
+        "group.share.min.record.lock.duration.ms": g.share_min_record_lock_duration_ms,
+        "group.share.max.record.lock.duration.ms": g.share_max_record_lock_duration_ms,
+        "group.share.delivery.count.limit": g.share_delivery_count_limit,
+        "group.share.min.delivery.count.limit": g.share_min_delivery_count_limit,
+        "group.share.max.delivery.count.limit": g.share_max_delivery_count_limit,
+        "group.share.partition.max.record.locks": g.share_partition_max_record_locks,
+        "group.share.min.partition.max.record.locks": g.share_min_partition_max_record_locks,
+        "group.share.max.partition.max.record.locks": g.share_max_partition_max_record_locks,
+        "group.share.max.size": g.share_max_size,
+    }
+
+
+# How long a start may take before it counts as failed. It is ready in 3-10 s on a busy
+# 2-core machine (20 s is what the issue allows); the margin is for a machine that is
+# busier still, where failing the whole session would be worse than waiting.
+READY_TIMEOUT = 60.0
 
 # Heap and JIT for a test broker on a 2-core machine: a small heap and C1 only start fast;
 # benchmarks pass their own `jvm_options`.
@@ -150,8 +271,12 @@ logger.state.level = warn
 
 
 def cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding, never starting
+    with "-" (as Kafka's Uuid.randomUuid: kafka-storage would read such an id as an option)."""
+    while True:
+        value = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not value.startswith("-"):
+            return value
 
 
 class ReferenceKafka:
@@ -159,20 +284,34 @@ class ReferenceKafka:
 
     def __init__(self, settings: Mapping[str, Any] | None = None, *, directory: str | Path | None = None,
                  jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS, log_level: str = "INFO",
-                 host: str = "127.0.0.1") -> None:
-        """`settings`: server.properties over `REFERENCE_SETTINGS`. Without `directory`, a temp
-        dir removed at `close`."""
+                 host: str = "127.0.0.1", group: "GroupConfig | None" = None,
+                 extra_listeners: Mapping[str, tuple[str, int] | tuple[str, int, str]] | None = None,
+                 users: Mapping[str, str] | None = None) -> None:
+        """`settings`: server.properties over `group_properties(group)` and
+        `REFERENCE_SETTINGS`. `extra_listeners`: NAME -> the (host, port) it is advertised at
+        (and its security protocol, PLAINTEXT unless a third item says SASL_PLAINTEXT, which
+        then takes SCRAM-SHA-256 and -512), each on a free port of its own
+        (`listener_port(NAME)`).
+        `users`: SCRAM-SHA-256 and -512 credentials (name -> password) written at format time.
+        Without `directory`, a temp dir removed at `close`."""
         self._own_dir = directory is None
         self.dir = Path(tempfile.mkdtemp(prefix="kafka-ref-")) if directory is None else Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.host = host
-        self.settings = {**REFERENCE_SETTINGS, **(settings or {})}
+        self.settings = {**REFERENCE_SETTINGS, **group_properties(group), **(settings or {})}
         self.jvm_options = tuple(jvm_options)
         self.log_level = log_level
         self.port = 0
         self.controller_port = 0
+        self.extra_listeners = dict(extra_listeners or {})
+        self.extra_ports: dict[str, int] = {}
+        self.users = dict(users or {})
         self.proc: subprocess.Popen | None = None
         self._formatted = False
+
+    def listener_port(self, name: str) -> int:
+        """The port the extra listener `name` really listens on (it is advertised elsewhere)."""
+        return self.extra_ports[name]
 
     # ---- where it is ----------------------------------------------------------------------
 
@@ -199,16 +338,31 @@ class ReferenceKafka:
     # ---- life cycle -----------------------------------------------------------------------
 
     def _write_config(self) -> Path:
+        listeners = [f"PLAINTEXT://{self.host}:{self.port}"]
+        advertised = [f"PLAINTEXT://{self.host}:{self.port}"]
+        protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
+        sasl: dict[str, Any] = {}
+        for name, (host, port, *rest) in self.extra_listeners.items():
+            protocol = rest[0] if rest else "PLAINTEXT"
+            listeners.append(f"{name}://{self.host}:{self.extra_ports[name]}")
+            advertised.append(f"{name}://{host}:{port}")
+            protocols.append(f"{name}:{protocol}")
+            if protocol.startswith("SASL_"):
+                sasl["sasl.enabled.mechanisms"] = "SCRAM-SHA-256,SCRAM-SHA-512"
+                for mechanism in ("scram-sha-256", "scram-sha-512"):
+                    sasl[f"listener.name.{name.lower()}.{mechanism}.sasl.jaas.config"] = \
+                        "org.apache.kafka.common.security.scram.ScramLoginModule required;"
         config = {
             "process.roles": "broker,controller",
             "node.id": 1,
             "controller.quorum.voters": f"1@{self.host}:{self.controller_port}",
-            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            "listeners": ",".join([*listeners, f"CONTROLLER://{self.host}:{self.controller_port}"]),
+            "advertised.listeners": ",".join(advertised),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": ",".join(protocols),
             "log.dirs": str(self.data_dir),
+            **sasl,
             **self.settings,
         }
         path = self.dir / "server.properties"
@@ -218,8 +372,11 @@ class ReferenceKafka:
         return path
 
     def _format(self, config: Path) -> None:
+        features = [arg for name, level in FEATURES.items() for arg in ("--feature", f"{name}={level}")]
+        scram = [arg for user, password in self.users.items() for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+                 for arg in ("--add-scram", f"{mechanism}=[name={user},password={password}]")]
         result = run_java("kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(config),
-                          "--ignore-formatted", jvm_options=self._log_options())
+                          "--ignore-formatted", *features, *scram, jvm_options=self._log_options())
         if result.returncode != 0:
             raise RuntimeError(f"formatting Kafka's storage failed:\n{result.stdout}\n{result.stderr}")
         self._formatted = True
@@ -227,7 +384,7 @@ class ReferenceKafka:
     def _log_options(self) -> tuple[str, ...]:
         return (f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",)
 
-    def start(self, timeout: float = 60.0) -> "ReferenceKafka":
+    def start(self, timeout: float = READY_TIMEOUT) -> "ReferenceKafka":
         """Format (the first time) and start; wait until it answers Kafka requests and can
         coordinate groups."""
         why = reference_unavailable()
@@ -235,6 +392,7 @@ class ReferenceKafka:
             raise RuntimeError(why)
         if not self.port:
             self.port, self.controller_port = free_port(self.host), free_port(self.host)
+            self.extra_ports = {name: free_port(self.host) for name in self.extra_listeners}
         config = self._write_config()
         if not self._formatted:
             self._format(config)
@@ -284,7 +442,7 @@ class ReferenceKafka:
             self.proc.kill()
             self.proc.wait()
 
-    def restart(self, timeout: float = 60.0) -> "ReferenceKafka":
+    def restart(self, timeout: float = READY_TIMEOUT) -> "ReferenceKafka":
         self.stop()
         return self.start(timeout)
 

@@ -2,13 +2,15 @@
 
 A client opens with ApiVersions at the newest version it knows. If that is newer than ours
 (kafka-python 3.0 sends v4 first, a future client v5), Kafka answers UNSUPPORTED_VERSION in
-the ApiVersions **v0** body format, with response header v0, listing its ranges; the client
-then retries with the highest version both sides know. The body of such a request may be
+the ApiVersions **v0** body format, with response header v0, listing only ApiVersions' own
+range (KIP-511: the one thing the client needs; the other ranges come with the retry); the
+client then retries with the highest ApiVersions version both sides know. The body of such a request may be
 unparseable, so the broker only needs the correlation id from ``peek_request_header``.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterable
 from datetime import timedelta
@@ -63,16 +65,32 @@ def api_versions_response(
     return cls(**kwargs)
 
 
+# ApiVersionsRequest.isValid (KIP-511): a client software name and version (v3+) match this.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+INVALID_REQUEST = 42
+
+
+def api_versions_answer(request_version: int, request: Any, *, ranges: Iterable[ApiRange]) -> Any:
+    """The answer to an ApiVersions request: our ranges, or (v3+) INVALID_REQUEST with no
+    ranges when the client software name or version is not of the form Kafka accepts."""
+    if request_version >= 3 and not all(
+            _SOFTWARE.fullmatch(getattr(request, field, "") or "")
+            for field in ("client_software_name", "client_software_version")):
+        return api_versions_response(request_version, INVALID_REQUEST, ranges=())
+    return api_versions_response(request_version, ranges=ranges)
+
+
 def encode_api_versions_fallback(
     correlation_id: int,
     *,
     ranges: Iterable[ApiRange],
 ) -> bytes:
-    """Size-prefixed ApiVersions v0 reply with UNSUPPORTED_VERSION listing ``ranges``.
+    """Size-prefixed ApiVersions v0 reply with UNSUPPORTED_VERSION listing, of ``ranges``,
+    ApiVersions' own range only, as Kafka 4.4 does (KIP-511).
 
     Send it when an ApiVersions request's version is newer than ours.
     """
-    ranges = tuple(ranges)
+    ranges = tuple(r for r in ranges if r.api_key == ApiKey.API_VERSIONS)
     body = _V0.pack(correlation_id, UNSUPPORTED_VERSION, len(ranges)) + b"".join(
         _ENTRY.pack(r.api_key, r.min_version, r.max_version) for r in ranges
     )

@@ -10,9 +10,12 @@ How decoding works: the first 8 bytes of every request are ``int16 api_key, int1
 api_version, int32 correlation_id`` in every header version, so they are read with struct
 before anything else. The (key, version) pair is checked against the served ranges given
 (raising UnsupportedVersion with the correlation id), then the full header (v1, or v2 for
-flexible versions) and the body are read with kio's native readers. Where kio refuses the
-bytes, or the frame is big enough to break one of Kafka's allocation limits kio does not
-check, ``kafka_reader`` reads them again with Kafka 4.4's rules: unknown tagged fields are
+flexible versions) and the body are read with kio's native readers — for a class with an array, only after
+``count_guard`` has walked the body and found every count backed by bytes of the frame (kio
+reserves room for an array's declared count first: a hostile count aborts the process).
+Where the guard refuses, kio refuses the bytes, or the frame is big enough to break one of
+Kafka's allocation limits kio does not check, ``kafka_reader`` reads them with Kafka 4.4's
+rules: unknown tagged fields are
 skipped, invalid UTF-8 is replaced, and what Kafka rejects raises MalformedRequest (Kafka
 closes the connection on a request it cannot parse). Bytes left over after a complete body are ignored, as
 Apache Kafka's request parsing ignores them (``AbstractRequest.parseRequest`` reads the
@@ -35,9 +38,11 @@ import kio.schema.response_header.v1 as _resp_h1
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
+from . import request_rules
+from .count_guard import guard
 from .errors import MalformedRequest, MalformedResponse, UnsupportedVersion
 from .fast_responses import encode_consumer_group_heartbeat_response
-from .kafka_reader import LIMITS_NEED_BYTES, has_arrays, has_tagged_fields, kio_check, read_entity
+from .kafka_reader import LIMITS_NEED_BYTES, has_tagged_fields, kio_check, read_entity
 from .schemas import load_request_schema, load_response_schema
 from .versions import ApiRange, is_flexible
 
@@ -98,8 +103,9 @@ class _Decoder(NamedTuple):
     classes, kio's readers of them, the tests of kio's result for a small and a large frame
     (``kafka_reader.kio_check``, None when there is nothing to test), and whether a large
     frame must be read with Kafka's rules instead (``kafka_reader.has_tagged_fields``), and
-    whether every frame must (``arrays``: kio's native readers allocate an array's declared
-    count up front, and a hostile count aborts the process — ``kafka_reader.has_arrays``)."""
+    the walk that must pass before kio's native reader may read the body (``count_guard.
+    guard``, None for a class without arrays): kio reserves room for an array's declared
+    count up front, and a hostile count aborts the process."""
 
     flexible: bool
     header_cls: type[Any]
@@ -109,7 +115,7 @@ class _Decoder(NamedTuple):
     check: Any
     check_big: Any
     tagged: bool
-    arrays: bool
+    guard: Any
 
 
 @cache
@@ -119,7 +125,7 @@ def _decoder(api_key: int, version: int) -> _Decoder:
     cls = request_class(api_key, version)
     return _Decoder(flexible, header_cls, cls, entity_reader(header_cls), entity_reader(cls),
                     kio_check(cls), kio_check(cls, big=True), has_tagged_fields(cls),
-                    has_arrays(cls))
+                    guard(cls))
 
 
 @cache
@@ -165,22 +171,25 @@ def decode_request(
         raise UnsupportedVersion(api_key, api_version, correlation_id)
 
     # 2. Header v1/v2, then the body: kio's native readers where their answer is Kafka's;
-    #    otherwise (kio raises, or kio_check finds what Kafka refuses, or a large frame of
-    #    a message with tagged fields) Kafka's rules in Python (kafka_reader), which also
-    #    give Kafka's error. See kafka_reader's docstring for where the two differ.
-    flexible, header_cls, cls, read_header, read, check, check_big, tagged, arrays = _decoder(api_key, api_version)
+    #    otherwise (count_guard refuses the body's counts, kio raises, kio_check finds what
+    #    Kafka refuses, or a large frame of a message with tagged fields) Kafka's rules in
+    #    Python (kafka_reader), which also give Kafka's error. See kafka_reader's docstring
+    #    for where the two differ.
+    flexible, header_cls, cls, read_header, read, check, check_big, tagged, counts = _decoder(api_key, api_version)
     big = len(data) >= LIMITS_NEED_BYTES
-    if arrays or (big and tagged):    # (request headers declare no tagged field: kio raises on any)
+    if big and tagged:    # (request headers declare no tagged field: kio raises on any)
         kio_header = None
     else:
         if big:
             check = check_big
         try:
             kio_header, offset = read_header(data, 0)
+            if counts is not None:
+                counts(data, offset)    # raises unless kio may read the body safely
             request, _ = read(data, offset)
             if check is not None and check(request):
                 kio_header = None
-        except Exception:  # kio raises DecodeError, KeyError, ValueError, ...
+        except Exception:  # count_guard.CountsUnsafe; kio's DecodeError, KeyError, ValueError, ...
             kio_header = None
     if kio_header is None:
         stage = "header"
@@ -197,7 +206,15 @@ def decode_request(
                 correlation_id=correlation_id,
             ) from exc
 
-    # 3. Bytes after the body are left unread, as Kafka does (see the module docstring).
+    # 3. What Kafka's request classes refuse beyond the schema (request_rules).
+    if api_key in request_rules.CHECKED:
+        try:
+            request_rules.check(api_key, request)
+        except MalformedRequest as exc:
+            raise MalformedRequest(str(exc), api_key=api_key, api_version=api_version,
+                                   correlation_id=correlation_id) from None
+
+    # 4. Bytes after the body are left unread, as Kafka does (see the module docstring).
     header = RequestHeader(
         api_key=api_key,
         api_version=api_version,

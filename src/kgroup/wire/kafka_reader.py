@@ -58,6 +58,7 @@ __all__ = [
     "has_tagged_fields",
     "kio_check",
     "read_entity",
+    "unwrap",
 ]
 
 MAX_COLLECTION = 1_000_000
@@ -256,7 +257,7 @@ _PRIMITIVES: dict[str, Reader] = {
 _NULLABLE_DATETIME = _fixed(_I64, lambda ms: None if ms == -1 else tz_aware_from_i64(ms))
 
 
-def _unwrap(hint: Any) -> tuple[Any, bool, bool]:
+def unwrap(hint: Any) -> tuple[Any, bool, bool]:
     """(element type, is array, is nullable) of a kio field's type hint."""
     nullable = False
     if typing.get_origin(hint) in (UnionType, Union):
@@ -273,7 +274,7 @@ def _unwrap(hint: Any) -> tuple[Any, bool, bool]:
 
 def _field_reader(cls: type, f: dataclasses.Field, hint: Any, legacy_string: bool) -> Reader:
     flexible = bool(cls.__flexible__) and not legacy_string
-    element, array, nullable = _unwrap(hint)
+    element, array, nullable = unwrap(hint)
     name = f.name
     if dataclasses.is_dataclass(element):
         item = entity_reader(element)
@@ -360,7 +361,7 @@ def kio_check(cls: type, big: bool = False) -> Callable[[Any], bool] | None:
     strings: list[tuple[str, bool]] = []                        # (name, is array) (big)
     nested: list[tuple[str, bool, Callable[[Any], bool]]] = []   # (name, is array, check)
     for f in dataclasses.fields(cls):
-        element, array, nullable = _unwrap(hints[f.name])
+        element, array, nullable = unwrap(hints[f.name])
         if array and not nullable:
             not_null.append(f.name)
         if big and array:
@@ -417,7 +418,7 @@ def has_tagged_fields(cls: type) -> bool:
     for f in dataclasses.fields(cls):
         if "tag" in f.metadata:
             return True
-        element = _unwrap(hints[f.name])[0]
+        element = unwrap(hints[f.name])[0]
         if dataclasses.is_dataclass(element) and has_tagged_fields(element):
             return True
     return False
@@ -427,11 +428,12 @@ def has_arrays(cls: type) -> bool:
     """Whether ``cls`` or an entity in it has an array field. kio's native readers reserve
     room for an array's declared count before reading one element: a 51-byte frame that
     declares 2**35 entries made the process abort ("memory allocation of 193654555296 bytes
-    failed"; Rust aborts, no exception). Such a class is read with Kafka's rules, which
-    refuse a count the remaining bytes cannot hold before allocating anything."""
+    failed"; Rust aborts, no exception). Such a class reaches kio only after ``count_guard``
+    has found every count backed by bytes of the frame; otherwise it is read here, where a
+    count the remaining bytes cannot hold is refused before anything is allocated."""
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
-        element, array, _ = _unwrap(hints[f.name])
+        element, array, _ = unwrap(hints[f.name])
         if array or (dataclasses.is_dataclass(element) and has_arrays(element)):
             return True
     return False

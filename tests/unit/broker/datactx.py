@@ -97,15 +97,19 @@ class DataCtx:
                       max_wait: int = 0, min_bytes: int = 1, max_bytes: int = 50 << 20,
                       partition_max_bytes: int = 1 << 20, session_id: int = 0,
                       session_epoch: int = -1, by_id: dict[str, uuid.UUID] | None = None,
-                      isolation: int = 0) -> Any:
-        """A Fetch request of `version` for {topic: [(partition, offset)]}."""
+                      isolation: int = 0, forgotten: dict[str, list[int]] | None = None) -> Any:
+        """A Fetch request of `version` for {topic: [(partition, offset)]}, dropping the
+        `forgotten` {topic: [partition]} from its session."""
         cls = request_class(FETCH, version)
         tcls = item(cls, "topics")
         pcls = item(tcls, "partitions")
         ids = by_id if by_id is not None else self.dp.topic_ids()
+        fcls = item(cls, "forgotten_topics_data") if version >= 7 else None
         return build(
             cls, max_wait=max_wait, min_bytes=min_bytes, max_bytes=max_bytes, isolation_level=isolation,
-            session_id=session_id, session_epoch=session_epoch, forgotten_topics_data=(),
+            session_id=session_id, session_epoch=session_epoch, forgotten_topics_data=tuple(
+                build(fcls, topic=t, topic_id=ids.get(t, uuid.UUID(int=0)), partitions=tuple(ps))
+                for t, ps in (forgotten or {}).items()),
             topics=tuple(
                 build(tcls, topic=t, topic_id=ids.get(t, uuid.UUID(int=0)), partitions=tuple(
                     build(pcls, partition=p, fetch_offset=o, partition_max_bytes=partition_max_bytes)
@@ -120,6 +124,16 @@ class DataCtx:
         return await self.call(LIST_OFFSETS, version, build(
             cls, replica_id=-1, isolation_level=isolation, topics=(build(tcls, name=topic, partitions=tuple(
                 build(pcls, partition_index=p, timestamp=ts) for p, ts in parts)),)))
+
+    async def list_offsets_each(self, version: int, topic: str, parts: list[tuple[int, int]],
+                                isolation: int = 0) -> list[Any]:
+        """The partition answers of one ListOffsets request per (partition, timestamp): a
+        request naming a partition twice is refused (INVALID_REQUEST), as Kafka refuses it."""
+        out = []
+        for part in parts:
+            r = await self.list_offsets(version, topic, [part], isolation)
+            out += [p for t in r.topics for p in t.partitions]
+        return out
 
     async def create_topics(self, version: int, topics: list[dict[str, Any]],
                             validate_only: bool = False) -> Any:

@@ -146,7 +146,8 @@ def test_fetch_by_topic_id_and_follower_fetches() -> None:
     done = verdict.finish(build(response_class(1, 13), responses=()))
     (topic,) = done.responses
     assert topic.topic_id == SAMPLE_UUID and topic.partitions[0].error_code == E.TOPIC_AUTHORIZATION_FAILED
-    assert guard(1, 13, req, access(allow(Res.TOPIC, "name", Op.READ, Pat.PREFIXED))).finish is None
+    sessionless = replace(req, session_epoch=-1)   # (an incremental fetch is checked again: see below)
+    assert guard(1, 13, sessionless, access(allow(Res.TOPIC, "name", Op.READ, Pat.PREFIXED))).finish is None
     follower = sample(request_class(1, 12))  # replica_id 5: a broker's fetch
     refused = guard(1, 12, follower, access(allow(Res.TOPIC, "*", Op.ALL)))
     assert isinstance(refused, Refused)
@@ -316,4 +317,30 @@ def test_share_fetch_needs_read_on_the_group_and_each_topic() -> None:
     assert verdict.request.topics == ()
     done = verdict.finish(build(response_class(78, 2), responses=()))
     assert done.responses[0].topic_id == SAMPLE_UUID
+    assert done.responses[0].partitions[0].error_code == E.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_kip227_an_incremental_fetch_checks_every_topic_its_session_answers() -> None:
+    """A session's partitions are read without being listed: Kafka authorizes each of them
+    on every fetch, so READ taken away mid-session answers TOPIC_AUTHORIZATION_FAILED."""
+    cls = response_class(1, 12)
+    t_cls = item(cls, "responses")
+    p_cls = item(t_cls, "partitions")
+    read = build(cls, session_id=5, responses=tuple(
+        build(t_cls, topic=n, partitions=(build(p_cls, partition_index=0, high_watermark=3, records=b"x"),))
+        for n in ("orders", "topic-x")))
+    req = build(request_class(1, 12), replica_id=-1, session_id=5, session_epoch=2, topics=())
+    done = guard(1, 12, req, access(allow(Res.TOPIC, "orders", Op.READ))).finish(read)
+    assert [(t.topic, p.error_code, p.high_watermark, p.records) for t in done.responses for p in t.partitions] == [
+        ("orders", E.NONE, 3, b"x"), ("topic-x", E.TOPIC_AUTHORIZATION_FAILED, -1, b"")]
+    # A full fetch is checked by what it lists (the handler reads nothing else).
+    full = replace(req, session_epoch=0)
+    assert guard(1, 12, full, access(allow(Res.TOPIC, "orders", Op.READ))).finish is None
+    # By topic id from v13.
+    cls13 = response_class(1, 13)
+    t13 = item(cls13, "responses")
+    read13 = build(cls13, responses=(build(t13, topic_id=TOPICS["topic-x"].topic_id, partitions=(
+        build(item(t13, "partitions"), partition_index=1, records=b"y"),)),))
+    req13 = build(request_class(1, 13), replica_id=-1, session_id=5, session_epoch=2, topics=())
+    done = guard(1, 13, req13, access(allow(Res.TOPIC, "orders", Op.READ))).finish(read13)
     assert done.responses[0].partitions[0].error_code == E.TOPIC_AUTHORIZATION_FAILED

@@ -117,10 +117,17 @@ def test_delete_records(tmp_path, version):
             {"name": "__kgroup_events", "partitions": [{"partition_index": 0, "offset": 0}]}])
         got = [(int(p.error_code), p.low_watermark) for t in r.topics for p in t.partitions]
         assert got == [(0, 3), (0, 3), (3, -1), (17, -1)]
+        # As Kafka keys the request by partition: a partition named twice is answered once
+        # (its last offset), a topic named twice once with the partitions of both.
         r = await call(RecordsApi(ctx.dp.ctx).delete_records, 21, version, timeout=1000, topics=[
             {"name": "t", "partitions": [{"partition_index": 0, "offset": 9}, {"partition_index": 0, "offset": 1}]}])
-        assert [(int(p.error_code), p.low_watermark) for p in r.topics[0].partitions] == [(1, -1), (0, 3)]
+        assert [(int(p.error_code), p.low_watermark) for p in r.topics[0].partitions] == [(0, 3)]
         assert ctx.data.partition_log("t", 0).log_start_offset == 3
+        r = await call(RecordsApi(ctx.dp.ctx).delete_records, 21, version, timeout=1000, topics=[
+            {"name": "t", "partitions": [{"partition_index": 0, "offset": 4}]},
+            {"name": "t", "partitions": [{"partition_index": 1, "offset": 2}]}])
+        assert [(t.name, p.partition_index, int(p.error_code), p.low_watermark)
+                for t in r.topics for p in t.partitions] == [("t", 0, 0, 4), ("t", 1, 0, 3)]
 
     run(tmp_path, scenario)
 
@@ -151,6 +158,9 @@ def test_describe_cluster(tmp_path, version):
         assert [(b.broker_id, b.host, b.port) for b in r.brokers] == [(1, "127.0.0.1", 9092)]
         if version >= 1:
             r = await call(ctx.dp.describe_cluster, 60, version, endpoint_type=2)
-            assert int(r.error_code) == 114
+            assert int(r.error_code) == 114        # MISMATCHED_ENDPOINT_TYPE: a controller's
+            for unknown in (0, 127):               # a type Kafka does not know
+                r = await call(ctx.dp.describe_cluster, 60, version, endpoint_type=unknown)
+                assert int(r.error_code) == 115    # UNSUPPORTED_ENDPOINT_TYPE
 
     run(tmp_path, scenario)

@@ -7,6 +7,8 @@ import uuid
 
 import pytest
 
+from kgroup.wire.codec import request_class
+from kgroup.wire.kio_build import build, item
 from kgroup.wire.record_batch import decode_records, split_batches
 
 from .datactx import (
@@ -24,6 +26,7 @@ from .datactx import (
 )
 
 NONE, OUT_OF_RANGE, CORRUPT, UNKNOWN = 0, 1, 2, 3
+INVALID_REQUEST = 42
 
 
 def values(records: bytes) -> list[bytes]:
@@ -68,15 +71,16 @@ def test_metadata_advertises_the_advertised_address(tmp_path):
 
 
 @pytest.mark.parametrize("version", [1, 4, 9, 12])
-def test_metadata_auto_creates_unknown_topic(tmp_path, version):
+def test_metadata_auto_creates_unknown_topic_and_answers_it_unknown_as_kafka_does(tmp_path, version):
     async def scenario(ctx: DataCtx):
         r = await ctx.metadata(version, ["fresh"])
-        assert codes(r, METADATA) == [NONE]
-        assert len(r.topics[0].partitions) == 3
+        # Kafka 4.4 answers the request that creates the topic UNKNOWN_TOPIC_OR_PARTITION.
+        assert codes(r, METADATA) == [UNKNOWN] and r.topics[0].partitions == ()
         assert "fresh" in ctx.data.topics()
         assert ctx.changes == 1
         again = await ctx.metadata(version, ["fresh"])
         assert codes(again, METADATA) == [NONE] and ctx.changes == 1
+        assert len(again.topics[0].partitions) == 3
 
     run(tmp_path, scenario, default_partitions=3)
 
@@ -213,6 +217,10 @@ def test_produce_partition_out_of_range_and_bad_acks(tmp_path):
         r = await ctx.produce(9, {"t": {0: batch(1)}}, acks=2)
         assert codes(r, PRODUCE) == [21]
         assert ctx.data.partition_log("t", 0).log_end_offset == 0
+        # A partition that does not exist is answered so before acks is looked at, as Kafka does.
+        r = await ctx.produce(9, {"t": {0: batch(1), 5: batch(1)}, "ghost": {0: batch(1)}}, acks=2)
+        assert codes(r, PRODUCE) == [21, UNKNOWN, UNKNOWN]
+        assert ctx.data.partition_log("t", 0).log_end_offset == 0
 
     run(tmp_path, scenario)
 
@@ -240,14 +248,30 @@ def test_fetch_out_of_range_and_unknown(tmp_path, version):
     async def scenario(ctx: DataCtx):
         ctx.data.create_topic("t", 1)
         await ctx.produce(9, {"t": {0: batch(3)}})
-        f = await ctx.fetch(version, {"t": [(0, 4), (0, -1), (0, 3), (7, 0)]})
-        assert codes(f, FETCH) == [OUT_OF_RANGE, OUT_OF_RANGE, NONE, UNKNOWN]
-        assert f.responses[0].partitions[2].records in (b"", None)
+        f = await ctx.fetch(version, {"t": [(0, 4), (7, 0)]})
+        assert codes(f, FETCH) == [OUT_OF_RANGE, UNKNOWN]
+        assert codes(await ctx.fetch(version, {"t": [(0, -1)]}), FETCH) == [OUT_OF_RANGE]
+        f = await ctx.fetch(version, {"t": [(0, 3)]})
+        assert codes(f, FETCH) == [NONE] and f.responses[0].partitions[0].records in (b"", None)
         if version >= 13:
             f = await ctx.fetch(version, {"ghost": [(0, 0)]}, by_id={"ghost": uuid.uuid4()})
             assert codes(f, FETCH) == [100]
         else:
             assert codes(await ctx.fetch(version, {"ghost": [(0, 0)]}), FETCH) == [UNKNOWN]
+
+    run(tmp_path, scenario)
+
+
+def test_fetch_answers_a_partition_asked_twice_once_and_a_topic_naming_none_not_at_all(tmp_path):
+    """Kafka keys a fetch by partition (a map): duplicates answered once where first asked."""
+    async def scenario(ctx: DataCtx):
+        ctx.data.create_topic("t", 2)
+        f = await ctx.fetch(12, {"t": [(1, 0), (0, 0), (1, 0)], "empty": []})
+        assert [t.topic for t in f.responses] == ["t"]
+        assert [p.partition_index for p in f.responses[0].partitions] == [1, 0]
+        # An error partition lists no aborted transactions (empty, not null).
+        f = await ctx.fetch(12, {"ghost": [(0, 0)]})
+        assert f.responses[0].partitions[0].aborted_transactions == ()
 
     run(tmp_path, scenario)
 
@@ -269,22 +293,6 @@ def test_fetch_sizes_follow_kip74(tmp_path):
         # The request limit is shared.
         f = await ctx.fetch(12, {"t": [(0, 0), (1, 0)]}, max_bytes=4 * size)
         assert [len(p.records) for p in f.responses[0].partitions] == [3 * size, size]
-
-    run(tmp_path, scenario)
-
-
-def test_fetch_sessions_are_never_created(tmp_path):
-    async def scenario(ctx: DataCtx):
-        ctx.data.create_topic("t", 1)
-        f = await ctx.fetch(12, {"t": [(0, 0)]}, session_epoch=0)
-        assert f.session_id == 0 and int(f.error_code) == 0
-        f = await ctx.fetch(12, {"t": [(0, 0)]}, session_id=77, session_epoch=3)
-        assert int(f.error_code) == 70 and f.responses == ()
-        f = await ctx.fetch(12, {"t": [(0, 0)]}, session_id=0, session_epoch=1)
-        assert int(f.error_code) == 70
-        for epoch in (0, -1):  # full fetches, closing whatever session the id named
-            f = await ctx.fetch(12, {"t": [(0, 0)]}, session_id=77, session_epoch=epoch)
-            assert int(f.error_code) == 0 and f.session_id == 0 and codes(f, FETCH) == [NONE]
 
     run(tmp_path, scenario)
 
@@ -364,8 +372,10 @@ def test_list_offsets(tmp_path, version):
         asks = [(0, -2), (0, -1), (0, 1001), (0, 3000), (0, 9000), (1, -1), (1, 100), (9, -1)]
         if version >= 7:
             asks.append((0, -3))
-        r = await ctx.list_offsets(version, "t", asks)
-        got = [(int(p.error_code), p.offset, p.timestamp) for p in r.topics[0].partitions]
+        got = []
+        for ask in asks:    # one partition per request: Kafka refuses a partition named twice
+            r = await ctx.list_offsets(version, "t", [ask])
+            got += [(int(p.error_code), p.offset, p.timestamp) for p in r.topics[0].partitions]
         # By timestamp: the first record at or after it, with its own timestamp, as Kafka.
         expected = [(0, 0, -1), (0, 8, -1), (0, 1, 1001), (0, 3, 5000), (0, -1, -1),
                     (0, 0, -1), (0, -1, -1), (UNKNOWN, -1, -1)]
@@ -374,6 +384,10 @@ def test_list_offsets(tmp_path, version):
         assert got == expected
         unknown = await ctx.list_offsets(version, "ghost", [(0, -1)])
         assert codes(unknown, LIST_OFFSETS) == [UNKNOWN]
+        # A partition named twice is answered once, INVALID_REQUEST, as Kafka answers it.
+        twice = await ctx.list_offsets(version, "t", [(0, -1), (1, -1), (0, -2)])
+        assert [(p.partition_index, int(p.error_code), p.offset) for p in twice.topics[0].partitions] == [
+            (0, INVALID_REQUEST, -1), (1, 0, 0)]
 
     run(tmp_path, scenario)
 
@@ -399,8 +413,10 @@ def test_create_topics(tmp_path, version):
             {"name": "j", "configs": {"cleanup.policy": "delete,shred"}},
             {"name": "__consumer_offsets"},
         ])
-        assert codes(r, CREATE_TOPICS) == [0, 0, 38, 17, 37, 40, 0, 39, 42, 42, 40, 40, 42]
-        typo = r.topics[10].error_message
+        # "h", named twice, is refused once, last (as Kafka's controller answers duplicates).
+        assert codes(r, CREATE_TOPICS) == [0, 0, 38, 17, 37, 40, 0, 39, 40, 40, 42, 42]
+        assert r.topics[-1].name == "h" and r.topics[-1].error_message == "Duplicate topic name."
+        typo = r.topics[8].error_message
         assert "did you mean retention.ms?" in typo and "segment.bytes" in typo
         assert [r.topics[i].error_message is None for i in range(3)] == [True, True, False]
         assert ctx.data.topic("a").partitions == 3
@@ -479,8 +495,11 @@ def test_topic_ids_and_retention(tmp_path):
         assert plog.log_start_offset == plog.log_end_offset == 8
         f = await ctx.fetch(12, {"t": [(0, 0)]})
         assert codes(f, FETCH) == [OUT_OF_RANGE]
-        r = await ctx.list_offsets(7, "t", [(0, -2), (0, -3)])
-        assert [(p.offset, p.timestamp) for p in r.topics[0].partitions] == [(8, -1), (-1, -1)]
+        got = []
+        for ask in ((0, -2), (0, -3)):
+            r = await ctx.list_offsets(7, "t", [ask])
+            got += [(p.offset, p.timestamp) for p in r.topics[0].partitions]
+        assert got == [(8, -1), (-1, -1)]
 
     run(tmp_path, scenario)
 
@@ -512,5 +531,29 @@ def test_init_producer_id(tmp_path, version):
             assert (await ask(transactional_id=None, producer_id=0, producer_epoch=-1))[0] == 42
             assert (await ask(transactional_id=None, producer_id=-1, producer_epoch=0))[0] == 42
         assert (await ask(transactional_id="tx", producer_id=-1, producer_epoch=-1))[0] == 53
+
+    run(tmp_path, scenario)
+
+
+def test_topic_changes_whose_deadline_has_passed_time_out_as_kafka_does(tmp_path):
+    """Kafka's controller runs CreateTopics, DeleteTopics and CreatePartitions by now +
+    timeout: a timeout of 0 or less has passed, every topic is REQUEST_TIMED_OUT, nothing done."""
+    async def scenario(ctx: DataCtx):
+        ctx.data.create_topic("t", 1)
+        for timeout in (0, -1):
+            cls = request_class(CREATE_TOPICS, 7)
+            r = await ctx.call(CREATE_TOPICS, 7, build(cls, timeout=timeout, validate_only=False, topics=(
+                build(item(cls, "topics"), name="new", num_partitions=1, replication_factor=1, assignments=(),
+                      configs=()),)))
+            assert codes(r, CREATE_TOPICS) == [7] and r.topics[0].error_message is None
+            cls = request_class(DELETE_TOPICS, 6)
+            r = await ctx.call(DELETE_TOPICS, 6, build(cls, timeout=timeout, topics=(
+                build(item(cls, "topics"), name="t", topic_id=None),)))
+            assert codes(r, DELETE_TOPICS) == [7]
+            cls = request_class(CREATE_PARTITIONS, 3)
+            r = await ctx.call(CREATE_PARTITIONS, 3, build(cls, timeout=timeout, validate_only=False, topics=(
+                build(item(cls, "topics"), name="t", count=2, assignments=None),)))
+            assert codes(r, CREATE_PARTITIONS) == [7]
+        assert sorted(ctx.data.topics()) == ["t"] and ctx.data.topic("t").partitions == 1
 
     run(tmp_path, scenario)

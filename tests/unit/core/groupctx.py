@@ -42,6 +42,7 @@ class Pending:
     request: Any
     response: Any = None
     raised: ErrorCode | None = None
+    message: str = ""                  # the raised error's message
     replies: int = 0
 
     @property
@@ -84,7 +85,7 @@ class GroupContext(CoordinatorHost):
         try:
             self.handle(method, request, pending, self.now, *args)
         except GroupError as exc:
-            pending.raised = exc.code
+            pending.raised, pending.message = exc.code, exc.message
         return pending
 
     def advance(self, ms: int) -> None:

@@ -73,10 +73,10 @@ def test_inspect_a_consumer_group_names_topics_and_shows_epochs():
     a, b = stable_consumer_group(ctx, 2, partitions=4)
     view = inspect(ctx, "cg").response
     assert (view.kind, view.state, view.assignor) == ("consumer", "Stable", "uniform")
-    assert view.group_epoch == view.assignment_epoch == 2 and view.generation is None
+    assert view.group_epoch == view.assignment_epoch == 3 and view.generation is None   # new groups start at 1
     assigned = sorted(p for m in view.members for t, ps in m.assignment for p in ps if t == "t")
     assert assigned == [0, 1, 2, 3]
-    assert all(m.member_epoch == 2 and m.protocol == "consumer" for m in view.members)
+    assert all(m.member_epoch == 3 and m.protocol == "consumer" for m in view.members)
 
 
 def test_inspect_shows_pending_revocations_by_topic_name():

@@ -212,17 +212,17 @@ def test_consumer_group_epoch_bump_and_convergence():
     ctx.cg_heartbeat("a", 0, topics=["t"])
     first = ctx.take()
     assert kinds(first) == ["member_joined", "rebalance_started", "assignment_changed", "rebalance_completed"]
-    assert [e.generation for e in first] == [1, 1, 1, 1]
-    assert first[2].partitions == tuple(("t", p) for p in range(4)) and first[2].member_epoch == 1
+    assert [e.generation for e in first] == [2, 2, 2, 2]       # a new group starts at epoch 1
+    assert first[2].partitions == tuple(("t", p) for p in range(4)) and first[2].member_epoch == 2
     ctx.cg_heartbeat("b", 0, topics=["t"])
     joined = ctx.take()
     assert kinds(joined)[:2] == ["member_joined", "rebalance_started"]
-    assert joined[1].generation == 2 and joined[1].state == "Reconciling"
+    assert joined[1].generation == 3 and joined[1].state == "Reconciling"
     settle(ctx, ["a", "b"])
     assert ctx.cgroup().state() is GroupState.STABLE
     rest = ctx.take()
     completed, = of(rest, K.REBALANCE_COMPLETED)
-    assert completed.generation == ctx.cgroup().epoch == 2
+    assert completed.generation == ctx.cgroup().epoch == 3
     # a gave two partitions up before b got them: a's change comes first.
     changed = [(e.member, e.partitions) for e in of(rest, K.ASSIGNMENT_CHANGED)]
     assert changed[0][0] == "a" and len(changed[0][1]) == 2
@@ -242,13 +242,13 @@ def test_consumer_member_leaving_and_a_topic_change_bump_the_epoch():
     ctx.cg_heartbeat("b", -1)
     events = ctx.take()
     assert kinds(events) == ["member_left", "rebalance_started"]
-    assert events[0].member == "b" and events[1].generation == 3
+    assert events[0].member == "b" and events[1].generation == 4
     settle(ctx, ["a"])
     ctx.take()
     ctx.set_topics(t=6)
     started, = ctx.take()
     assert started.kind is K.REBALANCE_STARTED and started.reason == "topic metadata changed"
-    assert started.generation == 4
+    assert started.generation == 5
 
 
 def test_consumer_static_member_temporary_leave_and_return():
@@ -273,12 +273,12 @@ def test_a_consumer_member_that_never_revokes_is_reported_fenced():
     ctx.cg_heartbeat("a", 0, topics=["t"])
     settle(ctx, ["a"])
     ctx.cg_heartbeat("b", 0, topics=["t"])
-    ctx.cg_heartbeat("a", 1)                            # told to revoke; never does
+    ctx.cg_heartbeat("a", 2)                            # told to revoke; never does
     ctx.take()
     for _ in range(13):
         ctx.advance(5_000)
         if "a" in ctx.cgroup().members:
-            ctx.cg_heartbeat("a", 1, owned=[("id-t", (0, 1, 2, 3))])
+            ctx.cg_heartbeat("a", 2, owned=[("id-t", (0, 1, 2, 3))])
         ctx.cg_heartbeat("b", ctx.cgroup().members["b"].epoch)
     fenced, = of(ctx.take(), K.MEMBER_FENCED)
     assert fenced.member == "a" and fenced.reason == "revocation timeout"

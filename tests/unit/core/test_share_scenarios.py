@@ -3,6 +3,7 @@ share assignor, sessions, kinds that do not mix, the share-partition state and i
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,7 +11,7 @@ from kgroup.assignors.share_simple import SimpleShareAssignor
 from kgroup.assignors.spec import GroupSpec, MemberSpec
 from kgroup.core.config import GroupConfig
 from kgroup.core.coordinator import GroupCoordinatorShard
-from kgroup.core.errors import ErrorCode
+from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.messages import ListGroupsRequest
 from kgroup.core.records import ShareStateValue
 from kgroup.core.share_messages import (
@@ -39,21 +40,27 @@ def partitions(resp) -> list[int]:
     return [p for _, ps in resp.assignment for p in ps]
 
 
-def test_kip932_a_member_joins_with_epoch_zero_and_gets_every_partition():
+def test_kip932_a_member_joins_with_epoch_zero_and_gets_every_partition_once_initialized():
     c = ctx()
+    # A new group starts at epoch 1 (Kafka 4.4): the join is epoch 2, with nothing assigned
+    # until the share partitions of the newly subscribed topic are initialized.
     r = hb(c, "m1", 0, ("orders",)).response
-    assert r.error is ErrorCode.NONE and r.member_epoch == 1 and partitions(r) == [0, 1]
+    assert r.error is ErrorCode.NONE and r.member_epoch == 2 and partitions(r) == []
     assert r.heartbeat_interval_ms == 1_000
-    steady = hb(c, "m1", 1).response
-    assert steady.member_epoch == 1 and steady.assignment is None
+    c.advance(0)                                              # initialized: epoch 3
+    r = hb(c, "m1", 2).response
+    assert r.member_epoch == 3 and partitions(r) == [0, 1]
+    steady = hb(c, "m1", 3).response
+    assert steady.member_epoch == 3 and steady.assignment is None
 
 
 def test_kip932_more_members_than_partitions_share_partitions():
     c = ctx()
     for m in ("m1", "m2", "m3"):
         hb(c, m, 0, ("orders",))
+    c.advance(0)                      # the topic's share partitions are initialized: epoch 5
     for m in ("m1", "m2", "m3"):      # each takes the target of the last join
-        assert hb(c, m, c.coord.share_groups["sg"].members[m].epoch).response.member_epoch == 3
+        assert hb(c, m, c.coord.share_groups["sg"].members[m].epoch).response.member_epoch == 5
     group = c.coord.share_groups["sg"]
     assigned = {m: [p for _, ps in group.members[m].current.assigned for p in ps] for m in group.members}
     assert sorted(p for ps in assigned.values() for p in ps) == [0, 0, 1]
@@ -75,10 +82,10 @@ def test_kip932_a_stale_epoch_is_fenced_and_the_previous_one_is_forgiven():
     c = ctx()
     hb(c, "m1", 0, ("orders",))
     hb(c, "m2", 0, ("orders",))
-    assert hb(c, "m1", 1).response.member_epoch == 2        # m1 moves to the new target
-    assert hb(c, "m1", 1).error is ErrorCode.NONE           # the previous epoch: our answer was lost
-    assert hb(c, "m1", 3).error is ErrorCode.FENCED_MEMBER_EPOCH
-    assert hb(c, "nobody", 1).error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert hb(c, "m1", 2).response.member_epoch == 3        # m1 moves to the new target
+    assert hb(c, "m1", 2).error is ErrorCode.NONE           # the previous epoch: our answer was lost
+    assert hb(c, "m1", 4).error is ErrorCode.FENCED_MEMBER_EPOCH
+    assert hb(c, "nobody", 2).error is ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_kip932_session_timeout_removes_a_silent_member_and_the_others_take_over():
@@ -226,7 +233,11 @@ def test_kip932_share_groups_emit_group_events_like_the_other_kinds():
         return [(e.kind.value, e.member, e.state) for e in result.events]
 
     first = step("m1", 0, ("orders",))
-    assert ("member_joined", "m1", "Stable") in first and ("assignment_changed", "m1", "Stable") in first
+    assert ("member_joined", "m1", "Stable") in first
+    from kgroup.core.timers import TimerKind, TimerOp
+    for record in c.coord.share.topics_initialized(TimerOp(TimerKind.SHARE_INIT, "sg"), c.now).records:
+        c.coord.replay(record)
+    assert ("assignment_changed", "m1", "Stable") in step("m1", 2)
     assert ("member_joined", "m2", "Stable") in step("m2", 0, ("orders",))
     assert ("member_left", "m1", "Stable") in step("m1", -1)
     assert ("member_left", "m2", "Empty") in step("m2", -1)
@@ -276,3 +287,14 @@ def test_kip932_offsets_of_a_share_group_that_does_not_exist_as_kafka_answers_th
     c.join_new("classic")
     refused = c.call(c.coord.alter_share_offsets, AlterShareOffsetsRequest("classic", (("orders-id", 0, 1),)))
     assert refused.raised is ErrorCode.GROUP_ID_NOT_FOUND and "classic" not in c.coord.share_groups
+
+
+def test_kip932_a_heartbeat_is_checked_member_id_first_then_group_id_then_epoch_as_kafka_does():
+    c = ctx()
+    # An empty member id is refused without a message, even with an empty group id.
+    with pytest.raises(GroupError) as refused:
+        c.coord.share.validate(ShareGroupHeartbeatRequest("", "", 0))
+    assert (refused.value.code, refused.value.message or None) == (ErrorCode.INVALID_REQUEST, None)
+    assert hb(c, "m", 0, group="").error is ErrorCode.INVALID_REQUEST
+    # An epoch below -1 is a malformed request, before the group is looked for.
+    assert hb(c, "m" * 22, -2, group="nowhere").error is ErrorCode.INVALID_REQUEST

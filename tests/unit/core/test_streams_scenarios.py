@@ -241,6 +241,43 @@ def test_kip1071_bad_requests_and_topologies_are_refused():
     assert app.hb("b", topology=other).raised is ErrorCode.INVALID_REQUEST      # no topology updates
 
 
+def test_kip1071_topic_names_are_checked_before_the_group_id_at_any_epoch():
+    # Kafka's request handler refuses internal and illegal topic names in a topology before the
+    # coordinator checks anything else, whatever the epoch; an empty group id is then
+    # INVALID_REQUEST ("GroupId can't be empty."), as Kafka 4.4 answers (not INVALID_GROUP_ID).
+    ctx = GroupContext()
+
+    def ask(group: str, epoch: int, topology) -> Pending:
+        return ctx.call(ctx.coord.streams_group_heartbeat, StreamsGroupHeartbeatRequest(
+            group, "m", epoch, topology=topology, rebalance_timeout_ms=-1, client_id="m"))
+
+    internal = StreamsTopology(0, (Subtopology("0", ("__consumer_offsets",)),))
+    illegal = StreamsTopology(0, (Subtopology("0", ("no spaces",)),))
+    for epoch in (0, 1, 5):
+        for topology, message in ((internal, "Use of Kafka internal topics __consumer_offsets"),
+                                  (illegal, "Topic names no spaces are not valid")):
+            p = ask("", epoch, topology)
+            assert p.raised is ErrorCode.STREAMS_INVALID_TOPOLOGY and message in p.message, (epoch, p.message)
+    p = ask("", 1, TOPOLOGY)
+    assert p.raised is ErrorCode.INVALID_REQUEST and p.message == "GroupId can't be empty."
+    p = ask("", 1, None)
+    assert p.raised is ErrorCode.INVALID_REQUEST and p.message == "GroupId can't be empty."
+
+
+def test_kip1331_a_topology_description_update_is_unsupported_without_a_description_plugin():
+    # Kafka 4.4 refuses every update before it looks at the group when no description plug-in
+    # is configured; kgroup has none.
+    from kgroup.core.streams_messages import TopologyDescriptionUpdate
+    ctx = GroupContext()
+    ready_topics(ctx)
+    app = Streams(ctx)
+    app.hb("a")
+    for group, member in (("app", "a"), ("app", "nobody"), ("missing", "a")):
+        p = ctx.call(ctx.coord.streams_topology_description_update, TopologyDescriptionUpdate(group, member, 0))
+        assert p.raised is ErrorCode.UNSUPPORTED_VERSION
+        assert p.message == "The broker has no streams group topology description plugin configured."
+
+
 def test_kip1071_a_streams_group_is_not_a_consumer_group():
     ctx = GroupContext()
     ready_topics(ctx)

@@ -15,6 +15,7 @@ from kgroup.core.streams_topology import (
     StreamsTopicInfo,
     TopologyStatus,
     check_request_topology,
+    check_topic_names,
     configure,
     summarize,
 )
@@ -123,9 +124,10 @@ def test_kafka_refuses_a_changelog_with_a_partition_count_internal_topics_and_ba
         check_request_topology(StreamsTopology(1, (Subtopology("0", ("in",), state_changelog_topics=(
             StreamsTopicInfo("c", partitions=3),)),)))
     with pytest.raises(InvalidTopology, match="Use of Kafka internal topics __consumer_offsets in a Kafka Streams"):
-        check_request_topology(StreamsTopology(1, (Subtopology("0", ("__consumer_offsets",)),)))
+        check_topic_names(StreamsTopology(1, (Subtopology("0", ("__consumer_offsets",)),)))
     with pytest.raises(InvalidTopology, match="Topic names bad/name are not valid topic names."):
-        check_request_topology(StreamsTopology(1, (Subtopology("0", ("bad/name",)),)))
+        check_topic_names(StreamsTopology(1, (Subtopology("0", ("bad/name",)),)))
+    check_topic_names(COUNT)
     check_request_topology(COUNT)
 
 

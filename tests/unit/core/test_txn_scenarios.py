@@ -370,3 +370,11 @@ def test_kip98_snapshot_records_rebuild_transactions_and_pending_offsets():
     assert fresh.stored.transactions == ctx.coord.stored.transactions
     assert fresh.stored.pending_offsets == ctx.coord.stored.pending_offsets
     assert fresh.stored.offsets == ctx.coord.stored.offsets
+
+
+def test_describing_an_unknown_transactional_id_answers_with_kafkas_field_defaults():
+    """Kafka's error entry of DescribeTransactions leaves producer id and epoch at 0."""
+    ctx = TxnContext()
+    (unknown, empty) = ctx.call(ctx.coord.describe_transactions, ("nobody", "")).response
+    assert (unknown.error, unknown.producer_id, unknown.producer_epoch) == (E.TRANSACTIONAL_ID_NOT_FOUND, 0, 0)
+    assert (empty.error, empty.producer_id, empty.producer_epoch) == (E.INVALID_REQUEST, 0, 0)

@@ -30,6 +30,7 @@ CONSUMER_PROTOCOL_APIS = frozenset({68, 69})
 WITHOUT = [r for r in SERVED.values() if r.api_key not in CONSUMER_PROTOCOL_APIS]
 
 OUR_RANGES = [(r.api_key, r.min_version, r.max_version) for r in SERVED.values()]
+API_VERSIONS_RANGE = [r for r in OUR_RANGES if r[0] == 18]
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
@@ -70,10 +71,12 @@ def test_too_new_api_versions_gets_a_v0_fallback() -> None:
     kp = ApiVersionsResponse.decode(reply, version=0, header=True, framed=True)
     assert kp.header.correlation_id == 4242
     assert kp.error_code == 35
-    assert [(a.api_key, a.min_version, a.max_version) for a in kp.api_keys] == OUR_RANGES
+    # Only ApiVersions' own range, as Kafka answers (KIP-511): the client retries with it.
+    assert [(a.api_key, a.min_version, a.max_version) for a in kp.api_keys] == API_VERSIONS_RANGE
     # Same bytes as our kio v0 response with the error set.
     ours = encode_response(
-        decode_request(struct.pack(">hhih", 18, 0, 4242, -1), SERVED)[0], api_versions_response(0, 35, ranges=SERVED.values())
+        decode_request(struct.pack(">hhih", 18, 0, 4242, -1), SERVED)[0],
+        api_versions_response(0, 35, ranges=[r for r in SERVED.values() if r.api_key == 18]),
     )
     assert ours == reply
 
@@ -81,11 +84,27 @@ def test_too_new_api_versions_gets_a_v0_fallback() -> None:
 def test_fallback_without_disabled_apis() -> None:
     reply = encode_api_versions_fallback(1, ranges=WITHOUT)
     kp = ApiVersionsResponse.decode(reply, version=0, header=True, framed=True)
-    assert {a.api_key for a in kp.api_keys}.isdisjoint(CONSUMER_PROTOCOL_APIS)
+    assert [(a.api_key, a.min_version, a.max_version) for a in kp.api_keys] == API_VERSIONS_RANGE
 
 
 def test_client_side_decodes_the_fallback_as_v0() -> None:
     reply = encode_api_versions_fallback(8, ranges=SERVED.values())
     correlation_id, resp = decode_response(18, 4, reply[4:])
     assert correlation_id == 8 and resp.__version__ == 0 and resp.error_code == 35
-    assert [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys] == OUR_RANGES
+    assert [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys] == API_VERSIONS_RANGE
+
+
+@pytest.mark.parametrize("name, valid", [("a", True), ("a.b-c", True), ("A9", True), ("", False),
+                                         ("a_b", False), ("-a", False), ("a-", False), ("x y", False),
+                                         ("Δ", False)])
+def test_kip511_client_software_name_and_version_must_match_kafkas_pattern(name: str, valid: bool) -> None:
+    from kgroup.wire.api_versions import api_versions_answer
+    from kgroup.wire.codec import request_class
+
+    for request in (request_class(18, 3)(client_software_name=name, client_software_version="1.0"),
+                    request_class(18, 3)(client_software_name="kgroup", client_software_version=name)):
+        answer = api_versions_answer(3, request, ranges=SERVED.values())
+        assert (answer.error_code == 0) is valid
+        assert (len(answer.api_keys) > 0) is valid         # Kafka lists no range with the error
+    # Before v3 there is nothing to check.
+    assert api_versions_answer(2, request_class(18, 2)(), ranges=SERVED.values()).error_code == 0

@@ -65,8 +65,13 @@ def test_unknown_tagged_fields_at_any_depth_are_skipped(api_key, name):
     def one(data):
         version = data.draw(st.sampled_from(_versions(api_key, flexible_only=True)))
         request = data.draw(entity(request_class(api_key, version)))
-        plain = decode_request(encode_request(api_key, version, 9, "c", request)[4:], concerns.SERVED)
         tagged = frame_with_unknown_tags(data, api_key, version, 9, "c", request)
+        try:
+            plain = decode_request(encode_request(api_key, version, 9, "c", request)[4:], concerns.SERVED)
+        except MalformedRequest:    # a request Kafka refuses beyond its schema (wire/request_rules.py)
+            with pytest.raises(MalformedRequest):
+                decode_request(tagged[4:], concerns.SERVED)
+            return
         assert decode_request(tagged[4:], concerns.SERVED) == plain
 
     one()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kgroup.broker.data.context import DataContext, log, per_partition
+from kgroup.broker.data.context import DataContext, log, per_partition_keyed
 from kgroup.broker.internal_topics import is_internal
 from kgroup.storage import OffsetOutOfRangeError, StorageError
 from kgroup.storage.errors import TopicError
@@ -36,7 +36,9 @@ def delete_records(ctx: DataContext, header: RequestHeader, request: Any) -> Any
         return dict(partition_index=int(p.partition_index), low_watermark=low, error_code=code)
 
     cls = response_class(header.api_key, header.api_version)
-    return build(cls, throttle_time=0, topics=per_partition(cls, request.topics, answer))
+    # Kafka keys the request by partition: a topic named twice is answered once with the
+    # partitions of both (a partition named twice: its last offset, answered once).
+    return build(cls, throttle_time=0, topics=per_partition_keyed(cls, request.topics, answer))
 
 
 def _delete_before(ctx: DataContext, topic: str, index: int, wanted: int) -> tuple[ErrorCode, int]:

@@ -25,7 +25,7 @@ APIS = (
     Api(K.FETCH, 4, 18, DataPath.fetch_answer, guards.fetch, edits=False, kio_handler=DataPath.fetch),
     Api(K.LIST_OFFSETS, 1, 8, DataPath.list_offsets, guards.list_offsets, edits=False),
     # Metadata may create the topics it asks for (allow_auto_topic_creation).
-    Api(K.METADATA, 1, 13, DataPath.metadata, guards.metadata, edits=True, on_listener=brokers_on_listener),
+    Api(K.METADATA, 0, 13, DataPath.metadata, guards.metadata, edits=True, on_listener=brokers_on_listener),
     Api(K.CREATE_TOPICS, 2, 7, DataPath.create_topics, guards.create_topics, edits=True),
     Api(K.DELETE_TOPICS, 1, 6, DataPath.delete_topics, guards.delete_topics, edits=True),
     Api(K.CREATE_PARTITIONS, 0, 3, DataPath.create_partitions, guards.create_partitions, edits=True),

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.durability import Durability
+from kgroup.broker.data.fetch_sessions import FetchSessionCache
 from kgroup.broker.data.producer_states import ProducerStates
 from kgroup.storage import DataDir
 from kgroup.storage.errors import FencedError, NotOwnedError
@@ -73,12 +74,30 @@ class SingleNode:
 
 def per_partition(cls: type, request_topics: Iterable[Any], answer: Callable[[str, Any], dict]) -> tuple:
     """The ``topics`` of response ``cls``: each requested partition answered with the fields
-    ``answer(topic name, requested partition)`` returns."""
+    ``answer(topic name, requested partition)`` returns (Kafka answers by partition: a topic
+    that names none is not in its answer)."""
     topic_cls = item(cls, "topics")
     part_cls = item(topic_cls, "partitions")
     return tuple(build(topic_cls, name=t.name, partitions=tuple(build(part_cls, **answer(t.name, p))
                                                                 for p in t.partitions))
-                 for t in request_topics)
+                 for t in request_topics if t.partitions)
+
+
+def per_partition_keyed(cls: type, request_topics: Iterable[Any], answer: Callable[[str, Any], dict],
+                        duplicate: Callable[[str, Any], dict] | None = None) -> tuple:
+    """As `per_partition`, for APIs whose answer Kafka keys by (topic, partition): a topic
+    named twice is answered once with the partitions of both, and a partition named twice
+    once — with ``duplicate(topic, partition)``'s fields, or (None) as its last naming asks."""
+    named: dict[str, dict[int, list[Any]]] = {}
+    for t in request_topics:
+        for p in t.partitions:
+            named.setdefault(t.name, {}).setdefault(int(p.partition_index), []).append(p)
+    topic_cls = item(cls, "topics")
+    part_cls = item(topic_cls, "partitions")
+    return tuple(build(topic_cls, name=name, partitions=tuple(
+        build(part_cls, **(duplicate(name, asks[-1]) if duplicate and len(asks) > 1 else answer(name, asks[-1])))
+        for asks in parts.values()))
+        for name, parts in named.items())
 
 
 class ArrivalWatch:
@@ -148,6 +167,8 @@ class DataContext:
     # Producer state of each partition (idempotence, transactions, the last stable offset).
     producers: ProducerStates = field(default_factory=ProducerStates)
     verify_txn: TxnVerifier | None = None
+    # This broker's fetch sessions (KIP-227; fetch_sessions.py).
+    fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
 
     def __post_init__(self) -> None:
         if self.cluster is None:

@@ -97,9 +97,10 @@ class DataPath:
         """Metadata."""
         response, created = metadata_api.metadata(self.ctx, header, request)
         if created:
+            # Answered UNKNOWN_TOPIC_OR_PARTITION, as Kafka does (metadata_api); the client's
+            # next request finds the topic led.
             self._changed(True)
             await self._leaders_for(created)
-            response, _ = metadata_api.metadata(self.ctx, header, request)
         return response
 
     async def produce(self, header: RequestHeader, request: Any) -> Any | None:

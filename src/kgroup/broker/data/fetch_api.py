@@ -1,18 +1,26 @@
-"""Fetch (data/apis.py: the versions served): read whole batches, long-poll for MinBytes, no fetch sessions.
+"""Fetch (data/apis.py: the versions served): fetch sessions, whole batches, long-poll for MinBytes.
 
 Version notes: v4 isolation level and last_stable_offset; v5 log_start_offset; v7 fetch
 sessions (KIP-227); v11 preferred_read_replica (always -1) and rack_id; v12 flexible,
 last_fetched_epoch / diverging_epoch (leader epoch never changes, so never diverges); v13
 topics by id only (an unknown id → UNKNOWN_TOPIC_ID); v15 replica_state; v17/v18
-follower-only fields. Follower fetches (replica_id >= 0) are not special-cased.
+follower-only fields.
 
-Fetch sessions: we never create one. Every response carries session_id 0, which tells the
-client the session was not created, so kafka-python, aiokafka, librdkafka and Java send a
-full fetch request every time. A full request (epoch 0 or -1) is served whatever session id
-it carries (Kafka closes that session); an incremental one (epoch > 0) gets
-FETCH_SESSION_ID_NOT_FOUND, which makes the client fall back to a full fetch.
+Fetch sessions (KIP-227, fetch_sessions.py holds the rules and the cache): a full fetch
+(epoch 0) opens a session of the partitions it lists and answers its id; an incremental
+one (the session's id and epoch) changes the session (partitions listed are added or
+updated, `forgotten_topics_data` dropped), reads every partition of the session and answers
+only those with something new (records, an error, a changed high watermark or log start
+offset); epoch -1 closes a session and is answered sessionless. A session error
+(FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR) is
+answered with session id 0 and nothing read. Followers (replica_id >= 0) get sessions as
+Kafka gives them (privileged in the cache); kgroup's own cluster never fetches from a peer
+(its nodes share the data dir) and its client fetches sessionless (epoch -1). An isolation
+level other than 0 or 1 fails a fetch that reads any partition with UNKNOWN_SERVER_ERROR
+(every requested partition with it before v13), after the session has changed — as on Kafka.
 
-Sizes (KIP-74): partitions are read in request order; each gets at most its
+Sizes (KIP-74): partitions are read in request order (an incremental fetch: its session's
+order, where a partition that returned records moves to the end); each gets at most its
 partition_max_bytes and what is left of the request's max_bytes, except that the first
 partition that has data returns at least one whole batch even if it is larger than both.
 
@@ -23,7 +31,7 @@ what it got, so the client drops their records; a marker that ends a transaction
 partition, waking a read_committed long poll parked at the last stable offset.
 
 Long poll: when the bytes read are fewer than min_bytes and no partition had an error, the
-fetch waits on `ArrivalWatch` for any requested partition until max_wait has passed from
+fetch waits on `ArrivalWatch` for any partition it reads until max_wait has passed from
 when the request arrived, then reads again; it answers with whatever there is at the
 deadline (or at once when the DataPath closes).
 
@@ -39,11 +47,15 @@ anything is read, and the connection re-checks ownership before the answer goes 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from kgroup.batch_layout import BASE_AND_LENGTH, LAST_OFFSET_DELTA, LAST_OFFSET_DELTA_AT, LOG_OVERHEAD
-from kgroup.broker.data.context import NOT_LEADER, DataContext, PartitionKey, log
+from kgroup.broker.data.context import NOT_LEADER, DataContext, log
+from kgroup.broker.data.fetch_sessions import (FINAL_EPOCH, INVALID_SESSION_ID, TOPIC_IDS_FROM, Key, PartitionRead,
+                                               PlanKind)
 from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.storage import StorageError
 from kgroup.storage.errors import NotOwnedError, OffsetOutOfRangeError, TopicError
@@ -129,53 +141,129 @@ async def send_answer(writer: asyncio.StreamWriter, before: list[bytes], answer:
 async def fetch(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
     """The Fetch response as a kio object, after waiting up to max_wait for min_bytes."""
     cls = response_class(header.api_key, header.api_version)
-    error, topics = await _fetch(ctx, request, slices=False)
-    return _to_kio(cls, error, topics)
+    error, session_id, topics = await _fetch(ctx, header.api_version, request, slices=False)
+    return _to_kio(cls, error, session_id, topics)
 
 
 async def fetch_answer(ctx: DataContext, header: RequestHeader, request: Any) -> FetchAnswer:
     """The same response encoded directly, its large record ranges left in the segment
     files for sendfile."""
-    error, topics = await _fetch(ctx, request, slices=True)
-    return FetchAnswer(encode_fetch_response(header.api_version, header.correlation_id, error, 0, topics),
+    error, session_id, topics = await _fetch(ctx, header.api_version, request, slices=True)
+    return FetchAnswer(encode_fetch_response(header.api_version, header.correlation_id, error, session_id, topics),
                        error)
 
 
-async def _fetch(ctx: DataContext, request: Any, slices: bool) -> tuple[int, list[FetchTopic]]:
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+async def _fetch(ctx: DataContext, version: int, request: Any,
+                 slices: bool) -> tuple[int, int, list[FetchTopic]]:
+    """(error, session id, topics) of the answer."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(ms(request.max_wait), 0) / 1000
+    names_by_id = {m.topic_id: n for n, m in ctx.data.topics().items()}
 
-    # 1. Sessions: full requests (epoch 0 "new session", -1 "sessionless", whatever the
-    #    session id) are served; an incremental one (epoch > 0) names a session we never made.
-    session_epoch = int(get(request, "session_epoch", -1))
-    if session_epoch not in (0, -1):
-        return ErrorCode.FETCH_SESSION_ID_NOT_FOUND, []
+    # 1. Sessions (fetch_sessions.py): what to read — the request's partitions, or (an
+    #    incremental fetch) its session's — or a session error, answered without reading.
+    session_id = int(get(request, "session_id", INVALID_SESSION_ID))
+    plan = ctx.fetch_sessions.plan(version, session_id, int(get(request, "session_epoch", FINAL_EPOCH)),
+                                   _replica_id(request) >= 0, _asks(request, version),
+                                   _forgotten(request, version), _now_ms())
+    if plan.kind is PlanKind.ERROR:
+        return plan.error, INVALID_SESSION_ID, []
 
-    # 2. Read; wait for more while below min_bytes; read again. Long polls wake on the
+    # 2. An isolation level Kafka cannot read fails the whole fetch once it reads anything
+    #    (a partition that exists); the session has changed already, as on Kafka.
+    isolation = int(get(request, "isolation_level", 0))
+    if isolation not in (0, READ_COMMITTED) and _reads_any(ctx, plan.asks, version, names_by_id):
+        return ErrorCode.UNKNOWN_SERVER_ERROR, session_id, _failed_topics(request, version)
+
+    # 3. Read; wait for more while below min_bytes; read again. Long polls wake on the
     #    appends that ring a watched partition, never by polling.
-    keys = _watched_keys(ctx, request)
+    keys = [(name, key[1]) for key, _ in plan.asks
+            if (name := _name_of(key, version, names_by_id)) is not None]
     while True:
-        topics, size, errors = _read(ctx, request, slices)
+        entries, size, errors = _read(ctx, plan.asks, version, isolation == READ_COMMITTED,
+                                      int(get(request, "max_bytes", INT32_MAX)), slices, names_by_id)
         if (size >= int(request.min_bytes) or errors or ctx.watch.closed
                 or loop.time() >= deadline or not keys):
-            return ErrorCode.NONE, topics
-        _close_slices(topics)
+            break
+        _close_slices(p for _, _, _, p in entries)
         await ctx.watch.wait(keys, deadline - loop.time())
+        names_by_id = {m.topic_id: n for n, m in ctx.data.topics().items()}
+
+    # 4. The answer: an incremental one lists only partitions with something new.
+    answer = ctx.fetch_sessions.answer(plan, [
+        PartitionRead(key, p.error_code, p.high_watermark, p.log_start_offset, len(p.records) > 0)
+        for key, _, _, p in entries], _now_ms())
+    _close_slices(p for (_, _, _, p), kept in zip(entries, answer.keep) if not kept)
+    topics: list[FetchTopic] = []
+    for (_, name, topic_id, p), kept in zip(entries, answer.keep):
+        if kept:
+            _add_topic(topics, name, topic_id, [p])
+    return answer.error, answer.session_id, topics
 
 
-def _close_slices(topics: list[FetchTopic]) -> None:
-    for topic in topics:
+def _replica_id(request: Any) -> int:
+    state = get(request, "replica_state", None)
+    return int(state.replica_id) if state is not None else int(get(request, "replica_id", -1))
+
+
+def _asks(request: Any, version: int) -> list[tuple[Key, Any]]:
+    """The partitions a fetch lists, keyed as its session knows them (by topic id from v13,
+    else by name), each once: Kafka keys a fetch by partition, so a partition asked for twice
+    is read as first asked, and a topic that names no partition is not answered at all."""
+    asks: dict[Key, Any] = {}
+    for topic in request.topics:
+        ident = get(topic, "topic_id", None) if version >= TOPIC_IDS_FROM else topic.topic
         for p in topic.partitions:
-            if isinstance(p.records, RecordsSlice):
-                p.records.close()
+            asks.setdefault((ident, int(p.partition)), p)
+    return list(asks.items())
 
 
-def _to_kio(cls: Any, error: int, topics: list[FetchTopic]) -> Any:
+def _forgotten(request: Any, version: int) -> list[Key]:
+    """The partitions an incremental fetch drops from its session."""
+    return [(get(t, "topic_id", None) if version >= TOPIC_IDS_FROM else t.topic, int(index))
+            for t in get(request, "forgotten_topics_data", None) or () for index in t.partitions]
+
+
+def _name_of(key: Key, version: int, names_by_id: dict[uuid.UUID, str]) -> str | None:
+    """The topic name of a session key (None: a topic id that names no topic)."""
+    return names_by_id.get(key[0]) if version >= TOPIC_IDS_FROM else key[0]  # type: ignore[return-value]
+
+
+def _reads_any(ctx: DataContext, asks: Any, version: int, names_by_id: dict[uuid.UUID, str]) -> bool:
+    """Whether any asked partition exists (Kafka reads the log of those only)."""
+    topics = ctx.data.topics()
+    for key, _ in asks:
+        meta = topics.get(_name_of(key, version, names_by_id))  # type: ignore[arg-type]
+        if meta is not None and 0 <= key[1] < meta.partitions:
+            return True
+    return False
+
+
+def _failed_topics(request: Any, version: int) -> list[FetchTopic]:
+    """A failed fetch's topics as Kafka answers them: before v13 every requested partition
+    with the error (UNKNOWN_SERVER_ERROR; an empty list of aborted transactions), from v13 none."""
+    if version >= TOPIC_IDS_FROM:
+        return []
+    return [FetchTopic(t.topic, None, [FetchPartition(int(p.partition), ErrorCode.UNKNOWN_SERVER_ERROR, aborted=())
+                                       for p in t.partitions]) for t in request.topics]
+
+
+def _close_slices(partitions: Iterable[FetchPartition]) -> None:
+    for p in partitions:
+        if isinstance(p.records, RecordsSlice):
+            p.records.close()
+
+
+def _to_kio(cls: Any, error: int, session_id: int, topics: list[FetchTopic]) -> Any:
     """The kio response for what `_read` found (records read into memory)."""
     topic_cls = item(cls, "responses")
     part_cls = item(topic_cls, "partitions")
     aborted_cls = item(part_cls, "aborted_transactions")
-    return build(cls, throttle_time=0, error_code=error, session_id=0, responses=tuple(
+    return build(cls, throttle_time=0, error_code=error, session_id=session_id, responses=tuple(
         build(topic_cls, topic=t.name, topic_id=t.topic_id, partitions=tuple(
             build(part_cls, partition_index=p.index, error_code=p.error_code, high_watermark=p.high_watermark,
                   last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
@@ -194,93 +282,84 @@ def _read_slice(records: RecordsSlice) -> bytes:
         records.close()
 
 
-def _topic_name(ctx: DataContext, topic: Any, names_by_id: dict[uuid.UUID, str]) -> str | None:
-    name = get(topic, "topic", None)
-    if name is not None:
-        return name
-    return names_by_id.get(get(topic, "topic_id", None))
+Entry = tuple[Key, str, Any, FetchPartition]   # (session key, topic name, topic id, answer)
 
 
-def _watched_keys(ctx: DataContext, request: Any) -> list[PartitionKey]:
-    names_by_id = {m.topic_id: n for n, m in ctx.data.topics().items()}
-    keys = []
-    for topic in request.topics:
-        name = _topic_name(ctx, topic, names_by_id)
-        if name is not None:
-            keys.extend((name, int(p.partition)) for p in topic.partitions)
-    return keys
-
-
-def _read(ctx: DataContext, request: Any, slices: bool) -> tuple[list[FetchTopic], int, bool]:
-    """One pass over the requested partitions: (topics, bytes of records, any error). With
-    `slices`, large record ranges stay in their files (`RecordsSlice`)."""
-    names_by_id = {m.topic_id: n for n, m in ctx.data.topics().items()}
-    read_committed = int(get(request, "isolation_level", 0)) == READ_COMMITTED
-    remaining = int(get(request, "max_bytes", INT32_MAX))
-    if remaining <= 0:
-        remaining = INT32_MAX
+def _read(ctx: DataContext, asks: Any, version: int, read_committed: bool, max_bytes: int, slices: bool,
+          names_by_id: dict[uuid.UUID, str]) -> tuple[list[Entry], int, bool]:
+    """One pass over the partitions to read, in order: (entries, bytes of records, any
+    error). With `slices`, large record ranges stay in their files (`RecordsSlice`)."""
+    remaining = max_bytes if max_bytes > 0 else INT32_MAX
     total = 0
     got_data = False
     errors = False
-    topics = []
-    for topic in request.topics:
-        name = _topic_name(ctx, topic, names_by_id)
-        topic_id = get(topic, "topic_id", None)
-        unknown = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic_id is not None
-                   else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        parts = []
-        for p in topic.partitions:
-            index = int(p.partition)
-            if name is None:
-                parts.append(FetchPartition(index, unknown))
-                errors = True
-                continue
-            try:
-                plog = ctx.data.partition_log(name, index)
-                if not plog.owned:
-                    raise NotOwnedError(f"{name}-{index} was taken over by another node")
-                start, end = plog.log_start_offset, plog.log_end_offset
-                offset = int(p.fetch_offset)
-                if not start <= offset <= end:
-                    raise OffsetOutOfRangeError(f"{name}-{index}: offset {offset} outside [{start}, {end}]")
-                state = ctx.producers.of((name, index), plog)
-                stable = state.last_stable_offset(end)
-                upto = stable if read_committed else end
-                # 3. KIP-74: only the first partition with data may exceed the limits.
-                limit = min(int(p.partition_max_bytes), remaining)
-                records: Any = b""
-                if offset < upto and (limit > 0 or not got_data):
-                    upto_arg = upto if read_committed else None
-                    records = (plog.read_slice(offset, max(limit, 0), upto_arg) if slices
-                               else plog.read(offset, max(limit, 0), upto_arg))
-                    if got_data and len(records) > limit:
-                        if isinstance(records, RecordsSlice):
-                            records.close()
-                        records = b""
-                size = len(records)
-                if size:
-                    got_data = True
-                    remaining -= size
-                    total += size
-                aborted = None
-                if read_committed:
-                    records_end = (records.end_offset if isinstance(records, RecordsSlice)
-                                   else _end_of(records, offset))
-                    aborted = [(a.producer_id, a.first_offset) for a in state.aborted_between(offset, records_end)]
-                parts.append(FetchPartition(index, ErrorCode.NONE, end, stable, start, aborted, records))
-            except TopicError:
-                parts.append(FetchPartition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                errors = True
-            except NOT_LEADER:
-                parts.append(FetchPartition(index, ErrorCode.NOT_LEADER_OR_FOLLOWER))
-                errors = True
-            except OffsetOutOfRangeError as exc:
-                log.debug("fetch: %s", exc)
-                parts.append(FetchPartition(index, ErrorCode.OFFSET_OUT_OF_RANGE))
-                errors = True
-            except StorageError as exc:
-                log.error("fetch from %s-%d failed in storage: %s", name, index, exc)
-                parts.append(FetchPartition(index, ErrorCode.KAFKA_STORAGE_ERROR))
-                errors = True
-        topics.append(FetchTopic(name if name is not None else "", topic_id, parts))
-    return topics, total, errors
+    entries: list[Entry] = []
+    for key, p in asks:
+        index = key[1]
+        name = _name_of(key, version, names_by_id)
+        topic_id = key[0] if version >= TOPIC_IDS_FROM else None
+        if name is None:
+            # v13+ names topics by id only (the zero id too): an id that names none is UNKNOWN_TOPIC_ID.
+            entries.append((key, "", topic_id, FetchPartition(index, ErrorCode.UNKNOWN_TOPIC_ID)))
+            errors = True
+            continue
+        try:
+            plog = ctx.data.partition_log(name, index)
+            if not plog.owned:
+                raise NotOwnedError(f"{name}-{index} was taken over by another node")
+            start, end = plog.log_start_offset, plog.log_end_offset
+            offset = int(p.fetch_offset)
+            if not start <= offset <= end:
+                raise OffsetOutOfRangeError(f"{name}-{index}: offset {offset} outside [{start}, {end}]")
+            state = ctx.producers.of((name, index), plog)
+            stable = state.last_stable_offset(end)
+            upto = stable if read_committed else end
+            # KIP-74: only the first partition with data may exceed the limits.
+            limit = min(int(p.partition_max_bytes), remaining)
+            records: Any = b""
+            if offset < upto and (limit > 0 or not got_data):
+                upto_arg = upto if read_committed else None
+                records = (plog.read_slice(offset, max(limit, 0), upto_arg) if slices
+                           else plog.read(offset, max(limit, 0), upto_arg))
+                if got_data and len(records) > limit:
+                    if isinstance(records, RecordsSlice):
+                        records.close()
+                    records = b""
+            size = len(records)
+            if size:
+                got_data = True
+                remaining -= size
+                total += size
+            aborted = None
+            if read_committed:
+                records_end = (records.end_offset if isinstance(records, RecordsSlice)
+                               else _end_of(records, offset))
+                aborted = [(a.producer_id, a.first_offset) for a in state.aborted_between(offset, records_end)]
+            answer = FetchPartition(index, ErrorCode.NONE, end, stable, start, aborted, records)
+        except TopicError:
+            answer = FetchPartition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        except NOT_LEADER:
+            answer = FetchPartition(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        except OffsetOutOfRangeError as exc:
+            log.debug("fetch: %s", exc)
+            answer = FetchPartition(index, ErrorCode.OFFSET_OUT_OF_RANGE)
+        except StorageError as exc:
+            log.error("fetch from %s-%d failed in storage: %s", name, index, exc)
+            answer = FetchPartition(index, ErrorCode.KAFKA_STORAGE_ERROR)
+        errors = errors or answer.error_code != ErrorCode.NONE
+        entries.append((key, name, topic_id, answer))
+    return entries, total, errors
+
+
+def _add_topic(topics: list[FetchTopic], name: str, topic_id: Any, parts: list) -> None:
+    """Add a topic's answered partitions: none, no entry; a topic named again right after
+    itself, one entry. A partition answered with an error lists no aborted transactions (an
+    empty list, Kafka's default); one read uncommitted lists none at all (null)."""
+    if not parts:
+        return
+    parts = [p._replace(aborted=()) if p.error_code and p.aborted is None else p for p in parts]
+    last = topics[-1] if topics else None
+    if last is not None and (last.name, last.topic_id) == (name, topic_id):
+        last.partitions.extend(parts)     # (a list: built here)
+    else:
+        topics.append(FetchTopic(name, topic_id, parts))

@@ -42,7 +42,28 @@ def fetch(access: Access, header: RequestHeader, request: Any) -> Refused | Admi
         replica = request.replica_state.replica_id
     if replica is not None and replica >= 0 and not access.cluster(Op.CLUSTER_ACTION):
         return all_partitions_refused(header, request, FETCH_TOPICS, TOPIC_FAILED, error_code=E.NONE)
-    return admit_topics(access, header, request, Op.READ, FETCH_TOPICS)
+    admission = admit_topics(access, header, request, Op.READ, FETCH_TOPICS)
+    if get(request, "session_epoch", -1) in (0, -1) or (replica is not None and replica >= 0):
+        return admission
+    # An incremental fetch (KIP-227) also reads the partitions its session holds, which it
+    # does not list: every topic answered is checked again, as Kafka authorizes each
+    # partition of the session on every fetch (an ACL removed mid-session takes effect).
+    then = admission.finish
+
+    def session_checked(response: Any) -> Any:
+        response = replaced(response, responses=tuple(
+            t if _readable(access, t) else replaced(t, partitions=tuple(
+                replaced(p, error_code=TOPIC_FAILED, aborted_transactions=(), **FETCH_TOPICS.failed)
+                for p in t.partitions))
+            for t in response.responses))
+        return then(response) if then is not None else response
+
+    return Admission(admission.request, session_checked)
+
+
+def _readable(access: Access, topic: Any) -> bool:
+    name = get(topic, "topic") or access.topic_name(get(topic, "topic_id"))
+    return name is None or access.allowed(Op.READ, TOPIC, name)
 
 
 def metadata(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:

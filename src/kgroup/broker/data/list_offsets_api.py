@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgroup.broker.data.context import NOT_LEADER, DataContext, log, per_partition
-from kgroup.wire.kio_build import build, get
+from kgroup.broker.data.context import NOT_LEADER, DataContext, log, per_partition_keyed
+from kgroup.wire.kio_build import build, get, item
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import NotOwnedError, TopicError
 from kgroup.wire import RequestHeader, WireError, response_class
@@ -92,10 +92,16 @@ def committed_lookup(ctx: DataContext, key: tuple[str, int], plog: PartitionLog,
 
 def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
     """The ListOffsets response (read_committed: nothing at or past the last stable offset)."""
-    read_committed = int(get(request, "isolation_level", 0)) == 1
+    isolation = int(get(request, "isolation_level", 0))
+    read_committed = isolation == 1
 
     def answer(topic: str, p: Any) -> dict:
         index = int(p.partition_index)
+        if isolation not in (0, 1):
+            # Kafka cannot read the isolation level: the whole request fails with
+            # UNKNOWN_SERVER_ERROR, every partition answered with it.
+            return dict(partition_index=index, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, timestamp=-1,
+                        offset=-1, leader_epoch=-1)
         try:
             plog = ctx.data.partition_log(topic, index)
             if not plog.owned:
@@ -115,5 +121,17 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
             code = ErrorCode.KAFKA_STORAGE_ERROR
         return dict(partition_index=index, error_code=code, timestamp=-1, offset=-1, leader_epoch=-1)
 
+    def duplicate(topic: str, p: Any) -> dict:
+        return dict(partition_index=int(p.partition_index), error_code=ErrorCode.INVALID_REQUEST, timestamp=-1,
+                    offset=-1, leader_epoch=-1)
+
     cls = response_class(header.api_key, header.api_version)
-    return build(cls, throttle_time=0, topics=per_partition(cls, request.topics, answer))
+    if isolation not in (0, 1):
+        # Kafka's error answer names every topic asked for, one naming no partition too.
+        topic_cls = item(cls, "topics")
+        part_cls = item(topic_cls, "partitions")
+        return build(cls, throttle_time=0, topics=tuple(
+            build(topic_cls, name=t.name, partitions=tuple(build(part_cls, **answer(t.name, p)) for p in t.partitions))
+            for t in request.topics))
+    # Kafka answers a partition named twice once, INVALID_REQUEST (a topic named twice once).
+    return build(cls, throttle_time=0, topics=per_partition_keyed(cls, request.topics, answer, duplicate))

@@ -1,6 +1,7 @@
 """Metadata (data/apis.py: the versions served): the brokers clients may use, and who leads each partition.
 
-Version notes: v1 null topics = all, empty list = none; v2 cluster_id; v4
+Version notes: v0 empty topics = all (Kafka 4.4 serves v0 again, for old clients); v1 null
+topics = all, empty list = none; v2 cluster_id; v4
 allow_auto_topic_creation (older versions always allow); v7 leader_epoch; v8–v10 authorized
 operations (left at "not requested"); v10 topic ids (a topic may be asked for by id only
 from v12; from v12 an id, when given, wins over the name); v13 top-level error_code.
@@ -12,7 +13,8 @@ Whole-request errors, as Kafka 4.4's KafkaApis throws them and MetadataRequest's
 response answers (every topic asked for, echoed with the error, no brokers, controller -1,
 and the error at the top level in v13): a null name or a topic id before v12 is
 INVALID_REQUEST; a topic with neither a name nor an id from v12 is UNKNOWN_SERVER_ERROR
-(Kafka fails on the null name).
+(Kafka fails on the null name) unless another topic is asked for by id: Kafka then looks up
+the ids only and ignores every name. Topics asked for twice are answered once.
 
 Leaders: a single broker leads everything. In a cluster the leader of a partition is the
 node that owns it (broker/cluster/ownership.py); while it moves (its owner is down, or handing it
@@ -23,10 +25,11 @@ ones in sync and the ones that are down offline (data/replicas.py: one shared da
 ask for OffsetForLeaderEpoch validation (the shared data dir has no replicas to diverge).
 
 Auto-creation: an unknown, legal topic name is created with `default_partitions` when the
-broker allows it and the request does. Kafka answers LEADER_NOT_AVAILABLE for such a topic
-and lets the client retry; we answer with its partitions and their leaders at once
-(DataPath first waits briefly for the owners to take them), which kafka-python, aiokafka
-and librdkafka all accept. Internal topics (`__kgroup_events`, internal_topics.py) are
+broker allows it and the request does. As Kafka 4.4 does, the request that creates it is
+answered UNKNOWN_TOPIC_OR_PARTITION for that topic (Kafka's metadata has it only once the
+controller's record reaches the broker) and the client asks again; the next request finds it
+with its partitions and leaders (DataPath first waits briefly for the owners to take them).
+Internal topics (`__kgroup_events`, internal_topics.py) are
 flagged `is_internal` and never auto-created.
 """
 
@@ -81,7 +84,9 @@ def _by_name(ctx: DataContext, name: str, allow_auto: bool, topic_ok: Callable[[
         return topic_error(ErrorCode.KAFKA_STORAGE_ERROR, name)
     log.info("auto-created topic %r with %d partitions", name, meta.partitions)
     created.append(name)
-    return topic_ok(meta)
+    # Kafka answers the request that creates a topic with UNKNOWN_TOPIC_OR_PARTITION (it is
+    # not in its metadata yet); the client asks again and finds it.
+    return topic_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
 
 
 def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, list[str]]:
@@ -111,13 +116,20 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
                      topic_authorized_operations=topic_ops)
 
     def topic_error(code: ErrorCode, name: str | None, topic_id: uuid.UUID | None = None) -> Any:
+        # An unknown topic id is answered apart from the topics Kafka looks up by name: its
+        # authorized operations stay at "not requested".
+        ops = NOT_REQUESTED if code == ErrorCode.UNKNOWN_TOPIC_ID else topic_ops
         return build(topic_cls, error_code=code, name=name, topic_id=topic_id or ZERO_UUID,
-                     is_internal=is_internal(name), partitions=(), topic_authorized_operations=topic_ops)
+                     is_internal=is_internal(name), partitions=(), topic_authorized_operations=ops)
 
     # 1. Which topics: null = all, otherwise by name (or by id from v12). Another node of a
     #    cluster may have changed topics.json since this node last looked.
     requested = get(request, "topics", None)
+    if header.api_version == 0 and not requested:
+        requested = None            # v0 has no null: an empty list asks for every topic
     refused = _whole_request_error(header.api_version, requested)
+    if requested is not None and refused is None:
+        requested = _looked_up(requested)
     if refused is not None:
         return _error_response(cls, topic_cls, requested, refused), []
     ctx.data.refresh_topics()
@@ -150,16 +162,31 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
     return response, created
 
 
+def _looked_up(requested: Any) -> list[Any]:
+    """The topics Kafka looks up: by id when any is given (the names are then ignored), else
+    by name; each once (it makes a set of them)."""
+    by_id_only = [t for t in requested if _topic_id(t) is not None]
+    seen: set[Any] = set()
+    out = []
+    for t in by_id_only or list(requested):
+        key = _topic_id(t) if by_id_only else get(t, "name", None)
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out
+
+
 def _whole_request_error(version: int, requested: Any) -> ErrorCode | None:
     """The error Kafka answers the whole request with, if any (see the module docstring)."""
     if requested is None or version < 10:
         return None
+    ids_given = any(_topic_id(t) is not None for t in requested)
     for wanted in requested:
         name, topic_id = get(wanted, "name", None), _topic_id(wanted)
         if version < 12 and (name is None or topic_id is not None):
             return ErrorCode.INVALID_REQUEST
-        if name is None and topic_id is None:
-            return ErrorCode.UNKNOWN_SERVER_ERROR
+        if name is None and topic_id is None and not ids_given:
+            return ErrorCode.UNKNOWN_SERVER_ERROR      # (with an id anywhere, names are not read)
     return None
 
 
@@ -180,6 +207,7 @@ def _error_response(cls: Any, topic_cls: Any, requested: Any, code: ErrorCode) -
 
 
 _BROKERS_ENDPOINT = 1
+_CONTROLLERS_ENDPOINT = 2
 
 
 def describe_cluster(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
@@ -192,10 +220,15 @@ def describe_cluster(ctx: DataContext, header: RequestHeader, request: Any) -> A
     cls = response_class(header.api_key, header.api_version)
     broker_cls = item(cls, "brokers")
     nodes = ctx.cluster.brokers()
-    if int(get(request, "endpoint_type", _BROKERS_ENDPOINT)) != _BROKERS_ENDPOINT:
-        return build(cls, throttle_time=0, error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+    endpoint = int(get(request, "endpoint_type", _BROKERS_ENDPOINT))
+    if endpoint != _BROKERS_ENDPOINT:
+        # A type Kafka does not know (only BROKER 1 and CONTROLLER 2 exist) is unsupported.
+        known = endpoint == _CONTROLLERS_ENDPOINT
+        return build(cls, throttle_time=0,
+                     error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE if known else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
                      error_message="The request was sent to an endpoint of type BROKER, but we wanted "
-                     "an endpoint of type CONTROLLER", endpoint_type=_BROKERS_ENDPOINT,
+                     "an endpoint of type CONTROLLER" if known else f"Unsupported endpoint type {endpoint}",
+                     endpoint_type=_BROKERS_ENDPOINT,
                      cluster_id=ctx.config.cluster_id, controller_id=-1, brokers=(),
                      cluster_authorized_operations=NOT_REQUESTED)
     return build(cls, throttle_time=0, error_code=ErrorCode.NONE, error_message=None,

@@ -75,10 +75,13 @@ def max_message_bytes(ctx: DataContext, configs: dict[str, str] | Any) -> int:
 class PartitionFailure(Exception):
     """One partition of a produce fails with `code`."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, *, answered: bool = True) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        # Whether the answer carries the message: Kafka's does for a batch it refuses to
+        # append, not for a producer's epoch or sequence refused (it logs those).
+        self.answered = answered
 
 
 def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | None
@@ -97,7 +100,7 @@ def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | Non
         plog = ctx.data.partition_log(topic, partition)
     except TopicError:
         raise PartitionFailure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                               f"unknown topic partition {topic}-{partition}") from None
+                               f"unknown topic partition {topic}-{partition}", answered=False) from None
     except NOT_LEADER:
         raise PartitionFailure(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                f"this node does not lead {topic}-{partition}") from None
@@ -146,15 +149,17 @@ def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, 
         verdict = ctx.verify_txn(transactional_id, txn.producer_id, txn.producer_epoch, (key,)) \
             if ctx.verify_txn is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
         if verdict != ErrorCode.NONE:
-            raise PartitionFailure(_VERIFY_ERRORS.get(verdict, ErrorCode.INVALID_TXN_STATE),
-                                   f"transaction {transactional_id}: {verdict.name}")
+            code = _VERIFY_ERRORS.get(verdict, ErrorCode.INVALID_TXN_STATE)
+            # Kafka explains a batch outside any ongoing transaction; an old epoch it does not.
+            raise PartitionFailure(code, f"transaction {transactional_id}: {verdict.name}",
+                                   answered=code == ErrorCode.INVALID_TXN_STATE)
     # 2. Sequence numbers and epochs, for all batches before any is stored.
     state = ctx.producers.of(key, plog)
     infos = [batch_info(b.header) for b in batches]
     try:
         verdicts = state.check(infos)
     except ProducerStateError as exc:
-        raise PartitionFailure(exc.code, exc.message) from None
+        raise PartitionFailure(exc.code, exc.message, answered=False) from None
     # 3. Append what is new; a duplicate is answered where it landed before.
     base = -1
     for batch, info, earlier in zip(batches, infos, verdicts):
@@ -169,13 +174,30 @@ def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, 
     return base
 
 
-def _all_refused(cls: type, request: Any, answer: Any, code: ErrorCode, message: str) -> Any:
-    """The response that fails every partition of the request with `code`."""
+def _all_refused(cls: type, request: Any, answer: Any, code: ErrorCode, message: str,
+                 exists: Any = None) -> Any:
+    """The response that fails every partition of the request with `code` (those for which
+    ``exists(topic, index)`` is false with UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers a
+    partition it does not know before it looks further)."""
     topic_cls = item(cls, "responses")
     return build(cls, throttle_time=0, responses=tuple(
         build(topic_cls, name=t.name, partition_responses=tuple(
-            answer(p.index, code, message=message) for p in t.partition_data))
-        for t in request.topic_data))
+            answer(p.index, code, message=message) if exists is None or exists(t.name, p.index)
+            else answer(p.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            for p in t.partition_data))
+        for t in request.topic_data if t.partition_data))     # (a topic naming none is not answered)
+
+
+def _exists(ctx: DataContext) -> Any:
+    def exists(topic: str, index: int) -> bool:
+        try:
+            ctx.data.partition_log(topic, index)
+        except TopicError:
+            return False
+        except NOT_LEADER:      # it exists, led elsewhere
+            return True
+        return True
+    return exists
 
 
 async def _make_durable(ctx: DataContext, logs: dict[int, PartitionLog], acks: int) -> tuple[dict, dict]:
@@ -220,16 +242,24 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
                      log_append_time=None, log_start_offset=log_start, record_errors=(),
                      error_message=message)
 
-    # 1. acks must be 0, 1 or -1; otherwise every partition fails.
+    # 1. acks must be 0, 1 or -1; otherwise every partition that exists fails (one that does
+    #    not is UNKNOWN_TOPIC_OR_PARTITION, as Kafka checks it first).
     if acks not in (0, 1, -1):
-        return _all_refused(cls, request, answer, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1")
+        return _all_refused(cls, request, answer, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1",
+                            _exists(ctx))
 
     # 2. Validate and append each partition on its own.
     results: dict[tuple[int, int], Any] = {}
     appended: list[tuple[int, int, PartitionLog, int]] = []  # (ti, pi, log, base offset)
     transactional_id = get(request, "transactional_id", None)
+    # Kafka keys a produce by partition: a partition named twice is written once, with the
+    # records of its last mention, and answered once.
+    last = {(t.name, p.index): (ti, pi) for ti, t in enumerate(request.topic_data)
+            for pi, p in enumerate(t.partition_data)}
     for ti, t in enumerate(request.topic_data):
         for pi, p in enumerate(t.partition_data):
+            if last[(t.name, p.index)] != (ti, pi):
+                continue
             try:
                 plog, batches = _validate(ctx, t.name, p.index, p.records)
                 if batches[0].header.producer_id < 0 and len(batches) == 1:
@@ -240,7 +270,7 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
                 ctx.watch.ring((t.name, p.index))
             except PartitionFailure as exc:
                 log.debug("produce to %s-%d refused: %s", t.name, p.index, exc.message)
-                results[(ti, pi)] = answer(p.index, exc.code, message=exc.message)
+                results[(ti, pi)] = answer(p.index, exc.code, message=exc.message if exc.answered else None)
             except InvalidBatchError as exc:
                 log.warning("produce to %s-%d: storage refused a batch: %s", t.name, p.index, exc)
                 results[(ti, pi)] = answer(p.index, ErrorCode.CORRUPT_MESSAGE, message=str(exc))
@@ -267,7 +297,12 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
         else:
             results[(ti, pi)] = answer(index, ErrorCode.NONE, base_offset=base,
                                        log_start=plog.log_start_offset)
+    # (Kafka answers per partition, grouped by topic: a topic named twice is one entry, a
+    # topic that names no partition is not in its answer.)
+    by_topic: dict[str, list] = {}
+    for ti, t in enumerate(request.topic_data):
+        for pi in range(len(t.partition_data)):
+            if (ti, pi) in results:
+                by_topic.setdefault(t.name, []).append(results[(ti, pi)])
     return build(cls, throttle_time=0, responses=tuple(
-        build(topic_cls, name=t.name, partition_responses=tuple(
-            results[(ti, pi)] for pi in range(len(t.partition_data))))
-        for ti, t in enumerate(request.topic_data)))
+        build(topic_cls, name=name, partition_responses=tuple(parts)) for name, parts in by_topic.items()))

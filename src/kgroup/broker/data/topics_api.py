@@ -38,7 +38,7 @@ from typing import Any
 from kgroup.broker.data import topic_configs
 from kgroup.broker.data.context import DataContext, log
 from kgroup.broker.internal_topics import internal_topic_problem, is_internal
-from kgroup.wire.kio_build import build, get, has, item
+from kgroup.wire.kio_build import build, get, has, item, ms
 from kgroup.broker.data.metadata_api import ZERO_UUID, legal_topic_name
 from kgroup.broker.data.replicas import (
     DEFAULT_REPLICATION_FACTOR,
@@ -56,7 +56,7 @@ CONFIG_SOURCE_DEFAULT = 5
 
 
 class TopicFailure(Exception):
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str | None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -109,6 +109,13 @@ def _check_create(ctx: DataContext, topic: Any) -> tuple[int, dict[str, str], in
     return num, configs, replication
 
 
+def _past_deadline(request: Any) -> bool:
+    """Kafka's controller runs a topic change by the request's deadline, now + timeout: a
+    timeout of 0 or less has passed before it runs, and the request (once anything of it
+    reaches the controller) is answered REQUEST_TIMED_OUT for every topic it names."""
+    return ms(get(request, "timeout", 0)) <= 0
+
+
 def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any, bool]:
     """The CreateTopics response, and whether any topic was created."""
     ctx.data.refresh_topics()  # another node of a cluster may have changed them
@@ -118,13 +125,17 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
     validate_only = bool(get(request, "validate_only", False))
     counts = Counter(t.name for t in request.topics)
     changed = False
+    if _past_deadline(request) and any(c == 1 for c in counts.values()):
+        return build(cls, throttle_time=0, topics=tuple(
+            build(result_cls, name=t.name, topic_id=ZERO_UUID, error_code=ErrorCode.REQUEST_TIMED_OUT,
+                  error_message=None, num_partitions=-1, replication_factor=-1, configs=())
+            for t in request.topics)), False
     results = []
     for topic in request.topics:
+        if counts[topic.name] > 1:
+            continue
         try:
             # 1. Check everything before touching storage.
-            if counts[topic.name] > 1:
-                raise TopicFailure(ErrorCode.INVALID_REQUEST,
-                                   f"topic {topic.name!r} appears more than once in the request")
             num, configs, replication = _check_create(ctx, topic)
             # 2. Create (unless only validating).
             topic_id = ZERO_UUID
@@ -153,7 +164,11 @@ def create_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
         except TopicFailure as exc:
             results.append(build(result_cls, name=topic.name, topic_id=ZERO_UUID,
                                  error_code=exc.code, error_message=exc.message,
-                                 num_partitions=-1, replication_factor=-1, configs=None))
+                                 num_partitions=-1, replication_factor=-1, configs=()))   # Kafka: empty, not null
+    # A name given twice is refused once, after the others, as Kafka's controller does.
+    results += [build(result_cls, name=name, topic_id=ZERO_UUID, error_code=ErrorCode.INVALID_REQUEST,
+                      error_message="Duplicate topic name.", num_partitions=-1, replication_factor=-1, configs=())
+                for name, count in counts.items() if count > 1]
     return build(cls, throttle_time=0, topics=tuple(results)), changed
 
 
@@ -165,11 +180,43 @@ def delete_topics(ctx: DataContext, header: RequestHeader, request: Any) -> tupl
     # 1. v1–v5 name topics in topic_names; v6 in topics (by name or id).
     wanted: list[tuple[str | None, uuid.UUID | None]] = []
     if get(request, "topics", None) is not None:
-        wanted = [(get(t, "name", None), get(t, "topic_id", None)) for t in request.topics]
+        # (kio reads the zero id as None; a request built in-process may carry it.)
+        wanted = [(get(t, "name", None), None if get(t, "topic_id", None) == ZERO_UUID else get(t, "topic_id", None))
+                  for t in request.topics]
     else:
         wanted = [(name, None) for name in get(request, "topic_names", ())]
-    changed = False
+    # 2. What Kafka's controller refuses before looking anything up, in its order: an entry
+    #    with neither a name nor an id (or both), then each name and each id given twice.
     results = []
+    zero = ZERO_UUID
+
+    def refused(name: str | None, topic_id: uuid.UUID | None, message: str) -> None:
+        results.append(build(result_cls, name=name, topic_id=topic_id or zero, error_code=ErrorCode.INVALID_REQUEST,
+                             error_message=message))
+
+    names = Counter(n for n, i in wanted if n is not None and i is None)
+    ids = Counter(i for n, i in wanted if n is None and i is not None)
+    for name, topic_id in wanted:
+        if name is None and topic_id is None:
+            refused(None, None, "Neither topic name nor id were specified.")
+        elif name is not None and topic_id is not None:
+            refused(name, topic_id, "You may not specify both topic name and topic id.")
+    for name in (n for n, c in names.items() if c > 1):
+        refused(name, None, "Duplicate topic name.")
+    for topic_id in (i for i, c in ids.items() if c > 1):
+        refused(None, topic_id, "Duplicate topic id.")
+    wanted = [(n, None) for n, c in names.items() if c == 1] + [(None, i) for i, c in ids.items() if c == 1]
+    changed = False
+    if wanted and _past_deadline(request):
+        if get(request, "topics", None) is not None:
+            timed_out = [(get(t, "name", None), get(t, "topic_id", None)) for t in request.topics]
+        else:
+            timed_out = [(n, None) for n in get(request, "topic_names", ())]
+        return build(cls, throttle_time=0, responses=tuple(
+            build(result_cls, name=n, topic_id=i or ZERO_UUID, error_code=ErrorCode.REQUEST_TIMED_OUT,
+                  error_message=None) for n, i in timed_out)), False
+    # 3. The rest, each looked up and deleted (Kafka answers them in the order of its hash
+    #    sets; the differential suite compares them by name).
     for name, topic_id in wanted:
         by_id = name is None
         topics = ctx.data.topics()
@@ -209,18 +256,22 @@ def create_partitions(ctx: DataContext, header: RequestHeader, request: Any) -> 
     validate_only = bool(get(request, "validate_only", False))
     counts = Counter(t.name for t in request.topics)
     changed = False
-    results = []
+    if _past_deadline(request) and any(c == 1 for c in counts.values()):
+        return build(cls, throttle_time=0, results=tuple(
+            build(result_cls, name=t.name, error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=None)
+            for t in request.topics)), False
+    # A name given twice is refused once, first, as Kafka's controller does.
+    results = [build(result_cls, name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
+               for name, count in counts.items() if count > 1]
     for topic in request.topics:
         code, message = ErrorCode.NONE, None
+        if counts[topic.name] > 1:
+            continue
         try:
             # 1. Checks.
-            if counts[topic.name] > 1:
-                raise TopicFailure(ErrorCode.INVALID_REQUEST,
-                                   f"topic {topic.name!r} appears more than once in the request")
             meta = ctx.data.topics().get(topic.name)
             if meta is None:
-                raise TopicFailure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                   f"The topic '{topic.name}' does not exist.")
+                raise TopicFailure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)   # Kafka: no message
             if is_internal(meta.name):
                 raise TopicFailure(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                    internal_topic_problem(meta.name, "given partitions"))

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from kgroup.acl_bindings import ResourceType
 from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.broker.security.authorized_operations import if_asked
-from kgroup.broker.groups.offset_topics import unknown_partitions
+from kgroup.broker.groups.offset_topics import shard_topics, unknown_partitions
 from kgroup.broker.groups.shard import Shard
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
@@ -37,6 +37,22 @@ def group_operations(request: Any, error: int) -> int:
     error, every group operation (security/authorized_operations.py); else "not requested"."""
     return if_asked(get(request, "include_authorized_operations", False) and int(error) == 0, ResourceType.GROUP)
 
+
+def commit_answer_topics(cls: type, topics: Any, errors: dict[tuple[str, int], ErrorCode],
+                         known: Any) -> tuple:
+    """The ``topics`` of OffsetCommit response ``cls``, as Kafka builds them: by topic name
+    (a topic named twice is one entry); a topic in ``known`` (it exists) that names no
+    partition is not in it (Kafka passes the group only the partitions it knows), one that
+    does not exist is answered empty."""
+    topic_cls = item(cls, "topics")
+    part_cls = item(topic_cls, "partitions")
+    by_name: dict[str, list] = {}
+    for t in topics:
+        by_name.setdefault(t.name, []).extend(
+            build(part_cls, partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
+            for p in t.partitions)
+    return tuple(build(topic_cls, name=name, partitions=tuple(parts))
+                 for name, parts in by_name.items() if parts or name not in known)
 
 class _NoHandlers:
     """Any core handler of a shard that is not here (the call never runs it)."""
@@ -60,6 +76,13 @@ class _NotHere:
 
 NOT_COORDINATOR = _NotHere(ErrorCode.NOT_COORDINATOR)
 LOADING = _NotHere(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+
+# The default texts of the errors FindCoordinator v1-3 answers with (Kafka's exceptions').
+_FIND_COORDINATOR_TEXT = {
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: "The coordinator is loading and hence can't process requests.",
+}
 
 
 class GroupApi:
@@ -99,9 +122,15 @@ class GroupApi:
             else:
                 answers.append(self._coordinator_of(key))
         if header.api_version >= 4:
+            # Kafka 4.4 leaves a v4+ entry's message at "" (its default), errors included, but
+            # for an unknown key type's INVALID_REQUEST, which says why.
             entity = item(cls, "coordinators")
-            return build(cls, coordinators=tuple(build(entity, **a) for a in answers))
+            return build(cls, coordinators=tuple(build(entity, **{
+                **a, "error_message": a["error_message"] if a["error_code"] == ErrorCode.INVALID_REQUEST else ""})
+                for a in answers))
         (a,) = answers
+        # v1-3: Kafka's message is the error's own text ("NONE" when there is none).
+        a["error_message"] = a["error_message"] or _FIND_COORDINATOR_TEXT.get(a["error_code"], "NONE")
         return build(cls, **{k: v for k, v in a.items() if k != "key"})
 
     def _coordinator_of(self, group_id: str) -> dict:
@@ -158,6 +187,10 @@ class GroupApi:
     # ---- SyncGroup ------------------------------------------------------------------------
 
     async def sync_group(self, header: RequestHeader, req: Any) -> Any:
+        if header.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+            # From v5 both are mandatory: Kafka refuses a null one before any group check.
+            return build(response_class(header.api_key, header.api_version),
+                         error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         core_req = m.SyncGroupRequest(
             group_id=req.group_id,
             generation_id=req.generation_id,
@@ -247,13 +280,7 @@ class GroupApi:
             except GroupError as exc:
                 errors.update({(p.topic, p.partition): exc.code for p in core_req.partitions})
         cls = response_class(header.api_key, v)
-        topic_cls = item(cls, "topics")
-        part_cls = item(topic_cls, "partitions")
-        return build(cls, topics=tuple(
-            build(topic_cls, name=t.name, partitions=tuple(
-                build(part_cls, partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
-                for p in t.partitions))
-            for t in req.topics))
+        return build(cls, topics=commit_answer_topics(cls, req.topics, errors, shard_topics(shard) or {}))
 
     # ---- OffsetFetch ----------------------------------------------------------------------
 
@@ -300,6 +327,13 @@ class GroupApi:
             by_topic.setdefault(f.topic, []).append(build(
                 part_cls, partition_index=f.partition, committed_offset=f.offset,
                 committed_leader_epoch=f.leader_epoch, metadata=f.metadata, error_code=f.error))
+        if topics is not None:
+            # Kafka answers each topic asked for, in the request's order, even one naming no partition.
+            found = {(t, int(p.partition_index)): p for t, ps in by_topic.items() for p in ps}
+            return resp.error, tuple(
+                build(topic_cls, name=t.name, partitions=tuple(
+                    found[(t.name, p)] for p in t.partition_indexes if (t.name, p) in found))
+                for t in topics)
         return resp.error, tuple(build(topic_cls, name=t, partitions=tuple(ps)) for t, ps in by_topic.items())
 
     # ---- OffsetDelete ---------------------------------------------------------------------
@@ -426,8 +460,9 @@ class ConsumerGroupApi:
         try:
             resp = await shard.call(shard.coordinator.consumer_group_heartbeat, core_req)
         except GroupError as exc:
+            # Kafka's error answer leaves the epoch at its default, 0.
             return build(cls, error_code=exc.code, error_message=exc.message or None, member_id=None,
-                         member_epoch=-1, heartbeat_interval=0, assignment=None)
+                         member_epoch=0, heartbeat_interval=0, assignment=None)
         assignment = None
         if resp.assignment is not None:
             asg_cls = field_class(cls, "assignment")
@@ -460,14 +495,18 @@ class ConsumerGroupApi:
                 d = m.DescribedConsumerGroup(group_id, exc.code)
             topics = shard.coordinator.shard.topics if isinstance(shard, Shard) else {}
             names = {topic_id: name for name, (topic_id, _) in topics.items()}
+            missing = d.error == ErrorCode.GROUP_ID_NOT_FOUND
             groups.append(build(
-                group_cls, error_code=d.error, error_message=d.message, group_id=d.group_id, group_state=d.state,
+                group_cls, error_code=d.error,
+                error_message=d.message or (f"Group {group_id} not found." if missing else None),
+                group_id=d.group_id, group_state=d.state,
                 group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
                 authorized_operations=group_operations(req, d.error),
                 members=tuple(build(
                     member_cls, member_id=x.member_id, instance_id=x.instance_id, rack_id=x.rack_id,
                     member_epoch=x.member_epoch, client_id=x.client_id, client_host=x.client_host,
-                    subscribed_topic_names=x.subscribed_topic_names, subscribed_topic_regex=x.subscribed_topic_regex,
+                    subscribed_topic_names=x.subscribed_topic_names,
+                    subscribed_topic_regex=x.subscribed_topic_regex or "",   # Kafka: "" when none
                     assignment=assignment(x.assignment, names),
                     target_assignment=assignment(x.target_assignment, names),
                     member_type=x.member_type) for x in d.members)))

@@ -121,7 +121,7 @@ def find_coordinator(access: Access, header: RequestHeader, request: Any) -> Ref
         return plain_refusal(header, code, node_id=-1, host="", port=-1)
     return admit_items(request, "coordinator_keys", allowed,
                        lambda cls, key: build(item(cls, "coordinators"), key=key, node_id=-1, host="",
-                                              port=-1, error_code=code, error_message=None),
+                                              port=-1, error_code=code, error_message=""),   # Kafka: ""
                        "coordinators")
 
 
@@ -157,7 +157,7 @@ def delete_groups(access: Access, header: RequestHeader, request: Any) -> Refuse
 
 
 def consumer_group_heartbeat(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:
-    refusal = dict(error_message=None, member_id=None, member_epoch=-1, heartbeat_interval=0, assignment=None)
+    refusal = dict(error_message=None, member_id=None, member_epoch=0, heartbeat_interval=0, assignment=None)
     if not access.allowed(Op.READ, GROUP, request.group_id):
         return plain_refusal(header, GROUP_FAILED, **refusal)
     # A member may only subscribe to topics it may describe (Kafka 4.0).

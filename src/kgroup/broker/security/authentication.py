@@ -67,7 +67,9 @@ def sasl_answer(peer: Peer, header: RequestHeader, request: Any, now_ms: int) ->
             log.warning("SASL handshake from %s on %s refused: %s", peer.host, peer.listener.name, session.failure)
         return build(cls, error_code=hs.error, mechanisms=hs.mechanisms), hs.close
     answer = _authenticate(peer, request.auth_bytes, now_ms)
-    return build(cls, error_code=answer.error, error_message=answer.message, auth_bytes=answer.token,
+    # Kafka answers a step that went well with "" as the message, not null.
+    return build(cls, error_code=answer.error, error_message=answer.message if answer.error else (answer.message or ""),
+                 auth_bytes=answer.token,
                  session_lifetime=answer.session_lifetime_ms), answer.close
 
 

@@ -13,16 +13,20 @@ from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, item
 
 
+# Kafka explains a refused ACL request with the error's own text.
+_CLUSTER_REFUSED = "Cluster authorization failed."
+
+
 def _acl_creations_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
     cls = response_class(header.api_key, header.api_version)
-    return build(cls, results=tuple(build(item(cls, "results"), error_code=code, error_message=None)
+    return build(cls, results=tuple(build(item(cls, "results"), error_code=code, error_message=_CLUSTER_REFUSED)
                                     for _ in request.creations))
 
 
 def _acl_deletions_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
     cls = response_class(header.api_key, header.api_version)
     return build(cls, filter_results=tuple(
-        build(item(cls, "filter_results"), error_code=code, error_message=None, matching_acls=())
+        build(item(cls, "filter_results"), error_code=code, error_message=_CLUSTER_REFUSED, matching_acls=())
         for _ in request.filters))
 
 
@@ -41,7 +45,12 @@ def _scram_alter_refused(header: RequestHeader, request: Any, code: ErrorCode) -
                                     for u in users))
 
 
-describe_acls = cluster_guard(Op.DESCRIBE)
+def _acl_describe_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
+    return build(response_class(header.api_key, header.api_version), error_code=code,
+                 error_message=_CLUSTER_REFUSED, resources=())
+
+
+describe_acls = cluster_guard(Op.DESCRIBE, _acl_describe_refused)
 create_acls = cluster_guard(Op.ALTER, _acl_creations_refused)
 delete_acls = cluster_guard(Op.ALTER, _acl_deletions_refused)
 describe_user_scram_credentials = cluster_guard(Op.DESCRIBE, _scram_describe_refused)

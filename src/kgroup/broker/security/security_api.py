@@ -8,17 +8,17 @@ each request is checked the way Kafka checks it and applied in one change of the
 - ACL APIs without ``[auth] authorizer = true``: SECURITY_DISABLED, as Kafka answers when no
   authorizer is configured. A binding or filter Kafka refuses: INVALID_REQUEST with why.
 - AlterUserScramCredentials: the client sends the salted password (the password never
-  travels); a user named twice in one request → DUPLICATE_RESOURCE, an unknown mechanism →
-  UNSUPPORTED_SASL_MECHANISM, iterations outside 4096–16384, an empty salt, or a salted
-  password of the wrong length → UNACCEPTABLE_CREDENTIAL, deleting a credential that does
-  not exist → RESOURCE_NOT_FOUND; one result per user.
+  travels). Entries are checked in Kafka's controller's order (deletions, then upsertions;
+  a user's first refusal sticks): an empty user name or iterations outside 4096–16384 →
+  UNACCEPTABLE_CREDENTIAL, an unknown mechanism → UNSUPPORTED_SASL_MECHANISM, deleting a
+  credential that does not exist → RESOURCE_NOT_FOUND, a user named again after an
+  accepted entry → DUPLICATE_RESOURCE; one result per user.
 - DescribeUserScramCredentials: every user (no names) or the named ones (unknown →
   RESOURCE_NOT_FOUND, twice → DUPLICATE_RESOURCE); mechanisms and iterations, never keys.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from typing import Any
 
@@ -76,7 +76,7 @@ class SecurityApi:
         grouped: dict[tuple, list[AclBinding]] = {}
         for b in self.security.acl_store.acls.select(flt):
             grouped.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(b)
-        return build(cls, error_code=E.NONE, error_message=None, resources=tuple(
+        return build(cls, error_code=E.NONE, error_message="", resources=tuple(   # Kafka: "" on success
             build(resource_cls, resource_type=rtype, resource_name=name, pattern_type=pattern, acls=tuple(
                 build(acl_cls, principal=b.principal, host=b.host, operation=b.operation,
                       permission_type=b.permission) for b in bindings))
@@ -93,7 +93,7 @@ class SecurityApi:
         for creation in request.creations:
             try:
                 valid.append(_binding(creation).validate())
-                results.append((E.NONE, None))
+                results.append((E.NONE, ""))           # Kafka: "" on success
             except AclError as exc:
                 results.append((E.INVALID_REQUEST, str(exc)))
         if valid:
@@ -160,40 +160,53 @@ class SecurityApi:
             elif name not in users:
                 code, msg, infos = E.RESOURCE_NOT_FOUND, "attempt to describe a user credential that does not exist", ()
             else:
-                code, msg = E.NONE, None
+                code, msg = E.NONE, ""          # Kafka: "" on success, at both levels
                 infos = tuple(build(info_cls, mechanism=int(m), iterations=c.iterations)
                               for m, c in sorted(users[name].items()))
             results.append(build(result_cls, user=name, error_code=code, error_message=msg, credential_infos=infos))
-        return build(cls, error_code=E.NONE, error_message=None, results=tuple(results))
+        return build(cls, error_code=E.NONE, error_message="", results=tuple(results))
 
     async def alter_user_scram_credentials(self, header: RequestHeader, request: Any) -> Any:
         cls = response_class(header.api_key, header.api_version)
         result_cls = item(cls, "results")
         store = self.security.credentials
         names = [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+        # Kafka's controller takes the entries in order, deletions first: a user's first
+        # refusal sticks; a user named again after an accepted entry is DUPLICATE_RESOURCE.
         errors: dict[str, tuple[ErrorCode, str]] = {}
-        for name in names:
-            if names.count(name) > 1:
-                errors[name] = (E.DUPLICATE_RESOURCE, "a user credential cannot be altered twice in the same request")
-            elif not name:
-                errors[name] = (E.UNACCEPTABLE_CREDENTIAL, "username must not be empty")
-        deletions, upsertions = [], []
+        to_delete: dict[str, Any] = {}
+        to_upsert: dict[str, Any] = {}
+        duplicate = (E.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
         for d in request.deletions:
-            problem = errors.get(d.name) or _mechanism_problem(d.mechanism)
+            if d.name in errors:
+                continue
+            if to_delete.pop(d.name, None) is not None:
+                errors[d.name] = duplicate
+                continue
+            problem = _name_and_mechanism_problem(d.name, d.mechanism)
             if problem is None and store.scram(ScramMechanism(d.mechanism), d.name) is None:
-                problem = (E.RESOURCE_NOT_FOUND, "attempt to delete a user credential that does not exist")
+                problem = (E.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
             if problem is None:
-                deletions.append((d.name, ScramMechanism(d.mechanism)))
+                to_delete[d.name] = d
             else:
-                errors.setdefault(d.name, problem)
+                errors[d.name] = problem
         for u in request.upsertions:
-            problem = errors.get(u.name) or _mechanism_problem(u.mechanism) or _credential_problem(u)
+            if u.name in errors:
+                continue
+            if to_delete.pop(u.name, None) is not None or to_upsert.pop(u.name, None) is not None:
+                errors[u.name] = duplicate
+                continue
+            problem = _name_and_mechanism_problem(u.name, u.mechanism) or _credential_problem(u)
             if problem is None:
-                mech = ScramMechanism(u.mechanism)
-                upsertions.append((u.name, mech, credential_from_salted(
-                    mech.hash_name, bytes(u.salted_password), bytes(u.salt), int(u.iterations))))
+                to_upsert[u.name] = u
             else:
-                errors.setdefault(u.name, problem)
+                errors[u.name] = problem
+        deletions = [(d.name, ScramMechanism(d.mechanism)) for d in to_delete.values()]
+        upsertions = []
+        for u in to_upsert.values():
+            mech = ScramMechanism(u.mechanism)
+            upsertions.append((u.name, mech, credential_from_salted(
+                mech.hash_name, bytes(u.salted_password), bytes(u.salt), int(u.iterations))))
         if deletions or upsertions:
             try:
                 store.alter(upsertions, deletions)
@@ -211,22 +224,20 @@ class SecurityApi:
                   error_message=errors.get(name, (E.NONE, None))[1]) for name in dict.fromkeys(names)))
 
 
-def _mechanism_problem(number: int) -> tuple[ErrorCode, str] | None:
+def _name_and_mechanism_problem(name: str, number: int) -> tuple[ErrorCode, str] | None:
+    if not name:
+        return (E.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
     if number not in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):
-        return (E.UNSUPPORTED_SASL_MECHANISM, f"unknown SCRAM mechanism {number}")
+        return (E.UNSUPPORTED_SASL_MECHANISM, f"Unknown SCRAM mechanism {number}")
     return None
 
 
 def _credential_problem(u: Any) -> tuple[ErrorCode, str] | None:
+    """Kafka checks the iterations only: a salt and salted password are taken as sent."""
     if u.iterations < MIN_ITERATIONS:
-        return (E.UNACCEPTABLE_CREDENTIAL, f"too few iterations ({u.iterations} < {MIN_ITERATIONS})")
+        return (E.UNACCEPTABLE_CREDENTIAL, f"Too few iterations ({u.iterations} < {MIN_ITERATIONS})")
     if u.iterations > MAX_ITERATIONS:
-        return (E.UNACCEPTABLE_CREDENTIAL, f"too many iterations ({u.iterations} > {MAX_ITERATIONS})")
-    if not u.salt:
-        return (E.UNACCEPTABLE_CREDENTIAL, "salt must not be empty")
-    size = hashlib.new(ScramMechanism(u.mechanism).hash_name).digest_size
-    if len(u.salted_password) != size:
-        return (E.UNACCEPTABLE_CREDENTIAL, f"salted password must be {size} bytes")
+        return (E.UNACCEPTABLE_CREDENTIAL, f"Too many iterations ({u.iterations} > {MAX_ITERATIONS})")
     return None
 
 

@@ -427,6 +427,8 @@ class ShareFetchService:
         limits = self._limits(group_id)
 
         def failed(code: ErrorCode, message: str | None = None) -> Any:
+            # Kafka's answer to a request it refuses as invalid carries no message.
+            message = None if code is ErrorCode.INVALID_REQUEST else message
             return build(cls, throttle_time=0, error_code=code, error_message=message,
                          acquisition_lock_timeout=0, responses=(), node_endpoints=())
 
@@ -458,7 +460,8 @@ class ShareFetchService:
             return self._fetch_response(cls, {}, {}, ack_errors, list(ack_errors), limits)
         got, errors = await self._acquire_waiting(session, req, topics)
         shown = list(session.partitions) + [pid for pid in ack_errors if pid not in session.partitions]
-        return self._fetch_response(cls, got, errors, ack_errors, shown, self._limits(group_id))
+        return self._fetch_response(cls, got, errors, ack_errors, shown, self._limits(group_id),
+                                    incremental=epoch != OPEN_EPOCH)
 
     def _limits(self, group_id: str) -> Any:
         """The group's share limits, or None where they cannot be read (no group id, or
@@ -569,7 +572,7 @@ class ShareFetchService:
         return ranges, b"".join(parts)
 
     def _fetch_response(self, cls: Any, got: dict, errors: dict, ack_errors: dict,
-                        shown: list[SharePartitionId], limits: Any) -> Any:
+                        shown: list[SharePartitionId], limits: Any, incremental: bool = False) -> Any:
         topic_cls = item(cls, "responses")
         part_cls = item(topic_cls, "partitions")
         acq_cls = item(part_cls, "acquired_records")
@@ -581,6 +584,9 @@ class ShareFetchService:
             ranges, data = got.get(pid, ((), b""))
             error = errors.get(pid, ErrorCode.NONE)
             ack = ack_errors.get(pid, ErrorCode.NONE)
+            if incremental and not ranges and not data and error is ErrorCode.NONE and pid not in ack_errors:
+                continue        # an incremental answer leaves out a partition with nothing to say
+
             moved = ErrorCode.NOT_LEADER_OR_FOLLOWER in (error, ack)
             by_topic.setdefault(topic_id, []).append(build(
                 part_cls, partition_index=partition, error_code=error,
@@ -603,6 +609,7 @@ class ShareFetchService:
         acks = _acks(req.topics, "partition_index")
 
         def failed(code: ErrorCode, message: str | None = None) -> Any:
+            message = None if code is ErrorCode.INVALID_REQUEST else message   # as ShareFetch's
             return build(cls, throttle_time=0, error_code=code, error_message=message, responses=(),
                          node_endpoints=())
 
@@ -667,6 +674,9 @@ class _Leaders:
                 if node is not None:
                     leader = node
                     self.named.add(node)
+        if not moved:
+            # Not a leadership answer: Kafka leaves the struct at its defaults, 0 and 0.
+            return build(self.leader_cls, leader_id=0, leader_epoch=0)
         # Leader epochs stay 0 in kgroup (metadata_api.py); -1 where none is named.
         return build(self.leader_cls, leader_id=leader, leader_epoch=0 if leader >= 0 else -1)
 

@@ -31,6 +31,35 @@ from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, item
 
 
+_UNKNOWN_TEXT = "This server does not host this topic-partition."
+_UNEXPECTED_TEXT = "The server experienced an unexpected error when processing the request."
+
+
+def state_read_refuses(topics: Any, ids: dict[str, str]) -> bool:
+    """Whether Kafka 4.4 fails a DescribeShareGroupOffsets group (UNKNOWN_SERVER_ERROR): a
+    topic that exists named with no partition or with a negative one (its share-state
+    summary read refuses them)."""
+    return any(t.topic_name in ids and (not t.partitions or min(t.partitions) < 0) for t in topics)
+
+
+def alter_answer_topics(cls: type, topics: Any, unknown: dict[tuple[str, int], ErrorCode], ids: dict[str, str],
+                        error: ErrorCode) -> tuple:
+    """The ``responses`` of AlterShareGroupOffsets response ``cls``, as Kafka answers by
+    partition: a topic naming none is not answered, a topic named twice is answered once
+    with the partitions of both; an unknown partition's error carries the error's text."""
+    topic_cls = item(cls, "responses")
+    part_cls = item(topic_cls, "partitions")
+    by_name: dict[str, list] = {}
+    for t in topics:
+        by_name.setdefault(t.topic_name, []).extend(
+            build(part_cls, partition_index=p.partition_index,
+                  error_code=unknown.get((t.topic_name, p.partition_index), error),
+                  error_message=_UNKNOWN_TEXT if (t.topic_name, p.partition_index) in unknown else None)
+            for p in t.partitions)
+    return tuple(build(topic_cls, topic_name=name, topic_id=uuid.UUID(ids[name]) if name in ids else None,
+                       partitions=tuple(parts))
+                 for name, parts in by_name.items() if parts)
+
 class ShareGroupApi:
     def __init__(self, groups: GroupApi, fetches: ShareFetchService) -> None:
         self.groups = groups
@@ -53,8 +82,9 @@ class ShareGroupApi:
         try:
             resp = await shard.call(shard.coordinator.share_group_heartbeat, core_req)
         except GroupError as exc:
+            # Kafka's error answer leaves the epoch at its default, 0.
             return build(cls, throttle_time=0, error_code=exc.code, error_message=exc.message or None,
-                         member_id=None, member_epoch=-1, heartbeat_interval=0, assignment=None)
+                         member_id=None, member_epoch=0, heartbeat_interval=0, assignment=None)
         if core_req.member_epoch == SHARE_LEAVE_EPOCH:
             self.fetches.member_left(core_req.group_id, core_req.member_id)
         assignment = None
@@ -83,6 +113,7 @@ class ShareGroupApi:
             except GroupError as exc:
                 d = DescribedShareGroup(group_id, exc.code)
             names = {tid: name for name, (tid, _) in self._topics(shard).items()}
+            missing = d.error == ErrorCode.GROUP_ID_NOT_FOUND
             groups.append(build(
                 group_cls, error_code=d.error, group_id=d.group_id, group_state=d.state,
                 # Kafka's words, which kafka-share-groups.sh prints for an unknown group.
@@ -113,6 +144,10 @@ class ShareGroupApi:
             names = {tid: name for name, tid in ids.items()}
             wanted = None
             if g.topics is not None:
+                if state_read_refuses(g.topics, ids):
+                    out.append(build(group_cls, group_id=g.group_id, topics=(),
+                                     error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=_UNEXPECTED_TEXT))
+                    continue
                 wanted = tuple((ids[t.topic_name], p) for t in g.topics if t.topic_name in ids for p in t.partitions)
             try:
                 resp: ShareOffsetsResponse = await shard.call(shard.coordinator.describe_share_offsets,
@@ -125,6 +160,7 @@ class ShareGroupApi:
             for o in resp.offsets:
                 if o.topic_id not in names:
                     continue            # a topic that does not exist: answered below, as Kafka does
+                # The partition's leader epoch, always 0 in kgroup (metadata_api.py), as Kafka names it.
                 by_topic.setdefault(o.topic_id, []).append(build(
                     # Leader epochs are always 0 here (metadata_api.py): a partition with share
                     # state was written at epoch 0, as Kafka reports it; none without state.
@@ -142,56 +178,63 @@ class ShareGroupApi:
                              topics=tuple(found)))
         return build(cls, throttle_time=0, groups=tuple(out))
 
-    async def _reset(self, handler_of, group_id: str, request: Any) -> tuple[ErrorCode, str | None]:
-        """Run an offsets reset on the group's coordinator; share partitions then reload."""
+    async def _reset(self, handler_of, group_id: str, request: Any) -> tuple[ErrorCode, str | None, Any]:
+        """Run an offsets reset on the group's coordinator; share partitions then reload.
+        (error, message, the coordinator's answer or None)."""
         shard = self.groups.shard_of(group_id)
         try:
-            await shard.call(handler_of(shard.coordinator), request)
+            resp = await shard.call(handler_of(shard.coordinator), request)
         except GroupError as exc:
-            return exc.code, exc.message or None
+            return exc.code, exc.message or None, None
         self.fetches.state_reset(group_id)
-        return ErrorCode.NONE, None
+        return ErrorCode.NONE, None, resp
 
     def _topic_ids(self, group_id: str) -> dict[str, str]:
         return {name: tid for name, (tid, _) in self._topics(self.groups.shard_of(group_id)).items()}
 
     async def alter_offsets(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(header.api_key, header.api_version)
-        topic_cls = item(cls, "responses")
-        part_cls = item(topic_cls, "partitions")
         topics = self._topics(self.groups.shard_of(req.group_id))
         ids = {name: tid for name, (tid, _) in topics.items()}
-        # Partitions that do not exist are answered here and go no further; with none left
-        # the group is not asked (so not created), as Kafka does (groups/offset_topics.py).
+        # Partitions that do not exist are answered here and go no further; with no topic it
+        # has named the group is not asked (so not created), as Kafka does (groups/offset_topics.py).
         unknown = unknown_in(topics, ((t.topic_name, p.partition_index) for t in req.topics for p in t.partitions))
         offsets = tuple((ids[t.topic_name], p.partition_index, p.start_offset)
                         for t in req.topics for p in t.partitions if (t.topic_name, p.partition_index) not in unknown)
+        if not req.group_id:
+            return build(cls, throttle_time=0, error_code=ErrorCode.INVALID_GROUP_ID,
+                         error_message="The group id is invalid.", responses=())
+        if any(t.topic_name in ids and p.partition_index < 0 for t in req.topics for p in t.partitions):
+            # Kafka makes the group, then fails the whole request on a negative partition of a
+            # topic it has (its share-state write refuses it).
+            error, message, _ = await self._reset(lambda c: c.alter_share_offsets, req.group_id,
+                                                  AlterShareOffsetsRequest(req.group_id, ()))
+            return build(cls, throttle_time=0, error_code=ErrorCode.UNKNOWN_SERVER_ERROR if error is ErrorCode.NONE
+                         else error, error_message=_UNEXPECTED_TEXT if error is ErrorCode.NONE else message,
+                         responses=())
         error, message = ErrorCode.NONE, None
-        if offsets or not unknown:
-            error, message = await self._reset(lambda c: c.alter_share_offsets, req.group_id,
-                                               AlterShareOffsetsRequest(req.group_id, offsets))
-        return build(cls, throttle_time=0, error_code=error, error_message=message, responses=tuple(
-            build(topic_cls, topic_name=t.topic_name,
-                  topic_id=uuid.UUID(ids[t.topic_name]) if t.topic_name in ids else None,
-                  partitions=tuple(build(part_cls, partition_index=p.partition_index,
-                                         error_code=unknown.get((t.topic_name, p.partition_index), error),
-                                         error_message=None)
-                                   for p in t.partitions))
-            for t in req.topics))
+        if offsets or any(t.topic_name in ids and t.partitions for t in req.topics):
+            # (Kafka makes the group once a topic it has is named, whatever its partitions.)
+            error, message, _ = await self._reset(lambda c: c.alter_share_offsets, req.group_id,
+                                                  AlterShareOffsetsRequest(req.group_id, offsets))
+        return build(cls, throttle_time=0, error_code=error, error_message=message,
+                     responses=alter_answer_topics(cls, req.topics, unknown, ids, error))
 
     async def delete_offsets(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(header.api_key, header.api_version)
         topic_cls = item(cls, "responses")
         ids = self._topic_ids(req.group_id)
         wanted = tuple(ids[t.topic_name] for t in req.topics if t.topic_name in ids)
-        error, message = await self._reset(lambda c: c.delete_share_offsets, req.group_id,
-                                           DeleteShareOffsetsRequest(req.group_id, wanted))
+        error, message, resp = await self._reset(lambda c: c.delete_share_offsets, req.group_id,
+                                                 DeleteShareOffsetsRequest(req.group_id, wanted))
         if error is not ErrorCode.NONE:
             # The request failed as a whole (no such group, members in it): no topic answers.
             return build(cls, throttle_time=0, error_code=error, error_message=message, responses=())
+        # A topic the group holds no share state for is unknown to it, as Kafka answers.
+        held = {o.topic_id for o in resp.offsets}
         return build(cls, throttle_time=0, error_code=error, error_message=message, responses=tuple(
             build(topic_cls, topic_name=t.topic_name,
-                  topic_id=uuid.UUID(ids[t.topic_name]) if t.topic_name in ids else None,
-                  error_code=ErrorCode.NONE if t.topic_name in ids else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                  error_message=None)
+                  topic_id=uuid.UUID(ids[t.topic_name]) if ids.get(t.topic_name) in held else None,
+                  error_code=ErrorCode.NONE if ids.get(t.topic_name) in held else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                  error_message=None if ids.get(t.topic_name) in held else _UNKNOWN_TEXT)
             for t in req.topics))

@@ -18,7 +18,7 @@ from typing import Any
 from kgroup.acl_bindings import AclOperation as Op
 from kgroup.broker.security.authorized_operations import NOT_REQUESTED
 from kgroup.broker.security.authorization import GROUP, TOPIC, Access, Admission, Refused, plain_refusal
-from kgroup.broker.streams.streams_group_api import MAY_CREATE
+from kgroup.broker.streams.streams_group_api import MAY_CREATE, refused_lag
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item
@@ -26,7 +26,7 @@ from kgroup.wire.kio_build import replace_fields as replaced
 
 E = ErrorCode
 _HEARTBEAT_REFUSAL = dict(error_message=None, member_id="", member_epoch=0, heartbeat_interval=0,
-                          task_offset_interval=0, acceptable_recovery_lag=-1, status=(),
+                          task_offset_interval=0, status=(),
                           endpoint_information_epoch=0)
 
 
@@ -42,10 +42,12 @@ def _topology_topics(topology: Any) -> set[str]:
 
 def streams_group_heartbeat(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:
     if not access.allowed(Op.READ, GROUP, request.group_id):
-        return plain_refusal(header, E.GROUP_AUTHORIZATION_FAILED, **_HEARTBEAT_REFUSAL)
+        return plain_refusal(header, E.GROUP_AUTHORIZATION_FAILED, **_HEARTBEAT_REFUSAL,
+                             acceptable_recovery_lag=refused_lag(header.api_version))
     if request.topology is not None:
         if not all(access.allowed(Op.DESCRIBE, TOPIC, t) for t in sorted(_topology_topics(request.topology))):
-            return plain_refusal(header, E.TOPIC_AUTHORIZATION_FAILED, **_HEARTBEAT_REFUSAL)
+            return plain_refusal(header, E.TOPIC_AUTHORIZATION_FAILED, **_HEARTBEAT_REFUSAL,
+                                 acceptable_recovery_lag=refused_lag(header.api_version))
     may_create_any = access.cluster(Op.CREATE)
 
     def may_create(topic: str) -> bool:
@@ -78,7 +80,7 @@ def streams_group_describe(access: Access, header: RequestHeader, request: Any) 
             if group_cls is None:
                 break
             out.append(replaced(response.groups[0], group_id=name, error_code=E.GROUP_AUTHORIZATION_FAILED,
-                                error_message=None, group_state="", group_epoch=-1, assignment_epoch=-1,
+                                error_message=None, group_state="", group_epoch=0, assignment_epoch=0,
                                 topology=None, members=(), authorized_operations=NOT_REQUESTED))
         return replaced(response, groups=tuple(out))
 
@@ -92,7 +94,7 @@ def plain_refusal_groups(header: RequestHeader, refused: list[str]) -> Refused:
     group_cls = item(cls, "groups")
     return Refused(build(cls, throttle_time=0, groups=tuple(build(
         group_cls, error_code=E.GROUP_AUTHORIZATION_FAILED, error_message=None, group_id=g, group_state="",
-        group_epoch=-1, assignment_epoch=-1, topology=None, members=(), authorized_operations=NOT_REQUESTED)
+        group_epoch=0, assignment_epoch=0, topology=None, members=(), authorized_operations=NOT_REQUESTED)
         for g in refused)))
 
 

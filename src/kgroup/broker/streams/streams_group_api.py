@@ -45,6 +45,12 @@ STREAMS_TOPOLOGY_DESCRIPTION_UPDATE, CREATE_TOPICS = ApiKey.STREAMS_GROUP_TOPOLO
 MAY_CREATE: ContextVar[Callable[[str], bool] | None] = ContextVar("kgroup_streams_may_create", default=None)
 
 
+def refused_lag(version: int) -> int:
+    """The acceptable recovery lag of an error answer: the field's default in Kafka's schema,
+    0 for v0's int32 (no default given), -1 for v1's int64 ("not supported")."""
+    return 0 if version == 0 else -1
+
+
 def _tasks(ids: Any) -> tuple[tuple[str, int], ...] | None:
     if ids is None:
         return None
@@ -86,7 +92,8 @@ class StreamsGroupApi:
         except GroupError as exc:
             return build(cls, throttle_time=0, error_code=exc.code, error_message=exc.message or None,
                          member_id="", member_epoch=0, heartbeat_interval=0, task_offset_interval=0,
-                         acceptable_recovery_lag=-1, status=(), endpoint_information_epoch=0)
+                         acceptable_recovery_lag=refused_lag(header.api_version), status=(),
+                         endpoint_information_epoch=0)
         status = list(resp.status)
         if resp.to_create:
             detail = await self._create_internal(header, resp.to_create, may_create)

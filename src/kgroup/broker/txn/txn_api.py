@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.groups.group_api import GroupApi
-from kgroup.broker.groups.offset_topics import unknown_partitions
+from kgroup.broker.groups.offset_topics import shard_topics, unknown_partitions
 from kgroup.broker.data.producer_id_api import half_named
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
@@ -38,6 +38,8 @@ from kgroup.wire.kio_build import build, get, item, ms
 
 E = ErrorCode
 KNOWN_STATES = frozenset(s.value for s in TxnState)
+# Errors the broker answers before asking the transaction coordinator (Kafka's KafkaApis).
+_REFUSED_BEFORE_COORDINATOR = frozenset({E.UNKNOWN_TOPIC_OR_PARTITION, E.TOPIC_AUTHORIZATION_FAILED})
 
 
 def _epoch_error(error: ErrorCode, version: int, knows_fenced_from: int) -> ErrorCode:
@@ -103,22 +105,26 @@ class TxnApi:
             topics = req.v3_and_below_topics
             errors = await self._add_partitions(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                                                 req.v3_and_below_producer_epoch, topics, False, v)
-            return build(cls, throttle_time=0, results_by_topic_v3_and_below=self._topic_results(cls, errors,
-                                                                                                  "results_by_topic_v3_and_below"))
+            return build(cls, throttle_time=0, results_by_topic_v3_and_below=self._topic_results(
+                cls, errors, "results_by_topic_v3_and_below", topics))
         result_cls = item(cls, "results_by_transaction")
         results = []
         for txn in req.transactions:
             errors = await self._add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
                                                 txn.topics, txn.verify_only, v)
             results.append(build(result_cls, transactional_id=txn.transactional_id,
-                                 topic_results=self._topic_results(result_cls, errors, "topic_results")))
+                                 topic_results=self._topic_results(result_cls, errors, "topic_results", txn.topics,
+                                                                   keyed=bool(txn.verify_only))))
         return build(cls, throttle_time=0, error_code=E.NONE, results_by_transaction=tuple(results))
 
     async def _add_partitions(self, tid: str, pid: int, epoch: int, topics: Any, verify_only: bool,
                               version: int) -> list[tuple[str, int, ErrorCode]]:
         partitions = tuple((t.name, int(p)) for t in topics for p in t.partitions)
         if verify_only:
-            return [(t, p, _epoch_error(self.verify(tid, int(pid), int(epoch), ((t, p),)), version, 2))
+            # Kafka answers a partition that does not exist before it asks the coordinator.
+            unknown = unknown_partitions(self.groups.shard_of(tid), partitions)
+            return [(t, p, unknown.get((t, p)) or _epoch_error(self.verify(tid, int(pid), int(epoch), ((t, p),)),
+                                                               version, 2))
                     for t, p in partitions]
         try:
             resp = await self._call(tid, "add_partitions_to_txn",
@@ -128,10 +134,19 @@ class TxnApi:
             return [(t, p, _epoch_error(exc.code, version, 2)) for t, p in partitions]
 
     @staticmethod
-    def _topic_results(cls: type, errors: list[tuple[str, int, ErrorCode]], field: str) -> tuple:
+    def _topic_results(cls: type, errors: list[tuple[str, int, ErrorCode]], field: str, topics: Any,
+                       keyed: bool = False) -> tuple:
         topic_cls = item(cls, field)
         part_cls = item(topic_cls, "results_by_partition")
-        by_topic: dict[str, list] = {}
+        # The coordinator's answer names every topic asked for, one naming no partition too,
+        # as Kafka answers from the request. A request refused before the coordinator (a
+        # partition that does not exist or may not be written) is answered from Kafka's map of
+        # partitions: each partition once, no topic without one; so is a verification
+        # (`keyed`: v4+ verify_only, which Kafka answers from its map of partitions too).
+        refused = keyed or any(e in _REFUSED_BEFORE_COORDINATOR for _, _, e in errors)
+        by_topic: dict[str, list] = {} if refused else {t.name: [] for t in topics}
+        if refused:
+            errors = list({(t, p): (t, p, e) for t, p, e in errors}.values())
         for t, p, e in errors:
             by_topic.setdefault(t, []).append(build(part_cls, partition_index=p, partition_error_code=e))
         return tuple(build(topic_cls, name=t, results_by_partition=tuple(ps)) for t, ps in by_topic.items())
@@ -188,12 +203,20 @@ class TxnApi:
         cls = response_class(header.api_key, v)
         topic_cls = item(cls, "topics")
         part_cls = item(topic_cls, "partitions")
-        return build(cls, throttle_time=0, topics=tuple(
-            build(topic_cls, name=t.name, partitions=tuple(
+        # Kafka answers by topic name: a topic named twice is answered once, with both's
+        # partitions; a topic that exists and names no partition is not answered (an unknown
+        # one is, by the broker, even with none).
+        known = shard_topics(self.groups.shard_of(req.group_id)) or {}
+        by_name: dict[str, list] = {}
+        for t in req.topics:
+            if not t.partitions and t.name in known:
+                continue
+            by_name.setdefault(t.name, []).extend(
                 build(part_cls, partition_index=p.partition_index,
                       error_code=errors.get((t.name, p.partition_index), error))
-                for p in t.partitions))
-            for t in req.topics))
+                for p in t.partitions)
+        return build(cls, throttle_time=0, topics=tuple(
+            build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_name.items()))
 
     # ---- DescribeTransactions / ListTransactions ------------------------------------------
 
@@ -227,13 +250,13 @@ class TxnApi:
         cls = response_class(header.api_key, header.api_version)
         state_cls = item(cls, "transaction_states")
         states = tuple(req.state_filters or ())
-        unknown = tuple(s for s in states if s not in KNOWN_STATES)
+        unknown = tuple(dict.fromkeys(s for s in states if s not in KNOWN_STATES))   # each once, as Kafka's set
         core = tm.ListTransactionsRequest(tuple(s for s in states if s in KNOWN_STATES),
                                           tuple(int(p) for p in req.producer_id_filters or ()),
                                           int(get(req, "duration_filter", -1)))
         listed: list[tm.ListedTxn] = []
         error = E.NONE
-        if not (states and len(unknown) == len(states)):
+        if not (states and all(s not in KNOWN_STATES for s in states)):
             listed, error = await self.groups.from_every_shard("list_transactions", core)
         return build(cls, throttle_time=0, error_code=error, unknown_state_filters=unknown,
                      transaction_states=tuple(

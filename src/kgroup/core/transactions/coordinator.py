@@ -330,10 +330,11 @@ class TransactionCoordinator:
         described = []
         for tid in transactional_ids:
             value = self.transactions.get(tid)
+            # An error entry carries Kafka's field defaults: producer id and epoch 0.
             if not tid:
-                described.append(DescribedTxn(tid, E.INVALID_REQUEST))
+                described.append(DescribedTxn(tid, E.INVALID_REQUEST, producer_id=0, producer_epoch=0))
             elif value is None:
-                described.append(DescribedTxn(tid, E.TRANSACTIONAL_ID_NOT_FOUND))
+                described.append(DescribedTxn(tid, E.TRANSACTIONAL_ID_NOT_FOUND, producer_id=0, producer_epoch=0))
             else:
                 described.append(DescribedTxn(tid, E.NONE, value.state.value, value.producer_id,
                                               value.producer_epoch, value.timeout_ms, value.start_ms,

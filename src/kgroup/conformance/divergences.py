@@ -1,0 +1,35 @@
+"""The divergences from Kafka 4.4 that remain, each explained — and nothing else.
+
+A scenario listed here still runs on both brokers: the transcript entries named in `labels`
+must differ (otherwise the divergence is gone and its entry must be removed) and every other
+entry must agree. `kind` says why it remains:
+
+- "fixed by #25": one of issue 25's items, fixed on its branches (i25a, i25b), not here;
+- "open: issue N": a feature of a later issue (29: Kafka 4.3/4.4 protocol and config
+  parity; 30: operator APIs; 31: streams groups);
+- "single host": what a one-node broker cannot do as a cluster does;
+- "kio": what the codec library kgroup uses (kio 0.6.5) cannot express.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Divergence:
+    kind: str
+    what: str
+    why: str
+    labels: tuple[str, ...]          # transcript entries (label prefixes) that differ
+
+
+SCENARIO_DIVERGENCES: dict[str, Divergence] = {
+    "admin_topic_config_names": Divergence(
+        "open: issue 29",
+        "CreateTopics v5+ lists the topic configs of Kafka 4.4; kgroup lacks the ones 4.3/4.4 added "
+        "(errors.deadletterqueue.group.enable, max.decompressed.message.bytes, remote.copy.lag.bytes, "
+        "remote.copy.lag.ms).",
+        "new topic configs of Kafka 4.3/4.4 belong to the protocol-parity issue.",
+        ("configs",)),
+}

@@ -1,0 +1,251 @@
+"""Share groups (KIP-932), asked with exact ShareGroupHeartbeat / ShareFetch /
+ShareAcknowledge sequences."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from kgroup.conformance import observe
+from kgroup.conformance.messages import request
+from kgroup.conformance.scenarios import scenario
+from kgroup.conformance.scenarios.consumer_raw import member_id
+from kgroup.conformance.target import Target
+
+ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+
+def share_hb(group: str, member: str, epoch: int, topics: list[str] | None = None):
+    return request("ShareGroupHeartbeat", 1, group_id=group, member_id=member, member_epoch=epoch,
+                   rack_id=None, subscribed_topic_names=topics)
+
+
+def set_group_configs(group: str, **configs: Any):
+    """IncrementalAlterConfigs SET on the GROUP resource (share.auto_offset_reset -> share.auto.offset.reset)."""
+    return request("IncrementalAlterConfigs", 1, validate_only=False, resources=[{
+        "resource_type": 32, "resource_name": group, "configs": [
+            {"name": name.replace("_", "."), "config_operation": 0, "value": str(value)}
+            for name, value in configs.items()]}])
+
+
+class RawShareMember:
+    """One share-group member: its heartbeat, its share session and what it was given."""
+
+    def __init__(self, t: Target, raw, group: str, name: str, topic_id) -> None:
+        self.t, self.raw, self.group, self.topic_id = t, raw, group, topic_id
+        self.member = member_id(t, name)
+        self.name = name
+        self.session_epoch = 0
+        self.epoch = 0
+        # Every member of this scenario on this broker: kept alive together while one waits.
+        self.members: list[RawShareMember] = t.__dict__.setdefault("share_members", [])
+        self.members.append(self)
+
+    async def join(self, topics: list[str]) -> Any:
+        r = await self.t.ask(self.raw, f"{self.name} joins", share_hb(self.group, self.member, 0, topics))
+
+        async def assigned() -> Any:
+            response = await self.raw.call(share_hb(self.group, self.member, int(r.member_epoch)))
+            return response if response.assignment is not None and response.assignment.topic_partitions else None
+        if r.assignment is None or not r.assignment.topic_partitions:
+            r = await observe.until(assigned, f"{self.name} is assigned a partition")
+            self.t.add(f"{self.name} assigned", r)
+        self.epoch = int(r.member_epoch)
+        return r
+
+    def _fetch(self, acks: list[tuple[int, int, int]], max_wait_ms: int, max_records: int = 500):
+        return request("ShareFetch", 1, group_id=self.group, member_id=self.member,
+                       share_session_epoch=self.session_epoch, max_wait_ms=max_wait_ms, min_bytes=1,
+                       max_bytes=1 << 20, max_records=max_records, batch_size=max_records,
+                       topics=[{"topic_id": self.topic_id, "partitions": [{
+                           "partition_index": 0, "acknowledgement_batches": [
+                               {"first_offset": f, "last_offset": last, "acknowledge_types": [kind]}
+                               for f, last, kind in acks]}]}],
+                       forgotten_topics_data=[])
+
+    async def fetch(self, label: str, acks: list[tuple[int, int, int]] | None = None, *, wait_for: int = 0,
+                    max_records: int = 500, max_wait_ms: int = 300) -> Any:
+        """A ShareFetch in this member's session; `wait_for` records: fetch again (without
+        writing into the transcript) until some arrive, then write that answer."""
+        deadline = time.monotonic() + 40
+        while True:
+            req = self._fetch(acks or [], max_wait_ms if not wait_for else 1_000, max_records)
+            r = await self.raw.call(req)
+            self.session_epoch += 1
+            acks = []
+            got = _records(r)
+            if not wait_for or len(got["records"]) >= wait_for or time.monotonic() > deadline:
+                self.t.add(f"{label} (ShareFetch v1)", {"error_code": r.error_code,
+                                                       "acquisition_lock_timeout": r.acquisition_lock_timeout,
+                                                       **got})
+                return r
+            # Still waiting (Kafka may take seconds to offer a released record again, longer under
+            # load): keep every member alive past the share session timeout, as clients'
+            # heartbeats would (not in the transcript).
+            for m in self.members:
+                hb = await m.raw.call(share_hb(m.group, m.member, m.epoch))
+                if int(hb.error_code) == 0:
+                    m.epoch = int(hb.member_epoch)
+
+    async def acknowledge(self, label: str, acks: list[tuple[int, int, int]]) -> Any:
+        r = await self.t.ask(self.raw, label, request(
+            "ShareAcknowledge", 1, group_id=self.group, member_id=self.member,
+            share_session_epoch=self.session_epoch, topics=[{"topic_id": self.topic_id, "partitions": [{
+                "partition_index": 0, "acknowledgement_batches": [
+                    {"first_offset": f, "last_offset": last, "acknowledge_types": [kind]}
+                    for f, last, kind in acks]}]}]))
+        self.session_epoch += 1
+        return r
+
+    async def close(self) -> None:
+        await self.t.ask(self.raw, f"{self.name} leaves", share_hb(self.group, self.member, -1))
+
+
+def _records(response: Any) -> dict[str, Any]:
+    """What a ShareFetch answer delivers: the records, their acquired ranges with delivery
+    counts, and each partition's error codes."""
+    records, acquired, errors = [], [], []
+    for topic in response.responses:
+        for p in topic.partitions:
+            errors.append((int(p.partition_index), p.error_code, int(p.acknowledge_error_code),
+                           p.current_leader))
+            acquired += [(int(a.first_offset), int(a.last_offset), int(a.delivery_count)) for a in p.acquired_records]
+            records += observe.records_of(p.records)
+    # A broker may hand over whole batches around what it acquired: what a client keeps is
+    # what lies within the acquired ranges.
+    inside = [r for r in records if any(f <= r["offset"] <= last for f, last, _ in acquired)]
+    return {"records": inside, "acquired": acquired, "partitions": errors}
+
+
+async def share_ready(t: Target, values: int = 4, **configs: Any) -> tuple[Any, str, str, Any]:
+    """Group and topic (one partition, `values` records), earliest offset reset and `configs`."""
+    group, topic = t.names.group(), t.names.topic()
+    raw = await t.raw()
+    await observe.coordinator(raw, group)
+    await observe.create_topic(raw, topic, 1)
+    await observe.coordinator_sees(raw, group, {topic: 1})
+    tid = await observe.topic_id(raw, topic)
+    t.add("topic ids", {topic: tid})
+    await t.ask(raw, "group configs", set_group_configs(group, share_auto_offset_reset="earliest", **configs))
+    if values:
+        await observe.produce(raw, topic, 0, [f"v{i}".encode() for i in range(values)])
+    return raw, group, topic, tid
+
+
+@scenario("share", "acquire and accept",
+          rule="a share member's ShareFetch acquires records (delivery count 1) under a lock; accepting them "
+               "archives them: they are not delivered again and the start offset moves past them")
+async def share_acquire_accept(t: Target) -> None:
+    raw, group, topic, tid = await share_ready(t)
+    a = RawShareMember(t, raw, group, "A", tid)
+    await a.join([topic])
+    await a.fetch("first fetch", wait_for=4)
+    await a.acknowledge("accept all", [(0, 3, ACCEPT)])
+    await a.fetch("fetch again")
+    t.add("offsets", await raw.call(request("DescribeShareGroupOffsets", 0, groups=[{
+        "group_id": group, "topics": [{"topic_name": topic, "partitions": [0]}]}])))
+    t.add("describe", await observe.share_describe(raw, group))
+    await a.close()
+
+
+@scenario("share", "release: delivered again with delivery count 2",
+          rule="records released by a member are available again and redelivered with their delivery count "
+               "increased; acknowledgements ride on the next ShareFetch")
+async def share_release(t: Target) -> None:
+    raw, group, topic, tid = await share_ready(t, values=3)
+    a = RawShareMember(t, raw, group, "A", tid)
+    await a.join([topic])
+    await a.fetch("first fetch", wait_for=3)
+    await a.fetch("accept 0, release 1-2 and fetch", [(0, 0, ACCEPT), (1, 2, RELEASE)], wait_for=2)
+    await a.acknowledge("accept the redelivered", [(1, 2, ACCEPT)])
+    await a.fetch("nothing left")
+    await a.close()
+
+
+@scenario("share", "reject: archived, never delivered again",
+          rule="rejected records are archived at once: not redelivered, and the start offset moves past them")
+async def share_reject(t: Target) -> None:
+    raw, group, topic, tid = await share_ready(t, values=3)
+    a = RawShareMember(t, raw, group, "A", tid)
+    await a.join([topic])
+    await a.fetch("first fetch", wait_for=3)
+    await a.acknowledge("reject 0, accept 1-2", [(0, 0, REJECT), (1, 2, ACCEPT)])
+    await a.fetch("nothing left")
+    t.add("offsets", await raw.call(request("DescribeShareGroupOffsets", 0, groups=[{
+        "group_id": group, "topics": [{"topic_name": topic, "partitions": [0]}]}])))
+    await a.acknowledge("acknowledge an archived record", [(0, 0, ACCEPT)])
+    await a.close()
+
+
+@scenario("share", "lock expiry: unacknowledged records come back",
+          rule="records not acknowledged within share.record.lock.duration.ms (a group config, here 1 s) "
+               "are released and redelivered with delivery count 2 (timing within 2 s)")
+async def share_lock_expiry(t: Target) -> None:
+    raw, group, topic, tid = await share_ready(t, values=2, share_record_lock_duration_ms=1_000)
+    a = RawShareMember(t, raw, group, "A", tid)
+    await a.join([topic])
+    await a.fetch("first fetch", wait_for=2)
+    acquired = time.monotonic()
+    await a.fetch("redelivered after the lock expired", wait_for=2)
+    t.timing("redelivery after the lock duration", time.monotonic() - acquired, 2.0)
+    await a.acknowledge("late acknowledgement", [(0, 1, ACCEPT)])
+    await a.close()
+
+
+@scenario("share", "delivery count limit: archived after the last attempt",
+          rule="a record released share.delivery.count.limit times (a group config, here 2) is archived "
+               "instead of being delivered again")
+async def share_delivery_limit(t: Target) -> None:
+    raw, group, topic, tid = await share_ready(t, values=1, share_delivery_count_limit=2)
+    a = RawShareMember(t, raw, group, "A", tid)
+    await a.join([topic])
+    await a.fetch("first delivery", wait_for=1)
+    await a.fetch("release; second delivery", [(0, 0, RELEASE)], wait_for=1)
+    await a.fetch("release again; archived", [(0, 0, RELEASE)])
+    t.add("offsets", await raw.call(request("DescribeShareGroupOffsets", 0, groups=[{
+        "group_id": group, "topics": [{"topic_name": topic, "partitions": [0]}]}])))
+    await a.close()
+
+
+@scenario("share", "two members on one partition",
+          rule="the share assignor gives one partition to several members; a record acquired by one is not "
+               "delivered to another until released")
+async def share_two_members(t: Target) -> None:
+    raw, group, topic, tid = await share_ready(t, values=4)
+    a = RawShareMember(t, raw, group, "A", tid)
+    b = RawShareMember(t, await t.raw("raw-b"), group, "B", tid)
+    await a.join([topic])
+    await b.join([topic])
+    await a.fetch("A fetches", wait_for=4)
+    await b.fetch("B fetches while A holds everything")
+    await a.acknowledge("A releases 2-3, accepts 0-1", [(0, 1, ACCEPT), (2, 3, RELEASE)])
+    await b.fetch("B fetches the released", wait_for=2)
+    t.add("describe", await observe.share_describe(raw, group))
+    await b.acknowledge("B accepts", [(2, 3, ACCEPT)])
+    await a.close()
+    await b.close()
+
+
+@scenario("share", "share-group heartbeats the coordinator refuses",
+          rule="ShareGroupHeartbeat: unknown member UNKNOWN_MEMBER_ID, an epoch ahead FENCED_MEMBER_EPOCH, a "
+               "join without subscription INVALID_REQUEST; ShareGroupDescribe of no group GROUP_ID_NOT_FOUND")
+async def share_heartbeat_errors(t: Target) -> None:
+    group, topic = t.names.group(), t.names.topic()
+    raw = await t.raw()
+    await observe.coordinator(raw, group)
+    await observe.create_topic(raw, topic, 1)
+    await observe.coordinator_sees(raw, group, {topic: 1})
+    member = RawShareMember(t, raw, group, "A", await observe.topic_id(raw, topic))
+    a = member.member
+    r = await member.join([topic])        # until its partition is assigned (initialized)
+    await t.ask(raw, "an epoch from the future", share_hb(group, a, int(r.member_epoch) + 3))
+    await t.ask(raw, "an unknown member", share_hb(group, member_id(t, "x"), 1))
+    await t.ask(raw, "join without a subscription", share_hb(group, member_id(t, "y"), 0))
+    await t.ask(raw, "join without a member id", share_hb(group, "", 0, [topic]))
+    await t.ask(raw, "join with an empty group id", share_hb("", member_id(t, "z"), 0, [topic]))
+    await t.ask(raw, "leave", share_hb(group, a, -1))
+    await t.ask(raw, "heartbeat after leaving", share_hb(group, a, int(r.member_epoch)))
+    t.add("describe", await observe.share_describe(raw, group))
+    t.add("describe a group that does not exist", await observe.share_describe(raw, t.names.group("missing")))
+    t.add("describe it with the classic API", await observe.describe(raw, group))

@@ -1,0 +1,214 @@
+"""Consumer-protocol rules the differential suite found kgroup breaking (docs/conformance.md),
+each pinned here on the pure coordinator as Apache Kafka 4.4 behaves."""
+
+from __future__ import annotations
+
+from kgroup.assignors import Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription
+from kgroup.core.classic_group import ClassicGroupState as S
+from kgroup.core.consumer_group import MemberState
+from kgroup.core.errors import ErrorCode as E
+
+from tests.unit.core.groupctx import GroupContext
+
+T = "id-t"
+
+
+def settle(ctx: GroupContext, members) -> None:
+    for _ in range(6):
+        for mid in members:
+            m = ctx.cgroup().members.get(mid)
+            if m is not None:
+                ctx.cg_heartbeat(mid, m.epoch, owned=m.current.assigned)
+
+
+def test_a_new_consumer_group_starts_at_epoch_one_so_its_first_member_joins_at_two():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    r = ctx.cg_heartbeat("a", 0, topics=["t"]).response
+    assert r.member_epoch == 2 and ctx.cgroup().epoch == ctx.cgroup().target_epoch == 2
+
+
+def test_the_last_member_leaving_moves_the_assignment_epoch_with_the_group_epoch():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    settle(ctx, ["a"])
+    ctx.cg_heartbeat("a", -1)
+    assert ctx.cgroup().epoch == ctx.cgroup().target_epoch == 3
+
+
+def test_a_member_leaving_a_group_with_others_leaves_the_assignment_epoch_behind():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    for m in ("a", "b"):
+        ctx.cg_heartbeat(m, 0, topics=["t"])
+    settle(ctx, ["a", "b"])
+    epoch = ctx.cgroup().epoch
+    ctx.cg_heartbeat("b", -1)
+    assert (ctx.cgroup().epoch, ctx.cgroup().target_epoch) == (epoch + 1, epoch)
+
+
+def test_the_old_member_id_of_a_replaced_static_member_is_fenced_instance_id():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"], instance="i-a")
+    settle(ctx, ["a"])
+    epoch = ctx.cgroup().members["a"].epoch
+    ctx.cg_heartbeat("a", -2, instance="i-a")
+    ctx.cg_heartbeat("a2", 0, topics=["t"], instance="i-a")
+    assert ctx.cg_heartbeat("a", epoch, instance="i-a").error is E.FENCED_INSTANCE_ID
+    assert ctx.cg_heartbeat("ghost", epoch, instance="i-nobody").error is E.UNKNOWN_MEMBER_ID
+
+
+def test_a_new_epoch_without_new_partitions_is_answered_without_an_assignment():
+    ctx = GroupContext()
+    ctx.set_topics(t=4)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    settle(ctx, ["a"])
+    ctx.cg_heartbeat("b", 0, topics=["t"])
+    told = ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch).response      # revoke two
+    kept = told.assignment
+    moved = ctx.cg_heartbeat("a", told.member_epoch, owned=kept).response
+    assert moved.member_epoch == told.member_epoch + 1 and moved.assignment is None
+
+
+def test_describe_shows_a_revoking_members_pending_partitions_in_its_assignment():
+    ctx = GroupContext()
+    ctx.set_topics(t=4)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    settle(ctx, ["a"])
+    ctx.cg_heartbeat("b", 0, topics=["t"])
+    ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch)
+    assert ctx.cgroup().members["a"].state is MemberState.UNREVOKED_PARTITIONS
+    (described,) = ctx.call(ctx.coord.consumer_group_describe, ("cg",)).response
+    a = next(m for m in described.members if m.member_id == "a")
+    assert a.assignment == ((T, (0, 1, 2, 3)),) and len(dict(a.target_assignment)[T]) == 2
+
+
+def test_a_regex_new_to_the_group_is_resolved_after_the_heartbeat_that_brought_it():
+    ctx = GroupContext()
+    ctx.set_topics(**{"logs-a": 1, "logs-b": 2, "other": 1})
+    r = ctx.cg_heartbeat("a", 0, regex="logs-.*").response
+    assert r.member_epoch == 1 and r.assignment == ()        # nothing yet, no bump
+    ctx.advance(0)                                           # the resolution runs
+    assert ctx.cgroup().epoch == 2
+    r = ctx.cg_heartbeat("a", r.member_epoch, owned=[]).response
+    assert r.member_epoch == 2 and sum(len(ps) for _, ps in r.assignment) == 3
+
+
+def test_a_regex_already_resolved_for_the_group_counts_at_once():
+    ctx = GroupContext()
+    ctx.set_topics(**{"logs-a": 2})
+    ctx.cg_heartbeat("a", 0, regex="logs-.*")
+    ctx.advance(0)
+    settle(ctx, ["a"])
+    epoch = ctx.cgroup().epoch
+    r = ctx.cg_heartbeat("b", 0, regex="logs-.*").response
+    assert r.member_epoch == epoch + 1
+
+
+def test_a_regex_matching_nothing_new_moves_no_epoch_when_resolved():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    settle(ctx, ["a"])
+    epoch = ctx.cgroup().epoch
+    ctx.cg_heartbeat("b", 0, regex="nothing-.*")
+    ctx.advance(0)
+    assert ctx.cgroup().epoch == epoch
+
+
+SUB1 = encode_subscription(Subscription(("t",)), 1)
+
+
+def test_a_classic_member_in_a_consumer_group_gets_its_assignment_in_its_subscription_version():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    j = ctx.join_new("cg", protocols=(("range", SUB1),))
+    ctx.run_until(lambda: j.done)
+    c = j.response.member_id
+    ctx.sync("cg", c, j.response.generation_id, {c: encode_assignment(Assignment((("t", (0, 1)),)), 1)})
+    ctx.cg_heartbeat("new", 0, topics=["t"])
+    rejoined = ctx.join("cg", c, protocols=(("range", SUB1),))
+    synced = ctx.sync("cg", c, rejoined.response.generation_id).response
+    assert synced.assignment[:2] == b"\x00\x01"                 # ConsumerProtocol v1, as subscribed
+    assert decode_assignment(synced.assignment).partitions
+
+
+def test_a_downgrade_keeps_the_group_epoch_as_generation_and_hands_out_target_assignments():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    j = ctx.join_new("cg", protocols=(("range", SUB1),))
+    ctx.run_until(lambda: j.done)
+    c = j.response.member_id
+    ctx.sync("cg", c, j.response.generation_id, {c: encode_assignment(Assignment((("t", (0, 1)),)), 1)})
+    ctx.cg_heartbeat("new", 0, topics=["t"])
+    epoch, target = ctx.cgroup().epoch, ctx.cgroup().target[c]
+    ctx.cg_heartbeat("new", -1)
+    group = ctx.group("cg")
+    assert group.generation == epoch and group.state is S.PREPARING_REBALANCE
+    assignment = group.members[c].assignment
+    assert assignment[:2] == b"\x00\x01"
+    assert {p for _, ps in decode_assignment(assignment).partitions for p in ps} == \
+        {p for _, ps in target for p in ps}
+    assert ctx.heartbeat("cg", c, epoch).error is E.REBALANCE_IN_PROGRESS
+
+
+def test_the_classic_api_describes_a_consumer_group_as_dead():
+    ctx = GroupContext()
+    ctx.set_topics(t=1)
+    ctx.cg_heartbeat("a", 0, topics=["t"], group="cg")
+    (old,) = ctx.describe("cg")
+    assert (old.state, old.error, old.members) == ("Dead", E.NONE, ())
+    (new,) = ctx.describe("cg", missing_as_error=True)
+    assert new.error is E.GROUP_ID_NOT_FOUND
+
+
+def test_offset_delete_of_a_consumer_group_protects_its_subscribed_topics():
+    ctx = GroupContext()
+    ctx.set_topics(t=2, u=1)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    ctx.commit("cg", "", -1, {("t", 0): 1, ("u", 0): 2})   # a simple commit, written before
+    deleted = ctx.delete_offsets("cg", [("t", 0), ("u", 0)]).response
+    assert {(p.topic, p.error) for p in deleted.partitions} == {
+        ("t", E.GROUP_SUBSCRIBED_TO_TOPIC), ("u", E.NONE)}
+
+
+def test_consumer_group_describe_of_a_missing_group_has_no_state():
+    ctx = GroupContext()
+    (missing,) = ctx.call(ctx.coord.consumer_group_describe, ("nope",)).response
+    assert (missing.error, missing.state) == (E.GROUP_ID_NOT_FOUND, "")
+
+
+def test_an_empty_rack_or_instance_id_in_a_heartbeat_is_invalid_request():
+    """Kafka refuses "" where a rack or an instance id may be null (throwIfEmptyString)."""
+    from kgroup.core.messages import ConsumerGroupHeartbeatRequest
+    from kgroup.core.share_messages import ShareGroupHeartbeatRequest
+
+    ctx = GroupContext()
+    ctx.set_topics(t=1)
+    for bad in (dict(rack_id=""), dict(instance_id="")):
+        done = ctx.call(ctx.coord.consumer_group_heartbeat, ConsumerGroupHeartbeatRequest(
+            "cg", "m", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), owned=(), **bad))
+        assert done.error is E.INVALID_REQUEST
+    done = ctx.call(ctx.coord.share_group_heartbeat, ShareGroupHeartbeatRequest(
+        "sg", "m", 0, rack_id="", subscribed_topic_names=("t",)))
+    assert done.error is E.INVALID_REQUEST
+    assert "cg" not in ctx.coord.consumer_groups and "sg" not in ctx.coord.share_groups
+
+
+def test_a_share_heartbeat_with_a_member_id_longer_than_36_characters_is_invalid_request_without_a_message():
+    """Kafka 4.4 takes member ids of up to 36 characters (a UUID's string form) in a
+    ShareGroupHeartbeat; a longer one is INVALID_REQUEST with no message, before anything else."""
+    import pytest
+
+    from kgroup.core.errors import GroupError
+    from kgroup.core.share_messages import ShareGroupHeartbeatRequest
+
+    ctx = GroupContext()
+    ctx.set_topics(t=1)
+    for member, message in (("m" * 37, ""), ("m" * 36, "SubscribedTopicNames must be set in first request.")):
+        with pytest.raises(GroupError) as raised:
+            ctx.coord.share_group_heartbeat(ShareGroupHeartbeatRequest("sg", member, 0), None, ctx.now)
+        assert (raised.value.code, raised.value.message) == (E.INVALID_REQUEST, message)
+    assert "sg" not in ctx.coord.share_groups
