@@ -12,14 +12,13 @@ must read the same while the broker holds other clients' sessions.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 
 import pytest
 
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import ConsumerThread, create_topic
-from tests.integration.waits import wait_for
+from tests.integration.waits import hold, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -110,7 +109,7 @@ def test_kip227_kafka_python_reads_everything_through_incremental_fetches(broker
         consumer.resume(tps[0])
         add(produce_wave(broker.bootstrap, topic, 4, 3))
         poll_until({p: len(sent[p]) for p in sent}, "everything is read")
-        time.sleep(0.5)
+        hold(0.5, "a record read twice would arrive by now")
         for tp, records in consumer.poll(timeout_ms=300).items():
             read[tp.partition].extend(r.value for r in records)
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,10 +53,16 @@ def test_rebalance_analytics_counts_the_rebalances_the_broker_gave_the_members(s
     rebalances, groups = example("rebalance_analytics").analyse(spark, broker.bootstrap)
     mine = sorted((r.asDict() for r in rebalances.where(f"`group` = '{group}'").collect()),
                   key=lambda r: r["generation"])
-    assert [r["generation"] for r in mine] == given              # one row per generation given
+    # One row per generation the broker completed (its log says which), every generation a
+    # member was given among them. They may be more: a kafka-python member whose poll ended
+    # between JoinGroup and SyncGroup joins again (tests/integration/kafka_python_pending_join.py),
+    # so the broker completes a generation that member never takes, and settles one later.
+    completed = sorted(int(g) for g in re.findall(rf"group {group}: rebalance completed \(generation (\d+)",
+                                                  broker.log()))
+    assert [r["generation"] for r in mine] == completed and set(given) <= set(completed), (mine, given)
     assert all(r["duration_s"] >= 0 for r in mine)
     (summary,) = [r.asDict() for r in groups.where(f"`group` = '{group}'").collect()]
-    assert summary["rebalances"] == len(given) >= 3
+    assert summary["rebalances"] == len(completed) >= 3
     assert summary["moved"] >= 2                # b took a's partitions when a left
     assert summary["unowned_partition_s"] >= 0
 
@@ -63,7 +70,7 @@ def test_rebalance_analytics_counts_the_rebalances_the_broker_gave_the_members(s
     done = run("rebalance_analytics.py", "--bootstrap", broker.bootstrap, "--out", str(out), "--master", "local[2]")
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {r["group"]: r for r in pq.read_table(out / "groups.parquet").to_pylist()}
-    assert rows[group]["rebalances"] == len(given)
+    assert rows[group]["rebalances"] == len(completed)
 
 
 def test_topic_to_parquet_copies_each_record_once_and_commits_to_its_group(broker, tmp_path):
