@@ -12,7 +12,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from tests.integration.kafka_python_pending_join import count_pending_join_as_rejoin
+from kgroup.testing.kafka_python_pending_join import count_pending_join_as_rejoin
 from tests.integration.waits import wait_for  # noqa: F401 (the tests import it from here too)
 
 SESSION_MS = 6_000

@@ -16,7 +16,7 @@ import time
 def main() -> None:
     from kafka import ConsumerRebalanceListener, KafkaConsumer
 
-    from tests.integration.kafka_python_pending_join import count_pending_join_as_rejoin
+    from kgroup.testing.kafka_python_pending_join import count_pending_join_as_rejoin
 
     bootstrap, group, topic = sys.argv[1:4]
     instance = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] != "-" else None

@@ -149,7 +149,7 @@ class Member:
         from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
         from kafka.structs import OffsetAndMetadata
 
-        from tests.integration.kafka_python_pending_join import count_pending_join_as_rejoin
+        from kgroup.testing.kafka_python_pending_join import count_pending_join_as_rejoin
 
         member = self
 

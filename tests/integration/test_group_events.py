@@ -19,7 +19,7 @@ from kgroup.lab.results import simulate
 from kgroup.lab.scenario import scenario_from_dict
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import create_topic, wait_for
-from tests.integration.kafka_python_pending_join import count_pending_join_as_rejoin
+from kgroup.testing.kafka_python_pending_join import count_pending_join_as_rejoin
 from tests.integration.test_membership import ConsumerProcess, _kill_consumer_processes  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.integration

@@ -55,7 +55,7 @@ def test_rebalance_analytics_counts_the_rebalances_the_broker_gave_the_members(s
                   key=lambda r: r["generation"])
     # One row per generation the broker completed (its log says which), every generation a
     # member was given among them. They may be more: a kafka-python member whose poll ended
-    # between JoinGroup and SyncGroup joins again (tests/integration/kafka_python_pending_join.py),
+    # between JoinGroup and SyncGroup joins again (src/kgroup/testing/kafka_python_pending_join.py),
     # so the broker completes a generation that member never takes, and settles one later.
     completed = sorted(int(g) for g in re.findall(rf"group {group}: rebalance completed \(generation (\d+)",
                                                   broker.log()))

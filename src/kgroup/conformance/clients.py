@@ -85,9 +85,14 @@ class GroupConsumer:
     def _run_kafka(self) -> None:       # kafka-python
         from kafka import KafkaConsumer
 
+        from kgroup.testing.kafka_python_pending_join import count_pending_join_as_rejoin
+
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group, client_id=self.client_id,
                                  auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=6_000,
                                  heartbeat_interval_ms=500, **self.options)
+        # Under load a 100 ms poll can end between JoinGroup and SyncGroup and leave kafka-python
+        # REBALANCING for good, expelled a session later, on either broker (kafka_python_pending_join).
+        count_pending_join_as_rejoin(consumer)
         consumer.subscribe([self.topic])
         while True:
             if self._polling.is_set():
