@@ -12,6 +12,7 @@ from typing import Any
 
 from kgroup.conformance import observe
 from kgroup.conformance.clients import GroupConsumer, ShareConsumerDriver
+from kgroup.conformance.errors import summary
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.scenarios.share_raw import set_group_configs
 from kgroup.conformance.target import Target
@@ -59,11 +60,15 @@ async def two_consumers(t: Target, kind: str, **options: Any) -> None:
     b = None
     try:
         await _settled(raw, group, consumer_protocol, 1, [a])
-        await _each_reads_its_own([a], "a has read its partitions")
+        await _each_reads_its_own([a], "a has read its partitions", t)
         await asyncio.sleep(STEADY_S)
         b = GroupConsumer(kind, t.address, group, topic, t.client_id("b"), **options).start()
         await _settled(raw, group, consumer_protocol, 2, [a, b])
-        await _each_reads_its_own([a, b], "each has read its partitions")
+        try:
+            await _each_reads_its_own([a, b], "each has read its partitions", t)
+        except AssertionError as exc:
+            # Where each would start: a partition committed past its records is not read again.
+            raise AssertionError(f"{exc}; committed then: {await observe.committed(raw, group)}") from None
         read_at = time.monotonic()
         await asyncio.sleep(STEADY_S)
         # The commit carries what the last fetch answers said (kafka-python: their leader
@@ -97,15 +102,28 @@ async def two_consumers(t: Target, kind: str, **options: Any) -> None:
     t.add("partitions each held at the end", sorted(len(c.assigned) for c in (a, b)))
 
 
-async def _each_reads_its_own(consumers: list[GroupConsumer], what: str) -> None:
+async def _each_reads_its_own(consumers: list[GroupConsumer], what: str, t: Target | None = None) -> None:
     """Wait until each consumer has read every record of the partitions it holds; a timeout
-    says what each held and read."""
+    says what each held and read, and (given the target) what each was answered: how many
+    times each (API, version, errors) outcome came, so a stall shows where it is."""
     try:
         await observe.until(lambda: _read_own(consumers), what, 60)
     except AssertionError as exc:
         state = "; ".join(f"{c.client_id}: holds {sorted(c.assigned)}, read {sorted({(p, o) for p, o, _ in c.records})}"
-                          for c in consumers)
+                          f"{_answered(t, c.client_id)}" for c in consumers)
         raise AssertionError(f"{exc} ({state})") from None
+
+
+def _answered(t: Target | None, client_id: str) -> str:
+    if t is None:
+        return ""
+    seen: dict[str, int] = {}
+    for e in t.exchanges():
+        if e.client_id.startswith(client_id):
+            said = "CLOSED" if e.closed else "no answer" if e.answered_at is None else summary(e.errors, errors_only=True)
+            key = f"api{e.api_key} v{e.version} {said}"
+            seen[key] = seen.get(key, 0) + 1
+    return f", answered {dict(sorted(seen.items()))}"
 
 
 async def _fetched_since(t: Target, who: tuple[str, ...], since: float) -> bool:
