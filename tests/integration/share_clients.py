@@ -115,47 +115,39 @@ class KgroupCluster:
     def create_topic(self, topic: str, partitions: int) -> None:
         create_topic(self.bootstrap, topic, partitions)
 
-    def members(self, group: str) -> int:
+    def _admin(self, ask):
+        """`ask(admin)` with a fresh AdminClient on this broker, run to its answer."""
         from kgroup.client.admin import AdminClient
 
-        async def count() -> int:
+        async def run():
             async with AdminClient(self.bootstrap) as admin:
-                described = await admin.describe_share_group(group)
-                return 0 if described is None else len(described.members)
+                return await ask(admin)
 
-        return asyncio.run(count())
+        return asyncio.run(run())
+
+    def members(self, group: str) -> int:
+        async def count(admin) -> int:
+            described = await admin.describe_share_group(group)
+            return 0 if described is None else len(described.members)
+        return self._admin(count)
+
+    def assigned_members(self, group: str) -> int:
+        """How many members of the share group have partitions assigned (ShareGroupDescribe)."""
+        async def count(admin) -> int:
+            described = await admin.describe_share_group(group)
+            return 0 if described is None else sum(1 for m in described.members if m.assignment)
+        return self._admin(count)
 
     def start_offsets(self, group: str) -> dict[tuple[str, int], int]:
-        from kgroup.client.admin import AdminClient
-
-        async def offsets() -> dict[tuple[str, int], int]:
-            async with AdminClient(self.bootstrap) as admin:
-                return await admin.list_share_group_offsets(group)
-
-        return asyncio.run(offsets())
+        return self._admin(lambda admin: admin.list_share_group_offsets(group))
 
     def lags(self, group: str) -> dict[tuple[str, int], int]:
         """(topic, partition) -> records not yet acknowledged or archived (DescribeShareGroupOffsets'
         lag). Every record accepted shows here as 0 at once, while the start offset the call
         reads trails one change, as in Kafka 4.4 (core/share_partition.py says why)."""
-        from kgroup.client.admin import AdminClient
-
-        async def lags() -> dict[tuple[str, int], int]:
-            async with AdminClient(self.bootstrap) as admin:
-                return {k: lag for k, (_, lag) in (await admin.share_group_offsets(group)).items()}
-
-        return asyncio.run(lags())
-
-    def assigned_members(self, group: str) -> int:
-        """How many members of the share group have partitions assigned (ShareGroupDescribe)."""
-        from kgroup.client.admin import AdminClient
-
-        async def count() -> int:
-            async with AdminClient(self.bootstrap) as admin:
-                described = await admin.describe_share_group(group)
-                return 0 if described is None else sum(1 for m in described.members if m.assignment)
-
-        return asyncio.run(count())
+        async def lags(admin) -> dict[tuple[str, int], int]:
+            return {k: lag for k, (_, lag) in (await admin.share_group_offsets(group)).items()}
+        return self._admin(lags)
 
 
 class MockCluster:

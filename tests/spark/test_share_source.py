@@ -17,6 +17,7 @@ from kgroup.client.admin import GROUP_RESOURCE
 from kgroup.spark.share_source import share_options
 from kgroup.spark.options import OptionError
 from kgroup.client import Producer
+from tests.integration.share_clients import KgroupCluster
 from tests.integration.waits import until
 from tests.spark.topics import create, record
 
@@ -94,14 +95,11 @@ def test_two_queries_share_one_partition_and_a_killed_batch_is_delivered_again(s
     out_a, out_b = tmp_path / "a", tmp_path / "b"
     a = start_query(spark, bootstrap, topic, group, out_a, tmp_path / "ck-a", kill=(str(claim), str(seen)))
 
-    async def a_assigned() -> bool:
-        async with AdminClient(bootstrap) as admin:
-            described = await admin.describe_share_group(group)
-            return described is not None and any(m.assignment for m in described.members)
     # b starts once a holds the partition: a topic new to the group is assigned a heartbeat
     # after its share partitions are initialized (as in Kafka 4.4), and b, started at once,
     # could take every record before a's first batch (the one killed) ever ran.
-    until(lambda: asyncio.run(a_assigned()), 60, 0.2, "query a's member assigned the partition")
+    until(lambda: KgroupCluster(any_broker).assigned_members(group) >= 1, 60, 0.2,
+          "query a's member assigned the partition")
     b = start_query(spark, bootstrap, topic, group, out_b, tmp_path / "ck-b")
     try:
         deadline = time.monotonic() + 120
