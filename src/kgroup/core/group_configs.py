@@ -22,6 +22,7 @@ choices (`share.auto.offset.reset`, `share.isolation.level`); `value` gives it t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import ClassVar
 from dataclasses import dataclass
 from functools import cache
 from enum import IntEnum
@@ -206,6 +207,29 @@ STREAMS_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
     _streams(STREAMS_ASSIGNMENT_INTERVAL, "The interval between assignments (kgroup assigns at once)."),
 )
 
+def check_broker_defaults(config: GroupConfig, kind: str, configs: tuple[GroupConfigDef, ...]) -> None:
+    """Raise ValueError unless every broker-wide default of one group kind (``kind``: the
+    prefix of its [group] keys, share or streams) lies within its bounds, its heartbeat
+    interval is below its session timeout and its group size is at least one."""
+    if getattr(config, f"{kind}_heartbeat_interval_ms") >= getattr(config, f"{kind}_session_timeout_ms"):
+        raise ValueError(f"[group] {kind}_heartbeat_interval_ms must be below {kind}_session_timeout_ms")
+    for d in configs:
+        key = d.name.replace(".", "_")                      # the [group] TOML key
+        value = d.default(config)
+        if d.choices:
+            if value not in d.choices:
+                raise ValueError(f"[group] {key}: must be one of {', '.join(d.choices)}, not {value!r}")
+            continue
+        low, high = d.minimum(config), d.maximum(config)
+        if low > high:
+            raise ValueError(f"[group] {key.replace(f'{kind}_', f'{kind}_min_', 1)} ({low}) is above "
+                             f"{key.replace(f'{kind}_', f'{kind}_max_', 1)} ({high})")
+        if not low <= value <= high:  # type: ignore[operator]
+            raise ValueError(f"[group] {key}: must be between {low} and {high}, not {value}")
+    if getattr(config, f"{kind}_max_size") < 1:
+        raise ValueError(f"[group] {kind}_max_size must be >= 1")
+
+
 # Each group kind's configs.
 KINDS: tuple[tuple[GroupConfigDef, ...], ...] = (CONSUMER_GROUP_CONFIGS, SHARE_GROUP_CONFIGS, STREAMS_GROUP_CONFIGS)
 # (session timeout, heartbeat interval): the first must stay greater than the second.
@@ -340,6 +364,25 @@ class GroupConfigs:
                           ConfigSource.STATIC_BROKER_CONFIG if changed else ConfigSource.DEFAULT_CONFIG))
             described.append(DescribedGroupConfig(name, chain[0][1], chain[0][2], tuple(chain), d.doc, d.type_name))
         return Result((), ((reply, tuple(described)),))
+
+
+class KindConfigs:
+    """One modern group kind's configs as its groups run with them: a group's dynamic value
+    over the broker's default, read on every call so that a change applies from the next
+    heartbeat. A kind names its session timeout and heartbeat interval configs and adds
+    lookups of its own."""
+
+    SESSION_TIMEOUT: ClassVar[str]
+    HEARTBEAT_INTERVAL: ClassVar[str]
+
+    def __init__(self, shard: ShardState) -> None:
+        self.configs = GroupConfigs(shard)
+
+    def session_timeout(self, group_id: str) -> int:
+        return self.configs.int_value(group_id, self.SESSION_TIMEOUT)
+
+    def heartbeat_interval(self, group_id: str) -> int:
+        return self.configs.int_value(group_id, self.HEARTBEAT_INTERVAL)
 
 
 @cache
