@@ -28,6 +28,7 @@ from kgroup.wire.api_keys import ApiKey
 from .cluster import BrokerInfo, ClusterClient, request_fields
 from .connection import DEFAULT_TIMEOUT, Connection
 from .errors import BrokerError, GroupNotEmpty, UnsupportedApi, error_code_of, raise_for
+from .lifecycle import AsyncClient
 from .records_admin import EARLIEST, LATEST, FetchedPartition, FetchedRecord, RecordsAdmin
 from .security import ClientSecurity
 from .security_admin import SecurityAdmin
@@ -108,7 +109,7 @@ class GroupDescription:
 # -- the client --------------------------------------------------------------------------
 
 
-class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
+class AdminClient(AsyncClient, TopicsAdmin, RecordsAdmin, SecurityAdmin):
     """Admin operations against a Kafka-compatible cluster; use ``async with``.
 
     ``config`` takes the security settings (``client/security.py``: security.protocol,
@@ -130,12 +131,9 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
         # ListTransactions, DescribeTransactions, DescribeProducers (transactions_admin.py).
         self.transactions = TransactionAdmin(self.cluster)
 
-    async def __aenter__(self) -> AdminClient:
+    async def start(self) -> None:
+        """Connect (``async with`` does)."""
         await self.connect()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     async def connect(self) -> Connection:
         """Connect to a reachable broker of the bootstrap list."""
