@@ -35,7 +35,7 @@ from kgroup.wire.api_keys import ApiKey
 
 from .cluster import Backoff, ClusterClient, Recovery, build_request
 from .errors import BrokerError, KafkaClientError
-from .lifecycle import AsyncClient
+from .lifecycle import AsyncClient, cancel_and_wait
 from .partitioner import StickyPartitioner
 from .records import OffsetAndMetadata, RecordMetadata, TopicPartition
 from .security import ClientSecurity
@@ -124,12 +124,7 @@ class Producer(AsyncClient):
             return
         await self.flush()
         self._closed = True
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await cancel_and_wait(self._task)
         await self.cluster.close()
 
     close = stop
