@@ -122,9 +122,7 @@ async def share_ready(t: Target, values: int = 4, **configs: Any) -> tuple[Any, 
     """Group and topic (one partition, `values` records), earliest offset reset and `configs`."""
     group, topic = t.names.group(), t.names.topic()
     raw = await t.raw()
-    await observe.coordinator(raw, group)
-    await observe.create_topic(raw, topic, 1)
-    await observe.coordinator_sees(raw, group, {topic: 1})
+    await observe.group_topics(raw, group, {topic: 1})
     tid = await observe.topic_id(raw, topic)
     t.add("topic ids", {topic: tid})
     await t.ask(raw, "group configs", set_group_configs(group, share_auto_offset_reset="earliest", **configs))
@@ -143,8 +141,7 @@ async def share_acquire_accept(t: Target) -> None:
     await a.fetch("first fetch", wait_for=4)
     await a.acknowledge("accept all", [(0, 3, ACCEPT)])
     await a.fetch("fetch again")
-    t.add("offsets", await raw.call(request("DescribeShareGroupOffsets", 0, groups=[{
-        "group_id": group, "topics": [{"topic_name": topic, "partitions": [0]}]}])))
+    t.add("offsets", await observe.share_offsets(raw, group, topic))
     t.add("describe", await observe.share_describe(raw, group))
     await a.close()
 
@@ -172,8 +169,7 @@ async def share_reject(t: Target) -> None:
     await a.fetch("first fetch", wait_for=3)
     await a.acknowledge("reject 0, accept 1-2", [(0, 0, REJECT), (1, 2, ACCEPT)])
     await a.fetch("nothing left")
-    t.add("offsets", await raw.call(request("DescribeShareGroupOffsets", 0, groups=[{
-        "group_id": group, "topics": [{"topic_name": topic, "partitions": [0]}]}])))
+    t.add("offsets", await observe.share_offsets(raw, group, topic))
     await a.acknowledge("acknowledge an archived record", [(0, 0, ACCEPT)])
     await a.close()
 
@@ -203,8 +199,7 @@ async def share_delivery_limit(t: Target) -> None:
     await a.fetch("first delivery", wait_for=1)
     await a.fetch("release; second delivery", [(0, 0, RELEASE)], wait_for=1)
     await a.fetch("release again; archived", [(0, 0, RELEASE)])
-    t.add("offsets", await raw.call(request("DescribeShareGroupOffsets", 0, groups=[{
-        "group_id": group, "topics": [{"topic_name": topic, "partitions": [0]}]}])))
+    t.add("offsets", await observe.share_offsets(raw, group, topic))
     await a.close()
 
 
@@ -233,9 +228,7 @@ async def share_two_members(t: Target) -> None:
 async def share_heartbeat_errors(t: Target) -> None:
     group, topic = t.names.group(), t.names.topic()
     raw = await t.raw()
-    await observe.coordinator(raw, group)
-    await observe.create_topic(raw, topic, 1)
-    await observe.coordinator_sees(raw, group, {topic: 1})
+    await observe.group_topics(raw, group, {topic: 1})
     member = RawShareMember(t, raw, group, "A", await observe.topic_id(raw, topic))
     a = member.member
     r = await member.join([topic])        # until its partition is assigned (initialized)
