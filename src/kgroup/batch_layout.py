@@ -49,3 +49,23 @@ PRODUCER_ID = struct.Struct(">q")             # at PRODUCER_ID_AT
 
 TRANSACTIONAL_BIT = 0x10                      # attributes: a batch of a transaction
 CONTROL_BIT = 0x20                            # attributes: a control batch (a marker)
+
+
+class BatchExtent:
+    """Where a parsed header's batch ends, for the header classes of the wire and storage
+    layers (each a frozen dataclass with these three fields)."""
+
+    __slots__ = ()
+
+    base_offset: int
+    batch_length: int
+    last_offset_delta: int
+
+    @property
+    def size(self) -> int:
+        """Total bytes of the batch, baseOffset and batchLength included."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgroup.error_codes import ErrorCode
-from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, STREAMS, DescribeApi
+from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, STREAMS, DescribeApi, GroupType
 from kgroup.member.config import CONSUMER_PROTOCOL_TYPE
 from kgroup.wire.api_keys import ApiKey
 
 from .cluster import BrokerInfo, ClusterClient, request_fields
 from .connection import DEFAULT_TIMEOUT, Connection
 from .errors import BrokerError, GroupNotEmpty, UnsupportedApi, error_code_of, raise_for
+from .lifecycle import AsyncClient
 from .records_admin import EARLIEST, LATEST, FetchedPartition, FetchedRecord, RecordsAdmin
 from .security import ClientSecurity
 from .security_admin import SecurityAdmin
@@ -108,7 +109,7 @@ class GroupDescription:
 # -- the client --------------------------------------------------------------------------
 
 
-class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
+class AdminClient(AsyncClient, TopicsAdmin, RecordsAdmin, SecurityAdmin):
     """Admin operations against a Kafka-compatible cluster; use ``async with``.
 
     ``config`` takes the security settings (``client/security.py``: security.protocol,
@@ -130,12 +131,9 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
         # ListTransactions, DescribeTransactions, DescribeProducers (transactions_admin.py).
         self.transactions = TransactionAdmin(self.cluster)
 
-    async def __aenter__(self) -> AdminClient:
+    async def start(self) -> None:
+        """Connect (``async with`` does)."""
         await self.connect()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     async def connect(self) -> Connection:
         """Connect to a reachable broker of the bootstrap list."""
@@ -252,21 +250,7 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
     async def describe_share_group(self, group: str) -> GroupDescription | None:
         """A share group's state and members with their assignments (None: no such share
         group), with ShareGroupDescribe (KIP-932)."""
-        g = await self._described(group, ApiKey.SHARE_GROUP_DESCRIBE, SHARE.name)
-        if g is None:
-            return None
-        members = tuple(
-            MemberDescription(
-                member_id=m.member_id, group_instance_id=None, client_id=m.client_id,
-                client_host=m.client_host, metadata=b"", assignment_bytes=b"",
-                assignment={tp.topic_name or str(tp.topic_id): tuple(sorted(tp.partitions))
-                            for tp in m.assignment.topic_partitions},
-            )
-            for m in g.members
-        )
-        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=SHARE.protocol_type,
-                                protocol=g.assignor_name, members=members, group_type=SHARE.name,
-                                epoch=int(g.group_epoch))
+        return await self._partitions_group(group, ApiKey.SHARE_GROUP_DESCRIBE, SHARE)
 
     async def list_share_group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         """(topic, partition) -> the share partition's start offset, for every partition the
@@ -317,31 +301,25 @@ class AdminClient(TopicsAdmin, RecordsAdmin, SecurityAdmin):
         return {t.topic_name: ErrorCode(error_code_of(t)) for t in resp.responses}
 
     async def _describe_consumer_group(self, group: str) -> GroupDescription | None:
-        resp = await self._call_coordinator(
-            group,
-            ApiKey.CONSUMER_GROUP_DESCRIBE,
-            request_fields(group_ids=[group], include_authorized_operations=False),
-            lambda r: error_code_of(r.groups[0]) if r.groups else 0,
-        )
-        g = resp.groups[0]
-        if error_code_of(g) == ErrorCode.GROUP_ID_NOT_FOUND:
+        return await self._partitions_group(group, ApiKey.CONSUMER_GROUP_DESCRIBE, CONSUMER)
+
+    async def _partitions_group(self, group: str, api: ApiKey, kind: GroupType) -> GroupDescription | None:
+        """A consumer or share group, whose members are assigned topic partitions, as its
+        describe API answers (None: no such group of that kind)."""
+        g = await self._described(group, api, kind.name)
+        if g is None:
             return None
-        raise_for(error_code_of(g), f"describe group {group!r}", g.error_message)
         members = tuple(
             MemberDescription(
-                member_id=m.member_id,
-                group_instance_id=m.instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                metadata=b"",
-                assignment_bytes=b"",
+                member_id=m.member_id, group_instance_id=getattr(m, "instance_id", None), client_id=m.client_id,
+                client_host=m.client_host, metadata=b"", assignment_bytes=b"",
                 assignment={tp.topic_name or str(tp.topic_id): tuple(sorted(tp.partitions))
                             for tp in m.assignment.topic_partitions},
             )
             for m in g.members
         )
-        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=CONSUMER.protocol_type,
-                                protocol=g.assignor_name, members=members, group_type=CONSUMER.name,
+        return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=kind.protocol_type,
+                                protocol=g.assignor_name, members=members, group_type=kind.name,
                                 epoch=int(g.group_epoch))
 
     async def _describe_classic_group(self, group: str) -> GroupDescription:

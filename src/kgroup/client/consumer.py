@@ -64,6 +64,7 @@ from .consumer_driver import ConsumerGroupDriver
 from .errors import BrokerError, KafkaClientError
 from .fetcher import Fetcher
 from .group_driver import GroupDriver, now_ms
+from .lifecycle import AsyncClient
 from .records import ConsumerRecord, OffsetAndMetadata, TopicPartition
 from .security import ClientSecurity
 from .settings import CONSUMER_DEFAULTS, resolve
@@ -100,7 +101,7 @@ class ConsumerRebalanceListener:
         return self.on_partitions_revoked(lost)
 
 
-class Consumer:
+class Consumer(AsyncClient):
     """An asyncio consumer; see the module comment."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
@@ -162,13 +163,6 @@ class Consumer:
         self._metadata_task = asyncio.create_task(self._refresh_metadata())
         self._next_auto_commit = time.monotonic() + s["auto.commit.interval.ms"] / 1000
         self._started = True
-
-    async def __aenter__(self) -> Consumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Commit (with auto-commit), revoke, leave the group (unless static), disconnect."""

@@ -49,6 +49,7 @@ from kgroup.wire.api_keys import ApiKey
 from .cluster import Backoff, ClusterClient
 from .connection import Connection
 from .errors import KafkaClientError, KafkaConnectionError
+from .lifecycle import cancel_and_wait
 
 _MAX_BACKOFF_MS = 1_000
 # Actions the driver's owner performs: callbacks, commits, the leader's assignment.
@@ -112,12 +113,7 @@ class GroupDriver:
     async def stop(self) -> None:
         for t in list(self._tasks):
             t.cancel()
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await cancel_and_wait(self._task)
 
     async def close_member(self, now: int) -> None:
         """After ``stop``: hand the member ``Close`` and perform what it asks — callbacks

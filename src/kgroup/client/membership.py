@@ -62,6 +62,7 @@ from .classic_driver import ClassicGroupDriver
 from .cluster import Backoff, ClusterClient
 from .errors import BrokerError, KafkaClientError
 from .group_driver import now_ms
+from .lifecycle import AsyncClient
 from .settings import MEMBERSHIP_DEFAULTS, resolve
 
 __all__ = ["GroupMember", "Membership"]
@@ -84,7 +85,7 @@ class GroupMember:
 Assign = Callable[[list[GroupMember]], "Mapping[str, bytes] | Awaitable[Mapping[str, bytes]]"]
 
 
-class Membership:
+class Membership(AsyncClient):
     """One member of a group of any protocol type; see the module comment."""
 
     def __init__(
@@ -164,13 +165,6 @@ class Membership:
                 pass
         await self.cluster.close()
         await self._notify()
-
-    async def __aenter__(self) -> Membership:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     # -- what the member knows ----------------------------------------------------------------
 
@@ -287,7 +281,7 @@ class Membership:
         self.driver.post(AssignmentsComputed(action.request_id, assignments, now_ms(), error))
 
 
-class MembershipHelper:
+class MembershipHelper(AsyncClient):
     """What ``LeaderElection`` and ``TaskAssignment`` share: a ``membership`` to start and
     close (``async with`` too)."""
 
@@ -299,13 +293,6 @@ class MembershipHelper:
     async def close(self) -> None:
         """Give up what this member holds (its callbacks run) and leave the group."""
         await self.membership.close()
-
-    async def __aenter__(self) -> Any:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     @property
     def generation(self) -> int:

@@ -35,6 +35,7 @@ from kgroup.wire.api_keys import ApiKey
 
 from .cluster import Backoff, ClusterClient, Recovery, build_request
 from .errors import BrokerError, KafkaClientError
+from .lifecycle import AsyncClient, cancel_and_wait
 from .partitioner import StickyPartitioner
 from .records import OffsetAndMetadata, RecordMetadata, TopicPartition
 from .security import ClientSecurity
@@ -63,7 +64,7 @@ class _Batch:
         self.blob: bytes | None = None
 
 
-class Producer:
+class Producer(AsyncClient):
     """An asyncio producer; see the module comment."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
@@ -117,25 +118,13 @@ class Producer:
             await self.txn.init()
         self._task = asyncio.create_task(self._run(), name="kgroup-producer")
 
-    async def __aenter__(self) -> Producer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
     async def stop(self) -> None:
         """Send everything buffered, wait for it, then disconnect."""
         if self._closed:
             return
         await self.flush()
         self._closed = True
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await cancel_and_wait(self._task)
         await self.cluster.close()
 
     close = stop

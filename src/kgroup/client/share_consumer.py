@@ -28,6 +28,7 @@ from typing import Any
 from kgroup.client.cluster import ClusterClient, request_fields
 from kgroup.client.errors import BrokerError, KafkaClientError
 from kgroup.client.fetcher import decode
+from kgroup.client.lifecycle import AsyncClient
 from kgroup.client.records import TopicPartition
 from kgroup.error_codes import ErrorCode
 from kgroup.member.actions import Fatal
@@ -82,7 +83,7 @@ def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
-class ShareConsumer:
+class ShareConsumer(AsyncClient):
     """A member of a share group; use ``async with``."""
 
     def __init__(self, config: dict[str, Any]) -> None:
@@ -103,12 +104,9 @@ class ShareConsumer:
         self._failed: ErrorCode | None = None
         self._closed = False
 
-    async def __aenter__(self) -> "ShareConsumer":
+    async def start(self) -> None:
+        """Heartbeat (join the share group, then keep its assignment) in the background."""
         self._task = asyncio.create_task(self._heartbeats(), name="kgroup-share-heartbeat")
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     @property
     def member_id(self) -> str:

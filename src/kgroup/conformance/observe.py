@@ -225,6 +225,21 @@ async def coordinator_sees(raw: RawClient, group: str, topics: dict[str, int], t
     await until(assigned, f"the coordinator of {group} knows {sorted(topics)}", timeout, 0.05)
 
 
+async def group_topics(raw: RawClient, group: str, topics: dict[str, int]) -> None:
+    """The group's coordinator loaded, `topics` (name -> partitions) created, and the
+    coordinator knowing them (see `coordinator_sees`): where a modern group's scenario starts."""
+    await coordinator(raw, group)
+    for name, count in topics.items():
+        await create_topic(raw, name, count)
+    await coordinator_sees(raw, group, topics)
+
+
+async def share_offsets(raw: RawClient, group: str, topic: str, partitions: tuple[int, ...] = (0,)) -> Any:
+    """DescribeShareGroupOffsets v0 of one topic's partitions of a share group."""
+    return await raw.call(request("DescribeShareGroupOffsets", 0, groups=[{
+        "group_id": group, "topics": [{"topic_name": topic, "partitions": list(partitions)}]}]))
+
+
 async def read_all(raw: RawClient, topic: str, partition: int = 0, *, isolation_level: int = 0) -> dict[str, Any]:
     """Everything a consumer reads from offset 0 up to the high watermark (read_uncommitted)
     or the last stable offset (read_committed), fetching again after each answer: how a

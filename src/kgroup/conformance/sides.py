@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from kgroup.conformance import observe
 from kgroup.conformance.proxy import RecordingProxy
@@ -30,14 +30,7 @@ def reference_side(settings: dict[str, Any] | None = None, **options: Any) -> Si
     """Kafka 4.4 started behind a recording proxy (the caller closes it with `close_side`)."""
     proxy = RecordingProxy(name="kafka-proxy").start()
     kafka = ReferenceKafka(settings, extra_listeners={RECORDED: (proxy.host, proxy.port)}, **options)
-    try:
-        kafka.start()
-    except BaseException:
-        proxy.close()
-        kafka.close()
-        raise
-    proxy.set_upstream((kafka.host, kafka.listener_port(RECORDED)))
-    return Side("kafka", proxy, kafka.bootstrap, kafka)
+    return _behind(proxy, kafka, "kafka", lambda: (kafka.host, kafka.listener_port(RECORDED)))
 
 
 def kgroup_side(settings: dict[str, Any] | None = None, group: dict[str, Any] | None = None) -> Side:
@@ -47,14 +40,23 @@ def kgroup_side(settings: dict[str, Any] | None = None, group: dict[str, Any] | 
     proxy = RecordingProxy(name="kgroup-proxy").start()
     broker = Broker(settings={"advertised": proxy.address, **(settings or {})},
                     group={**COMPARABLE_GROUP_SETTINGS, **(group or {})})
+    return _behind(proxy, broker, "kgroup", lambda: broker.bootstrap)
+
+
+def _behind(proxy: RecordingProxy, handle: Any, name: str, upstream: Callable[[], Any],
+            prepare: Callable[[], None] | None = None) -> Side:
+    """Start a side's broker (after ``prepare``) and point its proxy at ``upstream()``; a
+    broker that cannot start is closed, and its proxy with it."""
     try:
-        broker.start()
+        if prepare is not None:
+            prepare()
+        handle.start()
     except BaseException:
         proxy.close()
-        broker.close()
+        handle.close()
         raise
-    proxy.set_upstream(broker.bootstrap)
-    return Side("kgroup", proxy, broker.bootstrap, broker)
+    proxy.set_upstream(upstream())
+    return Side(name, proxy, handle.bootstrap, handle)
 
 
 # The secured pair: SCRAM users on both brokers (admin is a super user, alice has no ACL),
@@ -78,14 +80,7 @@ def reference_secured_side() -> Side:
     }
     kafka = ReferenceKafka(settings, group=GroupConfig(**{**COMPARABLE_GROUP_SETTINGS, **SECURED_GROUP}),
                            extra_listeners={RECORDED: (proxy.host, proxy.port, "SASL_PLAINTEXT")}, users=USERS)
-    try:
-        kafka.start()
-    except BaseException:
-        proxy.close()
-        kafka.close()
-        raise
-    proxy.set_upstream((kafka.host, kafka.listener_port(RECORDED)))
-    return Side("kafka", proxy, kafka.bootstrap, kafka)
+    return _behind(proxy, kafka, "kafka", lambda: (kafka.host, kafka.listener_port(RECORDED)))
 
 
 def kgroup_secured_side() -> Side:
@@ -112,7 +107,8 @@ protocol = "SASL_PLAINTEXT"
 authorizer = true
 super_users = ["User:admin"]
 """)
-    try:
+
+    def add_users() -> None:
         for user, password in USERS.items():
             done = subprocess.run([sys.executable, "-m", "kgroup", "users", "add", user, "--password-stdin",
                                    "--data-dir", str(broker.data_dir), "--mechanism", "SCRAM-SHA-256",
@@ -120,13 +116,8 @@ super_users = ["User:admin"]
                                   input=password + "\n", capture_output=True, text=True, timeout=60)
             if done.returncode != 0:
                 raise RuntimeError(f"kgroup users add {user}: {done.stderr}")
-        broker.start()
-    except BaseException:
-        proxy.close()
-        broker.close()
-        raise
-    proxy.set_upstream((proxy.host, sasl_port))
-    return Side("kgroup", proxy, broker.bootstrap, broker)
+
+    return _behind(proxy, broker, "kgroup", lambda: (proxy.host, sasl_port), add_users)
 
 
 def start_secured_pair() -> Pair:

@@ -377,19 +377,9 @@ class ClassicProtocol:
         group.protocol = group.select_protocol()
         group.transition_to(S.COMPLETING_REBALANCE, now_ms)
         # 4. Answer every parked join; the leader gets the member list.
-        members = group.join_members()
         for member_id, member in group.members.items():
             parked = group.awaiting_join.pop(member_id, None)
-            is_leader = group.is_leader(member_id)
-            out.reply(parked, JoinGroupResponse(
-                ErrorCode.NONE,
-                generation_id=group.generation,
-                protocol_type=group.protocol_type,
-                protocol_name=group.protocol,
-                leader=group.leader or "",
-                member_id=member_id,
-                members=members if is_leader else (),
-            ))
+            out.reply(parked, self._join_response(group, member_id, with_members=group.is_leader(member_id)))
             group.new_members.pop(member_id, None)
             self._schedule_heartbeat(group, member, now_ms)
             group.pending_sync[member_id] = None

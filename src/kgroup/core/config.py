@@ -126,9 +126,12 @@ class GroupConfig:
                 raise ValueError(f"group {gid}: heartbeat interval {heartbeat} ms is outside the broker's bounds")
             if heartbeat >= session:
                 raise ValueError(f"group {gid}: heartbeat interval must be below the session timeout")
-        from kgroup.core.share_configs import check_broker_share_configs  # noqa: PLC0415 (cycle)
-        check_broker_share_configs(self)
-        from kgroup.core.streams_configs import check_broker_streams_configs  # noqa: PLC0415 (cycle)
-        check_broker_streams_configs(self)
+        from kgroup.core.group_configs import (  # noqa: PLC0415 (cycle)
+            SHARE_GROUP_CONFIGS,
+            STREAMS_GROUP_CONFIGS,
+            check_broker_defaults,
+        )
+        check_broker_defaults(self, "share", SHARE_GROUP_CONFIGS)
+        check_broker_defaults(self, "streams", STREAMS_GROUP_CONFIGS)
         if not self.consumer_assignors:
             raise ValueError("group.consumer.assignors must name at least one assignor")

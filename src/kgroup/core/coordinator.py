@@ -79,7 +79,7 @@ from kgroup.core.share_messages import (
     WriteShareStateRequest,
 )
 from kgroup.core.share_protocol import ShareProtocol, replay_share_state
-from kgroup.core.state import ShardState, StoredState, counter_member_ids
+from kgroup.core.state import ShardState, StoredState, counter_member_ids, drop_entry
 from kgroup.core.streams_codec import KEY_VERSIONS as _STREAMS_RECORD_KINDS
 from kgroup.core.streams_control import StreamsControl
 from kgroup.core.streams_group import StreamsGroup
@@ -475,11 +475,7 @@ class GroupCoordinatorShard:
                 self.txn_offsets.superseded(record)
             offsets = self.shard.stored.offsets
             if record.value is None:
-                group_offsets = offsets.get(record.group_id)
-                if group_offsets is not None:
-                    group_offsets.pop((record.topic, record.partition), None)
-                    if not group_offsets:
-                        del offsets[record.group_id]
+                drop_entry(offsets, record.group_id, (record.topic, record.partition))
             else:
                 group_offsets = offsets.get(record.group_id)
                 if group_offsets is None:

@@ -22,6 +22,7 @@ choices (`share.auto.offset.reset`, `share.isolation.level`); `value` gives it t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import ClassVar
 from dataclasses import dataclass
 from functools import cache
 from enum import IntEnum
@@ -115,37 +116,34 @@ def _override(index: int) -> Callable[[GroupConfig, str], int | None]:
 CONSUMER_SESSION_TIMEOUT = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
 
-CONSUMER_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
-    GroupConfigDef(
-        CONSUMER_SESSION_TIMEOUT, "group.consumer.session.timeout.ms",
-        lambda c: c.consumer_session_timeout_ms, _override(1),
-        lambda c: c.consumer_min_session_timeout_ms, "group.consumer.min.session.timeout.ms",
-        lambda c: c.consumer_max_session_timeout_ms, "group.consumer.max.session.timeout.ms",
-        "The timeout to detect client failures when using the consumer group protocol."),
-    GroupConfigDef(
-        CONSUMER_HEARTBEAT_INTERVAL, "group.consumer.heartbeat.interval.ms",
-        lambda c: c.consumer_heartbeat_interval_ms, _override(2),
-        lambda c: c.consumer_min_heartbeat_interval_ms, "group.consumer.min.heartbeat.interval.ms",
-        lambda c: c.consumer_max_heartbeat_interval_ms, "group.consumer.max.heartbeat.interval.ms",
-        "The heartbeat interval given to the members of a consumer group."),
-)
-
 def _no_override(config: GroupConfig, group_id: str) -> None:
     return None
 
 
-def _share(name: str, doc: str, choices: tuple[str, ...] = ()) -> GroupConfigDef:
-    """A share.* config (KIP-932): its default is the broker's [group] share_* setting, its
-    bounds the share_min_* / share_max_* ones (Kafka's group.share.* names)."""
+def _kind_config(name: str, doc: str, *, override: Callable[[GroupConfig, str], int | None] = _no_override,
+                 choices: tuple[str, ...] = (), long: bool = False) -> GroupConfigDef:
+    """A config of one group kind (its name's first word: consumer, share, streams): its
+    default is the broker's [group] <kind>_* setting, its bounds the <kind>_min_* /
+    <kind>_max_* ones (Kafka's group.<kind>.* names); a STRING config (``choices``) has
+    no bounds."""
+    kind = name.split(".", 1)[0]
     key = name.replace(".", "_")                          # share.record.lock.duration.ms -> share_record_lock_...
-    bare = name.removeprefix("share.")
+    bare = name.removeprefix(f"{kind}.")
     if choices:
-        return GroupConfigDef(name, name, lambda c: getattr(c, key), _no_override, lambda c: 0, "",
+        return GroupConfigDef(name, name, lambda c: getattr(c, key), override, lambda c: 0, "",
                               lambda c: 0, "", doc, choices)
-    low, high = key.replace("share_", "share_min_", 1), key.replace("share_", "share_max_", 1)
-    return GroupConfigDef(name, f"group.{name}", lambda c: getattr(c, key), _no_override,
-                          lambda c: getattr(c, low), f"group.share.min.{bare}",
-                          lambda c: getattr(c, high), f"group.share.max.{bare}", doc)
+    low, high = key.replace(f"{kind}_", f"{kind}_min_", 1), key.replace(f"{kind}_", f"{kind}_max_", 1)
+    return GroupConfigDef(name, f"group.{name}", lambda c: getattr(c, key), override,
+                          lambda c: getattr(c, low), f"group.{kind}.min.{bare}",
+                          lambda c: getattr(c, high), f"group.{kind}.max.{bare}", doc, long=long)
+
+
+CONSUMER_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
+    _kind_config(CONSUMER_SESSION_TIMEOUT, "The timeout to detect client failures when using the consumer group "
+                 "protocol.", override=_override(1)),
+    _kind_config(CONSUMER_HEARTBEAT_INTERVAL, "The heartbeat interval given to the members of a consumer group.",
+                 override=_override(2)),
+)
 
 
 SHARE_SESSION_TIMEOUT = "share.session.timeout.ms"
@@ -159,27 +157,16 @@ SHARE_ISOLATION_LEVEL = "share.isolation.level"
 SHARE_ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 SHARE_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
-    _share(SHARE_SESSION_TIMEOUT, "The timeout to detect client failures of a share group member."),
-    _share(SHARE_HEARTBEAT_INTERVAL, "The heartbeat interval given to the members of a share group."),
-    _share(SHARE_RECORD_LOCK_DURATION, "How long a share group member holds an acquired record."),
-    _share(SHARE_DELIVERY_COUNT_LIMIT, "How many times a record is delivered before it is archived."),
-    _share(SHARE_AUTO_OFFSET_RESET, "Where a share partition starts when it has no state: latest or earliest.",
-           SHARE_AUTO_OFFSET_RESETS),
-    _share(SHARE_MAX_RECORD_LOCKS, "The most in-flight records of one share partition."),
-    _share(SHARE_ISOLATION_LEVEL, "read_committed hands out only records of committed transactions, up to the "
-           "last stable offset; read_uncommitted every record.", SHARE_ISOLATION_LEVELS),
+    _kind_config(SHARE_SESSION_TIMEOUT, "The timeout to detect client failures of a share group member."),
+    _kind_config(SHARE_HEARTBEAT_INTERVAL, "The heartbeat interval given to the members of a share group."),
+    _kind_config(SHARE_RECORD_LOCK_DURATION, "How long a share group member holds an acquired record."),
+    _kind_config(SHARE_DELIVERY_COUNT_LIMIT, "How many times a record is delivered before it is archived."),
+    _kind_config(SHARE_AUTO_OFFSET_RESET, "Where a share partition starts when it has no state: latest or earliest.",
+                 choices=SHARE_AUTO_OFFSET_RESETS),
+    _kind_config(SHARE_MAX_RECORD_LOCKS, "The most in-flight records of one share partition."),
+    _kind_config(SHARE_ISOLATION_LEVEL, "read_committed hands out only records of committed transactions, up to the "
+                 "last stable offset; read_uncommitted every record.", choices=SHARE_ISOLATION_LEVELS),
 )
-
-
-def _streams(name: str, doc: str, long: bool = False) -> GroupConfigDef:
-    """A streams.* config (KIP-1071): its default is the broker's [group] streams_* setting,
-    its bounds the streams_min_* / streams_max_* ones (Kafka's group.streams.* names)."""
-    key = name.replace(".", "_")                      # streams.num.standby.replicas -> streams_num_...
-    bare = name.removeprefix("streams.")
-    low, high = key.replace("streams_", "streams_min_", 1), key.replace("streams_", "streams_max_", 1)
-    return GroupConfigDef(name, f"group.{name}", lambda c: getattr(c, key), _no_override,
-                          lambda c: getattr(c, low), f"group.streams.min.{bare}",
-                          lambda c: getattr(c, high), f"group.streams.max.{bare}", doc, long=long)
 
 
 STREAMS_SESSION_TIMEOUT = "streams.session.timeout.ms"
@@ -192,19 +179,43 @@ STREAMS_TASK_OFFSET_INTERVAL = "streams.task.offset.interval.ms"
 STREAMS_ASSIGNMENT_INTERVAL = "streams.assignment.interval.ms"
 
 STREAMS_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
-    _streams(STREAMS_SESSION_TIMEOUT, "The timeout to detect client failures when using the streams group "
-             "protocol."),
-    _streams(STREAMS_HEARTBEAT_INTERVAL, "The heartbeat interval given to the members of a streams group."),
-    _streams(STREAMS_NUM_STANDBY_REPLICAS, "The number of standby replicas for each task."),
-    _streams(STREAMS_NUM_WARMUP_REPLICAS, "The most warm-up tasks a streams group has at once (Kafka Streams' "
-             "max.warmup.replicas)."),
-    _streams(STREAMS_ACCEPTABLE_RECOVERY_LAG, "The most changelog records a member may lag behind to be "
-             "considered caught up on a task.", long=True),
-    _streams(STREAMS_INITIAL_REBALANCE_DELAY, "How long an empty streams group waits for more members before "
-             "its first assignment."),
-    _streams(STREAMS_TASK_OFFSET_INTERVAL, "How often the members report their changelog offsets."),
-    _streams(STREAMS_ASSIGNMENT_INTERVAL, "The interval between assignments (kgroup assigns at once)."),
+    _kind_config(STREAMS_SESSION_TIMEOUT, "The timeout to detect client failures when using the streams group "
+                 "protocol."),
+    _kind_config(STREAMS_HEARTBEAT_INTERVAL, "The heartbeat interval given to the members of a streams group."),
+    _kind_config(STREAMS_NUM_STANDBY_REPLICAS, "The number of standby replicas for each task."),
+    _kind_config(STREAMS_NUM_WARMUP_REPLICAS, "The most warm-up tasks a streams group has at once (Kafka Streams' "
+                 "max.warmup.replicas)."),
+    _kind_config(STREAMS_ACCEPTABLE_RECOVERY_LAG, "The most changelog records a member may lag behind to be "
+                 "considered caught up on a task.", long=True),
+    _kind_config(STREAMS_INITIAL_REBALANCE_DELAY, "How long an empty streams group waits for more members before "
+                 "its first assignment."),
+    _kind_config(STREAMS_TASK_OFFSET_INTERVAL, "How often the members report their changelog offsets."),
+    _kind_config(STREAMS_ASSIGNMENT_INTERVAL, "The interval between assignments (kgroup assigns at once)."),
 )
+
+
+def check_broker_defaults(config: GroupConfig, kind: str, configs: tuple[GroupConfigDef, ...]) -> None:
+    """Raise ValueError unless every broker-wide default of one group kind (``kind``: the
+    prefix of its [group] keys, share or streams) lies within its bounds, its heartbeat
+    interval is below its session timeout and its group size is at least one."""
+    if getattr(config, f"{kind}_heartbeat_interval_ms") >= getattr(config, f"{kind}_session_timeout_ms"):
+        raise ValueError(f"[group] {kind}_heartbeat_interval_ms must be below {kind}_session_timeout_ms")
+    for d in configs:
+        key = d.name.replace(".", "_")                      # the [group] TOML key
+        value = d.default(config)
+        if d.choices:
+            if value not in d.choices:
+                raise ValueError(f"[group] {key}: must be one of {', '.join(d.choices)}, not {value!r}")
+            continue
+        low, high = d.minimum(config), d.maximum(config)
+        if low > high:
+            raise ValueError(f"[group] {key.replace(f'{kind}_', f'{kind}_min_', 1)} ({low}) is above "
+                             f"{key.replace(f'{kind}_', f'{kind}_max_', 1)} ({high})")
+        if not low <= value <= high:  # type: ignore[operator]
+            raise ValueError(f"[group] {key}: must be between {low} and {high}, not {value}")
+    if getattr(config, f"{kind}_max_size") < 1:
+        raise ValueError(f"[group] {kind}_max_size must be >= 1")
+
 
 # Each group kind's configs.
 KINDS: tuple[tuple[GroupConfigDef, ...], ...] = (CONSUMER_GROUP_CONFIGS, SHARE_GROUP_CONFIGS, STREAMS_GROUP_CONFIGS)
@@ -340,6 +351,25 @@ class GroupConfigs:
                           ConfigSource.STATIC_BROKER_CONFIG if changed else ConfigSource.DEFAULT_CONFIG))
             described.append(DescribedGroupConfig(name, chain[0][1], chain[0][2], tuple(chain), d.doc, d.type_name))
         return Result((), ((reply, tuple(described)),))
+
+
+class KindConfigs:
+    """One modern group kind's configs as its groups run with them: a group's dynamic value
+    over the broker's default, read on every call so that a change applies from the next
+    heartbeat. A kind names its session timeout and heartbeat interval configs and adds
+    lookups of its own."""
+
+    SESSION_TIMEOUT: ClassVar[str]
+    HEARTBEAT_INTERVAL: ClassVar[str]
+
+    def __init__(self, shard: ShardState) -> None:
+        self.configs = GroupConfigs(shard)
+
+    def session_timeout(self, group_id: str) -> int:
+        return self.configs.int_value(group_id, self.SESSION_TIMEOUT)
+
+    def heartbeat_interval(self, group_id: str) -> int:
+        return self.configs.int_value(group_id, self.HEARTBEAT_INTERVAL)
 
 
 @cache

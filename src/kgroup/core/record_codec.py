@@ -315,14 +315,53 @@ _CONSUMER_KEY_VERSIONS = {
 _CONSUMER_BY_VERSION = {v: k for k, v in _CONSUMER_KEY_VERSIONS.items()}
 
 
+# The records consumer and share groups write alike: the group epoch with the subscribed
+# topics' metadata, the target assignment's epoch, and a member's target.
+_GROUP_EPOCHS = (ConsumerGroupEpochRecord, ShareGroupEpochRecord)
+_TARGET_EPOCHS = (ConsumerTargetEpochRecord, ShareTargetEpochRecord)
+_TARGETS = (ConsumerTargetRecord, ShareTargetRecord)
+_NOT_SHARED = object()
+
+
+def _shared_value(record) -> object | None:
+    """The JSON value of a record both kinds write alike; ``_NOT_SHARED`` for another."""
+    kind = type(record)
+    if kind in _GROUP_EPOCHS:
+        return None if record.epoch is None else [record.epoch, [list(t) for t in record.subscribed]]
+    if kind in _TARGET_EPOCHS:
+        return record.epoch
+    if kind in _TARGETS:
+        return None if record.partitions is None else [[t, list(ps)] for t, ps in record.partitions]
+    return _NOT_SHARED
+
+
+def _decode_shared(kind: type, group: str, member: str, raw) -> Record | None:
+    """A record both kinds write alike from its key strings and JSON value; None for another."""
+    if kind in _GROUP_EPOCHS:
+        if raw is None:
+            return kind(group, None)
+        return kind(group, int(raw[0]), tuple((str(n), str(i), int(c)) for n, i, c in raw[1]))
+    if kind in _TARGET_EPOCHS:
+        return kind(group, None if raw is None else int(raw))
+    if kind in _TARGETS:
+        return kind(group, member, None if raw is None else _partitions(raw))
+    return None
+
+
+def _encode_member_keyed(record, versions: dict[type, int], value_of) -> bytes:
+    """A consumer- or share-group record: its key (version, group id, member id) and its
+    JSON value (``value_of``), none for a tombstone."""
+    group = _str16(record.group_id, "group id")
+    member = _str16(getattr(record, "member_id", ""), "member id")
+    key = _OC_KEY_HEAD.pack(versions[type(record)], len(group), len(member)) + group + member
+    value = _shared_value(record)
+    if value is _NOT_SHARED:
+        value = value_of(record)
+    return key if value is None else key + _json_bytes(value)
+
+
 def _consumer_value(record) -> object | None:
     kind = type(record)
-    if kind is ConsumerGroupEpochRecord:
-        return None if record.epoch is None else [record.epoch, [list(t) for t in record.subscribed]]
-    if kind is ConsumerTargetEpochRecord:
-        return None if record.epoch is None else record.epoch
-    if kind is ConsumerTargetRecord:
-        return None if record.partitions is None else [[t, list(ps)] for t, ps in record.partitions]
     value = record.value
     if value is None:
         return None
@@ -335,16 +374,6 @@ def _consumer_value(record) -> object | None:
         return fields
     return [value.member_epoch, value.previous_member_epoch, value.state.value,
             [[t, list(ps)] for t, ps in value.assigned], [[t, list(ps)] for t, ps in value.pending_revocation]]
-
-
-def _encode_consumer(record) -> bytes:
-    group = _str16(record.group_id, "group id")
-    member = _str16(getattr(record, "member_id", ""), "member id")
-    key = _OC_KEY_HEAD.pack(_CONSUMER_KEY_VERSIONS[type(record)], len(group), len(member)) + group + member
-    value = _consumer_value(record)
-    if value is None:
-        return key
-    return key + _json.dumps(value, separators=(",", ":")).encode()
 
 
 def _partitions(raw) -> tuple:
@@ -366,14 +395,9 @@ def _decode_consumer(payload: bytes, version: int, glen: int, mlen: int) -> Reco
     group, member, raw = _two_strings(payload, glen, mlen, "consumer-group")
     kind = _CONSUMER_BY_VERSION[version]
     try:
-        if kind is ConsumerGroupEpochRecord:
-            if raw is None:
-                return ConsumerGroupEpochRecord(group, None)
-            return ConsumerGroupEpochRecord(group, int(raw[0]), tuple((str(n), str(i), int(c)) for n, i, c in raw[1]))
-        if kind is ConsumerTargetEpochRecord:
-            return ConsumerTargetEpochRecord(group, None if raw is None else int(raw))
-        if kind is ConsumerTargetRecord:
-            return ConsumerTargetRecord(group, member, None if raw is None else _partitions(raw))
+        shared = _decode_shared(kind, group, member, raw)
+        if shared is not None:
+            return shared
         if kind is ConsumerMemberRecord:
             if raw is None:
                 return ConsumerMemberRecord(group, member, None)
@@ -475,12 +499,6 @@ _I32 = Struct(">i")
 
 def _share_value(record) -> object | None:
     kind = type(record)
-    if kind is ShareGroupEpochRecord:
-        return None if record.epoch is None else [record.epoch, [list(t) for t in record.subscribed]]
-    if kind is ShareTargetEpochRecord:
-        return record.epoch
-    if kind is ShareTargetRecord:
-        return None if record.partitions is None else [[t, list(ps)] for t, ps in record.partitions]
     value = record.value
     if value is None:
         return None
@@ -491,14 +509,6 @@ def _share_value(record) -> object | None:
 
 def _json_bytes(value: object) -> bytes:
     return _json.dumps(value, separators=(",", ":")).encode()
-
-
-def _encode_share(record) -> bytes:
-    group = _str16(record.group_id, "group id")
-    member = _str16(getattr(record, "member_id", ""), "member id")
-    key = _OC_KEY_HEAD.pack(_SHARE_KEY_VERSIONS[type(record)], len(group), len(member)) + group + member
-    value = _share_value(record)
-    return key if value is None else key + _json_bytes(value)
 
 
 def _encode_share_state(record: ShareStateRecord) -> bytes:
@@ -532,14 +542,9 @@ def _decode_share(payload: bytes, version: int, glen: int, mlen: int) -> Record:
                 int(epoch), int(start), tuple(ShareStateBatch(int(f), int(la), int(st), int(c))
                                               for f, la, st, c in runs)))
         kind = _SHARE_BY_VERSION[version]
-        if kind is ShareGroupEpochRecord:
-            if raw is None:
-                return ShareGroupEpochRecord(group, None)
-            return ShareGroupEpochRecord(group, int(raw[0]), tuple((str(n), str(i), int(c)) for n, i, c in raw[1]))
-        if kind is ShareTargetEpochRecord:
-            return ShareTargetEpochRecord(group, None if raw is None else int(raw))
-        if kind is ShareTargetRecord:
-            return ShareTargetRecord(group, member, None if raw is None else _partitions(raw))
+        shared = _decode_shared(kind, group, member, raw)
+        if shared is not None:
+            return shared
         if kind is ShareMemberRecord:
             if raw is None:
                 return ShareMemberRecord(group, member, None)
@@ -575,10 +580,10 @@ def encode(record: Record) -> bytes:
     if kind in _CONSUMER_KEY_VERSIONS or kind in _SHARE_KEY_VERSIONS or kind is ShareStateRecord:
         try:
             if kind in _CONSUMER_KEY_VERSIONS:
-                return _encode_consumer(record)
+                return _encode_member_keyed(record, _CONSUMER_KEY_VERSIONS, _consumer_value)
             if kind is ShareStateRecord:
                 return _encode_share_state(record)
-            return _encode_share(record)
+            return _encode_member_keyed(record, _SHARE_KEY_VERSIONS, _share_value)
         except (StructError, TypeError, ValueError) as exc:
             raise RecordEncodeError(f"cannot encode {record!r}: {exc}") from None
     key = encode_key(record)

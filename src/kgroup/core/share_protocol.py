@@ -58,7 +58,7 @@ from kgroup.core.share_messages import (
     ShareStateKey,
     WriteShareStateRequest,
 )
-from kgroup.core.state import ShardState
+from kgroup.core.state import ShardState, drop_entry
 from kgroup.core.timers import TimerKind, TimerOp, share_init_key, share_session_key
 
 ASSIGNOR = SimpleShareAssignor()
@@ -304,10 +304,6 @@ def replay_share_state(shard: ShardState, record: ShareStateRecord) -> None:
     """Apply a ShareStateRecord to stored state."""
     states = shard.stored.share_states
     if record.value is None:
-        group = states.get(record.group_id)
-        if group is not None:
-            group.pop((record.topic_id, record.partition), None)
-            if not group:
-                del states[record.group_id]
+        drop_entry(states, record.group_id, (record.topic_id, record.partition))
     else:
         states.setdefault(record.group_id, {})[(record.topic_id, record.partition)] = record.value

@@ -48,6 +48,17 @@ class StoredState:
         return any((topic, partition) in self.pending_offsets[pid].get(group_id, ()) for pid in producers)
 
 
+def drop_entry(table: dict[str, dict[Any, Any]], group_id: str, key: Any) -> None:
+    """A tombstone's replay: remove one entry of a group's part of ``table`` (offsets,
+    share-partition states), and the group's part once it is empty, as a replay from
+    scratch would never have made it."""
+    entries = table.get(group_id)
+    if entries is not None:
+        entries.pop(key, None)
+        if not entries:
+            del table[group_id]
+
+
 def counter_member_ids() -> Callable[[str], str]:
     """A deterministic member-id source for tests and simulations: `<client id>-<n>`."""
     counter = 0

@@ -1,5 +1,5 @@
-"""The streams.* group configs (KIP-1071) as a streams group runs with them, and the broker
-checks.
+"""The streams.* group configs (KIP-1071) as a streams group runs with them (group_configs.py
+`check_broker_defaults` checks the broker's defaults).
 
 The configs themselves are rows of group_configs.py's table (names, Kafka's defaults, bounds
 from the broker's `[group] streams_min_*` / `streams_max_*` settings), so
@@ -11,24 +11,17 @@ epoch, and a heartbeat that finds them changed starts a new assignment, as Kafka
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kgroup.assignors.streams_spec import TaskAssignmentConfig
 from kgroup.core.group_configs import (
     STREAMS_ACCEPTABLE_RECOVERY_LAG,
-    STREAMS_GROUP_CONFIGS,
     STREAMS_HEARTBEAT_INTERVAL,
     STREAMS_INITIAL_REBALANCE_DELAY,
     STREAMS_NUM_STANDBY_REPLICAS,
     STREAMS_NUM_WARMUP_REPLICAS,
     STREAMS_SESSION_TIMEOUT,
     STREAMS_TASK_OFFSET_INTERVAL,
-    GroupConfigs,
+    KindConfigs,
 )
-
-if TYPE_CHECKING:
-    from kgroup.core.config import GroupConfig
-    from kgroup.core.state import ShardState
 
 # The configs a target assignment is computed with, by Kafka's assignment-config names.
 ASSIGNMENT_CONFIGS = (("acceptable.recovery.lag", STREAMS_ACCEPTABLE_RECOVERY_LAG),
@@ -36,33 +29,11 @@ ASSIGNMENT_CONFIGS = (("acceptable.recovery.lag", STREAMS_ACCEPTABLE_RECOVERY_LA
                       ("num.warmup.replicas", STREAMS_NUM_WARMUP_REPLICAS))
 
 
-def check_broker_streams_configs(config: "GroupConfig") -> None:
-    """Raise ValueError unless every broker-wide streams default is within its bounds."""
-    if config.streams_heartbeat_interval_ms >= config.streams_session_timeout_ms:
-        raise ValueError("[group] streams_heartbeat_interval_ms must be below streams_session_timeout_ms")
-    for d in STREAMS_GROUP_CONFIGS:
-        key = d.name.replace(".", "_")
-        low, high, value = d.minimum(config), d.maximum(config), d.default(config)
-        if low > high:
-            raise ValueError(f"[group] {key.replace('streams_', 'streams_min_', 1)} ({low}) is above "
-                             f"{key.replace('streams_', 'streams_max_', 1)} ({high})")
-        if not low <= value <= high:  # type: ignore[operator]
-            raise ValueError(f"[group] {key}: must be between {low} and {high}, not {value}")
-    if config.streams_max_size < 1:
-        raise ValueError("[group] streams_max_size must be >= 1")
-
-
-class StreamsConfigs:
+class StreamsConfigs(KindConfigs):
     """A streams group's configs: its dynamic values over the broker's defaults."""
 
-    def __init__(self, shard: "ShardState") -> None:
-        self.configs = GroupConfigs(shard)
-
-    def session_timeout(self, group_id: str) -> int:
-        return self.configs.int_value(group_id, STREAMS_SESSION_TIMEOUT)
-
-    def heartbeat_interval(self, group_id: str) -> int:
-        return self.configs.int_value(group_id, STREAMS_HEARTBEAT_INTERVAL)
+    SESSION_TIMEOUT = STREAMS_SESSION_TIMEOUT
+    HEARTBEAT_INTERVAL = STREAMS_HEARTBEAT_INTERVAL
 
     def initial_rebalance_delay(self, group_id: str) -> int:
         return self.configs.int_value(group_id, STREAMS_INITIAL_REBALANCE_DELAY)

@@ -293,33 +293,20 @@ class StreamsProtocol(ModernProtocol):
     def _member_for(self, group: StreamsGroup, req: StreamsGroupHeartbeatRequest
                     ) -> tuple[StreamsGroupMember | None, StreamsGroupMember | None]:
         """(the member, or None if new; a static member it replaces, or None)."""
-        joining = req.member_epoch == JOIN_EPOCH
-        if req.instance_id is None:
-            member = group.members.get(req.member_id)
-            if joining:
-                return member, None
-            if member is None:
-                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                 f"Member {req.member_id} is not a member of group {group.group_id}.")
+        if req.member_epoch != JOIN_EPOCH:
+            member = _known_member(group, req)
             _check_epoch(member, req)
             return member, None
+        if req.instance_id is None:
+            return group.members.get(req.member_id), None
         static = group.static_member(req.instance_id)
-        if joining:
-            if static is None or static.member_id == req.member_id:
-                return group.members.get(req.member_id), None
-            if static.epoch != STATIC_LEAVE_EPOCH:
-                raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
-                                 f"Static member {req.member_id} with instance id {req.instance_id} cannot join the "
-                                 f"group because the instance id is owned by {static.member_id} member.")
-            return None, static
-        if static is None:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
-        if static.member_id != req.member_id:
-            raise GroupError(ErrorCode.FENCED_INSTANCE_ID,
-                             f"Static member {req.member_id} with instance id {req.instance_id} was fenced by member "
-                             f"{static.member_id}.")
-        _check_epoch(static, req)
-        return static, None
+        if static is None or static.member_id == req.member_id:
+            return group.members.get(req.member_id), None
+        if static.epoch != STATIC_LEAVE_EPOCH:
+            raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
+                             f"Static member {req.member_id} with instance id {req.instance_id} cannot join the "
+                             f"group because the instance id is owned by {static.member_id} member.")
+        return None, static
 
     # ---- steps 3 and 4: the topology and its configuration --------------------------------
 
@@ -544,19 +531,7 @@ class StreamsProtocol(ModernProtocol):
                out: ResultBuilder) -> None:
         if group is None:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found.")
-        if req.instance_id is None:
-            member = group.members.get(req.member_id)
-            if member is None:
-                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                 f"Member {req.member_id} is not a member of group {group.group_id}.")
-        else:
-            member = group.static_member(req.instance_id)
-            if member is None:
-                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
-            if member.member_id != req.member_id:
-                raise GroupError(ErrorCode.FENCED_INSTANCE_ID,
-                                 f"Static member {req.member_id} with instance id {req.instance_id} was fenced by "
-                                 f"member {member.member_id}.")
+        member = _known_member(group, req)
         if req.shutdown_application:
             out.then(setattr, group, "shutdown_requested_by", member.member_id)
         if req.member_epoch == STATIC_LEAVE_EPOCH:
@@ -737,6 +712,25 @@ def _merge(old: StreamsMemberValue | None, req: StreamsGroupHeartbeatRequest) ->
         client_tags=tuple(sorted(req.client_tags)) if req.client_tags is not None
         else (old.client_tags if old else ()),
     )
+
+
+def _known_member(group: StreamsGroup, req: StreamsGroupHeartbeatRequest) -> StreamsGroupMember:
+    """The member a heartbeat of a member already in the group (or its leave) names: by
+    member id, or by instance id, which another member id may have fenced."""
+    if req.instance_id is None:
+        member = group.members.get(req.member_id)
+        if member is None:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
+                             f"Member {req.member_id} is not a member of group {group.group_id}.")
+        return member
+    static = group.static_member(req.instance_id)
+    if static is None:
+        raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+    if static.member_id != req.member_id:
+        raise GroupError(ErrorCode.FENCED_INSTANCE_ID,
+                         f"Static member {req.member_id} with instance id {req.instance_id} was fenced by member "
+                         f"{static.member_id}.")
+    return static
 
 
 def _check_epoch(member: StreamsGroupMember, req: StreamsGroupHeartbeatRequest) -> None:

@@ -172,38 +172,36 @@ class Timers:
     def __len__(self) -> int:
         return len(self._current)
 
-    def next_deadline(self) -> int | None:
-        """The earliest deadline of any armed key, or None when nothing is armed."""
+    def _head(self) -> tuple[int, int, Hashable] | None:
+        """The heap's earliest live entry, or None. The heap is lazy (see ``schedule``): on
+        the way it drops the entries of cancelled keys and re-pushes those of keys armed
+        again since, with their current deadline and sequence."""
         heap = self._heap
+        current = self._current
         while heap:
-            deadline, _, key = heap[0]
-            entry = self._current.get(key)
+            head = heap[0]
+            entry = current.get(head[2])
             if entry is None:
                 heapq.heappop(heap)
-            elif entry[0] != deadline:
-                heapq.heapreplace(heap, (entry[0], entry[1], key))
+            elif entry[0] != head[0] or entry[1] != head[1]:
+                heapq.heapreplace(heap, (entry[0], entry[1], head[2]))
             else:
-                return deadline
+                return head
         return None
+
+    def next_deadline(self) -> int | None:
+        """The earliest deadline of any armed key, or None when nothing is armed."""
+        head = self._head()
+        return None if head is None else head[0]
 
     def pop_due(self, now_ms: int) -> tuple[Hashable, TimerOp] | None:
         """Remove and return the earliest (key, op) whose deadline is <= now_ms.
 
         Ties are broken by scheduling order so expiry is deterministic.
         """
-        heap = self._heap
-        while heap:
-            deadline, seq, key = heap[0]
-            entry = self._current.get(key)
-            if entry is None:
-                heapq.heappop(heap)
-                continue
-            if entry[0] != deadline or entry[1] != seq:
-                heapq.heapreplace(heap, (entry[0], entry[1], key))
-                continue
-            if deadline > now_ms:
-                return None
-            heapq.heappop(heap)
-            del self._current[key]
-            return key, entry[2]
-        return None
+        head = self._head()
+        if head is None or head[0] > now_ms:
+            return None
+        heapq.heappop(self._heap)
+        key = head[2]
+        return key, self._current.pop(key)[2]

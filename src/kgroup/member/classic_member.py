@@ -356,10 +356,18 @@ class ClassicMemberMachine:
 
     # -- responses ------------------------------------------------------------------------
 
-    def _on_JoinGroupAnswered(self, ev: JoinGroupAnswered, out: list[Action]) -> None:
-        if self._waiting != ("join", ev.request_id) or self.state is not S.JOINING:
-            return
+    def _answered(self, waiting: tuple[str, int], state: ClassicState) -> bool:
+        """Whether an answer is to the request in flight (``waiting``: its kind and id) in
+        the state it was sent in; if so, nothing is in flight any more. Any other answer is
+        stale and ignored."""
+        if self._waiting != waiting or self.state is not state:
+            return False
         self._waiting = None
+        return True
+
+    def _on_JoinGroupAnswered(self, ev: JoinGroupAnswered, out: list[Action]) -> None:
+        if not self._answered(("join", ev.request_id), S.JOINING):
+            return
         err = ev.error
         if err is ErrorCode.NONE:
             self.member_id = ev.member_id
@@ -400,9 +408,8 @@ class ClassicMemberMachine:
             self._fatal(err, "JoinGroup failed", out)
 
     def _on_AssignmentsComputed(self, ev: AssignmentsComputed, out: list[Action]) -> None:
-        if self._waiting != ("assign", ev.request_id) or self.state is not S.SYNCING:
+        if not self._answered(("assign", ev.request_id), S.SYNCING):
             return
-        self._waiting = None
         if ev.error is not None:
             # Leave, so the coordinator need not wait out our session to try another leader.
             self._leave("the assign callback failed", out)
@@ -411,9 +418,8 @@ class ClassicMemberMachine:
         self._send_sync(tuple((str(m), bytes(b)) for m, b in ev.assignments), out)
 
     def _on_SyncGroupAnswered(self, ev: SyncGroupAnswered, out: list[Action]) -> None:
-        if self._waiting != ("sync", ev.request_id) or self.state is not S.SYNCING:
+        if not self._answered(("sync", ev.request_id), S.SYNCING):
             return
-        self._waiting = None
         err = ev.error
         if err is ErrorCode.NONE:
             self._alive_at = self._sent_at

@@ -66,6 +66,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from kgroup.client.blocking import LoopThread
 from kgroup.client.share_consumer import AcknowledgeType, ShareConsumer, ShareRecord
 
+from .driver_side import DriverSide
 from .options import OptionError, source_options
 
 log = logging.getLogger(__name__)
@@ -138,34 +139,23 @@ class ShareInputPartition(InputPartition):
     """One task's records (rows, as ``Row`` tuples)."""
 
 
-class ShareStreamReader(DataSourceStreamReader):
-    """See the module comment. The driver-side member is made on first use, never pickled."""
+class ShareStreamReader(DriverSide["ShareMember"], DataSourceStreamReader):
+    """See the module comment. The driver-side member (``driver``) is made on first use,
+    never pickled."""
 
-    def __init__(self, opts: ShareOptions) -> None:
-        self.opts = opts
-        self._member: ShareMember | None = None
+    opts: ShareOptions
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"opts": self.opts}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.opts = state["opts"]
-        self._member = None
-
-    @property
-    def member(self) -> ShareMember:
-        if self._member is None:
-            self._member = ShareMember(self.opts)
-        return self._member
+    def _make_driver(self) -> ShareMember:
+        return ShareMember(self.opts)
 
     def initialOffset(self) -> dict:
         return {"batch": 0}
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
-        return self.member.plan(int((start or {}).get("batch", 0)))
+        return self.driver.plan(int((start or {}).get("batch", 0)))
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        rows = self.member.rows_of(int(end["batch"])) if int(end["batch"]) > int(start["batch"]) else []
+        rows = self.driver.rows_of(int(end["batch"])) if int(end["batch"]) > int(start["batch"]) else []
         if not rows:
             return []
         pieces = self.opts.num_partitions or 2
@@ -186,12 +176,7 @@ class ShareStreamReader(DataSourceStreamReader):
             yield share_rows_to_arrow(rows)
 
     def commit(self, end: dict) -> None:
-        self.member.accept_through(int(end["batch"]))
-
-    def stop(self) -> None:
-        if self._member is not None:
-            self._member.close()
-            self._member = None
+        self.driver.accept_through(int(end["batch"]))
 
 
 class ShareMember:

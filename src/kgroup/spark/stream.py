@@ -39,6 +39,7 @@ from kgroup.client.admin import EARLIEST, LATEST
 from kgroup.client.blocking import BlockingAdmin, LoopThread
 from kgroup.client.errors import GroupNotEmpty, KafkaClientError
 
+from .driver_side import DriverSide
 from .membership import QueryMember
 from .offsets import (TP, admit, positions_of, ranges_between, split, stream_offset)
 from .options import SourceOptions
@@ -54,42 +55,31 @@ class RangePartition(InputPartition):
     """One Spark task: an ``OffsetRange``."""
 
 
-class KgroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class KgroupStreamReader(DriverSide["StreamPlanner"], DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Spark's stream reader for format("kgroup"); see the module comment.
 
     Spark also pickles this object into its tasks (which only call ``read``), so the
-    driver-side state (``StreamPlanner``) is made on first use and never pickled.
+    driver-side state (``driver``, a ``StreamPlanner``) is made on first use and never
+    pickled.
     """
 
-    def __init__(self, opts: SourceOptions) -> None:
-        self.opts = opts
-        self._planner: StreamPlanner | None = None
+    opts: SourceOptions
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"opts": self.opts}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.opts = state["opts"]
-        self._planner = None
-
-    @property
-    def planner(self) -> StreamPlanner:
-        if self._planner is None:
-            self._planner = StreamPlanner(self.opts)
-        return self._planner
+    def _make_driver(self) -> StreamPlanner:
+        return StreamPlanner(self.opts)
 
     def initialOffset(self) -> dict:
-        return self.planner.initial()
+        return self.driver.initial()
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.opts.max_offsets_per_trigger
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.planner.prepare_available_now()
+        self.driver.prepare_available_now()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        return self.planner.latest(start, limit)
+        return self.driver.latest(start, limit)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         pieces = split(ranges_between(start, end), self.opts.min_partitions,
@@ -100,12 +90,7 @@ class KgroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return read_range(self.opts, partition.value)
 
     def commit(self, end: dict) -> None:
-        self.planner.completed(end)
-
-    def stop(self) -> None:
-        if self._planner is not None:
-            self._planner.close()
-            self._planner = None
+        self.driver.completed(end)
 
 
 class StreamPlanner:

@@ -12,11 +12,12 @@ from kgroup.batch_layout import (  # noqa: F401 (storage's modules take them fro
     HEADER_SIZE,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
+    BatchExtent,
 )
 
 
 @dataclass(frozen=True, slots=True)
-class StoredBatchHeader:
+class StoredBatchHeader(BatchExtent):
     """The fields of a v2 batch header that storage uses."""
 
     base_offset: int
@@ -26,15 +27,6 @@ class StoredBatchHeader:
     last_offset_delta: int
     max_timestamp: int
     record_count: int
-
-    @property
-    def size(self) -> int:
-        """Total bytes of the batch on disk."""
-        return self.batch_length + LOG_OVERHEAD
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
 
 
 def parse_header(data: bytes | memoryview, at: int = 0) -> StoredBatchHeader:

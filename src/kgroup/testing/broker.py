@@ -12,29 +12,26 @@ power cut) — both can be changed with `group=` and `settings=`.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from kgroup.testing.control import ControlClient
 from kgroup.testing.handle import ControlMethods
+from kgroup.testing.lifecycle import ServerHandle
 from kgroup.testing.process import ServeProcess, write_config
 
 TEST_SETTINGS = {"fsync": "never"}
 TEST_GROUP_SETTINGS = {"initial_rebalance_delay_ms": 0}
 
 
-class Broker(ControlMethods):
+class Broker(ServerHandle, ControlMethods):
     """A broker process of its own; every control API call is a method here."""
 
     def __init__(self, data_dir: str | Path | None = None, *, settings: dict[str, Any] | None = None,
                  group: dict[str, Any] | None = None, host: str = "127.0.0.1") -> None:
         """`settings`: top-level TOML settings (README "Configuration"), `group`: the [group]
         table; both over the test defaults. Without `data_dir`, a temp dir removed at stop."""
-        self._own_dir = data_dir is None
-        self.dir = Path(tempfile.mkdtemp(prefix="kgroup-")) if data_dir is None else Path(data_dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self._take_dir(data_dir, "kgroup-")
         config_path = self.dir / "kgroup.toml"
         write_config(config_path, {**TEST_SETTINGS, **(settings or {})}, {**TEST_GROUP_SETTINGS, **(group or {})})
         self.process = ServeProcess(self.dir / "data", config_path, self.dir / "broker.log", host)
@@ -54,21 +51,8 @@ class Broker(ControlMethods):
         """Kill at once (SIGKILL), as a crash would; `start` brings it back on the same data."""
         self.process.kill()
 
-    def restart(self, timeout: float = 60.0) -> "Broker":
-        self.stop()
-        return self.start(timeout)
-
-    def close(self) -> None:
-        """Stop and, if this handle made the data dir, remove it."""
-        self.stop()
-        if self._own_dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-    def __enter__(self) -> "Broker":
-        return self.start() if not self.process.alive() else self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def alive(self) -> bool:
+        return self.process.alive()
 
     # ---- where it is ----------------------------------------------------------------------
 

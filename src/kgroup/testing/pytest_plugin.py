@@ -105,22 +105,16 @@ def kgroup_broker(request: pytest.FixtureRequest) -> Iterator[Any]:
 
     options = _marker_options(request)
     options.pop("nodes", None)
-    broker = Broker(**options).start()
-    try:
+    with Broker(**options) as broker:   # started; stopped and its dir removed at the end
         yield broker
-    finally:
-        broker.close()
 
 
 @pytest.fixture(scope="session")
 def _kgroup_shared_broker() -> Iterator[Any]:
     from kgroup.testing import Broker
 
-    broker = Broker().start()
-    try:
+    with Broker() as broker:
         yield broker
-    finally:
-        broker.close()
 
 
 @pytest.fixture
@@ -137,22 +131,16 @@ def kgroup_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
     marker says `nodes=N`), stopped and removed after it."""
     from kgroup.testing import Cluster
 
-    cluster = Cluster(**_marker_options(request)).start()
-    try:
+    with Cluster(**_marker_options(request)) as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 @pytest.fixture(scope="session")
 def _kgroup_shared_cluster() -> Iterator[Any]:
     from kgroup.testing import Cluster
 
-    cluster = Cluster().start()
-    try:
+    with Cluster() as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 @pytest.fixture

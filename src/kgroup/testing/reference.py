@@ -31,13 +31,13 @@ import signal
 import socket
 import struct
 import subprocess
-import tempfile
 import time
 import uuid
 import base64
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from kgroup.testing.lifecycle import ServerHandle
 from kgroup.testing.process import ChildProcess, free_port
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ def cluster_id() -> str:
             return value
 
 
-class ReferenceKafka:
+class ReferenceKafka(ServerHandle):
     """One single-node KRaft Apache Kafka 4.4 (broker and controller in one process)."""
 
     def __init__(self, settings: Mapping[str, Any] | None = None, *, directory: str | Path | None = None,
@@ -294,9 +294,7 @@ class ReferenceKafka:
         (`listener_port(NAME)`).
         `users`: SCRAM-SHA-256 and -512 credentials (name -> password) written at format time.
         Without `directory`, a temp dir removed at `close`."""
-        self._own_dir = directory is None
-        self.dir = Path(tempfile.mkdtemp(prefix="kafka-ref-")) if directory is None else Path(directory)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self._take_dir(directory, "kafka-ref-")
         self.host = host
         self.settings = {**REFERENCE_SETTINGS, **group_properties(group), **(settings or {})}
         self.jvm_options = tuple(jvm_options)
@@ -441,21 +439,6 @@ class ReferenceKafka:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-
-    def restart(self, timeout: float = READY_TIMEOUT) -> "ReferenceKafka":
-        self.stop()
-        return self.start(timeout)
-
-    def close(self) -> None:
-        self.stop()
-        if self._own_dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-    def __enter__(self) -> "ReferenceKafka":
-        return self.start() if not self.alive() else self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ---- Kafka's own tools ----------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from kgroup.batch_layout import (
     MAGIC,
     MAGIC_AT,
     TRANSACTIONAL_BIT,
+    BatchExtent,
 )
 
 from .errors import CorruptRecord, InvalidRecord, UnsupportedCompression
@@ -80,7 +81,7 @@ class TimestampType(enum.IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class BatchHeader:
+class BatchHeader(BatchExtent):
     """The fixed 61-byte header of a v2 record batch."""
 
     base_offset: int
@@ -96,15 +97,6 @@ class BatchHeader:
     producer_epoch: int
     base_sequence: int
     record_count: int
-
-    @property
-    def size(self) -> int:
-        """Total bytes of the batch including baseOffset and batchLength."""
-        return self.batch_length + LOG_OVERHEAD
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
 
     @property
     def compression(self) -> Compression:

@@ -104,6 +104,21 @@ class GroupApi:
             return LOADING if self.cluster.loading(p) else NOT_COORDINATOR
         return shard
 
+    async def describe_each(self, group_ids: Any, handler: str,
+                            failed: Callable[[str, GroupError], Any]) -> list[tuple[Shard | _NotHere, Any]]:
+        """Each group's description as its shard's coordinator ``handler`` gives it (or,
+        where the shard refuses — another node's, loading —, ``failed(group id, error)``),
+        with the shard, in request order: what every describe API of groups starts from."""
+        described = []
+        for group_id in group_ids:
+            shard = self.shard_of(group_id)
+            try:
+                (d,) = await shard.call(getattr(shard.coordinator, handler), (group_id,))
+            except GroupError as exc:
+                d = failed(group_id, exc)
+            described.append((shard, d))
+        return described
+
     # ---- FindCoordinator ------------------------------------------------------------------
 
     async def find_coordinator(self, header: RequestHeader, req: Any) -> Any:
@@ -364,12 +379,8 @@ class GroupApi:
         group_cls = item(cls, "groups")
         member_cls = item(group_cls, "members")
         described = []
-        for group_id in req.groups:
-            shard = self.shard_of(group_id)
-            try:
-                (d,) = await shard.call(shard.coordinator.describe_groups, (group_id,))
-            except GroupError as exc:
-                d = m.DescribedGroup(group_id, exc.code, "", "", "")
+        for _, d in await self.describe_each(req.groups, "describe_groups",
+                                             lambda group_id, exc: m.DescribedGroup(group_id, exc.code, "", "", "")):
             described.append(build(
                 group_cls, error_code=d.error, group_id=d.group_id, group_state=d.state,
                 protocol_type=d.protocol_type, protocol_data=d.protocol,
@@ -477,31 +488,15 @@ class ConsumerGroupApi:
         cls = response_class(header.api_key, header.api_version)
         group_cls = item(cls, "groups")
         member_cls = item(group_cls, "members")
-        asg_cls = field_class(member_cls, "assignment")
-        tp_cls = item(asg_cls, "topic_partitions")
-
-        def assignment(partitions, names: dict[str, str]):
-            # Describe names each topic too (clients print the assignment by name).
-            return build(asg_cls, topic_partitions=tuple(
-                build(tp_cls, topic_id=uuid.UUID(t), topic_name=names.get(t, ""), partitions=ps)
-                for t, ps in partitions))
-
+        assignment = described_assignment(member_cls)
         groups = []
-        for group_id in req.group_ids:
-            shard = self.groups.shard_of(group_id)
-            try:
-                (d,) = await shard.call(shard.coordinator.consumer_group_describe, (group_id,))
-            except GroupError as exc:
-                d = m.DescribedConsumerGroup(group_id, exc.code)
+        for shard, d in await self.groups.describe_each(
+                req.group_ids, "consumer_group_describe",
+                lambda group_id, exc: m.DescribedConsumerGroup(group_id, exc.code)):
             topics = shard.coordinator.shard.topics if isinstance(shard, Shard) else {}
             names = {topic_id: name for name, (topic_id, _) in topics.items()}
-            missing = d.error == ErrorCode.GROUP_ID_NOT_FOUND
             groups.append(build(
-                group_cls, error_code=d.error,
-                error_message=d.message or (f"Group {group_id} not found." if missing else None),
-                group_id=d.group_id, group_state=d.state,
-                group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
-                authorized_operations=group_operations(req, d.error),
+                group_cls, **described_group(req, d, d.message),
                 members=tuple(build(
                     member_cls, member_id=x.member_id, instance_id=x.instance_id, rack_id=x.rack_id,
                     member_epoch=x.member_epoch, client_id=x.client_id, client_host=x.client_host,
@@ -511,6 +506,31 @@ class ConsumerGroupApi:
                     target_assignment=assignment(x.target_assignment, names),
                     member_type=x.member_type) for x in d.members)))
         return build(cls, groups=tuple(groups))
+
+
+def described_group(req: Any, d: Any, message: str | None = None) -> dict[str, Any]:
+    """The group-level fields of a ConsumerGroupDescribe or ShareGroupDescribe answer from
+    the core's description ``d``; an unknown group gets Kafka's words (which the kafka-*-groups.sh
+    tools print) unless the core gave a ``message``."""
+    missing = d.error == ErrorCode.GROUP_ID_NOT_FOUND
+    return dict(error_code=d.error, error_message=message or (f"Group {d.group_id} not found." if missing else None),
+                group_id=d.group_id, group_state=d.state, group_epoch=d.epoch,
+                assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
+                authorized_operations=group_operations(req, d.error))
+
+
+def described_assignment(member_cls: type) -> Callable[[Any, dict[str, str]], Any]:
+    """How a describe answer of a consumer or share group builds a member's assignment from
+    (topic id, partitions) pairs: each topic named too (clients print the assignment by
+    name; ``names``: topic id -> name)."""
+    asg_cls = field_class(member_cls, "assignment")
+    tp_cls = item(asg_cls, "topic_partitions")
+
+    def assignment(partitions: Any, names: dict[str, str]) -> Any:
+        return build(asg_cls, topic_partitions=tuple(
+            build(tp_cls, topic_id=uuid.UUID(t), topic_name=names.get(t, ""), partitions=ps)
+            for t, ps in partitions))
+    return assignment
 
 
 def field_class(cls: type, name: str) -> type:

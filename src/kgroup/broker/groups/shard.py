@@ -379,27 +379,30 @@ class Reply:
 
 def _deliver(replies) -> None:
     for token, response in replies:
-        if type(token) is Reply:
-            if token.state is not _WAITING:
-                continue
-            token.state = _GIVEN
-            token.value = response
-            fut = token.future
-            if fut is not None and not fut.done():
-                fut.set_result(response)
-        elif isinstance(token, asyncio.Future) and not token.done():
-            token.set_result(response)
+        _settle(token, _GIVEN, response)
 
 
 def _fail(replies, exc: BaseException) -> None:
     for token, _ in replies:
-        if type(token) is Reply:
-            if token.state is not _WAITING:
-                continue
-            token.state = _FAILED
-            token.value = exc
-            fut = token.future
-            if fut is not None and not fut.done():
-                fut.set_exception(exc)
-        elif isinstance(token, asyncio.Future) and not token.done():
-            token.set_exception(exc)
+        _settle(token, _FAILED, exc)
+
+
+def _settle(token: object, state: int, value: Any) -> None:
+    """Give one reply token its outcome (``_GIVEN`` a response, ``_FAILED`` an exception):
+    a Reply keeps the first outcome only and wakes its future; a bare future takes it
+    unless it is done."""
+    if type(token) is Reply:
+        if token.state is not _WAITING:
+            return
+        token.state = state
+        token.value = value
+        fut = token.future
+    elif isinstance(token, asyncio.Future):
+        fut = token
+    else:
+        return
+    if fut is not None and not fut.done():
+        if state is _GIVEN:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kgroup.broker.groups.group_api import GroupApi, field_class, group_operations
+from kgroup.broker.groups.group_api import GroupApi, described_assignment, described_group, field_class
 from kgroup.broker.groups.offset_topics import unknown_in
 from kgroup.broker.share.share_fetch import ShareFetchService
 from kgroup.core.errors import ErrorCode, GroupError
@@ -103,30 +103,19 @@ class ShareGroupApi:
         cls = response_class(header.api_key, header.api_version)
         group_cls = item(cls, "groups")
         member_cls = item(group_cls, "members")
-        asg_cls = field_class(member_cls, "assignment")
-        tp_cls = item(asg_cls, "topic_partitions")
+        assignment = described_assignment(member_cls)
         groups = []
-        for group_id in req.group_ids:
-            shard = self.groups.shard_of(group_id)
-            try:
-                (d,) = await shard.call(shard.coordinator.share_group_describe, (group_id,))
-            except GroupError as exc:
-                d = DescribedShareGroup(group_id, exc.code)
+        for shard, d in await self.groups.describe_each(
+                req.group_ids, "share_group_describe",
+                lambda group_id, exc: DescribedShareGroup(group_id, exc.code)):
             names = {tid: name for name, (tid, _) in self._topics(shard).items()}
-            missing = d.error == ErrorCode.GROUP_ID_NOT_FOUND
             groups.append(build(
-                group_cls, error_code=d.error, group_id=d.group_id, group_state=d.state,
-                # Kafka's words, which kafka-share-groups.sh prints for an unknown group.
-                error_message=f"Group {d.group_id} not found." if d.error == ErrorCode.GROUP_ID_NOT_FOUND else None,
-                group_epoch=d.epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
-                authorized_operations=group_operations(req, d.error),
+                group_cls, **described_group(req, d),
                 members=tuple(build(
                     member_cls, member_id=x.member_id, rack_id=x.rack_id, member_epoch=x.member_epoch,
                     client_id=x.client_id, client_host=x.client_host,
                     subscribed_topic_names=x.subscribed_topic_names,
-                    assignment=build(asg_cls, topic_partitions=tuple(
-                        build(tp_cls, topic_id=uuid.UUID(t), topic_name=names.get(t, ""), partitions=ps)
-                        for t, ps in x.assignment))) for x in d.members)))
+                    assignment=assignment(x.assignment, names)) for x in d.members)))
         return build(cls, throttle_time=0, groups=tuple(groups))
 
     # ---- share-group offsets ------------------------------------------------------------------

@@ -178,15 +178,10 @@ class StreamsGroupApi:
     async def describe(self, header: RequestHeader, req: Any) -> Any:
         cls = response_class(STREAMS_DESCRIBE, header.api_version)
         group_cls = item(cls, "groups")
-        groups = []
-        for group_id in req.group_ids:
-            shard = self.groups.shard_of(group_id)
-            try:
-                (d,) = await shard.call(shard.coordinator.streams_group_describe, (group_id,))
-            except GroupError as exc:
-                d = DescribedStreamsGroup(group_id, exc.code, exc.message or None)
-            groups.append(self._described(group_cls, req, d))
-        return build(cls, throttle_time=0, groups=tuple(groups))
+        described = await self.groups.describe_each(
+            req.group_ids, "streams_group_describe",
+            lambda group_id, exc: DescribedStreamsGroup(group_id, exc.code, exc.message or None))
+        return build(cls, throttle_time=0, groups=tuple(self._described(group_cls, req, d) for _, d in described))
 
     def _described(self, group_cls: type, req: Any, d: DescribedStreamsGroup) -> Any:
         member_cls = item(group_cls, "members")

@@ -176,9 +176,7 @@ _register("kgroup-consumer", "consumer", "kgroup's client group.protocol=consume
 async def clients_confluent_share(t: Target) -> None:
     group, topic = t.names.group(), t.names.topic()
     raw = await t.raw()
-    await observe.coordinator(raw, group)
-    await observe.create_topic(raw, topic, 1)
-    await observe.coordinator_sees(raw, group, {topic: 1})
+    await observe.group_topics(raw, group, {topic: 1})
     await t.ask(raw, "group configs", set_group_configs(group, share_auto_offset_reset="earliest"))
     await observe.produce(raw, topic, 0, [f"v{i}".encode() for i in range(6)])
 

@@ -44,11 +44,8 @@ async def ready(t: Target, group: str, partitions: int = 4, topic: str | None = 
     """A raw connection; the scenario's topic (and `more`) created and known to the group's
     coordinator."""
     raw = await t.raw()
-    await observe.coordinator(raw, group)
     topics = {topic or t.names.topic(): partitions, **(more or {})}
-    for name, count in topics.items():
-        await observe.create_topic(raw, name, count)
-    await observe.coordinator_sees(raw, group, topics)
+    await observe.group_topics(raw, group, topics)
     # Topic ids in name order: their aliases then follow names ("topic order").
     t.add("topic ids", {name: await observe.topic_id(raw, name) for name in sorted(topics)})
     return raw

@@ -122,9 +122,7 @@ async def share_ready(t: Target, values: int = 4, **configs: Any) -> tuple[Any, 
     """Group and topic (one partition, `values` records), earliest offset reset and `configs`."""
     group, topic = t.names.group(), t.names.topic()
     raw = await t.raw()
-    await observe.coordinator(raw, group)
-    await observe.create_topic(raw, topic, 1)
-    await observe.coordinator_sees(raw, group, {topic: 1})
+    await observe.group_topics(raw, group, {topic: 1})
     tid = await observe.topic_id(raw, topic)
     t.add("topic ids", {topic: tid})
     await t.ask(raw, "group configs", set_group_configs(group, share_auto_offset_reset="earliest", **configs))
@@ -133,18 +131,23 @@ async def share_ready(t: Target, values: int = 4, **configs: Any) -> tuple[Any, 
     return raw, group, topic, tid
 
 
+async def member_a_joined(t: Target, values: int = 4, **configs: Any) -> tuple[Any, str, str, RawShareMember]:
+    """``share_ready``, then member A joined and assigned the partition."""
+    raw, group, topic, tid = await share_ready(t, values, **configs)
+    a = RawShareMember(t, raw, group, "A", tid)
+    await a.join([topic])
+    return raw, group, topic, a
+
+
 @scenario("share", "acquire and accept",
           rule="a share member's ShareFetch acquires records (delivery count 1) under a lock; accepting them "
                "archives them: they are not delivered again and the start offset moves past them")
 async def share_acquire_accept(t: Target) -> None:
-    raw, group, topic, tid = await share_ready(t)
-    a = RawShareMember(t, raw, group, "A", tid)
-    await a.join([topic])
+    raw, group, topic, a = await member_a_joined(t)
     await a.fetch("first fetch", wait_for=4)
     await a.acknowledge("accept all", [(0, 3, ACCEPT)])
     await a.fetch("fetch again")
-    t.add("offsets", await raw.call(request("DescribeShareGroupOffsets", 0, groups=[{
-        "group_id": group, "topics": [{"topic_name": topic, "partitions": [0]}]}])))
+    t.add("offsets", await observe.share_offsets(raw, group, topic))
     t.add("describe", await observe.share_describe(raw, group))
     await a.close()
 
@@ -153,9 +156,7 @@ async def share_acquire_accept(t: Target) -> None:
           rule="records released by a member are available again and redelivered with their delivery count "
                "increased; acknowledgements ride on the next ShareFetch")
 async def share_release(t: Target) -> None:
-    raw, group, topic, tid = await share_ready(t, values=3)
-    a = RawShareMember(t, raw, group, "A", tid)
-    await a.join([topic])
+    raw, group, topic, a = await member_a_joined(t, values=3)
     await a.fetch("first fetch", wait_for=3)
     await a.fetch("accept 0, release 1-2 and fetch", [(0, 0, ACCEPT), (1, 2, RELEASE)], wait_for=2)
     await a.acknowledge("accept the redelivered", [(1, 2, ACCEPT)])
@@ -166,14 +167,11 @@ async def share_release(t: Target) -> None:
 @scenario("share", "reject: archived, never delivered again",
           rule="rejected records are archived at once: not redelivered, and the start offset moves past them")
 async def share_reject(t: Target) -> None:
-    raw, group, topic, tid = await share_ready(t, values=3)
-    a = RawShareMember(t, raw, group, "A", tid)
-    await a.join([topic])
+    raw, group, topic, a = await member_a_joined(t, values=3)
     await a.fetch("first fetch", wait_for=3)
     await a.acknowledge("reject 0, accept 1-2", [(0, 0, REJECT), (1, 2, ACCEPT)])
     await a.fetch("nothing left")
-    t.add("offsets", await raw.call(request("DescribeShareGroupOffsets", 0, groups=[{
-        "group_id": group, "topics": [{"topic_name": topic, "partitions": [0]}]}])))
+    t.add("offsets", await observe.share_offsets(raw, group, topic))
     await a.acknowledge("acknowledge an archived record", [(0, 0, ACCEPT)])
     await a.close()
 
@@ -182,9 +180,7 @@ async def share_reject(t: Target) -> None:
           rule="records not acknowledged within share.record.lock.duration.ms (a group config, here 1 s) "
                "are released and redelivered with delivery count 2 (timing within 2 s)")
 async def share_lock_expiry(t: Target) -> None:
-    raw, group, topic, tid = await share_ready(t, values=2, share_record_lock_duration_ms=1_000)
-    a = RawShareMember(t, raw, group, "A", tid)
-    await a.join([topic])
+    raw, group, topic, a = await member_a_joined(t, values=2, share_record_lock_duration_ms=1_000)
     await a.fetch("first fetch", wait_for=2)
     acquired = time.monotonic()
     await a.fetch("redelivered after the lock expired", wait_for=2)
@@ -197,14 +193,11 @@ async def share_lock_expiry(t: Target) -> None:
           rule="a record released share.delivery.count.limit times (a group config, here 2) is archived "
                "instead of being delivered again")
 async def share_delivery_limit(t: Target) -> None:
-    raw, group, topic, tid = await share_ready(t, values=1, share_delivery_count_limit=2)
-    a = RawShareMember(t, raw, group, "A", tid)
-    await a.join([topic])
+    raw, group, topic, a = await member_a_joined(t, values=1, share_delivery_count_limit=2)
     await a.fetch("first delivery", wait_for=1)
     await a.fetch("release; second delivery", [(0, 0, RELEASE)], wait_for=1)
     await a.fetch("release again; archived", [(0, 0, RELEASE)])
-    t.add("offsets", await raw.call(request("DescribeShareGroupOffsets", 0, groups=[{
-        "group_id": group, "topics": [{"topic_name": topic, "partitions": [0]}]}])))
+    t.add("offsets", await observe.share_offsets(raw, group, topic))
     await a.close()
 
 
@@ -233,9 +226,7 @@ async def share_two_members(t: Target) -> None:
 async def share_heartbeat_errors(t: Target) -> None:
     group, topic = t.names.group(), t.names.topic()
     raw = await t.raw()
-    await observe.coordinator(raw, group)
-    await observe.create_topic(raw, topic, 1)
-    await observe.coordinator_sees(raw, group, {topic: 1})
+    await observe.group_topics(raw, group, {topic: 1})
     member = RawShareMember(t, raw, group, "A", await observe.topic_id(raw, topic))
     a = member.member
     r = await member.join([topic])        # until its partition is assigned (initialized)
