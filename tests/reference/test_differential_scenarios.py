@@ -15,14 +15,6 @@ pytestmark = pytest.mark.integration
 
 SCENARIOS = load()
 
-# An open finding of the flake hunt (issue 28), not a difference of kgroup's: now and then in a
-# session that has run several clients_* scenarios, the second consumer on the reference Kafka
-# holds its partitions and is answered ~120 empty Fetches (error NONE, no records) for 60 s,
-# with no offsets committed; the kgroup side passes, and the scenario passes alone. Seen with
-# kafka-python, confluent classic and confluent with group.protocol=consumer. Until its cause
-# is found, that one stall on Kafka's side is an xfail that says so; anything else fails.
-KAFKA_SIDE_STALL = "timed out waiting until each has read its partitions"
-
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_scenario_agrees_with_kafka(request, name):
@@ -31,9 +23,6 @@ def test_scenario_agrees_with_kafka(request, name):
     pair = request.getfixturevalue("secured_pair" if scenario.pair == "secured" else "differential_pair")
     known = SCENARIO_DIVERGENCES.get(name)
     outcome = pair.run_scenario(name, scenario.fn, scenario.timeout, known=known.labels if known else ())
-    if set(outcome.errors) == {"kafka"} and KAFKA_SIDE_STALL in outcome.errors["kafka"]:
-        # Kafka's side only, and only this stall; kgroup's side ran the scenario in full.
-        pytest.xfail(f"{name}: open finding (issue 28), Kafka 4.4's side stalled: {outcome.errors['kafka'][:600]}")
     assert not outcome.errors, outcome.explain()
     assert outcome.agree, f"{name}: {scenario.rule}\n{outcome.explain()}"
     if known is not None:

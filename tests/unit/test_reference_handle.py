@@ -29,3 +29,15 @@ def test_cluster_ids_are_22_url_safe_characters():
 def test_cluster_ids_never_start_with_a_dash_kafka_storage_would_read_it_as_an_option():
     """One id in 64 used to start with "-" and `kafka-storage format -t -…` then failed."""
     assert not any(reference.cluster_id().startswith("-") for _ in range(2000))
+
+
+def test_comparison_brokers_never_apply_time_retention_to_the_scenarios_1970_records():
+    # The scenarios' records carry fixed 1970 CreateTime timestamps; one retention check on
+    # either broker deletes them and a consumer resetting to earliest then reads nothing.
+    from kgroup.conformance import observe, sides
+
+    assert observe.batch.__kwdefaults__["timestamp"] < 7 * 24 * 3600 * 1000
+    a_session = 3600 * 1000
+    assert reference.REFERENCE_SETTINGS["log.retention.check.interval.ms"] >= a_session
+    assert reference.REFERENCE_SETTINGS["log.initial.task.delay.ms"] >= a_session
+    assert sides.COMPARABLE_SETTINGS["log_retention_check_interval_ms"] >= a_session

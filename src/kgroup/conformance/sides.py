@@ -20,10 +20,15 @@ from kgroup.conformance.proxy import RecordingProxy
 from kgroup.conformance.raw import RawClient
 from kgroup.conformance.sasl import USERS
 from kgroup.conformance.target import Pair, Side
-from kgroup.testing.reference import COMPARABLE_GROUP_SETTINGS, ReferenceKafka
+from kgroup.testing.reference import COMPARABLE_GROUP_SETTINGS, RETENTION_CHECK_MS, ReferenceKafka
 from kgroup.wire.schemas import load_request_schema, load_response_schema
 
 RECORDED = "RECORDED"
+
+
+# kgroup's side of a comparison applies time retention as rarely as the reference does (see
+# RETENTION_CHECK_MS: the scenarios' records carry 1970 timestamps).
+COMPARABLE_SETTINGS: dict[str, Any] = {"log_retention_check_interval_ms": RETENTION_CHECK_MS}
 
 
 def reference_side(settings: dict[str, Any] | None = None, **options: Any) -> Side:
@@ -38,7 +43,7 @@ def kgroup_side(settings: dict[str, Any] | None = None, group: dict[str, Any] | 
     from kgroup.testing import Broker  # noqa: PLC0415
 
     proxy = RecordingProxy(name="kgroup-proxy").start()
-    broker = Broker(settings={"advertised": proxy.address, **(settings or {})},
+    broker = Broker(settings={"advertised": proxy.address, **COMPARABLE_SETTINGS, **(settings or {})},
                     group={**COMPARABLE_GROUP_SETTINGS, **(group or {})})
     return _behind(proxy, broker, "kgroup", lambda: broker.bootstrap)
 
@@ -92,7 +97,7 @@ def kgroup_secured_side() -> Side:
     from kgroup.testing.process import free_port  # noqa: PLC0415
 
     proxy = RecordingProxy(name="kgroup-secured-proxy").start()
-    broker = Broker(group={**COMPARABLE_GROUP_SETTINGS, **SECURED_GROUP})
+    broker = Broker(settings=COMPARABLE_SETTINGS, group={**COMPARABLE_GROUP_SETTINGS, **SECURED_GROUP})
     sasl_port = free_port(proxy.host)
     config = broker.dir / "kgroup.toml"
     # [[listeners]] and [auth] are tables: written after the settings the handle wrote.

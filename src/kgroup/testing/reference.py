@@ -47,6 +47,15 @@ KAFKA_VERSION = "4.4.0"
 LIB_ENV = "KGROUP_REFERENCE_LIB"
 REQUIRE_ENV = "KGROUP_REQUIRE_REFERENCE"
 
+# How often a broker of a comparison applies time retention: never within a test session.
+# Scenarios produce records with fixed CreateTime timestamps of 1970 (so both brokers store
+# the same bytes), which the default retention.ms (7 days) has long passed: a retention
+# check rolls the active segment and deletes them all, and a consumer that resets to the
+# earliest offset afterwards reads nothing (issue 28's "Kafka-side stall": the shared
+# reference ran its first check 30 s after start and then every 60 s, the kgroup side every
+# 300 s, so it came with session length).
+RETENTION_CHECK_MS = 24 * 3600 * 1000
+
 # Broker settings that let one node serve every internal topic and make a scenario on Kafka
 # comparable with the same scenario on kgroup; the coordinator's numbers come from
 # `group_properties`, over which these are written.
@@ -77,8 +86,13 @@ REFERENCE_SETTINGS: dict[str, Any] = {
     "group.streams.assignment.interval.ms": 0,
     "group.streams.assignor.offload.enable": False,
     # Data sized for tests (log.segment.bytes stays at its default: a topic's segment.bytes
-    # shows it, and kgroup's default is the same).
-    "log.retention.check.interval.ms": 60_000,
+    # shows it, and kgroup's default is the same); no time retention in a session.
+    "log.retention.check.interval.ms": RETENTION_CHECK_MS,
+    # The first retention pass runs this long after start, whatever the interval (30 s by
+    # default: the scenario running then lost its records). It also delays the log
+    # manager's checkpoints and the removal of deleted topics' directories, which tests
+    # never look at (a kill -9 recovers from the logs themselves).
+    "log.initial.task.delay.ms": RETENTION_CHECK_MS,
     "num.network.threads": 2,
     "num.io.threads": 4,
     "num.recovery.threads.per.data.dir": 1,

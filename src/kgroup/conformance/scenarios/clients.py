@@ -123,7 +123,23 @@ def _answered(t: Target | None, client_id: str) -> str:
             said = "CLOSED" if e.closed else "no answer" if e.answered_at is None else summary(e.errors, errors_only=True)
             key = f"api{e.api_key} v{e.version} {said}"
             seen[key] = seen.get(key, 0) + 1
-    return f", answered {dict(sorted(seen.items()))}"
+    return f", answered {dict(sorted(seen.items()))}{_positions(t, client_id)}"
+
+
+def _positions(t: Target, client_id: str) -> str:
+    """Where a consumer was told to start (ListOffsets) and what its last Fetch answer said
+    of each partition (high watermark, log start, bytes): a stall's cause is in them."""
+    offsets, fetched = [], {}
+    for e in t.exchanges():
+        if not e.client_id.startswith(client_id) or e.response is None:
+            continue
+        if e.api_key == 2:
+            offsets += [(p.partition_index, p.offset) for topic in e.response.topics for p in topic.partitions]
+        elif e.api_key == FETCH:
+            for topic in e.response.responses:
+                for p in topic.partitions:
+                    fetched[p.partition_index] = (p.high_watermark, p.log_start_offset, len(p.records or b""))
+    return f", ListOffsets said {offsets}, last Fetch (hw, log start, bytes) {dict(sorted(fetched.items()))}"
 
 
 async def _fetched_since(t: Target, who: tuple[str, ...], since: float) -> bool:
