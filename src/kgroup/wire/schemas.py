@@ -1,10 +1,13 @@
-"""Which schema class encodes (api_key, version): kio's, or one generated for Kafka 4.4.
+"""Which schema class encodes (api_key, version): kio's, or one built from Kafka 4.4's spec.
 
 kio 0.6.5 ships a class per message version, generated from an older Kafka than the 4.4 we
-serve and test against. ``tools/kiogen.py`` (``make schema``) turns Kafka 4.4's JSON specs
-into classes of the same format for the versions kio lacks or has differently, in
-``kgroup.wire.schema``; its ``index`` lists them. kio's readers and writers introspect the
-class (fields, metadata, type hints), so they handle ours like their own.
+serve and test against. For the versions it lacks or has differently, kgroup carries Kafka
+4.4's own JSON message specs (``kgroup/wire/specs/*.json``, package data) and builds the
+class from the spec on first use (``spec_classes.build``: the class kio's generator would
+have written, so kio's readers and writers, which introspect fields, metadata and types,
+handle it like their own). ``specs/index.py`` lists which (api_key, version) come from which
+spec. To add a message version kio lacks: ``make schema`` (tools/kiogen.py copies its spec
+from kafka-clients' jar and rewrites the index); nothing else.
 
 ``load_request_schema`` / ``load_response_schema`` mirror ``kio.index``'s: ours first (a
 corrected version replaces kio's), then kio's; they raise kio's ``UnknownAPIKey`` /
@@ -14,7 +17,7 @@ corrected version replaces kio's), then kio's; they raise kio's ``UnknownAPIKey`
 from __future__ import annotations
 
 from functools import cache
-from pkgutil import resolve_name
+from importlib.resources import files
 from typing import Any
 
 from kio.index import UnknownAPIKey, UnknownEntity
@@ -24,8 +27,9 @@ from kio.schema.index import api_key_map as _kio_names
 from kio.schema.index import schema_name_map as _kio_versions
 from kio.static.constants import EntityType
 
-from .schema.index import API_NAMES as _OUR_NAMES
-from .schema.index import SCHEMAS as _OURS
+from .spec_classes import build, parse_spec
+from .specs.index import API_NAMES as _OUR_NAMES
+from .specs.index import SCHEMAS as _OURS
 
 __all__ = [
     "UnknownAPIKey",
@@ -47,20 +51,25 @@ def api_name(api_key: int) -> str:
 
 
 @cache
+def _spec(file: str) -> dict[str, Any]:
+    return parse_spec(files("kgroup.wire.specs").joinpath(file).read_text(encoding="utf-8"))
+
+
+@cache
 def _ours(api_key: int, version: int, kind: str) -> type[Any] | None:
     entry = _OURS.get((api_key, version), {}).get(kind)
-    return None if entry is None else resolve_name(entry[0])
+    return None if entry is None else build(_spec(entry[0]), version)
 
 
 @cache
 def load_request_schema(api_key: int, version: int) -> type[Any]:
-    """The request class of (api_key, version): generated for Kafka 4.4, else kio's."""
+    """The request class of (api_key, version): built from Kafka 4.4's spec, else kio's."""
     return _ours(api_key, version, "request") or _kio_request(api_key, version)
 
 
 @cache
 def load_response_schema(api_key: int, version: int) -> type[Any]:
-    """The response class of (api_key, version): generated for Kafka 4.4, else kio's."""
+    """The response class of (api_key, version): built from Kafka 4.4's spec, else kio's."""
     return _ours(api_key, version, "response") or _kio_response(api_key, version)
 
 
@@ -74,6 +83,6 @@ def known_versions(api_key: int) -> tuple[int, ...]:
 
 
 def generated() -> dict[tuple[int, int], dict[str, str]]:
-    """(api_key, version) -> {kind: why} for every generated class ("missing" from kio, or
-    "differs": kio's class disagrees with Kafka 4.4's spec on the wire)."""
+    """(api_key, version) -> {kind: why} for every class built from a spec ("missing" from kio,
+    or "differs": kio's class disagrees with Kafka 4.4's spec on the wire)."""
     return {key: {kind: why for kind, (_, why) in kinds.items()} for key, kinds in _OURS.items()}

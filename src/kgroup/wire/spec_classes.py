@@ -64,6 +64,9 @@ def strip_comments(text: str) -> str:
     """Kafka's spec files are JSON with ``//`` line comments (never inside strings)."""
     out = []
     for line in text.splitlines():
+        if "//" not in line:
+            out.append(line)
+            continue
         in_string = False
         cut = len(line)
         i = 0
