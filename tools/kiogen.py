@@ -6,7 +6,7 @@ v5, TxnOffsetCommit v6, ...) and whole APIs (93, 94). ``kgroup.wire.spec_classes
 at run time, kio-format classes from Kafka's JSON specs; this script decides which versions
 need one and copies their specs, as Kafka ships them, from kafka-clients' jar into
 ``src/kgroup/wire/specs/`` (committed package data, so serving needs no Java and no jar),
-with the index ``kgroup.wire.schemas`` reads (``specs/index.py``).
+with the index ``kgroup.wire.schemas`` reads (``specs/index.json``).
 
 Which versions: every (message, version) of a request/response spec that kio has no class
 for ("missing"), or whose kio class differs on the wire from what ``spec_classes.build``
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import json
 import sys
 import zipfile
 from collections.abc import Iterator
@@ -99,37 +100,26 @@ def plan(specs: dict[str, Spec]) -> Iterator[Plan]:
                        spec["name"], reason, file)
 
 
+INDEX = "index.json"
+
+
 def render_index(plans: list[Plan]) -> str:
-    lines = [
-        '"""Which message versions kgroup builds from the specs here: (api_key, version) ->',
-        "{kind: (spec file, why)}; why is \"missing\" (kio 0.6.5 has no class) or \"differs\"",
-        "(kio's class disagrees with Kafka 4.4's spec on the wire).",
-        "",
-        "Written by tools/kiogen.py (`make schema`); kgroup.wire.schemas reads it.",
-        '"""',
-        "",
-        "API_NAMES = {",
-    ]
-    names = sorted({(p.api_key, p.module) for p in plans})
-    lines += [f'    {k}: "{m}",' for k, m in names]
-    lines += ["}", "", "SCHEMAS = {"]
-    by_key: dict[tuple[int, int], dict[str, Plan]] = {}
-    for p in plans:
-        by_key.setdefault((p.api_key, p.version), {})[p.kind] = p
-    for (k, v), kinds in sorted(by_key.items()):
-        lines.append(f"    ({k}, {v}): {{")
-        lines += [f'        "{kind}": ("{kinds[kind].file}", "{kinds[kind].reason}"),'
-                  for kind in ("request", "response") if kind in kinds]
-        lines.append("    },")
-    lines += ["}", ""]
-    return "\n".join(lines)
+    """The index kgroup.wire.schemas reads: one entry per built (api, version, kind)."""
+    about = ("Which message versions kgroup builds from the specs here, and why: \"missing\" "
+             "(kio 0.6.5 has no class) or \"differs\" (kio's class disagrees with Kafka 4.4's "
+             "spec on the wire). Written by tools/kiogen.py (make schema).")
+    rows = [json.dumps({"api_key": p.api_key, "version": p.version, "kind": p.kind, "api": p.module,
+                        "spec": p.file, "why": p.reason})
+            for p in sorted(plans, key=lambda p: (p.api_key, p.version, p.kind))]
+    return "{\n" + f'  "about": {json.dumps(about)},\n' + '  "schemas": [\n    ' + \
+        ",\n    ".join(rows) + "\n  ]\n}\n"
 
 
 def files(specs: dict[str, Spec]) -> dict[str, str]:
     """File name -> text of every file the script owns in the specs directory: the index and
     the spec of each version kio lacks or has differently (a spec holds every version)."""
     plans = [p for p in plan(specs) if p.reason != "renamed" and p.kind in ("request", "response")]
-    out = {"index.py": render_index(plans)}
+    out = {INDEX: render_index(plans)}
     for p in plans:
         out[p.file] = specs[p.file].text
     return out
@@ -140,7 +130,7 @@ def owned(out: Path) -> dict[str, str]:
     if not out.exists():
         return {}
     return {p.name: p.read_text() for p in sorted(out.iterdir())
-            if p.name == "index.py" or p.suffix == ".json"}
+            if p.suffix == ".json"}
 
 
 def default_jar() -> Path | None:

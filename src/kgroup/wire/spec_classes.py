@@ -7,7 +7,7 @@ defaults, the ClassVars ``__flexible__``, ``__header_schema__``, ...). kio 0.6.5
 generated from an older Kafka than the 4.4 we serve: it lacks some versions. For those,
 ``build(spec, version)`` makes, from Kafka 4.4's spec, the class kio's generator would have
 written, and kio reads and writes it like its own. ``kgroup.wire.schemas`` calls it for the
-versions ``kgroup.wire.specs.index`` lists (on first use of each); ``tools/kiogen.py``
+versions ``kgroup/wire/specs/index.json`` lists (on first use of each); ``tools/kiogen.py``
 (``make schema``) uses the same rules to decide which versions those are (the ones where
 kio has no class, or one that is not what ``build`` makes of Kafka 4.4's spec) and copies
 their specs into ``kgroup/wire/specs/``.
