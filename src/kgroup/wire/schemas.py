@@ -5,9 +5,10 @@ serve and test against. For the versions it lacks or has differently, kgroup car
 4.4's own JSON message specs (``kgroup/wire/specs/*.json``, package data) and builds the
 class from the spec on first use (``spec_classes.build``: the class kio's generator would
 have written, so kio's readers and writers, which introspect fields, metadata and types,
-handle it like their own). ``specs/index.json`` lists which (api_key, version) come from which
-spec; it is read on first use too (so ``make schema`` runs even where it is missing). To add a message version kio lacks: ``make schema`` (tools/kiogen.py copies its spec
-from kafka-clients' jar and rewrites the index); nothing else.
+handle it like their own). ``specs/index.json`` lists which (api_key, version) come from
+which spec; it too is read on first use (so ``make schema`` runs even where it is missing).
+To add a message version kio lacks: ``make schema`` (tools/kiogen.py copies its spec from
+kafka-clients' jar and rewrites the index); nothing else.
 
 ``load_request_schema`` / ``load_response_schema`` mirror ``kio.index``'s: ours first (a
 corrected version replaces kio's), then kio's; they raise kio's ``UnknownAPIKey`` /

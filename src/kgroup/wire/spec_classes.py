@@ -211,7 +211,8 @@ def _default(python_type: type, ktype: str, raw: Any) -> Any:
     if ktype == "string":
         return raw
     if ktype in DURATIONS:
-        return python_type.parse(datetime.timedelta(milliseconds=int(str(raw), 0)))  # type: ignore[attr-defined]
+        duration = datetime.timedelta(milliseconds=int(str(raw), 0))
+        return python_type.parse(duration)  # type: ignore[attr-defined]
     if ktype == "error_code":
         return ErrorCode(int(str(raw), 0))
     if ktype in INTEGERS:
