@@ -80,9 +80,10 @@ $(REF_STAMP): reference/pom.xml
 
 reference: $(REF_STAMP)
 
-# `make schema`: message classes in kio's format for the versions kio lacks or has differently
-# from Kafka 4.4's JSON specs (read from the clients jar), into src/kgroup/wire/schema
-# (committed: `make run` needs neither Java nor the jar). tools/kiogen.py --report lists them.
+# `make schema`: Kafka 4.4's JSON message specs for the versions kio lacks or has differently,
+# copied from the clients jar into src/kgroup/wire/specs (committed package data: `make run`
+# needs neither Java nor the jar; kgroup builds the classes from them on first use), with
+# their index. tools/kiogen.py --report lists them; --check compares.
 schema: $(REF_STAMP) $(RUN_STAMP)
 	$(BIN)/python tools/kiogen.py
 

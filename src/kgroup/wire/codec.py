@@ -80,7 +80,7 @@ class RequestHeader:
 @cache
 def request_class(api_key: int, version: int) -> type[Any]:
     """The request class for (api_key, version), e.g. HeartbeatRequest v4: kio's, or ours
-    generated for Kafka 4.4 where kio lacks it (see ``schemas``).
+    built from Kafka 4.4's spec where kio lacks it (see ``schemas``).
 
     Raises kio's errors (kio.index.UnknownAPIKey / UnknownEntity) if neither has it.
     """

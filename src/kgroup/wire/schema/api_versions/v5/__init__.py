@@ -1,7 +1,0 @@
-from .request import ApiVersionsRequest
-from .response import ApiVersionsResponse
-
-__all__ = (
-    "ApiVersionsRequest",
-    "ApiVersionsResponse",
-)

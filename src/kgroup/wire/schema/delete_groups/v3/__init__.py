@@ -1,7 +1,0 @@
-from .request import DeleteGroupsRequest
-from .response import DeleteGroupsResponse
-
-__all__ = (
-    "DeleteGroupsRequest",
-    "DeleteGroupsResponse",
-)

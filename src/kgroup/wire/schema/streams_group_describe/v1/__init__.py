@@ -1,7 +1,0 @@
-from .request import StreamsGroupDescribeRequest
-from .response import StreamsGroupDescribeResponse
-
-__all__ = (
-    "StreamsGroupDescribeRequest",
-    "StreamsGroupDescribeResponse",
-)

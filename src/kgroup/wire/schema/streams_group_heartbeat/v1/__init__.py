@@ -1,7 +1,0 @@
-from .request import StreamsGroupHeartbeatRequest
-from .response import StreamsGroupHeartbeatResponse
-
-__all__ = (
-    "StreamsGroupHeartbeatRequest",
-    "StreamsGroupHeartbeatResponse",
-)

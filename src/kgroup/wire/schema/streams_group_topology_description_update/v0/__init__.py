@@ -1,7 +1,0 @@
-from .request import StreamsGroupTopologyDescriptionUpdateRequest
-from .response import StreamsGroupTopologyDescriptionUpdateResponse
-
-__all__ = (
-    "StreamsGroupTopologyDescriptionUpdateRequest",
-    "StreamsGroupTopologyDescriptionUpdateResponse",
-)

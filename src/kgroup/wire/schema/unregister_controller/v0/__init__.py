@@ -1,7 +1,0 @@
-from .request import UnregisterControllerRequest
-from .response import UnregisterControllerResponse
-
-__all__ = (
-    "UnregisterControllerRequest",
-    "UnregisterControllerResponse",
-)
