@@ -37,11 +37,12 @@ def test_a_shard_not_served_here_knows_no_topics_and_each_id_stands_for_itself()
     assert names.name_of(None) == str(uuid.UUID(int=0))
 
 
-def test_the_mapping_is_rebuilt_only_when_the_image_is_replaced():
-    image = dict(IMAGE)
-    first = topic_names(image)
-    assert topic_names(image) is first
-    assert topic_names(dict(image)) is not first
+def test_the_mapping_is_built_once_per_image_and_again_for_a_replaced_one():
+    a, b = dict(IMAGE), dict(IMAGE)          # two shards' images
+    first, second = topic_names(a), topic_names(b)
+    assert topic_names(a) is first and topic_names(b) is second and first is not second
+    replaced = {**IMAGE, "v": (str(uuid.uuid4()), 1)}
+    assert topic_names(replaced).id_of("v") is not None
 
 
 def test_before_v10_a_request_topic_is_its_name_from_v10_its_ids_topic():

@@ -54,16 +54,21 @@ class OffsetTopicIds:
         return self._ids.get(name)
 
 
-_last: OffsetTopicIds | None = None
+# The maps of the images in use, by the image's identity (each shard has its own image, and
+# the coordinator replaces it whenever a topic changes); a stale entry never matches, since
+# it keeps its image alive, and the cache is emptied when it outgrows the shards.
+_MAPS: dict[int, OffsetTopicIds] = {}
+_MAPS_MAX = 256
 
 
 def topic_names(image: Mapping[str, tuple[str, int]] | None) -> OffsetTopicIds:
-    """`OffsetTopicIds` of a shard's image; the last one is kept while the image is the same
-    object (the coordinator replaces the image whenever a topic changes)."""
-    global _last
-    if _last is None or _last.image is not image:
-        _last = OffsetTopicIds(image)
-    return _last
+    """`OffsetTopicIds` of a shard's image, built once per image."""
+    found = _MAPS.get(id(image))
+    if found is None or found.image is not image:
+        if len(_MAPS) >= _MAPS_MAX:
+            _MAPS.clear()
+        found = _MAPS[id(image)] = OffsetTopicIds(image)
+    return found
 
 
 def by_id(version: int) -> bool:
