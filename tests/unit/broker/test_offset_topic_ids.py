@@ -46,21 +46,19 @@ def test_the_mapping_is_built_once_per_image_and_again_for_a_replaced_one():
 
 
 def test_before_v10_a_request_topic_is_its_name_from_v10_its_ids_topic():
-    names = OffsetTopicIds(IMAGE)
     old = [commit_topic(9, (0,), name="t"), commit_topic(9, (0,), name="ghost")]
-    assert [n for _, n in request_names(old, 9, names)] == ["t", "ghost"]
+    assert [n for _, n in request_names(old, 9, IMAGE)] == ["t", "ghost"]
     new = [commit_topic(10, (0,), topic_id=U_ID), commit_topic(10, (0,), topic_id=GONE),
            commit_topic(10, (0,), topic_id=None)]
-    assert [n for _, n in request_names(new, 10, names)] == ["u", None, None]
+    assert [n for _, n in request_names(new, 10, IMAGE)] == ["u", None, None]
     assert (topic_key(9), topic_key(10)) == ("name", "topic_id")
 
 
 def test_a_v10_commit_is_answered_by_id_unknown_ids_with_unknown_topic_id():
-    names = OffsetTopicIds(IMAGE)
     asked = [commit_topic(10, (0, 1), topic_id=T_ID), commit_topic(10, (3,), topic_id=GONE),
              commit_topic(10, (5,), topic_id=T_ID)]
     errors = {("t", 0): E.NONE, ("t", 1): E.NONE, ("t", 5): E.UNKNOWN_TOPIC_OR_PARTITION}
-    out = commit_answer_topics(response_class(8, 10), request_names(asked, 10, names), errors, IMAGE)
+    out = commit_answer_topics(response_class(8, 10), request_names(asked, 10, IMAGE), errors, IMAGE)
     assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in out] == [
         (T_ID, [(0, E.NONE), (1, E.NONE), (5, E.UNKNOWN_TOPIC_OR_PARTITION)]),   # one entry per topic
         (GONE, [(3, E.UNKNOWN_TOPIC_ID)]),

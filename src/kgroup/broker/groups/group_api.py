@@ -270,7 +270,7 @@ class GroupApi:
         v = header.api_version
         shard = self.shard_of(req.group_id)
         # v10 names topics by id: each becomes its topic's name (groups/topic_ids.py).
-        named = request_names(req.topics, v, topic_names(shard_topics(shard)))
+        named = request_names(req.topics, v, shard_topics(shard))
         partitions = tuple(
             m.OffsetCommitPartition(
                 topic=name, partition=p.partition_index, offset=p.committed_offset,
@@ -334,8 +334,7 @@ class GroupApi:
         shard = self.shard_of(group_id)
         v = int(topic_cls.__version__)
         key = topic_key(v)
-        names = topic_names(shard_topics(shard))
-        named = None if topics is None else request_names(topics, v, names)
+        named = None if topics is None else request_names(topics, v, shard_topics(shard))
         listed = None if named is None else tuple(
             (name, p) for t, name in named if name is not None for p in t.partition_indexes)
         part_cls = item(topic_cls, "partitions")
@@ -370,6 +369,7 @@ class GroupApi:
             return resp.error, tuple(build(topic_cls, name=t, partitions=tuple(ps)) for t, ps in by_topic.items())
         # Every topic by id: a name no topic has now (offsets kept from before a deletion was
         # seen) has no id to answer with and is left out.
+        names = topic_names(shard_topics(shard))
         return resp.error, tuple(build(topic_cls, topic_id=names.id_of(t), partitions=tuple(ps))
                                  for t, ps in by_topic.items() if names.id_of(t) is not None)
 

@@ -76,11 +76,13 @@ def by_id(version: int) -> bool:
     return version >= FIRST_BY_ID
 
 
-def request_names(topics: Any, version: int, names: OffsetTopicIds) -> list[tuple[Any, str | None]]:
-    """Each topic entry of a request with its name: the entry's own before v10, its id's
-    topic's from v10 (None: no topic has that id)."""
+def request_names(topics: Any, version: int,
+                  image: Mapping[str, tuple[str, int]] | None) -> list[tuple[Any, str | None]]:
+    """Each topic entry of a request with its name: the entry's own before v10, from v10 the
+    name of the topic that has its id in `image` (None: no topic has that id)."""
     if not by_id(version):
         return [(t, t.name) for t in topics]
+    names = topic_names(image)
     return [(t, names.name_of(t.topic_id)) for t in topics]
 
 
