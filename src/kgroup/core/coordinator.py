@@ -55,7 +55,7 @@ from kgroup.core.messages import (
 )
 from kgroup.core.group_configs import AlterGroupConfigsRequest, GroupConfigs, replay_group_config
 from kgroup.core.migration import Downgrade, Migration
-from kgroup.core.offsets import Offsets
+from kgroup.core.offsets import Offsets, deleted_topics
 from kgroup.core.records import (
     ShareStateRecord,
     ClassicGroupRecord,
@@ -332,10 +332,14 @@ class GroupCoordinatorShard:
         return self.operations[GroupOperation.EXPIRE_MEMBER][self.kind_of(req.group_id)](req, reply, now_ms)
 
     def update_topics(self, topics: dict[str, tuple[str, int]], now_ms: int) -> Result:
-        """The broker's topics changed (name -> (topic id, partitions)); bump affected groups."""
+        """The broker's topics changed (name -> (topic id, partitions)); bump affected groups.
+        A topic that is gone, or whose name now belongs to another topic id (deleted and
+        created again), takes its committed offsets with it, as Kafka's coordinator deletes
+        the offsets of deleted partitions: a new topic of the same name starts with none."""
+        deleted = deleted_topics(self.shard.topics, topics)
         self.shard.topics = dict(topics)
-        return (self.consumer.topics_changed(now_ms) + self.share.topics_changed(now_ms)
-                + self.streams.topics_changed(now_ms))
+        return (self.offsets.topics_deleted(deleted, now_ms) + self.consumer.topics_changed(now_ms)
+                + self.share.topics_changed(now_ms) + self.streams.topics_changed(now_ms))
 
     # ---- share groups (KIP-932) ---------------------------------------------------------------
 

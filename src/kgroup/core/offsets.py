@@ -234,6 +234,28 @@ class Offsets:
         out.reply(reply, OffsetDeleteResponse(ErrorCode.NONE, tuple(errors)))
         return out.build()
 
+    # ---- Deleted topics -------------------------------------------------------------------
+
+    def topics_deleted(self, topics: frozenset[str], now_ms: int) -> Result:
+        """Tombstone every offset, committed or pending in a transaction, of partitions of
+        the deleted `topics` in every group (a tombstone drops pending offsets too). Groups
+        stay: an Empty one left with no offsets goes at the next retention check, as in Kafka."""
+        if not topics:
+            return EMPTY_RESULT
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        stored = self.shard.stored
+        held: dict[str, set[tuple[str, int]]] = {}
+        for group_id, offsets in stored.offsets.items():
+            held.setdefault(group_id, set()).update(k for k in offsets if k[0] in topics)
+        for by_group in stored.pending_offsets.values():
+            for group_id, offsets in by_group.items():
+                held.setdefault(group_id, set()).update(k for k in offsets if k[0] in topics)
+        for group_id in sorted(g for g, keys in held.items() if keys):
+            out.changed(group_id, "offsets of a deleted topic")
+            for topic, partition in sorted(held[group_id]):
+                out.record(OffsetCommitRecord(group_id, topic, partition, None))
+        return out.build() if out.records else EMPTY_RESULT
+
     @staticmethod
     def subscribed_topics(group: ClassicGroup) -> frozenset[str] | None:
         """Topics the members subscribe to, or None if any member's metadata is unreadable."""
@@ -304,3 +326,10 @@ class Offsets:
             elif now_ms - (v.commit_timestamp_ms if base is None else base) >= retention:
                 expired.append((topic, partition))
         return expired
+
+
+def deleted_topics(before: dict[str, tuple[str, int]], after: dict[str, tuple[str, int]]) -> frozenset[str]:
+    """Names of topics in `before` (name -> (topic id, partitions)) that `after` no longer
+    has, or has under another topic id (deleted, then created again with the same name)."""
+    return frozenset(name for name, (topic_id, _) in before.items()
+                     if name not in after or after[name][0] != topic_id)

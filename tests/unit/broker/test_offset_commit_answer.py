@@ -13,5 +13,6 @@ def test_a_topic_that_exists_and_names_no_partition_is_left_out_one_that_does_no
                                                        committed_leader_epoch=-1, committed_metadata=""),)),
              build(tcls, name="known", partitions=()), build(tcls, name="ghost", partitions=()),
              build(tcls, name="t", partitions=()))
-    out = commit_answer_topics(response_class(8, 9), asked, {("t", 0): E.NONE}, {"t": ("id", 1), "known": ("id", 1)})
+    out = commit_answer_topics(response_class(8, 9), [(t, t.name) for t in asked], {("t", 0): E.NONE},
+                               {"t": ("id", 1), "known": ("id", 1)})
     assert [(t.name, [p.partition_index for p in t.partitions]) for t in out] == [("t", [0]), ("ghost", [])]

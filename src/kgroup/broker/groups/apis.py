@@ -1,9 +1,10 @@
 """The group coordinator's APIs: classic groups, offsets, and the consumer protocol (KIP-848).
 
 One entry each (broker/apis.py says what an entry holds). Version notes: OffsetCommit and
-OffsetFetch v10 (topic ids) and DescribeGroups v6 (GROUP_ID_NOT_FOUND for a missing group)
-are not served; JoinGroup 0–9 covers every version real clients send; ConsumerGroupHeartbeat
-v1 adds regex subscriptions (KIP-848's subscribed_topic_regex).
+OffsetFetch v10 name topics by id (groups/topic_ids.py); DescribeGroups v6
+(GROUP_ID_NOT_FOUND for a missing group) is not served; JoinGroup 0–9 covers every version
+real clients send; ConsumerGroupHeartbeat v1 adds regex subscriptions (KIP-848's
+subscribed_topic_regex).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from kgroup.broker.security.listeners import coordinator_on_listener
 from kgroup.wire.api_keys import ApiKey as K
 
 APIS = (
-    Api(K.OFFSET_COMMIT, 2, 9, GroupApi.offset_commit, guards.offset_commit, edits=True),
-    Api(K.OFFSET_FETCH, 1, 9, GroupApi.offset_fetch, guards.offset_fetch, edits=False),
+    Api(K.OFFSET_COMMIT, 2, 10, GroupApi.offset_commit, guards.offset_commit, edits=True),
+    Api(K.OFFSET_FETCH, 1, 10, GroupApi.offset_fetch, guards.offset_fetch, edits=False),
     Api(K.FIND_COORDINATOR, 0, 6, GroupApi.find_coordinator, guards.find_coordinator, edits=False,
         on_listener=coordinator_on_listener),
     # The members' hosts are recorded with them (DescribeGroups shows them).

@@ -23,6 +23,7 @@ from kgroup.wire.kio_build import build, get, item, ms
 from kgroup.broker.security.authorized_operations import if_asked
 from kgroup.broker.groups.offset_topics import shard_topics, unknown_partitions
 from kgroup.broker.groups.shard import Shard
+from kgroup.broker.groups.topic_ids import request_names, topic_key, topic_names
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.wire import RequestHeader, response_class
@@ -38,21 +39,24 @@ def group_operations(request: Any, error: int) -> int:
     return if_asked(get(request, "include_authorized_operations", False) and int(error) == 0, ResourceType.GROUP)
 
 
-def commit_answer_topics(cls: type, topics: Any, errors: dict[tuple[str, int], ErrorCode],
+def commit_answer_topics(cls: type, topics: list[tuple[Any, str | None]], errors: dict[tuple[str, int], ErrorCode],
                          known: Any) -> tuple:
-    """The ``topics`` of OffsetCommit response ``cls``, as Kafka builds them: by topic name
-    (a topic named twice is one entry); a topic in ``known`` (it exists) that names no
-    partition is not in it (Kafka passes the group only the partitions it knows), one that
-    does not exist is answered empty."""
+    """The ``topics`` of OffsetCommit response ``cls``, as Kafka builds them: by topic (name,
+    or id from v10; a topic named twice is one entry); a topic in ``known`` (it exists) that
+    names no partition is not in it (Kafka passes the group only the partitions it knows), one
+    that does not exist is answered empty. ``topics``: the request's entries with their names
+    (None: an id no topic has, each partition UNKNOWN_TOPIC_ID)."""
     topic_cls = item(cls, "topics")
     part_cls = item(topic_cls, "partitions")
-    by_name: dict[str, list] = {}
-    for t in topics:
-        by_name.setdefault(t.name, []).extend(
-            build(part_cls, partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
+    key = topic_key(int(cls.__version__))
+    by_key: dict[Any, tuple[str | None, list]] = {}
+    for t, name in topics:
+        by_key.setdefault(getattr(t, key), (name, []))[1].extend(
+            build(part_cls, partition_index=p.partition_index,
+                  error_code=ErrorCode.UNKNOWN_TOPIC_ID if name is None else errors[(name, p.partition_index)])
             for p in t.partitions)
-    return tuple(build(topic_cls, name=name, partitions=tuple(parts))
-                 for name, parts in by_name.items() if parts or name not in known)
+    return tuple(build(topic_cls, **{key: k}, partitions=tuple(parts))
+                 for k, (name, parts) in by_key.items() if parts or name not in known)
 
 class _NoHandlers:
     """Any core handler of a shard that is not here (the call never runs it)."""
@@ -264,12 +268,15 @@ class GroupApi:
 
     async def offset_commit(self, header: RequestHeader, req: Any) -> Any:
         v = header.api_version
+        shard = self.shard_of(req.group_id)
+        # v10 names topics by id: each becomes its topic's name (groups/topic_ids.py).
+        named = request_names(req.topics, v, shard_topics(shard))
         partitions = tuple(
             m.OffsetCommitPartition(
-                topic=t.name, partition=p.partition_index, offset=p.committed_offset,
+                topic=name, partition=p.partition_index, offset=p.committed_offset,
                 leader_epoch=get(p, "committed_leader_epoch", -1), metadata=p.committed_metadata,
             )
-            for t in req.topics for p in t.partitions
+            for t, name in named if name is not None for p in t.partitions
         )
         retention = get(req, "retention_time", -1)
         core_req = m.OffsetCommitRequest(
@@ -281,21 +288,22 @@ class GroupApi:
             retention_time_ms=ms(retention) if retention is not None else -1,
             api_version=v,
         )
-        shard = self.shard_of(core_req.group_id)
-        # Partitions that do not exist are answered here and never reach the group
-        # (groups/offset_topics.py); with none left the group is not asked at all.
+        # Partitions that do not exist (or whose topic id no topic has) are answered here and
+        # never reach the group (groups/offset_topics.py); with none left the group is not
+        # asked at all.
         errors = unknown_partitions(shard, ((p.topic, p.partition) for p in partitions))
         if errors:
             core_req = replace(core_req, partitions=tuple(p for p in partitions
                                                           if (p.topic, p.partition) not in errors))
-        if core_req.partitions or not errors:
+        unknown_ids = any(name is None and t.partitions for t, name in named)
+        if core_req.partitions or not (errors or unknown_ids):
             try:
                 resp = await shard.call(shard.coordinator.commit_offsets, core_req)
                 errors.update({(e.topic, e.partition): e.error for e in resp.partitions})
             except GroupError as exc:
                 errors.update({(p.topic, p.partition): exc.code for p in core_req.partitions})
         cls = response_class(header.api_key, v)
-        return build(cls, topics=commit_answer_topics(cls, req.topics, errors, shard_topics(shard) or {}))
+        return build(cls, topics=commit_answer_topics(cls, named, errors, shard_topics(shard) or {}))
 
     # ---- OffsetFetch ----------------------------------------------------------------------
 
@@ -321,35 +329,49 @@ class GroupApi:
                          member_epoch: int = -1, require_stable: bool = False,
                          group_level: bool = False) -> tuple[ErrorCode, tuple]:
         """One group's offsets; a group's error (v8+: `group_level`) lists no partitions, as
-        Kafka 4.4 answers (tests/streams/test_streams_differential.py)."""
-        listed = None if topics is None else tuple((t.name, p) for t in topics for p in t.partition_indexes)
+        Kafka 4.4 answers (tests/streams/test_streams_differential.py). From v10 topics are
+        ids (groups/topic_ids.py): an id no topic has answers UNKNOWN_TOPIC_ID per partition."""
         shard = self.shard_of(group_id)
+        v = int(topic_cls.__version__)
+        key = topic_key(v)
+        named = None if topics is None else request_names(topics, v, shard_topics(shard))
+        listed = None if named is None else tuple(
+            (name, p) for t, name in named if name is not None for p in t.partition_indexes)
         part_cls = item(topic_cls, "partitions")
+
+        def answer(t: Any, partitions: Any) -> Any:
+            return build(topic_cls, **{key: getattr(t, key)}, partitions=tuple(partitions))
+
+        def failed(p: int, code: ErrorCode) -> Any:
+            return build(part_cls, partition_index=p, committed_offset=-1, committed_leader_epoch=-1,
+                         metadata="", error_code=code)
         try:
             resp = await shard.call(shard.coordinator.fetch_offsets,
                                     m.OffsetFetchRequest(group_id, listed, require_stable, member_id=member_id or None,
                                                          member_epoch=member_epoch))
         except GroupError as exc:
-            if topics is None or group_level:
+            if named is None or group_level:
                 return exc.code, ()
-            return exc.code, tuple(
-                build(topic_cls, name=t.name, partitions=tuple(
-                    build(part_cls, partition_index=p, committed_offset=-1, committed_leader_epoch=-1,
-                          metadata="", error_code=exc.code) for p in t.partition_indexes))
-                for t in topics)
+            return exc.code, tuple(answer(t, (failed(p, exc.code) for p in t.partition_indexes)) for t, _ in named)
         by_topic: dict[str, list] = {}
         for f in resp.partitions:
             by_topic.setdefault(f.topic, []).append(build(
                 part_cls, partition_index=f.partition, committed_offset=f.offset,
                 committed_leader_epoch=f.leader_epoch, metadata=f.metadata, error_code=f.error))
-        if topics is not None:
+        if named is not None:
             # Kafka answers each topic asked for, in the request's order, even one naming no partition.
             found = {(t, int(p.partition_index)): p for t, ps in by_topic.items() for p in ps}
             return resp.error, tuple(
-                build(topic_cls, name=t.name, partitions=tuple(
-                    found[(t.name, p)] for p in t.partition_indexes if (t.name, p) in found))
-                for t in topics)
-        return resp.error, tuple(build(topic_cls, name=t, partitions=tuple(ps)) for t, ps in by_topic.items())
+                answer(t, (failed(p, ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partition_indexes) if name is None
+                       else (found[(name, p)] for p in t.partition_indexes if (name, p) in found))
+                for t, name in named)
+        if key == "name":
+            return resp.error, tuple(build(topic_cls, name=t, partitions=tuple(ps)) for t, ps in by_topic.items())
+        # Every topic by id: a name no topic has now (offsets kept from before a deletion was
+        # seen) has no id to answer with and is left out.
+        names = topic_names(shard_topics(shard))
+        return resp.error, tuple(build(topic_cls, topic_id=names.id_of(t), partitions=tuple(ps))
+                                 for t, ps in by_topic.items() if names.id_of(t) is not None)
 
     # ---- OffsetDelete ---------------------------------------------------------------------
 
