@@ -13,26 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
 
-from kgroup.assignors.interface import EAGER, PartitionRacks
-from kgroup.assignors.member_order import ordered_members
+from kgroup.assignors.builtin_client import BuiltinClientAssignor
+from kgroup.assignors.interface import PartitionRacks
 from kgroup.assignors.passes import drain
-from kgroup.assignors.spec import Assignment, ClientMember, topic_lists
+from kgroup.assignors.spec import ClientMember, TopicPartitions, topic_lists
 
 
-class RangeAssignor:
+class RangeAssignor(BuiltinClientAssignor):
     """Kafka's `range` client-side assignor."""
 
     name = "range"
-    supported_protocols = (EAGER,)
 
-    def assign(
-        self,
-        members: Mapping[str, ClientMember],
-        partitions_per_topic: Mapping[str, int],
-        partition_racks: PartitionRacks | None = None,
-    ) -> dict[str, Assignment]:
-        """One assignment per member id."""
-        order = ordered_members(members)
+    def _place(self, order: list[ClientMember], partitions_per_topic: Mapping[str, int],
+               partition_racks: PartitionRacks | None) -> list[TopicPartitions]:
         # Per topic, its subscribers in assignor order. Members with the same topic list
         # share one entry (10,000 members x 1,000 topics would be 10M appends otherwise),
         # and topics subscribed by the same set of entries share one subscriber list.
@@ -74,7 +67,7 @@ class RangeAssignor:
                     if parts:
                         out[i][topic] = tuple(parts)
         # Topics went in sorted, partition runs ascending: already the wire shape.
-        return {m.member_id: Assignment(tuple(a.items()), None) for m, a in zip(order, out)}
+        return [tuple(a.items()) for a in out]
 
 
 def _runs(n: int, subscribers: int) -> list[tuple[int, ...]]:

@@ -11,26 +11,19 @@ from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
 
-from kgroup.assignors.interface import EAGER, PartitionRacks
-from kgroup.assignors.member_order import ordered_members
+from kgroup.assignors.builtin_client import BuiltinClientAssignor
+from kgroup.assignors.interface import PartitionRacks
 from kgroup.assignors.passes import drain
-from kgroup.assignors.spec import Assignment, ClientMember, topic_lists
+from kgroup.assignors.spec import ClientMember, TopicPartitions, topic_lists
 
 
-class RoundRobinAssignor:
+class RoundRobinAssignor(BuiltinClientAssignor):
     """Kafka's `roundrobin` client-side assignor."""
 
     name = "roundrobin"
-    supported_protocols = (EAGER,)
 
-    def assign(
-        self,
-        members: Mapping[str, ClientMember],
-        partitions_per_topic: Mapping[str, int],
-        partition_racks: PartitionRacks | None = None,
-    ) -> dict[str, Assignment]:
-        """One assignment per member id."""
-        order = ordered_members(members)
+    def _place(self, order: list[ClientMember], partitions_per_topic: Mapping[str, int],
+               partition_racks: PartitionRacks | None) -> list[TopicPartitions]:
         n = len(order)
         # Members with the same topic list share one subscription set.
         keys, which = topic_lists(order)
@@ -68,4 +61,4 @@ class RoundRobinAssignor:
                        repeat(topic), runs))
             cursor = (takers[(pos + count - 1) % size] + 1) % n
         # Topics went in sorted, each run ascending: already the wire shape.
-        return {m.member_id: Assignment(tuple(a.items()), None) for m, a in zip(order, out)}
+        return [tuple(a.items()) for a in out]

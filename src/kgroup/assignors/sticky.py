@@ -23,10 +23,11 @@ import struct
 from collections.abc import Mapping
 
 from kgroup.assignors.consumer_protocol import ConsumerProtocolError, decode_sticky_user_data
+from kgroup.assignors.builtin_client import BuiltinClientAssignor
 from kgroup.assignors.interface import COOPERATIVE, EAGER, PartitionRacks
 from kgroup.assignors.placement import place
 from kgroup.assignors.spec import (
-    Assignment, ClientMember, Subscription, topic_lists, topic_partitions,
+    ClientMember, Subscription, TopicPartitions, topic_lists, topic_partitions,
 )
 
 Claims = dict[str, tuple[int, ...]]
@@ -99,35 +100,32 @@ def resolve_claims(claims: list[tuple[int, Claims]]) -> list[Claims]:
     return resolved
 
 
-class StickyAssignor:
+class StickyAssignor(BuiltinClientAssignor):
     """Kafka's eager `sticky` client-side assignor."""
 
     name = "sticky"
-    supported_protocols: tuple[str, ...] = (EAGER,)
     cooperative = False
 
     def _claim(self, sub: Subscription) -> tuple[int, Claims]:
         return eager_claim(sub)
 
-    def assign(
-        self,
-        members: Mapping[str, ClientMember],
-        partitions_per_topic: Mapping[str, int],
-        partition_racks: PartitionRacks | None = None,
-    ) -> dict[str, Assignment]:
-        """One assignment per member id."""
-        ids = sorted(members)
-        claims = [self._claim(members[m].subscription) for m in ids]
+    def _order(self, members: Mapping[str, ClientMember]) -> list[ClientMember]:
+        # By member id: stickiness, not Kafka's static-first order, decides who gets what.
+        return [members[m] for m in sorted(members)]
+
+    def _place(self, order: list[ClientMember], partitions_per_topic: Mapping[str, int],
+               partition_racks: PartitionRacks | None) -> list[TopicPartitions]:
+        claims = [self._claim(m.subscription) for m in order]
         valid = resolve_claims(claims)
         # The topic tuples themselves (place() accepts any hashable collection): a frozenset
         # per member costs a second at 10,000 members x 1,000 topics.
-        keys, which = topic_lists([members[m] for m in ids])
+        keys, which = topic_lists(order)
         subs = list(map(keys.__getitem__, which))
         counts = {t: n for t, n in partitions_per_topic.items() if n > 0}
         result = place(subs, counts, valid)
         if self.cooperative:
             _withhold_moving(result, claims)
-        return {m: Assignment(topic_partitions(result[i]), None) for i, m in enumerate(ids)}
+        return list(map(topic_partitions, result))
 
 
 class CooperativeStickyAssignor(StickyAssignor):

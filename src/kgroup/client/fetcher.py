@@ -29,6 +29,7 @@ from typing import Any
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import record_batch
 from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.errors import CorruptRecord
 
 from .cluster import ClusterClient, build_request
 from .errors import KafkaClientError
@@ -342,7 +343,7 @@ def decode(tp: TopicPartition, blob: bytes, start: int,
         try:
             if not _runs(out, payload, h, topic, partition, ts_type, start):
                 _records(out, payload, h, topic, partition, ts_type, start)
-        except (IndexError, ValueError):
+        except _MISFIT:
             for r in record_batch.decode_records(batch):
                 if r.offset >= start:
                     out.append(ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type,
@@ -350,18 +351,10 @@ def decode(tp: TopicPartition, blob: bytes, start: int,
     return out, after
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = 0
-    raw = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
+# A zigzag varint of any length (the record format's); the fast paths read short ones inline.
+_varint = record_batch.read_varint
+# What makes a fast path give up on a batch (decode() then reads it the general way).
+_MISFIT = (IndexError, ValueError, CorruptRecord)
 
 
 def _records(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, partition: int,
@@ -451,7 +444,7 @@ def _records(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, part
                                       ts_type, key, value))
         if pos != len(payload):
             raise ValueError("bytes after the last record")
-    except (IndexError, ValueError):
+    except _MISFIT:
         del out[mark:]
         raise
 
@@ -510,7 +503,7 @@ def _runs(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, partiti
     mark = len(out)
     try:
         return _runs_from(out, payload, h, topic, partition, ts_type, start)
-    except (IndexError, ValueError):
+    except _MISFIT:
         del out[mark:]
         raise
 

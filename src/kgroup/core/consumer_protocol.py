@@ -368,10 +368,16 @@ class ConsumerProtocol(ModernProtocol):
     def remove_members(self, group: ConsumerGroup, member_ids: list[str], out: ResultBuilder, now_ms: int) -> None:
         """Remove members and bump the group epoch so the others get their partitions.
 
-        If that leaves only classic-protocol members, the group turns classic again.
+        If that leaves only classic-protocol members, the group turns classic again: every
+        member's records and the group's go, and a classic group takes its place.
         """
-        if not self.downgrade.maybe_downgrade(group, member_ids, out, now_ms):
+        if not self.downgrade.wanted(group, member_ids):
             super().remove_members(group, member_ids, out, now_ms)
+            return
+        for member_id in group.members:
+            self._remove_records(group, member_id, out)
+        self._remove_group_records(group, out)
+        self.downgrade.to_classic(group, member_ids, out, now_ms)
 
     fence = remove_members
 

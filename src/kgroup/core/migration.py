@@ -61,18 +61,12 @@ from kgroup.core.records import (
     ClassicGroupRecord,
     ClassicGroupValue,
     ClassicMemberValue,
-    ConsumerCurrentRecord,
     ConsumerCurrentValue,
-    ConsumerGroupEpochRecord,
-    ConsumerMemberRecord,
     ConsumerMemberValue,
-    ConsumerTargetEpochRecord,
-    ConsumerTargetRecord,
     Partitions,
 )
 from kgroup.core.result import Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
-from kgroup.core.timers import consumer_revoke_key, consumer_session_key
 
 if TYPE_CHECKING:
     from kgroup.core.classic_protocol import ClassicProtocol
@@ -118,25 +112,23 @@ class Downgrade:
     def allowed(self) -> bool:
         return self.config.consumer_migration_policy in ("bidirectional", "downgrade")
 
-    def maybe_downgrade(self, group: ConsumerGroup, leaving: list[str], out: ResultBuilder, now_ms: int) -> bool:
-        """After `leaving` go: if only classic members remain, make the group classic again
-        (records, and the classic group staged to be adopted); False if it stays as it is."""
+    def wanted(self, group: ConsumerGroup, leaving: list[str]) -> bool:
+        """Whether the group turns classic once `leaving` go: only classic members remain
+        (and the policy allows it)."""
         rest = [m for mid, m in group.members.items() if mid not in leaving]
         if not rest or not self.allowed() or not all(m.meta.is_classic for m in rest):
             return False
-        if not any(not group.members[mid].meta.is_classic for mid in leaving if mid in group.members):
-            return False  # only the last consumer-protocol member's departure converts back
+        # Only the last consumer-protocol member's departure converts back.
+        return any(not group.members[mid].meta.is_classic for mid in leaving if mid in group.members)
+
+    def to_classic(self, group: ConsumerGroup, leaving: list[str], out: ResultBuilder, now_ms: int) -> None:
+        """The classic group that takes the place of `group` once `leaving` go: its record,
+        and the group staged to be adopted. The consumer group's own records are deleted by
+        the consumer protocol, as for any group that goes."""
+        rest = [m for mid, m in group.members.items() if mid not in leaving]
         # Kafka's ClassicGroup.fromConsumerGroup: the generation is the group epoch, and each
         # member's assignment its target one, in its subscription's ConsumerProtocol version.
         group_id, generation = group.group_id, group.epoch
-        for m in group.members.values():
-            out.record(ConsumerCurrentRecord(group_id, m.member_id, None))
-            out.record(ConsumerTargetRecord(group_id, m.member_id, None))
-            out.record(ConsumerMemberRecord(group_id, m.member_id, None))
-            out.then(self.shard.timers.cancel, consumer_session_key(group_id, m.member_id))
-            out.then(self.shard.timers.cancel, consumer_revoke_key(group_id, m.member_id))
-        out.record(ConsumerTargetEpochRecord(group_id, None))
-        out.record(ConsumerGroupEpochRecord(group_id, None))
         protocol = rest[0].meta.classic_protocols[0][0] if rest[0].meta.classic_protocols else "range"
         value = ClassicGroupValue(CONSUMER, generation, protocol, rest[0].member_id, now_ms, tuple(
             ClassicMemberValue(m.member_id, m.meta.instance_id, m.meta.client_id, m.meta.client_host,
@@ -154,7 +146,6 @@ class Downgrade:
                                               classic.members[m.member_id].assignment))
         # Everyone rejoins the classic way once the group is in.
         out.then(self.classic.adopt, classic, out, now_ms)
-        return True
 
 
 # ==========================================================================================
@@ -223,13 +214,15 @@ class Migration:
         subscribed = tuple(sorted((n, *self.shard.topics[n]) for n in
                                   {t for _, meta, _ in members for t in meta.subscribed_topic_names}
                                   if n in self.shard.topics))
-        records.append(ConsumerGroupEpochRecord(group_id, generation, subscribed))
+        # The consumer group's records by role, as the consumer protocol writes them.
+        kind = self.consumer.records
+        records.append(kind.epoch(group_id, generation, subscribed))
         for member_id, meta, assigned in members:
-            records.append(ConsumerMemberRecord(group_id, member_id, meta))
-            records.append(ConsumerTargetRecord(group_id, member_id, assigned))
-        records.append(ConsumerTargetEpochRecord(group_id, generation))
+            records.append(kind.member(group_id, member_id, meta))
+            records.append(kind.target(group_id, member_id, assigned))
+        records.append(kind.target_epoch(group_id, generation))
         for member_id, _, assigned in members:
-            records.append(ConsumerCurrentRecord(group_id, member_id, ConsumerCurrentValue(
+            records.append(kind.current(group_id, member_id, ConsumerCurrentValue(
                 generation, generation, MemberState.STABLE, assigned, ())))
             self.consumer.arm_session(group_id, member_id, now_ms + classic.members[member_id].session_timeout_ms, out)
         for record in records:

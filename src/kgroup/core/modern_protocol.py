@@ -319,6 +319,10 @@ class ModernProtocol:
         for topic, partition in sorted(self.shard.stored.offsets.get(group.group_id, {})):
             out.record(OffsetCommitRecord(group.group_id, topic, partition, None))
         self.delete_progress(group, out)
+        self._remove_group_records(group, out)
+
+    def _remove_group_records(self, group: ModernGroup, out: ResultBuilder) -> None:
+        """The group's own records go (after its members'): it is gone."""
         out.record(self.records.target_epoch(group.group_id, None))
         out.record(self.records.epoch(group.group_id, None))
 

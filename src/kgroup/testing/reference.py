@@ -140,63 +140,58 @@ def group_properties(group: "GroupConfig | None" = None) -> dict[str, Any]:
             if KAFKA_GROUP_DEFAULTS.get(name) != value}
 
 
-# Kafka 4.4's defaults of the properties `group_properties` maps (GroupCoordinatorConfig,
-# ShareGroupConfig).
-KAFKA_GROUP_DEFAULTS: dict[str, Any] = {
-    "group.initial.rebalance.delay.ms": 3_000, "group.min.session.timeout.ms": 6_000,
-    "group.max.session.timeout.ms": 1_800_000, "group.max.size": 2_147_483_647,
-    "offsets.retention.minutes": 10_080, "offsets.retention.check.interval.ms": 600_000,
-    "offset.metadata.max.bytes": 4096, "group.consumer.session.timeout.ms": 45_000,
-    "group.consumer.min.session.timeout.ms": 45_000, "group.consumer.max.session.timeout.ms": 60_000,
-    "group.consumer.heartbeat.interval.ms": 5_000, "group.consumer.min.heartbeat.interval.ms": 5_000,
-    "group.consumer.max.heartbeat.interval.ms": 15_000, "group.consumer.assignors": "uniform,range",
-    "group.consumer.max.size": 2_147_483_647, "group.consumer.migration.policy": "bidirectional",
-    "group.share.session.timeout.ms": 45_000, "group.share.min.session.timeout.ms": 45_000,
-    "group.share.max.session.timeout.ms": 60_000, "group.share.heartbeat.interval.ms": 5_000,
-    "group.share.min.heartbeat.interval.ms": 5_000, "group.share.max.heartbeat.interval.ms": 15_000,
-    "group.share.record.lock.duration.ms": 30_000, "group.share.min.record.lock.duration.ms": 15_000,
-    "group.share.max.record.lock.duration.ms": 60_000, "group.share.delivery.count.limit": 5,
-    "group.share.min.delivery.count.limit": 2, "group.share.max.delivery.count.limit": 10,
-    "group.share.partition.max.record.locks": 2_000, "group.share.min.partition.max.record.locks": 100,
-    "group.share.max.partition.max.record.locks": 4_000, "group.share.max.size": 200,
+# Kafka's coordinator properties a `GroupConfig` field mirrors, with Kafka 4.4's defaults
+# (GroupCoordinatorConfig, ShareGroupConfig): (property, field, Kafka's default). One table
+# for the names, the fields and the defaults: `group_properties` writes what differs.
+_GROUP_PROPERTIES: tuple[tuple[str, str, Any], ...] = (
+    ("group.initial.rebalance.delay.ms", "initial_rebalance_delay_ms", 3_000),
+    ("group.min.session.timeout.ms", "min_session_timeout_ms", 6_000),
+    ("group.max.session.timeout.ms", "max_session_timeout_ms", 1_800_000),
+    ("group.max.size", "max_group_size", 2_147_483_647),
+    ("offsets.retention.minutes", "offsets_retention_ms", 10_080),
+    ("offsets.retention.check.interval.ms", "offsets_retention_check_interval_ms", 600_000),
+    ("offset.metadata.max.bytes", "offset_metadata_max_bytes", 4096),
+    ("group.consumer.session.timeout.ms", "consumer_session_timeout_ms", 45_000),
+    ("group.consumer.min.session.timeout.ms", "consumer_min_session_timeout_ms", 45_000),
+    ("group.consumer.max.session.timeout.ms", "consumer_max_session_timeout_ms", 60_000),
+    ("group.consumer.heartbeat.interval.ms", "consumer_heartbeat_interval_ms", 5_000),
+    ("group.consumer.min.heartbeat.interval.ms", "consumer_min_heartbeat_interval_ms", 5_000),
+    ("group.consumer.max.heartbeat.interval.ms", "consumer_max_heartbeat_interval_ms", 15_000),
+    ("group.consumer.assignors", "consumer_assignors", "uniform,range"),
+    ("group.consumer.max.size", "consumer_max_size", 2_147_483_647),
+    ("group.consumer.migration.policy", "consumer_migration_policy", "bidirectional"),
+    ("group.share.session.timeout.ms", "share_session_timeout_ms", 45_000),
+    ("group.share.min.session.timeout.ms", "share_min_session_timeout_ms", 45_000),
+    ("group.share.max.session.timeout.ms", "share_max_session_timeout_ms", 60_000),
+    ("group.share.heartbeat.interval.ms", "share_heartbeat_interval_ms", 5_000),
+    ("group.share.min.heartbeat.interval.ms", "share_min_heartbeat_interval_ms", 5_000),
+    ("group.share.max.heartbeat.interval.ms", "share_max_heartbeat_interval_ms", 15_000),
+    ("group.share.record.lock.duration.ms", "share_record_lock_duration_ms", 30_000),
+    ("group.share.min.record.lock.duration.ms", "share_min_record_lock_duration_ms", 15_000),
+    ("group.share.max.record.lock.duration.ms", "share_max_record_lock_duration_ms", 60_000),
+    ("group.share.delivery.count.limit", "share_delivery_count_limit", 5),
+    ("group.share.min.delivery.count.limit", "share_min_delivery_count_limit", 2),
+    ("group.share.max.delivery.count.limit", "share_max_delivery_count_limit", 10),
+    ("group.share.partition.max.record.locks", "share_partition_max_record_locks", 2_000),
+    ("group.share.min.partition.max.record.locks", "share_min_partition_max_record_locks", 100),
+    ("group.share.max.partition.max.record.locks", "share_max_partition_max_record_locks", 4_000),
+    ("group.share.max.size", "share_max_size", 200),
+)
+# Fields whose property has another unit or form.
+_AS_PROPERTY: dict[str, Any] = {
+    "offsets_retention_ms": lambda ms: ms // 60_000,      # offsets.retention.minutes
+    "consumer_assignors": ",".join,
 }
+
+KAFKA_GROUP_DEFAULTS: dict[str, Any] = {name: default for name, _, default in _GROUP_PROPERTIES}
 
 
 def _group_properties(g: "GroupConfig") -> dict[str, Any]:
-    return {
-        "group.initial.rebalance.delay.ms": g.initial_rebalance_delay_ms,
-        "group.min.session.timeout.ms": g.min_session_timeout_ms,
-        "group.max.session.timeout.ms": g.max_session_timeout_ms,
-        "group.max.size": g.max_group_size,
-        "offsets.retention.minutes": g.offsets_retention_ms // 60_000,
-        "offsets.retention.check.interval.ms": g.offsets_retention_check_interval_ms,
-        "offset.metadata.max.bytes": g.offset_metadata_max_bytes,
-        "group.consumer.session.timeout.ms": g.consumer_session_timeout_ms,
-        "group.consumer.min.session.timeout.ms": g.consumer_min_session_timeout_ms,
-        "group.consumer.max.session.timeout.ms": g.consumer_max_session_timeout_ms,
-        "group.consumer.heartbeat.interval.ms": g.consumer_heartbeat_interval_ms,
-        "group.consumer.min.heartbeat.interval.ms": g.consumer_min_heartbeat_interval_ms,
-        "group.consumer.max.heartbeat.interval.ms": g.consumer_max_heartbeat_interval_ms,
-        "group.consumer.assignors": ",".join(g.consumer_assignors),
-        "group.consumer.max.size": g.consumer_max_size,
-        "group.consumer.migration.policy": g.consumer_migration_policy,
-        "group.share.session.timeout.ms": g.share_session_timeout_ms,
-        "group.share.min.session.timeout.ms": g.share_min_session_timeout_ms,
-        "group.share.max.session.timeout.ms": g.share_max_session_timeout_ms,
-        "group.share.heartbeat.interval.ms": g.share_heartbeat_interval_ms,
-        "group.share.min.heartbeat.interval.ms": g.share_min_heartbeat_interval_ms,
-        "group.share.max.heartbeat.interval.ms": g.share_max_heartbeat_interval_ms,
-        "group.share.record.lock.duration.ms": g.share_record_lock_duration_ms,
-        "group.share.min.record.lock.duration.ms": g.share_min_record_lock_duration_ms,
-        "group.share.max.record.lock.duration.ms": g.share_max_record_lock_duration_ms,
-        "group.share.delivery.count.limit": g.share_delivery_count_limit,
-        "group.share.min.delivery.count.limit": g.share_min_delivery_count_limit,
-        "group.share.max.delivery.count.limit": g.share_max_delivery_count_limit,
-        "group.share.partition.max.record.locks": g.share_partition_max_record_locks,
-        "group.share.min.partition.max.record.locks": g.share_min_partition_max_record_locks,
-        "group.share.max.partition.max.record.locks": g.share_max_partition_max_record_locks,
-        "group.share.max.size": g.share_max_size,
-    }
+    return {name: _AS_PROPERTY.get(field, _same)(getattr(g, field)) for name, field, _ in _GROUP_PROPERTIES}
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 # How long a start may take before it counts as failed. It is ready in 3-10 s on a busy

@@ -250,7 +250,7 @@ def validate_produce(
 # --- varints --------------------------------------------------------------------------
 
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     """Zigzag varint at ``pos`` -> (value, new pos). CorruptRecord on overrun."""
     shift = 0
     raw = 0
@@ -309,7 +309,7 @@ def _headers_bytes(headers: Sequence[tuple[str | bytes, bytes | None]]) -> bytes
 
 
 def _read_bytes(buf: bytes, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
-    length, pos = _read_varint(buf, pos)
+    length, pos = read_varint(buf, pos)
     if length < 0:
         if length != -1:
             raise CorruptRecord(f"negative {what} length {length}")
@@ -469,17 +469,17 @@ def decode_records(
     for i in range(h.record_count):
         if pos >= end:
             raise InvalidRecord(f"batch declares {h.record_count} records but holds {i}")
-        length, pos = _read_varint(payload, pos)
+        length, pos = read_varint(payload, pos)
         rec_end = pos + length
         if length < 0 or rec_end > end:
             raise CorruptRecord(f"record {i} length {length} overruns the batch")
         attributes = payload[pos] if pos < rec_end else 0
         pos += 1
-        ts_delta, pos = _read_varint(payload, pos)
-        off_delta, pos = _read_varint(payload, pos)
+        ts_delta, pos = read_varint(payload, pos)
+        off_delta, pos = read_varint(payload, pos)
         key, pos = _read_bytes(payload, pos, rec_end, "key")
         value, pos = _read_bytes(payload, pos, rec_end, "value")
-        n_headers, pos = _read_varint(payload, pos)
+        n_headers, pos = read_varint(payload, pos)
         if n_headers < 0 or n_headers > length:
             raise CorruptRecord(f"record {i} has {n_headers} headers")
         headers: list[tuple[str, bytes | None]] = []
@@ -611,16 +611,16 @@ def read_marker(batch: bytes | memoryview) -> tuple[int, int] | None:
         return None
     try:
         pos = BATCH_HEADER_SIZE
-        _, pos = _read_varint(data, pos)      # record length
+        _, pos = read_varint(data, pos)      # record length
         pos += 1                              # attributes
-        _, pos = _read_varint(data, pos)      # timestamp delta
-        _, pos = _read_varint(data, pos)      # offset delta
-        key_len, pos = _read_varint(data, pos)
+        _, pos = read_varint(data, pos)      # timestamp delta
+        _, pos = read_varint(data, pos)      # offset delta
+        key_len, pos = read_varint(data, pos)
         if key_len < 4 or pos + 4 > len(data):
             return None
         kind = _CONTROL_KEY.unpack_from(data, pos)[1]
         pos += key_len
-        value_len, pos = _read_varint(data, pos)
+        value_len, pos = read_varint(data, pos)
         epoch = -1
         if value_len >= 6 and pos + 6 <= len(data):
             epoch = _MARKER_VALUE.unpack_from(data, pos)[1]

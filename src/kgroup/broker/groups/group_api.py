@@ -507,27 +507,47 @@ class ConsumerGroupApi:
                      assignment=assignment)
 
     async def describe(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(header.api_key, header.api_version)
-        group_cls = item(cls, "groups")
-        member_cls = item(group_cls, "members")
-        assignment = described_assignment(member_cls)
-        groups = []
-        for shard, d in await self.groups.describe_each(
-                req.group_ids, "consumer_group_describe",
-                lambda group_id, exc: m.DescribedConsumerGroup(group_id, exc.code)):
+        def topic_names(shard: Any) -> dict[str, str]:
             topics = shard.coordinator.shard.topics if isinstance(shard, Shard) else {}
-            names = {topic_id: name for name, (topic_id, _) in topics.items()}
-            groups.append(build(
-                group_cls, **described_group(req, d, d.message),
-                members=tuple(build(
-                    member_cls, member_id=x.member_id, instance_id=x.instance_id, rack_id=x.rack_id,
-                    member_epoch=x.member_epoch, client_id=x.client_id, client_host=x.client_host,
-                    subscribed_topic_names=x.subscribed_topic_names,
-                    subscribed_topic_regex=x.subscribed_topic_regex or "",   # Kafka: "" when none
-                    assignment=assignment(x.assignment, names),
-                    target_assignment=assignment(x.target_assignment, names),
-                    member_type=x.member_type) for x in d.members)))
-        return build(cls, groups=tuple(groups))
+            return {topic_id: name for name, (topic_id, _) in topics.items()}
+
+        def member(member_cls: type, x: Any, assignment: Callable[[Any], Any]) -> Any:
+            return build(
+                member_cls, member_id=x.member_id, instance_id=x.instance_id, rack_id=x.rack_id,
+                member_epoch=x.member_epoch, client_id=x.client_id, client_host=x.client_host,
+                subscribed_topic_names=x.subscribed_topic_names,
+                subscribed_topic_regex=x.subscribed_topic_regex or "",   # Kafka: "" when none
+                assignment=assignment(x.assignment), target_assignment=assignment(x.target_assignment),
+                member_type=x.member_type)
+
+        return await describe_modern_groups(
+            self.groups, header, req, "consumer_group_describe",
+            lambda group_id, exc: m.DescribedConsumerGroup(group_id, exc.code), topic_names, member)
+
+
+async def describe_modern_groups(groups: GroupApi, header: RequestHeader, req: Any, handler: str,
+                                 failed: Callable[[str, GroupError], Any],
+                                 topic_names: Callable[[Any], dict[str, str]],
+                                 member: Callable[[type, Any, Callable[[Any], Any]], Any]) -> Any:
+    """A ConsumerGroupDescribe or ShareGroupDescribe answer: each group as its shard's
+    coordinator ``handler`` describes it (``failed``: see ``GroupApi.describe_each``), its
+    group-level fields from ``described_group`` and each member as ``member(member class,
+    described member, assignment)`` builds it, where ``assignment(partitions)`` names the
+    topics by ``topic_names(shard)`` (topic id -> name)."""
+    cls = response_class(header.api_key, header.api_version)
+    group_cls = item(cls, "groups")
+    member_cls = item(group_cls, "members")
+    assignment = described_assignment(member_cls)
+    described = []
+    for shard, d in await groups.describe_each(req.group_ids, handler, failed):
+        names = topic_names(shard)
+
+        def named(partitions: Any, names: dict[str, str] = names) -> Any:
+            return assignment(partitions, names)
+        # A share group's description carries no message of its own.
+        described.append(build(group_cls, **described_group(req, d, getattr(d, "message", None)),
+                               members=tuple(member(member_cls, x, named) for x in d.members)))
+    return build(cls, throttle_time=0, groups=tuple(described))
 
 
 def described_group(req: Any, d: Any, message: str | None = None) -> dict[str, Any]:

@@ -12,9 +12,10 @@ again): a local call today, a request to the partition's node in a cluster.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
-from kgroup.broker.groups.group_api import GroupApi, described_assignment, described_group, field_class
+from kgroup.broker.groups.group_api import GroupApi, describe_modern_groups, field_class
 from kgroup.broker.groups.offset_topics import unknown_in
 from kgroup.broker.share.share_fetch import ShareFetchService
 from kgroup.core.errors import ErrorCode, GroupError
@@ -100,23 +101,17 @@ class ShareGroupApi:
     # ---- ShareGroupDescribe -------------------------------------------------------------------
 
     async def describe(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(header.api_key, header.api_version)
-        group_cls = item(cls, "groups")
-        member_cls = item(group_cls, "members")
-        assignment = described_assignment(member_cls)
-        groups = []
-        for shard, d in await self.groups.describe_each(
-                req.group_ids, "share_group_describe",
-                lambda group_id, exc: DescribedShareGroup(group_id, exc.code)):
-            names = {tid: name for name, (tid, _) in self._topics(shard).items()}
-            groups.append(build(
-                group_cls, **described_group(req, d),
-                members=tuple(build(
-                    member_cls, member_id=x.member_id, rack_id=x.rack_id, member_epoch=x.member_epoch,
-                    client_id=x.client_id, client_host=x.client_host,
-                    subscribed_topic_names=x.subscribed_topic_names,
-                    assignment=assignment(x.assignment, names)) for x in d.members)))
-        return build(cls, throttle_time=0, groups=tuple(groups))
+        def topic_names(shard: Any) -> dict[str, str]:
+            return {tid: name for name, (tid, _) in self._topics(shard).items()}
+
+        def member(member_cls: type, x: Any, assignment: Callable[[Any], Any]) -> Any:
+            return build(member_cls, member_id=x.member_id, rack_id=x.rack_id, member_epoch=x.member_epoch,
+                         client_id=x.client_id, client_host=x.client_host,
+                         subscribed_topic_names=x.subscribed_topic_names, assignment=assignment(x.assignment))
+
+        return await describe_modern_groups(
+            self.groups, header, req, "share_group_describe",
+            lambda group_id, exc: DescribedShareGroup(group_id, exc.code), topic_names, member)
 
     # ---- share-group offsets ------------------------------------------------------------------
 
