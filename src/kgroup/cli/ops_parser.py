@@ -179,9 +179,10 @@ def add_group_tools(gsub: Any, client: argparse.ArgumentParser) -> None:
                         help="delete a group's committed offsets of topics it no longer consumes "
                         "(a share group's state, per whole topic, when the group is empty)")
     one_group_argument(g)
-    g.add_argument("--topic", action="append", default=[], type=_typed(specs.topic_spec),
-                   metavar="TOPIC[:PARTITION,...]", help="a topic, or some of its partitions; repeatable")
-    g.add_argument("--from-file", metavar="FILE",
+    which = g.add_mutually_exclusive_group(required=True)
+    which.add_argument("--topic", action="append", default=[], type=_typed(specs.topic_spec),
+                       metavar="TOPIC[:PARTITION,...]", help="a topic, or some of its partitions; repeatable")
+    which.add_argument("--from-file", metavar="FILE",
                    help="the partitions to delete, one 'topic partition' (or topic,partition) a line, as "
                    "rpk group offset-delete --from-file reads them")
 
