@@ -15,9 +15,10 @@ import pytest
 
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import create_topic
+from tests.integration.test_cli_group_tools import committed as committed_offsets
 
 ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, Producer  # noqa: E402
 
 pytestmark = pytest.mark.integration
 KGROUP = str(Path(sys.executable).with_name("kgroup"))
@@ -42,13 +43,8 @@ def rows(text: str) -> list[list[str]]:
     return [line.split() for line in text.splitlines() if line.strip()]
 
 
-def committed(broker, group: str, topic: str, partitions=(0, 1)) -> dict[int, int]:
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
-    try:
-        return {tp.partition: tp.offset for tp in c.committed([TopicPartition(topic, p) for p in partitions],
-                                                               timeout=15)}
-    finally:
-        c.close()
+def committed(broker, group: str, topic: str) -> dict[int, int]:
+    return committed_offsets(broker, group, topic, partitions=(0, 1))
 
 
 def test_group_flags_on_idle_and_active_groups(broker, tmp_path):

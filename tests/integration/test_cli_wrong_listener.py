@@ -8,63 +8,33 @@ from __future__ import annotations
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
-from tests.integration.broker_process import KGROUP, BrokerProcess, free_port
-from tests.integration.security_setup import make_certs
+from tests.integration.broker_process import KGROUP, free_port
+from tests.integration.security_setup import secure_broker
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def listeners(tmp_path_factory):
+    """The security tests' broker (SASL_PLAINTEXT, SASL_SSL, SSL with client certificates)
+    with a PLAINTEXT listener and the web console beside them, and an HTTP server of another
+    kind."""
     tmp = tmp_path_factory.mktemp("wrong")
-    certs = make_certs(tmp / "certs", ())
-    ports = {name: free_port() for name in ("PLAIN", "SASL", "SECURE", "MTLS", "HTTP")}
-    tables = f"""
-[[listeners]]
-name = "PLAIN"
-address = "127.0.0.1:{ports['PLAIN']}"
-protocol = "PLAINTEXT"
-
-[[listeners]]
-name = "SASL"
-address = "127.0.0.1:{ports['SASL']}"
-protocol = "SASL_PLAINTEXT"
-sasl_mechanisms = ["SCRAM-SHA-512", "PLAIN"]
-
-[[listeners]]
-name = "SECURE"
-address = "127.0.0.1:{ports['SECURE']}"
-protocol = "SASL_SSL"
-sasl_mechanisms = ["SCRAM-SHA-256"]
-ssl_certfile = "{certs.server_cert}"
-ssl_keyfile = "{certs.server_key}"
-
-[[listeners]]
-name = "MTLS"
-address = "127.0.0.1:{ports['MTLS']}"
-protocol = "SSL"
-ssl_certfile = "{certs.server_cert}"
-ssl_keyfile = "{certs.server_key}"
-ssl_cafile = "{certs.ca}"
-ssl_client_auth = "required"
-"""
-    proc = BrokerProcess(tmp / "data", extra={"http_listen": f"127.0.0.1:{ports['HTTP']}"}, tables=tables,
-                         port=ports["PLAIN"], listen=False).start()
-    # Another HTTP server, not kgroup's.
+    plain, http = free_port(), free_port()
+    sb = secure_broker(tmp, (), plaintext_port=plain, settings={"http_listen": f"127.0.0.1:{http}"})
+    sb.proc.start()
     other = ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
     threading.Thread(target=other.serve_forever, daemon=True).start()
-    ports["OTHER"] = other.server_address[1]
-    configs = {}
-    for name, text in (("ssl", f"security.protocol=SSL\nssl.ca.location={certs.ca}\n"),):
-        configs[name] = tmp / f"{name}.properties"
-        configs[name].write_text(text)
+    ports = {"PLAIN": plain, "HTTP": http, "SASL": sb.sasl_port, "SECURE": sb.sasl_ssl_port, "MTLS": sb.ssl_port,
+             "OTHER": other.server_address[1]}
+    configs = {"ssl": tmp / "ssl.properties"}
+    configs["ssl"].write_text(f"security.protocol=SSL\nssl.ca.location={sb.certs.ca}\n")
     yield ports, configs
     other.shutdown()
-    proc.finish()
+    sb.proc.finish()
 
 
 class _NotFound(BaseHTTPRequestHandler):
@@ -81,12 +51,12 @@ CASES = [
                     "(PLAINTEXT)", "use --bootstrap-server 127.0.0.1:{PLAIN}"]),
     ("OTHER", None, ["127.0.0.1:{OTHER} answered HTTP, not Kafka"]),
     ("SECURE", None, ["the broker wants TLS/SASL", "give --command-config with security.protocol=SASL_SSL",
-                      "SCRAM-SHA-256"]),
+                      "SCRAM-SHA-256, PLAIN"]),
     ("MTLS", None, ["speaks TLS", "client certificate", "security.protocol=SSL"]),
     ("SASL", None, ["is a SASL listener (SCRAM-SHA-512, PLAIN) and the command gave no credentials",
                     "security.protocol=SASL_PLAINTEXT"]),
     ("PLAIN", "ssl", ["speaks Kafka in plaintext, not TLS", "security.protocol=PLAINTEXT"]),
-    ("SECURE", "ssl", ["wants SASL authentication (SCRAM-SHA-256)", "security.protocol=SASL_SSL"]),
+    ("SECURE", "ssl", ["wants SASL authentication (SCRAM-SHA-256, PLAIN)", "security.protocol=SASL_SSL"]),
 ]
 
 
