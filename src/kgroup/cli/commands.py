@@ -392,6 +392,8 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
 async def groups_watch(args: Any, admin: AdminClient, out: TextIO) -> int:
     from .watch import groups_watch as watch  # noqa: PLC0415 (watch imports this module)
 
+    # GROUP or --group GROUP; neither: every group.
+    args.group = one_group(args) if args.groups or args.group else None
     return await watch(args, admin, out)
 
 

@@ -278,7 +278,7 @@ def build_parser() -> Parser:
         description="A live view of one group (state, generation or epoch, members and their partitions, "
         "lag per partition, the last rebalances) or of every group, refreshed in place until you press q "
         "or Ctrl-C. Rebalance history comes from kgroup's __kgroup_events topic where the broker has it.")
-    g.add_argument("group", metavar="GROUP", nargs="?", default=None, help="the group (default: all groups)")
+    one_group_argument(g)
     g.add_argument("--interval-ms", type=positive_int, default=2000, metavar="MS",
                    help="how often to refresh (default: 2000)")
 

@@ -76,6 +76,7 @@ def test_group_commands_take_kafkas_group_flags() -> None:
     assert one_group(parse("groups", "delete-offsets", "--group", "g", "--topic", "t")) == "g"
     assert one_group(parse("groups", "alter-config", "--group", "g", "--add-config", "x=1")) == "g"
     assert one_group(parse("groups", "remove-members", "--group", "g", "--instance-id", "i")) == "g"
+    assert one_group(parse("groups", "watch", "--group", "g")) == "g" and parse("groups", "watch").groups is None
     with pytest.raises(UsageError, match="takes one group"):
         one_group(parse("groups", "alter-config", "g", "--group", "h"))
     describe = parse("groups", "describe", "--group", "g", "--offsets", "--verbose", "--lag-per-topic")
