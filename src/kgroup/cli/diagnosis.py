@@ -58,7 +58,9 @@ def explain(verdict: Listener | None, address: str, protocol: str) -> CliError |
                             "broker wants TLS/SASL",
                             "give --command-config with security.protocol=SASL_SSL, "
                             f"{_sasl_settings(verdict.sasl)}, and ssl.ca.location")
-        if protocol in _TLS and (protocol == "SSL" or verdict.sasl is None):
+        if protocol == "SASL_SSL" and verdict.sasl == ():
+            return CliError(f"{address} is a TLS listener without SASL", "set security.protocol=SSL in --command-config")
+        if protocol in _TLS:
             return None
         if verdict.kafka_inside:
             return CliError(f"{address} speaks TLS, not plaintext Kafka — the broker wants TLS",

@@ -21,6 +21,7 @@ CASES = [
     (Listener("kafka", sasl=()), "SSL", "security.protocol=PLAINTEXT"),
     (Listener("kafka", sasl=("PLAIN",)), "SASL_SSL", "security.protocol=SASL_PLAINTEXT"),
     (Listener("kafka", sasl=()), "SASL_PLAINTEXT", "a plaintext listener without SASL"),
+    (Listener("tls", sasl=(), kafka_inside=True), "SASL_SSL", "a TLS listener without SASL"),
 ]
 
 
