@@ -1,8 +1,8 @@
 """kafka-consumer-groups.sh's and rpk's group flags against a real `kgroup serve` (issue 34,
 item 4): several groups deleted at once (--group repeated, --all-groups), a multi-group reset
 that plans every inactive group and names the active one it skips (with a hint that works),
-regex selection, lag per topic, --offsets/--state --verbose, --to-group, offset-delete
---from-file."""
+regex selection, lag per topic, --offsets/--state --verbose, --to-group, delete-offsets of
+several groups and from a file (rpk's offset-delete --from-file)."""
 
 from __future__ import annotations
 
@@ -113,6 +113,13 @@ def test_group_flags_on_idle_and_active_groups(broker, tmp_path):
         out = kgroup(broker, "groups", "delete-offsets", "--group", "f-a", "--from-file", str(listing))
         assert rows(out.stdout)[1:] == [["t-f", "0", "Successful"], ["t-f", "1", "Successful"]]
         assert committed(broker, "f-a", "t-f") == {0: -1001, 1: -1001}
+        # Several groups (--group repeated): each is tried; the active one's refusal is named.
+        out = kgroup(broker, "groups", "delete-offsets", "--group", "f-b", "--group", "f-live", "--topic", "t-f:0",
+                     status=1)
+        assert rows(out.stdout) == [["GROUP", "TOPIC", "PARTITION", "STATUS"], ["f-b", "t-f", "0", "Successful"],
+                                    ["GROUP", "TOPIC", "PARTITION", "STATUS"],
+                                    ["f-live", "t-f", "0", "GROUP_SUBSCRIBED_TO_TOPIC"]]
+        assert "kgroup: group 'f-live': offsets of 1 partition(s) not deleted: GROUP_SUBSCRIBED_TO_TOPIC" in out.stderr
 
         # Deleting an active group among others: the others go, the active one is named.
         out = kgroup(broker, "groups", "delete", "f-a", "f-live", status=1)

@@ -562,10 +562,43 @@ def _offset_delete_specs(args: Any) -> list[TopicSpec]:
 
 
 async def groups_delete_offsets(args: Any, admin: AdminClient, out: TextIO) -> int:
-    group = one_group(args)
+    """The same offsets deleted from each group named; with several, a GROUP column, and
+    every group is tried, those with offsets not deleted named."""
+    groups = list(dict.fromkeys([*args.groups, *args.group]))
+    if not groups:
+        raise UsageError("name a group (GROUP or --group GROUP)")
     specs = _offset_delete_specs(args)
+    several = len(groups) > 1
+    failed: list[str] = []
+    for i, group in enumerate(groups):
+        if i:
+            out.write("\n")
+        try:
+            await _delete_offsets_of(group, specs, admin, out, several)
+        except CliError as exc:
+            if not several:
+                raise
+            sys.stderr.write(f"kgroup: group {group!r}: {exc} ({exc.hint})\n")
+            failed.append(group)
+    if failed:
+        raise CliError(f"offsets of {len(failed)} of {len(groups)} group(s) not deleted: {', '.join(failed)}",
+                       "see the reasons above")
+    return 0
+
+
+def _status_table(keys: list[list[str]], head: list[str], statuses: list[ErrorCode], group: str | None,
+                  out: TextIO) -> None:
+    prefix = ["GROUP"] if group is not None else []
+    rows = [prefix + head + ["STATUS"]]
+    rows += [([group] if group is not None else []) + k + ["Successful" if e is ErrorCode.NONE else e.name]
+             for k, e in zip(keys, statuses)]
+    table(rows, out)
+
+
+async def _delete_offsets_of(group: str, specs: list[TopicSpec], admin: AdminClient, out: TextIO,
+                             group_column: bool) -> None:
     if _is_share(await describe_group_or_none(admin, group)):
-        return await _delete_share_offsets(group, specs, admin, out)
+        return await _delete_share_offsets(group, specs, admin, out, group_column)
     wanted: dict[str, list[int]] = {}
     for spec in specs:
         wanted.setdefault(spec.topic, [])
@@ -575,19 +608,19 @@ async def groups_delete_offsets(args: Any, admin: AdminClient, out: TextIO) -> i
     except BrokerError as exc:
         raise_group_error(exc, group)
         raise
-    rows = [["TOPIC", "PARTITION", "STATUS"]]
-    rows += [[t, str(p), "Successful" if e is ErrorCode.NONE else e.name] for (t, p), e in sorted(result.items())]
-    table(rows, out)
+    done = sorted(result.items())
+    _status_table([[t, str(p)] for (t, p), _ in done], ["TOPIC", "PARTITION"], [e for _, e in done],
+                  group if group_column else None, out)
     failed = sorted({e for e in result.values() if e is not ErrorCode.NONE})
     if failed:
         hint = ("the group's members still consume that topic; stop them or unsubscribe first"
                 if ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC in failed else "check the group and topic names")
         raise CliError(f"offsets of {sum(e is not ErrorCode.NONE for e in result.values())} partition(s) not "
                        f"deleted: {', '.join(e.name for e in failed)}", hint)
-    return 0
 
 
-async def _delete_share_offsets(group: str, specs: list[TopicSpec], admin: AdminClient, out: TextIO) -> int:
+async def _delete_share_offsets(group: str, specs: list[TopicSpec], admin: AdminClient, out: TextIO,
+                                group_column: bool) -> None:
     """A share group's state is deleted per topic (DeleteShareGroupOffsets, as Kafka's
     kafka-share-groups.sh --delete-offsets): its share partitions start afresh, from
     share.auto.offset.reset, when the group next reads the topic."""
@@ -604,15 +637,13 @@ async def _delete_share_offsets(group: str, specs: list[TopicSpec], admin: Admin
     except BrokerError as exc:
         raise_group_error(exc, group)
         raise
-    rows = [["TOPIC", "STATUS"]]
-    rows += [[t, "Successful" if e is ErrorCode.NONE else e.name] for t, e in sorted(result.items())]
-    table(rows, out)
+    done = sorted(result.items())
+    _status_table([[t] for t, _ in done], ["TOPIC"], [e for _, e in done], group if group_column else None, out)
     failed = sorted({e for e in result.values() if e is not ErrorCode.NONE})
     if failed:
         raise CliError(f"share group offsets of {sum(e is not ErrorCode.NONE for e in result.values())} "
                        f"topic(s) not deleted: {', '.join(e.name for e in failed)}",
                        "check the group and topic names")
-    return 0
 
 
 # -- alter-config ------------------------------------------------------------------------------

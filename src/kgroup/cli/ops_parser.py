@@ -62,15 +62,17 @@ def config_change_options(parser: argparse.ArgumentParser) -> None:
                         help="remove dynamic configs (back to the default); repeatable")
 
 
-def _group_selection(parser: argparse.ArgumentParser) -> None:
-    """GROUP arguments or Kafka's ``--group`` (repeatable), ``--all-groups``, rpk's ``--regex``."""
+def _group_selection(parser: argparse.ArgumentParser, every: bool = True) -> None:
+    """GROUP arguments or Kafka's ``--group`` (repeatable); ``every``: ``--all-groups`` and
+    rpk's ``--regex`` too."""
     parser.add_argument("groups", metavar="GROUP", nargs="*", help="group(s)")
     parser.add_argument("--group", action="append", default=[], metavar="GROUP",
                         help="a group, repeatable (as kafka-consumer-groups.sh takes it)")
-    parser.add_argument("--all-groups", action="store_true", help="every group")
-    parser.add_argument("--regex", "-r", action="store_true",
-                        help="GROUPs are regular expressions (as rpk's --regex): every group whose name "
-                        "matches one (anchor with ^ and $)")
+    if every:
+        parser.add_argument("--all-groups", action="store_true", help="every group")
+        parser.add_argument("--regex", "-r", action="store_true",
+                            help="GROUPs are regular expressions (as rpk's --regex): every group whose name "
+                            "matches one (anchor with ^ and $)")
 
 
 def one_group_argument(parser: argparse.ArgumentParser) -> None:
@@ -178,7 +180,7 @@ def add_group_tools(gsub: Any, client: argparse.ArgumentParser) -> None:
     g = gsub.add_parser("delete-offsets", parents=[client],
                         help="delete a group's committed offsets of topics it no longer consumes "
                         "(a share group's state, per whole topic, when the group is empty)")
-    one_group_argument(g)
+    _group_selection(g, every=False)
     which = g.add_mutually_exclusive_group(required=True)
     which.add_argument("--topic", action="append", default=[], type=_typed(specs.topic_spec),
                        metavar="TOPIC[:PARTITION,...]", help="a topic, or some of its partitions; repeatable")

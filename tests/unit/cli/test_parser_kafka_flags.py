@@ -73,7 +73,8 @@ def test_group_commands_take_kafkas_group_flags() -> None:
     args = parse("groups", "delete", "--group", "a", "--group", "b")
     assert (args.groups, args.group, args.all_groups) == ([], ["a", "b"], False)
     assert parse("groups", "delete", "--all-groups").all_groups
-    assert one_group(parse("groups", "delete-offsets", "--group", "g", "--topic", "t")) == "g"
+    args = parse("groups", "delete-offsets", "g", "--group", "h", "--topic", "t")
+    assert (args.groups, args.group) == (["g"], ["h"])
     assert one_group(parse("groups", "alter-config", "--group", "g", "--add-config", "x=1")) == "g"
     assert one_group(parse("groups", "remove-members", "--group", "g", "--instance-id", "i")) == "g"
     assert one_group(parse("groups", "watch", "--group", "g")) == "g" and parse("groups", "watch").groups is None
