@@ -63,7 +63,8 @@ class Parser(argparse.ArgumentParser):
         for arg in args:
             if arg == "--" or arg in commands:
                 return
-            if not arg.startswith("-") or arg == "-" or _NEGATIVE.match(arg):
+            if not arg.startswith("-") or arg == "-" or _NEGATIVE.match(arg) or " " in arg:
+                # (argparse takes a negative number or a word with a space as a value)
                 continue
             name = arg.split("=", 1)[0] if arg.startswith("--") else arg
             if name in known or (not arg.startswith("--") and arg[:2] in known):

@@ -66,6 +66,7 @@ def test_values_that_look_like_options_are_still_values() -> None:
     args = parse("groups", "reset-offsets", "g", "--topic", "t", "--shift-by", "-3")
     assert args.shift_by == -3
     assert parse("produce", "t", "--key-separator", "-").key_separator == "-"
+    assert parse("consume", "t", "--format", "- %v").format == "- %v"
     assert parse("groups", "describe", "-r", "^g").regex
 
 
