@@ -87,12 +87,12 @@ def group_tool_options(client: argparse.ArgumentParser) -> argparse.ArgumentPars
     p = argparse.ArgumentParser(add_help=False, parents=[client])
     p.add_argument("--timeout", dest="request_timeout_ms", metavar="MS", type=_typed(_positive),
                    default=argparse.SUPPRESS, help="as --request-timeout-ms (Kafka's name for it)")
-    p.add_argument("--version", action="version", version=f"kgroup {_version()}",
+    p.add_argument("--version", action="version", version=f"kgroup {kgroup_version()}",
                    help="print kgroup's version and exit")
     return p
 
 
-def _version() -> str:
+def kgroup_version() -> str:
     try:
         return metadata.version("kgroup")
     except metadata.PackageNotFoundError:

@@ -22,6 +22,7 @@ from .ops_parser import (
     config_change_options,
     format_option,
     group_tool_options,
+    kgroup_version,
     one_group_argument,
 )
 from .security import add_security_commands
@@ -187,6 +188,8 @@ def build_parser() -> Parser:
         "coordinator, and tools to drive it.",
         parents=[_client_options(True)],
     )
+    root.add_argument("--version", action="version", version=f"kgroup {kgroup_version()}",
+                      help="print kgroup's version and exit")
     client = _client_options(False)
     sub = root.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True

@@ -96,8 +96,8 @@ def test_timeout_is_kafkas_name_for_the_request_timeout(command) -> None:
 
 
 def test_version_is_printed_by_every_group_command(capsys) -> None:
-    for command in (["list"], ["describe"], ["reset-offsets"], ["delete"]):
-        assert main(["groups", *command, "--version"]) == 0
+    for command in (["groups", "list"], ["groups", "describe"], ["groups", "reset-offsets"], ["groups", "delete"], []):
+        assert main([*command, "--version"]) == 0
         assert capsys.readouterr().out.startswith("kgroup ")
 
 
