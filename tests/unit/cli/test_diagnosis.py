@@ -41,3 +41,54 @@ def test_each_mismatch_names_its_cause(verdict, protocol, says):
 ])
 def test_a_verdict_that_fits_the_settings_explains_nothing(verdict, protocol):
     assert explain(verdict, A, protocol) is None
+
+
+def _run_explained(monkeypatch, verdict, connect, bootstrap="127.0.0.1:9"):
+    import asyncio
+
+    from kgroup.cli import diagnosis
+
+    async def fake_probe(host, port, budget=1.0):
+        return verdict
+
+    monkeypatch.setattr(diagnosis, "probe", fake_probe)
+    monkeypatch.setattr(diagnosis, "WATCH_S", 0.01)
+
+    async def run():
+        return "ran"
+
+    return asyncio.run(diagnosis.explained(run, connect, bootstrap, "PLAINTEXT"))
+
+
+def test_a_first_answer_that_does_not_come_is_explained_without_waiting_for_it(monkeypatch):
+    import asyncio
+
+    from kgroup.cli.errors import CliError
+
+    async def never():
+        await asyncio.Event().wait()
+
+    with pytest.raises(CliError, match="answered HTTP, not Kafka"):
+        _run_explained(monkeypatch, Listener("http"), never)
+
+
+def test_a_connection_error_is_explained_or_left_as_it_was(monkeypatch):
+    from kgroup.cli.errors import CliError
+    from kgroup.client.errors import KafkaConnectionError
+
+    async def closed():
+        raise KafkaConnectionError("broker 127.0.0.1:9 closed the connection")
+
+    with pytest.raises(CliError, match="is a SASL listener"):
+        _run_explained(monkeypatch, Listener("kafka", sasl=("PLAIN",)), closed)
+    with pytest.raises(KafkaConnectionError, match="closed the connection"):
+        _run_explained(monkeypatch, Listener("kafka", sasl=()), closed)
+
+
+def test_with_several_bootstrap_addresses_a_slow_one_is_waited_for(monkeypatch):
+    import asyncio
+
+    async def slow():
+        await asyncio.sleep(0.05)
+
+    assert _run_explained(monkeypatch, Listener("http"), slow, "127.0.0.1:9,127.0.0.1:10") == "ran"
