@@ -86,14 +86,22 @@ class SecureBroker:
         return f"127.0.0.1:{port}"
 
 
-def secure_broker(tmp: Path, client_cns: tuple[str, ...], **auth: object) -> SecureBroker:
+def secure_broker(tmp: Path, client_cns: tuple[str, ...], *, plaintext_port: int | None = None,
+                  settings: dict | None = None, **auth: object) -> SecureBroker:
     """A broker with three listeners and the authorizer on; User:admin (SCRAM, created offline
-    with `kgroup users add --data-dir`) and the certificate CN=kgroup-operator are super users."""
+    with `kgroup users add --data-dir`) and the certificate CN=kgroup-operator are super users.
+    ``plaintext_port``: a PLAINTEXT listener there too; ``settings``: top-level config keys."""
     certs = make_certs(tmp / "certs", (*client_cns, SUPER_CN))
     data = tmp / "data"
     sasl, sasl_ssl, tls = free_port(), free_port(), free_port()
     extra_auth = "".join(f"{k} = {v}\n" for k, v in auth.items())
-    tables = f"""
+    plaintext = "" if plaintext_port is None else f"""
+[[listeners]]
+name = "PLAIN"
+address = "127.0.0.1:{plaintext_port}"
+protocol = "PLAINTEXT"
+"""
+    tables = plaintext + f"""
 [[listeners]]
 name = "SASL"
 address = "127.0.0.1:{sasl}"
@@ -122,7 +130,8 @@ authorizer = true
 super_users = ["User:{ADMIN}", "User:CN={SUPER_CN},O=kgroup-test"]
 {extra_auth}"""
     add_user_offline(data, ADMIN, ADMIN_PASSWORD, "SCRAM-SHA-512", "SCRAM-SHA-256")
-    proc = BrokerProcess(data, group={"initial_rebalance_delay_ms": 0}, tables=tables, port=sasl, listen=False)
+    proc = BrokerProcess(data, group={"initial_rebalance_delay_ms": 0}, extra=settings, tables=tables, port=sasl,
+                         listen=False)
     return SecureBroker(proc, certs, sasl, sasl_ssl, tls)
 
 

@@ -27,6 +27,7 @@ from kgroup.error_codes import ErrorCode
 
 from .config_tools import alter_and_print
 from .errors import CliError
+from .ops_parser import one_group
 from .output import emit_json
 from .output import table
 from .partitioner import partition_for_key
@@ -154,7 +155,7 @@ def raise_group_error(exc: BrokerError, group: str) -> None:
                        "check the name with `kgroup groups list`") from None
     if exc.code is ErrorCode.NON_EMPTY_GROUP:
         raise CliError(f"group {group!r} still has active members",
-                       "stop its consumers (or `kgroup groups remove-members`) first") from None
+                       f"stop its consumers first (see them with `kgroup groups describe {group} --members`)") from None
 
 
 async def describe_group_or_none(admin: AdminClient, group: str) -> GroupDescription | None:
@@ -181,26 +182,17 @@ async def log_end_offsets(admin: AdminClient, topics: set[str]) -> dict[tuple[st
     return ends
 
 
-async def groups_delete(args: Any, admin: AdminClient, out: TextIO) -> int:
-    try:
-        await admin.delete_groups([args.group])
-    except BrokerError as exc:
-        raise_group_error(exc, args.group)
-        raise
-    out.write(f"Deleted group {args.group}.\n")
-    return 0
-
-
 async def groups_remove_members(args: Any, admin: AdminClient, out: TextIO) -> int:
+    group = one_group(args)
     try:
-        await admin.remove_members(args.group, args.instance_id)
+        await admin.remove_members(group, args.instance_id)
     except BrokerError as exc:
-        raise_group_error(exc, args.group)
+        raise_group_error(exc, group)
         if exc.code is ErrorCode.UNKNOWN_MEMBER_ID:
-            raise CliError(f"{exc}: no member of group {args.group!r} has that instance id",
-                           "check the ids with `kgroup groups describe`") from None
+            raise CliError(f"{exc}: no member of group {group!r} has that instance id",
+                           f"check the ids with `kgroup groups describe {group} --members`") from None
         raise
-    out.write(f"Removed {len(args.instance_id)} member(s) from group {args.group}.\n")
+    out.write(f"Removed {len(args.instance_id)} member(s) from group {group}.\n")
     return 0
 
 
@@ -400,6 +392,8 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
 async def groups_watch(args: Any, admin: AdminClient, out: TextIO) -> int:
     from .watch import groups_watch as watch  # noqa: PLC0415 (watch imports this module)
 
+    # GROUP or --group GROUP; neither: every group.
+    args.group = one_group(args) if args.groups or args.group else None
     return await watch(args, admin, out)
 
 
@@ -443,7 +437,6 @@ COMMANDS: dict[tuple[str, str | None], Command] = {
     ("topics", "delete"): topics_delete,
     ("topics", "add-partitions"): topics_add_partitions,
     ("topics", "alter-config"): topics_alter_config,
-    ("groups", "delete"): groups_delete,
     ("groups", "remove-members"): groups_remove_members,
     ("groups", "watch"): groups_watch,
     ("produce", None): produce,

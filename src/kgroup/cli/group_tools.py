@@ -23,6 +23,7 @@ Each command is ``async def cmd(args, admin, out) -> int`` like those in command
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -45,8 +46,9 @@ from .commands import describe_group_or_none, existing_topic, log_end_offsets, r
 from .config_tools import alter_and_print
 from .errors import CliError, UsageError
 from .member_payloads import assignment_text
+from .ops_parser import one_group
 from .output import cell, emit_json, table
-from .specs import TopicSpec, parse_datetime, parse_duration, read_reset_plan
+from .specs import TopicSpec, read_partition_list, read_reset_plan
 
 # Kafka's group states and types (GroupState, GroupType), for the list filters.
 GROUP_STATES = state_names()
@@ -93,6 +95,16 @@ async def _chosen_groups(args: Any, admin: AdminClient) -> list[str]:
         return [g.group_id for g in await admin.list_groups()]
     if not named:
         raise UsageError("name a group (GROUP or --group GROUP) or give --all-groups")
+    if getattr(args, "regex", False):
+        try:
+            patterns = [re.compile(p) for p in named]
+        except re.error as exc:
+            raise UsageError(f"invalid regular expression {exc.pattern!r}: {exc}",
+                             "use Python's re syntax, e.g. '^orders-.*'") from None
+        matched = sorted(g.group_id for g in await admin.list_groups() if any(p.search(g.group_id) for p in patterns))
+        if not matched:
+            raise CliError(f"no group matches {' or '.join(map(repr, named))}", "list them with `kgroup groups list`")
+        return matched
     return named
 
 
@@ -130,6 +142,8 @@ class _Described:
     ends: dict[tuple[str, int], int] = field(default_factory=dict)
     # share groups only: (topic, partition) -> records past the start offset still in flight
     in_flight: dict[tuple[str, int], int] | None = None
+    # --offsets --verbose: the leader epoch committed with each offset
+    leader_epochs: dict[tuple[str, int], int] | None = None
 
     @property
     def state(self) -> str | None:
@@ -198,7 +212,19 @@ def _offset_rows(d: _Described) -> list[dict[str, Any]]:
                      "start_offset": cur if share else None,
                      "in_flight": d.in_flight.get(key) if share else None,
                      "consumer_ids": [m.member_id for m in members] if share else None})
+        if d.leader_epochs is not None:
+            epoch = d.leader_epochs.get(key, -1)
+            rows[-1]["leader_epoch"] = epoch if epoch >= 0 else None
     return rows
+
+
+def _lag_per_topic(d: _Described) -> dict[str, int]:
+    """rpk's lag per topic: the lag of the topic's partitions summed (those with a known lag)."""
+    lags: dict[str, int] = {}
+    for r in _offset_rows(d):
+        if r["lag"] is not None:
+            lags[r["topic"]] = lags.get(r["topic"], 0) + r["lag"]
+    return dict(sorted(lags.items()))
 
 
 def _member_rows(d: _Described) -> list[dict[str, Any]]:
@@ -224,9 +250,10 @@ def _member_rows(d: _Described) -> list[dict[str, Any]]:
     return rows
 
 
-def _document(d: _Described) -> dict[str, Any]:
+def _document(d: _Described, lag_per_topic: bool = False) -> dict[str, Any]:
     desc = d.description
-    return {
+    extra = {"lag_per_topic": _lag_per_topic(d)} if lag_per_topic else {}
+    return extra | {
         "group": d.group,
         "state": d.state,
         "type": desc.group_type if desc else None,
@@ -253,11 +280,19 @@ def _print_offsets(d: _Described, out: TextIO) -> None:
         rows += [[d.group, r["topic"], str(r["partition"]), cell(r["start_offset"]), cell(r["log_end_offset"]),
                   cell(r["in_flight"]), ",".join(r["consumer_ids"]) or "-"] for r in _offset_rows(d)]
     else:
-        rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-                 "CLIENT-ID"]]
-        rows += [[d.group, r["topic"], str(r["partition"]), cell(r["current_offset"]), cell(r["log_end_offset"]),
-                  cell(r["lag"]), cell(r["consumer_id"]), cell(r["host"]), cell(r["client_id"])]
+        epochs = d.leader_epochs is not None         # --verbose: Kafka's LEADER-EPOCH column
+        rows = [["GROUP", "TOPIC", "PARTITION"] + (["LEADER-EPOCH"] if epochs else []) +
+                ["CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]]
+        rows += [[d.group, r["topic"], str(r["partition"])] + ([cell(r["leader_epoch"])] if epochs else []) +
+                 [cell(r["current_offset"]), cell(r["log_end_offset"]), cell(r["lag"]), cell(r["consumer_id"]),
+                  cell(r["host"]), cell(r["client_id"])]
                  for r in _offset_rows(d)]
+    if len(rows) > 1:
+        table(rows, out)
+
+
+def _print_lag_per_topic(d: _Described, out: TextIO) -> None:
+    rows = [["GROUP", "TOPIC", "LAG"]] + [[d.group, t, str(lag)] for t, lag in _lag_per_topic(d).items()]
     if len(rows) > 1:
         table(rows, out)
 
@@ -280,31 +315,41 @@ def _print_members(d: _Described, out: TextIO, verbose: bool) -> None:
     table(rows, out)
 
 
-def _print_state(d: _Described, out: TextIO) -> None:
+def _print_state(d: _Described, out: TextIO, verbose: bool = False) -> None:
     coordinator = "-" if d.coordinator is None else f"{d.coordinator[1]}:{d.coordinator[2]}  ({d.coordinator[0]})"
     desc = d.description
-    table([["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
+    epoch = ["GROUP-EPOCH"] if verbose else []           # --verbose: Kafka's GROUP-EPOCH (none for classic)
+    table([["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", *epoch, "#MEMBERS"],
            [d.group, coordinator, (desc.protocol or "-") if desc else "-", cell(d.state),
+            *([cell(desc.epoch if desc else None)] if verbose else []),
             str(len(desc.members)) if desc else "-"]], out)
 
 
 async def groups_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
-    if args.verbose and not (args.members or args.state):
-        raise UsageError("--verbose goes with --members (or --state)")
-    described = [await _describe_one(admin, g) for g in await _chosen_groups(args, admin)]
+    if args.lag_per_topic and (args.members or args.state):
+        raise UsageError("--lag-per-topic goes with --offsets (the default)")
+    described = []
+    for g in await _chosen_groups(args, admin):
+        d = await _describe_one(admin, g)
+        if args.verbose and not (args.members or args.state) and d.in_flight is None:
+            d.leader_epochs = await admin.committed_leader_epochs(g)
+        described.append(d)
     if args.format == "json":
-        emit_json({"groups": [_document(d) for d in described]}, out)
+        emit_json({"groups": [_document(d, args.lag_per_topic) for d in described]}, out)
         return 0
     for i, d in enumerate(described):
         if i:
             out.write("\n")
         _note_state(d, sys.stderr)
         if args.state:
-            _print_state(d, out)
+            _print_state(d, out, args.verbose)
         elif args.members:
             _print_members(d, out, args.verbose)
         else:
             _print_offsets(d, out)
+            if args.lag_per_topic:
+                out.write("\n")
+                _print_lag_per_topic(d, out)
     return 0
 
 
@@ -345,6 +390,13 @@ async def _partitions_of(admin: AdminClient, spec: TopicSpec) -> list[int]:
 
 async def _reset_scope(args: Any, admin: AdminClient, group: str, committed: dict[tuple[str, int], int],
                        plan: dict[str, dict[tuple[str, int], int]] | None) -> list[tuple[str, int]]:
+    if plan is not None and args.to_group is not None:
+        # --to-group: the other group's partitions, within --topic where given.
+        wanted = plan[args.to_group]
+        if not args.topic:
+            return sorted(wanted)
+        keys = {(spec.topic, p) for spec in args.topic for p in await _partitions_of(admin, spec)}
+        return sorted(keys & set(wanted))
     if plan is not None:
         if group not in plan:
             raise CliError(f"the reset plan has no line for group {group!r}",
@@ -391,17 +443,42 @@ async def _reset_targets(args: Any, admin: AdminClient, group: str, keys: list[t
                                "it has no committed offset", "reset it with --to-earliest or --to-offset first")
             targets[key] = logs.clamp(key, committed[key] + args.shift_by)
         else:
-            targets[key] = logs.clamp(key, plan[group][key])
+            targets[key] = logs.clamp(key, plan[args.to_group if args.to_group is not None else group][key])
     return targets
 
 
+def _refusal_hint(group: str, desc: GroupDescription) -> str:
+    """A command that makes the group inactive: remove-members works only on static members."""
+    static = [m.group_instance_id for m in desc.members if m.group_instance_id]
+    if static and len(static) == len(desc.members):
+        ids = " ".join(f"--instance-id {i}" for i in static)
+        return (f"stop its consumers; static members whose processes are gone can be removed with "
+                f"`kgroup groups remove-members {group} {ids}`")
+    return f"stop its consumers (see them with `kgroup groups describe {group} --members`) and retry"
+
+
+async def _source_plan(admin: AdminClient, source: str) -> dict[str, dict[tuple[str, int], int]]:
+    """--to-group: the other group's committed offsets, as a plan keyed by its name."""
+    try:
+        offsets = await admin.list_group_offsets(source)
+    except BrokerError as exc:
+        raise_group_error(exc, source)
+        raise
+    if not offsets:
+        raise CliError(f"group {source!r} has no committed offsets to copy",
+                       "check the name with `kgroup groups list`")
+    return {source: offsets}
+
+
 async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> int:
-    if args.from_file is None and not args.topic and not args.all_topics:
+    if args.from_file is None and args.to_group is None and not args.topic and not args.all_topics:
         raise UsageError("say which partitions to reset", "give --topic TOPIC[:PARTITION,...] (repeatable) "
                          "or --all-topics")
     groups = await _chosen_groups(args, admin)
     plan = None
-    if args.from_file is not None:
+    if args.to_group is not None:
+        plan = await _source_plan(admin, args.to_group)
+    elif args.from_file is not None:
         try:
             plan = read_reset_plan(Path(args.from_file).read_text(), groups)
         except FileNotFoundError:
@@ -412,12 +489,18 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
     logs = _Logs(admin)
     share_groups: set[str] = set()          # their "committed offsets" are share-partition start offsets
     plans: dict[str, tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]] = {}
+    skipped: list[str] = []
     for group in groups:
         desc = await describe_group_or_none(admin, group)
         if desc is not None and desc.state not in INACTIVE:
-            raise CliError(f"assignments can only be reset if the group {group!r} is inactive, but the current "
-                           f"state is {desc.state} ({len(desc.members)} member(s))",
-                           "stop its consumers (or `kgroup groups remove-members`) and retry")
+            # Kafka's words; several groups: the others go on, this one is named as skipped.
+            why = (f"assignments can only be reset if the group {group!r} is inactive, but the current "
+                   f"state is {desc.state} ({len(desc.members)} member(s))")
+            if len(groups) == 1:
+                raise CliError(why, _refusal_hint(group, desc))
+            sys.stderr.write(f"kgroup: skipped group {group!r}: {why}; {_refusal_hint(group, desc)}\n")
+            skipped.append(group)
+            continue
         committed = await _positions(admin, group, desc)
         keys = await _reset_scope(args, admin, group, committed, plan)
         plans[group] = (committed, await _reset_targets(args, admin, group, keys, committed, logs, plan))
@@ -436,91 +519,179 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
         table(rows, out)
     if not args.execute:
         sys.stderr.write("kgroup: dry run: nothing committed; add --execute to commit these offsets\n")
-        return 0
-    for group, (_, targets) in plans.items():
-        if not targets:
-            continue
-        try:
-            if group in share_groups:
-                by_topic: dict[str, dict[int, int]] = {}
-                for (t, p), off in targets.items():
-                    by_topic.setdefault(t, {})[p] = off
-                await admin.alter_share_group_offsets(group, by_topic)
-            else:
-                await admin.alter_group_offsets(group, targets, require_empty=False)
-        except BrokerError as exc:
-            raise_group_error(exc, group)
-            raise
-    sys.stderr.write(f"kgroup: committed new offsets for {len(plans)} group(s)\n")
+    else:
+        for group, (_, targets) in plans.items():
+            if not targets:
+                continue
+            try:
+                if group in share_groups:
+                    by_topic: dict[str, dict[int, int]] = {}
+                    for (t, p), off in targets.items():
+                        by_topic.setdefault(t, {})[p] = off
+                    await admin.alter_share_group_offsets(group, by_topic)
+                else:
+                    await admin.alter_group_offsets(group, targets, require_empty=False)
+            except BrokerError as exc:
+                raise_group_error(exc, group)
+                raise
+        sys.stderr.write(f"kgroup: committed new offsets for {len(plans)} group(s)\n")
+    if skipped:
+        raise CliError(f"skipped {len(skipped)} active group(s): {', '.join(skipped)}",
+                       "stop their consumers and reset those groups again")
     return 0
 
 
 # -- delete-offsets ----------------------------------------------------------------------------
 
 
+def _offset_delete_specs(args: Any) -> list[TopicSpec]:
+    """--topic specs, and those of a --from-file of 'topic partition' lines."""
+    specs = list(args.topic)
+    if args.from_file is not None:
+        try:
+            listed = read_partition_list(Path(args.from_file).read_text())
+        except FileNotFoundError:
+            raise CliError(f"no such file: {args.from_file}", "give a file of 'topic partition' lines") from None
+        except ValueError as exc:
+            raise CliError(f"{args.from_file}: {exc}", "write one 'topic partition' (or topic,partition) a line") from None
+        specs += [TopicSpec(t, tuple(ps)) for t, ps in listed.items()]
+    if not specs:
+        raise UsageError("say which offsets to delete", "give --topic TOPIC[:PARTITION,...] (repeatable) "
+                         "or --from-file FILE")
+    return specs
+
+
 async def groups_delete_offsets(args: Any, admin: AdminClient, out: TextIO) -> int:
-    if _is_share(await describe_group_or_none(admin, args.group)):
-        return await _delete_share_offsets(args, admin, out)
+    """The same offsets deleted from each group named; with several, a GROUP column, and
+    every group is tried, those with offsets not deleted named."""
+    groups = list(dict.fromkeys([*args.groups, *args.group]))
+    if not groups:
+        raise UsageError("name a group (GROUP or --group GROUP)")
+    specs = _offset_delete_specs(args)
+    several = len(groups) > 1
+    failed: list[str] = []
+    for i, group in enumerate(groups):
+        if i:
+            out.write("\n")
+        try:
+            await _delete_offsets_of(group, specs, admin, out, several)
+        except CliError as exc:
+            if not several:
+                raise
+            sys.stderr.write(f"kgroup: group {group!r}: {exc} ({exc.hint})\n")
+            failed.append(group)
+    if failed:
+        raise CliError(f"offsets of {len(failed)} of {len(groups)} group(s) not deleted: {', '.join(failed)}",
+                       "see the reasons above")
+    return 0
+
+
+def _status_table(keys: list[list[str]], head: list[str], statuses: list[ErrorCode], group: str | None,
+                  out: TextIO) -> None:
+    prefix = ["GROUP"] if group is not None else []
+    rows = [prefix + head + ["STATUS"]]
+    rows += [([group] if group is not None else []) + k + ["Successful" if e is ErrorCode.NONE else e.name]
+             for k, e in zip(keys, statuses)]
+    table(rows, out)
+
+
+async def _delete_offsets_of(group: str, specs: list[TopicSpec], admin: AdminClient, out: TextIO,
+                             group_column: bool) -> None:
+    if _is_share(await describe_group_or_none(admin, group)):
+        return await _delete_share_offsets(group, specs, admin, out, group_column)
     wanted: dict[str, list[int]] = {}
-    for spec in args.topic:
+    for spec in specs:
         wanted.setdefault(spec.topic, [])
         wanted[spec.topic] = sorted(set(wanted[spec.topic]) | set(await _partitions_of(admin, spec)))
     try:
-        result = await admin.delete_group_offsets(args.group, wanted)
+        result = await admin.delete_group_offsets(group, wanted)
     except BrokerError as exc:
-        raise_group_error(exc, args.group)
+        raise_group_error(exc, group)
         raise
-    rows = [["TOPIC", "PARTITION", "STATUS"]]
-    rows += [[t, str(p), "Successful" if e is ErrorCode.NONE else e.name] for (t, p), e in sorted(result.items())]
-    table(rows, out)
+    done = sorted(result.items())
+    _status_table([[t, str(p)] for (t, p), _ in done], ["TOPIC", "PARTITION"], [e for _, e in done],
+                  group if group_column else None, out)
     failed = sorted({e for e in result.values() if e is not ErrorCode.NONE})
     if failed:
         hint = ("the group's members still consume that topic; stop them or unsubscribe first"
                 if ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC in failed else "check the group and topic names")
         raise CliError(f"offsets of {sum(e is not ErrorCode.NONE for e in result.values())} partition(s) not "
                        f"deleted: {', '.join(e.name for e in failed)}", hint)
-    return 0
 
 
-async def _delete_share_offsets(args: Any, admin: AdminClient, out: TextIO) -> int:
+async def _delete_share_offsets(group: str, specs: list[TopicSpec], admin: AdminClient, out: TextIO,
+                                group_column: bool) -> None:
     """A share group's state is deleted per topic (DeleteShareGroupOffsets, as Kafka's
     kafka-share-groups.sh --delete-offsets): its share partitions start afresh, from
     share.auto.offset.reset, when the group next reads the topic."""
-    partial = [spec for spec in args.topic if spec.partitions is not None]
+    partial = [spec for spec in specs if spec.partitions is not None]
     if partial:
-        raise CliError(f"share group {args.group!r}: offsets are deleted per topic, not per partition "
+        raise CliError(f"share group {group!r}: offsets are deleted per topic, not per partition "
                        f"({partial[0].topic}:{','.join(map(str, partial[0].partitions))})",
                        f"use --topic {partial[0].topic}")
-    topics = sorted({spec.topic for spec in args.topic})
+    topics = sorted({spec.topic for spec in specs})
     for topic in topics:
         await existing_topic(admin, topic)                 # "does not exist", as for other groups
     try:
-        result = await admin.delete_share_group_offsets(args.group, topics)
+        result = await admin.delete_share_group_offsets(group, topics)
     except BrokerError as exc:
-        raise_group_error(exc, args.group)
+        raise_group_error(exc, group)
         raise
-    rows = [["TOPIC", "STATUS"]]
-    rows += [[t, "Successful" if e is ErrorCode.NONE else e.name] for t, e in sorted(result.items())]
-    table(rows, out)
+    done = sorted(result.items())
+    _status_table([[t] for t, _ in done], ["TOPIC"], [e for _, e in done], group if group_column else None, out)
     failed = sorted({e for e in result.values() if e is not ErrorCode.NONE})
     if failed:
         raise CliError(f"share group offsets of {sum(e is not ErrorCode.NONE for e in result.values())} "
                        f"topic(s) not deleted: {', '.join(e.name for e in failed)}",
                        "check the group and topic names")
-    return 0
 
 
 # -- alter-config ------------------------------------------------------------------------------
 
 
 async def groups_alter_config(args: Any, admin: AdminClient, out: TextIO) -> int:
-    return await alter_and_print(admin, GROUP_RESOURCE, args.group, "group", args, out)
+    return await alter_and_print(admin, GROUP_RESOURCE, one_group(args), "group", args, out)
+
+
+# -- delete -------------------------------------------------------------------------------------
+
+
+async def groups_delete(args: Any, admin: AdminClient, out: TextIO) -> int:
+    """Delete each group; with several, every one is tried and those not deleted are named."""
+    groups = await _chosen_groups(args, admin)
+    failed: list[str] = []
+    active: list[str] = []
+    for group in groups:
+        try:
+            await admin.delete_groups([group])
+        except BrokerError as exc:
+            if len(groups) == 1:
+                raise_group_error(exc, group)
+                raise
+            if exc.code is ErrorCode.NON_EMPTY_GROUP:
+                active.append(group)
+            try:
+                raise_group_error(exc, group)
+                why = str(exc)
+            except CliError as named:
+                why = str(named)
+            sys.stderr.write(f"kgroup: group {group!r} not deleted: {why}\n")
+            failed.append(group)
+            continue
+        out.write(f"Deleted group {group}.\n")
+    if failed:
+        raise CliError(f"{len(failed)} of {len(groups)} group(s) not deleted: {', '.join(failed)}",
+                       f"stop the consumers of {', '.join(active)} (see them with `kgroup groups describe "
+                       f"{active[0]} --members`) and delete again" if active else
+                       "check the names with `kgroup groups list`")
+    return 0
 
 
 GROUP_COMMANDS: dict[tuple[str, str], Callable[[Any, AdminClient, TextIO], Awaitable[int]]] = {
     ("groups", "list"): groups_list,
     ("groups", "describe"): groups_describe,
     ("groups", "reset-offsets"): groups_reset_offsets,
+    ("groups", "delete"): groups_delete,
     ("groups", "delete-offsets"): groups_delete_offsets,
     ("groups", "alter-config"): groups_alter_config,
 }

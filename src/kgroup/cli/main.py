@@ -74,6 +74,7 @@ async def _run_client(args: Any) -> int:
 
     asyncio.get_running_loop().set_exception_handler(_quiet_client_errors)
     from .commands import COMMANDS
+    from .diagnosis import explained
     from .group_tools import GROUP_COMMANDS
     from .properties import read_command_config
     from .security import SECURITY_COMMANDS
@@ -85,9 +86,10 @@ async def _run_client(args: Any) -> int:
     except ValueError as exc:
         raise CliError(f"bad --bootstrap-server: {exc}", "use HOST:PORT[,HOST:PORT...]",
                        code=2) from None
+    protocol = str((config or {}).get("security.protocol", "PLAINTEXT"))
     try:
-        await admin.connect()
-        return await command(args, admin, sys.stdout)
+        return await explained(lambda: command(args, admin, sys.stdout), admin.connect,
+                               args.bootstrap_server, protocol)
     finally:
         await admin.close()
 

@@ -8,8 +8,11 @@ and exits on a mistake: it raises ``UsageError`` so ``main`` prints the one-line
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
+import sys
+from typing import Any
 
 from .errors import UsageError
 from .ops_parser import (
@@ -18,18 +21,60 @@ from .ops_parser import (
     add_produce_options,
     config_change_options,
     format_option,
+    group_tool_options,
+    kgroup_version,
+    one_group_argument,
 )
 from .security import add_security_commands
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+_NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _FSYNC = re.compile(r"^(always|never|interval:[1-9][0-9]*)$")
 
 
 class Parser(argparse.ArgumentParser):
-    """ArgumentParser that raises UsageError instead of exiting."""
+    """ArgumentParser that raises UsageError instead of exiting, takes no abbreviations
+    (``--exec`` is not ``--execute``), and names an unknown option with the help of the
+    command it was given to, before any other complaint about that command's arguments."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message, f"run `{self.prog} --help`")
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        self._check_options(list(sys.argv[1:] if args is None else args))
+        parsed, extras = super().parse_known_args(args, namespace)
+        leaf = not any(isinstance(a, argparse._SubParsersAction) for a in self._actions)
+        if extras and leaf and " " in self.prog:
+            # argparse leaves over a second run of GROUPs given after an option: say where they go.
+            several = any(a.nargs == "*" and not a.option_strings for a in self._actions)
+            raise UsageError(f"unexpected argument {extras[0]!r} for {self.prog.partition(' ')[2]}",
+                             ("give the GROUPs together, before or after the options; " if several else "")
+                             + f"see `{self.prog} --help`")
+        return parsed, extras
+
+    def _check_options(self, args: list[str]) -> None:
+        """UsageError for the first option this command does not have (before its
+        subcommand, for a command that has subcommands)."""
+        known = set(self._option_string_actions)
+        commands = {name for a in self._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices}
+        for arg in args:
+            if arg == "--" or arg in commands:
+                return
+            if not arg.startswith("-") or arg == "-" or _NEGATIVE.match(arg) or " " in arg:
+                # (argparse takes a negative number or a word with a space as a value)
+                continue
+            name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+            if name in known or (not arg.startswith("--") and arg[:2] in known):
+                continue
+            close = difflib.get_close_matches(name, sorted(o for o in known if o.startswith("--")), n=1)
+            guess = f" (did you mean {close[0]}?)" if close else ""
+            command = self.prog.partition(" ")[2]
+            where = f" for {command}" if command else ""
+            raise UsageError(f"unknown option {name}{where}{guess}", f"see `{self.prog} --help`")
 
 
 def fsync_policy(text: str) -> str:
@@ -143,6 +188,8 @@ def build_parser() -> Parser:
         "coordinator, and tools to drive it.",
         parents=[_client_options(True)],
     )
+    root.add_argument("--version", action="version", version=f"kgroup {kgroup_version()}",
+                      help="print kgroup's version and exit")
     client = _client_options(False)
     sub = root.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
@@ -222,22 +269,20 @@ def build_parser() -> Parser:
     groups = sub.add_parser("groups", help="list, describe, delete groups; reset offsets")
     gsub = groups.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
     gsub.required = True
-    g = gsub.add_parser("delete", parents=[client], help="delete an empty group")
-    g.add_argument("group", metavar="GROUP")
-    g = gsub.add_parser("remove-members", parents=[client],
+    g = gsub.add_parser("remove-members", parents=[group_tool_options(client)],
                         help="remove static members by group.instance.id")
-    g.add_argument("group", metavar="GROUP")
+    one_group_argument(g)
     g.add_argument("--instance-id", action="append", required=True, metavar="ID",
                    help="group.instance.id to remove, repeatable")
     add_group_tools(gsub, client)
 
     # groups watch (cli/watch.py)
     g = gsub.add_parser(
-        "watch", parents=[client], help="live view of a group (or of all groups), refreshing in place",
+        "watch", parents=[group_tool_options(client)], help="live view of a group (or of all groups), refreshing in place",
         description="A live view of one group (state, generation or epoch, members and their partitions, "
         "lag per partition, the last rebalances) or of every group, refreshed in place until you press q "
         "or Ctrl-C. Rebalance history comes from kgroup's __kgroup_events topic where the broker has it.")
-    g.add_argument("group", metavar="GROUP", nargs="?", default=None, help="the group (default: all groups)")
+    one_group_argument(g)
     g.add_argument("--interval-ms", type=positive_int, default=2000, metavar="MS",
                    help="how often to refresh (default: 2000)")
 

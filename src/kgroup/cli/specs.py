@@ -44,12 +44,15 @@ def topic_spec(text: str) -> TopicSpec:
 
 def parse_datetime(text: str) -> int:
     """Milliseconds since the epoch for ``YYYY-MM-DDTHH:mm:SS[.sss][zone]``; local time when
-    no zone is given, as Kafka's tool reads it."""
+    no zone is given, as Kafka's tool reads it. A whole number is already milliseconds since
+    the epoch (as rpk's ``--to`` and Kafka's record timestamps count)."""
+    if text.strip().isdigit():
+        return int(text.strip())
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
         raise ValueError(f"invalid date-time {text!r} (use ISO-8601, e.g. 2024-05-01T09:30:00 "
-                         "or 2024-05-01T09:30:00.000+02:00)") from None
+                         "or 2024-05-01T09:30:00.000+02:00, or milliseconds since the epoch)") from None
     if moment.tzinfo is None:
         moment = moment.astimezone()            # local time, as Kafka's tool assumes
     return int(moment.timestamp() * 1000)
@@ -127,3 +130,19 @@ def read_reset_plan(text: str, groups: list[str]) -> dict[str, dict[tuple[str, i
     if not plan:
         raise ValueError("the reset plan file has no lines")
     return plan
+
+
+def read_partition_list(text: str) -> dict[str, list[int]]:
+    """``offset-delete --from-file`` as rpk reads it: one ``topic partition`` (or
+    ``topic,partition``) a line. Returns topic -> sorted partitions."""
+    partitions: dict[str, set[int]] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        cells = line.replace(",", " ").split()
+        if len(cells) != 2 or not cells[1].isdigit():
+            raise ValueError(f"line {number}: expected 'topic partition', got {line.strip()!r}")
+        partitions.setdefault(cells[0], set()).add(int(cells[1]))
+    if not partitions:
+        raise ValueError("the file names no partitions")
+    return {t: sorted(ps) for t, ps in partitions.items()}

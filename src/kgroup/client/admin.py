@@ -500,6 +500,22 @@ class AdminClient(AsyncClient, TopicsAdmin, RecordsAdmin, SecurityAdmin):
         raise_for(error_code_of(resp), f"delete offsets of group {group!r}")
         return {(t.name, int(p.partition_index)): ErrorCode(error_code_of(p)) for t in resp.topics for p in t.partitions}
 
+    async def committed_leader_epochs(self, group: str) -> dict[tuple[str, int], int]:
+        """The leader epoch committed with each offset of ``group`` (OffsetFetch v5+; -1 when
+        the committer gave none), for `groups describe --offsets --verbose`."""
+        body = request_fields(group_id=group, topics=None,
+                              groups=[{"group_id": group, "topics": None, "member_id": None, "member_epoch": -1}])
+
+        def error_of(r: Any) -> int:
+            return (error_code_of(r.groups[0]) if r.groups else 0) if hasattr(r, "groups") else error_code_of(r)
+
+        # Topics by name (v9 at most: v10 names them by id).
+        resp = await self._call_coordinator(group, ApiKey.OFFSET_FETCH, body, error_of, min_version=5, max_version=9)
+        raise_for(error_of(resp), f"fetch offsets of group {group!r}")
+        topics = resp.groups[0].topics if hasattr(resp, "groups") else resp.topics
+        return {(t.name, int(p.partition_index)): int(p.committed_leader_epoch)
+                for t in topics or () for p in t.partitions if int(p.committed_offset) >= 0}
+
 
 def _decode_assignment(protocol_type: str, data: bytes) -> Mapping[str, tuple[int, ...]] | None:
     if protocol_type != CONSUMER_PROTOCOL_TYPE or not data:

@@ -106,7 +106,7 @@ class BrokerError(KafkaClientError):
 class GroupNotEmpty(KafkaClientError):
     """An admin operation that needs an Empty group found it with members."""
 
-    hint = "stop every consumer of the group (or remove its members) and retry"
+    hint = "stop every consumer of the group and retry (static members whose processes are gone: remove them by instance id)"
 
 
 def error_code_of(obj: Any, name: str = "error_code") -> int:

@@ -5,6 +5,8 @@
     GET /api/groups            every group in brief (views.py)
     GET /api/groups/{group}    one group in full; 404 if there is no such group
     GET /api/stream[?group=G]  server-sent events for an open page (live.py)
+    GET /api/listeners         the broker's Kafka listeners (so `kgroup` pointed here by mistake
+                               can name the right address)
 
 Read-only, from the package's own files: nothing is fetched from elsewhere. It reads the
 coordinator's groups, the group observer's timelines and the broker's counters, on the
@@ -40,8 +42,10 @@ def now_ms() -> int:
 
 class Console:
     def __init__(self, views: GroupViews, observer: GroupObserver, request_stats: RequestStats,
-                 fsync_seconds: Buckets, end_offset: EndOffset, clock: Callable[[], int] = now_ms) -> None:
+                 fsync_seconds: Buckets, end_offset: EndOffset, clock: Callable[[], int] = now_ms,
+                 kafka_listeners: tuple[dict[str, str], ...] = ()) -> None:
         self.views = views
+        self.kafka_listeners = kafka_listeners
         self.observer = observer
         self.request_stats = request_stats
         self.fsync_seconds = fsync_seconds
@@ -82,6 +86,8 @@ class Console:
         if path == "/api/stream":
             group = request.query.get("group") or None
             return Stream(lambda reader, writer: self.live.serve(reader, writer, group))
+        if path == "/api/listeners":
+            return _json(200, {"kafka_listeners": list(self.kafka_listeners)})
         if path == "/favicon.ico":
             return Response(204)
         return text(404)
