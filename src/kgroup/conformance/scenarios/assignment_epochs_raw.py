@@ -1,0 +1,66 @@
+"""KIP-1251 assignment epochs: consumer-group commits racing an epoch bump, exact sequences."""
+
+from __future__ import annotations
+
+from kgroup.conformance import observe
+from kgroup.conformance.scenarios import scenario
+from kgroup.conformance.scenarios.consumer_raw import hb, member_id, owned_of
+from kgroup.conformance.scenarios.consumer_raw import ready as consumer_ready
+from kgroup.conformance.scenarios.offsets_raw import commit, fetch
+from kgroup.conformance.scenarios.transactions_raw import TxnProducer
+from kgroup.conformance.target import Target
+
+
+@scenario("offsets", "KIP-1251: a commit racing an epoch bump",
+          rule="each partition a consumer-protocol member holds keeps the epoch it was assigned at; OffsetCommit "
+               "and TxnOffsetCommit pass when assignment epoch <= sent epoch <= member epoch: a commit sent with "
+               "the epoch before a bump lands for the partitions the member kept, and fails as a whole "
+               "(STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for TxnOffsetCommit before v6) for a partition assigned "
+               "after the epoch it names or held by another member")
+async def offsets_kip1251_assignment_epochs(t: Target) -> None:
+    group, topic = t.names.group(), t.names.topic()
+    raw = await consumer_ready(t, group, 4)
+    a, b = member_id(t, "kip1251-a"), member_id(t, "kip1251-b")
+    ra = await t.ask(raw, "A joins", hb(group, a, 0, topics=[topic], owned=[]))
+    old, a_owned = int(ra.member_epoch), owned_of(ra)
+    await t.ask(raw, "A owns its assignment", hb(group, a, old, owned=a_owned))
+    rb = await t.ask(raw, "B joins: the group epoch moves on", hb(group, b, 0, topics=[topic], owned=[]))
+    ra = await t.ask(raw, "A heartbeat: told to revoke", hb(group, a, old, owned=a_owned))
+    kept = owned_of(ra) if ra.assignment is not None else a_owned
+    ra = await t.ask(raw, "A heartbeat having revoked: its epoch bumps", hb(group, a, int(ra.member_epoch),
+                                                                             owned=kept))
+    new = int(ra.member_epoch)
+    t.add("A's epoch moved on", new > old)
+    rb = await t.ask(raw, "B heartbeat: gets what A released", hb(group, b, int(rb.member_epoch), owned=[]))
+    given = owned_of(rb)
+    await t.ask(raw, "B owns its partitions", hb(group, b, int(rb.member_epoch), owned=given))
+    mine = {(topic, p): 10 + p for _, ps in kept for p in ps}
+    theirs = {(topic, p): 20 + p for _, ps in given for p in ps}
+    t.add("who holds what", {"A": sorted(p for _, p in mine), "B": sorted(p for _, p in theirs)})
+    # A's commit left before it heard of the new epoch: the partitions it kept were its own then.
+    await t.ask(raw, "A commits its kept partitions with the old epoch", commit(9, group, mine, generation=old,
+                                                                                member=a))
+    # B holds its partitions since the new epoch: a commit naming the old one is a zombie's.
+    await t.ask(raw, "B commits with the old epoch", commit(9, group, theirs, generation=old, member=b))
+    await t.ask(raw, "A commits B's partitions with the old epoch", commit(9, group, theirs, generation=old,
+                                                                           member=a))
+    first_mine, first_theirs = min(mine), min(theirs)
+    await t.ask(raw, "A commits one of each with the old epoch", commit(
+        9, group, {first_mine: 30, first_theirs: 31}, generation=old, member=a))
+    await t.ask(raw, "A commits with an epoch below any of its partitions", commit(
+        9, group, mine, generation=old - 1, member=a))
+    await t.ask(raw, "A commits with an epoch ahead of its own", commit(9, group, mine, generation=new + 1,
+                                                                        member=a))
+    await t.ask(raw, "B commits with its epoch", commit(9, group, theirs, generation=new, member=b))
+    # TxnOffsetCommit follows the same rule (v3: ILLEGAL_GENERATION for the stale one).
+    txn_id = t.names.group("kip1251-txn")
+    await observe.coordinator(raw, txn_id, key_type=1)
+    p = TxnProducer(t, raw, txn_id)
+    await p.init()
+    await p.add_offsets(group, "add the group's offsets")
+    await p.commit_offsets(group, {first_mine: 40}, "TxnOffsetCommit as A with the old epoch", generation=old,
+                           member=a)
+    await p.commit_offsets(group, {first_theirs: 41}, "TxnOffsetCommit as B with the old epoch", generation=old,
+                           member=b)
+    await p.end(False, "abort")
+    await t.ask(raw, "fetch", fetch(8, group))
