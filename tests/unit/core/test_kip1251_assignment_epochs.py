@@ -157,3 +157,20 @@ def test_a_record_written_before_kip1251_replays_at_the_members_epoch():
     assert again.cgroup().members["a"].current.assignment_epochs is None
     assert commit(again, "a", a.member_epoch - 1, *mine) is E.STALE_MEMBER_EPOCH
     assert commit(again, "a", a.member_epoch, *mine) == {p: E.NONE for p in mine}
+
+
+def test_a_classic_member_in_a_consumer_group_is_fenced_the_same_way_with_its_own_codes():
+    # Online migration brings classic members over with their partitions at epoch =
+    # generation; they commit with OffsetCommit below v9 and hear ILLEGAL_GENERATION.
+    from tests.unit.core.test_migration_scenarios import classic_stable_group
+
+    ctx = TxnContext()
+    a, b = classic_stable_group(ctx)
+    generation = ctx.group("cg").generation
+    assert ctx.cg_heartbeat("new", 0, topics=["t"]).error is E.NONE
+    member = ctx.cgroup().members[a]
+    assert member.meta.is_classic and member.current.assignment_epochs == ((T, 0, generation), (T, 1, generation))
+    ok = ctx.commit("cg", a, generation, {("t", 0): 3}, version=8)
+    assert ok.raised is None and ok.response.partitions[0].error is E.NONE
+    assert ctx.commit("cg", a, generation + 1, {("t", 0): 4}, version=8).error is E.ILLEGAL_GENERATION
+    assert ctx.commit("cg", a, generation - 1, {("t", 0): 4}, version=8).error is E.ILLEGAL_GENERATION
