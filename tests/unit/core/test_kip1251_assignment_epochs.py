@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 
-from kgroup.core.record_codec import decode, encode
+import pytest
+
+from kgroup.core.record_codec import RecordDecodeError, decode, encode
 from kgroup.core.records import ConsumerCurrentRecord, ConsumerCurrentValue, MemberState
 from kgroup.error_codes import ErrorCode as E
 from tests.unit.core.txnctx import TxnContext
@@ -123,13 +125,18 @@ def reloaded(ctx: TxnContext) -> TxnContext:
     return ctx.reloaded()
 
 
-def test_assignment_epochs_survive_a_restart():
+def test_assignment_epochs_survive_a_restart_and_a_snapshot():
     ctx = TxnContext()
     kept, given = race(ctx)
     again = reloaded(ctx)
     assert again.cgroup().members["a"].current == ctx.cgroup().members["a"].current
     assert commit(again, "a", 2, *kept) == {p: E.NONE for p in kept}
     assert commit(again, "b", 2, *given) is E.STALE_MEMBER_EPOCH
+    again.compact()                                    # what the broker's snapshots write
+    third = reloaded(again)
+    assert third.cgroup().members["a"].current == ctx.cgroup().members["a"].current
+    assert third.cgroup().members["b"].current == ctx.cgroup().members["b"].current
+    assert commit(third, "a", 2, *kept) == {p: E.NONE for p in kept}
 
 
 def test_a_record_written_before_kip1251_replays_at_the_members_epoch():
@@ -174,3 +181,16 @@ def test_a_classic_member_in_a_consumer_group_is_fenced_the_same_way_with_its_ow
     assert ok.raised is None and ok.response.partitions[0].error is E.NONE
     assert ctx.commit("cg", a, generation + 1, {("t", 0): 4}, version=8).error is E.ILLEGAL_GENERATION
     assert ctx.commit("cg", a, generation - 1, {("t", 0): 4}, version=8).error is E.ILLEGAL_GENERATION
+
+
+def test_the_record_carries_the_epochs_in_kafkas_layout_and_refuses_mismatched_ones():
+    value = ConsumerCurrentValue(7, 6, MemberState.UNREVOKED_PARTITIONS, (("id-a", (0, 2)), ("id-b", (1,))),
+                                 (("id-a", (5,)),), (("id-a", 0, 3), ("id-a", 2, 7), ("id-a", 5, 3), ("id-b", 1, 6)))
+    payload = encode(ConsumerCurrentRecord("cg", "m", value))
+    assert decode(payload).value == value
+    raw = json.loads(payload[payload.index(b"["):])
+    assert raw[5] == [["id-a", [0, 2, 5], [3, 7, 3]], ["id-b", [1], [6]]]
+    head = payload[:payload.index(b"[")]
+    raw[5][0][2] = [3, 7]
+    with pytest.raises(RecordDecodeError):
+        decode(head + json.dumps(raw).encode())
