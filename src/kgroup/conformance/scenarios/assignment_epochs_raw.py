@@ -64,3 +64,31 @@ async def offsets_kip1251_assignment_epochs(t: Target) -> None:
                            member=b)
     await p.end(False, "abort")
     await t.ask(raw, "fetch", fetch(8, group))
+
+
+@scenario("offsets", "KIP-1251: a static member's partitions across a restart",
+          rule="a static member leaving with epoch -2 keeps its partitions with their assignment epochs reset "
+               "to 0: the instance, back under a new member id, may commit for them with any epoch up to its "
+               "own, and not with a newer one")
+async def offsets_kip1251_static_member(t: Target) -> None:
+    group, topic = t.names.group(), t.names.topic()
+    raw = await consumer_ready(t, group, 2)
+    a, a2 = member_id(t, "kip1251-static"), member_id(t, "kip1251-static-back")
+    r = await t.ask(raw, "join with an instance id", hb(group, a, 0, topics=[topic], owned=[], instance="i-k"))
+    epoch = int(r.member_epoch)
+    await t.ask(raw, "owns its assignment", hb(group, a, epoch, owned=owned_of(r), instance="i-k"))
+    await t.ask(raw, "commits with its epoch", commit(9, group, {(topic, 0): 1, (topic, 1): 1}, generation=epoch,
+                                                      member=a))
+    await t.ask(raw, "commits with an older epoch", commit(9, group, {(topic, 0): 2}, generation=epoch - 1, member=a))
+    await t.ask(raw, "leaves temporarily", hb(group, a, -2, instance="i-k"))
+    r = await t.ask(raw, "comes back under a new member id", hb(group, a2, 0, topics=[topic], owned=[],
+                                                               instance="i-k"))
+    back = int(r.member_epoch)
+    await t.ask(raw, "owns its partitions again", hb(group, a2, back, owned=owned_of(r), instance="i-k"))
+    await t.ask(raw, "commits with epoch 0", commit(9, group, {(topic, 0): 3, (topic, 1): 3}, generation=0,
+                                                    member=a2))
+    await t.ask(raw, "commits with an older epoch", commit(9, group, {(topic, 0): 4}, generation=back - 1,
+                                                           member=a2))
+    await t.ask(raw, "commits with a newer epoch", commit(9, group, {(topic, 0): 5}, generation=back + 1,
+                                                          member=a2))
+    await t.ask(raw, "fetch", fetch(8, group))
