@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from kgroup.assignors.consumer_protocol import encode_subscription
+from kgroup.assignors.spec import Subscription
 from kgroup.conformance import observe
 from kgroup.conformance.scenarios import scenario
+from kgroup.conformance.scenarios.classic_raw import assignment, join, sync
 from kgroup.conformance.scenarios.consumer_raw import hb, member_id, owned_of
 from kgroup.conformance.scenarios.consumer_raw import ready as consumer_ready
 from kgroup.conformance.scenarios.offsets_raw import commit, fetch
@@ -91,4 +94,30 @@ async def offsets_kip1251_static_member(t: Target) -> None:
                                                            member=a2))
     await t.ask(raw, "commits with a newer epoch", commit(9, group, {(topic, 0): 5}, generation=back + 1,
                                                           member=a2))
+    await t.ask(raw, "fetch", fetch(8, group))
+
+
+@scenario("offsets", "KIP-1251: a classic member inside a consumer group",
+          rule="a classic member brought into a consumer group by online migration holds its partitions at "
+               "epoch = generation; it commits below OffsetCommit v9, and a generation ahead of its epoch, or "
+               "older than a partition's assignment epoch, is ILLEGAL_GENERATION (the classic code)")
+async def offsets_kip1251_classic_member(t: Target) -> None:
+    group, topic = t.names.group(), t.names.topic()
+    raw = await consumer_ready(t, group, 2)
+    classic = await t.raw("raw-classic")
+    meta = encode_subscription(Subscription((topic,)), 1)
+    r = await t.ask(classic, "classic member joins", join(5, group, protocols=(("range", meta),)))
+    r = await t.ask(classic, "classic member joins with its id", join(5, group, r.member_id,
+                                                                       protocols=(("range", meta),)))
+    c, gen = r.member_id, int(r.generation_id)
+    await t.ask(classic, "classic member syncs", sync(3, group, gen, c, assignments={c: assignment(topic, 0, 1)}))
+    b = member_id(t, "kip1251-upgrade")
+    await t.ask(raw, "a consumer-protocol member joins", hb(group, b, 0, topics=[topic], owned=[]))
+    await t.ask(classic, "the classic member commits (v8) with its generation", commit(
+        8, group, {(topic, 0): 1}, generation=gen, member=c))
+    await t.ask(classic, "the classic member commits with a newer generation", commit(
+        8, group, {(topic, 0): 2}, generation=gen + 1, member=c))
+    await t.ask(classic, "the classic member commits with an older generation", commit(
+        8, group, {(topic, 0): 3}, generation=gen - 1, member=c))
+    await t.ask(raw, "the consumer-protocol member leaves", hb(group, b, -1))
     await t.ask(raw, "fetch", fetch(8, group))
