@@ -105,6 +105,8 @@ def test_txn_offset_commit_follows_the_same_rule():
     # Before TxnOffsetCommit v6 a transactional producer knows only ILLEGAL_GENERATION.
     assert ctx.txn_commit_error("cg", "tx", pid, epoch, {("t", min(given)): 7}, generation=2,
                                 member="b") is E.ILLEGAL_GENERATION
+    # A producer that sends no group metadata (TxnOffsetCommit v0-v2) is not fenced, as in Kafka.
+    assert ctx.txn_commit_error("cg", "tx", pid, epoch, {("t", min(given)): 8}) is E.NONE
 
 
 def test_a_static_member_stepping_out_keeps_its_partitions_at_epoch_zero():
