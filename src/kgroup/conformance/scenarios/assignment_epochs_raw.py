@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from kgroup.assignors.consumer_protocol import encode_subscription
-from kgroup.assignors.spec import Subscription
 from kgroup.conformance import observe
 from kgroup.conformance.scenarios import scenario
-from kgroup.conformance.scenarios.classic_raw import assignment, join, sync
-from kgroup.conformance.scenarios.consumer_raw import hb, member_id, owned_of
+from kgroup.conformance.scenarios.consumer_raw import classic_member, hb, member_id, owned_of
 from kgroup.conformance.scenarios.consumer_raw import ready as consumer_ready
 from kgroup.conformance.scenarios.offsets_raw import commit, fetch
 from kgroup.conformance.scenarios.transactions_raw import TxnProducer
@@ -104,13 +101,7 @@ async def offsets_kip1251_static_member(t: Target) -> None:
 async def offsets_kip1251_classic_member(t: Target) -> None:
     group, topic = t.names.group(), t.names.topic()
     raw = await consumer_ready(t, group, 2)
-    classic = await t.raw("raw-classic")
-    meta = encode_subscription(Subscription((topic,)), 1)
-    r = await t.ask(classic, "classic member joins", join(5, group, protocols=(("range", meta),)))
-    r = await t.ask(classic, "classic member joins with its id", join(5, group, r.member_id,
-                                                                       protocols=(("range", meta),)))
-    c, gen = r.member_id, int(r.generation_id)
-    await t.ask(classic, "classic member syncs", sync(3, group, gen, c, assignments={c: assignment(topic, 0, 1)}))
+    classic, c, gen, _ = await classic_member(t, group, topic)
     b = member_id(t, "kip1251-upgrade")
     await t.ask(raw, "a consumer-protocol member joins", hb(group, b, 0, topics=[topic], owned=[]))
     await t.ask(classic, "the classic member commits (v8) with its generation", commit(
