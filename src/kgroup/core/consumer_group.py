@@ -13,6 +13,9 @@ its own target one heartbeat at a time (`reconcile`):
   (else UNRELEASED_PARTITIONS, at the target epoch);
 - with nothing to revoke and nothing unreleased the member is STABLE at the target epoch.
 
+Each held partition keeps the epoch at which it was assigned (KIP-1251, assignment_epochs.py):
+a partition kept keeps it, a new one takes the epoch the step moves the member to.
+
 So a partition never has two owners: `owners` maps each held partition (assigned or pending
 revocation) to its member, and a partition enters someone's assigned set only when it has
 no owner. Unlike classic groups, this whole aggregate is durable: only `replay` (in
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import ClassVar
 
+from kgroup.core.assignment_epochs import stamp
 from kgroup.core.config import GroupConfig
 from kgroup.core.errors import IllegalGroupTransition
 from kgroup.core.records import (
@@ -223,7 +227,7 @@ def reconcile(member_id: str, current: ConsumerCurrentValue, target: Partitions,
     if nxt.member_epoch == current.member_epoch:
         nxt = ConsumerCurrentValue(nxt.member_epoch, current.previous_member_epoch, nxt.state,
                                    nxt.assigned, nxt.pending_revocation)
-    return nxt
+    return stamp(nxt, current)
 
 
 def apply_consumer_record(groups: dict[str, ConsumerGroup], record) -> bool:

@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kgroup.assignors import GroupSpec, MemberSpec, UnknownAssignor, get_server_assignor
+from kgroup.core.assignment_epochs import at_epoch, stamp
 from kgroup.core.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
@@ -127,9 +128,9 @@ class ConsumerProtocol(ModernProtocol):
             # (An eager member reports nothing: it gave everything up.) Then recompute in full,
             # as for a member waiting on unreleased partitions.
             still = as_dict(req.owned)
-            current = ConsumerCurrentValue(
+            current = stamp(ConsumerCurrentValue(
                 current.member_epoch, current.previous_member_epoch, MemberState.UNRELEASED_PARTITIONS,
-                as_tuple({t: set(ps) & still.get(t, set()) for t, ps in current.assigned}), ())
+                as_tuple({t: set(ps) & still.get(t, set()) for t, ps in current.assigned}), ()), current)
         nxt = reconcile(member_id, current, targets.get(member_id, ()), target_epoch, owners, req.owned)
         if nxt != member.current or replaced is not None or member_id not in group.members:
             out.record(ConsumerCurrentRecord(group.group_id, member_id, nxt))
@@ -350,10 +351,11 @@ class ConsumerProtocol(ModernProtocol):
             raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"instance {req.instance_id} is not {req.member_id}'s")
         if req.member_epoch == STATIC_LEAVE_EPOCH:
             # A static member steps out for a restart: it keeps its assignment (and the group
-            # its epoch) until its session runs out.
+            # its epoch) until its session runs out; its assignment epochs drop to 0, so its
+            # next incarnation may commit for what it holds (KIP-1251, as Kafka does).
             cur = member.current
-            out.record(ConsumerCurrentRecord(group.group_id, member.member_id, ConsumerCurrentValue(
-                STATIC_LEAVE_EPOCH, cur.previous_member_epoch, cur.state, cur.assigned, cur.pending_revocation)))
+            out.record(ConsumerCurrentRecord(group.group_id, member.member_id, at_epoch(ConsumerCurrentValue(
+                STATIC_LEAVE_EPOCH, cur.previous_member_epoch, cur.state, cur.assigned, cur.pending_revocation), 0)))
             self.arm_session(group.group_id, member.member_id,
                              now_ms + self.group_configs.consumer_session_timeout(group.group_id), out)
         else:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from kgroup.assignors import Assignment, ConsumerProtocolError, decode_assignment, decode_subscription
 from kgroup.assignors import encode_assignment
 from kgroup.assignors.consumer_protocol import ASSIGNMENT_MAX_VERSION
+from kgroup.core.assignment_epochs import at_epoch
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupMember
 from kgroup.core.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState, apply_consumer_record
 from kgroup.core.errors import ErrorCode, GroupError
@@ -222,8 +223,8 @@ class Migration:
             records.append(kind.target(group_id, member_id, assigned))
         records.append(kind.target_epoch(group_id, generation))
         for member_id, _, assigned in members:
-            records.append(kind.current(group_id, member_id, ConsumerCurrentValue(
-                generation, generation, MemberState.STABLE, assigned, ())))
+            records.append(kind.current(group_id, member_id, at_epoch(ConsumerCurrentValue(
+                generation, generation, MemberState.STABLE, assigned, ()), generation)))
             self.consumer.arm_session(group_id, member_id, now_ms + classic.members[member_id].session_timeout_ms, out)
         for record in records:
             out.record(record)

@@ -2,7 +2,9 @@
 
 How this works: a commit is validated against the group (member, instance id, generation;
 a generation of -1 from a client outside group management is a "simple" commit, allowed
-only while the group has no members), then becomes one OffsetCommitRecord per partition.
+only while the group has no members; a consumer-protocol member's epoch may trail its
+current one for partitions it already held then, KIP-1251), then becomes one
+OffsetCommitRecord per partition.
 Offsets live in the shard's stored state and change only by replay. Retention follows
 KIP-211: an Empty group's offsets expire `offsets.retention` after the group became empty
 (whatever their commit time, as in Kafka); a group with no protocol type (simple commits only) uses
@@ -12,6 +14,7 @@ subscribes to. An Empty group left with no offsets is deleted.
 
 from __future__ import annotations
 
+from kgroup.core.assignment_epochs import check_commit as check_assignment_epochs
 from kgroup.core.classic_group import ClassicGroup, ClassicGroupState
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.event_journal import EventJournal
@@ -85,22 +88,37 @@ class Offsets:
                                                                   member.member_id))
         return self._write_commits(req, reply, now_ms)
 
-    @staticmethod
-    def validate_consumer_commit(group, req: OffsetCommitRequest, transactional: bool = False) -> None:
-        """Consumer-protocol groups fence commits by member epoch (KIP-848); a
-        transactional commit (TxnOffsetCommit, KIP-447) with a stale epoch gets
-        ILLEGAL_GENERATION, which transactional producers know, as in Kafka."""
-        if req.generation_id < 0 and not req.member_id and not group.members:
-            return  # simple commit to a group nobody is in
+    def validate_consumer_commit(self, group, req: OffsetCommitRequest, transactional: bool = False) -> None:
+        """Consumer-protocol groups fence commits by member epoch and each partition's
+        assignment epoch (KIP-848, KIP-1251: assignment_epochs.py), as Kafka 4.4's
+        ConsumerGroup.validateOffsetCommit. A transactional commit (TxnOffsetCommit, KIP-447)
+        that is too old gets ILLEGAL_GENERATION, which transactional producers know, as in
+        Kafka before TxnOffsetCommit v6. A partition whose metadata is too large is left to
+        its own error and not checked, as in Kafka."""
+        epoch = req.generation_id
+        if epoch < 0 and not group.members:
+            return  # an admin or simple commit to a group nobody is in
+        if transactional and epoch == -1 and not req.member_id and req.group_instance_id is None:
+            return  # a producer committing without the group's metadata (KIP-447's old API)
         member = group.members.get(req.member_id)
         if member is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {req.member_id} is not in group {group.group_id}")
-        if not transactional and req.api_version < 9:
+        classic = member.meta.is_classic
+        if not transactional and not classic and req.api_version < 9:
             raise GroupError(ErrorCode.UNSUPPORTED_VERSION,
                              "a consumer-protocol member must commit with OffsetCommit v9 or later")
-        if req.generation_id != member.epoch:
-            raise GroupError(ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH,
-                             f"epoch {req.generation_id} is not the member's {member.epoch}")
+        if epoch == member.epoch:
+            return
+        topics = self.shard.topics
+        limit = self.config.offset_metadata_max_bytes
+        checked = ((p.topic, topics.get(p.topic, (None,))[0], p.partition) for p in req.partitions
+                   if not p.metadata or len(p.metadata.encode()) <= limit)
+        try:
+            check_assignment_epochs(member.current, epoch, checked, classic)
+        except GroupError as e:
+            if transactional and e.code is ErrorCode.STALE_MEMBER_EPOCH:
+                raise GroupError(ErrorCode.ILLEGAL_GENERATION, e.message) from None
+            raise
 
     @staticmethod
     def validate_streams_commit(group, req: OffsetCommitRequest, transactional: bool = False) -> None:

@@ -50,7 +50,10 @@ Consumer-group records (KIP-848 groups; written only when membership or assignme
 so they favour simplicity over speed): the key is
     int16 version | int16 group_len | int16 member_len | group | member
 (member empty for the group-level records) and the value, absent for a tombstone, is the
-record's fields as compact UTF-8 JSON. Partitions are [[topic id, [p, ...]], ...].
+record's fields as compact UTF-8 JSON. Partitions are [[topic id, [p, ...]], ...]. A member's
+current assignment (key version 7) is [epoch, previous epoch, state, assigned, pending
+revocation, assignment epochs]; the last, [[topic id, [p, ...], [epoch, ...]], ...] (KIP-1251),
+is absent from records written before it (read as: every partition at the member's epoch).
 
 Transaction records use the consumer-group key layout (two strings) and a JSON value:
     8  transactional id, "" -> [producer id, epoch, last epoch, previous producer id,
@@ -372,8 +375,32 @@ def _consumer_value(record) -> object | None:
         if value.classic_protocols is not None:
             fields += [[[n, m.hex()] for n, m in value.classic_protocols], value.classic_session_timeout_ms]
         return fields
-    return [value.member_epoch, value.previous_member_epoch, value.state.value,
-            [[t, list(ps)] for t, ps in value.assigned], [[t, list(ps)] for t, ps in value.pending_revocation]]
+    fields = [value.member_epoch, value.previous_member_epoch, value.state.value,
+              [[t, list(ps)] for t, ps in value.assigned], [[t, list(ps)] for t, ps in value.pending_revocation]]
+    if value.assignment_epochs is not None:
+        fields.append(_epochs_value(value.assignment_epochs))
+    return fields
+
+
+def _epochs_value(epochs) -> list:
+    """KIP-1251 assignment epochs as [[topic id, [p, ...], [epoch, ...]], ...] (Kafka's layout)."""
+    out: list = []
+    for t, p, e in epochs:
+        if not out or out[-1][0] != t:
+            out.append([t, [], []])
+        out[-1][1].append(p)
+        out[-1][2].append(e)
+    return out
+
+
+def _epochs(raw) -> tuple:
+    out = []
+    for t, ps, es in raw:
+        if len(ps) != len(es):
+            raise ValueError(f"{len(es)} assignment epochs for {len(ps)} partitions of {t}")
+        out.extend((str(t), int(p), int(e)) for p, e in zip(ps, es))
+    out.sort()
+    return tuple(out)
 
 
 def _partitions(raw) -> tuple:
@@ -408,9 +435,11 @@ def _decode_consumer(payload: bytes, version: int, glen: int, mlen: int) -> Reco
                 classic, int(raw[9]) if classic is not None else -1))
         if raw is None:
             return ConsumerCurrentRecord(group, member, None)
-        epoch, previous, state, assigned, pending = raw
+        # Five fields before KIP-1251; the sixth, assignment epochs, since.
+        epoch, previous, state, assigned, pending = raw[:5]
+        epochs = _epochs(raw[5]) if len(raw) > 5 else None
         return ConsumerCurrentRecord(group, member, ConsumerCurrentValue(
-            int(epoch), int(previous), MemberState(state), _partitions(assigned), _partitions(pending)))
+            int(epoch), int(previous), MemberState(state), _partitions(assigned), _partitions(pending), epochs))
     except (TypeError, ValueError, KeyError) as exc:
         raise RecordDecodeError(f"malformed consumer-group record value: {exc}") from None
 

@@ -69,6 +69,8 @@ class ClassicGroupRecord:
 # Assignments are keyed by topic id (as a string) and hold sorted partition tuples:
 #   ((topic_id, (p0, p1, ...)), ...) sorted by topic id.
 Partitions = tuple[tuple[str, tuple[int, ...]], ...]
+# (topic id, partition, epoch), sorted: the epoch at which each partition was assigned (KIP-1251).
+AssignmentEpochs = tuple[tuple[str, int, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,13 +143,19 @@ class MemberState(Enum):
 
 @dataclass(frozen=True, slots=True)
 class ConsumerCurrentValue:
-    """Where a member stands in reconciling towards its target."""
+    """Where a member stands in reconciling towards its target.
+
+    `assignment_epochs` (KIP-1251, assignment_epochs.py) holds (topic id, partition, epoch)
+    for every partition assigned or pending revocation: the member epoch at which the member
+    was given it. None is a record written before we kept them: every partition then counts
+    as assigned at the member's epoch, as Kafka reads such a record."""
 
     member_epoch: int
     previous_member_epoch: int
     state: MemberState
     assigned: Partitions
     pending_revocation: Partitions
+    assignment_epochs: AssignmentEpochs | None = None
 
 
 @dataclass(frozen=True, slots=True)

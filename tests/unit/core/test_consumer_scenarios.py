@@ -242,11 +242,16 @@ def test_range_assignor_when_members_ask_for_it():
 # ---- offsets -------------------------------------------------------------------------------
 
 def test_commit_with_a_stale_member_epoch_is_rejected():
+    # An older epoch passes only for partitions held since then (KIP-1251, more in
+    # test_kip1251_assignment_epochs.py); one ahead never does.
     ctx = GroupContext()
     a, b = stable_group(ctx, 2)
     epoch = ctx.cgroup().members[a].epoch
+    mine = owned(ctx, a)
+    theirs = sorted(set(range(6)) - mine)[0]
     assert ctx.commit("cg", a, epoch, {("t", 0): 5}, version=9).response.partitions[0].error is E.NONE
-    assert ctx.commit("cg", a, epoch - 1, {("t", 0): 6}, version=9).error is E.STALE_MEMBER_EPOCH
+    assert ctx.commit("cg", a, epoch + 1, {("t", min(mine)): 6}, version=9).error is E.STALE_MEMBER_EPOCH
+    assert ctx.commit("cg", a, epoch - 1, {("t", theirs): 6}, version=9).error is E.STALE_MEMBER_EPOCH
     assert ctx.commit("cg", a, epoch, {("t", 0): 6}, version=8).error is E.UNSUPPORTED_VERSION
     assert ctx.commit("cg", "ghost", epoch, {("t", 0): 6}, version=9).error is E.UNKNOWN_MEMBER_ID
 

@@ -211,6 +211,20 @@ async def consumer_session_timeout(t: Target) -> None:
     await t.ask(raw, "heartbeat of the removed member", hb(group, a, int(r.member_epoch)))
 
 
+async def classic_member(t: Target, group: str, topic: str):
+    """A classic group of one member (on a connection of its own) holding partitions 0 and 1
+    of `topic`, ready to be upgraded: (connection, member id, generation, subscription)."""
+    from kgroup.conformance.scenarios.classic_raw import assignment
+    classic = await t.raw("raw-classic")
+    meta = encode_subscription(Subscription((topic,)), 1)
+    r = await t.ask(classic, "classic member joins", join(5, group, protocols=(("range", meta),)))
+    r = await t.ask(classic, "classic member joins with its id", join(5, group, r.member_id,
+                                                                       protocols=(("range", meta),)))
+    c, gen = r.member_id, int(r.generation_id)
+    await t.ask(classic, "classic member syncs", sync(3, group, gen, c, assignments={c: assignment(topic, 0, 1)}))
+    return classic, c, gen, meta
+
+
 @scenario("consumer", "migration: a classic group becomes a consumer group and back",
           rule="a ConsumerGroupHeartbeat joining a non-empty classic group converts it online (group.consumer"
                ".migration.policy=bidirectional); the classic member keeps using JoinGroup/SyncGroup/Heartbeat "
@@ -218,14 +232,7 @@ async def consumer_session_timeout(t: Target) -> None:
 async def consumer_migration(t: Target) -> None:
     group, topic = t.names.group(), t.names.topic()
     raw = await ready(t, group, 2)
-    classic = await t.raw("raw-classic")
-    meta = encode_subscription(Subscription((topic,)), 1)
-    r = await t.ask(classic, "classic member joins", join(5, group, protocols=(("range", meta),)))
-    r = await t.ask(classic, "classic member joins with its id", join(5, group, r.member_id,
-                                                                       protocols=(("range", meta),)))
-    c, gen = r.member_id, int(r.generation_id)
-    from kgroup.conformance.scenarios.classic_raw import assignment
-    await t.ask(classic, "classic member syncs", sync(3, group, gen, c, assignments={c: assignment(topic, 0, 1)}))
+    classic, c, gen, meta = await classic_member(t, group, topic)
     t.add("describe (classic)", await observe.describe(raw, group))
     b = member_id(t, "m19")
     rb = await t.ask(raw, "a consumer-protocol member joins", hb(group, b, 0, topics=[topic], owned=[]))
