@@ -11,12 +11,12 @@ range, fails) and the README's Configuration table against it (every key documen
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from kgroup.core.group_configs import KINDS, PAIRS
+from kgroup.toml_values import toml_value as toml_text
 
 INT32 = 2 ** 31 - 1
 INT64 = 2 ** 63 - 1
@@ -203,16 +203,3 @@ FIELDS_BEHIND_KEYS: dict[tuple[str, str], str] = {
 def keys_of(table: str) -> list[str]:
     """The keys of one table ("" for the top level), as the README documents them."""
     return [name for (t, name) in KEYS if t == table]
-
-
-def toml_text(value: Any) -> str:
-    """A value as it is written in TOML (for messages that quote what the user wrote)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_text(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{...}"
-    return json.dumps(value)
