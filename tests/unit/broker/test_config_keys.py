@@ -1,7 +1,7 @@
 """Every key of the broker's TOML file has a type and a range, is refused out of range with
 the key as the user wrote it, and is documented in the README: generated from the config
-dataclasses and broker/config_keys.py, so a new key without a range check (or without a
-line in the README) fails here."""
+dataclasses and the key table of broker/config.py (KEYS), so a new key without a range check
+(or without a line in the README) fails here."""
 
 from __future__ import annotations
 
@@ -12,8 +12,21 @@ from typing import Any
 
 import pytest
 
-from kgroup.broker.config import AuthConfig, BrokerConfig, ConfigError, ListenerConfig, LoggingConfig, load_config
-from kgroup.broker.config_keys import FIELDS_BEHIND_KEYS, KEYS, RELATIONS, TABLES, Key, keys_of, toml_text
+from kgroup.broker.config import (
+    FIELDS_BEHIND_KEYS,
+    KEYS,
+    RELATIONS,
+    TABLES,
+    AuthConfig,
+    BrokerConfig,
+    ConfigError,
+    Key,
+    ListenerConfig,
+    LoggingConfig,
+    keys_of,
+    load_config,
+    toml_text,
+)
 from kgroup.core.config import GroupConfig
 from kgroup.core.transactions.config import TransactionConfig
 
@@ -27,7 +40,7 @@ def test_every_field_of_the_config_classes_is_a_key_or_set_by_one():
     for table, cls in CLASSES.items():
         for f in dataclasses.fields(cls):
             assert (table, f.name) in KEYS or (table, f.name) in FIELDS_BEHIND_KEYS, (
-                f"{cls.__name__}.{f.name} has no TOML key in broker/config_keys.py: add one with its range")
+                f"{cls.__name__}.{f.name} has no TOML key in the key table of broker/config.py: add one with its range")
     fields = {(table, f.name) for table, cls in CLASSES.items() for f in dataclasses.fields(cls)}
     for table, name in KEYS:
         assert (table, name) in fields or name in FIELDS_BEHIND_KEYS.values() or name == "cluster", (table, name)
