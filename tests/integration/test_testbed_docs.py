@@ -89,6 +89,16 @@ def test_every_shell_block_runs_in_order(tmp_path):
     assert "fault" in (work / "kgroup-test.log").read_text()
 
 
+def test_the_example_needs_no_pytest_plugin_beyond_pytest():
+    """Run as the doc says with only pytest installed (pytest-timeout off here), the example
+    draws no warning about kgroup's own pytest settings (`timeout`)."""
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "pytest", "--collect-only", "-q",
+                           "-p", "no:timeout", "-p", "no:cacheprovider", "examples/testing"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "3 tests collected" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "Unknown config option" not in done.stdout + done.stderr
+
+
 def test_the_docs_show_the_examples_as_they_are():
     doc = (ROOT / "docs" / "testing.md").read_text()
     for example in ("orders_app.py", "test_orders_app.py", "kafkajs/orders.test.mjs"):
