@@ -43,8 +43,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP) $(SPARK_STAMP) $(RUN_STAMP)
 
+# `make run HOST=0.0.0.0 PORT=9093 DATA=/var/lib/kgroup`: where `make run` listens and keeps
+# its data. Set on the command line only (`=`, not `?=`): a PORT or HOST in the environment,
+# as some shells and platforms export, never moves the broker.
+HOST = 127.0.0.1
+PORT = 9092
+DATA = ./kgroup-data
+
 run: $(RUN_STAMP)
-	$(BIN)/kgroup serve --listen 127.0.0.1:9092 --data-dir ./kgroup-data
+	$(BIN)/kgroup serve --listen $(HOST):$(PORT) --data-dir $(DATA)
 
 spark: $(SPARK_STAMP) $(SPARK_KAFKA_STAMP)
 

@@ -241,7 +241,7 @@ def test_describe_members_state_offsets_and_json_of_a_live_group(broker):
                                       "lag": 0, "consumer_id": live["members"][0]["consumer_id"],
                                       "host": "/127.0.0.1", "client_id": "live-1",
                                       # a share group's columns (test_share_groups.py)
-                                      "start_offset": None, "in_flight": None, "consumer_ids": None}
+                                      "start_offset": None, "consumer_ids": None}
         assert idle["state"] == "Empty" and idle["members"] == []
         every = json.loads(kgroup(broker, "groups", "describe", "--all-groups", "--format", "json").stdout)
         assert {"g-live", "g-del"} <= {g["group"] for g in every["groups"]}

@@ -290,6 +290,51 @@ def test_the_metrics_gauges_have_every_kind(broker, name):
     assert gauge[("kgroup_group_generation", (("group", group), ("kind", kind.name)))] >= 1
 
 
+# Suffixes the exposition format gives to the samples of counters, histograms and summaries:
+# a gauge named with one reads as part of another metric (kgroup_group_lag_sum was one).
+RESERVED_SUFFIXES = ("_total", "_sum", "_count", "_bucket", "_created", "_info")
+# Label names that would name a group kind under another name than `kind`.
+OTHER_KIND_LABELS = {"protocol", "group_type", "type", "group_kind"}
+
+
+def test_the_metrics_follow_prometheus_conventions(broker):
+    """The scrape of a broker with a group of every kind, parsed by prometheus_client: names
+    by type, one label name (`kind`) for the group kind, every kind present under it."""
+    status, body = http_get(f"{broker.http}/metrics")
+    assert status == 200
+    families = [f for f in text_string_to_metric_families(body.decode()) if f.name.startswith("kgroup_")]
+    assert len(families) >= 10
+    kinds_seen: set[str] = set()
+    for f in families:
+        assert re.fullmatch(r"kgroup_[a-z][a-z0-9_]*", f.name), f.name
+        names = {s.name for s in f.samples}
+        if f.type == "gauge":
+            assert not f.name.endswith(RESERVED_SUFFIXES), f"gauge {f.name} ends in a reserved suffix"
+            assert names <= {f.name}, names
+        elif f.type == "counter":
+            # The parser names a counter's family without `_total`; its samples carry it.
+            assert not f.name.endswith("_total") and names <= {f.name + "_total", f.name + "_created"}, names
+        elif f.type == "histogram":
+            assert f.name.endswith("_seconds"), f"histogram {f.name} does not name its unit"
+            assert names <= {f.name + s for s in ("_bucket", "_sum", "_count", "_created")}, names
+        else:
+            pytest.fail(f"{f.name}: a {f.type} (expected gauge, counter or histogram)")
+        for s in f.samples:
+            assert not set(s.labels) & OTHER_KIND_LABELS, f"{s.name} names the group kind {set(s.labels)}"
+            if "kind" in s.labels:
+                assert s.labels["kind"] in KINDS, s
+                kinds_seen.add(s.labels["kind"])
+    assert kinds_seen == set(KINDS)
+    by_name = {f.name: f for f in families}
+    # Every group's members, generation and lag are there, by kind where the metric has one.
+    for name in KINDS:
+        group = group_of(name)
+        assert any(s.labels == {"group": group, "kind": name} for s in by_name["kgroup_group_members"].samples)
+    assert {s.labels["group"] for s in by_name["kgroup_group_total_lag"].samples} >= {group_of("classic")}
+    assert {s.labels["kind"] for s in by_name["kgroup_rebalance_duration_seconds"].samples} >= {"classic"}
+    assert {s.labels["event"] for s in by_name["kgroup_group_events"].samples} >= {"member_joined"}
+
+
 @pytest.mark.parametrize("name", kinds_of("test_the_group_events_tell_of_every_kind"))
 def test_the_group_events_tell_of_every_kind(broker, name):
     kind, group = kind_named(name), group_of(name)

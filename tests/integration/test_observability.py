@@ -126,7 +126,7 @@ def test_metrics_parse_and_their_counters_move_as_the_group_rebalances(broker):
     wait_for(lambda: len(first.tally.consumed) == 20, 40, what="first read everything")
     first.commit_now()
     key = lambda name, **labels: (name, tuple(sorted(labels.items())))    # noqa: E731
-    wait_for(lambda: scrape(broker).get(key("kgroup_group_lag_sum", group=group)) == 0, 20, what="lag 0")
+    wait_for(lambda: scrape(broker).get(key("kgroup_group_total_lag", group=group)) == 0, 20, what="lag 0")
     before = scrape(broker)
     assert before[key("kgroup_group_members", group=group, kind="classic")] == 1
     assert before[key("kgroup_groups", kind="classic", state="Stable")] >= 1
@@ -144,12 +144,12 @@ def test_metrics_parse_and_their_counters_move_as_the_group_rebalances(broker):
     assert after[key("kgroup_rebalances_total", group=group)] > before[key("kgroup_rebalances_total", group=group)]
     assert after[key("kgroup_partitions_moved_total", group=group)] >= \
         before[key("kgroup_partitions_moved_total", group=group)] + 1
-    duration = key("kgroup_rebalance_duration_seconds_count", protocol="classic")
+    duration = key("kgroup_rebalance_duration_seconds_count", kind="classic")
     assert after[duration] > before[duration]
     joins = key("kgroup_requests_total", api="JoinGroup", error="NONE")
     assert after[joins] > before[joins]
     assert after[key("kgroup_requests_total", api="Heartbeat", error="NONE")] > 0
-    assert after[key("kgroup_group_lag_sum", group=group)] == 7
+    assert after[key("kgroup_group_total_lag", group=group)] == 7
     assert after[key("kgroup_group_lag", group=group, topic="metered", partition="0")] == 7
     assert after[key("kgroup_fsync_duration_seconds_count")] > 0
     for t in (first, second):

@@ -1,13 +1,15 @@
 """Every code block of README.md and of the docs it links runs as written, in order.
 
-docs/testing.md is the exception: test_testbed_docs.py runs its examples (pytest, kafkajs)
-and checks the doc quotes them unchanged; its Go sketch is not run anywhere.
+docs/testing.md is the exception: test_testbed_docs.py runs its shell blocks in order with
+this module's machinery (they start brokers and a cluster of their own, on ports it picks)
+and checks the doc quotes the examples unchanged; its Go and JavaScript sketches are not run.
 
 The test plays a new user after `make run`: it starts a broker of its own (with the
 defaults `make run` uses, the 3 s initial rebalance delay included) and runs each block in
 turn, in a scratch directory that sees the checkout's `.venv` and `examples`:
 - ``sh`` blocks run in bash, stopping at the first failing command (``set -e``);
-  ``make ...`` lines are set-up whose result the test's own venv and broker already are;
+  ``make ...``, ``npm ci ...`` and ``.venv/bin/pip install ...`` lines are set-up whose
+  result the test's own venv, node_modules and broker already are (`SETUP`);
 - ``python`` blocks run as programs with the venv's Python, and must finish;
 - ``toml`` blocks must load as a broker config, ``json`` blocks parse, ``yaml`` blocks load
   as a lab scenario or sweep; ``text`` blocks are samples of output (a log), not run;
@@ -60,6 +62,18 @@ def blocks_of(path: Path) -> list[Block]:
     return [Block(path, text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2)) for m in FENCE.finditer(text)]
 
 
+# Lines that install what the test's checkout already has (and must not reinstall into the
+# shared .venv or node_modules).
+SETUP = ("make ", "npm ci", ".venv/bin/pip install ")
+
+
+def script(text: str) -> str:
+    """A ``sh`` block as a bash script that stops at the first failing command, set-up lines
+    left out."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith(SETUP)]
+    return "set -euo pipefail\n" + "\n".join(lines) + "\n"
+
+
 # Linked docs whose examples have a test of their own (it runs the example files and checks
 # that the doc shows them as they are), with blocks in languages this test does not run.
 OWN_TESTS = {ROOT / "docs" / "testing.md": "tests/integration/test_testbed_docs.py"}
@@ -85,6 +99,24 @@ def test_the_readme_has_blocks_of_every_kind_we_run():
     assert {"sh", "python", "toml", "json", "yaml"} <= kinds, kinds
     assert not kinds - {"sh", "python", "toml", "json", "yaml", "text"}, "a block of a kind this test cannot check"
     assert len(documents()) >= 2
+
+
+def test_set_up_lines_install_what_pyproject_pins():
+    """What a doc tells a user to pip install is what the tests install (pyproject's test
+    extra), at the same pinned versions."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    extra = pyproject[pyproject.index("test = ["):]
+    extra = extra[:extra.index("]\n")]
+    pins = dict(re.findall(r'"([A-Za-z0-9_.\-\[\]]+?)(?:[=<>~!]=?([^"]*))?"', extra))
+    docs = [*documents(), *OWN_TESTS]
+    installs = [line for doc in docs for b in blocks_of(doc) if b.lang == "sh"
+                for line in b.text.splitlines() if line.lstrip().startswith(".venv/bin/pip install ")]
+    assert installs
+    for line in installs:
+        for spec in line.split("#", 1)[0].split()[3:]:
+            name, _, version = spec.partition("==")
+            assert name in pins, f"{line!r}: {name} is not in pyproject's test extra"
+            assert not version or version == pins[name], f"{line!r}: pyproject pins {name}=={pins[name]}"
 
 
 @pytest.fixture(scope="module")
@@ -165,9 +197,7 @@ def test_every_block_runs_in_order(broker, tmp_path):
             _watch(block, text, work, env)
             continue
         if block.lang == "sh":
-            lines = [line for line in text.splitlines() if not line.lstrip().startswith("make ")]
-            script = "set -euo pipefail\n" + "\n".join(lines) + "\n"
-            cmd = ["bash", "-c", script]
+            cmd = ["bash", "-c", script(text)]
         else:
             program = work / f"block-{block.path.stem}-{block.line}.py"
             program.write_text(text)

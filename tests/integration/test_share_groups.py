@@ -250,17 +250,18 @@ def test_kip932_groups_tools_show_share_groups_and_reset_an_empty_one(kgroup_bro
         assert (member[-4], member[-2], member[-1]) == ("2", "-", f"{topic}(0,1)"), out   # no bytes
         status, out, _ = run("groups", "describe", group)                    # --offsets
         assert status == 0, out
-        # GROUP  TOPIC  PARTITION  START-OFFSET  LOG-END-OFFSET  IN-FLIGHT  CONSUMER-IDS
-        lines = {tuple(line.split()[1:6]) for line in out.splitlines() if line.startswith(group)}
-        # Nothing acknowledged yet: each share partition starts at 0 with its 50 records in flight.
-        assert lines == {(topic, "0", "0", "50", "50"), (topic, "1", "0", "50", "50")}, out
+        # kafka-share-groups --describe's columns: GROUP  TOPIC  PARTITION  START-OFFSET  LAG
+        assert out.split()[:5] == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"], out
+        lines = {tuple(line.split()[1:]) for line in out.splitlines() if line.startswith(group)}
+        # Nothing acknowledged yet: each share partition starts at 0 with a lag of its 50 records.
+        assert lines == {(topic, "0", "0", "50"), (topic, "1", "0", "50")}, out
         status, out, _ = run("groups", "describe", group, "--format", "json")
         assert status == 0, out
         (doc,) = json.loads(out)["groups"]
         assert (doc["type"], doc["state"], doc["assignment_strategy"]) == ("share", "Stable", "simple")
         (m,) = doc["members"]
         assert m["partitions"] == [{"topic": topic, "partition": 0}, {"topic": topic, "partition": 1}]
-        assert [(o["topic"], o["partition"], o["start_offset"], o["log_end_offset"], o["in_flight"],
+        assert [(o["topic"], o["partition"], o["start_offset"], o["log_end_offset"], o["lag"],
                  o["consumer_ids"]) for o in doc["offsets"]] == \
             [(topic, p, 0, 50, 50, [m["consumer_id"]]) for p in (0, 1)]
         assert held > 0

@@ -11,8 +11,10 @@ from typing import Any
 
 from kgroup.assignors.registry import UnknownAssignor, get_server_assignor
 from kgroup.core.config import GroupConfig
+from kgroup.core.group_configs import KINDS, PAIRS
 from kgroup.core.transactions.config import TransactionConfig
 from kgroup.plugins import load_assignor_plugins
+from kgroup.toml_values import toml_value as toml_text
 from kgroup.wire import DEFAULT_MAX_FRAME_SIZE
 
 
@@ -20,8 +22,205 @@ class ConfigError(ValueError):
     """A setting is wrong; the message says which and how to fix it."""
 
 
+# ---- the TOML keys ------------------------------------------------------------------------
+#
+# Every key of the broker's TOML file, with its type and its range: one table.
+#
+# The loader below walks it to read a file (a value of the wrong type or out of range is
+# refused with the key as the user wrote it: `kgroup.toml: [group] min_session_timeout_ms =
+# -5: must be >= 1`), to name the known keys of a table when one is unknown, and to check the
+# flags that mirror keys. `RELATIONS` are the orderings between keys (a min below its max, a
+# heartbeat below its session timeout); the key the user gave is the one blamed. The tests
+# walk the config dataclasses against this table (a field with no key here, or a key with no
+# range, fails) and the README's Configuration table against it (every key documented).
+
+INT32 = 2 ** 31 - 1
+INT64 = 2 ** 63 - 1
+
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+CLIENT_AUTH = ("none", "requested", "required")
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+
+
+@dataclass(frozen=True)
+class Key:
+    """One TOML key. `kind`: int (within low..high), bool, str (non-empty when low is 1),
+    choice (one of `choices`; `fold`: in any case), names (a list of strings: each one of
+    `choices` or matching `pattern` when given, at least `low` of them), address
+    (HOST:PORT), fsync (always | never | interval:MS) or cluster (ID=HOST:PORT,...)."""
+
+    table: str            # "" (top level), "group", "log", "transactions", "auth", "listeners"
+    name: str
+    kind: str
+    low: int | None = None
+    high: int | None = None
+    choices: tuple[str, ...] = ()
+    fold: bool = False
+    pattern: str | None = None
+    what: str = ""        # how a name of a `pattern` list looks, for the message
+
+    @property
+    def where(self) -> str:
+        """The key as a user writes it: `name`, `[group] name`, `[[listeners]] name`."""
+        if not self.table:
+            return self.name
+        return f"[[{self.table}]] {self.name}" if self.table == "listeners" else f"[{self.table}] {self.name}"
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with `value` (already of the key's type), as "must be ...", or None."""
+        if self.kind == "int":
+            if self.low is not None and value < self.low:
+                return f"must be >= {self.low}"
+            if self.high is not None and value > self.high:
+                return f"must be <= {self.high}"
+        elif self.kind == "str":
+            if self.low and not value.strip():
+                return "must not be empty"
+        elif self.kind == "choice":
+            if (value.upper() if self.fold else value) not in self.choices:
+                return f"must be one of {', '.join(self.choices)}"
+        elif self.kind == "names":
+            if self.low and len(value) < self.low:
+                return f"must name at least {self.low}"
+            for name in value:
+                if self.choices and name not in self.choices:
+                    return f"{name!r} is not one of {', '.join(self.choices)}"
+                if self.pattern and not re.fullmatch(self.pattern, name):
+                    return f"{name!r} must look like {self.what}"
+        elif self.kind == "address":
+            host, sep, port = value.rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                return "must look like HOST:PORT (for example 127.0.0.1:9092), with a port from 1 to 65535"
+        elif self.kind == "fsync":
+            from kgroup.storage.config import FsyncPolicy, StorageConfigError  # noqa: PLC0415
+            try:
+                FsyncPolicy.parse(value)
+            except StorageConfigError:
+                return 'must be "always", "never" or "interval:MS" (MS >= 1)'
+        return None
+
+
+@dataclass(frozen=True)
+class Relation:
+    """`low` must stay at or below `high` (below, when `strict`), both keys of `table`."""
+
+    table: str
+    low: str
+    high: str
+    strict: bool = False
+
+
+def _ints(table: str, low: int, high: int, *names: str) -> list[Key]:
+    return [Key(table, name, "int", low, high) for name in names]
+
+
+_TOP = [
+    Key("", "listen", "address"), Key("", "advertised", "address"),
+    Key("", "http_listen", "address"), Key("", "control_listen", "address"),
+    Key("", "data_dir", "str", low=1), Key("", "cluster_id", "str", low=1),
+    Key("", "cluster", "cluster"), Key("", "fsync", "fsync"),
+    Key("", "auto_create_topics", "bool"), Key("", "group_events", "bool"),
+    *_ints("", 0, INT32, "node_id"),
+    *_ints("", 100, INT32, "node_timeout_ms"),
+    *_ints("", 1, INT32, "metadata_partitions", "max_request_bytes", "default_partitions", "log_segment_bytes",
+           "max_message_bytes"),
+    *_ints("", -1, INT64, "log_retention_ms", "log_retention_bytes"),
+    *_ints("", 1, INT64, "log_retention_check_interval_ms"),
+]
+
+# Group-kind configs (consumer_*, share_*, streams_*) that may be 0, with their min and max.
+_ZERO_OK = {"streams_num_standby_replicas", "streams_num_warmup_replicas", "streams_acceptable_recovery_lag",
+            "streams_initial_rebalance_delay_ms", "streams_assignment_interval_ms"}
+
+
+def _kind_keys() -> tuple[list[Key], list[Relation]]:
+    """Every group kind's [group] keys from its configs (core/group_configs.py): the
+    broker default, its min and its max, each within the config's type, min <= value <= max."""
+    keys, relations = [], []
+    for configs in KINDS:
+        for d in configs:
+            key = d.name.replace(".", "_")
+            if d.choices:
+                keys.append(Key("group", key, "choice", choices=d.choices))
+                continue
+            kind = d.name.split(".", 1)[0]
+            low_key, high_key = (key.replace(f"{kind}_", f"{kind}_{m}_", 1) for m in ("min", "max"))
+            floor = 0 if key in _ZERO_OK else 1
+            keys += _ints("group", floor, INT64 if d.long else INT32, low_key, key, high_key)
+            relations += [Relation("group", low_key, key), Relation("group", key, high_key)]
+    for session, heartbeat in PAIRS:
+        relations.append(Relation("group", heartbeat.replace(".", "_"), session.replace(".", "_"), strict=True))
+    return keys, relations
+
+
+_KIND_KEYS, _KIND_RELATIONS = _kind_keys()
+
+_GROUP = [
+    *_ints("group", 1, INT32, "min_session_timeout_ms", "max_session_timeout_ms", "max_group_size",
+           "consumer_max_size", "share_max_size", "streams_max_size"),
+    *_ints("group", 0, INT32, "initial_rebalance_delay_ms", "offset_metadata_max_bytes"),
+    *_ints("group", 1, INT64, "offsets_retention_ms", "offsets_retention_check_interval_ms"),
+    Key("group", "consumer_assignors", "names", low=1),
+    Key("group", "consumer_migration_policy", "choice", choices=MIGRATION_POLICIES),
+    *_KIND_KEYS,
+]
+
+_LOG = [
+    Key("log", "format", "choice", choices=LOG_FORMATS),
+    Key("log", "level", "choice", choices=LOG_LEVELS, fold=True),
+    *_ints("log", 1, INT32, "rebalance_warn_count", "fenced_warn_count"),
+    *_ints("log", 1, INT64, "rebalance_warn_window_ms"),
+]
+
+_TRANSACTIONS = _ints("transactions", 1, INT32, "max_timeout_ms", "id_expiration_ms",
+                      "id_expiration_check_interval_ms", "producer_id_expiration_ms")
+
+_AUTH = [
+    Key("auth", "authorizer", "bool"), Key("auth", "allow_everyone_if_no_acl", "bool"),
+    Key("auth", "super_users", "names", pattern=r"[^:]+:.+", what="User:NAME"),
+    *_ints("auth", 0, INT64, "connections_max_reauth_ms"),
+]
+
+_LISTENERS = [
+    Key("listeners", "name", "str", low=1), Key("listeners", "address", "address"),
+    Key("listeners", "advertised", "address"),
+    Key("listeners", "protocol", "choice", choices=SECURITY_PROTOCOLS),
+    Key("listeners", "sasl_mechanisms", "names", choices=SASL_MECHANISMS),
+    Key("listeners", "ssl_certfile", "str", low=1), Key("listeners", "ssl_keyfile", "str", low=1),
+    Key("listeners", "ssl_keyfile_password", "str"), Key("listeners", "ssl_cafile", "str", low=1),
+    Key("listeners", "ssl_client_auth", "choice", choices=CLIENT_AUTH),
+]
+
+KEYS: dict[tuple[str, str], Key] = {(k.table, k.name): k
+                                    for k in (*_TOP, *_GROUP, *_LOG, *_TRANSACTIONS, *_AUTH, *_LISTENERS)}
+
+RELATIONS: tuple[Relation, ...] = (Relation("group", "min_session_timeout_ms", "max_session_timeout_ms"),
+                                   *_KIND_RELATIONS)
+
+# Tables of the file, by the name they have at the top level.
+TABLES = ("group", "log", "transactions", "auth", "listeners")
+
+# Config fields that are no key of their own: field -> the key (or table) that sets it.
+FIELDS_BEHIND_KEYS: dict[tuple[str, str], str] = {
+    **{("", f"{address}_{part}"): address for address in ("listen", "advertised", "http_listen", "control_listen")
+       for part in ("host", "port")},
+    **{("", table): f"[{table}]" for table in ("group", "log", "transactions", "auth")},
+    ("", "listeners"): "[[listeners]]",
+    ("", "listen_given"): "listen",
+    ("group", "consumer_group_overrides"): "[group.overrides.<group id>]",
+    ("listeners", "host"): "address", ("listeners", "port"): "address",
+    ("listeners", "advertised_host"): "advertised", ("listeners", "advertised_port"): "advertised",
+}
+
+
+def keys_of(table: str) -> list[str]:
+    """The keys of one table ("" for the top level), as the README documents them."""
+    return [name for (t, name) in KEYS if t == table]
+
+
 
 
 @dataclass(frozen=True)
@@ -46,10 +245,7 @@ class LoggingConfig:
                 raise ConfigError(f"[log] {name} must be at least 1, not {getattr(self, name)}")
 
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
-CLIENT_AUTH = ("none", "requested", "required")
 _LISTENER_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
@@ -267,43 +463,36 @@ def parse_cluster(value: Any, what: str = "cluster") -> tuple[tuple[int, str, in
     return tuple(sorted(nodes))
 
 
-# TOML keys -> the type their field holds, as written in the dataclass ("int", "str | None").
-GROUP_TYPES = {f.name: f.type for f in dataclasses.fields(GroupConfig)}
-LOG_TYPES = {f.name: f.type for f in dataclasses.fields(LoggingConfig)}
-TXN_TYPES = {f.name: f.type for f in dataclasses.fields(TransactionConfig)}
-BROKER_TYPES = {f.name: f.type for f in dataclasses.fields(BrokerConfig)
-                if f.name not in ("group", "log", "transactions", "listeners", "listen_given", "auth")}
-AUTH_TYPES = {f.name: f.type for f in dataclasses.fields(AuthConfig)}
-LISTENER_TYPES = {f.name: f.type for f in dataclasses.fields(ListenerConfig)
-                  if f.name not in ("host", "port", "advertised_host", "advertised_port")}
-GROUP_KEYS = set(GROUP_TYPES)
+# Fields a caller of load_config may override (the flags, and tests' group settings); the
+# file's keys, their types and ranges are KEYS (above).
+GROUP_KEYS = {f.name for f in dataclasses.fields(GroupConfig)}
+LOG_TYPES = {f.name for f in dataclasses.fields(LoggingConfig)}
 # Settings given as HOST:PORT, kept as <name>_host and <name>_port.
 _ADDRESSES = ("listen", "advertised", "http_listen", "control_listen")
-BROKER_KEYS = set(BROKER_TYPES) - {"cluster"}
 
 
-def _typed(where: str, value: Any, kind: str) -> Any:
-    """`value` from the TOML file if it has the type the setting holds (lists become tuples).
+def _typed(label: str, value: Any, key: Key) -> Any:
+    """`value` from the TOML file if it has the key's type and lies in its range (lists
+    become tuples); else a ConfigError that starts with `label` (file, key and value).
 
     Without this a wrong type starts the broker and fails inside it later (a string frame
     limit breaks every connection), or surfaces as a Python comparison error.
     """
-    kind = kind.removesuffix(" | None")  # TOML has no null: None is only ever the default
-    if kind == "int":
+    if key.kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where} must be a whole number, not {value!r}")
-    elif kind == "bool":
+            raise ConfigError(f"{label}: must be a whole number")
+    elif key.kind == "bool":
         if not isinstance(value, bool):
-            raise ConfigError(f"{where} must be true or false, not {value!r}")
-    elif kind == "str":
-        if not isinstance(value, str):
-            raise ConfigError(f"{where} must be a string, not {value!r}")
-    elif kind == "tuple[str, ...]":
+            raise ConfigError(f"{label}: must be true or false")
+    elif key.kind == "names":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{where} must be a list of names, not {value!r}")
-        return tuple(value)
-    else:  # consumer_group_overrides: only through its own tables
-        raise ConfigError(f"{where} cannot be set directly; use [group.overrides.<group id>] tables")
+            raise ConfigError(f"{label}: must be a list of names")
+        value = tuple(value)
+    elif not isinstance(value, str):
+        raise ConfigError(f"{label}: must be a string")
+    problem = key.problem(value)
+    if problem:
+        raise ConfigError(f"{label}: {problem}")
     return value
 
 
@@ -314,44 +503,47 @@ def parse_host_port(text: str, what: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _listeners(value: Any) -> tuple[ListenerConfig, ...]:
+def _unknown(key: str, table: str, path: str, where: str = "") -> ConfigError:
+    """An unknown key, with the keys of its table the README documents."""
+    known = ", ".join(sorted(keys_of(table)))
+    if not table:
+        known += ", [group], [log], [transactions], [auth], [[listeners]]"
+    elif table == "group":
+        known += ", [group.overrides.<group id>]"
+    place = where or (f"[{table}]" if table else "the top level")
+    return ConfigError(f"{path}: unknown setting {key!r} in {place}; known: {known}")
+
+
+def _listeners(value: Any, path: str) -> tuple[ListenerConfig, ...]:
     """The `[[listeners]]` array of tables."""
     if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
-        raise ConfigError("listeners must be [[listeners]] tables (name, address, protocol, ...)")
+        raise ConfigError(f"{path}: listeners must be [[listeners]] tables (name, address, protocol, ...)")
     out = []
     for table in value:
-        name = table.get("name")
-        if not isinstance(name, str):
-            raise ConfigError("every [[listeners]] table needs a name (e.g. name = \"SECURE\")")
+        if "name" not in table:
+            raise ConfigError(f"{path}: every [[listeners]] table needs a name (e.g. name = \"SECURE\")")
+        name = _typed(f"{path}: [[listeners]] name = {toml_text(table['name'])}", table["name"],
+                      KEYS[("listeners", "name")])
         where = f"[[listeners]] {name!r}"
         if "address" not in table:
-            raise ConfigError(f"{where} needs an address (HOST:PORT)")
+            raise ConfigError(f"{path}: {where} needs an address (HOST:PORT)")
         fields: dict[str, Any] = {"name": name}
-        fields["host"], fields["port"] = parse_host_port(str(table["address"]), f"{where} address")
         for key, val in table.items():
-            if key in ("name", "address"):
+            if key == "name":
                 continue
-            if key == "advertised":
-                fields["advertised_host"], fields["advertised_port"] = parse_host_port(str(val), f"{where} advertised")
-            elif key in LISTENER_TYPES:
-                fields[key] = _typed(f"{where} {key}", val, LISTENER_TYPES[key])
+            if ("listeners", key) not in KEYS:
+                raise _unknown(key, "listeners", path, where)
+            val = _typed(f"{path}: {where} {key} = {toml_text(val)}", val, KEYS[("listeners", key)])
+            if key in ("address", "advertised"):
+                prefix = "" if key == "address" else "advertised_"
+                fields[f"{prefix}host"], fields[f"{prefix}port"] = parse_host_port(val, f"{where} {key}")
             else:
-                known = ", ".join(["address", "advertised", *sorted(k for k in LISTENER_TYPES if k != "name")])
-                raise ConfigError(f"unknown setting {key!r} in {where}; known: name, {known}")
-        out.append(ListenerConfig(**fields))
+                fields[key] = val
+        try:
+            out.append(ListenerConfig(**fields))
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
     return tuple(out)
-
-
-def _auth(value: Any) -> AuthConfig:
-    """The `[auth]` table."""
-    if not isinstance(value, dict):
-        raise ConfigError("[auth] must be a table")
-    fields = {}
-    for key, val in value.items():
-        if key not in AUTH_TYPES:
-            raise ConfigError(f"unknown [auth] setting {key!r}; known: {', '.join(sorted(AUTH_TYPES))}")
-        fields[key] = _typed(f"[auth] {key}", val, AUTH_TYPES[key])
-    return AuthConfig(**fields)
 
 
 # The `kgroup serve` flags that have a key in the file, by the name load_config takes them
@@ -372,66 +564,115 @@ def read_file(path: str) -> dict[str, Any]:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
 
 
-def _group_table(value: Any, group: dict[str, Any]) -> None:
-    """The file's `[group]` table, with its `[group.overrides.<group id>]` tables."""
-    if not isinstance(value, dict):
-        raise ConfigError("[group] must be a table")
-    per_group = value.pop("overrides", {})
+def _group_overrides(per_group: Any, path: str) -> tuple[tuple[str, int, int], ...]:
+    """The file's `[group.overrides.<group id>]` tables."""
     if not isinstance(per_group, dict):
-        raise ConfigError("[group.overrides] must be a table of group ids")
+        raise ConfigError(f"{path}: [group.overrides] must be a table of group ids")
     rows = []
     for gid, table in per_group.items():
         try:
             rows.append((gid, int(table["consumer_session_timeout_ms"]),
                          int(table["consumer_heartbeat_interval_ms"])))
         except (KeyError, TypeError, ValueError):
-            raise ConfigError(f"[group.overrides.{gid}] needs consumer_session_timeout_ms and "
+            raise ConfigError(f"{path}: [group.overrides.{gid}] needs consumer_session_timeout_ms and "
                               "consumer_heartbeat_interval_ms (milliseconds)") from None
-    if rows:
-        group["consumer_group_overrides"] = tuple(rows)
-    for gkey, gvalue in value.items():
-        if gkey not in GROUP_KEYS:
-            raise ConfigError(f"unknown [group] setting {gkey!r}; known: {', '.join(sorted(GROUP_KEYS))}")
-        group[gkey] = _typed(f"[group] {gkey}", gvalue, GROUP_TYPES[gkey])
+    return tuple(rows)
+
+
+# Where each value came from, for messages: (table, key) -> "FILE: [table] key = value" or
+# "--flag value".
+Given = dict[tuple[str, str], str]
+
+
+def _table(raw: Any, table: str, path: str, into: dict[str, Any], given: Given) -> None:
+    """One of the file's `[table]` tables: every key known, typed and in range."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: [{table}] must be a table")
+    for key, value in raw.items():
+        if table == "group" and key == "overrides":
+            rows = _group_overrides(value, path)
+            if rows:
+                into["consumer_group_overrides"] = rows
+            continue
+        spec = KEYS.get((table, key))
+        if spec is None:
+            raise _unknown(key, table, path)
+        label = f"{path}: {spec.where} = {toml_text(value)}"
+        into[key] = _typed(label, value, spec)
+        given[(table, key)] = label
 
 
 def _read_toml(path: str, broker: dict[str, Any], group: dict[str, Any], logging_: dict[str, Any],
-               txn: dict[str, Any]) -> None:
+               txn: dict[str, Any], given: Given) -> None:
     """The settings of the TOML file at `path`, into the tables `load_config` fills."""
     raw = read_file(path)
+    tables = {"group": group, "log": logging_, "transactions": txn}
     for key, value in raw.items():
-        if key == "group":
-            _group_table(value, group)
-        elif key == "log":
-            if not isinstance(value, dict):
-                raise ConfigError("[log] must be a table")
-            for lkey, lvalue in value.items():
-                if lkey not in LOG_TYPES:
-                    raise ConfigError(f"unknown [log] setting {lkey!r}; known: {', '.join(sorted(LOG_TYPES))}")
-                logging_[lkey] = _typed(f"[log] {lkey}", lvalue, LOG_TYPES[lkey])
-        elif key == "transactions":
-            if not isinstance(value, dict):
-                raise ConfigError("[transactions] must be a table")
-            for tkey, tvalue in value.items():
-                if tkey not in TXN_TYPES:
-                    raise ConfigError(f"unknown [transactions] setting {tkey!r}; known: "
-                                      f"{', '.join(sorted(TXN_TYPES))}")
-                txn[tkey] = _typed(f"[transactions] {tkey}", tvalue, TXN_TYPES[tkey])
-        elif key in _ADDRESSES:
-            host, port = parse_host_port(str(value), key)
-            broker[f"{key}_host"], broker[f"{key}_port"] = host, port
-        elif key == "cluster":
-            broker["cluster"] = parse_cluster(value)
-        elif key == "listeners":
-            broker["listeners"] = _listeners(value)
+        if key in tables:
+            _table(value, key, path, tables[key], given)
         elif key == "auth":
-            broker["auth"] = _auth(value)
-        elif key in BROKER_KEYS:
-            broker[key] = _typed(key, value, BROKER_TYPES[key])
+            auth: dict[str, Any] = {}
+            _table(value, "auth", path, auth, given)
+            try:
+                broker["auth"] = AuthConfig(**auth)
+            except ConfigError as exc:
+                raise ConfigError(f"{path}: {exc}") from None
+        elif key == "listeners":
+            broker["listeners"] = _listeners(value, path)
+        elif ("", key) not in KEYS:
+            raise _unknown(key, "", path)
+        elif key == "cluster":
+            broker["cluster"] = parse_cluster(value, f"{path}: cluster")
         else:
-            raise ConfigError(f"unknown setting {key!r} in {path}; known: {', '.join(_ADDRESSES)}, cluster, "
-                              f"{', '.join(sorted(BROKER_KEYS))}, [group], [log], [transactions], [[listeners]], "
-                              "[auth]")
+            spec = KEYS[("", key)]
+            label = f"{path}: {spec.where} = {toml_text(value)}"
+            value = _typed(label, value, spec)
+            given[("", key)] = label
+            if key in _ADDRESSES:
+                broker[f"{key}_host"], broker[f"{key}_port"] = parse_host_port(value, key)
+            else:
+                broker[key] = value
+
+
+def _flag_label(key: str, value: Any) -> str:
+    """How a setting given to load_config (a `kgroup serve` flag, or a caller's override) is named."""
+    if key in FLAG_KEYS:
+        return f"--{key.replace('_', '-')} {value}"
+    return f"{key} = {toml_text(value)}"
+
+
+def _check_override(table: str, key: str, value: Any, given: Given) -> None:
+    """A flag's value (typed by its parser) within its key's range."""
+    spec = KEYS.get((table, key))
+    label = _flag_label(key if table != "log" else f"log_{key}", value)
+    given[(table, key)] = label
+    if spec is None or spec.kind in ("address", "cluster"):
+        return                      # parsed by the caller, with the flag named
+    problem = spec.problem(value)
+    if problem:
+        raise ConfigError(f"{label}: {problem}")
+
+
+_DEFAULTS = {"": BrokerConfig, "group": GroupConfig, "log": LoggingConfig, "transactions": TransactionConfig}
+
+
+def _check_relations(values: dict[str, dict[str, Any]], given: Given) -> None:
+    """Every ordering between keys (RELATIONS), blaming the key the user gave:
+    the upper one if only it was given (`... = 4000: must be >= share_heartbeat_interval_ms
+    (5000)`), else the lower one."""
+    defaults = {table: {f.name: f.default for f in dataclasses.fields(cls)} for table, cls in _DEFAULTS.items()}
+    for rel in RELATIONS:
+        def value(key: str, table: str = rel.table) -> Any:
+            return values[table].get(key, defaults[table][key])
+
+        low, high = value(rel.low), value(rel.high)
+        if low < high or (low == high and not rel.strict):
+            continue
+        if (rel.table, rel.high) in given and (rel.table, rel.low) not in given:
+            raise ConfigError(f"{given[(rel.table, rel.high)]}: must be {'>' if rel.strict else '>='} "
+                              f"{rel.low} ({low})")
+        label = given.get((rel.table, rel.low), f"{rel.low} = {low}")
+        raise ConfigError(f"{label}: must be {'<' if rel.strict else '<='} {rel.high} ({high})")
 
 
 def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
@@ -439,27 +680,35 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
 
     The file has top-level broker keys and a [group] table, e.g.
     `listen = "127.0.0.1:9092"`, `fsync = "always"`, `[group] initial_rebalance_delay_ms = 0`.
+    Every key is checked for type and range as it is read (KEYS), a flag's value
+    for range, and then the orderings between keys, each named as the user gave it.
     """
     broker: dict[str, Any] = {}
     group: dict[str, Any] = {}
     logging_: dict[str, Any] = {}
     txn: dict[str, Any] = {}
+    given: Given = {}
     if path is not None:
-        _read_toml(path, broker, group, logging_, txn)
+        _read_toml(path, broker, group, logging_, txn, given)
     for key, value in overrides.items():
         if value is None:
             continue
         if key in _ADDRESSES:
             host, port = parse_host_port(value, "--" + key.replace("_", "-"))
             broker[f"{key}_host"], broker[f"{key}_port"] = host, port
+            given[("", key)] = _flag_label(key, value)
         elif key.startswith("log_") and key[4:] in LOG_TYPES:
+            _check_override("log", key[4:], value, given)
             logging_[key[4:]] = value
         elif key == "cluster":
             broker["cluster"] = parse_cluster(value, "--cluster")
         elif key in GROUP_KEYS:
+            _check_override("group", key, value, given)
             group[key] = value
         else:
+            _check_override("", key, value, given)
             broker[key] = value
+    _check_relations({"": broker, "group": group, "log": logging_, "transactions": txn}, given)
     # In a cluster the node's own --cluster entry is its PLAINTEXT listener.
     broker["listen_given"] = "listen_host" in broker or "listen_port" in broker or bool(broker.get("cluster"))
     if broker.get("cluster"):

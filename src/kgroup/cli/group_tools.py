@@ -140,8 +140,9 @@ class _Described:
     # committed offsets; for a share group its share partitions' start offsets
     committed: dict[tuple[str, int], int]
     ends: dict[tuple[str, int], int] = field(default_factory=dict)
-    # share groups only: (topic, partition) -> records past the start offset still in flight
-    in_flight: dict[tuple[str, int], int] | None = None
+    # share groups only: (topic, partition) -> the broker's share lag (records past the start
+    # offset not yet acknowledged or archived: DescribeShareGroupOffsets' Lag)
+    share_lag: dict[tuple[str, int], int] | None = None
     # --offsets --verbose: the leader epoch committed with each offset
     leader_epochs: dict[tuple[str, int], int] | None = None
 
@@ -169,16 +170,16 @@ class _Described:
 
 async def _describe_one(admin: AdminClient, group: str) -> _Described:
     desc = await describe_group_or_none(admin, group)
-    in_flight = None
+    share_lag = None
     if _is_share(desc):
-        # 1. A share group: start offsets and in-flight counts in one DescribeShareGroupOffsets.
+        # 1. A share group: start offsets and lags in one DescribeShareGroupOffsets.
         try:
             shares = await admin.share_group_offsets(group)
         except BrokerError as exc:
             raise_group_error(exc, group)
             raise
         committed = {k: start for k, (start, _) in shares.items() if start >= 0}
-        in_flight = {k: n for k, (_, n) in shares.items() if n >= 0}
+        share_lag = {k: n for k, (_, n) in shares.items() if n >= 0}
     else:
         committed = await admin.list_group_offsets(group)
     if desc is not None and desc.state == "Dead" and not committed:
@@ -188,8 +189,8 @@ async def _describe_one(admin: AdminClient, group: str) -> _Described:
         coordinator = (coord.node_id, coord.host, coord.port)
     except (BrokerError, UnsupportedApi):
         coordinator = None
-    got = _Described(group, desc, coordinator, committed, in_flight=in_flight)
-    keys = set(committed) | set(got.owners()) | set(in_flight or ())
+    got = _Described(group, desc, coordinator, committed, share_lag=share_lag)
+    keys = set(committed) | set(got.owners()) | set(share_lag or ())
     got.ends = await log_end_offsets(admin, {t for t, _ in keys})
     return got
 
@@ -197,20 +198,20 @@ async def _describe_one(admin: AdminClient, group: str) -> _Described:
 def _offset_rows(d: _Described) -> list[dict[str, Any]]:
     """One row per partition; the same keys for every group type (README's JSON shape)."""
     owners = d.owners()
-    share = d.in_flight is not None
+    share = d.share_lag is not None
     rows = []
-    for key in sorted(set(d.committed) | set(owners) | set(d.in_flight or ())):
+    for key in sorted(set(d.committed) | set(owners) | set(d.share_lag or ())):
         cur, end = d.committed.get(key), d.ends.get(key)
         members = owners.get(key, [])
         member = members[0] if members and not share else None
         rows.append({"topic": key[0], "partition": key[1],
                      "current_offset": None if share else cur, "log_end_offset": end,
-                     "lag": max(0, end - cur) if not share and cur is not None and end is not None else None,
+                     "lag": (d.share_lag or {}).get(key) if share else
+                     max(0, end - cur) if cur is not None and end is not None else None,
                      "consumer_id": member.member_id if member else None,
                      "host": member.client_host if member else None,
                      "client_id": member.client_id if member else None,
                      "start_offset": cur if share else None,
-                     "in_flight": d.in_flight.get(key) if share else None,
                      "consumer_ids": [m.member_id for m in members] if share else None})
         if d.leader_epochs is not None:
             epoch = d.leader_epochs.get(key, -1)
@@ -275,10 +276,11 @@ def _note_state(d: _Described, err: TextIO) -> None:
 
 
 def _print_offsets(d: _Described, out: TextIO) -> None:
-    if d.in_flight is not None:
-        rows = [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "IN-FLIGHT", "CONSUMER-IDS"]]
-        rows += [[d.group, r["topic"], str(r["partition"]), cell(r["start_offset"]), cell(r["log_end_offset"]),
-                  cell(r["in_flight"]), ",".join(r["consumer_ids"]) or "-"] for r in _offset_rows(d)]
+    if d.share_lag is not None:
+        # kafka-share-groups --describe's columns: the start offset and the broker's lag.
+        rows = [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]]
+        rows += [[d.group, r["topic"], str(r["partition"]), cell(r["start_offset"]), cell(r["lag"])]
+                 for r in _offset_rows(d)]
     else:
         epochs = d.leader_epochs is not None         # --verbose: Kafka's LEADER-EPOCH column
         rows = [["GROUP", "TOPIC", "PARTITION"] + (["LEADER-EPOCH"] if epochs else []) +

@@ -34,6 +34,7 @@ from typing import IO, Iterator, Mapping, Sequence
 
 from kgroup.testing.control import ControlClient, ControlError
 from kgroup.testing.ports import free_port
+from kgroup.toml_values import toml_value
 
 __all__ = ["ChildProcess", "ServeProcess", "free_port", "output_since", "mark", "reap_all", "stop_process",
            "pause_process", "write_config", "toml_value"]
@@ -44,16 +45,6 @@ PORT_RETRIES = 3
 _BIND_FAILED = "cannot listen on"
 # How many of a child's last lines a failure report shows.
 REPORT_LINES = 80
-
-
-def toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def write_config(path: Path, settings: dict, group: dict) -> None:

@@ -20,5 +20,5 @@ def test_a_bad_control_address_says_which_setting(tmp_path):
         load_config(control_listen="nowhere")
     path = tmp_path / "k.toml"
     path.write_text('control_listen = "127.0.0.1:99999"\n')
-    with pytest.raises(ConfigError, match="control_listen must look like HOST:PORT"):
+    with pytest.raises(ConfigError, match='k.toml: control_listen = "127.0.0.1:99999": must look like HOST:PORT'):
         load_config(str(path))

@@ -24,11 +24,11 @@ def test_log_table_http_listen_and_flags_over_the_file(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ('[log]\nformat = "xml"\n', "[log] format must be one of text, json"),
-    ("[log]\nrebalance_warn_count = 0\n", "[log] rebalance_warn_count must be at least 1"),
-    ('[log]\nrebalance_warn_count = "5"\n', "[log] rebalance_warn_count must be a whole number"),
-    ("[log]\nverbose = true\n", "unknown [log] setting 'verbose'"),
-    ('http_listen = "nowhere"\n', "http_listen must look like HOST:PORT"),
+    ('[log]\nformat = "xml"\n', '[log] format = "xml": must be one of text, json'),
+    ("[log]\nrebalance_warn_count = 0\n", "[log] rebalance_warn_count = 0: must be >= 1"),
+    ('[log]\nrebalance_warn_count = "5"\n', '[log] rebalance_warn_count = "5": must be a whole number'),
+    ("[log]\nverbose = true\n", "unknown setting 'verbose' in [log]; known: fenced_warn_count, format"),
+    ('http_listen = "nowhere"\n', 'http_listen = "nowhere": must look like HOST:PORT'),
     ("log = 3\n", "[log] must be a table"),
 ])
 def test_mistakes_are_named(tmp_path, text, message):

@@ -118,7 +118,7 @@ def test_the_api_and_metrics_show_a_group_its_lag_and_its_rebalances(tmp_path, c
         assert samples[("kgroup_group_members", (("group", "g"), ("kind", "classic")))] == 1
         assert samples[("kgroup_rebalances_total", (("group", "g"),))] == 1
         assert samples[("kgroup_group_lag", (("group", "g"), ("partition", "0"), ("topic", "orders")))] == 6
-        assert samples[("kgroup_rebalance_duration_seconds_count", (("protocol", "classic"),))] == 1
+        assert samples[("kgroup_rebalance_duration_seconds_count", (("kind", "classic"),))] == 1
         assert "process_cpu_seconds" in families
         await rig.stop()
 

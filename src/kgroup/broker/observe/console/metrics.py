@@ -6,17 +6,24 @@ counters the broker bumps inline (request_stats.py) — so nothing here runs per
 Exposition is prometheus_client's own (`generate_latest`), with its process collector
 (CPU, memory, open files) beside ours.
 
+Names follow Prometheus' conventions (tests/integration/test_group_kinds_everywhere.py
+checks them on a scrape): counters end in `_total`, histograms in their unit, and no gauge
+ends in a suffix the exposition format gives to counters, histograms and summaries (`_sum`,
+`_count`, `_bucket`, `_total`). The group kind is the label `kind` wherever it appears
+(classic, consumer, share, streams: the registry's names, as in /api); an event's kind is
+`event`.
+
 | metric | type | labels |
 |---|---|---|
 | kgroup_groups | gauge | kind, state |
 | kgroup_group_members | gauge | group, kind |
 | kgroup_group_generation | gauge | group, kind (classic generation or group epoch) |
 | kgroup_rebalances_total | counter | group |
-| kgroup_rebalance_duration_seconds | histogram | protocol |
+| kgroup_rebalance_duration_seconds | histogram | kind |
 | kgroup_partitions_moved_total | counter | group |
 | kgroup_group_lag | gauge | group, topic, partition |
-| kgroup_group_lag_sum | gauge | group |
-| kgroup_group_events_total | counter | kind |
+| kgroup_group_total_lag | gauge | group |
+| kgroup_group_events_total | counter | event |
 | kgroup_requests_total | counter | api, error |
 | kgroup_fsync_duration_seconds | histogram | |
 """
@@ -74,24 +81,24 @@ class CoordinatorCollector(Collector):
         yield from (members, generation, rebalances, moved)
 
         duration = HistogramMetricFamily("kgroup_rebalance_duration_seconds",
-                                         "How long rebalances took, from start to completion.", labels=["protocol"])
-        for protocol, buckets in sorted(c.observer.rebalance_seconds.items()):
-            duration.add_metric([protocol], buckets.cumulative(), buckets.sum)
+                                         "How long rebalances took, from start to completion.", labels=["kind"])
+        for kind, buckets in sorted(c.observer.rebalance_seconds.items()):
+            duration.add_metric([kind], buckets.cumulative(), buckets.sum)
         yield duration
 
         lag = GaugeMetricFamily("kgroup_group_lag", "Log end offset minus committed offset.",
                                 labels=["group", "topic", "partition"])
-        lag_sum = GaugeMetricFamily("kgroup_group_lag_sum", "Lag of each group over its partitions.",
-                                    labels=["group"])
+        total_lag = GaugeMetricFamily("kgroup_group_total_lag", "Lag of each group over all its partitions.",
+                                      labels=["group"])
         for group, partitions in sorted(c.lag.now().items()):
             for (topic, partition), behind in sorted(partitions.items()):
                 lag.add_metric([group, topic, str(partition)], behind)
-            lag_sum.add_metric([group], sum(partitions.values()))
-        yield from (lag, lag_sum)
+            total_lag.add_metric([group], sum(partitions.values()))
+        yield from (lag, total_lag)
 
-        events = CounterMetricFamily("kgroup_group_events", "Group events derived, by kind.", labels=["kind"])
-        for kind, n in sorted(c.observer.events_seen.items()):
-            events.add_metric([kind], n)
+        events = CounterMetricFamily("kgroup_group_events", "Group events derived, by event.", labels=["event"])
+        for event, n in sorted(c.observer.events_seen.items()):
+            events.add_metric([event], n)
         yield events
 
         requests = CounterMetricFamily("kgroup_requests", "Requests answered, by API and top-level error code.",
