@@ -333,7 +333,7 @@ async def groups_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
     described = []
     for g in await _chosen_groups(args, admin):
         d = await _describe_one(admin, g)
-        if args.verbose and not (args.members or args.state) and d.in_flight is None:
+        if args.verbose and not (args.members or args.state) and d.share_lag is None:
             d.leader_epochs = await admin.committed_leader_epochs(g)
         described.append(d)
     if args.format == "json":
