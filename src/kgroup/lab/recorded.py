@@ -151,7 +151,7 @@ def _story(runs: dict[int, list[list[Any]]]) -> list[str]:
     """``m001 ran 1.0-5.2 s (left), 6.0-20.3 s (left), then gone``: one line per member."""
     lines = []
     for index, spans in sorted(runs.items()):
-        parts = [f"{a:g}-{b:g} s ({how})" if b is not None else f"from {a:g} s to the end" for a, b, how in spans]
+        parts = [f"{_s(a)}-{_s(b)} s ({how})" if b is not None else f"from {_s(a)} s to the end" for a, b, how in spans]
         gone = spans[-1][1] is not None
         lines.append(f"m{index:03d} ran {', '.join(parts)}" + (", then gone" if gone else ""))
     return lines
@@ -164,3 +164,7 @@ def _override(scenario: dict[str, Any], path: str, value: Any) -> None:
     for part in parts[:-1]:
         node = node.setdefault(part, {})
     node[parts[-1]] = copy.deepcopy(value)
+
+
+def _s(seconds: float) -> str:
+    return f"{round(seconds, 1):g}"
