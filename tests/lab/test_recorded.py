@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -98,3 +99,83 @@ def test_a_recorded_coordinator_move_becomes_a_failover_of_its_load_time():
     start = 1.0 + (moved_at - events[0]["time_ms"]) / 1000
     assert failover == {"at_s": start - 1.5, "detect_s": 0.0, "load_s": 1.5}
     assert simulate(scenario_from_dict(rec.scenario)).summary["double_ownership"] == 0
+
+
+def short_lived_recording(group: str = "once", *, back_after_ms: int | None = None) -> list[dict]:
+    """One dynamic consumer that joins, gets 6 partitions at 3 s, reads for 0.6 s and leaves;
+    with ``back_after_ms``, a new consumer (not a restart: later than the restart window)
+    joins that long after and stays."""
+    t = 1_700_000_000_000
+
+    def ev(kind, at, member="consumer-1-a", **more):
+        return {"v": 1, "time_ms": t + at, "group": group, "protocol": "classic", "kind": kind, "member": member,
+                "instance": None, "generation": 1, "member_epoch": None, "state": "Stable",
+                "partitions": more.pop("partitions", None), "reason": None, **more}
+
+    events = [ev("member_joined", 0), ev("rebalance_completed", 3000, member=None),
+              ev("assignment_changed", 3000, partitions=[["orders", p] for p in range(6)]),
+              ev("member_left", 3600)]
+    if back_after_ms is not None:
+        at = 3600 + back_after_ms
+        events += [ev("member_joined", at, "consumer-2-a"), ev("rebalance_completed", at + 3000, member=None),
+                   ev("assignment_changed", at + 3000, "consumer-2-a", partitions=[["orders", p] for p in range(6)]),
+                   ev("rebalance_completed", at + 60_000, member=None)]
+    return events
+
+
+def test_a_member_that_left_is_gone_not_holding_nothing_until_the_end():
+    # The issue: a consumer that held its partitions under a second and left was charged
+    # 6 partitions x the 120 s tail = 720 unowned partition-seconds, and drawn holding nothing.
+    rec = recording(short_lived_recording(), "once")
+    assert rec.story == ["m000 ran 1-4.6 s (left), then gone"]
+    assert rec.scenario["duration_s"] == 4.6 + 5.0          # the group ended empty: a short tail
+    for overrides in ({}, {"static": True}):
+        result = simulate(scenario_from_dict(recording(short_lived_recording(), "once",
+                                                       overrides=overrides).scenario), record_timeline=True)
+        assert result.summary["unowned_partition_s"] == 0.0
+        assert result.gone == {"m000": 4.6}
+        held = {(p, start, end) for _, _, p, start, end in result.timeline}
+        assert {p for p, _, _ in held} == set(range(6)) and all(end == 4600 for _, _, end in held)
+
+
+def test_an_empty_group_owes_nothing_until_a_new_member_joins():
+    back = 600_000                                          # beyond the 120 s restart window
+    rec = recording(short_lived_recording(back_after_ms=back), "once")
+    assert rec.members == 2 and rec.restarts == 0
+    assert rec.story[0] == "m000 ran 1-4.6 s (left), then gone" and rec.story[1].startswith("m001 ran from 604.6 s")
+    result = simulate(scenario_from_dict(rec.scenario)).summary
+    # Only the new member's own join (its 3 s initial delay and the join) leaves partitions
+    # unowned: 6 partitions for a few seconds, not for the ten empty minutes.
+    assert 0 < result["unowned_partition_s"] < 6 * 5
+
+
+def test_metrics_stop_the_unowned_integral_while_every_member_is_gone():
+    from kgroup.lab.metrics import Metrics
+
+    parts = [("t", 0), ("t", 1)]
+    m = Metrics(parts)
+    m.member_started(0)
+    m.assign(0, "m000", parts, {}, lambda member, p: 0)
+    m.converged({"m000": None}, 2)
+    m.tick(1000)
+    m.release(0, "m000", parts)
+    m.tick(1500)                                            # 2 partitions x 0.5 s: still a member
+    m.member_gone(0, "m000")
+    m.tick(60_000)
+    assert m.unowned_partition_ms == 1000 and m.gone_at == {"m000": 1500}
+    m.member_started(1)
+    m.tick(61_000)
+    assert m.unowned_partition_ms == 3000
+
+
+def test_the_report_draws_a_member_that_left_as_gone(tmp_path, capsys):
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in short_lived_recording()))
+    assert main(["lab", "replay", str(path), "--out", str(tmp_path / "o"), "--as", "static=true"]) == 0
+    printed = capsys.readouterr().out
+    assert "Replayed: m000 ran 1-4.6 s (left), then gone." in printed
+    html = (tmp_path / "o" / "report.html").read_text()
+    assert html.count("m000: left the group for good at 4.60 s") == 2       # one timeline per variant
+    # Red only while it was a member waiting for its first assignment, never after it left.
+    gaps = [(float(a), float(b)) for a, b in re.findall(r"m000: holds nothing, ([\d.]+)-([\d.]+) s", html)]
+    assert gaps and all(b <= 4.6 for _, b in gaps)

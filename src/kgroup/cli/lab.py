@@ -256,11 +256,15 @@ def _replayable(events: list[dict[str, Any]], groups: list[str], err: TextIO) ->
     return out
 
 
+_STORY_LINES = 10                    # members whose runs the note lists
+
+
 def _replay_note(events: list[dict[str, Any]], chosen: list[str], source: str) -> str:
     if len(chosen) == 1:
         rec = recording(events, chosen[0])
+        story = "; ".join(rec.story[:_STORY_LINES]) + ("; ..." if len(rec.story) > _STORY_LINES else "")
         return (f"Group {chosen[0]} replayed from {source}: {rec.members} members ({rec.restarts} joins taken "
-                f"as restarts), {rec.rebalances} rebalances recorded by the broker.")
+                f"as restarts), {rec.rebalances} rebalances recorded by the broker. Replayed: {story}.")
     recs = [recording(events, g) for g in chosen]
     return (f"{len(chosen)} groups replayed from {source}: {sum(r.members for r in recs)} members, "
             f"{sum(r.rebalances for r in recs)} rebalances recorded by the broker.")

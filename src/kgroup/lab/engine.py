@@ -33,7 +33,7 @@ from kgroup.lab.fast_forward import FastForward
 from kgroup.lab.loop import EngineEvent, EventLoop
 from kgroup.lab.member_driver import MemberDriver
 from kgroup.lab.metrics import Metrics
-from kgroup.lab.scenario import Scenario, timeline
+from kgroup.lab.scenario import Action, ActionKind, Scenario, timeline
 
 __all__ = ["CoordinatorFactory", "Engine"]
 
@@ -54,9 +54,11 @@ class Engine:
         self.fast_forward = FastForward(scenario, loop, metrics, coordinator, members, disruptions.times)
         coordinator.members = members
         members.schedule = disruptions.schedule
+        actions = timeline(scenario)
+        self._final = _final_departures(actions)
         E = EngineEvent
         self._table = loop.table({
-            E.ACTION: disruptions.action,
+            E.ACTION: self._action,
             E.END: disruptions.end,
             E.TO_COORD: coordinator.receive,
             E.TO_MEMBER: members.reply_arrived,
@@ -69,8 +71,16 @@ class Engine:
             E.METADATA: members.metadata_refreshed,
         })
         coordinator.start()
-        for a in timeline(scenario):
+        for a in actions:
             disruptions.schedule(a)
+
+    def _action(self, a: Action, t: int) -> None:
+        """EngineEvent.ACTION: the disruption, then whether a member came or went for good."""
+        self.disruptions.action(a, t)
+        if a.kind is ActionKind.START:
+            self.metrics.member_started(a.member)
+        elif (a.at_ms, a.kind, a.member, a.event) in self._final:
+            self.metrics.member_gone(a.member, self.members.processes[a.member].name)
 
     # ---- the run --------------------------------------------------------------------------
 
@@ -116,3 +126,17 @@ class Engine:
         members = self.members
         return (not m.unowned and not m.shared and not members.unsteady and not members.disturbed
                 and any(p.up for p in members.processes.values()) and self.coordinator.stable())
+
+
+_LIFECYCLE = (ActionKind.START, ActionKind.BOUNCE, ActionKind.CLOSE, ActionKind.CRASH)
+
+
+def _final_departures(actions: list[Action]) -> set[tuple[int, ActionKind, int, int]]:
+    """The actions after which a member never runs again: its last start-or-stop action,
+    when that is a close or a crash with no restart. (Actions are in time order.)"""
+    last: dict[int, Action] = {}
+    for a in actions:
+        if a.kind in _LIFECYCLE and a.member >= 0:
+            last[a.member] = a
+    return {(a.at_ms, a.kind, a.member, a.event) for a in last.values()
+            if a.kind is ActionKind.CLOSE or (a.kind is ActionKind.CRASH and a.until_ms < 0)}

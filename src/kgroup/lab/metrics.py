@@ -12,6 +12,11 @@ member steady, the coordinator's group Stable); the start-up rebalance is report
 Each disruptive scenario action opens a *window* that closes at the first convergence after
 the disruption ends; per-window figures answer "what did this restart cost".
 
+A member whose process closes or dies for good (the scenario never starts it again) is
+*gone*: while every member that ever ran is gone, the group has nobody to own its
+partitions, so that stretch adds no unowned partition-seconds (a recorded consumer that
+held its partitions for a second and left is not charged for the rest of the recording).
+
 Invariants (must stay zero for a correct coordinator, member and assignor):
 - double ownership: two running members hold one partition at once while the coordinator
   counts both as members of the group. A member the coordinator already removed (session
@@ -96,6 +101,8 @@ class Metrics:
         self.timeline: list[tuple[str, str, int, int, int]] | None = [] if record_timeline else None
         self._held_since: dict[tuple[str, Partition], int] = {}
         self.generations: list[tuple[int, int]] = []  # (time, generation/epoch) seen
+        self.present: set[int] = set()                # member indexes started and not gone for good
+        self.gone_at: dict[str, int] = {}             # member name -> when it left for good
 
     # ---- time --------------------------------------------------------------------------
 
@@ -105,7 +112,7 @@ class Metrics:
         if dt <= 0:
             return
         n = len(self.unowned)
-        if n:
+        if n and self.present:
             if self.warm:
                 self.unowned_partition_ms += n * dt
             for w in self.open:
@@ -194,6 +201,14 @@ class Metrics:
         self.last_committed[p] = offset
 
     # ---- members -----------------------------------------------------------------------
+
+    def member_started(self, member: int) -> None:
+        self.present.add(member)
+
+    def member_gone(self, member: int, name: str) -> None:
+        """``name``'s process closed or died and the scenario never starts it again."""
+        self.present.discard(member)
+        self.gone_at[name] = self.now
 
     def stopped(self, name: str, is_stopped: bool) -> None:
         """Whether ``name`` is stopped by a rebalance now (running, unsteady, holding nothing)."""

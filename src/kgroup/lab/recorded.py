@@ -14,6 +14,11 @@ joins are new processes. Departures map to a clean ``stop`` (member_left) or a `
 a ``coordinator_failover`` that loads for the recorded ``load_ms``. Topics and partition counts
 come from the recorded assignments. Everything not in the stream (assignor, timeouts) is the
 caller's choice, through ``overrides``.
+
+A member that leaves and is never taken as restarted is *gone* from then on (the lab counts
+no unowned partitions while every member is gone), and a recording that ends with nobody in
+the group ends the replay a few seconds after its last event instead of ``tail_s`` later.
+``Recording.story`` says, per replayed member, when it ran: what the replay is of.
 """
 
 from __future__ import annotations
@@ -40,10 +45,14 @@ class Recording:
     restarts: int
     rebalances: int                   # rebalance_completed events the broker recorded
     notes: list[str] = field(default_factory=list)
+    story: list[str] = field(default_factory=list)   # per member (m000...): when it ran
 
 
 def group_ids(events: Iterable[dict[str, Any]]) -> list[str]:
     return sorted({str(e.get("group")) for e in events if e.get("group") is not None})
+
+
+EMPTY_TAIL_S = 5.0                   # after the last event of a group that ended empty
 
 
 def recording(events: Iterable[dict[str, Any]], group: str, *, overrides: dict[str, Any] | None = None,
@@ -57,6 +66,7 @@ def recording(events: Iterable[dict[str, Any]], group: str, *, overrides: dict[s
     slots: dict[str, int] = {}                  # member id or instance id -> member index
     away: list[tuple[int, int]] = []            # (left at ms, index) of dynamic members gone
     alive: set[int] = set()
+    runs: dict[int, list[list[Any]]] = {}      # index -> [from s, to s or None, how it ended]
     lifecycle: list[dict[str, Any]] = []
     partitions: dict[str, int] = {}
     restarts = rebalances = 0
@@ -106,12 +116,14 @@ def recording(events: Iterable[dict[str, Any]], group: str, *, overrides: dict[s
             if index not in alive:
                 alive.add(index)
                 lifecycle.append({"start": {"at_s": at(e), "member": index}})
+                runs.setdefault(index, []).append([at(e), None, ""])
         elif kind in GONE_CLEANLY or kind in GONE_DEAD:
             if e.get("temporary"):
                 continue                         # a static consumer member away for a while
             index = slot_of(e, joining=False)
             if index in alive:
                 alive.discard(index)
+                runs[index][-1][1:] = [at(e), "left" if kind in GONE_CLEANLY else kind.removeprefix("member_")]
                 lifecycle.append({("stop" if kind in GONE_CLEANLY else "kill"): {"at_s": at(e), "member": index}})
                 if not e.get("instance"):
                     away.append((int(e["time_ms"]), index))
@@ -120,7 +132,7 @@ def recording(events: Iterable[dict[str, Any]], group: str, *, overrides: dict[s
     if not partitions:
         raise ScenarioError(f"group {group!r}: no assignment in the recording, so no topic to replay")
     members = len(set(slots.values()))
-    duration = at(mine[-1]) + tail_s
+    duration = at(mine[-1]) + (tail_s if alive else min(tail_s, EMPTY_TAIL_S))
     scenario: dict[str, Any] = {
         "name": f"recorded {group}",
         "duration_s": duration,
@@ -132,7 +144,17 @@ def recording(events: Iterable[dict[str, Any]], group: str, *, overrides: dict[s
     }
     for key, value in (overrides or {}).items():
         _override(scenario, key, value)
-    return Recording(scenario, protocol, members, restarts, rebalances, notes)
+    return Recording(scenario, protocol, members, restarts, rebalances, notes, _story(runs))
+
+
+def _story(runs: dict[int, list[list[Any]]]) -> list[str]:
+    """``m001 ran 1.0-5.2 s (left), 6.0-20.3 s (left), then gone``: one line per member."""
+    lines = []
+    for index, spans in sorted(runs.items()):
+        parts = [f"{_s(a)}-{_s(b)} s ({how})" if b is not None else f"from {_s(a)} s to the end" for a, b, how in spans]
+        gone = spans[-1][1] is not None
+        lines.append(f"m{index:03d} ran {', '.join(parts)}" + (", then gone" if gone else ""))
+    return lines
 
 
 def _override(scenario: dict[str, Any], path: str, value: Any) -> None:
@@ -142,3 +164,7 @@ def _override(scenario: dict[str, Any], path: str, value: Any) -> None:
     for part in parts[:-1]:
         node = node.setdefault(part, {})
     node[parts[-1]] = copy.deepcopy(value)
+
+
+def _s(seconds: float) -> str:
+    return f"{round(seconds, 1):g}"

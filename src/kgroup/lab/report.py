@@ -154,8 +154,8 @@ def _example_plot(variant: str, result: GroupResult) -> str:
         start, stop = 0.0, end or 1.0
     marks = [(w["start_s"], f"{w['kind']} m{w['member']:03d}" if w["member"] >= 0 else w["kind"])
              for w in result.windows]
-    stopped = sum(1 for _, segs in rows if holding_nothing(segs, start, stop))
-    plot = timeline(f"Ownership through a rebalance: {variant}", rows, start, stop, marks)
+    stopped = sum(1 for name, segs in rows if holding_nothing(segs, start, min(stop, result.gone.get(name, stop))))
+    plot = timeline(f"Ownership through a rebalance: {variant}", rows, start, stop, marks, result.gone)
     return (plot + f'<p class="note">{esc(variant)}: {stopped} of {len(rows)} members held nothing at some '
             f"point in this window.</p>")
 

@@ -42,6 +42,7 @@ class GroupResult:
     stop_s: dict[str, float] = field(default_factory=dict)
     timeline: list[tuple[str, str, int, int, int]] | None = None   # (member, topic, p, from, to)
     generations: list[tuple[int, int]] = field(default_factory=list)
+    gone: dict[str, float] = field(default_factory=dict)            # member -> s it left for good
 
 
 def simulate(sc: Scenario, *, group: str = "group-0", variant: str = "",
@@ -76,4 +77,4 @@ def simulate(sc: Scenario, *, group: str = "group-0", variant: str = "",
         "fast_forward_s": engine.fast_forward.jumped_ms / 1000,
     }
     return GroupResult(summary, windows, {k: v / 1000 for k, v in stops.items()}, m.timeline,
-                       list(m.generations))
+                       list(m.generations), {k: v / 1000 for k, v in m.gone_at.items()})

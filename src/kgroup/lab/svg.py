@@ -146,9 +146,10 @@ def holding_nothing(segs: list[tuple[float, float, int]], start: float, end: flo
 
 
 def timeline(title: str, rows: list[tuple[str, list[tuple[float, float, int]]]], start: float, end: float,
-             marks: list[tuple[float, str]] = ()) -> str:
+             marks: list[tuple[float, str]] = (), gone: dict[str, float] | None = None) -> str:
     """Per member, segments (from, to, partitions held); darker means more partitions, red
-    means the member held nothing (at least 2 px wide, so a short stop still shows).
+    means the member held nothing (at least 2 px wide, so a short stop still shows); grey,
+    from ``gone[member]`` on, that it left the group for good (it holds nothing, and need not).
 
     ``marks`` are vertical lines (time, label), e.g. when a disruption began.
     """
@@ -173,7 +174,12 @@ def timeline(title: str, rows: list[tuple[str, list[tuple[float, float, int]]]],
             parts.append(f'<rect class="mark" x="{x(a):.1f}" y="{top + 1}" width="{max(0.5, x(b) - x(a)):.1f}" '
                          f'height="{row_h - 2}" fill="{PALETTE[0]}" fill-opacity="{0.25 + 0.75 * n / most:.2f}">'
                          f'<title>{esc(name)}: {n} partitions, {a:.2f}-{b:.2f} s</title></rect>')
-        for a, b in holding_nothing(segs, start, end):
+        left = (gone or {}).get(name)
+        if left is not None and left < end:
+            parts.append(f'<rect class="mark left" x="{x(left):.1f}" y="{top + 1}" '
+                         f'width="{max(2.0, x(end) - x(left)):.1f}" height="{row_h - 2}" fill="#bbbbbb"><title>'
+                         f'{esc(name)}: left the group for good at {left:.2f} s</title></rect>')
+        for a, b in holding_nothing(segs, start, end if left is None else min(end, left)):
             parts.append(f'<rect class="mark gap" x="{x(a):.1f}" y="{top + 1}" width="{max(2.0, x(b) - x(a)):.1f}" '
                          f'height="{row_h - 2}" fill="#d64541"><title>{esc(name)}: holds nothing, '
                          f'{a:.2f}-{b:.2f} s</title></rect>')
@@ -188,7 +194,10 @@ def timeline(title: str, rows: list[tuple[str, list[tuple[float, float, int]]]],
             parts.append(f'<line x1="{x(t):.1f}" y1="{TOP}" x2="{x(t):.1f}" y2="{axis_y}" stroke="#b84a4a" '
                          f'stroke-dasharray="4 3"/><text x="{x(t) + 3:.1f}" y="{TOP - 4}" font-size="10" '
                          f'fill="#b84a4a">{esc(label)}</text>')
-    return _frame(title, parts, height=height, legend=[("holds partitions", PALETTE[0]), ("holds nothing", "#d64541")])
+    legend = [("holds partitions", PALETTE[0]), ("holds nothing", "#d64541")]
+    if any(t < end for t in (gone or {}).values()):
+        legend.append(("left for good", "#bbbbbb"))
+    return _frame(title, parts, height=height, legend=legend)
 
 
 def quantiles(values: list[float]) -> tuple[float, float, float, float, float]:

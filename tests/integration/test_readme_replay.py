@@ -1,0 +1,116 @@
+"""The README's `kgroup lab replay` example, run as written: a recorded rolling restart of
+three kafka-python consumers, replayed as recorded and under three what-ifs. The figures
+differ per variant, and those of the recorded variant are what the broker recorded.
+
+test_readme.py runs the same blocks among all the others; this test runs only these,
+against a broker of its own (with `make run`'s 3 s initial rebalance delay), and checks
+their output. It also checks the sample output the README shows has the same shape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.broker_process import KGROUP, BrokerProcess
+from tests.integration.test_readme import ROOT, Block, blocks_of
+
+pytestmark = pytest.mark.integration
+GROUP = "billing-rolling"
+VARIANTS = ["recorded", "static=true", "assignor=cooperative-sticky", "protocol=consumer,assignor=uniform"]
+
+
+def replay_blocks() -> tuple[Block, Block, Block]:
+    """The README's rolling-restart program, the commands that replay it, their sample output."""
+    blocks = blocks_of(ROOT / "README.md")
+    i = next(i for i, b in enumerate(blocks) if b.lang == "python" and f'"{GROUP}"' in b.text)
+    program, commands, sample = blocks[i:i + 3]
+    assert commands.lang == "sh" and "lab replay" in commands.text and sample.lang == "text"
+    return program, commands, sample
+
+
+def table(text: str) -> dict[str, dict[str, float]]:
+    """`kgroup lab replay`'s comparison table: variant -> column -> value."""
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("variant "))
+    columns = lines[header].split()
+    rows = {}
+    for line in lines[header + 1:]:
+        cells = line.split()
+        if len(cells) != len(columns):
+            break
+        rows[cells[0]] = {c: (float(v) if v != "-" else None) for c, v in zip(columns[1:], cells[1:])}
+    return rows
+
+
+def check_figures(rows: dict[str, dict[str, float]], generations_after_forming: int) -> None:
+    """``generations_after_forming``: the generations the broker went through after the
+    group first formed."""
+    recorded, static = rows["recorded"], rows["static=true"]
+    cooperative, consumer = rows["assignor=cooperative-sticky"], rows["protocol=consumer,assignor=uniform"]
+    assert list(rows) == VARIANTS
+    # As recorded: a rebalance per restart (its leave and its join, one round or two, as
+    # the heartbeats fall) and one when the group empties at the end; no more than the
+    # broker went through. (The lab's members heartbeat on their own phase, so a leave and
+    # the next join may share a round in the replay that they did not share on the broker.)
+    assert 3 + 1 <= recorded["rebalances_mean"] <= generations_after_forming
+    assert recorded["unowned_partition_s_mean"] > 0 and recorded["stop_s_total_mean"] > 0
+    # Static members back within the session timeout: no rebalance, far less unowned time.
+    assert static["rebalances_mean"] == 0
+    assert static["unowned_partition_s_mean"] < recorded["unowned_partition_s_mean"] / 2
+    # Cooperative: the same rebalances (a dynamic member leaves, so its partitions must move),
+    # the others keep theirs, so no more stopped time than eager.
+    assert cooperative["rebalances_mean"] == recorded["rebalances_mean"]
+    assert cooperative["stop_s_total_mean"] <= recorded["stop_s_total_mean"]
+    assert cooperative["unowned_partition_s_mean"] != recorded["unowned_partition_s_mean"]
+    # The consumer protocol hands the partitions over within a heartbeat.
+    assert consumer["unowned_partition_s_mean"] < recorded["unowned_partition_s_mean"] / 2
+    for variant in VARIANTS[1:]:
+        assert rows[variant] != recorded, f"{variant} shows the recorded figures"
+    for row in rows.values():
+        assert row["double_ownership"] == 0 and row["offset_regressions"] == 0
+
+
+@pytest.mark.timeout(300)
+def test_the_readmes_replay_example_shows_what_the_rolling_restart_did(tmp_path):
+    program, commands, sample = replay_blocks()
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".venv").symlink_to(ROOT / ".venv")
+    broker = BrokerProcess(tmp_path / "data", group={"initial_rebalance_delay_ms": 3000}).start()
+    try:
+        env = dict(os.environ, KGROUP_BOOTSTRAP=broker.bootstrap)
+        subprocess.run([KGROUP, "topics", "create", "orders", "--partitions", "6"], env=env, check=True,
+                       capture_output=True, timeout=60)                     # as the quick start does
+        (work / "rolling.py").write_text(program.text.replace("127.0.0.1:9092", broker.bootstrap))
+        ran = subprocess.run([sys.executable, "rolling.py"], cwd=work, env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        replayed = subprocess.run(["bash", "-c", "set -euo pipefail\n" + commands.text], cwd=work, env=env,
+                                  capture_output=True, text=True, timeout=120)
+        assert replayed.returncode == 0 and "Traceback" not in replayed.stderr, replayed.stdout + replayed.stderr
+    finally:
+        broker.finish()
+    events = [json.loads(line) for line in (work / "events.jsonl").read_text().splitlines() if line.strip()]
+    mine = [e for e in events if e.get("group") == GROUP]
+    formed = min(e["generation"] for e in mine if e["kind"] == "rebalance_completed")
+    last = max(e["generation"] for e in mine if e.get("generation") is not None)
+    check_figures(table(replayed.stdout), last - formed)
+    assert sum(e["kind"] == "member_left" for e in mine) == 6              # 3 restarts, 3 closes at the end
+    assert "3 members (3 joins taken as restarts)" in replayed.stdout
+    assert replayed.stdout.count("then gone") == 3
+    assert (work / "lab-replay" / "report.html").is_file()
+    # The README's sample output is one such run.
+    check_figures(table(sample.text), 4)
+    assert all(line in sample.text for line in ("3 members (3 joins taken as restarts)", "then gone"))
+
+
+def test_the_replay_blocks_are_found():
+    program, commands, sample = replay_blocks()
+    assert "kgroup lab replay" in commands.text and f"--group {GROUP}" in commands.text
+    assert Path(ROOT / "README.md").read_text().count(f'"{GROUP}"') == 1
