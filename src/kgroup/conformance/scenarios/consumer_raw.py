@@ -39,6 +39,24 @@ def owned_of(response) -> list[tuple[object, list[int]]]:
     return [(tp.topic_id, sorted(int(p) for p in tp.partitions)) for tp in response.assignment.topic_partitions]
 
 
+async def take(t: Target, raw, group: str, member: str, label: str, req, owns: str, *,
+               instance: str | None = None) -> tuple[int, list[tuple[object, list[int]]]]:
+    """Ask `req` (a heartbeat of `member` that owns nothing yet), then heartbeat owning the
+    assignment it answered; returns the member's epoch and what it owns. Both answers go
+    into the transcript, under `label` and `owns`."""
+    r = await t.ask(raw, label, req)
+    epoch, owned = int(r.member_epoch), owned_of(r)
+    await t.ask(raw, owns, hb(group, member, epoch, owned=owned, instance=instance))
+    return epoch, owned
+
+
+async def joined(t: Target, raw, group: str, member: str, topic: str, *, label: str = "join",
+                 owns: str = "owns its assignment", instance: str | None = None):
+    """`member` joins (epoch 0, subscribed to `topic`) and owns its assignment: (epoch, owned)."""
+    return await take(t, raw, group, member, label, hb(group, member, 0, topics=[topic], owned=[], instance=instance),
+                      owns, instance=instance)
+
+
 async def ready(t: Target, group: str, partitions: int = 4, topic: str | None = None,
                 more: dict[str, int] | None = None):
     """A raw connection; the scenario's topic (and `more`) created and known to the group's
@@ -75,17 +93,15 @@ async def consumer_revoke_first(t: Target) -> None:
     group, topic = t.names.group(), t.names.topic()
     raw = await ready(t, group, 4)
     a, b = member_id(t, "m2"), member_id(t, "m3")
-    ra = await t.ask(raw, "A joins", hb(group, a, 0, topics=[topic], owned=[]))
-    a_epoch, a_owned = int(ra.member_epoch), owned_of(ra)
-    await t.ask(raw, "A owns its assignment", hb(group, a, a_epoch, owned=a_owned))
+    a_epoch, a_owned = await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment")
     rb = await t.ask(raw, "B joins", hb(group, b, 0, topics=[topic], owned=[]))
     ra = await t.ask(raw, "A heartbeat: told to revoke", hb(group, a, a_epoch, owned=a_owned))
     t.add("describe while A revokes", await observe.consumer_describe(raw, group))
     await t.ask(raw, "B heartbeat before A revoked", hb(group, b, int(rb.member_epoch), owned=[]))
     kept = owned_of(ra) if ra.assignment is not None else a_owned
     ra = await t.ask(raw, "A heartbeat having revoked", hb(group, a, int(ra.member_epoch), owned=kept))
-    rb = await t.ask(raw, "B heartbeat after A revoked", hb(group, b, int(rb.member_epoch), owned=[]))
-    await t.ask(raw, "B owns its partitions", hb(group, b, int(rb.member_epoch), owned=owned_of(rb)))
+    await take(t, raw, group, b, "B heartbeat after A revoked", hb(group, b, int(rb.member_epoch), owned=[]),
+               "B owns its partitions")
     t.add("describe", await observe.consumer_describe(raw, group))
 
 
@@ -120,9 +136,7 @@ async def consumer_static_member(t: Target) -> None:
     group, topic = t.names.group(), t.names.topic()
     raw = await ready(t, group, 2)
     a = member_id(t, "m5")
-    r = await t.ask(raw, "join with an instance id", hb(group, a, 0, topics=[topic], owned=[], instance="i-a"))
-    epoch = int(r.member_epoch)
-    await t.ask(raw, "owns its assignment", hb(group, a, epoch, owned=owned_of(r), instance="i-a"))
+    epoch, _ = await joined(t, raw, group, a, topic, label="join with an instance id", instance="i-a")
     await t.ask(raw, "leaves temporarily", hb(group, a, -2, instance="i-a"))
     t.add("describe while it is away", await observe.consumer_describe(raw, group))
     a2 = member_id(t, "m6")
@@ -139,8 +153,7 @@ async def consumer_unreleased_instance_id(t: Target) -> None:
     group, topic = t.names.group(), t.names.topic()
     raw = await ready(t, group, 1)
     a = member_id(t, "m7")
-    r = await t.ask(raw, "A joins as i-1", hb(group, a, 0, topics=[topic], owned=[], instance="i-1"))
-    await t.ask(raw, "A owns its assignment", hb(group, a, int(r.member_epoch), owned=owned_of(r), instance="i-1"))
+    await joined(t, raw, group, a, topic, label="A joins as i-1", owns="A owns its assignment", instance="i-1")
     await t.ask(raw, "B joins as i-1", hb(group, member_id(t, "m8"), 0, topics=[topic], owned=[], instance="i-1"))
     t.add("describe", await observe.consumer_describe(raw, group))
 
@@ -152,9 +165,7 @@ async def consumer_fencing(t: Target) -> None:
     group, topic = t.names.group(), t.names.topic()
     raw = await ready(t, group, 1)
     a = member_id(t, "m9")
-    r = await t.ask(raw, "join", hb(group, a, 0, topics=[topic], owned=[]))
-    epoch = int(r.member_epoch)
-    await t.ask(raw, "owns its assignment", hb(group, a, epoch, owned=owned_of(r)))
+    epoch, _ = await joined(t, raw, group, a, topic)
     await t.ask(raw, "an epoch from the future", hb(group, a, epoch + 5))
     await t.ask(raw, "an epoch from the past", hb(group, a, epoch - 1))
     await t.ask(raw, "a member the group does not know", hb(group, member_id(t, "m10"), epoch))
@@ -198,8 +209,7 @@ async def consumer_session_timeout(t: Target) -> None:
             "resource_type": 32, "resource_name": group, "configs": [
                 {"name": "consumer.session.timeout.ms", "config_operation": 0, "value": "1500"}]}]))
     a = member_id(t, "m18")
-    r = await t.ask(raw, "join", hb(group, a, 0, topics=[topic], owned=[]))
-    await t.ask(raw, "owns its assignment", hb(group, a, int(r.member_epoch), owned=owned_of(r)))
+    epoch, _ = await joined(t, raw, group, a, topic)
     last = time.monotonic()
 
     async def gone() -> bool:
@@ -208,7 +218,7 @@ async def consumer_session_timeout(t: Target) -> None:
     await observe.until(gone, "the member is removed", timeout=20)
     t.timing("member removed after its session timeout", time.monotonic() - last, 2.0)
     t.add("describe", await observe.consumer_describe(raw, group))
-    await t.ask(raw, "heartbeat of the removed member", hb(group, a, int(r.member_epoch)))
+    await t.ask(raw, "heartbeat of the removed member", hb(group, a, epoch))
 
 
 async def classic_member(t: Target, group: str, topic: str):

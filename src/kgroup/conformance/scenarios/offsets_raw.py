@@ -6,7 +6,7 @@ from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.scenarios.classic_raw import ready, stable_member
-from kgroup.conformance.scenarios.consumer_raw import hb, member_id, owned_of
+from kgroup.conformance.scenarios.consumer_raw import hb, joined, member_id
 from kgroup.conformance.scenarios.consumer_raw import ready as consumer_ready
 from kgroup.conformance.target import Target
 
@@ -84,9 +84,7 @@ async def offsets_consumer_fencing(t: Target) -> None:
     group, topic = t.names.group(), t.names.topic()
     raw = await consumer_ready(t, group, 2)
     a = member_id(t, "a")
-    r = await t.ask(raw, "join", hb(group, a, 0, topics=[topic], owned=[]))
-    epoch = int(r.member_epoch)
-    await t.ask(raw, "owns its assignment", hb(group, a, epoch, owned=owned_of(r)))
+    epoch, _ = await joined(t, raw, group, a, topic)
     await t.ask(raw, "commit with the member epoch", commit(9, group, {(topic, 0): 1}, generation=epoch, member=a))
     await t.ask(raw, "commit with an older epoch", commit(9, group, {(topic, 0): 2}, generation=epoch - 1, member=a))
     await t.ask(raw, "commit with a newer epoch", commit(9, group, {(topic, 0): 3}, generation=epoch + 1, member=a))
