@@ -55,6 +55,12 @@ async def ready(t: Target, group: str, partitions: int = 2):
     return raw
 
 
+async def started(t: Target, partitions: int = 2):
+    """The scenario's group and topic, and a raw connection `ready` for them: (raw, group, topic)."""
+    group = t.names.group()
+    return await ready(t, group, partitions), group, t.names.topic()
+
+
 async def stable_member(t: Target, raw, group: str, *, version: int = 5, instance: str | None = None,
                         topic: str | None = None, label: str = "") -> tuple[str, int]:
     """Join (two steps where the version asks for it) and sync a lone member; returns its
