@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kgroup.conformance import observe
 from kgroup.conformance.scenarios import scenario
-from kgroup.conformance.scenarios.consumer_raw import classic_member, hb, joined, member_id, owned_of, take
+from kgroup.conformance.scenarios.consumer_raw import b_joins, classic_member, hb, joined, member_id, take
 from kgroup.conformance.scenarios.consumer_raw import started as consumer_started
 from kgroup.conformance.scenarios.offsets_raw import commit, fetch
 from kgroup.conformance.scenarios.transactions_raw import TxnProducer
@@ -20,10 +20,7 @@ from kgroup.conformance.target import Target
 async def offsets_kip1251_assignment_epochs(t: Target) -> None:
     raw, group, topic = await consumer_started(t, 4)
     a, b = member_id(t, "kip1251-a"), member_id(t, "kip1251-b")
-    old, a_owned = await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment")
-    rb = await t.ask(raw, "B joins: the group epoch moves on", hb(group, b, 0, topics=[topic], owned=[]))
-    ra = await t.ask(raw, "A heartbeat: told to revoke", hb(group, a, old, owned=a_owned))
-    kept = owned_of(ra) if ra.assignment is not None else a_owned
+    old, rb, ra, kept = await b_joins(t, raw, group, topic, a, b, "B joins: the group epoch moves on")
     ra = await t.ask(raw, "A heartbeat having revoked: its epoch bumps", hb(group, a, int(ra.member_epoch),
                                                                              owned=kept))
     new = int(ra.member_epoch)

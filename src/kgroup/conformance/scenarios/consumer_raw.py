@@ -57,6 +57,15 @@ async def joined(t: Target, raw, group: str, member: str, topic: str, *, label: 
                       owns, instance=instance)
 
 
+async def b_joins(t: Target, raw, group: str, topic: str, a: str, b: str, b_label: str = "B joins"):
+    """A joins and owns its assignment, B joins, and A's next heartbeat is told to revoke
+    what B is to get: (A's epoch, B's join answer, A's answer, what A keeps)."""
+    a_epoch, a_owned = await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment")
+    rb = await t.ask(raw, b_label, hb(group, b, 0, topics=[topic], owned=[]))
+    ra = await t.ask(raw, "A heartbeat: told to revoke", hb(group, a, a_epoch, owned=a_owned))
+    return a_epoch, rb, ra, owned_of(ra) if ra.assignment is not None else a_owned
+
+
 async def ready(t: Target, group: str, partitions: int = 4, topic: str | None = None,
                 more: dict[str, int] | None = None):
     """A raw connection; the scenario's topic (and `more`) created and known to the group's
@@ -97,12 +106,9 @@ async def consumer_join(t: Target) -> None:
 async def consumer_revoke_first(t: Target) -> None:
     raw, group, topic = await started(t, 4)
     a, b = member_id(t, "m2"), member_id(t, "m3")
-    a_epoch, a_owned = await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment")
-    rb = await t.ask(raw, "B joins", hb(group, b, 0, topics=[topic], owned=[]))
-    ra = await t.ask(raw, "A heartbeat: told to revoke", hb(group, a, a_epoch, owned=a_owned))
+    _, rb, ra, kept = await b_joins(t, raw, group, topic, a, b)
     t.add("describe while A revokes", await observe.consumer_describe(raw, group))
     await t.ask(raw, "B heartbeat before A revoked", hb(group, b, int(rb.member_epoch), owned=[]))
-    kept = owned_of(ra) if ra.assignment is not None else a_owned
     ra = await t.ask(raw, "A heartbeat having revoked", hb(group, a, int(ra.member_epoch), owned=kept))
     await take(t, raw, group, b, "B heartbeat after A revoked", hb(group, b, int(rb.member_epoch), owned=[]),
                "B owns its partitions")
