@@ -5,7 +5,7 @@ from __future__ import annotations
 from kgroup.conformance import observe
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.scenarios.consumer_raw import b_joins, classic_member, hb, joined, member_id, take
-from kgroup.conformance.scenarios.consumer_raw import started as consumer_started
+from kgroup.conformance.scenarios.consumer_raw import set_up as consumer_set_up
 from kgroup.conformance.scenarios.offsets_raw import commit, fetch
 from kgroup.conformance.scenarios.transactions_raw import TxnProducer
 from kgroup.conformance.target import Target
@@ -18,7 +18,7 @@ from kgroup.conformance.target import Target
                "(STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for TxnOffsetCommit before v6) for a partition assigned "
                "after the epoch it names or held by another member")
 async def offsets_kip1251_assignment_epochs(t: Target) -> None:
-    raw, group, topic = await consumer_started(t, 4)
+    raw, group, topic = await consumer_set_up(t, 4)
     a, b = member_id(t, "kip1251-a"), member_id(t, "kip1251-b")
     old, rb, ra, kept = await b_joins(t, raw, group, topic, a, b, "B joins: the group epoch moves on")
     ra = await t.ask(raw, "A heartbeat having revoked: its epoch bumps", hb(group, a, int(ra.member_epoch),
@@ -64,7 +64,7 @@ async def offsets_kip1251_assignment_epochs(t: Target) -> None:
                "to 0: the instance, back under a new member id, may commit for them with any epoch up to its "
                "own, and not with a newer one")
 async def offsets_kip1251_static_member(t: Target) -> None:
-    raw, group, topic = await consumer_started(t, 2)
+    raw, group, topic = await consumer_set_up(t, 2)
     a, a2 = member_id(t, "kip1251-static"), member_id(t, "kip1251-static-back")
     epoch, _ = await joined(t, raw, group, a, topic, label="join with an instance id", instance="i-k")
     await t.ask(raw, "commits with its epoch", commit(9, group, {(topic, 0): 1, (topic, 1): 1}, generation=epoch,
@@ -87,7 +87,7 @@ async def offsets_kip1251_static_member(t: Target) -> None:
                "epoch = generation; it commits below OffsetCommit v9, and a generation ahead of its epoch, or "
                "older than a partition's assignment epoch, is ILLEGAL_GENERATION (the classic code)")
 async def offsets_kip1251_classic_member(t: Target) -> None:
-    raw, group, topic = await consumer_started(t, 2)
+    raw, group, topic = await consumer_set_up(t, 2)
     classic, c, gen, _ = await classic_member(t, group, topic)
     b = member_id(t, "kip1251-upgrade")
     await t.ask(raw, "a consumer-protocol member joins", hb(group, b, 0, topics=[topic], owned=[]))

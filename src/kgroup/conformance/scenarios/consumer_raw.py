@@ -78,7 +78,7 @@ async def ready(t: Target, group: str, partitions: int = 4, topic: str | None = 
     return raw
 
 
-async def started(t: Target, partitions: int = 4):
+async def set_up(t: Target, partitions: int = 4):
     """The scenario's group and topic, and a raw connection `ready` for them: (raw, group, topic)."""
     group = t.names.group()
     return await ready(t, group, partitions), group, t.names.topic()
@@ -89,7 +89,7 @@ async def started(t: Target, partitions: int = 4):
                "the uniform assignor gives a lone member every subscribed partition, and the group is Stable "
                "once the member owns them")
 async def consumer_join(t: Target) -> None:
-    raw, group, topic = await started(t, 3)
+    raw, group, topic = await set_up(t, 3)
     a = member_id(t, "m1")
     r = await t.ask(raw, "join", hb(group, a, 0, topics=[topic], owned=[]))
     t.add("describe while reconciling", await observe.consumer_describe(raw, group))
@@ -104,7 +104,7 @@ async def consumer_join(t: Target) -> None:
           rule="when a second member joins, the first is asked to give up partitions and keeps its epoch "
                "until its heartbeat shows it no longer owns them; only then does the newcomer receive them")
 async def consumer_revoke_first(t: Target) -> None:
-    raw, group, topic = await started(t, 4)
+    raw, group, topic = await set_up(t, 4)
     a, b = member_id(t, "m2"), member_id(t, "m3")
     _, rb, ra, kept = await b_joins(t, raw, group, topic, a, b)
     t.add("describe while A revokes", await observe.consumer_describe(raw, group))
@@ -143,7 +143,7 @@ async def consumer_regex(t: Target) -> None:
           rule="epoch -2 is a static member leaving temporarily: it keeps its assignment and the group epoch "
                "does not move; the same instance id rejoining with a new member id gets the same partitions")
 async def consumer_static_member(t: Target) -> None:
-    raw, group, topic = await started(t, 2)
+    raw, group, topic = await set_up(t, 2)
     a = member_id(t, "m5")
     epoch, _ = await joined(t, raw, group, a, topic, label="join with an instance id", instance="i-a")
     await t.ask(raw, "leaves temporarily", hb(group, a, -2, instance="i-a"))
@@ -159,7 +159,7 @@ async def consumer_static_member(t: Target) -> None:
           rule="a member joining with the instance id of a member that has not left gets "
                "UNRELEASED_INSTANCE_ID")
 async def consumer_unreleased_instance_id(t: Target) -> None:
-    raw, group, topic = await started(t, 1)
+    raw, group, topic = await set_up(t, 1)
     a = member_id(t, "m7")
     await joined(t, raw, group, a, topic, label="A joins as i-1", owns="A owns its assignment", instance="i-1")
     await t.ask(raw, "B joins as i-1", hb(group, member_id(t, "m8"), 0, topics=[topic], owned=[], instance="i-1"))
@@ -170,7 +170,7 @@ async def consumer_unreleased_instance_id(t: Target) -> None:
           rule="a member epoch above the member's is FENCED_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID, "
                "a member that left is unknown, and a fenced member rejoins with epoch 0")
 async def consumer_fencing(t: Target) -> None:
-    raw, group, topic = await started(t, 1)
+    raw, group, topic = await set_up(t, 1)
     a = member_id(t, "m9")
     epoch, _ = await joined(t, raw, group, a, topic)
     await t.ask(raw, "an epoch from the future", hb(group, a, epoch + 5))
@@ -187,7 +187,7 @@ async def consumer_fencing(t: Target) -> None:
           rule="an unknown server assignor is UNSUPPORTED_ASSIGNOR; a join without subscription, without "
                "rebalance timeout or without member id INVALID_REQUEST; a bad regex INVALID_REGULAR_EXPRESSION")
 async def consumer_invalid_requests(t: Target) -> None:
-    raw, group, topic = await started(t, 1)
+    raw, group, topic = await set_up(t, 1)
     await t.ask(raw, "unknown assignor", hb(group, member_id(t, "m11"), 0, topics=[topic], owned=[], assignor="nope"))
     await t.ask(raw, "join without a subscription", hb(group, member_id(t, "m12"), 0, owned=[]))
     await t.ask(raw, "join without a rebalance timeout", hb(group, member_id(t, "m13"), 0, topics=[topic], owned=[],
@@ -208,7 +208,7 @@ async def consumer_invalid_requests(t: Target) -> None:
           rule="a consumer-protocol member that stops heartbeating is removed after its group's "
                "consumer.session.timeout.ms (a group config, here 1.5 s; timing within 2 s)")
 async def consumer_session_timeout(t: Target) -> None:
-    raw, group, topic = await started(t, 1)
+    raw, group, topic = await set_up(t, 1)
     await t.ask(raw, "set consumer.session.timeout.ms", request(
         "IncrementalAlterConfigs", 1, validate_only=False, resources=[{
             "resource_type": 32, "resource_name": group, "configs": [
@@ -245,7 +245,7 @@ async def classic_member(t: Target, group: str, topic: str):
                ".migration.policy=bidirectional); the classic member keeps using JoinGroup/SyncGroup/Heartbeat "
                "and is asked to rejoin; when the last consumer-protocol member leaves the group is classic again")
 async def consumer_migration(t: Target) -> None:
-    raw, group, topic = await started(t, 2)
+    raw, group, topic = await set_up(t, 2)
     classic, c, gen, meta = await classic_member(t, group, topic)
     t.add("describe (classic)", await observe.describe(raw, group))
     b = member_id(t, "m19")
