@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kgroup.conformance import observe
 from kgroup.conformance.scenarios import scenario
-from kgroup.conformance.scenarios.consumer_raw import classic_member, hb, member_id, owned_of
-from kgroup.conformance.scenarios.consumer_raw import ready as consumer_ready
+from kgroup.conformance.scenarios.consumer_raw import b_joins, classic_member, hb, joined, member_id, take
+from kgroup.conformance.scenarios.consumer_raw import set_up as consumer_set_up
 from kgroup.conformance.scenarios.offsets_raw import commit, fetch
 from kgroup.conformance.scenarios.transactions_raw import TxnProducer
 from kgroup.conformance.target import Target
@@ -18,22 +18,15 @@ from kgroup.conformance.target import Target
                "(STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for TxnOffsetCommit before v6) for a partition assigned "
                "after the epoch it names or held by another member")
 async def offsets_kip1251_assignment_epochs(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await consumer_ready(t, group, 4)
+    raw, group, topic = await consumer_set_up(t, 4)
     a, b = member_id(t, "kip1251-a"), member_id(t, "kip1251-b")
-    ra = await t.ask(raw, "A joins", hb(group, a, 0, topics=[topic], owned=[]))
-    old, a_owned = int(ra.member_epoch), owned_of(ra)
-    await t.ask(raw, "A owns its assignment", hb(group, a, old, owned=a_owned))
-    rb = await t.ask(raw, "B joins: the group epoch moves on", hb(group, b, 0, topics=[topic], owned=[]))
-    ra = await t.ask(raw, "A heartbeat: told to revoke", hb(group, a, old, owned=a_owned))
-    kept = owned_of(ra) if ra.assignment is not None else a_owned
+    old, rb, ra, kept = await b_joins(t, raw, group, topic, a, b, "B joins: the group epoch moves on")
     ra = await t.ask(raw, "A heartbeat having revoked: its epoch bumps", hb(group, a, int(ra.member_epoch),
                                                                              owned=kept))
     new = int(ra.member_epoch)
     t.add("A's epoch moved on", new > old)
-    rb = await t.ask(raw, "B heartbeat: gets what A released", hb(group, b, int(rb.member_epoch), owned=[]))
-    given = owned_of(rb)
-    await t.ask(raw, "B owns its partitions", hb(group, b, int(rb.member_epoch), owned=given))
+    _, given = await take(t, raw, group, b, "B heartbeat: gets what A released",
+                          hb(group, b, int(rb.member_epoch), owned=[]), "B owns its partitions")
     mine = {(topic, p): 10 + p for _, ps in kept for p in ps}
     theirs = {(topic, p): 20 + p for _, ps in given for p in ps}
     t.add("who holds what", {"A": sorted(p for _, p in mine), "B": sorted(p for _, p in theirs)})
@@ -71,20 +64,15 @@ async def offsets_kip1251_assignment_epochs(t: Target) -> None:
                "to 0: the instance, back under a new member id, may commit for them with any epoch up to its "
                "own, and not with a newer one")
 async def offsets_kip1251_static_member(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await consumer_ready(t, group, 2)
+    raw, group, topic = await consumer_set_up(t, 2)
     a, a2 = member_id(t, "kip1251-static"), member_id(t, "kip1251-static-back")
-    r = await t.ask(raw, "join with an instance id", hb(group, a, 0, topics=[topic], owned=[], instance="i-k"))
-    epoch = int(r.member_epoch)
-    await t.ask(raw, "owns its assignment", hb(group, a, epoch, owned=owned_of(r), instance="i-k"))
+    epoch, _ = await joined(t, raw, group, a, topic, label="join with an instance id", instance="i-k")
     await t.ask(raw, "commits with its epoch", commit(9, group, {(topic, 0): 1, (topic, 1): 1}, generation=epoch,
                                                       member=a))
     await t.ask(raw, "commits with an older epoch", commit(9, group, {(topic, 0): 2}, generation=epoch - 1, member=a))
     await t.ask(raw, "leaves temporarily", hb(group, a, -2, instance="i-k"))
-    r = await t.ask(raw, "comes back under a new member id", hb(group, a2, 0, topics=[topic], owned=[],
-                                                               instance="i-k"))
-    back = int(r.member_epoch)
-    await t.ask(raw, "owns its partitions again", hb(group, a2, back, owned=owned_of(r), instance="i-k"))
+    back, _ = await joined(t, raw, group, a2, topic, label="comes back under a new member id",
+                           owns="owns its partitions again", instance="i-k")
     await t.ask(raw, "commits with epoch 0", commit(9, group, {(topic, 0): 3, (topic, 1): 3}, generation=0,
                                                     member=a2))
     await t.ask(raw, "commits with an older epoch", commit(9, group, {(topic, 0): 4}, generation=back - 1,
@@ -99,8 +87,7 @@ async def offsets_kip1251_static_member(t: Target) -> None:
                "epoch = generation; it commits below OffsetCommit v9, and a generation ahead of its epoch, or "
                "older than a partition's assignment epoch, is ILLEGAL_GENERATION (the classic code)")
 async def offsets_kip1251_classic_member(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await consumer_ready(t, group, 2)
+    raw, group, topic = await consumer_set_up(t, 2)
     classic, c, gen, _ = await classic_member(t, group, topic)
     b = member_id(t, "kip1251-upgrade")
     await t.ask(raw, "a consumer-protocol member joins", hb(group, b, 0, topics=[topic], owned=[]))

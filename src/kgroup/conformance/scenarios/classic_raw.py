@@ -55,6 +55,12 @@ async def ready(t: Target, group: str, partitions: int = 2):
     return raw
 
 
+async def set_up(t: Target, partitions: int = 2):
+    """The scenario's group and topic, and a raw connection `ready` for them: (raw, group, topic)."""
+    group = t.names.group()
+    return await ready(t, group, partitions), group, t.names.topic()
+
+
 async def stable_member(t: Target, raw, group: str, *, version: int = 5, instance: str | None = None,
                         topic: str | None = None, label: str = "") -> tuple[str, int]:
     """Join (two steps where the version asks for it) and sync a lone member; returns its
@@ -73,8 +79,7 @@ async def stable_member(t: Target, raw, group: str, *, version: int = 5, instanc
           rule="JoinGroup v4+ without a member id is answered MEMBER_ID_REQUIRED with an id to join with; "
                "the lone member leads generation 1; Stable after the leader's SyncGroup; Empty after it leaves")
 async def classic_two_step_join(t: Target) -> None:
-    group = t.names.group()
-    raw = await ready(t, group)
+    raw, group, _ = await set_up(t)
     first = await t.ask(raw, "join without id", join(5, group))
     member = first.member_id
     joined = await t.ask(raw, "join with the id given", join(5, group, member))
@@ -130,8 +135,7 @@ async def two_members(t: Target, raw_a, raw_b, group: str, *, version: int = 5,
                "REBALANCE_IN_PROGRESS; when all have rejoined the leader gets every member's metadata, a "
                "follower none, and a follower's SyncGroup waits for the leader's")
 async def classic_second_member(t: Target) -> None:
-    group = t.names.group()
-    raw_a = await ready(t, group)
+    raw_a, group, _ = await set_up(t)
     raw_b = await t.raw("raw-b")
     await two_members(t, raw_a, raw_b, group)
     t.add("describe", await observe.describe(raw_a, group))
@@ -141,8 +145,7 @@ async def classic_second_member(t: Target) -> None:
           rule="when the leader leaves, the group rebalances and a remaining member becomes the leader of "
                "the next generation")
 async def classic_leader_handover(t: Target) -> None:
-    group = t.names.group()
-    raw_a = await ready(t, group)
+    raw_a, group, _ = await set_up(t)
     raw_b = await t.raw("raw-b")
     a, b, gen = await two_members(t, raw_a, raw_b, group)
     await t.ask(raw_a, "A leaves", leave(3, group, members=[{"member_id": a, "group_instance_id": None}]))
@@ -156,8 +159,7 @@ async def classic_leader_handover(t: Target) -> None:
           rule="a follower that rejoins a Stable group with unchanged metadata gets the current generation "
                "without a rebalance; the leader rejoining starts one")
 async def classic_rejoin_in_stable(t: Target) -> None:
-    group = t.names.group()
-    raw_a = await ready(t, group)
+    raw_a, group, _ = await set_up(t)
     raw_b = await t.raw("raw-b")
     a, b, gen = await two_members(t, raw_a, raw_b, group)
     await t.ask(raw_b, "B (follower) rejoins unchanged", join(5, group, b))
@@ -175,8 +177,7 @@ async def classic_rejoin_in_stable(t: Target) -> None:
           rule="a member that sends no heartbeat for its session timeout is removed; a lone member's group "
                "becomes Empty (timing compared within 2 s)")
 async def classic_session_timeout(t: Target) -> None:
-    group = t.names.group()
-    raw = await ready(t, group)
+    raw, group, _ = await set_up(t)
     r = await t.ask(raw, "join", join(5, group, session_ms=1_500))
     r = await t.ask(raw, "join again", join(5, group, r.member_id, session_ms=1_500))
     await t.ask(raw, "sync", sync(3, group, int(r.generation_id), r.member_id,
@@ -193,8 +194,7 @@ async def classic_session_timeout(t: Target) -> None:
           rule="in PreparingRebalance a member that has not rejoined when the rebalance timeout (the largest "
                "of the members') passes is removed and the join completes without it (timing within 2 s)")
 async def classic_rebalance_timeout(t: Target) -> None:
-    group = t.names.group()
-    raw_a = await ready(t, group)
+    raw_a, group, _ = await set_up(t)
     raw_b = await t.raw("raw-b")
     ra = await t.ask(raw_a, "A join", join(5, group, session_ms=20_000, rebalance_ms=2_000))
     ra = await t.ask(raw_a, "A join again", join(5, group, ra.member_id, session_ms=20_000, rebalance_ms=2_000))
@@ -213,8 +213,7 @@ async def classic_rebalance_timeout(t: Target) -> None:
           rule="an unknown member id gets UNKNOWN_MEMBER_ID; a wrong generation ILLEGAL_GENERATION; a member "
                "id on JoinGroup that the group does not know UNKNOWN_MEMBER_ID")
 async def classic_unknown_member_and_stale_generation(t: Target) -> None:
-    group = t.names.group()
-    raw = await ready(t, group)
+    raw, group, _ = await set_up(t)
     member, gen = await stable_member(t, raw, group)
     await t.ask(raw, "heartbeat of an unknown member", heartbeat(3, group, gen, "nobody"))
     await t.ask(raw, "heartbeat with an old generation", heartbeat(3, group, gen - 1, member))
@@ -237,8 +236,7 @@ async def classic_unknown_member_and_stale_generation(t: Target) -> None:
           rule="a session timeout outside group.min/max.session.timeout.ms gets INVALID_SESSION_TIMEOUT; an "
                "empty group id INVALID_GROUP_ID")
 async def classic_invalid_join(t: Target) -> None:
-    group = t.names.group()
-    raw = await ready(t, group)
+    raw, group, _ = await set_up(t)
     await t.ask(raw, "session timeout below the minimum", join(5, group, session_ms=999))
     await t.ask(raw, "session timeout above the maximum", join(5, group, session_ms=1_800_001))
     await t.ask(raw, "empty group id", join(5, ""))
@@ -251,8 +249,7 @@ async def classic_invalid_join(t: Target) -> None:
           rule="a member whose protocol type differs from the group's, or who shares no protocol with its "
                "members, gets INCONSISTENT_GROUP_PROTOCOL; so does a SyncGroup v5 naming another type or protocol")
 async def classic_wrong_protocol(t: Target) -> None:
-    group = t.names.group()
-    raw = await ready(t, group)
+    raw, group, _ = await set_up(t)
     member, gen = await stable_member(t, raw, group)
     other = await t.raw("raw-b")
     await t.ask(other, "join with another protocol type", join(5, group, protocol_type="connect"))
@@ -269,8 +266,7 @@ async def classic_wrong_protocol(t: Target) -> None:
           rule="JoinGroup with a known group.instance.id and no member id replaces the member: new member id, "
                "same generation, no rebalance, the assignment kept; the old id is then FENCED_INSTANCE_ID")
 async def classic_static_restart(t: Target) -> None:
-    group = t.names.group()
-    raw = await ready(t, group)
+    raw, group, _ = await set_up(t)
     old, gen = await stable_member(t, raw, group, instance="i-1")
     restarted = await t.raw("raw-restarted")
     r = await t.ask(restarted, "rejoin after a restart", join(5, group, instance="i-1"))
@@ -289,8 +285,7 @@ async def classic_static_restart(t: Target) -> None:
           rule="a static leader that rejoins a Stable group with v9 is told it leads but must not assign "
                "(SkipAssignment true), with every member listed")
 async def classic_static_leader_v9(t: Target) -> None:
-    group = t.names.group()
-    raw = await ready(t, group)
+    raw, group, _ = await set_up(t)
     await stable_member(t, raw, group, version=9, instance="i-1")
     restarted = await t.raw("raw-restarted")
     r = await t.ask(restarted, "leader rejoins after a restart", join(9, group, instance="i-1"))
@@ -302,8 +297,7 @@ async def classic_static_leader_v9(t: Target) -> None:
           rule="LeaveGroup v3+ removes members by group.instance.id, answering each: an instance id the group "
                "does not know gets UNKNOWN_MEMBER_ID, one mapped to another member id FENCED_INSTANCE_ID")
 async def classic_remove_static_members(t: Target) -> None:
-    group = t.names.group()
-    raw_a = await ready(t, group)
+    raw_a, group, _ = await set_up(t)
     raw_b = await t.raw("raw-b")
     a, b, _ = await two_members(t, raw_a, raw_b, group, instances=("i-a", "i-b"))
     admin = await t.raw("raw-admin")
@@ -318,8 +312,7 @@ async def classic_remove_static_members(t: Target) -> None:
           rule="SyncGroup while the group is PreparingRebalance gets REBALANCE_IN_PROGRESS; a heartbeat while "
                "CompletingRebalance is accepted; an OffsetCommit then gets REBALANCE_IN_PROGRESS")
 async def classic_wrong_phase(t: Target) -> None:
-    group = t.names.group()
-    raw_a = await ready(t, group)
+    raw_a, group, _ = await set_up(t)
     raw_b = await t.raw("raw-b")
     a, gen = await stable_member(t, raw_a, group, label="A ")
     b = await t.ask(raw_b, "B join", join(5, group))

@@ -39,6 +39,33 @@ def owned_of(response) -> list[tuple[object, list[int]]]:
     return [(tp.topic_id, sorted(int(p) for p in tp.partitions)) for tp in response.assignment.topic_partitions]
 
 
+async def take(t: Target, raw, group: str, member: str, label: str, req, owns: str, *,
+               instance: str | None = None) -> tuple[int, list[tuple[object, list[int]]]]:
+    """Ask `req` (a heartbeat of `member` that owns nothing yet), then heartbeat owning the
+    assignment it answered; returns the member's epoch and what it owns. Both answers go
+    into the transcript, under `label` and `owns`."""
+    r = await t.ask(raw, label, req)
+    epoch, owned = int(r.member_epoch), owned_of(r)
+    await t.ask(raw, owns, hb(group, member, epoch, owned=owned, instance=instance))
+    return epoch, owned
+
+
+async def joined(t: Target, raw, group: str, member: str, topic: str, *, label: str = "join",
+                 owns: str = "owns its assignment", instance: str | None = None):
+    """`member` joins (epoch 0, subscribed to `topic`) and owns its assignment: (epoch, owned)."""
+    return await take(t, raw, group, member, label, hb(group, member, 0, topics=[topic], owned=[], instance=instance),
+                      owns, instance=instance)
+
+
+async def b_joins(t: Target, raw, group: str, topic: str, a: str, b: str, b_label: str = "B joins"):
+    """A joins and owns its assignment, B joins, and A's next heartbeat is told to revoke
+    what B is to get: (A's epoch, B's join answer, A's answer, what A keeps)."""
+    a_epoch, a_owned = await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment")
+    rb = await t.ask(raw, b_label, hb(group, b, 0, topics=[topic], owned=[]))
+    ra = await t.ask(raw, "A heartbeat: told to revoke", hb(group, a, a_epoch, owned=a_owned))
+    return a_epoch, rb, ra, owned_of(ra) if ra.assignment is not None else a_owned
+
+
 async def ready(t: Target, group: str, partitions: int = 4, topic: str | None = None,
                 more: dict[str, int] | None = None):
     """A raw connection; the scenario's topic (and `more`) created and known to the group's
@@ -51,13 +78,18 @@ async def ready(t: Target, group: str, partitions: int = 4, topic: str | None = 
     return raw
 
 
+async def set_up(t: Target, partitions: int = 4):
+    """The scenario's group and topic, and a raw connection `ready` for them: (raw, group, topic)."""
+    group = t.names.group()
+    return await ready(t, group, partitions), group, t.names.topic()
+
+
 @scenario("consumer", "a member joins: epoch 1, every partition, Stable",
           rule="a ConsumerGroupHeartbeat with epoch 0 joins: the group epoch and the member epoch become 1, "
                "the uniform assignor gives a lone member every subscribed partition, and the group is Stable "
                "once the member owns them")
 async def consumer_join(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 3)
+    raw, group, topic = await set_up(t, 3)
     a = member_id(t, "m1")
     r = await t.ask(raw, "join", hb(group, a, 0, topics=[topic], owned=[]))
     t.add("describe while reconciling", await observe.consumer_describe(raw, group))
@@ -72,20 +104,14 @@ async def consumer_join(t: Target) -> None:
           rule="when a second member joins, the first is asked to give up partitions and keeps its epoch "
                "until its heartbeat shows it no longer owns them; only then does the newcomer receive them")
 async def consumer_revoke_first(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 4)
+    raw, group, topic = await set_up(t, 4)
     a, b = member_id(t, "m2"), member_id(t, "m3")
-    ra = await t.ask(raw, "A joins", hb(group, a, 0, topics=[topic], owned=[]))
-    a_epoch, a_owned = int(ra.member_epoch), owned_of(ra)
-    await t.ask(raw, "A owns its assignment", hb(group, a, a_epoch, owned=a_owned))
-    rb = await t.ask(raw, "B joins", hb(group, b, 0, topics=[topic], owned=[]))
-    ra = await t.ask(raw, "A heartbeat: told to revoke", hb(group, a, a_epoch, owned=a_owned))
+    _, rb, ra, kept = await b_joins(t, raw, group, topic, a, b)
     t.add("describe while A revokes", await observe.consumer_describe(raw, group))
     await t.ask(raw, "B heartbeat before A revoked", hb(group, b, int(rb.member_epoch), owned=[]))
-    kept = owned_of(ra) if ra.assignment is not None else a_owned
     ra = await t.ask(raw, "A heartbeat having revoked", hb(group, a, int(ra.member_epoch), owned=kept))
-    rb = await t.ask(raw, "B heartbeat after A revoked", hb(group, b, int(rb.member_epoch), owned=[]))
-    await t.ask(raw, "B owns its partitions", hb(group, b, int(rb.member_epoch), owned=owned_of(rb)))
+    await take(t, raw, group, b, "B heartbeat after A revoked", hb(group, b, int(rb.member_epoch), owned=[]),
+               "B owns its partitions")
     t.add("describe", await observe.consumer_describe(raw, group))
 
 
@@ -117,12 +143,9 @@ async def consumer_regex(t: Target) -> None:
           rule="epoch -2 is a static member leaving temporarily: it keeps its assignment and the group epoch "
                "does not move; the same instance id rejoining with a new member id gets the same partitions")
 async def consumer_static_member(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 2)
+    raw, group, topic = await set_up(t, 2)
     a = member_id(t, "m5")
-    r = await t.ask(raw, "join with an instance id", hb(group, a, 0, topics=[topic], owned=[], instance="i-a"))
-    epoch = int(r.member_epoch)
-    await t.ask(raw, "owns its assignment", hb(group, a, epoch, owned=owned_of(r), instance="i-a"))
+    epoch, _ = await joined(t, raw, group, a, topic, label="join with an instance id", instance="i-a")
     await t.ask(raw, "leaves temporarily", hb(group, a, -2, instance="i-a"))
     t.add("describe while it is away", await observe.consumer_describe(raw, group))
     a2 = member_id(t, "m6")
@@ -136,11 +159,9 @@ async def consumer_static_member(t: Target) -> None:
           rule="a member joining with the instance id of a member that has not left gets "
                "UNRELEASED_INSTANCE_ID")
 async def consumer_unreleased_instance_id(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 1)
+    raw, group, topic = await set_up(t, 1)
     a = member_id(t, "m7")
-    r = await t.ask(raw, "A joins as i-1", hb(group, a, 0, topics=[topic], owned=[], instance="i-1"))
-    await t.ask(raw, "A owns its assignment", hb(group, a, int(r.member_epoch), owned=owned_of(r), instance="i-1"))
+    await joined(t, raw, group, a, topic, label="A joins as i-1", owns="A owns its assignment", instance="i-1")
     await t.ask(raw, "B joins as i-1", hb(group, member_id(t, "m8"), 0, topics=[topic], owned=[], instance="i-1"))
     t.add("describe", await observe.consumer_describe(raw, group))
 
@@ -149,12 +170,9 @@ async def consumer_unreleased_instance_id(t: Target) -> None:
           rule="a member epoch above the member's is FENCED_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID, "
                "a member that left is unknown, and a fenced member rejoins with epoch 0")
 async def consumer_fencing(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 1)
+    raw, group, topic = await set_up(t, 1)
     a = member_id(t, "m9")
-    r = await t.ask(raw, "join", hb(group, a, 0, topics=[topic], owned=[]))
-    epoch = int(r.member_epoch)
-    await t.ask(raw, "owns its assignment", hb(group, a, epoch, owned=owned_of(r)))
+    epoch, _ = await joined(t, raw, group, a, topic)
     await t.ask(raw, "an epoch from the future", hb(group, a, epoch + 5))
     await t.ask(raw, "an epoch from the past", hb(group, a, epoch - 1))
     await t.ask(raw, "a member the group does not know", hb(group, member_id(t, "m10"), epoch))
@@ -169,8 +187,7 @@ async def consumer_fencing(t: Target) -> None:
           rule="an unknown server assignor is UNSUPPORTED_ASSIGNOR; a join without subscription, without "
                "rebalance timeout or without member id INVALID_REQUEST; a bad regex INVALID_REGULAR_EXPRESSION")
 async def consumer_invalid_requests(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 1)
+    raw, group, topic = await set_up(t, 1)
     await t.ask(raw, "unknown assignor", hb(group, member_id(t, "m11"), 0, topics=[topic], owned=[], assignor="nope"))
     await t.ask(raw, "join without a subscription", hb(group, member_id(t, "m12"), 0, owned=[]))
     await t.ask(raw, "join without a rebalance timeout", hb(group, member_id(t, "m13"), 0, topics=[topic], owned=[],
@@ -191,15 +208,13 @@ async def consumer_invalid_requests(t: Target) -> None:
           rule="a consumer-protocol member that stops heartbeating is removed after its group's "
                "consumer.session.timeout.ms (a group config, here 1.5 s; timing within 2 s)")
 async def consumer_session_timeout(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 1)
+    raw, group, topic = await set_up(t, 1)
     await t.ask(raw, "set consumer.session.timeout.ms", request(
         "IncrementalAlterConfigs", 1, validate_only=False, resources=[{
             "resource_type": 32, "resource_name": group, "configs": [
                 {"name": "consumer.session.timeout.ms", "config_operation": 0, "value": "1500"}]}]))
     a = member_id(t, "m18")
-    r = await t.ask(raw, "join", hb(group, a, 0, topics=[topic], owned=[]))
-    await t.ask(raw, "owns its assignment", hb(group, a, int(r.member_epoch), owned=owned_of(r)))
+    epoch, _ = await joined(t, raw, group, a, topic)
     last = time.monotonic()
 
     async def gone() -> bool:
@@ -208,7 +223,7 @@ async def consumer_session_timeout(t: Target) -> None:
     await observe.until(gone, "the member is removed", timeout=20)
     t.timing("member removed after its session timeout", time.monotonic() - last, 2.0)
     t.add("describe", await observe.consumer_describe(raw, group))
-    await t.ask(raw, "heartbeat of the removed member", hb(group, a, int(r.member_epoch)))
+    await t.ask(raw, "heartbeat of the removed member", hb(group, a, epoch))
 
 
 async def classic_member(t: Target, group: str, topic: str):
@@ -230,8 +245,7 @@ async def classic_member(t: Target, group: str, topic: str):
                ".migration.policy=bidirectional); the classic member keeps using JoinGroup/SyncGroup/Heartbeat "
                "and is asked to rejoin; when the last consumer-protocol member leaves the group is classic again")
 async def consumer_migration(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 2)
+    raw, group, topic = await set_up(t, 2)
     classic, c, gen, meta = await classic_member(t, group, topic)
     t.add("describe (classic)", await observe.describe(raw, group))
     b = member_id(t, "m19")

@@ -8,7 +8,7 @@ import uuid
 from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
-from kgroup.conformance.scenarios.classic_raw import ready
+from kgroup.conformance.scenarios.classic_raw import set_up
 from kgroup.conformance.scenarios.offsets_raw import fetch
 from kgroup.conformance.target import Target
 
@@ -50,8 +50,7 @@ async def delete_topic(raw, name: str) -> None:
                "only such ids creates no group), a partition past the topic's count UNKNOWN_TOPIC_OR_PARTITION; "
                "v9 sees the same offsets by name")
 async def offsets_topic_ids(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 2)
+    raw, group, topic = await set_up(t, 2)
     tid = await observe.topic_id(raw, topic)
     nobody = uuid.uuid5(uuid.NAMESPACE_URL, t.names.topic("nobody"))   # no topic has it
     await t.ask(raw, "commit by id", commit_by_id(group, {(tid, 0): 5, (tid, 1): 6}))
@@ -73,8 +72,7 @@ async def offsets_topic_ids(t: Target) -> None:
                "answers UNKNOWN_TOPIC_ID, and a topic created again with the same name (a new id) has no "
                "offsets, by id or by name, until committed anew")
 async def offsets_deleted_topic(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 2)
+    raw, group, topic = await set_up(t, 2)
     old = await observe.topic_id(raw, topic)
     await t.ask(raw, "commit by id", commit_by_id(group, {(old, 0): 5, (old, 1): 6}))
     await t.ask(raw, "commit by name (v9)", request("OffsetCommit", 9, group_id=group,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
-from kgroup.conformance.scenarios.classic_raw import ready, stable_member
-from kgroup.conformance.scenarios.consumer_raw import hb, member_id, owned_of
-from kgroup.conformance.scenarios.consumer_raw import ready as consumer_ready
+from kgroup.conformance.scenarios.classic_raw import set_up, stable_member
+from kgroup.conformance.scenarios.consumer_raw import hb, joined, member_id
+from kgroup.conformance.scenarios.consumer_raw import set_up as consumer_set_up
 from kgroup.conformance.target import Target
 
 
@@ -40,8 +40,7 @@ def fetch(version: int, group: str, topics: dict[str, list[int]] | None = None, 
                "assignment); OffsetFetch returns them with their metadata and leader epoch, -1 for a "
                "partition never committed, and nothing for a group that does not exist")
 async def offsets_simple_commits(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 3)
+    raw, group, topic = await set_up(t, 3)
     await t.ask(raw, "commit v8", commit(8, group, {(topic, 0): 5, (topic, 1): 7}, metadata="meta", leader_epoch=0))
     await t.ask(raw, "commit v2 with a retention time", commit(2, group, {(topic, 2): 9}, retention_ms=60_000))
     await t.ask(raw, "commit v9 with epoch -1", commit(9, group, {(topic, 0): 6}))
@@ -61,8 +60,7 @@ async def offsets_simple_commits(t: Target) -> None:
                "is ILLEGAL_GENERATION, an unknown member UNKNOWN_MEMBER_ID, a simple commit to a group with "
                "members too, and a static member's instance under another id FENCED_INSTANCE_ID")
 async def offsets_classic_fencing(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 1)
+    raw, group, topic = await set_up(t, 1)
     member, gen = await stable_member(t, raw, group, instance="i-1")
     await t.ask(raw, "commit as the member", commit(8, group, {(topic, 0): 1}, generation=gen, member=member,
                                                     instance="i-1"))
@@ -81,12 +79,9 @@ async def offsets_classic_fencing(t: Target) -> None:
                "STALE_MEMBER_EPOCH, a newer one or an unknown member is refused; a simple commit (epoch -1) "
                "to a group with members is refused too")
 async def offsets_consumer_fencing(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await consumer_ready(t, group, 2)
+    raw, group, topic = await consumer_set_up(t, 2)
     a = member_id(t, "a")
-    r = await t.ask(raw, "join", hb(group, a, 0, topics=[topic], owned=[]))
-    epoch = int(r.member_epoch)
-    await t.ask(raw, "owns its assignment", hb(group, a, epoch, owned=owned_of(r)))
+    epoch, _ = await joined(t, raw, group, a, topic)
     await t.ask(raw, "commit with the member epoch", commit(9, group, {(topic, 0): 1}, generation=epoch, member=a))
     await t.ask(raw, "commit with an older epoch", commit(9, group, {(topic, 0): 2}, generation=epoch - 1, member=a))
     await t.ask(raw, "commit with a newer epoch", commit(9, group, {(topic, 0): 3}, generation=epoch + 1, member=a))
@@ -106,8 +101,7 @@ async def offsets_consumer_fencing(t: Target) -> None:
                "subscribes to the topic, GROUP_ID_NOT_FOUND for no group); DeleteGroups removes an empty "
                "group with its offsets, NON_EMPTY_GROUP while it has members")
 async def offsets_delete(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 2)
+    raw, group, topic = await set_up(t, 2)
     await t.ask(raw, "commit", commit(8, group, {(topic, 0): 5, (topic, 1): 6}))
     await t.ask(raw, "delete one partition's offset", request(
         "OffsetDelete", 0, group_id=group, topics=[{"name": topic, "partitions": [{"partition_index": 0}]}]))
@@ -135,8 +129,7 @@ async def offsets_delete(t: Target) -> None:
           rule="metadata over offset.metadata.max.bytes (4096) is OFFSET_METADATA_TOO_LARGE for that "
                "partition; a null metadata is stored as empty; any offset, even negative, is stored as sent")
 async def offsets_limits(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 3)
+    raw, group, topic = await set_up(t, 3)
     await t.ask(raw, "commit with 4097 bytes of metadata", commit(8, group, {(topic, 0): 1}, metadata="x" * 4097))
     await t.ask(raw, "commit with 4096 bytes of metadata", commit(8, group, {(topic, 1): 1}, metadata="y" * 4096))
     await t.ask(raw, "commit with null metadata", commit(8, group, {(topic, 2): 3}, metadata=None))
@@ -148,8 +141,7 @@ async def offsets_limits(t: Target) -> None:
           rule="Kafka 4.x answers UNKNOWN_TOPIC_OR_PARTITION for a commit to a topic or partition that does "
                "not exist (and fetches nothing for it)")
 async def offsets_unknown_topic(t: Target) -> None:
-    group, topic = t.names.group(), t.names.topic()
-    raw = await ready(t, group, 1)
+    raw, group, topic = await set_up(t, 1)
     await t.ask(raw, "commit to a topic that does not exist", commit(8, group, {(t.names.topic("nope"), 0): 1}))
     await t.ask(raw, "commit to a partition that does not exist", commit(8, group, {(topic, 5): 1}))
     await t.ask(raw, "fetch it", fetch(8, group, {t.names.topic("nope"): [0], topic: [5]}))
