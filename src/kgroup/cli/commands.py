@@ -11,7 +11,8 @@ import asyncio
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from kgroup.client.admin import (
@@ -158,17 +159,25 @@ def raise_group_error(exc: BrokerError, group: str) -> None:
                        f"stop its consumers first (see them with `kgroup groups describe {group} --members`)") from None
 
 
-async def describe_group_or_none(admin: AdminClient, group: str) -> GroupDescription | None:
-    """The description, or None when the broker has no DescribeGroups."""
+@contextmanager
+def group_errors(group: str) -> Iterator[None]:
+    """A broker error about `group` in the user's words where raise_group_error has them
+    (no such group, still active), else as the broker said it."""
     try:
-        desc = await admin.describe_group(group)
-    except UnsupportedApi as exc:
-        sys.stderr.write(f"kgroup: warning: {exc}; showing committed offsets only\n")
-        return None
+        yield
     except BrokerError as exc:
         raise_group_error(exc, group)
         raise
-    return desc
+
+
+async def describe_group_or_none(admin: AdminClient, group: str) -> GroupDescription | None:
+    """The description, or None when the broker has no DescribeGroups."""
+    try:
+        with group_errors(group):
+            return await admin.describe_group(group)
+    except UnsupportedApi as exc:
+        sys.stderr.write(f"kgroup: warning: {exc}; showing committed offsets only\n")
+        return None
 
 
 async def log_end_offsets(admin: AdminClient, topics: set[str]) -> dict[tuple[str, int], int]:

@@ -42,7 +42,7 @@ from kgroup.client.errors import BrokerError, UnsupportedApi
 from kgroup.error_codes import ErrorCode
 from kgroup.group_types import CLASSIC, CONSUMER, DescribeApi, GroupType, Positions, group_type, state_names, type_names
 
-from .commands import describe_group_or_none, existing_topic, log_end_offsets, raise_group_error
+from .commands import describe_group_or_none, existing_topic, group_errors, log_end_offsets, raise_group_error
 from .config_tools import alter_and_print
 from .errors import CliError, UsageError
 from .member_payloads import assignment_text
@@ -123,13 +123,10 @@ def _is_share(desc: GroupDescription | None) -> bool:
 
 async def _positions(admin: AdminClient, group: str, desc: GroupDescription | None) -> dict[tuple[str, int], int]:
     """Where the group stands per partition: committed offsets, or a share group's start offsets."""
-    try:
+    with group_errors(group):
         if _is_share(desc):
             return await admin.list_share_group_offsets(group)
         return await admin.list_group_offsets(group)
-    except BrokerError as exc:
-        raise_group_error(exc, group)
-        raise
 
 
 @dataclass(slots=True)
@@ -173,11 +170,8 @@ async def _describe_one(admin: AdminClient, group: str) -> _Described:
     share_lag = None
     if _is_share(desc):
         # 1. A share group: start offsets and lags in one DescribeShareGroupOffsets.
-        try:
+        with group_errors(group):
             shares = await admin.share_group_offsets(group)
-        except BrokerError as exc:
-            raise_group_error(exc, group)
-            raise
         committed = {k: start for k, (start, _) in shares.items() if start >= 0}
         share_lag = {k: n for k, (_, n) in shares.items() if n >= 0}
     else:
@@ -461,11 +455,8 @@ def _refusal_hint(group: str, desc: GroupDescription) -> str:
 
 async def _source_plan(admin: AdminClient, source: str) -> dict[str, dict[tuple[str, int], int]]:
     """--to-group: the other group's committed offsets, as a plan keyed by its name."""
-    try:
+    with group_errors(source):
         offsets = await admin.list_group_offsets(source)
-    except BrokerError as exc:
-        raise_group_error(exc, source)
-        raise
     if not offsets:
         raise CliError(f"group {source!r} has no committed offsets to copy",
                        "check the name with `kgroup groups list`")
@@ -525,7 +516,7 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
         for group, (_, targets) in plans.items():
             if not targets:
                 continue
-            try:
+            with group_errors(group):
                 if group in share_groups:
                     by_topic: dict[str, dict[int, int]] = {}
                     for (t, p), off in targets.items():
@@ -533,9 +524,6 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
                     await admin.alter_share_group_offsets(group, by_topic)
                 else:
                     await admin.alter_group_offsets(group, targets, require_empty=False)
-            except BrokerError as exc:
-                raise_group_error(exc, group)
-                raise
         sys.stderr.write(f"kgroup: committed new offsets for {len(plans)} group(s)\n")
     if skipped:
         raise CliError(f"skipped {len(skipped)} active group(s): {', '.join(skipped)}",
@@ -605,11 +593,8 @@ async def _delete_offsets_of(group: str, specs: list[TopicSpec], admin: AdminCli
     for spec in specs:
         wanted.setdefault(spec.topic, [])
         wanted[spec.topic] = sorted(set(wanted[spec.topic]) | set(await _partitions_of(admin, spec)))
-    try:
+    with group_errors(group):
         result = await admin.delete_group_offsets(group, wanted)
-    except BrokerError as exc:
-        raise_group_error(exc, group)
-        raise
     done = sorted(result.items())
     _status_table([[t, str(p)] for (t, p), _ in done], ["TOPIC", "PARTITION"], [e for _, e in done],
                   group if group_column else None, out)
@@ -634,11 +619,8 @@ async def _delete_share_offsets(group: str, specs: list[TopicSpec], admin: Admin
     topics = sorted({spec.topic for spec in specs})
     for topic in topics:
         await existing_topic(admin, topic)                 # "does not exist", as for other groups
-    try:
+    with group_errors(group):
         result = await admin.delete_share_group_offsets(group, topics)
-    except BrokerError as exc:
-        raise_group_error(exc, group)
-        raise
     done = sorted(result.items())
     _status_table([[t] for t, _ in done], ["TOPIC"], [e for _, e in done], group if group_column else None, out)
     failed = sorted({e for e in result.values() if e is not ErrorCode.NONE})
