@@ -30,6 +30,7 @@ from kgroup.client.errors import BrokerError, KafkaClientError
 from kgroup.client.fetcher import decode
 from kgroup.client.lifecycle import AsyncClient
 from kgroup.client.records import TopicPartition
+from kgroup.client.records_admin import FetchedRecord
 from kgroup.error_codes import ErrorCode
 from kgroup.member.actions import Fatal
 from kgroup.member.classic_events import Close, Subscribe, Tick
@@ -59,16 +60,12 @@ class ShareConsumerError(Exception):
     """The share consumer cannot go on (a fatal group error), or was misused."""
 
 
-@dataclass(slots=True)
-class ShareRecord:
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...]
-    delivery_count: int
+@dataclass(frozen=True, slots=True)
+class ShareRecord(FetchedRecord):
+    """A fetched record as a share consumer is handed it, with how many times it has been
+    delivered (1 the first time)."""
+
+    delivery_count: int = 1
 
 
 @dataclass(slots=True)
