@@ -68,14 +68,16 @@ class Api:
 
 
 class ApiVersions:
-    """ApiVersions: the served ranges, open to every connection before anything else."""
+    """ApiVersions: the served ranges (and, v3+, the feature levels: admin/features.py),
+    open to every connection before anything else."""
 
-    def __init__(self, ranges: Iterable[ApiRange]) -> None:
+    def __init__(self, ranges: Iterable[ApiRange], features: Any = None) -> None:
         self.ranges = tuple(ranges)
+        self.features = features
 
     async def api_versions(self, header: Any, request: Any) -> Any:
         # (v3+: INVALID_REQUEST when the client software name or version is not Kafka's form.)
-        return api_versions_answer(header.api_version, request, ranges=self.ranges)
+        return api_versions_answer(header.api_version, request, ranges=self.ranges, features=self.features)
 
 
 EDGE = (Api(ApiKey.API_VERSIONS, 0, 4, ApiVersions.api_versions, guard=None, edits=False),)
