@@ -100,7 +100,9 @@ def planned(levels: Mapping[str, int], updates: Iterable[tuple[str, int, int]], 
         feature = BY_NAME.get(name)
         invalid = f"Invalid update version {level} for feature {name}."
         if feature is None:
-            raise UpdateRefused(f"{invalid} Local controller {node_id} does not support this feature.")
+            # (Disabling one is refused in other words than setting a level of it.)
+            raise UpdateRefused(f"{invalid} Feature {name} not found." if level <= 0 else
+                                f"{invalid} Local controller {node_id} does not support this feature.")
         if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
             raise UpdateRefused(f"{invalid} Unknown upgrade type {upgrade_type}.")
         if not (feature.min_version <= level <= feature.max_version or (level == 0 and feature.min_version == 0)):
