@@ -70,4 +70,6 @@ def update_features(access: Access, header: RequestHeader, request: Any) -> Refu
     """ALTER on the cluster (Kafka's ControllerApis.handleUpdateFeatures)."""
     if access.cluster(Op.ALTER):
         return Admission(request)
-    return plain_refusal(header, E.CLUSTER_AUTHORIZATION_FAILED, error_message=None, results=())
+    # (With the error's own text, as Kafka's ApiError carries it.)
+    return plain_refusal(header, E.CLUSTER_AUTHORIZATION_FAILED, error_message="Cluster authorization failed.",
+                         results=())

@@ -90,3 +90,26 @@ async def admin_typed_groups_newest(t: Target) -> None:
     await t.ask(raw, "DeleteGroups v3 of the emptied ones", delete_groups(share, simple))
     await t.ask(raw, "DescribeGroups v6 after", describe_groups(share, simple, consumer))
     await t.ask(raw, "ShareGroupDescribe v1 after", share_group_describe(share))
+
+
+@scenario("security", "typed group admin and feature levels refused without ACLs", pair="secured",
+          rule="without DESCRIBE on a group DescribeGroups v6 answers it GROUP_AUTHORIZATION_FAILED (an unknown "
+               "group too), and so do ConsumerGroupDescribe and ShareGroupDescribe; ListGroups v5 lists only the "
+               "groups the principal may DESCRIBE; DeleteGroups v3 needs DELETE; UpdateFeatures needs ALTER on "
+               "the cluster (CLUSTER_AUTHORIZATION_FAILED)")
+async def security_typed_group_admin(t: Target) -> None:
+    group, missing = t.names.group(), t.names.group("missing")
+    admin = await t.raw("admin", user="admin")
+    await observe.coordinator(admin, group)
+    await observe.create_topic(admin, t.names.topic(), 1)
+    await t.ask(admin, "simple commits", commit(8, group, {(t.names.topic(), 0): 1}))
+    alice = await t.raw("alice", user="alice")
+    await t.ask(alice, "DescribeGroups v6", describe_groups(group, missing))
+    await t.ask(alice, "ConsumerGroupDescribe v1", consumer_group_describe(group, missing))
+    await t.ask(alice, "ShareGroupDescribe v1", share_group_describe(group, missing))
+    listed = await alice.call(request("ListGroups", 5, states_filter=[], types_filter=[]))
+    t.add("ListGroups v5", {"error_code": listed.error_code, "groups": ours(listed.groups, {group, missing})})
+    await t.ask(alice, "DeleteGroups v3", delete_groups(group, missing))
+    await t.ask(alice, "UpdateFeatures", request("UpdateFeatures", 1, timeout_ms=30_000, validate_only=True,
+                                                 feature_updates=[{"feature": "group.version", "max_version_level": 1,
+                                                                   "upgrade_type": 1}]))
