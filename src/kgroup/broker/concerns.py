@@ -150,7 +150,7 @@ class Node:
         # turning the consumer, share and streams group APIs on and off.
         self.features = FeatureLevels(cfg.data_dir, cfg.node_id)
         self.routes = gated(compile_apis(TABLES, [
-            ApiVersions(SERVED.values(), self.features), FeaturesApi(self.features), dp, groups, ConsumerGroupApi(groups),
+            ApiVersions(SERVED.values(), self.features, cfg.cluster_id, cfg.node_id), FeaturesApi(self.features), dp, groups, ConsumerGroupApi(groups),
             ShareGroupApi(groups, self.share_fetches), self.share_fetches, StreamsGroupApi(groups, dp.create_topics),
             TxnApi(groups, dp.init_producer_id), ProducersApi(dp.ctx),
             ConfigsApi(dp.ctx, groups, self.broker_configs), RecordsApi(dp.ctx), SecurityApi(self.security)]),

@@ -89,17 +89,26 @@ def _feature_fields(cls: type, request_version: int, features: Any) -> dict[str,
 # ApiVersionsRequest.isValid (KIP-511): a client software name and version (v3+) match this.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 INVALID_REQUEST = 42
+REBOOTSTRAP_REQUIRED = 129
 
 
 def api_versions_answer(request_version: int, request: Any, *, ranges: Iterable[ApiRange],
-                        features: Any = None) -> Any:
+                        features: Any = None, cluster_id: str | None = None, node_id: int = -1) -> Any:
     """The answer to an ApiVersions request: our ranges (and, v3+, `features`' levels), or
     (v3+) INVALID_REQUEST with no ranges when the client software name or version is not of
-    the form Kafka accepts."""
+    the form Kafka accepts. v5 (KIP-1242): a client that names the cluster and node it means
+    to reach (both, or neither: one alone is INVALID_REQUEST) and reached another is told
+    REBOOTSTRAP_REQUIRED, with no ranges, as Kafka 4.4 answers."""
     if request_version >= 3 and not all(
             _SOFTWARE.fullmatch(getattr(request, field, "") or "")
             for field in ("client_software_name", "client_software_version")):
         return api_versions_response(request_version, INVALID_REQUEST, ranges=())
+    if request_version >= 5:
+        asked_cluster, asked_node = request.cluster_id, int(request.node_id)
+        if (asked_cluster is None) != (asked_node < 0):
+            return api_versions_response(request_version, INVALID_REQUEST, ranges=())
+        if asked_cluster is not None and (asked_cluster, asked_node) != (cluster_id, node_id):
+            return api_versions_response(request_version, REBOOTSTRAP_REQUIRED, ranges=())
     return api_versions_response(request_version, ranges=ranges, features=features)
 
 
