@@ -102,3 +102,20 @@ async def admin_feature_levels(t: Target) -> None:
     joined = await raw.call(hb(consumer, member, 0, topics=[topic], owned=[]))
     t.add("a consumer member after", joined.error_code)
     await raw.call(hb(consumer, member, -1))
+
+
+@scenario("admin", "ApiVersions v5: the cluster and node the client means (KIP-1242)",
+          rule="ApiVersions v5 naming the cluster and node reached answers as v4; another cluster or node is "
+               "REBOOTSTRAP_REQUIRED and one without the other INVALID_REQUEST, both with no ranges")
+async def admin_api_versions_v5(t: Target) -> None:
+    raw = await t.raw()
+    metadata = await raw.call(request("Metadata", 12, topics=[], allow_auto_topic_creation=False))
+    cluster, node = metadata.cluster_id, int(metadata.brokers[0].node_id)
+    for label, cluster_id, node_id in (("neither named", None, -1), ("the ones reached", cluster, node),
+                                       ("another cluster", "AAAAAAAAAAAAAAAAAAAAAA", node),
+                                       ("another node", cluster, node + 100), ("the cluster alone", cluster, -1),
+                                       ("the node alone", None, node)):
+        r = await raw.call(request("ApiVersions", 5, client_software_name="kgroup-conformance",
+                                   client_software_version="1", cluster_id=cluster_id, node_id=node_id))
+        t.add(f"ApiVersions v5, {label}", {"error_code": r.error_code, "lists ranges": bool(r.api_keys),
+                                           "epoch known": int(r.finalized_features_epoch) >= 0})
