@@ -46,7 +46,6 @@ class FeaturesApi:
             for name, _, _ in updates))
 
 
-
 def gated(routes: Routes, features: FeatureLevels) -> Routes:
     """`routes` with the handler of each API a feature level turns on (features.GATES)
     answering UNSUPPORTED_VERSION while that feature is below the level, as Kafka 4.4 does."""
