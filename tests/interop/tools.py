@@ -48,8 +48,6 @@ MAIN = {
 }
 
 # Reasons that recur in `known`.
-NEEDS_29_DESCRIBE_GROUPS_V6 = ("needs #29: DescribeGroups v6 answers an unknown group GROUP_ID_NOT_FOUND; "
-                               "kgroup serves v5, where it is a Dead group, so the tool says it does not exist")
 NEEDS_29_TXN_V2 = ("needs #29: Kafka 4.4 finalizes transaction.version 2, so its producers bump the epoch at "
                    "every commit; kgroup serves transactions v1 (epoch kept)")
 NEEDS_30_DESCRIBE_TOPIC_PARTITIONS = ("needs #30: the tool asks DescribeTopicPartitions, which kgroup does not "

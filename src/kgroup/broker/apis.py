@@ -68,17 +68,23 @@ class Api:
 
 
 class ApiVersions:
-    """ApiVersions: the served ranges, open to every connection before anything else."""
+    """ApiVersions: the served ranges (and, v3+, the feature levels: admin/features.py),
+    open to every connection before anything else."""
 
-    def __init__(self, ranges: Iterable[ApiRange]) -> None:
+    def __init__(self, ranges: Iterable[ApiRange], features: Any = None, cluster_id: str | None = None,
+                 node_id: int = -1) -> None:
         self.ranges = tuple(ranges)
+        self.features = features
+        self.cluster_id, self.node_id = cluster_id, node_id
 
     async def api_versions(self, header: Any, request: Any) -> Any:
-        # (v3+: INVALID_REQUEST when the client software name or version is not Kafka's form.)
-        return api_versions_answer(header.api_version, request, ranges=self.ranges)
+        # (v3+: INVALID_REQUEST when the client software name or version is not Kafka's form;
+        # v5: REBOOTSTRAP_REQUIRED when the client meant another cluster or node.)
+        return api_versions_answer(header.api_version, request, ranges=self.ranges, features=self.features,
+                                   cluster_id=self.cluster_id, node_id=self.node_id)
 
 
-EDGE = (Api(ApiKey.API_VERSIONS, 0, 4, ApiVersions.api_versions, guard=None, edits=False),)
+EDGE = (Api(ApiKey.API_VERSIONS, 0, 5, ApiVersions.api_versions, guard=None, edits=False),)
 
 
 def served_ranges(tables: Iterable[Iterable[Api]]) -> Mapping[ApiKey, ApiRange]:

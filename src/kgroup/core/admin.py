@@ -52,8 +52,13 @@ class Admin:
                 described.append(self._describe(group))
             else:
                 # (The empty group id too is described as any other, as Kafka does for old clients.)
-                error = ErrorCode.GROUP_ID_NOT_FOUND if missing_as_error else ErrorCode.NONE
-                described.append(DescribedGroup(group_id, error, DEAD, "", ""))
+                if not missing_as_error:
+                    described.append(DescribedGroup(group_id, ErrorCode.NONE, DEAD, "", ""))
+                    continue
+                # v6+ says which of the two it is, in Kafka 4.4's words.
+                why = "not found" if group is None else "is not a classic group"
+                described.append(DescribedGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, DEAD, "", "",
+                                                error_message=f"Group {group_id} {why}."))
         return Result((), ((reply, tuple(described)),))
 
     @staticmethod

@@ -221,6 +221,7 @@ class DescribedGroup:
     protocol_type: str
     protocol: str
     members: tuple[DescribedMember, ...] = ()
+    error_message: str | None = None   # DescribeGroups v6+: why GROUP_ID_NOT_FOUND
 
 
 @dataclass(frozen=True, slots=True)

@@ -260,12 +260,19 @@ class Migration:
             sub = decode_subscription(metadata)
         except ConsumerProtocolError as exc:
             raise GroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"unreadable subscription: {exc}") from None
-        if req.member_id:
+        # As Kafka 4.4 joins a classic member to a consumer group: a dynamic member without
+        # an id is handed one (v4+, KIP-394) and nothing is recorded until it comes back with
+        # it; a dynamic member with an id the group does not know joins with that id.
+        if req.member_id and (req.group_instance_id is not None or req.member_id in group.members):
             member = self._classic_member(group, req.member_id, req.group_instance_id)
             epoch = member.epoch
         else:
             epoch = 0
         member_id = req.member_id or self.shard.new_member_id(req.group_instance_id or req.client_id)
+        if not req.member_id and req.group_instance_id is None and req.requires_known_member_id:
+            out = ResultBuilder(EventJournal(self.shard, now_ms))
+            out.reply(reply, JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
+            return out.build()
         owned = self.topics.ids(sub.owned_partitions)
         hb = ConsumerGroupHeartbeatRequest(
             group_id=group.group_id, member_id=member_id, member_epoch=epoch, instance_id=req.group_instance_id,

@@ -162,6 +162,8 @@ def test_the_classic_api_describes_a_consumer_group_as_dead():
     assert (old.state, old.error, old.members) == ("Dead", E.NONE, ())
     (new,) = ctx.describe("cg", missing_as_error=True)
     assert new.error is E.GROUP_ID_NOT_FOUND
+    # DescribeGroups v6 says why, in Kafka 4.4's words.
+    assert new.error_message == "Group cg is not a classic group."
 
 
 def test_offset_delete_of_a_consumer_group_protects_its_subscribed_topics():

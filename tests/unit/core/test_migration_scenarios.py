@@ -154,3 +154,22 @@ def test_kip848_refused_upgrade_keeps_a_parked_join_of_the_classic_rebalance():
     rejoined = ctx.join("cg", b, instance="inst-1", protocols=PROTOCOLS)
     assert parked.replies == 1 and parked.error is E.NONE and rejoined.error is E.NONE
     assert parked.response.generation_id == gen + 1 == rejoined.response.generation_id
+
+
+def test_a_new_classic_member_of_a_consumer_group_is_first_handed_an_id():
+    """As Kafka 4.4 does (KIP-394 in a consumer group): JoinGroup v4+ without a member id is
+    answered MEMBER_ID_REQUIRED with an id and changes nothing; the join with it adds the
+    member (a classic one, MemberType 0); v3 joins at once."""
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    ctx.cg_heartbeat("c", 0, topics=["t"])
+    epoch = ctx.cgroup().epoch
+    first = ctx.join("cg", protocols=PROTOCOLS)
+    assert first.error is E.MEMBER_ID_REQUIRED and first.response.member_id
+    assert set(ctx.cgroup().members) == {"c"} and ctx.cgroup().epoch == epoch
+    second = ctx.join("cg", first.response.member_id, protocols=PROTOCOLS)
+    assert second.error is E.NONE
+    (described,) = ctx.call(ctx.coord.consumer_group_describe, ("cg",)).response
+    assert {x.member_id: x.member_type for x in described.members} == {"c": 1, first.response.member_id: 0}
+    old = ctx.join("cg", protocols=PROTOCOLS, version=3)
+    assert old.error is E.NONE and old.response.member_id in ctx.cgroup().members

@@ -210,7 +210,8 @@ def test_describe_missing_group_is_dead_or_not_found():
     (old,) = ctx.describe("nope")
     assert old.state == "Dead" and old.error is E.NONE
     (new,) = ctx.describe("nope", missing_as_error=True)
-    assert new.error is E.GROUP_ID_NOT_FOUND
+    assert new.error is E.GROUP_ID_NOT_FOUND and new.error_message == "Group nope not found."
+    assert old.error_message is None
 
 
 def test_list_groups_filters_by_state_and_type_case_insensitively():

@@ -60,12 +60,12 @@ def test_error_and_disabled_apis() -> None:
 
 
 def test_too_new_api_versions_gets_a_v0_fallback() -> None:
-    # A future client opens with ApiVersions v5: flexible header, body we cannot know.
-    frame = struct.pack(">hhih", 18, 5, 4242, 2) + b"kp" + b"\x00" + b"\x07garbage\x00"
+    # A future client opens with ApiVersions v6: flexible header, body we cannot know.
+    frame = struct.pack(">hhih", 18, 6, 4242, 2) + b"kp" + b"\x00" + b"\x07garbage\x00"
     with pytest.raises(UnsupportedVersion) as info:
         decode_request(frame, SERVED)
     assert info.value.correlation_id == 4242 and info.value.api_key == 18
-    assert peek_request_header(frame) == (18, 5, 4242)
+    assert peek_request_header(frame) == (18, 6, 4242)
 
     reply = encode_api_versions_fallback(info.value.correlation_id, ranges=SERVED.values())
     kp = ApiVersionsResponse.decode(reply, version=0, header=True, framed=True)
@@ -108,3 +108,19 @@ def test_kip511_client_software_name_and_version_must_match_kafkas_pattern(name:
         assert (len(answer.api_keys) > 0) is valid         # Kafka lists no range with the error
     # Before v3 there is nothing to check.
     assert api_versions_answer(2, request_class(18, 2)(), ranges=SERVED.values()).error_code == 0
+
+
+@pytest.mark.parametrize(("cluster_id", "node_id", "error"), [
+    (None, -1, 0), ("kc", 3, 0),                 # neither named, or the cluster and node reached
+    ("other", 3, 129), ("kc", 4, 129),           # another cluster or node: REBOOTSTRAP_REQUIRED
+    ("kc", -1, 42), (None, 3, 42),               # one without the other: INVALID_REQUEST
+])
+def test_kip1242_v5_checks_the_cluster_and_node_the_client_meant(cluster_id, node_id, error) -> None:
+    from kgroup.wire.api_versions import api_versions_answer
+    from kgroup.wire.codec import request_class
+
+    req = request_class(18, 5)(client_software_name="x", client_software_version="1", cluster_id=cluster_id,
+                               node_id=node_id)
+    answer = api_versions_answer(5, req, ranges=SERVED.values(), cluster_id="kc", node_id=3)
+    assert int(answer.error_code) == error
+    assert bool(answer.api_keys) == (error == 0)

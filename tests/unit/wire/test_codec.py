@@ -85,7 +85,7 @@ def test_response_must_match_request() -> None:
 
 @pytest.mark.parametrize(
     ("api_key", "version"),
-    [(12, 5), (12, -1), (0, 2), (99, 0), (17, 2), (18, 5), (3, 14), (8, 11), (1, 19)],
+    [(12, 5), (12, -1), (0, 2), (99, 0), (17, 2), (18, 6), (3, 14), (8, 11), (1, 19)],
 )
 def test_unsupported_versions_carry_the_correlation_id(api_key: int, version: int) -> None:
     frame = struct.pack(">hhih", api_key, version, 77, -1) + b"\x00" * 10

@@ -1,5 +1,5 @@
-"""The admin APIs tools call: configs of topics, groups and the broker, DeleteRecords and
-DescribeLogDirs. One entry each (broker/apis.py says what an entry holds).
+"""The admin APIs tools call: configs of topics, groups and the broker, DeleteRecords,
+DescribeLogDirs and UpdateFeatures. One entry each (broker/apis.py says what an entry holds).
 
 Version notes: DescribeConfigs from v1 (v0 is kio-less and gone from Kafka 4.0).
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from kgroup.broker.admin import guards
 from kgroup.broker.admin.configs_api import ConfigsApi
+from kgroup.broker.admin.features_api import FeaturesApi
 from kgroup.broker.admin.records_api import RecordsApi
 from kgroup.broker.apis import Api
 from kgroup.wire.api_keys import ApiKey as K
@@ -19,4 +20,5 @@ APIS = (
     Api(K.DESCRIBE_LOG_DIRS, 1, 4, RecordsApi.describe_log_dirs, guards.describe_log_dirs, edits=False),
     Api(K.INCREMENTAL_ALTER_CONFIGS, 0, 1, ConfigsApi.incremental_alter_configs, guards.incremental_alter_configs,
         edits=True),
+    Api(K.UPDATE_FEATURES, 0, 2, FeaturesApi.update_features, guards.update_features, edits=True),
 )

@@ -64,3 +64,12 @@ def describe_log_dirs(access: Access, header: RequestHeader, request: Any) -> Re
     if access.cluster(Op.DESCRIBE):
         return Admission(request)
     return plain_refusal(header, E.CLUSTER_AUTHORIZATION_FAILED, results=())
+
+
+def update_features(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:
+    """ALTER on the cluster (Kafka's ControllerApis.handleUpdateFeatures)."""
+    if access.cluster(Op.ALTER):
+        return Admission(request)
+    # (With the error's own text, as Kafka's ApiError carries it.)
+    return plain_refusal(header, E.CLUSTER_AUTHORIZATION_FAILED, error_message="Cluster authorization failed.",
+                         results=())

@@ -1,10 +1,10 @@
 """The group coordinator's APIs: classic groups, offsets, and the consumer protocol (KIP-848).
 
 One entry each (broker/apis.py says what an entry holds). Version notes: OffsetCommit and
-OffsetFetch v10 name topics by id (groups/topic_ids.py); DescribeGroups v6
-(GROUP_ID_NOT_FOUND for a missing group) is not served; JoinGroup 0–9 covers every version
+OffsetFetch v10 name topics by id (groups/topic_ids.py); JoinGroup 0–9 covers every version
 real clients send; ConsumerGroupHeartbeat v1 adds regex subscriptions (KIP-848's
-subscribed_topic_regex).
+subscribed_topic_regex); DescribeGroups v6 answers a group that is missing or not classic
+with GROUP_ID_NOT_FOUND and a message saying which (v0–v5: Dead, no error).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ APIS = (
     Api(K.HEARTBEAT, 0, 4, GroupApi.heartbeat, guards.heartbeat, edits=False),
     Api(K.LEAVE_GROUP, 0, 5, GroupApi.leave_group, guards.leave_group, edits=True),
     Api(K.SYNC_GROUP, 0, 5, GroupApi.sync_group, guards.sync_group, edits=True),
-    Api(K.DESCRIBE_GROUPS, 0, 5, GroupApi.describe_groups, guards.describe_groups, edits=False),
+    Api(K.DESCRIBE_GROUPS, 0, 6, GroupApi.describe_groups, guards.describe_groups, edits=False),
     Api(K.LIST_GROUPS, 0, 5, GroupApi.list_groups, guards.list_groups, edits=False),
     Api(K.DELETE_GROUPS, 0, 3, GroupApi.delete_groups, guards.delete_groups, edits=True),
     Api(K.OFFSET_DELETE, 0, 0, GroupApi.offset_delete, guards.offset_delete, edits=True),

@@ -109,15 +109,16 @@ class GroupApi:
         return shard
 
     async def describe_each(self, group_ids: Any, handler: str,
-                            failed: Callable[[str, GroupError], Any]) -> list[tuple[Shard | _NotHere, Any]]:
+                            failed: Callable[[str, GroupError], Any], *args: Any) -> list[tuple[Shard | _NotHere, Any]]:
         """Each group's description as its shard's coordinator ``handler`` gives it (or,
         where the shard refuses — another node's, loading —, ``failed(group id, error)``),
-        with the shard, in request order: what every describe API of groups starts from."""
+        with the shard, in request order: what every describe API of groups starts from.
+        ``args`` go to the handler after the group ids (DescribeGroups: its version's rule)."""
         described = []
         for group_id in group_ids:
             shard = self.shard_of(group_id)
             try:
-                (d,) = await shard.call(getattr(shard.coordinator, handler), (group_id,))
+                (d,) = await shard.call(getattr(shard.coordinator, handler), (group_id,), *args)
             except GroupError as exc:
                 d = failed(group_id, exc)
             described.append((shard, d))
@@ -401,10 +402,13 @@ class GroupApi:
         group_cls = item(cls, "groups")
         member_cls = item(group_cls, "members")
         described = []
+        # v6 (KIP-1043): a group that is missing or of another kind is GROUP_ID_NOT_FOUND, not Dead.
+        missing_as_error = header.api_version >= 6
         for _, d in await self.describe_each(req.groups, "describe_groups",
-                                             lambda group_id, exc: m.DescribedGroup(group_id, exc.code, "", "", "")):
+                                             lambda group_id, exc: m.DescribedGroup(group_id, exc.code, "", "", ""),
+                                             missing_as_error):
             described.append(build(
-                group_cls, error_code=d.error, group_id=d.group_id, group_state=d.state,
+                group_cls, error_code=d.error, error_message=d.error_message, group_id=d.group_id, group_state=d.state,
                 protocol_type=d.protocol_type, protocol_data=d.protocol,
                 authorized_operations=group_operations(req, d.error),
                 members=tuple(build(member_cls, member_id=x.member_id, group_instance_id=x.group_instance_id,
