@@ -95,9 +95,7 @@ class Server:
     async def _start_console(self, host: str, port: int) -> None:
         from kgroup.broker.observe.console.app import Console  # noqa: PLC0415 (prometheus_client only when on)
 
-        node = self.node
-        listeners = tuple({"name": listener.name, "protocol": listener.protocol,
-                           "address": "%s:%d" % listener.advertised} for listener in self.config.listeners_to_open)
+        node, listeners = self.node, self.config.listeners_to_open
         self.console = Console(GroupViews(node.coordinators), node.observer, node.request_stats,
                                node.durability.fsync_seconds, node.end_offset, kafka_listeners=listeners)
         self.http_bound = await self._bind(self.console.start(host, port), lambda exc: (

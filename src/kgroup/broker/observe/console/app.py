@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 from importlib import resources
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from kgroup.broker.observe.console import metrics
 from kgroup.broker.http_server import HttpServer, Request, Response, Stream, text
@@ -43,9 +43,12 @@ def now_ms() -> int:
 class Console:
     def __init__(self, views: GroupViews, observer: GroupObserver, request_stats: RequestStats,
                  fsync_seconds: Buckets, end_offset: EndOffset, clock: Callable[[], int] = now_ms,
-                 kafka_listeners: tuple[dict[str, str], ...] = ()) -> None:
+                 kafka_listeners: Iterable[Any] = ()) -> None:
         self.views = views
-        self.kafka_listeners = kafka_listeners
+        # The Kafka listeners (broker config Listener objects), for /api/listeners: a CLI
+        # pointed at this HTTP port by mistake names the right address from them.
+        self.kafka_listeners = tuple({"name": x.name, "protocol": x.protocol, "address": "%s:%d" % x.advertised}
+                                     for x in kafka_listeners)
         self.observer = observer
         self.request_stats = request_stats
         self.fsync_seconds = fsync_seconds
