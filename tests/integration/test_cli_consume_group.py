@@ -175,3 +175,15 @@ def test_member_options_that_cannot_work_are_one_line_errors(broker, argv, says)
     done = subprocess.run([KGROUP, "consume", "queue-fb", *argv, "--bootstrap-server", broker.bootstrap],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+
+
+def test_a_member_of_the_wrong_kind_is_told_the_group_kind(broker):
+    kgroup(broker, "topics", "create", "kinds", "--partitions", "1")
+    produce(broker, "kinds", range(1))
+    kgroup(broker, "consume", "kinds", "--group", "g-kinds", "--no-join", "--from-beginning", "--max-messages", "1")
+    done = subprocess.run([KGROUP, "consume", "kinds", "--group", "g-kinds", "--group-protocol", "share",
+                           "--max-messages", "1", "--bootstrap-server", broker.bootstrap],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "'g-kinds' is a classic group, not a share group" in done.stderr
+    assert "--group-protocol classic" in done.stderr

@@ -339,7 +339,7 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
     if joins_group(args):
         from .group_consume import group_consume  # noqa: PLC0415 (only a member needs the consumer)
 
-        return await group_consume(args, out, record_printer(args))
+        return await group_consume(args, admin, out, record_printer(args))
     if getattr(args, "group_protocol", "classic") != "classic":
         raise CliError(f"--group-protocol {args.group_protocol} reads as a member of a group",
                        "give --group G without --no-join, --partition or --offset"

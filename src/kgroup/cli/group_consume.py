@@ -27,8 +27,11 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from kgroup.client.admin import AdminClient
 from kgroup.client.consumer import CommitFailedError, Consumer
-from kgroup.client.share_consumer import AcknowledgeType, ShareConsumer
+from kgroup.client.errors import BrokerError, KafkaClientError
+from kgroup.client.share_consumer import AcknowledgeType, ShareConsumer, ShareConsumerError
+from kgroup.error_codes import ErrorCode
 
 from .errors import CliError
 from .properties import read_command_config
@@ -101,7 +104,7 @@ def _settings(args: Any) -> dict[str, Any]:
             "client.id": "kgroup-console-consumer", **security}
 
 
-async def group_consume(args: Any, out: TextIO, line: Callable[[Any], str]) -> int:
+async def group_consume(args: Any, admin: AdminClient, out: TextIO, line: Callable[[Any], str]) -> int:
     """Consume ``args.topic`` as a member of ``args.group``; the exit status."""
     stop = _Stop()
     loop = _Loop(args, stop)
@@ -110,6 +113,12 @@ async def group_consume(args: Any, out: TextIO, line: Callable[[Any], str]) -> i
             await _share_member(args, out, line, loop)
         else:
             await _consumer_member(args, out, line, loop)
+    except (BrokerError, ShareConsumerError) as exc:
+        code = exc.code if isinstance(exc, BrokerError) else None
+        if isinstance(exc, BrokerError) and code is not ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
+            raise
+        await _wrong_kind(args, admin, exc)
+        raise
     finally:
         stop.remove()
     if stop.signal is not None:
@@ -118,6 +127,20 @@ async def group_consume(args: Any, out: TextIO, line: Callable[[Any], str]) -> i
         return code
     sys.stderr.write(f"kgroup: processed {loop.printed} message(s)\n")
     return 0
+
+
+async def _wrong_kind(args: Any, admin: AdminClient, exc: Exception) -> None:
+    """The group refused this member: if it is a group of another kind, say which and how
+    to join it (a CliError); else return, and the refusal is reported as it is."""
+    try:
+        kind = (await admin.describe_group(args.group)).group_type
+    except KafkaClientError:
+        return
+    if kind == args.group_protocol:
+        return
+    hint = (f"join it with --group-protocol {kind}, or use another group"
+            if kind in ("classic", "consumer", "share") else "use another group")
+    raise CliError(f"group {args.group!r} is a {kind} group, not a {args.group_protocol} group", hint) from exc
 
 
 async def _consumer_member(args: Any, out: TextIO,
