@@ -114,10 +114,11 @@ async def group_consume(args: Any, admin: AdminClient, out: TextIO, line: Callab
         else:
             await _consumer_member(args, out, line, loop)
     except (BrokerError, ShareConsumerError) as exc:
-        code = exc.code if isinstance(exc, BrokerError) else None
-        if isinstance(exc, BrokerError) and code is not ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
+        if isinstance(exc, BrokerError) and exc.code is not ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
             raise
         await _wrong_kind(args, admin, exc)
+        if isinstance(exc, ShareConsumerError):     # a refusal, not a bug of ours
+            raise CliError(f"share group {args.group!r}: {exc}", "check the broker log") from exc
         raise
     finally:
         stop.remove()
