@@ -161,12 +161,12 @@ def test_consume_with_group_commits_and_reset_offsets(mock_cluster, capsys, monk
     lines = "".join(f"{i}\n" for i in range(10))
     assert run(capsys, mock_cluster, "produce", "cli-grp", "--partition", "0", stdin=lines,
                monkeypatch=monkeypatch)[0] == 0
-    status, out, err = run(capsys, mock_cluster, "consume", "cli-grp", "--group", "g-cli",
+    status, out, err = run(capsys, mock_cluster, "consume", "cli-grp", "--group", "g-cli", "--no-join",
                            "--from-beginning", "--timeout-ms", "700")
     assert status == 0, err
     assert out.splitlines() == [str(i) for i in range(10)]
     # Progress was committed: the same group reads nothing new.
-    status, out, _ = run(capsys, mock_cluster, "consume", "cli-grp", "--group", "g-cli",
+    status, out, _ = run(capsys, mock_cluster, "consume", "cli-grp", "--group", "g-cli", "--no-join",
                          "--from-beginning", "--timeout-ms", "500")
     assert status == 0 and out == ""
     # describe falls back to offsets only (the mock has no DescribeGroups): lag 0.
@@ -182,7 +182,7 @@ def test_consume_with_group_commits_and_reset_offsets(mock_cluster, capsys, monk
     status, out, err = run(capsys, mock_cluster, "groups", "reset-offsets", "g-cli", "--topic",
                            "cli-grp", "--to-offset", "4", "--execute")
     assert status == 0 and "committed new offsets" in err
-    status, out, _ = run(capsys, mock_cluster, "consume", "cli-grp", "--group", "g-cli",
+    status, out, _ = run(capsys, mock_cluster, "consume", "cli-grp", "--group", "g-cli", "--no-join",
                          "--timeout-ms", "500")
     assert out.splitlines() == [str(i) for i in range(4, 10)]
 
@@ -251,7 +251,7 @@ def test_topic_and_group_admin_against_kgroup_serve(kgroup_broker, capsys, monke
     assert status == 1 and one_line_error(err) and "TOPIC_ALREADY_EXISTS" in err
     assert run(capsys, b, "produce", "srv-t", "--partition", "0", stdin="a\nb\nc\n",
                monkeypatch=monkeypatch)[0] == 0
-    status, out, err = run(capsys, b, "consume", "srv-t", "--group", "srv-g",
+    status, out, err = run(capsys, b, "consume", "srv-t", "--group", "srv-g", "--no-join",
                            "--from-beginning", "--timeout-ms", "700")
     assert status == 0 and out.splitlines() == ["a", "b", "c"], err
     status, out, _ = run(capsys, b, "groups", "list")

@@ -314,8 +314,37 @@ async def _start_offsets(admin: AdminClient, topic: str, parts: list[int], spec:
     return {p: min(max(spec.value, starts[p]), ends[p]) for p in parts}
 
 
+def record_printer(args: Any) -> Callable[[Any], str]:
+    """How `consume` prints a record: --format, else --print-key, else the value; one line."""
+    if getattr(args, "format", None) is not None:
+        return compile_format(args.format)
+
+    def line(r: Any) -> str:
+        value = "" if r.value is None else r.value.decode("utf-8", "replace")
+        if args.print_key:
+            key = "null" if r.key is None else r.key.decode("utf-8", "replace")
+            return f"{key}{args.key_separator}{value}\n"
+        return value + "\n"
+    return line
+
+
+def joins_group(args: Any) -> bool:
+    """--group joins the group, unless --no-join, --partition or --offset (which read chosen
+    partitions, as Kafka's console consumer reads with --partition) ask for a simple consumer."""
+    return bool(args.group) and not (getattr(args, "no_join", False) or args.partition is not None
+                                     or getattr(args, "offset", None) is not None)
+
+
 async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
     info = await existing_topic(admin, args.topic)
+    if joins_group(args):
+        from .group_consume import group_consume  # noqa: PLC0415 (only a member needs the consumer)
+
+        return await group_consume(args, admin, out, record_printer(args))
+    if getattr(args, "group_protocol", "classic") != "classic":
+        raise CliError(f"--group-protocol {args.group_protocol} reads as a member of a group",
+                       "give --group G without --no-join, --partition or --offset"
+                       if args.group else "give --group G")
     parts = [p.partition for p in info.partitions]
     if args.partition is not None:
         if args.partition not in parts:
@@ -324,14 +353,15 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
         parts = [args.partition]
     spec = getattr(args, "offset", None)
     start = await _start_offsets(admin, args.topic, parts, spec, args.from_beginning)
-    render = None if getattr(args, "format", None) is None else compile_format(args.format)
+    line = record_printer(args)
     if args.group:
         desc = await describe_group_or_none(admin, args.group)
         if desc is not None and desc.state not in ("Empty", "Dead"):
             raise CliError(
                 f"group {args.group!r} is {desc.state} with {len(desc.members)} member(s)",
-                "consume --group commits as a simple consumer; stop the group's consumers "
-                "first or use another group",
+                "consume --no-join (or --partition, --offset) commits as a simple consumer; "
+                "stop the group's consumers first, use another group, or drop --no-join to "
+                "join the group",
             )
         committed = await admin.list_group_offsets(args.group, {args.topic: parts})
         for (t, p), off in committed.items():
@@ -366,14 +396,7 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
                 for r in fp.records:
                     if args.max_messages is not None and printed >= args.max_messages:
                         break
-                    value = "" if r.value is None else r.value.decode("utf-8", "replace")
-                    if render is not None:
-                        out.write(render(r))
-                    elif args.print_key:
-                        key = "null" if r.key is None else r.key.decode("utf-8", "replace")
-                        out.write(f"{key}{args.key_separator}{value}\n")
-                    else:
-                        out.write(value + "\n")
+                    out.write(line(r))
                     printed += 1
                     any_data = True
                     positions[p] = r.offset + 1

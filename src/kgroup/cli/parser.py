@@ -316,10 +316,15 @@ def build_parser() -> Parser:
     # consume
     c = sub.add_parser(
         "consume", parents=[client],
-        help="print messages of a topic",
-        description="Print the messages of a topic. With --group, start from the group's "
-        "committed offsets and commit progress as a 'simple' consumer (generation -1): the "
-        "group must have no active members.",
+        help="print messages of a topic (with --group, as a member of the group)",
+        description="Print the messages of a topic. With --group, join the group as "
+        "kafka-console-consumer --group does (or kafka-console-share-consumer, with "
+        "--group-protocol share): the group's members split the topic's partitions and "
+        "rebalance as members come and go; progress is committed after every batch printed "
+        "and on exit (Ctrl-C / SIGTERM commit what was printed and leave the group). "
+        "With --no-join (or --partition / --offset) the old way: read every partition without "
+        "joining and commit as a 'simple' consumer (generation -1); the group must then have "
+        "no active members.",
     )
     c.add_argument("topic", metavar="TOPIC")
     c.add_argument("--from-beginning", action="store_true",
@@ -328,7 +333,15 @@ def build_parser() -> Parser:
     c.add_argument("--max-messages", type=positive_int, default=None,
                    help="stop after N messages")
     c.add_argument("--group", default=None,
-                   help="start from and commit to this group (it must have no active members)")
+                   help="join this group and read the partitions it assigns, from its committed "
+                   "offsets")
+    c.add_argument("--group-protocol", choices=["classic", "consumer", "share"], default="classic",
+                   help="how to join --group: classic (JoinGroup/SyncGroup, the default), "
+                   "consumer (KIP-848) or share (a share group, KIP-932: each record printed is "
+                   "acknowledged)")
+    c.add_argument("--no-join", action="store_true",
+                   help="with --group: do not join it; read every partition and commit as a "
+                   "'simple' consumer (the group must have no active members)")
     c.add_argument("--partition", type=non_negative_int, default=None,
                    help="only this partition")
     c.add_argument("--timeout-ms", type=positive_int, default=None,

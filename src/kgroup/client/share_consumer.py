@@ -31,6 +31,7 @@ from kgroup.client.fetcher import decode
 from kgroup.client.lifecycle import AsyncClient
 from kgroup.client.records import TopicPartition
 from kgroup.client.records_admin import FetchedRecord
+from kgroup.client.security import ClientSecurity
 from kgroup.error_codes import ErrorCode
 from kgroup.member.actions import Fatal
 from kgroup.member.classic_events import Close, Subscribe, Tick
@@ -90,7 +91,8 @@ class ShareConsumer(AsyncClient):
             raise ValueError("share.acknowledgement.mode must be implicit or explicit")
         self.max_records = int(config.get("max.poll.records", 500))
         self.cluster = ClusterClient(str(config.get("bootstrap.servers", "127.0.0.1:9092")),
-                               client_id=str(config.get("client.id", "kgroup-share")))
+                               client_id=str(config.get("client.id", "kgroup-share")),
+                               security=ClientSecurity.from_settings(config))
         member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         self.member = ShareMemberMachine(member_id, int(config.get("retry.backoff.ms", 100)))
         self.acks = ShareAcks()

@@ -123,3 +123,18 @@ def test_cluster_defines_its_options_with_defaults() -> None:
     assert parse("cluster", "--nodes", "5", "--base-port", "19092").base_port == 19092
     with pytest.raises(UsageError, match="port"):
         parse("cluster", "--base-port", "0")
+
+
+def test_consume_joins_with_a_protocol_or_reads_without_joining() -> None:
+    args = parse("consume", "t", "--group", "g")
+    assert (args.group_protocol, args.no_join) == ("classic", False)
+    args = parse("consume", "t", "--group", "g", "--group-protocol", "share")
+    assert args.group_protocol == "share"
+    assert parse("consume", "t", "--group", "g", "--no-join").no_join
+
+
+def test_consume_help_names_the_protocols_and_no_join(capsys) -> None:
+    assert main(["consume", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--group-protocol {classic,consumer,share}" in text and "--no-join" in text
+    assert "kafka-console-share-consumer" in text
