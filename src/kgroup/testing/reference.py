@@ -99,6 +99,9 @@ COMPARABLE_GROUP_SETTINGS: dict[str, Any] = {
     "consumer_min_heartbeat_interval_ms": 100,
     "share_session_timeout_ms": 10_000,
     "share_heartbeat_interval_ms": 500,
+    # Target assignments at once (KIP-1263's interval off), as REFERENCE_SETTINGS has Kafka.
+    "consumer_assignment_interval_ms": 0,
+    "share_assignment_interval_ms": 0,
 }
 
 # The feature levels the storage is formatted with: those of a new Kafka 4.4 cluster
@@ -137,6 +140,9 @@ KAFKA_GROUP_DEFAULTS: dict[str, Any] = {
     "group.consumer.heartbeat.interval.ms": 5_000, "group.consumer.min.heartbeat.interval.ms": 5_000,
     "group.consumer.max.heartbeat.interval.ms": 15_000, "group.consumer.assignors": "uniform,range",
     "group.consumer.max.size": 2_147_483_647, "group.consumer.migration.policy": "bidirectional",
+    "group.consumer.assignment.interval.ms": 1_000, "group.consumer.min.assignment.interval.ms": 0,
+    "group.consumer.max.assignment.interval.ms": 15_000, "group.share.assignment.interval.ms": 1_000,
+    "group.share.min.assignment.interval.ms": 0, "group.share.max.assignment.interval.ms": 15_000,
     "group.share.session.timeout.ms": 45_000, "group.share.min.session.timeout.ms": 45_000,
     "group.share.max.session.timeout.ms": 60_000, "group.share.heartbeat.interval.ms": 5_000,
     "group.share.min.heartbeat.interval.ms": 5_000, "group.share.max.heartbeat.interval.ms": 15_000,
@@ -166,6 +172,12 @@ def _group_properties(g: "GroupConfig") -> dict[str, Any]:
         "group.consumer.assignors": ",".join(g.consumer_assignors),
         "group.consumer.max.size": g.consumer_max_size,
         "group.consumer.migration.policy": g.consumer_migration_policy,
+        "group.consumer.assignment.interval.ms": g.consumer_assignment_interval_ms,
+        "group.consumer.min.assignment.interval.ms": g.consumer_min_assignment_interval_ms,
+        "group.consumer.max.assignment.interval.ms": g.consumer_max_assignment_interval_ms,
+        "group.share.assignment.interval.ms": g.share_assignment_interval_ms,
+        "group.share.min.assignment.interval.ms": g.share_min_assignment_interval_ms,
+        "group.share.max.assignment.interval.ms": g.share_max_assignment_interval_ms,
         "group.share.session.timeout.ms": g.share_session_timeout_ms,
         "group.share.min.session.timeout.ms": g.share_min_session_timeout_ms,
         "group.share.max.session.timeout.ms": g.share_max_session_timeout_ms,
