@@ -352,9 +352,11 @@ class GroupConfigs:
                 chain.append((name, str(override), ConfigSource.STATIC_BROKER_CONFIG))
             # The broker's setting: STATIC_BROKER_CONFIG when its `[group]` table changed it
             # (Kafka's source for a default set in server.properties), else DEFAULT_CONFIG.
+            # A changed one is followed by the built-in default, as Kafka lists both.
             changed = d.default(config) != d.default(_built_in())
-            chain.append((d.broker_name, str(d.default(config)),
-                          ConfigSource.STATIC_BROKER_CONFIG if changed else ConfigSource.DEFAULT_CONFIG))
+            if changed:
+                chain.append((d.broker_name, str(d.default(config)), ConfigSource.STATIC_BROKER_CONFIG))
+            chain.append((d.broker_name, str(d.default(_built_in())), ConfigSource.DEFAULT_CONFIG))
             described.append(DescribedGroupConfig(name, chain[0][1], chain[0][2], tuple(chain), d.doc, d.type_name))
         return Result((), ((reply, tuple(described)),))
 
