@@ -38,7 +38,9 @@ class BrokerProcess(ChildProcess):
         lines = [f"{k} = {_toml(v)}" for k, v in (extra or {}).items()]
         # A short initial delay, as a real deployment has (3 s default): kafka-python leaders
         # that join before their first metadata response otherwise assign nothing.
-        group = {"initial_rebalance_delay_ms": 1000, **(group or {})}
+        # Target assignments at once (KIP-1263's intervals at 0), as every test broker runs.
+        group = {"initial_rebalance_delay_ms": 1000, "consumer_assignment_interval_ms": 0,
+                 "share_assignment_interval_ms": 0, **(group or {})}
         lines.append("[group]")
         lines += [f"{k} = {_toml(v)}" for k, v in group.items()]
         if transactions:

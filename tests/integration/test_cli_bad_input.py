@@ -56,7 +56,7 @@ MISTAKES = [
     (["topics", "alter-config", "t-bad", "--add-config", "retention.mss=5"], None, 1, "valid names: cleanup.policy"),
     (["topics", "alter-config", "t-bad", "--add-config", "retention.ms=soon"], None, 1, "Invalid value soon"),
     (["groups", "alter-config", "g", "--add-config", "consumer.session.timeout=50000"], None, 1,
-     "valid names: consumer.heartbeat.interval.ms, consumer.session.timeout.ms"),
+     "valid names: consumer.assignment.interval.ms, consumer.heartbeat.interval.ms, consumer.session.timeout.ms"),
     (["groups", "alter-config", "g", "--add-config", "consumer.session.timeout.ms=1000"], None, 1,
      "must be greater than or equal to group.consumer.min.session.timeout.ms"),
     (["groups", "list", "--state", "stabel"], None, 2, "unknown group state 'stabel'"),

@@ -149,8 +149,9 @@ KNOWN = {
     "producers": "needs #29: transactions v2 (epoch bump, sequence reset at the commit)",
     "describeShare": "share-group epochs: Kafka 4.4 starts a share group at epoch 1 and bumps it when its "
                      "partitions are initialized (KAFKA-20268)",
-    "groupConfigNames": "Kafka 4.4 adds the group config consumer.assignment.interval.ms (assignment offload), "
-                        "which kgroup does not have",
+    "groupConfigNames": "Kafka 4.4's group configs kgroup does not have: consumer/share/streams.assignor.offload."
+                        "enable (KIP-1263's offload), share.renew.acknowledge.enable, the errors.deadletterqueue.* "
+                        "and streams.assignor.name / streams.rack.aware.assignment.tags",
 }
 
 

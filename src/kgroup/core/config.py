@@ -37,6 +37,12 @@ class GroupConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # group.consumer.max.size
     consumer_max_size: int = 2_147_483_647
+    # group.consumer.assignment.interval.ms (KIP-1263): the target assignment is computed at
+    # most once per interval (the group epoch still moves at once); 0 computes it at every
+    # change. Kafka 4.4's default and bounds.
+    consumer_assignment_interval_ms: int = 1_000
+    consumer_min_assignment_interval_ms: int = 0
+    consumer_max_assignment_interval_ms: int = 15_000
     # group.consumer.migration.policy: bidirectional | upgrade | downgrade | disabled
     consumer_migration_policy: str = "bidirectional"
     # Share groups (KIP-932): group.share.* broker settings, the defaults of the share.*
@@ -61,6 +67,10 @@ class GroupConfig:
     share_partition_max_record_locks: int = 2_000
     share_min_partition_max_record_locks: int = 100
     share_max_partition_max_record_locks: int = 10_000
+    # group.share.assignment.interval.ms (KIP-1263), as for consumer groups.
+    share_assignment_interval_ms: int = 1_000
+    share_min_assignment_interval_ms: int = 0
+    share_max_assignment_interval_ms: int = 15_000
     # group.share.max.size
     share_max_size: int = 200
     # Streams groups (KIP-1071): group.streams.* broker settings, the defaults of the
@@ -117,6 +127,9 @@ class GroupConfig:
             raise ValueError("group.consumer.heartbeat.interval.ms must lie within its min and max")
         if self.consumer_heartbeat_interval_ms >= self.consumer_session_timeout_ms:
             raise ValueError("group.consumer.heartbeat.interval.ms must be below the session timeout")
+        if not (0 <= self.consumer_min_assignment_interval_ms <= self.consumer_assignment_interval_ms
+                <= self.consumer_max_assignment_interval_ms):
+            raise ValueError("group.consumer.assignment.interval.ms must lie within its min and max (min >= 0)")
         if self.consumer_migration_policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
             raise ValueError("group.consumer.migration.policy must be bidirectional, upgrade, downgrade or disabled")
         for gid, session, heartbeat in self.consumer_group_overrides:

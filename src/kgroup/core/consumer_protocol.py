@@ -41,7 +41,7 @@ from kgroup.core.consumer_group import (
 )
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.event_journal import EventJournal
-from kgroup.core.group_configs import GroupConfigs
+from kgroup.core.group_configs import CONSUMER_ASSIGNMENT_INTERVAL, GroupConfigs
 from kgroup.core.messages import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -111,6 +111,9 @@ class ConsumerProtocol(ModernProtocol):
         out.reply(reply, ConsumerGroupHeartbeatResponse(
             ErrorCode.NONE, None, done.member_id, after.member_epoch,
             self.group_configs.consumer_heartbeat_interval(group.group_id), after.assigned if (full or changed) else None))
+
+    def assignment_interval(self, group_id: str) -> int:
+        return self.group_configs.int_value(group_id, CONSUMER_ASSIGNMENT_INTERVAL)
 
     def next_current(self, group: ConsumerGroup, joined: Joined, req: ConsumerGroupHeartbeatRequest,
                      targets: dict[str, Partitions], target_epoch: int, out: ResultBuilder,

@@ -115,6 +115,7 @@ def _override(index: int) -> Callable[[GroupConfig, str], int | None]:
 
 CONSUMER_SESSION_TIMEOUT = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
+CONSUMER_ASSIGNMENT_INTERVAL = "consumer.assignment.interval.ms"
 
 def _no_override(config: GroupConfig, group_id: str) -> None:
     return None
@@ -143,6 +144,8 @@ CONSUMER_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
                  "protocol.", override=_override(1)),
     _kind_config(CONSUMER_HEARTBEAT_INTERVAL, "The heartbeat interval given to the members of a consumer group.",
                  override=_override(2)),
+    _kind_config(CONSUMER_ASSIGNMENT_INTERVAL, "The least time between two target assignments of a consumer group "
+                 "(KIP-1263); 0 assigns at every change."),
 )
 
 
@@ -155,6 +158,7 @@ SHARE_MAX_RECORD_LOCKS = "share.partition.max.record.locks"
 SHARE_AUTO_OFFSET_RESETS = ("latest", "earliest")
 SHARE_ISOLATION_LEVEL = "share.isolation.level"
 SHARE_ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+SHARE_ASSIGNMENT_INTERVAL = "share.assignment.interval.ms"
 
 SHARE_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
     _kind_config(SHARE_SESSION_TIMEOUT, "The timeout to detect client failures of a share group member."),
@@ -166,6 +170,8 @@ SHARE_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
     _kind_config(SHARE_MAX_RECORD_LOCKS, "The most in-flight records of one share partition."),
     _kind_config(SHARE_ISOLATION_LEVEL, "read_committed hands out only records of committed transactions, up to the "
                  "last stable offset; read_uncommitted every record.", choices=SHARE_ISOLATION_LEVELS),
+    _kind_config(SHARE_ASSIGNMENT_INTERVAL, "The least time between two target assignments of a share group "
+                 "(KIP-1263); 0 assigns at every change."),
 )
 
 
@@ -346,9 +352,11 @@ class GroupConfigs:
                 chain.append((name, str(override), ConfigSource.STATIC_BROKER_CONFIG))
             # The broker's setting: STATIC_BROKER_CONFIG when its `[group]` table changed it
             # (Kafka's source for a default set in server.properties), else DEFAULT_CONFIG.
+            # A changed one is followed by the built-in default, as Kafka lists both.
             changed = d.default(config) != d.default(_built_in())
-            chain.append((d.broker_name, str(d.default(config)),
-                          ConfigSource.STATIC_BROKER_CONFIG if changed else ConfigSource.DEFAULT_CONFIG))
+            if changed:
+                chain.append((d.broker_name, str(d.default(config)), ConfigSource.STATIC_BROKER_CONFIG))
+            chain.append((d.broker_name, str(d.default(_built_in())), ConfigSource.DEFAULT_CONFIG))
             described.append(DescribedGroupConfig(name, chain[0][1], chain[0][2], tuple(chain), d.doc, d.type_name))
         return Result((), ((reply, tuple(described)),))
 

@@ -95,6 +95,9 @@ class ModernGroup:
     subscribed: SubscribedTopics = ()
     members: dict[str, Any] = field(default_factory=dict)
     target: dict[str, Any] = field(default_factory=dict)
+    # When the assignor computed the target (KIP-1263's assignment timestamp, from the
+    # target epoch record; 0: never, or the group emptied, so the next may run at once).
+    target_timestamp: int = 0
     # Members not converged to the target epoch (kept by `apply`, so the phase is a read).
     unconverged: int = field(default=0, compare=False)
     # The group epoch it was last Stable at, kept from the change that took it out of Stable
@@ -178,7 +181,8 @@ class ModernGroup:
         out = [self.epoch_record(self.epoch, self.subscribed)]
         out += [records.member(gid, mid, m.meta) for mid, m in self.members.items()]
         out += [records.target(gid, mid, target) for mid, target in sorted(self.target.items())]
-        out.append(records.target_epoch(gid, self.target_epoch))
+        stamp = (self.target_timestamp,) if self.target_timestamp else ()
+        out.append(records.target_epoch(gid, self.target_epoch, *stamp))
         out += [records.current(gid, mid, m.current) for mid, m in self.members.items()]
         return out
 
@@ -257,6 +261,7 @@ class ModernGroup:
         elif role == _TARGET_EPOCH:
             if record.epoch is not None:
                 group.target_epoch = record.epoch
+                group.target_timestamp = getattr(record, "timestamp_ms", 0)
                 group._recount()
         elif role == _CURRENT:
             group.set_current(record.member_id, record.value)

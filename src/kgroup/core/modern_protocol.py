@@ -46,6 +46,13 @@ from kgroup.core.state import ShardState
 from kgroup.core.timers import TimerKind, TimerOp
 
 
+def may_assign(last_ms: int, interval_ms: int, now_ms: int) -> bool:
+    """Whether a new target assignment may be computed at `now_ms` (KIP-1263): at once when
+    none was computed since the group started or emptied (`last_ms` 0) or without an
+    interval, else once `interval_ms` has passed since the last."""
+    return last_ms == 0 or interval_ms == 0 or now_ms >= last_ms + interval_ms
+
+
 @dataclass(frozen=True, slots=True)
 class HeartbeatStep:
     """What one heartbeat's step did to its member (`ModernProtocol.step`)."""
@@ -186,7 +193,7 @@ class ModernProtocol:
         `extra` is the kind's (handed to `merge` and `next_current`)."""
         joined = self._join_member(group, req, out, extra)                          # 2, 3
         subscribed, epoch = self._group_epoch(group, joined, now_ms, out)           # 4
-        targets, target_epoch = self._target(group, joined, subscribed, epoch, out)  # 5
+        targets, target_epoch = self._target(group, joined, subscribed, epoch, out, now_ms)  # 5
         nxt = self.next_current(group, joined, req, targets, target_epoch, out, extra)  # 6
         self.arm_timers(group, joined, nxt, now_ms, out)                             # 7
         return HeartbeatStep(joined.member_id, joined.member.current, nxt, joined.replaced)
@@ -235,19 +242,30 @@ class ModernProtocol:
         return subscribed, epoch
 
     def _target(self, group: ModernGroup, joined: Joined, subscribed: SubscribedTopics, epoch: int,
-                out: ResultBuilder) -> tuple[dict[str, Any], int]:
-        # 5. A new target assignment when the group epoch is ahead of it.
+                out: ResultBuilder, now_ms: int) -> tuple[dict[str, Any], int]:
+        # 5. A new target assignment when the group epoch is ahead of it, at most once per
+        #    assignment interval (KIP-1263): within it the member walks towards the last
+        #    target (a new member: nothing, at that target's epoch), and a later heartbeat
+        #    computes the target of whatever epoch the group has reached by then.
         target_epoch = group.target_epoch
         targets = dict(group.target)
         replaced, member_id = joined.replaced, joined.member_id
         if replaced is not None and replaced.member_id in targets:
             targets[member_id] = targets.pop(replaced.member_id)
             out.record(self.records.target(group.group_id, member_id, targets[member_id]))
-        if epoch > target_epoch:
+        interval = self.assignment_interval(group.group_id)
+        if epoch > target_epoch and may_assign(group.target_timestamp, interval, now_ms):
             targets = self.assign(group, joined.members_of(group), targets, subscribed, out)
             target_epoch = epoch
-            out.record(self.records.target_epoch(group.group_id, target_epoch))
+            # Stamped when an interval applies (never 0, which means "at once").
+            stamp = (max(now_ms, 1),) if interval else ()
+            out.record(self.records.target_epoch(group.group_id, target_epoch, *stamp))
         return targets, target_epoch
+
+    def assignment_interval(self, group_id: str) -> int:
+        """The kind's, optional: the least time between two target assignments (KIP-1263's
+        `<kind>.assignment.interval.ms`); 0 assigns at every change."""
+        return 0
 
     def subscribed_metadata(self, members: dict[str, Any]) -> SubscribedTopics:
         """What `members` subscribe to: (name, topic id, partitions) of each existing topic."""

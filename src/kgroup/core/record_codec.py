@@ -332,7 +332,9 @@ def _shared_value(record) -> object | None:
     if kind in _GROUP_EPOCHS:
         return None if record.epoch is None else [record.epoch, [list(t) for t in record.subscribed]]
     if kind in _TARGET_EPOCHS:
-        return record.epoch
+        # [epoch, assignment timestamp]; a bare epoch when there is no timestamp (as written
+        # before KIP-1263).
+        return record.epoch if record.epoch is None or not record.timestamp_ms else [record.epoch, record.timestamp_ms]
     if kind in _TARGETS:
         return None if record.partitions is None else [[t, list(ps)] for t, ps in record.partitions]
     return _NOT_SHARED
@@ -345,6 +347,8 @@ def _decode_shared(kind: type, group: str, member: str, raw) -> Record | None:
             return kind(group, None)
         return kind(group, int(raw[0]), tuple((str(n), str(i), int(c)) for n, i, c in raw[1]))
     if kind in _TARGET_EPOCHS:
+        if isinstance(raw, list):
+            return kind(group, int(raw[0]), int(raw[1]))
         return kind(group, None if raw is None else int(raw))
     if kind in _TARGETS:
         return kind(group, member, None if raw is None else _partitions(raw))

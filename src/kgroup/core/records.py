@@ -126,10 +126,13 @@ class ConsumerTargetRecord:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerTargetEpochRecord:
-    """The epoch of the group's target assignment (None: removed with the group)."""
+    """The epoch of the group's target assignment (None: removed with the group), and when
+    the assignor computed it (KIP-1263's assignment timestamp; 0: not computed by the
+    assignor, so the next one may run at once)."""
 
     group_id: str
     epoch: int | None
+    timestamp_ms: int = 0
 
 
 class MemberState(Enum):
@@ -286,6 +289,7 @@ class ShareTargetRecord:
 class ShareTargetEpochRecord:
     group_id: str
     epoch: int | None
+    timestamp_ms: int = 0                 # as ConsumerTargetEpochRecord's
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ tests can run fast.
 from __future__ import annotations
 
 from kgroup.core.group_configs import (
+    SHARE_ASSIGNMENT_INTERVAL,
     SHARE_AUTO_OFFSET_RESET,
     SHARE_DELIVERY_COUNT_LIMIT,
     SHARE_HEARTBEAT_INTERVAL,
@@ -31,6 +32,9 @@ class ShareConfigs(KindConfigs):
 
     SESSION_TIMEOUT = SHARE_SESSION_TIMEOUT
     HEARTBEAT_INTERVAL = SHARE_HEARTBEAT_INTERVAL
+
+    def assignment_interval(self, group_id: str) -> int:
+        return self.configs.int_value(group_id, SHARE_ASSIGNMENT_INTERVAL)
 
     def auto_offset_reset(self, group_id: str) -> str:
         return str(self.configs.value(group_id, SHARE_AUTO_OFFSET_RESET))

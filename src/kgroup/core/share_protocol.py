@@ -149,6 +149,9 @@ class ShareProtocol(ModernProtocol):
     def session_timeout(self, group_id: str, meta: ShareMemberValue) -> int:
         return self.configs.session_timeout(group_id)
 
+    def assignment_interval(self, group_id: str) -> int:
+        return self.configs.assignment_interval(group_id)
+
     def assign(self, group: ShareGroup, members: dict[str, ShareGroupMember], targets: dict[str, Partitions],
                subscribed: SubscribedTopics, out: ResultBuilder) -> dict[str, Partitions]:
         """Run the share assignor; record the targets that change."""

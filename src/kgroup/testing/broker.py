@@ -21,7 +21,10 @@ from kgroup.testing.lifecycle import ServerHandle
 from kgroup.testing.process import ServeProcess, write_config
 
 TEST_SETTINGS = {"fsync": "never"}
-TEST_GROUP_SETTINGS = {"initial_rebalance_delay_ms": 0}
+# No initial rebalance delay, and target assignments at once (KIP-1263's interval off, as the
+# reference Kafka runs), so tests need not wait out a batch.
+TEST_GROUP_SETTINGS = {"initial_rebalance_delay_ms": 0, "consumer_assignment_interval_ms": 0,
+                       "share_assignment_interval_ms": 0}
 
 
 class Broker(ServerHandle, ControlMethods):

@@ -113,6 +113,9 @@ COMPARABLE_GROUP_SETTINGS: dict[str, Any] = {
     "consumer_min_heartbeat_interval_ms": 100,
     "share_session_timeout_ms": 10_000,
     "share_heartbeat_interval_ms": 500,
+    # Target assignments at once (KIP-1263's interval off), as REFERENCE_SETTINGS has Kafka.
+    "consumer_assignment_interval_ms": 0,
+    "share_assignment_interval_ms": 0,
 }
 
 # The feature levels the storage is formatted with: those of a new Kafka 4.4 cluster
@@ -160,6 +163,12 @@ _GROUP_PROPERTIES: tuple[tuple[str, str, Any], ...] = (
     ("group.consumer.assignors", "consumer_assignors", "uniform,range"),
     ("group.consumer.max.size", "consumer_max_size", 2_147_483_647),
     ("group.consumer.migration.policy", "consumer_migration_policy", "bidirectional"),
+    ("group.consumer.assignment.interval.ms", "consumer_assignment_interval_ms", 1_000),
+    ("group.consumer.min.assignment.interval.ms", "consumer_min_assignment_interval_ms", 0),
+    ("group.consumer.max.assignment.interval.ms", "consumer_max_assignment_interval_ms", 15_000),
+    ("group.share.assignment.interval.ms", "share_assignment_interval_ms", 1_000),
+    ("group.share.min.assignment.interval.ms", "share_min_assignment_interval_ms", 0),
+    ("group.share.max.assignment.interval.ms", "share_max_assignment_interval_ms", 15_000),
     ("group.share.session.timeout.ms", "share_session_timeout_ms", 45_000),
     ("group.share.min.session.timeout.ms", "share_min_session_timeout_ms", 45_000),
     ("group.share.max.session.timeout.ms", "share_max_session_timeout_ms", 60_000),

@@ -29,8 +29,10 @@ from kgroup.core.transactions.config import TransactionConfig
 
 from tests.unit.core.txnctx import TxnContext
 
+# Recorded with target assignments at once (KIP-1263's intervals at 0).
 CONFIG = GroupConfig(initial_rebalance_delay_ms=0, share_session_timeout_ms=10_000,
-                     share_heartbeat_interval_ms=1_000)
+                     share_heartbeat_interval_ms=1_000, consumer_assignment_interval_ms=0,
+                     share_assignment_interval_ms=0)
 SLOTS = 4
 
 

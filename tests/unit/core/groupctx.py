@@ -9,6 +9,7 @@ scenarios: join, sync, heartbeat, leave, commit, advance.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,8 +64,14 @@ class GroupContext(CoordinatorHost):
     config: GroupConfig = field(default_factory=GroupConfig)
     now: int = 0
     log: list[Record] = field(default_factory=list)
+    # Scenarios assign at once, as the test brokers do (KIP-1263's assignment intervals at
+    # 0); the KIP-1263 scenarios pass False to run with the config's intervals.
+    assign_at_once: bool = True
 
     def __post_init__(self) -> None:
+        if self.assign_at_once:
+            self.config = dataclasses.replace(self.config, consumer_assignment_interval_ms=0,
+                                              share_assignment_interval_ms=0)
         super().__init__(GroupCoordinatorShard(self.config), self.log)
         self.apply(self.coord.load_complete(self.now))
 

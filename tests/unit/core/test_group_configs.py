@@ -73,11 +73,13 @@ def test_dynamic_configs_are_layered_over_the_toml_override_and_the_default():
 
 def test_a_broker_setting_changed_in_the_toml_is_described_as_static_broker_config():
     """Kafka reports a group config that falls back to a broker default set in
-    server.properties as STATIC_BROKER_CONFIG; a default left alone is DEFAULT_CONFIG."""
+    server.properties as STATIC_BROKER_CONFIG, its synonyms followed by the built-in default;
+    a default left alone is DEFAULT_CONFIG."""
     ctx = GroupContext(GroupConfig(consumer_session_timeout_ms=10_000, consumer_min_session_timeout_ms=1_000))
     d = described(ctx, "cg")
     assert (d[SESSION].value, d[SESSION].source) == ("10000", ConfigSource.STATIC_BROKER_CONFIG)
-    assert d[SESSION].synonyms == (("group.consumer.session.timeout.ms", "10000", ConfigSource.STATIC_BROKER_CONFIG),)
+    assert d[SESSION].synonyms == (("group.consumer.session.timeout.ms", "10000", ConfigSource.STATIC_BROKER_CONFIG),
+                                   ("group.consumer.session.timeout.ms", "45000", ConfigSource.DEFAULT_CONFIG))
     assert (d[HEARTBEAT].value, d[HEARTBEAT].source) == ("5000", ConfigSource.DEFAULT_CONFIG)
 
 
