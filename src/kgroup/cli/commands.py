@@ -25,6 +25,7 @@ from kgroup.client.admin import (
 )
 from kgroup.client.errors import BrokerError, GroupNotEmpty, UnsupportedApi
 from kgroup.error_codes import ErrorCode
+from kgroup.group_types import CLASSIC, group_type
 
 from .config_tools import alter_and_print
 from .errors import CliError
@@ -341,7 +342,7 @@ async def consume(args: Any, admin: AdminClient, out: TextIO) -> int:
         from .group_consume import group_consume  # noqa: PLC0415 (only a member needs the consumer)
 
         return await group_consume(args, admin, out, record_printer(args))
-    if getattr(args, "group_protocol", "classic") != "classic":
+    if group_type(getattr(args, "group_protocol", None)) not in (None, CLASSIC):
         raise CliError(f"--group-protocol {args.group_protocol} reads as a member of a group",
                        "give --group G without --no-join, --partition or --offset"
                        if args.group else "give --group G")

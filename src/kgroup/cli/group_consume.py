@@ -32,9 +32,14 @@ from kgroup.client.consumer import CommitFailedError, Consumer
 from kgroup.client.errors import BrokerError, KafkaClientError
 from kgroup.client.share_consumer import AcknowledgeType, ShareConsumer, ShareConsumerError
 from kgroup.error_codes import ErrorCode
+from kgroup.group_types import CLASSIC, CONSUMER, SHARE, group_type
 
 from .errors import CliError
 from .properties import read_command_config
+
+# The kinds of group `kgroup consume --group` joins (--group-protocol): a streams group's
+# members are Kafka Streams instances, not console consumers.
+JOINABLE = (CLASSIC, CONSUMER, SHARE)
 
 _POLL_MS = 500
 _EXIT = {signal.SIGINT: (130, "kgroup: interrupted\n"), signal.SIGTERM: (143, "kgroup: terminated\n")}
@@ -109,7 +114,7 @@ async def group_consume(args: Any, admin: AdminClient, out: TextIO, line: Callab
     stop = _Stop()
     loop = _Loop(args, stop)
     try:
-        if args.group_protocol == "share":
+        if group_type(args.group_protocol) is SHARE:
             await _share_member(args, out, line, loop)
         else:
             await _consumer_member(args, out, line, loop)
@@ -140,7 +145,7 @@ async def _wrong_kind(args: Any, admin: AdminClient, exc: Exception) -> None:
     if kind == args.group_protocol:
         return
     hint = (f"join it with --group-protocol {kind}, or use another group"
-            if kind in ("classic", "consumer", "share") else "use another group")
+            if group_type(kind) in JOINABLE else "use another group")
     raise CliError(f"group {args.group!r} is a {kind} group, not a {args.group_protocol} group", hint) from exc
 
 

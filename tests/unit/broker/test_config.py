@@ -25,7 +25,7 @@ def test_toml_file_flags_and_per_group_overrides(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("nonsense = 1\n", "bad.toml: unknown setting 'nonsense' in the top level; known: advertised, "),
-    ("[group]\nbogus = 1\n", "bad.toml: unknown setting 'bogus' in [group]; known: consumer_assignors, "),
+    ("[group]\nbogus = 1\n", "bad.toml: unknown setting 'bogus' in [group]; known: consumer_assignment_interval_ms, consumer_assignors, "),
     ("listen = \"nowhere\"\n", 'bad.toml: listen = "nowhere": must look like HOST:PORT'),
     ("[group.overrides.g]\nconsumer_session_timeout_ms = 1\n", "bad.toml: [group.overrides.g] needs "),
     ("[group.overrides.g]\nconsumer_session_timeout_ms = 1000\nconsumer_heartbeat_interval_ms = 500\n",

@@ -69,11 +69,15 @@ class GroupContext(CoordinatorHost):
     assign_at_once: bool = True
 
     def __post_init__(self) -> None:
+        self.at_once()
+        super().__init__(GroupCoordinatorShard(self.config), self.log)
+        self.apply(self.coord.load_complete(self.now))
+
+    def at_once(self) -> None:
+        """The config with KIP-1263's intervals at 0, unless the scenario wants them."""
         if self.assign_at_once:
             self.config = dataclasses.replace(self.config, consumer_assignment_interval_ms=0,
                                               share_assignment_interval_ms=0)
-        super().__init__(GroupCoordinatorShard(self.config), self.log)
-        self.apply(self.coord.load_complete(self.now))
 
     @property
     def coord(self) -> GroupCoordinatorShard:

@@ -38,6 +38,7 @@ class TxnContext(GroupContext):
     written: list[tuple] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.at_once()
         CoordinatorHost.__init__(self, GroupCoordinatorShard(self.config, txn_config=self.txn_config,
                                                              new_producer_id=counter_producer_ids()), self.log)
         self.coord.update_topics({"t": ("id-t", 4), "u": ("id-u", 2)}, self.now)
