@@ -9,7 +9,7 @@ import hmac
 from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
-from kgroup.conformance.scenarios.classic_raw import ready, stable_member
+from kgroup.conformance.scenarios.classic_raw import coordinated, ready, stable_member
 from kgroup.conformance.scenarios.consumer_raw import hb, member_id
 from kgroup.conformance.scenarios.offsets_raw import commit
 from kgroup.conformance.scenarios.share_raw import set_group_configs, share_hb
@@ -157,8 +157,7 @@ async def admin_topic_configs(t: Target) -> None:
                "INVALID_CONFIG")
 async def admin_group_configs(t: Target) -> None:
     group = t.names.group()
-    raw = await t.raw()
-    await observe.coordinator(raw, group)
+    raw = await coordinated(t, group)
     keys = ["consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "share.record.lock.duration.ms",
             "share.delivery.count.limit", "share.auto.offset.reset"]
 

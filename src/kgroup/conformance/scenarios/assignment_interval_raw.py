@@ -10,6 +10,7 @@ from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.scenarios.admin_raw import settled
+from kgroup.conformance.scenarios.classic_raw import coordinated
 from kgroup.conformance.scenarios.consumer_raw import hb, member_id, owned_of, ready
 from kgroup.conformance.target import Target
 
@@ -40,8 +41,7 @@ def value_of(answer, name: str) -> str | None:
                "broker's value until a group sets its own; out of bounds or not a number is INVALID_CONFIG")
 async def admin_assignment_interval_configs(t: Target) -> None:
     group = t.names.group()
-    raw = await t.raw()
-    await observe.coordinator(raw, group)
+    raw = await coordinated(t, group)
     await t.ask(raw, "describe a group with no configs", describe(group))
     await t.ask(raw, "set both", alter(group, 0, consumer_assignment_interval_ms="5000",
                                        share_assignment_interval_ms="250"))

@@ -47,10 +47,16 @@ def leave(version: int, group: str, member_id: str = "", members: list[dict] | N
     return request("LeaveGroup", version, group_id=group, member_id=member_id, members=members or [])
 
 
-async def ready(t: Target, group: str, partitions: int = 2):
-    """A raw connection, the group's coordinator loaded and the scenario's topic created."""
+async def coordinated(t: Target, group: str):
+    """A raw connection of the scenario that has found (and so loaded) `group`'s coordinator."""
     raw = await t.raw()
     await observe.coordinator(raw, group)
+    return raw
+
+
+async def ready(t: Target, group: str, partitions: int = 2):
+    """A raw connection, the group's coordinator loaded and the scenario's topic created."""
+    raw = await coordinated(t, group)
     await observe.create_topic(raw, t.names.topic(), partitions)
     return raw
 

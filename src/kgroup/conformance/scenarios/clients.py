@@ -14,6 +14,7 @@ from kgroup.conformance import observe
 from kgroup.conformance.clients import GroupConsumer, ShareConsumerDriver
 from kgroup.conformance.errors import summary
 from kgroup.conformance.scenarios import scenario
+from kgroup.conformance.scenarios.classic_raw import coordinated
 from kgroup.conformance.scenarios.share_raw import set_group_configs
 from kgroup.conformance.target import Target
 
@@ -49,8 +50,7 @@ async def _settled(raw, group: str, consumer_protocol: bool, members: int, consu
 async def two_consumers(t: Target, kind: str, **options: Any) -> None:
     group, topic = t.names.group(), t.names.topic()
     consumer_protocol = kind.endswith("consumer")
-    raw = await t.raw()
-    await observe.coordinator(raw, group)
+    raw = await coordinated(t, group)
     await observe.create_topic(raw, topic, PARTITIONS)
     if consumer_protocol:
         await observe.coordinator_sees(raw, group, {topic: PARTITIONS})
