@@ -137,7 +137,7 @@ class Consumer(AsyncClient):
         # (generation, member id) that owned the partitions of a revocation callback running
         # now: commits made inside it use them, as Kafka's onPartitionsRevoked commits do.
         self._revoking: tuple[int, str] | None = None
-        self._gate = ListenerGate()
+        self._gate = ListenerGate(limit_s=s["session.timeout.ms"] / 2000)
 
     # -- lifecycle --------------------------------------------------------------------------
 

@@ -14,6 +14,12 @@ step, the acknowledgement, waits with it). The user's next ``getmany`` (or ``clo
 ``release``s: it runs the queued callbacks on the user's task, before it hands anything
 out. While the user does not hold a batch (before the first records, inside ``getmany``,
 after ``close``), callbacks run at once on the driver's task, as before.
+
+The driver sends no heartbeat while it waits (the member's step is not finished), so the
+wait is bounded: after ``limit_s`` (the consumer gives half its session timeout) the
+callback runs on the driver's task after all, as it did before the gate — a user that
+holds one batch that long is late for the group either way, and being fenced for it
+would cost more (everything lost) than one revocation mid-batch.
 """
 
 from __future__ import annotations
@@ -28,8 +34,9 @@ Callback = Callable[[], Awaitable[None]]
 class ListenerGate:
     """Holds rebalance callbacks back while the user holds a batch; see the module comment."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit_s: float | None = None) -> None:
         self.holding = False
+        self.limit_s = limit_s
         self._queued: collections.deque[tuple[Callback, asyncio.Future[None]]] = (
             collections.deque())
 
@@ -44,8 +51,21 @@ class ListenerGate:
             await callback()
             return
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queued.append((callback, done))
-        await done
+        entry = (callback, done)
+        self._queued.append(entry)
+        try:
+            async with asyncio.timeout(self.limit_s):
+                await asyncio.shield(done)
+            return
+        except TimeoutError:
+            if entry not in self._queued:   # a poll took it meanwhile and runs it now
+                await done
+                return
+            self._queued.remove(entry)
+        except asyncio.CancelledError:
+            done.cancel()   # the driver stopped: release skips it
+            raise
+        await callback()
 
     async def release(self) -> None:
         """From the user's poll or close: the batch is processed; run what waited for it.

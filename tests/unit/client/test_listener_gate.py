@@ -132,3 +132,27 @@ def test_the_gate_hands_a_callback_failure_to_the_driver_and_skips_an_abandoned_
             await failing
 
     asyncio.run(main())
+
+
+def test_a_callback_held_past_the_limit_runs_on_the_driver_after_all():
+    # The driver sends no heartbeat while it waits; past half the session timeout it runs
+    # the callback itself rather than let the member be fenced (limit 0: at once).
+    async def main():
+        gate = ListenerGate(limit_s=0)
+        gate.holding = True
+        ran: list[str] = []
+
+        async def revoke() -> None:
+            ran.append("revoke")
+
+        await asyncio.wait_for(gate.run(revoke), 5)
+        assert ran == ["revoke"] and gate.waiting == 0
+        await gate.release()
+        assert ran == ["revoke"]   # not run twice
+
+    asyncio.run(main())
+
+
+def test_the_consumer_bounds_the_wait_by_half_its_session_timeout():
+    c = Consumer({"group.id": "g", "session.timeout.ms": 10_000})
+    assert c._gate.limit_s == 5.0
