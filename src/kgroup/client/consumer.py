@@ -8,6 +8,8 @@ metadata, leaders, the group's coordinator). A ``ClassicGroupDriver`` task drive
 incremental reconciliation, member epochs); the member's callback actions land in
 ``_on_action``, which changes what the ``Fetcher`` may fetch *before* the user's listener
 runs (so no record of a revoked or lost partition is handed out after its callback). The
+listener itself runs where Kafka runs it, never while the user holds a batch ``getmany``
+returned: a ``ListenerGate`` (listener_gate.py) holds it until the next ``getmany``. The
 ``Fetcher`` keeps Fetch requests in flight ahead of the user; ``getmany`` / ``poll`` /
 ``async for`` drain its buffer and advance positions. Commits go to the coordinator with
 the member's generation or member epoch (or as a "simple" consumer, generation -1, with
@@ -65,6 +67,7 @@ from .errors import BrokerError, KafkaClientError
 from .fetcher import Fetcher
 from .group_driver import GroupDriver, now_ms
 from .lifecycle import AsyncClient
+from .listener_gate import ListenerGate
 from .records import ConsumerRecord, OffsetAndMetadata, TopicPartition
 from .security import ClientSecurity
 from .settings import CONSUMER_DEFAULTS, resolve
@@ -134,6 +137,7 @@ class Consumer(AsyncClient):
         # (generation, member id) that owned the partitions of a revocation callback running
         # now: commits made inside it use them, as Kafka's onPartitionsRevoked commits do.
         self._revoking: tuple[int, str] | None = None
+        self._gate = ListenerGate(limit_s=s["session.timeout.ms"] / 2000)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -170,6 +174,7 @@ class Consumer(AsyncClient):
             self._closed = True
             return
         self._closed = True
+        await self._gate.release()   # callbacks waiting for a poll run before we leave
         if self._metadata_task is not None:
             self._metadata_task.cancel()
         if self._commits:
@@ -260,14 +265,20 @@ class Consumer(AsyncClient):
             callback = (self._listener.on_partitions_revoked if isinstance(action, RunRevoked)
                         else self._listener.on_partitions_lost)
             assert isinstance(action, (RunRevoked, RunLost))
-        if isinstance(action, RunRevoked) and action.generation >= 0:
-            self._revoking = (action.generation, action.member_id)
-        try:
-            result = callback(tps)
-            if inspect.isawaitable(result):
-                await result
-        finally:
-            self._revoking = None
+
+        async def run() -> None:
+            if isinstance(action, RunRevoked) and action.generation >= 0:
+                self._revoking = (action.generation, action.member_id)
+            try:
+                result = callback(tps)
+                if inspect.isawaitable(result):
+                    await result
+            finally:
+                self._revoking = None
+
+        # Not while the user still processes records getmany returned (of these partitions,
+        # perhaps): the member's next step (acknowledging a revocation) waits with it.
+        await self._gate.run(run)
 
     # -- metadata ---------------------------------------------------------------------------
 
@@ -314,6 +325,9 @@ class Consumer(AsyncClient):
                       max_records: int | None = None) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records by partition, waiting up to ``timeout_ms`` for the first ones."""
         self._check()
+        # The user is done with the last batch: callbacks that waited for that run now,
+        # before anything else is handed out.
+        await self._gate.release()
         if self.group is not None:
             self.group.post(Poll(now_ms()))
         self._maybe_auto_commit()
@@ -325,6 +339,7 @@ class Consumer(AsyncClient):
             out = self.fetcher.drain(limit)
         if partitions:
             out = {tp: rs for tp, rs in out.items() if tp in partitions}
+        self._gate.holding = bool(out)
         return out
 
     async def poll(self, timeout_ms: int = 1000) -> ConsumerRecord | None:
