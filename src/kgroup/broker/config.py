@@ -133,7 +133,9 @@ _TOP = [
 
 # Group-kind configs (consumer_*, share_*, streams_*) that may be 0, with their min and max.
 _ZERO_OK = {"streams_num_standby_replicas", "streams_num_warmup_replicas", "streams_acceptable_recovery_lag",
-            "streams_initial_rebalance_delay_ms", "streams_assignment_interval_ms"}
+            "streams_initial_rebalance_delay_ms", "streams_assignment_interval_ms",
+            # KIP-1263: 0 computes a target assignment at every change (Kafka's min is 0)
+            "consumer_assignment_interval_ms", "share_assignment_interval_ms"}
 
 
 def _kind_keys() -> tuple[list[Key], list[Relation]]:

@@ -165,3 +165,16 @@ def test_an_unknown_key_lists_only_the_documented_keys_of_its_table(tmp_path, ta
     listed = str(err.value).split("known: ", 1)[1].split(", ")
     names = [n for n in listed if not n.startswith("[")]
     assert names == sorted(keys_of(table)) and set(names) <= {k for t, k in _documented() if t == table}
+
+
+def test_the_settings_test_brokers_run_with_are_in_range(tmp_path):
+    # The ranges must admit what the test broker and the differential pair write: KIP-1263's
+    # assignment intervals at 0 (a target at every change) were once refused as "must be >= 1".
+    from kgroup.testing.broker import TEST_GROUP_SETTINGS, TEST_SETTINGS
+    from kgroup.testing.process import write_config
+    from kgroup.testing.reference import COMPARABLE_GROUP_SETTINGS
+
+    path = tmp_path / "kgroup.toml"
+    write_config(path, dict(TEST_SETTINGS), {**TEST_GROUP_SETTINGS, **COMPARABLE_GROUP_SETTINGS})
+    group = load_config(str(path)).group
+    assert group.consumer_assignment_interval_ms == 0 and group.share_assignment_interval_ms == 0
