@@ -74,14 +74,9 @@ from kgroup.core.streams_reconcile import Owned, TaskHolders, reconcile
 from kgroup.core.streams_records import (
     NEW_STREAMS_MEMBER,
     NO_TASKS,
-    StreamsCurrentRecord,
     StreamsCurrentValue,
-    StreamsGroupEpochRecord,
-    StreamsMemberRecord,
     StreamsMemberState,
     StreamsMemberValue,
-    StreamsTargetEpochRecord,
-    StreamsTargetRecord,
     StreamsTopologyRecord,
     TaskId,
     TaskTuple,
@@ -237,7 +232,7 @@ class StreamsProtocol(ModernProtocol):
         epoch = group.epoch
         if bump or is_new_group:
             epoch = 2 if group.epoch == 0 else group.epoch + 1
-            out.record(StreamsGroupEpochRecord(gid, epoch, subscribed, validated, configs))
+            out.record(self.records.epoch(gid, epoch, subscribed, validated, configs))
         # 5. The target assignment.
         delayed = self._initial_delay(group, was_empty, now_ms, out)
         targets, target_epoch = self._target(group, member, configured, epoch, configs, delayed, out)
@@ -279,14 +274,14 @@ class StreamsProtocol(ModernProtocol):
                                           replaced.current.pending_active, replaced.current.pending_standby,
                                           replaced.current.pending_warmup)
             self._remove_records(group, replaced.member_id, out)
-            out.record(StreamsMemberRecord(gid, req.member_id, meta))
-            out.record(StreamsCurrentRecord(gid, req.member_id, current))
+            out.record(self.records.member(gid, req.member_id, meta))
+            out.record(self.records.current(gid, req.member_id, current))
             target = group.target.get(replaced.member_id)
             if target is not None:
-                out.record(StreamsTargetRecord(gid, req.member_id, target))
+                out.record(self.records.target(gid, req.member_id, target))
             return _Member(req.member_id, current, replaced.meta, meta, replaced)
         if meta != old_meta:
-            out.record(StreamsMemberRecord(gid, req.member_id, meta))
+            out.record(self.records.member(gid, req.member_id, meta))
         current = member.current if member is not None else NEW_STREAMS_MEMBER
         return _Member(req.member_id, current, old_meta, meta, None)
 
@@ -399,7 +394,7 @@ class StreamsProtocol(ModernProtocol):
                    if member.replaced is None or m.member_id != member.replaced.member_id}
         members[member.member_id] = (member.meta, member.current)
         targets = self.assign(group, members, configured, targets, configs, out)
-        out.record(StreamsTargetEpochRecord(group.group_id, epoch))
+        out.record(self.records.target_epoch(group.group_id, epoch))
         return targets, epoch
 
     def assign(self, group: StreamsGroup, members: dict[str, tuple[StreamsMemberValue, StreamsCurrentValue]],
@@ -419,7 +414,7 @@ class StreamsProtocol(ModernProtocol):
             value = TaskTuple(task_ids(tasks.active), task_ids(tasks.standby), task_ids(tasks.warmup))
             new[mid] = value
             if targets.get(mid) != value:
-                out.record(StreamsTargetRecord(group.group_id, mid, value))
+                out.record(self.records.target(group.group_id, mid, value))
         return new
 
     def _task_members(self, group: StreamsGroup,
@@ -452,7 +447,7 @@ class StreamsProtocol(ModernProtocol):
             holders = _moved(group, member)
         nxt = reconcile(member.meta.process_id, member.current, target, target_epoch, holders, owned)
         if nxt != member.current or member.member_id not in group.members or member.replaced is not None:
-            out.record(StreamsCurrentRecord(group.group_id, member.member_id, nxt))
+            out.record(self.records.current(group.group_id, member.member_id, nxt))
         return nxt
 
     # ---- step 7: timers --------------------------------------------------------------------
@@ -538,7 +533,7 @@ class StreamsProtocol(ModernProtocol):
             # A static member steps out for a restart: it keeps its tasks (and the group its
             # epoch) until its session runs out.
             cur = member.current
-            out.record(StreamsCurrentRecord(group.group_id, member.member_id, StreamsCurrentValue(
+            out.record(self.records.current(group.group_id, member.member_id, StreamsCurrentValue(
                 STATIC_LEAVE_EPOCH, cur.previous_member_epoch, cur.state, cur.active, cur.standby, cur.warmup,
                 cur.pending_active, cur.pending_standby, cur.pending_warmup)))
             self.arm_session(group.group_id, member.member_id,
@@ -586,7 +581,7 @@ class StreamsProtocol(ModernProtocol):
         configured = self._configured(group, group.topology, group.subscribed, out)
         members = {m.member_id: (m.meta, m.current) for m in group.members.values()}
         self.assign(group, members, configured, dict(group.target), group.assignment_configs, out)
-        out.record(StreamsTargetEpochRecord(group.group_id, group.epoch))
+        out.record(self.records.target_epoch(group.group_id, group.epoch))
         return out.build()
 
     def loaded(self, now_ms: int) -> None:
@@ -612,8 +607,8 @@ class StreamsProtocol(ModernProtocol):
             out.changed(group_id, "topic metadata changed", group=group)
             configured = self._configured(group, group.topology, subscribed, out)
             validated = group.topology.epoch if configured.ready else -1
-            out.record(StreamsGroupEpochRecord(group_id, group.epoch + 1, subscribed, validated,
-                                               group.assignment_configs))
+            out.record(self.records.epoch(group_id, group.epoch + 1, subscribed, validated,
+                                          group.assignment_configs))
         return out.build()
 
     # ======================================================================================
