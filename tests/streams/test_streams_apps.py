@@ -61,7 +61,7 @@ def test_a_stateless_topology_runs_on_two_instances(broker, jvm, name, tmp_path)
 
 
 def _describe_rows(bootstrap: str, group: str) -> list[dict]:
-    done = subprocess.run([sys.executable, "-m", "kgroup", "groups", "describe", group, "--bootstrap", bootstrap,
+    done = subprocess.run([sys.executable, "-m", "kgroup", "groups", "describe", group, "--bootstrap-server", bootstrap,
                            "--format", "json"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     (group_doc,) = json.loads(done.stdout)["groups"]
