@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_make_run_defaults_are_the_readmes():
-    done = subprocess.run(["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+    done = subprocess.run(["make", "--no-print-directory", "-n", "run"], cwd=ROOT, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PORT": "1", "HOST": "0.0.0.0", "DATA": "/elsewhere"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1].endswith("kgroup serve --listen 127.0.0.1:9092 --data-dir ./kgroup-data")

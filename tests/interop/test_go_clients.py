@@ -113,12 +113,15 @@ def test_franz_static_member_comes_back_to_its_partitions(go, kgroup, name):
     try:
         eventually(lambda: len(a.owned()) == 2 and len(b.owned()) == 2, timeout=60)
         mine, generation = a.owned(), kgroup.group(group)["generation"]
+        # b may have held all four before a joined (the two joins can fall in two rebalances):
+        # what counts is that a's restart revokes nothing more.
+        settled = len(b.of("revoked"))
         a.stop()                                                    # a static member's close does not leave
         a2 = go_process(go, "a2", "franz-consume", brokers=kgroup.bootstrap, group=group, topic=topic,
                         balancer="range", instance="static-a")
         eventually(lambda: a2.owned() == mine, what="static-a gets its partitions back")
         assert kgroup.group(group)["generation"] == generation     # no rebalance
-        assert b.of("revoked") == []
+        assert b.of("revoked")[settled:] == []
     finally:
         stop(*(p for p in (a, b, a2) if p))
 
