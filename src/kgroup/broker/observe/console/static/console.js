@@ -100,12 +100,29 @@ function connect() {
         if (key in s.partitions) p.lag = s.partitions[key];
       }
       renderGrid(state.detail);
+      renderOffsets(state.detail);
       renderLag();
+      refreshDetail();     // committed offsets and log ends move without a group change
     }
   });
 }
 
+// The selected group in full, fetched once (after an action, and with each lag sample).
+async function refreshDetail() {
+  const group = state.selected;
+  if (group === null) return;
+  const r = await fetch("/api/groups/" + encodeURIComponent(group));
+  if (group !== state.selected) return;
+  if (r.status === 404) { state.detail = {group, gone: true}; renderDetail(); return; }
+  if (!r.ok) return;
+  const d = await r.json();
+  d.lag_history = undefined;     // the samples kept on the page are as recent
+  state.detail = d;
+  renderDetail();
+}
+
 window.addEventListener("hashchange", connect);
+$("lag-by").addEventListener("change", renderLag);
 
 // ---- the group list --------------------------------------------------------------------
 
@@ -114,7 +131,7 @@ function renderGroups() {
   const rows = state.groups.map((g) => {
     const last = g.last_rebalance;
     const tr = el("tr", {"data-group": g.group, class: g.group === state.selected ? "selected" : ""},
-      el("td", {}, g.group),
+      el("td", {class: "clip", title: g.group}, g.group),
       el("td", {}, g.kind === "consumer" ? "consumer" : `classic${g.protocol_type ? " (" + g.protocol_type + ")" : ""}`),
       el("td", {}, stateBadge(g.state)),
       el("td", {class: "num"}, num(g.generation)),
@@ -146,7 +163,7 @@ function renderDetail() {
   $("detail-gone").hidden = !(d && d.gone);
   if (!d || d.gone) {
     $("detail-meta").textContent = d ? "" : "loading…";
-    for (const id of ["members", "grid", "rebalances"]) $(id).tBodies[0].replaceChildren();
+    for (const id of ["members", "grid", "offsets", "rebalances"]) $(id).tBodies[0].replaceChildren();
     return;
   }
   const unit = d.kind === "consumer" ? "epoch" : "generation";
@@ -160,17 +177,32 @@ function renderDetail() {
     const shown = state.firstShown[m.member_id] || (state.firstShown[m.member_id] = now);
     return el("tr", {"data-member": m.member_id, "data-shown-at": String(shown), class: m.away ? "away" : ""},
       el("td", {}, el("span", {class: "swatch", style: `background:${colors[m.member_id]}`})),
-      el("td", {}, m.client_id || "–"),
-      el("td", {}, m.client_host || "–"),
-      el("td", {}, m.instance_id || "–"),
-      el("td", {title: m.member_id}, m.member_id.length > 28 ? m.member_id.slice(0, 27) + "…" : m.member_id),
+      el("td", {class: "clip", title: m.client_id}, m.client_id || "–"),
+      el("td", {class: "clip", title: m.client_host}, m.client_host || "–"),
+      el("td", {class: "clip", title: m.instance_id}, m.instance_id || "–"),
+      el("td", {class: "clip", title: m.member_id}, m.member_id),
       el("td", {class: "num"}, m.member_epoch === null ? "–" : String(m.member_epoch)),
       el("td", {class: "num"}, m.partitions === null ? "?" : String(m.partitions.length)),
       el("td", {}, m.away ? "away (static, epoch -2)" : clock(m.joined_ms)));
   }));
   renderGrid(d);
+  renderOffsets(d);
   renderLag();
   renderRebalances(d);
+}
+
+function renderOffsets(d) {
+  const names = {};
+  for (const m of d.members) names[m.member_id] = m.client_id || m.member_id;
+  $("offsets").tBodies[0].replaceChildren(...d.partitions.map((p) =>
+    el("tr", {"data-partition": `${p.topic}:${p.partition}`},
+      el("td", {class: "clip", title: p.topic}, p.topic),
+      el("td", {class: "num"}, String(p.partition)),
+      el("td", {class: "clip", title: p.owner || ""}, p.owner ? names[p.owner] || p.owner : "–"),
+      el("td", {class: "num", "data-committed": p.committed ?? ""}, num(p.committed)),
+      el("td", {class: "num"}, num(p.end)),
+      el("td", {class: "num"}, num(p.lag)))));
+  $("no-offsets").hidden = d.partitions.length > 0;
 }
 
 function renderGrid(d) {
@@ -198,12 +230,36 @@ function renderGrid(d) {
   $("grid-note").textContent = cut.length ? "Showing the " + cut.join(" and ") + "." : "";
 }
 
+// Lag summed per member (the partition's current owner; "unassigned" if none) or per topic:
+// a line per member or topic, never one per partition. The broker samples every partition
+// at the same instant, so the sum at a time is over the partitions sampled then.
+function lagSeries() {
+  const by = $("lag-by").value;
+  const d = state.detail;
+  const owner = {}, names = {};
+  if (d) {
+    for (const m of d.members) names[m.member_id] = m.client_id ? `${m.client_id} (${m.member_id.slice(-6)})` : m.member_id;
+    for (const p of d.partitions) owner[`${p.topic}:${p.partition}`] = p.owner;
+  }
+  const sums = {};   // series name -> time -> lag
+  for (const [key, points] of Object.entries(state.lag)) {
+    const name = by === "topic" ? key.replace(/:\d+$/, "")
+      : owner[key] ? (names[owner[key]] || owner[key]) : "unassigned";
+    const series = sums[name] || (sums[name] = new Map());
+    for (const [t, lag] of points) series.set(t, (series.get(t) || 0) + lag);
+  }
+  const out = {};
+  for (const [name, series] of Object.entries(sums)) out[name] = [...series.entries()].sort((a, b) => a[0] - b[0]);
+  return out;
+}
+
 function renderLag() {
   const chart = $("lag-chart");
   const W = 900, H = 220, L = 50, R = 10, T = 10, B = 22;
-  const keys = Object.keys(state.lag).sort();
+  const lag = lagSeries();
+  const keys = Object.keys(lag).sort();
   const series = keys.slice(0, MAX_LAG_SERIES);
-  const points = series.flatMap((k) => state.lag[k]);
+  const points = series.flatMap((k) => lag[k]);
   chart.replaceChildren();
   $("lag-legend").replaceChildren();
   chart.dataset.series = String(series.length);
@@ -220,11 +276,13 @@ function renderLag() {
     svg("text", {x: L, y: H - 6}, clock(t0)), svg("text", {x: W - R - 60, y: H - 6}, clock(t1)));
   series.forEach((key, i) => {
     const color = PALETTE[i % PALETTE.length];
-    const d = state.lag[key].map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ");
-    chart.append(svg("polyline", {points: d, fill: "none", stroke: color, "stroke-width": 1.6, "data-key": key}));
-    const last = state.lag[key][state.lag[key].length - 1];
-    $("lag-legend").append(el("span", {}, el("span", {class: "swatch", style: `background:${color}`}),
-      ` ${key.replace(/:(\d+)$/, "-$1")}: ${num(last[1])}`));
+    const d = lag[key].map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ");
+    chart.append(svg("polyline", {points: d, fill: "none", stroke: color, "stroke-width": 2, "data-key": key}));
+    const last = lag[key][lag[key].length - 1];
+    // The latest value as a dot: a series of one sample (a page just opened) still shows.
+    chart.append(svg("circle", {cx: x(last[0]).toFixed(1), cy: y(last[1]).toFixed(1), r: 3, fill: color}));
+    $("lag-legend").append(el("span", {"data-key": key}, el("span", {class: "swatch", style: `background:${color}`}),
+      ` ${key}: ${num(last[1])}`));
   });
   if (keys.length > series.length) $("lag-legend").append(el("span", {}, `(+${keys.length - series.length} more)`));
 }
