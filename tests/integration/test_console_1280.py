@@ -113,3 +113,79 @@ def test_at_1280_every_column_shows_offsets_per_partition_and_lag_per_member(bro
             browser.close()
         for c in consumers:
             c.stop(commit=False)
+
+
+def click(browser: Browser, selector: str) -> None:
+    browser.js(f"document.querySelector({json.dumps(selector)}).click()")
+
+
+def test_an_offset_reset_from_the_console_is_refused_on_an_active_group_and_moves_what_a_client_reads(
+        broker, tmp_path):
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic, group = "reset-t", "reset-g"
+    create_topic(broker.bootstrap, topic, 2)
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(20):
+        producer.produce(topic, str(i).encode(), partition=i % 2)
+    producer.flush(10)
+    member = ConsumerThread("kafka-python", broker.bootstrap, group, topic, "resetter")
+    browser = None
+    try:
+        member.start()
+        wait_for(lambda: len(member.tally.consumed) == 20, 40, what="the member read everything")
+        member.commit_now()
+        browser = Browser(tmp_path / "chromium")
+        browser.open(f"{broker.base}#group={group}", width=1280, height=800)
+        browser.wait("document.querySelectorAll('#members tbody tr').length === 1", "the member")
+
+        # Active: the preview is refused with the CLI's (Kafka's) words; nothing to execute.
+        click(browser, "#reset-open")
+        browser.js("document.querySelector('#reset-to').value = 'earliest';"
+                   "document.querySelector('#reset-to').dispatchEvent(new Event('input'))")
+        click(browser, "#reset-preview")
+        refusal = browser.wait("document.querySelector('#reset-error').innerText", "the refusal")
+        assert (f"assignments can only be reset if the group '{group}' is inactive, but the current state is "
+                "Stable (1 member(s))") in refusal, refusal
+        assert browser.js("document.querySelector('#reset-execute').disabled") is True
+        browser.screenshot(tmp_path / "console-reset-refused.png", full_page=False)
+        assert {p["committed"] for p in api(broker.base, f"api/groups/{group}")["partitions"]} == {10}
+
+        # Inactive (its consumer closed and left): preview shows the plan, execute commits it.
+        member.stop(commit=False)
+        wait_for(lambda: api(broker.base, f"api/groups/{group}")["state"] == "Empty", 30, what="the group Empty")
+        click(browser, "#reset-preview")
+        plan = browser.wait("(() => { const rows = [...document.querySelectorAll('#reset-plan tbody tr')];"
+                            " return rows.length === 2 && rows.map(r => [r.dataset.partition,"
+                            " r.children[2].innerText, r.children[3].innerText]); })()", "the plan")
+        assert plan == [[f"{topic}:0", "10", "0"], [f"{topic}:1", "10", "0"]]
+        assert browser.js("document.querySelector('#reset-error').innerText") == ""
+        browser.screenshot(tmp_path / "console-reset-plan.png", full_page=False)
+        click(browser, "#reset-execute")
+        browser.wait("document.querySelector('#action-status').dataset.outcome === 'ok'", "the reset done")
+        browser.wait("[...document.querySelectorAll('#offsets tbody tr')].every(r => r.children[3].innerText === '0')",
+                     "the offsets table at 0")
+
+        # A real client of the group reads the new committed offsets, and consumes from them.
+        client = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False,
+                           "auto.offset.reset": "latest"})
+        try:
+            committed = client.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
+            assert [tp.offset for tp in committed] == [0, 0]
+            client.subscribe([topic])
+            seen: set[tuple[int, int]] = set()
+
+            def read() -> bool:
+                m = client.poll(0.5)
+                if m is not None and m.error() is None:
+                    seen.add((m.partition(), m.offset()))
+                return len(seen) == 20
+            wait_for(read, 40, what="the client to read from offset 0 again")
+            assert {(p, 0) for p in (0, 1)} <= seen
+        finally:
+            client.close()
+    finally:
+        if browser is not None:
+            browser.close()
+        member.stop(commit=False)

@@ -183,7 +183,8 @@ function renderDetail() {
       el("td", {class: "clip", title: m.member_id}, m.member_id),
       el("td", {class: "num"}, m.member_epoch === null ? "–" : String(m.member_epoch)),
       el("td", {class: "num"}, m.partitions === null ? "?" : String(m.partitions.length)),
-      el("td", {}, m.away ? "away (static, epoch -2)" : clock(m.joined_ms)));
+      el("td", {}, m.away ? "away (static, epoch -2)" : clock(m.joined_ms)),
+      el("td", {}, m.instance_id ? removeButton(m.instance_id) : ""));
   }));
   renderGrid(d);
   renderOffsets(d);
@@ -264,7 +265,7 @@ function renderLag() {
   $("lag-legend").replaceChildren();
   chart.dataset.series = String(series.length);
   if (!points.length) {
-    chart.append(svg("text", {x: L, y: H / 2}, "no committed offsets yet"));
+    chart.append(svg("text", {x: L, y: H / 2}, "no lag sample yet (one every few seconds)"));
     return;
   }
   const t0 = Math.min(...points.map((p) => p[0])), t1 = Math.max(...points.map((p) => p[0]), t0 + 1000);
@@ -332,5 +333,125 @@ function drawTimeline(d) {
     if (r) chart.append(svg("text", {x: x(start), y: 16}, String(r.generation)));
   });
 }
+
+// ---- actions ---------------------------------------------------------------------------
+// Each is a POST of JSON to /api/groups/{group}/{action}, confirmed in a dialog first. On a
+// broker with SASL the console answers 401 until the page sends a user's credentials (asked
+// for once, kept in this page only); the broker's ACLs for that user then decide.
+
+async function act(group, action, body) {
+  const headers = {"Content-Type": "application/json", "X-Kgroup-Console": "1"};
+  if (state.auth) headers.Authorization = "Basic " + state.auth;
+  const r = await fetch(`/api/groups/${encodeURIComponent(group)}/${action}`,
+    {method: "POST", headers, body: JSON.stringify(body)});
+  if (r.status === 401) {
+    state.auth = null;
+    if (await signIn()) return act(group, action, body);
+    return {ok: false, status: 401, data: {error: "not signed in"}};
+  }
+  const data = await r.json().catch(() => ({error: `HTTP ${r.status}`}));
+  return {ok: r.ok, status: r.status, data};
+}
+
+function signIn() {
+  const dialog = $("signin-dialog");
+  return new Promise((resolve) => {
+    $("signin-ok").onclick = () => {
+      state.auth = btoa(unescape(encodeURIComponent(`${$("signin-user").value}:${$("signin-password").value}`)));
+      dialog.close();
+      resolve(true);
+    };
+    dialog.onclose = () => resolve(!!state.auth);
+    dialog.showModal();
+  });
+}
+
+function problem(data) { return data.error + (data.hint ? ` (${data.hint})` : ""); }
+
+function report(ok, message) {
+  const status = $("action-status");
+  status.dataset.outcome = ok ? "ok" : "error";
+  status.textContent = message;
+}
+
+// A confirmation dialog; `run` does the action and returns {ok, data}.
+function confirmThen(text, run, done) {
+  const dialog = $("confirm-dialog");
+  $("confirm-text").textContent = text;
+  $("confirm-error").textContent = "";
+  $("confirm-ok").onclick = async () => {
+    const r = await run();
+    if (!r.ok) { $("confirm-error").textContent = problem(r.data); return; }
+    dialog.close();
+    done(r.data);
+    refreshDetail();
+  };
+  dialog.showModal();
+}
+
+function removeButton(instance) {
+  const b = el("button", {type: "button", class: "small danger", title: `remove static member ${instance}`,
+    "data-remove": instance}, "remove");
+  b.addEventListener("click", () => {
+    const group = state.selected;
+    confirmThen(`Remove static member ${instance} from ${group}? Its partitions go to the others at once.`,
+      () => act(group, "remove-member", {instance_id: instance}),
+      () => report(true, `removed ${instance}`));
+  });
+  return b;
+}
+
+$("delete-open").addEventListener("click", () => {
+  const group = state.selected;
+  confirmThen(`Delete group ${group} and its committed offsets? Only an empty group can be deleted.`,
+    () => act(group, "delete", {}), () => report(true, `deleted ${group}`));
+});
+
+function resetRequest(execute) {
+  const to = $("reset-to").value;
+  const body = {to, execute};
+  if (to === "offset" || to === "shift") body.value = Number($("reset-value").value);
+  if (to === "datetime") body.value = new Date($("reset-datetime").value).getTime();
+  if ($("reset-topic").value.trim()) body.topic = $("reset-topic").value.trim();
+  return body;
+}
+
+function showPlan(plan) {
+  $("reset-plan").tBodies[0].replaceChildren(...plan.map((p) => el("tr", {"data-partition": `${p.topic}:${p.partition}`},
+    el("td", {}, p.topic), el("td", {class: "num"}, String(p.partition)),
+    el("td", {class: "num"}, num(p.current)), el("td", {class: "num"}, num(p.new)))));
+}
+
+function resetChanged() {
+  const to = $("reset-to").value;
+  $("reset-value").hidden = !(to === "offset" || to === "shift");
+  $("reset-datetime").hidden = to !== "datetime";
+  $("reset-execute").disabled = true;
+  $("reset-plan").tBodies[0].replaceChildren();
+}
+for (const id of ["reset-to", "reset-value", "reset-datetime", "reset-topic"]) $(id).addEventListener("input", resetChanged);
+
+$("reset-open").addEventListener("click", () => {
+  $("reset-group").textContent = state.selected;
+  $("reset-error").textContent = "";
+  resetChanged();
+  $("reset-dialog").showModal();
+});
+
+$("reset-preview").addEventListener("click", async () => {
+  const r = await act(state.selected, "reset-offsets", resetRequest(false));
+  $("reset-error").textContent = r.ok ? "" : problem(r.data);
+  showPlan(r.ok ? r.data.plan : []);
+  $("reset-execute").disabled = !r.ok || !r.data.plan.length;
+});
+
+$("reset-execute").addEventListener("click", async () => {
+  const group = state.selected;
+  const r = await act(group, "reset-offsets", resetRequest(true));
+  if (!r.ok) { $("reset-error").textContent = problem(r.data); $("reset-execute").disabled = true; return; }
+  $("reset-dialog").close();
+  report(true, `reset ${r.data.plan.length} partition(s) of ${group}`);
+  refreshDetail();
+});
 
 connect();
