@@ -189,3 +189,54 @@ def test_an_offset_reset_from_the_console_is_refused_on_an_active_group_and_move
         if browser is not None:
             browser.close()
         member.stop(commit=False)
+
+
+def test_the_topic_view_browses_records_from_an_offset_or_a_time(broker, tmp_path):
+    from confluent_kafka import Producer
+
+    topic, t0 = "browse-t", 1_700_000_000_000
+    create_topic(broker.bootstrap, topic, 2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(12):
+        producer.produce(topic, value=f"order {i} " + "x" * 300, key=f"customer-{i}", partition=0,
+                         timestamp=t0 + i * 1000, headers=[("trace", f"t{i}".encode()), ("bin", b"\xff\x00")])
+    producer.produce(topic, value=b"\x00\x01\xfe", key=None, partition=1)
+    producer.flush(10)
+    browser = Browser(tmp_path / "chromium")
+    try:
+        browser.open(broker.base, width=1280, height=800)
+        browser.wait(f"[...document.querySelectorAll('#browse-topic option')].some(o => o.value === '{topic}')",
+                     "the topic in the list")
+        browser.js(f"(() => {{ const s = document.querySelector('#browse-topic'); s.value = '{topic}';"
+                   " s.dispatchEvent(new Event('change')); document.querySelector('#browse-offset').value = '3';"
+                   " document.querySelector('#browse-limit').value = '4'; })()")
+        click(browser, "#browse-go")
+        rows = browser.wait("(() => { const rows = [...document.querySelectorAll('#records tbody tr')];"
+                            " return rows.length === 4 && rows.map(r => [...r.children].map(c => c.innerText)); })()",
+                            "records from offset 3")
+        assert [r[1] for r in rows] == ["3", "4", "5", "6"]
+        assert rows[0][0] == "0" and rows[0][3] == "customer-3" and rows[0][4].startswith("order 3 ")
+        assert rows[0][2].startswith("2023-11-14 22:13:23") and rows[0][5] == "trace=t3, bin=(bytes)"
+        assert browser.js(OVERFLOW)["records"] <= 1                     # long values cut, not wider
+        browser.screenshot(tmp_path / "console-topic-view.png", full_page=False)
+        # Next: the following records.
+        click(browser, "#browse-next")
+        browser.wait("document.querySelector('#records tbody tr').dataset.offset === '7'", "the next page")
+        # From a time: the first record at or after it.
+        browser.js(f"(() => {{ const s = document.querySelector('#browse-from'); s.value = 'time';"
+                   " s.dispatchEvent(new Event('change')); const t = " + str(t0 + 9000) + ";"
+                   " document.querySelector('#browse-time').value ="
+                   " new Date(t - new Date(t).getTimezoneOffset() * 60000).toISOString().slice(0, 19); })()")
+        click(browser, "#browse-go")
+        browser.wait("document.querySelector('#records tbody tr').dataset.offset === '9'", "records from the time")
+        # Bytes that are not UTF-8 are marked as such; a null key says null.
+        browser.js("(() => { const s = document.querySelector('#browse-partition'); s.value = '1';"
+                   " const f = document.querySelector('#browse-from'); f.value = 'offset';"
+                   " f.dispatchEvent(new Event('change')); document.querySelector('#browse-offset').value = '0'; })()")
+        click(browser, "#browse-go")
+        row = browser.wait("(() => { const r = document.querySelector('#records tbody tr');"
+                           " return r && r.children[0].innerText === '1' && [...r.children].map(c => c.innerText); })()",
+                           "partition 1")
+        assert row[3] == "null" and row[4] == "3 bytes"
+    finally:
+        browser.close()

@@ -1,4 +1,4 @@
-"""The console's actions on a broker with SASL and ACLs: done as the signed-in user, with the
+"""The console's actions and record browsing on a broker with SASL and ACLs: done as the signed-in user, with the
 ACLs Kafka checks for the API each action sends (ListOffsets: DESCRIBE on the topic;
 OffsetCommit: READ on the group and the topic; DeleteGroups: DELETE on the group).
 No credentials, a wrong password: 401. A user without the ACL: 403, nothing changed."""
@@ -82,6 +82,14 @@ def test_actions_are_done_as_the_signed_in_user_with_kafkas_acls(secured):
 
     def committed() -> dict:
         return as_admin(secured, lambda a: a.list_group_offsets(GROUP))
+
+    # Records are read as the signed-in user too: READ on the topic, as for any consumer.
+    browse = f"api/topics/{TOPIC}/records"
+    assert post(secured.base, browse, {"partition": 0})[0] == 401
+    status, _, body = post(secured.base, browse, {"partition": 0}, "bob", USERS["bob"])
+    assert status == 403 and "TOPIC_AUTHORIZATION_FAILED" in body["error"], body
+    status, _, body = post(secured.base, browse, {"partition": 1, "offset": 2}, ADMIN, ADMIN_PASSWORD)
+    assert status == 200 and [(r["offset"], r["value"]) for r in body["records"]] == [(2, "v5"), (3, "v7"), (4, "v9")]
 
     reset = {"to": "earliest", "execute": True}
     path = f"api/groups/{GROUP}/reset-offsets"

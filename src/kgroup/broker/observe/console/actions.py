@@ -69,18 +69,23 @@ class Actions:
         self.topics = topics          # () -> name -> metadata with .partitions (DataDir.topics)
 
     async def handle(self, actor: Actor, group: str, action: str, body: bytes) -> Response:
+        handler = {"reset-offsets": self.reset_offsets, "remove-member": self.remove_member,
+                   "delete": self.delete}.get(action)
+        if handler is None:
+            return Problem(404, f"no action {action!r}", "reset-offsets, remove-member or delete").response()
+        return await self.run(lambda args: handler(actor, group, args), body)
+
+    @staticmethod
+    async def run(work: Any, body: bytes) -> Response:
+        """`work(args)` on the JSON object `body`: its result as JSON, or the Problem it raised."""
         try:
             args = json.loads(body or b"{}")
             if not isinstance(args, dict):
                 raise ValueError("not an object")
         except ValueError as exc:
             return Problem(400, f"the body is not a JSON object: {exc}").response()
-        handler = {"reset-offsets": self.reset_offsets, "remove-member": self.remove_member,
-                   "delete": self.delete}.get(action)
-        if handler is None:
-            return Problem(404, f"no action {action!r}", "reset-offsets, remove-member or delete").response()
         try:
-            return json_response(200, await handler(actor, group, args))
+            return json_response(200, await work(args))
         except Problem as problem:
             return problem.response()
 

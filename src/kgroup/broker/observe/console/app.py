@@ -7,6 +7,8 @@
     GET /api/stream[?group=G]  server-sent events for an open page (live.py)
     GET /api/listeners         the broker's Kafka listeners (so `kgroup` pointed here by mistake
                                can name the right address)
+    GET /api/topics            every topic (records.py)
+    POST /api/topics/{topic}/records   a partition's records from an offset or a time (records.py)
     POST /api/groups/{group}/{reset-offsets|remove-member|delete}
                                actions (actions.py), as the principal auth.py names, through
                                the broker's request path and ACLs (kafka_calls.py)
@@ -30,6 +32,7 @@ from kgroup.broker.observe.console.auth import actor_of
 from kgroup.broker.observe.console.kafka_calls import KafkaCalls
 from kgroup.broker.observe.console.lag import EndOffset, LagTracker
 from kgroup.broker.observe.console.live import LiveUpdates
+from kgroup.broker.observe.console.records import RecordBrowser
 from kgroup.broker.observe.console.views import group_detail, group_list
 from kgroup.broker.observe.group_observer import GroupObserver
 from kgroup.broker.observe.group_view import GroupViews
@@ -64,8 +67,9 @@ class Console:
         self.registry = metrics.registry_for(self)
         # Actions need the broker's request path (broker/requests.py) and its security; a
         # console without them (a unit test's) stays read-only.
-        self.actions = (Actions(views, KafkaCalls(requests, security), requests.topics)
-                        if requests is not None else None)
+        calls = KafkaCalls(requests, security) if requests is not None else None
+        self.actions = Actions(views, calls, requests.topics) if calls is not None else None
+        self.browser = RecordBrowser(calls, requests.topics) if calls is not None else None
         self.security = security
         self.sasl = any(x.sasl for x in kafka_listeners)
         self.http = HttpServer(self.handle, methods=("GET", "HEAD", "POST"))
@@ -103,6 +107,8 @@ class Console:
         if path == "/api/stream":
             group = request.query.get("group") or None
             return Stream(lambda reader, writer: self.live.serve(reader, writer, group))
+        if path == "/api/topics" and self.browser is not None:
+            return _json(200, self.browser.listing())
         if path == "/api/listeners":
             return _json(200, {"kafka_listeners": list(self.kafka_listeners)})
         if path == "/favicon.ico":
@@ -112,13 +118,16 @@ class Console:
 
     async def act(self, request: Request) -> Response:
         segments = request.segments
-        if len(segments) != 4 or segments[:2] != ("api", "groups"):
-            return json_response(404, {"error": "actions are POST /api/groups/{group}/{action}"})
+        records = len(segments) == 4 and segments[:2] == ("api", "topics") and segments[3] == "records"
+        if not records and (len(segments) != 4 or segments[:2] != ("api", "groups")):
+            return json_response(404, {"error": "POST /api/groups/{group}/{action} or /api/topics/{topic}/records"})
         if self.actions is None:
             return json_response(405, {"error": "this console is read-only"})
         actor = actor_of(request, self.security.credentials, self.sasl)
         if isinstance(actor, Response):
             return actor
+        if records:
+            return await self.actions.run(lambda args: self.browser.records(actor, segments[2], args), request.body)
         return await self.actions.handle(actor, segments[2], segments[3], request.body)
 
 

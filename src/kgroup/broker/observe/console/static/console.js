@@ -454,4 +454,70 @@ $("reset-execute").addEventListener("click", async () => {
   refreshDetail();
 });
 
+// ---- the topic view ------------------------------------------------------------------------
+// Records through POST /api/topics/{topic}/records (a Fetch as the signed-in user). Keys,
+// values and headers are shown as text when UTF-8, else marked as bytes (base64 in the tooltip).
+
+function cellOf(v) {
+  if (v === null || v === undefined) return el("td", {class: "bin"}, "null");
+  if (typeof v === "object") return el("td", {class: "bin", title: v.base64}, `${atob(v.base64).length} bytes`);
+  return el("td", {title: v}, v);
+}
+
+async function loadTopics() {
+  const r = await fetch("/api/topics");
+  if (!r.ok) { $("topics-section").hidden = true; return; }
+  state.topics = (await r.json()).topics;
+  const chosen = $("browse-topic").value;
+  $("browse-topic").replaceChildren(...state.topics.map((t) => el("option", {value: t.topic}, t.topic)));
+  if (chosen && state.topics.some((t) => t.topic === chosen)) $("browse-topic").value = chosen;
+  topicChanged();
+}
+
+function topicChanged() {
+  const t = (state.topics || []).find((x) => x.topic === $("browse-topic").value);
+  const keep = $("browse-partition").value;
+  $("browse-partition").replaceChildren(...Array.from({length: t ? t.partitions : 0},
+    (_, p) => el("option", {value: String(p)}, String(p))));
+  if (keep && t && Number(keep) < t.partitions) $("browse-partition").value = keep;
+}
+
+async function browse(fromOffset) {
+  const topic = $("browse-topic").value;
+  if (!topic) return;
+  const body = {partition: Number($("browse-partition").value), limit: Number($("browse-limit").value)};
+  if (fromOffset !== undefined) body.offset = fromOffset;
+  else if ($("browse-from").value === "time") body.timestamp_ms = new Date($("browse-time").value).getTime();
+  else body.offset = Number($("browse-offset").value);
+  const headers = {"Content-Type": "application/json", "X-Kgroup-Console": "1"};
+  if (state.auth) headers.Authorization = "Basic " + state.auth;
+  const r = await fetch(`/api/topics/${encodeURIComponent(topic)}/records`, {method: "POST", headers, body: JSON.stringify(body)});
+  if (r.status === 401) { state.auth = null; if (await signIn()) return browse(fromOffset); return; }
+  const d = await r.json().catch(() => ({error: `HTTP ${r.status}`}));
+  const status = $("browse-status");
+  if (!r.ok) { status.dataset.outcome = "error"; status.textContent = problem(d); return; }
+  status.dataset.outcome = "ok";
+  status.textContent = `offsets ${d.start_offset}–${d.next_offset - 1} of ${d.log_start}–${d.log_end - 1}`
+    + (d.records.length ? "" : " (no records there)");
+  state.browseNext = d.next_offset;
+  $("browse-next").disabled = d.next_offset >= d.log_end;
+  $("records").tBodies[0].replaceChildren(...d.records.map((rec) => el("tr", {"data-offset": String(rec.offset)},
+    el("td", {class: "num"}, String(rec.partition)), el("td", {class: "num"}, String(rec.offset)),
+    el("td", {title: String(rec.timestamp)}, new Date(rec.timestamp).toISOString().replace("T", " ").replace("Z", " UTC")),
+    cellOf(rec.key), cellOf(rec.value),
+    el("td", {title: rec.headers.map(([k, v]) => `${k}=${typeof v === "object" && v ? "(bytes)" : v}`).join("\n")},
+      rec.headers.map(([k, v]) => `${k}=${typeof v === "object" && v ? "(bytes)" : v}`).join(", ")))));
+}
+
+$("browse-topic").addEventListener("change", topicChanged);
+$("browse-topic").addEventListener("focus", loadTopics);
+$("browse-from").addEventListener("change", () => {
+  const time = $("browse-from").value === "time";
+  $("browse-offset").hidden = time;
+  $("browse-time").hidden = !time;
+});
+$("browse-form").addEventListener("submit", (e) => { e.preventDefault(); browse(); });
+$("browse-next").addEventListener("click", () => browse(state.browseNext));
+
+loadTopics();
 connect();
