@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.error
 import urllib.request
 
 import pytest
@@ -34,6 +35,13 @@ OVERFLOW = """(() => {
 
 def api(base: str, path: str) -> dict:
     return json.loads(urllib.request.urlopen(base + path, timeout=10).read())
+
+
+def state_of(base: str, group: str) -> str | None:
+    try:
+        return api(base, f"api/groups/{group}")["state"]
+    except urllib.error.HTTPError:
+        return None
 
 
 @pytest.fixture(scope="module")
@@ -240,3 +248,41 @@ def test_the_topic_view_browses_records_from_an_offset_or_a_time(broker, tmp_pat
         assert row[3] == "null" and row[4] == "3 bytes"
     finally:
         browser.close()
+
+
+def test_remove_a_static_member_whose_process_is_gone_then_delete_the_group(broker, tmp_path):
+    topic, group = "static-t", "static-g"
+    create_topic(broker.bootstrap, topic, 2)
+    # A long session: the member stays in the group after its process stops (a static member
+    # closing does not leave), as a crashed static consumer does.
+    member = ConsumerThread("confluent-kafka", broker.bootstrap, group, topic, "keeper",
+                            **{"group.instance.id": "keeper-1", "session.timeout.ms": 45_000})
+    browser = None
+    try:
+        member.start()
+        wait_for(lambda: state_of(broker.base, group) == "Stable", 40, what="the group Stable")
+        member.stop(commit=False)
+        browser = Browser(tmp_path / "chromium")
+        browser.open(f"{broker.base}#group={group}", width=1280, height=800)
+        browser.wait("document.querySelector('#members button[data-remove=\"keeper-1\"]') !== null", "a remove button")
+        # Deleting a group with a member is refused (Kafka's NON_EMPTY_GROUP), in the dialog.
+        click(browser, "#delete-open")
+        click(browser, "#confirm-ok")
+        refused = browser.wait("document.querySelector('#confirm-error').innerText", "the refusal")
+        assert "NON_EMPTY_GROUP" in refused, refused
+        browser.js("document.querySelector('#confirm-dialog').close()")
+        # Remove the member (confirmed), then the group is Empty and can be deleted.
+        click(browser, '#members button[data-remove="keeper-1"]')
+        assert "keeper-1" in browser.js("document.querySelector('#confirm-text').innerText")
+        click(browser, "#confirm-ok")
+        browser.wait("document.querySelector('#action-status').innerText === 'removed keeper-1'", "removed")
+        wait_for(lambda: api(broker.base, f"api/groups/{group}")["state"] == "Empty", 20, what="the group Empty")
+        click(browser, "#delete-open")
+        click(browser, "#confirm-ok")
+        browser.wait(f"document.querySelector('#action-status').innerText === 'deleted {group}'", "deleted")
+        browser.wait("!document.querySelector('#detail-gone').hidden", "the group shown as gone")
+        assert urllib.request.urlopen(broker.base + "api/groups", timeout=10).read().count(group.encode()) == 0
+    finally:
+        if browser is not None:
+            browser.close()
+        member.stop(commit=False)
