@@ -67,7 +67,7 @@ class Console:
         self.registry = metrics.registry_for(self)
         # Actions need the broker's request path (broker/requests.py) and its security; a
         # console without them (a unit test's) stays read-only.
-        calls = KafkaCalls(requests, security) if requests is not None else None
+        calls = KafkaCalls(requests) if requests is not None else None
         self.actions = Actions(views, calls, requests.topics) if calls is not None else None
         self.browser = RecordBrowser(calls, requests.topics) if calls is not None else None
         self.security = security

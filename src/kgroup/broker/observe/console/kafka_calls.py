@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.observe.console.auth import Actor
-from kgroup.broker.security.authorization import Access, Refused
 from kgroup.wire import RequestHeader, is_flexible, request_class
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.kio_build import build_request
@@ -22,22 +21,13 @@ CONNECTION = -1                    # no Kafka connection: handlers that key on o
 
 
 class KafkaCalls:
-    def __init__(self, requests: Any, security: Any) -> None:
-        self.requests = requests    # broker/requests.py RequestPath
-        self.security = security
+    def __init__(self, requests: Any) -> None:
+        self.requests = requests    # broker/requests.py RequestPath: guard and handler, as for a client
 
     async def __call__(self, actor: Actor, api: ApiKey, version: int, **fields: Any) -> Any:
         """The kio response to the request, as `actor` sending it would get it."""
         key = int(api)
         header = RequestHeader(key, version, 0, CLIENT_ID, is_flexible(key, version))
         request = build_request(request_class(key, version), **fields)
-        requests, finish = self.requests, None
-        authorizer = self.security.authorizer
-        if authorizer is not None and key not in requests.routes.open:
-            access = Access(authorizer, actor.principal, actor.host, requests.topics)
-            verdict = requests.routes.guards[key](access, header, request)
-            if isinstance(verdict, Refused):
-                return verdict.response
-            request, finish = verdict.request, verdict.finish
-        response = await requests.call(header, request, f"/{actor.host}" if actor.host else "", CONNECTION, kio=True)
-        return finish(response) if finish is not None else response
+        return await self.requests.authorized(header, request, actor.principal, actor.host,
+                                              f"/{actor.host}" if actor.host else "", CONNECTION, kio=True)
