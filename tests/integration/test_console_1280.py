@@ -55,7 +55,17 @@ def broker(tmp_path_factory):
         proc.finish()
 
 
-def test_at_1280_every_column_shows_offsets_per_partition_and_lag_per_member(broker, tmp_path):
+@pytest.fixture
+def chromium(tmp_path):
+    """A headless Chromium for one test, closed after it."""
+    browser = Browser(tmp_path / "chromium")
+    try:
+        yield browser
+    finally:
+        browser.close()
+
+
+def test_at_1280_every_column_shows_offsets_per_partition_and_lag_per_member(broker, tmp_path, chromium):
     from confluent_kafka import Producer
 
     create_topic(broker.bootstrap, TOPIC, PARTITIONS)
@@ -66,7 +76,7 @@ def test_at_1280_every_column_shows_offsets_per_partition_and_lag_per_member(bro
     consumers = [ConsumerThread("kafka-python", broker.bootstrap, GROUP, TOPIC, name,
                                 client_id=f"{name}-ledger-projection-worker-eu-west-1b-7f9c8d6b5a")
                  for name in ("alpha", "beta")]
-    browser = None
+    browser = chromium
     try:
         for c in consumers:
             c.start()
@@ -80,7 +90,6 @@ def test_at_1280_every_column_shows_offsets_per_partition_and_lag_per_member(bro
             producer.produce(TOPIC, b"late", partition=i % PARTITIONS)
         producer.flush(10)
 
-        browser = Browser(tmp_path / "chromium")
         browser.open(f"{broker.base}#group={GROUP}", width=1280, height=800)
         browser.wait(f"document.querySelectorAll('#members tbody tr').length === 2 && "
                      f"document.querySelectorAll('#offsets tbody tr').length === {PARTITIONS}", "members and offsets")
@@ -117,8 +126,6 @@ def test_at_1280_every_column_shows_offsets_per_partition_and_lag_per_member(bro
         for c in consumers:
             assert c.tally.error is None
     finally:
-        if browser is not None:
-            browser.close()
         for c in consumers:
             c.stop(commit=False)
 
@@ -128,7 +135,7 @@ def click(browser: Browser, selector: str) -> None:
 
 
 def test_an_offset_reset_from_the_console_is_refused_on_an_active_group_and_moves_what_a_client_reads(
-        broker, tmp_path):
+        broker, tmp_path, chromium):
     from confluent_kafka import Consumer, TopicPartition
 
     topic, group = "reset-t", "reset-g"
@@ -139,12 +146,11 @@ def test_an_offset_reset_from_the_console_is_refused_on_an_active_group_and_move
         producer.produce(topic, str(i).encode(), partition=i % 2)
     producer.flush(10)
     member = ConsumerThread("kafka-python", broker.bootstrap, group, topic, "resetter")
-    browser = None
+    browser = chromium
     try:
         member.start()
         wait_for(lambda: len(member.tally.consumed) == 20, 40, what="the member read everything")
         member.commit_now()
-        browser = Browser(tmp_path / "chromium")
         browser.open(f"{broker.base}#group={group}", width=1280, height=800)
         browser.wait("document.querySelectorAll('#members tbody tr').length === 1", "the member")
 
@@ -194,12 +200,10 @@ def test_an_offset_reset_from_the_console_is_refused_on_an_active_group_and_move
         finally:
             client.close()
     finally:
-        if browser is not None:
-            browser.close()
         member.stop(commit=False)
 
 
-def test_the_topic_view_browses_records_from_an_offset_or_a_time(broker, tmp_path):
+def test_the_topic_view_browses_records_from_an_offset_or_a_time(broker, tmp_path, chromium):
     from confluent_kafka import Producer
 
     topic, t0 = "browse-t", 1_700_000_000_000
@@ -210,59 +214,55 @@ def test_the_topic_view_browses_records_from_an_offset_or_a_time(broker, tmp_pat
                          timestamp=t0 + i * 1000, headers=[("trace", f"t{i}".encode()), ("bin", b"\xff\x00")])
     producer.produce(topic, value=b"\x00\x01\xfe", key=None, partition=1)
     producer.flush(10)
-    browser = Browser(tmp_path / "chromium")
-    try:
-        browser.open(broker.base, width=1280, height=800)
-        browser.wait(f"[...document.querySelectorAll('#browse-topic option')].some(o => o.value === '{topic}')",
-                     "the topic in the list")
-        browser.js(f"(() => {{ const s = document.querySelector('#browse-topic'); s.value = '{topic}';"
-                   " s.dispatchEvent(new Event('change')); document.querySelector('#browse-offset').value = '3';"
-                   " document.querySelector('#browse-limit').value = '4'; })()")
-        click(browser, "#browse-go")
-        rows = browser.wait("(() => { const rows = [...document.querySelectorAll('#records tbody tr')];"
-                            " return rows.length === 4 && rows.map(r => [...r.children].map(c => c.innerText)); })()",
-                            "records from offset 3")
-        assert [r[1] for r in rows] == ["3", "4", "5", "6"]
-        assert rows[0][0] == "0" and rows[0][3] == "customer-3" and rows[0][4].startswith("order 3 ")
-        assert rows[0][2].startswith("2023-11-14 22:13:23") and rows[0][5] == "trace=t3, bin=(bytes)"
-        assert browser.js(OVERFLOW)["records"] <= 1                     # long values cut, not wider
-        browser.screenshot(tmp_path / "console-topic-view.png", full_page=False)
-        # Next: the following records.
-        click(browser, "#browse-next")
-        browser.wait("document.querySelector('#records tbody tr').dataset.offset === '7'", "the next page")
-        # From a time: the first record at or after it.
-        browser.js(f"(() => {{ const s = document.querySelector('#browse-from'); s.value = 'time';"
-                   " s.dispatchEvent(new Event('change')); const t = " + str(t0 + 9000) + ";"
-                   " document.querySelector('#browse-time').value ="
-                   " new Date(t - new Date(t).getTimezoneOffset() * 60000).toISOString().slice(0, 19); })()")
-        click(browser, "#browse-go")
-        browser.wait("document.querySelector('#records tbody tr').dataset.offset === '9'", "records from the time")
-        # Bytes that are not UTF-8 are marked as such; a null key says null.
-        browser.js("(() => { const s = document.querySelector('#browse-partition'); s.value = '1';"
-                   " const f = document.querySelector('#browse-from'); f.value = 'offset';"
-                   " f.dispatchEvent(new Event('change')); document.querySelector('#browse-offset').value = '0'; })()")
-        click(browser, "#browse-go")
-        row = browser.wait("(() => { const r = document.querySelector('#records tbody tr');"
-                           " return r && r.children[0].innerText === '1' && [...r.children].map(c => c.innerText); })()",
-                           "partition 1")
-        assert row[3] == "null" and row[4] == "3 bytes"
-    finally:
-        browser.close()
+    browser = chromium
+    browser.open(broker.base, width=1280, height=800)
+    browser.wait(f"[...document.querySelectorAll('#browse-topic option')].some(o => o.value === '{topic}')",
+                 "the topic in the list")
+    browser.js(f"(() => {{ const s = document.querySelector('#browse-topic'); s.value = '{topic}';"
+               " s.dispatchEvent(new Event('change')); document.querySelector('#browse-offset').value = '3';"
+               " document.querySelector('#browse-limit').value = '4'; })()")
+    click(browser, "#browse-go")
+    rows = browser.wait("(() => { const rows = [...document.querySelectorAll('#records tbody tr')];"
+                        " return rows.length === 4 && rows.map(r => [...r.children].map(c => c.innerText)); })()",
+                        "records from offset 3")
+    assert [r[1] for r in rows] == ["3", "4", "5", "6"]
+    assert rows[0][0] == "0" and rows[0][3] == "customer-3" and rows[0][4].startswith("order 3 ")
+    assert rows[0][2].startswith("2023-11-14 22:13:23") and rows[0][5] == "trace=t3, bin=(bytes)"
+    assert browser.js(OVERFLOW)["records"] <= 1                     # long values cut, not wider
+    browser.screenshot(tmp_path / "console-topic-view.png", full_page=False)
+    # Next: the following records.
+    click(browser, "#browse-next")
+    browser.wait("document.querySelector('#records tbody tr').dataset.offset === '7'", "the next page")
+    # From a time: the first record at or after it.
+    browser.js(f"(() => {{ const s = document.querySelector('#browse-from'); s.value = 'time';"
+               " s.dispatchEvent(new Event('change')); const t = " + str(t0 + 9000) + ";"
+               " document.querySelector('#browse-time').value ="
+               " new Date(t - new Date(t).getTimezoneOffset() * 60000).toISOString().slice(0, 19); })()")
+    click(browser, "#browse-go")
+    browser.wait("document.querySelector('#records tbody tr').dataset.offset === '9'", "records from the time")
+    # Bytes that are not UTF-8 are marked as such; a null key says null.
+    browser.js("(() => { const s = document.querySelector('#browse-partition'); s.value = '1';"
+               " const f = document.querySelector('#browse-from'); f.value = 'offset';"
+               " f.dispatchEvent(new Event('change')); document.querySelector('#browse-offset').value = '0'; })()")
+    click(browser, "#browse-go")
+    row = browser.wait("(() => { const r = document.querySelector('#records tbody tr');"
+                       " return r && r.children[0].innerText === '1' && [...r.children].map(c => c.innerText); })()",
+                       "partition 1")
+    assert row[3] == "null" and row[4] == "3 bytes"
 
 
-def test_remove_a_static_member_whose_process_is_gone_then_delete_the_group(broker, tmp_path):
+def test_remove_a_static_member_whose_process_is_gone_then_delete_the_group(broker, tmp_path, chromium):
     topic, group = "static-t", "static-g"
     create_topic(broker.bootstrap, topic, 2)
     # A long session: the member stays in the group after its process stops (a static member
     # closing does not leave), as a crashed static consumer does.
     member = ConsumerThread("confluent-kafka", broker.bootstrap, group, topic, "keeper",
                             **{"group.instance.id": "keeper-1", "session.timeout.ms": 45_000})
-    browser = None
+    browser = chromium
     try:
         member.start()
         wait_for(lambda: state_of(broker.base, group) == "Stable", 40, what="the group Stable")
         member.stop(commit=False)
-        browser = Browser(tmp_path / "chromium")
         browser.open(f"{broker.base}#group={group}", width=1280, height=800)
         browser.wait("document.querySelector('#members button[data-remove=\"keeper-1\"]') !== null", "a remove button")
         # Deleting a group with a member is refused (Kafka's NON_EMPTY_GROUP), in the dialog.
@@ -283,6 +283,4 @@ def test_remove_a_static_member_whose_process_is_gone_then_delete_the_group(brok
         browser.wait("!document.querySelector('#detail-gone').hidden", "the group shown as gone")
         assert urllib.request.urlopen(broker.base + "api/groups", timeout=10).read().count(group.encode()) == 0
     finally:
-        if browser is not None:
-            browser.close()
         member.stop(commit=False)
