@@ -467,7 +467,9 @@ function cellOf(v) {
 async function loadTopics() {
   const r = await fetch("/api/topics");
   if (!r.ok) { $("topics-section").hidden = true; return; }
-  state.topics = (await r.json()).topics;
+  const topics = (await r.json()).topics;
+  if (JSON.stringify(topics) === JSON.stringify(state.topics)) return;   // an open list stays as it is
+  state.topics = topics;
   const chosen = $("browse-topic").value;
   $("browse-topic").replaceChildren(...state.topics.map((t) => el("option", {value: t.topic}, t.topic)));
   if (chosen && state.topics.some((t) => t.topic === chosen)) $("browse-topic").value = chosen;
