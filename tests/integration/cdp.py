@@ -93,12 +93,12 @@ class Browser:
             raise RuntimeError(f"{method}: {reply['error']}")
         return reply.get("result", {})
 
-    def open(self, url: str) -> None:
-        """A new page at `url`, attached: later calls go to it."""
+    def open(self, url: str, width: int = 1400, height: int = 1200) -> None:
+        """A new page at `url` in a `width` x `height` window, attached: later calls go to it."""
         target = self.call("Target.createTarget", session=False, url="about:blank")["targetId"]
         self.session = self.call("Target.attachToTarget", session=False, targetId=target, flatten=True)["sessionId"]
         self.call("Page.enable")
-        self.call("Emulation.setDeviceMetricsOverride", width=1400, height=1200, deviceScaleFactor=1, mobile=False)
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
         self.call("Page.navigate", url=url)
 
     def js(self, expression: str) -> Any:
@@ -113,8 +113,8 @@ class Browser:
         """Poll `expression` until it is truthy; return its value."""
         return until(lambda: self.js(expression), timeout, 0.1, f"{what} ({expression})")
 
-    def screenshot(self, path: Path) -> Path:
-        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
+    def screenshot(self, path: Path, full_page: bool = True) -> Path:
+        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=full_page)["data"]
         path.write_bytes(base64.b64decode(data))
         return path
 

@@ -24,7 +24,8 @@ def rendered_dom(html_file: Path, tmp_path: Path) -> str:
     out = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=5000", "--dump-dom",
+         f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=1280,800", "--virtual-time-budget=5000",
+         "--dump-dom",
          html_file.as_uri()],
         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -87,7 +88,7 @@ def screenshot(html_file: Path, png: Path, tmp_path: Path) -> None:
     """A full-page picture of the report, kept in the test's output directory."""
     out = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-         f"--user-data-dir={tmp_path / 'chromium-shot'}", "--window-size=1100,3600", f"--screenshot={png}",
+         f"--user-data-dir={tmp_path / 'chromium-shot'}", "--window-size=1280,3600", f"--screenshot={png}",
          html_file.as_uri()], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and png.stat().st_size > 10_000, out.stderr[-2000:]
 
@@ -110,6 +111,11 @@ def test_the_report_reads_at_a_glance(tmp_path):
     # Headings fit their cells: measured on the page Chromium laid out.
     assert int(re.search(r'data-header-cells="(\d+)"', dom).group(1)) > 20
     assert re.search(r'data-header-overlaps="(\d+)"', dom).group(1) == "0"
+    # At 1280 px every table fits the page (nothing scrolls sideways) and every bar of
+    # "partitions moved against the minimum" shows, a minimum of 0 included (static's).
+    assert re.search(r'data-wide-tables="(\d+)"', dom).group(1) == "0"
+    assert int(re.search(r'data-bars="(\d+)"', dom).group(1)) == 6
+    assert float(re.search(r'data-min-bar-height="([\d.]+)"', dom).group(1)) >= 3
     # A written takeaway first, with the numbers of the table.
     eager, coop, static = (results[v].summary for v in ("eager", "cooperative", "static"))
     takeaway = re.search(r'<p class="takeaway"><b>Takeaway.</b> (.*?)</p>', dom).group(1)

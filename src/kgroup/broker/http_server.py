@@ -45,6 +45,7 @@ class Request:
     body: bytes = b""
     # The path's segments, each percent-decoded on its own (a group id may hold a "/").
     segments: tuple[str, ...] = ()
+    peer: str = ""                 # the client's IP address (ACLs name hosts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,8 @@ class HttpServer:
             return
         task = asyncio.current_task()
         self.connections.add(task)
+        address = writer.get_extra_info("peername")
+        peer = address[0] if isinstance(address, tuple) else ""
         try:
             while True:
                 try:
@@ -116,7 +119,7 @@ class HttpServer:
                     await _write(writer, text(431), keep_alive=False)
                     return
                 try:
-                    request = _parse(head)
+                    request = _parse(head, peer)
                     length = _content_length(request)
                 except BadRequest as exc:
                     await _write(writer, text(400, f"bad request: {exc}"), keep_alive=False)
@@ -169,7 +172,7 @@ def _content_length(request: Request) -> int:
     return int(raw)
 
 
-def _parse(head: bytes) -> Request:
+def _parse(head: bytes, peer: str = "") -> Request:
     try:
         lines = head.decode("latin-1").split("\r\n")
         method, target, version = lines[0].split(" ")
@@ -189,7 +192,7 @@ def _parse(head: bytes) -> Request:
         headers["connection"] = "close"
     parts = urlsplit(target)
     segments = tuple(unquote(s) for s in parts.path.split("/") if s)
-    return Request(method, unquote(parts.path), dict(parse_qsl(parts.query)), headers, b"", segments)
+    return Request(method, unquote(parts.path), dict(parse_qsl(parts.query)), headers, b"", segments, peer)
 
 
 def _head(status: int, content_type: str, length: int | None, extra: tuple[tuple[str, str], ...],

@@ -226,18 +226,25 @@ class RequestPath:
             gate = peer.sasl.gate(api, now_ms())
             if gate is not Gate.SERVE:
                 return self.sasl_gate(gate, header, request, peer)
-        # 2. Authorization: the API's guard refuses, or narrows the request and finishes the answer.
+        # 2. Authorization, then the handler.
+        return await self.authorized(header, request, peer.principal, peer.host, peer.client_host, connection)
+
+    async def authorized(self, header: RequestHeader, request: Any, principal: str, host: str, client_host: str,
+                         connection: int, kio: bool = False) -> Any:
+        """The API's guard as `principal` (when the authorizer is on): it refuses, or narrows
+        the request and finishes the answer; then the handler. Also for requests the broker
+        makes on a user's behalf (the web console's actions, with `kio`)."""
         finish = None
         authorizer = self.security.authorizer
-        if authorizer is not None and api not in self.routes.open:
-            verdict = self.routes.guards[api](Access(authorizer, peer.principal, peer.host, self.topics),
-                                              header, request)
+        if authorizer is not None and header.api_key not in self.routes.open:
+            verdict = self.routes.guards[header.api_key](Access(authorizer, principal, host, self.topics),
+                                                         header, request)
             if isinstance(verdict, Refused):
                 return verdict.response
             request, finish = verdict.request, verdict.finish
         # A Fetch whose answer a guard finishes (refused topics added) is built as kio objects
         # and read into memory; one with every topic allowed stays encoded for sendfile.
-        response = await self.call(header, request, peer.client_host, connection, kio=finish is not None)
+        response = await self.call(header, request, client_host, connection, kio=kio or finish is not None)
         return finish(response) if finish is not None else response
 
     @staticmethod

@@ -97,11 +97,12 @@ class Server:
 
         node, listeners = self.node, self.config.listeners_to_open
         self.console = Console(GroupViews(node.coordinators), node.observer, node.request_stats,
-                               node.durability.fsync_seconds, node.end_offset, kafka_listeners=listeners)
+                               node.durability.fsync_seconds, node.end_offset, kafka_listeners=listeners,
+                               requests=self.requests, security=node.security)
         self.http_bound = await self._bind(self.console.start(host, port), lambda exc: (
             f"cannot listen for HTTP on {host}:{port}: {exc.strerror} — is something else listening there? "
             "Pick another --http-listen address."))
-        log.info("web console and metrics on http://%s:%d/ (read-only)", *self.http_bound)
+        log.info("web console and metrics on http://%s:%d/", *self.http_bound)
 
     async def _start_control(self, host: str, port: int) -> None:
         from kgroup.broker.control.control_api import ControlApi  # noqa: PLC0415 (only with --control-listen)

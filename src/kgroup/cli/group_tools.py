@@ -41,6 +41,7 @@ from kgroup.client.admin import (
 from kgroup.client.errors import BrokerError, UnsupportedApi
 from kgroup.error_codes import ErrorCode
 from kgroup.group_types import CLASSIC, CONSUMER, DescribeApi, GroupType, Positions, group_type, state_names, type_names
+from kgroup.offset_reset import reset_refused
 
 from .commands import describe_group_or_none, existing_topic, group_errors, log_end_offsets, raise_group_error
 from .config_tools import alter_and_print
@@ -53,7 +54,6 @@ from .specs import TopicSpec, read_partition_list, read_reset_plan
 # Kafka's group states and types (GroupState, GroupType), for the list filters.
 GROUP_STATES = state_names()
 GROUP_TYPES = type_names()
-INACTIVE = ("Empty", "Dead")
 
 
 def _checked(values: list[str], valid: tuple[str, ...], what: str) -> list[str]:
@@ -485,10 +485,9 @@ async def groups_reset_offsets(args: Any, admin: AdminClient, out: TextIO) -> in
     skipped: list[str] = []
     for group in groups:
         desc = await describe_group_or_none(admin, group)
-        if desc is not None and desc.state not in INACTIVE:
+        why = reset_refused(group, desc.state, len(desc.members)) if desc is not None else None
+        if why is not None:
             # Kafka's words; several groups: the others go on, this one is named as skipped.
-            why = (f"assignments can only be reset if the group {group!r} is inactive, but the current "
-                   f"state is {desc.state} ({len(desc.members)} member(s))")
             if len(groups) == 1:
                 raise CliError(why, _refusal_hint(group, desc))
             sys.stderr.write(f"kgroup: skipped group {group!r}: {why}; {_refusal_hint(group, desc)}\n")

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kgroup.error_codes import ErrorCode
-from kgroup.wire.kio_build import build, has, item
+from kgroup.wire.kio_build import build_request
 from kgroup.wire.api_keys import ApiKey
 from kgroup.client.versions import CLIENT_APIS
 
@@ -165,22 +165,6 @@ class ClusterMetadata:
 
 
 # -- building requests -------------------------------------------------------------------
-
-
-def build_request(cls: type, **fields: Any) -> Any:
-    """An instance of kio request class ``cls``; nested entities may be given as dicts
-    (lists of dicts), and fields this version lacks are dropped."""
-    values: dict[str, Any] = {}
-    for name, value in fields.items():
-        if not has(cls, name):
-            continue
-        if isinstance(value, (list, tuple)) and value and isinstance(value[0], Mapping):
-            sub = item(cls, name)
-            value = tuple(build_request(sub, **v) for v in value)
-        elif isinstance(value, list):
-            value = tuple(value)
-        values[name] = value
-    return build(cls, **values)
 
 
 def request_fields(**fields: Any) -> Callable[[type], Any]:

@@ -206,7 +206,7 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
             cls = ' class="bad"' if c in INVARIANTS and v not in ("0", "–") else ""
             cells.append(f"<td{cls}>{esc(v)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>'
+    return (f'<div class="scroll"><table class="fit"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>'
             f'</table></div>')
 
 
@@ -214,10 +214,13 @@ _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }
 table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
+/* The page's width, however many columns: fixed layout shares it out and long headings and
+   values wrap inside their cells (a 1280 px window shows every column, nothing to scroll). */
+table.fit { width: 100%; table-layout: fixed; }
 div.scroll { overflow-x: auto; max-width: 100%; }
-th { min-width: 56px; max-width: 120px; white-space: normal; overflow-wrap: break-word;
-     vertical-align: bottom; font-weight: 600; }
-th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: right; }
+th { white-space: normal; overflow-wrap: anywhere; vertical-align: bottom; font-weight: 600; }
+td { overflow-wrap: anywhere; }
+th, td { border: 1px solid #ccc; padding: 3px 4px; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 td.bad { background: #f6d5d5; font-weight: bold; }
 .ok { color: #2d7a46; font-weight: bold; } .fail { color: #b84a4a; font-weight: bold; }
@@ -250,6 +253,16 @@ window.addEventListener('load', function () {
   });
   document.body.setAttribute('data-header-cells', String(document.querySelectorAll('th').length));
   document.body.setAttribute('data-header-overlaps', String(overlaps));
+  // Tables within the page (nothing to scroll sideways), and every bar tall enough to see.
+  var wide = 0;
+  document.querySelectorAll('div.scroll').forEach(function (box) {
+    if (box.scrollWidth > box.clientWidth + 1) wide++;
+  });
+  if (document.documentElement.scrollWidth > document.documentElement.clientWidth + 1) wide++;
+  document.body.setAttribute('data-wide-tables', String(wide));
+  var bars = [].map.call(document.querySelectorAll('rect.bar'), function (r) { return r.getBBox().height; });
+  document.body.setAttribute('data-bars', String(bars.length));
+  document.body.setAttribute('data-min-bar-height', String(bars.length ? Math.min.apply(null, bars) : 0));
 });
 """
 

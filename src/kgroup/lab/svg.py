@@ -13,6 +13,7 @@ import math
 PALETTE = ("#3b6fb6", "#d9822b", "#3a9a5b", "#b84a4a", "#7d5ba6", "#8c6d3f", "#c55a9d", "#5c7d8a")
 W, H = 760, 300
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 30, 60
+BAR_MIN = 3.0
 
 
 def esc(text: object) -> str:
@@ -122,9 +123,15 @@ def grouped_bars(title: str, labels: list[str], series: list[tuple[str, list[flo
                      f'text-anchor="middle">{esc(label)}</text>')
         for j, (name, vs) in enumerate(series):
             v = vs[i]
-            parts.append(f'<rect class="mark" x="{x0 + j * width:.1f}" y="{y(v):.1f}" width="{width - 2:.1f}" '
-                         f'height="{max(0.5, y(0) - y(v)):.1f}" fill="{PALETTE[j % len(PALETTE)]}">'
-                         f'<title>{esc(label)} {esc(name)}: {v:.2f}</title></rect>')
+            # At least BAR_MIN px tall and its value written above it: a zero (e.g. a minimum
+            # of nothing to move) is a visible stub labelled 0, not a missing bar.
+            height = max(BAR_MIN, y(0) - y(v))
+            x = x0 + j * width
+            parts.append(f'<rect class="mark bar" x="{x:.1f}" y="{y(0) - height:.1f}" width="{width - 2:.1f}" '
+                         f'height="{height:.1f}" fill="{PALETTE[j % len(PALETTE)]}">'
+                         f'<title>{esc(label)} {esc(name)}: {v:.2f}</title></rect>'
+                         f'<text x="{x + (width - 2) / 2:.1f}" y="{y(0) - height - 4:.1f}" font-size="11" '
+                         f'text-anchor="middle">{esc(_fmt(v))}</text>')
     legend = [(name, PALETTE[j % len(PALETTE)]) for j, (name, _) in enumerate(series)]
     return _frame(title, parts, legend=legend)
 

@@ -15,6 +15,7 @@ import dataclasses
 import typing
 from datetime import datetime, timedelta, timezone
 from functools import cache
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode as KioErrorCode
@@ -74,6 +75,22 @@ def build(cls: type, **values: Any) -> Any:
         else:
             kwargs[name] = _zero(hint)
     return cls(**kwargs)
+
+
+def build_request(cls: type, **fields: Any) -> Any:
+    """An instance of kio request class ``cls``; nested entities may be given as dicts
+    (lists of dicts), and fields this version lacks are dropped."""
+    values: dict[str, Any] = {}
+    for name, value in fields.items():
+        if not has(cls, name):
+            continue
+        if isinstance(value, (list, tuple)) and value and isinstance(value[0], Mapping):
+            sub = item(cls, name)
+            value = tuple(build_request(sub, **v) for v in value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        values[name] = value
+    return build(cls, **values)
 
 
 def _zero(hint: Any) -> Any:

@@ -173,8 +173,13 @@ def test_it_serves_its_own_page_and_refuses_writes_bad_requests_and_other_paths(
         assert status == 200 and b"EventSource" in js and b"innerHTML" not in js
         assert (await get(rig.port, "/../../etc/passwd"))[0] == 404
         assert (await get(rig.port, "/static/console.js"))[0] == 404
-        status, headers, _ = await http(rig.port, b"POST /api/groups HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        assert status == 405 and headers["Allow"] == "GET, HEAD"
+        status, headers, _ = await http(rig.port, b"PUT /api/groups HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        assert status == 405 and headers["Allow"] == "GET, HEAD, POST"
+        # POST is for actions on a group only; this console has no request path: read-only.
+        assert (await http(rig.port, b"POST /api/groups HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))[0] == 404
+        status, _, body = await http(rig.port, b"POST /api/groups/g/delete HTTP/1.1\r\nContent-Length: 0\r\n"
+                                     b"Connection: close\r\n\r\n")
+        assert status == 405 and b"read-only" in body
         assert (await http(rig.port, b"NONSENSE\r\n\r\n"))[0] == 400
         assert (await http(rig.port, b"GET / HTTP/1.1\r\nContent-Length: lots\r\n\r\n"))[0] == 400
         assert (await http(rig.port, b"GET / SPDY/9\r\n\r\n"))[0] == 400

@@ -7,10 +7,15 @@
     GET /api/stream[?group=G]  server-sent events for an open page (live.py)
     GET /api/listeners         the broker's Kafka listeners (so `kgroup` pointed here by mistake
                                can name the right address)
+    GET /api/topics            every topic (records.py)
+    POST /api/topics/{topic}/records   a partition's records from an offset or a time (records.py)
+    POST /api/groups/{group}/{reset-offsets|remove-member|delete}
+                               actions (actions.py), as the principal auth.py names, through
+                               the broker's request path and ACLs (kafka_calls.py)
 
-Read-only, from the package's own files: nothing is fetched from elsewhere. It reads the
-coordinator's groups, the group observer's timelines and the broker's counters, on the
-event loop between requests; Kafka clients' requests never pass through here.
+The page is from the package's own files: nothing is fetched from elsewhere. Reads come from
+the coordinator's groups, the group observer's timelines and the broker's counters, on the
+event loop between requests; an action is a Kafka request served by the broker's handlers.
 """
 
 from __future__ import annotations
@@ -21,9 +26,13 @@ from importlib import resources
 from typing import Any, Callable, Iterable
 
 from kgroup.broker.observe.console import metrics
-from kgroup.broker.http_server import HttpServer, Request, Response, Stream, text
+from kgroup.broker.http_server import HttpServer, Request, Response, Stream, json_response, text
+from kgroup.broker.observe.console.actions import Actions
+from kgroup.broker.observe.console.auth import actor_of
+from kgroup.broker.observe.console.kafka_calls import KafkaCalls
 from kgroup.broker.observe.console.lag import EndOffset, LagTracker
 from kgroup.broker.observe.console.live import LiveUpdates
+from kgroup.broker.observe.console.records import RecordBrowser
 from kgroup.broker.observe.console.views import group_detail, group_list
 from kgroup.broker.observe.group_observer import GroupObserver
 from kgroup.broker.observe.group_view import GroupViews
@@ -43,7 +52,7 @@ def now_ms() -> int:
 class Console:
     def __init__(self, views: GroupViews, observer: GroupObserver, request_stats: RequestStats,
                  fsync_seconds: Buckets, end_offset: EndOffset, clock: Callable[[], int] = now_ms,
-                 kafka_listeners: Iterable[Any] = ()) -> None:
+                 kafka_listeners: Iterable[Any] = (), requests: Any = None, security: Any = None) -> None:
         self.views = views
         # The Kafka listeners (broker config Listener objects), for /api/listeners: a CLI
         # pointed at this HTTP port by mistake names the right address from them.
@@ -56,7 +65,14 @@ class Console:
         self.lag = LagTracker(views, end_offset)
         self.live = LiveUpdates(self)
         self.registry = metrics.registry_for(self)
-        self.http = HttpServer(self.handle)
+        # Actions need the broker's request path (broker/requests.py) and its security; a
+        # console without them (a unit test's) stays read-only.
+        calls = KafkaCalls(requests) if requests is not None else None
+        self.actions = Actions(views, calls, requests.topics) if calls is not None else None
+        self.browser = RecordBrowser(calls, requests.topics) if calls is not None else None
+        self.security = security
+        self.sasl = any(x.sasl for x in kafka_listeners)
+        self.http = HttpServer(self.handle, methods=("GET", "HEAD", "POST"))
         folder = resources.files("kgroup.broker.observe.console") / "static"
         self.assets = {path: ((folder / name).read_bytes(), kind) for path, (name, kind) in STATIC.items()}
         observer.listeners.append(self.live.changed)
@@ -72,6 +88,8 @@ class Console:
         await self.http.close()
 
     async def handle(self, request: Request) -> Response | Stream:
+        if request.method == "POST":
+            return await self.act(request)
         path = request.path
         asset = self.assets.get(path)
         if asset is not None:
@@ -89,11 +107,28 @@ class Console:
         if path == "/api/stream":
             group = request.query.get("group") or None
             return Stream(lambda reader, writer: self.live.serve(reader, writer, group))
+        if path == "/api/topics" and self.browser is not None:
+            return _json(200, self.browser.listing())
         if path == "/api/listeners":
             return _json(200, {"kafka_listeners": list(self.kafka_listeners)})
         if path == "/favicon.ico":
             return Response(204)
         return text(404)
+
+
+    async def act(self, request: Request) -> Response:
+        segments = request.segments
+        records = len(segments) == 4 and segments[:2] == ("api", "topics") and segments[3] == "records"
+        if not records and (len(segments) != 4 or segments[:2] != ("api", "groups")):
+            return json_response(404, {"error": "POST /api/groups/{group}/{action} or /api/topics/{topic}/records"})
+        if self.actions is None:
+            return json_response(405, {"error": "this console is read-only"})
+        actor = actor_of(request, self.security.credentials, self.sasl)
+        if isinstance(actor, Response):
+            return actor
+        if records:
+            return await self.actions.run(lambda args: self.browser.records(actor, segments[2], args), request.body)
+        return await self.actions.handle(actor, segments[2], segments[3], request.body)
 
 
 def _json(status: int, data: Any) -> Response:

@@ -100,12 +100,29 @@ function connect() {
         if (key in s.partitions) p.lag = s.partitions[key];
       }
       renderGrid(state.detail);
+      renderOffsets(state.detail);
       renderLag();
+      refreshDetail();     // committed offsets and log ends move without a group change
     }
   });
 }
 
+// The selected group in full, fetched once (after an action, and with each lag sample).
+async function refreshDetail() {
+  const group = state.selected;
+  if (group === null) return;
+  const r = await fetch("/api/groups/" + encodeURIComponent(group));
+  if (group !== state.selected) return;
+  if (r.status === 404) { state.detail = {group, gone: true}; renderDetail(); return; }
+  if (!r.ok) return;
+  const d = await r.json();
+  d.lag_history = undefined;     // the samples kept on the page are as recent
+  state.detail = d;
+  renderDetail();
+}
+
 window.addEventListener("hashchange", connect);
+$("lag-by").addEventListener("change", renderLag);
 
 // ---- the group list --------------------------------------------------------------------
 
@@ -114,7 +131,7 @@ function renderGroups() {
   const rows = state.groups.map((g) => {
     const last = g.last_rebalance;
     const tr = el("tr", {"data-group": g.group, class: g.group === state.selected ? "selected" : ""},
-      el("td", {}, g.group),
+      el("td", {class: "clip", title: g.group}, g.group),
       el("td", {}, g.kind === "consumer" ? "consumer" : `classic${g.protocol_type ? " (" + g.protocol_type + ")" : ""}`),
       el("td", {}, stateBadge(g.state)),
       el("td", {class: "num"}, num(g.generation)),
@@ -146,7 +163,7 @@ function renderDetail() {
   $("detail-gone").hidden = !(d && d.gone);
   if (!d || d.gone) {
     $("detail-meta").textContent = d ? "" : "loading…";
-    for (const id of ["members", "grid", "rebalances"]) $(id).tBodies[0].replaceChildren();
+    for (const id of ["members", "grid", "offsets", "rebalances"]) $(id).tBodies[0].replaceChildren();
     return;
   }
   const unit = d.kind === "consumer" ? "epoch" : "generation";
@@ -160,17 +177,33 @@ function renderDetail() {
     const shown = state.firstShown[m.member_id] || (state.firstShown[m.member_id] = now);
     return el("tr", {"data-member": m.member_id, "data-shown-at": String(shown), class: m.away ? "away" : ""},
       el("td", {}, el("span", {class: "swatch", style: `background:${colors[m.member_id]}`})),
-      el("td", {}, m.client_id || "–"),
-      el("td", {}, m.client_host || "–"),
-      el("td", {}, m.instance_id || "–"),
-      el("td", {title: m.member_id}, m.member_id.length > 28 ? m.member_id.slice(0, 27) + "…" : m.member_id),
+      el("td", {class: "clip", title: m.client_id}, m.client_id || "–"),
+      el("td", {class: "clip", title: m.client_host}, m.client_host || "–"),
+      el("td", {class: "clip", title: m.instance_id}, m.instance_id || "–"),
+      el("td", {class: "clip", title: m.member_id}, m.member_id),
       el("td", {class: "num"}, m.member_epoch === null ? "–" : String(m.member_epoch)),
       el("td", {class: "num"}, m.partitions === null ? "?" : String(m.partitions.length)),
-      el("td", {}, m.away ? "away (static, epoch -2)" : clock(m.joined_ms)));
+      el("td", {}, m.away ? "away (static, epoch -2)" : clock(m.joined_ms)),
+      el("td", {}, m.instance_id ? removeButton(m.instance_id) : ""));
   }));
   renderGrid(d);
+  renderOffsets(d);
   renderLag();
   renderRebalances(d);
+}
+
+function renderOffsets(d) {
+  const names = {};
+  for (const m of d.members) names[m.member_id] = m.client_id || m.member_id;
+  $("offsets").tBodies[0].replaceChildren(...d.partitions.map((p) =>
+    el("tr", {"data-partition": `${p.topic}:${p.partition}`},
+      el("td", {class: "clip", title: p.topic}, p.topic),
+      el("td", {class: "num"}, String(p.partition)),
+      el("td", {class: "clip", title: p.owner || ""}, p.owner ? names[p.owner] || p.owner : "–"),
+      el("td", {class: "num", "data-committed": p.committed ?? ""}, num(p.committed)),
+      el("td", {class: "num"}, num(p.end)),
+      el("td", {class: "num"}, num(p.lag)))));
+  $("no-offsets").hidden = d.partitions.length > 0;
 }
 
 function renderGrid(d) {
@@ -198,17 +231,41 @@ function renderGrid(d) {
   $("grid-note").textContent = cut.length ? "Showing the " + cut.join(" and ") + "." : "";
 }
 
+// Lag summed per member (the partition's current owner; "unassigned" if none) or per topic:
+// a line per member or topic, never one per partition. The broker samples every partition
+// at the same instant, so the sum at a time is over the partitions sampled then.
+function lagSeries() {
+  const by = $("lag-by").value;
+  const d = state.detail;
+  const owner = {}, names = {};
+  if (d) {
+    for (const m of d.members) names[m.member_id] = m.client_id ? `${m.client_id} (${m.member_id.slice(-6)})` : m.member_id;
+    for (const p of d.partitions) owner[`${p.topic}:${p.partition}`] = p.owner;
+  }
+  const sums = {};   // series name -> time -> lag
+  for (const [key, points] of Object.entries(state.lag)) {
+    const name = by === "topic" ? key.replace(/:\d+$/, "")
+      : owner[key] ? (names[owner[key]] || owner[key]) : "unassigned";
+    const series = sums[name] || (sums[name] = new Map());
+    for (const [t, lag] of points) series.set(t, (series.get(t) || 0) + lag);
+  }
+  const out = {};
+  for (const [name, series] of Object.entries(sums)) out[name] = [...series.entries()].sort((a, b) => a[0] - b[0]);
+  return out;
+}
+
 function renderLag() {
   const chart = $("lag-chart");
   const W = 900, H = 220, L = 50, R = 10, T = 10, B = 22;
-  const keys = Object.keys(state.lag).sort();
+  const lag = lagSeries();
+  const keys = Object.keys(lag).sort();
   const series = keys.slice(0, MAX_LAG_SERIES);
-  const points = series.flatMap((k) => state.lag[k]);
+  const points = series.flatMap((k) => lag[k]);
   chart.replaceChildren();
   $("lag-legend").replaceChildren();
   chart.dataset.series = String(series.length);
   if (!points.length) {
-    chart.append(svg("text", {x: L, y: H / 2}, "no committed offsets yet"));
+    chart.append(svg("text", {x: L, y: H / 2}, "no lag sample yet (one every few seconds)"));
     return;
   }
   const t0 = Math.min(...points.map((p) => p[0])), t1 = Math.max(...points.map((p) => p[0]), t0 + 1000);
@@ -220,11 +277,13 @@ function renderLag() {
     svg("text", {x: L, y: H - 6}, clock(t0)), svg("text", {x: W - R - 60, y: H - 6}, clock(t1)));
   series.forEach((key, i) => {
     const color = PALETTE[i % PALETTE.length];
-    const d = state.lag[key].map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ");
-    chart.append(svg("polyline", {points: d, fill: "none", stroke: color, "stroke-width": 1.6, "data-key": key}));
-    const last = state.lag[key][state.lag[key].length - 1];
-    $("lag-legend").append(el("span", {}, el("span", {class: "swatch", style: `background:${color}`}),
-      ` ${key.replace(/:(\d+)$/, "-$1")}: ${num(last[1])}`));
+    const d = lag[key].map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ");
+    chart.append(svg("polyline", {points: d, fill: "none", stroke: color, "stroke-width": 2, "data-key": key}));
+    const last = lag[key][lag[key].length - 1];
+    // The latest value as a dot: a series of one sample (a page just opened) still shows.
+    chart.append(svg("circle", {cx: x(last[0]).toFixed(1), cy: y(last[1]).toFixed(1), r: 3, fill: color}));
+    $("lag-legend").append(el("span", {"data-key": key}, el("span", {class: "swatch", style: `background:${color}`}),
+      ` ${key}: ${num(last[1])}`));
   });
   if (keys.length > series.length) $("lag-legend").append(el("span", {}, `(+${keys.length - series.length} more)`));
 }
@@ -275,4 +334,192 @@ function drawTimeline(d) {
   });
 }
 
+// ---- actions ---------------------------------------------------------------------------
+// Each is a POST of JSON to /api/groups/{group}/{action}, confirmed in a dialog first. On a
+// broker with SASL the console answers 401 until the page sends a user's credentials (asked
+// for once, kept in this page only); the broker's ACLs for that user then decide.
+
+async function act(group, action, body) {
+  const headers = {"Content-Type": "application/json", "X-Kgroup-Console": "1"};
+  if (state.auth) headers.Authorization = "Basic " + state.auth;
+  const r = await fetch(`/api/groups/${encodeURIComponent(group)}/${action}`,
+    {method: "POST", headers, body: JSON.stringify(body)});
+  if (r.status === 401) {
+    state.auth = null;
+    if (await signIn()) return act(group, action, body);
+    return {ok: false, status: 401, data: {error: "not signed in"}};
+  }
+  const data = await r.json().catch(() => ({error: `HTTP ${r.status}`}));
+  return {ok: r.ok, status: r.status, data};
+}
+
+function signIn() {
+  const dialog = $("signin-dialog");
+  return new Promise((resolve) => {
+    $("signin-ok").onclick = () => {
+      state.auth = btoa(unescape(encodeURIComponent(`${$("signin-user").value}:${$("signin-password").value}`)));
+      dialog.close();
+      resolve(true);
+    };
+    dialog.onclose = () => resolve(!!state.auth);
+    dialog.showModal();
+  });
+}
+
+function problem(data) { return data.error + (data.hint ? ` (${data.hint})` : ""); }
+
+function report(ok, message) {
+  const status = $("action-status");
+  status.dataset.outcome = ok ? "ok" : "error";
+  status.textContent = message;
+}
+
+// A confirmation dialog; `run` does the action and returns {ok, data}.
+function confirmThen(text, run, done) {
+  const dialog = $("confirm-dialog");
+  $("confirm-text").textContent = text;
+  $("confirm-error").textContent = "";
+  $("confirm-ok").onclick = async () => {
+    const r = await run();
+    if (!r.ok) { $("confirm-error").textContent = problem(r.data); return; }
+    dialog.close();
+    done(r.data);
+    refreshDetail();
+  };
+  dialog.showModal();
+}
+
+function removeButton(instance) {
+  const b = el("button", {type: "button", class: "small danger", title: `remove static member ${instance}`,
+    "data-remove": instance}, "remove");
+  b.addEventListener("click", () => {
+    const group = state.selected;
+    confirmThen(`Remove static member ${instance} from ${group}? Its partitions go to the others at once.`,
+      () => act(group, "remove-member", {instance_id: instance}),
+      () => report(true, `removed ${instance}`));
+  });
+  return b;
+}
+
+$("delete-open").addEventListener("click", () => {
+  const group = state.selected;
+  confirmThen(`Delete group ${group} and its committed offsets? Only an empty group can be deleted.`,
+    () => act(group, "delete", {}), () => report(true, `deleted ${group}`));
+});
+
+function resetRequest(execute) {
+  const to = $("reset-to").value;
+  const body = {to, execute};
+  if (to === "offset" || to === "shift") body.value = Number($("reset-value").value);
+  if (to === "datetime") body.value = new Date($("reset-datetime").value).getTime();
+  if ($("reset-topic").value.trim()) body.topic = $("reset-topic").value.trim();
+  return body;
+}
+
+function showPlan(plan) {
+  $("reset-plan").tBodies[0].replaceChildren(...plan.map((p) => el("tr", {"data-partition": `${p.topic}:${p.partition}`},
+    el("td", {}, p.topic), el("td", {class: "num"}, String(p.partition)),
+    el("td", {class: "num"}, num(p.current)), el("td", {class: "num"}, num(p.new)))));
+}
+
+function resetChanged() {
+  const to = $("reset-to").value;
+  $("reset-value").hidden = !(to === "offset" || to === "shift");
+  $("reset-datetime").hidden = to !== "datetime";
+  $("reset-execute").disabled = true;
+  $("reset-plan").tBodies[0].replaceChildren();
+}
+for (const id of ["reset-to", "reset-value", "reset-datetime", "reset-topic"]) $(id).addEventListener("input", resetChanged);
+
+$("reset-open").addEventListener("click", () => {
+  $("reset-group").textContent = state.selected;
+  $("reset-error").textContent = "";
+  resetChanged();
+  $("reset-dialog").showModal();
+});
+
+$("reset-preview").addEventListener("click", async () => {
+  const r = await act(state.selected, "reset-offsets", resetRequest(false));
+  $("reset-error").textContent = r.ok ? "" : problem(r.data);
+  showPlan(r.ok ? r.data.plan : []);
+  $("reset-execute").disabled = !r.ok || !r.data.plan.length;
+});
+
+$("reset-execute").addEventListener("click", async () => {
+  const group = state.selected;
+  const r = await act(group, "reset-offsets", resetRequest(true));
+  if (!r.ok) { $("reset-error").textContent = problem(r.data); $("reset-execute").disabled = true; return; }
+  $("reset-dialog").close();
+  report(true, `reset ${r.data.plan.length} partition(s) of ${group}`);
+  refreshDetail();
+});
+
+// ---- the topic view ------------------------------------------------------------------------
+// Records through POST /api/topics/{topic}/records (a Fetch as the signed-in user). Keys,
+// values and headers are shown as text when UTF-8, else marked as bytes (base64 in the tooltip).
+
+function cellOf(v) {
+  if (v === null || v === undefined) return el("td", {class: "bin"}, "null");
+  if (typeof v === "object") return el("td", {class: "bin", title: v.base64}, `${atob(v.base64).length} bytes`);
+  return el("td", {title: v}, v);
+}
+
+async function loadTopics() {
+  const r = await fetch("/api/topics");
+  if (!r.ok) { $("topics-section").hidden = true; return; }
+  const topics = (await r.json()).topics;
+  if (JSON.stringify(topics) === JSON.stringify(state.topics)) return;   // an open list stays as it is
+  state.topics = topics;
+  const chosen = $("browse-topic").value;
+  $("browse-topic").replaceChildren(...state.topics.map((t) => el("option", {value: t.topic}, t.topic)));
+  if (chosen && state.topics.some((t) => t.topic === chosen)) $("browse-topic").value = chosen;
+  topicChanged();
+}
+
+function topicChanged() {
+  const t = (state.topics || []).find((x) => x.topic === $("browse-topic").value);
+  const keep = $("browse-partition").value;
+  $("browse-partition").replaceChildren(...Array.from({length: t ? t.partitions : 0},
+    (_, p) => el("option", {value: String(p)}, String(p))));
+  if (keep && t && Number(keep) < t.partitions) $("browse-partition").value = keep;
+}
+
+async function browse(fromOffset) {
+  const topic = $("browse-topic").value;
+  if (!topic) return;
+  const body = {partition: Number($("browse-partition").value), limit: Number($("browse-limit").value)};
+  if (fromOffset !== undefined) body.offset = fromOffset;
+  else if ($("browse-from").value === "time") body.timestamp_ms = new Date($("browse-time").value).getTime();
+  else body.offset = Number($("browse-offset").value);
+  const headers = {"Content-Type": "application/json", "X-Kgroup-Console": "1"};
+  if (state.auth) headers.Authorization = "Basic " + state.auth;
+  const r = await fetch(`/api/topics/${encodeURIComponent(topic)}/records`, {method: "POST", headers, body: JSON.stringify(body)});
+  if (r.status === 401) { state.auth = null; if (await signIn()) return browse(fromOffset); return; }
+  const d = await r.json().catch(() => ({error: `HTTP ${r.status}`}));
+  const status = $("browse-status");
+  if (!r.ok) { status.dataset.outcome = "error"; status.textContent = problem(d); return; }
+  status.dataset.outcome = "ok";
+  status.textContent = `offsets ${d.start_offset}–${d.next_offset - 1} of ${d.log_start}–${d.log_end - 1}`
+    + (d.records.length ? "" : " (no records there)");
+  state.browseNext = d.next_offset;
+  $("browse-next").disabled = d.next_offset >= d.log_end;
+  $("records").tBodies[0].replaceChildren(...d.records.map((rec) => el("tr", {"data-offset": String(rec.offset)},
+    el("td", {class: "num"}, String(rec.partition)), el("td", {class: "num"}, String(rec.offset)),
+    el("td", {title: String(rec.timestamp)}, new Date(rec.timestamp).toISOString().replace("T", " ").replace("Z", " UTC")),
+    cellOf(rec.key), cellOf(rec.value),
+    el("td", {title: rec.headers.map(([k, v]) => `${k}=${typeof v === "object" && v ? "(bytes)" : v}`).join("\n")},
+      rec.headers.map(([k, v]) => `${k}=${typeof v === "object" && v ? "(bytes)" : v}`).join(", ")))));
+}
+
+$("browse-topic").addEventListener("change", topicChanged);
+$("browse-topic").addEventListener("focus", loadTopics);
+$("browse-from").addEventListener("change", () => {
+  const time = $("browse-from").value === "time";
+  $("browse-offset").hidden = time;
+  $("browse-time").hidden = !time;
+});
+$("browse-form").addEventListener("submit", (e) => { e.preventDefault(); browse(); });
+$("browse-next").addEventListener("click", () => browse(state.browseNext));
+
+loadTopics();
 connect();
