@@ -168,8 +168,9 @@ async def consumer_unreleased_instance_id(t: Target) -> None:
 
 @scenario("consumer", "a live member rejoins under a departed static member's instance id",
           rule="a member still in the group that heartbeats with epoch 0 and the instance id of a static member "
-               "that left temporarily (epoch -2) replaces that static member: no partition it held is left "
-               "assigned to no one")
+               "that left temporarily (epoch -2) takes that static member's place and its target; Kafka 4.4 "
+               "moves no group epoch for it, so the partitions the member had been assigned are left to no one "
+               "(kgroup moves the epoch: a kafka defect in conformance/divergences.py)")
 async def consumer_rejoin_as_departed_static_member(t: Target) -> None:
     raw, group, topic = await set_up(t, 4)
     a, b = member_id(t, "m15"), member_id(t, "m16")
