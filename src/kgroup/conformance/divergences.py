@@ -8,7 +8,8 @@ entry must agree. `kind` says why it remains:
 - "open: issue N": a feature of a later issue (29: Kafka 4.3/4.4 protocol and config
   parity; 30: operator APIs; 31: streams groups);
 - "single host": what a one-node broker cannot do as a cluster does;
-- "kio": what the codec library kgroup uses (kio 0.6.5) cannot express.
+- "kio": what the codec library kgroup uses (kio 0.6.5) cannot express;
+- "kafka defect": a failure of Kafka's own that kgroup does not copy.
 """
 
 from __future__ import annotations
@@ -40,4 +41,14 @@ SCENARIO_DIVERGENCES: dict[str, Divergence] = {
         "issue 29 items 5 and 4; kgroup does not offer a level it does not implement. Eligible leader replicas "
         "are about replica elections, which a single host has none of.",
         ("ApiVersions v3 features of other levels", "ApiVersions v4 features of other levels")),
+    "consumer_rejoin_as_departed_static_member": Divergence(
+        "kafka defect",
+        "A live member rejoining (epoch 0) under the instance id of a static member that left for a while "
+        "(-2): Kafka 4.4 copies the static member onto A's id without a new group epoch, so A's own target "
+        "partitions (0, 1) fall out of every target and the group ends Stable with them assigned to no one; "
+        "kgroup bumps the group epoch (A's previous self left) and A gets every partition.",
+        "a Stable group assigns every subscribed partition (tests/unit/core/test_consumer_properties.py); "
+        "Kafka's replaceMember overwrites the live member's target with the static member's and nothing "
+        "recomputes it until another epoch bump.",
+        ("A rejoins as i-1", "describe", "A heartbeat", "what A owns")),
 }

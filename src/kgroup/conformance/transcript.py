@@ -55,6 +55,11 @@ NORMALIZATIONS: dict[str, str] = {
     "heartbeat timing": "in real-client scenarios a classic Heartbeat answered NONE or REBALANCE_IN_PROGRESS "
                         "is left out of a client's outcomes: which of the two a heartbeat gets depends on when "
                         "its timer fired (raw scenarios compare every heartbeat exactly; other errors are kept)",
+    "rebalance rounds": "in real-client scenarios a SyncGroup answered REBALANCE_IN_PROGRESS is left out of a "
+                        "client's outcomes: it is a rebalance round another member's (re)join overtook, and how "
+                        "many rounds a group takes to settle depends on how late each request arrives on a loaded "
+                        "machine (the settling round's JoinGroup and SyncGroup, the group described at each step, "
+                        "commits and records are still compared; raw scenarios compare every SyncGroup exactly)",
     "mechanism order": "a user's SCRAM credentials come from a hash map: compared in mechanism order",
     "ACL order": "Kafka's authorizer keeps bindings in hash maps: lists of ACL resources and bindings are "
                  "compared by (resource type, name, pattern type, principal, operation)",

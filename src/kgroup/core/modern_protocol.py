@@ -232,6 +232,11 @@ class ModernProtocol:
         bump = (old_meta is None and replaced is None) or subscribed != old_subscribed or resubscribed
         if replaced is not None and self.subscription(replaced.meta) != self.subscription(meta):
             bump = True
+        if replaced is not None and joined.member_id in group.members:
+            # A member still in the group takes a departed static member's place under its own
+            # id: its previous self leaves, and the target partitions it had would belong to no
+            # one until some later epoch (Kafka 4.4 leaves them so): a member left, so the epoch moves.
+            bump = True
         subscribed, bump = self.settle(group, joined, subscribed, bump, now_ms, out)
         epoch = group.epoch
         if bump:

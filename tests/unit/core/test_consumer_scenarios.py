@@ -153,6 +153,26 @@ def test_static_member_temporary_leave_keeps_its_partitions_without_an_epoch_bum
     assert ctx.cgroup().epoch == epoch and "m1" not in ctx.cgroup().members
 
 
+def test_live_member_rejoining_as_a_departed_static_member_leaves_no_partition_to_no_one():
+    # m0 (dynamic) holds everything; static m1 joins (its target: half) and leaves for a while;
+    # m0 rejoins with epoch 0 under m1's instance id. Kafka 4.4 copies m1 onto m0's id with no
+    # epoch bump and m0's own half is then no one's (conformance scenario
+    # consumer_rejoin_as_departed_static_member); here m0's previous self counts as gone.
+    ctx = GroupContext()
+    ctx.set_topics(t=4)
+    ctx.cg_heartbeat("m0", 0, topics=["t"])
+    settle(ctx, ["m0"])
+    ctx.cg_heartbeat("m1", 0, topics=["t"], instance="i1")
+    ctx.cg_heartbeat("m1", -2, instance="i1")
+    epoch = ctx.cgroup().epoch
+    back = ctx.cg_heartbeat("m0", 0, topics=["t"], instance="i1").response
+    assert back.error is E.NONE and back.member_epoch == epoch + 1
+    settle(ctx, ["m0"])
+    group = ctx.cgroup()
+    assert set(group.members) == {"m0"} and group.members["m0"].meta.instance_id == "i1"
+    assert group.state() is GroupState.STABLE and owned(ctx, "m0") == {0, 1, 2, 3}
+
+
 def test_instance_id_still_in_use_gets_unreleased_instance_id():
     ctx = GroupContext()
     ctx.set_topics(t=2)

@@ -77,6 +77,31 @@ def test_unknown_tagged_fields_at_any_depth_are_skipped(api_key, name):
     one()
 
 
+@settings(max_examples=30, **SETTINGS)
+@given(data=st.data())
+def test_unknown_tags_everywhere_means_in_the_header_and_in_the_body(data):
+    # ApiVersions v3: a header and a body with no tagged field set, nothing nested.
+    request = request_class(18, 3)(client_software_name="x", client_software_version="1")
+    plain = encode_request(18, 3, 9, "c", request)
+    tagged = frame_with_unknown_tags(data, 18, 3, 9, "c", request, everywhere=True)
+    at = 4 + 2 + 2 + 4 + 2 + len("c")         # size, key, version, correlation id, client id
+    assert plain[at] == 0 and tagged[at] >= 1  # the header's tagged fields
+    pos = at + 1
+    for _ in range(tagged[at]):                # skip them: tag, size, bytes (tags < 2**31: uvarints)
+        pos = _skip_uvarint(tagged, pos)
+        size = tagged[pos]
+        pos = _skip_uvarint(tagged, pos) + size
+    fields = plain[at + 1:-1]                  # the body but its (empty) tagged fields
+    assert tagged[pos:].startswith(fields) and tagged[pos + len(fields)] >= 1
+    assert decode_request(tagged[4:], concerns.SERVED) == decode_request(plain[4:], concerns.SERVED)
+
+
+def _skip_uvarint(b: bytes, pos: int) -> int:
+    while b[pos] & 0x80:
+        pos += 1
+    return pos + 1
+
+
 def _api_versions_v3(tags: bytes = b"\x00") -> bytes:
     """An ApiVersions v3 request frame payload whose body ends with ``tags``."""
     frame = encode_request(18, 3, 7, "c", request_class(18, 3)(client_software_name="x",

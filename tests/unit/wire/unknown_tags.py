@@ -6,7 +6,8 @@ request header, the body, each nested entity — may carry extra tagged fields w
 class does not declare (drawn with hypothesis' ``data``). It works by deriving, per kio
 class, a dataclass with the same fields plus a few ``bytes`` fields tagged with unknown
 numbers, and letting kio's writer encode that: the bytes are what Kafka's writer would send
-for a schema that has those fields.
+for a schema that has those fields. With ``everywhere=True`` the header and the body each carry
+at least one (a nested entity still may or may not).
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def _unwrap(hint: Any) -> tuple[Any, bool, bool]:
 class _Extender:
     """Per original class one derived class (with its drawn unknown tags) for one example."""
 
-    def __init__(self, data: st.DataObject) -> None:
+    def __init__(self, data: st.DataObject, required: frozenset[type] = frozenset()) -> None:
         self.data = data
+        self.required = required      # classes that get at least one unknown tag
         self.classes: dict[type, tuple[type, tuple[int, ...]]] = {}
 
     def cls(self, cls: type) -> tuple[type, tuple[int, ...]]:
@@ -51,7 +53,8 @@ class _Extender:
         if cls.__flexible__:
             extra = tuple(self.data.draw(st.lists(
                 st.one_of(st.integers(0, 40), st.integers(0, MAX_TAG)).filter(lambda t: t not in known),
-                max_size=3, unique=True), label=f"unknown tags of {cls.__name__}"))
+                min_size=1 if cls in self.required else 0, max_size=3, unique=True),
+                label=f"unknown tags of {cls.__name__}"))
         fields = []
         for f in dataclasses.fields(cls):
             hint = hints[f.name]
@@ -92,9 +95,12 @@ class _Extender:
             else:
                 v = self.value(v, quiet)
             kwargs[f.name] = v
+        # An empty value is the field's default, which is not written: a class that must
+        # carry its unknown tags gets at least a byte in each.
+        least = 1 if type(value) in self.required else 0
         for tag in extra:
             kwargs[f"unknown_{tag}"] = b"" if quiet else self.data.draw(
-                st.binary(min_size=0, max_size=6), label=f"tag {tag}")
+                st.binary(min_size=least, max_size=6), label=f"tag {tag}")
         return derived(**kwargs)
 
 
@@ -121,10 +127,11 @@ def encode(cls: type, value: Any) -> bytes:
 
 
 def frame_with_unknown_tags(data: st.DataObject, api_key: int, version: int, correlation_id: int,
-                            client_id: str | None, request: Any) -> bytes:
-    """A size-prefixed request frame like ``encode_request``'s, with unknown tagged fields."""
-    extender = _Extender(data)
+                            client_id: str | None, request: Any, *, everywhere: bool = False) -> bytes:
+    """A size-prefixed request frame like ``encode_request``'s, with unknown tagged fields
+    (with ``everywhere``, at least one in the header and one in the body)."""
     header_cls = request.__header_schema__
+    extender = _Extender(data, frozenset({header_cls, type(request)}) if everywhere else frozenset())
     header = header_cls(request_api_key=i16(api_key), request_api_version=i16(version),
                         correlation_id=i32(correlation_id), client_id=client_id)
     header = extender.value(header)

@@ -166,6 +166,29 @@ async def consumer_unreleased_instance_id(t: Target) -> None:
     t.add("describe", await observe.consumer_describe(raw, group))
 
 
+@scenario("consumer", "a live member rejoins under a departed static member's instance id",
+          rule="a member still in the group that heartbeats with epoch 0 and the instance id of a static member "
+               "that left temporarily (epoch -2) takes that static member's place and its target; Kafka 4.4 "
+               "moves no group epoch for it, so the partitions the member had been assigned are left to no one "
+               "(kgroup moves the epoch: a kafka defect in conformance/divergences.py)")
+async def consumer_rejoin_as_departed_static_member(t: Target) -> None:
+    raw, group, topic = await set_up(t, 4)
+    a, b = member_id(t, "m15"), member_id(t, "m16")
+    await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment")
+    await t.ask(raw, "B joins as i-1", hb(group, b, 0, topics=[topic], owned=[], instance="i-1"))
+    await t.ask(raw, "B leaves temporarily", hb(group, b, -2, instance="i-1"))
+    r = await t.ask(raw, "A rejoins as i-1", hb(group, a, 0, topics=[topic], owned=[], instance="i-1"))
+    t.add("describe after A rejoined", await observe.consumer_describe(raw, group))
+    epoch, owned = int(r.member_epoch), owned_of(r)
+    for n in range(3):
+        r = await t.ask(raw, f"A heartbeat {n + 1}", hb(group, a, epoch, owned=owned, instance="i-1"))
+        epoch = int(r.member_epoch)
+        if r.assignment is not None:
+            owned = owned_of(r)
+    t.add("what A owns", sorted(p for _, ps in owned for p in ps))
+    t.add("describe", await observe.consumer_describe(raw, group))
+
+
 @scenario("consumer", "fencing by epoch and unknown members",
           rule="a member epoch above the member's is FENCED_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID, "
                "a member that left is unknown, and a fenced member rejoins with epoch 0")
