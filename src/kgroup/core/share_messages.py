@@ -90,6 +90,9 @@ class ShareOffset:
     partition: int
     start_offset: int = -1
     error: ErrorCode = ErrorCode.NONE
+    # Offsets at or past the start already acknowledged or archived, as persisted (KIP-1226's
+    # deliveryCompleteCount): the lag is the log's end minus the start minus these.
+    delivery_complete: int = 0
 
 
 @dataclass(frozen=True, slots=True)
