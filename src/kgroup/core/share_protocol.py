@@ -247,9 +247,12 @@ class ShareProtocol(ModernProtocol):
         exist has none, and is answered so, as Kafka answers it)."""
         states = self.shard.stored.share_states.get(req.group_id, {})
         keys = sorted(states) if req.partitions is None else list(req.partitions)
+        group = self.shard.share_groups.get(req.group_id)
+        initialized = {tid for _, tid, _ in group.subscribed} if group is not None else set()
         offsets = tuple(ShareOffset(t, p, states[(t, p)].start_offset,
-                                    delivery_complete=delivery_complete(states[(t, p)]))
-                        if (t, p) in states else ShareOffset(t, p, -1) for t, p in keys)
+                                    delivery_complete=delivery_complete(states[(t, p)]), initialized=True)
+                        if (t, p) in states else ShareOffset(t, p, -1, initialized=t in initialized)
+                        for t, p in keys)
         return Result((), ((reply, ShareOffsetsResponse(ErrorCode.NONE, offsets)),))
 
     def _empty_group(self, group_id: str) -> None:

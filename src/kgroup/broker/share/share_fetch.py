@@ -193,8 +193,10 @@ class ShareFetchService:
             value = await self.store.read(group_id, topic_id, partition)
             if value is None:
                 plog = self.data.partition_log(name, partition)
-                value = ShareStateValue(0, reset_start_offset(self.store.auto_offset_reset(group_id), plog,
-                                                              _now_ms()))
+                start = reset_start_offset(self.store.auto_offset_reset(group_id), plog, _now_ms())
+                if start is None:
+                    raise _PartitionFailed(ErrorCode.OFFSET_NOT_AVAILABLE)
+                value = ShareStateValue(0, start)
                 await self.store.write(group_id, topic_id, partition, value)
             sp = self.partitions[key] = SharePartition.from_persisted(value, self.store.limits(group_id))
             return sp

@@ -151,7 +151,7 @@ class ShareGroupApi:
                     # Leader epochs are always 0 here (metadata_api.py): a partition with share
                     # state was written at epoch 0, as Kafka reports it; none without state.
                     part_cls, partition_index=o.partition, start_offset=o.start_offset,
-                    leader_epoch=0 if o.start_offset >= 0 else -1,
+                    leader_epoch=0 if o.initialized else -1,
                     lag=self._lag(names[o.topic_id], o),
                     error_code=ErrorCode.NONE))
             found = [build(topic_cls, topic_name=names[t], topic_id=uuid.UUID(t), partitions=tuple(ps))
