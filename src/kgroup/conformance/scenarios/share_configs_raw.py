@@ -132,3 +132,20 @@ async def share_by_duration_reset(t: Target) -> None:
     await observe.produce(raw, topic, 0, [b"new0", b"new1"], timestamp=RECENT_MS)
     await a.fetch("the recent records", wait_for=2)
     await a.close()
+
+
+@scenario("share", "share settings applied live (KIP-1240)",
+          rule="a share group's delivery count limit changed while its share partition is loaded applies from "
+               "the next release: a record already delivered twice, released under a limit lowered to 2, is "
+               "archived rather than delivered a third time")
+async def share_settings_live(t: Target) -> None:
+    raw, group, topic, a = await member_a_joined(t, values=1, share_delivery_count_limit=5)
+    await a.fetch("first delivery", wait_for=1)
+    await a.fetch("release; second delivery", [(0, 0, RELEASE)], wait_for=1)
+    await t.ask(raw, "lower the limit to 2", _set(group, "share.delivery.count.limit", "2"))
+    await settled(raw, _describe(group), lambda r: any(
+        c.name == "share.delivery.count.limit" and c.value == "2" for c in r.results[0].configs))
+    await a.fetch("release again; archived", [(0, 0, RELEASE)])
+    await _lag_is(raw, group, topic, 0)
+    await t.ask(raw, "offsets", _offsets(group, topic))
+    await a.close()
