@@ -21,6 +21,7 @@ choices (`share.auto.offset.reset`, `share.isolation.level`); `value` gives it t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 from dataclasses import dataclass
@@ -69,19 +70,49 @@ class GroupConfigDef:
     choices: tuple[str, ...] = ()
     # A LONG config (64 bits) rather than an INT.
     long: bool = False
+    # A config with no broker setting of its own (Kafka's synonym is the config itself, at its
+    # built-in default): "BOOLEAN", or "STRING" for free text; empty for the others.
+    plain: str = ""
+    # What else a STRING config takes besides its choices (share.auto.offset.reset's
+    # by_duration:<ISO 8601>), and the message when a value is neither; or why a free-text
+    # value is refused (None: it is fine).
+    accepts: Callable[[str], bool] | None = None
+    refusal: Callable[[str], str | None] | None = None
 
     @property
     def type_name(self) -> str:
-        """Kafka's ConfigDef type: INT, LONG or STRING."""
+        """Kafka's ConfigDef type: INT, LONG, BOOLEAN or STRING."""
+        if self.plain:
+            return self.plain
         return "STRING" if self.choices else ("LONG" if self.long else "INT")
 
     def parse(self, text: str | None) -> int | str:
-        """The typed value of ``text``; GroupError INVALID_CONFIG when it is not one (bounds apart)."""
-        if self.choices:
+        """The typed value of ``text``; GroupError INVALID_CONFIG when it is not one (bounds apart).
+        Kafka trims the text and compares it case-sensitively (a boolean ignores case)."""
+        if text is None:
+            # Kafka's IncrementalAlterConfigs refuses a SET without a value before any check.
+            raise GroupError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {self.name}")
+        if self.plain == "BOOLEAN":
             value = str(text).strip().lower()
-            if text is None or value not in self.choices:
+            if value not in ("true", "false"):
+                raise _invalid(f"Invalid value {text} for configuration {self.name}: Expected value to be "
+                               "either true or false")
+            return value
+        if self.plain == "STRING":
+            value = str(text).strip()
+            problem = self.refusal(value) if self.refusal is not None else None
+            if problem is not None:
+                raise _invalid(problem)
+            return value
+        if self.choices:
+            value = str(text).strip()
+            if value not in self.choices and not (self.accepts is not None and self.accepts(value)):
+                if self.accepts is not None:
+                    raise _invalid(f"Invalid value {text} for configuration {self.name}: Invalid value `{value}` "
+                                   f"for configuration {self.name}. The value must be either 'earliest', 'latest' "
+                                   "or of the format 'by_duration:<PnDTnHnMn.nS>'.")
                 raise _invalid(f"Invalid value {text} for configuration {self.name}: String must be one of: "
-                               f"{', '.join(self.choices)}")
+                               f"{', '.join(sorted(self.choices))}")
             return value
         try:
             number = int(str(text).strip())
@@ -94,13 +125,13 @@ class GroupConfigDef:
         return number
 
     def bounds_problem(self, config: GroupConfig, value: int | str) -> str | None:
-        """Why ``value`` is outside the broker's bounds for this config, or None."""
-        if self.choices:
+        """Why ``value`` is outside the broker's bounds for this config, or None (Kafka's
+        words: "must be in the range <min> to <max> inclusive.")."""
+        if self.choices or self.plain:
             return None
-        if value < self.minimum(config):  # type: ignore[operator]
-            return f"{self.name} must be greater than or equal to {self.min_name} ({self.minimum(config)}), not {value}"
-        if value > self.maximum(config):  # type: ignore[operator]
-            return f"{self.name} must be less than or equal to {self.max_name} ({self.maximum(config)}), not {value}"
+        low, high = self.minimum(config), self.maximum(config)
+        if not low <= value <= high:  # type: ignore[operator]
+            return f"{self.name} must be in the range {low} to {high} inclusive."
         return None
 
 
@@ -122,7 +153,8 @@ def _no_override(config: GroupConfig, group_id: str) -> None:
 
 
 def _kind_config(name: str, doc: str, *, override: Callable[[GroupConfig, str], int | None] = _no_override,
-                 choices: tuple[str, ...] = (), long: bool = False) -> GroupConfigDef:
+                 choices: tuple[str, ...] = (), long: bool = False,
+                 accepts: Callable[[str], bool] | None = None) -> GroupConfigDef:
     """A config of one group kind (its name's first word: consumer, share, streams): its
     default is the broker's [group] <kind>_* setting, its bounds the <kind>_min_* /
     <kind>_max_* ones (Kafka's group.<kind>.* names); a STRING config (``choices``) has
@@ -132,7 +164,7 @@ def _kind_config(name: str, doc: str, *, override: Callable[[GroupConfig, str], 
     bare = name.removeprefix(f"{kind}.")
     if choices:
         return GroupConfigDef(name, name, lambda c: getattr(c, key), override, lambda c: 0, "",
-                              lambda c: 0, "", doc, choices)
+                              lambda c: 0, "", doc, choices, accepts=accepts)
     low, high = key.replace(f"{kind}_", f"{kind}_min_", 1), key.replace(f"{kind}_", f"{kind}_max_", 1)
     return GroupConfigDef(name, f"group.{name}", lambda c: getattr(c, key), override,
                           lambda c: getattr(c, low), f"group.{kind}.min.{bare}",
@@ -159,19 +191,69 @@ SHARE_AUTO_OFFSET_RESETS = ("latest", "earliest")
 SHARE_ISOLATION_LEVEL = "share.isolation.level"
 SHARE_ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 SHARE_ASSIGNMENT_INTERVAL = "share.assignment.interval.ms"
+SHARE_RENEW_ACKNOWLEDGE_ENABLE = "share.renew.acknowledge.enable"
+DLQ_TOPIC_NAME = "errors.deadletterqueue.topic.name"
+DLQ_COPY_RECORD_ENABLE = "errors.deadletterqueue.copy.record.enable"
+
+# Java's Duration.parse: PnDTnHnMn.nS, each part optional and signed, letters in any case.
+_DURATION = re.compile(r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
+                       r"(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?", re.IGNORECASE)
+BY_DURATION = "by_duration:"
+
+
+def duration_ms(text: str) -> int | None:
+    """An ISO 8601 duration (Java's Duration.parse) in milliseconds, or None when it is not one."""
+    m = _DURATION.fullmatch(text)
+    if m is None or m.group(3) == "T" or not any(m.group(i) for i in (2, 4, 5, 6)):
+        return None
+    sign = -1 if m.group(1) == "-" else 1
+    days, hours, minutes, seconds = (int(m.group(i) or 0) for i in (2, 4, 5, 6))
+    nanos = int((m.group(7) or "").ljust(9, "0")) * (-1 if (m.group(6) or "").startswith("-") else 1)
+    total_ns = (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1_000_000_000 + nanos
+    return sign * total_ns // 1_000_000
+
+
+def by_duration_ms(value: str) -> int | None:
+    """share.auto.offset.reset's by_duration:<ISO 8601 duration> (KIP-1106) in milliseconds,
+    or None when ``value`` is not one (a negative duration is not)."""
+    if not value.startswith(BY_DURATION):
+        return None
+    ms = duration_ms(value[len(BY_DURATION):])
+    return ms if ms is not None and ms >= 0 else None
+
+
+def _dlq_topic_refusal(value: str) -> str | None:
+    # Kafka's GroupConfig.validate: an internal topic's prefix cannot be a group's DLQ.
+    return f"{DLQ_TOPIC_NAME}: DLQ topic name must not start with '__'" if value.startswith("__") else None
+
+
+def _plain_config(name: str, type_name: str, default: str, doc: str,
+                  refusal: Callable[[str], str | None] | None = None) -> GroupConfigDef:
+    """A group config with no broker setting: its default is Kafka's built-in one."""
+    return GroupConfigDef(name, name, lambda c: default, _no_override, lambda c: 0, "", lambda c: 0, "", doc,
+                          plain=type_name, refusal=refusal)
 
 SHARE_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
     _kind_config(SHARE_SESSION_TIMEOUT, "The timeout to detect client failures of a share group member."),
     _kind_config(SHARE_HEARTBEAT_INTERVAL, "The heartbeat interval given to the members of a share group."),
     _kind_config(SHARE_RECORD_LOCK_DURATION, "How long a share group member holds an acquired record."),
     _kind_config(SHARE_DELIVERY_COUNT_LIMIT, "How many times a record is delivered before it is archived."),
-    _kind_config(SHARE_AUTO_OFFSET_RESET, "Where a share partition starts when it has no state: latest or earliest.",
-                 choices=SHARE_AUTO_OFFSET_RESETS),
+    _kind_config(SHARE_AUTO_OFFSET_RESET, "Where a share partition starts when it has no state: latest, earliest, "
+                 "or by_duration:<ISO 8601 duration> (the first record at most that old).",
+                 choices=SHARE_AUTO_OFFSET_RESETS, accepts=lambda v: by_duration_ms(v) is not None),
     _kind_config(SHARE_MAX_RECORD_LOCKS, "The most in-flight records of one share partition."),
     _kind_config(SHARE_ISOLATION_LEVEL, "read_committed hands out only records of committed transactions, up to the "
                  "last stable offset; read_uncommitted every record.", choices=SHARE_ISOLATION_LEVELS),
     _kind_config(SHARE_ASSIGNMENT_INTERVAL, "The least time between two target assignments of a share group "
                  "(KIP-1263); 0 assigns at every change."),
+    _plain_config(SHARE_RENEW_ACKNOWLEDGE_ENABLE, "BOOLEAN", "true", "Whether the renew acknowledge type is "
+                  "enabled for the share group (KIP-1222)."),
+    _plain_config(DLQ_TOPIC_NAME, "STRING", "", "The name of the topic to be used as the dead-letter queue (DLQ) "
+                  "topic for this share group (KIP-1191). If blank (the default), the group does not have a DLQ "
+                  "topic.", refusal=_dlq_topic_refusal),
+    _plain_config(DLQ_COPY_RECORD_ENABLE, "BOOLEAN", "false", "When writing onto the dead-letter queue topic, "
+                  "whether to copy the original record onto the DLQ topic, or just write a record containing the "
+                  "context information headers."),
 )
 
 
@@ -207,6 +289,8 @@ def check_broker_defaults(config: GroupConfig, kind: str, configs: tuple[GroupCo
     if getattr(config, f"{kind}_heartbeat_interval_ms") >= getattr(config, f"{kind}_session_timeout_ms"):
         raise ValueError(f"[group] {kind}_heartbeat_interval_ms must be below {kind}_session_timeout_ms")
     for d in configs:
+        if d.plain:
+            continue                                        # no broker setting
         key = d.name.replace(".", "_")                      # the [group] TOML key
         value = d.default(config)
         if d.choices:

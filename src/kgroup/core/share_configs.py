@@ -22,6 +22,8 @@ from kgroup.core.group_configs import (
     SHARE_MAX_RECORD_LOCKS,
     SHARE_RECORD_LOCK_DURATION,
     SHARE_SESSION_TIMEOUT,
+    DLQ_TOPIC_NAME,
+    SHARE_RENEW_ACKNOWLEDGE_ENABLE,
     KindConfigs,
 )
 from kgroup.core.share_partition import ShareLimits
@@ -45,3 +47,12 @@ class ShareConfigs(KindConfigs):
                            self.configs.int_value(group_id, SHARE_DELIVERY_COUNT_LIMIT),
                            self.configs.int_value(group_id, SHARE_MAX_RECORD_LOCKS),
                            self.configs.value(group_id, SHARE_ISOLATION_LEVEL) == "read_committed")
+
+    def renew_acknowledge_enabled(self, group_id: str) -> bool:
+        """share.renew.acknowledge.enable (KIP-1222): whether the group's members may renew
+        their acquisition locks with the RENEW acknowledge type."""
+        return self.configs.value(group_id, SHARE_RENEW_ACKNOWLEDGE_ENABLE) == "true"
+
+    def dead_letter_topic(self, group_id: str) -> str | None:
+        """errors.deadletterqueue.topic.name (KIP-1191), None when blank."""
+        return str(self.configs.value(group_id, DLQ_TOPIC_NAME)) or None

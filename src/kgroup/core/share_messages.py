@@ -90,6 +90,12 @@ class ShareOffset:
     partition: int
     start_offset: int = -1
     error: ErrorCode = ErrorCode.NONE
+    # Offsets at or past the start already acknowledged or archived, as persisted (KIP-1226's
+    # deliveryCompleteCount): the lag is the log's end minus the start minus these.
+    delivery_complete: int = 0
+    # Initialized by the group (a topic it subscribed to), even with no start offset yet:
+    # Kafka then answers leader epoch 0 rather than -1.
+    initialized: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ from kgroup.core.records import (
 )
 from kgroup.core.result import ReplyTo, Result, ResultBuilder
 from kgroup.core.share_configs import ShareConfigs
+from kgroup.core.share_partition import RecordState
 from kgroup.core.share_group import NEW_SHARE_MEMBER, ShareGroup, ShareGroupMember
 from kgroup.core.share_messages import (
     SHARE_JOIN_EPOCH,
@@ -246,7 +247,11 @@ class ShareProtocol(ModernProtocol):
         exist has none, and is answered so, as Kafka answers it)."""
         states = self.shard.stored.share_states.get(req.group_id, {})
         keys = sorted(states) if req.partitions is None else list(req.partitions)
-        offsets = tuple(ShareOffset(t, p, states[(t, p)].start_offset if (t, p) in states else -1)
+        group = self.shard.share_groups.get(req.group_id)
+        initialized = {tid for _, tid, _ in group.subscribed} if group is not None else set()
+        offsets = tuple(ShareOffset(t, p, states[(t, p)].start_offset,
+                                    delivery_complete=delivery_complete(states[(t, p)]), initialized=True)
+                        if (t, p) in states else ShareOffset(t, p, -1, initialized=t in initialized)
                         for t, p in keys)
         return Result((), ((reply, ShareOffsetsResponse(ErrorCode.NONE, offsets)),))
 
@@ -310,3 +315,12 @@ def replay_share_state(shard: ShardState, record: ShareStateRecord) -> None:
         drop_entry(states, record.group_id, (record.topic_id, record.partition))
     else:
         states.setdefault(record.group_id, {})[(record.topic_id, record.partition)] = record.value
+
+
+def delivery_complete(value: ShareStateValue) -> int:
+    """How many offsets of a share partition's persisted window, at or past its start, are
+    done with (acknowledged or archived): KIP-1226's deliveryCompleteCount, which the lag
+    subtracts, so a share partition whose state is not loaded is answered alike."""
+    done = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+    return sum(b.last_offset - max(b.first_offset, value.start_offset) + 1 for b in value.batches
+               if b.state in done and b.last_offset >= value.start_offset)

@@ -93,10 +93,12 @@ def test_unknown_names_are_refused_with_the_valid_ones_listed():
 def test_values_are_checked_against_the_brokers_bounds_and_each_other():
     ctx = GroupContext()
     for changes in ([(SESSION, SET, "44999")], [(SESSION, SET, "60001")], [(HEARTBEAT, SET, "4999")],
-                    [(HEARTBEAT, SET, "15001")], [(SESSION, SET, "abc")], [(SESSION, SET, None)],
+                    [(HEARTBEAT, SET, "15001")], [(SESSION, SET, "abc")],
                     [(SESSION, SET, "1" * 30)], [(SESSION, ConfigOp.APPEND, "1")],
                     [(SESSION, SET, "45000"), (HEARTBEAT, SET, "45000")]):
         assert alter(ctx, "cg", *changes).raised is E.INVALID_CONFIG, changes
+    # A SET without a value is refused before any check, as Kafka refuses it.
+    assert alter(ctx, "cg", (SESSION, SET, None)).raised is E.INVALID_REQUEST
     narrow = GroupContext(GroupConfig(consumer_min_session_timeout_ms=6_000, consumer_session_timeout_ms=10_000,
                                       consumer_min_heartbeat_interval_ms=1_000, consumer_heartbeat_interval_ms=3_000))
     # The heartbeat left at the broker's 3 s: a session of 3 s would not exceed it.
@@ -146,7 +148,9 @@ def test_group_configs_survive_replay_snapshots_and_group_deletion():
 def test_the_table_lists_kafkas_consumer_group_config_names():
     assert {SESSION, HEARTBEAT} <= set(GROUP_CONFIGS)
     for d in GROUP_CONFIGS.values():
-        if d.choices:       # a STRING config (share.auto.offset.reset): no bounds, a broker default
+        if d.plain:         # no broker setting: Kafka's built-in default, the config its own synonym
+            assert d.type_name == d.plain and d.broker_name == d.name
+        elif d.choices:     # a STRING config (share.auto.offset.reset): no bounds, a broker default
             assert d.type_name == "STRING" and d.default(GroupConfig()) in d.choices
         else:
             assert d.broker_name.startswith("group.") and d.min_name.startswith("group.")
@@ -171,7 +175,7 @@ def test_kip932_share_configs_are_group_configs_with_kafkas_defaults_and_types()
     assert d["share.record.lock.duration.ms"].synonyms == (
         ("group.share.record.lock.duration.ms", "30000", ConfigSource.DEFAULT_CONFIG),)
     assert alter(ctx, "sg", ("share.record.lock.duration.ms", SET, "5000"), ("share.delivery.count.limit", SET, "3"),
-                 ("share.auto.offset.reset", SET, " Earliest ")).raised is None
+                 ("share.auto.offset.reset", SET, " earliest ")).raised is None
     assert ctx.log[-1] == GroupConfigRecord("sg", (("share.auto.offset.reset", "earliest"),
                                                    ("share.delivery.count.limit", "3"),
                                                    ("share.record.lock.duration.ms", "5000")))
@@ -194,7 +198,8 @@ def test_kip932_share_configs_are_bounded_by_the_brokers_share_settings():
                     [("share.delivery.count.limit", SET, "1")], [("share.delivery.count.limit", SET, "11")],
                     [("share.partition.max.record.locks", SET, "99")], [("share.session.timeout.ms", SET, "60001")],
                     [("share.heartbeat.interval.ms", SET, "15001")], [("share.auto.offset.reset", SET, "sometimes")],
-                    [("share.auto.offset.reset", SET, None)], [("share.auto.offset.reset", ConfigOp.APPEND, "latest")],
+                    [("share.auto.offset.reset", SET, "Earliest")], [("share.auto.offset.reset", SET, "by_duration:-PT1H")],
+                    [("share.auto.offset.reset", ConfigOp.APPEND, "latest")],
                     [("share.delivery.count.limit", SET, "three")],
                     [("share.session.timeout.ms", SET, "5000")]):       # not above the 5 s heartbeat
         assert alter(ctx, "sg", *changes).raised is E.INVALID_CONFIG, changes
@@ -227,3 +232,46 @@ def test_kip932_share_session_and_heartbeat_configs_apply_to_the_next_heartbeat(
 def test_group_config_records_round_trip(group, configs):
     record = GroupConfigRecord(group, configs)
     assert decode(encode(record)) == record
+
+
+def test_kip1240_share_settings_of_kafka_4_4_booleans_dead_letter_topic_and_by_duration():
+    """Kafka 4.4's GroupConfig: share.renew.acknowledge.enable and errors.deadletterqueue.*
+    have no broker setting (their synonym is themselves, at Kafka's default); booleans ignore
+    case, strings are trimmed and compared as written; a DLQ topic may not start with "__";
+    share.auto.offset.reset also takes by_duration:<ISO 8601 duration>, not a negative one."""
+    ctx = GroupContext()
+    d = described(ctx, "sg")
+    assert {n: (d[n].value, d[n].type_name) for n in ("share.renew.acknowledge.enable",
+                                                      "errors.deadletterqueue.topic.name",
+                                                      "errors.deadletterqueue.copy.record.enable")} == {
+        "share.renew.acknowledge.enable": ("true", "BOOLEAN"), "errors.deadletterqueue.topic.name": ("", "STRING"),
+        "errors.deadletterqueue.copy.record.enable": ("false", "BOOLEAN")}
+    assert d["errors.deadletterqueue.topic.name"].synonyms == (
+        ("errors.deadletterqueue.topic.name", "", ConfigSource.DEFAULT_CONFIG),)
+    share = ctx.coord.share.configs
+    assert share.renew_acknowledge_enabled("sg") and share.dead_letter_topic("sg") is None
+    assert alter(ctx, "sg", ("share.renew.acknowledge.enable", SET, " FALSE "),
+                 ("errors.deadletterqueue.topic.name", SET, " dlq "),
+                 ("share.auto.offset.reset", SET, "by_duration:P1DT2H")).raised is None
+    assert not share.renew_acknowledge_enabled("sg") and share.dead_letter_topic("sg") == "dlq"
+    assert share.auto_offset_reset("sg") == "by_duration:P1DT2H"
+    for changes in ([("share.renew.acknowledge.enable", SET, "1")],
+                    [("errors.deadletterqueue.topic.name", SET, "__dlq")],
+                    [("errors.deadletterqueue.copy.record.enable", SET, "yes")],
+                    [("share.auto.offset.reset", SET, "BY_DURATION:PT1H")],
+                    [("share.auto.offset.reset", SET, "by_duration: PT1H")],
+                    [("share.auto.offset.reset", SET, "by_duration:P1W")],
+                    [("share.auto.offset.reset", SET, "by_duration:PT1.5H")],
+                    [("share.auto.offset.reset", SET, "by_duration:PT")]):
+        assert alter(ctx, "sg", *changes).raised is E.INVALID_CONFIG, changes
+
+
+def test_iso_8601_durations_as_java_parses_them():
+    from kgroup.core.group_configs import by_duration_ms, duration_ms
+
+    assert duration_ms("PT1H") == 3_600_000 and duration_ms("pt1h") == 3_600_000
+    assert duration_ms("P1DT2H3M4.5S") == ((24 + 2) * 60 + 3) * 60_000 + 4_500
+    assert duration_ms("PT0S") == 0 and duration_ms("+PT1M") == 60_000 and duration_ms("-PT1M") == -60_000
+    assert duration_ms("P1DT-1H") == 23 * 3_600_000
+    assert [duration_ms(t) for t in ("P", "PT", "P1W", "PT1.5H", "1H", "", "P1D ")] == [None] * 7
+    assert by_duration_ms("by_duration:PT-1H") is None and by_duration_ms("by_duration:PT1S") == 1_000

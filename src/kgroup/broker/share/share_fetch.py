@@ -67,6 +67,7 @@ from kgroup.batch_layout import (
 )
 from kgroup.broker.data.context import NOT_LEADER, ArrivalWatch, ClusterView
 from kgroup.broker.data.producer_states import ProducerStates
+from kgroup.broker.share.share_reset import reset_start_offset
 from kgroup.broker.share.share_state import ShareStateStore
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.records import ShareStateValue
@@ -192,8 +193,10 @@ class ShareFetchService:
             value = await self.store.read(group_id, topic_id, partition)
             if value is None:
                 plog = self.data.partition_log(name, partition)
-                latest = self.store.auto_offset_reset(group_id) == "latest"
-                value = ShareStateValue(0, plog.log_end_offset if latest else plog.log_start_offset)
+                start = reset_start_offset(self.store.auto_offset_reset(group_id), plog, _now_ms())
+                if start is None:
+                    raise _PartitionFailed(ErrorCode.OFFSET_NOT_AVAILABLE)
+                value = ShareStateValue(0, start)
                 await self.store.write(group_id, topic_id, partition, value)
             sp = self.partitions[key] = SharePartition.from_persisted(value, self.store.limits(group_id))
             return sp
@@ -361,22 +364,6 @@ class ShareFetchService:
         """The group's share-partition state was altered or deleted: load it again."""
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
-
-    def lag(self, group_id: str, topic_id: str, partition: int, start_offset: int) -> int:
-        """Records past the start offset not yet acknowledged or archived (Kafka's share lag),
-        from the live share partition when this node has it loaded."""
-        name = self._topics_by_id().get(topic_id, (None, 0))[0]
-        if name is None or start_offset < 0:
-            return -1
-        try:
-            end = self.data.partition_log(name, partition).log_end_offset
-        except TopicError:
-            return -1
-        sp = self.partitions.get((group_id, topic_id, partition))
-        if sp is None:
-            return max(0, end - start_offset)
-        counts = sp.counts()
-        return max(0, end - sp.start - counts[RecordState.ACKNOWLEDGED] - counts[RecordState.ARCHIVED])
 
     # ---- sessions ----------------------------------------------------------------------------
 

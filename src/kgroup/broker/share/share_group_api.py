@@ -19,6 +19,7 @@ from kgroup.broker.groups.group_api import GroupApi, describe_modern_groups, fie
 from kgroup.broker.groups.offset_topics import unknown_in
 from kgroup.broker.share.share_fetch import ShareFetchService
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.storage.errors import TopicError
 from kgroup.core.share_messages import (
     SHARE_LEAVE_EPOCH,
     AlterShareOffsetsRequest,
@@ -26,6 +27,7 @@ from kgroup.core.share_messages import (
     DescribedShareGroup,
     DescribeShareOffsetsRequest,
     ShareGroupHeartbeatRequest,
+    ShareOffset,
     ShareOffsetsResponse,
 )
 from kgroup.wire import RequestHeader, response_class
@@ -149,8 +151,8 @@ class ShareGroupApi:
                     # Leader epochs are always 0 here (metadata_api.py): a partition with share
                     # state was written at epoch 0, as Kafka reports it; none without state.
                     part_cls, partition_index=o.partition, start_offset=o.start_offset,
-                    leader_epoch=0 if o.start_offset >= 0 else -1,
-                    lag=self.fetches.lag(g.group_id, o.topic_id, o.partition, o.start_offset),
+                    leader_epoch=0 if o.initialized else -1,
+                    lag=self._lag(names[o.topic_id], o),
                     error_code=ErrorCode.NONE))
             found = [build(topic_cls, topic_name=names[t], topic_id=uuid.UUID(t), partitions=tuple(ps))
                      for t, ps in by_topic.items()]
@@ -161,6 +163,18 @@ class ShareGroupApi:
             out.append(build(group_cls, group_id=g.group_id, error_code=ErrorCode.NONE, error_message=None,
                              topics=tuple(found)))
         return build(cls, throttle_time=0, groups=tuple(out))
+
+    def _lag(self, topic: str, offset: ShareOffset) -> int:
+        """KIP-1226's lag of a share partition: the log's end minus the start offset minus the
+        offsets past it already acknowledged or archived, all from the persisted state (so a
+        partition whose state is not loaded here is answered alike); -1 without state."""
+        if offset.start_offset < 0:
+            return -1
+        try:
+            end = self.fetches.data.partition_log(topic, offset.partition).log_end_offset
+        except TopicError:
+            return -1
+        return end - offset.start_offset - offset.delivery_complete
 
     async def _reset(self, handler_of, group_id: str, request: Any) -> tuple[ErrorCode, str | None, Any]:
         """Run an offsets reset on the group's coordinator; share partitions then reload.

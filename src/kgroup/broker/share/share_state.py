@@ -89,3 +89,6 @@ class ShareStateStore:
 
     def auto_offset_reset(self, group_id: str) -> str:
         return self._shard(group_id).coordinator.share.configs.auto_offset_reset(group_id)
+
+    def renew_acknowledge_enabled(self, group_id: str) -> bool:
+        return self._shard(group_id).coordinator.share.configs.renew_acknowledge_enabled(group_id)
