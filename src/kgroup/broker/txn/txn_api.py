@@ -24,6 +24,7 @@ epoch that added the group, so a fenced producer cannot commit them.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kgroup.broker.groups.group_api import GroupApi
@@ -254,6 +255,15 @@ class TxnApi:
         core = tm.ListTransactionsRequest(tuple(s for s in states if s in KNOWN_STATES),
                                           tuple(int(p) for p in req.producer_id_filters or ()),
                                           int(get(req, "duration_filter", -1)))
+        # v2 (KIP-1152): only ids the pattern matches as a whole; null or "" lists all. A
+        # pattern that does not compile fails the request (Kafka: RE2/J; here Python's re,
+        # as the consumer protocol's subscription regex).
+        pattern = get(req, "transactional_id_pattern", None)
+        try:
+            matcher = re.compile(pattern).fullmatch if pattern else None
+        except re.error:
+            return build(cls, throttle_time=0, error_code=E.INVALID_REGULAR_EXPRESSION, unknown_state_filters=(),
+                         transaction_states=())
         listed: list[tm.ListedTxn] = []
         error = E.NONE
         if not (states and all(s not in KNOWN_STATES for s in states)):
@@ -262,4 +272,5 @@ class TxnApi:
                      transaction_states=tuple(
                          build(state_cls, transactional_id=t.transactional_id, producer_id=t.producer_id,
                                transaction_state=t.state)
-                         for t in sorted(listed, key=lambda t: t.transactional_id)))
+                         for t in sorted(listed, key=lambda t: t.transactional_id)
+                         if matcher is None or matcher(t.transactional_id)))
