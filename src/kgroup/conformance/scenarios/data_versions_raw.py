@@ -14,6 +14,14 @@ from kgroup.conformance.scenarios.transactions_raw import TxnProducer, txn_ready
 from kgroup.conformance.target import Target
 
 
+async def with_topic(t: Target, partitions: int) -> tuple[Any, str]:
+    """A raw connection and a new topic of `partitions` partitions."""
+    raw = await t.raw()
+    topic = t.names.topic()
+    await observe.create_topic(raw, topic, partitions)
+    return raw, topic
+
+
 def produce_by_id(parts: list[tuple[uuid.UUID | None, int, list[bytes]]], *, acks: int = -1) -> Any:
     """Produce v13: each (topic id, partition, values) in its own topic entry, in order."""
     return request("Produce", 13, acks=acks, timeout_ms=30_000, transactional_id=None, topic_data=[
@@ -26,9 +34,7 @@ def produce_by_id(parts: list[tuple[uuid.UUID | None, int, list[bytes]]], *, ack
                "id too) is UNKNOWN_TOPIC_ID for each of its partitions and appends nothing, a partition past "
                "a known topic's count UNKNOWN_TOPIC_OR_PARTITION; the other partitions of the request land")
 async def produce_topic_ids(t: Target) -> None:
-    raw = await t.raw()
-    topic = t.names.topic()
-    await observe.create_topic(raw, topic, 2)
+    raw, topic = await with_topic(t, 2)
     tid = await observe.topic_id(raw, topic)
     nobody = uuid.uuid5(uuid.NAMESPACE_URL, t.names.topic("nobody"))
     await t.ask(raw, "produce by id", produce_by_id([(tid, 0, [b"a", b"b"]), (tid, 1, [b"c"])]))
@@ -60,9 +66,7 @@ SPECIAL = [-1, -2, -3, -4, -5, -6, -7, -100, 1_001, 5_000]
                "them with nothing tiered; v10 adds a timeout (KIP-1075) that changes nothing here; an empty "
                "log and a read_committed request answered as Kafka does")
 async def list_offsets_special_timestamps(t: Target) -> None:
-    raw = await t.raw()
-    topic = t.names.topic()
-    await observe.create_topic(raw, topic, 1)
+    raw, topic = await with_topic(t, 1)
     for req in list_offsets(11, topic, SPECIAL):
         await t.ask(raw, f"empty log: v11 timestamp {req.topics[0].partitions[0].timestamp}", req)
     await observe.produce(raw, topic, 0, [b"a", b"b", b"c"], timestamp=1_000)
