@@ -118,11 +118,11 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
             # UNKNOWN_SERVER_ERROR, every partition answered with it.
             return dict(partition_index=index, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, timestamp=-1,
                         offset=-1, leader_epoch=-1)
+        if int(p.timestamp) < lowest:       # (Kafka checks it before it looks for the partition)
+            return dict(partition_index=index, error_code=ErrorCode.UNSUPPORTED_VERSION, timestamp=-1,
+                        offset=-1, leader_epoch=-1)
         try:
             plog = ctx.data.partition_log(topic, index)
-            if int(p.timestamp) < lowest:
-                return dict(partition_index=index, error_code=ErrorCode.UNSUPPORTED_VERSION, timestamp=-1,
-                            offset=-1, leader_epoch=-1)
             if not plog.owned:
                 raise NotOwnedError(f"{topic}-{index} was taken over by another node")
             if read_committed:

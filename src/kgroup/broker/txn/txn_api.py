@@ -24,8 +24,9 @@ epoch that added the group, so a fenced producer cannot commit them.
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+import re2
 
 from kgroup.broker.groups.group_api import GroupApi
 from kgroup.broker.groups.offset_topics import shard_topics, unknown_partitions
@@ -38,6 +39,9 @@ from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item, ms
 
 E = ErrorCode
+# RE2 logs every pattern it refuses to stderr unless told not to; a refusal is an answer here.
+_QUIET_RE2 = re2.Options()
+_QUIET_RE2.log_errors = False
 KNOWN_STATES = frozenset(s.value for s in TxnState)
 # Errors the broker answers before asking the transaction coordinator (Kafka's KafkaApis).
 _REFUSED_BEFORE_COORDINATOR = frozenset({E.UNKNOWN_TOPIC_OR_PARTITION, E.TOPIC_AUTHORIZATION_FAILED})
@@ -256,12 +260,11 @@ class TxnApi:
                                           tuple(int(p) for p in req.producer_id_filters or ()),
                                           int(get(req, "duration_filter", -1)))
         # v2 (KIP-1152): only ids the pattern matches as a whole; null or "" lists all. A
-        # pattern that does not compile fails the request (Kafka: RE2/J; here Python's re,
-        # as the consumer protocol's subscription regex).
+        # pattern RE2 does not compile (Kafka uses RE2/J) fails the request.
         pattern = get(req, "transactional_id_pattern", None)
         try:
-            matcher = re.compile(pattern).fullmatch if pattern else None
-        except re.error:
+            matcher = re2.compile(pattern, _QUIET_RE2).fullmatch if pattern else None
+        except re2.error:
             return build(cls, throttle_time=0, error_code=E.INVALID_REGULAR_EXPRESSION, unknown_state_filters=(),
                          transaction_states=())
         listed: list[tm.ListedTxn] = []

@@ -75,6 +75,9 @@ async def list_offsets_special_timestamps(t: Target) -> None:
             await t.ask(raw, f"v{version} timestamp {req.topics[0].partitions[0].timestamp}", req)
     for req in list_offsets(11, topic, SPECIAL, isolation_level=1):
         await t.ask(raw, f"read_committed v11 timestamp {req.topics[0].partitions[0].timestamp}", req)
+    nowhere = t.names.topic("nowhere")
+    for req in list_offsets(8, nowhere, [-1, -5]):
+        await t.ask(raw, f"a topic that does not exist: v8 timestamp {req.topics[0].partitions[0].timestamp}", req)
 
 
 def list_transactions(**filters: Any) -> Any:
@@ -114,6 +117,8 @@ async def list_transactions_filters(t: Target) -> None:
     await listed("pattern: the idle one", transactional_id_pattern=".*-idle")
     await listed("pattern: empty", transactional_id_pattern="")
     await listed("pattern: does not compile", transactional_id_pattern="(unclosed")
+    for probe in ("(?=c).*", "(c)\\1.*", "c++.*", "(?>c).*", "(?P<x>c).*", "(?<x>c).*", "\\Ac.*\\z", "[[:alpha:]].*"):
+        await listed(f"pattern: {probe}", transactional_id_pattern=probe)
     await listed("pattern and state", transactional_id_pattern=txn_id + ".*", state_filters=["Ongoing"])
     await listed("pattern and an unknown state", transactional_id_pattern=txn_id + ".*",
                  state_filters=["Sleeping"])
