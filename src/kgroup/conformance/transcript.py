@@ -65,7 +65,9 @@ NORMALIZATIONS: dict[str, str] = {
                  "compared by (resource type, name, pattern type, principal, operation)",
     "topic order": "an assignment's topics come from a hash map keyed by random topic ids: lists of "
                    "(topic id, partitions) are ordered by the topic's alias (scenarios note their topics' ids "
-                   "in name order first, so aliases follow names)",
+                   "in name order first, so aliases follow names); a v13 produce's answer (KIP-516) groups its "
+                   "results, keyed by topic id and partition in a hash map, by topic: its topics too, the zero id "
+                   "among them",
 }
 
 _MEMBER_KEYS = frozenset({"member_id", "leader", "leader_id", "member_ids", "assigned_member_id"})
@@ -230,9 +232,12 @@ def _has_int(entry: Any, name: str) -> bool:
 
 
 def _topic_entry(entry: Any) -> bool:
-    """An entry of a list of topics by id: a dict or kio entity with a UUID topic_id."""
-    value = entry.get("topic_id") if isinstance(entry, dict) else getattr(entry, "topic_id", None)
-    return isinstance(value, uuid.UUID) and (isinstance(entry, dict) or dataclasses.is_dataclass(entry))
+    """An entry of a list of topics by id: a dict or kio entity with a UUID topic_id (or, in
+    a produce's answer, the zero id: Kafka keys those results by topic id and partition)."""
+    if not (isinstance(entry, dict) or dataclasses.is_dataclass(entry)):
+        return False
+    value = _field(entry, "topic_id")
+    return isinstance(value, uuid.UUID) or (value is None and _field(entry, "partition_responses") is not None)
 
 
 def _member_entry(entry: Any) -> bool:

@@ -81,12 +81,16 @@ class DataCtx:
 
     async def produce(self, version: int, data: dict[str, dict[int, bytes | None]],
                       acks: int = -1, transactional_id: str | None = None) -> Any:
+        """Produce {topic: {partition: records}}; v13+ by topic id (a topic that does not
+        exist by an id no topic has)."""
         cls = request_class(PRODUCE, version)
         tcls = item(cls, "topic_data")
         pcls = item(tcls, "partition_data")
+        ids = self.dp.topic_ids()
         return await self.call(PRODUCE, version, build(
             cls, acks=acks, timeout=30_000, transactional_id=transactional_id, topic_data=tuple(
-            build(tcls, name=t, partition_data=tuple(build(pcls, index=p, records=r) for p, r in parts.items()))
+            build(tcls, name=t, topic_id=ids.get(t) or uuid.uuid5(uuid.NAMESPACE_URL, t),
+                  partition_data=tuple(build(pcls, index=p, records=r) for p, r in parts.items()))
             for t, parts in data.items())))
 
     async def fetch(self, version: int, topics: dict[str, list[tuple[int, int]]], **options: Any) -> Any:

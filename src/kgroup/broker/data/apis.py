@@ -1,13 +1,14 @@
 """The data path's APIs: one entry each (broker/apis.py says what an entry holds).
 
 Version notes (the handler modules say what each version adds):
-- Produce 3–12: v12 has the schema of v11; a Java client sends it only with KIP-890's
+- Produce 3–13: v12 has the schema of v11; a Java client sends it only with KIP-890's
   transaction.version 2 (partitions added implicitly), which we do not advertise, so a
   transactional batch must still be in its transaction (AddPartitionsToTxn) at any version.
-  v13 (topics by id) is left out.
+  v13 names topics by id (KIP-516).
 - Fetch 4–18: v17/v18 add follower-only tagged fields (replica directory id, high
   watermark) that consumers never send; v13+ names topics by id only.
-- ListOffsets 1–8: v9+ (tiered-storage timestamps) not served.
+- ListOffsets 1–11: v8–v11 add tiered-storage timestamps (-4, -5, -6) answered as a broker
+  without tiered storage answers them; v10's timeout has nothing to wait for.
 - Metadata 1–13: v13 adds a top-level error_code.
 - CreateTopics 2–7: v7 is the last kio ships.
 """
@@ -21,9 +22,9 @@ from kgroup.broker.security.listeners import brokers_on_listener, cluster_on_lis
 from kgroup.wire.api_keys import ApiKey as K
 
 APIS = (
-    Api(K.PRODUCE, 3, 12, DataPath.produce, guards.produce, edits=True),
+    Api(K.PRODUCE, 3, 13, DataPath.produce, guards.produce, edits=True),
     Api(K.FETCH, 4, 18, DataPath.fetch_answer, guards.fetch, edits=False, kio_handler=DataPath.fetch),
-    Api(K.LIST_OFFSETS, 1, 8, DataPath.list_offsets, guards.list_offsets, edits=False),
+    Api(K.LIST_OFFSETS, 1, 11, DataPath.list_offsets, guards.list_offsets, edits=False),
     # Metadata may create the topics it asks for (allow_auto_topic_creation).
     Api(K.METADATA, 0, 13, DataPath.metadata, guards.metadata, edits=True, on_listener=brokers_on_listener),
     Api(K.CREATE_TOPICS, 2, 7, DataPath.create_topics, guards.create_topics, edits=True),

@@ -3,8 +3,11 @@
 Version notes: v0 (several offsets per partition) is not served; v1 one offset and its
 timestamp; v2 isolation level (read_committed: latest is the last stable offset, and an
 offset found by timestamp at or past it is not answered); v4 current_leader_epoch in, leader_epoch out (always 0, like
-Metadata); v6 flexible; v7 MAX_TIMESTAMP (-3); v8 EARLIEST_LOCAL (-4: no tiered storage,
-so the log start).
+Metadata); v6 flexible; v7 MAX_TIMESTAMP (-3, KIP-734); v8 EARLIEST_LOCAL (-4, KIP-405: no
+tiered storage, so the log start); v9 LATEST_TIERED (-5, KIP-1005); v10 a timeout for remote
+reads (KIP-1075: nothing here is remote); v11 EARLIEST_PENDING_UPLOAD (-6, KIP-1023). A
+timestamp below the lowest special one the request's version knows (-3 at v6, -5 at v8, -7
+at any) is UNSUPPORTED_VERSION for that partition, as Kafka answers it.
 
 Special timestamps: -2 earliest → log start offset; -1 latest → log end offset (the high
 watermark); -4 earliest local → log start; -3 max timestamp → the first record holding the
@@ -32,6 +35,16 @@ LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
+
+# The lowest special timestamp each version knows (Kafka: a lower one is UNSUPPORTED_VERSION).
+_LOWEST_SPECIAL = ((11, EARLIEST_PENDING_UPLOAD), (9, LATEST_TIERED), (8, EARLIEST_LOCAL), (7, MAX_TIMESTAMP),
+                   (0, EARLIEST))
+
+
+def lowest_special(version: int) -> int:
+    return next(ts for since, ts in _LOWEST_SPECIAL if version >= since)
 
 
 def max_timestamp(plog: PartitionLog) -> int:
@@ -50,6 +63,8 @@ def lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
         return plog.log_start_offset, -1
     if timestamp == LATEST:
         return plog.log_end_offset, -1
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return -1, -1           # no tiered storage: nothing tiered, nothing pending upload
     if timestamp == MAX_TIMESTAMP:
         timestamp = max_timestamp(plog)
         if timestamp < 0:
@@ -94,6 +109,7 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
     """The ListOffsets response (read_committed: nothing at or past the last stable offset)."""
     isolation = int(get(request, "isolation_level", 0))
     read_committed = isolation == 1
+    lowest = lowest_special(header.api_version)
 
     def answer(topic: str, p: Any) -> dict:
         index = int(p.partition_index)
@@ -101,6 +117,9 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
             # Kafka cannot read the isolation level: the whole request fails with
             # UNKNOWN_SERVER_ERROR, every partition answered with it.
             return dict(partition_index=index, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, timestamp=-1,
+                        offset=-1, leader_epoch=-1)
+        if int(p.timestamp) < lowest:       # (Kafka checks it before it looks for the partition)
+            return dict(partition_index=index, error_code=ErrorCode.UNSUPPORTED_VERSION, timestamp=-1,
                         offset=-1, leader_epoch=-1)
         try:
             plog = ctx.data.partition_log(topic, index)
@@ -111,7 +130,7 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
             else:
                 offset, timestamp = lookup(plog, int(p.timestamp))
             return dict(partition_index=index, error_code=ErrorCode.NONE, timestamp=timestamp, offset=offset,
-                        leader_epoch=0)
+                        leader_epoch=0 if offset >= 0 else -1)
         except TopicError:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         except NOT_LEADER:

@@ -4,7 +4,9 @@ Version notes: v3 is the first with record batch v2 only (magic 2) and a transac
 (required when a batch is transactional); v5 adds
 log_start_offset; v8 adds record_errors and error_message; v9 is flexible; v10–v12 add
 nothing we fill (current_leader / node_endpoints stay at their defaults: KIP-951 would
-let a NOT_LEADER_OR_FOLLOWER name the new leader; clients refresh Metadata instead).
+let a NOT_LEADER_OR_FOLLOWER name the new leader; clients refresh Metadata instead); v13
+names topics by id (KIP-516, `topic_names`): an id no topic has (the zero id too) is
+UNKNOWN_TOPIC_ID for each of its partitions, and the answer names topics by id.
 
 In a cluster only the partition's owner appends (NOT_LEADER_OR_FOLLOWER elsewhere); a write
 refused by the ownership fence, or one whose fsync completed after another node took the
@@ -35,6 +37,7 @@ acks=-1 waits for the fsync policy (`Durability.durable`).
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 from kgroup.batch_layout import LENGTH, LENGTH_AT, LOG_OVERHEAD, MAGIC, MAGIC_AT
@@ -174,18 +177,49 @@ def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, 
     return base
 
 
-def _all_refused(cls: type, request: Any, answer: Any, code: ErrorCode, message: str,
-                 exists: Any = None) -> Any:
+TOPIC_IDS_FROM = 13
+
+
+def topic_names(ctx: DataContext, request: Any, version: int) -> list[str | None]:
+    """Each request topic's name, in request order: v13+ names topics by id (KIP-516), and an
+    id no topic has (the zero id too) is None, answered UNKNOWN_TOPIC_ID; older versions
+    name them."""
+    if version < TOPIC_IDS_FROM:
+        return [t.name for t in request.topic_data]
+    ids = [get(t, "topic_id", None) for t in request.topic_data]
+
+    def by_id() -> dict[uuid.UUID, str]:
+        return {m.topic_id: name for name, m in ctx.data.topics().items()}
+    names = by_id()
+    # An id created through another node just now: read the topics again once.
+    if any(i not in names for i in ids if i is not None) and ctx.data.refresh_topics():
+        names = by_id()
+    return [names.get(i) if i is not None else None for i in ids]
+
+
+def _topic_entry(topic_cls: type, version: int, t: Any, name: str | None, parts: tuple) -> Any:
+    """A response topic: by id from v13, else by name."""
+    if version >= TOPIC_IDS_FROM:
+        return build(topic_cls, topic_id=get(t, "topic_id", None), partition_responses=parts)
+    return build(topic_cls, name=name, partition_responses=parts)
+
+
+def _all_refused(cls: type, version: int, request: Any, names: list[str | None], answer: Any, code: ErrorCode,
+                 message: str, exists: Any = None) -> Any:
     """The response that fails every partition of the request with `code` (those for which
     ``exists(topic, index)`` is false with UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers a
-    partition it does not know before it looks further)."""
+    partition it does not know before it looks further; an unknown topic id UNKNOWN_TOPIC_ID)."""
     topic_cls = item(cls, "responses")
+
+    def refused(name: str | None, index: int) -> Any:
+        if name is None:
+            return answer(index, ErrorCode.UNKNOWN_TOPIC_ID)
+        if exists is None or exists(name, index):
+            return answer(index, code, message=message)
+        return answer(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     return build(cls, throttle_time=0, responses=tuple(
-        build(topic_cls, name=t.name, partition_responses=tuple(
-            answer(p.index, code, message=message) if exists is None or exists(t.name, p.index)
-            else answer(p.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            for p in t.partition_data))
-        for t in request.topic_data if t.partition_data))     # (a topic naming none is not answered)
+        _topic_entry(topic_cls, version, t, name, tuple(refused(name, p.index) for p in t.partition_data))
+        for t, name in zip(request.topic_data, names) if t.partition_data))   # (a topic naming none is not answered)
 
 
 def _exists(ctx: DataContext) -> Any:
@@ -235,6 +269,8 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
     topic_cls = item(cls, "responses")
     part_cls = item(topic_cls, "partition_responses")
     acks = int(request.acks)
+    version = header.api_version
+    names = topic_names(ctx, request, version)
 
     def answer(index: int, code: ErrorCode, base_offset: int = -1, log_start: int = -1,
                message: str | None = None) -> Any:
@@ -245,8 +281,8 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
     # 1. acks must be 0, 1 or -1; otherwise every partition that exists fails (one that does
     #    not is UNKNOWN_TOPIC_OR_PARTITION, as Kafka checks it first).
     if acks not in (0, 1, -1):
-        return _all_refused(cls, request, answer, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1",
-                            _exists(ctx))
+        return _all_refused(cls, version, request, names, answer, ErrorCode.INVALID_REQUIRED_ACKS,
+                            f"acks={acks} is not one of 0, 1, -1", _exists(ctx))
 
     # 2. Validate and append each partition on its own.
     results: dict[tuple[int, int], Any] = {}
@@ -254,32 +290,38 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
     transactional_id = get(request, "transactional_id", None)
     # Kafka keys a produce by partition: a partition named twice is written once, with the
     # records of its last mention, and answered once.
-    last = {(t.name, p.index): (ti, pi) for ti, t in enumerate(request.topic_data)
+    # (v13: keyed by topic id, an unknown id too.)
+    keys = [get(t, "topic_id", None) if version >= TOPIC_IDS_FROM else t.name for t in request.topic_data]
+    last = {(keys[ti], p.index): (ti, pi) for ti, t in enumerate(request.topic_data)
             for pi, p in enumerate(t.partition_data)}
     for ti, t in enumerate(request.topic_data):
+        name = names[ti]
         for pi, p in enumerate(t.partition_data):
-            if last[(t.name, p.index)] != (ti, pi):
+            if last[(keys[ti], p.index)] != (ti, pi):
+                continue
+            if name is None:
+                results[(ti, pi)] = answer(p.index, ErrorCode.UNKNOWN_TOPIC_ID)
                 continue
             try:
-                plog, batches = _validate(ctx, t.name, p.index, p.records)
+                plog, batches = _validate(ctx, name, p.index, p.records)
                 if batches[0].header.producer_id < 0 and len(batches) == 1:
                     base = plog.append(batches[0].data)      # the plain path: no producer state
                 else:
-                    base = _append_checked(ctx, (t.name, p.index), plog, batches, transactional_id)
+                    base = _append_checked(ctx, (name, p.index), plog, batches, transactional_id)
                 appended.append((ti, pi, plog, base))
-                ctx.watch.ring((t.name, p.index))
+                ctx.watch.ring((name, p.index))
             except PartitionFailure as exc:
-                log.debug("produce to %s-%d refused: %s", t.name, p.index, exc.message)
+                log.debug("produce to %s-%d refused: %s", name, p.index, exc.message)
                 results[(ti, pi)] = answer(p.index, exc.code, message=exc.message if exc.answered else None)
             except InvalidBatchError as exc:
-                log.warning("produce to %s-%d: storage refused a batch: %s", t.name, p.index, exc)
+                log.warning("produce to %s-%d: storage refused a batch: %s", name, p.index, exc)
                 results[(ti, pi)] = answer(p.index, ErrorCode.CORRUPT_MESSAGE, message=str(exc))
             except NOT_LEADER as exc:
                 # Another node took the partition over under us (this node was paused).
                 ctx.cluster.fenced()
                 results[(ti, pi)] = answer(p.index, ErrorCode.NOT_LEADER_OR_FOLLOWER, message=str(exc))
             except StorageError as exc:
-                log.error("produce to %s-%d failed in storage: %s", t.name, p.index, exc)
+                log.error("produce to %s-%d failed in storage: %s", name, p.index, exc)
                 results[(ti, pi)] = answer(p.index, ErrorCode.KAFKA_STORAGE_ERROR, message=str(exc))
 
     # 3. Make the appends as durable as acks asks.
@@ -299,10 +341,11 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
                                        log_start=plog.log_start_offset)
     # (Kafka answers per partition, grouped by topic: a topic named twice is one entry, a
     # topic that names no partition is not in its answer.)
-    by_topic: dict[str, list] = {}
+    by_topic: dict[Any, tuple[int, list]] = {}
     for ti, t in enumerate(request.topic_data):
         for pi in range(len(t.partition_data)):
             if (ti, pi) in results:
-                by_topic.setdefault(t.name, []).append(results[(ti, pi)])
+                by_topic.setdefault(keys[ti], (ti, []))[1].append(results[(ti, pi)])
     return build(cls, throttle_time=0, responses=tuple(
-        build(topic_cls, name=name, partition_responses=tuple(parts)) for name, parts in by_topic.items()))
+        _topic_entry(topic_cls, version, request.topic_data[ti], names[ti], tuple(parts))
+        for ti, parts in by_topic.values()))

@@ -24,7 +24,7 @@ APIS = (
     Api(K.TXN_OFFSET_COMMIT, 0, 4, TxnApi.txn_offset_commit, guards.txn_offset_commit, edits=True),
     Api(K.DESCRIBE_PRODUCERS, 0, 0, ProducersApi.describe_producers, guards.describe_producers, edits=False),
     Api(K.DESCRIBE_TRANSACTIONS, 0, 0, TxnApi.describe_transactions, guards.describe_transactions, edits=False),
-    Api(K.LIST_TRANSACTIONS, 0, 1, TxnApi.list_transactions, guards.list_transactions, edits=False),
+    Api(K.LIST_TRANSACTIONS, 0, 2, TxnApi.list_transactions, guards.list_transactions, edits=False),
 )
 
 # WriteTxnMarkers is sent between brokers only (kgroup writes markers itself, txn_markers.py).

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import re2
+
 from kgroup.broker.groups.group_api import GroupApi
 from kgroup.broker.groups.offset_topics import shard_topics, unknown_partitions
 from kgroup.broker.data.producer_id_api import half_named
@@ -37,6 +39,9 @@ from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item, ms
 
 E = ErrorCode
+# RE2 logs every pattern it refuses to stderr unless told not to; a refusal is an answer here.
+_QUIET_RE2 = re2.Options()
+_QUIET_RE2.log_errors = False
 KNOWN_STATES = frozenset(s.value for s in TxnState)
 # Errors the broker answers before asking the transaction coordinator (Kafka's KafkaApis).
 _REFUSED_BEFORE_COORDINATOR = frozenset({E.UNKNOWN_TOPIC_OR_PARTITION, E.TOPIC_AUTHORIZATION_FAILED})
@@ -254,6 +259,14 @@ class TxnApi:
         core = tm.ListTransactionsRequest(tuple(s for s in states if s in KNOWN_STATES),
                                           tuple(int(p) for p in req.producer_id_filters or ()),
                                           int(get(req, "duration_filter", -1)))
+        # v2 (KIP-1152): only ids the pattern matches as a whole; null or "" lists all. A
+        # pattern RE2 does not compile (Kafka uses RE2/J) fails the request.
+        pattern = get(req, "transactional_id_pattern", None)
+        try:
+            matcher = re2.compile(pattern, _QUIET_RE2).fullmatch if pattern else None
+        except re2.error:
+            return build(cls, throttle_time=0, error_code=E.INVALID_REGULAR_EXPRESSION, unknown_state_filters=(),
+                         transaction_states=())
         listed: list[tm.ListedTxn] = []
         error = E.NONE
         if not (states and all(s not in KNOWN_STATES for s in states)):
@@ -262,4 +275,5 @@ class TxnApi:
                      transaction_states=tuple(
                          build(state_cls, transactional_id=t.transactional_id, producer_id=t.producer_id,
                                transaction_state=t.state)
-                         for t in sorted(listed, key=lambda t: t.transactional_id)))
+                         for t in sorted(listed, key=lambda t: t.transactional_id)
+                         if matcher is None or matcher(t.transactional_id)))

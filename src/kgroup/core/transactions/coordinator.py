@@ -351,7 +351,9 @@ class TransactionCoordinator:
                 continue
             if pids and value.producer_id not in pids:
                 continue
-            if req.min_duration_ms >= 0 and (value.start_ms < 0 or now_ms - value.start_ms < req.min_duration_ms):
+            # Kafka: running longer than the duration, measured from the start time as it is:
+            # a transaction with none (-1: Empty) counts as running since the epoch.
+            if req.min_duration_ms >= 0 and now_ms - value.start_ms <= req.min_duration_ms:
                 continue
             listed.append(ListedTxn(tid, value.producer_id, value.state.value))
         return Result((), ((reply, tuple(listed)),))

@@ -141,7 +141,7 @@ class DescribedTxn:
 class ListTransactionsRequest:
     states: tuple[str, ...] = ()
     producer_ids: tuple[int, ...] = ()
-    # v1: only transactions running at least this long (-1: no filter).
+    # v1: only transactions running longer than this (-1: no filter).
     min_duration_ms: int = -1
 
 
