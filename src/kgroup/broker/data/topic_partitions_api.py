@@ -8,10 +8,10 @@ How this works, as Kafka 4.4's broker answers it:
    is not among the named ones fails the request with INVALID_REQUEST (every topic asked for
    echoed with it, no partitions).
 2. The topics in name order, partitions in index order, at most `response_partition_limit`
-   partitions (capped at 2000, Kafka's max.request.partition.size.limit) in the answer. The
-   cursor's topic starts at the cursor's partition, the others at 0. A topic cut short sets
-   `next_cursor` to its first partition left out; a topic reached with the budget spent sets
-   it to that topic's partition 0 (a topic reached with a negative budget sets none).
+   partitions (capped at 2000, Kafka's max.request.partition.size.limit; a limit below 1 is
+   1) in the answer. The cursor's topic starts at the cursor's partition, the others at 0.
+   A topic cut short sets `next_cursor` to its first partition left out; a topic reached
+   with the budget spent sets it to that topic's partition 0.
 3. A named topic that does not exist is answered UNKNOWN_TOPIC_OR_PARTITION (an illegal name
    INVALID_TOPIC_EXCEPTION) with no partitions, and costs nothing of the budget.
 4. Each partition: its leader (in a cluster the node owning it; one moving is
@@ -64,15 +64,13 @@ def describe_topic_partitions(ctx: DataContext, header: RequestHeader, request: 
                 build(topic_cls, error_code=ErrorCode.INVALID_REQUEST, name=t.name, topic_id=ZERO_UUID,
                       is_internal=False, partitions=()) for t in request.topics))
     # 2. Page through them in name order.
-    budget = min(MAX_PARTITIONS, int(request.response_partition_limit))
+    budget = max(1, min(MAX_PARTITIONS, int(request.response_partition_limit)))
     ops = if_asked(True, ResourceType.TOPIC)
     topics: list[Any] = []
     next_cursor = None
     for name in sorted(names):
         if budget == 0:
             next_cursor = build(item(cls, "next_cursor"), topic_name=name, partition_index=0)
-            break
-        if budget < 0:
             break
         meta = known.get(name)
         if meta is None:
