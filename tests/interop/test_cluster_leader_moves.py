@@ -1,5 +1,6 @@
-"""KIP-320 in a 3-node kgroup cluster: consumers that validate their positions after a
-partition's leader moves (OffsetForLeaderEpoch on the new leader) resume where they were,
+"""KIP-320 and KIP-966 in a 3-node kgroup cluster: `kafka-topics --describe` names each
+partition's leader, and after one moves, consumers that validate their positions
+(OffsetForLeaderEpoch on the new leader) resume where they were,
 without an offset reset — a Java 4.4 consumer and a confluent-kafka (librdkafka) one, both
 with resets forbidden (auto.offset.reset none / error), so a reset would fail them."""
 
@@ -78,6 +79,16 @@ def _records(start: int) -> list[dict]:
             for i in range(start, start + PER_ROUND)]
 
 
+def _leaders(java, bootstrap: str) -> dict[int, int]:
+    """Each partition's leader as Kafka 4.4's `kafka-topics --describe` prints it (it asks
+    DescribeTopicPartitions)."""
+    out = java.tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap, "--describe",
+                    "--topic", TOPIC)
+    assert out["exit"] == 0, out
+    rows = [line.split() for line in out["stdout"].splitlines() if "Partition:" in line and "Leader:" in line]
+    return {int(r[r.index("Partition:") + 1]): int(r[r.index("Leader:") + 1]) for r in rows}
+
+
 def _each_once(read: list[tuple[int, int]], per_partition: int) -> bool:
     return all(sorted(o for p, o in read if p == part) == list(range(per_partition)) for part in range(PARTITIONS))
 
@@ -98,11 +109,15 @@ def test_java_and_librdkafka_consumers_resume_without_a_reset_after_a_leader_mov
     try:
         java.wait_records("moves-java", PER_ROUND)
         wait_for(lambda: len(rdkafka.read) >= PER_ROUND, 60, what="librdkafka reading the first round")
+        assert _leaders(java, cluster.bootstrap) == {0: 0, 1: 1, 2: 2}
         asked_before = sum(_answered(n, "OffsetForLeaderEpoch") for n in cluster.nodes)
 
         # Node 2 leads partition 2; stopped, it hands the partition over to another node.
         moved = cluster.nodes[2]
         assert moved.stop() == 0
+        live = [n for n in cluster.nodes if n is not moved]
+        wait_for(lambda: _leaders(java, ",".join(n.bootstrap for n in live)).get(2) in (0, 1), 30,
+                 what="kafka-topics naming partition 2's new leader")
         java.call("producer.send", name="moves-producer", records=_records(PER_ROUND))
         java.wait_records("moves-java", 2 * PER_ROUND, timeout=90)
         wait_for(lambda: len(rdkafka.read) >= 2 * PER_ROUND, 90, what="librdkafka reading the second round")
@@ -115,7 +130,6 @@ def test_java_and_librdkafka_consumers_resume_without_a_reset_after_a_leader_mov
         assert not java.of("moves-java", "failed"), java.of("moves-java", "failed")
         assert not rdkafka.errors, rdkafka.errors
         # The Java consumer validated its position on the new leader (KIP-320).
-        live = [n for n in cluster.nodes if n is not moved]
         assert sum(_answered(n, "OffsetForLeaderEpoch") for n in live) > asked_before
     finally:
         rdkafka.close()
