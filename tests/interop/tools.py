@@ -50,8 +50,6 @@ MAIN = {
 # Reasons that recur in `known`.
 NEEDS_29_TXN_V2 = ("needs #29: Kafka 4.4 finalizes transaction.version 2, so its producers bump the epoch at "
                    "every commit; kgroup serves transactions v1 (epoch kept)")
-NEEDS_30_DESCRIBE_TOPIC_PARTITIONS = ("needs #30: the tool asks DescribeTopicPartitions, which kgroup does not "
-                                      "serve; it falls back to Metadata and prints Elr: N/A")
 NEEDS_25_SYNONYMS = ("needs #25: DescribeConfigs synonyms: kgroup names a broker default STATIC_BROKER_CONFIG where "
                      "Kafka says DEFAULT_CONFIG, and omits topic configs Kafka 4.4 added")
 OWN_WORDS = ("kgroup's own wording of the error (it names the valid values or the setting that bounds them); "

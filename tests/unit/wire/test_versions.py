@@ -34,8 +34,11 @@ SECURITY_APIS = {17, 36, 29, 30, 31, 50, 51}
 
 # Served beyond the first protocol table because admin tools and web UIs call them:
 # DeleteRecords, DescribeConfigs, AlterConfigs, DescribeLogDirs, IncrementalAlterConfigs and
-# DescribeCluster; UpdateFeatures for `kafka-features upgrade|downgrade|disable`.
-ADMIN_AT_LEAST = {21: (0, 2), 32: (1, 4), 33: (0, 2), 35: (1, 4), 44: (0, 1), 60: (0, 2), 57: (0, 2)}
+# DescribeCluster; UpdateFeatures for `kafka-features upgrade|downgrade|disable`;
+# DescribeTopicPartitions (Admin.describeTopics, KIP-966) and OffsetForLeaderEpoch (consumers
+# validating positions, KIP-320) at Kafka 4.4's versions.
+ADMIN_AT_LEAST = {21: (0, 2), 32: (1, 4), 33: (0, 2), 35: (1, 5), 44: (0, 1), 60: (0, 2), 57: (0, 2),
+                  23: (2, 4), 75: (0, 0)}
 
 # Share groups (KIP-932), at exactly the versions librdkafka's ShareConsumer sends (v1 of
 # 76-79), and the share-group offsets admin APIs.

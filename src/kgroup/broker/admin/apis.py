@@ -17,7 +17,7 @@ APIS = (
     Api(K.DELETE_RECORDS, 0, 2, RecordsApi.delete_records, guards.delete_records, edits=True),
     Api(K.DESCRIBE_CONFIGS, 1, 4, ConfigsApi.describe_configs, guards.describe_configs, edits=False),
     Api(K.ALTER_CONFIGS, 0, 2, ConfigsApi.alter_configs, guards.alter_configs, edits=True),
-    Api(K.DESCRIBE_LOG_DIRS, 1, 4, RecordsApi.describe_log_dirs, guards.describe_log_dirs, edits=False),
+    Api(K.DESCRIBE_LOG_DIRS, 1, 5, RecordsApi.describe_log_dirs, guards.describe_log_dirs, edits=False),
     Api(K.INCREMENTAL_ALTER_CONFIGS, 0, 1, ConfigsApi.incremental_alter_configs, guards.incremental_alter_configs,
         edits=True),
     Api(K.UPDATE_FEATURES, 0, 2, FeaturesApi.update_features, guards.update_features, edits=True),

@@ -11,6 +11,8 @@ Version notes (the handler modules say what each version adds):
   without tiered storage answers them; v10's timeout has nothing to wait for.
 - Metadata 1–13: v13 adds a top-level error_code.
 - CreateTopics 2–7: v7 is the last kio ships.
+- OffsetForLeaderEpoch 2–4 (Kafka 4.4's range: v0/v1 are gone since 4.0).
+- DescribeTopicPartitions 0 (KIP-966).
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ APIS = (
     Api(K.CREATE_TOPICS, 2, 7, DataPath.create_topics, guards.create_topics, edits=True),
     Api(K.DELETE_TOPICS, 1, 6, DataPath.delete_topics, guards.delete_topics, edits=True),
     Api(K.CREATE_PARTITIONS, 0, 3, DataPath.create_partitions, guards.create_partitions, edits=True),
+    Api(K.OFFSET_FOR_LEADER_EPOCH, 2, 4, DataPath.offset_for_leader_epoch, guards.offset_for_leader_epoch,
+        edits=False),
+    Api(K.DESCRIBE_TOPIC_PARTITIONS, 0, 0, DataPath.describe_topic_partitions, guards.describe_topic_partitions,
+        edits=False),
     Api(K.DESCRIBE_CLUSTER, 0, 2, DataPath.describe_cluster, guards.describe_cluster, edits=False,
         on_listener=cluster_on_listener),
 )
 
 # Guards written for APIs not served yet: the day one is served, its entry above takes it.
-PREPARED_GUARDS = {
-    K.OFFSET_FOR_LEADER_EPOCH: guards.offset_for_leader_epoch,
-    K.DESCRIBE_TOPIC_PARTITIONS: guards.describe_topic_partitions,
-}
+PREPARED_GUARDS: dict = {}

@@ -27,9 +27,11 @@ from typing import Any
 
 from kgroup.broker.data import (
     fetch_api,
+    leader_epochs_api,
     list_offsets_api,
     metadata_api,
     produce_api,
+    topic_partitions_api,
     topics_api,
 )
 from kgroup.broker.config import BrokerConfig
@@ -118,6 +120,14 @@ class DataPath:
     async def list_offsets(self, header: RequestHeader, request: Any) -> Any:
         """ListOffsets."""
         return list_offsets_api.list_offsets(self.ctx, header, request)
+
+    async def offset_for_leader_epoch(self, header: RequestHeader, request: Any) -> Any:
+        """OffsetForLeaderEpoch."""
+        return leader_epochs_api.offset_for_leader_epoch(self.ctx, header, request)
+
+    async def describe_topic_partitions(self, header: RequestHeader, request: Any) -> Any:
+        """DescribeTopicPartitions."""
+        return topic_partitions_api.describe_topic_partitions(self.ctx, header, request)
 
     async def init_producer_id(self, header: RequestHeader, request: Any) -> Any:
         """InitProducerId of an idempotent producer (no transactional id)."""

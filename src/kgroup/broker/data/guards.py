@@ -1,7 +1,7 @@
 """Guards of the data-path APIs (data/apis.py lists which guards which API;
 security/authorization.py says how a guard works): Produce, Fetch, ListOffsets, Metadata,
-CreateTopics, DeleteTopics, CreatePartitions, DescribeCluster, and two APIs not served yet
-(OffsetForLeaderEpoch, DescribeTopicPartitions).
+CreateTopics, DeleteTopics, CreatePartitions, DescribeCluster, OffsetForLeaderEpoch,
+DescribeTopicPartitions.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from kgroup.acl_bindings import AclOperation as Op
 from kgroup.broker.security.authorization import (CLUSTER, TOPIC, TRANSACTIONAL_ID, Access, Admission,
     Refused, TopicList, admit_items, admit_topics, all_partitions_refused, per_topic, topic_name_of)
 from kgroup.error_codes import ErrorCode
-from kgroup.wire import RequestHeader
+from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, has, item
 from kgroup.wire.kio_build import replace_fields as replaced
 
@@ -168,8 +168,6 @@ def describe_cluster(access: Access, header: RequestHeader, request: Any) -> Ref
         r, cluster_authorized_operations=access.operations(CLUSTER, "kafka-cluster")))
 
 
-# -- not served yet (data/apis.py, PREPARED_GUARDS) -------------------------------------------
-
 _EPOCH_TOPICS = TopicList(request_index="partition", response_index="partition",
                           failed={"leader_epoch": -1, "end_offset": -1})
 
@@ -182,10 +180,23 @@ def offset_for_leader_epoch(access: Access, header: RequestHeader, request: Any)
 
 def describe_topic_partitions(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:
     """DESCRIBE on each topic: named ones refused with TOPIC_AUTHORIZATION_FAILED, others left
-    out when asking for all (no names)."""
+    out when asking for all (no names); each topic answered carries the principal's operations."""
+    def own_operations(response: Any) -> Any:
+        return replaced(response, topics=tuple(
+            replaced(t, topic_authorized_operations=access.operations(TOPIC, t.name))
+            if t.error_code != TOPIC_FAILED and t.name else t for t in response.topics))
+
     if not request.topics:
-        return Admission(request, lambda r: replaced(r, topics=tuple(
-            t for t in r.topics if t.name and access.allowed(Op.DESCRIBE, TOPIC, t.name))))
-    return admit_items(request, "topics", lambda t: access.allowed(Op.DESCRIBE, TOPIC, t.name),
-                       lambda cls, t: build(item(cls, "topics"), error_code=TOPIC_FAILED, name=t.name,
-                                            topic_id=None, is_internal=False, partitions=()), "topics")
+        return Admission(request, lambda r: own_operations(replaced(r, topics=tuple(
+            t for t in r.topics if t.name and access.allowed(Op.DESCRIBE, TOPIC, t.name)))))
+    def refused_entry(cls: type, t: Any) -> Any:
+        return build(item(cls, "topics"), error_code=TOPIC_FAILED, name=t.name, topic_id=None, is_internal=False,
+                     partitions=())
+
+    if not any(access.allowed(Op.DESCRIBE, TOPIC, t.name) for t in request.topics):
+        # Nothing left to ask (an empty list would ask for every topic).
+        cls = response_class(header.api_key, header.api_version)
+        return Refused(build(cls, throttle_time=0, next_cursor=None,
+                             topics=tuple(refused_entry(cls, t) for t in request.topics)))
+    return admit_items(request, "topics", lambda t: access.allowed(Op.DESCRIBE, TOPIC, t.name), refused_entry,
+                       "topics", then=own_operations)

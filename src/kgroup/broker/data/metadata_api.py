@@ -21,8 +21,10 @@ node that owns it (broker/cluster/ownership.py); while it moves (its owner is do
 over) the partition is answered with LEADER_NOT_AVAILABLE and leader -1, and clients ask
 again. The brokers listed are the nodes not known to be down; the controller is the lowest
 of them. Each partition lists as many replicas as its topic's replication factor, the live
-ones in sync and the ones that are down offline (data/replicas.py: one shared data dir). Leader epochs stay 0: clients then take every leader change as news, and never
-ask for OffsetForLeaderEpoch validation (the shared data dir has no replicas to diverge).
+ones in sync and the ones that are down offline (data/replicas.py: one shared data dir). Leader epochs stay 0: clients then take every leader change as news; a
+Java consumer validates its position on the new leader (OffsetForLeaderEpoch,
+data/leader_epochs_api.py), which finds epoch 0 running to the log end (the shared data dir
+has no replicas to diverge).
 
 Auto-creation: an unknown, legal topic name is created with `default_partitions` when the
 broker allows it and the request does. As Kafka 4.4 does, the request that creates it is
