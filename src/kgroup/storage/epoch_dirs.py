@@ -15,10 +15,12 @@ the log directory), opens every segment and snapshot in it (an open descriptor k
 even if a previous owner that has not noticed yet deletes it), and measures each segment's
 size *now*. That size is the seal: whatever a previous owner appends later lies beyond it
 and is never read; a segment it creates later is never listed. The log then scans the
-sources up to their seals (stopping at a torn tail without cutting: those files may not be
-ours to write) and `commit` builds `e<F>.tmp/` from hard links to the valid segments (a copy
-from the open descriptor if the name is already gone), the snapshots the sealed log covers,
-`log-start-offset` and `seal.json` (each inherited segment's valid length), fsyncs it,
+sources up to their seals -- only after the source's recovery point (recovery_point.py),
+read before the sizes are measured; one past a seal is ignored -- (stopping at a torn tail
+without cutting: those files may not be ours to write) and `commit` builds `e<F>.tmp/` from
+hard links to the valid segments (a copy from the open descriptor if the name is already
+gone), the snapshots the sealed log covers, `log-start-offset`, `seal.json` (each inherited
+segment's valid length) and the recovery point of what the log just fsynced, fsyncs it,
 renames it to `e<F>/` and removes the older directories. The new owner then starts a new
 active segment in `e<F>/`.
 

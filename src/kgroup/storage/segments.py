@@ -13,7 +13,9 @@ the log's lock only to flush the buffer and to `dup` the file descriptors that n
 segment file was created); it then fsyncs those duplicates *without* the lock, so appends go
 on while the disk works, and finally sets `durable_end` to the end offset it captured. The
 duplicated descriptors keep the files alive even if the loop closes or deletes the log
-meanwhile. Every offset below the value `sync` returns is on disk.
+meanwhile. Every offset below the value `sync` returns is on disk. After the fsync, `sync`
+may store the recovery point of what it covered (recovery_point.py; every few MB, under a
+lock of its own, so concurrent syncs and `close` never write it out of order).
 
 A failed write or fsync puts the log in a failed state: later appends and syncs raise
 `LogFailedError` (after a failed fsync Linux may drop the dirty pages, so retrying proves
@@ -225,7 +227,7 @@ class SegmentedLog:
         # if it differs from the one found (higher after a scanned tail, lower after a cut).
         point = self._recovered_point()
         if point is not None and point != self._recovery_point and self.owned:
-            self._store_recovery_point(point)
+            self._store_recovery_point(point, moved_down_allowed=True)
 
     def _recover(self, plan) -> None:
         raise NotImplementedError
@@ -252,12 +254,14 @@ class SegmentedLog:
                 return RecoveryPoint(seg.base_offset, seg.size, seg.next_offset)
         return None
 
-    def _store_recovery_point(self, point: RecoveryPoint) -> None:
+    def _store_recovery_point(self, point: RecoveryPoint, moved_down_allowed: bool = False) -> None:
         """Write `point` (which must be durable) unless a later one was stored meanwhile
-        by another thread; a failed write keeps the old, still true, point."""
+        by another thread (an open after a cut moves it down); a failed write keeps the
+        old, still true, point."""
         with self._checkpoint_lock:
             stored = self._recovery_point
-            if stored is not None and stored.base == point.base and stored.position > point.position:
+            if (not moved_down_allowed and stored is not None
+                    and (stored.base, stored.position) >= (point.base, point.position)):
                 return
             if not self.owned:
                 return  # the directory is a new owner's to read now, not ours to write
