@@ -69,7 +69,8 @@ class RecoveryPoint:
         if magic != _MAGIC or int(version) != _VERSION:
             raise ValueError(f"unknown format {magic!r} version {version!r}")
         point = cls(int(base), int(position), int(offset))
-        if point.base < 0 or point.position < 0 or point.offset < point.base:
+        if (point.base < 0 or point.position < 0 or point.offset < point.base
+                or (point.position == 0 and point.offset != point.base)):
             raise ValueError(f"impossible values {point}")
         return point
 

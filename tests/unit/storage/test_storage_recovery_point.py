@@ -95,6 +95,7 @@ def test_a_torn_tail_after_the_point_is_cut_and_the_point_moves_to_the_new_end(t
     b"garbage\n",
     b"kgroup-recovery-point 1 0 999999 10 00000000\n",     # wrong checksum
     RecoveryPoint(0, 40, 2).encode()[:-5] + b"zzzz\n",
+    RecoveryPoint(0, 0, 5).encode(),                        # records before byte 0
 ])
 def test_a_corrupt_point_means_a_full_scan(tmp_path: Path, caplog, content: bytes) -> None:
     log = synced_log(tmp_path, 20)
@@ -275,3 +276,11 @@ def test_a_takeover_scans_only_after_the_point_and_gives_the_new_epoch_its_own(t
     assert read_recovery_point(new_dir) == RecoveryPoint(0, point.position + len(encode_frame(payload(100))), 101)
     a.close()
     b.close()
+
+
+def test_a_slower_sync_never_moves_the_point_back(tmp_path: Path, every_sync_checkpoints) -> None:
+    log = synced_log(tmp_path, 10)
+    later = read_recovery_point(tmp_path)
+    log._store_recovery_point(RecoveryPoint(0, 21, 1))    # what an earlier sync had captured
+    assert read_recovery_point(tmp_path) == later
+    log.close()
