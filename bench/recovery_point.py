@@ -54,6 +54,16 @@ def batch_of_10(i: int) -> bytes:
     return struct.pack(">qiibI", 0, len(tail) + 9, 0, 2, crc32c.crc32c(tail)) + tail
 
 
+def fill(log, n: int, item, every: int = SYNC_EVERY) -> None:
+    """Append item(0..n-1) to `log` (a log or a metadata partition), an fsync every
+    `every` appends and one at the end."""
+    for i in range(n):
+        log.append(item(i))
+        if i % every == every - 1:
+            log.sync()
+    log.sync()
+
+
 def write_templates(base: Path, n: int) -> dict[str, Path]:
     """Write the logs once; copy each as a kill -9 after its last fsync leaves it."""
     out = {}
@@ -62,23 +72,14 @@ def write_templates(base: Path, n: int) -> dict[str, Path]:
     a = node(d, 0)
     epoch = a.acquire(0)
     a.open_unit(0, epoch)
-    part = a.metadata_log.partition(0)
-    for i in range(n):
-        part.append(payload(i))
-        if i % SYNC_EVERY == SYNC_EVERY - 1:
-            part.sync()
-    part.sync()
+    fill(a.metadata_log.partition(0), n, payload)
     out["cluster"] = base / "t-cluster"
     shutil.copytree(d, out["cluster"], symlinks=True)
     a.close()
     # The same records in a plain log (a single broker's start-up).
     d = base / "w-records"
     log = RecordLog(d)
-    for i in range(n):
-        log.append(payload(i))
-        if i % SYNC_EVERY == SYNC_EVERY - 1:
-            log.sync()
-    log.sync()
+    fill(log, n, payload)
     out["records"] = base / "t-records"
     shutil.copytree(d, out["records"], symlinks=True)
     log.close()                              # a clean shutdown: the point at the end
@@ -87,11 +88,7 @@ def write_templates(base: Path, n: int) -> dict[str, Path]:
     # A partition log: n records in batches of 10.
     d = base / "w-partition"
     plog = PartitionLog(d)
-    for i in range(n // 10):
-        plog.append(batch_of_10(i))
-        if i % (SYNC_EVERY // 10) == SYNC_EVERY // 10 - 1:
-            plog.sync()
-    plog.sync()
+    fill(plog, n // 10, batch_of_10, SYNC_EVERY // 10)   # batches of 10 records
     out["partition"] = base / "t-partition"
     shutil.copytree(d, out["partition"], symlinks=True)
     plog.close()
@@ -153,7 +150,6 @@ def main() -> None:
                                  ("start-up after clean shutdown, g-m log", "records", "records-clean")]:
             figures = {}
             for with_point in (False, True):
-                # Alternate is not needed: each run opens its own fresh copy.
                 runs = [one_run(base, templates[key], kind, with_point, n) for _ in range(args.runs)]
                 figures[with_point] = (statistics.median(r[0] for r in runs),
                                        statistics.median(r[1] for r in runs))
