@@ -15,10 +15,12 @@ the log directory), opens every segment and snapshot in it (an open descriptor k
 even if a previous owner that has not noticed yet deletes it), and measures each segment's
 size *now*. That size is the seal: whatever a previous owner appends later lies beyond it
 and is never read; a segment it creates later is never listed. The log then scans the
-sources up to their seals (stopping at a torn tail without cutting: those files may not be
-ours to write) and `commit` builds `e<F>.tmp/` from hard links to the valid segments (a copy
-from the open descriptor if the name is already gone), the snapshots the sealed log covers,
-`log-start-offset` and `seal.json` (each inherited segment's valid length), fsyncs it,
+sources up to their seals -- only after the source's recovery point (recovery_point.py),
+read before the sizes are measured; one past a seal is ignored -- (stopping at a torn tail
+without cutting: those files may not be ours to write) and `commit` builds `e<F>.tmp/` from
+hard links to the valid segments (a copy from the open descriptor if the name is already
+gone), the snapshots the sealed log covers, `log-start-offset`, `seal.json` (each inherited
+segment's valid length) and the recovery point of what the log just fsynced, fsyncs it,
 renames it to `e<F>/` and removes the older directories. The new owner then starts a new
 active segment in `e<F>/`.
 
@@ -45,6 +47,7 @@ from pathlib import Path
 
 from kgroup.storage.atomic_files import fsync_directory
 from kgroup.storage.errors import CorruptDataError, StorageError
+from kgroup.storage.recovery_point import RECOVERY_POINT_FILE, RecoveryPoint, read_recovery_point
 from kgroup.storage.segments import log
 
 SEAL_FILE = "seal.json"
@@ -93,6 +96,8 @@ class EpochPlan:
     snapshots: list[SourceSnapshot] = field(default_factory=list)
     log_start: int | None = None
     new: bool = False                # nothing to inherit: e<epoch>/ was just created
+    # The source's recovery point (recovery_point.py), read before the sizes were measured.
+    recovery_point: RecoveryPoint | None = None
 
     @property
     def parents_to_sync(self) -> list[Path]:
@@ -101,9 +106,10 @@ class EpochPlan:
         return [self.directory, self.directory.parent] if self.new else []
 
     def commit(self, valid: list[tuple[SourceSegment, int]], snapshot_limit: int | None,
-               log_start: int | None) -> None:
+               log_start: int | None, recovery_point: bytes | None = None) -> None:
         """Build e<epoch>/ from the valid (segment, length) pairs, the snapshots at offsets
-        up to `snapshot_limit`, and `log_start`; no-op when resumed or new."""
+        up to `snapshot_limit`, `log_start` and the encoded `recovery_point` (what the log
+        fsynced of those lengths); no-op when resumed or new."""
         if self.resumed or self.new:
             return
         tmp = self.directory / f"{epoch_dir_name(self.slot, self.epoch)}.tmp"
@@ -122,6 +128,8 @@ class EpochPlan:
                     _link_or_copy(snap.path, snap.fd, tmp / snap.name, None)
             if log_start is not None:
                 _write_synced(tmp / LOG_START_FILE, f"{log_start}\n".encode())
+            if recovery_point is not None:
+                _write_synced(tmp / RECOVERY_POINT_FILE, recovery_point)
             _write_synced(tmp / SEAL_FILE, json.dumps(
                 {"version": 1, "epoch": self.epoch, "sealed": sealed}).encode())
             fsync_directory(tmp)
@@ -154,7 +162,8 @@ def remove_older(directory: Path, slot: int, epoch: int) -> None:
             if s < slot or (s == slot and e < epoch):
                 shutil.rmtree(entry.path, ignore_errors=True)
         elif (_SEGMENT.match(entry.name) or _SNAPSHOT.match(entry.name)
-              or entry.name in (LOG_START_FILE, f"{LOG_START_FILE}.tmp")
+              or entry.name in (LOG_START_FILE, f"{LOG_START_FILE}.tmp",
+                                RECOVERY_POINT_FILE, f"{RECOVERY_POINT_FILE}.tmp")
               or entry.name.endswith(".snapshot.tmp")):
             try:
                 os.unlink(entry.path)
@@ -225,7 +234,8 @@ def _read_log_start(directory: Path) -> int | None:
 
 def _resume(directory: Path, slot: int, epoch: int, target: Path) -> EpochPlan:
     sealed = _read_seal(target)
-    plan = EpochPlan(directory, slot, epoch, target, resumed=True)
+    plan = EpochPlan(directory, slot, epoch, target, resumed=True,
+                     recovery_point=read_recovery_point(target))
     for name in sorted(os.listdir(target)):
         m = _SEGMENT.match(name)
         if not m:
@@ -247,7 +257,10 @@ def _from_source(directory: Path, slot: int, epoch: int, target: Path, source: P
     """Open everything in `source` and measure it; None if a file vanished between the
     listing and its open (a previous owner pruning): the caller lists again."""
     sealed = _read_seal(source) if source != directory else {}
-    plan = EpochPlan(directory, slot, epoch, target, resumed=False, log_start=_read_log_start(source))
+    # The recovery point is read before any size is measured: a previous owner still
+    # running may write a later one, which would not fit the seal (and be ignored).
+    plan = EpochPlan(directory, slot, epoch, target, resumed=False, log_start=_read_log_start(source),
+                     recovery_point=read_recovery_point(source))
     try:
         names = sorted(os.listdir(source))
     except OSError as exc:

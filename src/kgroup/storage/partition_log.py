@@ -5,7 +5,8 @@ next offset into its baseOffset field (bytes 0..8, outside the CRC, so the batch
 valid) and buffers it on the active segment. Segments are `<base offset, 20 digits>.log`;
 each keeps in memory a sparse index (batch base offset -> byte position, one entry per
 `index_interval_bytes`), its next offset and its largest maxTimestamp, all rebuilt on open by
-walking the batch headers. On open, batches of the active segment are also CRC-checked and
+walking the batch headers. On open, batches of the active segment after the recovery point
+(recovery_point.py: what an fsync covered when it was written) are also CRC-checked and
 it is cut at its first torn (batchLength past EOF) or invalid batch, with a warning on logger
 "kgroup.storage". An older segment is cut only at a crash artifact (torn batch, zero-filled
 tail), and then the later segments, which were never durable, are removed (as Kafka's
@@ -84,6 +85,9 @@ class PartitionLog(SegmentedLog):
         sources = self._open_sources(plan)
         if not sources and plan is None:
             self._new_active_segment(0)
+        # Batch CRCs are not checked again below the recovery point (recovery_point.py);
+        # the headers are still walked there, for the index.
+        k, trusted, _ = self._trusted_prefix(plan, sources)
         previous_end = 0
         for i, source in enumerate(sources):
             seg = self._segment_from(source)
@@ -93,7 +97,8 @@ class PartitionLog(SegmentedLog):
                     f"segment {seg.path} starts at offset {seg.base_offset}, before the previous "
                     f"segment ends ({previous_end})")
             later = sources[i + 1:]
-            if not self._scan(seg, last=not later) and later:
+            crc_from = seg.size if i < k else trusted if i == k else 0
+            if not self._scan(seg, last=not later, crc_from=crc_from) and later:
                 log.warning("segment %s was cut: %s %d later segment(s) that were never durable",
                             seg.path, "removing" if seg.own else "not inheriting", len(later))
                 self._drop_sources(later)
@@ -121,9 +126,9 @@ class PartitionLog(SegmentedLog):
         except (OSError, ValueError) as exc:
             raise CorruptDataError(f"cannot read log start offset from {checkpoint}: {exc}") from exc
 
-    def _scan(self, seg: Segment, last: bool) -> bool:
+    def _scan(self, seg: Segment, last: bool, crc_from: int = 0) -> bool:
         """Walk the batches of `seg`: build its index, next offset and max timestamp.
-        Batch CRCs are checked in the last segment only. Cut the file at the first torn or
+        Batch CRCs are checked in the last segment only, from byte `crc_from` on. Cut the file at the first torn or
         invalid batch and return False; return True if the segment was whole. In an older
         segment only a crash artifact (torn batch, zero-filled tail) is cut; other damage
         raises `CorruptDataError`."""
@@ -151,7 +156,7 @@ class PartitionLog(SegmentedLog):
             if h.base_offset < seg.next_offset:
                 problem = f"batch at byte {pos}: base offset {h.base_offset} goes backwards (expected >= {seg.next_offset})"
                 break
-            if last:
+            if last and pos >= crc_from:
                 if pos + h.size > window_start + len(window):
                     window, window_start = os.pread(fd, max(SCAN_CHUNK, h.size), pos), pos
                 start = pos - window_start

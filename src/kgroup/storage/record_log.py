@@ -1,8 +1,9 @@
 """RecordLog: one partition of the group-metadata log, a segmented file of framed records.
 
 Offsets are consecutive record numbers: the records of segment `<base>.log` have offsets
-base, base+1, ... up to the next segment's base. On open every frame is CRC-checked (snapshots
-keep the log short), and a read does not check those bytes a second time: only frames
+base, base+1, ... up to the next segment's base. On open every frame after the recovery point
+(recovery_point.py: what an fsync covered when it was written) is CRC-checked, those before it
+are trusted, and a read does not check either a second time: only frames
 appended since the open are CRC-checked when read. The active segment is cut at its
 first torn or corrupt frame (a warning on logger "kgroup.storage" says how many bytes were
 cut). An older segment with a torn frame or a bad frame followed only by zeros (what a
@@ -50,7 +51,8 @@ class RecordLog(SegmentedLog):
 
         The active segment is cut at any bad frame. An older segment is cut only at a torn
         frame or a zero-filled tail (what a machine crash leaves); other damage there raises
-        `CorruptDataError`. Segment `<base>.log` must hold exactly next_base - base records. A segment that
+        `CorruptDataError`. A stored recovery point (recovery_point.py) spares the bytes
+        before it this scan. Segment `<base>.log` must hold exactly next_base - base records. A segment that
         is cut or falls short was never fully fsynced (sync fsyncs rolled segments before it
         reports them durable), so the segments after it hold nothing durable either: they
         are removed, with a warning, and the log continues from the cut. With an epoch plan
@@ -61,13 +63,23 @@ class RecordLog(SegmentedLog):
             self._new_active_segment(0)
             self._end_offset = self._durable_end = 0
             return
+        # Below the recovery point everything is durable and was valid when written: the
+        # segments before the one it names hold exactly their successor's base - base
+        # records, and that one is scanned only from the point on.
+        k, trusted, point = self._trusted_prefix(plan, sources)
         for i, source in enumerate(sources):
             seg = self._segment_from(source)
             base, path, fd = seg.base_offset, seg.path, seg.fd
             self._segments.append(seg)
-            scan = FrameScan(fd, 0, seg.size)
+            if i < k:
+                seg.next_offset = sources[i + 1].base
+                seg.verified = seg.size
+                continue
+            start, known = (trusted, point.offset - base) if i == k else (0, 0)
+            scan = FrameScan(fd, start, seg.size)
             for _ in scan:
                 pass
+            scan.count += known
             later = sources[i + 1:]
             if scan.problem is not None:
                 if later and not is_crash_artifact(fd, scan):

@@ -13,7 +13,9 @@ the log's lock only to flush the buffer and to `dup` the file descriptors that n
 segment file was created); it then fsyncs those duplicates *without* the lock, so appends go
 on while the disk works, and finally sets `durable_end` to the end offset it captured. The
 duplicated descriptors keep the files alive even if the loop closes or deletes the log
-meanwhile. Every offset below the value `sync` returns is on disk.
+meanwhile. Every offset below the value `sync` returns is on disk. After the fsync, `sync`
+may store the recovery point of what it covered (recovery_point.py; every few MB, under a
+lock of its own, so concurrent syncs and `close` never write it out of order).
 
 A failed write or fsync puts the log in a failed state: later appends and syncs raise
 `LogFailedError` (after a failed fsync Linux may drop the dirty pages, so retrying proves
@@ -40,6 +42,13 @@ from pathlib import Path
 
 from kgroup.storage.atomic_files import fsync_directory
 from kgroup.storage.errors import FencedError, LogClosedError, LogFailedError, StorageError
+from kgroup.storage.recovery_point import (
+    CHECKPOINT_INTERVAL_BYTES,
+    RecoveryPoint,
+    read_recovery_point,
+    trusted_prefix,
+    write_recovery_point,
+)
 
 log = logging.getLogger("kgroup.storage")
 
@@ -119,6 +128,10 @@ class SegmentedLog:
         self._fenced: str | None = None
         # Directories a brand-new log fsyncs once, with its first sync (epoch_dirs.py).
         self._parents_to_sync: list[Path] = []
+        # The recovery point stored in the directory (recovery_point.py; None: none that
+        # fits), and the lock that orders its writes (sync threads, close).
+        self._recovery_point: RecoveryPoint | None = None
+        self._checkpoint_lock = threading.Lock()
 
     # -- state ---------------------------------------------------------------------------
 
@@ -210,9 +223,55 @@ class SegmentedLog:
         except BaseException:
             self._abandon_open(plan)
             raise
+        # Everything recovered was fsynced (`_sync_recovered`): store the point it reached
+        # if it differs from the one found (higher after a scanned tail, lower after a cut).
+        point = self._recovered_point()
+        if point is not None and point != self._recovery_point and self.owned:
+            self._store_recovery_point(point, moved_down_allowed=True)
 
     def _recover(self, plan) -> None:
         raise NotImplementedError
+
+    # -- the recovery point (recovery_point.py) ---------------------------------------------
+
+    def _trusted_prefix(self, plan, sources: list) -> tuple[int, int, RecoveryPoint | None]:
+        """Read the stored recovery point and fit it to `sources`: (index of the segment it
+        names, bytes of that segment trusted, the point), or (-1, 0, None) when it covers
+        nothing (then the whole log is scanned)."""
+        point = plan.recovery_point if plan is not None else read_recovery_point(self.directory)
+        k, trusted = trusted_prefix(point, sources, self.directory)
+        if k < 0:
+            point = None
+        # What the directory this log writes in holds: a takeover's new directory has none.
+        if plan is None or plan.resumed:
+            self._recovery_point = point
+        return k, trusted, point
+
+    def _recovered_point(self) -> RecoveryPoint | None:
+        """The point at the end of the last non-empty segment (right after an open)."""
+        for seg in reversed(self._segments):
+            if seg.size > 0:
+                return RecoveryPoint(seg.base_offset, seg.size, seg.next_offset)
+        return None
+
+    def _store_recovery_point(self, point: RecoveryPoint, moved_down_allowed: bool = False) -> None:
+        """Write `point` (which must be durable) unless a later one was stored meanwhile
+        by another thread (an open after a cut moves it down); a failed write keeps the
+        old, still true, point."""
+        with self._checkpoint_lock:
+            stored = self._recovery_point
+            if (not moved_down_allowed and stored is not None
+                    and (stored.base, stored.position) >= (point.base, point.position)):
+                return
+            if not self.owned:
+                return  # the directory is a new owner's to read now, not ours to write
+            if write_recovery_point(self.directory, point):
+                self._recovery_point = point
+
+    def _checkpoint_due(self, point: RecoveryPoint) -> bool:
+        stored = self._recovery_point
+        return (stored is None or stored.base != point.base
+                or point.position - stored.position >= CHECKPOINT_INTERVAL_BYTES)
 
     def _open_sources(self, plan) -> list:
         """The segments to open: a plan's (already open, measured), or every segment file
@@ -256,8 +315,11 @@ class SegmentedLog:
         if self._segments:
             self._sync_recovered()
         if plan is not None and not (plan.resumed or plan.new):
+            # The new directory gets the point of what was just fsynced, in the same commit.
+            point = self._recovered_point()
             plan.commit([(source, seg.size) for source, seg in zip(plan.segments, self._segments)],
-                        snapshot_limit, log_start)
+                        snapshot_limit, log_start, point.encode() if point is not None else None)
+            self._recovery_point = point
             self.directory = plan.target
             for seg in self._segments:
                 seg.path = plan.target / seg.path.name
@@ -379,7 +441,9 @@ class SegmentedLog:
             target = self._end_offset
             fds = self._pending_fsync
             self._pending_fsync = []
-            fds.append(os.dup(self._segments[-1].fd))
+            active = self._segments[-1]
+            fds.append(os.dup(active.fd))
+            point = RecoveryPoint(active.base_offset, active.size, target)
             dir_dirty = self._dir_dirty
             self._dir_dirty = False
             parents = self._parents_to_sync if dir_dirty else []
@@ -406,7 +470,12 @@ class SegmentedLog:
             self.check_fence()
             if target > self._durable_end:
                 self._durable_end = target
-            return self._durable_end
+            durable = self._durable_end
+        # Everything up to `point` is on disk now: move the recovery point there once enough
+        # was written since the last one (a crash before this only costs a longer scan).
+        if self._checkpoint_due(point):
+            self._store_recovery_point(point)
+        return durable
 
     # -- removing ------------------------------------------------------------------------
 
@@ -426,6 +495,17 @@ class SegmentedLog:
         policy asks for it). Idempotent."""
         if self._closed:
             return
+        point = None
+        with self._lock:
+            if (self._failed is None and self._fenced is None and self._segments
+                    and self._durable_end == self._end_offset and not self._pending):
+                active = self._segments[-1]
+                point = RecoveryPoint(active.base_offset, active.size, self._end_offset)
+                if active.size == 0 or point == self._recovery_point:
+                    point = None
+        # A clean shutdown syncs first: then the next open scans nothing.
+        if point is not None:
+            self._store_recovery_point(point)
         with self._lock:
             try:
                 if self._failed is None and self._fenced is None:

@@ -21,6 +21,7 @@ from kgroup.storage.errors import (
 from kgroup.storage.group_hash import java_string_hashcode, partition_for_group
 from kgroup.storage.metadata_log import GroupMetadataLog, MetadataPartition
 from kgroup.storage.record_log import RecordLog
+from kgroup.storage.recovery_point import RECOVERY_POINT_FILE
 
 
 def payload(i: int) -> bytes:
@@ -139,6 +140,10 @@ def _write_synced(directory: Path, n: int, segment_bytes: int = 1 << 20) -> None
         log.append(payload(i))
     log.sync()
     log.close()
+    # As if the process died before it stored a recovery point: the tests below damage
+    # bytes the next open must scan (below a recovery point they are trusted, as in Kafka;
+    # test_storage_recovery_point.py covers that).
+    (directory / RECOVERY_POINT_FILE).unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("garbage", [
