@@ -97,7 +97,7 @@ NOT_SERVED: dict[int, Divergence] = {
 _PARITY = "Kafka 4.3/4.4's newest versions of the group, transaction, share and data APIs are issue 29"
 VERSION_GAPS: dict[Any, Divergence] = {
     **{key: Divergence("open: issue 29", f"{api_name(key)}: Kafka 4.4's newest versions", _PARITY, ())
-       for key in (0, 2, 24, 26, 28, 42, 66, 78, 79)},
+       for key in (0, 2, 24, 26, 28, 42, 66)},
     35: Divergence("open: issue 30", "DescribeLogDirs: Kafka 4.4's newest version",
                    "issue 30's acceptance: every client-facing API reaches Kafka's max version", ()),
     **{(0, v): Divergence(

@@ -15,8 +15,9 @@ GroupConfig.validate does, and configs may be set for a group that does not exis
 `GROUP_CONFIGS` is the table of known names, built from `KINDS`: each group kind adds a
 tuple of `GroupConfigDef`s there (the consumer protocol's `consumer.*`, the share groups'
 `share.*`, the streams groups' `streams.*`); `PAIRS` lists the (session timeout, heartbeat interval) pairs whose effective
-values must stay ordered. A config is an INT within its bounds, or a STRING among its
-choices (`share.auto.offset.reset`, `share.isolation.level`); `value` gives it typed.
+values must stay ordered. A config is an INT within its bounds, a STRING among its
+choices (`share.auto.offset.reset`, `share.isolation.level`), or a BOOLEAN
+(`share.renew.acknowledge.enable`, kept as "true"/"false"); `value` gives it typed.
 """
 
 from __future__ import annotations
@@ -69,14 +70,24 @@ class GroupConfigDef:
     choices: tuple[str, ...] = ()
     # A LONG config (64 bits) rather than an INT.
     long: bool = False
+    # A BOOLEAN config: its choices are "true" and "false".
+    boolean: bool = False
 
     @property
     def type_name(self) -> str:
-        """Kafka's ConfigDef type: INT, LONG or STRING."""
+        """Kafka's ConfigDef type: INT, LONG, STRING or BOOLEAN."""
+        if self.boolean:
+            return "BOOLEAN"
         return "STRING" if self.choices else ("LONG" if self.long else "INT")
 
     def parse(self, text: str | None) -> int | str:
         """The typed value of ``text``; GroupError INVALID_CONFIG when it is not one (bounds apart)."""
+        if self.boolean:
+            value = str(text).strip().lower()
+            if text is None or value not in ("true", "false"):
+                raise _invalid(f"Invalid value {text} for configuration {self.name}: Expected value to be either "
+                               "true or false")
+            return value
         if self.choices:
             value = str(text).strip().lower()
             if text is None or value not in self.choices:
@@ -159,6 +170,7 @@ SHARE_AUTO_OFFSET_RESETS = ("latest", "earliest")
 SHARE_ISOLATION_LEVEL = "share.isolation.level"
 SHARE_ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 SHARE_ASSIGNMENT_INTERVAL = "share.assignment.interval.ms"
+SHARE_RENEW_ACKNOWLEDGE_ENABLE = "share.renew.acknowledge.enable"
 
 SHARE_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
     _kind_config(SHARE_SESSION_TIMEOUT, "The timeout to detect client failures of a share group member."),
@@ -172,6 +184,10 @@ SHARE_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
                  "last stable offset; read_uncommitted every record.", choices=SHARE_ISOLATION_LEVELS),
     _kind_config(SHARE_ASSIGNMENT_INTERVAL, "The least time between two target assignments of a share group "
                  "(KIP-1263); 0 assigns at every change."),
+    # KIP-1222: no broker setting in Kafka 4.4, the default is true.
+    GroupConfigDef(SHARE_RENEW_ACKNOWLEDGE_ENABLE, SHARE_RENEW_ACKNOWLEDGE_ENABLE, lambda c: "true", _no_override,
+                   lambda c: 0, "", lambda c: 0, "", "Whether the renew acknowledge type is enabled for the share "
+                   "group.", ("true", "false"), boolean=True),
 )
 
 

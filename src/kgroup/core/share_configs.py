@@ -21,6 +21,7 @@ from kgroup.core.group_configs import (
     SHARE_ISOLATION_LEVEL,
     SHARE_MAX_RECORD_LOCKS,
     SHARE_RECORD_LOCK_DURATION,
+    SHARE_RENEW_ACKNOWLEDGE_ENABLE,
     SHARE_SESSION_TIMEOUT,
     KindConfigs,
 )
@@ -44,4 +45,5 @@ class ShareConfigs(KindConfigs):
         return ShareLimits(self.configs.int_value(group_id, SHARE_RECORD_LOCK_DURATION),
                            self.configs.int_value(group_id, SHARE_DELIVERY_COUNT_LIMIT),
                            self.configs.int_value(group_id, SHARE_MAX_RECORD_LOCKS),
-                           self.configs.value(group_id, SHARE_ISOLATION_LEVEL) == "read_committed")
+                           self.configs.value(group_id, SHARE_ISOLATION_LEVEL) == "read_committed",
+                           self.configs.value(group_id, SHARE_RENEW_ACKNOWLEDGE_ENABLE) == "true")
