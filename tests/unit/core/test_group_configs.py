@@ -146,8 +146,8 @@ def test_group_configs_survive_replay_snapshots_and_group_deletion():
 def test_the_table_lists_kafkas_consumer_group_config_names():
     assert {SESSION, HEARTBEAT} <= set(GROUP_CONFIGS)
     for d in GROUP_CONFIGS.values():
-        if d.choices:       # a STRING config (share.auto.offset.reset): no bounds, a broker default
-            assert d.type_name == "STRING" and d.default(GroupConfig()) in d.choices
+        if d.choices:       # a STRING config (share.auto.offset.reset) or a BOOLEAN: no bounds, a default
+            assert d.type_name == ("BOOLEAN" if d.boolean else "STRING") and d.default(GroupConfig()) in d.choices
         else:
             assert d.broker_name.startswith("group.") and d.min_name.startswith("group.")
             assert d.type_name == ("LONG" if d.long else "INT")
