@@ -145,8 +145,9 @@ def _kind_keys() -> tuple[list[Key], list[Relation]]:
     for configs in KINDS:
         for d in configs:
             key = d.name.replace(".", "_")
-            if d.broker_name == d.name:
-                continue                  # no broker setting in Kafka (share.renew.acknowledge.enable)
+            if d.boolean:
+                continue                  # share.renew.acknowledge.enable: Kafka has no broker setting
+
             if d.choices:
                 keys.append(Key("group", key, "choice", choices=d.choices))
                 continue

@@ -58,7 +58,7 @@ class GroupConfigDef:
     """One group config: its name, where its broker default comes from, its bounds."""
 
     name: str
-    broker_name: str                      # the broker setting of the default, Kafka's name; its own name where Kafka has none
+    broker_name: str                      # the broker setting of the default, Kafka's name
     default: Callable[[GroupConfig], int | str]
     toml_override: Callable[[GroupConfig, str], int | None]
     minimum: Callable[[GroupConfig], int]
