@@ -147,7 +147,6 @@ def _kind_keys() -> tuple[list[Key], list[Relation]]:
             key = d.name.replace(".", "_")
             if d.boolean:
                 continue                  # share.renew.acknowledge.enable: Kafka has no broker setting
-
             if d.choices:
                 keys.append(Key("group", key, "choice", choices=d.choices))
                 continue
