@@ -608,7 +608,7 @@ class ShareFetchService:
             by_topic.setdefault(topic_id, []).append(build(
                 part_cls, partition_index=partition, error_code=error,
                 error_message=None if error is ErrorCode.NONE else error.name,
-                acknowledge_error_code=int(ack), acknowledge_error_message=None if ack is ErrorCode.NONE else ack.name,
+                acknowledge_error_code=int(ack), acknowledge_error_message=_ack_message(ack),
                 current_leader=leaders.of(pid, moved), records=data,
                 acquired_records=tuple(build(acq_cls, first_offset=r.first_offset, last_offset=r.last_offset,
                                              delivery_count=r.delivery_count) for r in ranges)))
@@ -647,8 +647,7 @@ class ShareFetchService:
         by_topic: dict[str, list] = {}
         for (topic_id, partition), code in ack_errors.items():
             by_topic.setdefault(topic_id, []).append(build(
-                part_cls, partition_index=partition, error_code=code,
-                error_message=None if code is ErrorCode.NONE else code.name,
+                part_cls, partition_index=partition, error_code=code, error_message=_ack_message(code),
                 current_leader=leaders.of((topic_id, partition), code is ErrorCode.NOT_LEADER_OR_FOLLOWER)))
         limits = self._limits(group_id)
         # v2 (KIP-1222): the group's lock duration, which a renewal granted.
@@ -657,6 +656,12 @@ class ShareFetchService:
                      responses=tuple(build(topic_cls, topic_id=uuid.UUID(t), partitions=tuple(ps))
                                      for t, ps in by_topic.items()),
                      node_endpoints=leaders.endpoints(item(cls, "node_endpoints")))
+
+
+def _ack_message(code: ErrorCode) -> str | None:
+    """A partition's acknowledgement error message: none for INVALID_REQUEST (acknowledgement
+    batches Kafka's request validation refuses, which it answers without one)."""
+    return None if code in (ErrorCode.NONE, ErrorCode.INVALID_REQUEST) else code.name
 
 
 def _acks(topics: Any, partition_field: str) -> dict[SharePartitionId, list[AckBatch]] | None:
