@@ -630,6 +630,8 @@ class ShareFetchService:
             return build(cls, throttle_time=0, error_code=code, error_message=message, acquisition_lock_timeout=0,
                          responses=(), node_endpoints=())
 
+        if not group_id or not member_id:
+            return failed(ErrorCode.INVALID_REQUEST)         # as Kafka, before the session epoch
         if epoch == OPEN_EPOCH:
             return failed(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "only ShareFetch opens a share session")
         try:
