@@ -151,13 +151,16 @@ class AckBatch:
 class Slot:
     """One in-flight offset (mutable: a share partition changes thousands per second)."""
 
-    __slots__ = ("state", "count", "owner", "deadline")
+    __slots__ = ("state", "count", "owner", "deadline", "head")
 
     def __init__(self, state: RecordState, count: int) -> None:
         self.state = state
         self.count = count
         self.owner: str | None = None
         self.deadline = 0
+        # The offset begins an acquired range (Kafka's in-flight batch): a later delivery
+        # lists the offsets from here in a range of their own, as Kafka does.
+        self.head = False
 
 
 class SharePartition:
@@ -223,16 +226,20 @@ class SharePartition:
         return None
 
     def acquire(self, member_id: str, batches: Sequence[LogBatch], max_records: int,
-                now_ms: int, record_limit: bool = False) -> list[AcquiredRange]:
+                now_ms: int, record_limit: bool = False, batch_size: int = 0) -> list[AcquiredRange]:
         """Hand AVAILABLE offsets of `batches` (read from the log in order) to `member_id`, up
         to `max_records`: batch-optimized, finishing the batch it is in (Kafka aligns to batch
-        boundaries); `record_limit` (KIP-1206), never more than `max_records`."""
+        boundaries); `record_limit` (KIP-1206), never more than `max_records`. The ranges
+        listed: contiguous offsets of one delivery count, and, batch-optimized, offsets never
+        delivered before are cut at the first log batch that begins `batch_size` (> 0) or
+        more offsets into their range (KIP-1206's BatchSize); a range cut once stays cut."""
         self.expire(now_ms)
         limits, slots = self.limits, self.slots
         deadline = now_ms + limits.record_lock_ms
         got: list[AcquiredRange] = []
         taken = 0
         full = False
+        fresh_first = -1                  # where the current range of new offsets began
         for batch in batches:
             if taken >= max_records or full:
                 break
@@ -240,7 +247,8 @@ class SharePartition:
                 if record_limit and taken >= max_records:
                     full = True
                     break
-                if offset >= self.end:
+                fresh = offset >= self.end
+                if fresh:
                     if self.end - self.start >= limits.max_in_flight:
                         full = True
                         break
@@ -258,8 +266,13 @@ class SharePartition:
                 slot.owner = member_id
                 slot.deadline = deadline
                 taken += 1
+                if fresh and (fresh_first < 0 or (not record_limit and 0 < batch_size <= offset - fresh_first
+                                                   and offset == batch.base_offset)):
+                    fresh_first = offset
+                    slot.head = True
                 last = got[-1] if got else None
-                if last is not None and last.last_offset == offset - 1 and last.delivery_count == slot.count:
+                if last is not None and last.last_offset == offset - 1 and last.delivery_count == slot.count \
+                        and not slot.head:
                     got[-1] = AcquiredRange(last.first_offset, offset, slot.count)
                 else:
                     got.append(AcquiredRange(offset, offset, slot.count))

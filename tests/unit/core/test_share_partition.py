@@ -341,3 +341,19 @@ def test_kip1222_renew_only_what_the_member_holds_and_mixed_with_accept():
     assert sp.start == 1 and sp.held_by("a") == [1, 2] and sp.next_deadline() == 6_000
     [run] = [b for b in sp.persisted().batches if b.first_offset <= 3 <= b.last_offset]
     assert run.state == RecordState.ACKNOWLEDGED
+
+
+def test_kip1206_batch_size_cuts_new_ranges_at_log_batches_and_redelivery_keeps_the_cuts():
+    sp = fresh()
+    batches = log((0, 1), (2, 4), (5, 6), (7, 7))
+    assert sp.acquire("a", batches, 500, now_ms=0, batch_size=2) == [
+        AcquiredRange(0, 1, 1), AcquiredRange(2, 4, 1), AcquiredRange(5, 6, 1), AcquiredRange(7, 7, 1)]
+    sp.acknowledge("a", [AckBatch(0, 7, RELEASE)], 10)
+    assert sp.acquire("b", batches, 500, now_ms=20, batch_size=500) == [
+        AcquiredRange(0, 1, 2), AcquiredRange(2, 4, 2), AcquiredRange(5, 6, 2), AcquiredRange(7, 7, 2)]
+
+
+def test_kip1206_batch_size_larger_than_the_fetch_lists_one_range():
+    sp = fresh()
+    assert sp.acquire("a", log((0, 1), (2, 4)), 500, now_ms=0, batch_size=500) == [AcquiredRange(0, 4, 1)]
+    assert sp.acquire("a", log((5, 6)), 500, now_ms=0, batch_size=500) == [AcquiredRange(5, 6, 1)]

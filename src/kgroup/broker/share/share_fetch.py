@@ -495,8 +495,9 @@ class ShareFetchService:
         max_bytes = int(req.max_bytes) if int(req.max_bytes) > 0 else 2**31 - 1
         # KIP-1206: 1 is record-limit (at most MaxRecords), 0 and any other batch-optimized.
         record_limit = int(getattr(req, "share_acquire_mode", 0)) == 1
+        shape = (record_limit, int(req.batch_size))
         while True:
-            got, errors, next_lock = await self._acquire(session, topics, max_records, max_bytes, record_limit)
+            got, errors, next_lock = await self._acquire(session, topics, max_records, max_bytes, shape)
             now = loop.time()
             if got or now >= deadline or self.watch.closed or not session.partitions:
                 return got, errors
@@ -509,7 +510,7 @@ class ShareFetchService:
                 return {}, {}                # the session ended meanwhile (connection closed)
 
     async def _acquire(self, session: ShareSession, topics: dict[str, tuple[str, int]], max_records: int,
-                       max_bytes: int, record_limit: bool = False):
+                       max_bytes: int, shape: tuple[bool, int] = (False, 0)):
         """One pass over the session's partitions: (acquired per partition, errors, earliest lock)."""
         got: dict[SharePartitionId, tuple[list[AcquiredRange], bytes]] = {}
         errors: dict[SharePartitionId, ErrorCode] = {}
@@ -529,7 +530,7 @@ class ShareFetchService:
                 if pid not in session.partitions:
                     continue                 # forgotten while loading
                 ranges, data = self._acquire_one(sp, topics[topic_id][0], partition, session.member_id,
-                                                 max_records, max_bytes, record_limit)
+                                                 max_records, max_bytes, shape)
             except _PartitionFailed as exc:
                 errors[pid] = exc.code
                 continue
@@ -558,7 +559,8 @@ class ShareFetchService:
         return got, errors, next_lock
 
     def _acquire_one(self, sp: SharePartition, name: str, partition: int, member_id: str, max_records: int,
-                     max_bytes: int, record_limit: bool = False) -> tuple[list[AcquiredRange], bytes]:
+                     max_bytes: int, shape: tuple[bool, int] = (False, 0)) -> tuple[list[AcquiredRange], bytes]:
+        """Acquire from one partition; `shape` is (record-limit mode, BatchSize)."""
         plog = self._led_here(name, partition)
         now = _now_ms()
         upto, state = plog.log_end_offset, None
@@ -574,7 +576,7 @@ class ShareFetchService:
             raw = plog.read(first, max_bytes, upto if state is not None else None)
             batches = _batches(raw, None if state is None else state.aborted_between(first, upto))
             window = (sp.start, sp.end)
-            ranges = sp.acquire(member_id, [b for _, _, b in batches], max_records, now, record_limit)
+            ranges = sp.acquire(member_id, [b for _, _, b in batches], max_records, now, *shape)
             if ranges or (sp.start, sp.end) == window:
                 break
         if not ranges:

@@ -4,12 +4,15 @@ renewing acknowledgements, asked with exact request sequences."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
+from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.scenarios.share_raw import (
     ACCEPT,
+    RELEASE,
     RawShareMember,
     _records,
     share_ready,
@@ -126,4 +129,21 @@ async def share_v2_renew_disabled(t: Target) -> None:
     await a.ask_fetch("first fetch", a.fetch_v2([]), wait_for=2)
     await a.acknowledge_v2("renew", [(0, 1, RENEW)], renew=True)
     await a.acknowledge_v2("accept", [(0, 1, ACCEPT)])
+    await a.close()
+
+
+@scenario("share", "KIP-1206 batch size: acquired ranges split at log batches",
+          rule="batch-optimized, the records a ShareFetch acquires are listed in AcquiredRecords ranges cut at "
+               "log batch boundaries once a range holds BatchSize records (here 2, batches of 2 and 3); released "
+               "and redelivered, they keep those ranges")
+async def share_v2_batch_size(t: Target) -> None:
+    raw, group, topic, a = await v2_member(t, values=0)
+    for first, n in ((0, 2), (2, 3), (5, 2), (7, 1)):
+        await observe.produce(raw, topic, 0, [f"v{first + i}".encode() for i in range(n)])
+    req = a.fetch_v2([], max_records=500)
+    req = dataclasses.replace(req, batch_size=2)
+    await a.ask_fetch("fetch, batch size 2", req, wait_for=8)
+    await a.ask_fetch("release all and fetch again", dataclasses.replace(
+        a.fetch_v2([(0, 7, RELEASE)], max_records=500), batch_size=2), wait_for=8)
+    await a.acknowledge_v2("accept", [(0, 7, ACCEPT)])
     await a.close()
