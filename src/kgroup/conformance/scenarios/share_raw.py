@@ -131,10 +131,11 @@ async def share_ready(t: Target, values: int = 4, **configs: Any) -> tuple[Any, 
     return raw, group, topic, tid
 
 
-async def member_a_joined(t: Target, values: int = 4, **configs: Any) -> tuple[Any, str, str, RawShareMember]:
-    """``share_ready``, then member A joined and assigned the partition."""
+async def member_a_joined(t: Target, values: int = 4, member: type[RawShareMember] = RawShareMember,
+                          **configs: Any) -> tuple[Any, str, str, Any]:
+    """``share_ready``, then member A (a `member`) joined and assigned the partition."""
     raw, group, topic, tid = await share_ready(t, values, **configs)
-    a = RawShareMember(t, raw, group, "A", tid)
+    a = member(t, raw, group, "A", tid)
     await a.join([topic])
     return raw, group, topic, a
 

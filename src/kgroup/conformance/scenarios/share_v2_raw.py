@@ -15,7 +15,7 @@ from kgroup.conformance.scenarios.share_raw import (
     RELEASE,
     RawShareMember,
     _records,
-    share_ready,
+    member_a_joined,
 )
 from kgroup.conformance.target import Target
 
@@ -67,11 +67,8 @@ class V2Member(RawShareMember):
 
 
 async def v2_member(t: Target, values: int, **configs: Any) -> tuple[Any, str, str, V2Member]:
-    """``share_ready``, then member A (speaking v2) joined and assigned the partition."""
-    raw, group, topic, tid = await share_ready(t, values, **configs)
-    a = V2Member(t, raw, group, "A", tid)
-    await a.join([topic])
-    return raw, group, topic, a
+    """Member A, speaking v2, joined and assigned the partition."""
+    return await member_a_joined(t, values, V2Member, **configs)
 
 
 @scenario("share", "KIP-1206 record-limit acquire mode",
