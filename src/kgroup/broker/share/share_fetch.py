@@ -471,6 +471,10 @@ class ShareFetchService:
             return self._fetch_response(cls, {}, {}, ack_errors, list(ack_errors), limits)
         # 4. Acquire, long-polling while there is nothing; MaxBytes 0 (as Kafka answers it)
         #    and a member that left its group get nothing, at once.
+        if int(getattr(req, "share_acquire_mode", 0)) not in (0, 1):
+            # Kafka fails the fetch on an acquire mode it does not know (KIP-1206 has two),
+            # after the session and the acknowledgements, with no message.
+            return failed(ErrorCode.UNKNOWN_SERVER_ERROR)
         if int(req.max_bytes) == 0 or session.member_left or renew:
             return self._fetch_response(cls, {}, {}, ack_errors, list(ack_errors), limits)
         got, errors = await self._acquire_waiting(session, req, topics)
@@ -493,7 +497,7 @@ class ShareFetchService:
         deadline = loop.time() + max(ms(req.max_wait), 0) / 1000
         max_records = int(req.max_records) if int(req.max_records) > 0 else DEFAULT_MAX_RECORDS
         max_bytes = int(req.max_bytes) if int(req.max_bytes) > 0 else 2**31 - 1
-        # KIP-1206: 1 is record-limit (at most MaxRecords), 0 and any other batch-optimized.
+        # KIP-1206: 1 is record-limit (at most MaxRecords), 0 batch-optimized.
         record_limit = int(getattr(req, "share_acquire_mode", 0)) == 1
         shape = (record_limit, int(req.batch_size))
         while True:

@@ -73,7 +73,8 @@ async def v2_member(t: Target, values: int, **configs: Any) -> tuple[Any, str, s
 
 @scenario("share", "KIP-1206 record-limit acquire mode",
           rule="a ShareFetch v2 in record-limit mode (ShareAcquireMode 1) acquires at most MaxRecords records, "
-               "splitting a log batch; batch-optimized (0) finishes the batch it reaches MaxRecords in")
+               "splitting a log batch; batch-optimized (0) finishes the batch it reaches MaxRecords in; an unknown "
+               "mode fails the fetch (UNKNOWN_SERVER_ERROR)")
 async def share_v2_acquire_record_limit(t: Target) -> None:
     raw, group, topic, a = await v2_member(t, values=5)
     await a.ask_fetch("record-limit, 2 records", a.fetch_v2([], mode=RECORD_LIMIT, max_records=2), wait_for=2)
@@ -82,6 +83,7 @@ async def share_v2_acquire_record_limit(t: Target) -> None:
     await a.ask_fetch("accept 2-3; batch-optimized, 1 record", a.fetch_v2([(2, 3, ACCEPT)], mode=BATCH_OPTIMIZED,
                                                                           max_records=1), wait_for=1)
     await a.acknowledge_v2("accept the last", [(4, 4, ACCEPT)])
+    await a.ask_fetch("an unknown acquire mode", a.fetch_v2([], mode=7, max_records=2))
     await a.close()
 
 
