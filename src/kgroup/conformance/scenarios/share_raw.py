@@ -74,7 +74,7 @@ class RawShareMember:
             r = await self.raw.call(req)
             self.session_epoch += 1
             acks = []
-            got = _records(r)
+            got = delivered(r)
             if not wait_for or len(got["records"]) >= wait_for or time.monotonic() > deadline:
                 self.t.add(f"{label} (ShareFetch v1)", {"error_code": r.error_code,
                                                        "acquisition_lock_timeout": r.acquisition_lock_timeout,
@@ -102,7 +102,7 @@ class RawShareMember:
         await self.t.ask(self.raw, f"{self.name} leaves", share_hb(self.group, self.member, -1))
 
 
-def _records(response: Any) -> dict[str, Any]:
+def delivered(response: Any) -> dict[str, Any]:
     """What a ShareFetch answer delivers: the records, their acquired ranges with delivery
     counts, and each partition's error codes."""
     records, acquired, errors = [], [], []

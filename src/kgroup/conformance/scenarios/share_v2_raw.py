@@ -14,7 +14,7 @@ from kgroup.conformance.scenarios.share_raw import (
     ACCEPT,
     RELEASE,
     RawShareMember,
-    _records,
+    delivered,
     member_a_joined,
 )
 from kgroup.conformance.target import Target
@@ -46,7 +46,7 @@ class V2Member(RawShareMember):
             r = await self.raw.call(req)
             if advances:
                 self.session_epoch += 1
-            got = _records(r)
+            got = delivered(r)
             if not wait_for or len(got["records"]) >= wait_for:
                 break
             await asyncio.sleep(0.25)
