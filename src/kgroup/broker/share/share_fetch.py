@@ -216,7 +216,8 @@ class ShareFetchService:
     # ---- acknowledgements --------------------------------------------------------------------
 
     async def _acknowledge(self, group_id: str, member_id: str, acks: dict[SharePartitionId, list[AckBatch]],
-                           topics: dict[str, tuple[str, int]], renew: bool = False) -> dict[SharePartitionId, ErrorCode]:
+                           topics: dict[str, tuple[str, int]],
+                           renew: bool = False) -> dict[SharePartitionId, ErrorCode]:
         """Apply acknowledgements, persist what they changed, and wait until it is durable
         (`renew`: the request's IsRenewAck, RENEW allowed; a partition whose acknowledgements
         only renewed locks has nothing to write)."""
