@@ -12,7 +12,9 @@ delivery counts are what the scenario observed:
   then), and the crash;
 - "lock ran out": records acquired under a 1 s lock (the group's
   share.record.lock.duration.ms; the brokers' minimum allows it), the lock raised to 30 s,
-  the records acquired again once the first lock ran out, and the crash.
+  the records acquired again once the first lock ran out, and the crash;
+- "renewed": records acquired, their locks renewed (KIP-1222: ShareAcknowledge v2, RENEW),
+  and the crash: a renewal is an in-memory timer, so this is "cut short" again.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from kgroup.client.connection import Connection
 from kgroup.wire.api_keys import ApiKey
 from tests.integration.share_session_race import ACCEPT, RECORDS, RELEASE, Member, produce
 
-STORIES = ("cut short", "beside a written neighbour", "lock ran out")
+STORIES = ("cut short", "beside a written neighbour", "lock ran out", "renewed")
+RENEW = 4
 
 # What Kafka 4.4 answers (and kgroup must): a delivery that ended counts (the release, the
 # lock that ran out), a delivery the crash cut short does not.
@@ -34,6 +37,7 @@ AFTER_THE_CRASH = {
     "cut short": [(0, RECORDS - 1, 1)],
     "beside a written neighbour": [(0, 0, 2), (2, RECORDS - 1, 1)],
     "lock ran out": [(0, RECORDS - 1, 2)],
+    "renewed": [(0, RECORDS - 1, 1)],
 }
 
 
@@ -115,6 +119,13 @@ async def _before(host: str, port: int, topic: str, topic_id: uuid.UUID, groups:
             # Raised now, so the second delivery's lock outlasts the crash.
             await _alter_group(conn, group, {"share.record.lock.duration.ms": "30000"})
             assert await _until_acquired(member) == [(0, RECORDS - 1, 2)]
+        elif story == "renewed":
+            renewed = await conn.request(ApiKey.SHARE_ACKNOWLEDGE, request_fields(
+                group_id=group, member_id=member.member_id, share_session_epoch=member.session_epoch,
+                is_renew_ack=True, topics=member._topics([(0, RECORDS - 1, RENEW)])), 2)
+            member.session_epoch += 1
+            assert int(renewed.error_code) == 0, renewed
+            assert [int(p.error_code) for t in renewed.responses for p in t.partitions] == [0], renewed
     return conns
 
 

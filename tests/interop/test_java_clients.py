@@ -237,8 +237,6 @@ def test_java_share_consumer_explicit_accept_release_reject(java, kgroup, admin,
     assert all(r is None for e in java.of("e", "committed") for r in e["results"].values())
 
 
-@pytest.mark.xfail(strict=True, reason="needs #29: AcknowledgeType.RENEW (KIP-1222) rides on ShareAcknowledge / "
-                                       "ShareFetch v2, which kgroup does not serve yet")
 def test_java_share_consumer_renews_its_lock(java, kgroup, admin, name):
     topic, group = f"jw-{name}", f"jw-{name}"
     topic_with_records(java, topic, 1, 3)

@@ -97,7 +97,7 @@ NOT_SERVED: dict[int, Divergence] = {
 _PARITY = "Kafka 4.3/4.4's newest versions of the group, transaction, share and data APIs are issue 29"
 VERSION_GAPS: dict[Any, Divergence] = {
     **{key: Divergence("open: issue 29", f"{api_name(key)}: Kafka 4.4's newest versions", _PARITY, ())
-       for key in (24, 26, 28, 78, 79)},
+       for key in (24, 26, 28)},
     **{(0, v): Divergence(
         "open: issue 29", f"Produce v{v}: advertised by Kafka 4.4, refused by both",
         "Kafka 4.4 lists Produce v0-v2 in ApiVersions only for old librdkafka's feature detection (KAFKA-18659) "

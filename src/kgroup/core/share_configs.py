@@ -46,7 +46,8 @@ class ShareConfigs(KindConfigs):
         return ShareLimits(self.configs.int_value(group_id, SHARE_RECORD_LOCK_DURATION),
                            self.configs.int_value(group_id, SHARE_DELIVERY_COUNT_LIMIT),
                            self.configs.int_value(group_id, SHARE_MAX_RECORD_LOCKS),
-                           self.configs.value(group_id, SHARE_ISOLATION_LEVEL) == "read_committed")
+                           self.configs.value(group_id, SHARE_ISOLATION_LEVEL) == "read_committed",
+                           self.configs.value(group_id, SHARE_RENEW_ACKNOWLEDGE_ENABLE) == "true")
 
     def renew_acknowledge_enabled(self, group_id: str) -> bool:
         """share.renew.acknowledge.enable (KIP-1222): whether the group's members may renew

@@ -10,7 +10,9 @@ the window holds fewer than `max_in_flight` offsets), batch by batch, archiving 
 offsets of transaction markers and (read_committed) of aborted transactions, which are never
 delivered; a ShareAcknowledge (or
 the acknowledgements riding on a ShareFetch) moves a member's ACQUIRED offsets on: ACCEPT
-to ACKNOWLEDGED, REJECT (and GAP) to ARCHIVED, RELEASE back to AVAILABLE. A lock that runs
+to ACKNOWLEDGED, REJECT (and GAP) to ARCHIVED, RELEASE back to AVAILABLE, and RENEW (KIP-1222,
+where the group's `share.renew.acknowledge.enable` allows it) keeps it ACQUIRED by the same
+member in the same delivery with a fresh lock of `record_lock_ms` from now. A lock that runs
 out, and a member that leaves or whose connection closes, put its offsets back to
 AVAILABLE, except that an offset delivered `delivery_limit` times is ARCHIVED instead.
 Whenever the offsets at `start` are finished, `start` moves past them.
@@ -61,6 +63,7 @@ class AckType(IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4                      # KIP-1222 (ShareFetch / ShareAcknowledge v2)
 
 
 class Move(Enum):
@@ -71,6 +74,7 @@ class Move(Enum):
     REJECT = "reject"
     GAP = "gap"                    # the member says there is no record there
     RELEASE = "release"            # the member gives it back
+    RENEW = "renew"                # the member keeps it for another lock duration (KIP-1222)
     LOCK_EXPIRED = "lock expired"
     MEMBER_GONE = "member gone"    # its session closed, its connection dropped, it left
     ARCHIVE = "archive"            # delivery limit reached, control record, below the log start
@@ -87,13 +91,14 @@ TRANSITIONS: dict[tuple[RecordState, Move], RecordState] = {
     (S.ACQUIRED, M.REJECT): S.ARCHIVED,
     (S.ACQUIRED, M.GAP): S.ARCHIVED,
     (S.ACQUIRED, M.RELEASE): S.AVAILABLE,
+    (S.ACQUIRED, M.RENEW): S.ACQUIRED,
     (S.ACQUIRED, M.LOCK_EXPIRED): S.AVAILABLE,
     (S.ACQUIRED, M.MEMBER_GONE): S.AVAILABLE,
     (S.ACQUIRED, M.ARCHIVE): S.ARCHIVED,
 }
 
 _ACK_MOVES = {AckType.GAP: M.GAP, AckType.ACCEPT: M.ACCEPT, AckType.RELEASE: M.RELEASE,
-              AckType.REJECT: M.REJECT}
+              AckType.REJECT: M.REJECT, AckType.RENEW: M.RENEW}
 _FINISHED = (S.ACKNOWLEDGED, S.ARCHIVED)
 
 
@@ -111,6 +116,7 @@ class ShareLimits:
     # share.isolation.level read_committed: the caller reads up to the last stable offset
     # and marks the batches of aborted transactions (LogBatch.aborted).
     read_committed: bool = False
+    renew_enabled: bool = True            # share.renew.acknowledge.enable (KIP-1222)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,13 +151,16 @@ class AckBatch:
 class Slot:
     """One in-flight offset (mutable: a share partition changes thousands per second)."""
 
-    __slots__ = ("state", "count", "owner", "deadline")
+    __slots__ = ("state", "count", "owner", "deadline", "head")
 
     def __init__(self, state: RecordState, count: int) -> None:
         self.state = state
         self.count = count
         self.owner: str | None = None
         self.deadline = 0
+        # The offset begins an acquired range (Kafka's in-flight batch): a later delivery
+        # lists the offsets from here in a range of their own, as Kafka does.
+        self.head = False
 
 
 class SharePartition:
@@ -165,6 +174,7 @@ class SharePartition:
         self.end = start_offset
         self.slots: dict[int, Slot] = {}
         self.lapsed = False               # a lock ran out since the state was last written
+        self.renewed_only = False         # the last acknowledge only renewed locks
         for b in batches:
             for offset in range(max(b.first_offset, start_offset), b.last_offset + 1):
                 self.slots[offset] = Slot(RecordState(b.state), b.delivery_count)
@@ -216,20 +226,29 @@ class SharePartition:
         return None
 
     def acquire(self, member_id: str, batches: Sequence[LogBatch], max_records: int,
-                now_ms: int) -> list[AcquiredRange]:
+                now_ms: int, record_limit: bool = False, batch_size: int = 0) -> list[AcquiredRange]:
         """Hand AVAILABLE offsets of `batches` (read from the log in order) to `member_id`, up
-        to `max_records`, finishing the batch it is in (Kafka aligns to batch boundaries)."""
+        to `max_records`: batch-optimized, finishing the batch it is in (Kafka aligns to batch
+        boundaries); `record_limit` (KIP-1206), never more than `max_records`. The ranges
+        listed: contiguous offsets of one delivery count, and, batch-optimized, offsets never
+        delivered before are cut at the first log batch that begins `batch_size` (> 0) or
+        more offsets into their range (KIP-1206's BatchSize); a range cut once stays cut."""
         self.expire(now_ms)
         limits, slots = self.limits, self.slots
         deadline = now_ms + limits.record_lock_ms
         got: list[AcquiredRange] = []
         taken = 0
         full = False
+        fresh_first = -1                  # where the current range of new offsets began
         for batch in batches:
             if taken >= max_records or full:
                 break
             for offset in range(max(batch.base_offset, self.start), batch.last_offset + 1):
-                if offset >= self.end:
+                if record_limit and taken >= max_records:
+                    full = True
+                    break
+                fresh = offset >= self.end
+                if fresh:
                     if self.end - self.start >= limits.max_in_flight:
                         full = True
                         break
@@ -247,8 +266,13 @@ class SharePartition:
                 slot.owner = member_id
                 slot.deadline = deadline
                 taken += 1
+                if fresh and (fresh_first < 0 or (not record_limit and 0 < batch_size <= offset - fresh_first
+                                                   and offset == batch.base_offset)):
+                    fresh_first = offset
+                    slot.head = True
                 last = got[-1] if got else None
-                if last is not None and last.last_offset == offset - 1 and last.delivery_count == slot.count:
+                if last is not None and last.last_offset == offset - 1 and last.delivery_count == slot.count \
+                        and not slot.head:
                     got[-1] = AcquiredRange(last.first_offset, offset, slot.count)
                 else:
                     got.append(AcquiredRange(offset, offset, slot.count))
@@ -257,9 +281,12 @@ class SharePartition:
 
     # ---- acknowledgements -------------------------------------------------------------------
 
-    def acknowledge(self, member_id: str, batches: Sequence[AckBatch], now_ms: int) -> ErrorCode:
+    def acknowledge(self, member_id: str, batches: Sequence[AckBatch], now_ms: int,
+                    renew: bool = False) -> ErrorCode:
         """Apply one partition's acknowledgements, all or none: NONE, INVALID_REQUEST (bad
-        ranges or types) or INVALID_RECORD_STATE (an offset this member does not hold)."""
+        ranges or types; RENEW unless `renew`, the request's IsRenewAck) or
+        INVALID_RECORD_STATE (an offset this member does not hold; a RENEW where the group
+        does not enable it). Only RENEW moves nothing durable (`renewed_only` says so)."""
         self.expire(now_ms)
         plan: list[tuple[int, Slot, Move]] = []
         previous_last = -1
@@ -270,6 +297,8 @@ class SharePartition:
             previous_last = b.last_offset
             if any(kind not in _ACK_MOVES.keys() for kind in b.types):
                 return ErrorCode.INVALID_REQUEST
+            if not renew and AckType.RENEW in b.types:
+                return ErrorCode.INVALID_REQUEST
             if b.last_offset >= self.end:
                 return ErrorCode.INVALID_RECORD_STATE   # never delivered (checked before any loop)
             # Offsets below the start are finished already (archived meanwhile): skipped
@@ -279,10 +308,21 @@ class SharePartition:
                 slot = self.slots.get(offset)
                 if slot is None or slot.state is not S.ACQUIRED or slot.owner != member_id:
                     return ErrorCode.INVALID_RECORD_STATE
+                if kind == AckType.RENEW and not self.limits.renew_enabled:
+                    return ErrorCode.INVALID_RECORD_STATE
                 plan.append((offset, slot, _ACK_MOVES[AckType(kind)]))
+        self.renewed_only = bool(plan) and all(move is M.RENEW for _, _, move in plan)
+        if self.renewed_only:
+            # A renewed lock is an in-memory timer, as in Kafka: nothing to write.
+            for offset, slot, move in plan:
+                self._move(offset, slot, move)
+                slot.deadline = now_ms + self.limits.record_lock_ms
+            return ErrorCode.NONE
         self.written_start = self.start
         for offset, slot, move in plan:
             self._move(offset, slot, move)
+            if move is M.RENEW:
+                slot.deadline = now_ms + self.limits.record_lock_ms
         self._advance()
         return ErrorCode.NONE
 

@@ -271,3 +271,89 @@ def test_kip932_read_committed_archives_an_aborted_transactions_records_and_neve
     assert sp.start == 7                                    # 3..6 finished: archived
     assert sp.acquire("b", batches, 100, now_ms=2) == [AcquiredRange(7, 9, 2)]
     assert sp.acknowledge("b", [AckBatch(3, 3, ACCEPT)], 3) is ErrorCode.NONE   # below the start: done
+
+
+# ---- KIP-1206 acquire modes and KIP-1222 renew (ShareFetch / ShareAcknowledge v2) ----------------
+
+RENEW = (int(AckType.RENEW),)
+
+
+def test_kip1206_record_limit_mode_acquires_exactly_max_records_splitting_a_batch():
+    sp = fresh()
+    assert sp.acquire("a", log((0, 4), (5, 9)), 2, now_ms=0, record_limit=True) == [AcquiredRange(0, 1, 1)]
+    # The rest of the batch is left for the next fetch, by any member.
+    assert sp.acquire("b", log((0, 4), (5, 9)), 4, now_ms=0, record_limit=True) == [AcquiredRange(2, 5, 1)]
+    assert sp.end == 6                                  # nothing past the last acquired offset is in flight
+    assert sp.persisted().batches[-1].last_offset == 5
+
+
+def test_kip1206_batch_optimized_mode_still_finishes_the_batch():
+    sp = fresh()
+    assert sp.acquire("a", log((0, 4), (5, 9)), 2, now_ms=0, record_limit=False) == [AcquiredRange(0, 4, 1)]
+
+
+def test_kip1222_renew_extends_the_lock_from_now_without_a_new_delivery():
+    sp = fresh()
+    sp.acquire("a", log((0, 2)), 100, now_ms=0)              # locks run out at 5_000
+    assert sp.acknowledge("a", [AckBatch(0, 2, RENEW)], 4_000, renew=True) is ErrorCode.NONE
+    assert sp.renewed_only
+    assert sp.next_deadline() == 9_000
+    assert not sp.expire(8_999) and sp.held_by("a") == [0, 1, 2]
+    assert sp.acquire("b", log((0, 2)), 100, now_ms=8_999) == []  # not redelivered past the original lock
+    # The same delivery is then acknowledged: the count never moved.
+    assert sp.acknowledge("a", [AckBatch(0, 2, ACCEPT)], 8_999) is ErrorCode.NONE
+    assert not sp.renewed_only and sp.start == 3
+
+
+def test_kip1222_renewed_lock_runs_out_like_any_other():
+    sp = fresh()
+    sp.acquire("a", log((0, 0)), 100, now_ms=0)
+    sp.acknowledge("a", [AckBatch(0, 0, RENEW)], 1_000, renew=True)
+    assert sp.expire(6_000)
+    assert sp.acquire("b", log((0, 0)), 100, now_ms=6_000) == [AcquiredRange(0, 0, 2)]
+
+
+def test_kip1222_renew_writes_nothing_durable():
+    sp = fresh()
+    sp.acquire("a", log((0, 1)), 100, now_ms=0)
+    before = sp.persisted()
+    sp.acknowledge("a", [AckBatch(0, 1, RENEW)], 10, renew=True)
+    assert sp.persisted() == before                     # an acquired record is written as before its delivery
+
+
+def test_kip1222_renew_needs_is_renew_ack_and_the_group_config():
+    sp = fresh()
+    sp.acquire("a", log((0, 1)), 100, now_ms=0)
+    assert sp.acknowledge("a", [AckBatch(0, 1, RENEW)], 10) is ErrorCode.INVALID_REQUEST   # IsRenewAck false
+    off = SharePartition(0, limits=ShareLimits(record_lock_ms=5_000, renew_enabled=False))
+    off.acquire("a", log((0, 1)), 100, now_ms=0)
+    assert off.acknowledge("a", [AckBatch(0, 1, RENEW)], 10, renew=True) is ErrorCode.INVALID_RECORD_STATE
+    assert off.next_deadline() == 5_000                 # refused: nothing changed
+
+
+def test_kip1222_renew_only_what_the_member_holds_and_mixed_with_accept():
+    sp = fresh()
+    sp.acquire("a", log((0, 3)), 100, now_ms=0)
+    assert sp.acknowledge("b", [AckBatch(0, 0, RENEW)], 10, renew=True) is ErrorCode.INVALID_RECORD_STATE
+    per_offset = (int(AckType.ACCEPT), int(AckType.RENEW), int(AckType.RENEW), int(AckType.ACCEPT))
+    assert sp.acknowledge("a", [AckBatch(0, 3, per_offset)], 1_000, renew=True) is ErrorCode.NONE
+    assert not sp.renewed_only                          # the accepts are written
+    assert sp.start == 1 and sp.held_by("a") == [1, 2] and sp.next_deadline() == 6_000
+    [run] = [b for b in sp.persisted().batches if b.first_offset <= 3 <= b.last_offset]
+    assert run.state == RecordState.ACKNOWLEDGED
+
+
+def test_kip1206_batch_size_cuts_new_ranges_at_log_batches_and_redelivery_keeps_the_cuts():
+    sp = fresh()
+    batches = log((0, 1), (2, 4), (5, 6), (7, 7))
+    assert sp.acquire("a", batches, 500, now_ms=0, batch_size=2) == [
+        AcquiredRange(0, 1, 1), AcquiredRange(2, 4, 1), AcquiredRange(5, 6, 1), AcquiredRange(7, 7, 1)]
+    sp.acknowledge("a", [AckBatch(0, 7, RELEASE)], 10)
+    assert sp.acquire("b", batches, 500, now_ms=20, batch_size=500) == [
+        AcquiredRange(0, 1, 2), AcquiredRange(2, 4, 2), AcquiredRange(5, 6, 2), AcquiredRange(7, 7, 2)]
+
+
+def test_kip1206_batch_size_larger_than_the_fetch_lists_one_range():
+    sp = fresh()
+    assert sp.acquire("a", log((0, 1), (2, 4)), 500, now_ms=0, batch_size=500) == [AcquiredRange(0, 4, 1)]
+    assert sp.acquire("a", log((5, 6)), 500, now_ms=0, batch_size=500) == [AcquiredRange(5, 6, 1)]

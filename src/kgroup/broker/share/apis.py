@@ -2,7 +2,8 @@
 
 v1 of ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge is what Kafka
 4.1+ and librdkafka speak (v0 was the early-access version, never in kio); ShareFetch and
-ShareAcknowledge v2 (renewing acknowledgements) are not served.
+ShareAcknowledge v2 (Kafka 4.2+) add the acquire modes (KIP-1206) and renewing
+acknowledgements (KIP-1222), with the lock duration in ShareAcknowledge's answer.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ APIS = (
         takes=Takes.CLIENT_HOST),
     Api(K.SHARE_GROUP_DESCRIBE, 1, 1, ShareGroupApi.describe, guards.share_group_describe, edits=False),
     # Share sessions end with their connection.
-    Api(K.SHARE_FETCH, 1, 1, ShareFetchService.share_fetch, guards.share_records, edits=True,
+    Api(K.SHARE_FETCH, 1, 2, ShareFetchService.share_fetch, guards.share_records, edits=True,
         takes=Takes.CONNECTION),
-    Api(K.SHARE_ACKNOWLEDGE, 1, 1, ShareFetchService.share_acknowledge, guards.share_records, edits=True,
+    Api(K.SHARE_ACKNOWLEDGE, 1, 2, ShareFetchService.share_acknowledge, guards.share_records, edits=True,
         takes=Takes.CONNECTION),
     Api(K.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, ShareGroupApi.describe_offsets, guards.describe_share_group_offsets,
         edits=False),

@@ -19,7 +19,15 @@ coordinator persisted (share_state.py; a partition with no state starts where th
    partitions (starting one further each time so none starves), reading whole batches from
    the partition log and handing back the batches with the acquired offset ranges; with
    nothing to hand out it long-polls until data arrives, a record is released, a lock runs
-   out, or MaxWaitMs passes.
+   out, or MaxWaitMs passes. v2's ShareAcquireMode (KIP-1206) picks how MaxRecords binds:
+   batch-optimized finishes the batch it reaches the limit in, record-limit stops at it.
+
+A v2 request with IsRenewAck (KIP-1222) may carry RENEW acknowledgements, which give the
+member a fresh lock on records it holds (the group's `share.renew.acknowledge.enable`, else
+INVALID_RECORD_STATE); such a ShareFetch must ask for nothing (MaxBytes, MinBytes,
+MaxRecords, MaxWaitMs all 0, else INVALID_REQUEST) and acquires nothing. A renewed lock is
+only the in-memory timer, as in Kafka: a renewal writes nothing, and after a crash the
+record is available again like any acquired one.
 
 In a cluster a share partition is served by the leader of its topic partition: elsewhere
 its partitions get NOT_LEADER_OR_FOLLOWER with the current leader (KIP-951's
@@ -211,8 +219,11 @@ class ShareFetchService:
     # ---- acknowledgements --------------------------------------------------------------------
 
     async def _acknowledge(self, group_id: str, member_id: str, acks: dict[SharePartitionId, list[AckBatch]],
-                           topics: dict[str, tuple[str, int]]) -> dict[SharePartitionId, ErrorCode]:
-        """Apply acknowledgements, persist what they changed, and wait until it is durable."""
+                           topics: dict[str, tuple[str, int]],
+                           renew: bool = False) -> dict[SharePartitionId, ErrorCode]:
+        """Apply acknowledgements, persist what they changed, and wait until it is durable
+        (`renew`: the request's IsRenewAck, RENEW allowed; a partition whose acknowledgements
+        only renewed locks has nothing to write)."""
         errors: dict[SharePartitionId, ErrorCode] = {}
         loaded: dict[SharePartitionId, SharePartition] = {}
         for (topic_id, partition) in acks:
@@ -224,9 +235,9 @@ class ShareFetchService:
         now = _now_ms()
         changed = []
         for pid, sp in loaded.items():
-            code = sp.acknowledge(member_id, acks[pid], now)
+            code = sp.acknowledge(member_id, acks[pid], now, renew)
             errors[pid] = code
-            if code is ErrorCode.NONE:
+            if code is ErrorCode.NONE and not sp.renewed_only:
                 changed.append(pid)
         waits = self._persist(group_id, changed, errors)
         self._ring(group_id, changed, topics)
@@ -419,6 +430,11 @@ class ShareFetchService:
             return build(cls, throttle_time=0, error_code=code, error_message=message,
                          acquisition_lock_timeout=0, responses=(), node_endpoints=())
 
+        # KIP-1222: a ShareFetch v2 that renews locks only acknowledges; it must ask for no
+        # records (Kafka refuses the request otherwise).
+        renew = bool(getattr(req, "is_renew_ack", False))
+        if renew and (int(req.max_bytes) or int(req.min_bytes) or int(req.max_records) or ms(req.max_wait)):
+            return failed(ErrorCode.INVALID_REQUEST)
         # 1. The session.
         if epoch == OPEN_EPOCH and acks:
             return failed(ErrorCode.INVALID_REQUEST, "a request opening a share session cannot acknowledge")
@@ -432,7 +448,7 @@ class ShareFetchService:
             session.partitions.setdefault(pid, None)
         topics = self._topics_by_id()
         # 2. Acknowledgements.
-        ack_errors = await self._acknowledge(group_id, member_id, acks, topics) if acks else {}
+        ack_errors = await self._acknowledge(group_id, member_id, acks, topics, renew) if acks else {}
         # 3. Forgotten partitions.
         for pid in forgotten:
             session.partitions.pop(pid, None)
@@ -443,7 +459,11 @@ class ShareFetchService:
             return self._fetch_response(cls, {}, {}, ack_errors, list(ack_errors), limits)
         # 4. Acquire, long-polling while there is nothing; MaxBytes 0 (as Kafka answers it)
         #    and a member that left its group get nothing, at once.
-        if int(req.max_bytes) == 0 or session.member_left:
+        if int(getattr(req, "share_acquire_mode", 0)) not in (0, 1):
+            # Kafka fails the fetch on an acquire mode it does not know (KIP-1206 has two),
+            # after the session and the acknowledgements, with no message.
+            return failed(ErrorCode.UNKNOWN_SERVER_ERROR)
+        if int(req.max_bytes) == 0 or session.member_left or renew:
             return self._fetch_response(cls, {}, {}, ack_errors, list(ack_errors), limits)
         got, errors = await self._acquire_waiting(session, req, topics)
         shown = list(session.partitions) + [pid for pid in ack_errors if pid not in session.partitions]
@@ -465,8 +485,11 @@ class ShareFetchService:
         deadline = loop.time() + max(ms(req.max_wait), 0) / 1000
         max_records = int(req.max_records) if int(req.max_records) > 0 else DEFAULT_MAX_RECORDS
         max_bytes = int(req.max_bytes) if int(req.max_bytes) > 0 else 2**31 - 1
+        # KIP-1206: 1 is record-limit (at most MaxRecords), 0 batch-optimized.
+        record_limit = int(getattr(req, "share_acquire_mode", 0)) == 1
+        shape = (record_limit, int(req.batch_size))
         while True:
-            got, errors, next_lock = await self._acquire(session, topics, max_records, max_bytes)
+            got, errors, next_lock = await self._acquire(session, topics, max_records, max_bytes, shape)
             now = loop.time()
             if got or now >= deadline or self.watch.closed or not session.partitions:
                 return got, errors
@@ -479,7 +502,7 @@ class ShareFetchService:
                 return {}, {}                # the session ended meanwhile (connection closed)
 
     async def _acquire(self, session: ShareSession, topics: dict[str, tuple[str, int]], max_records: int,
-                       max_bytes: int):
+                       max_bytes: int, shape: tuple[bool, int] = (False, 0)):
         """One pass over the session's partitions: (acquired per partition, errors, earliest lock)."""
         got: dict[SharePartitionId, tuple[list[AcquiredRange], bytes]] = {}
         errors: dict[SharePartitionId, ErrorCode] = {}
@@ -499,7 +522,7 @@ class ShareFetchService:
                 if pid not in session.partitions:
                     continue                 # forgotten while loading
                 ranges, data = self._acquire_one(sp, topics[topic_id][0], partition, session.member_id,
-                                                 max_records, max_bytes)
+                                                 max_records, max_bytes, shape)
             except _PartitionFailed as exc:
                 errors[pid] = exc.code
                 continue
@@ -528,7 +551,8 @@ class ShareFetchService:
         return got, errors, next_lock
 
     def _acquire_one(self, sp: SharePartition, name: str, partition: int, member_id: str, max_records: int,
-                     max_bytes: int) -> tuple[list[AcquiredRange], bytes]:
+                     max_bytes: int, shape: tuple[bool, int] = (False, 0)) -> tuple[list[AcquiredRange], bytes]:
+        """Acquire from one partition; `shape` is (record-limit mode, BatchSize)."""
         plog = self._led_here(name, partition)
         now = _now_ms()
         upto, state = plog.log_end_offset, None
@@ -544,7 +568,7 @@ class ShareFetchService:
             raw = plog.read(first, max_bytes, upto if state is not None else None)
             batches = _batches(raw, None if state is None else state.aborted_between(first, upto))
             window = (sp.start, sp.end)
-            ranges = sp.acquire(member_id, [b for _, _, b in batches], max_records, now)
+            ranges = sp.acquire(member_id, [b for _, _, b in batches], max_records, now, *shape)
             if ranges or (sp.start, sp.end) == window:
                 break
         if not ranges:
@@ -578,7 +602,7 @@ class ShareFetchService:
             by_topic.setdefault(topic_id, []).append(build(
                 part_cls, partition_index=partition, error_code=error,
                 error_message=None if error is ErrorCode.NONE else error.name,
-                acknowledge_error_code=int(ack), acknowledge_error_message=None if ack is ErrorCode.NONE else ack.name,
+                acknowledge_error_code=int(ack), acknowledge_error_message=_ack_message(ack),
                 current_leader=leaders.of(pid, moved), records=data,
                 acquired_records=tuple(build(acq_cls, first_offset=r.first_offset, last_offset=r.last_offset,
                                              delivery_count=r.delivery_count) for r in ranges)))
@@ -597,16 +621,19 @@ class ShareFetchService:
 
         def failed(code: ErrorCode, message: str | None = None) -> Any:
             message = None if code is ErrorCode.INVALID_REQUEST else message   # as ShareFetch's
-            return build(cls, throttle_time=0, error_code=code, error_message=message, responses=(),
-                         node_endpoints=())
+            return build(cls, throttle_time=0, error_code=code, error_message=message, acquisition_lock_timeout=0,
+                         responses=(), node_endpoints=())
 
+        if not group_id or not member_id:
+            return failed(ErrorCode.INVALID_REQUEST)         # as Kafka, before the session epoch
         if epoch == OPEN_EPOCH:
             return failed(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "only ShareFetch opens a share session")
         try:
             session = self._continue(group_id, member_id, epoch, acks, connection)
         except GroupError as exc:
             return failed(exc.code, exc.message)
-        ack_errors = await self._acknowledge(group_id, member_id, acks, self._topics_by_id())
+        ack_errors = await self._acknowledge(group_id, member_id, acks, self._topics_by_id(),
+                                             bool(getattr(req, "is_renew_ack", False)))
         if epoch == FINAL_EPOCH:
             self._close(session)
         topic_cls = item(cls, "responses")
@@ -616,13 +643,21 @@ class ShareFetchService:
         by_topic: dict[str, list] = {}
         for (topic_id, partition), code in ack_errors.items():
             by_topic.setdefault(topic_id, []).append(build(
-                part_cls, partition_index=partition, error_code=code,
-                error_message=None if code is ErrorCode.NONE else code.name,
+                part_cls, partition_index=partition, error_code=code, error_message=_ack_message(code),
                 current_leader=leaders.of((topic_id, partition), code is ErrorCode.NOT_LEADER_OR_FOLLOWER)))
+        limits = self._limits(group_id)
+        # v2 (KIP-1222): the group's lock duration, which a renewal granted.
         return build(cls, throttle_time=0, error_code=ErrorCode.NONE, error_message=None,
+                     acquisition_lock_timeout=limits.record_lock_ms if limits is not None else 0,
                      responses=tuple(build(topic_cls, topic_id=uuid.UUID(t), partitions=tuple(ps))
                                      for t, ps in by_topic.items()),
                      node_endpoints=leaders.endpoints(item(cls, "node_endpoints")))
+
+
+def _ack_message(code: ErrorCode) -> str | None:
+    """A partition's acknowledgement error message: none for INVALID_REQUEST (acknowledgement
+    batches Kafka's request validation refuses, which it answers without one)."""
+    return None if code in (ErrorCode.NONE, ErrorCode.INVALID_REQUEST) else code.name
 
 
 def _acks(topics: Any, partition_field: str) -> dict[SharePartitionId, list[AckBatch]] | None:

@@ -74,7 +74,7 @@ class RawShareMember:
             r = await self.raw.call(req)
             self.session_epoch += 1
             acks = []
-            got = _records(r)
+            got = delivered(r)
             if not wait_for or len(got["records"]) >= wait_for or time.monotonic() > deadline:
                 self.t.add(f"{label} (ShareFetch v1)", {"error_code": r.error_code,
                                                        "acquisition_lock_timeout": r.acquisition_lock_timeout,
@@ -102,7 +102,7 @@ class RawShareMember:
         await self.t.ask(self.raw, f"{self.name} leaves", share_hb(self.group, self.member, -1))
 
 
-def _records(response: Any) -> dict[str, Any]:
+def delivered(response: Any) -> dict[str, Any]:
     """What a ShareFetch answer delivers: the records, their acquired ranges with delivery
     counts, and each partition's error codes."""
     records, acquired, errors = [], [], []
@@ -131,10 +131,11 @@ async def share_ready(t: Target, values: int = 4, **configs: Any) -> tuple[Any, 
     return raw, group, topic, tid
 
 
-async def member_a_joined(t: Target, values: int = 4, **configs: Any) -> tuple[Any, str, str, RawShareMember]:
-    """``share_ready``, then member A joined and assigned the partition."""
+async def member_a_joined(t: Target, values: int = 4, member: type[RawShareMember] = RawShareMember,
+                          **configs: Any) -> tuple[Any, str, str, Any]:
+    """``share_ready``, then member A (a `member`) joined and assigned the partition."""
     raw, group, topic, tid = await share_ready(t, values, **configs)
-    a = RawShareMember(t, raw, group, "A", tid)
+    a = member(t, raw, group, "A", tid)
     await a.join([topic])
     return raw, group, topic, a
 
