@@ -10,10 +10,13 @@ Version notes (txn/apis.py has the versions served and what real clients send):
 - AddPartitionsToTxn: v3 flexible; v4 batches transactions and has `verify_only`
   (KIP-890 part 1: a broker asks whether partitions are in a transaction, as our produce
   path asks the coordinator directly).
+  v5 (KIP-890 part 2) is the same request from a transaction.version 2 client (in Kafka, the
+  broker adding a TV2 producer's partition for its Produce): what it adds records TV2.
 - AddOffsetsToTxn, EndTxn, TxnOffsetCommit: v2/v3 flexible;
-  TxnOffsetCommit v3 adds generation, member id and instance id (KIP-447). v5 of EndTxn and
-  TxnOffsetCommit (KIP-890 part 2: an epoch bump per transaction) are not served: clients use
-  them only when a broker advertises transaction.version 2.
+  TxnOffsetCommit v3 adds generation, member id and instance id (KIP-447). KIP-890 part 2
+  (transaction.version 2): EndTxn v5 bumps the producer epoch on every commit and abort and
+  answers the producer id and epoch to go on with; TxnOffsetCommit v5 adds its group to the
+  transaction itself (a TV2 client sends no AddOffsetsToTxn).
 - ListTransactions v1: a duration filter.
 
 Every core error becomes this API's error field here (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH
@@ -40,6 +43,12 @@ E = ErrorCode
 KNOWN_STATES = frozenset(s.value for s in TxnState)
 # Errors the broker answers before asking the transaction coordinator (Kafka's KafkaApis).
 _REFUSED_BEFORE_COORDINATOR = frozenset({E.UNKNOWN_TOPIC_OR_PARTITION, E.TOPIC_AUTHORIZATION_FAILED})
+
+
+def txn_version_of(api_key: int, version: int) -> int:
+    """The transaction.version a request's version speaks for (Kafka's TransactionVersion.
+    transactionVersionForEndTxn / ...ForAddPartitionsToTxn): 2 from v5 on, else 0."""
+    return 2 if version >= 5 else 0
 
 
 def _epoch_error(error: ErrorCode, version: int, knows_fenced_from: int) -> ErrorCode:
@@ -128,7 +137,8 @@ class TxnApi:
                     for t, p in partitions]
         try:
             resp = await self._call(tid, "add_partitions_to_txn",
-                                    tm.AddPartitionsToTxnRequest(tid, int(pid), int(epoch), partitions))
+                                    tm.AddPartitionsToTxnRequest(tid, int(pid), int(epoch), partitions,
+                                                                 client_version=txn_version_of(24, version)))
             return [(t, p, _epoch_error(e, version, 2)) for t, p, e in resp.errors]
         except GroupError as exc:
             return [(t, p, _epoch_error(exc.code, version, 2)) for t, p in partitions]
@@ -159,9 +169,16 @@ class TxnApi:
                                                                 int(req.producer_epoch), req.group_id))
 
     async def end_txn(self, header: RequestHeader, req: Any) -> Any:
-        return await self._error_only(header, req.transactional_id, "end_txn",
-                                      tm.EndTxnRequest(req.transactional_id, int(req.producer_id),
-                                                       int(req.producer_epoch), bool(req.committed)))
+        v = header.api_version
+        core = tm.EndTxnRequest(req.transactional_id, int(req.producer_id), int(req.producer_epoch),
+                                bool(req.committed), client_version=txn_version_of(26, v))
+        try:
+            resp = await self._call(req.transactional_id, "end_txn", core)
+        except GroupError as exc:
+            resp = tm.EndTxnResponse(exc.code)
+        extra = {"producer_id": resp.producer_id, "producer_epoch": resp.producer_epoch} if v >= 5 else {}
+        return build(response_class(header.api_key, v), throttle_time=0, error_code=_epoch_error(resp.error, v, 2),
+                     **extra)
 
     async def _error_only(self, header: RequestHeader, tid: str, handler: str, request: Any) -> Any:
         """A request whose answer is one error code (AddOffsetsToTxn, EndTxn)."""
@@ -185,8 +202,11 @@ class TxnApi:
         errors = unknown_partitions(self.groups.shard_of(req.group_id), ((p.topic, p.partition) for p in partitions))
         partitions = tuple(p for p in partitions if (p.topic, p.partition) not in errors)
         error = E.NONE
-        # 1. The transaction must be Ongoing at this epoch and hold the group.
-        if partitions or not errors:
+        # 1. The transaction must be Ongoing at this epoch and hold the group; from v5 (a
+        #    transaction.version 2 client, which sends no AddOffsetsToTxn) the commit adds it.
+        if v >= 5 and (partitions or not errors):
+            error = await self._add_group_implicitly(req)
+        if error is E.NONE and (partitions or not errors):
             error = self.verify(req.transactional_id, int(req.producer_id), int(req.producer_epoch),
                                 group_id=req.group_id)
         if error is E.NONE and (partitions or not errors):
@@ -217,6 +237,17 @@ class TxnApi:
                 for p in t.partitions)
         return build(cls, throttle_time=0, topics=tuple(
             build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_name.items()))
+
+    async def _add_group_implicitly(self, req: Any) -> ErrorCode:
+        """TxnOffsetCommit v5+: the group joins the producer's transaction, as AddOffsetsToTxn
+        would add it (KIP-890 part 2; Kafka's group coordinator asks the transaction
+        coordinator to add it before it takes the offsets)."""
+        try:
+            return (await self._call(req.transactional_id, "add_offsets_to_txn", tm.AddOffsetsToTxnRequest(
+                req.transactional_id, int(req.producer_id), int(req.producer_epoch), req.group_id,
+                client_version=2))).error
+        except GroupError as exc:
+            return exc.code
 
     # ---- DescribeTransactions / ListTransactions ------------------------------------------
 
