@@ -128,7 +128,7 @@ def test_kip890_the_bumped_epoch_survives_a_restart():
     assert markers.producer_epoch == epoch + 1
     again.write_markers()
     assert end2(again, pid, epoch).response.producer_epoch == epoch + 1
-    assert end2(again, pid, epoch + 1).error is E.PRODUCER_FENCED    # nothing in flight at epoch + 1
+    assert end2(again, pid, epoch + 1).error is E.INVALID_TXN_STATE    # nothing in flight at epoch + 1
     assert add2(again, pid, epoch + 1, ("t", 0)) is E.NONE
 
 
@@ -147,3 +147,21 @@ def test_kip890_a_record_written_before_tv2_reads_as_tv0():
     read = decode(old).value
     assert (read.client_version, read.next_producer_id) == (0, -1)
     assert read.producer_epoch == epoch and read.partitions == (("t", 0),)
+
+
+def test_kip890_a_tv2_abort_with_nothing_open_bumps_the_epoch():
+    """As Kafka 4.4 answers: EndTxn v5 abort with no transaction open (Empty, or complete at
+    the current epoch) is an empty abort that bumps the epoch; a commit is INVALID_TXN_STATE."""
+    ctx = TxnContext()
+    pid, epoch = ctx.producer()
+    assert end2(ctx, pid, epoch).error is E.INVALID_TXN_STATE
+    done = end2(ctx, pid, epoch, commit=False)
+    assert done.error is E.NONE and done.response.producer_epoch == epoch + 1
+    assert ctx.state().state is T.PREPARE_ABORT and ctx.state().partitions == ()
+    (markers,) = ctx.write_markers()
+    assert markers.partitions == () and ctx.state().state is T.COMPLETE_ABORT
+    # Complete at the current epoch: commit refused, abort bumps again; the old epoch's abort
+    # is a retry, answered with the current epoch.
+    assert end2(ctx, pid, epoch + 1).error is E.INVALID_TXN_STATE
+    assert end2(ctx, pid, epoch, commit=False).response.producer_epoch == epoch + 1
+    assert end2(ctx, pid, epoch + 1, commit=False).response.producer_epoch == epoch + 2

@@ -36,13 +36,22 @@ from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.transactions import messages as tm
 from kgroup.core.transactions.txn_state import TxnState
+from kgroup.storage.group_hash import java_string_hashcode
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item, ms
 
 E = ErrorCode
+OFFSETS_TOPIC = "__consumer_offsets"
 KNOWN_STATES = frozenset(s.value for s in TxnState)
 # Errors the broker answers before asking the transaction coordinator (Kafka's KafkaApis).
 _REFUSED_BEFORE_COORDINATOR = frozenset({E.UNKNOWN_TOPIC_OR_PARTITION, E.TOPIC_AUTHORIZATION_FAILED})
+
+
+def offsets_partition(group_id: str, partitions: int) -> int:
+    """The partition of __consumer_offsets Kafka keeps a group in: Utils.abs of the group id's
+    Java hash code (Integer.MIN_VALUE -> 0) modulo the partition count."""
+    h = java_string_hashcode(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 def txn_version_of(api_key: int, version: int) -> int:
@@ -219,6 +228,8 @@ class TxnApi:
                 errors.update({(e.topic, e.partition): e.error for e in resp.partitions})
             except GroupError as exc:
                 error = exc.code
+        if v >= 5 and error is E.PRODUCER_FENCED:
+            error = E.INVALID_PRODUCER_EPOCH    # as Kafka's verification of a TV2 commit answers it
         error = _epoch_error(error, v, 2)
         cls = response_class(header.api_key, v)
         topic_cls = item(cls, "topics")
@@ -264,8 +275,12 @@ class TxnApi:
             except GroupError as exc:
                 d = tm.DescribedTxn(tid, exc.code)
             by_topic: dict[str, list[int]] = {}
-            for t, p in d.partitions:
-                by_topic.setdefault(t, []).append(p)
+            # A group whose offsets the transaction commits is, to Kafka, its partition of
+            # __consumer_offsets.
+            count = len(self.groups.shards)
+            for t, p in (*d.partitions, *((OFFSETS_TOPIC, offsets_partition(g, count)) for g in d.groups)):
+                if p not in by_topic.get(t, ()):
+                    by_topic.setdefault(t, []).append(p)
             # No transaction in flight (start -1, as Kafka sends it) or an unknown id (Kafka's
             # default 0): both go as 0, the epoch, because the field is a timestamp that kio (and
             # so our own client and CLI) refuses to read when negative.

@@ -252,6 +252,7 @@ class TransactionCoordinator:
                          and req.producer_epoch == MAX_EPOCH - 1)
         if v2:
             valid = (retry_bumped if state in PREPARING else retry_bumped or retry_rotated
+                     or req.producer_epoch == value.producer_epoch
                      if state in (T.COMPLETE_COMMIT, T.COMPLETE_ABORT) else req.producer_epoch == value.producer_epoch)
         else:
             valid = req.producer_epoch == value.producer_epoch
@@ -260,29 +261,37 @@ class TransactionCoordinator:
         if not valid:
             raise GroupError(E.PRODUCER_FENCED,
                              f"epoch {req.producer_epoch} is not the current epoch {value.producer_epoch}")
+        # Under TV1 the same epoch after the end is a retry; under TV2 only the old one is.
+        retry = retry_bumped or retry_rotated or not (v2 or req.client_version >= 2)
         out = ResultBuilder()
-        if state is T.ONGOING:
-            changes: dict = {"client_version": req.client_version}
-            if req.client_version >= 2:
-                changes.update(producer_epoch=value.producer_epoch + 1, last_producer_epoch=value.producer_epoch)
-                if epoch_exhausted(value.producer_epoch):
-                    changes["next_producer_id"] = self.new_producer_id()
-            new = self._prepare_end(out, tid, value, commit, now_ms, **changes)
-            # The producer's id and epoch from now on (a rotated id starts at epoch 0).
-            if new.next_producer_id >= 0:
-                out.reply(reply, EndTxnResponse(E.NONE, new.next_producer_id, 0))
-            else:
-                out.reply(reply, EndTxnResponse(E.NONE, new.producer_id, new.producer_epoch))
-            return out.build()
         finished = T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT
         preparing = T.PREPARE_COMMIT if commit else T.PREPARE_ABORT
-        if state is finished:
+        if state is finished and retry:
             out.reply(reply, EndTxnResponse(E.NONE, value.producer_id, value.producer_epoch))
             return out.build()
         if state is preparing:
             out.reply(reply, EndTxnResponse(E.CONCURRENT_TRANSACTIONS))     # (no id nor epoch, as Kafka)
             return out.build()
-        raise GroupError(E.INVALID_TXN_STATE, f"cannot {'commit' if commit else 'abort'} {tid} in {state.value}")
+        # A TV2 producer may abort with nothing open (Kafka 4.4): an abort with no partitions,
+        # which still bumps the epoch.
+        empty_abort = (req.client_version >= 2 and not commit
+                       and (state is T.EMPTY or state in (T.COMPLETE_COMMIT, T.COMPLETE_ABORT) and not retry))
+        if state is not T.ONGOING and not empty_abort:
+            raise GroupError(E.INVALID_TXN_STATE, f"cannot {'commit' if commit else 'abort'} {tid} in {state.value}")
+        changes: dict = {"client_version": req.client_version}
+        if empty_abort:
+            changes.update(partitions=(), groups=(), start_ms=now_ms)
+        if req.client_version >= 2:
+            changes.update(producer_epoch=value.producer_epoch + 1, last_producer_epoch=value.producer_epoch)
+            if epoch_exhausted(value.producer_epoch):
+                changes["next_producer_id"] = self.new_producer_id()
+        new = self._prepare_end(out, tid, value, commit, now_ms, **changes)
+        # The producer's id and epoch from now on (a rotated id starts at epoch 0).
+        if new.next_producer_id >= 0:
+            out.reply(reply, EndTxnResponse(E.NONE, new.next_producer_id, 0))
+        else:
+            out.reply(reply, EndTxnResponse(E.NONE, new.producer_id, new.producer_epoch))
+        return out.build()
 
     def markers_written(self, req: MarkersWritten, reply: ReplyTo, now_ms: int) -> Result:
         """Every marker of the transaction is durable: CompleteCommit / CompleteAbort."""
