@@ -97,7 +97,10 @@ NOT_SERVED: dict[int, Divergence] = {
 _PARITY = "Kafka 4.3/4.4's newest versions of the group, transaction, share and data APIs are issue 29"
 VERSION_GAPS: dict[Any, Divergence] = {
     **{key: Divergence("open: issue 29", f"{api_name(key)}: Kafka 4.4's newest versions", _PARITY, ())
-       for key in (0, 2, 24, 26, 28, 42, 66, 78, 79)},
+       for key in (0, 2, 42, 66, 78, 79)},
+    (28, 6): Divergence("open: issue 29", "TxnOffsetCommit v6: Kafka 4.4's newest version (KIP-1319)",
+                        "topics by id, STALE_MEMBER_EPOCH and GROUP_ID_NOT_FOUND in TxnOffsetCommit are issue 29 "
+                        "item 2; clients fall back to v5 (transactions v2)", ()),
     35: Divergence("open: issue 30", "DescribeLogDirs: Kafka 4.4's newest version",
                    "issue 30's acceptance: every client-facing API reaches Kafka's max version", ()),
     **{(0, v): Divergence(
@@ -144,12 +147,11 @@ def _zero_topic_id_not_last(request: Any) -> bool:
 
 WIRE_DIVERGENCES: dict[int, tuple[WireDivergence, ...]] = {
     API_VERSIONS: (WireDivergence(Divergence(
-        "open: issue 29", "ApiVersions v3+: Kafka 4.4 finalizes share.version and transaction.version at 2 "
+        "open: issue 29", "ApiVersions v3+: Kafka 4.4 finalizes share.version at 2 "
         "(kgroup: 1), lists eligible.leader.replicas.version (kgroup does not), and its epoch is its metadata "
         "log's offset (kgroup's counts the changes since the data dir was made)",
-        "share.version 2 (KIP-1191's dead-letter queue) and transaction.version 2 (KIP-890 part 2) are issue 29 "
-        "items 5 and 4; a single host has no replica elections; an epoch is compared only as going up "
-        "(scenario admin_feature_levels)", ()),
+        "share.version 2 (KIP-1191's dead-letter queue) is issue 29 item 5; a single host has no replica "
+        "elections; an epoch is compared only as going up (scenario admin_feature_levels)", ()),
         fields=("supported_features", "finalized_features", "finalized_features_epoch"), versions=(3, 1 << 15)),),
     1: (WireDivergence(Divergence(
         "kafka defect", "Fetch v7+ naming a session id Kafka 4.4's session cache cannot map to one of its 8 "
