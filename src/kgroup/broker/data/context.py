@@ -176,3 +176,9 @@ class DataContext:
     def __post_init__(self) -> None:
         if self.cluster is None:
             self.cluster = SingleNode(self.config)
+
+    async def join_txn(self, version: int, transactional_id: str | None, request: Any) -> None:
+        """Before a produce: a transaction.version 2 producer's partitions join its
+        transaction (KIP-890 part 2, txn/implicit_add.py); nothing for anyone else."""
+        if self.add_to_txn is not None and transactional_id:
+            await self.add_to_txn(version, transactional_id, request)

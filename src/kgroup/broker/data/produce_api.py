@@ -255,13 +255,11 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
         return _all_refused(cls, request, answer, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1",
                             _exists(ctx))
 
-    # 2. Validate and append each partition on its own (a transaction.version 2 producer's
-    #    partitions first join its transaction: txn/implicit_add.py).
+    # 2. Validate and append each partition on its own (a TV2 producer's partitions join its txn first).
     results: dict[tuple[int, int], Any] = {}
     appended: list[tuple[int, int, PartitionLog, int]] = []  # (ti, pi, log, base offset)
     transactional_id = get(request, "transactional_id", None)
-    if ctx.add_to_txn is not None and transactional_id:
-        await ctx.add_to_txn(header.api_version, transactional_id, request)
+    await ctx.join_txn(header.api_version, transactional_id, request)
     # Kafka keys a produce by partition: a partition named twice is written once, with the
     # records of its last mention, and answered once.
     last = {(t.name, p.index): (ti, pi) for ti, t in enumerate(request.topic_data)
