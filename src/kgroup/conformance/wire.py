@@ -98,9 +98,6 @@ _PARITY = "Kafka 4.3/4.4's newest versions of the group, transaction, share and 
 VERSION_GAPS: dict[Any, Divergence] = {
     **{key: Divergence("open: issue 29", f"{api_name(key)}: Kafka 4.4's newest versions", _PARITY, ())
        for key in (0, 2, 42, 66, 78, 79)},
-    (28, 6): Divergence("open: issue 29", "TxnOffsetCommit v6: Kafka 4.4's newest version (KIP-1319)",
-                        "topics by id, STALE_MEMBER_EPOCH and GROUP_ID_NOT_FOUND in TxnOffsetCommit are issue 29 "
-                        "item 2; clients fall back to v5 (transactions v2)", ()),
     35: Divergence("open: issue 30", "DescribeLogDirs: Kafka 4.4's newest version",
                    "issue 30's acceptance: every client-facing API reaches Kafka's max version", ()),
     **{(0, v): Divergence(

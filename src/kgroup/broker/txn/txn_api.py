@@ -31,6 +31,7 @@ from typing import Any
 
 from kgroup.broker.groups.group_api import GroupApi
 from kgroup.broker.groups.offset_topics import shard_topics, unknown_partitions
+from kgroup.broker.groups.topic_ids import FIRST_BY_ID, request_names, topic_key
 from kgroup.broker.data.producer_id_api import half_named
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
@@ -202,13 +203,20 @@ class TxnApi:
 
     async def txn_offset_commit(self, header: RequestHeader, req: Any) -> Any:
         v = header.api_version
+        shard = self.groups.shard_of(req.group_id)
+        # v6 names topics by id (KIP-1319): each becomes its topic's name; an id no topic has
+        # stands as a name no topic can have, and its partitions are UNKNOWN_TOPIC_ID.
+        named = [(t, name if name is not None else f"<unknown topic id {t.topic_id}>", name is None)
+                 for t, name in request_names(req.topics, FIRST_BY_ID if v >= 6 else 0, shard_topics(shard))]
+        errors = {(name, p.partition_index): E.UNKNOWN_TOPIC_ID for t, name, unknown in named if unknown
+                  for p in t.partitions}
         partitions = tuple(
-            m.OffsetCommitPartition(t.name, p.partition_index, p.committed_offset,
+            m.OffsetCommitPartition(name, p.partition_index, p.committed_offset,
                                     get(p, "committed_leader_epoch", -1), p.committed_metadata)
-            for t in req.topics for p in t.partitions)
+            for t, name, unknown in named if not unknown for p in t.partitions)
         # 0. Partitions that do not exist are answered first and go no further
         #    (groups/offset_topics.py); with none left nothing else is asked.
-        errors = unknown_partitions(self.groups.shard_of(req.group_id), ((p.topic, p.partition) for p in partitions))
+        errors.update(unknown_partitions(shard, ((p.topic, p.partition) for p in partitions)))
         partitions = tuple(p for p in partitions if (p.topic, p.partition) not in errors)
         error = E.NONE
         # 1. The transaction must be Ongoing at this epoch and hold the group; from v5 (a
@@ -222,7 +230,8 @@ class TxnApi:
             # 2. The group fences the committer (KIP-447) and keeps the offsets pending.
             core = tm.TxnOffsetCommitRequest(
                 req.group_id, req.transactional_id, int(req.producer_id), int(req.producer_epoch), partitions,
-                int(get(req, "generation_id", -1)), get(req, "member_id", "") or "", get(req, "group_instance_id"))
+                int(get(req, "generation_id", -1)), get(req, "member_id", "") or "", get(req, "group_instance_id"),
+                api_version=v)
             try:
                 resp = await self._call(req.group_id, "txn_offset_commit", core)
                 errors.update({(e.topic, e.partition): e.error for e in resp.partitions})
@@ -231,23 +240,28 @@ class TxnApi:
         if v >= 5 and error is E.PRODUCER_FENCED:
             error = E.INVALID_PRODUCER_EPOCH    # as Kafka's verification of a TV2 commit answers it
         error = _epoch_error(error, v, 2)
+        return self._txn_offset_answer(header, named, errors, error, shard_topics(shard) or {})
+
+    @staticmethod
+    def _txn_offset_answer(header: RequestHeader, named: list, errors: dict, error: ErrorCode, known: Any) -> Any:
+        """Kafka answers by topic (name, or id from v6): a topic named twice is answered once,
+        with both's partitions; a topic that exists and names no partition is not answered
+        (an unknown one is, by the broker, even with none)."""
+        v = header.api_version
         cls = response_class(header.api_key, v)
         topic_cls = item(cls, "topics")
         part_cls = item(topic_cls, "partitions")
-        # Kafka answers by topic name: a topic named twice is answered once, with both's
-        # partitions; a topic that exists and names no partition is not answered (an unknown
-        # one is, by the broker, even with none).
-        known = shard_topics(self.groups.shard_of(req.group_id)) or {}
-        by_name: dict[str, list] = {}
-        for t in req.topics:
-            if not t.partitions and t.name in known:
+        by_key: dict[Any, list] = {}
+        for t, name, unknown in named:
+            if not t.partitions and not unknown and name in known:
                 continue
-            by_name.setdefault(t.name, []).extend(
+            by_key.setdefault(t.topic_id if v >= 6 else name, []).extend(
                 build(part_cls, partition_index=p.partition_index,
-                      error_code=errors.get((t.name, p.partition_index), error))
+                      error_code=errors.get((name, p.partition_index), error))
                 for p in t.partitions)
         return build(cls, throttle_time=0, topics=tuple(
-            build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_name.items()))
+            build(topic_cls, **{topic_key(10 if v >= 6 else 0): key}, partitions=tuple(parts))
+            for key, parts in by_key.items()))
 
     async def _add_group_implicitly(self, req: Any) -> ErrorCode:
         """TxnOffsetCommit v5+: the group joins the producer's transaction, as AddOffsetsToTxn

@@ -4,12 +4,15 @@ AddOffsetsToTxn (TxnOffsetCommit v5 adds the group), EndTxn v5 bumping the epoch
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.scenarios.classic_raw import stable_member
+from kgroup.conformance.scenarios.consumer_raw import joined, member_id
+from kgroup.conformance.scenarios.consumer_raw import set_up as consumer_set_up
 from kgroup.conformance.scenarios.offsets_raw import fetch
 from kgroup.conformance.scenarios.transactions_raw import TxnProducer, read, state, txn_ready, until_settled
 from kgroup.conformance.target import Target
@@ -161,3 +164,48 @@ async def txn_v2_produce_v11_not_added(t: Target) -> None:
     await p.end(True, "commit (EndTxn v3)")
     await until_settled(raw, txn_id)
     await read(t, raw, topic, "after")
+
+
+def txn_commit(p: TxnProducer, version: int, group: str, topics: list[tuple[Any, int, int]], *,
+               generation: int = -1, member: str = "") -> Any:
+    """TxnOffsetCommit at `version`: (topic name, or id from v6; partition; offset) each."""
+    key = "topic_id" if version >= 6 else "name"
+    return request("TxnOffsetCommit", version, transactional_id=p.txn_id, group_id=group, producer_id=p.pid,
+                   producer_epoch=p.epoch, generation_id=generation, member_id=member, group_instance_id=None,
+                   topics=[{key: t, "partitions": [{"partition_index": i, "committed_offset": o,
+                                                    "committed_leader_epoch": -1, "committed_metadata": ""}]}
+                           for t, i, o in topics])
+
+
+@scenario("transactions", "TxnOffsetCommit v6: topics by id, STALE_MEMBER_EPOCH, GROUP_ID_NOT_FOUND",
+          rule="KIP-1319: TxnOffsetCommit v6 names topics by id (an id no topic has is UNKNOWN_TOPIC_ID) and "
+               "answers STALE_MEMBER_EPOCH for a consumer-protocol member's wrong epoch and GROUP_ID_NOT_FOUND "
+               "for a group that does not exist, where v5 answers ILLEGAL_GENERATION")
+async def txn_offset_commit_v6_topic_ids(t: Target) -> None:
+    raw, group, topic = await consumer_set_up(t, 2)
+    member = member_id(t, "txn-v6")
+    epoch, _ = await joined(t, raw, group, member, topic)
+    topic_id = await observe.topic_id(raw, topic)
+    txn_id = t.names.group("txn-v6")
+    await observe.coordinator(raw, txn_id, key_type=1)
+    p = Tv2Producer(t, raw, txn_id)
+    await p.init()
+    await t.ask(raw, "v6 commit as the member, by id", txn_commit(p, 6, group, [(topic_id, 0, 5)],
+                                                                  generation=epoch, member=member))
+    await t.ask(raw, "v6 commit of a topic id no topic has", txn_commit(
+        p, 6, group, [(uuid.UUID(int=7), 0, 5)], generation=epoch, member=member))
+    await t.ask(raw, "v6 commit of a partition past the topic's count", txn_commit(
+        p, 6, group, [(topic_id, 9, 5)], generation=epoch, member=member))
+    await t.ask(raw, "v6 commit with a newer epoch", txn_commit(p, 6, group, [(topic_id, 0, 6)],
+                                                                generation=epoch + 1, member=member))
+    await t.ask(raw, "v5 commit with a newer epoch", txn_commit(p, 5, group, [(topic, 0, 6)],
+                                                                generation=epoch + 1, member=member))
+    missing = t.names.group("nobody")
+    await observe.coordinator(raw, missing)
+    await t.ask(raw, "v6 commit to a group that does not exist", txn_commit(p, 6, missing, [(topic_id, 0, 1)],
+                                                                            generation=3, member="m"))
+    await t.ask(raw, "v5 commit to a group that does not exist", txn_commit(p, 5, missing, [(topic, 0, 1)],
+                                                                            generation=3, member="m"))
+    await p.end2(True, "commit")
+    await until_settled(raw, txn_id)
+    await t.ask(raw, "fetch after the commit", fetch(8, group, {topic: [0, 1]}))

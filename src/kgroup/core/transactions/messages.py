@@ -119,6 +119,9 @@ class TxnOffsetCommitRequest:
     generation_id: int = -1
     member_id: str = ""
     group_instance_id: str | None = None
+    # The TxnOffsetCommit version: from v6 (KIP-1319) a stale member epoch is
+    # STALE_MEMBER_EPOCH and a group that does not exist GROUP_ID_NOT_FOUND.
+    api_version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
