@@ -209,3 +209,56 @@ async def txn_offset_commit_v6_topic_ids(t: Target) -> None:
     await p.end2(True, "commit")
     await until_settled(raw, txn_id)
     await t.ask(raw, "fetch after the commit", fetch(8, group, {topic: [0, 1]}))
+
+
+@scenario("transactions", "transactions v2: a timed-out transaction is aborted at a bumped epoch",
+          rule="KIP-890 part 2: a transaction.version 2 producer's transaction open past its timeout is aborted "
+               "by the coordinator, which bumps the epoch once (fencing the producer); the producer's next "
+               "write at the old epoch is fenced, one at the bumped epoch starts a new transaction",
+          timeout=90.0)
+async def txn_v2_timeout_bumps_the_epoch(t: Target) -> None:
+    raw, txn_id, topic = await txn_ready(t)
+    p = Tv2Producer(t, raw, txn_id)
+    r = await observe.until(lambda: _init(raw, txn_id, 1_000), f"InitProducerId for {txn_id}")
+    t.add("InitProducerId with a 1 s timeout", r)
+    p.pid, p.epoch, p.seq = int(r.producer_id), int(r.producer_epoch), 0
+    await p.produce2(topic, [b"timed out"], "produce")
+
+    async def aborted() -> bool:
+        listed = (await state(raw, txn_id))["transaction_states"]
+        return bool(listed) and listed[0].transaction_state == "CompleteAbort"
+    await observe.until(aborted, "the coordinator aborted the transaction", timeout=60.0)
+    t.add("list after the timeout", await state(raw, txn_id))
+    old = p.epoch
+    await p.produce2(topic, [b"late"], "produce at the old epoch")
+    p.epoch, p.seq = old + 1, 0
+    await p.produce2(topic, [b"again"], "produce at the epoch bumped once")
+    await p.end2(True, "commit at the epoch bumped once")
+    await until_settled(raw, txn_id)
+    await read(t, raw, topic, "after")
+
+
+async def _init(raw, txn_id: str, timeout_ms: int) -> Any:
+    r = await raw.call(request("InitProducerId", 4, transactional_id=txn_id, transaction_timeout_ms=timeout_ms,
+                               producer_id=-1, producer_epoch=-1))
+    return None if int(r.error_code) in (14, 15, 16, 51) else r
+
+
+@scenario("transactions", "transactions v2: a new producer fences the open transaction's",
+          rule="KIP-890 part 2: InitProducerId for a transactional id whose transaction.version 2 producer has "
+               "a transaction open aborts it at a bumped epoch and hands the new producer the next one; the old "
+               "producer's writes are fenced and its EndTxn v5 is PRODUCER_FENCED")
+async def txn_v2_new_producer_fences(t: Target) -> None:
+    raw, txn_id, topic = await txn_ready(t)
+    old = Tv2Producer(t, raw, txn_id, "old producer")
+    await old.init()
+    await old.produce2(topic, [b"zombie"], "old produces")
+    new = Tv2Producer(t, await t.raw("raw-new"), txn_id, "new producer")
+    await new.init()
+    await until_settled(raw, txn_id)
+    await old.produce2(topic, [b"late"], "old produces again")
+    await old.end2(True, "old commits", follow=False)
+    await new.produce2(topic, [b"fresh"], "new produces")
+    await new.end2(True, "new commits")
+    await until_settled(raw, txn_id)
+    await read(t, raw, topic, "after")
