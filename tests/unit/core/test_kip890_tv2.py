@@ -9,7 +9,9 @@ import json
 
 from kgroup.core.errors import ErrorCode as E
 from kgroup.core.transactions.coordinator import MAX_EPOCH
-from kgroup.core.transactions.messages import AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest
+from kgroup.core.messages import OffsetCommitPartition
+from kgroup.core.transactions.messages import (AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest,
+                                               TxnOffsetCommitRequest)
 from kgroup.core.transactions.txn_state import TxnState as T
 from kgroup.core.record_codec import decode, encode
 from kgroup.core.records import TxnRecord
@@ -165,3 +167,15 @@ def test_kip890_a_tv2_abort_with_nothing_open_bumps_the_epoch():
     assert end2(ctx, pid, epoch + 1).error is E.INVALID_TXN_STATE
     assert end2(ctx, pid, epoch, commit=False).response.producer_epoch == epoch + 1
     assert end2(ctx, pid, epoch + 1, commit=False).response.producer_epoch == epoch + 2
+
+
+def test_kip1319_txn_offset_commit_v6_names_a_missing_group_group_id_not_found():
+    """A group that does not exist, named with a generation: v6 answers GROUP_ID_NOT_FOUND,
+    older versions ILLEGAL_GENERATION (as Kafka 4.4)."""
+    ctx = TxnContext()
+    pid, epoch = ctx.producer()
+    ctx.add_offsets("tx", pid, epoch, "nobody")
+    for version, code in ((5, E.ILLEGAL_GENERATION), (6, E.GROUP_ID_NOT_FOUND)):
+        done = ctx.call(ctx.coord.txn_offset_commit, TxnOffsetCommitRequest(
+            "nobody", "tx", pid, epoch, (OffsetCommitPartition("t", 0, 1),), 3, "m", None, api_version=version))
+        assert done.raised is code

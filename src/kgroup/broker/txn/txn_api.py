@@ -16,7 +16,9 @@ Version notes (txn/apis.py has the versions served and what real clients send):
   TxnOffsetCommit v3 adds generation, member id and instance id (KIP-447). KIP-890 part 2
   (transaction.version 2): EndTxn v5 bumps the producer epoch on every commit and abort and
   answers the producer id and epoch to go on with; TxnOffsetCommit v5 adds its group to the
-  transaction itself (a TV2 client sends no AddOffsetsToTxn).
+  transaction itself (a TV2 client sends no AddOffsetsToTxn). TxnOffsetCommit v6 (KIP-1319)
+  names topics by id and answers STALE_MEMBER_EPOCH / GROUP_ID_NOT_FOUND where v0-v5 answer
+  ILLEGAL_GENERATION.
 - ListTransactions v1: a duration filter.
 
 Every core error becomes this API's error field here (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH
