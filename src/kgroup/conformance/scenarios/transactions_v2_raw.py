@@ -44,12 +44,8 @@ class Tv2Producer(TxnProducer):
 
     async def commit_offsets5(self, group: str, offsets: dict[tuple[str, int], int], label: str, *,
                               generation: int = -1, member: str = "") -> Any:
-        return await self.t.ask(self.raw, label, request(
-            "TxnOffsetCommit", 5, transactional_id=self.txn_id, group_id=group, producer_id=self.pid,
-            producer_epoch=self.epoch, generation_id=generation, member_id=member, group_instance_id=None,
-            topics=[{"name": t, "partitions": [{"partition_index": p, "committed_offset": o,
-                                                "committed_leader_epoch": -1, "committed_metadata": ""}]}
-                    for (t, p), o in offsets.items()]))
+        return await self.t.ask(self.raw, label, txn_commit(
+            self, 5, group, [(t, p, o) for (t, p), o in offsets.items()], generation=generation, member=member))
 
 
 async def describe(t: Target, raw, txn_id: str, label: str) -> None:
