@@ -18,7 +18,7 @@ from typing import Any
 
 from kgroup.batch_layout import ATTRIBUTES_AT, HEADER, HEADER_SIZE, TRANSACTIONAL_BIT
 from kgroup.broker.groups.group_api import GroupApi
-from kgroup.core.errors import GroupError
+from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.transactions import messages as tm
 
 # The first Produce version a transaction.version 2 client sends (KIP-890 part 2).
@@ -48,6 +48,8 @@ async def add_for_produce(groups: GroupApi, version: int, transactional_id: str 
         shard = groups.shard_of(transactional_id)
         if not shard.loaded:
             return      # the verification answers COORDINATOR_LOAD_IN_PROGRESS (retriable)
+        if shard.coordinator.verify_txn(transactional_id, producer_id, epoch, partitions) is ErrorCode.NONE:
+            continue    # already in the transaction: nothing to write (the common case)
         try:
             await shard.call(shard.coordinator.add_partitions_to_txn, tm.AddPartitionsToTxnRequest(
                 transactional_id, producer_id, epoch, partitions, client_version=2))
