@@ -159,8 +159,7 @@ CELLS: dict[str, dict[str, Cell]] = {
                                  "test_java_share_consumer_renews_its_lock is a strict xfail until then"),
         "transactions": T(X + "test_java_clients.py::test_java_transactional_consume_transform_produce",
                           X + "test_java_clients.py::test_java_producer_fenced_by_a_newer_instance",
-                          reason="transactions v1: Kafka 4.4 producers use v2 only where the broker finalizes "
-                                 "transaction.version 2 (#29)"),
+                          X + "test_java_clients.py::test_java_transactional_producer_uses_transactions_v2"),
         "idempotence": T(X + "test_java_clients.py::test_java_idempotent_producer"),
         "SASL SCRAM": T(X + "test_security_clients.py::test_java_clients_over_secured_listeners[scram]"),
         "SASL PLAIN": T(X + "test_security_clients.py::test_java_clients_over_secured_listeners[plain]"),

@@ -92,7 +92,8 @@ def _script(java, side: str, bootstrap: str, n: str, t0: int) -> dict:
     eventually(lambda: call("describeTransactions", ids=[f"atx-{n}"])[f"atx-{n}"]["state"] == "CompleteCommit")
     got["describeTxn"] = call("describeTransactions", ids=[f"atx-{n}"])
     got["listTxn"] = [[t[0], "<pid>", t[2]] for t in call("listTransactions") if t[0].endswith(n)]
-    got["producers"] = call("describeProducers", partitions=[[f"at-{n}", 2]])
+    got["producers"] = {tp: [["<pid>", *rest] for _, *rest in states]
+                        for tp, states in call("describeProducers", partitions=[[f"at-{n}", 2]]).items()}
     # Security without an authorizer.
     acl = ["TOPIC", f"at-{n}", "LITERAL", "User:alice", "*", "READ", "ALLOW"]
     got["createAcls"] = _error_of(lambda: call("createAcls", acls=[acl]))
@@ -142,11 +143,9 @@ def _normalize(value, side_bootstrap: str):
 
 # What kgroup answers differently, by key of the script's results, and why.
 KNOWN = {
-    "featuresOthers": "needs #29: Kafka 4.4 finalizes share.version 2 (the share-group dead-letter queue) and "
-                      "transaction.version 2 (transactions v2), kgroup 1 of each until it has them; Kafka also "
+    "featuresOthers": "needs #29: Kafka 4.4 finalizes share.version 2 (the share-group dead-letter queue), "
+                      "kgroup 1 until it has it; Kafka also "
                       "lists eligible.leader.replicas.version (replica elections: none on a single host)",
-    "describeTxn": "needs #29: Kafka 4.4's producers bump their epoch at each commit (transactions v2)",
-    "producers": "needs #29: transactions v2 (epoch bump, sequence reset at the commit)",
     "describeShare": "share-group epochs: Kafka 4.4 starts a share group at epoch 1 and bumps it when its "
                      "partitions are initialized (KAFKA-20268)",
     "groupConfigNames": "Kafka 4.4's group configs kgroup does not have: consumer/share/streams.assignor.offload."

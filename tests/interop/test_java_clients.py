@@ -317,6 +317,35 @@ def test_java_transactional_consume_transform_produce(java, kgroup, admin, name)
     assert consumed(java, "reader") == sorted(v.upper() for v in sent)     # exactly once, none aborted
 
 
+def test_java_transactional_producer_uses_transactions_v2(java, kgroup, admin, name):
+    """KIP-890 part 2: kgroup finalizes transaction.version 2, so the Java 4.4 producer sends
+    no AddPartitionsToTxn (Produce v12 adds the partition) and every EndTxn v5 bumps its
+    epoch: after three transactions (two commits, one abort) the epoch is 3 (under v1 it
+    stays 0), and read_committed readers see the committed records only."""
+    topic = f"jtv2-{name}"
+    java.call("admin.createTopics", name="admin", topics=[{"name": topic, "partitions": 2}])
+    txn = f"tv2-{name}"
+    java.call("producer.new", name="tv2", config={"bootstrap.servers": kgroup.bootstrap, "transactional.id": txn})
+    try:
+        java.call("producer.initTransactions", name="tv2")
+        start = java.call("admin.describeTransactions", name="admin", ids=[txn])[txn]["producerEpoch"]
+        for i, commit in enumerate((True, False, True)):
+            java.call("producer.beginTransaction", name="tv2")
+            java.call("producer.send", name="tv2", records=spread(topic, 4, 2, prefix=f"t{i}-"))
+            java.call("producer.commitTransaction" if commit else "producer.abortTransaction", name="tv2")
+        described = java.call("admin.describeTransactions", name="admin", ids=[txn])[txn]
+        assert described["state"] == "CompleteCommit" and described["producerEpoch"] == start + 3
+    finally:
+        java.call("producer.close", name="tv2")
+    java.consumer("tv2-reader", consumer_config(kgroup, f"tv2-reader-{name}", "classic",
+                                                **{"isolation.level": "read_committed"}), topics=[topic])
+    try:
+        eventually(lambda: len(consumed(java, "tv2-reader")) >= 8, what="8 committed records")
+    finally:
+        close(java, "tv2-reader")
+    assert consumed(java, "tv2-reader") == sorted(values(4, "t0-") + values(4, "t2-"))
+
+
 def test_java_producer_fenced_by_a_newer_instance(java, kgroup, admin, name):
     topic = f"jf-{name}"
     java.call("admin.createTopics", name="admin", topics=[{"name": topic, "partitions": 1}])

@@ -7,9 +7,9 @@ consumer), gsc (console share consumer); transactions tx1 (committed) and tx2 (o
 from __future__ import annotations
 
 from tests.interop.tools import (
+    MARKER_COORDINATOR_EPOCH,
     OWN_WORDS,
     NEEDS_25_SYNONYMS,
-    NEEDS_29_TXN_V2,
     cmd,
 )
 
@@ -97,10 +97,10 @@ PRODUCERS_SUBS = ((r"^\d+ (\d+ -?\d+ -?\d+ )\d+", r"<pid> \1<time>"),)
 TRANSACTIONS = [
     cmd(TX, "list", scenario_only=True, unordered=True, subs=LIST_SUBS),
     cmd(TX, "describe --transactional-id tx2-{n}", subs=DESCRIBE_SUBS),
-    cmd(TX, "describe --transactional-id tx1-{n}", subs=DESCRIBE_SUBS, known=NEEDS_29_TXN_V2),
+    cmd(TX, "describe --transactional-id tx1-{n}", subs=DESCRIBE_SUBS),
     cmd(TX, "describe --transactional-id nope-{n}"),
     cmd(TX, "describe-producers --topic ct-{n} --partition 0", subs=PRODUCERS_SUBS, unordered=True,
-        known=NEEDS_29_TXN_V2),
+        known=MARKER_COORDINATOR_EPOCH),
     cmd(TX, "find-hanging --broker-id 1"),
     cmd(TX, "abort --topic ct-{n} --partition 0 --start-offset 2",
         known="kgroup does not serve WriteTxnMarkers: a transaction is aborted by its coordinator "
@@ -190,8 +190,8 @@ OTHERS = [
     cmd("kafka-log-dirs", "--describe --topic-list cd-{n}",
         subs=(('"logDir":"[^"]*"', '"logDir":<dir>'), ('"size":\\d+', '"size":<bytes>'))),
     cmd("kafka-features", "describe",
-        known="needs #29: Kafka 4.4 finalizes share.version 2 (the share-group dead-letter queue) and "
-              "transaction.version 2 (transactions v2), kgroup 1 of each until it has them; Kafka also lists "
+        known="needs #29: Kafka 4.4 finalizes share.version 2 (the share-group dead-letter queue), kgroup 1 "
+              "until it has it; Kafka also lists "
               "eligible.leader.replicas.version (replica elections: none on a single host); the epochs differ "
               "(Kafka's is its metadata log's offset)"),
     # Changes that leave the shared reference as it was: the same level again, dry runs, refusals.

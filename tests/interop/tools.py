@@ -48,8 +48,9 @@ MAIN = {
 }
 
 # Reasons that recur in `known`.
-NEEDS_29_TXN_V2 = ("needs #29: Kafka 4.4 finalizes transaction.version 2, so its producers bump the epoch at "
-                   "every commit; kgroup serves transactions v1 (epoch kept)")
+MARKER_COORDINATOR_EPOCH = ("the coordinator epoch a marker carries: kgroup's is the ownership epoch of the "
+                            "transaction's metadata partition (1 once a fresh node owns it, the fence between a "
+                            "cluster's nodes), Kafka's the transaction log partition's leader epoch (0)")
 NEEDS_25_SYNONYMS = ("needs #25: DescribeConfigs synonyms: kgroup names a broker default STATIC_BROKER_CONFIG where "
                      "Kafka says DEFAULT_CONFIG, and omits topic configs Kafka 4.4 added")
 OWN_WORDS = ("kgroup's own wording of the error (it names the valid values or the setting that bounds them); "

@@ -61,6 +61,7 @@ from kgroup.broker.streams import apis as streams_apis
 from kgroup.broker.streams.streams_group_api import StreamsGroupApi
 from kgroup.broker.txn import apis as txn_apis
 from kgroup.broker.txn.describe_producers_api import ProducersApi
+from kgroup.broker.txn.implicit_add import add_for_produce
 from kgroup.broker.txn.txn_api import TxnApi, verify
 from kgroup.broker.txn.txn_markers import TxnMarkerChannel
 from kgroup.core.kinds import count_groups
@@ -130,6 +131,8 @@ class Node:
         # The produce path asks the transaction coordinator whether a transactional write may pass.
         self.data_path = dp = DataPath(cfg, data, durability, cluster_view, on_topics_changed=self._topics_changed_here,
                                        verify_txn=functools.partial(verify, groups))
+        # ... and, for a transaction.version 2 producer, adds the partitions first (KIP-890 part 2).
+        dp.ctx.add_to_txn = functools.partial(add_for_produce, groups)
         # Dynamic broker configs (admin/dynamic_configs.py): in force from here on, and on
         # every change. SSL listeners whose certificate one changed: (listener, context).
         self.tls_contexts: dict[str, tuple[ListenerConfig, ssl.SSLContext]] = {}

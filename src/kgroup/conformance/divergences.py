@@ -35,10 +35,10 @@ SCENARIO_DIVERGENCES: dict[str, Divergence] = {
         ("configs",)),
     "admin_feature_levels": Divergence(
         "open: issue 29",
-        "ApiVersions v3+ finalizes share.version and transaction.version at 2 on Kafka 4.4, at 1 on kgroup, and "
+        "ApiVersions v3+ finalizes share.version at 2 on Kafka 4.4, at 1 on kgroup, and "
         "lists eligible.leader.replicas.version, which kgroup does not.",
-        "share.version 2 is the share-group dead-letter queue (KIP-1191) and transaction.version 2 KIP-890 part 2, "
-        "issue 29 items 5 and 4; kgroup does not offer a level it does not implement. Eligible leader replicas "
+        "share.version 2 is the share-group dead-letter queue (KIP-1191), issue 29 item 5; kgroup does not "
+        "offer a level it does not implement. Eligible leader replicas "
         "are about replica elections, which a single host has none of.",
         ("ApiVersions v3 features of other levels", "ApiVersions v4 features of other levels")),
     "consumer_rejoin_as_departed_static_member": Divergence(

@@ -94,10 +94,7 @@ NOT_SERVED: dict[int, Divergence] = {
 
 # Versions Kafka 4.4 serves of an API kgroup serves at other versions: by API key (and, for a
 # reason of its own, by (key, version)), why.
-_PARITY = "Kafka 4.3/4.4's newest versions of the group, transaction, share and data APIs are issue 29"
 VERSION_GAPS: dict[Any, Divergence] = {
-    **{key: Divergence("open: issue 29", f"{api_name(key)}: Kafka 4.4's newest versions", _PARITY, ())
-       for key in (24, 26, 28)},
     **{(0, v): Divergence(
         "open: issue 29", f"Produce v{v}: advertised by Kafka 4.4, refused by both",
         "Kafka 4.4 lists Produce v0-v2 in ApiVersions only for old librdkafka's feature detection (KAFKA-18659) "
@@ -142,12 +139,11 @@ def _zero_topic_id_not_last(request: Any) -> bool:
 
 WIRE_DIVERGENCES: dict[int, tuple[WireDivergence, ...]] = {
     API_VERSIONS: (WireDivergence(Divergence(
-        "open: issue 29", "ApiVersions v3+: Kafka 4.4 finalizes share.version and transaction.version at 2 "
+        "open: issue 29", "ApiVersions v3+: Kafka 4.4 finalizes share.version at 2 "
         "(kgroup: 1), lists eligible.leader.replicas.version (kgroup does not), and its epoch is its metadata "
         "log's offset (kgroup's counts the changes since the data dir was made)",
-        "share.version 2 (KIP-1191's dead-letter queue) and transaction.version 2 (KIP-890 part 2) are issue 29 "
-        "items 5 and 4; a single host has no replica elections; an epoch is compared only as going up "
-        "(scenario admin_feature_levels)", ()),
+        "share.version 2 (KIP-1191's dead-letter queue) is issue 29 item 5; a single host has no replica "
+        "elections; an epoch is compared only as going up (scenario admin_feature_levels)", ()),
         fields=("supported_features", "finalized_features", "finalized_features_epoch"), versions=(3, 1 << 15)),),
     1: (WireDivergence(Divergence(
         "kafka defect", "Fetch v7+ naming a session id Kafka 4.4's session cache cannot map to one of its 8 "

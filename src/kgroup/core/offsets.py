@@ -116,7 +116,7 @@ class Offsets:
         try:
             check_assignment_epochs(member.current, epoch, checked, classic)
         except GroupError as e:
-            if transactional and e.code is ErrorCode.STALE_MEMBER_EPOCH:
+            if transactional and e.code is ErrorCode.STALE_MEMBER_EPOCH and req.api_version < 6:
                 raise GroupError(ErrorCode.ILLEGAL_GENERATION, e.message) from None
             raise
 
@@ -129,7 +129,7 @@ class Offsets:
             check_streams_commit(group, req.member_id, req.group_instance_id, req.generation_id, req.api_version,
                                  ((p.topic, p.partition) for p in req.partitions), transactional)
         except GroupError as e:
-            if transactional and e.code is ErrorCode.STALE_MEMBER_EPOCH:
+            if transactional and e.code is ErrorCode.STALE_MEMBER_EPOCH and req.api_version < 6:
                 raise GroupError(ErrorCode.ILLEGAL_GENERATION, e.message) from None
             raise
 

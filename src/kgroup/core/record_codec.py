@@ -459,7 +459,8 @@ def _encode_txn(record) -> bytes:
         v = record.value
         value = None if v is None else [
             v.producer_id, v.producer_epoch, v.last_producer_epoch, v.previous_producer_id, v.timeout_ms,
-            v.state.value, [list(tp) for tp in v.partitions], list(v.groups), v.start_ms, v.update_ms]
+            v.state.value, [list(tp) for tp in v.partitions], list(v.groups), v.start_ms, v.update_ms,
+            v.client_version, v.next_producer_id]
     elif kind is TxnOffsetCommitRecord:
         a, b = record.group_id, record.topic
         v = record.value
@@ -483,11 +484,14 @@ def _decode_txn(payload: bytes, version: int, alen: int, blen: int) -> Record:
         if kind is TxnRecord:
             if raw is None:
                 return TxnRecord(a, None)
-            pid, epoch, last_epoch, previous, timeout, state, partitions, groups, start, update = raw
+            # Ten fields before KIP-890 part 2; the client's transaction.version and the
+            # next producer id since.
+            pid, epoch, last_epoch, previous, timeout, state, partitions, groups, start, update = raw[:10]
+            client_version, next_pid = raw[10:12] if len(raw) > 10 else (0, -1)
             return TxnRecord(a, TxnValue(
                 int(pid), int(epoch), int(last_epoch), int(previous), int(timeout), TxnState(state),
                 tuple((str(t), int(p)) for t, p in partitions), tuple(str(g) for g in groups),
-                int(start), int(update)))
+                int(start), int(update), int(client_version), int(next_pid)))
         if kind is TxnOffsetCommitRecord:
             partition, pid, offset, leader_epoch, metadata, commit_ts, expire_ts = raw
             return TxnOffsetCommitRecord(a, b, int(partition), int(pid), OffsetCommitValue(

@@ -186,6 +186,11 @@ class TxnValue:
     rotated on an exhausted epoch. `partitions` and `groups` are what the transaction
     touched (sorted): markers go to each partition, and to the coordinator of each group
     whose offsets it commits. `start_ms` is -1 when no transaction is in flight.
+
+    `client_version` is the transaction.version of the request that last moved it (Kafka's
+    ClientTransactionVersion): 2 means every EndTxn bumps the epoch (KIP-890 part 2), which
+    is how a retried EndTxn is told from the next one. `next_producer_id` is the id an
+    exhausted epoch rotates to once the ending transaction's markers are written (-1: none).
     """
 
     producer_id: int
@@ -198,6 +203,8 @@ class TxnValue:
     groups: tuple[str, ...]
     start_ms: int
     update_ms: int
+    client_version: int = 0
+    next_producer_id: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,7 @@ class TxnOffsets:
         if not req.group_id:
             raise GroupError(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
         as_commit = OffsetCommitRequest(req.group_id, req.generation_id, req.member_id, req.partitions,
-                                        req.group_instance_id)
+                                        req.group_instance_id, api_version=req.api_version)
         out = ResultBuilder()
         consumer_group = self.shard.consumer_groups.get(req.group_id)
         streams_group = self.shard.streams_groups.get(req.group_id)
@@ -61,7 +61,8 @@ class TxnOffsets:
             group = self.shard.groups.get(req.group_id)
             if group is None:
                 if req.generation_id >= 0:
-                    raise GroupError(ErrorCode.ILLEGAL_GENERATION, f"group {req.group_id} does not exist")
+                    code = ErrorCode.GROUP_ID_NOT_FOUND if req.api_version >= 6 else ErrorCode.ILLEGAL_GENERATION
+                    raise GroupError(code, f"group {req.group_id} does not exist")
                 out.then(self.shard.groups.setdefault, req.group_id, ClassicGroup(req.group_id, now_ms))
             else:
                 self.offsets.validate_commit(group, as_commit, transactional=True)

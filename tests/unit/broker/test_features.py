@@ -30,7 +30,7 @@ def test_a_new_data_dir_finalizes_what_kgroup_implements(tmp_path):
     levels = FeatureLevels(tmp_path, 1)
     assert levels.epoch == 0
     assert dict(levels.finalized) == {"group.version": 1, "metadata.version": 33, "share.version": 1,
-                                      "streams.version": 1, "transaction.version": 1}
+                                      "streams.version": 1, "transaction.version": 2}
     assert ("kraft.version", 0, 1) in levels.supported      # supported, finalized at 0: not listed
 
 

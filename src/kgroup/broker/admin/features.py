@@ -15,10 +15,13 @@ the share-group APIs, streams.version 1 the streams-group APIs (`GATES`): below 
 answer UNSUPPORTED_VERSION, as Kafka 4.4 does, and stay advertised in ApiVersions as Kafka
 keeps them. metadata.version and kraft.version are reported as a single Kafka 4.4 node with
 a static controller quorum reports them (33, "4.4-IV2"; kraft.version 0, not listed) and
-change nothing in kgroup. Levels kgroup does not implement are not offered: share.version
-2 (the share-group dead-letter queue, KIP-1191) and transaction.version 2 (KIP-890 part 2:
-Produce adding partitions, EndTxn v5) are issue 29 items 4 and 5; eligible.leader.replicas
-.version is about replica elections, which a single host has none of.
+change nothing in kgroup. transaction.version 2 (KIP-890 part 2: Produce adding partitions,
+an epoch bump per EndTxn) is what clients read: the Java producer uses it only when it is
+finalized at 2, so `kafka-features downgrade --feature transaction.version=1` turns it off
+for new producers (the broker serves both, as Kafka's does). Levels kgroup does not
+implement are not offered: share.version 2 (the share-group dead-letter queue, KIP-1191) is
+issue 29 item 5; eligible.leader.replicas.version is about replica elections, which a
+single host has none of.
 
 UpdateFeatures follows Kafka 4.4's controller (its answers were asked of the reference
 broker): every update is checked before any applies, and one bad update fails the request
@@ -60,7 +63,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature(METADATA_VERSION, 7, 33, 33),
     Feature("share.version", 0, 1, 1),
     Feature("streams.version", 0, 1, 1),
-    Feature("transaction.version", 0, 1, 1),
+    Feature("transaction.version", 0, 2, 2),
 )
 BY_NAME: Mapping[str, Feature] = {f.name: f for f in FEATURES}
 DEFAULT_LEVELS: Mapping[str, int] = {f.name: f.default for f in FEATURES}

@@ -2,8 +2,8 @@
 
 Version notes (the handler modules say what each version adds):
 - Produce 3–13: v12 has the schema of v11; a Java client sends it only with KIP-890's
-  transaction.version 2 (partitions added implicitly), which we do not advertise, so a
-  transactional batch must still be in its transaction (AddPartitionsToTxn) at any version.
+  transaction.version 2, which adds a transactional batch's partition to the producer's
+  transaction itself (txn/implicit_add.py); below v12 it must already be in it.
   v13 names topics by id (KIP-516).
 - Fetch 4–18: v17/v18 add follower-only tagged fields (replica directory id, high
   watermark) that consumers never send; v13+ names topics by id only.

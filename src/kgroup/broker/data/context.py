@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -167,9 +167,18 @@ class DataContext:
     # Producer state of each partition (idempotence, transactions, the last stable offset).
     producers: ProducerStates = field(default_factory=ProducerStates)
     verify_txn: TxnVerifier | None = None
+    # Adds a transaction.version 2 producer's partitions to its transaction before a produce
+    # (KIP-890 part 2; txn/implicit_add.py): (produce version, transactional id, request).
+    add_to_txn: Callable[[int, str | None, Any], Awaitable[None]] | None = None
     # This broker's fetch sessions (KIP-227; fetch_sessions.py).
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
 
     def __post_init__(self) -> None:
         if self.cluster is None:
             self.cluster = SingleNode(self.config)
+
+    async def join_txn(self, version: int, transactional_id: str | None, request: Any) -> None:
+        """Before a produce: a transaction.version 2 producer's partitions join its
+        transaction (KIP-890 part 2, txn/implicit_add.py); nothing for anyone else."""
+        if self.add_to_txn is not None and transactional_id:
+            await self.add_to_txn(version, transactional_id, request)

@@ -126,6 +126,9 @@ def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | Non
     return plog, batches
 
 
+# The first Produce version whose clients take TRANSACTION_ABORTABLE (Kafka: genericErrorSupported).
+FIRST_ABORTABLE_PRODUCE = 11
+
 # What a transaction coordinator's verification error means to a producer (Kafka's mapping
 # for produce requests of the versions our clients send).
 _VERIFY_ERRORS = {
@@ -139,7 +142,7 @@ _VERIFY_ERRORS = {
 
 
 def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, batches: list[RecordBatch],
-                    transactional_id: str | None) -> int:
+                    transactional_id: str | None, version: int = 9) -> int:
     """Append batches that carry a producer id (or several batches) after checking them
     against the partition's producer state; the base offset to answer (a duplicate's
     original one)."""
@@ -153,6 +156,10 @@ def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, 
             if ctx.verify_txn is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
         if verdict != ErrorCode.NONE:
             code = _VERIFY_ERRORS.get(verdict, ErrorCode.INVALID_TXN_STATE)
+            if code == ErrorCode.INVALID_TXN_STATE and version >= FIRST_ABORTABLE_PRODUCE:
+                # v11+ clients know TRANSACTION_ABORTABLE (KIP-890): abort and go on, not fatal.
+                raise PartitionFailure(ErrorCode.TRANSACTION_ABORTABLE, f"transaction {transactional_id}: "
+                                       f"{verdict.name}", answered=False)
             # Kafka explains a batch outside any ongoing transaction; an old epoch it does not.
             raise PartitionFailure(code, f"transaction {transactional_id}: {verdict.name}",
                                    answered=code == ErrorCode.INVALID_TXN_STATE)
@@ -284,10 +291,11 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
         return _all_refused(cls, version, request, names, answer, ErrorCode.INVALID_REQUIRED_ACKS,
                             f"acks={acks} is not one of 0, 1, -1", _exists(ctx))
 
-    # 2. Validate and append each partition on its own.
+    # 2. Validate and append each partition on its own (a TV2 producer's partitions join its txn first).
     results: dict[tuple[int, int], Any] = {}
     appended: list[tuple[int, int, PartitionLog, int]] = []  # (ti, pi, log, base offset)
     transactional_id = get(request, "transactional_id", None)
+    await ctx.join_txn(header.api_version, transactional_id, request)
     # Kafka keys a produce by partition: a partition named twice is written once, with the
     # records of its last mention, and answered once.
     # (v13: keyed by topic id, an unknown id too.)
@@ -307,7 +315,8 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
                 if batches[0].header.producer_id < 0 and len(batches) == 1:
                     base = plog.append(batches[0].data)      # the plain path: no producer state
                 else:
-                    base = _append_checked(ctx, (name, p.index), plog, batches, transactional_id)
+                    base = _append_checked(ctx, (name, p.index), plog, batches, transactional_id,
+                                           header.api_version)
                 appended.append((ti, pi, plog, base))
                 ctx.watch.ring((name, p.index))
             except PartitionFailure as exc:

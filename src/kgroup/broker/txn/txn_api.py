@@ -10,10 +10,15 @@ Version notes (txn/apis.py has the versions served and what real clients send):
 - AddPartitionsToTxn: v3 flexible; v4 batches transactions and has `verify_only`
   (KIP-890 part 1: a broker asks whether partitions are in a transaction, as our produce
   path asks the coordinator directly).
+  v5 (KIP-890 part 2) is the same request from a transaction.version 2 client (in Kafka, the
+  broker adding a TV2 producer's partition for its Produce): what it adds records TV2.
 - AddOffsetsToTxn, EndTxn, TxnOffsetCommit: v2/v3 flexible;
-  TxnOffsetCommit v3 adds generation, member id and instance id (KIP-447). v5 of EndTxn and
-  TxnOffsetCommit (KIP-890 part 2: an epoch bump per transaction) are not served: clients use
-  them only when a broker advertises transaction.version 2.
+  TxnOffsetCommit v3 adds generation, member id and instance id (KIP-447). KIP-890 part 2
+  (transaction.version 2): EndTxn v5 bumps the producer epoch on every commit and abort and
+  answers the producer id and epoch to go on with; TxnOffsetCommit v5 adds its group to the
+  transaction itself (a TV2 client sends no AddOffsetsToTxn). TxnOffsetCommit v6 (KIP-1319)
+  names topics by id and answers STALE_MEMBER_EPOCH / GROUP_ID_NOT_FOUND where v0-v5 answer
+  ILLEGAL_GENERATION.
 - ListTransactions v1: a duration filter.
 
 Every core error becomes this API's error field here (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH
@@ -30,11 +35,13 @@ import re2
 
 from kgroup.broker.groups.group_api import GroupApi
 from kgroup.broker.groups.offset_topics import shard_topics, unknown_partitions
+from kgroup.broker.groups.topic_ids import FIRST_BY_ID, request_names, topic_key
 from kgroup.broker.data.producer_id_api import half_named
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.transactions import messages as tm
 from kgroup.core.transactions.txn_state import TxnState
+from kgroup.storage.group_hash import java_string_hashcode
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item, ms
 
@@ -42,9 +49,23 @@ E = ErrorCode
 # RE2 logs every pattern it refuses to stderr unless told not to; a refusal is an answer here.
 _QUIET_RE2 = re2.Options()
 _QUIET_RE2.log_errors = False
+OFFSETS_TOPIC = "__consumer_offsets"
 KNOWN_STATES = frozenset(s.value for s in TxnState)
 # Errors the broker answers before asking the transaction coordinator (Kafka's KafkaApis).
 _REFUSED_BEFORE_COORDINATOR = frozenset({E.UNKNOWN_TOPIC_OR_PARTITION, E.TOPIC_AUTHORIZATION_FAILED})
+
+
+def offsets_partition(group_id: str, partitions: int) -> int:
+    """The partition of __consumer_offsets Kafka keeps a group in: Utils.abs of the group id's
+    Java hash code (Integer.MIN_VALUE -> 0) modulo the partition count."""
+    h = java_string_hashcode(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def txn_version_of(api_key: int, version: int) -> int:
+    """The transaction.version a request's version speaks for (Kafka's TransactionVersion.
+    transactionVersionForEndTxn / ...ForAddPartitionsToTxn): 2 from v5 on, else 0."""
+    return 2 if version >= 5 else 0
 
 
 def _epoch_error(error: ErrorCode, version: int, knows_fenced_from: int) -> ErrorCode:
@@ -133,7 +154,8 @@ class TxnApi:
                     for t, p in partitions]
         try:
             resp = await self._call(tid, "add_partitions_to_txn",
-                                    tm.AddPartitionsToTxnRequest(tid, int(pid), int(epoch), partitions))
+                                    tm.AddPartitionsToTxnRequest(tid, int(pid), int(epoch), partitions,
+                                                                 client_version=txn_version_of(24, version)))
             return [(t, p, _epoch_error(e, version, 2)) for t, p, e in resp.errors]
         except GroupError as exc:
             return [(t, p, _epoch_error(exc.code, version, 2)) for t, p in partitions]
@@ -164,9 +186,16 @@ class TxnApi:
                                                                 int(req.producer_epoch), req.group_id))
 
     async def end_txn(self, header: RequestHeader, req: Any) -> Any:
-        return await self._error_only(header, req.transactional_id, "end_txn",
-                                      tm.EndTxnRequest(req.transactional_id, int(req.producer_id),
-                                                       int(req.producer_epoch), bool(req.committed)))
+        v = header.api_version
+        core = tm.EndTxnRequest(req.transactional_id, int(req.producer_id), int(req.producer_epoch),
+                                bool(req.committed), client_version=txn_version_of(26, v))
+        try:
+            resp = await self._call(req.transactional_id, "end_txn", core)
+        except GroupError as exc:
+            resp = tm.EndTxnResponse(exc.code)
+        extra = {"producer_id": resp.producer_id, "producer_epoch": resp.producer_epoch} if v >= 5 else {}
+        return build(response_class(header.api_key, v), throttle_time=0, error_code=_epoch_error(resp.error, v, 2),
+                     **extra)
 
     async def _error_only(self, header: RequestHeader, tid: str, handler: str, request: Any) -> Any:
         """A request whose answer is one error code (AddOffsetsToTxn, EndTxn)."""
@@ -181,47 +210,76 @@ class TxnApi:
 
     async def txn_offset_commit(self, header: RequestHeader, req: Any) -> Any:
         v = header.api_version
+        shard = self.groups.shard_of(req.group_id)
+        # v6 names topics by id (KIP-1319): each becomes its topic's name; an id no topic has
+        # stands as a name no topic can have, and its partitions are UNKNOWN_TOPIC_ID.
+        named = [(t, name if name is not None else f"<unknown topic id {t.topic_id}>", name is None)
+                 for t, name in request_names(req.topics, FIRST_BY_ID if v >= 6 else 0, shard_topics(shard))]
+        errors = {(name, p.partition_index): E.UNKNOWN_TOPIC_ID for t, name, unknown in named if unknown
+                  for p in t.partitions}
         partitions = tuple(
-            m.OffsetCommitPartition(t.name, p.partition_index, p.committed_offset,
+            m.OffsetCommitPartition(name, p.partition_index, p.committed_offset,
                                     get(p, "committed_leader_epoch", -1), p.committed_metadata)
-            for t in req.topics for p in t.partitions)
+            for t, name, unknown in named if not unknown for p in t.partitions)
         # 0. Partitions that do not exist are answered first and go no further
         #    (groups/offset_topics.py); with none left nothing else is asked.
-        errors = unknown_partitions(self.groups.shard_of(req.group_id), ((p.topic, p.partition) for p in partitions))
+        errors.update(unknown_partitions(shard, ((p.topic, p.partition) for p in partitions)))
         partitions = tuple(p for p in partitions if (p.topic, p.partition) not in errors)
         error = E.NONE
-        # 1. The transaction must be Ongoing at this epoch and hold the group.
-        if partitions or not errors:
+        # 1. The transaction must be Ongoing at this epoch and hold the group; from v5 (a
+        #    transaction.version 2 client, which sends no AddOffsetsToTxn) the commit adds it.
+        if v >= 5 and (partitions or not errors):
+            error = await self._add_group_implicitly(req)
+        if error is E.NONE and (partitions or not errors):
             error = self.verify(req.transactional_id, int(req.producer_id), int(req.producer_epoch),
                                 group_id=req.group_id)
         if error is E.NONE and (partitions or not errors):
             # 2. The group fences the committer (KIP-447) and keeps the offsets pending.
             core = tm.TxnOffsetCommitRequest(
                 req.group_id, req.transactional_id, int(req.producer_id), int(req.producer_epoch), partitions,
-                int(get(req, "generation_id", -1)), get(req, "member_id", "") or "", get(req, "group_instance_id"))
+                int(get(req, "generation_id", -1)), get(req, "member_id", "") or "", get(req, "group_instance_id"),
+                api_version=v)
             try:
                 resp = await self._call(req.group_id, "txn_offset_commit", core)
                 errors.update({(e.topic, e.partition): e.error for e in resp.partitions})
             except GroupError as exc:
                 error = exc.code
+        if v >= 5 and error is E.PRODUCER_FENCED:
+            error = E.INVALID_PRODUCER_EPOCH    # as Kafka's verification of a TV2 commit answers it
         error = _epoch_error(error, v, 2)
+        return self._txn_offset_answer(header, named, errors, error, shard_topics(shard) or {})
+
+    @staticmethod
+    def _txn_offset_answer(header: RequestHeader, named: list, errors: dict, error: ErrorCode, known: Any) -> Any:
+        """Kafka answers by topic (name, or id from v6): a topic named twice is answered once,
+        with both's partitions; a topic that exists and names no partition is not answered
+        (an unknown one is, by the broker, even with none)."""
+        v = header.api_version
         cls = response_class(header.api_key, v)
         topic_cls = item(cls, "topics")
         part_cls = item(topic_cls, "partitions")
-        # Kafka answers by topic name: a topic named twice is answered once, with both's
-        # partitions; a topic that exists and names no partition is not answered (an unknown
-        # one is, by the broker, even with none).
-        known = shard_topics(self.groups.shard_of(req.group_id)) or {}
-        by_name: dict[str, list] = {}
-        for t in req.topics:
-            if not t.partitions and t.name in known:
+        by_key: dict[Any, list] = {}
+        for t, name, unknown in named:
+            if not t.partitions and not unknown and name in known:
                 continue
-            by_name.setdefault(t.name, []).extend(
+            by_key.setdefault(t.topic_id if v >= 6 else name, []).extend(
                 build(part_cls, partition_index=p.partition_index,
-                      error_code=errors.get((t.name, p.partition_index), error))
+                      error_code=errors.get((name, p.partition_index), error))
                 for p in t.partitions)
         return build(cls, throttle_time=0, topics=tuple(
-            build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_name.items()))
+            build(topic_cls, **{topic_key(10 if v >= 6 else 0): key}, partitions=tuple(parts))
+            for key, parts in by_key.items()))
+
+    async def _add_group_implicitly(self, req: Any) -> ErrorCode:
+        """TxnOffsetCommit v5+: the group joins the producer's transaction, as AddOffsetsToTxn
+        would add it (KIP-890 part 2; Kafka's group coordinator asks the transaction
+        coordinator to add it before it takes the offsets)."""
+        try:
+            return (await self._call(req.transactional_id, "add_offsets_to_txn", tm.AddOffsetsToTxnRequest(
+                req.transactional_id, int(req.producer_id), int(req.producer_epoch), req.group_id,
+                client_version=2))).error
+        except GroupError as exc:
+            return exc.code
 
     # ---- DescribeTransactions / ListTransactions ------------------------------------------
 
@@ -238,8 +296,12 @@ class TxnApi:
             except GroupError as exc:
                 d = tm.DescribedTxn(tid, exc.code)
             by_topic: dict[str, list[int]] = {}
-            for t, p in d.partitions:
-                by_topic.setdefault(t, []).append(p)
+            # A group whose offsets the transaction commits is, to Kafka, its partition of
+            # __consumer_offsets.
+            count = len(self.groups.shards)
+            for t, p in (*d.partitions, *((OFFSETS_TOPIC, offsets_partition(g, count)) for g in d.groups)):
+                if p not in by_topic.get(t, ()):
+                    by_topic.setdefault(t, []).append(p)
             # No transaction in flight (start -1, as Kafka sends it) or an unknown id (Kafka's
             # default 0): both go as 0, the epoch, because the field is a timestamp that kio (and
             # so our own client and CLI) refuses to read when negative.

@@ -16,11 +16,11 @@ from kgroup.conformance.target import Target
 
 UPGRADE, SAFE, UNSAFE = 1, 2, 3
 # Compared as both brokers report them.
-COMPARED = ("group.version", "kraft.version", "metadata.version", "streams.version")
-# Reported apart: kgroup finalizes share.version 1 and transaction.version 1 (Kafka 4.4: 2, the
-# share-group dead-letter queue and KIP-890 part 2, issue 29 items 5 and 4) and has no
-# eligible.leader.replicas.version (replica elections; divergences.py names it).
-APART = ("share.version", "transaction.version", "eligible.leader.replicas.version")
+COMPARED = ("group.version", "kraft.version", "metadata.version", "streams.version", "transaction.version")
+# Reported apart: kgroup finalizes share.version 1 (Kafka 4.4: 2, the share-group dead-letter
+# queue, issue 29 item 5) and has no eligible.leader.replicas.version (replica elections;
+# divergences.py names it).
+APART = ("share.version", "eligible.leader.replicas.version")
 
 
 def api_versions(version: int):
@@ -81,11 +81,12 @@ async def admin_feature_levels(t: Target) -> None:
     # Turn the consumer and share protocols off and on again; whatever happens, the levels
     # the broker had are put back (both brokers are shared by the whole session).
     try:
-        await t.ask(raw, "group.version 0 and share.version 0", update(
-            2, ("group.version", 0, SAFE), ("share.version", 0, UNSAFE)))
+        await t.ask(raw, "group.version 0, share.version 0 and transaction.version 1", update(
+            2, ("group.version", 0, SAFE), ("share.version", 0, UNSAFE), ("transaction.version", 1, SAFE)))
         await settled(raw, api_versions(4), lambda r: "group.version" not in finalized(r))
         off = await raw.call(api_versions(4))
-        t.add("after the downgrade", {"finalized": sorted(set(finalized(off)) & {*COMPARED, *APART[:2]}),
+        t.add("after the downgrade", {"finalized": sorted(set(finalized(off)) & {*COMPARED, "share.version"}),
+                                      "transaction.version": finalized(off).get("transaction.version"),
                                       "epoch went up": int(off.finalized_features_epoch)
                                       > int(before.finalized_features_epoch)})
         await t.ask(raw, "a consumer member", hb(consumer, str(uuid.uuid4()), 0, topics=[topic], owned=[]))
@@ -94,7 +95,8 @@ async def admin_feature_levels(t: Target) -> None:
         await t.ask(raw, "a share member", share_hb(share, str(uuid.uuid4()), 0, [topic]))
     finally:
         restored = await raw.call(update(1, *((name, original[name], UPGRADE)
-                                              for name in ("group.version", "share.version"))))
+                                              for name in ("group.version", "share.version",
+                                                           "transaction.version"))))
         await settled(raw, api_versions(4), lambda r: finalized(r) == original)
     t.add("put back", {"error_code": restored.error_code, "results": [(x.feature, x.error_code)
                                                                      for x in restored.results]})

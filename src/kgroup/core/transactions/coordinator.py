@@ -108,13 +108,14 @@ class TransactionCoordinator:
                     producer_id=value.producer_id))
 
     def _prepare_end(self, out: ResultBuilder, transactional_id: str, value: TxnValue, commit: bool,
-                     now_ms: int, **changes) -> None:
+                     now_ms: int, **changes) -> TxnValue:
         """Ongoing -> PrepareCommit/PrepareAbort, and the markers to write once it is durable."""
         new = self._move(out, transactional_id, value, state=T.PREPARE_COMMIT if commit else T.PREPARE_ABORT,
                          update_ms=now_ms, **changes)
         out.then(self.shard.timers.cancel, txn_timeout_key(transactional_id))
         out.marker(TxnMarkers(transactional_id, new.producer_id, new.producer_epoch, commit,
                               new.partitions, new.groups))
+        return new
 
     def _fence(self, out: ResultBuilder, transactional_id: str, value: TxnValue, now_ms: int) -> None:
         """Abort the transaction in flight at a bumped epoch, fencing its producer."""
@@ -180,12 +181,12 @@ class TransactionCoordinator:
     # ---- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------
 
     def _add(self, out: ResultBuilder, tid: str, value: TxnValue, now_ms: int,
-             partitions: tuple = (), groups: tuple = ()) -> None:
+             partitions: tuple = (), groups: tuple = (), client_version: int = 0) -> None:
         """Ongoing with these partitions and groups added (starting the transaction)."""
         if value.state is T.ONGOING and set(partitions) <= set(value.partitions) and set(groups) <= set(value.groups):
             return  # already there: nothing to write
         starting = value.state is not T.ONGOING
-        new = self._move(out, tid, value, state=T.ONGOING,
+        new = self._move(out, tid, value, state=T.ONGOING, client_version=client_version,
                          partitions=tuple(sorted(set(value.partitions) | set(partitions))),
                          groups=tuple(sorted(set(value.groups) | set(groups))),
                          start_ms=now_ms if starting else value.start_ms, update_ms=now_ms)
@@ -213,7 +214,8 @@ class TransactionCoordinator:
         # 2. The producer and the state (one error for every partition).
         value = self._check_addable(req)
         # 3. Add them.
-        self._add(out, req.transactional_id, value, now_ms, partitions=req.partitions)
+        self._add(out, req.transactional_id, value, now_ms, partitions=req.partitions,
+                  client_version=req.client_version)
         out.reply(reply, AddPartitionsToTxnResponse(tuple((t, p, E.NONE) for t, p in req.partitions)))
         return out.build()
 
@@ -223,7 +225,8 @@ class TransactionCoordinator:
         if not req.group_id:
             raise GroupError(E.INVALID_GROUP_ID, "the group id must not be empty")
         out = ResultBuilder()
-        self._add(out, req.transactional_id, value, now_ms, groups=(req.group_id,))
+        self._add(out, req.transactional_id, value, now_ms, groups=(req.group_id,),
+                  client_version=req.client_version)
         out.reply(reply, TxnResponse(E.NONE))
         return out.build()
 
@@ -231,24 +234,63 @@ class TransactionCoordinator:
 
     def end_txn(self, req: EndTxnRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Commit or abort the producer's transaction; a retry of a finished one is answered
-        again, the other outcome is INVALID_TXN_STATE."""
-        value = self._producer(req.transactional_id, req.producer_id, req.producer_epoch)
-        out = ResultBuilder()
+        again, the other outcome is INVALID_TXN_STATE. Under transaction.version 2 (EndTxn
+        v5+, KIP-890 part 2) ending bumps the epoch (rotating the producer id when it is
+        exhausted) and the answer carries it; the old epoch is then fenced everywhere."""
+        tid = req.transactional_id
+        if not tid:
+            raise GroupError(E.INVALID_REQUEST, "the transactional id must not be empty")
+        value = self.transactions.get(tid)
+        if value is None:
+            raise GroupError(E.INVALID_PRODUCER_ID_MAPPING, f"producer {req.producer_id} is not the producer of {tid}")
         state, commit = value.state, req.commit
-        if state is T.ONGOING:
-            self._prepare_end(out, req.transactional_id, value, commit, now_ms)
-            out.reply(reply, EndTxnResponse(E.NONE, value.producer_id, value.producer_epoch))
-            return out.build()
+        # A TV2 transaction's stored epoch is one past the client's once it has ended: that
+        # (or, after a rotation, the old id at the last epoch) is a retry of that EndTxn.
+        v2 = value.client_version >= 2
+        retry_bumped = v2 and value.producer_epoch == req.producer_epoch + 1
+        retry_rotated = (v2 and value.previous_producer_id == req.producer_id and value.producer_epoch == 0
+                         and req.producer_epoch == MAX_EPOCH - 1)
+        if v2:
+            valid = (retry_bumped if state in PREPARING else retry_bumped or retry_rotated
+                     or req.producer_epoch == value.producer_epoch
+                     if state in (T.COMPLETE_COMMIT, T.COMPLETE_ABORT) else req.producer_epoch == value.producer_epoch)
+        else:
+            valid = req.producer_epoch == value.producer_epoch
+        if value.producer_id != req.producer_id and not retry_rotated:
+            raise GroupError(E.INVALID_PRODUCER_ID_MAPPING, f"producer {req.producer_id} is not the producer of {tid}")
+        if not valid:
+            raise GroupError(E.PRODUCER_FENCED,
+                             f"epoch {req.producer_epoch} is not the current epoch {value.producer_epoch}")
+        # Under TV1 the same epoch after the end is a retry; under TV2 only the old one is.
+        retry = retry_bumped or retry_rotated or not (v2 or req.client_version >= 2)
+        out = ResultBuilder()
         finished = T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT
         preparing = T.PREPARE_COMMIT if commit else T.PREPARE_ABORT
-        if state is finished:
-            error = E.NONE
-        elif state is preparing:
-            error = E.CONCURRENT_TRANSACTIONS
+        if state is finished and retry:
+            out.reply(reply, EndTxnResponse(E.NONE, value.producer_id, value.producer_epoch))
+            return out.build()
+        if state is preparing:
+            out.reply(reply, EndTxnResponse(E.CONCURRENT_TRANSACTIONS))     # (no id nor epoch, as Kafka)
+            return out.build()
+        # A TV2 producer may abort with nothing open (Kafka 4.4): an abort with no partitions,
+        # which still bumps the epoch.
+        empty_abort = (req.client_version >= 2 and not commit
+                       and (state is T.EMPTY or state in (T.COMPLETE_COMMIT, T.COMPLETE_ABORT) and not retry))
+        if state is not T.ONGOING and not empty_abort:
+            raise GroupError(E.INVALID_TXN_STATE, f"cannot {'commit' if commit else 'abort'} {tid} in {state.value}")
+        changes: dict = {"client_version": req.client_version}
+        if empty_abort:
+            changes.update(partitions=(), groups=(), start_ms=now_ms)
+        if req.client_version >= 2:
+            changes.update(producer_epoch=value.producer_epoch + 1, last_producer_epoch=value.producer_epoch)
+            if epoch_exhausted(value.producer_epoch):
+                changes["next_producer_id"] = self.new_producer_id()
+        new = self._prepare_end(out, tid, value, commit, now_ms, **changes)
+        # The producer's id and epoch from now on (a rotated id starts at epoch 0).
+        if new.next_producer_id >= 0:
+            out.reply(reply, EndTxnResponse(E.NONE, new.next_producer_id, 0))
         else:
-            raise GroupError(E.INVALID_TXN_STATE,
-                             f"cannot {'commit' if commit else 'abort'} {req.transactional_id} in {state.value}")
-        out.reply(reply, EndTxnResponse(error, value.producer_id, value.producer_epoch))
+            out.reply(reply, EndTxnResponse(E.NONE, new.producer_id, new.producer_epoch))
         return out.build()
 
     def markers_written(self, req: MarkersWritten, reply: ReplyTo, now_ms: int) -> Result:
@@ -258,7 +300,13 @@ class TransactionCoordinator:
         if (value is not None and value.state in PREPARING and value.producer_id == req.producer_id
                 and value.producer_epoch == req.producer_epoch):
             done = T.COMPLETE_COMMIT if value.state is T.PREPARE_COMMIT else T.COMPLETE_ABORT
-            self._move(out, req.transactional_id, value, state=done, partitions=(), groups=(), update_ms=now_ms)
+            rotated = {}
+            if value.next_producer_id >= 0:
+                # The epoch was exhausted (KIP-890 part 2): the producer goes on as the new id.
+                rotated = dict(producer_id=value.next_producer_id, producer_epoch=0,
+                               previous_producer_id=value.producer_id, next_producer_id=NO_PRODUCER_ID)
+            self._move(out, req.transactional_id, value, state=done, partitions=(), groups=(), update_ms=now_ms,
+                       **rotated)
         out.reply(reply, TxnResponse(E.NONE))
         return out.build()
 

@@ -36,6 +36,9 @@ class AddPartitionsToTxnRequest:
     producer_id: int
     producer_epoch: int
     partitions: TopicPartitions
+    # The client's transaction.version (KIP-890 part 2): 2 for AddPartitionsToTxn v5+ and
+    # for a partition a TV2 producer's Produce adds implicitly; 0 below.
+    client_version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,8 @@ class AddOffsetsToTxnRequest:
     producer_id: int
     producer_epoch: int
     group_id: str
+    # 2: the group added implicitly by a TxnOffsetCommit v5+ (KIP-890 part 2).
+    client_version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +71,8 @@ class EndTxnRequest:
     producer_id: int
     producer_epoch: int
     commit: bool
+    # 2 for EndTxn v5+ (KIP-890 part 2): the epoch is bumped on every commit and abort.
+    client_version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +119,9 @@ class TxnOffsetCommitRequest:
     generation_id: int = -1
     member_id: str = ""
     group_instance_id: str | None = None
+    # The TxnOffsetCommit version: from v6 (KIP-1319) a stale member epoch is
+    # STALE_MEMBER_EPOCH and a group that does not exist GROUP_ID_NOT_FOUND.
+    api_version: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,13 +7,14 @@ nothing changes) and returns it as a `TxnRecord`; `replay` stores it. The table 
 (TransactionState: the states each may be entered from), read the other way round:
 
     Empty           -> Ongoing (AddPartitionsToTxn / AddOffsetsToTxn), Empty (InitProducerId),
-                       Dead (transactional.id expiry)
+                       Dead (transactional.id expiry), PrepareAbort (a transaction.version 2
+                       producer's EndTxn abort with nothing open, KIP-890 part 2)
     Ongoing         -> Ongoing (more partitions), PrepareCommit / PrepareAbort (EndTxn),
                        PrepareEpochFence (InitProducerId of a new producer, or the timeout)
     PrepareEpochFence -> PrepareAbort (the fenced transaction is aborted at the bumped epoch)
     PrepareCommit   -> CompleteCommit (every marker written)
     PrepareAbort    -> CompleteAbort (every marker written)
-    CompleteCommit / CompleteAbort -> Empty, Ongoing, Dead
+    CompleteCommit / CompleteAbort -> Empty, Ongoing, Dead, PrepareAbort (as from Empty)
 
 PrepareEpochFence is never written to the log: a fence is Ongoing -> PrepareEpochFence ->
 PrepareAbort inside one handler, both moves checked here, and only PrepareAbort (with the
@@ -42,13 +43,13 @@ class TxnState(Enum):
 T = TxnState
 
 TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
-    T.EMPTY: frozenset({T.EMPTY, T.ONGOING, T.DEAD}),
+    T.EMPTY: frozenset({T.EMPTY, T.ONGOING, T.DEAD, T.PREPARE_ABORT}),
     T.ONGOING: frozenset({T.ONGOING, T.PREPARE_COMMIT, T.PREPARE_ABORT, T.PREPARE_EPOCH_FENCE}),
     T.PREPARE_EPOCH_FENCE: frozenset({T.PREPARE_ABORT}),
     T.PREPARE_COMMIT: frozenset({T.COMPLETE_COMMIT}),
     T.PREPARE_ABORT: frozenset({T.COMPLETE_ABORT}),
-    T.COMPLETE_COMMIT: frozenset({T.EMPTY, T.ONGOING, T.DEAD}),
-    T.COMPLETE_ABORT: frozenset({T.EMPTY, T.ONGOING, T.DEAD}),
+    T.COMPLETE_COMMIT: frozenset({T.EMPTY, T.ONGOING, T.DEAD, T.PREPARE_ABORT}),
+    T.COMPLETE_ABORT: frozenset({T.EMPTY, T.ONGOING, T.DEAD, T.PREPARE_ABORT}),
     T.DEAD: frozenset(),
 }
 
