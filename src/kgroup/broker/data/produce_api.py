@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kgroup.batch_layout import LENGTH, LENGTH_AT, LOG_OVERHEAD, MAGIC, MAGIC_AT
@@ -270,6 +271,33 @@ async def _make_durable(ctx: DataContext, logs: dict[int, PartitionLog], acks: i
     return failed, lost
 
 
+def _append_one(ctx: DataContext, name: str, p: Any, transactional_id: str | None, version: int,
+                answer: Callable[..., Any]) -> tuple[PartitionLog, int] | Any:
+    """Validate and append one partition's records: (its log, the base offset), or the
+    partition's error answer (nothing appended)."""
+    try:
+        plog, batches = _validate(ctx, name, p.index, p.records)
+        if batches[0].header.producer_id < 0 and len(batches) == 1:
+            base = plog.append(batches[0].data)      # the plain path: no producer state
+        else:
+            base = _append_checked(ctx, (name, p.index), plog, batches, transactional_id, version)
+        ctx.watch.ring((name, p.index))
+        return plog, base
+    except PartitionFailure as exc:
+        log.debug("produce to %s-%d refused: %s", name, p.index, exc.message)
+        return answer(p.index, exc.code, message=exc.message if exc.answered else None)
+    except InvalidBatchError as exc:
+        log.warning("produce to %s-%d: storage refused a batch: %s", name, p.index, exc)
+        return answer(p.index, ErrorCode.CORRUPT_MESSAGE, message=str(exc))
+    except NOT_LEADER as exc:
+        # Another node took the partition over under us (this node was paused).
+        ctx.cluster.fenced()
+        return answer(p.index, ErrorCode.NOT_LEADER_OR_FOLLOWER, message=str(exc))
+    except StorageError as exc:
+        log.error("produce to %s-%d failed in storage: %s", name, p.index, exc)
+        return answer(p.index, ErrorCode.KAFKA_STORAGE_ERROR, message=str(exc))
+
+
 async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any | None:
     """The Produce response, or None for acks=0 (nothing is sent back)."""
     cls = response_class(header.api_key, header.api_version)
@@ -310,28 +338,11 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
             if name is None:
                 results[(ti, pi)] = answer(p.index, ErrorCode.UNKNOWN_TOPIC_ID)
                 continue
-            try:
-                plog, batches = _validate(ctx, name, p.index, p.records)
-                if batches[0].header.producer_id < 0 and len(batches) == 1:
-                    base = plog.append(batches[0].data)      # the plain path: no producer state
-                else:
-                    base = _append_checked(ctx, (name, p.index), plog, batches, transactional_id,
-                                           header.api_version)
-                appended.append((ti, pi, plog, base))
-                ctx.watch.ring((name, p.index))
-            except PartitionFailure as exc:
-                log.debug("produce to %s-%d refused: %s", name, p.index, exc.message)
-                results[(ti, pi)] = answer(p.index, exc.code, message=exc.message if exc.answered else None)
-            except InvalidBatchError as exc:
-                log.warning("produce to %s-%d: storage refused a batch: %s", name, p.index, exc)
-                results[(ti, pi)] = answer(p.index, ErrorCode.CORRUPT_MESSAGE, message=str(exc))
-            except NOT_LEADER as exc:
-                # Another node took the partition over under us (this node was paused).
-                ctx.cluster.fenced()
-                results[(ti, pi)] = answer(p.index, ErrorCode.NOT_LEADER_OR_FOLLOWER, message=str(exc))
-            except StorageError as exc:
-                log.error("produce to %s-%d failed in storage: %s", name, p.index, exc)
-                results[(ti, pi)] = answer(p.index, ErrorCode.KAFKA_STORAGE_ERROR, message=str(exc))
+            outcome = _append_one(ctx, name, p, transactional_id, version, answer)
+            if isinstance(outcome, tuple):
+                appended.append((ti, pi, *outcome))
+            else:
+                results[(ti, pi)] = outcome
 
     # 3. Make the appends as durable as acks asks.
     failed, lost = await _make_durable(ctx, {id(plog): plog for _, _, plog, _ in appended}, acks)
