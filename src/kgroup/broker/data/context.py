@@ -169,7 +169,7 @@ class DataContext:
     verify_txn: TxnVerifier | None = None
     # Adds a transaction.version 2 producer's partitions to its transaction before a produce
     # (KIP-890 part 2; txn/implicit_add.py): (produce version, transactional id, request).
-    add_to_txn: Callable[[int, str | None, Any], Awaitable[None]] | None = None
+    add_to_txn: Callable[[int, str | None, Any, list[str | None]], Awaitable[None]] | None = None
     # This broker's fetch sessions (KIP-227; fetch_sessions.py).
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
 
@@ -177,8 +177,9 @@ class DataContext:
         if self.cluster is None:
             self.cluster = SingleNode(self.config)
 
-    async def join_txn(self, version: int, transactional_id: str | None, request: Any) -> None:
+    async def join_txn(self, version: int, transactional_id: str | None, request: Any,
+                       names: list[str | None]) -> None:
         """Before a produce: a transaction.version 2 producer's partitions join its
         transaction (KIP-890 part 2, txn/implicit_add.py); nothing for anyone else."""
         if self.add_to_txn is not None and transactional_id:
-            await self.add_to_txn(version, transactional_id, request)
+            await self.add_to_txn(version, transactional_id, request, names)

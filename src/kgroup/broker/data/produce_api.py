@@ -323,7 +323,7 @@ async def produce(ctx: DataContext, header: RequestHeader, request: Any) -> Any 
     results: dict[tuple[int, int], Any] = {}
     appended: list[tuple[int, int, PartitionLog, int]] = []  # (ti, pi, log, base offset)
     transactional_id = get(request, "transactional_id", None)
-    await ctx.join_txn(header.api_version, transactional_id, request)
+    await ctx.join_txn(version, transactional_id, request, names)
     # Kafka keys a produce by partition: a partition named twice is written once, with the
     # records of its last mention, and answered once.
     # (v13: keyed by topic id, an unknown id too.)

@@ -25,26 +25,31 @@ from kgroup.core.transactions import messages as tm
 FIRST_TV2_PRODUCE = 12
 
 
-def transactional_writes(request: Any) -> dict[tuple[int, int], tuple[tuple[str, int], ...]]:
+def transactional_writes(request: Any, names: list[str | None]) -> dict[tuple[int, int], tuple[tuple[str, int], ...]]:
     """(producer id, epoch) -> the partitions whose first batch is transactional, by peeking
-    at each partition's first batch header (the produce path validates it afterwards)."""
+    at each partition's first batch header (the produce path validates it afterwards).
+    `names` are the request topics' names in order (Produce v13 names topics by id: the
+    produce path resolved them; an unknown id, None, is answered UNKNOWN_TOPIC_ID there)."""
     found: dict[tuple[int, int], list[tuple[str, int]]] = {}
-    for t in request.topic_data:
+    for t, name in zip(request.topic_data, names):
+        if name is None:
+            continue
         for p in t.partition_data:
             blob = p.records
             if blob is None or len(blob) < HEADER_SIZE or not blob[ATTRIBUTES_AT + 1] & TRANSACTIONAL_BIT:
                 continue
             fields = HEADER.unpack_from(bytes(blob[:HEADER_SIZE]))
             producer_id, epoch = fields[9], fields[10]
-            found.setdefault((producer_id, epoch), []).append((t.name, int(p.index)))
+            found.setdefault((producer_id, epoch), []).append((name, int(p.index)))
     return {k: tuple(dict.fromkeys(v)) for k, v in found.items()}
 
 
-async def add_for_produce(groups: GroupApi, version: int, transactional_id: str | None, request: Any) -> None:
+async def add_for_produce(groups: GroupApi, version: int, transactional_id: str | None, request: Any,
+                          names: list[str | None]) -> None:
     """Add the partitions of a TV2 producer's transactional batches to its transaction."""
     if version < FIRST_TV2_PRODUCE or not transactional_id:
         return
-    for (producer_id, epoch), partitions in transactional_writes(request).items():
+    for (producer_id, epoch), partitions in transactional_writes(request, names).items():
         shard = groups.shard_of(transactional_id)
         if not shard.loaded:
             return      # the verification answers COORDINATOR_LOAD_IN_PROGRESS (retriable)
