@@ -421,28 +421,31 @@ def test_describe_and_group_events_show_groups_of_any_protocol_type(broker, caps
             assert main(["groups", "describe", group, "--members", "--verbose", "--bootstrap-server",
                          broker.bootstrap]) == 0
             lines = capsys.readouterr().out.splitlines()
-            assert lines[0].split()[-3:] == ["METADATA-BYTES", "ASSIGNMENT-BYTES", "ASSIGNMENT"]
+            assert lines[0].split()[-4:] == ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH",
+                                             "TARGET-ASSIGNMENT"]
             return doc, {r[1]: r for r in (line.split() for line in lines[1:])}
 
         doc, rows = describe(groups["tasks"])
         assert (doc["protocol_type"], doc["assignment_strategy"], len(doc["members"])) == (
             "kgroup-tasks", "sticky", 2)
-        shown = {mid: r[-1] for mid, r in rows.items()}
+        shown = {mid: r[-3] for mid, r in rows.items()}
         assert {mid: sorted(set(v.split(","))) for mid, v in shown.items()} == {
             h.target.membership.member_id: sorted(h.tasks) for h in tasks}
-        assert all(int(r[-3]) > 0 and int(r[-2]) > 0 and r[-4] == "-" for r in rows.values())
+        assert all(r[-5:-3] == ["-", "-"] and r[-2:] == ["-", "-"] for r in rows.values())
+        assert all(m["metadata_bytes"] > 0 and m["assignment_bytes"] > 0 for m in doc["members"])
 
         doc, rows = describe(groups["leader"])
         assert (doc["protocol_type"], doc["assignment_strategy"], len(doc["members"])) == (
             "kgroup-leader", "v1", 2)
-        assert {r[-1] for r in rows.values()} == {"leader", "follower"}
+        assert {r[-3] for r in rows.values()} == {"leader", "follower"}
         leader = next(h for h in leaders if h.is_leader)
-        assert rows[leader.target.membership.member_id][-1] == "leader"
+        assert rows[leader.target.membership.member_id][-3] == "leader"
 
         doc, rows = describe(groups["jobs"])
         assert (doc["protocol_type"], doc["assignment_strategy"], len(doc["members"])) == ("jobs", "v1", 1)
         (row,) = rows.values()
-        assert row[-3:] == ["5", "3", "opaque"]
+        assert row[-3] == "opaque"
+        assert (doc["members"][0]["metadata_bytes"], doc["members"][0]["assignment_bytes"]) == (5, 3)
         assert doc["members"][0]["assignment"] == "opaque" and doc["members"][0]["partitions"] is None
     finally:
         for h in helpers:

@@ -46,7 +46,7 @@ from kgroup.offset_reset import reset_refused
 from .commands import describe_group_or_none, existing_topic, group_errors, log_end_offsets, raise_group_error
 from .config_tools import alter_and_print
 from .errors import CliError, UsageError
-from .member_payloads import assignment_text
+from .member_payloads import assignment_text, kafka_assignment
 from .ops_parser import one_group
 from .output import cell, emit_json, table
 from .specs import TopicSpec, read_partition_list, read_reset_plan
@@ -232,16 +232,22 @@ def _member_rows(d: _Described) -> list[dict[str, Any]]:
         partitions = None if m.assignment is None else \
             [{"topic": t, "partition": p} for t, ps in sorted(m.assignment.items()) for p in ps]
         if partitions is not None:
-            by_topic: dict[str, list[int]] = {}
-            for tp in partitions:
-                by_topic.setdefault(tp["topic"], []).append(tp["partition"])
+            by_topic = _by_topic(partitions)
             assignment = ", ".join(f"{t}({','.join(map(str, ps))})" for t, ps in sorted(by_topic.items())) or "-"
         else:
             assignment = assignment_text(desc, m)        # tasks, leader/follower, or opaque bytes
+        target = m.target_assignment
         rows.append({"consumer_id": m.member_id, "group_instance_id": m.group_instance_id, "host": m.client_host,
                      "client_id": m.client_id, "partitions": partitions, "assignment": assignment,
                      "metadata_bytes": len(m.metadata) if has_bytes else None,
-                     "assignment_bytes": len(m.assignment_bytes) if has_bytes else None})
+                     "assignment_bytes": len(m.assignment_bytes) if has_bytes else None,
+                     # --members --verbose: Kafka 4.4's columns (KIP-848's epochs and target
+                     # assignment; KIP-1099's UPGRADED for a consumer group's classic members)
+                     "current_epoch": m.member_epoch,
+                     "current_assignment": assignment_text(desc, m),
+                     "target_epoch": desc.assignment_epoch if target is not None else None,
+                     "target_assignment": None if target is None else kafka_assignment(target) or None,
+                     "upgraded": m.upgraded})
     return rows
 
 
@@ -294,21 +300,45 @@ def _print_lag_per_topic(d: _Described, out: TextIO) -> None:
 
 
 def _print_members(d: _Described, out: TextIO, verbose: bool) -> None:
+    """Kafka 4.4's --members tables: kafka-share-groups' for a share group, else
+    kafka-consumer-groups' (GROUP-INSTANCE-ID only when a member has one, blank for the
+    others; --verbose: each member's epoch and assignment, the group's target epoch and the
+    member's target, and UPGRADED when a consumer group has members of both protocols)."""
     members = _member_rows(d)
+    if _is_share(d.description):
+        head = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", *(["MEMBER-EPOCH"] if verbose else []),
+                "ASSIGNMENT"]
+        rows = [head] + [[d.group, m["consumer_id"], m["host"], m["client_id"], str(len(m["partitions"] or ())),
+                          *([cell(m["current_epoch"])] if verbose else []),
+                          kafka_assignment(_by_topic(m["partitions"]))]
+                         for m in sorted(members, key=lambda m: m["consumer_id"])]
+        table(rows, out)
+        return
     with_instance = any(m["group_instance_id"] for m in members)
+    upgraded = verbose and {m["upgraded"] for m in members} >= {True, False}
     head = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if with_instance else []) + \
         ["HOST", "CLIENT-ID", "#PARTITIONS"]
     if verbose:
-        head += ["METADATA-BYTES", "ASSIGNMENT-BYTES", "ASSIGNMENT"]
+        head += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        head += ["UPGRADED"] if upgraded else []
     rows = [head]
     for m in members:
         parts = m["partitions"]
-        row = [d.group, m["consumer_id"]] + ([cell(m["group_instance_id"])] if with_instance else [])
+        row = [d.group, m["consumer_id"]] + ([m["group_instance_id"] or ""] if with_instance else [])
         row += [m["host"], m["client_id"], cell(None if parts is None else len(parts))]
         if verbose:
-            row += [cell(m["metadata_bytes"]), cell(m["assignment_bytes"]), m["assignment"]]
+            row += [cell(m["current_epoch"]), m["current_assignment"], cell(m["target_epoch"]),
+                    cell(m["target_assignment"])]
+            row += [cell(None if m["upgraded"] is None else str(m["upgraded"]).lower())] if upgraded else []
         rows.append(row)
     table(rows, out)
+
+
+def _by_topic(partitions: list[dict[str, Any]] | None) -> dict[str, list[int]]:
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions or ():
+        by_topic.setdefault(tp["topic"], []).append(tp["partition"])
+    return by_topic
 
 
 def _print_state(d: _Described, out: TextIO, verbose: bool = False) -> None:

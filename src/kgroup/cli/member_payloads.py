@@ -8,17 +8,24 @@ group, tasks of a ``kgroup-tasks`` group, who leads a ``kgroup-leader`` group.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from kgroup.assignors import leader_protocol, task_protocol
 from kgroup.assignors.protocol_bytes import ProtocolBytesError
 from kgroup.client.admin import GroupDescription, MemberDescription
 
 
+def kafka_assignment(partitions: Mapping[str, Sequence[int]]) -> str:
+    """Partitions as Kafka 4.4's group tools print them: ``topic:0,1`` per topic, partitions
+    in numeric order, the topics' texts sorted and joined by ``;`` (empty: nothing)."""
+    return ";".join(sorted(f"{t}:{','.join(map(str, sorted(ps)))}" for t, ps in partitions.items() if ps))
+
+
 def assignment_text(group: GroupDescription, member: MemberDescription) -> str:
-    """The member's assignment as text: partitions, tasks, leader or follower, or
+    """The member's assignment as text: partitions (Kafka's ``topic:0,1;other:2``), tasks, leader or follower, or
     ``opaque`` for a protocol type kgroup does not know (``-``: nothing assigned)."""
     if member.assignment is not None:
-        return ",".join(f"{t}-{p}" for t, ps in sorted(member.assignment.items())
-                        for p in ps) or "-"
+        return kafka_assignment(member.assignment) or "-"
     raw = member.assignment_bytes
     try:
         if group.protocol_type == task_protocol.PROTOCOL_TYPE:

@@ -85,6 +85,13 @@ class MemberDescription:
     assignment_bytes: bytes
     # topic -> partitions when the assignment bytes are ConsumerProtocol, else None
     assignment: Mapping[str, tuple[int, ...]] | None = None
+    # The modern describe APIs only (None from DescribeGroups): the member's epoch; a consumer
+    # group member's target assignment; and whether it speaks the consumer protocol (True) or
+    # is a classic member of a consumer group (False), None where the broker does not say
+    # (ConsumerGroupDescribe v1's MemberType, KIP-1099).
+    member_epoch: int | None = None
+    target_assignment: Mapping[str, tuple[int, ...]] | None = None
+    upgraded: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +111,15 @@ class GroupDescription:
     # The group epoch (ConsumerGroupDescribe, ShareGroupDescribe, StreamsGroupDescribe); None
     # for classic groups, whose generation DescribeGroups does not tell.
     epoch: int | None = None
+    # The epoch of the group's target assignment (ConsumerGroupDescribe's AssignmentEpoch).
+    assignment_epoch: int | None = None
+
+
+def _topic_partitions(assignment: Any) -> dict[str, tuple[int, ...]] | None:
+    """A describe API's Assignment as topic -> partitions (None: no assignment given)."""
+    if assignment is None:
+        return None
+    return {tp.topic_name or str(tp.topic_id): tuple(sorted(tp.partitions)) for tp in assignment.topic_partitions}
 
 
 # -- the client --------------------------------------------------------------------------
@@ -241,7 +257,7 @@ class AdminClient(AsyncClient, TopicsAdmin, RecordsAdmin, SecurityAdmin):
             MemberDescription(
                 member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
                 client_host=m.client_host, metadata=b"", assignment_bytes=b"",
-                assignment=partitions(m.assignment.active_tasks))
+                assignment=partitions(m.assignment.active_tasks), member_epoch=int(m.member_epoch))
             for m in g.members
         )
         return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=STREAMS.protocol_type,
@@ -313,14 +329,17 @@ class AdminClient(AsyncClient, TopicsAdmin, RecordsAdmin, SecurityAdmin):
             MemberDescription(
                 member_id=m.member_id, group_instance_id=getattr(m, "instance_id", None), client_id=m.client_id,
                 client_host=m.client_host, metadata=b"", assignment_bytes=b"",
-                assignment={tp.topic_name or str(tp.topic_id): tuple(sorted(tp.partitions))
-                            for tp in m.assignment.topic_partitions},
+                assignment=_topic_partitions(m.assignment), member_epoch=int(m.member_epoch),
+                target_assignment=_topic_partitions(getattr(m, "target_assignment", None)),
+                upgraded={0: False, 1: True}.get(getattr(m, "member_type", -1)),
             )
             for m in g.members
         )
+        target_epoch = getattr(g, "assignment_epoch", None)
         return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=kind.protocol_type,
                                 protocol=g.assignor_name, members=members, group_type=kind.name,
-                                epoch=int(g.group_epoch))
+                                epoch=int(g.group_epoch),
+                                assignment_epoch=None if target_epoch is None else int(target_epoch))
 
     async def _describe_classic_group(self, group: str) -> GroupDescription:
         resp = await self._call_coordinator(
