@@ -1,6 +1,6 @@
 """OffsetForLeaderEpoch (KIP-320) and DescribeTopicPartitions (KIP-966) on a real data dir at
 every version served, and where a leader epoch ends over a history of several epochs (as
-Kafka's leader-epoch cache answers; kgroup's own histories have one epoch today)."""
+Kafka's leader-epoch cache answers)."""
 
 from __future__ import annotations
 
@@ -39,9 +39,9 @@ def test_an_empty_history_answers_nothing():
 
 
 def test_fencing_by_the_current_leader_epoch():
-    assert fencing_error(-1) is None and fencing_error(0) is None
-    assert fencing_error(-2) == E.FENCED_LEADER_EPOCH
-    assert fencing_error(1) == E.UNKNOWN_LEADER_EPOCH
+    assert fencing_error(-1, 0) is None and fencing_error(0, 0) is None and fencing_error(3, 3) is None
+    assert fencing_error(-2, 0) == E.FENCED_LEADER_EPOCH and fencing_error(2, 3) == E.FENCED_LEADER_EPOCH
+    assert fencing_error(1, 0) == E.UNKNOWN_LEADER_EPOCH and fencing_error(4, 3) == E.UNKNOWN_LEADER_EPOCH
 
 
 @pytest.mark.parametrize("version", versions(23))

@@ -31,7 +31,6 @@ from typing import Any
 
 from kgroup.acl_bindings import ResourceType
 from kgroup.broker.data.context import DataContext
-from kgroup.broker.data.leader_epochs_api import LEADER_EPOCH
 from kgroup.broker.data.metadata_api import legal_topic_name
 from kgroup.broker.data.replicas import replica_set
 from kgroup.broker.internal_topics import is_internal
@@ -98,6 +97,7 @@ def _partition(ctx: DataContext, cls: type, meta: TopicMeta, p: int) -> Any:
     replicas, in_sync, offline = replica_set(p, sorted(ctx.config.nodes), ctx.cluster.brokers(),
                                              leader, meta.replication_factor)
     return build(part_cls, error_code=ErrorCode.NONE if leader is not None else ErrorCode.LEADER_NOT_AVAILABLE,
-                 partition_index=p, leader_id=leader if leader is not None else -1, leader_epoch=LEADER_EPOCH,
+                 partition_index=p, leader_id=leader if leader is not None else -1,
+                 leader_epoch=ctx.data.leader_epoch(meta.slots[p]) if p < len(meta.slots) else 0,
                  replica_nodes=replicas, isr_nodes=in_sync, offline_replicas=offline,
                  eligible_leader_replicas=(), last_known_elr=())
