@@ -42,8 +42,8 @@ between the bytes of the response around them, or reads them in where it cannot 
 `fetch` builds the same response as kio objects (the reference, byte for byte).
 Ownership: a partition this node does not own is answered NOT_LEADER_OR_FOLLOWER before
 anything is read, and the connection re-checks ownership before the answer goes out. A
-current_leader_epoch (v9+) older than the partition's leader epoch is FENCED_LEADER_EPOCH, a
-newer one UNKNOWN_LEADER_EPOCH (data/leader_epochs_api.py), as Kafka checks it.
+current_leader_epoch (v9+; any negative one means none) older than the partition's leader
+epoch is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (data/leader_epochs_api.py), as Kafka checks it.
 """
 
 from __future__ import annotations
@@ -310,7 +310,8 @@ def _read(ctx: DataContext, asks: Any, version: int, read_committed: bool, max_b
             plog = ctx.data.partition_log(name, index)
             if not plog.owned:
                 raise NotOwnedError(f"{name}-{index} was taken over by another node")
-            check_leader_epoch(int(get(p, "current_leader_epoch", -1)), plog.leader_epoch)
+            # Kafka's Fetch takes any negative epoch for "not given" (-1 only, elsewhere).
+            check_leader_epoch(max(int(get(p, "current_leader_epoch", -1)), -1), plog.leader_epoch)
             start, end = plog.log_start_offset, plog.log_end_offset
             offset = int(p.fetch_offset)
             if not start <= offset <= end:
