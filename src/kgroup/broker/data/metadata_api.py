@@ -106,8 +106,9 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
     def partition(meta: TopicMeta, p: int) -> Any:
         leader = cluster.leader(meta.slots[p]) if p < len(meta.slots) else None
         if leader is None:
+            epoch = ctx.data.leader_epoch(meta.slots[p]) if p < len(meta.slots) else 0
             return build(part_cls, error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p,
-                         leader_id=-1, leader_epoch=0, replica_nodes=(), isr_nodes=(), offline_replicas=())
+                         leader_id=-1, leader_epoch=epoch, replica_nodes=(), isr_nodes=(), offline_replicas=())
         replicas, in_sync, offline = replica_set(p, nodes, live, leader, meta.replication_factor)
         return build(part_cls, error_code=ErrorCode.NONE, partition_index=p, leader_id=leader,
                      leader_epoch=ctx.data.leader_epoch(meta.slots[p]), replica_nodes=replicas, isr_nodes=in_sync, offline_replicas=offline)
