@@ -7,7 +7,7 @@ from typing import Any
 
 from kgroup.conformance import observe
 from kgroup.conformance.messages import request
-from kgroup.conformance.scenarios import scenario
+from kgroup.conformance.scenarios import fetch_raw, scenario
 from kgroup.conformance.target import Target
 
 
@@ -114,12 +114,7 @@ async def leader_epoch_fencing(t: Target) -> None:
             t.add(f"ListOffsets v9 of timestamp {ts}, current_leader_epoch {current}", [
                 {"error_code": p.error_code, "offset": int(p.offset), "leader_epoch": int(p.leader_epoch)}
                 for tr in r.topics for p in tr.partitions])
-        r = await raw.call(request("Fetch", 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
-                                   isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[],
-                                   rack_id="", topics=[{"topic": topic, "partitions": [
-                                       {"partition": 0, "current_leader_epoch": current, "fetch_offset": 0,
-                                        "last_fetched_epoch": -1, "log_start_offset": -1,
-                                        "partition_max_bytes": 1 << 20}]}]))
+        r = await raw.call(fetch_raw._fetch(topic, [(0, 0)], 0, -1, current_leader_epoch=current))
         t.add(f"Fetch v12, current_leader_epoch {current}", [
             {"error_code": p.error_code, "high_watermark": int(p.high_watermark),
              "has_records": bool(p.records)} for tr in r.responses for p in tr.partitions])
