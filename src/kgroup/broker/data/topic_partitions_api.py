@@ -15,7 +15,8 @@ How this works, as Kafka 4.4's broker answers it:
 3. A named topic that does not exist is answered UNKNOWN_TOPIC_OR_PARTITION (an illegal name
    INVALID_TOPIC_EXCEPTION) with no partitions, and costs nothing of the budget.
 4. Each partition: its leader (in a cluster the node owning it; one moving is
-   LEADER_NOT_AVAILABLE, leader -1), the leader epoch (always 0, as Metadata says,
+   LEADER_NOT_AVAILABLE, leader -1), the leader epoch (0 on a single broker, one more per
+   takeover in a cluster, as Metadata says: storage/leader_epochs.py,
    leader_epochs_api.py), replicas, in-sync and offline replicas as Metadata lists them
    (data/replicas.py); the eligible leader replicas and the last known ones (KIP-966's ELR)
    are empty: the nodes share one data dir, so no in-sync replica is ever left behind.
