@@ -1,5 +1,6 @@
 """KIP-320 and KIP-966 in a 3-node kgroup cluster: `kafka-topics --describe` names each
-partition's leader, and after one moves, consumers that validate their positions
+partition's leader; after one moves, its leader epoch goes up (Metadata and
+DescribeTopicPartitions say so on every node), and consumers that validate their positions
 (OffsetForLeaderEpoch on the new leader) resume where they were,
 without an offset reset — a Java 4.4 consumer and a confluent-kafka (librdkafka) one, both
 with resets forbidden (auto.offset.reset none / error), so a reset would fail them."""
@@ -12,9 +13,11 @@ import urllib.request
 
 import pytest
 
+from kgroup.wire.codec import request_class
+from kgroup.wire.kio_build import build, item
 from tests.integration.broker_process import free_port
 from tests.integration.clients import create_topic, wait_for
-from tests.integration.cluster_process import ClusterProcess
+from tests.integration.cluster_process import ClusterProcess, call
 
 pytestmark = pytest.mark.integration
 
@@ -89,6 +92,18 @@ def _leaders(java, bootstrap: str) -> dict[int, int]:
     return {int(r[r.index("Partition:") + 1]): int(r[r.index("Leader:") + 1]) for r in rows}
 
 
+def _epochs(node) -> dict[str, dict[int, int]]:
+    """Each partition's leader epoch as `node` answers Metadata (v12) and
+    DescribeTopicPartitions (v0)."""
+    mcls, dcls = request_class(3, 12), request_class(75, 0)
+    metadata = call(node.port, 3, 12, topics=(build(item(mcls, "topics"), name=TOPIC),),
+                    allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    described = call(node.port, 75, 0, topics=(build(item(dcls, "topics"), name=TOPIC),),
+                     response_partition_limit=100, cursor=None)
+    return {"metadata": {int(p.partition_index): int(p.leader_epoch) for p in metadata.topics[0].partitions},
+            "describe": {int(p.partition_index): int(p.leader_epoch) for p in described.topics[0].partitions}}
+
+
 def _each_once(read: list[tuple[int, int]], per_partition: int) -> bool:
     return all(sorted(o for p, o in read if p == part) == list(range(per_partition)) for part in range(PARTITIONS))
 
@@ -110,6 +125,8 @@ def test_java_and_librdkafka_consumers_resume_without_a_reset_after_a_leader_mov
         java.wait_records("moves-java", PER_ROUND)
         wait_for(lambda: len(rdkafka.read) >= PER_ROUND, 60, what="librdkafka reading the first round")
         assert _leaders(java, cluster.bootstrap) == {0: 0, 1: 1, 2: 2}
+        before = _epochs(cluster.nodes[0])
+        assert before["metadata"] == before["describe"]
         asked_before = sum(_answered(n, "OffsetForLeaderEpoch") for n in cluster.nodes)
 
         # Node 2 leads partition 2; stopped, it hands the partition over to another node.
@@ -118,6 +135,11 @@ def test_java_and_librdkafka_consumers_resume_without_a_reset_after_a_leader_mov
         live = [n for n in cluster.nodes if n is not moved]
         wait_for(lambda: _leaders(java, ",".join(n.bootstrap for n in live)).get(2) in (0, 1), 30,
                  what="kafka-topics naming partition 2's new leader")
+        # The moved partition's leader epoch went up by one, the others' did not: every live
+        # node answers so in Metadata and DescribeTopicPartitions alike.
+        expected = {**before["metadata"], 2: before["metadata"][2] + 1}
+        for n in live:
+            assert _epochs(n) == {"metadata": expected, "describe": expected}
         java.call("producer.send", name="moves-producer", records=_records(PER_ROUND))
         java.wait_records("moves-java", 2 * PER_ROUND, timeout=90)
         wait_for(lambda: len(rdkafka.read) >= 2 * PER_ROUND, 90, what="librdkafka reading the second round")

@@ -67,6 +67,7 @@ from kgroup.storage.errors import (
     TopicError,
     TopicExistsError,
 )
+from kgroup.storage.leader_epochs import leader_epoch_of
 from kgroup.storage.metadata_log import DEFAULT_PARTITIONS, GroupMetadataLog
 from kgroup.storage.node_registry import NodeRegistry
 from kgroup.storage.ownership import OwnershipRecords
@@ -428,6 +429,12 @@ class DataDir:
         for slot, epoch in won.items():
             self.table.publish(slot, index, epoch)
         return won
+
+    def leader_epoch(self, slot: int) -> int:
+        """The leader epoch of unit `slot` as every node sees it: its current ownership
+        epoch less one (leader_epochs.py; 0 before anyone owns it, or once deleted)."""
+        epoch, _ = self.table.current(slot)
+        return 0 if epoch >= DELETED else leader_epoch_of(epoch)
 
     def holds(self, slot: int) -> bool:
         """Whether this node still owns unit `slot` at the epoch it opened it at."""

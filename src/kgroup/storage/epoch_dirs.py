@@ -45,6 +45,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kgroup.storage import leader_epochs
 from kgroup.storage.atomic_files import fsync_directory
 from kgroup.storage.errors import CorruptDataError, StorageError
 from kgroup.storage.recovery_point import RECOVERY_POINT_FILE, RecoveryPoint, read_recovery_point
@@ -98,6 +99,8 @@ class EpochPlan:
     new: bool = False                # nothing to inherit: e<epoch>/ was just created
     # The source's recovery point (recovery_point.py), read before the sizes were measured.
     recovery_point: RecoveryPoint | None = None
+    # The source's leader-epoch history (leader_epochs.py), carried into e<epoch>/.
+    leader_epochs: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def parents_to_sync(self) -> list[Path]:
@@ -130,6 +133,8 @@ class EpochPlan:
                 _write_synced(tmp / LOG_START_FILE, f"{log_start}\n".encode())
             if recovery_point is not None:
                 _write_synced(tmp / RECOVERY_POINT_FILE, recovery_point)
+            if self.leader_epochs:
+                _write_synced(tmp / leader_epochs.LEADER_EPOCHS_FILE, leader_epochs.encode(self.leader_epochs))
             _write_synced(tmp / SEAL_FILE, json.dumps(
                 {"version": 1, "epoch": self.epoch, "sealed": sealed}).encode())
             fsync_directory(tmp)
@@ -260,7 +265,8 @@ def _from_source(directory: Path, slot: int, epoch: int, target: Path, source: P
     # The recovery point is read before any size is measured: a previous owner still
     # running may write a later one, which would not fit the seal (and be ignored).
     plan = EpochPlan(directory, slot, epoch, target, resumed=False, log_start=_read_log_start(source),
-                     recovery_point=read_recovery_point(source))
+                     recovery_point=read_recovery_point(source),
+                     leader_epochs=leader_epochs.read(source) if source != directory else [])
     try:
         names = sorted(os.listdir(source))
     except OSError as exc:

@@ -41,6 +41,7 @@ from kgroup.storage.batch_header import (
     header_problem,
     parse_header,
 )
+from kgroup.storage import leader_epochs
 from kgroup.storage.config import LogConfig
 from kgroup.storage.errors import (
     CorruptDataError,
@@ -61,8 +62,8 @@ LOG_START_FILE = "log-start-offset"
 # A fetch answer smaller than this is read into memory: below it, a pread and a copy cost
 # less than handing the socket a file range.
 SLICE_MIN_BYTES = 64 * 1024
-# The partition leader epoch stamped on every appended batch (kgroup's leader epochs stay 0).
-LEADER_EPOCH_ZERO = struct.pack(">i", 0)
+# The partition leader epoch field of an appended batch (leader_epochs.py: the leader epoch).
+LEADER_EPOCH_FIELD = struct.Struct(">i")
 # A batch smaller than this is copied into the append buffer; a larger one is written from
 # the request's own bytes (pwritev), which must then not change: they are immutable bytes.
 _COPY_BELOW = 4096
@@ -77,6 +78,10 @@ class PartitionLog(SegmentedLog):
         self.config = config or LogConfig()
         super().__init__(directory, self.config.segment_bytes)
         self._log_start = 0
+        # The leader epoch this log is written at and its history (leader_epochs.py).
+        self.leader_epoch = leader_epochs.leader_epoch_of(plan.epoch) if plan is not None else 0
+        self._leader_epoch_field = LEADER_EPOCH_FIELD.pack(self.leader_epoch)
+        self._leader_epochs: list[tuple[int, int]] = []
         self._open(plan, fence, "partition directory")
 
     # -- opening -------------------------------------------------------------------------
@@ -116,6 +121,23 @@ class PartitionLog(SegmentedLog):
         self._log_start = self._segments[0].base_offset
         if stored is not None:
             self._log_start = min(max(self._log_start, stored), self._end_offset)
+        if plan is not None:
+            self._begin_leader_epoch(plan)
+
+    def _begin_leader_epoch(self, plan) -> None:
+        """Read this epoch directory's leader-epoch history; a new leader epoch begins at
+        the log end and is written down before anything is appended at it."""
+        entries = leader_epochs.read(plan.target)
+        if not entries and not (plan.resumed or plan.new):
+            entries = list(plan.leader_epochs)
+        if self.leader_epoch > 0 and (not entries or entries[-1][0] < self.leader_epoch):
+            entries = leader_epochs.assign(entries or [(0, self._log_start)], self.leader_epoch, self._end_offset)
+            leader_epochs.write(plan.target, entries)
+        self._leader_epochs = entries
+
+    def leader_epoch_history(self) -> list[tuple[int, int]]:
+        """(leader epoch, start offset) entries, oldest first, over the current log start."""
+        return leader_epochs.effective(self._leader_epochs, self._log_start)
 
     def _stored_log_start(self, directory: Path) -> int | None:
         checkpoint = directory / LOG_START_FILE
@@ -217,9 +239,9 @@ class PartitionLog(SegmentedLog):
             pos = seg.size
             # The batch is written as received, by reference; its base offset and its
             # partition leader epoch (both outside the CRC) are the pieces made here: Kafka
-            # stamps the leader's epoch (always 0 in kgroup) on every batch it appends, and
-            # clients commit it as the leader epoch of the offsets they read.
-            self._buffer_copy(BASE_OFFSET.pack(base) + bytes(batch[8:12]) + LEADER_EPOCH_ZERO)
+            # stamps the leader's epoch on every batch it appends, and clients commit it as
+            # the leader epoch of the offsets they read.
+            self._buffer_copy(BASE_OFFSET.pack(base) + bytes(batch[8:12]) + self._leader_epoch_field)
             if n >= _COPY_BELOW and type(batch) is bytes:
                 self._buffer_ref(memoryview(batch)[16:])
             else:

@@ -1,6 +1,6 @@
 """OffsetForLeaderEpoch (KIP-320) and DescribeTopicPartitions (KIP-966) on a real data dir at
 every version served, and where a leader epoch ends over a history of several epochs (as
-Kafka's leader-epoch cache answers; kgroup's own histories have one epoch today)."""
+Kafka's leader-epoch cache answers)."""
 
 from __future__ import annotations
 
@@ -39,9 +39,9 @@ def test_an_empty_history_answers_nothing():
 
 
 def test_fencing_by_the_current_leader_epoch():
-    assert fencing_error(-1) is None and fencing_error(0) is None
-    assert fencing_error(-2) == E.FENCED_LEADER_EPOCH
-    assert fencing_error(1) == E.UNKNOWN_LEADER_EPOCH
+    assert fencing_error(-1, 0) is None and fencing_error(0, 0) is None and fencing_error(3, 3) is None
+    assert fencing_error(-2, 0) == E.FENCED_LEADER_EPOCH and fencing_error(2, 3) == E.FENCED_LEADER_EPOCH
+    assert fencing_error(1, 0) == E.UNKNOWN_LEADER_EPOCH and fencing_error(4, 3) == E.UNKNOWN_LEADER_EPOCH
 
 
 @pytest.mark.parametrize("version", versions(23))
@@ -110,3 +110,30 @@ def test_both_apis_are_served_at_kafka_4_4s_versions():
     assert (SERVED[23].min_version, SERVED[23].max_version) == (2, 4)
     assert (SERVED[75].min_version, SERVED[75].max_version) == (0, 0)
     assert SERVED[35].max_version == 5
+
+
+def test_fetch_and_list_offsets_fence_a_current_leader_epoch_that_is_not_the_partitions(tmp_path):
+    """KIP-320: a single broker leads at epoch 0; a consumer naming epoch 1 (from the future)
+    is UNKNOWN_LEADER_EPOCH, one naming -1 or 0 is answered."""
+    async def scenario(ctx: DataCtx):
+        ctx.data.create_topic("t", 1)
+        await ctx.produce(9, {"t": {0: batch(3)}})
+        got = {}
+        for epoch in (-1, 0, 1):
+            r = await call(ctx.dp.list_offsets, 2, 9, replica_id=-1, isolation_level=0, topics=[
+                {"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": epoch, "timestamp": -1}]}])
+            p = r.topics[0].partitions[0]
+            got[("list", epoch)] = (int(p.error_code), int(p.offset), int(p.leader_epoch))
+            r = await call(ctx.dp.fetch, 1, 12, replica_id=-1, max_wait=0, min_bytes=0, max_bytes=1 << 20,
+                           isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[],
+                           rack_id="", topics=[{"topic": "t", "partitions": [
+                               {"partition": 0, "current_leader_epoch": epoch, "fetch_offset": 0,
+                                "last_fetched_epoch": -1, "log_start_offset": -1,
+                                "partition_max_bytes": 1 << 20}]}])
+            p = r.responses[0].partitions[0]
+            got[("fetch", epoch)] = (int(p.error_code), int(p.high_watermark))
+        assert got == {("list", -1): (0, 3, 0), ("list", 0): (0, 3, 0),
+                       ("list", 1): (E.UNKNOWN_LEADER_EPOCH, -1, -1),
+                       ("fetch", -1): (0, 3), ("fetch", 0): (0, 3), ("fetch", 1): (E.UNKNOWN_LEADER_EPOCH, -1)}
+
+    run(tmp_path, scenario)

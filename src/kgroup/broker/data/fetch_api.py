@@ -41,7 +41,9 @@ segment file (`RecordsSlice`, its own descriptor); the connection sends those wi
 between the bytes of the response around them, or reads them in where it cannot (TLS).
 `fetch` builds the same response as kio objects (the reference, byte for byte).
 Ownership: a partition this node does not own is answered NOT_LEADER_OR_FOLLOWER before
-anything is read, and the connection re-checks ownership before the answer goes out.
+anything is read, and the connection re-checks ownership before the answer goes out. A
+current_leader_epoch (v9+; any negative one means none) older than the partition's leader
+epoch is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (data/leader_epochs_api.py), as Kafka checks it.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from typing import Any
 
 from kgroup.batch_layout import BASE_AND_LENGTH, LAST_OFFSET_DELTA, LAST_OFFSET_DELTA_AT, LOG_OVERHEAD
 from kgroup.broker.data.context import NOT_LEADER, DataContext, log
+from kgroup.broker.data.leader_epochs_api import LeaderEpochError, check_leader_epoch
 from kgroup.broker.data.fetch_sessions import (FINAL_EPOCH, INVALID_SESSION_ID, TOPIC_IDS_FROM, Key, PartitionRead,
                                                PlanKind)
 from kgroup.wire.kio_build import build, get, item, ms
@@ -307,6 +310,8 @@ def _read(ctx: DataContext, asks: Any, version: int, read_committed: bool, max_b
             plog = ctx.data.partition_log(name, index)
             if not plog.owned:
                 raise NotOwnedError(f"{name}-{index} was taken over by another node")
+            # Kafka's Fetch takes any negative epoch for "not given" (-1 only, elsewhere).
+            check_leader_epoch(max(int(get(p, "current_leader_epoch", -1)), -1), plog.leader_epoch)
             start, end = plog.log_start_offset, plog.log_end_offset
             offset = int(p.fetch_offset)
             if not start <= offset <= end:
@@ -340,6 +345,8 @@ def _read(ctx: DataContext, asks: Any, version: int, read_committed: bool, max_b
             answer = FetchPartition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         except NOT_LEADER:
             answer = FetchPartition(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        except LeaderEpochError as exc:
+            answer = FetchPartition(index, exc.code)
         except OffsetOutOfRangeError as exc:
             log.debug("fetch: %s", exc)
             answer = FetchPartition(index, ErrorCode.OFFSET_OUT_OF_RANGE)

@@ -5,13 +5,13 @@ Version notes: v2 current_leader_epoch (the fencing check below); v3 replica_id 
 and consumers alike are answered from the leader's log); v4 flexible. Kafka 4.4 serves v2–v4.
 
 The epoch history of a partition is a list of (epoch, start offset) entries, oldest first,
-as Kafka's leader-epoch cache (LeaderEpochFileCache) keeps them. kgroup's nodes share one
-data dir and never truncate a log under a reader, and a partition's leader epoch is
-`LEADER_EPOCH` (0: Metadata, ListOffsets and the epoch stamped on every batch say the same)
-on a single broker and in a cluster alike; its history is the one entry (0, log start).
-A leader move in a cluster changes the leader, not the epoch: clients validate their
-positions after it (Java consumers do whenever the leader changes) and find the epoch
-running to the log end, as nothing was truncated.
+as Kafka's leader-epoch cache (LeaderEpochFileCache) keeps them: storage/leader_epochs.py
+keeps it per partition, in its epoch directory, across takeovers. A partition's leader epoch
+is its ownership epoch less one: 0 on a single broker for ever (as on a single Kafka
+broker), one more after each takeover in a cluster; Metadata, DescribeTopicPartitions,
+ListOffsets and the epoch stamped on appended batches say the same. kgroup's nodes share one
+data dir and never truncate a log under a reader, so a client validating its position after
+a leader move finds its epoch ending at or past the offset it holds.
 
 The end offset of a requested epoch, as Kafka answers it (`end_offset_for`):
 - -1 (no epoch): (-1, -1);
@@ -39,16 +39,9 @@ from kgroup.storage.errors import NotOwnedError, TopicError
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item
 
-# The leader epoch of every partition kgroup serves (see the module docstring).
-LEADER_EPOCH = 0
 UNDEFINED = (-1, -1)
 
 EpochHistory = Sequence[tuple[int, int]]   # (epoch, start offset), oldest first
-
-
-def history(log_start_offset: int) -> EpochHistory:
-    """A partition's leader-epoch history: one epoch since its log start."""
-    return ((LEADER_EPOCH, log_start_offset),)
 
 
 def end_offset_for(entries: EpochHistory, requested: int, log_end_offset: int) -> tuple[int, int]:
@@ -64,11 +57,38 @@ def end_offset_for(entries: EpochHistory, requested: int, log_end_offset: int) -
     return (floor[-1][0] if floor else requested), higher[1]
 
 
-def fencing_error(current_leader_epoch: int) -> ErrorCode | None:
-    """The error a client's idea of the current leader epoch gets, None when it is right."""
-    if current_leader_epoch == -1 or current_leader_epoch == LEADER_EPOCH:
+def fencing_error(current_leader_epoch: int, leader_epoch: int) -> ErrorCode | None:
+    """The error a client's idea of the current leader epoch gets, None when it is right
+    (-1: the client does not say)."""
+    if current_leader_epoch == -1 or current_leader_epoch == leader_epoch:
         return None
-    return ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH
+    return ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+class LeaderEpochError(Exception):
+    """A request's current_leader_epoch is not the partition's (Fetch, ListOffsets)."""
+
+    def __init__(self, code: ErrorCode) -> None:
+        super().__init__(code.name)
+        self.code = code
+
+
+def check_leader_epoch(current_leader_epoch: int, leader_epoch: int) -> None:
+    """Raise LeaderEpochError when `current_leader_epoch` is stale or from the future."""
+    code = fencing_error(current_leader_epoch, leader_epoch)
+    if code is not None:
+        raise LeaderEpochError(code)
+
+
+def epoch_of_offset(entries: EpochHistory, offset: int) -> int:
+    """The leader epoch `offset` was (or is to be) written at: that of the newest entry
+    starting at or before it (-1 before every entry)."""
+    found = -1
+    for epoch, start in entries:
+        if start > offset:
+            break
+        found = epoch
+    return found
 
 
 def offset_for_leader_epoch(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
@@ -83,10 +103,10 @@ def offset_for_leader_epoch(ctx: DataContext, header: RequestHeader, request: An
             plog = ctx.data.partition_log(topic, index)
             if not plog.owned:
                 raise NotOwnedError(f"{topic}-{index} was taken over by another node")
-            code = fencing_error(int(get(p, "current_leader_epoch", -1)))
+            code = fencing_error(int(get(p, "current_leader_epoch", -1)), plog.leader_epoch)
             if code is not None:
                 return build(part_cls, error_code=code, partition=index, leader_epoch=-1, end_offset=-1)
-            epoch, end = end_offset_for(history(plog.log_start_offset), int(p.leader_epoch), plog.log_end_offset)
+            epoch, end = end_offset_for(plog.leader_epoch_history(), int(p.leader_epoch), plog.log_end_offset)
             return build(part_cls, error_code=ErrorCode.NONE, partition=index, leader_epoch=epoch, end_offset=end)
         except TopicError:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -2,8 +2,10 @@
 
 Version notes: v0 (several offsets per partition) is not served; v1 one offset and its
 timestamp; v2 isolation level (read_committed: latest is the last stable offset, and an
-offset found by timestamp at or past it is not answered); v4 current_leader_epoch in, leader_epoch out (always 0, like
-Metadata); v6 flexible; v7 MAX_TIMESTAMP (-3, KIP-734); v8 EARLIEST_LOCAL (-4, KIP-405: no
+offset found by timestamp at or past it is not answered); v4 current_leader_epoch in (a stale one is
+FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH: data/leader_epochs_api.py), leader_epoch
+out (the epoch the offset was written at, from the partition's history: 0 on a single broker);
+v6 flexible; v7 MAX_TIMESTAMP (-3, KIP-734); v8 EARLIEST_LOCAL (-4, KIP-405: no
 tiered storage, so the log start); v9 LATEST_TIERED (-5, KIP-1005); v10 a timeout for remote
 reads (KIP-1075: nothing here is remote); v11 EARLIEST_PENDING_UPLOAD (-6, KIP-1023). A
 timestamp below the lowest special one the request's version knows (-3 at v6, -5 at v8, -7
@@ -24,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.data.context import NOT_LEADER, DataContext, log, per_partition_keyed
+from kgroup.broker.data.leader_epochs_api import LeaderEpochError, check_leader_epoch, epoch_of_offset
 from kgroup.wire.kio_build import build, get, item
 from kgroup.storage import PartitionLog, StorageError
 from kgroup.storage.errors import NotOwnedError, TopicError
@@ -125,14 +128,17 @@ def list_offsets(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
             plog = ctx.data.partition_log(topic, index)
             if not plog.owned:
                 raise NotOwnedError(f"{topic}-{index} was taken over by another node")
+            check_leader_epoch(int(get(p, "current_leader_epoch", -1)), plog.leader_epoch)
             if read_committed:
                 offset, timestamp = committed_lookup(ctx, (topic, index), plog, int(p.timestamp))
             else:
                 offset, timestamp = lookup(plog, int(p.timestamp))
             return dict(partition_index=index, error_code=ErrorCode.NONE, timestamp=timestamp, offset=offset,
-                        leader_epoch=0 if offset >= 0 else -1)
+                        leader_epoch=epoch_of_offset(plog.leader_epoch_history(), offset) if offset >= 0 else -1)
         except TopicError:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        except LeaderEpochError as exc:
+            code = exc.code
         except NOT_LEADER:
             code = ErrorCode.NOT_LEADER_OR_FOLLOWER
         except StorageError as exc:

@@ -21,10 +21,11 @@ node that owns it (broker/cluster/ownership.py); while it moves (its owner is do
 over) the partition is answered with LEADER_NOT_AVAILABLE and leader -1, and clients ask
 again. The brokers listed are the nodes not known to be down; the controller is the lowest
 of them. Each partition lists as many replicas as its topic's replication factor, the live
-ones in sync and the ones that are down offline (data/replicas.py: one shared data dir). Leader epochs stay 0: clients then take every leader change as news; a
-Java consumer validates its position on the new leader (OffsetForLeaderEpoch,
-data/leader_epochs_api.py), which finds epoch 0 running to the log end (the shared data dir
-has no replicas to diverge).
+ones in sync and the ones that are down offline (data/replicas.py: one shared data dir). The leader epoch is the partition's ownership epoch
+less one (storage/leader_epochs.py): 0 on a single broker, one more after each takeover; a
+consumer that sees it go up validates its position on the new leader (OffsetForLeaderEpoch,
+data/leader_epochs_api.py), which finds nothing truncated (the shared data dir has no
+replicas to diverge).
 
 Auto-creation: an unknown, legal topic name is created with `default_partitions` when the
 broker allows it and the request does. As Kafka 4.4 does, the request that creates it is
@@ -105,11 +106,12 @@ def metadata(ctx: DataContext, header: RequestHeader, request: Any) -> tuple[Any
     def partition(meta: TopicMeta, p: int) -> Any:
         leader = cluster.leader(meta.slots[p]) if p < len(meta.slots) else None
         if leader is None:
+            epoch = ctx.data.leader_epoch(meta.slots[p]) if p < len(meta.slots) else 0
             return build(part_cls, error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p,
-                         leader_id=-1, leader_epoch=0, replica_nodes=(), isr_nodes=(), offline_replicas=())
+                         leader_id=-1, leader_epoch=epoch, replica_nodes=(), isr_nodes=(), offline_replicas=())
         replicas, in_sync, offline = replica_set(p, nodes, live, leader, meta.replication_factor)
         return build(part_cls, error_code=ErrorCode.NONE, partition_index=p, leader_id=leader,
-                     leader_epoch=0, replica_nodes=replicas, isr_nodes=in_sync, offline_replicas=offline)
+                     leader_epoch=ctx.data.leader_epoch(meta.slots[p]), replica_nodes=replicas, isr_nodes=in_sync, offline_replicas=offline)
 
     def topic_ok(meta: TopicMeta) -> Any:
         parts = tuple(partition(meta, p) for p in range(meta.partitions))

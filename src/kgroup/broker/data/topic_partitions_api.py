@@ -15,7 +15,8 @@ How this works, as Kafka 4.4's broker answers it:
 3. A named topic that does not exist is answered UNKNOWN_TOPIC_OR_PARTITION (an illegal name
    INVALID_TOPIC_EXCEPTION) with no partitions, and costs nothing of the budget.
 4. Each partition: its leader (in a cluster the node owning it; one moving is
-   LEADER_NOT_AVAILABLE, leader -1), the leader epoch (always 0, as Metadata says,
+   LEADER_NOT_AVAILABLE, leader -1), the leader epoch (0 on a single broker, one more per
+   takeover in a cluster, as Metadata says: storage/leader_epochs.py,
    leader_epochs_api.py), replicas, in-sync and offline replicas as Metadata lists them
    (data/replicas.py); the eligible leader replicas and the last known ones (KIP-966's ELR)
    are empty: the nodes share one data dir, so no in-sync replica is ever left behind.
@@ -31,7 +32,6 @@ from typing import Any
 
 from kgroup.acl_bindings import ResourceType
 from kgroup.broker.data.context import DataContext
-from kgroup.broker.data.leader_epochs_api import LEADER_EPOCH
 from kgroup.broker.data.metadata_api import legal_topic_name
 from kgroup.broker.data.replicas import replica_set
 from kgroup.broker.internal_topics import is_internal
@@ -98,6 +98,7 @@ def _partition(ctx: DataContext, cls: type, meta: TopicMeta, p: int) -> Any:
     replicas, in_sync, offline = replica_set(p, sorted(ctx.config.nodes), ctx.cluster.brokers(),
                                              leader, meta.replication_factor)
     return build(part_cls, error_code=ErrorCode.NONE if leader is not None else ErrorCode.LEADER_NOT_AVAILABLE,
-                 partition_index=p, leader_id=leader if leader is not None else -1, leader_epoch=LEADER_EPOCH,
+                 partition_index=p, leader_id=leader if leader is not None else -1,
+                 leader_epoch=ctx.data.leader_epoch(meta.slots[p]) if p < len(meta.slots) else 0,
                  replica_nodes=replicas, isr_nodes=in_sync, offline_replicas=offline,
                  eligible_leader_replicas=(), last_known_elr=())

@@ -686,7 +686,7 @@ class _Leaders:
         self.named: set[int] = set()
 
     def of(self, pid: SharePartitionId, moved: bool) -> Any:
-        leader = -1
+        leader, epoch = -1, -1
         cluster = self.service.cluster
         if moved and cluster is not None:
             found = self.service._topics_by_id().get(pid[0])
@@ -695,12 +695,14 @@ class _Leaders:
                 node = cluster.leader(meta.slots[pid[1]])
                 if node is not None:
                     leader = node
+                    epoch = self.service.data.leader_epoch(meta.slots[pid[1]])
                     self.named.add(node)
         if not moved:
             # Not a leadership answer: Kafka leaves the struct at its defaults, 0 and 0.
             return build(self.leader_cls, leader_id=0, leader_epoch=0)
-        # Leader epochs stay 0 in kgroup (metadata_api.py); -1 where none is named.
-        return build(self.leader_cls, leader_id=leader, leader_epoch=0 if leader >= 0 else -1)
+        # The partition's leader epoch as Metadata names it (storage/leader_epochs.py); -1
+        # where no leader is named.
+        return build(self.leader_cls, leader_id=leader, leader_epoch=epoch if leader >= 0 else -1)
 
     def endpoints(self, endpoint_cls: type) -> tuple:
         if not self.named:

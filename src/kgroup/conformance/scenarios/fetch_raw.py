@@ -12,18 +12,20 @@ from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.target import Target
 
 
-def _partition(index: int, offset: int) -> dict[str, Any]:
-    return {"partition": index, "current_leader_epoch": -1, "fetch_offset": offset, "last_fetched_epoch": -1,
-            "log_start_offset": -1, "partition_max_bytes": 1 << 20}
+def _partition(index: int, offset: int, current_leader_epoch: int = -1) -> dict[str, Any]:
+    return {"partition": index, "current_leader_epoch": current_leader_epoch, "fetch_offset": offset,
+            "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}
 
 
 def _fetch(topic: Any, partitions: list[tuple[int, int]], session_id: int, epoch: int, *, version: int = 12,
-           forgotten: list[int] = (), max_bytes: int = 1 << 20, isolation_level: int = 0) -> Any:
+           forgotten: list[int] = (), max_bytes: int = 1 << 20, isolation_level: int = 0,
+           current_leader_epoch: int = -1) -> Any:
     """A Fetch of `topic` (a name, or a topic id from v13) for [(partition, offset)]."""
     key = "topic_id" if version >= 13 else "topic"
     return request("Fetch", version, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes,
                    isolation_level=isolation_level, session_id=session_id, session_epoch=epoch,
-                   topics=[{key: topic, "partitions": [_partition(p, o) for p, o in partitions]}] if partitions else [],
+                   topics=[{key: topic, "partitions": [_partition(p, o, current_leader_epoch) for p, o in partitions]}]
+                   if partitions else [],
                    forgotten_topics_data=[{key: topic, "partitions": list(forgotten)}] if forgotten else [],
                    rack_id="")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from kgroup.conformance import observe
 from kgroup.conformance.messages import request
-from kgroup.conformance.scenarios import scenario
+from kgroup.conformance.scenarios import fetch_raw, scenario
 from kgroup.conformance.target import Target
 
 
@@ -95,3 +95,26 @@ async def offset_for_leader_epoch(t: Target) -> None:
     t.add("OffsetForLeaderEpoch of a missing topic", [
         {"topic": tr.topic, "partition": int(p.partition), "error_code": p.error_code} for tr in r.topics
         for p in tr.partitions])
+
+
+@scenario("data", "Fetch and ListOffsets: current_leader_epoch fencing (KIP-320)",
+          rule="a partition's leader epoch is 0 on a single broker; a Fetch (v9+) or ListOffsets (v4+) naming "
+               "current_leader_epoch -1 or 0 is answered, an older one FENCED_LEADER_EPOCH and a newer one "
+               "UNKNOWN_LEADER_EPOCH for that partition only (Fetch takes every negative epoch for none); ListOffsets names the epoch the offset was written at")
+async def leader_epoch_fencing(t: Target) -> None:
+    raw = await t.raw()
+    topic = t.names.topic()
+    await observe.create_topic(raw, topic, 1)
+    await observe.produce(raw, topic, 0, [b"a", b"b"])
+    for current in (-1, 0, 1, -2):
+        for ts in (-2, -1, 0):
+            r = await raw.call(request("ListOffsets", 9, replica_id=-1, isolation_level=0, topics=[
+                {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": current,
+                                                "timestamp": ts}]}]))
+            t.add(f"ListOffsets v9 of timestamp {ts}, current_leader_epoch {current}", [
+                {"error_code": p.error_code, "offset": int(p.offset), "leader_epoch": int(p.leader_epoch)}
+                for tr in r.topics for p in tr.partitions])
+        r = await raw.call(fetch_raw._fetch(topic, [(0, 0)], 0, -1, current_leader_epoch=current))
+        t.add(f"Fetch v12, current_leader_epoch {current}", [
+            {"error_code": p.error_code, "high_watermark": int(p.high_watermark),
+             "has_records": bool(p.records)} for tr in r.responses for p in tr.partitions])
