@@ -143,8 +143,7 @@ def _normalize(value, side_bootstrap: str):
 
 # What kgroup answers differently, by key of the script's results, and why.
 KNOWN = {
-    "featuresOthers": "needs #29: Kafka 4.4 finalizes share.version 2 (the share-group dead-letter queue), "
-                      "kgroup 1 until it has it; Kafka also "
+    "featuresOthers": "Kafka 4.4 "
                       "lists eligible.leader.replicas.version (replica elections: none on a single host)",
     "describeShare": "share-group epochs: Kafka 4.4 starts a share group at epoch 1 and bumps it when its "
                      "partitions are initialized (KAFKA-20268)",
