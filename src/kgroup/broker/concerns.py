@@ -148,7 +148,8 @@ class Node:
         self.events = GroupEventStream(data, durability, dp.watch.ring, write=cfg.group_events,
                                        observer=self.observer)
         self.share_fetches = ShareFetchService(data, dp.watch, ShareStateStore(groups.shard_of), dp.ctx.cluster,
-                                               dp.ctx.producers, DeadLetterWriter(data, cfg, dp.watch.ring))
+                                               dp.ctx.producers, DeadLetterWriter(data, cfg, dp.watch.ring,
+                                                                                self.broker_configs.value_of))
         self.security = Security(cfg.auth, cfg.data_dir)
         # Feature levels (admin/features.py): in ApiVersions, changed by UpdateFeatures, and
         # turning the consumer, share and streams group APIs on and off.

@@ -63,3 +63,12 @@ def test_kip1191_auto_create_makes_the_topic_with_the_flag_under_the_brokers_pre
     assert writer.write("g", "dead-new", True, "src", 0, LETTERS) == 2
     assert data.topic("dead-new").configs == {GROUP_ENABLE: "true"}
     assert len(records(data, "dead-new")) == 2
+
+
+def test_kip1191_a_dynamic_broker_value_wins_over_the_toml_one(tmp_path):
+    data = source(tmp_path)
+    dynamic = {"errors.deadletterqueue.topic.name.prefix": ("x-", 4),
+               "errors.deadletterqueue.auto.create.topics.enable": ("true", 4)}
+    writer = DeadLetterWriter(data, BrokerConfig(), dynamic=dynamic.get)
+    assert writer.write("g", "dlq.a", True, "src", 0, LETTERS) == 0
+    assert writer.write("g", "x-a", True, "src", 0, LETTERS) == 2

@@ -7,7 +7,8 @@ them here with the group's configs. If the group names a dead-letter topic
 (`errors.deadletterqueue.topic.name`), one record per offset is appended to it:
 
 - the topic's name must start with the broker's prefix (`dlq_topic_name_prefix`, Kafka's
-  `errors.deadletterqueue.topic.name.prefix`, default `dlq.`), and the topic must carry the
+  `errors.deadletterqueue.topic.name.prefix`, default `dlq.`; both broker settings may also be
+  changed at run time over AlterConfigs, as on Kafka), and the topic must carry the
   topic config `errors.deadletterqueue.group.enable=true`;
 - a missing topic is created (one partition per `default_partitions`, with that config set)
   only if `dlq_auto_create_topics` (Kafka's `errors.deadletterqueue.auto.create.topics.enable`,
@@ -36,6 +37,8 @@ from kgroup.wire.record_batch import build_batch, decode_records, split_batches
 log = logging.getLogger(__name__)
 
 GROUP_ENABLE = "errors.deadletterqueue.group.enable"
+PREFIX = "errors.deadletterqueue.topic.name.prefix"
+AUTO_CREATE = "errors.deadletterqueue.auto.create.topics.enable"
 _READ_BYTES = 1 << 20
 
 
@@ -43,23 +46,32 @@ class DeadLetterWriter:
     """Appends the dead letters of this node's share partitions to their groups' DLQ topics."""
 
     def __init__(self, data: DataDir, config: BrokerConfig | None = None,
-                 ring: Callable[[tuple[str, int]], None] | None = None) -> None:
+                 ring: Callable[[tuple[str, int]], None] | None = None,
+                 dynamic: Callable[[str], tuple[str, int] | None] | None = None) -> None:
         self.data = data
         self.config = config or BrokerConfig()
         self.ring = ring
+        # Both settings are dynamic on Kafka (cluster-wide): a value set over AlterConfigs
+        # (DynamicBrokerConfigs.value_of) wins over the TOML file's.
+        self.dynamic = dynamic
         self.written = 0
         self.dropped = 0
 
+    def _setting(self, kafka_name: str, static: str) -> str:
+        found = self.dynamic(kafka_name) if self.dynamic is not None else None
+        return static if found is None else found[0]
+
     def _topic(self, group_id: str, name: str) -> int | None:
         """The DLQ topic's partition count, created if allowed; None (logged) if unusable."""
-        prefix = self.config.dlq_topic_name_prefix
+        prefix = self._setting(PREFIX, self.config.dlq_topic_name_prefix)
         if not name.startswith(prefix):
             log.warning("share group %s: dead-letter topic %s does not start with %r; dead letters dropped",
                         group_id, name, prefix)
             return None
         meta = self.data.topics().get(name)
         if meta is None:
-            if not self.config.dlq_auto_create_topics:
+            auto = self._setting(AUTO_CREATE, "true" if self.config.dlq_auto_create_topics else "false")
+            if auto.strip().lower() != "true":
                 log.warning("share group %s: dead-letter topic %s does not exist; dead letters dropped",
                             group_id, name)
                 return None
