@@ -102,7 +102,7 @@ def _script(java, side: str, bootstrap: str, n: str, t0: int) -> dict:
     # Admin.describeFeatures (ApiVersions v3+'s feature levels): the levels both brokers have,
     # and apart the ones only Kafka 4.4 has (KNOWN).
     features = call("describeFeatures")
-    shared = ("group.version", "kraft.version", "metadata.version", "streams.version")
+    shared = ("group.version", "kraft.version", "metadata.version", "share.version", "streams.version")
     got["features"] = {part: {k: v for k, v in features[part].items() if k in shared} for part in features}
     got["featuresOthers"] = {part: {k: v for k, v in features[part].items() if k not in shared} for part in features}
     got["users"] = call("alterUserScramCredentials", upserts=[[f"u-{n}", "SCRAM-SHA-256", 4096, "pw"]])
