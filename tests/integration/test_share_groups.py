@@ -372,3 +372,61 @@ def test_kip932_a_new_share_partition_starts_at_the_log_end_by_default(tmp_path)
         broker.finish()
     assert before == [], "records produced before the share partition existed were delivered"
     assert after == [(5, 7)]
+
+
+def test_kip1191_rejected_records_go_to_the_groups_dead_letter_topic(kgroup_broker, capsys):
+    """confluent-kafka's share consumer rejects every record; the group names a dlq. topic with
+    errors.deadletterqueue.group.enable=true: each record lands there with Kafka 4.4's headers
+    (its value copied, as the group asks), and `kgroup groups describe` names the topic."""
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
+
+    from kgroup.cli.main import main
+
+    cluster = KgroupCluster(kgroup_broker)
+    topic, group = fresh(cluster, 1)
+    dlq = f"dlq.{topic}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.create_topics([NewTopic(dlq, 1, 1, config={
+            "errors.deadletterqueue.group.enable": "true"})]).values():
+        future.result(15)
+    change = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("errors.deadletterqueue.topic.name", dlq, incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("errors.deadletterqueue.copy.record.enable", "true", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([change]).values():
+        future.result(15)
+    produce(cluster.bootstrap, topic, 5, 1)
+    proc = ShareProc("confluent", cluster.bootstrap, group, topic, "explicit", "reject").wait_ready()
+    try:
+        wait_for(lambda: len(proc.done("reject")) == 5, 60, what="every record rejected")
+    finally:
+        proc.stop()
+    originals = {e["o"]: e for e in proc.records()}
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"{group}-reader",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([dlq])
+    got = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(got) < 5 and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m)
+    finally:
+        consumer.close()
+    assert len(got) == 5
+    for m in got:
+        headers = {k: v.decode() for k, v in m.headers()}
+        offset = int(headers["__dlq.errors.offset"])
+        assert m.key() is None and m.value() is not None and offset in originals
+        assert headers == {"__dlq.errors.topic": topic, "__dlq.errors.partition": "0",
+                           "__dlq.errors.offset": str(offset), "__dlq.errors.group": group,
+                           "__dlq.errors.delivery.count": "1", "__dlq.errors.message": "Offset rejected by client."}
+    assert sorted(int(dict(m.headers())["__dlq.errors.offset"]) for m in got) == [0, 1, 2, 3, 4]
+    status = main(["groups", "describe", "--group", group, "--bootstrap-server", kgroup_broker.bootstrap])
+    out, _ = capsys.readouterr()
+    assert status == 0 and f"DEAD-LETTER-TOPIC {dlq}" in out
+    status = main(["groups", "describe", "--group", group, "--format", "json",
+                   "--bootstrap-server", kgroup_broker.bootstrap])
+    out, _ = capsys.readouterr()
+    assert status == 0 and json.loads(out)["groups"][0]["dead_letter_topic"] == dlq

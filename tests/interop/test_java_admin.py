@@ -102,7 +102,7 @@ def _script(java, side: str, bootstrap: str, n: str, t0: int) -> dict:
     # Admin.describeFeatures (ApiVersions v3+'s feature levels): the levels both brokers have,
     # and apart the ones only Kafka 4.4 has (KNOWN).
     features = call("describeFeatures")
-    shared = ("group.version", "kraft.version", "metadata.version", "streams.version")
+    shared = ("group.version", "kraft.version", "metadata.version", "share.version", "streams.version")
     got["features"] = {part: {k: v for k, v in features[part].items() if k in shared} for part in features}
     got["featuresOthers"] = {part: {k: v for k, v in features[part].items() if k not in shared} for part in features}
     got["users"] = call("alterUserScramCredentials", upserts=[[f"u-{n}", "SCRAM-SHA-256", 4096, "pw"]])
@@ -143,8 +143,7 @@ def _normalize(value, side_bootstrap: str):
 
 # What kgroup answers differently, by key of the script's results, and why.
 KNOWN = {
-    "featuresOthers": "needs #29: Kafka 4.4 finalizes share.version 2 (the share-group dead-letter queue), "
-                      "kgroup 1 until it has it; Kafka also "
+    "featuresOthers": "Kafka 4.4 "
                       "lists eligible.leader.replicas.version (replica elections: none on a single host)",
     "describeShare": "share-group epochs: Kafka 4.4 starts a share group at epoch 1 and bumps it when its "
                      "partitions are initialized (KAFKA-20268)",

@@ -192,8 +192,7 @@ OTHERS = [
     cmd("kafka-log-dirs", "--describe --topic-list cd-{n}",
         subs=(('"logDir":"[^"]*"', '"logDir":<dir>'), ('"size":\\d+', '"size":<bytes>'))),
     cmd("kafka-features", "describe",
-        known="needs #29: Kafka 4.4 finalizes share.version 2 (the share-group dead-letter queue), kgroup 1 "
-              "until it has it; Kafka also lists "
+        known="Kafka 4.4 lists "
               "eligible.leader.replicas.version (replica elections: none on a single host); the epochs differ "
               "(Kafka's is its metadata log's offset)"),
     # Changes that leave the shared reference as it was: the same level again, dry runs, refusals.

@@ -54,6 +54,7 @@ from kgroup.broker.security.listeners import server_ssl_context
 from kgroup.broker.security.security import Security
 from kgroup.broker.security.security_api import SecurityApi
 from kgroup.broker.share import apis as share_apis
+from kgroup.broker.share.dead_letters import DeadLetterWriter
 from kgroup.broker.share.share_fetch import ShareFetchService
 from kgroup.broker.share.share_group_api import ShareGroupApi
 from kgroup.broker.share.share_state import ShareStateStore
@@ -147,7 +148,8 @@ class Node:
         self.events = GroupEventStream(data, durability, dp.watch.ring, write=cfg.group_events,
                                        observer=self.observer)
         self.share_fetches = ShareFetchService(data, dp.watch, ShareStateStore(groups.shard_of), dp.ctx.cluster,
-                                               dp.ctx.producers)
+                                               dp.ctx.producers, DeadLetterWriter(data, cfg, dp.watch.ring,
+                                                                                self.broker_configs.value_of))
         self.security = Security(cfg.auth, cfg.data_dir)
         # Feature levels (admin/features.py): in ApiVersions, changed by UpdateFeatures, and
         # turning the consumer, share and streams group APIs on and off.

@@ -123,6 +123,7 @@ _TOP = [
     Key("", "data_dir", "str", low=1), Key("", "cluster_id", "str", low=1),
     Key("", "cluster", "cluster"), Key("", "fsync", "fsync"),
     Key("", "auto_create_topics", "bool"), Key("", "group_events", "bool"),
+    Key("", "dlq_auto_create_topics", "bool"), Key("", "dlq_topic_name_prefix", "str"),
     *_ints("", 0, INT32, "node_id"),
     *_ints("", 100, INT32, "node_timeout_ms"),
     *_ints("", 1, INT32, "metadata_partitions", "max_request_bytes", "default_partitions", "log_segment_bytes",
@@ -349,6 +350,10 @@ class BrokerConfig:
     max_request_bytes: int = DEFAULT_MAX_FRAME_SIZE
     # auto.create.topics.enable / num.partitions
     auto_create_topics: bool = True
+    # KIP-1191's share-group dead-letter queue: Kafka's errors.deadletterqueue.topic.name.prefix
+    # and errors.deadletterqueue.auto.create.topics.enable.
+    dlq_topic_name_prefix: str = "dlq."
+    dlq_auto_create_topics: bool = False
     default_partitions: int = 1
     # log.segment.bytes / log.retention.ms / log.retention.bytes
     log_segment_bytes: int = 1 << 30

@@ -39,6 +39,7 @@ from kgroup.client.admin import (
     GroupDescription,
 )
 from kgroup.client.errors import BrokerError, UnsupportedApi
+from kgroup.core.group_configs import DLQ_TOPIC_NAME
 from kgroup.error_codes import ErrorCode
 from kgroup.group_types import CLASSIC, CONSUMER, DescribeApi, GroupType, Positions, group_type, state_names, type_names
 from kgroup.offset_reset import reset_refused
@@ -142,6 +143,8 @@ class _Described:
     share_lag: dict[tuple[str, int], int] | None = None
     # --offsets --verbose: the leader epoch committed with each offset
     leader_epochs: dict[tuple[str, int], int] | None = None
+    # share groups only: errors.deadletterqueue.topic.name (KIP-1191), None if unset or unknown
+    dead_letter_topic: str | None = None
 
     @property
     def state(self) -> str | None:
@@ -184,9 +187,20 @@ async def _describe_one(admin: AdminClient, group: str) -> _Described:
     except (BrokerError, UnsupportedApi):
         coordinator = None
     got = _Described(group, desc, coordinator, committed, share_lag=share_lag)
+    if share_lag is not None:
+        got.dead_letter_topic = await _dead_letter_topic(admin, group)
     keys = set(committed) | set(got.owners()) | set(share_lag or ())
     got.ends = await log_end_offsets(admin, {t for t, _ in keys})
     return got
+
+
+async def _dead_letter_topic(admin: AdminClient, group: str) -> str | None:
+    """A share group's dead-letter topic (KIP-1191); None if it has none or the broker will not say."""
+    try:
+        entries = await admin.describe_configs(GROUP_RESOURCE, group, [DLQ_TOPIC_NAME])
+    except (BrokerError, UnsupportedApi):
+        return None
+    return next((e.value for e in entries if e.name == DLQ_TOPIC_NAME and e.value), None)
 
 
 def _offset_rows(d: _Described) -> list[dict[str, Any]]:
@@ -264,6 +278,7 @@ def _document(d: _Described, lag_per_topic: bool = False) -> dict[str, Any]:
         {"id": d.coordinator[0], "host": d.coordinator[1], "port": d.coordinator[2]},
         "members": _member_rows(d),
         "offsets": _offset_rows(d),
+        **({"dead_letter_topic": d.dead_letter_topic} if d.share_lag is not None else {}),
     }
 
 
@@ -291,6 +306,8 @@ def _print_offsets(d: _Described, out: TextIO) -> None:
                  for r in _offset_rows(d)]
     if len(rows) > 1:
         table(rows, out)
+    if d.dead_letter_topic:
+        out.write(f"\nDEAD-LETTER-TOPIC {d.dead_letter_topic}\n")
 
 
 def _print_lag_per_topic(d: _Described, out: TextIO) -> None:

@@ -27,20 +27,13 @@ class Divergence:
 
 SCENARIO_DIVERGENCES: dict[str, Divergence] = {
     "admin_topic_config_names": Divergence(
-        "open: issue 29",
-        "CreateTopics v5+ lists the topic configs of Kafka 4.4; kgroup lacks the ones 4.3/4.4 added "
-        "(errors.deadletterqueue.group.enable, max.decompressed.message.bytes, remote.copy.lag.bytes, "
-        "remote.copy.lag.ms).",
-        "new topic configs of Kafka 4.3/4.4 belong to the protocol-parity issue.",
+        "single host",
+        "CreateTopics v5+ describes min.insync.replicas with source DYNAMIC_DEFAULT_BROKER_CONFIG (3) on Kafka "
+        "4.4, which keeps a cluster-level value of it for eligible leader replicas (KIP-966, "
+        "eligible.leader.replicas.version 1); kgroup reports its built-in default (DEFAULT_CONFIG, 5).",
+        "eligible leader replicas are about replica elections, which a single host has none of; every other "
+        "topic config of Kafka 4.4 (those 4.3/4.4 added included) agrees.",
         ("configs",)),
-    "admin_feature_levels": Divergence(
-        "open: issue 29",
-        "ApiVersions v3+ finalizes share.version at 2 on Kafka 4.4, at 1 on kgroup, and "
-        "lists eligible.leader.replicas.version, which kgroup does not.",
-        "share.version 2 is the share-group dead-letter queue (KIP-1191), issue 29 item 5; kgroup does not "
-        "offer a level it does not implement. Eligible leader replicas "
-        "are about replica elections, which a single host has none of.",
-        ("ApiVersions v3 features of other levels", "ApiVersions v4 features of other levels")),
     "consumer_rejoin_as_departed_static_member": Divergence(
         "kafka defect",
         "A live member rejoining (epoch 0) under the instance id of a static member that left for a while "

@@ -139,10 +139,10 @@ def _zero_topic_id_not_last(request: Any) -> bool:
 
 WIRE_DIVERGENCES: dict[int, tuple[WireDivergence, ...]] = {
     API_VERSIONS: (WireDivergence(Divergence(
-        "open: issue 29", "ApiVersions v3+: Kafka 4.4 finalizes share.version at 2 "
-        "(kgroup: 1), lists eligible.leader.replicas.version (kgroup does not), and its epoch is its metadata "
+        "open: issue 29", "ApiVersions v3+: Kafka 4.4 "
+        "lists eligible.leader.replicas.version (kgroup does not), and its epoch is its metadata "
         "log's offset (kgroup's counts the changes since the data dir was made)",
-        "share.version 2 (KIP-1191's dead-letter queue) is issue 29 item 5; a single host has no replica "
+        "a single host has no replica "
         "elections; an epoch is compared only as going up (scenario admin_feature_levels)", ()),
         fields=("supported_features", "finalized_features", "finalized_features_epoch"), versions=(3, 1 << 15)),),
     1: (WireDivergence(Divergence(

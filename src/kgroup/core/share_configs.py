@@ -22,6 +22,7 @@ from kgroup.core.group_configs import (
     SHARE_MAX_RECORD_LOCKS,
     SHARE_RECORD_LOCK_DURATION,
     SHARE_SESSION_TIMEOUT,
+    DLQ_COPY_RECORD_ENABLE,
     DLQ_TOPIC_NAME,
     SHARE_RENEW_ACKNOWLEDGE_ENABLE,
     KindConfigs,
@@ -57,3 +58,7 @@ class ShareConfigs(KindConfigs):
     def dead_letter_topic(self, group_id: str) -> str | None:
         """errors.deadletterqueue.topic.name (KIP-1191), None when blank."""
         return str(self.configs.value(group_id, DLQ_TOPIC_NAME)) or None
+
+    def dead_letter_copy(self, group_id: str) -> bool:
+        """errors.deadletterqueue.copy.record.enable (KIP-1191): copy the original value."""
+        return str(self.configs.value(group_id, DLQ_COPY_RECORD_ENABLE)) == "true"

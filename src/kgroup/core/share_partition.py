@@ -17,6 +17,12 @@ out, and a member that leaves or whose connection closes, put its offsets back t
 AVAILABLE, except that an offset delivered `delivery_limit` times is ARCHIVED instead.
 Whenever the offsets at `start` are finished, `start` moves past them.
 
+Dead letters (KIP-1191): an offset archived because its member REJECTed it, or because it
+was delivered `delivery_limit` times, is also noted in `dead_letters` (offset, delivery
+count, why), which the broker takes (`take_dead_letters`) once the state that archived it is
+written, and copies to the group's dead-letter topic if it has one. The offset is archived
+whatever becomes of that copy, as in Kafka.
+
 Every move of one offset goes through `TRANSITIONS` (state, move) -> state; a move the
 table lacks raises `IllegalShareTransition`. Acknowledgements of one partition are checked
 in full before any is applied, so a refused acknowledgement changes nothing.
@@ -102,6 +108,23 @@ _ACK_MOVES = {AckType.GAP: M.GAP, AckType.ACCEPT: M.ACCEPT, AckType.RELEASE: M.R
 _FINISHED = (S.ACKNOWLEDGED, S.ARCHIVED)
 
 
+class DeadLetterReason(Enum):
+    """Why an archived offset goes to the dead-letter queue; the text is Kafka 4.4's
+    `__dlq.errors.message` header."""
+
+    REJECTED = "Offset rejected by client."
+    DELIVERY_LIMIT = "Offset delivery count exceeded the threshold."
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """An offset archived for a reason the dead-letter queue records (KIP-1191)."""
+
+    offset: int
+    delivery_count: int
+    reason: DeadLetterReason
+
+
 class IllegalShareTransition(RuntimeError):
     """A bug: a move the transition table does not allow."""
 
@@ -175,6 +198,7 @@ class SharePartition:
         self.slots: dict[int, Slot] = {}
         self.lapsed = False               # a lock ran out since the state was last written
         self.renewed_only = False         # the last acknowledge only renewed locks
+        self.dead_letters: list[DeadLetter] = []     # archived for KIP-1191, not yet taken
         for b in batches:
             for offset in range(max(b.first_offset, start_offset), b.last_offset + 1):
                 self.slots[offset] = Slot(RecordState(b.state), b.delivery_count)
@@ -196,6 +220,9 @@ class SharePartition:
             raise IllegalShareTransition(f"offset {offset}: {slot.state.name} --{move.value}-->")
         if nxt is S.AVAILABLE and slot.count >= self.limits.delivery_limit:
             nxt = S.ARCHIVED
+            self.dead_letters.append(DeadLetter(offset, slot.count, DeadLetterReason.DELIVERY_LIMIT))
+        elif move is M.REJECT:
+            self.dead_letters.append(DeadLetter(offset, slot.count, DeadLetterReason.REJECTED))
         slot.state = nxt
         if nxt is not S.ACQUIRED:
             slot.owner = None
@@ -259,6 +286,8 @@ class SharePartition:
                 if slot.state is not S.AVAILABLE:
                     continue
                 if batch.control or batch.aborted or slot.count >= limits.delivery_limit:
+                    if not (batch.control or batch.aborted):
+                        self.dead_letters.append(DeadLetter(offset, slot.count, DeadLetterReason.DELIVERY_LIMIT))
                     self._move(offset, slot, M.ARCHIVE)
                     continue
                 self._move(offset, slot, M.ACQUIRE)
@@ -365,6 +394,11 @@ class SharePartition:
             self.slots.clear()
             self.start = self.end = log_start
         self._advance()
+
+    def take_dead_letters(self) -> list[DeadLetter]:
+        """The dead letters noted since the last call (in the order they were archived)."""
+        taken, self.dead_letters = self.dead_letters, []
+        return taken
 
     # ---- reading ----------------------------------------------------------------------------
 

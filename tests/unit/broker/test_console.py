@@ -189,3 +189,25 @@ def test_it_serves_its_own_page_and_refuses_writes_bad_requests_and_other_paths(
         await rig.stop()
 
     asyncio.run(go())
+
+
+def test_kip1191_a_share_groups_page_names_its_dead_letter_topic(tmp_path):
+    from kgroup.core.group_configs import AlterGroupConfigsRequest
+    from kgroup.core.share_messages import ShareGroupHeartbeatRequest
+
+    async def go():
+        rig = await Rig().start(tmp_path)
+        try:
+            await rig.shard.call(rig.shard.coordinator.share_group_heartbeat, ShareGroupHeartbeatRequest(
+                "s", "m-1", 0, subscribed_topic_names=("orders",)))
+            await settle()
+            status, _, body = await get(rig.port, "/api/groups/s")
+            assert status == 200 and json.loads(body)["dead_letter_topic"] is None
+            await rig.shard.call(rig.shard.coordinator.alter_group_configs, AlterGroupConfigsRequest(
+                "s", (("errors.deadletterqueue.topic.name", 0, "dlq.s"),)))
+            status, _, body = await get(rig.port, "/api/groups/s")
+            assert json.loads(body)["dead_letter_topic"] == "dlq.s"
+        finally:
+            await rig.stop()
+
+    asyncio.run(go())

@@ -29,7 +29,7 @@ PREFIX = "The update failed for all features since the following feature had an 
 def test_a_new_data_dir_finalizes_what_kgroup_implements(tmp_path):
     levels = FeatureLevels(tmp_path, 1)
     assert levels.epoch == 0
-    assert dict(levels.finalized) == {"group.version": 1, "metadata.version": 33, "share.version": 1,
+    assert dict(levels.finalized) == {"group.version": 1, "metadata.version": 33, "share.version": 2,
                                       "streams.version": 1, "transaction.version": 2}
     assert ("kraft.version", 0, 1) in levels.supported      # supported, finalized at 0: not listed
 
@@ -40,7 +40,7 @@ def test_a_new_data_dir_finalizes_what_kgroup_implements(tmp_path):
     (("kgroup.nonsense", 0, SAFE_DOWNGRADE),
      "Invalid update version 0 for feature kgroup.nonsense. Feature kgroup.nonsense not found."),
     (("share.version", 5, UPGRADE),
-     "Invalid update version 5 for feature share.version. Local controller 3 only supports versions 0-1"),
+     "Invalid update version 5 for feature share.version. Local controller 3 only supports versions 0-2"),
     (("metadata.version", 40, UPGRADE),
      "Invalid update version 40 for feature metadata.version. Local controller 3 only supports versions 7-33"),
     (("group.version", 0, UPGRADE),
@@ -64,13 +64,13 @@ def test_one_bad_update_refuses_them_all_and_a_good_plan_moves_only_what_it_name
         planned(DEFAULT_LEVELS, [("group.version", 0, SAFE_DOWNGRADE), ("share.version", 9, UPGRADE)], 1)
     after = planned(DEFAULT_LEVELS, [("group.version", 0, SAFE_DOWNGRADE), ("kraft.version", 1, UPGRADE)], 1)
     assert after == {**DEFAULT_LEVELS, "group.version": 0, "kraft.version": 1}
-    assert planned(DEFAULT_LEVELS, [("share.version", 1, UPGRADE)], 1) == DEFAULT_LEVELS   # the same level: fine
+    assert planned(DEFAULT_LEVELS, [("share.version", 2, UPGRADE)], 1) == DEFAULT_LEVELS   # the same level: fine
 
 
 def test_changes_are_durable_shared_and_move_the_epoch(tmp_path):
     levels = FeatureLevels(tmp_path, 1)
     levels.update([("share.version", 0, UNSAFE_DOWNGRADE)], validate_only=True)
-    assert levels.level("share.version") == 1 and levels.epoch == 0
+    assert levels.level("share.version") == 2 and levels.epoch == 0
     levels.update([("share.version", 0, UNSAFE_DOWNGRADE)])
     assert levels.level("share.version") == 0 and levels.epoch == 1
     assert "share.version" not in dict(levels.finalized)

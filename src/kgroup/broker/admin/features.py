@@ -18,10 +18,10 @@ a static controller quorum reports them (33, "4.4-IV2"; kraft.version 0, not lis
 change nothing in kgroup. transaction.version 2 (KIP-890 part 2: Produce adding partitions,
 an epoch bump per EndTxn) is what clients read: the Java producer uses it only when it is
 finalized at 2, so `kafka-features downgrade --feature transaction.version=1` turns it off
-for new producers (the broker serves both, as Kafka's does). Levels kgroup does not
-implement are not offered: share.version 2 (the share-group dead-letter queue, KIP-1191) is
-issue 29 item 5; eligible.leader.replicas.version is about replica elections, which a
-single host has none of.
+for new producers (the broker serves both, as Kafka's does). share.version 2 is Kafka 4.4's
+level with the share-group dead-letter queue (KIP-1191, broker/share/dead_letters.py), which
+kgroup serves at either level. Levels kgroup does not implement are not offered:
+eligible.leader.replicas.version is about replica elections, which a single host has none of.
 
 UpdateFeatures follows Kafka 4.4's controller (its answers were asked of the reference
 broker): every update is checked before any applies, and one bad update fails the request
@@ -61,7 +61,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("group.version", 0, 1, 1),
     Feature("kraft.version", 0, 1, 0),
     Feature(METADATA_VERSION, 7, 33, 33),
-    Feature("share.version", 0, 1, 1),
+    Feature("share.version", 0, 2, 2),
     Feature("streams.version", 0, 1, 1),
     Feature("transaction.version", 0, 2, 2),
 )

@@ -132,6 +132,14 @@ class GroupViews:
                 return _share_positions(c, group_id)
         return {}
 
+    def dead_letter_topic(self, group_id: str) -> str | None:
+        """A share group's dead-letter topic (KIP-1191's errors.deadletterqueue.topic.name)."""
+        for c in self.coordinators():
+            group = find_group(c.shard, group_id)
+            if group is not None and group.TYPE.positions is Positions.SHARE_STATE:
+                return c.share.configs.dead_letter_topic(group_id)
+        return None
+
     def all_in(self, c: GroupCoordinatorShard) -> list[GroupView]:
         """Every live group of one coordinator (classic assignments as of its last Stable)."""
         return [self._view(c, group, None) for group in live_groups(c.shard)]

@@ -75,6 +75,7 @@ from kgroup.batch_layout import (
 )
 from kgroup.broker.data.context import NOT_LEADER, ArrivalWatch, ClusterView
 from kgroup.broker.data.producer_states import ProducerStates
+from kgroup.broker.share.dead_letters import DeadLetterWriter
 from kgroup.broker.share.share_reset import reset_start_offset
 from kgroup.broker.share.share_state import ShareStateStore
 from kgroup.core.errors import ErrorCode, GroupError
@@ -133,8 +134,11 @@ class ShareFetchService:
     """The share partitions and share sessions of this node, and the two APIs over them."""
 
     def __init__(self, data: DataDir, watch: ArrivalWatch, store: ShareStateStore,
-                 cluster: ClusterView | None = None, producers: ProducerStates | None = None) -> None:
+                 cluster: ClusterView | None = None, producers: ProducerStates | None = None,
+                 dead_letters: DeadLetterWriter | None = None) -> None:
         self.data = data
+        # KIP-1191: where the offsets archived as rejected or over the delivery limit go.
+        self.dead_letters = dead_letters if dead_letters is not None else DeadLetterWriter(data, ring=watch.ring)
         self.watch = watch
         self.store = store
         self.cluster = cluster
@@ -257,6 +261,8 @@ class ShareFetchService:
             try:
                 waits.append(self.store.write(group_id, topic_id, partition, sp.persisted()))
                 sp.lapsed = False
+                if sp.dead_letters:
+                    self._write_dead_letters(group_id, topic_id, partition, sp.take_dead_letters())
             except GroupError as exc:
                 # FENCED_STATE_EPOCH: the state was reset meanwhile; reload it next time.
                 log.info("share partition %s: state not written (%s); reloading it", key, exc.code.name)
@@ -264,6 +270,17 @@ class ShareFetchService:
                 if errors is not None:
                     errors[(topic_id, partition)] = exc.code
         return waits
+
+    def _write_dead_letters(self, group_id: str, topic_id: str, partition: int, letters: list) -> None:
+        """Copy offsets just archived as rejected or over the delivery limit to the group's
+        dead-letter topic (KIP-1191); they stay archived whatever becomes of the copy."""
+        found = self._topics_by_id().get(topic_id)
+        try:
+            dlq_topic, copy = self.store.dead_letter_queue(group_id)
+        except GroupError:
+            return
+        if found is not None and dlq_topic:
+            self.dead_letters.write(group_id, dlq_topic, copy, found[0], partition, letters)
 
     def _ring(self, group_id: str, pids: Iterable[SharePartitionId], topics: dict[str, tuple[str, int]]) -> None:
         """Records may have become available: wake fetches waiting on these partitions."""

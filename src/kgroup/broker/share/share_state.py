@@ -90,5 +90,10 @@ class ShareStateStore:
     def auto_offset_reset(self, group_id: str) -> str:
         return self._shard(group_id).coordinator.share.configs.auto_offset_reset(group_id)
 
+    def dead_letter_queue(self, group_id: str) -> tuple[str | None, bool]:
+        """The group's dead-letter topic (None: none) and whether values are copied (KIP-1191)."""
+        configs = self._shard(group_id).coordinator.share.configs
+        return configs.dead_letter_topic(group_id), configs.dead_letter_copy(group_id)
+
     def renew_acknowledge_enabled(self, group_id: str) -> bool:
         return self._shard(group_id).coordinator.share.configs.renew_acknowledge_enabled(group_id)

@@ -16,11 +16,11 @@ from kgroup.conformance.target import Target
 
 UPGRADE, SAFE, UNSAFE = 1, 2, 3
 # Compared as both brokers report them.
-COMPARED = ("group.version", "kraft.version", "metadata.version", "streams.version", "transaction.version")
-# Reported apart: kgroup finalizes share.version 1 (Kafka 4.4: 2, the share-group dead-letter
-# queue, issue 29 item 5) and has no eligible.leader.replicas.version (replica elections;
+COMPARED = ("group.version", "kraft.version", "metadata.version", "share.version", "streams.version",
+            "transaction.version")
+# Reported apart: kgroup has no eligible.leader.replicas.version (replica elections;
 # divergences.py names it).
-APART = ("share.version", "eligible.leader.replicas.version")
+APART = ("eligible.leader.replicas.version",)
 
 
 def api_versions(version: int):

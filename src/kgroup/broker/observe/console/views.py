@@ -95,4 +95,5 @@ def group_detail(views: GroupViews, history: GroupHistory, lag: LagTracker, grou
                                   if t is not None and t.open is not None else None),
         "rebalance_count": t.rebalance_count if t is not None else 0,
         "moved_count": t.moved_count if t is not None else 0,
+        "dead_letter_topic": views.dead_letter_topic(group),
     }

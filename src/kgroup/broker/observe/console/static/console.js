@@ -170,7 +170,7 @@ function renderDetail() {
   $("detail-meta").replaceChildren(
     `${d.kind === "consumer" ? "consumer protocol" : "classic"}${d.protocol ? " · " + d.protocol : ""} · `,
     stateBadge(d.state), ` · ${unit} ${d.generation} · ${d.members.length} member${d.members.length === 1 ? "" : "s"}`
-    + ` · lag ${num(d.lag)}`);
+    + ` · lag ${num(d.lag)}` + (d.dead_letter_topic ? ` · dead letters to ${d.dead_letter_topic}` : ""));
   const colors = memberColors(d);
   const now = Date.now();
   $("members").tBodies[0].replaceChildren(...d.members.map((m) => {
