@@ -58,7 +58,7 @@ MISTAKES = [
     (["groups", "alter-config", "g", "--add-config", "consumer.session.timeout=50000"], None, 1,
      "valid names: consumer.assignment.interval.ms, consumer.heartbeat.interval.ms, consumer.session.timeout.ms"),
     (["groups", "alter-config", "g", "--add-config", "consumer.session.timeout.ms=1000"], None, 1,
-     "must be greater than or equal to group.consumer.min.session.timeout.ms"),
+     "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive"),
     (["groups", "list", "--state", "stabel"], None, 2, "unknown group state 'stabel'"),
     (["groups", "list", "--type", "kraft"], None, 2, "unknown group type 'kraft'"),
     (["groups", "describe", "no-such-group"], None, 1, "does not exist"),
