@@ -96,7 +96,7 @@ NOT_SERVED: dict[int, Divergence] = {
 # reason of its own, by (key, version)), why.
 VERSION_GAPS: dict[Any, Divergence] = {
     **{(0, v): Divergence(
-        "open: issue 29", f"Produce v{v}: advertised by Kafka 4.4, refused by both",
+        "kafka defect", f"Produce v{v}: advertised by Kafka 4.4, refused by both",
         "Kafka 4.4 lists Produce v0-v2 in ApiVersions only for old librdkafka's feature detection (KAFKA-18659) "
         "and closes the connection on any such request, as kgroup does for a version it does not list; the "
         "ApiVersions lists themselves are compared by issue 29's acceptance test", ())
@@ -139,7 +139,7 @@ def _zero_topic_id_not_last(request: Any) -> bool:
 
 WIRE_DIVERGENCES: dict[int, tuple[WireDivergence, ...]] = {
     API_VERSIONS: (WireDivergence(Divergence(
-        "open: issue 29", "ApiVersions v3+: Kafka 4.4 "
+        "single host", "ApiVersions v3+: Kafka 4.4 "
         "lists eligible.leader.replicas.version (kgroup does not), and its epoch is its metadata "
         "log's offset (kgroup's counts the changes since the data dir was made)",
         "a single host has no replica "
