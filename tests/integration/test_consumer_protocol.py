@@ -197,7 +197,7 @@ def test_confluent_admin_describes_a_consumer_group_with_consumer_group_describe
                              text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         shown = {line.split()[3]: line.split()[-1] for line in out.stdout.splitlines()[1:]}
-        assert shown == {name: "t(" + ",".join(str(p) for _, p in sorted(s)) + ")"
+        assert shown == {name: "t:" + ",".join(str(p) for _, p in sorted(s))
                          for name, s in owners.owned.items()}
     finally:
         for m in members:

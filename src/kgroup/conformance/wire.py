@@ -174,11 +174,13 @@ WIRE_DIVERGENCES: dict[int, tuple[WireDivergence, ...]] = {
             {t.transactional_id for t in getattr(r, "transactions", ())}) < len(getattr(r, "transactions", ())),
         versions=(4, 1 << 15)),),
     75: (WireDivergence(Divergence(
-        "internal topics", "DescribeTopicPartitions of every topic (no names) with a partition limit: the "
-        "internal topics differ, so the page can end on one (next_cursor: Kafka's __consumer_offsets, kgroup's "
-        "__kgroup_events)", "kgroup keeps group metadata in its own log, not in a __consumer_offsets topic, and "
-        "its group events in __kgroup_events; the other topics page alike", ()),
-        requests=lambda r: not r.topics and r.response_partition_limit > 0),),
+        "internal topics", "DescribeTopicPartitions of every topic (no names): the page and its next_cursor "
+        "name whichever topic follows on each broker — the internal topics differ (Kafka's __consumer_offsets, "
+        "kgroup's __kgroup_events), and so do the topics other tests made on the shared brokers, which the "
+        "\"other tests' entries\" normalization cannot take out of a cursor (a limit of 0 or less counts as 1)",
+        "kgroup keeps group metadata in its own log, not in a __consumer_offsets topic, and its group events in "
+        "__kgroup_events; named topics page alike (compared)", ()),
+        requests=lambda r: not r.topics),),
 }
 # Divergences the wire checks found with their fixed seeds (SEED) that are not closed yet,
 # by API key: the API's versions may differ from Kafka's (status "open", listed in the
