@@ -58,10 +58,17 @@ def test_table_covers_protocol_md() -> None:
         assert r.min_version <= lo and r.max_version >= hi, r
 
 
-def test_the_consumer_protocol_is_served_and_ranges_are_exact() -> None:
-    keys = set(SERVED)
-    assert 68 in keys and 69 in keys and 12 in keys
-    assert 1 in SERVED[68] and 5 not in SERVED[12] and 99 not in SERVED
+# Kafka 4.4's ranges of the consumer-protocol APIs and the classic Heartbeat, served exactly.
+CONSUMER_PROTOCOL_RANGES = {68: (0, 1), 69: (0, 1), 12: (0, 4)}
+
+
+@pytest.mark.parametrize(("api_key", "lo", "hi"), [(k, lo, hi) for k, (lo, hi) in CONSUMER_PROTOCOL_RANGES.items()])
+def test_the_consumer_protocol_is_served_and_ranges_are_exact(api_key: int, lo: int, hi: int) -> None:
+    served = SERVED[api_key]
+    assert (served.min_version, served.max_version) == (lo, hi)
+    # A range holds its ends and nothing past them (the codec refuses what it does not hold).
+    assert lo in served and hi in served
+    assert lo - 1 not in served and hi + 1 not in served and str(hi) not in served
 
 
 @pytest.mark.parametrize(("api_key", "version"), all_versions(SERVED.values()))
