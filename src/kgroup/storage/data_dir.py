@@ -157,6 +157,7 @@ class DataDir:
         self.table: EpochTable | None = None
         self.nodes: NodeRegistry | None = None
         self._topics: dict[str, TopicMeta] = {}
+        self._names_by_id: dict[uuid.UUID, str] = {}
         self._topics_stat: tuple | None = None
         # Bumped whenever the topic image changes (here or by another node).
         self.topics_version = 0
@@ -297,6 +298,7 @@ class DataDir:
 
     def _set_image(self, topics: dict[str, TopicMeta]) -> None:
         self._topics = topics
+        self._names_by_id = {meta.topic_id: name for name, meta in topics.items()}
         self.topics_version += 1
         self._slot_parts: dict[int, list[tuple[str, int]]] = {}
         for name, meta in topics.items():
@@ -526,6 +528,11 @@ class DataDir:
     def topics(self) -> dict[str, TopicMeta]:
         """Every topic, by name."""
         return dict(self._topics)
+
+    def names_by_id(self) -> Mapping[uuid.UUID, str]:
+        """Every topic's name by its id: built when the topics change, so the requests that
+        name topics by id (Produce v13, Fetch v13+) do not rebuild it per request."""
+        return self._names_by_id
 
     def topic(self, name: str) -> TopicMeta:
         try:

@@ -51,7 +51,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kgroup.batch_layout import BASE_AND_LENGTH, LAST_OFFSET_DELTA, LAST_OFFSET_DELTA_AT, LOG_OVERHEAD
@@ -165,7 +165,7 @@ async def _fetch(ctx: DataContext, version: int, request: Any,
     """(error, session id, topics) of the answer."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(ms(request.max_wait), 0) / 1000
-    names_by_id = {m.topic_id: n for n, m in ctx.data.topics().items()}
+    names_by_id = ctx.data.names_by_id()
 
     # 1. Sessions (fetch_sessions.py): what to read — the request's partitions, or (an
     #    incremental fetch) its session's — or a session error, answered without reading.
@@ -194,7 +194,7 @@ async def _fetch(ctx: DataContext, version: int, request: Any,
             break
         _close_slices(p for _, _, _, p in entries)
         await ctx.watch.wait(keys, deadline - loop.time())
-        names_by_id = {m.topic_id: n for n, m in ctx.data.topics().items()}
+        names_by_id = ctx.data.names_by_id()
 
     # 4. The answer: an incremental one lists only partitions with something new.
     answer = ctx.fetch_sessions.answer(plan, [
@@ -231,12 +231,12 @@ def _forgotten(request: Any, version: int) -> list[Key]:
             for t in get(request, "forgotten_topics_data", None) or () for index in t.partitions]
 
 
-def _name_of(key: Key, version: int, names_by_id: dict[uuid.UUID, str]) -> str | None:
+def _name_of(key: Key, version: int, names_by_id: Mapping[uuid.UUID, str]) -> str | None:
     """The topic name of a session key (None: a topic id that names no topic)."""
     return names_by_id.get(key[0]) if version >= TOPIC_IDS_FROM else key[0]  # type: ignore[return-value]
 
 
-def _reads_any(ctx: DataContext, asks: Any, version: int, names_by_id: dict[uuid.UUID, str]) -> bool:
+def _reads_any(ctx: DataContext, asks: Any, version: int, names_by_id: Mapping[uuid.UUID, str]) -> bool:
     """Whether any asked partition exists (Kafka reads the log of those only)."""
     topics = ctx.data.topics()
     for key, _ in asks:
@@ -289,7 +289,7 @@ Entry = tuple[Key, str, Any, FetchPartition]   # (session key, topic name, topic
 
 
 def _read(ctx: DataContext, asks: Any, version: int, read_committed: bool, max_bytes: int, slices: bool,
-          names_by_id: dict[uuid.UUID, str]) -> tuple[list[Entry], int, bool]:
+          names_by_id: Mapping[uuid.UUID, str]) -> tuple[list[Entry], int, bool]:
     """One pass over the partitions to read, in order: (entries, bytes of records, any
     error). With `slices`, large record ranges stay in their files (`RecordsSlice`)."""
     remaining = max_bytes if max_bytes > 0 else INT32_MAX

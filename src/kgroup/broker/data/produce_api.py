@@ -37,7 +37,6 @@ acks=-1 waits for the fsync policy (`Durability.durable`).
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -195,13 +194,10 @@ def topic_names(ctx: DataContext, request: Any, version: int) -> list[str | None
     if version < TOPIC_IDS_FROM:
         return [t.name for t in request.topic_data]
     ids = [get(t, "topic_id", None) for t in request.topic_data]
-
-    def by_id() -> dict[uuid.UUID, str]:
-        return {m.topic_id: name for name, m in ctx.data.topics().items()}
-    names = by_id()
+    names = ctx.data.names_by_id()
     # An id created through another node just now: read the topics again once.
     if any(i not in names for i in ids if i is not None) and ctx.data.refresh_topics():
-        names = by_id()
+        names = ctx.data.names_by_id()
     return [names.get(i) if i is not None else None for i in ids]
 
 
