@@ -41,6 +41,10 @@ NORMALIZATIONS: dict[str, str] = {
     "log directories and disk space": "a broker's log directory is a path of its own and its disk's free "
                                       "space changes by the second: LOGDIR and BYTES (-1 kept)",
     "SASL tokens": "a SCRAM server message carries a random nonce and salt: TOKEN (empty kept)",
+    "delegation tokens": "a delegation token's id is random and its HMAC keyed by it: token-N and hmac-N in order "
+                         "of first appearance (\"\" and empty kept); its issue, expiry and max timestamps are "
+                         "wall-clock times (TIME, -1 kept), and so is a SASL session's lifetime that ends with "
+                         "the token: LIFETIME (0 kept)",
     "error messages": "an error message is free text: MESSAGE when there is one (null and \"\" compared as "
                       "they are)",
     "member order": "Kafka keeps a group's members in a hash map keyed by their random ids, so the order of "
@@ -84,6 +88,7 @@ _CLUSTER_KEYS = frozenset({"cluster_id"})
 _LOG_DIR_KEYS = frozenset({"log_dir"})
 _DISK_KEYS = frozenset({"total_bytes", "usable_bytes"})
 _TOKEN_KEYS = frozenset({"auth_bytes"})
+_DELEGATION_TIME_KEYS = frozenset({"issue_timestamp", "expiry_timestamp", "max_timestamp"})
 _ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -190,6 +195,14 @@ class Normalizer:
             return "TOKEN" if value else ""
         if key in _THROTTLE_KEYS:
             return 0
+        if key == "token_id" and isinstance(value, str):
+            return value if value == "" else self.alias("token", value)
+        if key == "hmac" and isinstance(value, (bytes, bytearray)):
+            return "" if not value else self.alias("hmac", bytes(value))
+        if key in _DELEGATION_TIME_KEYS and isinstance(value, (int, datetime)):
+            return value if isinstance(value, int) and value < 0 else "TIME"
+        if key == "session_lifetime" and isinstance(value, timedelta):
+            return 0 if not value else "LIFETIME"
         if key in _MESSAGE_KEYS:
             return "MESSAGE" if isinstance(value, str) and value else value
         if key in _PRODUCER_KEYS and isinstance(value, int):

@@ -318,8 +318,10 @@ class ScramServer:
         # 2. The user's (or the token's) credential, or a made-up one that fails at the proof.
         if tokenauth:
             found = self._token_lookup(username) if self._token_lookup is not None else None
-            credential = found[0] if found is not None else None
-            self._token = (found[1], found[2]) if found is not None else None
+            if found is None:      # Kafka refuses an unknown token id at once
+                raise ScramError(f"Token Authentication failed: Invalid tokenId: {username}")
+            credential = found[0]
+            self._token = (found[1], found[2])
         else:
             credential = self._lookup(username)
         self._known = credential is not None

@@ -223,13 +223,16 @@ def test_tokenauth_authenticates_a_delegation_token_as_its_owner_kip48() -> None
     hmac_b64 = base64.b64encode(b"the-token-hmac").decode()
     cred = make_credential(ScramMechanism.SCRAM_SHA_256, hmac_b64, b"salt", 4096)
     tokens = {"tok-1": (cred, "User:alice", 1000)}
-    # Without tokenauth the token id is no user; without a token lookup tokens fail at the proof.
-    for server, tokenauth in ((ScramServer("sha256", {}.get, "N", SECRET, tokens.get), False),
-                              (ScramServer("sha256", {}.get, "N", SECRET), True)):
-        client = ScramClient("sha256", "tok-1", hmac_b64, "c", tokenauth=tokenauth)
-        first = server.step(client.first())
-        with pytest.raises(ScramError, match="invalid credentials"):
-            server.step(client.final(first))
+    # Without tokenauth the token id is no user (refused at the proof); an unknown token id,
+    # or tokens off (no lookup), is refused at once, as Kafka does.
+    server = ScramServer("sha256", {}.get, "N", SECRET, tokens.get)
+    client = ScramClient("sha256", "tok-1", hmac_b64, "c")
+    with pytest.raises(ScramError, match="invalid credentials"):
+        server.step(client.final(server.step(client.first())))
+    for server, token_id in ((ScramServer("sha256", {}.get, "N", SECRET), "tok-1"),
+                             (ScramServer("sha256", {}.get, "N", SECRET, tokens.get), "tok-2")):
+        with pytest.raises(ScramError, match="Invalid tokenId"):
+            server.step(ScramClient("sha256", token_id, hmac_b64, "c", tokenauth=True).first())
     server = ScramServer("sha256", {}.get, "N", SECRET, tokens.get)
     client = ScramClient("sha256", "tok-1", hmac_b64, "c", tokenauth=True)
     done = server.step(client.final(server.step(client.first())))
