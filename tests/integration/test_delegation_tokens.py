@@ -2,16 +2,19 @@
 `kafka-delegation-tokens` tool creates, describes, renews and expires a token on a
 SASL_PLAINTEXT/SCRAM listener; Kafka's Java producer and consumer (EndToEndLatency, one JVM)
 authenticate with the token (tokenauth=true) and produce and consume as its owner; the token
-survives kill -9; once expired it no longer authenticates."""
+survives kill -9; once expired it no longer authenticates. `kgroup tokens` does the same."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import re
+import subprocess
 
 import pytest
 
+from kgroup.cli.main import main as cli_main
 from kgroup.conformance.raw import RawClient
 from kgroup.conformance.sasl import scram_login
 from kgroup.testing.reference import reference_unavailable, run_java
@@ -101,3 +104,33 @@ def test_kafka_tools_and_java_clients_use_a_token_that_survives_kill9_until_it_e
     out = _tool(broker, alice, "--expire", "--expiry-time-period", "-1", "--hmac", hmac_b64)
     assert "Completed expire operation" in out, out
     assert _token_logs_in(broker, token_id, hmac_b64) == 58   # SASL_AUTHENTICATION_FAILED
+
+
+def test_kgroup_tokens_create_describe_renew_expire(broker, tmp_path, capsys):
+    def _kgroup(*args: str) -> subprocess.CompletedProcess:
+        # In this process (kgroup.cli.main), as the `kgroup` command runs it, without a
+        # Python start per command.
+        code = cli_main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+
+    props = tmp_path / "alice.properties"
+    props.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+                     f"sasl.username={ALICE}\nsasl.password={ALICE_PASSWORD}\n")
+    b = ["--bootstrap-server", broker.bootstrap, "--command-config", str(props)]
+    done = _kgroup("tokens", "create", "--renewer-principal", "User:admin", "--format", "json", *b)
+    assert done.returncode == 0, done.stderr
+    (token,) = json.loads(done.stdout)["tokens"]
+    assert token["owner"] == token["requester"] == "User:alice" and token["renewers"] == ["User:admin"]
+    assert token["expiry_ms"] - token["issue_ms"] == 86_400_000 and token["max_ms"] - token["issue_ms"] == 604_800_000
+    done = _kgroup("tokens", "describe", *b)
+    assert done.returncode == 0 and token["token_id"] in done.stdout and token["hmac"] in done.stdout, done.stderr
+    done = _kgroup("tokens", "renew", "--hmac", token["hmac"], "--renew-time-period", "60000", *b)
+    assert done.returncode == 0 and done.stdout.startswith("Renewed: the token now expires at"), done.stderr
+    done = _kgroup("tokens", "expire", "--hmac", token["hmac"], *b)
+    assert done.returncode == 0 and done.stdout.startswith("Expired"), done.stderr
+    # One line, Kafka's error and what to do.
+    done = _kgroup("tokens", "renew", "--hmac", token["hmac"], *b)
+    assert done.returncode == 1 and "DELEGATION_TOKEN_NOT_FOUND" in done.stderr and len(done.stderr.splitlines()) == 1
+    done = _kgroup("tokens", "create", "--owner-principal", "User:admin", *b)   # no authorizer: allowed
+    assert done.returncode == 0 and "User:admin" in done.stdout, done.stderr
