@@ -143,7 +143,7 @@ class TokenStore:
         self._change(upsert=[token])
         return token
 
-    def _by(self, hmac: bytes, principal: str) -> Token:
+    def _by(self, hmac: bytes) -> Token:
         token = self.tokens.get(self._by_hmac.get(bytes(hmac), ""))
         if token is None:
             raise TokenError(ErrorCode.DELEGATION_TOKEN_NOT_FOUND)
@@ -151,7 +151,7 @@ class TokenStore:
 
     def renew(self, hmac: bytes, principal: str, renew_period_ms: int, now_ms: int) -> int:
         """The token's new expiry timestamp."""
-        token = self._by(hmac, principal)
+        token = self._by(hmac)
         if token.expired(now_ms):
             raise TokenError(ErrorCode.DELEGATION_TOKEN_EXPIRED)
         if not token.owner_or_renewer(principal):
@@ -163,7 +163,7 @@ class TokenStore:
 
     def expire(self, hmac: bytes, principal: str, expiry_period_ms: int, now_ms: int) -> int:
         """The token's new expiry timestamp (now, for a negative period: the token is gone)."""
-        token = self._by(hmac, principal)
+        token = self._by(hmac)
         if not token.owner_or_renewer(principal):
             raise TokenError(ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH)
         if expiry_period_ms < 0:

@@ -17,7 +17,6 @@ from kgroup.conformance.sasl import scram_login
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.target import Target
 
-NOT_FOUND = 62
 
 
 def create(owner: str | None = None, renewers: tuple[str, ...] = (), renewer_type: str = "User") -> object:
