@@ -44,7 +44,8 @@ NORMALIZATIONS: dict[str, str] = {
     "delegation tokens": "a delegation token's id is random and its HMAC keyed by it: token-N and hmac-N in order "
                          "of first appearance (\"\" and empty kept); its issue, expiry and max timestamps are "
                          "wall-clock times (TIME, -1 kept), and so is a SASL session's lifetime that ends with "
-                         "the token: LIFETIME (0 kept)",
+                         "the token: LIFETIME (0 kept); Kafka keeps tokens in a hash map, so a list of tokens is "
+                         "compared in that order of first appearance",
     "error messages": "an error message is free text: MESSAGE when there is one (null and \"\" compared as "
                       "they are)",
     "member order": "Kafka keeps a group's members in a hash map keyed by their random ids, so the order of "
@@ -116,7 +117,9 @@ class Normalizer:
         if isinstance(value, dict):
             return {str(k): self.plain(v, str(k)) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            if value and all(_member_entry(v) for v in value):
+            if value and all(_has_str(v, "token_id") for v in value):
+                value = sorted(value, key=self._token_order)
+            elif value and all(_member_entry(v) for v in value):
                 value = sorted(value, key=self._member_order)
             elif value and all(_topic_entry(v) for v in value):
                 value = sorted(value, key=self._topic_order)
@@ -167,6 +170,11 @@ class Normalizer:
         rest = Normalizer().plain({k: v for k, v in _fields(entry).items() if k not in _MEMBER_KEYS})
         text = json.dumps(rest, sort_keys=True, default=str)
         return (0, f"{int(known.rsplit('-', 1)[1]):09d}", text) if known else (1, "", text)
+
+    def _token_order(self, entry: Any) -> tuple[int, int, str]:
+        """Tokens seen before by their alias number; new ones by their id."""
+        known = self._aliases.get("token", {}).get(_field(entry, "token_id"))
+        return (0, int(known.rsplit("-", 1)[1]), "") if known else (1, 0, _field(entry, "token_id"))
 
     def _topic_order(self, entry: Any) -> tuple[int, str, str]:
         """Topics seen before by their alias number; new ones by their other fields."""

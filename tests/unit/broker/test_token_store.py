@@ -31,6 +31,8 @@ def test_a_token_expires_after_the_expiry_time_and_never_outlives_its_max_lifeti
     assert (t.issue_ms, t.expiry_ms, t.max_ms) == (1_000, 1_000 + DAY, 1_000 + 7 * DAY)
     short = tokens.create("User:alice", "User:admin", (), HOUR, now_ms=1_000)   # a request may only lower it
     assert (short.expiry_ms, short.max_ms) == (1_000 + HOUR, 1_000 + HOUR)
+    # Describe counts the requester in (KIP-373); renewing does not.
+    assert short.involves("User:admin") and not short.may_renew("User:admin") and t.may_renew("User:bob")
     # Renew: by the owner or a renewer, up to the expiry time, capped by the max timestamp.
     assert tokens.renew(t.hmac, "User:bob", 2 * DAY, now_ms=DAY) == 2 * DAY
     assert tokens.renew(t.hmac, "User:alice", HOUR, now_ms=DAY) == DAY + HOUR

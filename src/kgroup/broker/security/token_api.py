@@ -14,7 +14,8 @@ Kafka's order:
 4. the token store's rules (token_store.py).
 
 Describe lists the tokens of the owners asked (all with a null list, none with an empty
-one) that the requester owns or renews, or may DESCRIBE (the token's DelegationToken
+one; a token "of" a principal it owns, asked for or renews, KIP-373) that the caller owns,
+asked for or renews, or may DESCRIBE (the token's DelegationToken
 resource) or DESCRIBE_TOKENS (the owner's User resource). Without an authorizer every ACL
 check passes, as Kafka's do. The ACL checks are here, not in a guard, because Kafka makes
 them after the connection check. Failed answers carry -1 timestamps, as Kafka's.
@@ -149,9 +150,9 @@ class TokenApi:
         renewer_cls = item(token_cls, "renewers")
         out = []
         for token in sorted(tokens.tokens.values(), key=lambda t: (t.issue_ms, t.token_id)):
-            if owners is not None and not any(token.owner_or_renewer(o) for o in owners):
+            if owners is not None and not any(token.involves(o) for o in owners):
                 continue
-            if not (token.owner_or_renewer(peer.principal)
+            if not (token.involves(peer.principal)
                     or self._allowed(peer, AclOperation.DESCRIBE, ResourceType.DELEGATION_TOKEN, token.token_id)
                     or self._allowed(peer, AclOperation.DESCRIBE_TOKENS, ResourceType.USER, token.owner)):
                 continue

@@ -58,8 +58,13 @@ class Token:
     max_ms: int
     hmac: bytes = b""
 
-    def owner_or_renewer(self, principal: str) -> bool:
+    def may_renew(self, principal: str) -> bool:
+        """Renew and expire: the owner or a renewer (Kafka's controller's rule)."""
         return principal == self.owner or principal in self.renewers
+
+    def involves(self, principal: str) -> bool:
+        """Describe: the owner, the requester (KIP-373) or a renewer (Kafka's ownerOrRenewer)."""
+        return principal in (self.owner, self.requester) or principal in self.renewers
 
     def expired(self, now_ms: int) -> bool:
         return self.max_ms < now_ms or self.expiry_ms < now_ms
@@ -154,7 +159,7 @@ class TokenStore:
         token = self._by(hmac)
         if token.expired(now_ms):
             raise TokenError(ErrorCode.DELEGATION_TOKEN_EXPIRED)
-        if not token.owner_or_renewer(principal):
+        if not token.may_renew(principal):
             raise TokenError(ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH)
         period = min(self.expiry_time_ms, renew_period_ms) if renew_period_ms > 0 else self.expiry_time_ms
         expiry = min(token.max_ms, _sum(now_ms, period))
@@ -164,7 +169,7 @@ class TokenStore:
     def expire(self, hmac: bytes, principal: str, expiry_period_ms: int, now_ms: int) -> int:
         """The token's new expiry timestamp (now, for a negative period: the token is gone)."""
         token = self._by(hmac)
-        if not token.owner_or_renewer(principal):
+        if not token.may_renew(principal):
             raise TokenError(ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH)
         if expiry_period_ms < 0:
             self._change(remove=[token.token_id])

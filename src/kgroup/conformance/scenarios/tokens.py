@@ -15,7 +15,10 @@ from kgroup.conformance.messages import request
 from kgroup.conformance.raw import RawClient
 from kgroup.conformance.sasl import scram_login
 from kgroup.conformance.scenarios import scenario
+from kgroup.conformance.scenarios.security import acl
 from kgroup.conformance.target import Target
+
+USER, CREATE_TOKENS, DESCRIBE_TOKENS = 7, 13, 14   # Kafka's ResourceType and AclOperation codes
 
 
 
@@ -61,7 +64,8 @@ async def _until(t: Target, what: str, check) -> None:
                "(INVALID_PRINCIPAL_TYPE); DescribeDelegationToken shows owners and renewers their tokens (an empty "
                "owner list: none); SCRAM with tokenauth=true authenticates as the owner, whose ACLs apply, and such "
                "a connection may not ask for tokens; renew and expire go by HMAC (unknown: NOT_FOUND); an expired "
-               "token no longer authenticates; a super user creates a token for alice")
+               "token no longer authenticates; a super user creates a token for alice; CREATE_TOKENS and "
+               "DESCRIBE_TOKENS on User:admin let alice create admin's tokens and see them")
 async def tokens_lifecycle_secured(t: Target) -> None:
     alice = await t.raw("alice", user="alice")
     admin = await t.raw("admin", user="admin")
@@ -97,6 +101,14 @@ async def tokens_lifecycle_secured(t: Target) -> None:
     await t.ask(admin, "admin creates a token for alice", create(owner="alice"))
     await _until(t, "alice's new token is described", lambda: _listed(alice, describe("alice"), 1))
     await t.ask(alice, "alice describes her tokens", describe("alice"))
+    # KIP-373: ACLs on the owner's User resource.
+    await t.ask(admin, "allow alice CreateTokens and DescribeTokens on User:admin", request(
+        "CreateAcls", 3, creations=[acl(USER, "User:admin", "User:alice", op) for op in (CREATE_TOKENS, DESCRIBE_TOKENS)]))
+    await t.ask(admin, "admin creates a token of his own", create())
+    # Owner filters match requesters too (KIP-373): alice's token that admin asked for is listed.
+    await _until(t, "alice sees admin's token", lambda: _listed(alice, describe("admin"), 2))
+    await t.ask(alice, "alice describes the tokens admin owns, renews or asked for", describe("admin"))
+    await t.ask(alice, "alice creates a token for admin", create(owner="admin"))
 
 
 async def _listed(raw: RawClient, req, count: int) -> bool:
