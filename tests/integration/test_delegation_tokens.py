@@ -84,7 +84,7 @@ def test_kafka_tools_and_java_clients_use_a_token_that_survives_kill9_until_it_e
     out = _tool(broker, alice, "--create", "--max-life-time-period", "-1", "--renewer-principal", "User:admin")
     row = next(line for line in out.splitlines() if "User:alice" in line).split()
     token_id, hmac_b64 = row[0], row[1]
-    assert re.fullmatch(r"[0-9a-f-]{36}", token_id) and base64.b64decode(hmac_b64), out
+    assert re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]{21}", token_id) and base64.b64decode(hmac_b64), out
     # 2. The token survives kill -9 (the file is written before the answer).
     broker.kill9()
     broker.start()

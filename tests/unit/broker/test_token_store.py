@@ -29,6 +29,7 @@ def test_a_token_expires_after_the_expiry_time_and_never_outlives_its_max_lifeti
     tokens = store(tmp_path)
     t = tokens.create("User:alice", "User:alice", ("User:bob",), -1, now_ms=1_000)
     assert (t.issue_ms, t.expiry_ms, t.max_ms) == (1_000, 1_000 + DAY, 1_000 + 7 * DAY)
+    assert len(t.token_id) == 22 and not t.token_id.startswith("-")    # Kafka's Uuid as base64
     short = tokens.create("User:alice", "User:admin", (), HOUR, now_ms=1_000)   # a request may only lower it
     assert (short.expiry_ms, short.max_ms) == (1_000 + HOUR, 1_000 + HOUR)
     # Describe counts the requester in (KIP-373); renewing does not.

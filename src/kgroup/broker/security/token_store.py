@@ -142,11 +142,20 @@ class TokenStore:
                now_ms: int) -> Token:
         life = min(self.max_lifetime_ms, max_lifetime_ms) if max_lifetime_ms > 0 else self.max_lifetime_ms
         max_ms = _sum(now_ms, life)
-        token_id = str(uuid.UUID(bytes=self.random_bytes(16), version=4))
+        token_id = self._new_id()
         token = Token(token_id, owner, requester, renewers, now_ms, min(max_ms, _sum(now_ms, self.expiry_time_ms)),
                       max_ms, token_hmac(self.secret_key or "", token_id))
         self._change(upsert=[token])
         return token
+
+    def _new_id(self) -> str:
+        """Kafka's token id: a random (version 4) UUID in URL-safe base64 without padding (its
+        Uuid.toString), never the zero one, never starting with '-'."""
+        while True:
+            raw = uuid.UUID(bytes=self.random_bytes(16), version=4)
+            text = base64.urlsafe_b64encode(raw.bytes).decode().rstrip("=")
+            if raw.int > 1 and not text.startswith("-") and text not in self.tokens:
+                return text
 
     def _by(self, hmac: bytes) -> Token:
         token = self.tokens.get(self._by_hmac.get(bytes(hmac), ""))
