@@ -39,6 +39,7 @@ class Takes(enum.Enum):
     REQUEST = "header and request"
     CLIENT_HOST = "and the client's host"   # recorded with a group member (JoinGroup, ...)
     CONNECTION = "and the connection's id"  # share sessions end with their connection
+    PEER = "and the connection's Peer"      # who authenticated how (None on the plain path): tokens
 
 
 Handler = Callable[..., Awaitable[Any]]
@@ -105,6 +106,7 @@ class Routes:
     handlers: dict[int, Handler]
     with_client_host: frozenset[int]
     with_connection: frozenset[int]
+    with_peer: frozenset[int]
     kio_handlers: dict[int, Handler]
     guards: dict[int, Guard]
     open: frozenset[int]
@@ -129,6 +131,7 @@ def compile_apis(tables: Iterable[Iterable[Api]], services: Iterable[object]) ->
         handlers={int(api.key): bind(api.handler) for api in apis},
         with_client_host=frozenset(int(api.key) for api in apis if api.takes is Takes.CLIENT_HOST),
         with_connection=frozenset(int(api.key) for api in apis if api.takes is Takes.CONNECTION),
+        with_peer=frozenset(int(api.key) for api in apis if api.takes is Takes.PEER),
         kio_handlers={int(api.key): bind(api.kio_handler) for api in apis if api.kio_handler is not None},
         guards={int(api.key): api.guard for api in apis if api.guard is not None},
         open=frozenset(int(api.key) for api in apis if api.guard is None),

@@ -53,6 +53,7 @@ from kgroup.broker.security import apis as security_apis
 from kgroup.broker.security.listeners import server_ssl_context
 from kgroup.broker.security.security import Security
 from kgroup.broker.security.security_api import SecurityApi
+from kgroup.broker.security.token_api import TokenApi
 from kgroup.broker.share import apis as share_apis
 from kgroup.broker.share.dead_letters import DeadLetterWriter
 from kgroup.broker.share.share_fetch import ShareFetchService
@@ -158,7 +159,7 @@ class Node:
             ApiVersions(SERVED.values(), self.features, cfg.cluster_id, cfg.node_id), FeaturesApi(self.features), dp, groups, ConsumerGroupApi(groups),
             ShareGroupApi(groups, self.share_fetches), self.share_fetches, StreamsGroupApi(groups, dp.create_topics),
             TxnApi(groups, dp.init_producer_id), ProducersApi(dp.ctx),
-            ConfigsApi(dp.ctx, groups, self.broker_configs), RecordsApi(dp.ctx), SecurityApi(self.security)]),
+            ConfigsApi(dp.ctx, groups, self.broker_configs), RecordsApi(dp.ctx), SecurityApi(self.security), TokenApi(self.security)]),
             self.features)
 
     async def start(self) -> None:

@@ -187,6 +187,8 @@ _AUTH = [
     Key("auth", "authorizer", "bool"), Key("auth", "allow_everyone_if_no_acl", "bool"),
     Key("auth", "super_users", "names", pattern=r"[^:]+:.+", what="User:NAME"),
     *_ints("auth", 0, INT64, "connections_max_reauth_ms"),
+    Key("auth", "delegation_token_secret_key", "str", low=1),
+    *_ints("auth", 1, INT64, "delegation_token_max_lifetime_ms", "delegation_token_expiry_time_ms"),
 ]
 
 _LISTENERS = [
@@ -316,12 +318,17 @@ class ListenerConfig:
 @dataclass(frozen=True)
 class AuthConfig:
     """The `[auth]` table: authorization (Kafka's authorizer.class.name, super.users,
-    allow.everyone.if.no.acl.found) and connections.max.reauth.ms (KIP-368)."""
+    allow.everyone.if.no.acl.found), connections.max.reauth.ms (KIP-368) and delegation
+    tokens (KIP-48: delegation.token.secret.key, .max.lifetime.ms, .expiry.time.ms)."""
 
     authorizer: bool = False
     allow_everyone_if_no_acl: bool = False
     super_users: tuple[str, ...] = ()
     connections_max_reauth_ms: int = 0
+    # Tokens are disabled (DELEGATION_TOKEN_AUTH_DISABLED) unless a secret key is set.
+    delegation_token_secret_key: str | None = field(default=None, repr=False)
+    delegation_token_max_lifetime_ms: int = 7 * 24 * 3600 * 1000
+    delegation_token_expiry_time_ms: int = 24 * 3600 * 1000
 
     def __post_init__(self) -> None:
         for principal in self.super_users:

@@ -110,6 +110,8 @@ class RequestPath:
                 response = await handler(header, request, client_host)
             elif api in self.with_connection:
                 response = await handler(header, request, connection)
+            elif api in self.routes.with_peer:
+                response = await handler(header, request, None)   # the plain path: nobody authenticated
             else:
                 response = await handler(header, request)
         except StorageError as exc:
@@ -129,7 +131,7 @@ class RequestPath:
         return encode_response(header, response)
 
     async def call(self, header: RequestHeader, request: Any, client_host: str, connection: int,
-                   kio: bool = False) -> Any:
+                   kio: bool = False, peer: Peer | None = None) -> Any:
         """The handler's answer; with `kio`, always a kio object (never a FetchAnswer)."""
         api = header.api_key
         handler = (kio and self.routes.kio_handlers.get(api)) or self.handlers[api]
@@ -138,6 +140,8 @@ class RequestPath:
                 return await handler(header, request, client_host)
             if api in self.with_connection:
                 return await handler(header, request, connection)
+            if api in self.routes.with_peer:
+                return await handler(header, request, peer)
             return await handler(header, request)
         except StorageError as exc:
             log.error("storage error serving api %d: %s", api, exc)
@@ -227,10 +231,11 @@ class RequestPath:
             if gate is not Gate.SERVE:
                 return self.sasl_gate(gate, header, request, peer)
         # 2. Authorization, then the handler.
-        return await self.authorized(header, request, peer.principal, peer.host, peer.client_host, connection)
+        return await self.authorized(header, request, peer.principal, peer.host, peer.client_host, connection,
+                                     peer=peer)
 
     async def authorized(self, header: RequestHeader, request: Any, principal: str, host: str, client_host: str,
-                         connection: int, kio: bool = False) -> Any:
+                         connection: int, kio: bool = False, peer: Peer | None = None) -> Any:
         """The API's guard as `principal` (when the authorizer is on): it refuses, or narrows
         the request and finishes the answer; then the handler. Also for requests the broker
         makes on a user's behalf (the web console's actions, with `kio`)."""
@@ -244,7 +249,7 @@ class RequestPath:
             request, finish = verdict.request, verdict.finish
         # A Fetch whose answer a guard finishes (refused topics added) is built as kio objects
         # and read into memory; one with every topic allowed stays encoded for sendfile.
-        response = await self.call(header, request, client_host, connection, kio=kio or finish is not None)
+        response = await self.call(header, request, client_host, connection, kio=kio or finish is not None, peer=peer)
         return finish(response) if finish is not None else response
 
     @staticmethod

@@ -173,8 +173,8 @@ class Server:
         """The request path of a new connection and what it is called with: the plain one
         with the client's host, or the secured one with the connection's `Peer`."""
         security = self.node.security
-        if listener is None or not (listener.sasl or security.authorizer is not None
-                                    or listener.advertised != self.config.advertised):
+        if listener is None or not (listener.sasl or security.authorizer is not None or listener.ssl_client_auth
+                                    != "none" or listener.advertised != self.config.advertised):
             return self.requests.handle, (f"/{peer[0]}" if peer else "")
         advertised = listener.advertised if listener.advertised != self.config.advertised else None
         principal = tls_principal(writer) if listener.ssl else ANONYMOUS

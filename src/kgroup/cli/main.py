@@ -1,5 +1,5 @@
 """``kgroup`` command line: ``serve``, ``cluster``, ``topics``, ``groups``, ``users``, ``acls``,
-``produce``, ``consume``, ``control``, ``lab``.
+``tokens``, ``produce``, ``consume``, ``control``, ``lab``.
 
 ``main(argv)`` returns the exit status. Every mistake — bad arguments, a broker that cannot
 be reached, an unknown topic or group, a broker error code — prints exactly one line
@@ -78,8 +78,9 @@ async def _run_client(args: Any) -> int:
     from .group_tools import GROUP_COMMANDS
     from .properties import read_command_config
     from .security import SECURITY_COMMANDS
+    from .tokens import TOKEN_COMMANDS
 
-    command = {**COMMANDS, **GROUP_COMMANDS, **SECURITY_COMMANDS}[(args.command, getattr(args, "action", None))]
+    command = {**COMMANDS, **GROUP_COMMANDS, **SECURITY_COMMANDS, **TOKEN_COMMANDS}[(args.command, getattr(args, "action", None))]
     config = read_command_config(args.command_config) if args.command_config else None
     try:
         admin = AdminClient(args.bootstrap_server, timeout=args.request_timeout_ms / 1000, config=config)

@@ -26,6 +26,7 @@ from .ops_parser import (
     one_group_argument,
 )
 from .security import add_security_commands
+from .tokens import add_token_commands
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 _NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")
@@ -353,6 +354,7 @@ def build_parser() -> Parser:
 
     # users, acls
     add_security_commands(sub, client, Parser)
+    add_token_commands(sub, client, Parser)
 
     # control
     _control_parser(sub)

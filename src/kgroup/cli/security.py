@@ -9,7 +9,8 @@ credential is), and ``users list`` shows mechanisms and iteration counts only.
 
 ``kgroup acls add|list|remove`` takes kafka-acls.sh's option names: ``--allow-principal``,
 ``--deny-principal``, ``--allow-host``, ``--deny-host``, ``--operation``, ``--topic``,
-``--group``, ``--cluster``, ``--transactional-id``, ``--resource-pattern-type``,
+``--group``, ``--cluster``, ``--transactional-id``, ``--user-principal``, ``--delegation-token``,
+``--resource-pattern-type``,
 ``--principal`` (list), and the ``--consumer`` / ``--producer`` shortcuts.
 """
 
@@ -112,6 +113,10 @@ def add_security_commands(sub: Any, client: argparse.ArgumentParser, parser_clas
         a.add_argument("--transactional-id", action="append", default=[], metavar="ID",
                        help="a transactional id, repeatable")
         a.add_argument("--cluster", action="store_true", help="the cluster resource")
+        a.add_argument("--user-principal", action="append", default=[], metavar="User:NAME",
+                       help="a user as a resource (CreateTokens, DescribeTokens: KIP-373), repeatable")
+        a.add_argument("--delegation-token", action="append", default=[], metavar="TOKENID",
+                       help="a delegation token (Describe), repeatable")
         if action == "list":
             a.add_argument("--resource-pattern-type", type=_pattern, default=None, metavar="TYPE",
                            help="any (default), match, literal or prefixed")
@@ -126,7 +131,7 @@ def add_security_commands(sub: Any, client: argparse.ArgumentParser, parser_clas
         a.add_argument("--deny-host", action="append", default=[], metavar="HOST", help="default: * (any host)")
         a.add_argument("--operation", action="append", default=[], type=_operation, metavar="OP",
                        help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, "
-                       "AlterConfigs, IdempotentWrite, All; repeatable")
+                       "AlterConfigs, IdempotentWrite, CreateTokens, DescribeTokens, All; repeatable")
         a.add_argument("--consumer", action="store_true",
                        help="the ACLs a consumer needs: Read and Describe on --topic, Read on --group")
         a.add_argument("--producer", action="store_true",
@@ -226,6 +231,8 @@ async def users_delete(args: Any, admin: AdminClient, out: TextIO) -> int:
 def _resources(args: Any) -> list[tuple[ResourceType, str]]:
     out = [(ResourceType.TOPIC, t) for t in args.topic] + [(ResourceType.GROUP, g) for g in args.group]
     out += [(ResourceType.TRANSACTIONAL_ID, t) for t in args.transactional_id]
+    out += [(ResourceType.USER, u) for u in args.user_principal]
+    out += [(ResourceType.DELEGATION_TOKEN, t) for t in args.delegation_token]
     if args.cluster:
         out.append((ResourceType.CLUSTER, CLUSTER_NAME))
     return out
@@ -245,7 +252,7 @@ def _bindings(args: Any) -> list[AclBinding]:
     """The ACLs ``acls add`` / ``acls remove`` name: every resource x principal x host x op."""
     resources = _resources(args)
     if not resources:
-        raise CliError("no resource given", "add --topic, --group, --transactional-id or --cluster", code=2)
+        raise CliError("no resource given", "add --topic, --group, --transactional-id, --cluster, --user-principal or --delegation-token", code=2)
     if args.consumer and not (args.topic and args.group):
         raise CliError("--consumer needs --topic and --group", "name both", code=2)
     if args.producer and not args.topic:
@@ -307,7 +314,7 @@ async def acls_remove(args: Any, admin: AdminClient, out: TextIO) -> int:
     else:
         resources = _resources(args)
         if not resources:
-            raise CliError("no resource given", "add --topic, --group, --transactional-id or --cluster", code=2)
+            raise CliError("no resource given", "add --topic, --group, --transactional-id, --cluster, --user-principal or --delegation-token", code=2)
         if not args.force:
             raise CliError("no principal given: this would remove every ACL of "
                            + ", ".join(f"{t.name.lower()} {n}" for t, n in resources),

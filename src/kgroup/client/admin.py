@@ -32,6 +32,7 @@ from .lifecycle import AsyncClient
 from .records_admin import EARLIEST, LATEST, FetchedPartition, FetchedRecord, RecordsAdmin
 from .security import ClientSecurity
 from .security_admin import SecurityAdmin
+from .token_admin import TokenAdmin
 from .topics_admin import (  # noqa: F401 (the config constants are the admin client's too)
     BROKER_RESOURCE,
     CONFIG_DELETE,
@@ -125,7 +126,7 @@ def _topic_partitions(assignment: Any) -> dict[str, tuple[int, ...]] | None:
 # -- the client --------------------------------------------------------------------------
 
 
-class AdminClient(AsyncClient, TopicsAdmin, RecordsAdmin, SecurityAdmin):
+class AdminClient(AsyncClient, TopicsAdmin, RecordsAdmin, SecurityAdmin, TokenAdmin):
     """Admin operations against a Kafka-compatible cluster; use ``async with``.
 
     ``config`` takes the security settings (``client/security.py``: security.protocol,

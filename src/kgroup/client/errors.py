@@ -91,6 +91,14 @@ class BrokerError(KafkaClientError):
         ErrorCode.GROUP_AUTHORIZATION_FAILED: "ask an admin for an ACL on the group (`kgroup acls add`)",
         ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "this needs an ACL on the cluster, or a super user",
         ErrorCode.SECURITY_DISABLED: "the broker runs without an authorizer ([auth] authorizer = true)",
+        ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED: "the broker signs no tokens ([auth] delegation_token_secret_key)",
+        ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED:
+            "connect with SASL or an SSL client certificate (--command-config), not with a token",
+        ErrorCode.DELEGATION_TOKEN_NOT_FOUND: "check the HMAC with `kgroup tokens describe`",
+        ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH: "only the token's owner or a renewer may do that",
+        ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED:
+            "a token for another owner needs CreateTokens on that User (`kgroup acls`) or a super user",
+        ErrorCode.DELEGATION_TOKEN_EXPIRED: "the token expired; create a new one",
     }
 
     def __init__(self, code: int, context: str = "", message: str | None = None) -> None:

@@ -14,8 +14,9 @@ HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
 
 async def scram_login(raw: RawClient, user: str, password: str, mechanism: str = "SCRAM-SHA-256",
-                      t: Any = None, label: str = "") -> int:
-    """Authenticate `raw` as `user`; with a Target `t`, every answer goes into its
+                      t: Any = None, label: str = "", tokenauth: bool = False) -> int:
+    """Authenticate `raw` as `user` (with `tokenauth`: a delegation token's id, its HMAC in
+    base64 as the password); with a Target `t`, every answer goes into its
     transcript. Returns the error code of the last answer (0: authenticated)."""
     async def ask(what: str, req: Any) -> Any:
         if t is None:
@@ -25,7 +26,7 @@ async def scram_login(raw: RawClient, user: str, password: str, mechanism: str =
     hs = await ask("handshake", request("SaslHandshake", 1, mechanism=mechanism))
     if hs is None or int(hs.error_code):
         return -1 if hs is None else int(hs.error_code)
-    client = ScramClient(HASHES[mechanism], user, password, secrets.token_urlsafe(18))
+    client = ScramClient(HASHES[mechanism], user, password, secrets.token_urlsafe(18), tokenauth=tokenauth)
     first = await ask("client-first", request("SaslAuthenticate", 2, auth_bytes=client.first()))
     if first is None or int(first.error_code):
         return -1 if first is None else int(first.error_code)

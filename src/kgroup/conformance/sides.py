@@ -68,6 +68,8 @@ def _behind(proxy: RecordingProxy, handle: Any, name: str, upstream: Callable[[]
 # a SASL_PLAINTEXT listener for clients, an authorizer, and two group settings the main
 # pair cannot have without slowing every scenario: an initial rebalance delay and a group
 # size limit (both broker-wide in Kafka).
+# The secured pair signs delegation tokens (KIP-48) with this key: tokens are on at both.
+TOKEN_SECRET_KEY = "kgroup-conformance-token-key"
 SECURED_GROUP = {"initial_rebalance_delay_ms": 1_500, "max_group_size": 2}
 
 
@@ -82,6 +84,7 @@ def reference_secured_side() -> Side:
         # connection) is ANONYMOUS: a super user, as an operator's internal listener is.
         "super.users": "User:admin;User:ANONYMOUS",
         "allow.everyone.if.no.acl.found": False,
+        "delegation.token.secret.key": TOKEN_SECRET_KEY,
     }
     kafka = ReferenceKafka(settings, group=GroupConfig(**{**COMPARABLE_GROUP_SETTINGS, **SECURED_GROUP}),
                            extra_listeners={RECORDED: (proxy.host, proxy.port, "SASL_PLAINTEXT")}, users=USERS)
@@ -111,6 +114,7 @@ protocol = "SASL_PLAINTEXT"
 [auth]
 authorizer = true
 super_users = ["User:admin"]
+delegation_token_secret_key = "{TOKEN_SECRET_KEY}"
 """)
 
     def add_users() -> None:

@@ -41,6 +41,11 @@ NORMALIZATIONS: dict[str, str] = {
     "log directories and disk space": "a broker's log directory is a path of its own and its disk's free "
                                       "space changes by the second: LOGDIR and BYTES (-1 kept)",
     "SASL tokens": "a SCRAM server message carries a random nonce and salt: TOKEN (empty kept)",
+    "delegation tokens": "a delegation token's id is random and its HMAC keyed by it: token-N and hmac-N in order "
+                         "of first appearance (\"\" and empty kept); its issue, expiry and max timestamps are "
+                         "wall-clock times (TIME, -1 kept), and so is a SASL session's lifetime that ends with "
+                         "the token: LIFETIME (0 kept); Kafka keeps tokens in a hash map, so a list of tokens is "
+                         "compared in that order of first appearance",
     "error messages": "an error message is free text: MESSAGE when there is one (null and \"\" compared as "
                       "they are)",
     "member order": "Kafka keeps a group's members in a hash map keyed by their random ids, so the order of "
@@ -84,6 +89,7 @@ _CLUSTER_KEYS = frozenset({"cluster_id"})
 _LOG_DIR_KEYS = frozenset({"log_dir"})
 _DISK_KEYS = frozenset({"total_bytes", "usable_bytes"})
 _TOKEN_KEYS = frozenset({"auth_bytes"})
+_DELEGATION_TIME_KEYS = frozenset({"issue_timestamp", "expiry_timestamp", "max_timestamp"})
 _ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -111,7 +117,9 @@ class Normalizer:
         if isinstance(value, dict):
             return {str(k): self.plain(v, str(k)) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            if value and all(_member_entry(v) for v in value):
+            if value and all(_has_str(v, "token_id") for v in value):
+                value = sorted(value, key=self._token_order)
+            elif value and all(_member_entry(v) for v in value):
                 value = sorted(value, key=self._member_order)
             elif value and all(_topic_entry(v) for v in value):
                 value = sorted(value, key=self._topic_order)
@@ -163,6 +171,11 @@ class Normalizer:
         text = json.dumps(rest, sort_keys=True, default=str)
         return (0, f"{int(known.rsplit('-', 1)[1]):09d}", text) if known else (1, "", text)
 
+    def _token_order(self, entry: Any) -> tuple[int, int, str]:
+        """Tokens seen before by their alias number; new ones by their id."""
+        known = self._aliases.get("token", {}).get(_field(entry, "token_id"))
+        return (0, int(known.rsplit("-", 1)[1]), "") if known else (1, 0, _field(entry, "token_id"))
+
     def _topic_order(self, entry: Any) -> tuple[int, str, str]:
         """Topics seen before by their alias number; new ones by their other fields."""
         known = self._aliases.get("uuid", {}).get(_field(entry, "topic_id"))
@@ -190,6 +203,14 @@ class Normalizer:
             return "TOKEN" if value else ""
         if key in _THROTTLE_KEYS:
             return 0
+        if key == "token_id" and isinstance(value, str):
+            return value if value == "" else self.alias("token", value)
+        if key == "hmac" and isinstance(value, (bytes, bytearray)):
+            return "" if not value else self.alias("hmac", bytes(value))
+        if key in _DELEGATION_TIME_KEYS and isinstance(value, (int, datetime)):
+            return value if isinstance(value, int) and value < 0 else "TIME"
+        if key == "session_lifetime" and isinstance(value, timedelta):
+            return 0 if not value else "LIFETIME"
         if key in _MESSAGE_KEYS:
             return "MESSAGE" if isinstance(value, str) and value else value
         if key in _PRODUCER_KEYS and isinstance(value, int):

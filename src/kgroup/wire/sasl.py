@@ -22,6 +22,12 @@ mechanism, same principal: AUTHENTICATED -> REAUTHENTICATING -> AUTHENTICATED) w
 other requests keep being served. A request other than a re-authentication after the session
 expired closes the connection, as Kafka's broker does.
 
+Delegation tokens (KIP-48): a SCRAM client-first with ``tokenauth=true`` names a token id as
+its user and proves the token's HMAC; the session's principal becomes the token's owner and
+``token_authenticated`` is set (such a connection may not ask for tokens itself). A token
+past its expiry is refused, and the session lasts at most until the token expires (Kafka's
+credential lifetime), so a client re-authenticates or is disconnected then.
+
 ``gate(api_key, now_ms)`` says what to do with each request (``Gate``); a verdict that closes
 the connection fails the session for good. ``handshake`` and ``authenticate`` answer the two
 SASL requests. States are an enum with one transition
@@ -49,6 +55,7 @@ __all__ = [
     "PLAIN",
     "SaslSession",
     "SUPPORTED_MECHANISMS",
+    "Tokens",
 ]
 
 # Compared on every request of a SASL connection: plain ints (an enum member costs a lookup).
@@ -72,6 +79,12 @@ class Credentials(Protocol):
     def scram(self, mechanism: ScramMechanism, username: str) -> ScramCredential | None: ...
 
     def check_plain(self, username: str, password: str) -> bool: ...
+
+
+class Tokens(Protocol):
+    """Where SCRAM with tokenauth=true finds a delegation token (the broker's token store)."""
+
+    def scram(self, mechanism: ScramMechanism, token_id: str) -> tuple[ScramCredential, str, int] | None: ...
 
 
 class AuthState(Enum):
@@ -157,10 +170,12 @@ class _Plain:
 
 
 class _Scram:
-    def __init__(self, mechanism: ScramMechanism, credentials: Credentials, nonce: str, secret: bytes) -> None:
+    def __init__(self, mechanism: ScramMechanism, credentials: Credentials, nonce: str, secret: bytes,
+                 tokens: Tokens | None = None) -> None:
         self.mechanism = mechanism
+        token_lookup = None if tokens is None else (lambda token_id: tokens.scram(mechanism, token_id))
         self.server = ScramServer(mechanism.hash_name, lambda user: credentials.scram(mechanism, user),
-                                  nonce, secret)
+                                  nonce, secret, token_lookup)
 
     def step(self, token: bytes) -> bytes | ScramDone:
         try:
@@ -176,9 +191,11 @@ class SaslSession:
     """The authentication state of one connection on a SASL listener (module comment)."""
 
     def __init__(self, mechanisms: tuple[str, ...], credentials: Credentials, *,
-                 nonce: Callable[[], str], secret: bytes, reauth_ms: int = 0) -> None:
+                 nonce: Callable[[], str], secret: bytes, reauth_ms: int = 0, tokens: Tokens | None = None) -> None:
         self.mechanisms = tuple(mechanisms)
         self.credentials = credentials
+        self.tokens = tokens
+        self.token_authenticated = False
         self._nonce = nonce
         self._secret = secret
         self.reauth_ms = reauth_ms
@@ -264,7 +281,7 @@ class SaslSession:
         if mechanism == PLAIN:
             self._exchange = _Plain(self.credentials)
         else:
-            self._exchange = _Scram(MECHANISMS[mechanism], self.credentials, self._nonce(), self._secret)
+            self._exchange = _Scram(MECHANISMS[mechanism], self.credentials, self._nonce(), self._secret, self.tokens)
         return HandshakeAnswer(NONE, self.mechanisms)
 
     def authenticate(self, token: bytes, now_ms: int) -> AuthAnswer:
@@ -279,13 +296,22 @@ class SaslSession:
         if not isinstance(outcome, ScramDone):
             self._move(_Event.TOKEN)
             return AuthAnswer(NONE, None, outcome)
-        principal = f"User:{outcome.username}"
+        principal = outcome.token_owner or f"User:{outcome.username}"
+        lifetime = self.reauth_ms
+        if outcome.token_expiry_ms is not None:
+            if now_ms > outcome.token_expiry_ms:
+                self.failure = "Authentication failed: Delegation Token is expired"
+                self._move(_Event.FAIL)
+                return AuthAnswer(SASL_AUTHENTICATION_FAILED, self.failure, close=True)
+            left = max(outcome.token_expiry_ms - now_ms, 1)
+            lifetime = min(lifetime, left) if lifetime > 0 else left
         if self.principal is not None and principal != self.principal:
             self.failure = f"cannot change principal from {self.principal} to {principal} when re-authenticating"
             self._move(_Event.FAIL)
             return AuthAnswer(SASL_AUTHENTICATION_FAILED, "Authentication failed: " + self.failure, close=True)
         self._move(_Event.DONE)
         self.principal = principal
+        self.token_authenticated = outcome.token_owner is not None
         self._exchange = None
-        self.expires_at_ms = now_ms + self.reauth_ms if self.reauth_ms > 0 else None
-        return AuthAnswer(NONE, None, outcome.message, session_lifetime_ms=self.reauth_ms)
+        self.expires_at_ms = now_ms + lifetime if lifetime > 0 else None
+        return AuthAnswer(NONE, None, outcome.message, session_lifetime_ms=lifetime)

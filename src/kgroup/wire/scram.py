@@ -24,7 +24,9 @@ combined nonce still has to follow, so the server's nonce is checked (the replay
 was about), and the proof is checked over the message as sent. Kafka 3.8.1-3.9 let it
 through the same way; Kafka 4.x refuses it, which locks those clients out of SCRAM. An unknown user gets a made-up salt derived
 from a server secret and the name, so the exchange fails only at the proof and does not tell
-which user names exist. ``ScramClient`` is the client side. Nonces and salts are given to
+which user names exist. Kafka's extension ``tokenauth=true`` (KIP-48) makes the user name a
+delegation token's id: the credential is then the token's (``token_lookup``) and the exchange
+ends with the token's owner (``ScramDone.token_owner``), whose ACLs apply. ``ScramClient`` is the client side. Nonces and salts are given to
 these classes, never drawn here: this module does no I/O and uses no randomness of its own.
 """
 
@@ -110,6 +112,9 @@ class ScramDone:
 
     message: bytes
     username: str
+    # With tokenauth=true: the token's owner (a principal, `User:name`) and its expiry.
+    token_owner: str | None = None
+    token_expiry_ms: int | None = None
 
 
 def _hmac(hash_name: str, key: bytes, msg: bytes) -> bytes:
@@ -235,14 +240,17 @@ class ScramServer:
     RFC 5802's SHA-1 examples use "sha1"); ``lookup(username)`` returns the user's
     credential for this mechanism or None;
     ``nonce`` is this exchange's server nonce (printable, no ','); ``secret`` keys the
-    made-up salts of unknown users.
+    made-up salts of unknown users; ``token_lookup(token_id)`` returns a delegation token's
+    (credential, owner, expiry ms) or None, for ``tokenauth=true`` (None: tokens are refused).
     """
 
-    def __init__(self, hash_name: str, lookup, nonce: str, secret: bytes) -> None:
+    def __init__(self, hash_name: str, lookup, nonce: str, secret: bytes, token_lookup=None) -> None:
         if not _valid_nonce(nonce):
             raise ValueError("server nonce must be printable ASCII without ','")
         self.hash_name = hash_name
         self._lookup = lookup
+        self._token_lookup = token_lookup
+        self._token: tuple[str, int] | None = None   # (owner, expiry ms) with tokenauth=true
         self._server_nonce = nonce
         self._secret = secret
         self.state = ServerState.AWAIT_CLIENT_FIRST
@@ -297,17 +305,25 @@ class ScramServer:
         if not _valid_nonce(client_nonce):
             raise ScramError("client nonce has characters SCRAM does not allow")
         # Kafka's extensions (key=value, e.g. tokenauth=true for delegation tokens).
+        tokenauth = False
         for extension in parts[2:]:
             key, eq, value = extension.partition("=")
             if not eq or not key.isalnum() or not value:
                 raise ScramError(f"malformed extension {extension[:16]!r}")
             if key == "tokenauth" and value.lower() == "true":
-                raise ScramError("delegation tokens are not supported")
+                tokenauth = True
         if authzid_part:
             if not authzid_part.startswith("a=") or decode_saslname(authzid_part[2:]) != username:
                 raise ScramError("authorization id differs from the user name")
-        # 2. The user's credential, or a made-up one that fails at the proof.
-        credential = self._lookup(username)
+        # 2. The user's (or the token's) credential, or a made-up one that fails at the proof.
+        if tokenauth:
+            found = self._token_lookup(username) if self._token_lookup is not None else None
+            if found is None:      # Kafka refuses an unknown token id at once
+                raise ScramError(f"Token Authentication failed: Invalid tokenId: {username}")
+            credential = found[0]
+            self._token = (found[1], found[2])
+        else:
+            credential = self._lookup(username)
         self._known = credential is not None
         if credential is None:
             salt = _hmac(self.hash_name, self._secret, username.encode())[:16]
@@ -347,7 +363,8 @@ class ScramServer:
         if not (good and self._known):
             raise ScramError("invalid credentials")
         server_signature = _hmac(self.hash_name, cred.server_key, auth_message)
-        return ScramDone(f"v={_b64(server_signature)}".encode(), self._username)
+        owner, expiry = self._token if self._token is not None else (None, None)
+        return ScramDone(f"v={_b64(server_signature)}".encode(), self._username, owner, expiry)
 
 
 # -- client side ---------------------------------------------------------------------------
@@ -356,14 +373,15 @@ class ScramClient:
     """The client side of one exchange: ``first()``, ``final(server_first)``,
     ``verify(server_final)``; ScramError if the server misbehaves."""
 
-    def __init__(self, hash_name: str, username: str, password: str, nonce: str) -> None:
+    def __init__(self, hash_name: str, username: str, password: str, nonce: str, *, tokenauth: bool = False) -> None:
         if not _valid_nonce(nonce):
             raise ValueError("client nonce must be printable ASCII without ','")
         self.hash_name = hash_name
         self.username = username
         self.password = password
         self.nonce = nonce
-        self._bare = f"n={encode_saslname(username)},r={nonce}"
+        # tokenauth: the user name is a delegation token's id, the password its HMAC in base64.
+        self._bare = f"n={encode_saslname(username)},r={nonce}" + (",tokenauth=true" if tokenauth else "")
         self._auth_message = b""
         self._salted = b""
 

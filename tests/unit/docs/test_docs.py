@@ -25,7 +25,8 @@ def served_table() -> str:
     """docs/protocol.md's table, from the entries of every concern's apis.py."""
     lines = ["| API | key | versions | concern | handler | takes | edits |",
              "|---|---:|---|---|---|---|---|"]
-    takes = {Takes.REQUEST: "", Takes.CLIENT_HOST: "client host", Takes.CONNECTION: "connection"}
+    takes = {Takes.REQUEST: "", Takes.CLIENT_HOST: "client host", Takes.CONNECTION: "connection",
+             Takes.PEER: "peer"}
     for api in sorted((a for table in TABLES for a in table), key=lambda a: a.key):
         module = api.handler.__module__.split(".")
         concern = f"{module[2]}/" if len(module) > 3 else "broker/"

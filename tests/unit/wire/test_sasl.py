@@ -178,3 +178,35 @@ def test_handshake_v1_stays_framed_and_v0_cannot_re_authenticate() -> None:
     assert s.authenticate(b"\0alice\0wonderland", 0).error == 0
     answer = s.handshake("PLAIN", 0)
     assert answer.error == ILLEGAL_SASL_STATE and answer.close and s.state is AuthState.FAILED
+
+
+class Tokens:
+    def __init__(self, expiry_ms: int) -> None:
+        self.expiry_ms = expiry_ms
+
+    def scram(self, mechanism, token_id):
+        if token_id != "tok":
+            return None
+        return make_credential(mechanism, "hmac-b64", b"token-salt", 4096), "User:alice", self.expiry_ms
+
+
+def test_a_delegation_token_authenticates_as_its_owner_until_it_expires_kip48() -> None:
+    counter = itertools.count()
+    s = SaslSession(("SCRAM-SHA-256",), Store(), nonce=lambda: f"srv{next(counter)}", secret=b"k",
+                    reauth_ms=60_000, tokens=Tokens(expiry_ms=10_000))
+    assert s.gate(ApiKey.SASL_HANDSHAKE, 0) is Gate.SASL and s.handshake("SCRAM-SHA-256").error == 0
+    client = ScramClient("sha256", "tok", "hmac-b64", "cli", tokenauth=True)
+    first = s.authenticate(client.first(), 1_000)
+    answer = s.authenticate(client.final(first.token), 1_000)
+    # The owner's principal; the session ends with the token (9 s), before connections_max_reauth_ms.
+    assert (answer.error, s.principal, s.token_authenticated) == (0, "User:alice", True)
+    assert answer.session_lifetime_ms == 9_000 and s.gate(ApiKey.METADATA, 9_999) is Gate.SERVE
+    assert s.gate(ApiKey.METADATA, 10_000) is Gate.CLOSE
+    # A token past its expiry is refused.
+    late = SaslSession(("SCRAM-SHA-256",), Store(), nonce=lambda: "srv", secret=b"k", tokens=Tokens(expiry_ms=10_000))
+    late.handshake("SCRAM-SHA-256")
+    client = ScramClient("sha256", "tok", "hmac-b64", "cli", tokenauth=True)
+    answer = late.authenticate(client.final(late.authenticate(client.first(), 20_000).token), 20_000)
+    assert answer.error == SASL_AUTHENTICATION_FAILED and answer.close and "expired" in answer.message
+    # A user's password is not a token's: the same name without tokenauth is an unknown user.
+    assert scram_login(session(), "tok", "hmac-b64", SHA256).error == SASL_AUTHENTICATION_FAILED

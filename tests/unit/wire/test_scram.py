@@ -113,7 +113,6 @@ BAD_CLIENT_FIRST = [
     b"n,,n=us=er,r=abc",                # bad saslname escape
     b"n,,n=,r=abc",                     # empty user
     b"n,a=other,n=user,r=abc",          # authzid differs
-    b"n,,n=user,r=abc,tokenauth=true",  # delegation tokens
     b"n,,n=user,r=ab\x7fc",              # non-printable nonce
     b"n,,n=user,r=\xff\xfe",            # not UTF-8
     b"n,,n=user,r=" + b"a" * 9000,      # too long
@@ -218,3 +217,24 @@ def test_librdkafka_before_2_6_1_repeats_its_nonce_and_is_let_through(hash_name,
         else:
             with pytest.raises(ScramError, match="nonce"):
                 server.step(f"{without_proof},p={client_proof}".encode())
+
+
+def test_tokenauth_authenticates_a_delegation_token_as_its_owner_kip48() -> None:
+    hmac_b64 = base64.b64encode(b"the-token-hmac").decode()
+    cred = make_credential(ScramMechanism.SCRAM_SHA_256, hmac_b64, b"salt", 4096)
+    tokens = {"tok-1": (cred, "User:alice", 1000)}
+    # Without tokenauth the token id is no user (refused at the proof); an unknown token id,
+    # or tokens off (no lookup), is refused at once, as Kafka does.
+    server = ScramServer("sha256", {}.get, "N", SECRET, tokens.get)
+    client = ScramClient("sha256", "tok-1", hmac_b64, "c")
+    with pytest.raises(ScramError, match="invalid credentials"):
+        server.step(client.final(server.step(client.first())))
+    for server, token_id in ((ScramServer("sha256", {}.get, "N", SECRET), "tok-1"),
+                             (ScramServer("sha256", {}.get, "N", SECRET, tokens.get), "tok-2")):
+        with pytest.raises(ScramError, match="Invalid tokenId"):
+            server.step(ScramClient("sha256", token_id, hmac_b64, "c", tokenauth=True).first())
+    server = ScramServer("sha256", {}.get, "N", SECRET, tokens.get)
+    client = ScramClient("sha256", "tok-1", hmac_b64, "c", tokenauth=True)
+    done = server.step(client.final(server.step(client.first())))
+    client.verify(done.message)
+    assert (done.username, done.token_owner, done.token_expiry_ms) == ("tok-1", "User:alice", 1000)

@@ -31,6 +31,7 @@ TXN_AT_LEAST = {22: (0, 4), 24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 61: 
 
 # Security (SASL, ACLs, SCRAM credentials): KIP-43/152, the ACL APIs, KIP-554.
 SECURITY_APIS = {17, 36, 29, 30, 31, 50, 51}
+SECURITY_APIS |= {38, 39, 40, 41}  # the delegation token APIs (KIP-48)
 
 # Served beyond the first protocol table because admin tools and web UIs call them:
 # DeleteRecords, DescribeConfigs, AlterConfigs, DescribeLogDirs, IncrementalAlterConfigs and

@@ -8,14 +8,19 @@ librdkafka before that fix (Debian's kcat 1.7.1, older confluent-kafka and node-
 refuses a range without v0. After v0 (Kafka 0.10) the SASL tokens follow in bare frames with
 no request header, served as Kafka serves them (wire/sasl.py, `RequestPath.handle_secured`);
 after v1 in SaslAuthenticate, whose v1 adds KIP-368's session lifetime. The ACL APIs from v1
-(v0 predates prefixed patterns, KIP-290); the SCRAM credential APIs have only v0.
+(v0 predates prefixed patterns, KIP-290); the SCRAM credential APIs have only v0. The
+delegation token APIs (KIP-48) at Kafka 4.4's versions (v0 removed in 4.0; Create and
+Describe v3 add KIP-373's owner and requester); their ACL checks come after the connection's
+(token_api.py), so their guards admit.
 """
 
 from __future__ import annotations
 
 from kgroup.broker.apis import Api
 from kgroup.broker.security import guards
+from kgroup.broker.apis import Takes
 from kgroup.broker.security.security_api import SecurityApi
+from kgroup.broker.security.token_api import TokenApi
 from kgroup.wire.api_keys import ApiKey as K
 
 APIS = (
@@ -28,4 +33,12 @@ APIS = (
         guards.describe_user_scram_credentials, edits=False),
     Api(K.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, SecurityApi.alter_user_scram_credentials,
         guards.alter_user_scram_credentials, edits=True),
+    Api(K.CREATE_DELEGATION_TOKEN, 1, 3, TokenApi.create_delegation_token, guards.tokens, edits=True,
+        takes=Takes.PEER),
+    Api(K.RENEW_DELEGATION_TOKEN, 1, 2, TokenApi.renew_delegation_token, guards.tokens, edits=True,
+        takes=Takes.PEER),
+    Api(K.EXPIRE_DELEGATION_TOKEN, 1, 2, TokenApi.expire_delegation_token, guards.tokens, edits=True,
+        takes=Takes.PEER),
+    Api(K.DESCRIBE_DELEGATION_TOKEN, 1, 3, TokenApi.describe_delegation_token, guards.tokens, edits=False,
+        takes=Takes.PEER),
 )

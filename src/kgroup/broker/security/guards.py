@@ -1,5 +1,6 @@
 """Guards of the security APIs (security/apis.py lists which guards which API): ACLs and
-SCRAM credentials, both on the cluster resource (DESCRIBE to read, ALTER to change).
+SCRAM credentials, both on the cluster resource (DESCRIBE to read, ALTER to change); the
+delegation token APIs are admitted (their checks follow the connection's: token_api.py).
 """
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
-from kgroup.broker.security.authorization import cluster_guard
+from kgroup.broker.security.authorization import Access, Admission, cluster_guard
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, item
@@ -55,3 +56,9 @@ create_acls = cluster_guard(Op.ALTER, _acl_creations_refused)
 delete_acls = cluster_guard(Op.ALTER, _acl_deletions_refused)
 describe_user_scram_credentials = cluster_guard(Op.DESCRIBE, _scram_describe_refused)
 alter_user_scram_credentials = cluster_guard(Op.ALTER, _scram_alter_refused)
+
+
+def tokens(access: Access, header: RequestHeader, request: Any) -> Admission:
+    """The delegation token APIs: Kafka checks the connection first, then CREATE_TOKENS /
+    DESCRIBE_TOKENS on the owner's User resource; both are the handler's (token_api.py)."""
+    return Admission(request)
