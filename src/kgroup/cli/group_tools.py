@@ -39,7 +39,7 @@ from kgroup.client.admin import (
     GroupDescription,
 )
 from kgroup.client.errors import BrokerError, UnsupportedApi
-from kgroup.core.group_configs import DLQ_TOPIC_NAME
+from kgroup.core.group_configs import DLQ_TOPIC_NAME, known_names
 from kgroup.error_codes import ErrorCode
 from kgroup.group_types import CLASSIC, CONSUMER, DescribeApi, GroupType, Positions, group_type, state_names, type_names
 from kgroup.offset_reset import reset_refused
@@ -680,7 +680,13 @@ async def _delete_share_offsets(group: str, specs: list[TopicSpec], admin: Admin
 
 
 async def groups_alter_config(args: Any, admin: AdminClient, out: TextIO) -> int:
-    return await alter_and_print(admin, GROUP_RESOURCE, one_group(args), "group", args, out)
+    try:
+        return await alter_and_print(admin, GROUP_RESOURCE, one_group(args), "group", args, out)
+    except BrokerError as exc:
+        # The broker answers an unknown name in Kafka's words, without the names it knows.
+        if exc.code is ErrorCode.INVALID_CONFIG and "Unknown group config name" in str(exc):
+            raise CliError(str(exc), f"valid names: {known_names()}") from None
+        raise
 
 
 # -- delete -------------------------------------------------------------------------------------
