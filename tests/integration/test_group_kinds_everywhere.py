@@ -231,7 +231,7 @@ def test_groups_list_and_describe_show_every_kind(broker, name):
     if kind.name == "streams":
         # kafka-streams-groups.sh's columns: the member's process and its tasks by kind.
         assert members[0].split() == ["GROUP", "MEMBER", "PROCESS", "CLIENT-ID", "ASSIGNMENTS"]
-        assert "ACTIVE: 0:[0, 1];" in members[1], members
+        assert "ACTIVE: 0:[0,1];" in members[1], members
         assert described["members"][0]["tasks"]["active"] == {"0": [0, 1]}
 
 

@@ -281,7 +281,7 @@ def _streams_assignments(tasks: dict[str, dict[str, list[int]]] | None, prefix: 
     for kind in ("active", "standby", "warmup"):
         by_sub = (tasks or {}).get(kind) or {}
         if any(by_sub.values()):
-            out += f"{prefix}{kind.upper()}: " + "".join(f"{s}:[{', '.join(map(str, ps))}]; "
+            out += f"{prefix}{kind.upper()}: " + "".join(f"{s}:[{','.join(map(str, ps))}]; "
                                                          for s, ps in by_sub.items() if ps)
     return out
 

@@ -112,7 +112,7 @@ def test_streams_group_members_read_as_kafka_streams_groups_sh():
         ["app", "4", "0", "m0", "streams", "4", "p0", "app-client",
          "ACTIVE: 0:[0]; 1:[0]; STANDBY: 0:[1]; TARGET-ACTIVE: 0:[0]; 1:[0]; TARGET-STANDBY: 0:[1];"],
         ["app", "4", "0", "m1", "streams", "4", "p1", "app-client",
-         "ACTIVE: 0:[1]; 1:[1]; STANDBY: 0:[0]; TARGET-ACTIVE: 0:[1, 2]; 1:[1]; TARGET-WARMUP: 0:[0];"],
+         "ACTIVE: 0:[1]; 1:[1]; STANDBY: 0:[0]; TARGET-ACTIVE: 0:[1,2]; 1:[1]; TARGET-WARMUP: 0:[0];"],
     ]
     # The JSON document carries each member's process and tasks by kind.
     (_, second) = _document(_Described("app", desc, None, {}))["members"]
