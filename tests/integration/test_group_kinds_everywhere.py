@@ -226,7 +226,13 @@ def test_groups_list_and_describe_show_every_kind(broker, name):
     assert described["type"] == kind.name and described["state"] == "Stable" and len(described["members"]) == 1
     assert {row["topic"] for row in described["offsets"]} == {TOPIC}
     assert "Stable" in kgroup(broker, "groups", "describe", group, "--state")
-    assert len(kgroup(broker, "groups", "describe", group, "--members").splitlines()) == 2
+    members = kgroup(broker, "groups", "describe", group, "--members").splitlines()
+    assert len(members) == 2
+    if kind.name == "streams":
+        # kafka-streams-groups.sh's columns: the member's process and its tasks by kind.
+        assert members[0].split() == ["GROUP", "MEMBER", "PROCESS", "CLIENT-ID", "ASSIGNMENTS"]
+        assert "ACTIVE: 0:[0,1];" in members[1], members
+        assert described["members"][0]["tasks"]["active"] == {"0": [0, 1]}
 
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is needed (make test installs it)")

@@ -465,7 +465,16 @@ def sc_streams_group_configs(run: Run) -> None:
                         ("streams.session.timeout.ms", 500), ("streams.session.timeout.ms", 20_000),
                         ("streams.heartbeat.interval.ms", 2_000), ("streams.heartbeat.interval.ms", 50),
                         ("streams.num.warmup.replicas", 3), ("streams.acceptable.recovery.lag", -1),
-                        ("streams.initial.rebalance.delay.ms", 10), ("streams.no.such.config", 1)):
+                        ("streams.initial.rebalance.delay.ms", 10), ("streams.no.such.config", 1),
+                        # ConfigDef's lower bounds and types, the one-sided bounds, the configs
+                        # kgroup keeps without using (assignor name, rack tags, offload)
+                        ("streams.num.standby.replicas", -1), ("streams.session.timeout.ms", 0),
+                        ("streams.initial.rebalance.delay.ms", -5), ("streams.acceptable.recovery.lag", "x"),
+                        ("streams.num.warmup.replicas", 25), ("streams.task.offset.interval.ms", 0),
+                        ("streams.assignment.interval.ms", 20_000), ("streams.assignor.name", "nope"),
+                        ("streams.assignor.name", "sticky"), ("streams.rack.aware.assignment.tags", "zone,zone"),
+                        ("streams.rack.aware.assignment.tags", "zone,rack"),
+                        ("streams.assignor.offload.enable", "maybe"), ("streams.assignor.offload.enable", "true")):
         cls = request_class(44, 1)
         res_cls = item(cls, "resources")
         r = run.wire.call(None, 44, 1, validate_only=False, resources=(build(
@@ -515,16 +524,7 @@ def _untag(value: Any, tag: str) -> Any:
 
 
 # Differences found and not mended yet: the scenario fails until they are (strict).
-KNOWN_DIFFERENCES = {
-    "streams_group_configs": "kgroup's refusal texts are its own; Kafka 4.4 says 'X must be in the range 1000 to "
-                             "60000 inclusive.' (session, heartbeat), 'X must be less than or equal to N' (standby, "
-                             "warm-up), ConfigDef's 'Invalid value -1 for configuration X: Value must be at least 0' "
-                             "(lower bounds of 0), 'Unknown group config name: X' (no list). Its DescribeConfigs "
-                             "of a group always lists streams.assignor.name (STRING, 'sticky') and "
-                             "streams.rack.aware.assignment.tags (LIST, ''), which kgroup lacks, and lists "
-                             "streams.num.warmup.replicas, streams.acceptable.recovery.lag and "
-                             "streams.task.offset.interval.ms (min 15000) only once set (internal configs)",
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("scenario", [

@@ -39,7 +39,7 @@ from kgroup.client.admin import (
     GroupDescription,
 )
 from kgroup.client.errors import BrokerError, UnsupportedApi
-from kgroup.core.group_configs import DLQ_TOPIC_NAME
+from kgroup.core.group_configs import DLQ_TOPIC_NAME, known_names
 from kgroup.error_codes import ErrorCode
 from kgroup.group_types import CLASSIC, CONSUMER, DescribeApi, GroupType, Positions, group_type, state_names, type_names
 from kgroup.offset_reset import reset_refused
@@ -261,8 +261,46 @@ def _member_rows(d: _Described) -> list[dict[str, Any]]:
                      "current_assignment": assignment_text(desc, m),
                      "target_epoch": desc.assignment_epoch if target is not None else None,
                      "target_assignment": None if target is None else kafka_assignment(target) or None,
-                     "upgraded": m.upgraded})
+                     "upgraded": m.upgraded,
+                     # A streams group member: its process, topology epoch and tasks by kind.
+                     **({"process_id": m.process_id, "topology_epoch": m.topology_epoch,
+                         "tasks": _plain_tasks(m.tasks), "target_tasks": _plain_tasks(m.target_tasks)}
+                        if m.tasks is not None else {})})
     return rows
+
+
+def _plain_tasks(tasks: Any) -> dict[str, dict[str, list[int]]] | None:
+    return None if tasks is None else {kind: {s: sorted(ps) for s, ps in sorted(by_sub.items())}
+                                       for kind, by_sub in tasks.items()}
+
+
+def _streams_assignments(tasks: dict[str, dict[str, list[int]]] | None, prefix: str = "") -> str:
+    """kafka-streams-groups.sh's ASSIGNMENTS: "ACTIVE: 0:[0]; 1:[0]; STANDBY: 0:[1]; " (kinds
+    without tasks left out)."""
+    out = ""
+    for kind in ("active", "standby", "warmup"):
+        by_sub = (tasks or {}).get(kind) or {}
+        if any(by_sub.values()):
+            out += f"{prefix}{kind.upper()}: " + "".join(f"{s}:[{','.join(map(str, ps))}]; "
+                                                         for s, ps in by_sub.items() if ps)
+    return out
+
+
+def _print_streams_members(d: _Described, members: list[dict[str, Any]], out: TextIO, verbose: bool) -> None:
+    """Kafka 4.4's kafka-streams-groups.sh --describe --members table (--verbose: the target
+    assignment's and topology's epochs, each member's protocol and epoch, its target tasks)."""
+    desc = d.description
+    head = ["GROUP"] + (["TARGET-ASSIGNMENT-EPOCH", "TOPOLOGY-EPOCH"] if verbose else []) + ["MEMBER"] + \
+        (["MEMBER-PROTOCOL", "MEMBER-EPOCH"] if verbose else []) + ["PROCESS", "CLIENT-ID", "ASSIGNMENTS"]
+    rows = [head]
+    for m in members:
+        assignments = _streams_assignments(m["tasks"])
+        if verbose:
+            assignments += _streams_assignments(m["target_tasks"], "TARGET-")
+        rows.append([d.group] + ([cell(desc.assignment_epoch), cell(m["topology_epoch"])] if verbose else []) +
+                    [m["consumer_id"]] + (["streams", cell(m["current_epoch"])] if verbose else []) +
+                    [cell(m["process_id"]), m["client_id"], assignments.rstrip() or "-"])
+    table(rows, out)
 
 
 def _document(d: _Described, lag_per_topic: bool = False) -> dict[str, Any]:
@@ -322,6 +360,9 @@ def _print_members(d: _Described, out: TextIO, verbose: bool) -> None:
     others; --verbose: each member's epoch and assignment, the group's target epoch and the
     member's target, and UPGRADED when a consumer group has members of both protocols)."""
     members = _member_rows(d)
+    if _kind(d.description).name == "streams":
+        _print_streams_members(d, members, out, verbose)
+        return
     if _is_share(d.description):
         head = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", *(["MEMBER-EPOCH"] if verbose else []),
                 "ASSIGNMENT"]
@@ -680,7 +721,13 @@ async def _delete_share_offsets(group: str, specs: list[TopicSpec], admin: Admin
 
 
 async def groups_alter_config(args: Any, admin: AdminClient, out: TextIO) -> int:
-    return await alter_and_print(admin, GROUP_RESOURCE, one_group(args), "group", args, out)
+    try:
+        return await alter_and_print(admin, GROUP_RESOURCE, one_group(args), "group", args, out)
+    except BrokerError as exc:
+        # The broker answers an unknown name in Kafka's words, without the names it knows.
+        if exc.code is ErrorCode.INVALID_CONFIG and "Unknown group config name" in str(exc):
+            raise CliError(str(exc), f"valid names: {known_names()}") from None
+        raise
 
 
 # -- delete -------------------------------------------------------------------------------------

@@ -93,6 +93,13 @@ class MemberDescription:
     member_epoch: int | None = None
     target_assignment: Mapping[str, tuple[int, ...]] | None = None
     upgraded: bool | None = None
+    # A streams group member (StreamsGroupDescribe): its process, the topology epoch it runs,
+    # and its tasks and target tasks by kind, "active" / "standby" / "warmup" -> subtopology
+    # id -> partitions.
+    process_id: str | None = None
+    topology_epoch: int | None = None
+    tasks: Mapping[str, Mapping[str, tuple[int, ...]]] | None = None
+    target_tasks: Mapping[str, Mapping[str, tuple[int, ...]]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,15 +261,21 @@ class AdminClient(AsyncClient, TopicsAdmin, RecordsAdmin, SecurityAdmin, TokenAd
                     out.setdefault(topic, set()).update(t.partitions)
             return {topic: tuple(sorted(ps)) for topic, ps in sorted(out.items())}
 
+        def by_kind(a) -> dict[str, dict[str, tuple[int, ...]]]:
+            return {kind: {t.subtopology_id: tuple(t.partitions) for t in getattr(a, f"{kind}_tasks")}
+                    for kind in ("active", "standby", "warmup")}
+
         members = tuple(
             MemberDescription(
                 member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
                 client_host=m.client_host, metadata=b"", assignment_bytes=b"",
-                assignment=partitions(m.assignment.active_tasks), member_epoch=int(m.member_epoch))
+                assignment=partitions(m.assignment.active_tasks), member_epoch=int(m.member_epoch),
+                process_id=m.process_id, topology_epoch=int(m.topology_epoch), tasks=by_kind(m.assignment), target_tasks=by_kind(m.target_assignment))
             for m in g.members
         )
         return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=STREAMS.protocol_type,
-                                protocol="", members=members, group_type=STREAMS.name, epoch=g.group_epoch)
+                                protocol="", members=members, group_type=STREAMS.name, epoch=g.group_epoch,
+                                assignment_epoch=g.assignment_epoch)
 
     async def describe_share_group(self, group: str) -> GroupDescription | None:
         """A share group's state and members with their assignments (None: no such share

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 from dataclasses import dataclass
 from functools import cache
 from enum import IntEnum
@@ -71,13 +71,26 @@ class GroupConfigDef:
     # A LONG config (64 bits) rather than an INT.
     long: bool = False
     # A config with no broker setting of its own (Kafka's synonym is the config itself, at its
-    # built-in default): "BOOLEAN", or "STRING" for free text; empty for the others.
+    # built-in default): "BOOLEAN", or "STRING" / "LIST" (comma-separated) for free text; empty for the others.
     plain: str = ""
     # What else a STRING config takes besides its choices (share.auto.offset.reset's
     # by_duration:<ISO 8601>), and the message when a value is neither; or why a free-text
     # value is refused (None: it is fine).
     accepts: Callable[[str], bool] | None = None
     refusal: Callable[[str], str | None] | None = None
+    # Kafka's ConfigDef lower bound (Range.atLeast), checked as the value is parsed, with
+    # ConfigDef's words; None: none.
+    at_least: int | None = None
+    # How Kafka's GroupConfig.validate checks the broker's bounds: "range" (min to max),
+    # "max" or "min" (one side only, the other left to `at_least`), "none". Bounds of
+    # kgroup's own beyond Kafka's are checked after, in the range's words.
+    bounds: str = "range"
+    # Kafka's built-in default where kgroup's differs (DescribeConfigs then reports kgroup's
+    # as a broker setting, as Kafka reports a default set in server.properties); None: the same.
+    kafka_default: int | str | None = None
+    # An internal config of Kafka's (ConfigDef.defineInternal): DescribeConfigs lists it only
+    # when it is set (for the group, or by the broker away from Kafka's default).
+    internal: bool = False
 
     @property
     def type_name(self) -> str:
@@ -98,7 +111,7 @@ class GroupConfigDef:
                 raise _invalid(f"Invalid value {text} for configuration {self.name}: Expected value to be "
                                "either true or false")
             return value
-        if self.plain == "STRING":
+        if self.plain in ("STRING", "LIST"):
             value = str(text).strip()
             problem = self.refusal(value) if self.refusal is not None else None
             if problem is not None:
@@ -117,19 +130,28 @@ class GroupConfigDef:
         try:
             number = int(str(text).strip())
         except ValueError:
-            raise _invalid(f"Invalid value {text} for configuration {self.name}: Not a number of type INT") from None
+            raise _invalid(f"Invalid value {text} for configuration {self.name}: Not a number of type "
+                           f"{self.type_name}") from None
         bits = 63 if self.long else 31
         if not -(2 ** bits) <= number < 2 ** bits:
             raise _invalid(f"Invalid value {text} for configuration {self.name}: Not a number of type "
                            f"{self.type_name}")
+        if self.at_least is not None and number < self.at_least:
+            raise _invalid(f"Invalid value {number} for configuration {self.name}: Value must be at least "
+                           f"{self.at_least}")
         return number
 
     def bounds_problem(self, config: GroupConfig, value: int | str) -> str | None:
-        """Why ``value`` is outside the broker's bounds for this config, or None (Kafka's
-        words: "must be in the range <min> to <max> inclusive.")."""
+        """Why ``value`` is outside the broker's bounds for this config, or None, in Kafka's
+        words: "must be in the range <min> to <max> inclusive.", or for a one-sided check
+        "must be less than or equal to <max>" / "must be greater than or equal to <min>"."""
         if self.choices or self.plain:
             return None
         low, high = self.minimum(config), self.maximum(config)
+        if self.bounds == "max" and value > high:  # type: ignore[operator]
+            return f"{self.name} must be less than or equal to {high}"
+        if self.bounds == "min" and value < low:  # type: ignore[operator]
+            return f"{self.name} must be greater than or equal to {low}"
         if not low <= value <= high:  # type: ignore[operator]
             return f"{self.name} must be in the range {low} to {high} inclusive."
         return None
@@ -154,7 +176,7 @@ def _no_override(config: GroupConfig, group_id: str) -> None:
 
 def _kind_config(name: str, doc: str, *, override: Callable[[GroupConfig, str], int | None] = _no_override,
                  choices: tuple[str, ...] = (), long: bool = False,
-                 accepts: Callable[[str], bool] | None = None) -> GroupConfigDef:
+                 accepts: Callable[[str], bool] | None = None, **kafka: Any) -> GroupConfigDef:
     """A config of one group kind (its name's first word: consumer, share, streams): its
     default is the broker's [group] <kind>_* setting, its bounds the <kind>_min_* /
     <kind>_max_* ones (Kafka's group.<kind>.* names); a STRING config (``choices``) has
@@ -168,7 +190,7 @@ def _kind_config(name: str, doc: str, *, override: Callable[[GroupConfig, str], 
     low, high = key.replace(f"{kind}_", f"{kind}_min_", 1), key.replace(f"{kind}_", f"{kind}_max_", 1)
     return GroupConfigDef(name, f"group.{name}", lambda c: getattr(c, key), override,
                           lambda c: getattr(c, low), f"group.{kind}.min.{bare}",
-                          lambda c: getattr(c, high), f"group.{kind}.max.{bare}", doc, long=long)
+                          lambda c: getattr(c, high), f"group.{kind}.max.{bare}", doc, long=long, **kafka)
 
 
 CONSUMER_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
@@ -228,10 +250,12 @@ def _dlq_topic_refusal(value: str) -> str | None:
 
 
 def _plain_config(name: str, type_name: str, default: str, doc: str,
-                  refusal: Callable[[str], str | None] | None = None) -> GroupConfigDef:
-    """A group config with no broker setting: its default is Kafka's built-in one."""
-    return GroupConfigDef(name, name, lambda c: default, _no_override, lambda c: 0, "", lambda c: 0, "", doc,
-                          plain=type_name, refusal=refusal)
+                  refusal: Callable[[str], str | None] | None = None, broker_name: str = "",
+                  **kafka: Any) -> GroupConfigDef:
+    """A group config with no broker setting of kgroup's: its default is Kafka's built-in
+    one (or, with ``kafka_default``, kgroup's fixed behaviour, ``default``)."""
+    return GroupConfigDef(name, broker_name or name, lambda c: default, _no_override, lambda c: 0, "",
+                          lambda c: 0, "", doc, plain=type_name, refusal=refusal, **kafka)
 
 SHARE_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
     _kind_config(SHARE_SESSION_TIMEOUT, "The timeout to detect client failures of a share group member."),
@@ -265,20 +289,55 @@ STREAMS_ACCEPTABLE_RECOVERY_LAG = "streams.acceptable.recovery.lag"
 STREAMS_INITIAL_REBALANCE_DELAY = "streams.initial.rebalance.delay.ms"
 STREAMS_TASK_OFFSET_INTERVAL = "streams.task.offset.interval.ms"
 STREAMS_ASSIGNMENT_INTERVAL = "streams.assignment.interval.ms"
+STREAMS_ASSIGNOR_OFFLOAD = "streams.assignor.offload.enable"
+STREAMS_ASSIGNOR_NAME = "streams.assignor.name"
+STREAMS_RACK_TAGS = "streams.rack.aware.assignment.tags"
+# The task assignors a streams group can name (Kafka's group.streams.assignors; kgroup has one).
+STREAMS_ASSIGNORS = ("sticky",)
 
+
+def _streams_assignor_refusal(value: str) -> str | None:
+    if value in STREAMS_ASSIGNORS:
+        return None
+    return (f"{STREAMS_ASSIGNOR_NAME} '{value}' is not a registered task assignor. Registered assignors are: "
+            f"[{', '.join(STREAMS_ASSIGNORS)}].")
+
+
+def _rack_tags_refusal(value: str) -> str | None:
+    tags = [t.strip() for t in value.split(",") if t.strip()]
+    return f"{STREAMS_RACK_TAGS} must not contain duplicate tag keys." if len(set(tags)) < len(tags) else None
+
+
+# Checked as Kafka 4.4's GroupConfig checks them (ConfigDef lower bounds, then the broker's
+# bounds, some one-sided), so a refusal reads the same word for word; the internal ones are
+# described only once set.
 STREAMS_GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
     _kind_config(STREAMS_SESSION_TIMEOUT, "The timeout to detect client failures when using the streams group "
-                 "protocol."),
-    _kind_config(STREAMS_HEARTBEAT_INTERVAL, "The heartbeat interval given to the members of a streams group."),
-    _kind_config(STREAMS_NUM_STANDBY_REPLICAS, "The number of standby replicas for each task."),
+                 "protocol.", at_least=1),
+    _kind_config(STREAMS_HEARTBEAT_INTERVAL, "The heartbeat interval given to the members of a streams group.",
+                 at_least=1),
+    _kind_config(STREAMS_NUM_STANDBY_REPLICAS, "The number of standby replicas for each task.", at_least=0,
+                 bounds="max"),
     _kind_config(STREAMS_NUM_WARMUP_REPLICAS, "The most warm-up tasks a streams group has at once (Kafka Streams' "
-                 "max.warmup.replicas)."),
+                 "max.warmup.replicas).", at_least=0, bounds="max", internal=True),
     _kind_config(STREAMS_ACCEPTABLE_RECOVERY_LAG, "The most changelog records a member may lag behind to be "
-                 "considered caught up on a task.", long=True),
+                 "considered caught up on a task.", long=True, at_least=0, bounds="none", internal=True),
     _kind_config(STREAMS_INITIAL_REBALANCE_DELAY, "How long an empty streams group waits for more members before "
-                 "its first assignment."),
-    _kind_config(STREAMS_TASK_OFFSET_INTERVAL, "How often the members report their changelog offsets."),
-    _kind_config(STREAMS_ASSIGNMENT_INTERVAL, "The interval between assignments (kgroup assigns at once)."),
+                 "its first assignment.", at_least=0, bounds="none"),
+    _kind_config(STREAMS_TASK_OFFSET_INTERVAL, "How often the members report their changelog offsets.", at_least=1,
+                 bounds="min", internal=True),
+    _kind_config(STREAMS_ASSIGNMENT_INTERVAL, "The interval between assignments (kgroup assigns at once).",
+                 at_least=0, kafka_default=1_000),
+    # kgroup computes every target assignment within the heartbeat that needs it: as Kafka
+    # with this off (its default is on). Accepted and kept; it changes nothing.
+    _plain_config(STREAMS_ASSIGNOR_OFFLOAD, "BOOLEAN", "false", "Whether to offload streams group assignment to a "
+                  "group coordinator background thread (kgroup never does).",
+                  broker_name=f"group.{STREAMS_ASSIGNOR_OFFLOAD}", kafka_default="true", internal=True),
+    _plain_config(STREAMS_ASSIGNOR_NAME, "STRING", "sticky", "The task assignor of this streams group, by short "
+                  "name; kgroup has one, sticky.", refusal=_streams_assignor_refusal),
+    # kgroup's task assignor is not rack-aware: the tags are accepted and kept, unused.
+    _plain_config(STREAMS_RACK_TAGS, "LIST", "", "The client tag keys the task assignor spreads standby replicas "
+                  "over (accepted and kept; kgroup's assignor does not use them).", refusal=_rack_tags_refusal),
 )
 
 
@@ -347,7 +406,8 @@ def _invalid(message: str) -> GroupError:
     return GroupError(ErrorCode.INVALID_CONFIG, message)
 
 
-def _known_names() -> str:
+def known_names() -> str:
+    """Every group config name, sorted (the CLI's hint for an unknown one)."""
     return ", ".join(sorted(GROUP_CONFIGS))
 
 
@@ -388,7 +448,8 @@ class GroupConfigs:
         updated = dict(current) if req.incremental else {}
         for name, op, value in req.changes:
             if name not in GROUP_CONFIGS:
-                raise _invalid(f"Unknown group config name: {name}; valid names: {_known_names()}")
+                # Kafka's words; `kgroup groups alter-config` adds the valid names as a hint.
+                raise _invalid(f"Unknown group config name: {name}")
             if op == ConfigOp.DELETE:
                 updated.pop(name, None)
             elif op == ConfigOp.SET:
@@ -434,13 +495,17 @@ class GroupConfigs:
             override = d.toml_override(config, group_id)
             if override is not None:
                 chain.append((name, str(override), ConfigSource.STATIC_BROKER_CONFIG))
-            # The broker's setting: STATIC_BROKER_CONFIG when its `[group]` table changed it
-            # (Kafka's source for a default set in server.properties), else DEFAULT_CONFIG.
-            # A changed one is followed by the built-in default, as Kafka lists both.
-            changed = d.default(config) != d.default(_built_in())
+            # The broker's setting: STATIC_BROKER_CONFIG when its `[group]` table changed it, or
+            # kgroup's default is not Kafka's (Kafka's source for a default set in
+            # server.properties), else DEFAULT_CONFIG. A changed one is followed by the
+            # built-in default, as Kafka lists both.
+            base = d.default(_built_in()) if d.kafka_default is None else d.kafka_default
+            changed = str(d.default(config)) != str(base)
             if changed:
                 chain.append((d.broker_name, str(d.default(config)), ConfigSource.STATIC_BROKER_CONFIG))
-            chain.append((d.broker_name, str(d.default(_built_in())), ConfigSource.DEFAULT_CONFIG))
+            chain.append((d.broker_name, str(base), ConfigSource.DEFAULT_CONFIG))
+            if d.internal and len(chain) == 1:
+                continue                # Kafka lists an internal config only once it is set
             described.append(DescribedGroupConfig(name, chain[0][1], chain[0][2], tuple(chain), d.doc, d.type_name))
         return Result((), ((reply, tuple(described)),))
 

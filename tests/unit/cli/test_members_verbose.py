@@ -85,3 +85,36 @@ def test_share_group_shows_kafka_share_groups_columns_sorted_by_member():
     doc = _document(_Described("s", desc, None, {}, share_lag={}))
     assert [(m["consumer_id"], m["current_epoch"], m["target_epoch"]) for m in doc["members"]] == [
         ("zz", 4, None), ("aa", 5, None)]
+
+
+def streams_member(mid: str, process: str, active: dict, standby: dict, target: dict | None = None) -> MemberDescription:
+    tasks = {"active": active, "standby": standby, "warmup": {}}
+    return MemberDescription(mid, None, "app-client", "/10.0.0.1", b"", b"", {}, member_epoch=4, process_id=process,
+                             topology_epoch=0, tasks=tasks, target_tasks=target or tasks)
+
+
+def test_streams_group_members_read_as_kafka_streams_groups_sh():
+    # The rows Kafka 4.4's kafka-streams-groups.sh --describe --members [--verbose] printed for
+    # this group (two members, a stateful subtopology 0 with one standby; runs of blanks folded).
+    desc = GroupDescription("app", "Stable", "streams", "", (
+        streams_member("m0", "p0", {"0": (0,), "1": (0,)}, {"0": (1,)}),
+        streams_member("m1", "p1", {"0": (1,), "1": (1,)}, {"0": (0,)},
+                       {"active": {"0": (1, 2), "1": (1,)}, "standby": {}, "warmup": {"0": (0,)}}),
+    ), group_type="streams", epoch=4, assignment_epoch=4)
+    assert cells(desc, False) == [
+        ["GROUP", "MEMBER", "PROCESS", "CLIENT-ID", "ASSIGNMENTS"],
+        ["app", "m0", "p0", "app-client", "ACTIVE: 0:[0]; 1:[0]; STANDBY: 0:[1];"],
+        ["app", "m1", "p1", "app-client", "ACTIVE: 0:[1]; 1:[1]; STANDBY: 0:[0];"],
+    ]
+    assert cells(desc, True) == [
+        ["GROUP", "TARGET-ASSIGNMENT-EPOCH", "TOPOLOGY-EPOCH", "MEMBER", "MEMBER-PROTOCOL", "MEMBER-EPOCH", "PROCESS",
+         "CLIENT-ID", "ASSIGNMENTS"],
+        ["app", "4", "0", "m0", "streams", "4", "p0", "app-client",
+         "ACTIVE: 0:[0]; 1:[0]; STANDBY: 0:[1]; TARGET-ACTIVE: 0:[0]; 1:[0]; TARGET-STANDBY: 0:[1];"],
+        ["app", "4", "0", "m1", "streams", "4", "p1", "app-client",
+         "ACTIVE: 0:[1]; 1:[1]; STANDBY: 0:[0]; TARGET-ACTIVE: 0:[1,2]; 1:[1]; TARGET-WARMUP: 0:[0];"],
+    ]
+    # The JSON document carries each member's process and tasks by kind.
+    (_, second) = _document(_Described("app", desc, None, {}))["members"]
+    assert second["process_id"] == "p1" and second["tasks"]["standby"] == {"0": [0]}
+    assert second["target_tasks"]["warmup"] == {"0": [0]}
