@@ -360,7 +360,7 @@ def _print_members(d: _Described, out: TextIO, verbose: bool) -> None:
     others; --verbose: each member's epoch and assignment, the group's target epoch and the
     member's target, and UPGRADED when a consumer group has members of both protocols)."""
     members = _member_rows(d)
-    if _kind(d.description).name == "streams":
+    if _kind(d.description).describe_api is DescribeApi.STREAMS_GROUP_DESCRIBE:    # members hold tasks
         _print_streams_members(d, members, out, verbose)
         return
     if _is_share(d.description):
