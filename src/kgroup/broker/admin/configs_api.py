@@ -109,7 +109,7 @@ class ConfigsApi:
                                      tuple((n, v, int(s)) for n, v, s in d.synonyms), d.doc)
                                for d in await self._group_call("describe_group_configs", name)]
                 elif rtype == CLIENT_METRICS and self.client_metrics is not None:
-                    entries = [entry(k, v, source, False, kind, ((k, v, source),), doc)
+                    entries = [entry(k, v, source, False, kind, ((k, v, source),) if source != DEFAULT_CONFIG else (), doc)
                                for k, v, source, kind, doc in self._metrics_call(self.client_metrics.describe, name)]
                 else:
                     raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
