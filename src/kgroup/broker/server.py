@@ -94,7 +94,6 @@ class Server:
 
     async def _start_console(self, host: str, port: int) -> None:
         from kgroup.broker.observe.console.app import Console  # noqa: PLC0415 (prometheus_client only when on)
-
         node = self.node
         self.console = Console(GroupViews(node.coordinators), node.observer, node.request_stats,
                                node.durability.fsync_seconds, node.end_offset, requests=self.requests,
