@@ -3,7 +3,8 @@
 Resources: TOPIC (2) — Kafka's topic config names (data/topic_configs.py), stored with the topic
 in the data dir, falling back to the broker's settings; BROKER (4, name "" for the cluster
 default or this broker's id) — the broker's settings, those Kafka lets change at run time
-changed here (admin/dynamic_configs.py), the others described read-only; GROUP (32) — group-level configs
+changed here (admin/dynamic_configs.py), the others described read-only; CLIENT_METRICS (16) — KIP-714
+subscriptions (observe/client_metrics_configs.py, given by concerns.py); GROUP (32) — group-level configs
 (core/group_configs.py), decided by the group's coordinator shard and kept in its
 group-metadata log. Other resource types get INVALID_REQUEST. Each resource is answered on
 its own: one bad resource never fails the others.
