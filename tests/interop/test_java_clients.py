@@ -403,6 +403,10 @@ def test_java_consumer_pushes_its_metrics_into_metrics_and_groups_describe(java,
         mine = [c for c in pushed["clients"] if c["client_id"] == client]
         assert mine and mine[0]["group"] == group and mine[0]["subscribed"] == ["org.apache.kafka.consumer."]
         assert all(n.startswith("org.apache.kafka.consumer.") for n in mine[0]["metrics"])
+        # The console's member panel reads the group's detail: the member carries its metrics.
+        detail = json.load(urllib.request.urlopen(f"http://{http}/api/groups/{group}", timeout=5))
+        assert [m["telemetry"]["client_instance_id"] for m in detail["members"]] == [mine[0]["client_instance_id"]]
+        assert "poll-idle-ratio-avg" in detail["members"][0]["telemetry"]["key_metrics"]
         out = subprocess.run([str(Path(sys.executable).with_name("kgroup")), "groups", "describe", group,
                               "--bootstrap-server", kgroup.bootstrap, "--members", "--verbose",
                               "--telemetry", http], capture_output=True, text=True, timeout=60)

@@ -104,11 +104,9 @@ class Console:
             return _json(200, group_list(self.views, self.observer.history, self.lag, self.clock()))
         if path.startswith(GROUPS):
             group = path[len(GROUPS):]
-            detail = group_detail(self.views, self.observer.history, self.lag, group, self.clock())
+            detail = group_detail(self.views, self.observer.history, self.lag, group, self.clock(), self.telemetry)
             if detail is None:
                 return _json(404, {"error": f"no group {group!r}"})
-            for m in detail["members"]:
-                m["telemetry"] = telemetry_view.member_metrics(self.telemetry, m["client_id"], m["client_host"] or "")
             return _json(200, detail)
         if path == "/api/telemetry":
             if self.telemetry is None:
