@@ -163,3 +163,14 @@ def test_a_changed_subscription_gives_a_new_subscription_id_at_once(tmp_path):
     assert changed.subscription_id != c.subscription_id and changed.interval_ms == 30_000
     other = t.get_subscriptions(None, {**CLIENT, "client_id": "x"}, now_ms=100_002)
     assert other.metrics == ("a.",)        # no selector: every client
+
+
+def test_silent_instances_are_forgotten_and_their_values_counted_out(tmp_path):
+    t = telemetry(tmp_path, metrics="*", **{"interval.ms": "1000"})
+    c = t.get_subscriptions(None, CLIENT, now_ms=1_000_000)
+    t.push(c.instance_id, c.subscription_id, False, 0, payload({POLL_IDLE: 0.1, REBALANCES: 1}), CLIENT, 1_000_001)
+    assert (len(t.pushing()), t.points) == (1, 2)
+    t.expire(1_000_001 + 60_000)
+    assert len(t.pushing()) == 1                     # 60 s (the floor of 3 intervals) not yet past
+    t.expire(1_000_001 + 60_001)
+    assert (t.pushing(), t.points) == ([], 0)

@@ -14,7 +14,7 @@ TELEMETRY_TOO_LARGE); a payload that does not decode is INVALID_RECORD.
 
 State is memory only, bounded: at most `MAX_INSTANCES` instances (least recently used go
 first), each forgotten `max(60 s, 3 intervals)` after its last request, and at most
-`MAX_POINTS` latest data points kept per instance. Time is given (`now_ms`), never read.
+`MAX_POINTS` latest data points kept per instance, `MAX_TOTAL_POINTS` over all. Time is given (`now_ms`), never read.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from kgroup.error_codes import ErrorCode
 
 E = ErrorCode
 MAX_INSTANCES = 16384
-MAX_POINTS = 2000
+MAX_POINTS = 1000                 # latest values kept per client instance ...
+MAX_TOTAL_POINTS = 500_000        # ... and over all of them (a Java consumer pushes a few hundred)
 EXPIRY_MS = 60_000
 # Kafka's accepted codecs, in its order: zstd, lz4, gzip, snappy.
 ACCEPTED_COMPRESSION = (4, 3, 1, 2)
@@ -104,6 +105,7 @@ class ClientTelemetry:
         self.max_bytes = max_bytes
         self.new_id = new_id
         self.instances: OrderedDict[uuid.UUID, ClientInstance] = OrderedDict()
+        self.points = 0                  # latest values kept, over every instance
         self.bad_payloads = 0
 
     # ---- the two requests -------------------------------------------------------------
@@ -177,8 +179,12 @@ class ClientTelemetry:
         self.instances.move_to_end(instance_id)
         client.last_seen_ms = now_ms
         while len(self.instances) > MAX_INSTANCES:
-            self.instances.popitem(last=False)
+            self._forget(next(iter(self.instances)))
         return client
+
+    def _forget(self, instance_id: uuid.UUID) -> None:
+        client = self.instances.pop(instance_id)
+        self.points -= len(client.latest)
 
     def _evaluate(self, instance_id: uuid.UUID, attributes: dict[str, str | None]) -> ClientInstance:
         metrics: set[str] = set()
@@ -192,16 +198,23 @@ class ClientTelemetry:
                               self.configs.version, chosen, interval)
 
     def expire(self, now_ms: int) -> None:
-        for instance_id in [i for i, c in self.instances.items()
-                            if now_ms - c.last_seen_ms > max(EXPIRY_MS, 3 * c.interval_ms)]:
-            del self.instances[instance_id]
+        """Forget instances silent past their expiry, from the least recently seen on (the
+        scan stops at the first one still live: each request costs only what expired)."""
+        while self.instances:
+            instance_id, c = next(iter(self.instances.items()))
+            if now_ms - c.last_seen_ms <= max(EXPIRY_MS, 3 * c.interval_ms):
+                return
+            self._forget(instance_id)
 
     def _keep(self, client: ClientInstance, resource: tuple, points: list[Point], now_ms: int) -> None:
         client.resource = resource or client.resource
         for p in points:
             key = (p.name, p.attributes)
-            if key in client.latest or len(client.latest) < MAX_POINTS:
+            if key in client.latest:
                 client.latest[key] = p.value
+            elif len(client.latest) < MAX_POINTS and self.points < MAX_TOTAL_POINTS:
+                client.latest[key] = p.value
+                self.points += 1
         client.pushes += 1
         client.last_pushed_ms = now_ms
 

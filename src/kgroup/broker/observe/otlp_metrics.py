@@ -60,9 +60,10 @@ def decode(compression: int, payload: bytes) -> tuple[tuple[tuple[str, str], ...
     from google.protobuf.message import DecodeError  # noqa: PLC0415
 
     data = metrics_pb2.MetricsData()
+    raw = inflate(compression, payload)
     try:
-        data.ParseFromString(inflate(compression, payload))
-    except DecodeError as exc:
+        data.ParseFromString(raw)
+    except (DecodeError, RecursionError, ValueError) as exc:
         raise BadPayload(f"not an OTLP MetricsData: {exc}") from None
     resource: tuple[tuple[str, str], ...] = ()
     points: list[Point] = []
