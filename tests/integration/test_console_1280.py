@@ -98,7 +98,7 @@ def test_at_1280_every_column_shows_offsets_per_partition_and_lag_per_member(bro
         assert set(overflow) >= {"page", "groups", "members", "offsets", "rebalances"}
         assert all(v <= 1 for v in overflow.values()), overflow
         headers = browser.js("[...document.querySelectorAll('#members th')].map(th => th.innerText.trim())")
-        assert headers[-3:-1] == ["PARTITIONS", "JOINED"]
+        assert headers[-4:-1] == ["PARTITIONS", "JOINED", "CLIENT METRICS"]
         browser.screenshot(tmp_path / "console-1280x800.png", full_page=False)
 
         # The offsets table: committed, log end and lag as the broker has them (they agree

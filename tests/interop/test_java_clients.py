@@ -10,12 +10,22 @@ own thread and reports what it sees as events.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
 import pytest
+
+from kgroup.testing.ports import free_port
 
 from tests.interop.helpers import eventually, no_partition_owned_twice, past_start, spread, values
 from tests.interop.java import JavaError
 
 pytestmark = pytest.mark.integration
+# The broker's console and /metrics: the telemetry test reads the pushed client metrics there.
+KGROUP_SETTINGS = {"http_listen": f"127.0.0.1:{free_port()}"}
 
 
 @pytest.fixture(scope="module")
@@ -363,3 +373,48 @@ def test_java_producer_fenced_by_a_newer_instance(java, kgroup, admin, name):
     finally:
         java.call("producer.close", name="old", timeoutS=5)
         java.call("producer.close", name="new")
+
+
+# ---- client telemetry (KIP-714) ---------------------------------------------------------------
+
+def test_java_consumer_pushes_its_metrics_into_metrics_and_groups_describe(java, kgroup, admin, name):
+    """A subscription made with Kafka's own kafka-client-metrics selects the consumer (by client
+    id); the Java consumer (enable.metrics.push) fetches it and pushes its metrics, which show in
+    /metrics under its group and in `kgroup groups describe --members --verbose --telemetry`."""
+    topic, group, client = f"jt-{name}", f"jt-{name}", f"jt-{name}-client"
+    http = KGROUP_SETTINGS["http_listen"]
+    topic_with_records(java, topic, 1, 5)
+    made = java.tool("org.apache.kafka.tools.ClientMetricsCommand", "--bootstrap-server", kgroup.bootstrap,
+                     "--alter", "--name", f"jt-{name}", "--metrics", "org.apache.kafka.consumer.",
+                     "--interval", "500", "--match", f"client_id={client}")
+    assert made["exit"] == 0, made
+    java.consumer("t1", {**consumer_config(kgroup, group, "consumer"), "client.id": client,
+                         "enable.metrics.push": "true"}, topics=[topic], commit="sync")
+    try:
+        def series() -> list[str]:
+            text = urllib.request.urlopen(f"http://{http}/metrics", timeout=5).read().decode()
+            return [line for line in text.splitlines()
+                    if line.startswith("kgroup_client_metric{") and f'client_id="{client}"' in line
+                    and f'group="{group}"' in line]
+        lines = eventually(lambda: len(series()) >= 2 and series(), timeout=60,
+                           what="the consumer's pushed metrics in /metrics under its group")
+        assert any('metric="poll-idle-ratio-avg"' in line for line in lines), lines
+        pushed = json.load(urllib.request.urlopen(f"http://{http}/api/telemetry", timeout=5))
+        mine = [c for c in pushed["clients"] if c["client_id"] == client]
+        assert mine and mine[0]["group"] == group and mine[0]["subscribed"] == ["org.apache.kafka.consumer."]
+        assert all(n.startswith("org.apache.kafka.consumer.") for n in mine[0]["metrics"])
+        # The console's member panel reads the group's detail: the member carries its metrics.
+        detail = json.load(urllib.request.urlopen(f"http://{http}/api/groups/{group}", timeout=5))
+        assert [m["telemetry"]["client_instance_id"] for m in detail["members"]] == [mine[0]["client_instance_id"]]
+        assert "poll-idle-ratio-avg" in detail["members"][0]["telemetry"]["key_metrics"]
+        out = subprocess.run([str(Path(sys.executable).with_name("kgroup")), "groups", "describe", group,
+                              "--bootstrap-server", kgroup.bootstrap, "--members", "--verbose",
+                              "--telemetry", http], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        head, row = out.stdout.splitlines()[:2]
+        assert head.split()[-3:] == ["POLL-IDLE-RATIO", "COMMIT-LATENCY-AVG", "REBALANCES"]
+        assert client in row and row.split()[-3] != "-", out.stdout
+    finally:
+        close(java, "t1")
+        java.tool("org.apache.kafka.tools.ClientMetricsCommand", "--bootstrap-server", kgroup.bootstrap,
+                  "--delete", "--name", f"jt-{name}")

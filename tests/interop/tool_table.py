@@ -202,6 +202,14 @@ OTHERS = [
     cmd("kafka-features", "disable --feature kgroup.nonsense --dry-run"),
     cmd("kafka-metadata-quorum", "describe --status",
         known="not applicable: kgroup has no KRaft controller quorum (DescribeQuorum is not served)"),
+    # KIP-714's subscriptions (CLIENT_METRICS config resources, ListConfigResources); the one
+    # each scenario makes matches only its own client id, so no other test's clients push.
+    cmd("kafka-client-metrics", "--alter --name cm-{n} --metrics org.apache.kafka.consumer. --interval 1000 "
+        "--match client_id=cm-{n}.*"),
+    cmd("kafka-client-metrics", "--describe --name cm-{n}"),
+    cmd("kafka-client-metrics", "--list", scenario_only=True, header=False),
+    cmd("kafka-client-metrics", "--alter --name cm-{n} --interval 5"),
+    cmd("kafka-client-metrics", "--delete --name cm-{n}"),
     cmd("kafka-broker-api-versions", "",
         known="the API versions served differ: README, 'The APIs served' (later versions: #29, #30)"),
 ]

@@ -45,6 +45,7 @@ MAIN = {
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
+    "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
 }
 
 # Reasons that recur in `known`.

@@ -46,6 +46,10 @@ from kgroup.broker.groups import apis as groups_apis
 from kgroup.broker.groups.group_api import ConsumerGroupApi, GroupApi
 from kgroup.broker.groups.shard import Shard, now_ms
 from kgroup.broker.internal_topics import GROUP_EVENTS_TOPIC
+from kgroup.broker.observe import apis as observe_apis
+from kgroup.broker.observe.client_metrics_configs import ClientMetricsConfigs
+from kgroup.broker.observe.client_telemetry import ClientTelemetry
+from kgroup.broker.observe.telemetry_api import TelemetryApi
 from kgroup.broker.observe.event_stream import GroupEventStream, ensure_topic
 from kgroup.broker.observe.group_observer import GroupObserver
 from kgroup.broker.observe.request_stats import FSYNC_BUCKETS, Buckets, RequestStats
@@ -74,7 +78,7 @@ from kgroup.storage.group_hash import partition_for_group
 log = logging.getLogger("kgroup.broker")
 
 TABLES = (EDGE, data_apis.APIS, groups_apis.APIS, share_apis.APIS, streams_apis.APIS, txn_apis.APIS,
-          admin_apis.APIS, security_apis.APIS)
+          admin_apis.APIS, security_apis.APIS, observe_apis.APIS)
 SERVED = served_ranges(TABLES)
 # Guards written for APIs not served yet (each concern's apis.py says which and why).
 PREPARED_GUARDS = {**data_apis.PREPARED_GUARDS, **share_apis.PREPARED_GUARDS, **txn_apis.PREPARED_GUARDS}
@@ -155,11 +159,15 @@ class Node:
         # Feature levels (admin/features.py): in ApiVersions, changed by UpdateFeatures, and
         # turning the consumer, share and streams group APIs on and off.
         self.features = FeatureLevels(cfg.data_dir, cfg.node_id)
+        # KIP-714: client-metrics subscriptions (durable) and the clients pushing metrics.
+        self.client_metrics = ClientMetricsConfigs(cfg.data_dir)
+        self.telemetry = ClientTelemetry(self.client_metrics)
         self.routes = gated(compile_apis(TABLES, [
             ApiVersions(SERVED.values(), self.features, cfg.cluster_id, cfg.node_id), FeaturesApi(self.features), dp, groups, ConsumerGroupApi(groups),
             ShareGroupApi(groups, self.share_fetches), self.share_fetches, StreamsGroupApi(groups, dp.create_topics),
             TxnApi(groups, dp.init_producer_id), ProducersApi(dp.ctx),
-            ConfigsApi(dp.ctx, groups, self.broker_configs), RecordsApi(dp.ctx), SecurityApi(self.security), TokenApi(self.security)]),
+            ConfigsApi(dp.ctx, groups, self.broker_configs, self.client_metrics), RecordsApi(dp.ctx),
+            SecurityApi(self.security), TokenApi(self.security), TelemetryApi(self.telemetry)]),
             self.features)
 
     async def start(self) -> None:
@@ -172,6 +180,8 @@ class Node:
             asyncio.create_task(self._watch_shared(self.broker_configs.refresh, "dynamic broker configs"),
                                 name="kgroup-broker-configs"),
             asyncio.create_task(self._watch_shared(self.features.refresh, "feature levels"), name="kgroup-features"),
+            asyncio.create_task(self._watch_shared(self.client_metrics.refresh, "client-metrics subscriptions"),
+                                name="kgroup-client-metrics"),
             asyncio.create_task(self._retention(), name="kgroup-retention")]
 
     async def leave(self, timeout_s: float) -> None:

@@ -94,11 +94,11 @@ class Server:
 
     async def _start_console(self, host: str, port: int) -> None:
         from kgroup.broker.observe.console.app import Console  # noqa: PLC0415 (prometheus_client only when on)
-
         node = self.node
         self.console = Console(GroupViews(node.coordinators), node.observer, node.request_stats,
                                node.durability.fsync_seconds, node.end_offset, requests=self.requests,
-                               kafka_listeners=self.config.listeners_to_open, security=node.security)
+                               kafka_listeners=self.config.listeners_to_open, security=node.security,
+                               telemetry=node.telemetry)
         self.http_bound = await self._bind(self.console.start(host, port), lambda exc: (
             f"cannot listen for HTTP on {host}:{port}: {exc.strerror} — pick another --http-listen address."))
         log.info("web console and metrics on http://%s:%d/", *self.http_bound)

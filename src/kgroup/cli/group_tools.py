@@ -47,6 +47,7 @@ from kgroup.offset_reset import reset_refused
 from .commands import describe_group_or_none, existing_topic, group_errors, log_end_offsets, raise_group_error
 from .config_tools import alter_and_print
 from .errors import CliError, UsageError
+from . import member_telemetry
 from .member_payloads import assignment_text, kafka_assignment
 from .ops_parser import one_group
 from .output import cell, emit_json, table
@@ -145,6 +146,8 @@ class _Described:
     leader_epochs: dict[tuple[str, int], int] | None = None
     # share groups only: errors.deadletterqueue.topic.name (KIP-1191), None if unset or unknown
     dead_letter_topic: str | None = None
+    # --members --verbose --telemetry: member id -> its client's pushed key metrics (KIP-714)
+    member_metrics: dict[str, dict[str, float]] | None = None
 
     @property
     def state(self) -> str | None:
@@ -265,7 +268,8 @@ def _member_rows(d: _Described) -> list[dict[str, Any]]:
                      # A streams group member: its process, topology epoch and tasks by kind.
                      **({"process_id": m.process_id, "topology_epoch": m.topology_epoch,
                          "tasks": _plain_tasks(m.tasks), "target_tasks": _plain_tasks(m.target_tasks)}
-                        if m.tasks is not None else {})})
+                        if m.tasks is not None else {}),
+                     **({"telemetry": d.member_metrics.get(m.member_id)} if d.member_metrics is not None else {})})
     return rows
 
 
@@ -379,6 +383,8 @@ def _print_members(d: _Described, out: TextIO, verbose: bool) -> None:
     if verbose:
         head += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
         head += ["UPGRADED"] if upgraded else []
+    pushed = d.member_metrics               # --telemetry: the members' own metrics (KIP-714)
+    head += [c for c, _ in member_telemetry.COLUMNS] if pushed is not None else []
     rows = [head]
     for m in members:
         parts = m["partitions"]
@@ -388,6 +394,7 @@ def _print_members(d: _Described, out: TextIO, verbose: bool) -> None:
             row += [cell(m["current_epoch"]), m["current_assignment"], cell(m["target_epoch"]),
                     cell(m["target_assignment"])]
             row += [cell(None if m["upgraded"] is None else str(m["upgraded"]).lower())] if upgraded else []
+        row += member_telemetry.cells(pushed.get(m["consumer_id"])) if pushed is not None else []
         rows.append(row)
     table(rows, out)
 
@@ -412,11 +419,16 @@ def _print_state(d: _Described, out: TextIO, verbose: bool = False) -> None:
 async def groups_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
     if args.lag_per_topic and (args.members or args.state):
         raise UsageError("--lag-per-topic goes with --offsets (the default)")
+    telemetry = getattr(args, "telemetry", None)
+    if telemetry and not (args.members and args.verbose):
+        raise UsageError("--telemetry goes with --members --verbose")
     described = []
     for g in await _chosen_groups(args, admin):
         d = await _describe_one(admin, g)
         if args.verbose and not (args.members or args.state) and d.share_lag is None:
             d.leader_epochs = await admin.committed_leader_epochs(g)
+        if telemetry:
+            d.member_metrics = await member_telemetry.by_member(telemetry, g)
         described.append(d)
     if args.format == "json":
         emit_json({"groups": [_document(d, args.lag_per_topic) for d in described]}, out)

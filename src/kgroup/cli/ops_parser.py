@@ -133,6 +133,9 @@ def add_group_tools(gsub: Any, client: argparse.ArgumentParser) -> None:
                    "partitions; with --state: the group's epochs")
     g.add_argument("--lag-per-topic", action="store_true",
                    help="with --offsets: the lag summed per topic (as rpk's --print-lag-per-topic)")
+    g.add_argument("--telemetry", metavar="HOST:PORT", default=None,
+                   help="with --members --verbose: each member's own metrics (KIP-714: POLL-IDLE-RATIO, "
+                   "COMMIT-LATENCY-AVG, REBALANCES), read from the broker's --http-listen address")
     format_option(g)
 
     g = gsub.add_parser(

@@ -286,6 +286,8 @@ def build_parser() -> Parser:
     one_group_argument(g)
     g.add_argument("--interval-ms", type=positive_int, default=2000, metavar="MS",
                    help="how often to refresh (default: 2000)")
+    g.add_argument("--telemetry", metavar="HOST:PORT", type=host_port, default=None,
+                   help="with a GROUP: each member's own metrics (KIP-714), from the broker's --http-listen address")
 
     # transactions
     txns = sub.add_parser("transactions", help="list and describe transactions")

@@ -36,6 +36,7 @@ from kgroup.error_codes import ErrorCode
 from kgroup.group_types import CLASSIC, CONSUMER, GroupType, Positions, group_type
 from kgroup.storage.group_hash import partition_for_group
 
+from . import member_telemetry
 from .commands import log_end_offsets
 from .errors import CliError
 
@@ -249,8 +250,9 @@ def _rebalances(timeline: GroupTimeline | None, events: bool | None, kind: Group
 
 
 def render_group(snap: GroupSnapshot | None, group: str, timeline: GroupTimeline | None,
-                 events: bool | None) -> list[str]:
-    """The lines of the one-group view (without the title line)."""
+                 events: bool | None, pushed: dict[str, dict[str, float]] | None = None) -> list[str]:
+    """The lines of the one-group view (without the title line); with `pushed` (--telemetry:
+    member id -> its client's key metrics, KIP-714) each member's own metrics too."""
     if snap is None:
         return [f"Group {group!r} does not exist (yet): waiting for it to appear."]
     protocol = f"{snap.protocol_type}/{snap.protocol}" if snap.protocol else (snap.protocol_type or "-")
@@ -265,10 +267,12 @@ def render_group(snap: GroupSnapshot | None, group: str, timeline: GroupTimeline
         out[1:1] = ["(this broker does not describe groups: members and state are unknown)"]
     if snap.members:
         rows = [["MEMBER-ID", "CLIENT-ID", "HOST", "INSTANCE-ID", "JOINED", "PARTITIONS"]]
+        rows[0] += [c for c, _ in member_telemetry.COLUMNS] if pushed is not None else []
         for m in snap.members:
             info = timeline.members.get(m.member_id) if timeline is not None else None
             rows.append([m.member_id, m.client_id or "-", m.host or "-", m.instance_id or "-",
                          _clock(info.joined_ms) if info is not None else "-", _parts(m.partitions)])
+            rows[-1] += member_telemetry.cells(pushed.get(m.member_id)) if pushed is not None else []
         out += _table(rows)
     else:
         out.append("(no members)")
@@ -384,12 +388,14 @@ async def groups_watch(args: Any, admin: AdminClient, out: TextIO) -> int:
                         error = f"events: {exc}"
                     if args.group is not None:
                         snap = await fetch_group(admin, args.group)
+                        pushed = (await member_telemetry.by_member(args.telemetry, args.group)
+                                  if getattr(args, "telemetry", None) else None)
                         body = render_group(snap, args.group, follower.history.groups.get(args.group),
-                                            follower.available)
+                                            follower.available, pushed)
                     else:
                         rows, total = await fetch_groups(admin, max(1, size.lines - 6))
                         body = render_groups(rows, total, follower.history, follower.available)
-                except (BrokerError, OSError, asyncio.TimeoutError) as exc:
+                except (BrokerError, OSError, asyncio.TimeoutError, CliError) as exc:
                     error = str(exc)
                     body = frame[2:] if frame else []
                 what = f"group {args.group}" if args.group is not None else "all groups"

@@ -33,6 +33,8 @@ NORMALIZATIONS: dict[str, str] = {
     "producer ids": "producer ids come from a broker's own counter: producer-N in order of first appearance "
                     "(-1 kept)",
     "fetch session ids": "a fetch session id is random: session-N in order of first appearance (0 kept)",
+    "telemetry subscription ids": "a client's telemetry subscription id is derived from its random client "
+                                  "instance id (KIP-714): subscription-N in order of first appearance (0 kept)",
     "timestamps": "wall-clock times (commit, append and start times, LogAppendTime record timestamps): "
                   "TIME (-1 kept)",
     "throttle times": "quota throttling depends on load: 0",
@@ -83,6 +85,7 @@ _TIME_KEYS = frozenset({"commit_timestamp", "log_append_time", "log_append_time_
                         "last_timestamp", "timestamp_ms", "last_update_ms", "start_time"})
 _PRODUCER_KEYS = frozenset({"producer_id"})
 _SESSION_KEYS = frozenset({"session_id"})
+_SUBSCRIPTION_KEYS = frozenset({"subscription_id"})
 _MESSAGE_KEYS = frozenset({"error_message"})
 _THROTTLE_KEYS = frozenset({"throttle_time", "throttle_time_ms"})
 _CLUSTER_KEYS = frozenset({"cluster_id"})
@@ -217,6 +220,8 @@ class Normalizer:
             return value if value < 0 else self.alias("producer", value)
         if key in _SESSION_KEYS and isinstance(value, int):
             return value if value == 0 else self.alias("session", value)
+        if key in _SUBSCRIPTION_KEYS and isinstance(value, int):
+            return value if value == 0 else self.alias("subscription", value)
         if key in _TIME_KEYS and isinstance(value, (int, datetime)):
             return value if isinstance(value, int) and value < 0 else "TIME"
         return _KEEP

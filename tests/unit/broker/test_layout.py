@@ -26,7 +26,7 @@ CONCERNS = {
     "share": {"security", "data", "groups"},
     "streams": {"security", "groups"},
     "admin": {"security", "data", "groups"},
-    "observe": {"groups"},
+    "observe": {"groups", "security"},
     "control": {"cluster", "groups"},
 }
 MAX_ROOT_MODULES = 10

@@ -59,3 +59,13 @@ def test_all_groups_list_members_lag_and_the_last_rebalance():
     assert lines[2].split() == ["other", "consumer", "Empty", "0", "-", "0", "-"]
     assert lines[3] == "... and 1 more (make the terminal taller, or name a GROUP)"
     assert render_groups([], 0, None, None) == ["No groups yet."]
+
+
+def test_with_telemetry_each_member_shows_its_own_pushed_metrics():
+    """--telemetry (KIP-714): the member whose client pushes shows its key metrics, the other '-'."""
+    pushed = {"a-1": {"poll-idle-ratio-avg": 0.5, "commit-latency-avg": 12.25, "rebalance-total": 3.0}}
+    lines = render_group(snapshot(), "g", None, True, pushed)
+    head = next(line for line in lines if line.startswith("MEMBER-ID"))
+    assert head.split()[-3:] == ["POLL-IDLE-RATIO", "COMMIT-LATENCY-AVG", "REBALANCES"]
+    assert next(line for line in lines if line.startswith("a-1")).split()[-3:] == ["0.500", "12.250", "3"]
+    assert next(line for line in lines if line.startswith("b-1")).split()[-3:] == ["-", "-", "-"]

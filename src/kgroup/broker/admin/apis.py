@@ -20,5 +20,7 @@ APIS = (
     Api(K.DESCRIBE_LOG_DIRS, 1, 5, RecordsApi.describe_log_dirs, guards.describe_log_dirs, edits=False),
     Api(K.INCREMENTAL_ALTER_CONFIGS, 0, 1, ConfigsApi.incremental_alter_configs, guards.incremental_alter_configs,
         edits=True),
+    Api(K.LIST_CONFIG_RESOURCES, 0, 1, ConfigsApi.list_config_resources, guards.list_config_resources,
+        edits=False),
     Api(K.UPDATE_FEATURES, 0, 2, FeaturesApi.update_features, guards.update_features, edits=True),
 )

@@ -3,7 +3,8 @@
 Resources: TOPIC (2) — Kafka's topic config names (data/topic_configs.py), stored with the topic
 in the data dir, falling back to the broker's settings; BROKER (4, name "" for the cluster
 default or this broker's id) — the broker's settings, those Kafka lets change at run time
-changed here (admin/dynamic_configs.py), the others described read-only; GROUP (32) — group-level configs
+changed here (admin/dynamic_configs.py), the others described read-only; CLIENT_METRICS (16) — KIP-714
+subscriptions (observe/client_metrics_configs.py, given by concerns.py); GROUP (32) — group-level configs
 (core/group_configs.py), decided by the group's coordinator shard and kept in its
 group-metadata log. Other resource types get INVALID_REQUEST. Each resource is answered on
 its own: one bad resource never fails the others.
@@ -33,10 +34,10 @@ from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item
 from kgroup.error_codes import ErrorCode
 
-TOPIC, BROKER, GROUP = 2, 4, 32
-# Every resource type Kafka 4.4 knows (BROKER_LOGGER 8 and CLIENT_METRICS 16 are not served
-# here: INVALID_REQUEST "Unsupported", issue 30); any other is one it cannot read.
-KNOWN_TYPES = frozenset({TOPIC, BROKER, 8, 16, GROUP})
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+# Every resource type Kafka 4.4 knows (BROKER_LOGGER 8 is not served here: INVALID_REQUEST
+# "Unsupported"); any other is one it cannot read.
+KNOWN_TYPES = frozenset({TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP})
 _INVALID_TEXT = ("This most likely occurs because of a request being malformed by the client library or the "
                  "message was sent to an incompatible broker. See the broker logs for more details.")
 # DescribeConfigs config sources (Kafka's ConfigSource ids).
@@ -55,9 +56,12 @@ class ResourceError(Exception):
 class ConfigsApi:
     """The config APIs over the data dir (topics), the settings (broker) and the shards (groups)."""
 
-    def __init__(self, ctx: DataContext, groups: GroupApi, dynamic: DynamicBrokerConfigs | None = None) -> None:
+    def __init__(self, ctx: DataContext, groups: GroupApi, dynamic: DynamicBrokerConfigs | None = None,
+                 client_metrics: Any = None) -> None:
         self.ctx = ctx
         self.groups = groups
+        # KIP-714's subscriptions (observe/client_metrics_configs.py), given by concerns.py.
+        self.client_metrics = client_metrics
         # The broker's dynamic configs; on its own (a test), applied to this context only.
         self.dynamic = dynamic if dynamic is not None else DynamicBrokerConfigs(
             ctx.config, ctx.data.path, on_change=self._applied)
@@ -105,6 +109,9 @@ class ConfigsApi:
                     entries = [entry(d.name, d.value, int(d.source), False, ConfigType[d.type_name],
                                      tuple((n, v, int(s)) for n, v, s in d.synonyms), d.doc)
                                for d in await self._group_call("describe_group_configs", name)]
+                elif rtype == CLIENT_METRICS and self.client_metrics is not None:
+                    entries = [entry(k, v, source, False, kind, ((k, v, source),) if source != DEFAULT_CONFIG else (), doc)
+                               for k, v, source, kind, doc in self._metrics_call(self.client_metrics.describe, name)]
                 else:
                     raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
                 if keys:
@@ -162,6 +169,8 @@ class ConfigsApi:
                         name, changes, incremental, validate_only))
                 elif rtype == BROKER:
                     self._broker_call(self.dynamic.alter, name, changes, incremental, validate_only)
+                elif rtype == CLIENT_METRICS and self.client_metrics is not None:
+                    self._metrics_call(self.client_metrics.alter, name, changes, incremental, validate_only)
                 else:
                     raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
                 code, message = ErrorCode.NONE, None
@@ -209,6 +218,39 @@ class ConfigsApi:
             log.warning("topic %r: cleanup.policy=%s is kept but kgroup does not compact; "
                         "old records go by retention", name, configs["cleanup.policy"])
         log.info("topic %r configs now %s", name, configs)
+
+    # ---- ListConfigResources (KIP-1142; v0 was ListClientMetricsResources) -----------
+
+    async def list_config_resources(self, header: RequestHeader, request: Any) -> Any:
+        """v0: the client-metrics subscriptions; v1: the resources of the types asked (none
+        asked: every type Kafka lists), UNSUPPORTED_VERSION for a type it does not list."""
+        cls = response_class(header.api_key, header.api_version)
+        resource_cls = item(cls, "config_resources")
+        listed = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
+        asked = [int(t) for t in get(request, "resource_types", ())] if header.api_version >= 1 else [CLIENT_METRICS]
+        if any(t not in listed for t in asked):
+            return build(cls, throttle_time=0, error_code=ErrorCode.UNSUPPORTED_VERSION, config_resources=())
+        wanted = set(asked or listed)
+        found: list[tuple[str, int]] = []
+        if CLIENT_METRICS in wanted and self.client_metrics is not None:
+            found += [(name, CLIENT_METRICS) for name in self.client_metrics.names()]
+        if BROKER_LOGGER in wanted:
+            found.append((self.dynamic.node, BROKER_LOGGER))
+        if BROKER in wanted:
+            found += [(str(n), BROKER) for n in sorted(self.ctx.config.nodes)]
+        if TOPIC in wanted:
+            found += [(name, TOPIC) for name in sorted(self.ctx.data.topics())]
+        if GROUP in wanted:
+            found += [(g, GROUP) for shard in self.groups.shards if shard is not None
+                      for g in sorted(shard.coordinator.shard.stored.group_configs)]
+        return build(cls, throttle_time=0, error_code=ErrorCode.NONE, config_resources=tuple(
+            build(resource_cls, resource_name=name, resource_type=rtype) for name, rtype in found))
+
+    def _metrics_call(self, method: Any, *args: Any) -> Any:
+        try:
+            return method(*args)
+        except self.client_metrics.Error as exc:
+            raise ResourceError(exc.code, exc.message) from None
 
     # ---- resources --------------------------------------------------------------------
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
 from kgroup.broker.security.authorization import (CLUSTER, GROUP, TOPIC, Access, Admission, Guard, Refused,
-    TopicList, admit_items, error_for, per_topic, plain_refusal)
+    TopicList, admit_items, cluster_guard, error_for, per_topic, plain_refusal)
 from kgroup.error_codes import ErrorCode
-from kgroup.wire import RequestHeader
+from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, item
 
 E = ErrorCode
@@ -58,6 +58,9 @@ def configs_guard(op: Op, response_field: str) -> Guard:
 describe_configs = configs_guard(Op.DESCRIBE_CONFIGS, "results")
 alter_configs = configs_guard(Op.ALTER_CONFIGS, "responses")
 incremental_alter_configs = configs_guard(Op.ALTER_CONFIGS, "responses")
+# KIP-1142: DESCRIBE_CONFIGS on the cluster (Kafka's handleListConfigResources).
+list_config_resources = cluster_guard(Op.DESCRIBE_CONFIGS, lambda header, request, code: build(
+    response_class(header.api_key, header.api_version), error_code=code, config_resources=()))
 
 
 def describe_log_dirs(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:

@@ -5,6 +5,7 @@
     GET /api/groups            every group in brief (views.py)
     GET /api/groups/{group}    one group in full; 404 if there is no such group
     GET /api/stream[?group=G]  server-sent events for an open page (live.py)
+    GET /api/telemetry         clients pushing metrics (KIP-714; telemetry_view.py)
     GET /api/listeners         the broker's Kafka listeners (so `kgroup` pointed here by mistake
                                can name the right address)
     GET /api/topics            every topic (records.py)
@@ -25,7 +26,7 @@ import time
 from importlib import resources
 from typing import Any, Callable, Iterable
 
-from kgroup.broker.observe.console import metrics
+from kgroup.broker.observe.console import metrics, telemetry_view
 from kgroup.broker.http_server import HttpServer, Request, Response, Stream, json_response, text
 from kgroup.broker.observe.console.actions import Actions
 from kgroup.broker.observe.console.auth import actor_of
@@ -52,8 +53,11 @@ def now_ms() -> int:
 class Console:
     def __init__(self, views: GroupViews, observer: GroupObserver, request_stats: RequestStats,
                  fsync_seconds: Buckets, end_offset: EndOffset, clock: Callable[[], int] = now_ms,
-                 kafka_listeners: Iterable[Any] = (), requests: Any = None, security: Any = None) -> None:
+                 kafka_listeners: Iterable[Any] = (), requests: Any = None, security: Any = None,
+                 telemetry: Any = None) -> None:
         self.views = views
+        # The clients pushing metrics (KIP-714, observe/client_telemetry.py); None in a unit test's.
+        self.telemetry = telemetry
         # The Kafka listeners (broker config Listener objects), for /api/listeners: a CLI
         # pointed at this HTTP port by mistake names the right address from them.
         self.kafka_listeners = tuple({"name": x.name, "protocol": x.protocol, "address": "%s:%d" % x.advertised}
@@ -100,10 +104,14 @@ class Console:
             return _json(200, group_list(self.views, self.observer.history, self.lag, self.clock()))
         if path.startswith(GROUPS):
             group = path[len(GROUPS):]
-            detail = group_detail(self.views, self.observer.history, self.lag, group, self.clock())
+            detail = group_detail(self.views, self.observer.history, self.lag, group, self.clock(), self.telemetry)
             if detail is None:
                 return _json(404, {"error": f"no group {group!r}"})
             return _json(200, detail)
+        if path == "/api/telemetry":
+            if self.telemetry is None:
+                return _json(200, {"time_ms": self.clock(), "key_metrics": {}, "clients": []})
+            return _json(200, telemetry_view.listing(self.telemetry, self.views, self.clock()))
         if path == "/api/stream":
             group = request.query.get("group") or None
             return Stream(lambda reader, writer: self.live.serve(reader, writer, group))

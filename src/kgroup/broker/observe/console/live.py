@@ -87,7 +87,7 @@ class LiveUpdates:
                 out = [listing] if listing else []
                 if group is not None and group in dirty:
                     if group not in details:
-                        detail = group_detail(c.views, c.observer.history, c.lag, group, now)
+                        detail = group_detail(c.views, c.observer.history, c.lag, group, now, c.telemetry)
                         details[group] = sse("group", detail if detail is not None else {"group": group,
                                                                                           "gone": True})
                     out.append(details[group])
@@ -143,7 +143,7 @@ class LiveUpdates:
         now = now_ms()
         first = [sse("groups", group_list(c.views, c.observer.history, c.lag, now))]
         if group is not None:
-            detail = group_detail(c.views, c.observer.history, c.lag, group, now)
+            detail = group_detail(c.views, c.observer.history, c.lag, group, now, c.telemetry)
             first.append(sse("group", detail if detail is not None else {"group": group, "gone": True}))
         self.clients[writer] = group
         try:

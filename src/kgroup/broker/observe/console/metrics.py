@@ -26,6 +26,8 @@ ends in a suffix the exposition format gives to counters, histograms and summari
 | kgroup_group_events_total | counter | event |
 | kgroup_requests_total | counter | api, error |
 | kgroup_fsync_duration_seconds | histogram | |
+| kgroup_client_telemetry_clients | gauge | (client instances pushing metrics, KIP-714) |
+| kgroup_client_metric | gauge | client_id, client_instance_id, group, metric (a few key metrics of each pushing client: telemetry_view.py) |
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector, generate_late
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from kgroup.broker.observe.console import telemetry_view
 from kgroup.error_codes import ErrorCode
 from kgroup.group_types import GROUP_TYPES
 from kgroup.wire.api_keys import ApiKey
@@ -111,6 +114,28 @@ class CoordinatorCollector(Collector):
         fsync = HistogramMetricFamily("kgroup_fsync_duration_seconds", "How long each fsync of a log took.")
         fsync.add_metric([], c.fsync_seconds.cumulative(), c.fsync_seconds.sum)
         yield fsync
+        if c.telemetry is not None:
+            yield from _client_metrics(c)
+
+
+def _client_metrics(c: Console) -> Iterator[Metric]:
+    """KIP-714: a few key metrics of each client pushing them, its group when a member's
+    client id and host are its own. Bounded: the key metrics only (KEY_METRICS), of the
+    `MAX_SERIES_CLIENTS` clients that pushed last."""
+    c.telemetry.expire(c.clock())
+    clients = c.telemetry.pushing()
+    count = GaugeMetricFamily("kgroup_client_telemetry_clients", "Client instances pushing metrics (KIP-714).")
+    count.add_metric([], len(clients))
+    yield count
+    values = GaugeMetricFamily("kgroup_client_metric", "Key metrics pushed by clients (KIP-714), by client.",
+                               labels=["client_id", "client_instance_id", "group", "metric"])
+    by_client = telemetry_view.members(c.views)
+    for client in clients[:telemetry_view.MAX_SERIES_CLIENTS]:
+        member = telemetry_view.member_of(client, by_client)
+        for metric, value in sorted(client.key_metrics().items()):
+            values.add_metric([client.client_id or "", str(client.instance_id), member[0] if member else "",
+                               metric], value)
+    yield values
 
 
 def registry_for(console: Console) -> CollectorRegistry:

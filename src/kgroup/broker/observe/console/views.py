@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.observe.console.lag import LagTracker
+from kgroup.broker.observe.console.telemetry_view import member_metrics
 from kgroup.broker.observe.group_history import GroupHistory
 from kgroup.broker.observe.group_view import GroupViews
 from kgroup.group_types import CLASSIC, EMPTY
@@ -47,7 +48,7 @@ def group_list(views: GroupViews, history: GroupHistory, lag: LagTracker, now_ms
 
 
 def group_detail(views: GroupViews, history: GroupHistory, lag: LagTracker, group: str,
-                 now_ms: int) -> dict[str, Any] | None:
+                 now_ms: int, telemetry: Any = None) -> dict[str, Any] | None:
     t = history.groups.get(group)
 
     def known(group_id: str, member_id: str):
@@ -70,6 +71,8 @@ def group_detail(views: GroupViews, history: GroupHistory, lag: LagTracker, grou
             "partitions": None if m.partitions is None else [list(tp) for tp in m.partitions],
             "joined_ms": info.joined_ms if info is not None else None,
             "away": bool(info is not None and info.away),
+            # KIP-714: the member's client's pushed key metrics, if it pushes (telemetry_view.py)
+            "telemetry": member_metrics(telemetry, m.client_id, m.client_host or ""),
         })
     offsets = lag.of(committed)
     partitions = []

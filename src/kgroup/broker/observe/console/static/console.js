@@ -184,12 +184,25 @@ function renderDetail() {
       el("td", {class: "num"}, m.member_epoch === null ? "–" : String(m.member_epoch)),
       el("td", {class: "num"}, m.partitions === null ? "?" : String(m.partitions.length)),
       el("td", {}, m.away ? "away (static, epoch -2)" : clock(m.joined_ms)),
+      el("td", {class: "clip", title: m.telemetry ? m.telemetry.client_instance_id : ""}, pushedMetrics(m.telemetry)),
       el("td", {}, m.instance_id ? removeButton(m.instance_id) : ""));
   }));
   renderGrid(d);
   renderOffsets(d);
   renderLag();
   renderRebalances(d);
+}
+
+// KIP-714: a member's key metrics as its client pushed them ("poll idle 0.51 · commit 79 ms").
+function pushedMetrics(t) {
+  if (!t) return "–";
+  const k = t.key_metrics || {};
+  const parts = [];
+  if (k["poll-idle-ratio-avg"] !== undefined) parts.push(`poll idle ${k["poll-idle-ratio-avg"].toFixed(2)}`);
+  if (k["commit-latency-avg"] !== undefined) parts.push(`commit ${Math.round(k["commit-latency-avg"])} ms`);
+  if (k["rebalance-total"] !== undefined) parts.push(`rebalances ${k["rebalance-total"]}`);
+  if (k["records-lag-max"] !== undefined) parts.push(`lag max ${Math.round(k["records-lag-max"])}`);
+  return parts.length ? parts.join(" · ") : "pushing";
 }
 
 function renderOffsets(d) {
