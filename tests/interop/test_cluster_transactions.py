@@ -1,0 +1,113 @@
+"""Transactions across the nodes of a kgroup cluster, with the Java 4.4 producer (issue 32).
+
+One 3-node cluster for the module. The transactional ids hash to group-metadata partitions
+node 0 prefers, so node 0 is their transaction coordinator; the topics' partitions are led
+by nodes 0, 1 and 2 (partition p by node p mod 3); the consumer group's coordinator is
+node 1. So every transaction needs WriteTxnMarkers from node 0 to nodes 1 and 2 (and to
+node 1 for the group's offsets), and the Java producer's Produce v12 (transaction.version
+2) on nodes 1 and 2 adds its partitions at node 0 with AddPartitionsToTxn v5; its
+TxnOffsetCommit v5 on node 1 asks node 0 too.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kgroup.testing import Cluster
+from tests.integration.cluster_process import group_coordinated_by
+from tests.interop.helpers import eventually, spread, values
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with Cluster(nodes=3, group={"initial_rebalance_delay_ms": 100}) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def admin(java, cluster):
+    java.call("admin.new", name="admin", config={"bootstrap.servers": cluster.bootstrap})
+    java.call("producer.new", name="plain", config={"bootstrap.servers": cluster.bootstrap})
+    return "admin"
+
+
+def consumed(java, name: str) -> list[str]:
+    return sorted(r[4] for r in java.records(name))
+
+
+def read_committed(java, cluster, topic: str, name: str, count: int) -> list[str]:
+    """What a read_committed consumer reads of `topic` (every partition, from each leader),
+    once it reached the topic's last stable offsets."""
+    java.consumer(name, {"bootstrap.servers": cluster.bootstrap, "group.id": name, "group.protocol": "classic",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": "false",
+                         "isolation.level": "read_committed"}, topics=[topic])
+    try:
+        eventually(lambda: len(consumed(java, name)) >= count, what=f"{count} committed records of {topic}")
+        ends = java.call("admin.listOffsets", name="admin", partitions=[[topic, p] for p in range(3)],
+                         spec="latest", readCommitted=True)
+        eventually(lambda: sorted(o for _, _, o in java.call("consumer.call", name=name, method="position") or [])
+                   == sorted(v[0] for v in ends.values()), what="the reader is at the end")
+        return consumed(java, name)
+    finally:
+        java.call("consumer.close", name=name, leave=True)
+
+
+def test_java_eos_app_commits_and_aborts_across_three_nodes(java, cluster, admin):
+    source, sink = "xn-source", "xn-sink"
+    group, txn = group_coordinated_by(1, "xn-group"), group_coordinated_by(0, "xn-txn")
+    for topic in (source, sink):
+        assert java.call("admin.createTopics", name="admin", topics=[{"name": topic, "partitions": 3}]) == {topic: None}
+    java.call("producer.send", name="plain", records=spread(source, 30, 3))
+    java.consumer("eos", {"bootstrap.servers": cluster.bootstrap, "group.id": group, "group.protocol": "classic",
+                          "auto.offset.reset": "earliest", "enable.auto.commit": "false",
+                          "isolation.level": "read_committed"},
+                  topics=[source], transform={"output": sink, "config": {
+                      "bootstrap.servers": cluster.bootstrap, "transactional.id": txn}})
+    try:
+        eventually(lambda: sum(e["count"] for e in java.of("eos", "transformed")) >= 30, what="30 transformed")
+        assert java.of("eos", "aborted") == []
+        eventually(lambda: {tp: v[0] for tp, v in java.call("admin.listConsumerGroupOffsets", name="admin",
+                                                             group=group).items()}
+                   == {f"{source}:{p}": 10 for p in range(3)}, what="the offsets committed in the transactions")
+        eventually(lambda: java.call("admin.describeTransactions", name="admin", ids=[txn])[txn]["state"]
+                   == "CompleteCommit", what="the last transaction completed")
+    finally:
+        java.call("consumer.close", name="eos", leave=True)
+    # An aborted transaction over the three leaders: never seen by read_committed readers.
+    java.call("producer.new", name="aborter", config={"bootstrap.servers": cluster.bootstrap,
+                                                      "transactional.id": group_coordinated_by(0, "xn-abort")})
+    try:
+        java.call("producer.initTransactions", name="aborter")
+        java.call("producer.beginTransaction", name="aborter")
+        java.call("producer.send", name="aborter", records=spread(sink, 6, 3, prefix="aborted-"))
+        java.call("producer.abortTransaction", name="aborter")
+    finally:
+        java.call("producer.close", name="aborter")
+    assert read_committed(java, cluster, sink, "xn-reader", 30) == sorted(v.upper() for v in values(30))
+
+
+def test_coordinator_killed_between_commit_and_markers_loses_nothing(java, cluster, admin):
+    topic, txn = "xk-sink", group_coordinated_by(0, "xk-txn")
+    assert java.call("admin.createTopics", name="admin", topics=[{"name": topic, "partitions": 3}]) == {topic: None}
+    java.call("producer.new", name="killed", config={"bootstrap.servers": cluster.bootstrap, "transactional.id": txn})
+    try:
+        java.call("producer.initTransactions", name="killed")
+        java.call("producer.beginTransaction", name="killed")
+        java.call("producer.send", name="killed", records=spread(topic, 6, 3, prefix="aborted-"))
+        java.call("producer.abortTransaction", name="killed")
+        # Nodes 1 and 2 refuse the next markers (a fault on every node): the commit stays
+        # PrepareCommit on node 0 until node 0 dies and another node takes the id over.
+        cluster.node_control(1).add_fault("WriteTxnMarkers", "NOT_LEADER_OR_FOLLOWER", topic=topic, count=100_000)
+        java.call("producer.beginTransaction", name="killed")
+        java.call("producer.send", name="killed", records=spread(topic, 6, 3, prefix="committed-"))
+        java.call("producer.commitTransaction", name="killed")
+        assert java.call("admin.describeTransactions", name="admin", ids=[txn])[txn]["state"] == "PrepareCommit"
+    finally:
+        java.call("producer.close", name="killed")
+    cluster.kill_node(0)
+    cluster.node_control(1).clear_faults()
+    eventually(lambda: java.call("admin.describeTransactions", name="admin", ids=[txn])[txn]["state"]
+               == "CompleteCommit", what="the new coordinator wrote the markers")
+    assert read_committed(java, cluster, topic, "xk-reader", 6) == sorted(values(6, "committed-"))
