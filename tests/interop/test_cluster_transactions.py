@@ -14,10 +14,14 @@ from __future__ import annotations
 import pytest
 
 from kgroup.testing import Cluster
-from tests.integration.cluster_process import group_coordinated_by
+from kgroup.wire import request_class
+from kgroup.wire.kio_build import build, item
+from tests.integration.cluster_process import call, group_coordinated_by
 from tests.interop.helpers import eventually, spread, values
 
 pytestmark = pytest.mark.integration
+
+NOT_LEADER_OR_FOLLOWER, TRANSACTION_COORDINATOR_FENCED = 6, 52
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +115,20 @@ def test_coordinator_killed_between_commit_and_markers_loses_nothing(java, clust
     eventually(lambda: java.call("admin.describeTransactions", name="admin", ids=[txn])[txn]["state"]
                == "CompleteCommit", what="the new coordinator wrote the markers")
     assert read_committed(java, cluster, topic, "xk-reader", 6) == sorted(values(6, "committed-"))
+
+    # WriteTxnMarkers as a fenced coordinator (node 0's old epoch) sends it: refused by the
+    # leader, which took the new coordinator's marker; sent to a node that does not lead the
+    # partition: NOT_LEADER_OR_FOLLOWER.
+    described = java.call("admin.describeTransactions", name="admin", ids=[txn])[txn]
+    cls = request_class(27, 1)
+    marker_cls = item(cls, "markers")
+
+    def write_marker(node: int, partition: int) -> int:
+        resp = call(cluster.nodes[node].port, 27, 1, markers=(build(
+            marker_cls, producer_id=described["producerId"], producer_epoch=described["producerEpoch"],
+            transaction_result=True, coordinator_epoch=0,
+            topics=(build(item(marker_cls, "topics"), name=topic, partition_indexes=(partition,)),)),))
+        return resp.markers[0].topics[0].partitions[0].error_code
+
+    assert write_marker(1, 1) == TRANSACTION_COORDINATOR_FENCED
+    assert write_marker(2, 1) == NOT_LEADER_OR_FOLLOWER
