@@ -92,6 +92,35 @@ def test_java_eos_app_commits_and_aborts_across_three_nodes(java, cluster, admin
     assert read_committed(java, cluster, sink, "xn-reader", 30) == sorted(v.upper() for v in values(30))
 
 
+def test_tv1_librdkafka_producer_commits_offsets_and_records_across_three_nodes(java, cluster, admin):
+    """transaction.version 1 (librdkafka adds its partitions and group itself): the leaders on
+    nodes 1 and 2 verify the batches at node 0 (AddPartitionsToTxn v4 verify_only), the
+    group's coordinator on node 1 verifies TxnOffsetCommit there too, and node 0's markers
+    reach both."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    topic, group, txn = "x1-sink", group_coordinated_by(1, "x1-group"), group_coordinated_by(0, "x1-txn")
+    assert java.call("admin.createTopics", name="admin", topics=[{"name": topic, "partitions": 3}]) == {topic: None}
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn})
+    try:
+        consumer.subscribe([topic])
+        eventually(lambda: consumer.poll(0.1) is None and len(consumer.assignment()) == 3, what="the assignment")
+        producer.init_transactions(30)
+        for commit in (True, False):
+            producer.begin_transaction()
+            for i in range(6):
+                producer.produce(topic, value=f"{'c' if commit else 'a'}{i}".encode(), partition=i % 3)
+            producer.send_offsets_to_transaction([TopicPartition(topic, p, 7 if commit else 9) for p in range(3)],
+                                                 consumer.consumer_group_metadata(), 30)
+            (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    finally:
+        consumer.close()
+    assert {tp: v[0] for tp, v in java.call("admin.listConsumerGroupOffsets", name="admin", group=group).items()} \
+        == {f"{topic}:{p}": 7 for p in range(3)}
+    assert read_committed(java, cluster, topic, "x1-reader", 6) == sorted(values(6, "c"))
+
+
 def test_coordinator_killed_between_commit_and_markers_loses_nothing(java, cluster, admin):
     topic, txn = "xk-sink", group_coordinated_by(0, "xk-txn")
     assert java.call("admin.createTopics", name="admin", topics=[{"name": topic, "partitions": 3}]) == {topic: None}

@@ -6,8 +6,9 @@ transaction.version 2 producer (Produce v12+) it must add the partition to the t
 first (part 2, implicit_add.py). When the transactional id's coordinator is this node, both
 are a look at (or a call into) the local shard. When it is another node, the leader asks it
 as Kafka's brokers do (Kafka's AddPartitionsToTxnManager): AddPartitionsToTxn v4 with
-`verify_only` for an older producer, v5 adding the partitions for a TV2 producer, sent to
-the node that owns the transactional id's group-metadata partition (cluster/peers.py).
+`verify_only`, then, for what the transaction lacks, v5 adding the partitions if the
+producer may speak transaction.version 2 (Produce v12+), sent to the node that owns the
+transactional id's group-metadata partition (cluster/peers.py).
 
 Produce checks its batches synchronously, so the answers are gathered before it, in the
 produce request's own task (`before_produce`), and kept in a context variable that only
@@ -104,8 +105,12 @@ class RemoteTxn:
             return
         verdicts: dict = {}
         for (producer_id, epoch), partitions in transactional_writes(request, names).items():
-            codes = await self.ask(node, transactional_id, producer_id, epoch, partitions,
-                                   add=version >= FIRST_TV2_PRODUCE)
+            codes = await self.ask(node, transactional_id, producer_id, epoch, partitions, add=False)
+            missing = tuple(tp for tp, code in codes.items() if code is not E.NONE)
+            if missing and version >= FIRST_TV2_PRODUCE:
+                # As implicit_add.py does locally: only what the transaction lacks is added
+                # (a TV1 producer sending Produce v12 added its partitions itself).
+                codes.update(await self.ask(node, transactional_id, producer_id, epoch, missing, add=True))
             verdicts.update({(transactional_id, producer_id, epoch, tp): code for tp, code in codes.items()})
         _VERDICTS.set(verdicts)
 
