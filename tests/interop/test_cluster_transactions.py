@@ -122,8 +122,16 @@ def test_tv1_librdkafka_producer_commits_offsets_and_records_across_three_nodes(
 
 
 def test_coordinator_killed_between_commit_and_markers_loses_nothing(java, cluster, admin):
-    topic, txn = "xk-sink", group_coordinated_by(0, "xk-txn")
+    """kill -9 of the transaction coordinator (node 0) with one transaction between its commit
+    and its markers and another still open: the node that takes the transactional ids over
+    writes the first's commit markers and aborts the second at its timeout."""
+    topic, txn, open_txn = "xk-sink", group_coordinated_by(0, "xk-txn"), group_coordinated_by(0, "xk-open")
     assert java.call("admin.createTopics", name="admin", topics=[{"name": topic, "partitions": 3}]) == {topic: None}
+    java.call("producer.new", name="open", config={"bootstrap.servers": cluster.bootstrap, "transactional.id": open_txn,
+                                                   "transaction.timeout.ms": "3000"})
+    java.call("producer.initTransactions", name="open")
+    java.call("producer.beginTransaction", name="open")
+    java.call("producer.send", name="open", records=spread(topic, 6, 3, prefix="open-"))
     java.call("producer.new", name="killed", config={"bootstrap.servers": cluster.bootstrap, "transactional.id": txn})
     try:
         java.call("producer.initTransactions", name="killed")
@@ -143,6 +151,9 @@ def test_coordinator_killed_between_commit_and_markers_loses_nothing(java, clust
     cluster.node_control(1).clear_faults()
     eventually(lambda: java.call("admin.describeTransactions", name="admin", ids=[txn])[txn]["state"]
                == "CompleteCommit", what="the new coordinator wrote the markers")
+    eventually(lambda: java.call("admin.describeTransactions", name="admin", ids=[open_txn])[open_txn]["state"]
+               == "CompleteAbort", what="the new coordinator aborted the open transaction at its timeout")
+    java.call("producer.close", name="open")
     assert read_committed(java, cluster, topic, "xk-reader", 6) == sorted(values(6, "committed-"))
 
     # WriteTxnMarkers as a fenced coordinator (node 0's old epoch) sends it: refused by the
