@@ -134,13 +134,14 @@ class Node:
         # Node-to-node requests (transaction markers, transaction verification) to the
         # other nodes of the cluster, at their --cluster addresses.
         self.peers = Peers(cfg.node_id, dict(cfg.nodes))
-        remote_txn = RemoteTxn(groups, cluster_view, self.peers)
+        remote_txn = RemoteTxn(groups, cluster_view, self.peers, data)
         # The produce path asks the transaction coordinator (here or on its node) whether a
         # transactional write may pass ...
         self.data_path = dp = DataPath(cfg, data, durability, cluster_view, on_topics_changed=self._topics_changed_here,
                                        verify_txn=remote_txn.verify)
         # ... and, for a transaction.version 2 producer, adds the partitions first (KIP-890 part 2).
         dp.ctx.add_to_txn = remote_txn.before_produce
+        remote_txn.producers = dp.ctx.producers
         # Dynamic broker configs (admin/dynamic_configs.py): in force from here on, and on
         # every change. SSL listeners whose certificate one changed: (listener, context).
         self.tls_contexts: dict[str, tuple[ListenerConfig, ssl.SSLContext]] = {}

@@ -10,6 +10,11 @@ as Kafka's brokers do (Kafka's AddPartitionsToTxnManager): AddPartitionsToTxn v4
 producer may speak transaction.version 2 (Produce v12+), sent to the node that owns the
 transactional id's group-metadata partition (cluster/peers.py).
 
+As in Kafka, only a partition's first batch of a transaction is asked about: while the
+partition's producer state holds an open transaction of the producer at that epoch, the
+transaction still holds the partition (it cannot end without a marker here, which closes it),
+so `verify` passes it without asking, checked synchronously right before the append.
+
 Produce checks its batches synchronously, so the answers are gathered before it, in the
 produce request's own task (`before_produce`), and kept in a context variable that only
 that request sees; `verify` then reads them. A partition the remote coordinator was not
@@ -27,11 +32,13 @@ from contextvars import ContextVar
 from typing import Any
 
 from kgroup.broker.cluster.peers import PeerUnavailable, Peers
+from kgroup.broker.data.producer_states import ProducerStates
 from kgroup.broker.groups.group_api import NOT_COORDINATOR, GroupApi
 from kgroup.broker.txn.implicit_add import FIRST_TV2_PRODUCE, add_for_produce, transactional_writes
 from kgroup.broker.txn.txn_api import verify
 from kgroup.broker.txn.txn_markers import OFFSETS_TOPIC
 from kgroup.core.errors import ErrorCode
+from kgroup.storage import DataDir, StorageError
 from kgroup.wire import request_class
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.kio_build import build, item
@@ -51,10 +58,24 @@ _VERDICTS: ContextVar[dict | None] = ContextVar("kgroup_remote_txn_verdicts", de
 class RemoteTxn:
     """The transaction coordinator as a partition leader or group coordinator asks it."""
 
-    def __init__(self, groups: GroupApi, cluster: Any, peers: Peers) -> None:
+    def __init__(self, groups: GroupApi, cluster: Any, peers: Peers, data: DataDir) -> None:
         self.groups = groups
         self.cluster = cluster
         self.peers = peers
+        self.data = data
+        # The partitions' producer states (the data path's; set once it is built).
+        self.producers: ProducerStates | None = None
+
+    def _open_here(self, tp: tuple[str, int], producer_id: int, producer_epoch: int) -> bool:
+        """Whether the partition holds an open transaction of the producer at this epoch."""
+        if self.producers is None:
+            return False
+        try:
+            state = self.producers.of(tp, self.data.partition_log(*tp))
+        except StorageError:
+            return False
+        entry = state.producers.get(producer_id)
+        return producer_id in state.ongoing and entry is not None and entry.epoch == producer_epoch
 
     def _remote(self, transactional_id: str) -> int | None:
         """The other node that coordinates `transactional_id`, or None (this one, or none yet)."""
@@ -105,6 +126,9 @@ class RemoteTxn:
             return
         verdicts: dict = {}
         for (producer_id, epoch), partitions in transactional_writes(request, names).items():
+            partitions = tuple(tp for tp in partitions if not self._open_here(tp, producer_id, epoch))
+            if not partitions:
+                continue
             codes = await self.ask(node, transactional_id, producer_id, epoch, partitions, add=False)
             missing = tuple(tp for tp, code in codes.items() if code is not E.NONE)
             if missing and version >= FIRST_TV2_PRODUCE:
@@ -122,6 +146,8 @@ class RemoteTxn:
             return verify(self.groups, transactional_id, producer_id, producer_epoch, partitions, group_id)
         verdicts = _VERDICTS.get() or {}
         for tp in partitions:
+            if self._open_here(tp, producer_id, producer_epoch):
+                continue
             code = verdicts.get((transactional_id, producer_id, producer_epoch, tp), E.NOT_COORDINATOR)
             if code is not E.NONE:
                 return code

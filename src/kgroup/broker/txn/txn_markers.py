@@ -37,6 +37,7 @@ from kgroup.broker.cluster.peers import PeerUnavailable, Peers
 from kgroup.broker.durability import Durability
 from kgroup.broker.data.producer_states import ProducerStates
 from kgroup.broker.groups.shard import Shard, now_ms
+from kgroup.broker.txn.txn_api import OFFSETS_TOPIC
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.transactions.messages import MarkersWritten, TxnMarkers, TxnOffsetsMarker
 from kgroup.core.transactions.producer_state import ProducerStateError
@@ -55,9 +56,8 @@ WRITE_TXN_MARKERS = ApiKey.WRITE_TXN_MARKERS
 # The version sent to peers (Kafka 4.4 serves 1-2; v2 adds only the marker's transaction
 # version, which our leaders do not need).
 PEER_VERSION = 1
-# A group's pending offsets are, to Kafka, in its partition of __consumer_offsets: the
-# partition a WriteTxnMarkers names for them (ours: the group-metadata partition).
-OFFSETS_TOPIC = "__consumer_offsets"
+# A group's pending offsets are, to Kafka, in its partition of __consumer_offsets (OFFSETS_TOPIC):
+# the partition a WriteTxnMarkers names for them (ours: the group-metadata partition).
 # A marker refused as fenced is not written again (a newer producer or coordinator wrote).
 FENCED = frozenset({E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENCED, E.PRODUCER_FENCED})
 
