@@ -35,6 +35,7 @@ from kgroup.broker.apis import EDGE, ApiVersions, compile_apis, served_ranges
 from kgroup.broker.cluster.liveness import Liveness
 from kgroup.broker.cluster.node_view import NodeView
 from kgroup.broker.cluster.ownership import Ownership, UnitHooks
+from kgroup.broker.cluster.peers import Peers
 from kgroup.broker.admin.dynamic_configs import DynamicBrokerConfigs
 from kgroup.broker.config import BrokerConfig, ConfigError, ListenerConfig
 from kgroup.broker.control.faults import Faults
@@ -62,7 +63,6 @@ from kgroup.broker.streams import apis as streams_apis
 from kgroup.broker.streams.streams_group_api import StreamsGroupApi
 from kgroup.broker.txn import apis as txn_apis
 from kgroup.broker.txn.describe_producers_api import ProducersApi
-from kgroup.broker.cluster.peers import Peers
 from kgroup.broker.txn.remote_txn import RemoteTxn
 from kgroup.broker.txn.txn_api import TxnApi
 from kgroup.broker.txn.txn_markers import TxnMarkerChannel
