@@ -92,7 +92,7 @@ ALLOWED_LAYERS = {
     "member": {"member", "assignors"},
     "wire": {"wire"},
     "storage": {"storage"},
-    "broker": {"broker", "core", "wire", "storage", "assignors", "plugins"},
+    "broker": {"broker", "client", "core", "wire", "storage", "assignors", "plugins"},
     "client": {"client", "member", "wire", "assignors", "plugins"},
     "lab": {"lab", "core", "member", "assignors"},
     "spark": {"spark", "lab", "client", "plugins"},

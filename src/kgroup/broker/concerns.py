@@ -35,6 +35,7 @@ from kgroup.broker.apis import EDGE, ApiVersions, compile_apis, served_ranges
 from kgroup.broker.cluster.liveness import Liveness
 from kgroup.broker.cluster.node_view import NodeView
 from kgroup.broker.cluster.ownership import Ownership, UnitHooks
+from kgroup.broker.cluster.peers import Peers
 from kgroup.broker.admin.dynamic_configs import DynamicBrokerConfigs
 from kgroup.broker.config import BrokerConfig, ConfigError, ListenerConfig
 from kgroup.broker.control.faults import Faults
@@ -67,9 +68,10 @@ from kgroup.broker.streams import apis as streams_apis
 from kgroup.broker.streams.streams_group_api import StreamsGroupApi
 from kgroup.broker.txn import apis as txn_apis
 from kgroup.broker.txn.describe_producers_api import ProducersApi
-from kgroup.broker.txn.implicit_add import add_for_produce
-from kgroup.broker.txn.txn_api import TxnApi, verify
+from kgroup.broker.txn.remote_txn import RemoteTxn
+from kgroup.broker.txn.txn_api import TxnApi
 from kgroup.broker.txn.txn_markers import TxnMarkerChannel
+from kgroup.broker.txn.write_markers_api import WriteMarkersApi
 from kgroup.core.kinds import count_groups
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
 from kgroup.storage.data_dir import NodeMembership
@@ -134,17 +136,24 @@ class Node:
             lambda g: partition_for_group(g, cfg.metadata_partitions))
         self.groups = groups = GroupApi(self.shards, self.shard_for, cluster_view,
                                         on_group_deleted=self._group_deleted)
-        # The produce path asks the transaction coordinator whether a transactional write may pass.
+        # Node-to-node requests (transaction markers, transaction verification) to the
+        # other nodes of the cluster, at their --cluster addresses.
+        self.peers = Peers(cfg.node_id, dict(cfg.nodes))
+        remote_txn = RemoteTxn(groups, cluster_view, self.peers, data)
+        # The produce path asks the transaction coordinator (here or on its node) whether a
+        # transactional write may pass ...
         self.data_path = dp = DataPath(cfg, data, durability, cluster_view, on_topics_changed=self._topics_changed_here,
-                                       verify_txn=functools.partial(verify, groups))
+                                       verify_txn=remote_txn.verify)
         # ... and, for a transaction.version 2 producer, adds the partitions first (KIP-890 part 2).
-        dp.ctx.add_to_txn = functools.partial(add_for_produce, groups)
+        dp.ctx.add_to_txn = remote_txn.before_produce
+        remote_txn.producers = dp.ctx.producers
         # Dynamic broker configs (admin/dynamic_configs.py): in force from here on, and on
         # every change. SSL listeners whose certificate one changed: (listener, context).
         self.tls_contexts: dict[str, tuple[ListenerConfig, ssl.SSLContext]] = {}
         self.broker_configs = DynamicBrokerConfigs(cfg, data.path, on_change=self._broker_configs_changed)
         # Transactions: the markers that end them, written for every shard's coordinator.
-        self.markers = TxnMarkerChannel(data, dp.ctx.producers, durability, groups.shard_of)
+        self.markers = TxnMarkerChannel(data, dp.ctx.producers, durability, groups.shard_of, self.shard_for,
+                                        cluster_view, self.peers, cfg.node_id)
         if cfg.group_events:
             # Created before any shard loads, so the coordinator's first topic image has it.
             ensure_topic(data)
@@ -165,7 +174,8 @@ class Node:
         self.routes = gated(compile_apis(TABLES, [
             ApiVersions(SERVED.values(), self.features, cfg.cluster_id, cfg.node_id), FeaturesApi(self.features), dp, groups, ConsumerGroupApi(groups),
             ShareGroupApi(groups, self.share_fetches), self.share_fetches, StreamsGroupApi(groups, dp.create_topics),
-            TxnApi(groups, dp.init_producer_id), ProducersApi(dp.ctx),
+            TxnApi(groups, dp.init_producer_id, remote_txn), ProducersApi(dp.ctx),
+            WriteMarkersApi(data, dp.ctx.producers, durability, groups),
             ConfigsApi(dp.ctx, groups, self.broker_configs, self.client_metrics), RecordsApi(dp.ctx),
             SecurityApi(self.security), TokenApi(self.security), TelemetryApi(self.telemetry)]),
             self.features)
@@ -194,6 +204,7 @@ class Node:
     async def close(self) -> None:
         """After the connections: write what is pending, close every log."""
         await self.markers.close()
+        await self.peers.close()
         for shard in self.shards:
             if shard is not None:
                 shard.close()

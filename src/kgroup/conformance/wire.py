@@ -87,7 +87,7 @@ NOT_SERVED: dict[int, Divergence] = {
                        "streams groups (KIP-1071) are issue 31", ())
        for key in (88, 89, 93)},
     **{key: Divergence("open: issue 32", f"{api_name(key)} is not served by kgroup", _NODE_TO_NODE, ())
-       for key in (27, 83, 84, 85, 86, 87)},
+       for key in (83, 84, 85, 86, 87)},
     **{key: Divergence("single host", f"{api_name(key)} is not served by kgroup", _INTERNAL, ())
        for key in (55, 64, 80, 81, 82, 94)},
 }

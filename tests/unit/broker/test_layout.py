@@ -22,7 +22,7 @@ CONCERNS = {
     "cluster": set(),
     "data": {"security"},
     "groups": {"security"},
-    "txn": {"security", "data", "groups"},
+    "txn": {"security", "data", "groups", "cluster"},
     "share": {"security", "data", "groups"},
     "streams": {"security", "groups"},
     "admin": {"security", "data", "groups"},

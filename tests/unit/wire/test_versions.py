@@ -27,7 +27,8 @@ AT_LEAST = {
 # Transactions and idempotence: the versions real clients send (librdkafka 2.16 InitProducerId
 # 0-4, EndTxn 0-1, TxnOffsetCommit 0-3; kafka-python 3.0 up to 3 for the others; admin tools
 # DescribeProducers 0, DescribeTransactions 0, ListTransactions 0-1).
-TXN_AT_LEAST = {22: (0, 4), 24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 61: (0, 0), 65: (0, 0), 66: (0, 1)}
+TXN_AT_LEAST = {22: (0, 4), 24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 61: (0, 0), 65: (0, 0), 66: (0, 1),
+                27: (1, 2)}  # WriteTxnMarkers: between the nodes of a cluster (issue 32)
 
 # Security (SASL, ACLs, SCRAM credentials): KIP-43/152, the ACL APIs, KIP-554.
 SECURITY_APIS = {17, 36, 29, 30, 31, 50, 51}

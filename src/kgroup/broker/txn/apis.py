@@ -16,6 +16,7 @@ from kgroup.broker.apis import Api
 from kgroup.broker.txn import guards
 from kgroup.broker.txn.describe_producers_api import ProducersApi
 from kgroup.broker.txn.txn_api import TxnApi
+from kgroup.broker.txn.write_markers_api import WriteMarkersApi
 from kgroup.wire.api_keys import ApiKey as K
 
 APIS = (
@@ -27,7 +28,8 @@ APIS = (
     Api(K.DESCRIBE_PRODUCERS, 0, 0, ProducersApi.describe_producers, guards.describe_producers, edits=False),
     Api(K.DESCRIBE_TRANSACTIONS, 0, 0, TxnApi.describe_transactions, guards.describe_transactions, edits=False),
     Api(K.LIST_TRANSACTIONS, 0, 2, TxnApi.list_transactions, guards.list_transactions, edits=False),
+    # Sent by a transaction coordinator on another node (txn_markers.py; write_markers_api.py).
+    Api(K.WRITE_TXN_MARKERS, 1, 2, WriteMarkersApi.write_txn_markers, guards.write_txn_markers, edits=True),
 )
 
-# WriteTxnMarkers is sent between brokers only (kgroup writes markers itself, txn_markers.py).
-PREPARED_GUARDS = {K.WRITE_TXN_MARKERS: guards.write_txn_markers}
+PREPARED_GUARDS: dict = {}

@@ -88,10 +88,12 @@ def verify(groups: GroupApi, transactional_id: str, producer_id: int, producer_e
 class TxnApi:
     """The transaction coordinator's APIs over the group shards (see the module docstring)."""
 
-    def __init__(self, groups: GroupApi, idempotent_init: Any) -> None:
+    def __init__(self, groups: GroupApi, idempotent_init: Any, remote: Any = None) -> None:
         self.groups = groups
         # InitProducerId without a transactional id (DataPath.init_producer_id).
         self.idempotent_init = idempotent_init
+        # A transaction coordinator on another node of a cluster (remote_txn.RemoteTxn).
+        self.remote = remote
 
     # ---- verification (KIP-890) -----------------------------------------------------------
 
@@ -148,9 +150,12 @@ class TxnApi:
         partitions = tuple((t.name, int(p)) for t in topics for p in t.partitions)
         if verify_only:
             # Kafka answers a partition that does not exist before it asks the coordinator.
-            unknown = unknown_partitions(self.groups.shard_of(tid), partitions)
-            return [(t, p, unknown.get((t, p)) or _epoch_error(self.verify(tid, int(pid), int(epoch), ((t, p),)),
-                                                               version, 2))
+            # A group coordinator on another node asks for a group as its __consumer_offsets
+            # partition (remote_txn.py).
+            unknown = unknown_partitions(self.groups.shard_of(tid), [tp for tp in partitions if tp[0] != OFFSETS_TOPIC])
+            return [(t, p, unknown.get((t, p)) or _epoch_error(
+                        self._verify_offsets_partition(tid, int(pid), int(epoch), p) if t == OFFSETS_TOPIC
+                        else self.verify(tid, int(pid), int(epoch), ((t, p),)), version, 2))
                     for t, p in partitions]
         try:
             resp = await self._call(tid, "add_partitions_to_txn",
@@ -159,6 +164,17 @@ class TxnApi:
             return [(t, p, _epoch_error(e, version, 2)) for t, p, e in resp.errors]
         except GroupError as exc:
             return [(t, p, _epoch_error(exc.code, version, 2)) for t, p in partitions]
+
+    def _verify_offsets_partition(self, tid: str, pid: int, epoch: int, slot: int) -> ErrorCode:
+        """Whether the transaction holds a group whose offsets live in group-metadata
+        partition `slot` (the partition a group is to Kafka: its __consumer_offsets one)."""
+        error = self.verify(tid, pid, epoch)
+        if error is not E.NONE:
+            return error
+        shard = self.groups.shard_of(tid)
+        value = shard.coordinator.transactions.transactions.get(tid)
+        held = value is not None and any(self.groups.shard_for(g) == slot for g in value.groups)
+        return E.NONE if held else E.INVALID_TXN_STATE
 
     @staticmethod
     def _topic_results(cls: type, errors: list[tuple[str, int, ErrorCode]], field: str, topics: Any,
@@ -231,8 +247,12 @@ class TxnApi:
         if v >= 5 and (partitions or not errors):
             error = await self._add_group_implicitly(req)
         if error is E.NONE and (partitions or not errors):
-            error = self.verify(req.transactional_id, int(req.producer_id), int(req.producer_epoch),
-                                group_id=req.group_id)
+            if self.remote is not None and self.remote.is_remote(req.transactional_id):
+                error = await self.remote.verify_group(req.transactional_id, int(req.producer_id),
+                                                       int(req.producer_epoch), req.group_id)
+            else:
+                error = self.verify(req.transactional_id, int(req.producer_id), int(req.producer_epoch),
+                                    group_id=req.group_id)
         if error is E.NONE and (partitions or not errors):
             # 2. The group fences the committer (KIP-447) and keeps the offsets pending.
             core = tm.TxnOffsetCommitRequest(
@@ -274,6 +294,9 @@ class TxnApi:
         """TxnOffsetCommit v5+: the group joins the producer's transaction, as AddOffsetsToTxn
         would add it (KIP-890 part 2; Kafka's group coordinator asks the transaction
         coordinator to add it before it takes the offsets)."""
+        if self.remote is not None and self.remote.is_remote(req.transactional_id):
+            return await self.remote.add_group(req.transactional_id, int(req.producer_id), int(req.producer_epoch),
+                                               req.group_id)
         try:
             return (await self._call(req.transactional_id, "add_offsets_to_txn", tm.AddOffsetsToTxnRequest(
                 req.transactional_id, int(req.producer_id), int(req.producer_epoch), req.group_id,
