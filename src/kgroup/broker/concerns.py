@@ -30,6 +30,7 @@ from kgroup.broker.admin import apis as admin_apis
 from kgroup.broker.admin.configs_api import ConfigsApi
 from kgroup.broker.admin.features import FeatureLevels
 from kgroup.broker.admin.features_api import FeaturesApi, gated
+from kgroup.broker.admin.reassignments_api import ReassignmentsApi
 from kgroup.broker.admin.records_api import RecordsApi
 from kgroup.broker.apis import EDGE, ApiVersions, compile_apis, served_ranges
 from kgroup.broker.cluster.liveness import Liveness
@@ -158,7 +159,8 @@ class Node:
             ApiVersions(SERVED.values(), self.features, cfg.cluster_id, cfg.node_id), FeaturesApi(self.features), dp, groups, ConsumerGroupApi(groups),
             ShareGroupApi(groups, self.share_fetches), self.share_fetches, StreamsGroupApi(groups, dp.create_topics),
             TxnApi(groups, dp.init_producer_id), ProducersApi(dp.ctx),
-            ConfigsApi(dp.ctx, groups, self.broker_configs), RecordsApi(dp.ctx), SecurityApi(self.security)]),
+            ConfigsApi(dp.ctx, groups, self.broker_configs), RecordsApi(dp.ctx), SecurityApi(self.security),
+            ReassignmentsApi(dp.ctx, cluster_view)]),
             self.features)
 
     async def start(self) -> None:
