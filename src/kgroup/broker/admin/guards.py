@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
+from kgroup.broker.admin.reassignments_api import elections_failed, reassignments_failed
 from kgroup.broker.security.authorization import (CLUSTER, GROUP, TOPIC, Access, Admission, Guard, Refused,
     TopicList, admit_items, error_for, per_topic, plain_refusal)
 from kgroup.error_codes import ErrorCode
@@ -82,25 +83,6 @@ def update_features(access: Access, header: RequestHeader, request: Any) -> Refu
 _REFUSED = "Cluster authorization failed."
 
 
-def _refused_reassignments(cls: type, request: Any, code: ErrorCode) -> Any:
-    topic_cls = item(cls, "responses")
-    part_cls = item(topic_cls, "partitions")
-    return build(cls, throttle_time=0, error_code=code, error_message=_REFUSED, responses=tuple(
-        build(topic_cls, name=t.name, partitions=tuple(
-            build(part_cls, partition_index=int(p.partition_index), error_code=code, error_message=_REFUSED)
-            for p in t.partitions))
-        for t in request.topics))
-
-
-def _refused_elections(cls: type, request: Any, code: ErrorCode) -> Any:
-    result_cls = item(cls, "replica_election_results")
-    part_cls = item(result_cls, "partition_result")
-    return build(cls, throttle_time=0, error_code=code, replica_election_results=tuple(
-        build(result_cls, topic=t.topic, partition_result=tuple(
-            build(part_cls, partition_id=int(p), error_code=code, error_message=None) for p in t.partitions))
-        for t in request.topic_partitions or ()))
-
-
 def _refused_log_dirs(cls: type, request: Any, code: ErrorCode) -> Any:
     topic_cls = item(cls, "results")
     part_cls = item(topic_cls, "partitions")
@@ -123,8 +105,9 @@ def _cluster_alter(refused: Any) -> Guard:
     return guard
 
 
-alter_partition_reassignments = _cluster_alter(_refused_reassignments)
-elect_leaders = _cluster_alter(_refused_elections)
+alter_partition_reassignments = _cluster_alter(
+    lambda cls, request, code: reassignments_failed(cls, request, code, _REFUSED))
+elect_leaders = _cluster_alter(elections_failed)
 alter_replica_log_dirs = _cluster_alter(_refused_log_dirs)
 
 

@@ -31,6 +31,10 @@ in the data dir's moves.json, so it outlives restarts and every node sees it.
   partitions it elected.
 
 On a single broker every move names the broker itself: a no-op, as with Kafka's one broker.
+
+As Kafka's controller does, a request with a timeout of 0 or less (a deadline already
+passed) is REQUEST_TIMED_OUT for every partition it names (an empty one is answered at
+once), and ElectLeaders of an unknown election type INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -54,6 +58,33 @@ NOT_NEEDED = "Leader election not needed for topic partition."
 ELECTION_POLL_S = 0.02
 # An election waits at most this long whatever the request's timeout says.
 MAX_ELECTION_WAIT_S = 30.0
+
+
+def reassignments_failed(cls: type, request: Any, code: ErrorCode, message: str | None = None) -> Any:
+    """An AlterPartitionReassignments answer of `code` for every partition named."""
+    topic_cls = item(cls, "responses")
+    part_cls = item(topic_cls, "partitions")
+    return build(cls, throttle_time=0, error_code=code, error_message=message, responses=tuple(
+        build(topic_cls, name=t.name, partitions=tuple(
+            build(part_cls, partition_index=int(p.partition_index), error_code=code, error_message=message)
+            for p in t.partitions))
+        for t in request.topics))
+
+
+def elections_failed(cls: type, request: Any, code: ErrorCode) -> Any:
+    """An ElectLeaders answer of `code` for every partition named."""
+    result_cls = item(cls, "replica_election_results")
+    part_cls = item(result_cls, "partition_result")
+    return build(cls, throttle_time=0, error_code=code, replica_election_results=tuple(
+        build(result_cls, topic=t.topic, partition_result=tuple(
+            build(part_cls, partition_id=int(p), error_code=code, error_message=None) for p in t.partitions))
+        for t in request.topic_partitions or ()))
+
+
+def _expired(request: Any) -> bool:
+    """Whether the request's deadline has passed before it starts (a timeout of 0 or less)."""
+    timeout = get(request, "timeout", None)
+    return timeout is not None and timeout.total_seconds() <= 0
 
 
 class Mover(Protocol):
@@ -93,6 +124,8 @@ class ReassignmentsApi:
         topic_cls = item(cls, "responses")
         part_cls = item(topic_cls, "partitions")
         allow_change = bool(get(request, "allow_replication_factor_change", True))
+        if request.topics and _expired(request):
+            return reassignments_failed(cls, request, E.REQUEST_TIMED_OUT)
         topics = self.ctx.data.topics()
         responses = []
         for t in request.topics:
@@ -194,6 +227,10 @@ class ReassignmentsApi:
         result_cls = item(cls, "replica_election_results")
         part_cls = item(result_cls, "partition_result")
         kind = int(get(request, "election_type", PREFERRED))
+        if request.topic_partitions != () and _expired(request):
+            return elections_failed(cls, request, E.REQUEST_TIMED_OUT)
+        if kind not in (PREFERRED, UNCLEAN):
+            return elections_failed(cls, request, E.INVALID_REQUEST)
         topics = self.ctx.data.topics()
         every = request.topic_partitions is None
         if every:
