@@ -280,3 +280,49 @@ def _move_and_elect_back(cluster, topic: str, tmp_path, before, produce) -> None
     assert "Successfully completed leader election (PREFERRED) for partitions moves-0" in elected.stdout
     back = _leaders(cluster, topic)
     assert all(view[0] == (0, epoch + 2, epoch + 2) for view in back), back
+
+
+def test_kgroup_topics_reassign_and_elect_leaders(cluster, tmp_path, capsys):
+    """`kgroup topics reassign` (execute, verify, list, and the errors) moves moves-cli-1 from
+    its preferred node 1 to node 2; `kgroup topics elect-leaders --all-topic-partitions`
+    moves it back."""
+    import json
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from kgroup.cli.main import main
+
+    topic = "moves-cli"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    wait_for(lambda: all(len(v) == 2 for v in _leaders(cluster, topic)), 15, what="the topic on every node")
+    epoch = _leaders(cluster, topic)[0][1][1]
+
+    def kgroup(*args: str) -> tuple[int, str, str]:
+        status = main([*args, "--bootstrap-server", cluster.bootstrap, "--request-timeout-ms", "10000"])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 1, "replicas": [2]}]}))
+    assert kgroup("topics", "reassign", "--execute", "--reassignment-json-file", str(plan)) == (
+        0, f"Successfully started partition reassignment for {topic}-1\n", "")
+
+    def done() -> bool:
+        status, out, _ = kgroup("topics", "reassign", "--verify", "--reassignment-json-file", str(plan),
+                                "--format", "json")
+        return status == 0 and json.loads(out)["partitions"][0]["state"] == "completed"
+
+    wait_for(done, 30, what="the move to node 2")
+    assert all(view[1][:2] == (2, epoch + 1) for view in _leaders(cluster, topic))
+    assert kgroup("topics", "reassign", "--list")[:2] == (0, "No partition reassignments found.\n")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [7]}]}))
+    status, _, err = kgroup("topics", "reassign", "--execute", "--reassignment-json-file", str(bad))
+    assert status == 1 and "INVALID_REPLICA_ASSIGNMENT" in err and "broker 7" in err and "\n" == err[-1]
+    status, out, _ = kgroup("topics", "elect-leaders", "--election-type", "preferred", "--all-topic-partitions")
+    assert status == 0 and f"Successfully completed leader election (PREFERRED) for partitions {topic}-1" in out
+    assert all(view[1][:2] == (1, epoch + 2) for view in _leaders(cluster, topic))
+    status, out, _ = kgroup("topics", "elect-leaders", "--election-type", "preferred", "--topic", topic,
+                            "--partition", "1")
+    assert (status, out) == (0, f"Valid replica already elected for partitions {topic}-1\n")
