@@ -134,7 +134,8 @@ async def topics_elect_leaders(args: Any, admin: AdminClient, out: TextIO) -> in
             for (t, p), r in sorted(results.items())]}, out)
     else:
         if done:
-            out.write(f"Successfully completed leader election ({label}) for partitions {', '.join(map(_name, done))}\n")
+            out.write(f"Successfully completed leader election ({label}) for partitions "
+                      f"{', '.join(map(_name, done))}\n")
         if not_needed:
             out.write(f"Valid replica already elected for partitions {', '.join(map(_name, not_needed))}\n")
         if not results:

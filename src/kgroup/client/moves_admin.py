@@ -31,6 +31,13 @@ class OngoingReassignment:
     removing: tuple[int, ...]
 
 
+def _by_topic(partitions: Sequence[Partition]) -> dict[str, list[int]]:
+    named: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        named.setdefault(topic, []).append(partition)
+    return named
+
+
 class MovesAdmin:
     """Reassignments and elections (see the module comment)."""
 
@@ -53,12 +60,8 @@ class MovesAdmin:
     async def list_partition_reassignments(self, partitions: Sequence[Partition] | None = None, *,
                                            timeout_ms: int = 30000) -> dict[Partition, OngoingReassignment]:
         """The moves under way (of `partitions`, or of every partition)."""
-        topics = None
-        if partitions is not None:
-            named: dict[str, list[int]] = {}
-            for topic, partition in partitions:
-                named.setdefault(topic, []).append(partition)
-            topics = [{"name": t, "partition_indexes": ps} for t, ps in named.items()]
+        topics = None if partitions is None else [{"name": t, "partition_indexes": ps}
+                                                  for t, ps in _by_topic(partitions).items()]
         resp = await self._to_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS,
                                          request_fields(timeout=timeout_ms, topics=topics))
         raise_for(ErrorCode(int(resp.error_code)), "list partition reassignments", resp.error_message)
@@ -69,12 +72,8 @@ class MovesAdmin:
     async def elect_leaders(self, election_type: int, partitions: Sequence[Partition] | None = None, *,
                             timeout_ms: int = 30000) -> dict[Partition, PartitionResult]:
         """Elect leaders of `partitions` (None: every partition that needs it)."""
-        topic_partitions = None
-        if partitions is not None:
-            named: dict[str, list[int]] = {}
-            for topic, partition in partitions:
-                named.setdefault(topic, []).append(partition)
-            topic_partitions = [{"topic": t, "partitions": ps} for t, ps in named.items()]
+        topic_partitions = None if partitions is None else [{"topic": t, "partitions": ps}
+                                                            for t, ps in _by_topic(partitions).items()]
         resp = await self._to_controller(ApiKey.ELECT_LEADERS, request_fields(
             election_type=election_type, topic_partitions=topic_partitions, timeout=timeout_ms))
         raise_for(ErrorCode(int(getattr(resp, "error_code", 0))), "elect leaders", None)

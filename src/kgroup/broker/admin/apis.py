@@ -1,6 +1,7 @@
 """The admin APIs tools call: configs of topics, groups and the broker, DeleteRecords,
 DescribeLogDirs, AlterReplicaLogDirs, UpdateFeatures, and partition moves and elections
-(AlterPartitionReassignments, ListPartitionReassignments, ElectLeaders). One entry each (broker/apis.py says what an entry holds).
+(AlterPartitionReassignments, ListPartitionReassignments, ElectLeaders). One entry each
+(broker/apis.py says what an entry holds).
 
 Version notes: DescribeConfigs from v1 (v0 is kio-less and gone from Kafka 4.0).
 AlterReplicaLogDirs 1–2 (v0 is gone since Kafka 4.0). AlterPartitionReassignments v1 adds

@@ -1,4 +1,5 @@
-"""DeleteRecords, DescribeLogDirs and AlterReplicaLogDirs: the log's extent and its dir (admin/apis.py has the versions served).
+"""DeleteRecords, DescribeLogDirs and AlterReplicaLogDirs: the log's extent and its dir
+(admin/apis.py has the versions served).
 
 DeleteRecords moves a partition's log start offset (its low watermark) up to the offset
 given, -1 meaning the high watermark, and deletes the segments wholly below it; the new
