@@ -107,7 +107,7 @@ def _cluster_alter(refused: Any) -> Guard:
 
 alter_partition_reassignments = _cluster_alter(
     lambda cls, request, code: reassignments_failed(cls, request, code, _REFUSED))
-elect_leaders = _cluster_alter(elections_failed)
+elect_leaders = _cluster_alter(lambda cls, request, code: elections_failed(cls, request, code, _REFUSED))
 alter_replica_log_dirs = _cluster_alter(_refused_log_dirs)
 
 

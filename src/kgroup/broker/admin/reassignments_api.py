@@ -71,13 +71,13 @@ def reassignments_failed(cls: type, request: Any, code: ErrorCode, message: str 
         for t in request.topics))
 
 
-def elections_failed(cls: type, request: Any, code: ErrorCode) -> Any:
-    """An ElectLeaders answer of `code` for every partition named."""
+def elections_failed(cls: type, request: Any, code: ErrorCode, message: str | None = None) -> Any:
+    """An ElectLeaders answer of `code` (and `message`) for every partition named."""
     result_cls = item(cls, "replica_election_results")
     part_cls = item(result_cls, "partition_result")
     return build(cls, throttle_time=0, error_code=code, replica_election_results=tuple(
         build(result_cls, topic=t.topic, partition_result=tuple(
-            build(part_cls, partition_id=int(p), error_code=code, error_message=None) for p in t.partitions))
+            build(part_cls, partition_id=int(p), error_code=code, error_message=message) for p in t.partitions))
         for t in request.topic_partitions or ()))
 
 

@@ -105,3 +105,20 @@ async def admin_partition_moves(t: Target) -> None:
                                    response_partition_limit=10, cursor=None))
     t.add("leaders and epochs after", [(int(p.partition_index), int(p.leader_id) == me, int(p.leader_epoch))
                                         for x in after.topics for p in x.partitions])
+
+
+@scenario("security", "partition moves, elections and log dirs need the cluster", pair="secured",
+          rule="AlterPartitionReassignments, ElectLeaders and AlterReplicaLogDirs without ALTER on the cluster, "
+               "and ListPartitionReassignments without DESCRIBE on it, are CLUSTER_AUTHORIZATION_FAILED (every "
+               "partition named, and the top level where the answer has one)")
+async def security_partition_moves(t: Target) -> None:
+    admin = await t.raw("admin", user="admin")
+    topic = t.names.topic("moves")
+    await observe.create_topic(admin, topic, 1)
+    alice = await t.raw("alice", user="alice")
+    await t.ask(alice, "alice reassigns", _reassign(1, topic, 0, [UNKNOWN_BROKER]))
+    await t.ask(alice, "alice lists reassignments",
+                request("ListPartitionReassignments", 0, timeout_ms=30_000, topics=None))
+    await t.ask(alice, "alice elects", _elect(2, 0, [(topic, [0])]))
+    await t.ask(alice, "alice moves a log dir", request("AlterReplicaLogDirs", 2, dirs=[
+        {"path": "/nonexistent/kgroup-log-dir", "topics": [{"name": topic, "partitions": [0]}]}]))
