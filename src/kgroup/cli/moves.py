@@ -15,7 +15,7 @@ from kgroup.client.admin import AdminClient
 from kgroup.client.moves_admin import PREFERRED, UNCLEAN
 from kgroup.error_codes import ErrorCode
 
-from .errors import CliError
+from .errors import CliError, UsageError
 from .output import emit_json
 
 Partition = tuple[str, int]
@@ -62,8 +62,8 @@ async def topics_reassign(args: Any, admin: AdminClient, out: TextIO) -> int:
                           f"{','.join(map(str, r.adding))}. removing: {','.join(map(str, r.removing))}.\n")
         return 0
     if not args.reassignment_json_file:
-        raise CliError("--execute, --verify and --cancel need --reassignment-json-file",
-                       "write the plan as kafka-reassign-partitions reads it")
+        raise UsageError("--execute, --verify and --cancel need --reassignment-json-file",
+                         "write the plan as kafka-reassign-partitions reads it")
     plan = read_plan(args.reassignment_json_file)
     if args.verify:
         return await _verify(admin, plan, json_out, out)
@@ -118,7 +118,7 @@ def _election_partitions(args: Any) -> list[Partition] | None:
                            'write {"partitions":[{"topic":"T","partition":0}]}') from None
     if args.partition is not None:
         return [(args.topic, args.partition)]
-    raise CliError("--topic needs --partition (or use --all-topic-partitions)", "name one partition")
+    raise UsageError("--topic needs --partition (or use --all-topic-partitions)", "name one partition")
 
 
 async def topics_elect_leaders(args: Any, admin: AdminClient, out: TextIO) -> int:
