@@ -30,6 +30,7 @@ from kgroup.broker.admin import apis as admin_apis
 from kgroup.broker.admin.configs_api import ConfigsApi
 from kgroup.broker.admin.features import FeatureLevels
 from kgroup.broker.admin.features_api import FeaturesApi, gated
+from kgroup.broker.admin.reassignments_api import ReassignmentsApi
 from kgroup.broker.admin.records_api import RecordsApi
 from kgroup.broker.apis import EDGE, ApiVersions, compile_apis, served_ranges
 from kgroup.broker.cluster.liveness import Liveness
@@ -177,7 +178,8 @@ class Node:
             TxnApi(groups, dp.init_producer_id, remote_txn), ProducersApi(dp.ctx),
             WriteMarkersApi(data, dp.ctx.producers, durability, groups),
             ConfigsApi(dp.ctx, groups, self.broker_configs, self.client_metrics), RecordsApi(dp.ctx),
-            SecurityApi(self.security), TokenApi(self.security), TelemetryApi(self.telemetry)]),
+            SecurityApi(self.security), TokenApi(self.security), TelemetryApi(self.telemetry),
+            ReassignmentsApi(dp.ctx, cluster_view)]),
             self.features)
 
     async def start(self) -> None:

@@ -265,6 +265,30 @@ def build_parser() -> Parser:
                         help="set or remove topic configs (retention.ms, ...); print them")
     t.add_argument("name", metavar="NAME")
     config_change_options(t)
+    t = tsub.add_parser("reassign", parents=[client],
+                        help="move partitions to other nodes (kafka-reassign-partitions' options)",
+                        description="Start, verify, cancel or list partition moves. In a kgroup cluster a "
+                        "partition's replicas are the node that leads it: a plan naming [n] moves its "
+                        "leadership to node n by a clean hand-over.")
+    action = t.add_mutually_exclusive_group(required=True)
+    action.add_argument("--execute", action="store_true", help="start the moves the plan names")
+    action.add_argument("--verify", action="store_true", help="say which of the plan's moves are done")
+    action.add_argument("--cancel", action="store_true", help="cancel the plan's moves still under way")
+    action.add_argument("--list", action="store_true", help="list the moves under way")
+    t.add_argument("--reassignment-json-file", metavar="FILE",
+                   help='the plan: {"version":1,"partitions":[{"topic":"T","partition":0,"replicas":[1]}]}')
+    format_option(t)
+    t = tsub.add_parser("elect-leaders", parents=[client],
+                        help="move partitions back to their preferred nodes (kafka-leader-election's options)")
+    t.add_argument("--election-type", choices=("preferred", "unclean"), required=True,
+                   type=str.lower, help="preferred: back to the preferred node; unclean: only where none leads")
+    which = t.add_mutually_exclusive_group(required=True)
+    which.add_argument("--topic", metavar="TOPIC", help="the topic of --partition")
+    which.add_argument("--all-topic-partitions", action="store_true", help="every partition")
+    which.add_argument("--path-to-json-file", metavar="FILE",
+                       help='the partitions: {"partitions":[{"topic":"T","partition":0}]}')
+    t.add_argument("--partition", type=non_negative_int, metavar="N", help="the partition of --topic")
+    format_option(t)
 
     # groups
     groups = sub.add_parser("groups", help="list, describe, delete groups; reset offsets")

@@ -29,6 +29,7 @@ from .cluster import BrokerInfo, ClusterClient, request_fields
 from .connection import DEFAULT_TIMEOUT, Connection
 from .errors import BrokerError, GroupNotEmpty, UnsupportedApi, error_code_of, raise_for
 from .lifecycle import AsyncClient
+from .moves_admin import MovesAdmin
 from .records_admin import EARLIEST, LATEST, FetchedPartition, FetchedRecord, RecordsAdmin
 from .security import ClientSecurity
 from .security_admin import SecurityAdmin
@@ -133,7 +134,7 @@ def _topic_partitions(assignment: Any) -> dict[str, tuple[int, ...]] | None:
 # -- the client --------------------------------------------------------------------------
 
 
-class AdminClient(AsyncClient, TopicsAdmin, RecordsAdmin, SecurityAdmin, TokenAdmin):
+class AdminClient(AsyncClient, TopicsAdmin, RecordsAdmin, SecurityAdmin, TokenAdmin, MovesAdmin):
     """Admin operations against a Kafka-compatible cluster; use ``async with``.
 
     ``config`` takes the security settings (``client/security.py``: security.protocol,

@@ -1,7 +1,12 @@
 """The admin APIs tools call: configs of topics, groups and the broker, DeleteRecords,
-DescribeLogDirs and UpdateFeatures. One entry each (broker/apis.py says what an entry holds).
+DescribeLogDirs, AlterReplicaLogDirs, UpdateFeatures, and partition moves and elections
+(AlterPartitionReassignments, ListPartitionReassignments, ElectLeaders). One entry each
+(broker/apis.py says what an entry holds).
 
 Version notes: DescribeConfigs from v1 (v0 is kio-less and gone from Kafka 4.0).
+AlterReplicaLogDirs 1–2 (v0 is gone since Kafka 4.0). AlterPartitionReassignments v1 adds
+allow_replication_factor_change (KIP-860). ElectLeaders v1 adds the election type and a
+top-level error, v2 is flexible.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 from kgroup.broker.admin import guards
 from kgroup.broker.admin.configs_api import ConfigsApi
 from kgroup.broker.admin.features_api import FeaturesApi
+from kgroup.broker.admin.reassignments_api import ReassignmentsApi
 from kgroup.broker.admin.records_api import RecordsApi
 from kgroup.broker.apis import Api
 from kgroup.wire.api_keys import ApiKey as K
@@ -22,5 +28,12 @@ APIS = (
         edits=True),
     Api(K.LIST_CONFIG_RESOURCES, 0, 1, ConfigsApi.list_config_resources, guards.list_config_resources,
         edits=False),
+    Api(K.ALTER_REPLICA_LOG_DIRS, 1, 2, RecordsApi.alter_replica_log_dirs, guards.alter_replica_log_dirs,
+        edits=False),
+    Api(K.ELECT_LEADERS, 0, 2, ReassignmentsApi.elect_leaders, guards.elect_leaders, edits=True),
+    Api(K.ALTER_PARTITION_REASSIGNMENTS, 0, 1, ReassignmentsApi.alter_partition_reassignments,
+        guards.alter_partition_reassignments, edits=True),
+    Api(K.LIST_PARTITION_REASSIGNMENTS, 0, 0, ReassignmentsApi.list_partition_reassignments,
+        guards.list_partition_reassignments, edits=False),
     Api(K.UPDATE_FEATURES, 0, 2, FeaturesApi.update_features, guards.update_features, edits=True),
 )

@@ -227,7 +227,17 @@ class DynamicDef:
         return self.type is ConfigType.PASSWORD
 
 
-DYNAMIC: Mapping[str, DynamicDef] = MappingProxyType({row[0]: DynamicDef(*row) for row in KAFKA_DYNAMIC})
+# Kafka's replication quotas (its DynamicConfig.Broker quota configs): dynamic, though its
+# DescribeConfigs does not list them; `kafka-reassign-partitions` sets them with --throttle
+# and clears them on --verify. Kept, acting on nothing: kgroup's nodes copy no data.
+REPLICATION_QUOTAS: tuple[tuple[str, ConfigType, str | None, Scope], ...] = (
+    ("follower.replication.throttled.rate", L, "9223372036854775807", CL),
+    ("leader.replication.throttled.rate", L, "9223372036854775807", CL),
+    ("replica.alter.log.dirs.io.max.bytes.per.second", L, "9223372036854775807", CL),
+)
+
+DYNAMIC: Mapping[str, DynamicDef] = MappingProxyType({row[0]: DynamicDef(*row)
+                                                      for row in KAFKA_DYNAMIC + REPLICATION_QUOTAS})
 
 
 class ConfigRefused(Exception):

@@ -1,5 +1,5 @@
 """Guards of the admin APIs (admin/apis.py lists which guards which API): configs of
-topics, groups and the broker, DeleteRecords and DescribeLogDirs.
+topics, groups and the broker, DeleteRecords, DescribeLogDirs, partition moves and elections.
 """
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
+from kgroup.broker.admin.reassignments_api import elections_failed, reassignments_failed
 from kgroup.broker.security.authorization import (CLUSTER, GROUP, TOPIC, Access, Admission, Guard, Refused,
     TopicList, admit_items, cluster_guard, error_for, per_topic, plain_refusal)
 from kgroup.error_codes import ErrorCode
@@ -76,3 +77,45 @@ def update_features(access: Access, header: RequestHeader, request: Any) -> Refu
     # (With the error's own text, as Kafka's ApiError carries it.)
     return plain_refusal(header, E.CLUSTER_AUTHORIZATION_FAILED, error_message="Cluster authorization failed.",
                          results=())
+
+
+# -- partition moves and log dirs (reassignments_api.py, records_api.py) -------------------------
+# Refused, Kafka answers every partition named with the error (and the top level, where the
+# response has one).
+
+_REFUSED = "Cluster authorization failed."
+
+
+def _refused_log_dirs(cls: type, request: Any, code: ErrorCode) -> Any:
+    topic_cls = item(cls, "results")
+    part_cls = item(topic_cls, "partitions")
+    return build(cls, throttle_time=0, results=tuple(
+        build(topic_cls, topic_name=t.name, partitions=tuple(
+            build(part_cls, partition_index=int(p), error_code=code) for p in t.partitions))
+        for d in request.dirs for t in d.topics))
+
+
+def _cluster_alter(refused: Any) -> Guard:
+    """ALTER on the cluster (Kafka's ControllerApis for reassignments and elections,
+    KafkaApis for log dirs)."""
+
+    def guard(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:
+        if access.cluster(Op.ALTER):
+            return Admission(request)
+        cls = response_class(header.api_key, header.api_version)
+        return Refused(refused(cls, request, E.CLUSTER_AUTHORIZATION_FAILED))
+
+    return guard
+
+
+alter_partition_reassignments = _cluster_alter(
+    lambda cls, request, code: reassignments_failed(cls, request, code, _REFUSED))
+elect_leaders = _cluster_alter(lambda cls, request, code: elections_failed(cls, request, code, _REFUSED))
+alter_replica_log_dirs = _cluster_alter(_refused_log_dirs)
+
+
+def list_partition_reassignments(access: Access, header: RequestHeader, request: Any) -> Refused | Admission:
+    """DESCRIBE on the cluster."""
+    if access.cluster(Op.DESCRIBE):
+        return Admission(request)
+    return plain_refusal(header, E.CLUSTER_AUTHORIZATION_FAILED, error_message=_REFUSED, topics=())

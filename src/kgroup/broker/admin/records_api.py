@@ -1,4 +1,5 @@
-"""DeleteRecords and DescribeLogDirs: the log's extent (admin/apis.py has the versions served).
+"""DeleteRecords, DescribeLogDirs and AlterReplicaLogDirs: the log's extent and its dir
+(admin/apis.py has the versions served).
 
 DeleteRecords moves a partition's log start offset (its low watermark) up to the offset
 given, -1 meaning the high watermark, and deletes the segments wholly below it; the new
@@ -10,6 +11,12 @@ below the current start changes nothing and answers the current start, as in Kaf
 DescribeLogDirs answers one log dir, the data dir, with each partition's size on disk
 (offset lag 0: nothing is ever behind on one broker) and, v4, the file system's total and
 usable bytes. A null topic list means every topic.
+
+AlterReplicaLogDirs: kgroup has one log dir per node (the data dir, as DescribeLogDirs
+names it), so, as Kafka 4.4 answers for a broker with one dir: another path is
+LOG_DIR_NOT_FOUND for each partition named under it, whatever the partition; the dir it
+has is NONE for a partition it has (already there) and UNKNOWN_TOPIC_OR_PARTITION for one
+it has not.
 """
 
 from __future__ import annotations
@@ -94,6 +101,29 @@ def describe_log_dirs(ctx: DataContext, header: RequestHeader, request: Any) -> 
     return build(cls, throttle_time=0, error_code=ErrorCode.NONE, results=(result,))
 
 
+def alter_replica_log_dirs(ctx: DataContext, header: RequestHeader, request: Any) -> Any:
+    """The AlterReplicaLogDirs response (one result per topic named, in the order named)."""
+    cls = response_class(header.api_key, header.api_version)
+    topic_cls = item(cls, "results")
+    part_cls = item(topic_cls, "partitions")
+    here = os.path.abspath(ctx.data.path)
+    topics = ctx.data.topics()
+    answers: dict[str, dict[int, ErrorCode]] = {}
+    for d in request.dirs:
+        mine = os.path.abspath(d.path) == here
+        for t in d.topics:
+            meta = topics.get(t.name)
+            for p in t.partitions:
+                known = meta is not None and 0 <= int(p) < meta.partitions
+                answers.setdefault(t.name, {})[int(p)] = (
+                    ErrorCode.LOG_DIR_NOT_FOUND if not mine
+                    else ErrorCode.NONE if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    return build(cls, throttle_time=0, results=tuple(
+        build(topic_cls, topic_name=name, partitions=tuple(build(part_cls, partition_index=p, error_code=code)
+                                                           for p, code in parts.items()))
+        for name, parts in answers.items()))
+
+
 class RecordsApi:
     """DeleteRecords and DescribeLogDirs over the data path's context."""
 
@@ -105,3 +135,6 @@ class RecordsApi:
 
     async def describe_log_dirs(self, header: RequestHeader, request: Any) -> Any:
         return describe_log_dirs(self.ctx, header, request)
+
+    async def alter_replica_log_dirs(self, header: RequestHeader, request: Any) -> Any:
+        return alter_replica_log_dirs(self.ctx, header, request)

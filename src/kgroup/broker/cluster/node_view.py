@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kgroup.broker.cluster.ownership import Ownership, UnitState
+from kgroup.broker.cluster.placement import preferred_owner
 
 
 class NodeView:
@@ -29,3 +30,26 @@ class NodeView:
 
     def fenced(self) -> None:
         self.ownership.check_fences()
+
+    # ---- moves (AlterPartitionReassignments, ElectLeaders: admin/reassignments_api.py) ------
+
+    @property
+    def nodes(self) -> list[int]:
+        """Every node of the cluster, sorted (a single broker: itself)."""
+        return self.ownership.nodes
+
+    def live(self) -> set[int]:
+        return self.ownership.liveness.live() | {self.node_id}
+
+    def preferred(self, slot: int) -> int:
+        """The node unit `slot` belongs on when every node is up (placement.py)."""
+        return preferred_owner(self.ownership.data.units()[slot], self.ownership.nodes)
+
+    def moved_to(self, slot: int) -> int | None:
+        """The node a move (moves.json) sends unit `slot` to, or None: it follows the placement."""
+        return self.ownership.moves.current().get(slot)
+
+    def move(self, slot: int, node: int) -> None:
+        """Move unit `slot` to `node`: its holder hands it over cleanly and `node` takes it
+        (ownership.py); moving it to its preferred node ends an earlier move."""
+        self.ownership.move(slot, node)
