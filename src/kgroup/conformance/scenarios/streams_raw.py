@@ -22,12 +22,14 @@ MISSING_SOURCE_TOPICS = 1
 
 
 def heartbeat(group: str, member: str, epoch: int, topic: str | None = None, *, active: Any = None,
-              process: str = "p0") -> Any:
+              process: str = "p0", changelog: str | None = None) -> Any:
     """A StreamsGroupHeartbeat v0: a join (epoch 0) sends a one-subtopology topology reading
     `topic`; later beats report the active tasks held (`active`: [(subtopology, [partitions])])."""
     joining = epoch == 0
     topology = {"epoch": 0, "subtopologies": [{
-        "subtopology_id": "0", "source_topics": [topic], "source_topic_regex": [], "state_changelog_topics": [],
+        "subtopology_id": "0", "source_topics": [topic], "source_topic_regex": [],
+        "state_changelog_topics": [{"name": changelog, "partitions": 0, "replication_factor": -1, "topic_configs": []}]
+        if changelog else [],
         "repartition_sink_topics": [], "repartition_source_topics": [], "copartition_groups": []}]}
     tasks = [{"subtopology_id": s, "partitions": ps} for s, ps in (active or [])]
     return request("StreamsGroupHeartbeat", 0, group_id=group, member_id=member, member_epoch=epoch,
@@ -117,3 +119,77 @@ async def txn_offset_commit_streams_group(t: Target) -> None:
 async def _second_member(raw, group: str, topic: str) -> bool:
     r = await raw.call(heartbeat(group, "m1", 0, topic, process="p1"))
     return int(r.error_code) == 0
+
+
+# --- ACLs (the secured pair) ----------------------------------------------------------------------
+
+GROUP_RESOURCE, TOPIC_RESOURCE = 3, 2
+LITERAL, PREFIXED = 3, 4
+READ, CREATE, DESCRIBE = 3, 5, 8
+ALLOW = 3
+
+
+def _acl(resource_type: int, name: str, operation: int, pattern: int = LITERAL) -> dict:
+    return {"resource_type": resource_type, "resource_name": name, "resource_pattern_type": pattern,
+            "principal": "User:alice", "host": "*", "operation": operation, "permission_type": ALLOW}
+
+
+def stateful_heartbeat(group: str, member: str, epoch: int, topic: str) -> Any:
+    """A join whose topology has a changelog (an internal topic the coordinator wants created)."""
+    return heartbeat(group, member, epoch, topic, changelog=f"{group}-store-changelog")
+
+
+def _beat(r: Any) -> dict:
+    return {"error_code": int(r.error_code), "error_message": r.error_message,
+            "status": None if r.status is None else sorted((int(s.status_code), s.status_detail) for s in r.status)}
+
+
+def _described(r: Any) -> list:
+    return [(int(g.error_code), g.error_message, g.group_state) for g in r.groups]
+
+
+@scenario("security", "ACLs on streams groups and their topics", pair="secured",
+          rule="StreamsGroupHeartbeat needs READ on the group and StreamsGroupDescribe DESCRIBE, else "
+               "GROUP_AUTHORIZATION_FAILED; a joining topology's topics need DESCRIBE, else "
+               "TOPIC_AUTHORIZATION_FAILED; its internal topics are created only with CREATE on them, else the "
+               "member joins with status MISSING_INTERNAL_TOPICS saying 'Unauthorized to CREATE on topics ...'")
+async def security_streams_group_acls(t: Target) -> None:
+    from kgroup.conformance.scenarios.security import _until_allowed  # noqa: PLC0415
+    group, topic = t.names.group("app"), t.names.topic()
+    admin = await t.raw("admin", user="admin")
+    await observe.coordinator(admin, group)
+    await observe.create_topic(admin, topic, 2)
+    alice = await t.raw("alice", user="alice")
+    describe = request("StreamsGroupDescribe", 0, group_ids=[group], include_authorized_operations=False)
+    t.add("alice joins without an ACL", _beat(await alice.call(heartbeat(group, "m0", 0, topic))))
+    t.add("alice describes without an ACL", _described(await alice.call(describe)))
+    await t.ask(admin, "allow alice to DESCRIBE the group", request("CreateAcls", 3, creations=[
+        _acl(GROUP_RESOURCE, group, DESCRIBE)]))
+    await _until_allowed(alice, group)
+    t.add("alice describes with DESCRIBE", _described(await alice.call(describe)))
+    t.add("alice joins with DESCRIBE only", _beat(await alice.call(heartbeat(group, "m0", 0, topic))))
+    await t.ask(admin, "allow alice to READ the group", request("CreateAcls", 3, creations=[
+        _acl(GROUP_RESOURCE, group, READ)]))
+
+    async def may_read() -> Any:
+        r = await alice.call(stateful_heartbeat(group, "m0", 0, topic))
+        return r if int(r.error_code) != 30 else None
+    t.add("alice joins with READ, no ACL on the topics", _beat(await observe.until(may_read, "READ on the group")))
+    await t.ask(admin, "allow alice to DESCRIBE the topics by prefix", request("CreateAcls", 3, creations=[
+        _acl(TOPIC_RESOURCE, t.names.prefix, DESCRIBE, PREFIXED)]))
+
+    async def may_describe() -> Any:
+        r = await alice.call(stateful_heartbeat(group, "m0", 0, topic))
+        return r if int(r.error_code) != 29 else None
+    t.add("alice joins with DESCRIBE on the topics, no CREATE",
+          _beat(await observe.until(may_describe, "DESCRIBE on the topics")))
+    await t.ask(admin, "allow alice to CREATE topics by prefix", request("CreateAcls", 3, creations=[
+        _acl(TOPIC_RESOURCE, t.names.prefix, CREATE, PREFIXED)]))
+
+    async def created() -> Any:
+        r = await alice.call(stateful_heartbeat(group, "m0", 0, topic))
+        return r if int(r.error_code) == 0 and not r.status else None
+    t.add("alice joins with CREATE: the changelog created",
+          _beat(await observe.until(created, "the changelog created")))
+    t.add("alice describes", _described(await alice.call(describe)))
+    await alice.call(heartbeat(group, "m0", -1))
