@@ -14,6 +14,8 @@ from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.scenarios.offsets_raw import fetch
+from kgroup.conformance.scenarios.security import (
+    GROUP_RESOURCE, LITERAL, PREFIXED, READ, TOPIC_RESOURCE, _until_allowed, acl)
 from kgroup.conformance.scenarios.transactions_raw import TxnProducer, txn_ready, until_settled
 from kgroup.conformance.target import Target
 
@@ -123,15 +125,11 @@ async def _second_member(raw, group: str, topic: str) -> bool:
 
 # --- ACLs (the secured pair) ----------------------------------------------------------------------
 
-GROUP_RESOURCE, TOPIC_RESOURCE = 3, 2
-LITERAL, PREFIXED = 3, 4
-READ, CREATE, DESCRIBE = 3, 5, 8
-ALLOW = 3
+CREATE, DESCRIBE = 5, 8                      # AclOperation codes security.py does not name
 
 
 def _acl(resource_type: int, name: str, operation: int, pattern: int = LITERAL) -> dict:
-    return {"resource_type": resource_type, "resource_name": name, "resource_pattern_type": pattern,
-            "principal": "User:alice", "host": "*", "operation": operation, "permission_type": ALLOW}
+    return acl(resource_type, name, "User:alice", operation, pattern)
 
 
 def stateful_heartbeat(group: str, member: str, epoch: int, topic: str) -> Any:
@@ -154,7 +152,6 @@ def _described(r: Any) -> list:
                "TOPIC_AUTHORIZATION_FAILED; its internal topics are created only with CREATE on them, else the "
                "member joins with status MISSING_INTERNAL_TOPICS saying 'Unauthorized to CREATE on topics ...'")
 async def security_streams_group_acls(t: Target) -> None:
-    from kgroup.conformance.scenarios.security import _until_allowed  # noqa: PLC0415
     group, topic = t.names.group("app"), t.names.topic()
     admin = await t.raw("admin", user="admin")
     await observe.coordinator(admin, group)
