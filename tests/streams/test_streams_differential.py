@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import difflib
 import re
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -32,7 +35,7 @@ from kgroup.testing.reference import run_java
 from kgroup.wire.codec import request_class
 from kgroup.wire.kio_build import build, item
 from tests.streams.raw import Member, normalized_status, topology
-from tests.streams.support import create_topics, partition_counts, topic_configs
+from tests.streams.support import create_topics, partition_counts, produce_words, topic_configs
 from tests.streams.wire import GROUP_RESOURCE, Wire
 
 pytestmark = pytest.mark.integration
@@ -561,7 +564,6 @@ def _offsets_group(run: Run) -> str:
                                     {"id": "1", "sources": [src]}))
     join_until_assigned(run, m)
     converge(run, [m])
-    from tests.streams.support import produce_words
     produce_words(run.bootstrap, src, ["a", "b", "c", "d", "e"], partitions=2)
     cls = request_class(8, 9)
     topic_cls = item(cls, "topics")
@@ -579,10 +581,6 @@ def test_groups_describe_prints_kafka_streams_groups_sh_columns(kgroup_broker, k
     group: OFFSET-LAG (a partition without a commit lags by its whole log), CURRENT-OFFSET /
     LEADER-EPOCH / LOG-END-OFFSET, ASSIGNOR, GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH. Named
     normalizations: the run's tag, runs of blanks, row order, and the coordinator's address."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
     kgroup_cli = str(Path(sys.executable).with_name("kgroup"))
     seen: dict[str, dict[tuple, list[str]]] = {}
     for side, bootstrap in (("kafka", kafka_reference.bootstrap), ("kgroup", kgroup_broker.bootstrap)):
