@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import difflib
 import re
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -32,7 +35,7 @@ from kgroup.testing.reference import run_java
 from kgroup.wire.codec import request_class
 from kgroup.wire.kio_build import build, item
 from tests.streams.raw import Member, normalized_status, topology
-from tests.streams.support import create_topics, partition_counts, topic_configs
+from tests.streams.support import create_topics, partition_counts, produce_words, topic_configs
 from tests.streams.wire import GROUP_RESOURCE, Wire
 
 pytestmark = pytest.mark.integration
@@ -536,3 +539,72 @@ def test_kgroup_answers_as_kafka_4_4(scenario, kgroup_broker, kafka_reference):
     if ours != kafka:
         diff = difflib.unified_diff([repr(x) for x in kafka], [repr(x) for x in ours], "kafka", "kgroup", lineterm="")
         pytest.fail("kgroup's transcript differs from Kafka 4.4's:\n" + "\n".join(diff), pytrace=False)
+
+
+# --- kgroup groups describe beside kafka-streams-groups.sh ----------------------------------------
+
+STREAMS_TOOL = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+DESCRIBE_VARIANTS = ((), ("--verbose",), ("--state",), ("--state", "--verbose"))
+
+
+def _tool_lines(text: str, tag: str) -> list[str]:
+    """The named normalizations: the run's tag, runs of blanks (column widths follow names and
+    ports), rows after the header sorted (Kafka's tool prints a hash map's order)."""
+    lines = [" ".join(line.replace(tag, "*").split()) for line in text.splitlines() if line.strip()]
+    return lines[:1] + sorted(lines[1:])
+
+
+def _offsets_group(run: Run) -> str:
+    """A one-member streams group over two source partitions, with an offset committed on one
+    of them (leader epoch unknown) and records on both: rows with and without a commit."""
+    src = run.name("dsc")
+    run.create_topics(**{src: 2})
+    app = run.name("dsc-app")
+    m = run.member(app, 0, topology({"id": "0", "sources": [src], "changelogs": [f"{app}-store-changelog"]},
+                                    {"id": "1", "sources": [src]}))
+    join_until_assigned(run, m)
+    converge(run, [m])
+    produce_words(run.bootstrap, src, ["a", "b", "c", "d", "e"], partitions=2)
+    cls = request_class(8, 9)
+    topic_cls = item(cls, "topics")
+    r = run.wire.coordinator_call(app, 8, 9, group_id=app, generation_id_or_member_epoch=m.epoch, member_id="m0",
+                                  group_instance_id=None, topics=(build(topic_cls, name=src, partitions=(build(
+                                      item(topic_cls, "partitions"), partition_index=0, committed_offset=1,
+                                      committed_leader_epoch=-1, committed_metadata=""),)),))
+    assert [int(p.error_code) for t in r.topics for p in t.partitions] == [0]
+    return app
+
+
+def test_groups_describe_prints_kafka_streams_groups_sh_columns(kgroup_broker, kafka_reference):
+    """`kgroup groups describe` of a streams group (offsets, --state, each with and without
+    --verbose) on kgroup prints what kafka-streams-groups.sh prints on Kafka 4.4 for the same
+    group: OFFSET-LAG (a partition without a commit lags by its whole log), CURRENT-OFFSET /
+    LEADER-EPOCH / LOG-END-OFFSET, ASSIGNOR, GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH. Named
+    normalizations: the run's tag, runs of blanks, row order, and the coordinator's address."""
+    kgroup_cli = str(Path(sys.executable).with_name("kgroup"))
+    seen: dict[str, dict[tuple, list[str]]] = {}
+    for side, bootstrap in (("kafka", kafka_reference.bootstrap), ("kgroup", kgroup_broker.bootstrap)):
+        run = Run(bootstrap, uuid.uuid4().hex[:6])
+        try:
+            app = _offsets_group(run)
+            seen[side] = {}
+            for variant in DESCRIBE_VARIANTS:
+                if side == "kafka":
+                    done = run_java(STREAMS_TOOL, "--bootstrap-server", bootstrap, "--describe", "--group", app,
+                                    *variant, timeout=60)
+                else:
+                    done = subprocess.run([kgroup_cli, "groups", "describe", app, *variant, "--bootstrap-server",
+                                           bootstrap], capture_output=True, text=True, timeout=60)
+                assert done.returncode == 0, done.stderr
+                host, port = bootstrap.rsplit(":", 1)
+                seen[side][variant] = _tool_lines(done.stdout.replace(f"{host}:{port}", "COORDINATOR"), run.tag)
+        finally:
+            run.wire.close()
+    # What Kafka 4.4 prints, spelled out (a change on either side shows here first).
+    assert seen["kafka"][()] == ["GROUP TOPIC PARTITION OFFSET-LAG", "dsc-app-* dsc-* 0 2", "dsc-app-* dsc-* 1 2"]
+    assert seen["kafka"][("--verbose",)][1:] == ["dsc-app-* dsc-* 0 1 - 3 2", "dsc-app-* dsc-* 1 - - 2 2"]
+    assert seen["kafka"][("--state", "--verbose")] == [
+        "GROUP COORDINATOR (ID) ASSIGNOR STATE GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH #MEMBERS",
+        "dsc-app-* COORDINATOR (1) sticky Stable 3 3 1"]
+    for variant in DESCRIBE_VARIANTS:
+        assert seen["kgroup"][variant] == seen["kafka"][variant], variant

@@ -181,11 +181,12 @@ async def describe_group_or_none(admin: AdminClient, group: str) -> GroupDescrip
         return None
 
 
-async def log_end_offsets(admin: AdminClient, topics: set[str]) -> dict[tuple[str, int], int]:
+async def log_end_offsets(admin: AdminClient, topics: set[str], spec: Any = LATEST) -> dict[tuple[str, int], int]:
+    """Each partition's log end offset (spec EARLIEST: its log start offset)."""
     ends: dict[tuple[str, int], int] = {}
     for topic in sorted(topics):
         try:
-            for p, off in (await admin.list_offsets(topic, spec=LATEST)).items():
+            for p, off in (await admin.list_offsets(topic, spec=spec)).items():
                 ends[(topic, p)] = off
         except BrokerError:
             continue  # deleted topic: show no lag

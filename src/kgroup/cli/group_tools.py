@@ -118,6 +118,10 @@ def _kind(desc: GroupDescription | None) -> GroupType:
     return (group_type(desc.group_type) if desc is not None else None) or CLASSIC
 
 
+def _is_streams(desc: GroupDescription | None) -> bool:
+    return desc is not None and _kind(desc).name == "streams"
+
+
 def _is_share(desc: GroupDescription | None) -> bool:
     """Whether the group's progress is share-partition state rather than committed offsets."""
     return _kind(desc).positions is Positions.SHARE_STATE
@@ -148,6 +152,9 @@ class _Described:
     dead_letter_topic: str | None = None
     # --members --verbose --telemetry: member id -> its client's pushed key metrics (KIP-714)
     member_metrics: dict[str, dict[str, float]] | None = None
+    # streams groups only: log start offsets, the lag of a partition without a commit
+    # (kafka-streams-groups.sh's OFFSET-LAG is then log end - log start)
+    starts: dict[tuple[str, int], int] | None = None
 
     @property
     def state(self) -> str | None:
@@ -194,6 +201,8 @@ async def _describe_one(admin: AdminClient, group: str) -> _Described:
         got.dead_letter_topic = await _dead_letter_topic(admin, group)
     keys = set(committed) | set(got.owners()) | set(share_lag or ())
     got.ends = await log_end_offsets(admin, {t for t, _ in keys})
+    if _is_streams(desc):
+        got.starts = await log_end_offsets(admin, {t for t, _ in got.owners()}, EARLIEST)
     return got
 
 
@@ -211,14 +220,21 @@ def _offset_rows(d: _Described) -> list[dict[str, Any]]:
     owners = d.owners()
     share = d.share_lag is not None
     rows = []
-    for key in sorted(set(d.committed) | set(owners) | set(d.share_lag or ())):
+    keys = set(d.committed) | set(owners) | set(d.share_lag or ())
+    if d.starts is not None and owners:
+        # A streams group with tasks: kafka-streams-groups.sh's rows, the source partitions of
+        # the members' active tasks (an empty group keeps its committed offsets' rows).
+        keys = set(owners)
+    for key in sorted(keys):
         cur, end = d.committed.get(key), d.ends.get(key)
         members = owners.get(key, [])
         member = members[0] if members and not share else None
+        start = (d.starts or {}).get(key)
         rows.append({"topic": key[0], "partition": key[1],
                      "current_offset": None if share else cur, "log_end_offset": end,
                      "lag": (d.share_lag or {}).get(key) if share else
-                     max(0, end - cur) if cur is not None and end is not None else None,
+                     max(0, end - cur) if cur is not None and end is not None else
+                     end - start if start is not None and end is not None else None,
                      "consumer_id": member.member_id if member else None,
                      "host": member.client_host if member else None,
                      "client_id": member.client_id if member else None,
@@ -333,7 +349,16 @@ def _note_state(d: _Described, err: TextIO) -> None:
 
 
 def _print_offsets(d: _Described, out: TextIO) -> None:
-    if d.share_lag is not None:
+    if d.starts is not None:
+        # kafka-streams-groups.sh --describe [--verbose]: OFFSET-LAG (a partition without a
+        # commit lags by its whole log), --verbose adds the committed offset and leader epoch.
+        verbose = d.leader_epochs is not None
+        rows = [["GROUP", "TOPIC", "PARTITION"] +
+                (["CURRENT-OFFSET", "LEADER-EPOCH", "LOG-END-OFFSET"] if verbose else []) + ["OFFSET-LAG"]]
+        rows += [[d.group, r["topic"], str(r["partition"])] +
+                 ([cell(r["current_offset"]), cell(r["leader_epoch"]), cell(r["log_end_offset"])] if verbose else []) +
+                 [cell(r["lag"])] for r in _offset_rows(d)]
+    elif d.share_lag is not None:
         # kafka-share-groups --describe's columns: the start offset and the broker's lag.
         rows = [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]]
         rows += [[d.group, r["topic"], str(r["partition"]), cell(r["start_offset"]), cell(r["lag"])]
@@ -409,6 +434,14 @@ def _by_topic(partitions: list[dict[str, Any]] | None) -> dict[str, list[int]]:
 def _print_state(d: _Described, out: TextIO, verbose: bool = False) -> None:
     coordinator = "-" if d.coordinator is None else f"{d.coordinator[1]}:{d.coordinator[2]}  ({d.coordinator[0]})"
     desc = d.description
+    if _is_streams(desc):
+        # kafka-streams-groups.sh --describe --state [--verbose]: the group's task assignor,
+        # --verbose its group epoch and target assignment epoch.
+        table([["GROUP", "COORDINATOR (ID)", "ASSIGNOR", "STATE",
+                *(["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"] if verbose else []), "#MEMBERS"],
+               [d.group, coordinator, desc.protocol or "-", cell(d.state),
+                *([cell(desc.epoch), cell(desc.assignment_epoch)] if verbose else []), str(len(desc.members))]], out)
+        return
     epoch = ["GROUP-EPOCH"] if verbose else []           # --verbose: Kafka's GROUP-EPOCH (none for classic)
     table([["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", *epoch, "#MEMBERS"],
            [d.group, coordinator, (desc.protocol or "-") if desc else "-", cell(d.state),

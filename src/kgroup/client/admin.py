@@ -274,9 +274,10 @@ class AdminClient(AsyncClient, TopicsAdmin, RecordsAdmin, SecurityAdmin, TokenAd
                 process_id=m.process_id, topology_epoch=int(m.topology_epoch), tasks=by_kind(m.assignment), target_tasks=by_kind(m.target_assignment))
             for m in g.members
         )
+        # protocol: the group's task assignor (v1's AssignorName), kafka-streams-groups.sh's ASSIGNOR.
         return GroupDescription(group_id=g.group_id, state=g.group_state, protocol_type=STREAMS.protocol_type,
-                                protocol="", members=members, group_type=STREAMS.name, epoch=g.group_epoch,
-                                assignment_epoch=g.assignment_epoch)
+                                protocol=getattr(g, "assignor_name", None) or "", members=members,
+                                group_type=STREAMS.name, epoch=g.group_epoch, assignment_epoch=g.assignment_epoch)
 
     async def describe_share_group(self, group: str) -> GroupDescription | None:
         """A share group's state and members with their assignments (None: no such share

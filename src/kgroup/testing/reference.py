@@ -116,6 +116,8 @@ COMPARABLE_GROUP_SETTINGS: dict[str, Any] = {
     # Target assignments at once (KIP-1263's interval off), as REFERENCE_SETTINGS has Kafka.
     "consumer_assignment_interval_ms": 0,
     "share_assignment_interval_ms": 0,
+    # Streams groups assigned at once, as REFERENCE_SETTINGS has Kafka assign them.
+    "streams_initial_rebalance_delay_ms": 0,
 }
 
 # The feature levels the storage is formatted with: those of a new Kafka 4.4 cluster
