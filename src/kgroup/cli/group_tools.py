@@ -119,7 +119,7 @@ def _kind(desc: GroupDescription | None) -> GroupType:
 
 
 def _is_streams(desc: GroupDescription | None) -> bool:
-    return desc is not None and _kind(desc).name == "streams"
+    return desc is not None and _kind(desc).describe_api is DescribeApi.STREAMS_GROUP_DESCRIBE
 
 
 def _is_share(desc: GroupDescription | None) -> bool:
