@@ -14,6 +14,7 @@ from kgroup.broker.security.listeners import (
     brokers_on_listener,
     cluster_on_listener,
     coordinator_on_listener,
+    endpoints_on_listener,
     distinguished_name,
 )
 from kgroup.storage.errors import CorruptDataError
@@ -83,7 +84,7 @@ def test_each_listener_names_its_own_address():
     fc4 = build(fc4_cls, coordinators=(build(item(fc4_cls, "coordinators"), key="g", node_id=1, host="h", port=2),))
     assert coordinator_on_listener(fc4, {1: ("k", 1)}, 4).coordinators[0].host == "k"
     # Only the answers that name brokers are rewritten (Produce names none).
-    assert {int(a.key) for table in TABLES for a in table if a.on_listener is not None} == {3, 10, 60}
+    assert {int(a.key) for table in TABLES for a in table if a.on_listener is not None} == {3, 10, 60, 78, 79}
 
 
 def test_a_node_without_the_listener_is_left_out_as_kafka_leaves_it_out():
@@ -107,3 +108,8 @@ def test_a_node_without_the_listener_is_left_out_as_kafka_leaves_it_out():
     dc_cls = response_class(60, 0)
     dc = build(dc_cls, brokers=tuple(build(item(dc_cls, "brokers"), broker_id=n, host="h", port=1) for n in (1, 2)))
     assert [(b.broker_id, b.port) for b in cluster_on_listener(dc, {2: ("k", 7)}, 0).brokers] == [(2, 7)]
+    sf_cls = response_class(78, 1)
+    sf = build(sf_cls, node_endpoints=tuple(build(item(sf_cls, "node_endpoints"), node_id=n, host="h", port=1)
+                                            for n in (1, 2)))
+    assert [(e.node_id, e.host, e.port) for e in endpoints_on_listener(sf, {2: ("k", 7)}, 1).node_endpoints] \
+        == [(2, "k", 7)]

@@ -110,6 +110,16 @@ def cluster_on_listener(response: Any, addresses: dict[int, Address], version: i
         for b in response.brokers if b.broker_id in addresses))
 
 
+def endpoints_on_listener(response: Any, addresses: dict[int, Address], version: int) -> Any:
+    """A ShareFetch/ShareAcknowledge answer whose current leaders' `node_endpoints`
+    (KIP-951) are named at their addresses on the request's listener."""
+    if not response.node_endpoints:
+        return response
+    return replace_fields(response, node_endpoints=tuple(
+        replace_fields(e, host=addresses[e.node_id][0], port=addresses[e.node_id][1])
+        for e in response.node_endpoints if e.node_id in addresses))
+
+
 def _coordinator(entry: Any, addresses: dict[int, Address]) -> Any:
     if entry.error_code or entry.node_id < 0:
         return entry
