@@ -156,13 +156,14 @@ def test_clients_on_one_nodes_secured_listener_reach_every_node_on_its_secured_l
 
 def test_users_and_acls_changed_through_node_0_are_in_force_on_node_2_within_a_second(sc):
     user, password, outsider = f"u-{uuid.uuid4().hex[:6]}", "Pa55-word-1", f"o-{uuid.uuid4().hex[:6]}"
+    group = group_coordinated_by(1, "acl-group")
 
     async def scenario():
         async with AdminClient(sc.address(0), config=sc.settings()) as a:   # node 0 alone
             await a.set_scram_credentials(outsider, MECH, password, 4096)
             await a.set_scram_credentials(user, MECH, password, 4096)
-            await a.create_acls([AclBinding(Res.TOPIC, TOPIC, Pat.LITERAL, f"User:{user}", "*", Op.DESCRIBE,
-                                            Perm.ALLOW)])
+            await a.create_acls([AclBinding(rtype, name, Pat.LITERAL, f"User:{user}", "*", Op.DESCRIBE, Perm.ALLOW)
+                                 for rtype, name in ((Res.TOPIC, TOPIC), (Res.GROUP, group))])
         changed = time.monotonic()
         # On every other node, a probe that starts within a second of the change sees it.
         for node in (2, 1):
@@ -180,13 +181,20 @@ def test_users_and_acls_changed_through_node_0_are_in_force_on_node_2_within_a_s
                 except AuthenticationError:
                     pass
                 assert started - changed < 1.0, f"the user or the ACL made on node 0 was not in force on node {node}"
-        # Without the ACL: refused on every node; a wrong password: refused on every node.
+        # Without the ACLs: refused on every node (the topic, the group); with them, the group's
+        # coordinator named at its secured address; a wrong password: refused on every node.
         for node in range(3):
-            conn = await sc.connect(node, outsider, password)
-            try:
-                assert await _topic_error(conn, TOPIC) == E.TOPIC_AUTHORIZATION_FAILED
-            finally:
-                await conn.close()
+            for who in (outsider, user):
+                conn = await sc.connect(node, who, password)
+                try:
+                    if who == outsider:
+                        assert await _topic_error(conn, TOPIC) == E.TOPIC_AUTHORIZATION_FAILED
+                    found = (await conn.request(ApiKey.FIND_COORDINATOR, request_fields(
+                        key_type=0, coordinator_keys=[group]), max_version=4)).coordinators[0]
+                finally:
+                    await conn.close()
+                assert (int(found.error_code), found.port) == ((E.GROUP_AUTHORIZATION_FAILED, -1) if who == outsider
+                                                               else (E.NONE, sc.secure[1]))
             with pytest.raises(AuthenticationError):
                 await sc.connect(node, user, "wrong-" + password)
 
