@@ -69,8 +69,8 @@ class RequestPath:
     """Serves decoded requests through the compiled routes (see the module comment)."""
 
     def __init__(self, routes: Routes, gate: Callable[[], None], faults: Faults, security: Security,
-                 topics: Callable[[], Any], node_id: int, stats: RequestStats, peer_listeners: NodeListeners | None,
-                 count: bool) -> None:
+                 topics: Callable[[], Any], node_id: int, stats: RequestStats, count: bool,
+                 peer_listeners: NodeListeners | None = None) -> None:
         self.routes = routes
         # What `handle` reads on every request, one attribute each.
         self.handlers, self.with_client_host, self.with_connection = (
