@@ -78,21 +78,12 @@ class RequestPath:
         self.gate = gate              # the cluster's self-fencing check (cluster/ownership.py)
         self.faults, self.security, self.topics = faults, security, topics
         self.node_id, self.stats = node_id, stats
+        # In a cluster, every node's listeners as they published them (None on a single broker).
+        self.peer_listeners = peer_listeners
         # Per request: count it (console on) and/or log it (DEBUG); decided once at start,
         # so a broker doing neither pays two attribute tests per request.
         self.count = count
         self.debug = request_log.isEnabledFor(logging.DEBUG)
-        # In a cluster, every node's listeners as they published them (None on a single broker).
-        self.peer_listeners = peer_listeners
-
-    def addresses_on(self, peer: Peer) -> dict[int, tuple[str, int]]:
-        """Each node's address on the listener `peer` came in on: this node's own, and in a
-        cluster every other node that has a listener of that name."""
-        if self.peer_listeners is None:
-            return {self.node_id: peer.advertised}
-        addresses = self.peer_listeners.on(peer.listener.name)
-        addresses[self.node_id] = peer.advertised
-        return addresses
 
     def decode(self, frame: bytes) -> tuple[RequestHeader, Any] | bytes:
         """(header, request), or the ApiVersions fallback answer to send as it is."""
@@ -202,6 +193,15 @@ class RequestPath:
             header.api_key, header.api_version, request, action.error, f"fault {action.fault_id} (kgroup control API)"))
 
     # ---- the secured path ---------------------------------------------------------------------
+
+    def addresses_on(self, peer: Peer) -> dict[int, tuple[str, int]]:
+        """Each node's address on the listener `peer` came in on: this node's own, and in a
+        cluster every other node that has a listener of that name."""
+        if self.peer_listeners is None:
+            return {self.node_id: peer.advertised}
+        addresses = self.peer_listeners.on(peer.listener.name)
+        addresses[self.node_id] = peer.advertised
+        return addresses
 
     async def handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | FetchAnswer | None:
         """`handle` with SASL, authorization and the listener's address (module comment)."""
