@@ -59,9 +59,10 @@ class Api:
     # Where `handler` answers encoded bytes (Fetch, for sendfile): the handler that answers a
     # kio object, for an authorization guard's finish step to edit.
     kio_handler: Handler | None = None
-    # Rewrites a response that names this broker at its first listener's address so that it
-    # names the listener the request came in on (Metadata, FindCoordinator, DescribeCluster).
-    on_listener: Callable[[Any, int, tuple[str, int]], Any] | None = None
+    # Rewrites a response that names brokers at their first listener's address so that it
+    # names each at its address on the listener the request came in on (Metadata,
+    # FindCoordinator, DescribeCluster): (response, node -> address there, version).
+    on_listener: Callable[[Any, dict[int, tuple[str, int]], int], Any] | None = None
 
     @property
     def range(self) -> ApiRange:
@@ -110,7 +111,7 @@ class Routes:
     kio_handlers: dict[int, Handler]
     guards: dict[int, Guard]
     open: frozenset[int]
-    on_listener: dict[int, Callable[[Any, int, tuple[str, int]], Any]]
+    on_listener: dict[int, Callable[[Any, dict[int, tuple[str, int]], int], Any]]
     ranges: dict[int, ApiRange]
 
 

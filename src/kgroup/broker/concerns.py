@@ -77,6 +77,7 @@ from kgroup.core.kinds import count_groups
 from kgroup.storage import DataDir, FsyncPolicy, LogConfig, StorageError
 from kgroup.storage.data_dir import NodeMembership
 from kgroup.storage.group_hash import partition_for_group
+from kgroup.storage.node_listeners import NodeListeners, publish_listeners
 
 log = logging.getLogger("kgroup.broker")
 
@@ -113,6 +114,13 @@ class Node:
             bound_topics=frozenset({GROUP_EVENTS_TOPIC}),
         )
         self.durability.start()
+        # In a cluster: this node's listeners published for the others, and theirs, so that an
+        # answer on listener L names every node by its address on L (storage/node_listeners.py).
+        self.peer_listeners: NodeListeners | None = None
+        if cfg.cluster:
+            publish_listeners(self.data.path, cfg.node_id,
+                              {lst.name: (lst.protocol, lst.advertised) for lst in cfg.listeners_to_open})
+            self.peer_listeners = NodeListeners(self.data.path, nodes)
         # One slot per group-metadata partition: its shard while this node owns it.
         self.shards: list[Shard | None] = [None] * cfg.metadata_partitions
         self.ownership = Ownership(

@@ -416,14 +416,6 @@ class BrokerConfig:
             if self.node_id not in ids:
                 raise ConfigError(f"node_id {self.node_id} is not in the cluster list "
                                   f"({', '.join(map(str, sorted(ids)))}); pass --node-id")
-            # Other nodes are known only by their --cluster entry (a PLAINTEXT address), so a
-            # client on a secured listener of this node would be sent to another node's
-            # PLAINTEXT port, without TLS or SASL: refuse that rather than half-work.
-            secured = [lst.name for lst in self.listeners if lst.protocol != "PLAINTEXT"]
-            if secured:
-                raise ConfigError(f"[[listeners]] {secured[0]!r}: secured listeners (SSL, SASL_PLAINTEXT, SASL_SSL) "
-                                  "are not supported in a cluster yet; a cluster node serves PLAINTEXT listeners "
-                                  "(its --cluster entry and PLAINTEXT [[listeners]])")
         names = [lst.name for lst in self.listeners_to_open]
         addresses = [(lst.host, lst.port) for lst in self.listeners_to_open]
         for seen in (names, addresses):

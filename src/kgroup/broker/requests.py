@@ -8,8 +8,8 @@ while none is armed), calls the handler its API's entry names (broker/apis.py: t
 `Routes`, plain dicts keyed by API key) and encodes the answer. `handle_secured` first lets
 the connection's SASL session decide whether the request may pass (security/
 authentication.py), then applies the API's guard (refuse, or serve a narrowed request and
-finish the answer), and names the connection's listener where the answer names the broker
-(the entry's `on_listener`).
+finish the answer), and names the connection's listener where the answer names a broker
+(the entry's `on_listener`: in a cluster, every node by its address on that listener).
 
 Anything a client sends that we cannot serve gets an error response or, for bytes we cannot
 even frame or decode, `CloseConnection` — never a crash of the broker. Requests are counted
@@ -33,6 +33,7 @@ from kgroup.broker.security.authentication import Peer, illegal_state, sasl_answ
 from kgroup.broker.security.authorization import Access, Refused
 from kgroup.broker.security.security import Security
 from kgroup.storage import StorageError
+from kgroup.storage.node_listeners import NodeListeners
 from kgroup.wire import (
     MalformedRequest,
     RequestHeader,
@@ -68,7 +69,8 @@ class RequestPath:
     """Serves decoded requests through the compiled routes (see the module comment)."""
 
     def __init__(self, routes: Routes, gate: Callable[[], None], faults: Faults, security: Security,
-                 topics: Callable[[], Any], node_id: int, stats: RequestStats, count: bool) -> None:
+                 topics: Callable[[], Any], node_id: int, stats: RequestStats, count: bool,
+                 peer_listeners: NodeListeners | None = None) -> None:
         self.routes = routes
         # What `handle` reads on every request, one attribute each.
         self.handlers, self.with_client_host, self.with_connection = (
@@ -76,6 +78,8 @@ class RequestPath:
         self.gate = gate              # the cluster's self-fencing check (cluster/ownership.py)
         self.faults, self.security, self.topics = faults, security, topics
         self.node_id, self.stats = node_id, stats
+        # In a cluster, every node's listeners as they published them (None on a single broker).
+        self.peer_listeners = peer_listeners
         # Per request: count it (console on) and/or log it (DEBUG); decided once at start,
         # so a broker doing neither pays two attribute tests per request.
         self.count = count
@@ -194,6 +198,15 @@ class RequestPath:
 
     # ---- the secured path ---------------------------------------------------------------------
 
+    def addresses_on(self, peer: Peer) -> dict[int, tuple[str, int]]:
+        """Each node's address on the listener `peer` came in on: this node's own, and in a
+        cluster every other node that has a listener of that name."""
+        if self.peer_listeners is None:
+            return {self.node_id: peer.advertised}
+        addresses = self.peer_listeners.on(peer.listener.name)
+        addresses[self.node_id] = peer.advertised
+        return addresses
+
     async def handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | FetchAnswer | None:
         """`handle` with SASL, authorization and the listener's address (module comment)."""
         if peer.sasl is not None and peer.sasl.awaits_unframed_token:
@@ -220,7 +233,7 @@ class RequestPath:
         if peer.advertised is not None:
             on_listener = self.routes.on_listener.get(header.api_key)
             if on_listener is not None:
-                response = on_listener(response, self.node_id, peer.advertised)
+                response = on_listener(response, self.addresses_on(peer), header.api_version)
         return encode_response(header, response)
 
     async def secured_response(self, header: RequestHeader, request: Any, peer: Peer, connection: int) -> Any:

@@ -136,7 +136,7 @@ def test_share_group_settings_in_the_group_table(tmp_path):
             group.share_partition_max_record_locks) == (5000, 3, "earliest", 10000, 1000, 500)
 
 
-def test_a_cluster_node_opens_its_cluster_entry_and_plaintext_listeners_but_refuses_secured_ones(tmp_path):
+def test_a_cluster_node_opens_its_cluster_entry_and_its_listeners_secured_ones_too(tmp_path):
     cluster = "0=127.0.0.1:9092,1=127.0.0.1:9093"
     path = tmp_path / "node.toml"
     path.write_text('[[listeners]]\nname = "INTERNAL"\naddress = "127.0.0.1:9193"\nprotocol = "PLAINTEXT"\n')
@@ -145,6 +145,7 @@ def test_a_cluster_node_opens_its_cluster_entry_and_plaintext_listeners_but_refu
     assert [(lst.name, lst.port) for lst in cfg.listeners_to_open] == [("PLAINTEXT", 9093), ("INTERNAL", 9193)]
     assert cfg.advertised == ("127.0.0.1", 9093)
     path.write_text('[[listeners]]\nname = "SECURE"\naddress = "127.0.0.1:9194"\nprotocol = "SASL_PLAINTEXT"\n')
-    with pytest.raises(ConfigError, match="secured listeners .* are not supported in a cluster yet"):
-        load_config(str(path), node_id=1, cluster=cluster)
+    cfg = load_config(str(path), node_id=1, cluster=cluster)
+    assert [(lst.name, lst.protocol) for lst in cfg.listeners_to_open] == [("PLAINTEXT", "PLAINTEXT"),
+                                                                           ("SECURE", "SASL_PLAINTEXT")]
     assert load_config(str(path)).listeners[0].name == "SECURE"       # a single broker: as before

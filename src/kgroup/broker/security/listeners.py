@@ -11,6 +11,8 @@ listeners the principal is the authenticated user, and on PLAINTEXT ``User:ANONY
 Handlers name the first listener's advertised address (Metadata brokers, FindCoordinator);
 a connection on another listener is told its own listener's address instead
 (the `on_listener` functions of the API tables), as Kafka answers with the endpoint of the listener a client came in on.
+In a cluster every node is named by its address on that listener (as each node published it,
+storage/node_listeners.py), and a node without a listener of that name is left out.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import ssl
 from typing import Any
 
 from kgroup.broker.config import ConfigError, ListenerConfig
+from kgroup.error_codes import ErrorCode
 from kgroup.wire.kio_build import replace_fields
 
 ANONYMOUS = "User:ANONYMOUS"
+Address = tuple[str, int]
 _VERIFY = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 # X.500 attribute names as RFC 2253 (and Java's X500Principal) abbreviate them.
 _SHORT = {"commonName": "CN", "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
@@ -78,30 +82,61 @@ def tls_principal(writer: Any) -> str:
     return ANONYMOUS
 
 
-def brokers_on_listener(response: Any, node_id: int, address: tuple[str, int]) -> Any:
-    """A Metadata answer naming this broker at ``address`` (the listener's advertised one)."""
-    host, port = address
+def brokers_on_listener(response: Any, addresses: dict[int, Address], version: int) -> Any:
+    """A Metadata answer naming each node at its address on the request's listener
+    (`addresses`); a node without that listener is left out, and a partition it leads
+    answers LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before) with no leader, as Kafka's
+    metadata cache answers."""
+    brokers = tuple(replace_fields(b, host=addresses[b.node_id][0], port=addresses[b.node_id][1])
+                    for b in response.brokers if b.node_id in addresses)
+    if len(brokers) == len(response.brokers):
+        return replace_fields(response, brokers=brokers)
+    missing = int(ErrorCode.LISTENER_NOT_FOUND if version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE)
+
+    def partition(p: Any) -> Any:
+        if p.error_code or p.leader_id < 0 or p.leader_id in addresses:
+            return p
+        return replace_fields(p, error_code=missing, leader_id=-1)
+
+    topics = tuple(replace_fields(t, partitions=tuple(partition(p) for p in t.partitions))
+                   for t in response.topics)
+    return replace_fields(response, brokers=brokers, topics=topics)
+
+
+def cluster_on_listener(response: Any, addresses: dict[int, Address], version: int) -> Any:
+    """A DescribeCluster answer naming each node at its address on the request's listener."""
     return replace_fields(response, brokers=tuple(
-        replace_fields(b, host=host, port=port) if b.node_id == node_id else b for b in response.brokers))
+        replace_fields(b, host=addresses[b.broker_id][0], port=addresses[b.broker_id][1])
+        for b in response.brokers if b.broker_id in addresses))
 
 
-def cluster_on_listener(response: Any, node_id: int, address: tuple[str, int]) -> Any:
-    """A DescribeCluster answer naming this broker at ``address``."""
-    host, port = address
-    return replace_fields(response, brokers=tuple(
-        replace_fields(b, host=host, port=port) if b.broker_id == node_id else b for b in response.brokers))
+def endpoints_on_listener(response: Any, addresses: dict[int, Address], version: int) -> Any:
+    """A ShareFetch/ShareAcknowledge answer whose current leaders' `node_endpoints`
+    (KIP-951) are named at their addresses on the request's listener."""
+    if not response.node_endpoints:
+        return response
+    return replace_fields(response, node_endpoints=tuple(
+        replace_fields(e, host=addresses[e.node_id][0], port=addresses[e.node_id][1])
+        for e in response.node_endpoints if e.node_id in addresses))
 
 
-def coordinator_on_listener(response: Any, node_id: int, address: tuple[str, int]) -> Any:
-    """A FindCoordinator answer naming this broker at ``address`` (v4+: per key)."""
-    host, port = address
+def _coordinator(entry: Any, addresses: dict[int, Address]) -> Any:
+    if entry.error_code or entry.node_id < 0:
+        return entry
+    address = addresses.get(entry.node_id)
+    if address is None:  # the coordinator has no such listener: Kafka's answer then
+        return replace_fields(entry, error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), node_id=-1,
+                              host="", port=-1)
+    return replace_fields(entry, host=address[0], port=address[1])
+
+
+def coordinator_on_listener(response: Any, addresses: dict[int, Address], version: int) -> Any:
+    """A FindCoordinator answer naming the coordinator at its address on the request's
+    listener (v4+: per key); COORDINATOR_NOT_AVAILABLE where it has no such listener."""
     if hasattr(response, "coordinators"):
         return replace_fields(response, coordinators=tuple(
-            replace_fields(c, host=host, port=port) if c.node_id == node_id else c
-            for c in response.coordinators))
-    if response.node_id == node_id:
-        return replace_fields(response, host=host, port=port)
-    return response
+            _coordinator(c, addresses) for c in response.coordinators))
+    return _coordinator(response, addresses)
 
 
 class ListenError(Exception):

@@ -9,6 +9,7 @@ acknowledgements (KIP-1222), with the lock duration in ShareAcknowledge's answer
 from __future__ import annotations
 
 from kgroup.broker.apis import Api, Takes
+from kgroup.broker.security.listeners import endpoints_on_listener
 from kgroup.broker.share import guards
 from kgroup.broker.share.share_fetch import ShareFetchService
 from kgroup.broker.share.share_group_api import ShareGroupApi
@@ -20,9 +21,9 @@ APIS = (
     Api(K.SHARE_GROUP_DESCRIBE, 1, 1, ShareGroupApi.describe, guards.share_group_describe, edits=False),
     # Share sessions end with their connection.
     Api(K.SHARE_FETCH, 1, 2, ShareFetchService.share_fetch, guards.share_records, edits=True,
-        takes=Takes.CONNECTION),
+        takes=Takes.CONNECTION, on_listener=endpoints_on_listener),
     Api(K.SHARE_ACKNOWLEDGE, 1, 2, ShareFetchService.share_acknowledge, guards.share_records, edits=True,
-        takes=Takes.CONNECTION),
+        takes=Takes.CONNECTION, on_listener=endpoints_on_listener),
     Api(K.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, ShareGroupApi.describe_offsets, guards.describe_share_group_offsets,
         edits=False),
     Api(K.ALTER_SHARE_GROUP_OFFSETS, 0, 0, ShareGroupApi.alter_offsets, guards.alter_share_group_offsets,
