@@ -56,6 +56,8 @@ def _library() -> ctypes.CDLL:
         "rd_kafka_mock_sharegroup_set_record_lock_duration": ([p, ctypes.c_int], None),
         "rd_kafka_mock_sharegroup_set_max_delivery_attempts": ([p, ctypes.c_int], None),
         "rd_kafka_mock_sharegroup_set_auto_offset_reset": ([p, ctypes.c_int], None),
+        "rd_kafka_mock_sharegroup_set_session_timeout": ([p, ctypes.c_int], None),
+        "rd_kafka_mock_sharegroup_set_heartbeat_interval": ([p, ctypes.c_int], None),
         "rd_kafka_mock_sharegroup_get_member_ids": (
             [p, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
              ctypes.POINTER(ctypes.c_size_t)], ctypes.c_int),
@@ -144,9 +146,14 @@ class MockCluster:
         """The brokers that got a request of ``api_key`` since tracking started."""
         return {broker for broker, api in self.requests() if api == api_key}
 
-    def share_groups(self, *, record_lock_ms: int, delivery_limit: int, earliest: bool) -> None:
+    def share_groups(self, *, record_lock_ms: int, delivery_limit: int, earliest: bool,
+                     session_timeout_ms: int | None = None, heartbeat_interval_ms: int | None = None) -> None:
         """Settings of every share group of the mock (as the TOML's [group] share_* keys)."""
         self._lib.rd_kafka_mock_sharegroup_set_record_lock_duration(self._mc, record_lock_ms)
+        if session_timeout_ms is not None:
+            self._lib.rd_kafka_mock_sharegroup_set_session_timeout(self._mc, session_timeout_ms)
+        if heartbeat_interval_ms is not None:
+            self._lib.rd_kafka_mock_sharegroup_set_heartbeat_interval(self._mc, heartbeat_interval_ms)
         self._lib.rd_kafka_mock_sharegroup_set_max_delivery_attempts(self._mc, delivery_limit)
         self._lib.rd_kafka_mock_sharegroup_set_auto_offset_reset(self._mc, 1 if earliest else 0)
 

@@ -159,8 +159,13 @@ class MockCluster:
         from tests.integration.rdkafka_mock import MockCluster as Mock
 
         self.mock = Mock(brokers=1)
+        # The broker's session timeout and heartbeat too: with the mock's own (45 s), a frozen
+        # member of a one-partition topic (which the mock gives to one member of two) held the
+        # partition from the other for 45 s, where kgroup's session expires in 10.
         self.mock.share_groups(record_lock_ms=SHARE_SETTINGS["share_record_lock_duration_ms"],
-                               delivery_limit=SHARE_SETTINGS["share_delivery_count_limit"], earliest=True)
+                               delivery_limit=SHARE_SETTINGS["share_delivery_count_limit"], earliest=True,
+                               session_timeout_ms=SHARE_SETTINGS["share_session_timeout_ms"],
+                               heartbeat_interval_ms=SHARE_SETTINGS["share_heartbeat_interval_ms"])
         self.bootstrap = self.mock.bootstrap
 
     def create_topic(self, topic: str, partitions: int) -> None:

@@ -15,9 +15,19 @@ import time
 import pytest
 
 from kgroup.client import Consumer, ConsumerRebalanceListener, Producer, TopicPartition
+from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import mock_cluster_with_topic, ConsumerThread, create_topic, produce_keyed, wait_for
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """One `kgroup serve` for the module (a start per test was a third of its time): every
+    test has topics and groups of its own; the restart test kills and restarts it, data kept."""
+    proc = BrokerProcess(tmp_path_factory.mktemp("our-client") / "data").start()
+    yield proc
+    proc.finish()
 
 FAST = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "auto.offset.reset": "earliest"}
 
@@ -319,10 +329,10 @@ def test_pattern_subscription_poll_async_for_auto_commit_and_commit_async(broker
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_our_consumer_carries_on_after_the_broker_is_killed_and_restarted(broker, protocol):
-    topic = "restart"
+    topic = f"restart-{protocol}"
     create_topic(broker.bootstrap, topic, 2)
     produce_keyed(broker.bootstrap, topic, 100)
-    ours = OurConsumerThread(broker.bootstrap, "rg", topic, "ours", **{"group.protocol": protocol})
+    ours = OurConsumerThread(broker.bootstrap, f"rg-{protocol}", topic, "ours", **{"group.protocol": protocol})
     ours.start()
     try:
         wait_for(lambda: len(set(ours.consumed)) == 100, 60, what="first 100 records")

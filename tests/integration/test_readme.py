@@ -6,7 +6,8 @@ and checks the doc quotes the examples unchanged; its Go and JavaScript sketches
 
 The test plays a new user after `make run`: it starts a broker of its own (with the
 defaults `make run` uses, the 3 s initial rebalance delay included) and runs each block in
-turn, in a scratch directory that sees the checkout's `.venv` and `examples`:
+turn, in a scratch directory that sees the checkout's `.venv` and `examples` (the blocks of
+a few independent sections, `LANES`, in turn on threads of their own beside the others):
 - ``sh`` blocks run in bash, stopping at the first failing command (``set -e``);
   ``make ...``, ``npm ci ...`` and ``.venv/bin/pip install ...`` lines are set-up whose
   result the test's own venv, node_modules and broker already are (`SETUP`);
@@ -28,6 +29,7 @@ import re
 import select
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,36 +181,124 @@ def _watch(block: Block, text: str, work: Path, env: dict) -> None:
         os.close(leader)
 
 
-@pytest.mark.timeout(1800)      # every example in turn: Spark, a lab sweep, the membership demos
+# Lanes: blocks that need nothing the main sequence does after their lane starts, and that
+# nothing later in it needs, run in order on a thread of their own beside it, so their waits
+# (Spark sessions starting, a demo that runs 25 s) overlap the others'. Every block still
+# runs and is checked as in the main sequence. A lane starts once the main sequence has run
+# the block holding `starts_after`, or when it reaches the lane's first block; a block
+# belongs to the first lane one of whose `marks` it holds.
+@dataclass(frozen=True)
+class Lane:
+    name: str
+    marks: tuple[str, ...]
+    starts_after: str | None = None
+
+
+# The group tools' blocks (`groups describe --all-groups`, `groups list --type share`) run
+# before the lanes with groups on the main broker start, so they list the groups they did.
+AFTER_THE_GROUP_TOOLS = "groups reset-offsets --group workers"
+LANES = (
+    Lane("cluster", ("--base-port 19092",)),                      # a cluster of its own, on its own ports
+    Lane("secure", ("kgroup-secure", "127.0.0.1:9093", "secure.pid")),   # a SASL_SSL broker of its own
+    # Spark reads `orders` once the quick start has filled it; its groups and the records it
+    # writes to `orders-upper` are its own (the transactional example's are checked by nothing).
+    # The lab's sweep (virtual time, no broker) is on Spark too: one Spark at a time, as two
+    # local sessions on a loaded 2-core machine starve each other's Python workers.
+    Lane("spark", ("SparkSession", "examples/spark/", "groups describe orders-job",
+                   "lab sweep examples/lab/rolling-bounce-sweep.yaml"), starts_after="topics create orders"),
+    Lane("membership", ("examples/membership/", "examples/assignors/"), starts_after=AFTER_THE_GROUP_TOOLS),
+)
+
+
+def lane_of(block: Block) -> Lane | None:
+    if block.lang not in ("sh", "python"):
+        return None
+    return next((lane for lane in LANES if any(mark in block.text for mark in lane.marks)), None)
+
+
+def _run_block(block: Block, broker, work: Path, env: dict, tmp_path: Path) -> str | None:
+    """Run or check one block; its stdout if it ran as a program."""
+    text = block.text.replace("127.0.0.1:9092", broker.bootstrap)
+    if block.lang in ("toml", "json", "yaml"):
+        _check_data(block, text, tmp_path)
+        return None
+    if block.lang == "text":
+        return None
+    if block.lang == "sh" and WATCH in text:
+        _watch(block, text, work, env)
+        return None
+    if block.lang == "sh":
+        cmd = ["bash", "-c", script(text)]
+    else:
+        program = work / f"block-{block.path.stem}-{block.line}.py"
+        program.write_text(text)
+        cmd = [sys.executable, str(program)]
+    done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (f"{block} failed with {done.returncode}:\n{text}\n--- stdout\n"
+                                  f"{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}")
+    assert "Traceback" not in done.stderr, f"{block}:\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_every_lane_has_blocks_and_starts_where_it_says():
+    for lane in LANES:
+        mine = [i for i, b in enumerate(ALL_BLOCKS) if lane_of(b) == lane]
+        assert mine, f"lane {lane.name}: no block holds any of {lane.marks}"
+        if lane.starts_after:
+            assert any(lane.starts_after in b.text and lane_of(b) is None for b in ALL_BLOCKS[:mine[0]]), \
+                f"lane {lane.name}: no block of the main sequence before its first holds {lane.starts_after!r}"
+
+
+@pytest.mark.timeout(1800)      # every example: Spark, a lab sweep, the membership demos
 def test_every_block_runs_in_order(broker, tmp_path):
     work = _scratch(tmp_path)
     env = dict(os.environ, KGROUP_BOOTSTRAP=broker.bootstrap)
     for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
         env.pop(key, None)                         # as a user has it: register() must cope
-    ran = []
-    for block in ALL_BLOCKS:
-        text = block.text.replace("127.0.0.1:9092", broker.bootstrap)
-        if block.lang in ("toml", "json", "yaml"):
-            _check_data(block, text, tmp_path)
-            continue
-        if block.lang == "text":
-            continue
-        if block.lang == "sh" and WATCH in text:
-            _watch(block, text, work, env)
-            continue
-        if block.lang == "sh":
-            cmd = ["bash", "-c", script(text)]
-        else:
-            program = work / f"block-{block.path.stem}-{block.line}.py"
-            program.write_text(text)
-            cmd = [sys.executable, str(program)]
-        done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, (f"{block} failed with {done.returncode}:\n{text}\n--- stdout\n"
-                                      f"{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}")
-        assert "Traceback" not in done.stderr, f"{block}:\n{done.stderr[-3000:]}"
-        ran.append((block, done.stdout))
-    outputs = {str(b): out for b, out in ran}
+    outputs: dict[str, str] = {}
+    failures: list[BaseException] = []
+    threads: dict[str, threading.Thread] = {}
+
+    def run_lane(blocks: list[Block]) -> None:
+        try:
+            for block in blocks:
+                out = _run_block(block, broker, work, env, tmp_path)
+                if out is not None:
+                    outputs[str(block)] = out
+        except BaseException as exc:               # noqa: BLE001 — raised again after the join
+            failures.append(exc)
+
+    def start(lane: Lane) -> None:
+        if lane.name not in threads:
+            blocks = [b for b in ALL_BLOCKS if lane_of(b) == lane]
+            threads[lane.name] = threading.Thread(target=run_lane, args=(blocks,), name=f"readme-{lane.name}")
+            threads[lane.name].start()
+
+    try:
+        for block in ALL_BLOCKS:
+            lane = lane_of(block)
+            if lane is not None:
+                start(lane)
+                continue
+            if failures:
+                break
+            out = _run_block(block, broker, work, env, tmp_path)
+            if out is not None:
+                outputs[str(block)] = out
+            for lane in LANES:
+                if lane.starts_after and lane.starts_after in block.text:
+                    start(lane)
+    finally:
+        for thread in threads.values():
+            thread.join()
+    if failures:
+        raise failures[0]
+    assert set(threads) == {lane.name for lane in LANES}
     # The blocks did what they say: a few of their outputs, checked.
     assert any("records in orders-upper" in out for out in outputs.values())
     assert (work / "lab-run" / "report.html").is_file() and (work / "lab-replay" / "report.html").is_file()
     assert (work / "plan.csv").read_text().startswith("orders,")
+    # The rolling restart's replay (README's lab section), its figures checked against what
+    # the broker recorded (tests/integration/test_readme_replay.py).
+    from tests.integration.test_readme_replay import check_replay_run, replay_blocks
+    check_replay_run(work, outputs[str(replay_blocks()[1])])

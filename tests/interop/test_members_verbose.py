@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -89,25 +90,29 @@ class Scenario:
         eventually(lambda: self._settled(group, settled), timeout=60, what=f"{client} in {group}")
 
     def __enter__(self) -> "Scenario":
-        for topic, partitions in TOPICS.items():
-            tool = run_java("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", self.bootstrap, "--create",
-                            "--topic", topic, "--partitions", str(partitions))
+        # Kafka's tools are JVMs that take seconds to start: the three topics are created at
+        # once, and the share consumer starts before the other groups form, beside them.
+        with ThreadPoolExecutor(len(TOPICS)) as pool:
+            made = list(pool.map(lambda tp: run_java("org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
+                                                     self.bootstrap, "--create", "--topic", tp[0],
+                                                     "--partitions", str(tp[1])), TOPICS.items()))
+        for tool in made:
             assert tool.returncode == 0, tool.stderr
         producer = Producer({"bootstrap.servers": self.bootstrap})
         for i in range(12):
             for topic, partitions in TOPICS.items():
                 producer.produce(topic, str(i).encode(), partition=i % partitions)
         assert producer.flush(30) == 0
-        self.poller.start()
-        self._join("mv-consumer", "consumer", "mv-a", "c1", [2], **{"group.instance.id": "static-c1"})
-        self._join("mv-consumer", "consumer", "mv-b", "c2", [1, 2])
-        self._join("mv-classic", "classic", "mv-b", "k1", [1], **{"partition.assignment.strategy": "range"})
-        self._join("mv-classic", "classic", "mv-a", "k2", [1, 2], **{"partition.assignment.strategy": "range"})
         self.share = subprocess.Popen(
             [java_command(), "-XX:TieredStopAtLevel=1", "-cp", classpath(),
              "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server", self.bootstrap,
              "--topic", "mv-s", "--group", "mv-share", "--timeout-ms", "120000"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.poller.start()
+        self._join("mv-consumer", "consumer", "mv-a", "c1", [2], **{"group.instance.id": "static-c1"})
+        self._join("mv-consumer", "consumer", "mv-b", "c2", [1, 2])
+        self._join("mv-classic", "classic", "mv-b", "k1", [1], **{"partition.assignment.strategy": "range"})
+        self._join("mv-classic", "classic", "mv-a", "k2", [1, 2], **{"partition.assignment.strategy": "range"})
         eventually(lambda: [len(m["partitions"] or ()) for m in self.describe("mv-share")["members"]] == [3],
                    timeout=90, what="the share consumer's assignment")
         return self
@@ -136,10 +141,22 @@ def _kgroups(bootstrap: str, group: str, *options: str) -> list[str]:
     return normalized(done.stdout)
 
 
+def _described(bootstrap: str, describe) -> dict[tuple[str, tuple[str, ...]], list[str]]:
+    """The scenario on one broker, and each group described with --members, without and with
+    --verbose, by `describe(tool, bootstrap, group, *options)`: six at once (Kafka's tool is
+    a JVM that takes seconds to start)."""
+    asked = [(g, tool, v) for g, _, tool in GROUPS for v in ((), ("--verbose",))]
+    with Scenario(bootstrap), ThreadPoolExecutor(len(asked)) as pool:
+        return dict(zip(((g, v) for g, _, v in asked),
+                        pool.map(lambda a: describe(a[1], bootstrap, a[0], "--members", *a[2]), asked)))
+
+
 def test_members_verbose_shows_kafkas_columns_and_values(kafka_reference, tmp_path):
-    with Scenario(kafka_reference.bootstrap):
-        on_kafka = {(g, v): _kafkas(tool, kafka_reference.bootstrap, g, "--members", *v)
-                    for g, _, tool in GROUPS for v in ((), ("--verbose",))}
+    # The scenario on both brokers at once (they share nothing).
+    with Broker(tmp_path / "kgroup") as broker, ThreadPoolExecutor(2) as both:
+        kafkas = both.submit(_described, kafka_reference.bootstrap, _kafkas)
+        ours = both.submit(_described, broker.bootstrap, lambda _tool, *args: _kgroups(*args))
+        on_kafka, on_kgroup = kafkas.result(), ours.result()
     # What Kafka 4.4 prints, spelled out (so a change on either side is seen here).
     assert on_kafka["mv-consumer", ("--verbose",)][0].split() == [
         "GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH",
@@ -148,6 +165,5 @@ def test_members_verbose_shows_kafkas_columns_and_values(kafka_reference, tmp_pa
         "mv-classic k1-<id> /127.0.0.1 k1 1 - mv-b:0 - -", "mv-classic k2-<id> /127.0.0.1 k2 2 - mv-a:0,1 - -"]
     assert on_kafka["mv-share", ("--verbose",)][0].split() == [
         "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "MEMBER-EPOCH", "ASSIGNMENT"]
-    with Broker(tmp_path / "kgroup") as broker, Scenario(broker.bootstrap):
-        for (group, verbose), theirs in on_kafka.items():
-            assert _kgroups(broker.bootstrap, group, "--members", *verbose) == theirs, (group, verbose)
+    for (group, verbose), theirs in on_kafka.items():
+        assert on_kgroup[group, verbose] == theirs, (group, verbose)
