@@ -77,3 +77,146 @@ def test_kafka_configs_on_a_node_that_does_not_coordinate_the_group(cluster):
         assert configs["consumer.session.timeout.ms"] == "50000"
     finally:
         cluster.nodes[2].start()
+
+
+# ---- each request Kafka 4.4 accepts on any broker, sent to a node that owns nothing it names ----
+#
+# Node 0 is asked throughout; the group is coordinated by node 2 and partition 1 of topic
+# "fwd-led" is led by node 1 (partition p prefers node p mod 3). Each row: the API, its version, the request's fields (built from
+# the request class), and what Kafka 4.4 answers on a broker that is not the group's
+# coordinator, the partition's leader or the controller: the error code of each result.
+
+NONE, NOT_LEADER, INVALID_REQUEST, SECURITY_DISABLED, NOT_COORDINATOR = 0, 6, 42, 54, 16
+
+
+def _r(cls, field: str, **values):
+    return build(item(cls, field), **values)
+
+
+def _topics(cls):
+    return (_r(cls, "topics", name="fwd-new", num_partitions=3, replication_factor=1, assignments=(), configs=()),
+            _r(cls, "topics", name="fwd-gone", num_partitions=1, replication_factor=1, assignments=(), configs=()))
+
+
+def _config_resource(cls, rtype: int, name: str, key: str, value: str | None, op: int | None = 0):
+    config = _r(item(cls, "resources"), "configs", name=key, value=value,
+                **({} if op is None else {"config_operation": op}))
+    return _r(cls, "resources", resource_type=rtype, resource_name=name, configs=(config,))
+
+
+def _describe_resource(cls, rtype: int, name: str):
+    return _r(cls, "resources", resource_type=rtype, resource_name=name, configuration_keys=None)
+
+
+def _acl_creation(cls):
+    return (_r(cls, "creations", resource_type=2, resource_name="fwd", resource_pattern_type=3,
+               principal="User:fwd", host="*", operation=3, permission_type=3),)
+
+
+def _acl_filter(cls):
+    return (_r(cls, "filters", resource_type_filter=2, resource_name_filter="fwd", pattern_type_filter=3,
+               principal_filter="User:fwd", host_filter="*", operation=3, permission_type=3),)
+
+
+def _scram(cls):
+    return (_r(cls, "upsertions", name="fwd-user", mechanism=1, iterations=4096, salt=b"salt" * 4,
+               salted_password=b"p" * 32),)
+
+
+def _feature(cls):
+    return (_r(cls, "feature_updates", feature="group.version", max_version_level=1, upgrade_type=1),)
+
+
+def _delete_records(cls):
+    topic = _r(cls, "topics", name="fwd-led", partitions=(_r(item(cls, "topics"), "partitions",
+                                                                partition_index=1, offset=0),))
+    return (topic,)
+
+
+def _codes(answer, path: str) -> list[int]:
+    """The error codes along `path` ("results" or "topics.partitions") of an answer."""
+    level = [answer]
+    for field in path.split("."):
+        level = [x for node in level for x in getattr(node, field)]
+    return [int(x.error_code) for x in level]
+
+
+def _setup(cluster, group: str) -> None:
+    """Topic "fwd-led" (partition 1 led by node 1), "fwd-gone" to delete, a group coordinated by node 2."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.nodes[1].bootstrap})
+    for future in admin.create_topics([NewTopic("fwd-led", 2, 1)], operation_timeout=30).values():
+        future.result(30)
+
+
+ROWS = [
+    # (id, api, version, fields(cls, group) -> dict, path of the codes, Kafka's codes)
+    ("CreateTopics", ApiKey.CREATE_TOPICS, 7, lambda c, g: dict(topics=_topics(c), timeout=timedelta(seconds=30)),
+     "topics", [NONE, NONE]),
+    ("CreatePartitions", ApiKey.CREATE_PARTITIONS, 3, lambda c, g: dict(topics=(
+        _r(c, "topics", name="fwd-new", count=4, assignments=None),), timeout=timedelta(seconds=30)), "results", [NONE]),
+    ("DeleteTopics", ApiKey.DELETE_TOPICS, 6, lambda c, g: dict(
+        topics=(_r(c, "topics", name="fwd-gone", topic_id=None),), timeout=timedelta(seconds=30)), "responses", [NONE]),
+    ("IncrementalAlterConfigs TOPIC", ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, lambda c, g: dict(resources=(
+        _config_resource(c, TOPIC_RESOURCE, "fwd-led", "retention.ms", "600000"),)), "responses", [NONE]),
+    ("IncrementalAlterConfigs GROUP", ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, lambda c, g: dict(resources=(
+        _config_resource(c, GROUP_RESOURCE, g, "consumer.session.timeout.ms", "55000"),)), "responses", [NONE]),
+    ("IncrementalAlterConfigs BROKER cluster default", ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, lambda c, g: dict(
+        resources=(_config_resource(c, BROKER_RESOURCE, "", "log.retention.ms", "604800000"),)), "responses", [NONE]),
+    # Kafka checks a per-broker resource names the broker asked (ConfigAdminManager), as kgroup does.
+    ("IncrementalAlterConfigs BROKER another node", ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, lambda c, g: dict(
+        resources=(_config_resource(c, BROKER_RESOURCE, "1", "log.retention.ms", "604800000"),)), "responses",
+     [INVALID_REQUEST]),
+    ("IncrementalAlterConfigs CLIENT_METRICS", ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, lambda c, g: dict(resources=(
+        _config_resource(c, CLIENT_METRICS_RESOURCE, "fwd-sub", "interval.ms", "60000"),)), "responses", [NONE]),
+    ("AlterConfigs GROUP", ApiKey.ALTER_CONFIGS, 2, lambda c, g: dict(resources=(
+        _config_resource(c, GROUP_RESOURCE, g, "consumer.session.timeout.ms", "50000", op=None),)),
+     "responses", [NONE]),
+    ("DescribeConfigs GROUP", ApiKey.DESCRIBE_CONFIGS, 4, lambda c, g: dict(resources=(
+        _describe_resource(c, GROUP_RESOURCE, g),)), "results", [NONE]),
+    ("DescribeConfigs TOPIC", ApiKey.DESCRIBE_CONFIGS, 4, lambda c, g: dict(resources=(
+        _describe_resource(c, TOPIC_RESOURCE, "fwd-led"),)), "results", [NONE]),
+    ("DescribeConfigs CLIENT_METRICS", ApiKey.DESCRIBE_CONFIGS, 4, lambda c, g: dict(resources=(
+        _describe_resource(c, CLIENT_METRICS_RESOURCE, "fwd-sub"),)), "results", [NONE]),
+    ("DescribeConfigs BROKER another node", ApiKey.DESCRIBE_CONFIGS, 4, lambda c, g: dict(resources=(
+        _describe_resource(c, BROKER_RESOURCE, "1"),)), "results", [INVALID_REQUEST]),
+    # No authorizer configured: Kafka answers SECURITY_DISABLED on every broker.
+    ("CreateAcls", ApiKey.CREATE_ACLS, 3, lambda c, g: dict(creations=_acl_creation(c)), "results",
+     [SECURITY_DISABLED]),
+    ("DeleteAcls", ApiKey.DELETE_ACLS, 3, lambda c, g: dict(filters=_acl_filter(c)), "filter_results",
+     [SECURITY_DISABLED]),
+    ("AlterUserScramCredentials", ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, lambda c, g: dict(
+        deletions=(), upsertions=_scram(c)), "results", [NONE]),
+    ("UpdateFeatures", ApiKey.UPDATE_FEATURES, 1, lambda c, g: dict(
+        timeout=timedelta(seconds=30), feature_updates=_feature(c), validate_only=True), "results", [NONE]),
+    # The partition's leader only, on Kafka as on kgroup.
+    ("DeleteRecords", ApiKey.DELETE_RECORDS, 2, lambda c, g: dict(topics=_delete_records(c), timeout=timedelta(seconds=30)),
+     "topics.partitions", [NOT_LEADER]),
+    # Group offsets stay with the coordinator, on Kafka as on kgroup.
+    ("OffsetFetch", ApiKey.OFFSET_FETCH, 7, lambda c, g: dict(group_id=g, topics=None, require_stable=False),
+     "", [NOT_COORDINATOR]),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r[0] for r in ROWS])
+def test_any_node_answers_as_kafka(cluster, row):
+    name, api, version, fields, path, expected = row
+    group = group_coordinated_by(2, "fwd-table")
+    if name == "CreateTopics":
+        _setup(cluster, group)
+    answer = call(cluster.nodes[0].port, api, version, **fields(request_class(api, version), group))
+    codes = _codes(answer, path) if path else [int(answer.error_code)]
+    assert codes == expected, answer
+
+
+def test_list_config_resources_lists_groups_of_every_node(cluster):
+    """ListConfigResources v1 on node 0 names the group configs node 2 coordinates."""
+    group = group_coordinated_by(2, "fwd-listed")
+    cls = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1)
+    altered = call(cluster.nodes[2].port, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, resources=(
+        _config_resource(cls, GROUP_RESOURCE, group, "consumer.session.timeout.ms", "50000"),))
+    assert [int(r.error_code) for r in altered.responses] == [NONE]
+    answer = call(cluster.nodes[0].port, ApiKey.LIST_CONFIG_RESOURCES, 1, resource_types=(GROUP_RESOURCE,))
+    assert int(answer.error_code) == NONE
+    assert group in {r.resource_name for r in answer.config_resources}
