@@ -7,8 +7,9 @@ changed here (admin/dynamic_configs.py), the others described read-only; CLIENT_
 subscriptions (observe/client_metrics_configs.py, given by concerns.py); GROUP (32) — group-level configs
 (core/group_configs.py), decided by the group's coordinator shard and kept in its
 group-metadata log; a node that does not coordinate the group asks the one that does
-(admin/group_forwarding.py), as any Kafka broker accepts them. Other resource types get INVALID_REQUEST. Each resource is answered on
-its own: one bad resource never fails the others.
+(admin/group_forwarding.py), as any Kafka broker accepts them. Other resource types get
+INVALID_REQUEST. Each resource is answered on its own: one bad resource never fails the
+others.
 
 AlterConfigs replaces the dynamic configs of a resource with the ones given;
 IncrementalAlterConfigs applies SET/DELETE/APPEND/SUBTRACT (APPEND and SUBTRACT only to
@@ -23,7 +24,7 @@ from collections import Counter
 from typing import Any
 
 from kgroup.broker.admin.dynamic_configs import ConfigRefused, DynamicBrokerConfigs
-from kgroup.broker.admin.group_forwarding import Ask, GroupConfigsElsewhere, GroupForwarding
+from kgroup.broker.admin.group_forwarding import Ask, GroupForwarding
 from kgroup.broker.data import topic_configs
 from kgroup.broker.data.context import DataContext, log
 from kgroup.broker.data.topic_configs import TOPIC_CONFIGS, ConfigProblem, ConfigType
@@ -63,7 +64,7 @@ class ConfigsApi:
         self.ctx = ctx
         self.groups = groups
         # In a cluster: a GROUP resource another node coordinates is asked of that node.
-        self.forwarding = GroupForwarding(groups, ask_peer)
+        self.forwarding = GroupForwarding(groups, ask_peer, ResourceError)
         # KIP-714's subscriptions (observe/client_metrics_configs.py), given by concerns.py.
         self.client_metrics = client_metrics
         # The broker's dynamic configs; on its own (a test), applied to this context only.
@@ -109,8 +110,8 @@ class ConfigsApi:
                 elif rtype == BROKER:
                     entries = [entry(d.name, d.value, d.source, d.read_only, d.type, d.synonyms, None, d.sensitive)
                                for d in self._broker_call(self.dynamic.describe, name)]
-                elif rtype == GROUP and (node := self._group_node(header, name)) is not None:
-                    forwarded = await self._forwarded(node, header, request, resource, "results")
+                elif rtype == GROUP and (node := self.forwarding.node_of(header, name)) is not None:
+                    forwarded = await self.forwarding.one(node, header, request, resource, "results")
                     if int(forwarded.error_code):
                         raise ResourceError(int(forwarded.error_code), forwarded.error_message or "")
                     entries = list(forwarded.configs)
@@ -173,8 +174,8 @@ class ConfigsApi:
                 # 2. Per resource type.
                 if rtype == TOPIC:
                     self._alter_topic(name, changes, incremental, validate_only)
-                elif rtype == GROUP and (node := self._group_node(header, name)) is not None:
-                    forwarded = await self._forwarded(node, header, request, resource, "responses")
+                elif rtype == GROUP and (node := self.forwarding.node_of(header, name)) is not None:
+                    forwarded = await self.forwarding.one(node, header, request, resource, "responses")
                     if int(forwarded.error_code):
                         raise ResourceError(int(forwarded.error_code), forwarded.error_message)
                 elif rtype == GROUP:
@@ -295,18 +296,6 @@ class ConfigsApi:
         except StorageError as exc:
             log.error("dynamic broker configs: %s", exc)
             raise ResourceError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from None
-
-    def _group_node(self, header: RequestHeader, group_id: str) -> int | None:
-        try:
-            return self.forwarding.node_of(header, group_id)
-        except GroupConfigsElsewhere as exc:
-            raise ResourceError(exc.code, exc.message) from None
-
-    async def _forwarded(self, node: int, header: RequestHeader, request: Any, resource: Any, results: str) -> Any:
-        try:
-            return await self.forwarding.one(node, header, request, resource, results)
-        except GroupConfigsElsewhere as exc:
-            raise ResourceError(exc.code, exc.message) from None
 
     async def _group_call(self, handler: str, request: Any) -> Any:
         group_id = request if isinstance(request, str) else request.group_id

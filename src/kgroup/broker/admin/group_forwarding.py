@@ -36,34 +36,27 @@ PEER_CLIENT_PREFIX = "kgroup-node-"
 Ask = Callable[[int, int, Any], Awaitable[Any]]
 
 
-class GroupConfigsElsewhere(Exception):
-    """The group's coordinator could not answer for it (code, message)."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 class GroupForwarding:
     """Sends a GROUP resource's config request to the node that coordinates the group."""
 
-    def __init__(self, groups: GroupApi, ask: Ask | None) -> None:
+    def __init__(self, groups: GroupApi, ask: Ask | None, refuse: Callable[[int, str], Exception]) -> None:
         self.groups = groups
         self.ask = ask
+        # What a resource that cannot be answered raises (configs_api's ResourceError).
+        self.refuse = refuse
 
     def node_of(self, header: RequestHeader, group_id: str) -> int | None:
         """The other node to ask for `group_id`, or None: this node answers (it coordinates
         the group or is loading it, is a single broker, or the request came from a peer).
-        Raises GroupConfigsElsewhere while the group's partition has no owner."""
+        Raises `refuse` while the group's partition has no owner."""
         if self.ask is None or (header.client_id or "").startswith(PEER_CLIENT_PREFIX):
             return None
         if self.groups.shard_of(group_id) is not NOT_COORDINATOR:
             return None
         node = self.groups.cluster.leader(self.groups.shard_for(group_id))
         if node is None:
-            raise GroupConfigsElsewhere(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                                        f"the coordinator of group {group_id!r} is moving")
+            raise self.refuse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                              f"the coordinator of group {group_id!r} is moving")
         return None if node == self.groups.cluster.node_id else node
 
     async def one(self, node: int, header: RequestHeader, request: Any, resource: Any, results: str) -> Any:
@@ -71,9 +64,9 @@ class GroupForwarding:
         assert self.ask is not None
         answer = await self.ask(node, header.api_key, dataclasses.replace(request, resources=(resource,)))
         if answer is None:
-            raise GroupConfigsElsewhere(ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                                        f"the coordinator of group {resource.resource_name!r} (node {node}) "
-                                        "could not be reached")
+            raise self.refuse(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                              f"the coordinator of group {resource.resource_name!r} (node {node}) "
+                              "could not be reached")
         (result,) = getattr(answer, results)
         return result
 
