@@ -229,3 +229,26 @@ def test_list_config_resources_lists_groups_of_every_node(cluster):
     answer = call(cluster.nodes[0].port, ApiKey.LIST_CONFIG_RESOURCES, 1, resource_types=(GROUP_RESOURCE,))
     assert int(answer.error_code) == NONE
     assert group in {r.resource_name for r in answer.config_resources}
+
+
+# The rows whose answer does not depend on where things live, asked of Kafka 4.4 itself (the
+# session's reference broker) to hold the table to Kafka's answers; alterations validate only,
+# so the shared reference keeps no state of this module.
+ON_KAFKA = ("IncrementalAlterConfigs GROUP", "AlterConfigs GROUP", "DescribeConfigs GROUP",
+            "IncrementalAlterConfigs CLIENT_METRICS", "CreateAcls", "DeleteAcls", "UpdateFeatures")
+
+
+ON_KAFKA_ROWS = [r for r in ROWS if r[0] in ON_KAFKA]
+
+
+@pytest.mark.parametrize("row", ON_KAFKA_ROWS, ids=[r[0] for r in ON_KAFKA_ROWS])
+def test_the_table_is_what_kafka_answers(kafka_reference, row):
+    import dataclasses
+
+    name, api, version, fields, path, expected = row
+    request = build(request_class(api, version), **fields(request_class(api, version), "fwd-table-kafka"))
+    if any(f.name == "validate_only" for f in dataclasses.fields(request)):
+        request = dataclasses.replace(request, validate_only=True)
+    answer = call(kafka_reference.port, api, version, **{f.name: getattr(request, f.name)
+                                                          for f in dataclasses.fields(request)})
+    assert (_codes(answer, path) if path else [int(answer.error_code)]) == expected, answer
