@@ -185,7 +185,7 @@ class Node:
             ShareGroupApi(groups, self.share_fetches), self.share_fetches, StreamsGroupApi(groups, dp.create_topics),
             TxnApi(groups, dp.init_producer_id, remote_txn), ProducersApi(dp.ctx),
             WriteMarkersApi(data, dp.ctx.producers, durability, groups),
-            ConfigsApi(dp.ctx, groups, self.broker_configs, self.client_metrics), RecordsApi(dp.ctx),
+            ConfigsApi(dp.ctx, groups, self.broker_configs, self.client_metrics, self.peers.ask), RecordsApi(dp.ctx),
             SecurityApi(self.security), TokenApi(self.security), TelemetryApi(self.telemetry),
             ReassignmentsApi(dp.ctx, cluster_view)]),
             self.features)

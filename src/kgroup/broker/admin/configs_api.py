@@ -6,8 +6,10 @@ default or this broker's id) — the broker's settings, those Kafka lets change 
 changed here (admin/dynamic_configs.py), the others described read-only; CLIENT_METRICS (16) — KIP-714
 subscriptions (observe/client_metrics_configs.py, given by concerns.py); GROUP (32) — group-level configs
 (core/group_configs.py), decided by the group's coordinator shard and kept in its
-group-metadata log. Other resource types get INVALID_REQUEST. Each resource is answered on
-its own: one bad resource never fails the others.
+group-metadata log; a node that does not coordinate the group asks the one that does
+(admin/group_forwarding.py), as any Kafka broker accepts them. Other resource types get
+INVALID_REQUEST. Each resource is answered on its own: one bad resource never fails the
+others.
 
 AlterConfigs replaces the dynamic configs of a resource with the ones given;
 IncrementalAlterConfigs applies SET/DELETE/APPEND/SUBTRACT (APPEND and SUBTRACT only to
@@ -22,6 +24,7 @@ from collections import Counter
 from typing import Any
 
 from kgroup.broker.admin.dynamic_configs import ConfigRefused, DynamicBrokerConfigs
+from kgroup.broker.admin.group_forwarding import Ask, GroupForwarding
 from kgroup.broker.data import topic_configs
 from kgroup.broker.data.context import DataContext, log
 from kgroup.broker.data.topic_configs import TOPIC_CONFIGS, ConfigProblem, ConfigType
@@ -57,9 +60,11 @@ class ConfigsApi:
     """The config APIs over the data dir (topics), the settings (broker) and the shards (groups)."""
 
     def __init__(self, ctx: DataContext, groups: GroupApi, dynamic: DynamicBrokerConfigs | None = None,
-                 client_metrics: Any = None) -> None:
+                 client_metrics: Any = None, ask_peer: Ask | None = None) -> None:
         self.ctx = ctx
         self.groups = groups
+        # In a cluster: a GROUP resource another node coordinates is asked of that node.
+        self.forwarding = GroupForwarding(groups, ask_peer, ResourceError)
         # KIP-714's subscriptions (observe/client_metrics_configs.py), given by concerns.py.
         self.client_metrics = client_metrics
         # The broker's dynamic configs; on its own (a test), applied to this context only.
@@ -105,6 +110,11 @@ class ConfigsApi:
                 elif rtype == BROKER:
                     entries = [entry(d.name, d.value, d.source, d.read_only, d.type, d.synonyms, None, d.sensitive)
                                for d in self._broker_call(self.dynamic.describe, name)]
+                elif rtype == GROUP and (node := self.forwarding.node_of(header, name)) is not None:
+                    forwarded = await self.forwarding.one(node, header, request, resource, "results")
+                    if int(forwarded.error_code):
+                        raise ResourceError(int(forwarded.error_code), forwarded.error_message or "")
+                    entries = list(forwarded.configs)
                 elif rtype == GROUP:
                     entries = [entry(d.name, d.value, int(d.source), False, ConfigType[d.type_name],
                                      tuple((n, v, int(s)) for n, v, s in d.synonyms), d.doc)
@@ -164,6 +174,10 @@ class ConfigsApi:
                 # 2. Per resource type.
                 if rtype == TOPIC:
                     self._alter_topic(name, changes, incremental, validate_only)
+                elif rtype == GROUP and (node := self.forwarding.node_of(header, name)) is not None:
+                    forwarded = await self.forwarding.one(node, header, request, resource, "responses")
+                    if int(forwarded.error_code):
+                        raise ResourceError(int(forwarded.error_code), forwarded.error_message)
                 elif rtype == GROUP:
                     await self._group_call("alter_group_configs", AlterGroupConfigsRequest(
                         name, changes, incremental, validate_only))
@@ -241,8 +255,11 @@ class ConfigsApi:
         if TOPIC in wanted:
             found += [(name, TOPIC) for name in sorted(self.ctx.data.topics())]
         if GROUP in wanted:
-            found += [(g, GROUP) for shard in self.groups.shards if shard is not None
-                      for g in sorted(shard.coordinator.shard.stored.group_configs)]
+            here = [g for shard in self.groups.shards if shard is not None
+                    for g in sorted(shard.coordinator.shard.stored.group_configs)]
+            # In a cluster, the groups the other nodes coordinate too (each listed once).
+            elsewhere = await self.forwarding.group_resources(header, GROUP)
+            found += [(g, GROUP) for g in dict.fromkeys(here + elsewhere)]
         return build(cls, throttle_time=0, error_code=ErrorCode.NONE, config_resources=tuple(
             build(resource_cls, resource_name=name, resource_type=rtype) for name, rtype in found))
 

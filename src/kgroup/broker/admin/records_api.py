@@ -5,7 +5,8 @@ DeleteRecords moves a partition's log start offset (its low watermark) up to the
 given, -1 meaning the high watermark, and deletes the segments wholly below it; the new
 start is persisted before the answer. Per partition: unknown → UNKNOWN_TOPIC_OR_PARTITION;
 an offset past the high watermark or below -1 → OFFSET_OUT_OF_RANGE; an internal topic →
-INVALID_TOPIC_EXCEPTION (Kafka's "Cannot delete records of internal topic"). An offset
+INVALID_TOPIC_EXCEPTION (Kafka's "Cannot delete records of internal topic"); in a cluster, a
+partition another node leads → NOT_LEADER_OR_FOLLOWER. An offset
 below the current start changes nothing and answers the current start, as in Kafka.
 
 DescribeLogDirs answers one log dir, the data dir, with each partition's size on disk
@@ -24,7 +25,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kgroup.broker.data.context import DataContext, log, per_partition_keyed
+from kgroup.broker.data.context import NOT_LEADER, DataContext, log, per_partition_keyed
 from kgroup.broker.internal_topics import is_internal
 from kgroup.storage import OffsetOutOfRangeError, StorageError
 from kgroup.storage.errors import TopicError
@@ -62,6 +63,9 @@ def _delete_before(ctx: DataContext, topic: str, index: int, wanted: int) -> tup
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
     except OffsetOutOfRangeError:
         return ErrorCode.OFFSET_OUT_OF_RANGE, -1
+    except NOT_LEADER:
+        # In a cluster, another node leads it (Kafka: DeleteRecords goes to the leader).
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
     except StorageError as exc:
         log.error("delete records of %s-%d failed in storage: %s", topic, index, exc)
         return ErrorCode.KAFKA_STORAGE_ERROR, -1

@@ -74,6 +74,15 @@ class Peers:
             await self._drop(node)
             raise PeerUnavailable(f"node {node}: {exc}") from None
 
+    async def ask(self, node: int, api_key: int, body: Any) -> Any:
+        """`request`, or None if the node cannot be reached (what a concern that may not
+        import this module is given: admin/group_forwarding.py)."""
+        try:
+            return await self.request(node, api_key, body)
+        except PeerUnavailable as exc:
+            log.info("node %s: %s", self.node_id, exc)
+            return None
+
     async def _drop(self, node: int) -> None:
         conn = self._conns.pop(node, None)
         if conn is not None:
