@@ -59,7 +59,7 @@ async def security_group_acls(t: Target) -> None:
     await t.ask(alice, "JoinGroup", join(5, group))
     await t.ask(admin, "allow alice to READ the group", request("CreateAcls", 3, creations=[
         acl(GROUP_RESOURCE, group, "User:alice", READ)]))
-    await _until_allowed(alice, group)
+    await until_allowed(alice, group)
     r = await t.ask(alice, "JoinGroup once allowed", join(5, group))
     r = await t.ask(alice, "JoinGroup with the id", join(5, group, r.member_id))
     await t.ask(alice, "SyncGroup", sync(3, group, int(r.generation_id), r.member_id, assignments={r.member_id: b""}))
@@ -80,7 +80,7 @@ async def security_group_acls(t: Target) -> None:
         {"member_id": r.member_id, "group_instance_id": None}]))
 
 
-async def _until_allowed(raw: RawClient, group: str) -> None:
+async def until_allowed(raw: RawClient, group: str) -> None:
     """Kafka applies an ACL through its controller: wait (unrecorded) until it holds."""
     async def allowed() -> bool:
         r = await raw.call(request("FindCoordinator", 4, key_type=0, coordinator_keys=[group]))

@@ -15,7 +15,7 @@ from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.scenarios.offsets_raw import fetch
 from kgroup.conformance.scenarios.security import (
-    GROUP_RESOURCE, LITERAL, PREFIXED, READ, TOPIC_RESOURCE, _until_allowed, acl)
+    GROUP_RESOURCE, LITERAL, PREFIXED, READ, TOPIC_RESOURCE, until_allowed, acl)
 from kgroup.conformance.scenarios.transactions_raw import TxnProducer, txn_ready, until_settled
 from kgroup.conformance.target import Target
 
@@ -162,7 +162,7 @@ async def security_streams_group_acls(t: Target) -> None:
     t.add("alice describes without an ACL", _described(await alice.call(describe)))
     await t.ask(admin, "allow alice to DESCRIBE the group", request("CreateAcls", 3, creations=[
         _acl(GROUP_RESOURCE, group, DESCRIBE)]))
-    await _until_allowed(alice, group)
+    await until_allowed(alice, group)
     t.add("alice describes with DESCRIBE", _described(await alice.call(describe)))
     t.add("alice joins with DESCRIBE only", _beat(await alice.call(heartbeat(group, "m0", 0, topic))))
     await t.ask(admin, "allow alice to READ the group", request("CreateAcls", 3, creations=[
