@@ -16,20 +16,18 @@ import inspect
 import sys
 from typing import Any
 
-from .errors import CliError, format_error
-from .parser import build_parser
+from .kio_loading import kio_without_hypothesis
+
+kio_without_hypothesis()    # before anything below loads kio
+
+from .errors import CliError, format_error  # noqa: E402
+from .parser import build_parser  # noqa: E402
 
 __all__ = ["main", "run_serve"]
 
 
 def run_serve(args: Any) -> int:
     """Hand ``kgroup serve`` to the broker (imported only when asked for)."""
-    # When hypothesis is installed, kio registers test-data strategies for its types as it
-    # loads: a third of a broker's start-up, for nothing a broker uses. Hide it while the
-    # broker's modules load (kio looks once, at import), then give it back.
-    hidden = "hypothesis" not in sys.modules and "kio" not in sys.modules
-    if hidden:
-        sys.modules["hypothesis"] = None  # type: ignore[assignment]
     try:
         server = importlib.import_module("kgroup.broker.server")
         serve_main = server.serve_main
@@ -41,9 +39,6 @@ def run_serve(args: Any) -> int:
     except AttributeError:
         raise CliError("kgroup serve is not available: kgroup.broker.server has no serve_main",
                        "install a kgroup build that includes the broker") from None
-    finally:
-        if hidden and sys.modules.get("hypothesis", 0) is None:
-            del sys.modules["hypothesis"]
     result = serve_main(args)
     if inspect.isawaitable(result):
         result = asyncio.run(result)  # type: ignore[arg-type]
