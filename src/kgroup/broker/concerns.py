@@ -27,9 +27,11 @@ from collections.abc import Callable
 from typing import Any
 
 from kgroup.broker.admin import apis as admin_apis
+from kgroup.broker.admin.client_quotas import ClientQuotas
 from kgroup.broker.admin.configs_api import ConfigsApi
 from kgroup.broker.admin.features import FeatureLevels
 from kgroup.broker.admin.features_api import FeaturesApi, gated
+from kgroup.broker.admin.quotas_api import QuotasApi
 from kgroup.broker.admin.records_api import RecordsApi
 from kgroup.broker.apis import EDGE, ApiVersions, compile_apis, served_ranges
 from kgroup.broker.cluster.liveness import Liveness
@@ -154,11 +156,15 @@ class Node:
         # Feature levels (admin/features.py): in ApiVersions, changed by UpdateFeatures, and
         # turning the consumer, share and streams group APIs on and off.
         self.features = FeatureLevels(cfg.data_dir, cfg.node_id)
+        # Client quotas (admin/client_quotas.py): set over AlterClientQuotas, enforced by the
+        # request path.
+        self.quotas = ClientQuotas(cfg.data_dir)
         self.routes = gated(compile_apis(TABLES, [
             ApiVersions(SERVED.values(), self.features, cfg.cluster_id, cfg.node_id), FeaturesApi(self.features), dp, groups, ConsumerGroupApi(groups),
             ShareGroupApi(groups, self.share_fetches), self.share_fetches, StreamsGroupApi(groups, dp.create_topics),
             TxnApi(groups, dp.init_producer_id), ProducersApi(dp.ctx),
-            ConfigsApi(dp.ctx, groups, self.broker_configs), RecordsApi(dp.ctx), SecurityApi(self.security)]),
+            ConfigsApi(dp.ctx, groups, self.broker_configs), RecordsApi(dp.ctx), SecurityApi(self.security),
+            QuotasApi(self.quotas)]),
             self.features)
 
     async def start(self) -> None:
@@ -171,6 +177,7 @@ class Node:
             asyncio.create_task(self._watch_shared(self.broker_configs.refresh, "dynamic broker configs"),
                                 name="kgroup-broker-configs"),
             asyncio.create_task(self._watch_shared(self.features.refresh, "feature levels"), name="kgroup-features"),
+            asyncio.create_task(self._watch_shared(self.quotas.refresh, "client quotas"), name="kgroup-quotas"),
             asyncio.create_task(self._retention(), name="kgroup-retention")]
 
     async def leave(self, timeout_s: float) -> None:

@@ -20,7 +20,10 @@ by API and error code when the console is on, and logged at DEBUG on
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +53,13 @@ request_log = logging.getLogger("kgroup.broker.requests")
 
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
 _PRODUCE = int(ApiKey.PRODUCE)
+_FETCH = int(ApiKey.FETCH)
+# Not measured against request_percentage (Kafka exempts what a client needs to connect).
+_QUOTA_EXEMPT = frozenset({_API_VERSIONS, int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
+
+
+class _NoQuotas:
+    on = False
 
 
 class CloseConnection(Exception):
@@ -68,7 +78,8 @@ class RequestPath:
     """Serves decoded requests through the compiled routes (see the module comment)."""
 
     def __init__(self, routes: Routes, gate: Callable[[], None], faults: Faults, security: Security,
-                 topics: Callable[[], Any], node_id: int, stats: RequestStats, count: bool) -> None:
+                 topics: Callable[[], Any], node_id: int, stats: RequestStats, count: bool,
+                 quotas: Any = None) -> None:
         self.routes = routes
         # What `handle` reads on every request, one attribute each.
         self.handlers, self.with_client_host, self.with_connection = (
@@ -80,6 +91,11 @@ class RequestPath:
         # so a broker doing neither pays two attribute tests per request.
         self.count = count
         self.debug = request_log.isEnabledFor(logging.DEBUG)
+        # Client quotas (admin/client_quotas.py): measured only while one is set (`on`). A
+        # throttled answer's connection is muted until its throttle time is over (connection
+        # id -> monotonic deadline): its next request waits, the answers before it go out.
+        self.quotas = quotas if quotas is not None else _NoQuotas()
+        self.muted: dict[int, float] = {}
 
     def decode(self, frame: bytes) -> tuple[RequestHeader, Any] | bytes:
         """(header, request), or the ApiVersions fallback answer to send as it is."""
@@ -95,6 +111,8 @@ class RequestPath:
             raise CloseConnection(f"malformed request: {exc}") from None
 
     async def handle(self, frame: bytes, client_host: str, connection: int) -> bytes | FetchAnswer | None:
+        if self.muted:
+            await self.unmuted(connection)
         decoded = self.decode(frame)
         if isinstance(decoded, bytes):
             return decoded
@@ -103,6 +121,8 @@ class RequestPath:
             faulted = await self.faulted(header, request)
             if faulted is not _SERVE:
                 return faulted
+        if self.quotas.on:
+            return await self.handle_quoted(frame, header, request, client_host, connection)
         api = header.api_key
         handler = self.handlers[api]
         try:
@@ -127,6 +147,49 @@ class RequestPath:
         if type(response) is FetchAnswer:
             return response              # encoded already; its records may still be in files
         return encode_response(header, response)
+
+    async def handle_quoted(self, frame: bytes, header: RequestHeader, request: Any, client_host: str,
+                            connection: int) -> bytes | FetchAnswer | None:
+        """`handle` while a client quota is set: the request measured, the answer throttled."""
+        cpu = time.thread_time_ns()
+        response = await self.call(header, request, client_host, connection)
+        cpu = time.thread_time_ns() - cpu
+        if self.count or self.debug:
+            self.note_request(header, response, client_host)
+        response = self.throttle(header, frame, response, ANONYMOUS_USER, connection, cpu)
+        if response is None or type(response) is FetchAnswer:
+            return response
+        return encode_response(header, response)
+
+    def throttle(self, header: RequestHeader, frame: bytes, response: Any, user: str, connection: int,
+                 cpu_ns: int) -> Any:
+        """Record the request against its client's quotas; over one, the answer carries the
+        throttle time (KIP-219) and the connection is muted for it."""
+        api = header.api_key
+        if api in _QUOTA_EXEMPT:
+            return response
+        fetched = 0
+        if api == _FETCH and response is not None:
+            fetched = (int.from_bytes(response.parts[0][:4], "big") if type(response) is FetchAnswer
+                       else len(encode_response(header, response)))
+        wait = self.quotas.throttle_ms(user, header.client_id, len(frame) if api == _PRODUCE else 0, fetched,
+                                       cpu_ns)
+        if wait <= 0:
+            return response
+        now = time.monotonic()
+        if len(self.muted) > 1024:        # connections that closed while muted
+            self.muted = {c: until for c, until in self.muted.items() if until > now}
+        self.muted[connection] = max(now + wait / 1000, self.muted.get(connection, 0.0))
+        return with_throttle(header, response, wait)
+
+    async def unmuted(self, connection: int) -> None:
+        """Wait out the connection's mute after a throttled answer (KIP-219: Kafka stops
+        reading from a throttled client's channel for the throttle time)."""
+        until = self.muted.pop(connection, None)
+        if until is not None:
+            delay = until - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
 
     async def call(self, header: RequestHeader, request: Any, client_host: str, connection: int,
                    kio: bool = False) -> Any:
@@ -192,6 +255,8 @@ class RequestPath:
 
     async def handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | FetchAnswer | None:
         """`handle` with SASL, authorization and the listener's address (module comment)."""
+        if self.muted:
+            await self.unmuted(connection)
         if peer.sasl is not None and peer.sasl.awaits_unframed_token:
             # After SaslHandshake v0 the frame is a bare SASL message, not a request.
             answer = unframed_answer(peer, frame, now_ms())
@@ -205,7 +270,12 @@ class RequestPath:
         if faulted is not _SERVE:
             return faulted
         header, request = decoded
+        quoted = self.quotas.on
+        cpu = time.thread_time_ns() if quoted else 0
         response = await self.secured_response(header, request, peer, connection)
+        if quoted:
+            user = peer.principal.partition(":")[2] or peer.principal
+            response = self.throttle(header, frame, response, user, connection, time.thread_time_ns() - cpu)
         if self.count or self.debug:
             self.note_request(header, response, peer.client_host)
         if response is None:
@@ -259,3 +329,25 @@ class RequestPath:
             return illegal_state(header, "already authenticated")
         answer = illegal_state(header, peer.sasl.failure or "") if gate is Gate.REFUSE else None
         raise CloseConnection(peer.sasl.failure or "SASL state", None if answer is None else encode_response(header, answer))
+
+
+ANONYMOUS_USER = "ANONYMOUS"     # the quota user of a connection without a principal
+
+
+def with_throttle(header: RequestHeader, response: Any, wait_ms: int) -> Any:
+    """`response` with `wait_ms` as its throttle time (where it has one, and a longer one is
+    not there already)."""
+    if response is None:
+        return None                     # acks=0: no answer, the mute alone slows the client
+    if type(response) is FetchAnswer:
+        if header.api_version >= 1:
+            # throttle_time_ms opens the body: after the length, the correlation id and (v12+,
+            # flexible) the header's tagged fields.
+            at = 8 + (1 if header.api_version >= 12 else 0)
+            head = response.parts[0]
+            response.parts[0] = head[:at] + wait_ms.to_bytes(4, "big") + head[at + 4:]
+        return response
+    held = getattr(response, "throttle_time", None)
+    if held is None or held >= datetime.timedelta(milliseconds=wait_ms):
+        return response
+    return dataclasses.replace(response, throttle_time=datetime.timedelta(milliseconds=wait_ms))

@@ -75,7 +75,7 @@ class Server:
             self.servers.append(server)
         self.node = node = Node(cfg, self._unit_failed)
         self.requests = RequestPath(node.routes, node.ownership.gate, node.faults, node.security, node.data.topics,
-                                    cfg.node_id, node.request_stats, count=cfg.http_listen_host is not None)
+                                    cfg.node_id, node.request_stats, count=cfg.http_listen_host is not None, quotas=node.quotas)
         for listener, server in zip(cfg.listeners_to_open, self.servers):
             await server.start_serving()
             host, port = server.sockets[0].getsockname()[:2]

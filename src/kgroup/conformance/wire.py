@@ -82,7 +82,7 @@ _INTERNAL = ("KRaft's own controller-quorum requests: kgroup has no KRaft quorum
              "a data directory); Kafka advertises them on its client listener, no client sends them")
 NOT_SERVED: dict[int, Divergence] = {
     **{key: Divergence("open: issue 30", f"{api_name(key)} is not served by kgroup", _OPERATOR, ())
-       for key in (34, 38, 39, 40, 41, 43, 45, 46, 48, 49, 71, 72, 74)},
+       for key in (34, 38, 39, 40, 41, 43, 45, 46, 71, 72, 74)},
     **{key: Divergence("open: issue 31", f"{api_name(key)} is not served by kgroup",
                        "streams groups (KIP-1071) are issue 31", ())
        for key in (88, 89, 93)},

@@ -1,5 +1,5 @@
 """The admin APIs tools call: configs of topics, groups and the broker, DeleteRecords,
-DescribeLogDirs and UpdateFeatures. One entry each (broker/apis.py says what an entry holds).
+DescribeLogDirs, UpdateFeatures and client quotas. One entry each (broker/apis.py says what an entry holds).
 
 Version notes: DescribeConfigs from v1 (v0 is kio-less and gone from Kafka 4.0).
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 from kgroup.broker.admin import guards
 from kgroup.broker.admin.configs_api import ConfigsApi
 from kgroup.broker.admin.features_api import FeaturesApi
+from kgroup.broker.admin.quotas_api import QuotasApi
 from kgroup.broker.admin.records_api import RecordsApi
 from kgroup.broker.apis import Api
 from kgroup.wire.api_keys import ApiKey as K
@@ -21,4 +22,7 @@ APIS = (
     Api(K.INCREMENTAL_ALTER_CONFIGS, 0, 1, ConfigsApi.incremental_alter_configs, guards.incremental_alter_configs,
         edits=True),
     Api(K.UPDATE_FEATURES, 0, 2, FeaturesApi.update_features, guards.update_features, edits=True),
+    Api(K.DESCRIBE_CLIENT_QUOTAS, 0, 1, QuotasApi.describe_client_quotas, guards.describe_client_quotas,
+        edits=False),
+    Api(K.ALTER_CLIENT_QUOTAS, 0, 1, QuotasApi.alter_client_quotas, guards.alter_client_quotas, edits=True),
 )

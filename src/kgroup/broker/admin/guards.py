@@ -8,9 +8,10 @@ from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
 from kgroup.broker.security.authorization import (CLUSTER, GROUP, TOPIC, Access, Admission, Guard, Refused,
-    TopicList, admit_items, error_for, per_topic, plain_refusal)
+    TopicList, admit_items, cluster_guard, error_for, per_topic, plain_refusal)
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader
+from kgroup.wire.codec import response_class
 from kgroup.wire.kio_build import build, item
 
 E = ErrorCode
@@ -73,3 +74,21 @@ def update_features(access: Access, header: RequestHeader, request: Any) -> Refu
     # (With the error's own text, as Kafka's ApiError carries it.)
     return plain_refusal(header, E.CLUSTER_AUTHORIZATION_FAILED, error_message="Cluster authorization failed.",
                          results=())
+
+
+# -- client quotas (Kafka's AuthHelper: DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster) ------
+
+describe_client_quotas = cluster_guard(Op.DESCRIBE_CONFIGS)
+
+
+def _quota_entries_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
+    cls = response_class(header.api_key, header.api_version)
+    entry_cls = item(cls, "entries")
+    entity_cls = item(entry_cls, "entity")
+    return build(cls, entries=tuple(
+        build(entry_cls, error_code=code, error_message=None, entity=tuple(
+            build(entity_cls, entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity))
+        for entry in request.entries))
+
+
+alter_client_quotas = cluster_guard(Op.ALTER_CONFIGS, _quota_entries_refused)
