@@ -25,6 +25,7 @@ from .ops_parser import (
     kgroup_version,
     one_group_argument,
 )
+from .quotas import add_quota_commands
 from .security import add_security_commands
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -351,8 +352,9 @@ def build_parser() -> Parser:
                    help="separator for --print-key (default: tab)")
     add_consume_options(c)
 
-    # users, acls
+    # users, acls, quotas
     add_security_commands(sub, client, Parser)
+    add_quota_commands(sub, client, Parser)
 
     # control
     _control_parser(sub)

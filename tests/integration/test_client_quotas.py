@@ -1,0 +1,69 @@
+"""Client quotas enforced on a real client (KIP-13, KIP-219): a librdkafka producer whose
+client id has a producer_byte_rate quota is told to wait (its throttle callback sees
+throttle times > 0) and what it sends past the first ten windows' allowance goes no faster
+than the quota; a producer with another client id, in the same run, is
+never throttled. The quota is set, described and removed with `kgroup quotas`."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+QUOTA = 100_000          # bytes per second
+TOTAL = 1_150_000        # bytes produced: 150 KB past what the first ten windows allow
+VALUE = b"x" * 1000
+
+
+@pytest.fixture
+def kgroup(capsys):
+    """`kgroup ARGS --bootstrap-server B` run in this process; its output."""
+    from kgroup.cli.main import main
+
+    def run(bootstrap: str, *args: str) -> str:
+        capsys.readouterr()
+        assert main([*args, "--bootstrap-server", bootstrap]) == 0, capsys.readouterr().err
+        return capsys.readouterr().out
+    return run
+
+
+def produce(bootstrap: str, topic: str, client_id: str) -> tuple[list[float], float]:
+    from confluent_kafka import Producer
+
+    throttles: list[float] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": client_id, "linger.ms": 5,
+                         "batch.size": 65536, "throttle_cb": lambda event: throttles.append(event.throttle_time)})
+    started = time.monotonic()
+    for _ in range(TOTAL // len(VALUE)):
+        while True:
+            try:
+                producer.produce(topic, VALUE)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    return throttles, time.monotonic() - started
+
+
+def test_a_producer_over_its_byte_rate_is_throttled_and_held_to_it(kgroup_broker_session, kgroup):
+    bootstrap = kgroup_broker_session.bootstrap
+    topic, slow, free = (f"quota-{uuid.uuid4().hex[:8]}-{s}" for s in ("t", "slow", "free"))
+    kgroup(bootstrap, "topics", "create", topic, "--partitions", "1")
+    kgroup(bootstrap, "quotas", "alter", "--client", slow, "--add-config", f"producer_byte_rate={QUOTA}")
+    try:
+        assert f"client-id '{slow}'" in kgroup(bootstrap, "quotas", "describe", "--client", slow)
+        throttles, seconds = produce(bootstrap, topic, slow)
+        unthrottled, _ = produce(bootstrap, topic, free)
+    finally:
+        kgroup(bootstrap, "quotas", "alter", "--client", slow, "--delete-config", "producer_byte_rate")
+    assert throttles and max(throttles) > 0
+    assert not unthrottled
+    # Kafka measures over at least ten one-second windows, so the first QUOTA * 10 bytes pass
+    # at once; the rest went no faster than the quota (counting the throttle time the last
+    # answer asked for, which the client waits after its last delivery).
+    assert seconds + throttles[-1] >= (TOTAL - QUOTA * 10) / QUOTA
+    assert kgroup(bootstrap, "quotas", "describe", "--client", slow, "--format", "json") == '{"quotas":[]}\n'
