@@ -67,3 +67,26 @@ def test_a_producer_over_its_byte_rate_is_throttled_and_held_to_it(kgroup_broker
     # answer asked for, which the client waits after its last delivery).
     assert seconds + throttles[-1] >= (TOTAL - QUOTA * 10) / QUOTA
     assert kgroup(bootstrap, "quotas", "describe", "--client", slow, "--format", "json") == '{"quotas":[]}\n'
+
+
+def test_the_test_bed_throttles_one_client_on_demand(kgroup_broker_session, kgroup):
+    """`broker.throttle_client(...)`: a fault that serves the client's request and answers it
+    as an over-quota one, with no quota set; another client is untouched."""
+    from confluent_kafka import Producer
+
+    broker = kgroup_broker_session
+    topic, slow, free = (f"throttle-{uuid.uuid4().hex[:8]}-{s}" for s in ("t", "slow", "free"))
+    kgroup(broker.bootstrap, "topics", "create", topic)
+    seen: dict[str, list[float]] = {slow: [], free: []}
+    fault = broker.throttle_client(slow, 700)
+    try:
+        for client_id in (free, slow):
+            producer = Producer({"bootstrap.servers": broker.bootstrap, "client.id": client_id,
+                                 "throttle_cb": lambda event, c=client_id: seen[c].append(event.throttle_time)})
+            producer.produce(topic, b"v")
+            assert producer.flush(10) == 0
+            producer.poll(0.2)
+    finally:
+        if any(f["id"] == fault for f in broker.faults()):      # not used up: a failed run
+            broker.remove_fault(fault)
+    assert seen[slow] == [0.7] and seen[free] == []

@@ -74,6 +74,15 @@ class CloseConnection(Exception):
 _SERVE = object()
 
 
+class _Throttle:
+    """A fault's "throttle this client": serve the request, then throttle its answer."""
+
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+
 class RequestPath:
     """Serves decoded requests through the compiled routes (see the module comment)."""
 
@@ -119,6 +128,8 @@ class RequestPath:
         header, request = decoded
         if self.faults.armed:
             faulted = await self.faulted(header, request)
+            if type(faulted) is _Throttle:
+                return await self.handle_quoted(frame, header, request, client_host, connection, faulted.ms)
             if faulted is not _SERVE:
                 return faulted
         if self.quotas.on:
@@ -149,31 +160,27 @@ class RequestPath:
         return encode_response(header, response)
 
     async def handle_quoted(self, frame: bytes, header: RequestHeader, request: Any, client_host: str,
-                            connection: int) -> bytes | FetchAnswer | None:
-        """`handle` while a client quota is set: the request measured, the answer throttled."""
+                            connection: int, forced_ms: int = 0) -> bytes | FetchAnswer | None:
+        """`handle` while a client quota is set: the request measured, the answer throttled
+        (at least `forced_ms`: a fault's throttle)."""
         cpu = time.thread_time_ns()
         response = await self.call(header, request, client_host, connection)
         cpu = time.thread_time_ns() - cpu
         if self.count or self.debug:
             self.note_request(header, response, client_host)
-        response = self.throttle(header, frame, response, ANONYMOUS_USER, connection, cpu)
+        response = self.throttle(header, frame, response, ANONYMOUS_USER, connection, cpu, forced_ms)
         if response is None or type(response) is FetchAnswer:
             return response
         return encode_response(header, response)
 
     def throttle(self, header: RequestHeader, frame: bytes, response: Any, user: str, connection: int,
-                 cpu_ns: int) -> Any:
+                 cpu_ns: int, forced_ms: int = 0) -> Any:
         """Record the request against its client's quotas; over one, the answer carries the
         throttle time (KIP-219) and the connection is muted for it."""
         api = header.api_key
-        if api in _QUOTA_EXEMPT:
-            return response
-        fetched = 0
-        if api == _FETCH and response is not None:
-            fetched = (int.from_bytes(response.parts[0][:4], "big") if type(response) is FetchAnswer
-                       else len(encode_response(header, response)))
-        wait = self.quotas.throttle_ms(user, header.client_id, len(frame) if api == _PRODUCE else 0, fetched,
-                                       cpu_ns)
+        wait = forced_ms
+        if api not in _QUOTA_EXEMPT and self.quotas.on:
+            wait = max(wait, self.measured(header, frame, response, user, cpu_ns))
         if wait <= 0:
             return response
         now = time.monotonic()
@@ -181,6 +188,14 @@ class RequestPath:
             self.muted = {c: until for c, until in self.muted.items() if until > now}
         self.muted[connection] = max(now + wait / 1000, self.muted.get(connection, 0.0))
         return with_throttle(header, response, wait)
+
+    def measured(self, header: RequestHeader, frame: bytes, response: Any, user: str, cpu_ns: int) -> int:
+        """Record the request's use against its client's quotas; the wait they ask for."""
+        api, fetched = header.api_key, 0
+        if api == _FETCH and response is not None:
+            fetched = (int.from_bytes(response.parts[0][:4], "big") if type(response) is FetchAnswer
+                       else len(encode_response(header, response)))
+        return self.quotas.throttle_ms(user, header.client_id, len(frame) if api == _PRODUCE else 0, fetched, cpu_ns)
 
     async def unmuted(self, connection: int) -> None:
         """Wait out the connection's mute after a throttled answer (KIP-219: Kafka stops
@@ -239,11 +254,14 @@ class RequestPath:
         close the connection, or (only a delay) hand it back to be served (`_SERVE`)."""
         log.info("fault %s: api %d v%d from client %r: %s", action.fault_id, header.api_key, header.api_version,
                  header.client_id, action.error.name if action.error is not None
-                 else "close connection" if action.close_connection else f"delay {action.delay_ms} ms")
+                 else "close connection" if action.close_connection
+                 else f"throttle {action.throttle_ms} ms" if action.throttle_ms else f"delay {action.delay_ms} ms")
         if action.delay_ms:
             await asyncio.sleep(action.delay_ms / 1000)
         if action.close_connection:
             raise CloseConnection(f"fault {action.fault_id} closes the connection")
+        if action.throttle_ms:
+            return _Throttle(action.throttle_ms)
         if action.error is None:
             return _SERVE
         if header.api_key == _PRODUCE and request.acks == 0:
@@ -267,15 +285,16 @@ class RequestPath:
         if isinstance(decoded, bytes):
             return decoded                # the ApiVersions fallback, encoded already
         faulted = await self.faulted(*decoded) if self.faults.armed else _SERVE
-        if faulted is not _SERVE:
+        forced = faulted.ms if type(faulted) is _Throttle else 0
+        if faulted is not _SERVE and not forced:
             return faulted
         header, request = decoded
-        quoted = self.quotas.on
+        quoted = self.quotas.on or forced
         cpu = time.thread_time_ns() if quoted else 0
         response = await self.secured_response(header, request, peer, connection)
         if quoted:
             user = peer.principal.partition(":")[2] or peer.principal
-            response = self.throttle(header, frame, response, user, connection, time.thread_time_ns() - cpu)
+            response = self.throttle(header, frame, response, user, connection, time.thread_time_ns() - cpu, forced)
         if self.count or self.debug:
             self.note_request(header, response, peer.client_host)
         if response is None:

@@ -426,6 +426,9 @@ def _control_parser(sub: argparse._SubParsersAction) -> None:
     action.add_argument("--error", metavar="NAME", help="Kafka error name, e.g. REBALANCE_IN_PROGRESS")
     action.add_argument("--close-connection", action="store_true", help="close the client's connection")
     f.add_argument("--delay-ms", type=positive_int, default=None, help="hold each matching request this long")
+    f.add_argument("--throttle-ms", type=positive_int, default=None,
+                   help="serve each matching request, answered as over its client quota (throttle_time_ms, "
+                   "then the connection muted this long)")
     f.add_argument("--count", type=positive_int, default=1, help="how many requests (default: 1)")
     f.add_argument("--group", help="only requests for this group")
     f.add_argument("--member", help="only requests of this member id or group.instance.id")
