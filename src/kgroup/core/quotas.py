@@ -5,7 +5,8 @@ How it works. A quota entity is a set of (type, name) pairs: `user` and/or `clie
 `ip` alone; a null name is the type's default entity. `check_alter` validates one
 AlterClientQuotas entry as Kafka 4.4 does (INVALID_REQUEST for an empty or unknown entity
 type, a type named twice, `ip` with another type, a bad ip, a key the entity cannot carry, a
-negative value, a fraction where Kafka wants a whole number). `describe_filter`/`matches`
+value not above 0, a fraction where Kafka wants a whole number; a type named twice keeps its
+last name, as Kafka's map does). `describe_filter`/`matches`
 are DescribeClientQuotas' filter: each component matches a type by exact name, by the
 default entity or by any name (the entity must have the type), and `strict` leaves out
 entities with types the filter does not name.
@@ -58,17 +59,18 @@ def entity_of(components: Iterable[tuple[str, str | None]]) -> Entity:
     """The entity of an AlterClientQuotas entry, checked (QuotaRefused)."""
     seen: dict[str, str | None] = {}
     for kind, name in components:
-        if kind in seen:
-            raise QuotaRefused(INVALID_REQUEST, f"Duplicate {kind} entity type in client quota entity.")
-        seen[kind] = name
+        seen[kind] = name        # a type named twice: its last name (Kafka builds a map)
     if not seen:
         raise QuotaRefused(INVALID_REQUEST, "Invalid empty client quota entity")
     for kind in seen:
         if kind not in (USER, CLIENT_ID, IP):
             raise QuotaRefused(INVALID_REQUEST, f"Unhandled client quota entity type: {kind}")
+    if seen.get(USER) == "":
+        raise QuotaRefused(INVALID_REQUEST, "Empty user not supported")
     if IP in seen:
         if len(seen) > 1:
-            raise QuotaRefused(INVALID_REQUEST, "Invalid quota entity combination, IP entity should not be combined "
+            # (Kafka 4.4's text, "shouldnot" and all.)
+            raise QuotaRefused(INVALID_REQUEST, "Invalid quota entity combination, IP entity shouldnot be combined "
                                                 "with User or ClientId")
         if seen[IP] is not None:
             try:
@@ -86,11 +88,11 @@ def check_op(entity: Entity, key: str, value: float, remove: bool) -> None:
     if remove:
         return
     if math.isnan(value) or math.isinf(value):
-        raise QuotaRefused(INVALID_REQUEST, f"Invalid value {value} for configuration key {key}")
+        raise QuotaRefused(INVALID_REQUEST, f"Quota {key} must be a finite number")
     if keys[key] and value != int(value):
-        raise QuotaRefused(INVALID_REQUEST, f"Configuration {key} must be a Long value")
-    if value < 0:
-        raise QuotaRefused(INVALID_REQUEST, f"Illegal client quota value: {value}")
+        raise QuotaRefused(INVALID_REQUEST, f"{key} cannot be a fractional value.")
+    if value <= 0:
+        raise QuotaRefused(INVALID_REQUEST, f"Quota {key} must be greater than 0")
 
 
 def apply_ops(current: Mapping[str, float], ops: Iterable[tuple[str, float, bool]]) -> dict[str, float]:
@@ -118,23 +120,26 @@ def describe_filter(components: Iterable[tuple[str, int, str | None]], strict: b
     checked = []
     for kind, match_type, name in components:
         if not kind:
-            raise QuotaRefused(INVALID_REQUEST, "Invalid empty entity type in filter component")
+            raise QuotaRefused(INVALID_REQUEST, "Invalid empty entity type.")
         if kind not in (USER, CLIENT_ID, IP):
-            raise QuotaRefused(UNSUPPORTED_VERSION, f"Custom entity type '{kind}' not supported")
+            raise QuotaRefused(UNSUPPORTED_VERSION, f"Unsupported entity type {kind}")
         if kind in seen:
-            raise QuotaRefused(INVALID_REQUEST, f"Duplicate {kind} filter component entity type")
+            raise QuotaRefused(INVALID_REQUEST, f"Entity type {kind} cannot appear more than once in the filter.")
         seen.add(kind)
         if match_type == EXACT and name is None:
-            raise QuotaRefused(INVALID_REQUEST, "Request specified MATCH_EXACT match type with null match")
-        if match_type in (DEFAULT, ANY) and name is not None:
-            raise QuotaRefused(INVALID_REQUEST, f"Request specified a match type other than MATCH_EXACT with a "
-                                                f"non-null match: {name}")
+            raise QuotaRefused(INVALID_REQUEST, "Request specified MATCH_TYPE_EXACT, but set match string to null.")
+        if match_type == DEFAULT and name is not None:
+            raise QuotaRefused(INVALID_REQUEST, "Request specified MATCH_TYPE_DEFAULT, but also specified a match "
+                                                "string.")
+        if match_type == ANY and name is not None:
+            raise QuotaRefused(INVALID_REQUEST, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match "
+                                                "string.")
         if match_type not in (EXACT, DEFAULT, ANY):
-            raise QuotaRefused(INVALID_REQUEST, f"Unexpected match type: {match_type}")
+            raise QuotaRefused(INVALID_REQUEST, f"Unknown match type {match_type}")
         checked.append((kind, match_type, name))
     if IP in seen and len(seen) > 1:
-        raise QuotaRefused(INVALID_REQUEST, "Invalid entity filter component combination, IP filter component "
-                                            "should not be used with User or ClientId filter component.")
+        raise QuotaRefused(INVALID_REQUEST, "Invalid entity filter component combination. IP filter component "
+                                            "should not be used with user or clientId filter component.")
     return Filter(tuple(checked), strict)
 
 

@@ -66,7 +66,8 @@ def test_precedence_of_quota_entities():
 
 @pytest.mark.parametrize("components, key, value", [
     ((), "producer_byte_rate", 1.0),
-    (((USER, "u"), (USER, "v")), "producer_byte_rate", 1.0),
+    (((USER, ""),), "producer_byte_rate", 1.0),
+    (((USER, "u"),), "producer_byte_rate", 0.0),
     ((("group", "g"),), "producer_byte_rate", 1.0),
     (((USER, "u"), ("ip", "1.2.3.4")), "producer_byte_rate", 1.0),
     ((("ip", "nope"),), "connection_creation_rate", 1.0),

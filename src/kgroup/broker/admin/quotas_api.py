@@ -48,7 +48,7 @@ class QuotasApi:
         # answered once, with its last entry's outcome), in that map's order.
         answers: dict[tuple, tuple[list[tuple[str, str | None]], QuotaRefused | None]] = {}
         for entry, refused in zip(req.entries, outcomes):
-            entity = [(e.entity_type, e.entity_name) for e in entry.entity]
+            entity = list(dict((e.entity_type, e.entity_name) for e in entry.entity).items())
             answers[tuple(sorted((k, n or "") for k, n in entity))] = (entity, refused)
         answered = list(answers.values())
         entry_cls = item(cls, "entries")

@@ -29,16 +29,16 @@ def describe(version: int, *components: tuple[str, int, str | None], strict: boo
 
 def altered(r: Any) -> list:
     """An AlterClientQuotas answer, its entries and their entities sorted (Kafka answers them
-    in the order of a hash map)."""
+    in the order of a hash map; the wire checks compare that order), with the error texts."""
     return sorted((([(e.entity_type, e.entity_name) for e in sorted(x.entity, key=lambda e: e.entity_type)],
-                    int(x.error_code), x.error_message is not None) for x in r.entries), key=repr)
+                    int(x.error_code), {"text": x.error_message}) for x in r.entries), key=repr)
 
 
 def entries(r: Any, names: set[str | None] | None = None) -> Any:
     """A describe answer in a stable order; with `names`, only entities made of those names
     (the shared brokers hold other tests' quotas: "other tests' entries")."""
     if r.error_code:
-        return {"error_code": r.error_code, "error_message": r.error_message}
+        return {"error_code": r.error_code, "text": r.error_message}
     found = []
     for e in r.entries or ():
         entity = tuple(sorted((x.entity_type, x.entity_name) for x in e.entity))
@@ -49,8 +49,8 @@ def entries(r: Any, names: set[str | None] | None = None) -> Any:
 
 
 @scenario("admin", "client quotas: AlterClientQuotas validation and DescribeClientQuotas filters (KIP-546)",
-          rule="AlterClientQuotas checks each entry apart (INVALID_REQUEST for an unknown key, a bad entity "
-               "combination or a duplicate entity type; INVALID_REQUEST for a negative or fractional byte rate), "
+          rule="AlterClientQuotas checks each entry apart (INVALID_REQUEST with Kafka's text for an unknown key, "
+               "a bad entity combination, a value not above 0 or a fractional byte rate), "
                "validate_only changes nothing, a removal of an unset key is no error; DescribeClientQuotas "
                "matches exact names, the default entity (null name) or any, `strict` leaves out entities with "
                "more types than the filter names, and an invalid filter is INVALID_REQUEST")
