@@ -86,7 +86,7 @@ async def quotas_describe(args: Any, admin: AdminClient, out: TextIO) -> int:
     rows = [["ENTITY", "QUOTA", "VALUE"]]
     for entity, values in found:
         for key, value in sorted(values.items()):
-            rows.append([_name(entity), key, f"{value:g}"])
+            rows.append([_name(entity), key, str(int(value)) if value == int(value) else str(value)])
     table(rows, out)
     return 0
 
