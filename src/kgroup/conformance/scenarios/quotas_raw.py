@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.scenarios.admin_raw import settled
@@ -123,3 +124,26 @@ async def admin_client_quotas(t: Target) -> None:
         await raw.call(alter(1, ({"user": user}, [("request_percentage", 0.0, True)]),
                              ({"user": user, "client-id": client}, [("consumer_byte_rate", 0.0, True)]),
                              ({"client-id": client}, [("producer_byte_rate", 0.0, True)])))
+
+
+@scenario("admin", "client quotas: a producer over its byte rate is throttled (KIP-13, KIP-219)",
+          rule="a Produce that takes its client id past producer_byte_rate is stored and answered with a "
+               "throttle time of (rate - quota) / quota x the window (rate over at least ten one-second "
+               "windows), compared in whole seconds")
+async def admin_client_quota_throttle(t: Target) -> None:
+    raw = await t.raw()
+    topic, client = t.names.topic(), t.client_id("throttled")
+    await observe.create_topic(raw, topic, 1)
+    await raw.call(alter(1, ({"client-id": client}, [("producer_byte_rate", 1000.0, False)])))
+    try:
+        await settled(raw, describe(1, ("client-id", EXACT, client)), lambda r: bool(r.entries))
+        # About 20 kB at once: 2 kB/s over the first ten windows, twice the quota (its own
+        # connection: after the answer it is muted for the throttle time).
+        producer = await t.raw("throttled")
+        r = await producer.call(request("Produce", 9, acks=-1, timeout_ms=30_000, topic_data=[
+            {"name": topic, "partition_data": [{"index": 0, "records": observe.batch([b"x" * 1000] * 20)}]}]))
+        throttle = r.throttle_time.total_seconds()
+        t.add("the throttled produce", {"error_code": r.responses[0].partition_responses[0].error_code,
+                                        "throttle (whole seconds)": round(throttle)})
+    finally:
+        await raw.call(alter(1, ({"client-id": client}, [("producer_byte_rate", 0.0, True)])))
