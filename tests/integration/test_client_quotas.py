@@ -90,3 +90,36 @@ def test_the_test_bed_throttles_one_client_on_demand(kgroup_broker_session, kgro
         if any(f["id"] == fault for f in broker.faults()):      # not used up: a failed run
             broker.remove_fault(fault)
     assert seen[slow] == [0.7] and seen[free] == []
+
+
+def test_a_throttled_answer_goes_out_at_once_and_the_connection_waits_after_it(kgroup_broker_session, kgroup):
+    """KIP-219: from Produce v6 the throttled answer is sent at once and the connection's next
+    request waits out the throttle time; a Produce v5 answer is itself held that long."""
+    import asyncio
+
+    from kgroup.conformance import observe
+    from kgroup.conformance.messages import request
+    from kgroup.conformance.raw import RawClient
+
+    broker = kgroup_broker_session
+    topic = f"kip219-{uuid.uuid4().hex[:8]}"
+    kgroup(broker.bootstrap, "topics", "create", topic)
+
+    async def produce_then_metadata(version: int) -> tuple[float, float, float]:
+        client_id = f"kip219-{uuid.uuid4().hex[:8]}"
+        broker.throttle_client(client_id, 800)
+        raw = await RawClient.open(broker.bootstrap, client_id)
+        try:
+            started = time.monotonic()
+            answer = await raw.call(request("Produce", version, acks=-1, timeout_ms=30_000, topic_data=[
+                {"name": topic, "partition_data": [{"index": 0, "records": observe.batch([b"x"])}]}]))
+            answered = time.monotonic()
+            await raw.call(request("Metadata", 9, topics=[], allow_auto_topic_creation=False))
+            return answer.throttle_time.total_seconds(), answered - started, time.monotonic() - answered
+        finally:
+            await raw.close()
+
+    throttle, _, next_waited = asyncio.run(produce_then_metadata(9))
+    assert throttle == 0.8 and next_waited >= 0.75
+    throttle, held, _ = asyncio.run(produce_then_metadata(5))
+    assert throttle == 0.8 and held >= 0.75

@@ -54,6 +54,9 @@ request_log = logging.getLogger("kgroup.broker.requests")
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
 _PRODUCE = int(ApiKey.PRODUCE)
 _FETCH = int(ApiKey.FETCH)
+# Versions from which a throttled answer goes out at once and the connection is muted after it
+# (KIP-219); before them Kafka holds the answer for the throttle time instead.
+_KIP219_FROM = {_PRODUCE: 6, _FETCH: 8}
 # Not measured against request_percentage (Kafka exempts what a client needs to connect).
 _QUOTA_EXEMPT = frozenset({_API_VERSIONS, int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
 
@@ -169,6 +172,8 @@ class RequestPath:
         if self.count or self.debug:
             self.note_request(header, response, client_host)
         response = self.throttle(header, frame, response, ANONYMOUS_USER, connection, cpu, forced_ms)
+        if header.api_version < _KIP219_FROM.get(header.api_key, 0) and connection in self.muted:
+            await self.unmuted(connection)      # before KIP-219: the answer itself waits
         if response is None or type(response) is FetchAnswer:
             return response
         return encode_response(header, response)
@@ -295,6 +300,8 @@ class RequestPath:
         if quoted:
             user = peer.principal.partition(":")[2] or peer.principal
             response = self.throttle(header, frame, response, user, connection, time.thread_time_ns() - cpu, forced)
+            if header.api_version < _KIP219_FROM.get(header.api_key, 0) and connection in self.muted:
+                await self.unmuted(connection)
         if self.count or self.debug:
             self.note_request(header, response, peer.client_host)
         if response is None:
