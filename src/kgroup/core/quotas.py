@@ -251,17 +251,25 @@ def _java_hash(text: str | None) -> int:
     return h
 
 
-def _hash_map_order(hashes: list[int]) -> list[int]:
-    """The indexes of keys in a java.util.HashMap's iteration order (inserted in index order)."""
+def _hash_map_order(hashes: list[int], initial: int | None = None) -> list[int]:
+    """The indexes of keys in a java.util.HashMap's iteration order (inserted in index order;
+    `initial`: the capacity it was made with, None for the default)."""
     capacity = 16
-    while len(hashes) > capacity * 3 // 4:
-        capacity *= 2
+    if initial is not None:
+        capacity = 1
+        while capacity < initial:
+            capacity *= 2
+    for size in range(1, len(hashes) + 1):
+        if size > int(capacity * 0.75):      # Java grows the table past its load factor
+            capacity *= 2
     return sorted(range(len(hashes)), key=lambda i: ((hashes[i] ^ (hashes[i] >> 16)) & (capacity - 1), i))
 
 
-def kafka_entity_order(components: list[tuple[str, str | None]]) -> list[int]:
-    """Kafka answers an entity's components in its HashMap's order (by type)."""
-    return _hash_map_order([_java_hash(kind) for kind, _ in components])
+def kafka_entity_order(components: list[tuple[str, str | None]], made_for: int | None = None) -> list[int]:
+    """Kafka answers an entity's components in its HashMap's order (by type), a map made for
+    the number of components the request named."""
+    return _hash_map_order([_java_hash(kind) for kind, _ in components],
+                           len(components) if made_for is None else made_for)
 
 
 def kafka_answer_order(entities: list[list[tuple[str, str | None]]]) -> list[int]:

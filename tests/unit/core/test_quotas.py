@@ -104,3 +104,15 @@ def test_describe_filters():
         with pytest.raises(QuotaRefused) as refused:
             describe_filter(bad, strict=False)
         assert refused.value.code == code
+
+
+def test_answers_in_the_order_kafka_4_4_gave():
+    # Two AlterClientQuotas answers of the reference broker (the wire checks' examples): an
+    # entity's components come in the order of a HashMap made for their number.
+    from kgroup.core.quotas import kafka_answer_order, kafka_entity_order
+
+    for run, first in (("e5a5dd", 1), ("405725", 0)):
+        x, y = f"cfw-{run}-x", f"cfw-{run}-" + "y" * 40
+        assert kafka_entity_order([(y, None), (x, "")])[0] == first
+    # ... and the entries in that of a default HashMap keyed by entity.
+    assert kafka_answer_order([[], [("cfw-e5a5dd-x", None)]]) == [1, 0]

@@ -7,11 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
+from kgroup.broker.admin.quotas_api import quota_answer
 from kgroup.broker.security.authorization import (CLUSTER, GROUP, TOPIC, Access, Admission, Guard, Refused,
     TopicList, admit_items, cluster_guard, error_for, per_topic, plain_refusal)
+from kgroup.core.quotas import QuotaRefused
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader
-from kgroup.wire.codec import response_class
 from kgroup.wire.kio_build import build, item
 
 E = ErrorCode
@@ -82,13 +83,9 @@ describe_client_quotas = cluster_guard(Op.DESCRIBE_CONFIGS)
 
 
 def _quota_entries_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
-    cls = response_class(header.api_key, header.api_version)
-    entry_cls = item(cls, "entries")
-    entity_cls = item(entry_cls, "entity")
-    return build(cls, entries=tuple(
-        build(entry_cls, error_code=code, error_message=None, entity=tuple(
-            build(entity_cls, entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity))
-        for entry in request.entries))
+    """Every entry refused, with Kafka's text, in Kafka's order (admin/quotas_api.py)."""
+    return quota_answer(header, [(list(dict((e.entity_type, e.entity_name) for e in entry.entity).items()),
+                                  QuotaRefused(code, "Cluster authorization failed.")) for entry in request.entries])
 
 
 alter_client_quotas = cluster_guard(Op.ALTER_CONFIGS, _quota_entries_refused)

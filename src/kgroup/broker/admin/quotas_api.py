@@ -37,25 +37,29 @@ class QuotasApi:
             for entity, values in self.quotas.describe(f)))
 
     async def alter_client_quotas(self, header: RequestHeader, req: Any) -> Any:
-        cls = response_class(header.api_key, header.api_version)
         entries = [(tuple((e.entity_type, e.entity_name) for e in entry.entity),
                     tuple((op.key, float(op.value), bool(op.remove)) for op in entry.ops)) for entry in req.entries]
         try:
             outcomes = self.quotas.alter(entries, bool(req.validate_only))
         except StorageError as exc:
             outcomes = [QuotaRefused(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))] * len(entries)
-        # One answer per entity (Kafka's is a HashMap by entity: an entity named twice is
-        # answered once, with its last entry's outcome), in that map's order.
-        answers: dict[tuple, tuple[list[tuple[str, str | None]], QuotaRefused | None]] = {}
-        for entry, refused in zip(req.entries, outcomes):
-            entity = list(dict((e.entity_type, e.entity_name) for e in entry.entity).items())
-            answers[tuple(sorted((k, n or "") for k, n in entity))] = (entity, refused)
-        answered = list(answers.values())
-        entry_cls = item(cls, "entries")
-        entity_cls = item(entry_cls, "entity")
-        return build(cls, entries=tuple(
-            build(entry_cls, error_code=ErrorCode.NONE if refused is None else refused.code,
-                  error_message=None if refused is None else str(refused),
-                  entity=tuple(build(entity_cls, entity_type=entity[i][0], entity_name=entity[i][1])
-                               for i in kafka_entity_order(entity)))
-            for entity, refused in (answered[i] for i in kafka_answer_order([e for e, _ in answered]))))
+        return quota_answer(header, [(list(dict((e.entity_type, e.entity_name) for e in entry.entity).items()), refused)
+                                     for entry, refused in zip(req.entries, outcomes)])
+
+
+def quota_answer(header: RequestHeader, outcomes: list[tuple[list[tuple[str, str | None]], QuotaRefused | None]]) -> Any:
+    """An AlterClientQuotas answer: one entry per entity (Kafka's is a HashMap by entity: an
+    entity named twice is answered once, with its last entry's outcome), in that map's order."""
+    answers: dict[tuple, tuple[list[tuple[str, str | None]], QuotaRefused | None]] = {}
+    for entity, refused in outcomes:
+        answers[tuple(sorted((k, n or "") for k, n in entity))] = (entity, refused)
+    answered = list(answers.values())
+    cls = response_class(header.api_key, header.api_version)
+    entry_cls = item(cls, "entries")
+    entity_cls = item(entry_cls, "entity")
+    return build(cls, entries=tuple(
+        build(entry_cls, error_code=ErrorCode.NONE if refused is None else refused.code,
+              error_message=None if refused is None else str(refused),
+              entity=tuple(build(entity_cls, entity_type=entity[i][0], entity_name=entity[i][1])
+                           for i in kafka_entity_order(entity)))
+        for entity, refused in (answered[i] for i in kafka_answer_order([e for e, _ in answered]))))

@@ -147,3 +147,18 @@ async def admin_client_quota_throttle(t: Target) -> None:
                                         "throttle (whole seconds)": round(throttle)})
     finally:
         await raw.call(alter(1, ({"client-id": client}, [("producer_byte_rate", 0.0, True)])))
+
+
+@scenario("security", "client quotas need DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster", pair="secured",
+          rule="without an ACL alice's DescribeClientQuotas is CLUSTER_AUTHORIZATION_FAILED and each entry of her "
+               "AlterClientQuotas too; a super user's pass")
+async def security_client_quota_acls(t: Target) -> None:
+    admin = await t.raw("admin", user="admin")
+    alice = await t.raw("alice", user="alice")
+    user = t.names.group("user")
+    for who, raw in (("alice", alice), ("admin", admin)):
+        r = await raw.call(describe(1, ("user", EXACT, user)))
+        t.add(f"{who} describes", entries(r, {user}))
+        t.add(f"{who} alters (validate only)", altered(await raw.call(alter(
+            1, ({"user": user}, [("producer_byte_rate", 1024.0, False)]),
+            ({"client-id": user}, [("consumer_byte_rate", 1024.0, False)]), validate_only=True))))
