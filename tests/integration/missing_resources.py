@@ -202,6 +202,8 @@ def _default(t: type, name: str, api_key: int) -> Any:
         return b""
     if issubclass(t, int):
         return 0
+    if issubclass(t, float):         # a quota's value (AlterClientQuotas)
+        return 0.0
     raise TypeError(f"no value for {name}: {t!r} (api {api_key})")
 
 
@@ -212,6 +214,8 @@ def _typed(t: type, value: Any) -> Any:
         return t.parse(datetime.timedelta(milliseconds=int(value)))
     if isinstance(t, type) and issubclass(t, Records):
         return Records(value) if not isinstance(value, Records) else value
+    if isinstance(t, type) and issubclass(t, float):
+        return float(value)
     if isinstance(t, type) and t not in (bool, uuid.UUID) and issubclass(t, (int, str, bytes)):
         return t(value)
     return value

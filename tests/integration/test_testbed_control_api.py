@@ -41,7 +41,7 @@ def call(broker, method: str, path: str, body: bytes | None = None, headers: dic
 
 @pytest.mark.parametrize(("body", "reason"), [
     (b'{"api": "Heartbeat", "error": "NOT_COORDINATOR", "count": -1}', "count must be a whole number"),
-    (b'{"api": "Heartbeat"}', "a fault needs error, delay_ms or close_connection"),
+    (b'{"api": "Heartbeat"}', "a fault needs error, delay_ms, throttle_ms or close_connection"),
     (b'{"api": "Heartbeat", "error": "NOT_COORDINATOR"', "the body is not JSON"),
     (b'"Heartbeat"', "a fault is a JSON object"),
 ])

@@ -130,6 +130,21 @@ CONFIGS = [
     cmd(CF, "--describe --entity-type groups --entity-name gb-{n}"),
     cmd(CF, "--describe --entity-type groups --entity-name nope-{n}",
         known="kgroup does not serve ListConfigResources (KIP-1142), which the tool asks to tell an unknown group"),
+    # Client quotas (KIP-546): set, described, refused and removed again (the shared reference
+    # keeps no quota of this run's names afterwards).
+    cmd(CF, "--alter --entity-type clients --entity-name cq-{n} --add-config producer_byte_rate=1024,consumer_byte_rate=2048"),
+    cmd(CF, "--describe --entity-type clients --entity-name cq-{n}"),
+    cmd(CF, "--alter --entity-type users --entity-name uq-{n} --entity-type clients --entity-name cq-{n} "
+            "--add-config request_percentage=50"),
+    cmd(CF, "--describe --entity-type users --entity-name uq-{n} --entity-type clients"),
+    cmd(CF, "--alter --entity-type clients --entity-name cq-{n} --add-config producer_byte_rate=-5"),
+    cmd(CF, "--alter --entity-type clients --entity-name cq-{n} --add-config bogus=1"),
+    cmd(CF, "--alter --entity-type clients --entity-name cq-{n} --delete-config consumer_byte_rate"),
+    cmd(CF, "--describe --entity-type clients --entity-name cq-{n}"),
+    cmd(CF, "--alter --entity-type clients --entity-name cq-{n} --delete-config producer_byte_rate"),
+    cmd(CF, "--alter --entity-type users --entity-name uq-{n} --entity-type clients --entity-name cq-{n} "
+            "--delete-config request_percentage"),
+    cmd(CF, "--describe --entity-type users --entity-name uq-{n} --entity-type clients"),
 ]
 
 TP = "kafka-topics"

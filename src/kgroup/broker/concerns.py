@@ -27,9 +27,11 @@ from collections.abc import Callable
 from typing import Any
 
 from kgroup.broker.admin import apis as admin_apis
+from kgroup.broker.admin.client_quotas import ClientQuotas
 from kgroup.broker.admin.configs_api import ConfigsApi
 from kgroup.broker.admin.features import FeatureLevels
 from kgroup.broker.admin.features_api import FeaturesApi, gated
+from kgroup.broker.admin.quotas_api import QuotasApi
 from kgroup.broker.admin.reassignments_api import ReassignmentsApi
 from kgroup.broker.admin.records_api import RecordsApi
 from kgroup.broker.apis import EDGE, ApiVersions, compile_apis, served_ranges
@@ -180,6 +182,9 @@ class Node:
         # KIP-714: client-metrics subscriptions (durable) and the clients pushing metrics.
         self.client_metrics = ClientMetricsConfigs(cfg.data_dir)
         self.telemetry = ClientTelemetry(self.client_metrics)
+        # Client quotas (admin/client_quotas.py): set over AlterClientQuotas, enforced by the
+        # request path.
+        self.quotas = ClientQuotas(cfg.data_dir)
         self.routes = gated(compile_apis(TABLES, [
             ApiVersions(SERVED.values(), self.features, cfg.cluster_id, cfg.node_id), FeaturesApi(self.features), dp, groups, ConsumerGroupApi(groups),
             ShareGroupApi(groups, self.share_fetches), self.share_fetches, StreamsGroupApi(groups, dp.create_topics),
@@ -187,7 +192,7 @@ class Node:
             WriteMarkersApi(data, dp.ctx.producers, durability, groups),
             ConfigsApi(dp.ctx, groups, self.broker_configs, self.client_metrics, self.peers.ask), RecordsApi(dp.ctx),
             SecurityApi(self.security), TokenApi(self.security), TelemetryApi(self.telemetry),
-            ReassignmentsApi(dp.ctx, cluster_view)]),
+            ReassignmentsApi(dp.ctx, cluster_view), QuotasApi(self.quotas)]),
             self.features)
 
     async def start(self) -> None:
@@ -202,6 +207,7 @@ class Node:
             asyncio.create_task(self._watch_shared(self.features.refresh, "feature levels"), name="kgroup-features"),
             asyncio.create_task(self._watch_shared(self.client_metrics.refresh, "client-metrics subscriptions"),
                                 name="kgroup-client-metrics"),
+            asyncio.create_task(self._watch_shared(self.quotas.refresh, "client quotas"), name="kgroup-quotas"),
             asyncio.create_task(self._retention(), name="kgroup-retention")]
 
     async def leave(self, timeout_s: float) -> None:

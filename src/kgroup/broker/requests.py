@@ -20,7 +20,10 @@ by API and error code when the console is on, and logged at DEBUG on
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +54,16 @@ request_log = logging.getLogger("kgroup.broker.requests")
 
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
 _PRODUCE = int(ApiKey.PRODUCE)
+_FETCH = int(ApiKey.FETCH)
+# Versions from which a throttled answer goes out at once and the connection is muted after it
+# (KIP-219); before them Kafka holds the answer for the throttle time instead.
+_KIP219_FROM = {_PRODUCE: 6, _FETCH: 8}
+# Not measured against request_percentage (Kafka exempts what a client needs to connect).
+_QUOTA_EXEMPT = frozenset({_API_VERSIONS, int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
+
+
+class _NoQuotas:
+    on = False
 
 
 class CloseConnection(Exception):
@@ -65,12 +78,21 @@ class CloseConnection(Exception):
 _SERVE = object()
 
 
+class _Throttle:
+    """A fault's "throttle this client": serve the request, then throttle its answer."""
+
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+
 class RequestPath:
     """Serves decoded requests through the compiled routes (see the module comment)."""
 
     def __init__(self, routes: Routes, gate: Callable[[], None], faults: Faults, security: Security,
                  topics: Callable[[], Any], node_id: int, stats: RequestStats, count: bool,
-                 peer_listeners: NodeListeners | None = None) -> None:
+                 peer_listeners: NodeListeners | None = None, quotas: Any = None) -> None:
         self.routes = routes
         # What `handle` reads on every request, one attribute each.
         self.handlers, self.with_client_host, self.with_connection = (
@@ -84,6 +106,11 @@ class RequestPath:
         # so a broker doing neither pays two attribute tests per request.
         self.count = count
         self.debug = request_log.isEnabledFor(logging.DEBUG)
+        # Client quotas (admin/client_quotas.py): measured only while one is set (`on`). A
+        # throttled answer's connection is muted until its throttle time is over (connection
+        # id -> monotonic deadline): its next request waits, the answers before it go out.
+        self.quotas = quotas if quotas is not None else _NoQuotas()
+        self.muted: dict[int, float] = {}
 
     def decode(self, frame: bytes) -> tuple[RequestHeader, Any] | bytes:
         """(header, request), or the ApiVersions fallback answer to send as it is."""
@@ -99,14 +126,20 @@ class RequestPath:
             raise CloseConnection(f"malformed request: {exc}") from None
 
     async def handle(self, frame: bytes, client_host: str, connection: int) -> bytes | FetchAnswer | None:
+        if self.muted:
+            await self.unmuted(connection)
         decoded = self.decode(frame)
         if isinstance(decoded, bytes):
             return decoded
         header, request = decoded
         if self.faults.armed:
             faulted = await self.faulted(header, request)
+            if type(faulted) is _Throttle:
+                return await self.handle_quoted(frame, header, request, client_host, connection, faulted.ms)
             if faulted is not _SERVE:
                 return faulted
+        if self.quotas.on:
+            return await self.handle_quoted(frame, header, request, client_host, connection)
         api = header.api_key
         handler = self.handlers[api]
         try:
@@ -133,6 +166,55 @@ class RequestPath:
         if type(response) is FetchAnswer:
             return response              # encoded already; its records may still be in files
         return encode_response(header, response)
+
+    async def handle_quoted(self, frame: bytes, header: RequestHeader, request: Any, client_host: str,
+                            connection: int, forced_ms: int = 0) -> bytes | FetchAnswer | None:
+        """`handle` while a client quota is set: the request measured, the answer throttled
+        (at least `forced_ms`: a fault's throttle)."""
+        cpu = time.thread_time_ns()
+        response = await self.call(header, request, client_host, connection)
+        cpu = time.thread_time_ns() - cpu
+        if self.count or self.debug:
+            self.note_request(header, response, client_host)
+        response = self.throttle(header, frame, response, ANONYMOUS_USER, connection, cpu, forced_ms)
+        if header.api_version < _KIP219_FROM.get(header.api_key, 0) and connection in self.muted:
+            await self.unmuted(connection)      # before KIP-219: the answer itself waits
+        if response is None or type(response) is FetchAnswer:
+            return response
+        return encode_response(header, response)
+
+    def throttle(self, header: RequestHeader, frame: bytes, response: Any, user: str, connection: int,
+                 cpu_ns: int, forced_ms: int = 0) -> Any:
+        """Record the request against its client's quotas; over one, the answer carries the
+        throttle time (KIP-219) and the connection is muted for it."""
+        api = header.api_key
+        wait = forced_ms
+        if api not in _QUOTA_EXEMPT and self.quotas.on:
+            wait = max(wait, self.measured(header, frame, response, user, cpu_ns))
+        if wait <= 0:
+            return response
+        now = time.monotonic()
+        if len(self.muted) > 1024:        # connections that closed while muted
+            self.muted = {c: until for c, until in self.muted.items() if until > now}
+        self.muted[connection] = max(now + wait / 1000, self.muted.get(connection, 0.0))
+        return with_throttle(header, response, wait)
+
+    def measured(self, header: RequestHeader, frame: bytes, response: Any, user: str, cpu_ns: int) -> int:
+        """Record the request's use against its client's quotas; the wait they ask for."""
+        api, fetched = header.api_key, 0
+        if api == _FETCH and response is not None:
+            fetched = (int.from_bytes(response.parts[0][:4], "big") if type(response) is FetchAnswer
+                       else len(encode_response(header, response)))
+        return self.quotas.throttle_ms(user, header.client_id, len(frame) if api == _PRODUCE else 0, fetched, cpu_ns)
+
+    async def unmuted(self, connection: int) -> None:
+        """Wait out the connection's mute after a throttled answer (KIP-219: Kafka stops
+        reading from a throttled client's channel for the throttle time)."""
+        until = self.muted.pop(connection, None)
+        if until is not None:
+            delay = until - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
 
     async def call(self, header: RequestHeader, request: Any, client_host: str, connection: int,
                    kio: bool = False, peer: Peer | None = None) -> Any:
@@ -184,11 +266,14 @@ class RequestPath:
         close the connection, or (only a delay) hand it back to be served (`_SERVE`)."""
         log.info("fault %s: api %d v%d from client %r: %s", action.fault_id, header.api_key, header.api_version,
                  header.client_id, action.error.name if action.error is not None
-                 else "close connection" if action.close_connection else f"delay {action.delay_ms} ms")
+                 else "close connection" if action.close_connection
+                 else f"throttle {action.throttle_ms} ms" if action.throttle_ms else f"delay {action.delay_ms} ms")
         if action.delay_ms:
             await asyncio.sleep(action.delay_ms / 1000)
         if action.close_connection:
             raise CloseConnection(f"fault {action.fault_id} closes the connection")
+        if action.throttle_ms:
+            return _Throttle(action.throttle_ms)
         if action.error is None:
             return _SERVE
         if header.api_key == _PRODUCE and request.acks == 0:
@@ -209,6 +294,8 @@ class RequestPath:
 
     async def handle_secured(self, frame: bytes, peer: Peer, connection: int) -> bytes | FetchAnswer | None:
         """`handle` with SASL, authorization and the listener's address (module comment)."""
+        if self.muted:
+            await self.unmuted(connection)
         if peer.sasl is not None and peer.sasl.awaits_unframed_token:
             # After SaslHandshake v0 the frame is a bare SASL message, not a request.
             answer = unframed_answer(peer, frame, now_ms())
@@ -219,10 +306,18 @@ class RequestPath:
         if isinstance(decoded, bytes):
             return decoded                # the ApiVersions fallback, encoded already
         faulted = await self.faulted(*decoded) if self.faults.armed else _SERVE
-        if faulted is not _SERVE:
+        forced = faulted.ms if type(faulted) is _Throttle else 0
+        if faulted is not _SERVE and not forced:
             return faulted
         header, request = decoded
+        quoted = self.quotas.on or forced
+        cpu = time.thread_time_ns() if quoted else 0
         response = await self.secured_response(header, request, peer, connection)
+        if quoted:
+            user = peer.principal.partition(":")[2] or peer.principal
+            response = self.throttle(header, frame, response, user, connection, time.thread_time_ns() - cpu, forced)
+            if header.api_version < _KIP219_FROM.get(header.api_key, 0) and connection in self.muted:
+                await self.unmuted(connection)
         if self.count or self.debug:
             self.note_request(header, response, peer.client_host)
         if response is None:
@@ -277,3 +372,25 @@ class RequestPath:
             return illegal_state(header, "already authenticated")
         answer = illegal_state(header, peer.sasl.failure or "") if gate is Gate.REFUSE else None
         raise CloseConnection(peer.sasl.failure or "SASL state", None if answer is None else encode_response(header, answer))
+
+
+ANONYMOUS_USER = "ANONYMOUS"     # the quota user of a connection without a principal
+
+
+def with_throttle(header: RequestHeader, response: Any, wait_ms: int) -> Any:
+    """`response` with `wait_ms` as its throttle time (where it has one, and a longer one is
+    not there already)."""
+    if response is None:
+        return None                     # acks=0: no answer, the mute alone slows the client
+    if type(response) is FetchAnswer:
+        if header.api_version >= 1:
+            # throttle_time_ms opens the body: after the length, the correlation id and (v12+,
+            # flexible) the header's tagged fields.
+            at = 8 + (1 if header.api_version >= 12 else 0)
+            head = response.parts[0]
+            response.parts[0] = head[:at] + wait_ms.to_bytes(4, "big") + head[at + 4:]
+        return response
+    held = getattr(response, "throttle_time", None)
+    if held is None or held >= datetime.timedelta(milliseconds=wait_ms):
+        return response
+    return dataclasses.replace(response, throttle_time=datetime.timedelta(milliseconds=wait_ms))

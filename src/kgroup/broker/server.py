@@ -60,8 +60,7 @@ class Server:
 
     async def start(self) -> None:
         cfg = self.config
-        # Bind first: a wrong --listen is reported before the data dir is touched; connections
-        # wait in the backlog until everything below is ready.
+        # Bind first, so a wrong --listen is reported before the data dir is touched (clients wait).
         for listener in cfg.listeners_to_open:
             # TLS is started by the connection itself (not start_server's ssl=), so a failed
             # handshake is logged with its reason instead of vanishing.
@@ -75,7 +74,8 @@ class Server:
             self.servers.append(server)
         self.node = node = Node(cfg, self._unit_failed)
         self.requests = RequestPath(node.routes, node.ownership.gate, node.faults, node.security, node.data.topics,
-                                    cfg.node_id, node.request_stats, count=cfg.http_listen_host is not None, peer_listeners=node.peer_listeners)
+                                    cfg.node_id, node.request_stats, count=cfg.http_listen_host is not None,
+                                    peer_listeners=node.peer_listeners, quotas=node.quotas)
         for listener, server in zip(cfg.listeners_to_open, self.servers):
             await server.start_serving()
             host, port = server.sockets[0].getsockname()[:2]

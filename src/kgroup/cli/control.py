@@ -36,9 +36,10 @@ def run_control(args: Any, out: TextIO) -> int:
 
 def _faults(args: Any, client: ControlClient, out: TextIO) -> int:
     if args.faults_action == "add":
-        if args.error is None and not args.close_connection and args.delay_ms is None:
-            raise CliError("a fault needs --error, --delay-ms or --close-connection", "add one of them", code=2)
-        fault_id = client.add_fault(args.api, args.error, delay_ms=args.delay_ms,
+        if args.error is None and not args.close_connection and args.delay_ms is None and args.throttle_ms is None:
+            raise CliError("a fault needs --error, --delay-ms, --throttle-ms or --close-connection", "add one of them",
+                           code=2)
+        fault_id = client.add_fault(args.api, args.error, delay_ms=args.delay_ms, throttle_ms=args.throttle_ms,
                                     close_connection=args.close_connection, group=args.group,
                                     member=args.member, client_id=args.client_id, topic=args.topic,
                                     partition=args.partition, count=args.count)

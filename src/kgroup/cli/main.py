@@ -73,11 +73,12 @@ async def _run_client(args: Any) -> int:
     from .group_tools import GROUP_COMMANDS
     from .moves import MOVES_COMMANDS
     from .properties import read_command_config
+    from .quotas import QUOTA_COMMANDS
     from .security import SECURITY_COMMANDS
     from .tokens import TOKEN_COMMANDS
 
-    command = {**COMMANDS, **GROUP_COMMANDS, **SECURITY_COMMANDS, **TOKEN_COMMANDS, **MOVES_COMMANDS}[
-        (args.command, getattr(args, "action", None))]
+    command = {**COMMANDS, **GROUP_COMMANDS, **SECURITY_COMMANDS, **TOKEN_COMMANDS, **MOVES_COMMANDS,
+               **QUOTA_COMMANDS}[(args.command, getattr(args, "action", None))]
     config = read_command_config(args.command_config) if args.command_config else None
     try:
         admin = AdminClient(args.bootstrap_server, timeout=args.request_timeout_ms / 1000, config=config)

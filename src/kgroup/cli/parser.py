@@ -25,6 +25,7 @@ from .ops_parser import (
     kgroup_version,
     one_group_argument,
 )
+from .quotas import add_quota_commands
 from .security import add_security_commands
 from .tokens import add_token_commands
 
@@ -378,9 +379,10 @@ def build_parser() -> Parser:
                    help="separator for --print-key (default: tab)")
     add_consume_options(c)
 
-    # users, acls
+    # users, acls, quotas
     add_security_commands(sub, client, Parser)
     add_token_commands(sub, client, Parser)
+    add_quota_commands(sub, client, Parser)
 
     # control
     _control_parser(sub)
@@ -452,6 +454,9 @@ def _control_parser(sub: argparse._SubParsersAction) -> None:
     action.add_argument("--error", metavar="NAME", help="Kafka error name, e.g. REBALANCE_IN_PROGRESS")
     action.add_argument("--close-connection", action="store_true", help="close the client's connection")
     f.add_argument("--delay-ms", type=positive_int, default=None, help="hold each matching request this long")
+    f.add_argument("--throttle-ms", type=positive_int, default=None,
+                   help="serve each matching request, answered as over its client quota (throttle_time_ms, "
+                   "then the connection muted this long)")
     f.add_argument("--count", type=positive_int, default=1, help="how many requests (default: 1)")
     f.add_argument("--group", help="only requests for this group")
     f.add_argument("--member", help="only requests of this member id or group.instance.id")

@@ -52,6 +52,8 @@ _RANGES = (
     ApiRange(ApiKey.DELETE_GROUPS, 0, 2),
     ApiRange(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1),
     ApiRange(ApiKey.OFFSET_DELETE, 0, 0),
+    ApiRange(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1),
+    ApiRange(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1),
     ApiRange(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0),
     ApiRange(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0),
     ApiRange(ApiKey.CREATE_DELEGATION_TOKEN, 1, 3),

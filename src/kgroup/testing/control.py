@@ -61,11 +61,12 @@ class ControlClient:
     def add_fault(self, api: str, error: str | None = None, *, delay_ms: int | None = None,
                   close_connection: bool = False, group: str | None = None, member: str | None = None,
                   client_id: str | None = None, topic: str | None = None, partition: int | None = None,
-                  count: int = 1) -> str:
+                  count: int = 1, throttle_ms: int | None = None) -> str:
         """Arm a fault; returns its id. See docs/testing.md for what each field does."""
         spec: dict[str, Any] = {"api": api, "count": count}
         for name, value in (("error", error), ("delay_ms", delay_ms), ("group", group), ("member", member),
-                            ("client_id", client_id), ("topic", topic), ("partition", partition)):
+                            ("client_id", client_id), ("topic", topic), ("partition", partition),
+                            ("throttle_ms", throttle_ms)):
             if value is not None:
                 spec[name] = value
         if close_connection:

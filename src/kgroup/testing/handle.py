@@ -22,9 +22,16 @@ class ControlMethods:
 
     def add_fault(self, api: str, error: str | None = None, **spec: Any) -> str:
         """Answer the next `count` (default 1) matching requests with `error`, or delay them
-        (`delay_ms=`), or close the connection (`close_connection=True`); match by `group`,
-        `member`, `client_id`, `topic`, `partition`. Returns the fault's id."""
+        (`delay_ms=`), or close the connection (`close_connection=True`), or throttle them
+        (`throttle_ms=`: served, answered with that throttle time, the connection muted for
+        it); match by `group`, `member`, `client_id`, `topic`, `partition`. Returns the
+        fault's id."""
         return self.control.add_fault(api, error, **spec)
+
+    def throttle_client(self, client_id: str, throttle_ms: int, api: str = "Produce", count: int = 1) -> str:
+        """Throttle this client: its next `count` `api` requests are served, and answered as
+        a client over its quota is (throttle_time_ms, then its connection muted that long)."""
+        return self.control.add_fault(api, client_id=client_id, throttle_ms=throttle_ms, count=count)
 
     def faults(self) -> list[dict[str, Any]]:
         """The armed faults, each with `remaining` and `hits`."""

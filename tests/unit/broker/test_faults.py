@@ -37,7 +37,7 @@ def fetch(*partitions: tuple[str, int]):
     ([], "a fault is a JSON object"),
     ({"api": "Hearbeat", "error": "NOT_COORDINATOR"}, "api must name an API the broker serves"),
     ({"error": "NOT_COORDINATOR"}, "api must name an API"),
-    ({"api": "Heartbeat"}, "a fault needs error, delay_ms or close_connection"),
+    ({"api": "Heartbeat"}, "a fault needs error, delay_ms, throttle_ms or close_connection"),
     ({"api": "Heartbeat", "error": "NOT_A_CODE"}, "error must be a Kafka error name"),
     ({"api": "Heartbeat", "error": 16}, "error must be a Kafka error name"),
     ({"api": "Heartbeat", "error": "NONE"}, "error NONE is no fault"),

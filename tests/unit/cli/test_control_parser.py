@@ -38,4 +38,4 @@ def test_wait_takes_state_members_and_timeout():
 def test_a_fault_without_an_action_is_refused_before_any_request(capsys):
     assert main(["control", "--control", "127.0.0.1:1", "faults", "add", "--api", "Heartbeat"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("kgroup: error: a fault needs --error, --delay-ms or --close-connection")
+    assert err.startswith("kgroup: error: a fault needs --error, --delay-ms, --throttle-ms or --close-connection")

@@ -45,6 +45,7 @@ SECURITY_APIS |= {38, 39, 40, 41}  # the delegation token APIs (KIP-48)
 ADMIN_AT_LEAST = {21: (0, 2), 32: (1, 4), 33: (0, 2), 35: (1, 5), 44: (0, 1), 60: (0, 2), 57: (0, 2),
                   23: (2, 4), 75: (0, 0), 71: (0, 0), 72: (0, 0), 74: (0, 1),
                   34: (1, 2), 43: (0, 2), 45: (0, 1), 46: (0, 0)}
+ADMIN_AT_LEAST.update({48: (0, 1), 49: (0, 1)})     # client quotas (issue 30)
 
 # Share groups (KIP-932), from the versions librdkafka's ShareConsumer sends (v1 of 76-79) to
 # Kafka 4.4's ShareFetch/ShareAcknowledge v2 (KIP-1206, KIP-1222), and the share-group

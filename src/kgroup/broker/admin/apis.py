@@ -1,7 +1,7 @@
 """The admin APIs tools call: configs of topics, groups and the broker, DeleteRecords,
-DescribeLogDirs, AlterReplicaLogDirs, UpdateFeatures, and partition moves and elections
-(AlterPartitionReassignments, ListPartitionReassignments, ElectLeaders). One entry each
-(broker/apis.py says what an entry holds).
+DescribeLogDirs, AlterReplicaLogDirs, UpdateFeatures, client quotas, and partition moves and
+elections (AlterPartitionReassignments, ListPartitionReassignments, ElectLeaders). One entry
+each (broker/apis.py says what an entry holds).
 
 Version notes: DescribeConfigs from v1 (v0 is kio-less and gone from Kafka 4.0).
 AlterReplicaLogDirs 1–2 (v0 is gone since Kafka 4.0). AlterPartitionReassignments v1 adds
@@ -15,6 +15,7 @@ from kgroup.broker.admin import guards
 from kgroup.broker.admin.configs_api import ConfigsApi
 from kgroup.broker.admin.features_api import FeaturesApi
 from kgroup.broker.admin.reassignments_api import ReassignmentsApi
+from kgroup.broker.admin.quotas_api import QuotasApi
 from kgroup.broker.admin.records_api import RecordsApi
 from kgroup.broker.apis import Api
 from kgroup.wire.api_keys import ApiKey as K
@@ -36,4 +37,7 @@ APIS = (
     Api(K.LIST_PARTITION_REASSIGNMENTS, 0, 0, ReassignmentsApi.list_partition_reassignments,
         guards.list_partition_reassignments, edits=False),
     Api(K.UPDATE_FEATURES, 0, 2, FeaturesApi.update_features, guards.update_features, edits=True),
+    Api(K.DESCRIBE_CLIENT_QUOTAS, 0, 1, QuotasApi.describe_client_quotas, guards.describe_client_quotas,
+        edits=False),
+    Api(K.ALTER_CLIENT_QUOTAS, 0, 1, QuotasApi.alter_client_quotas, guards.alter_client_quotas, edits=True),
 )

@@ -7,9 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
+from kgroup.broker.admin.quotas_api import quota_answer
 from kgroup.broker.admin.reassignments_api import elections_failed, reassignments_failed
 from kgroup.broker.security.authorization import (CLUSTER, GROUP, TOPIC, Access, Admission, Guard, Refused,
     TopicList, admit_items, cluster_guard, error_for, per_topic, plain_refusal)
+from kgroup.core.quotas import QuotaRefused
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, item
@@ -119,3 +121,17 @@ def list_partition_reassignments(access: Access, header: RequestHeader, request:
     if access.cluster(Op.DESCRIBE):
         return Admission(request)
     return plain_refusal(header, E.CLUSTER_AUTHORIZATION_FAILED, error_message=_REFUSED, topics=())
+
+
+# -- client quotas (Kafka's AuthHelper: DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster) ------
+
+describe_client_quotas = cluster_guard(Op.DESCRIBE_CONFIGS)
+
+
+def _quota_entries_refused(header: RequestHeader, request: Any, code: ErrorCode) -> Any:
+    """Every entry refused, with Kafka's text, in Kafka's order (admin/quotas_api.py)."""
+    return quota_answer(header, [(list(dict((e.entity_type, e.entity_name) for e in entry.entity).items()),
+                                  QuotaRefused(code, "Cluster authorization failed.")) for entry in request.entries])
+
+
+alter_client_quotas = cluster_guard(Op.ALTER_CONFIGS, _quota_entries_refused)

@@ -15,7 +15,9 @@ What a fault does, in the order they apply: `delay_ms` holds the request that lo
 slow network or a slow broker would: later requests on the connection wait behind it), then
 `error` answers it with that error code in every error field without processing it, or
 `close_connection` closes the client's connection; with neither, the delayed request is
-served as usual.
+served as usual. `throttle_ms` ("throttle this client") serves the request as usual and
+answers it as a client over its quota is answered (KIP-219): the answer's throttle_time_ms
+is `throttle_ms` and the connection's next request waits that long.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from kgroup.wire.subjects import subjects_of
 # A fault's delay is for tests: a minute covers every client timeout worth provoking.
 MAX_DELAY_MS = 600_000
 MAX_COUNT = 1_000_000
-_FIELDS = ("api", "error", "delay_ms", "close_connection", "group", "member", "client_id", "topic",
-           "partition", "count")
+_FIELDS = ("api", "error", "delay_ms", "close_connection", "throttle_ms", "group", "member", "client_id",
+           "topic", "partition", "count")
 
 
 class FaultSpecError(ValueError):
@@ -57,6 +59,7 @@ class FaultSpec:
     topic: str | None = None
     partition: int | None = None
     count: int = 1
+    throttle_ms: int = 0
 
     @classmethod
     def parse(cls, body: Any, served: Iterable[int] | None = None) -> "FaultSpec":
@@ -80,8 +83,11 @@ class FaultSpec:
             raise FaultSpecError(f"close_connection must be true or false, not {close!r}")
         if error is not None and close:
             raise FaultSpecError("give error or close_connection, not both")
-        if error is None and not close and not delay_ms:
-            raise FaultSpecError("a fault needs error, delay_ms or close_connection")
+        throttle_ms = _int(body, "throttle_ms", 0, 0, MAX_DELAY_MS)
+        if throttle_ms and (error is not None or close):
+            raise FaultSpecError("a throttled request is served: give throttle_ms without error or close_connection")
+        if error is None and not close and not delay_ms and not throttle_ms:
+            raise FaultSpecError("a fault needs error, delay_ms, throttle_ms or close_connection")
         partition = body.get("partition")
         if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int) or partition < 0):
             raise FaultSpecError(f"partition must be a partition number, not {partition!r}")
@@ -89,7 +95,7 @@ class FaultSpec:
             api=api_key.kafka_name, api_key=int(api_key), error=error, delay_ms=delay_ms,
             close_connection=close, group=_str(body, "group"), member=_str(body, "member"),
             client_id=_str(body, "client_id"), topic=_str(body, "topic"), partition=partition,
-            count=_int(body, "count", 1, 1, MAX_COUNT),
+            count=_int(body, "count", 1, 1, MAX_COUNT), throttle_ms=throttle_ms,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -100,6 +106,8 @@ class FaultSpec:
             out["delay_ms"] = self.delay_ms
         if self.close_connection:
             out["close_connection"] = True
+        if self.throttle_ms:
+            out["throttle_ms"] = self.throttle_ms
         for name in ("group", "member", "client_id", "topic", "partition"):
             value = getattr(self, name)
             if value is not None:
@@ -159,6 +167,7 @@ class FaultAction:
     delay_ms: int
     error: ErrorCode | None
     close_connection: bool
+    throttle_ms: int = 0
 
 
 class Faults:
@@ -230,7 +239,7 @@ class Faults:
             fault.remaining -= 1
             if fault.remaining <= 0:
                 self.remove(fault.id)
-            return FaultAction(fault.id, spec.delay_ms, spec.error, spec.close_connection)
+            return FaultAction(fault.id, spec.delay_ms, spec.error, spec.close_connection, spec.throttle_ms)
         return None
 
     def _names(self, spec: FaultSpec, subjects: Any) -> bool:
