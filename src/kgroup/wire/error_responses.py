@@ -42,6 +42,12 @@ _MIRRORS: dict[str, tuple[str, ...]] = {
     "results_by_partition": ("partitions",),
     "transaction_states": ("transactional_ids",),            # DescribeTransactions
     "filter_results": ("filters",),                          # DeleteAcls
+    "replica_election_results": ("topic_partitions",),       # ElectLeaders
+    "partition_result": ("partitions",),
+}
+# Response arrays that answer the entries of a request array's entries (each dir's topics).
+_NESTED: dict[str, tuple[str, str]] = {
+    "results": ("dirs", "topics"),                           # AlterReplicaLogDirs
 }
 # Response arrays that answer several request arrays at once, in this order.
 _JOINED: dict[str, tuple[str, ...]] = {
@@ -52,6 +58,7 @@ _IDENTITY: dict[str, tuple[str, ...]] = {
     "name": ("name", "topic"),
     "topic": ("topic", "name"),
     "topic_id": ("topic_id",),
+    "topic_name": ("topic_name", "name", "topic"),
     "partition_index": ("partition_index", "partition"),
     "partition": ("partition", "partition_index"),
     "index": ("index",),
@@ -67,7 +74,7 @@ _IDENTITY: dict[str, tuple[str, ...]] = {
 }
 # Where a request entry is a bare string or number (DescribeGroups' group ids, OffsetFetch's
 # partition indexes), the response entry's field that holds it.
-_BARE_TARGETS = ("group_id", "key", "name", "partition_index", "transactional_id")
+_BARE_TARGETS = ("group_id", "key", "name", "partition_index", "partition_id", "transactional_id")
 _UNKNOWN_NUMBERS = frozenset({
     "high_watermark", "last_stable_offset", "log_start_offset", "base_offset", "committed_offset",
     "offset", "timestamp", "leader_id", "leader_epoch", "committed_leader_epoch",
@@ -149,4 +156,7 @@ def _mirrored(name: str, source: Any) -> tuple:
         items = getattr(source, candidate, None)
         if isinstance(items, tuple):
             return items
+    outer, inner = _NESTED.get(name, ("", ""))
+    if isinstance(getattr(source, outer, None), tuple):
+        return tuple(item for entry in getattr(source, outer) for item in getattr(entry, inner, ()))
     return ()
