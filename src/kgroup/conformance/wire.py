@@ -76,8 +76,6 @@ WIRE_NORMALIZATIONS: dict[str, str] = {
 
 # Kafka 4.4 APIs kgroup does not serve, each with its reason (every advertised one must be here).
 _OPERATOR = "an operator API of issue 30 (quotas, telemetry, delegation tokens, partition moves, leader epochs)"
-_NODE_TO_NODE = ("broker-to-broker and share-state persister requests between nodes are issue 32 (the whole "
-                 "broker in a cluster); a single node keeps transaction markers and share state inside")
 _INTERNAL = ("KRaft's own controller-quorum requests: kgroup has no KRaft quorum (a single host, or nodes sharing "
              "a data directory); Kafka advertises them on its client listener, no client sends them")
 NOT_SERVED: dict[int, Divergence] = {
@@ -86,8 +84,6 @@ NOT_SERVED: dict[int, Divergence] = {
     **{key: Divergence("open: issue 31", f"{api_name(key)} is not served by kgroup",
                        "streams groups (KIP-1071) are issue 31", ())
        for key in (88, 89, 93)},
-    **{key: Divergence("open: issue 32", f"{api_name(key)} is not served by kgroup", _NODE_TO_NODE, ())
-       for key in (83, 84, 85, 86, 87)},
     **{key: Divergence("single host", f"{api_name(key)} is not served by kgroup", _INTERNAL, ())
        for key in (55, 64, 80, 81, 82, 94)},
 }
