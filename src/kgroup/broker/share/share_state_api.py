@@ -50,11 +50,10 @@ class ShareStateApi:
         part_cls = item(result_cls, "partitions")
         group_id = req.group_id or ""
         pending: list[tuple[Any, int, Any]] = []
-        for t in req.topics:
+        # Kafka 4.4 answers a request without a group id with no results at all.
+        for t in req.topics if group_id else ():
             for p in t.partitions:
                 try:
-                    if not group_id:
-                        raise GroupError(E.INVALID_GROUP_ID, "The group id is invalid.")
                     if t.topic_id is None:
                         raise GroupError(E.INVALID_REQUEST, "The topic id is missing.")
                     pending.append((t.topic_id, int(p.partition), answer(self._shard(group_id), str(t.topic_id), p)))
