@@ -20,8 +20,8 @@ BATCH = 300
 
 def share_group_with_its_partition(prefix: str) -> str:
     """A group whose metadata partition moves with topic partition 0: both are preferred by
-    node 0 and dealt to the same live node when node 0 is down (placement.py). In a cluster
-    the share-partition state is written only where the group is coordinated."""
+    node 0 and dealt to the same live node when node 0 is down (placement.py), so this test
+    covers a takeover of both at once (test_cluster_share_nodes.py: a leader on another node)."""
     for i in range(10_000):
         group = f"{prefix}-{i}"
         m = partition_for_group(group, METADATA_PARTITIONS)

@@ -66,7 +66,9 @@ from kgroup.broker.share import apis as share_apis
 from kgroup.broker.share.dead_letters import DeadLetterWriter
 from kgroup.broker.share.share_fetch import ShareFetchService
 from kgroup.broker.share.share_group_api import ShareGroupApi
+from kgroup.broker.share.remote_share_state import RemoteShareState
 from kgroup.broker.share.share_state import ShareStateStore
+from kgroup.broker.share.share_state_api import ShareStateApi
 from kgroup.broker.streams import apis as streams_apis
 from kgroup.broker.streams.streams_group_api import StreamsGroupApi
 from kgroup.broker.txn import apis as txn_apis
@@ -172,7 +174,9 @@ class Node:
         # writing them to __kgroup_events follows the setting.
         self.events = GroupEventStream(data, durability, dp.watch.ring, write=cfg.group_events,
                                        observer=self.observer)
-        self.share_fetches = ShareFetchService(data, dp.watch, ShareStateStore(groups.shard_of), dp.ctx.cluster,
+        # Share-partition state of groups coordinated on another node: sent there (KIP-932's persister).
+        remote_share = RemoteShareState(self.peers, lambda g: cluster_view.leader(self.shard_for(g)))
+        self.share_fetches = ShareFetchService(data, dp.watch, ShareStateStore(groups.shard_of, remote_share, cfg.group), dp.ctx.cluster,
                                                dp.ctx.producers, DeadLetterWriter(data, cfg, dp.watch.ring,
                                                                                 self.broker_configs.value_of))
         self.security = Security(cfg.auth, cfg.data_dir)
@@ -187,7 +191,7 @@ class Node:
         self.quotas = ClientQuotas(cfg.data_dir)
         self.routes = gated(compile_apis(TABLES, [
             ApiVersions(SERVED.values(), self.features, cfg.cluster_id, cfg.node_id), FeaturesApi(self.features), dp, groups, ConsumerGroupApi(groups),
-            ShareGroupApi(groups, self.share_fetches), self.share_fetches, StreamsGroupApi(groups, dp.create_topics),
+            ShareGroupApi(groups, self.share_fetches), self.share_fetches, ShareStateApi(groups), StreamsGroupApi(groups, dp.create_topics),
             TxnApi(groups, dp.init_producer_id, remote_txn), ProducersApi(dp.ctx),
             WriteMarkersApi(data, dp.ctx.producers, durability, groups),
             ConfigsApi(dp.ctx, groups, self.broker_configs, self.client_metrics, self.peers.ask), RecordsApi(dp.ctx),

@@ -75,16 +75,9 @@ WIRE_NORMALIZATIONS: dict[str, str] = {
 }
 
 # Kafka 4.4 APIs kgroup does not serve, each with its reason (every advertised one must be here).
-_NODE_TO_NODE = ("broker-to-broker and share-state persister requests between nodes are issue 32 (the whole "
-                 "broker in a cluster); a single node keeps transaction markers and share state inside")
 _INTERNAL = ("KRaft's own controller-quorum requests: kgroup has no KRaft quorum (a single host, or nodes sharing "
              "a data directory); Kafka advertises them on its client listener, no client sends them")
 NOT_SERVED: dict[int, Divergence] = {
-    **{key: Divergence("open: issue 31", f"{api_name(key)} is not served by kgroup",
-                       "streams groups (KIP-1071) are issue 31", ())
-       for key in (88, 89, 93)},
-    **{key: Divergence("open: issue 32", f"{api_name(key)} is not served by kgroup", _NODE_TO_NODE, ())
-       for key in (83, 84, 85, 86, 87)},
     **{key: Divergence("single host", f"{api_name(key)} is not served by kgroup", _INTERNAL, ())
        for key in (55, 64, 80, 81, 82, 94)},
 }
@@ -161,6 +154,15 @@ WIRE_DIVERGENCES: dict[int, tuple[WireDivergence, ...]] = {
         "for every resource", "a request left unanswered until the client's timeout is a failure of Kafka's; a "
         "clear error is what a client can act on", ()),
         requests=lambda r: any(int(x.resource_type) not in (2, 4, 8, 16, 32) for x in getattr(r, "resources", ()))),),
+    **{key: (WireDivergence(Divergence(
+        "not client-facing", f"{api_name(key)} (the share-state persister, sent by partition leaders to the share "
+        "coordinator) naming a partition: a single Kafka 4.4 node answers NOT_COORDINATOR for every partition (or "
+        "nothing, for a partition Kafka does not take), its share coordinator having no __share_group_state "
+        "partition loaded until a share group first persists state there; kgroup keeps share state in the group's "
+        "metadata partition, always loaded, and answers from it (a zero topic id INVALID_REQUEST)",
+        "only brokers send these (CLUSTER_ACTION); a kgroup node answers another kgroup node, whose requests the "
+        "3-node share test exercises (tests/integration/test_cluster_share_nodes.py)", ()),
+        requests=lambda r: bool(r.group_id) and any(t.partitions for t in r.topics)),) for key in (83, 84, 85, 86, 87)},
     24: (WireDivergence(Divergence(
         "not client-facing", "AddPartitionsToTxn v4+ (brokers' verification requests) with no transactions at all, "
         "or one transactional id twice: Kafka 4.4 never answers the first and merges the second's results; kgroup "

@@ -355,6 +355,9 @@ class GroupCoordinatorShard:
     def write_share_state(self, req: WriteShareStateRequest, reply: ReplyTo, now_ms: int) -> Result:
         return self.share.write_state(req, reply, now_ms)
 
+    def delete_share_state(self, key: ShareStateKey, reply: ReplyTo, now_ms: int) -> Result:
+        return self.share.delete_state(key, reply, now_ms)
+
     def describe_share_offsets(self, req: DescribeShareOffsetsRequest, reply: ReplyTo, now_ms: int) -> Result:
         return self.share.describe_offsets(req, reply, now_ms)
 

@@ -71,6 +71,9 @@ class WriteShareStateRequest:
     topic_id: str
     partition: int
     value: ShareStateValue
+    # InitializeShareGroupState (from a partition leader on another node): the state is
+    # replaced if its state epoch is newer than the stored one, else FENCED_STATE_EPOCH.
+    initialize: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -235,12 +235,21 @@ class ShareProtocol(ModernProtocol):
     def write_state(self, req: WriteShareStateRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Persist a share partition's state unless its state epoch is stale."""
         stored = self.shard.stored.share_states.get(req.group_id, {}).get((req.topic_id, req.partition))
-        if stored is not None and stored.state_epoch != req.value.state_epoch:
+        if req.initialize and stored is not None and stored.state_epoch >= req.value.state_epoch:
+            raise GroupError(ErrorCode.FENCED_STATE_EPOCH,
+                             f"state epoch {req.value.state_epoch} is not newer than the stored {stored.state_epoch}")
+        if not req.initialize and stored is not None and stored.state_epoch != req.value.state_epoch:
             raise GroupError(ErrorCode.FENCED_STATE_EPOCH,
                              f"state epoch {req.value.state_epoch} is not the stored {stored.state_epoch}")
         if stored == req.value:
             return Result((), ((reply, None),))
         return Result((ShareStateRecord(req.group_id, req.topic_id, req.partition, req.value),), ((reply, None),))
+
+    def delete_state(self, key: ShareStateKey, reply: ReplyTo, now_ms: int) -> Result:
+        """Forget a share partition's state (DeleteShareGroupState); nothing to do without one."""
+        if (key.topic_id, key.partition) not in self.shard.stored.share_states.get(key.group_id, {}):
+            return Result((), ((reply, None),))
+        return Result((ShareStateRecord(key.group_id, key.topic_id, key.partition, None),), ((reply, None),))
 
     def describe_offsets(self, req: DescribeShareOffsetsRequest, reply: ReplyTo, now_ms: int) -> Result:
         """Each share partition's start offset (-1 where it has no state; a group that does not

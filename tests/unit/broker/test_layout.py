@@ -23,7 +23,7 @@ CONCERNS = {
     "data": {"security"},
     "groups": {"security"},
     "txn": {"security", "data", "groups", "cluster"},
-    "share": {"security", "data", "groups"},
+    "share": {"security", "data", "groups", "cluster"},
     "streams": {"security", "groups"},
     "admin": {"security", "data", "groups"},
     "observe": {"groups", "security"},

@@ -18,6 +18,7 @@ from kgroup.core.share_messages import (
     AlterShareOffsetsRequest,
     DescribeShareOffsetsRequest,
     ShareGroupHeartbeatRequest,
+    ShareStateKey,
     WriteShareStateRequest,
 )
 from tests.unit.core.groupctx import GroupContext
@@ -146,6 +147,22 @@ def test_kip932_share_state_writes_are_fenced_by_the_state_epoch():
     assert write(1, 43).raised is None
     described = c.call(c.coord.describe_share_offsets, DescribeShareOffsetsRequest("sg", None)).response
     assert [(o.topic_id, o.partition, o.start_offset) for o in described.offsets] == [("orders-id", 0, 43)]
+
+
+def test_kip932_initialize_share_group_state_needs_a_newer_state_epoch_and_delete_forgets_the_state():
+    """The persister's InitializeShareGroupState replaces a state only with a newer state
+    epoch; DeleteShareGroupState forgets it (and is a no-op without one)."""
+    c = ctx()
+    init = lambda epoch, start: c.call(c.coord.write_share_state, WriteShareStateRequest(  # noqa: E731
+        "sg", "orders-id", 0, ShareStateValue(epoch, start), initialize=True))
+    key = ShareStateKey("sg", "orders-id", 0)
+    assert init(0, 5).raised is None
+    assert init(0, 9).raised is ErrorCode.FENCED_STATE_EPOCH
+    assert init(2, 9).raised is None
+    assert c.call(c.coord.read_share_state, key).response == ShareStateValue(2, 9)
+    assert c.call(c.coord.delete_share_state, key).raised is None
+    assert c.call(c.coord.read_share_state, key).response is None
+    assert c.call(c.coord.delete_share_state, key).raised is None
 
 
 def test_kip932_altering_offsets_needs_an_empty_group_and_delete_groups_removes_the_state():

@@ -50,7 +50,9 @@ ADMIN_AT_LEAST.update({48: (0, 1), 49: (0, 1)})     # client quotas (issue 30)
 # Share groups (KIP-932), from the versions librdkafka's ShareConsumer sends (v1 of 76-79) to
 # Kafka 4.4's ShareFetch/ShareAcknowledge v2 (KIP-1206, KIP-1222), and the share-group
 # offsets admin APIs.
-SHARE_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
+SHARE_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0),
+              # The share-state persister (KIP-932), brokers to the share coordinator.
+              83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1)}
 # Streams groups (KIP-1071): Kafka 4.4's versions, exactly.
 STREAMS_APIS = {88: (0, 1), 89: (0, 1), 93: (0, 0)}
 

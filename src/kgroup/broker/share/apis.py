@@ -13,6 +13,7 @@ from kgroup.broker.security.listeners import endpoints_on_listener
 from kgroup.broker.share import guards
 from kgroup.broker.share.share_fetch import ShareFetchService
 from kgroup.broker.share.share_group_api import ShareGroupApi
+from kgroup.broker.share.share_state_api import ShareStateApi
 from kgroup.wire.api_keys import ApiKey as K
 
 APIS = (
@@ -32,12 +33,18 @@ APIS = (
         edits=True),
 )
 
-# Guards written for the share-group state APIs, which only brokers send each other (kgroup
-# keeps share state in the group coordinator's log, broker/share/share_state.py).
-PREPARED_GUARDS = {
-    K.INITIALIZE_SHARE_GROUP_STATE: guards.share_group_state,
-    K.READ_SHARE_GROUP_STATE: guards.share_group_state,
-    K.WRITE_SHARE_GROUP_STATE: guards.share_group_state,
-    K.DELETE_SHARE_GROUP_STATE: guards.share_group_state,
-    K.READ_SHARE_GROUP_STATE_SUMMARY: guards.share_group_state,
-}
+# The share coordinator's persister APIs: partition leaders on other nodes read and write
+# share-partition state through them (share_state_api.py; only brokers send them).
+APIS += (
+    Api(K.INITIALIZE_SHARE_GROUP_STATE, 0, 0, ShareStateApi.initialize_share_group_state, guards.share_group_state,
+        edits=True),
+    Api(K.READ_SHARE_GROUP_STATE, 0, 0, ShareStateApi.read_share_group_state, guards.share_group_state, edits=False),
+    Api(K.WRITE_SHARE_GROUP_STATE, 0, 1, ShareStateApi.write_share_group_state, guards.share_group_state,
+        edits=True),
+    Api(K.DELETE_SHARE_GROUP_STATE, 0, 0, ShareStateApi.delete_share_group_state, guards.share_group_state,
+        edits=True),
+    Api(K.READ_SHARE_GROUP_STATE_SUMMARY, 0, 1, ShareStateApi.read_share_group_state_summary,
+        guards.share_group_state, edits=False),
+)
+
+PREPARED_GUARDS: dict = {}

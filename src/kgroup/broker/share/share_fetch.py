@@ -33,9 +33,9 @@ In a cluster a share partition is served by the leader of its topic partition: e
 its partitions get NOT_LEADER_OR_FOLLOWER with the current leader (KIP-951's
 current_leader and node_endpoints), and a partition this node stops leading (taken over,
 handed over) is forgotten here, to be loaded from its persisted state by the new leader.
-Its state is written through share_state.py, only where the group's metadata partition is
-served; a partition whose group is coordinated on another node gets
-COORDINATOR_NOT_AVAILABLE (retried by clients), never a write from here.
+Its state is written through share_state.py: into the group's metadata partition where this
+node serves it, else to the share coordinator that owns it with WriteShareGroupState
+(remote_share_state.py), so what a new leader reads is what the old one wrote.
 
 ShareAcknowledge is steps 1-2 (and -1 closes the session). When a connection closes, its
 sessions go and every record their members held is released at once; a member that only
@@ -209,7 +209,7 @@ class ShareFetchService:
                 if start is None:
                     raise _PartitionFailed(ErrorCode.OFFSET_NOT_AVAILABLE)
                 value = ShareStateValue(0, start)
-                await self.store.write(group_id, topic_id, partition, value)
+                await self.store.initialize(group_id, topic_id, partition, value)
             sp = self.partitions[key] = SharePartition.from_persisted(value, self.store.limits(group_id))
             return sp
         except GroupError as exc:
@@ -243,10 +243,22 @@ class ShareFetchService:
             errors[pid] = code
             if code is ErrorCode.NONE and not sp.renewed_only:
                 changed.append(pid)
-        waits = self._persist(group_id, changed, errors)
+        waits = {}
+        for pid in changed:
+            for wait in self._persist(group_id, [pid], errors):
+                waits[pid] = wait
         self._ring(group_id, changed, topics)
         if waits:
-            await asyncio.gather(*waits)
+            results = await asyncio.gather(*waits.values(), return_exceptions=True)
+            for pid, result in zip(waits, results):
+                if isinstance(result, GroupError):
+                    # Not written at the share coordinator on another node (fenced, or not
+                    # reachable for long): the acknowledgement failed; reload the state.
+                    log.info("share partition %s: state not written (%s); reloading it", pid, result.code.name)
+                    self.partitions.pop((group_id, *pid), None)
+                    errors[pid] = result.code
+                elif isinstance(result, BaseException):
+                    raise result
         return errors
 
     def _persist(self, group_id: str, pids: Iterable[SharePartitionId],

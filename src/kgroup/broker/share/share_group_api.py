@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kgroup.broker.groups.group_api import GroupApi, describe_modern_groups, field_class
+from kgroup.broker.cluster.peers import PeerUnavailable
+from kgroup.broker.data.context import NOT_LEADER
 from kgroup.broker.groups.offset_topics import unknown_in
 from kgroup.broker.share.share_fetch import ShareFetchService
 from kgroup.core.errors import ErrorCode, GroupError
@@ -30,10 +32,13 @@ from kgroup.core.share_messages import (
     ShareOffset,
     ShareOffsetsResponse,
 )
-from kgroup.wire import RequestHeader, response_class
+from kgroup.wire import RequestHeader, request_class, response_class
+from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.kio_build import build, item
 
 
+# ListOffsets as a node asks a partition's leader for its end offset (lag on another node).
+LIST_OFFSETS_VERSION = 6
 _UNKNOWN_TEXT = "This server does not host this topic-partition."
 _UNEXPECTED_TEXT = "The server experienced an unexpected error when processing the request."
 
@@ -152,7 +157,7 @@ class ShareGroupApi:
                     # state was written at epoch 0, as Kafka reports it; none without state.
                     part_cls, partition_index=o.partition, start_offset=o.start_offset,
                     leader_epoch=0 if o.initialized else -1,
-                    lag=self._lag(names[o.topic_id], o),
+                    lag=await self._lag(names[o.topic_id], o),
                     error_code=ErrorCode.NONE))
             found = [build(topic_cls, topic_name=names[t], topic_id=uuid.UUID(t), partitions=tuple(ps))
                      for t, ps in by_topic.items()]
@@ -164,7 +169,7 @@ class ShareGroupApi:
                              topics=tuple(found)))
         return build(cls, throttle_time=0, groups=tuple(out))
 
-    def _lag(self, topic: str, offset: ShareOffset) -> int:
+    async def _lag(self, topic: str, offset: ShareOffset) -> int:
         """KIP-1226's lag of a share partition: the log's end minus the start offset minus the
         offsets past it already acknowledged or archived, all from the persisted state (so a
         partition whose state is not loaded here is answered alike); -1 without state."""
@@ -172,9 +177,39 @@ class ShareGroupApi:
             return -1
         try:
             end = self.fetches.data.partition_log(topic, offset.partition).log_end_offset
+        except NOT_LEADER:
+            # Led by another node (a cluster): its end offset, asked there as Kafka's group
+            # coordinator asks the leaders (ListOffsets, latest).
+            end = await self._remote_end(topic, offset.partition)
+            if end is None:
+                return -1
         except TopicError:
             return -1
         return end - offset.start_offset - offset.delivery_complete
+
+    async def _remote_end(self, topic: str, partition: int) -> int | None:
+        """The end offset of a partition another node leads; None if it cannot be asked."""
+        remote, cluster = self.fetches.store.remote, self.fetches.cluster
+        meta = self.fetches.data.topics().get(topic)
+        if remote is None or cluster is None or meta is None or partition >= len(meta.slots):
+            return None
+        node = cluster.leader(meta.slots[partition])
+        if node is None:
+            return None
+        cls = request_class(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION)
+        topic_cls = item(cls, "topics")
+        request = build(cls, replica_id=-1, isolation_level=0, topics=(build(topic_cls, name=topic, partitions=(
+            build(item(topic_cls, "partitions"), partition_index=partition, current_leader_epoch=-1,
+                  timestamp=-1),)),))
+        try:
+            resp = await remote.peers.request(node, ApiKey.LIST_OFFSETS, request)
+        except PeerUnavailable:
+            return None
+        for t in resp.topics:
+            for p in t.partitions:
+                if int(p.partition_index) == partition and int(p.error_code) == 0:
+                    return int(p.offset)
+        return None
 
     async def _reset(self, handler_of, group_id: str, request: Any) -> tuple[ErrorCode, str | None, Any]:
         """Run an offsets reset on the group's coordinator; share partitions then reload.

@@ -16,44 +16,57 @@ load, carried in snapshots). The cost: one busy group's writes land on one metad
 partition, as its offset commits do.
 
 The seam is a local call into the group's shard (`Shard.submit`, which appends in call
-order, then `wait` for durability). In a cluster the group's metadata partition may be owned
-by another node, or be moving: then every call raises GroupError — COORDINATOR_NOT_AVAILABLE
-(another node owns it; clients retry) or COORDINATOR_LOAD_IN_PROGRESS (this node is taking
-it over) — and nothing is written, so a node never appends to a metadata partition it does
-not own (the shard's own fence check holds for the rest). Served across nodes, the calls
-would become Kafka's ReadShareGroupState/WriteShareGroupState requests to the owner; that is not done yet, so in a cluster a share group is served on the partitions led
-by its coordinator's node. A write carries the state epoch it was read at, and the
-coordinator refuses a stale one (FENCED_STATE_EPOCH), which is also how a reset by
-AlterShareGroupOffsets reaches a running share partition.
+order, then `wait` for durability) when this node owns the group's metadata partition. In a
+cluster it may be owned by another node: then the seam sends Kafka's persister requests
+there (remote_share_state.py: Read/Initialize/WriteShareGroupState over cluster/peers.py,
+served by share_state_api.py), retried across takeovers, so a share partition is served by
+its topic partition's leader wherever the group is coordinated. A node never appends to a
+metadata partition it does not own (the shard's own fence check holds for the rest); while
+this node is taking the partition over, calls raise COORDINATOR_LOAD_IN_PROGRESS. A write
+carries the state epoch it was read at, and the coordinator refuses a stale one
+(FENCED_STATE_EPOCH), which is also how a reset by AlterShareGroupOffsets reaches a running
+share partition.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Callable
 
 from kgroup.broker.groups.shard import Shard
+from kgroup.broker.share.remote_share_state import RemoteShareState, MovedHere
+from kgroup.core.group_configs import GroupConfig
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.records import ShareStateValue
 from kgroup.core.share_messages import ShareStateKey, WriteShareStateRequest
+from kgroup.core.share_configs import ShareConfigs
 from kgroup.core.share_partition import ShareLimits
 
 
 class ShareStateStore:
-    """Read and write share-partition state in the owning group's metadata shard."""
+    """Read and write share-partition state in the owning group's metadata shard, here or
+    (with `remote`) on the node that owns it."""
 
-    def __init__(self, shard_of: Callable[[str], Any]) -> None:
+    def __init__(self, shard_of: Callable[[str], Any], remote: RemoteShareState | None = None,
+                 config: GroupConfig | None = None) -> None:
         # The group API's lookup (`GroupApi.shard_of`): the one place that knows which shard
         # coordinates a group here, and what stands in for one served elsewhere.
         self.shard_of = shard_of
+        self.remote = remote
+        # A group coordinated elsewhere runs its share partitions here with the broker's
+        # settings for it (remote_share_state.py says why).
+        self.configured = ShareConfigs(SimpleNamespace(config=config or GroupConfig(),
+                                                       stored=SimpleNamespace(group_configs={})))
 
-    def _shard(self, group_id: str) -> Shard:
-        """The group's shard, served here; GroupError if another node owns it (or it is
-        still loading here)."""
+    def _shard(self, group_id: str) -> Shard | None:
+        """The group's shard, served here; None if another node owns it and its state is
+        reached there; GroupError if it cannot be reached (or is still loading here)."""
         shard = self.shard_of(group_id)
         if not isinstance(shard, Shard):
             if shard.error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
                 raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-            # The partition leader is not the coordinator's node: its clients retry elsewhere.
+            if self.remote is not None:
+                return None
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                              f"the state of share group {group_id} is kept by another node")
         if shard.closed:
@@ -66,34 +79,58 @@ class ShareStateStore:
     async def read(self, group_id: str, topic_id: str, partition: int) -> ShareStateValue | None:
         """The persisted state (None: the share partition has none yet)."""
         shard = self._shard(group_id)
+        if shard is None:
+            try:
+                return await self.remote.read(group_id, topic_id, partition)
+            except MovedHere:
+                raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) from None
         return await shard.call(shard.coordinator.read_share_state, ShareStateKey(group_id, topic_id, partition))
+
+    async def initialize(self, group_id: str, topic_id: str, partition: int, value: ShareStateValue) -> None:
+        """The first state of a share partition that has none."""
+        if self._shard(group_id) is None:
+            try:
+                await self.remote.initialize(group_id, topic_id, partition, value)
+            except MovedHere:
+                raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) from None
+            return
+        await self.write(group_id, topic_id, partition, value)
 
     def write(self, group_id: str, topic_id: str, partition: int, value: ShareStateValue) -> Any:
         """Append the state now (in call order) and return what to await for its durability.
-        Raises GroupError (FENCED_STATE_EPOCH, COORDINATOR_LOAD_IN_PROGRESS) at once."""
+        Raises GroupError (FENCED_STATE_EPOCH, COORDINATOR_LOAD_IN_PROGRESS) at once, here;
+        at another node's coordinator, from the awaitable."""
         shard = self._shard(group_id)
+        if shard is None:
+            return self.remote.write(group_id, topic_id, partition, value,
+                                     lambda: self.write(group_id, topic_id, partition, value))
         reply = shard.submit(shard.coordinator.write_share_state,
                              WriteShareStateRequest(group_id, topic_id, partition, value))
         return shard.wait(reply)
 
     def membership(self, group_id: str, member_id: str) -> ErrorCode:
         """NONE if `member_id` is a member of share group `group_id`, else why not
-        (GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID). Read where the group is coordinated
-        (GroupError if that is not here)."""
-        return self._shard(group_id).coordinator.share.membership(group_id, member_id)
+        (GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID). Read where the group is coordinated; a
+        group coordinated on another node is not asked (remote_share_state.py)."""
+        shard = self._shard(group_id)
+        return ErrorCode.NONE if shard is None else shard.coordinator.share.membership(group_id, member_id)
 
     # ---- the group's configs (read where the group is coordinated) --------------------------
 
+    def _configs(self, group_id: str) -> ShareConfigs:
+        shard = self._shard(group_id)
+        return self.configured if shard is None else shard.coordinator.share.configs
+
     def limits(self, group_id: str) -> ShareLimits:
-        return self._shard(group_id).coordinator.share.configs.limits(group_id)
+        return self._configs(group_id).limits(group_id)
 
     def auto_offset_reset(self, group_id: str) -> str:
-        return self._shard(group_id).coordinator.share.configs.auto_offset_reset(group_id)
+        return self._configs(group_id).auto_offset_reset(group_id)
 
     def dead_letter_queue(self, group_id: str) -> tuple[str | None, bool]:
         """The group's dead-letter topic (None: none) and whether values are copied (KIP-1191)."""
-        configs = self._shard(group_id).coordinator.share.configs
+        configs = self._configs(group_id)
         return configs.dead_letter_topic(group_id), configs.dead_letter_copy(group_id)
 
     def renew_acknowledge_enabled(self, group_id: str) -> bool:
-        return self._shard(group_id).coordinator.share.configs.renew_acknowledge_enabled(group_id)
+        return self._configs(group_id).renew_acknowledge_enabled(group_id)
