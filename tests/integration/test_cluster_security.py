@@ -38,18 +38,25 @@ TXN_TOPIC = "secured-txn"
 
 class SecureCluster:
     """Three nodes sharing a data dir: PLAINTEXT on the --cluster entry, SASL_SSL (SCRAM) as
-    listener SECURE, the authorizer on, User:admin a super user."""
+    listener SECURE, SSL with client certificates required as listener MTLS, the authorizer
+    on, User:admin and the operator's certificate super users. The nodes' own requests go
+    over SECURE as User:admin from node 0 and over MTLS with the operator's certificate
+    from nodes 1 and 2 (inter_node_listener is each node's own choice), so a transaction
+    coordinated by node 0 over partitions led by every node uses both."""
 
     def __init__(self, base) -> None:
         self.certs = make_certs(base / "certs", (SUPER_CN,))
         data = base / "data"
         plain = [free_port() for _ in range(3)]
         self.secure = [free_port() for _ in range(3)]
+        mtls = [free_port() for _ in range(3)]
         cluster = ",".join(f"{i}=127.0.0.1:{p}" for i, p in enumerate(plain))
         add_user_offline(data, ADMIN, ADMIN_PASSWORD, MECH)
-        # The nodes' own requests (transaction markers, verification) on SECURE as User:admin.
-        inter_node = {"inter_node_listener": "SECURE", "inter_node_username": ADMIN,
-                      "inter_node_password": ADMIN_PASSWORD, "inter_node_ssl_cafile": str(self.certs.ca)}
+        cert, key = self.certs.clients[SUPER_CN]
+        inter_node = [{"inter_node_listener": "SECURE", "inter_node_username": ADMIN,
+                       "inter_node_password": ADMIN_PASSWORD, "inter_node_ssl_cafile": str(self.certs.ca)},
+                      *[{"inter_node_listener": "MTLS", "inter_node_ssl_certfile": str(cert),
+                         "inter_node_ssl_keyfile": str(key)}] * 2]
         self.nodes = []
         for i in range(3):
             tables = f"""
@@ -61,13 +68,22 @@ sasl_mechanisms = ["{MECH}"]
 ssl_certfile = "{self.certs.server_cert}"
 ssl_keyfile = "{self.certs.server_key}"
 
+[[listeners]]
+name = "MTLS"
+address = "127.0.0.1:{mtls[i]}"
+protocol = "SSL"
+ssl_certfile = "{self.certs.server_cert}"
+ssl_keyfile = "{self.certs.server_key}"
+ssl_cafile = "{self.certs.ca}"
+ssl_client_auth = "required"
+
 [auth]
 authorizer = true
-super_users = ["User:{ADMIN}"]
+super_users = ["User:{ADMIN}", "User:CN={SUPER_CN},O=kgroup-test"]
 connections_max_reauth_ms = 60000
 """
             self.nodes.append(BrokerProcess(data, group={"initial_rebalance_delay_ms": 0}, node_id=i, cluster=cluster,
-                                            port=plain[i], name=f"node{i}", tables=tables, extra=inter_node))
+                                            port=plain[i], name=f"node{i}", tables=tables, extra=inter_node[i]))
 
     def address(self, node: int) -> str:
         return f"127.0.0.1:{self.secure[node]}"
@@ -212,9 +228,9 @@ def test_users_and_acls_changed_through_node_0_are_in_force_on_node_2_within_a_s
 def test_a_transaction_across_three_secured_nodes_commits_through_the_inter_node_listener(sc):
     """The transaction coordinator on node 0, the partitions led by nodes 0, 1 and 2, the
     producer bootstrapped on node 1's SECURE listener: node 0's WriteTxnMarkers to nodes 1
-    and 2 and their AddPartitionsToTxn v4 verifications at node 0 need ClusterAction, which
-    the nodes' principal on inter_node_listener (User:admin, a super user) has — as the
-    PLAINTEXT --cluster ports' User:ANONYMOUS has not. A read_committed consumer on another
+    and 2 (over SECURE, as User:admin) and their AddPartitionsToTxn v4 verifications at node
+    0 (over MTLS, as the operator's certificate) need ClusterAction, which both principals
+    have as super users — as the PLAINTEXT --cluster ports' User:ANONYMOUS has not. A read_committed consumer on another
     node reads exactly the committed records, none of the aborted ones before them."""
     from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
