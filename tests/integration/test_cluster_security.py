@@ -1,8 +1,10 @@
-"""Security in a cluster (issue 32, item 4): a SASL_SSL listener on every node of a 3-node
-cluster; clients bootstrapped on one node's secured listener are sent to every other node's
-secured listener (Metadata, FindCoordinator name each node by its address on the listener
-the client came in on, as Kafka's listener names do); SCRAM users and ACLs changed through
-one node are in force on the others within a second; kill -9 of a node keeps it working."""
+"""Security in a cluster (issue 32, items 1 and 4): a SASL_SSL listener on every node of a
+3-node cluster, which is also the nodes' inter_node_listener (their transaction markers and
+verifications as User:admin, a super user); clients bootstrapped on one node's secured
+listener are sent to every other node's secured listener (Metadata, FindCoordinator name
+each node by its address on the listener the client came in on, as Kafka's listener names
+do); SCRAM users and ACLs changed through one node are in force on the others within a
+second; a transaction across the three nodes commits; kill -9 of a node keeps it working."""
 
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ from kgroup.client.connection import Connection
 from kgroup.client.errors import AuthenticationError
 from kgroup.client.security import ClientSecurity
 from kgroup.error_codes import ErrorCode as E
+from kgroup.wire import request_class
 from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.kio_build import build, item
 from tests.integration.broker_process import BrokerProcess, free_port
 from tests.integration.cluster_process import group_coordinated_by
 from tests.integration.security_setup import ADMIN, ADMIN_PASSWORD, SUPER_CN, add_user_offline, make_certs, our_settings
@@ -29,19 +33,30 @@ pytestmark = pytest.mark.timeout(180)
 
 MECH = "SCRAM-SHA-256"
 TOPIC = "secured-spread"
+TXN_TOPIC = "secured-txn"
 
 
 class SecureCluster:
     """Three nodes sharing a data dir: PLAINTEXT on the --cluster entry, SASL_SSL (SCRAM) as
-    listener SECURE, the authorizer on, User:admin a super user."""
+    listener SECURE, SSL with client certificates required as listener MTLS, the authorizer
+    on, User:admin and the operator's certificate super users. The nodes' own requests go
+    over SECURE as User:admin from node 0 and over MTLS with the operator's certificate
+    from nodes 1 and 2 (inter_node_listener is each node's own choice), so a transaction
+    coordinated by node 0 over partitions led by every node uses both."""
 
     def __init__(self, base) -> None:
         self.certs = make_certs(base / "certs", (SUPER_CN,))
         data = base / "data"
         plain = [free_port() for _ in range(3)]
         self.secure = [free_port() for _ in range(3)]
+        mtls = [free_port() for _ in range(3)]
         cluster = ",".join(f"{i}=127.0.0.1:{p}" for i, p in enumerate(plain))
         add_user_offline(data, ADMIN, ADMIN_PASSWORD, MECH)
+        cert, key = self.certs.clients[SUPER_CN]
+        inter_node = [{"inter_node_listener": "SECURE", "inter_node_username": ADMIN,
+                       "inter_node_password": ADMIN_PASSWORD, "inter_node_ssl_cafile": str(self.certs.ca)},
+                      *[{"inter_node_listener": "MTLS", "inter_node_ssl_certfile": str(cert),
+                         "inter_node_ssl_keyfile": str(key)}] * 2]
         self.nodes = []
         for i in range(3):
             tables = f"""
@@ -53,13 +68,22 @@ sasl_mechanisms = ["{MECH}"]
 ssl_certfile = "{self.certs.server_cert}"
 ssl_keyfile = "{self.certs.server_key}"
 
+[[listeners]]
+name = "MTLS"
+address = "127.0.0.1:{mtls[i]}"
+protocol = "SSL"
+ssl_certfile = "{self.certs.server_cert}"
+ssl_keyfile = "{self.certs.server_key}"
+ssl_cafile = "{self.certs.ca}"
+ssl_client_auth = "required"
+
 [auth]
 authorizer = true
-super_users = ["User:{ADMIN}"]
+super_users = ["User:{ADMIN}", "User:CN={SUPER_CN},O=kgroup-test"]
 connections_max_reauth_ms = 60000
 """
             self.nodes.append(BrokerProcess(data, group={"initial_rebalance_delay_ms": 0}, node_id=i, cluster=cluster,
-                                            port=plain[i], name=f"node{i}", tables=tables))
+                                            port=plain[i], name=f"node{i}", tables=tables, extra=inter_node[i]))
 
     def address(self, node: int) -> str:
         return f"127.0.0.1:{self.secure[node]}"
@@ -87,7 +111,7 @@ def sc(tmp_path_factory):
 
         async def create():
             async with AdminClient(cluster.address(1), config=cluster.settings()) as a:
-                await a.create_topics({TOPIC: 3})
+                await a.create_topics({TOPIC: 3, TXN_TOPIC: 3})
         asyncio.run(create())
         yield cluster
     finally:
@@ -199,6 +223,82 @@ def test_users_and_acls_changed_through_node_0_are_in_force_on_node_2_within_a_s
                 await sc.connect(node, user, "wrong-" + password)
 
     asyncio.run(scenario())
+
+
+def test_a_transaction_across_three_secured_nodes_commits_through_the_inter_node_listener(sc):
+    """The transaction coordinator on node 0, the partitions led by nodes 0, 1 and 2, the
+    producer bootstrapped on node 1's SECURE listener: node 0's WriteTxnMarkers to nodes 1
+    and 2 (over SECURE, as User:admin) and their AddPartitionsToTxn v4 verifications at node
+    0 (over MTLS, as the operator's certificate) need ClusterAction, which both principals
+    have as super users — as the PLAINTEXT --cluster ports' User:ANONYMOUS has not. A read_committed consumer on another
+    node reads exactly the committed records, none of the aborted ones before them."""
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+    txn = group_coordinated_by(0, "secured-txn")
+    producer = Producer(sc.confluent(1, **{"transactional.id": txn, "transaction.timeout.ms": 30000,
+                                           "message.timeout.ms": 20000}))
+    try:
+        producer.init_transactions(20)
+        batches = {}
+        for outcome in ("aborted", "committed"):
+            producer.begin_transaction()
+            batches[outcome] = [f"{outcome}-{p}-{i}".encode() for p in range(3) for i in range(4)]
+            for value in batches[outcome]:
+                producer.produce(TXN_TOPIC, value, partition=int(value.split(b"-")[1]))
+            if outcome == "aborted":
+                producer.abort_transaction(20)
+            else:
+                producer.commit_transaction(20)
+    except KafkaException as exc:
+        pytest.fail(f"the transaction across nodes did not complete: {exc}")
+    finally:
+        producer.flush(1)
+    consumer = Consumer(sc.confluent(2, **{"group.id": f"reader-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+                                           "isolation.level": "read_committed"}))
+    consumer.assign([TopicPartition(TXN_TOPIC, p, 0) for p in range(3)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline and len(got) < len(batches["committed"]):
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+        leaders = {p.id: p.leader for p in consumer.list_topics(TXN_TOPIC, timeout=10).topics[TXN_TOPIC]
+                   .partitions.values()}
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(batches["committed"])
+    assert set(leaders.values()) == {0, 1, 2}
+
+
+def test_a_client_without_cluster_action_cannot_write_transaction_markers(sc):
+    """WriteTxnMarkers is the nodes' own request: a client principal without ClusterAction
+    gets CLUSTER_AUTHORIZATION_FAILED for every partition it names, as from Kafka."""
+    user, password = f"m-{uuid.uuid4().hex[:6]}", "Pa55-word-2"
+    cls = request_class(ApiKey.WRITE_TXN_MARKERS, 1)
+    marker_cls = item(cls, "markers")
+    request = build(cls, markers=(build(
+        marker_cls, producer_id=1, producer_epoch=0, transaction_result=True, coordinator_epoch=0,
+        topics=(build(item(marker_cls, "topics"), name=TXN_TOPIC, partition_indexes=(0, 1, 2)),)),))
+
+    async def scenario():
+        async with AdminClient(sc.address(0), config=sc.settings()) as a:
+            await a.set_scram_credentials(user, MECH, password, 4096)
+        while True:      # the user is known on node 1 within a second
+            try:
+                conn = await sc.connect(1, user, password)
+                break
+            except AuthenticationError:
+                await asyncio.sleep(0.1)
+        try:
+            return await conn.request(ApiKey.WRITE_TXN_MARKERS, request, timeout=10)
+        finally:
+            await conn.close()
+
+    resp = asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert sorted((t.name, int(p.partition_index), int(p.error_code))
+                  for m in resp.markers for t in m.topics for p in t.partitions) == [
+        (TXN_TOPIC, p, E.CLUSTER_AUTHORIZATION_FAILED) for p in range(3)]
 
 
 def test_kill_9_of_a_node_keeps_the_secured_listener_serving(sc):

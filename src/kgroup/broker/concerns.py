@@ -38,7 +38,7 @@ from kgroup.broker.apis import EDGE, ApiVersions, compile_apis, served_ranges
 from kgroup.broker.cluster.liveness import Liveness
 from kgroup.broker.cluster.node_view import NodeView
 from kgroup.broker.cluster.ownership import Ownership, UnitHooks
-from kgroup.broker.cluster.peers import Peers
+from kgroup.broker.cluster.peers import inter_node_peers
 from kgroup.broker.admin.dynamic_configs import DynamicBrokerConfigs
 from kgroup.broker.config import BrokerConfig, ConfigError, ListenerConfig
 from kgroup.broker.control.faults import Faults
@@ -150,8 +150,8 @@ class Node:
         self.groups = groups = GroupApi(self.shards, self.shard_for, cluster_view,
                                         on_group_deleted=self._group_deleted)
         # Node-to-node requests (transaction markers, transaction verification) to the
-        # other nodes of the cluster, at their --cluster addresses.
-        self.peers = Peers(cfg.node_id, dict(cfg.nodes))
+        # other nodes of the cluster, at their --cluster addresses or on inter_node_listener.
+        self.peers = inter_node_peers(cfg, self.peer_listeners)
         remote_txn = RemoteTxn(groups, cluster_view, self.peers, data)
         # The produce path asks the transaction coordinator (here or on its node) whether a
         # transactional write may pass ...

@@ -130,6 +130,12 @@ _TOP = [
            "max_message_bytes"),
     *_ints("", -1, INT64, "log_retention_ms", "log_retention_bytes"),
     *_ints("", 1, INT64, "log_retention_check_interval_ms"),
+    # The listener and credentials of this node's own requests to the other nodes (issue 32).
+    Key("", "inter_node_listener", "str", low=1),
+    Key("", "inter_node_sasl_mechanism", "choice", choices=SASL_MECHANISMS),
+    Key("", "inter_node_username", "str", low=1), Key("", "inter_node_password", "str"),
+    Key("", "inter_node_ssl_cafile", "str", low=1), Key("", "inter_node_ssl_certfile", "str", low=1),
+    Key("", "inter_node_ssl_keyfile", "str", low=1),
 ]
 
 # Group-kind configs (consumer_*, share_*, streams_*) that may be 0, with their min and max.
@@ -390,6 +396,18 @@ class BrokerConfig:
     # Whether `listen` was set (file or flag): with [[listeners]] it adds a PLAINTEXT listener.
     listen_given: bool = True
     auth: AuthConfig = field(default_factory=AuthConfig)
+    # Kafka's inter.broker.listener.name: the listener (one of this node's, by name) on which
+    # this node sends the other nodes its own requests (transaction markers, verification),
+    # with its own credentials there (Kafka's sasl.mechanism.inter.broker.protocol and the
+    # listener's JAAS login; for TLS the CA that signs the peers' certificates and, where
+    # they ask for one, this node's client certificate). Unset: the PLAINTEXT --cluster ports.
+    inter_node_listener: str | None = None
+    inter_node_sasl_mechanism: str | None = None
+    inter_node_username: str | None = None
+    inter_node_password: str | None = field(default=None, repr=False)
+    inter_node_ssl_cafile: str | None = None
+    inter_node_ssl_certfile: str | None = None
+    inter_node_ssl_keyfile: str | None = None
 
     def __post_init__(self) -> None:
         # Refuse at start what would otherwise fail later and far away (a topic auto-created
@@ -423,6 +441,72 @@ class BrokerConfig:
             if dupes:
                 raise ConfigError(f"two listeners share {dupes[0]}: each needs its own name and port "
                                   "(listen/--listen is the PLAINTEXT listener named PLAINTEXT)")
+        self._check_inter_node()
+
+    def _check_inter_node(self) -> None:
+        """The inter-node listener is one of this node's, and its credentials fit its protocol."""
+        given = [name for name in ("inter_node_sasl_mechanism", "inter_node_username", "inter_node_password",
+                                   "inter_node_ssl_cafile", "inter_node_ssl_certfile", "inter_node_ssl_keyfile")
+                 if getattr(self, name) is not None]
+        listener = self.inter_node_listener_config
+        if listener is None:
+            if self.inter_node_listener is not None:
+                names = ", ".join(lst.name for lst in self.listeners_to_open)
+                raise ConfigError(f"inter_node_listener {self.inter_node_listener!r} is none of this node's "
+                                  f"listeners ({names})")
+            if given:
+                raise ConfigError(f"{given[0]} needs inter_node_listener (the listener it is for)")
+            return
+        where = f"inter_node_listener {listener.name!r} ({listener.protocol})"
+        if listener.sasl:
+            if not self.inter_node_username or self.inter_node_password is None:
+                raise ConfigError(f"{where} needs inter_node_username and inter_node_password "
+                                  "(this node's own SASL credentials there)")
+            mechanism = self.inter_node_sasl_mechanism or listener.sasl_mechanisms[0]
+            if mechanism not in listener.sasl_mechanisms:
+                raise ConfigError(f"inter_node_sasl_mechanism {mechanism!r} is not enabled on {where}: "
+                                  f"{', '.join(listener.sasl_mechanisms)}")
+        else:
+            for name in ("inter_node_sasl_mechanism", "inter_node_username", "inter_node_password"):
+                if name in given:
+                    raise ConfigError(f"{name} needs an inter_node_listener with protocol SASL_PLAINTEXT or SASL_SSL; "
+                                      f"{where} has none")
+        if not listener.ssl:
+            for name in ("inter_node_ssl_cafile", "inter_node_ssl_certfile", "inter_node_ssl_keyfile"):
+                if name in given:
+                    raise ConfigError(f"{name} needs an inter_node_listener with protocol SSL or SASL_SSL; {where} "
+                                      "has none")
+        if (self.inter_node_ssl_certfile is None) != (self.inter_node_ssl_keyfile is None):
+            raise ConfigError("inter_node_ssl_certfile and inter_node_ssl_keyfile go together (this node's "
+                              "client certificate and its key)")
+
+    @property
+    def inter_node_listener_config(self) -> ListenerConfig | None:
+        """The listener named by inter_node_listener (None: unset, or no such listener)."""
+        for lst in self.listeners_to_open:
+            if lst.name == self.inter_node_listener:
+                return lst
+        return None
+
+    def inter_node_security(self) -> dict[str, Any]:
+        """This node's client settings on the inter-node listener, by Kafka's client names
+        (kgroup.client.security reads them); {} for the PLAINTEXT --cluster ports."""
+        listener = self.inter_node_listener_config
+        if listener is None:
+            return {}
+        out: dict[str, Any] = {"security.protocol": listener.protocol}
+        if listener.sasl:
+            out.update({"sasl.mechanism": self.inter_node_sasl_mechanism or listener.sasl_mechanisms[0],
+                        "sasl.username": self.inter_node_username, "sasl.password": self.inter_node_password})
+        if listener.ssl:
+            # The peers' certificates are signed by the CA this listener trusts, unless told otherwise.
+            cafile = self.inter_node_ssl_cafile or listener.ssl_cafile
+            if cafile:
+                out["ssl.ca.location"] = cafile
+            if self.inter_node_ssl_certfile:
+                out["ssl.certificate.location"] = self.inter_node_ssl_certfile
+                out["ssl.key.location"] = self.inter_node_ssl_keyfile
+        return out
 
     @property
     def nodes(self) -> dict[int, tuple[str, int]]:
