@@ -30,6 +30,7 @@ process holding a task both as active and as standby or warm-up (``standby_with_
 from __future__ import annotations
 
 import heapq
+import statistics
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -120,6 +121,8 @@ class StreamsLab:
         self.standby_with_active = 0
         self.requests = 0
         self.timer_at: int | None = None
+        self.open: list[tuple[int, int]] = []     # disruptions not yet converged: (start, over) ms
+        self.converge_ms: list[int] = []
         image = {}
         for topic, n in sc.topics:
             image[topic] = (f"id-{topic}", n)
@@ -164,6 +167,10 @@ class StreamsLab:
     def _action(self, a: Any) -> None:
         kind = a.kind
         member = self.members.get(a.member) if a.member >= 0 else None
+        if a.event >= 0:                  # a disruption (not the members' first starts)
+            over = max(a.at_ms, a.until_ms)
+            self.open.append((a.at_ms, over))
+            self.push(over + 1, self._converged_yet)
         if kind is ActionKind.START:
             self._start(a.member)
         elif kind in (ActionKind.BOUNCE, ActionKind.CLOSE):
@@ -291,14 +298,39 @@ class StreamsLab:
         if active & (standby | warmup):
             self.standby_with_active += len(active & (standby | warmup))
         self._check_double()
+        self._converged_yet()
 
     def _check_double(self) -> None:
+        """Tasks active on two members at once, counting (as the lab's consumer groups do)
+        only members that run (not frozen) and that the coordinator counts as members: a
+        frozen one whose session expired learns it is fenced when it wakes."""
+        group = self.host.coordinator.streams_groups.get(GROUP_ID)
         seen: set[Task] = set()
         for m in self.members.values():
-            if m.up:
+            if m.up and m.paused_until <= self.now and group is not None and m.member_id in group.members:
                 twice = seen & m.active
                 self.double_ownership += len(twice)
                 seen |= m.active
+
+    def _converged_yet(self) -> None:
+        """Disruptions that are over converge once every task is active on exactly one
+        running member and the coordinator's group is Stable."""
+        if not self.open:
+            return
+        now = self.now
+        if not any(over <= now for _, over in self.open):
+            return
+        group = self.host.coordinator.streams_groups.get(GROUP_ID)
+        if group is None or group.state().value != "Stable":
+            return
+        running = [m for m in self.members.values() if m.up and m.paused_until <= now]
+        if not all(m.joined and m.epoch == group.epoch for m in running):
+            return                        # a member (re)joining is part of the disruption
+        held: list[Task] = [t for m in running for t in m.active]
+        if len(held) != self.sc.partition_count or len(set(held)) != len(held):
+            return
+        self.converge_ms += [now - start for start, over in self.open if over <= now]
+        self.open = [(start, over) for start, over in self.open if over > now]
 
     def _observe(self) -> None:
         group = self.host.coordinator.streams_groups.get(GROUP_ID)
@@ -306,6 +338,7 @@ class StreamsLab:
             if self.epoch:
                 self.rebalances += 1
             self.epoch = group.epoch
+        self._converged_yet()
 
     # ---- results --------------------------------------------------------------------------
 
@@ -319,7 +352,11 @@ class StreamsLab:
         return out
 
     def summary(self) -> dict[str, Any]:
-        return {"rebalances": self.rebalances, "moved": self.ledger.moves,
+        done = sorted(self.converge_ms)
+        return {"unconverged_events": len(self.open),
+                "converge_s_median": statistics.median(done) / 1000 if done else None,
+                "converge_s_max": done[-1] / 1000 if done else None,
+                "events": len(self.converge_ms) + len(self.open),"rebalances": self.rebalances, "moved": self.ledger.moves,
                 "unowned_partition_s": self.ledger.unowned_task_ms / 1000,
                 "double_ownership": self.double_ownership, "requests": self.requests,
                 "standby_with_active": self.standby_with_active, **self.ledger.row()}
