@@ -10,7 +10,7 @@ A scenario is plain data, usually read from YAML (see ``examples/lab/``):
     network: {delay_ms: 1, jitter_ms: 0, request_timeout_ms: 30000}
     members:
       count: 20
-      protocol: classic            # classic | consumer
+      protocol: classic            # classic | consumer | streams (a streams: section, below)
       assignor: range              # classic: a client assignor (or a list, preferred first);
                                    # consumer: the server assignor (uniform | range)
       static: false                # group.instance.id set (= the member's name)
@@ -23,6 +23,7 @@ A scenario is plain data, usually read from YAML (see ``examples/lab/``):
       auto_commit_interval_ms: 5000
       metadata_max_age_ms: 300000
       fatal_restart_ms: 10000      # a fatal group error kills the process; restarted after this
+    streams: {num_standby_replicas: 1}  # a Kafka Streams app: partitions are tasks (StreamsSettings)
     events:
       - rolling_bounce: {at_s: 120, down_s: 5, interval_s: 30}
       - crash: {at_s: 600, member: 3, restart_after_s: 60}

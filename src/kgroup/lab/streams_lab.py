@@ -71,7 +71,7 @@ class _Host(CoordinatorHost):
             self.lab.replied(token, response)
 
 
-class _Member:
+class _Instance:
     __slots__ = ("index", "name", "incarnation", "up", "paused_until", "member_id", "epoch",
                  "active", "standby", "warmup", "in_flight", "next_hb", "joined")
 
@@ -113,7 +113,7 @@ class StreamsLab:
         self.topology = topology(sc)
         stateful = {t for t, _ in sc.topics if t not in s.stateless_topics}
         self.ledger = RestoreLedger(s, stateful)
-        self.members: dict[int, _Member] = {}
+        self.members: dict[int, _Instance] = {}
         self.delay = sc.network.delay_ms
         self.rebalances = 0
         self.epoch = 0
@@ -190,7 +190,7 @@ class StreamsLab:
                 self.push(a.until_ms, self._resume, member, member.incarnation)
 
     def _start(self, index: int) -> None:
-        member = self.members.setdefault(index, _Member(index))
+        member = self.members.setdefault(index, _Instance(index))
         if member.up:
             return
         member.up = True
@@ -202,26 +202,26 @@ class StreamsLab:
         member.in_flight = False
         self._heartbeat(member, member.incarnation)
 
-    def _down(self, member: _Member) -> None:
+    def _down(self, member: _Instance) -> None:
         """The process ends: its tasks are closed (its state directory stays)."""
         self._take(member, _NO, _NO, _NO)
         member.up = False
 
-    def _resume(self, member: _Member, incarnation: int) -> None:
+    def _resume(self, member: _Instance, incarnation: int) -> None:
         if member.up and member.incarnation == incarnation:
             member.paused_until = 0
             self._heartbeat(member, incarnation)
 
     # ---- the member's side ----------------------------------------------------------------
 
-    def _heartbeat(self, member: _Member, incarnation: int) -> None:
+    def _heartbeat(self, member: _Instance, incarnation: int) -> None:
         if not member.up or member.incarnation != incarnation or member.paused_until > self.now:
             return
         if member.in_flight:
             return
         self._send(member)
 
-    def _send(self, member: _Member, *, leave: bool = False) -> None:
+    def _send(self, member: _Instance, *, leave: bool = False) -> None:
         joining = not member.joined
         held = member.active | member.standby | member.warmup
         offsets = tuple((t, p, int(self.ledger.position(member.name, (t, p), self.now)))
@@ -283,7 +283,7 @@ class StreamsLab:
         # A new assignment is acknowledged at once (the next heartbeat reports it).
         self.push(self.now + (1 if changed else interval), self._heartbeat, member, incarnation)
 
-    def _take(self, member: _Member, active: frozenset, standby: frozenset, warmup: frozenset) -> None:
+    def _take(self, member: _Instance, active: frozenset, standby: frozenset, warmup: frozenset) -> None:
         """The member now holds these tasks: closed ones released, new ones opened."""
         ledger, now, name = self.ledger, self.now, member.name
         for task in member.active - active:
