@@ -78,3 +78,11 @@ def test_restore_cost_is_the_lag_at_the_restore_rate_and_nothing_for_a_caught_up
 def test_a_streams_scenario_the_lab_cannot_run_says_why(change, message):
     with pytest.raises(ScenarioError, match=message):
         run({**CHURN, **change})
+
+
+def test_a_static_streams_member_bounced_within_its_session_keeps_its_tasks():
+    bounce = {**CHURN, "events": [{"bounce": {"at_s": 120, "member": 2, "down_s": 5}}]}
+    dynamic = run(bounce).summary
+    static = run({**bounce, "members": {**CHURN["members"], "static": True}}).summary
+    assert dynamic["tasks_moved"] > 0
+    assert static["tasks_moved"] == 0 and static["unconverged_events"] == 0

@@ -14,7 +14,8 @@ Streams' membership manager drives them: a heartbeat every interval the coordina
 reporting the tasks held and their changelog offsets (position and end, from
 lab/restore.py's ledger), and one at once after taking a new assignment (tasks revoked are
 closed, new ones opened, at once); a fenced or unknown member rejoins with epoch 0; a clean
-close is a leave heartbeat (epoch -1); a crash, a GC pause or a cut link is silence.
+close is a leave heartbeat (epoch -1; -2 for static members, ``members.static``, whose
+instance id is their name); a crash, a GC pause or a cut link is silence.
 
 The same timeline of actions as the other variants (scenario.timeline): start, bounce,
 close, crash, gc_pause, cut and the churn generator; scale expands to starts and closes.
@@ -44,6 +45,7 @@ from kgroup.lab.restore import RestoreLedger, Task
 from kgroup.lab.scenario import ActionKind, Scenario, timeline
 
 LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
 _NO = frozenset()
 
 
@@ -229,8 +231,12 @@ class StreamsLab:
                         if (t, p)[0] in self.ledger.stateful)
         ends = tuple((t, p, int(self.ledger.end(self.now))) for t, p in sorted(member.active)
                      if t in self.ledger.stateful)
+        static = self.sc.members.static
+        # A static member's close keeps its place (and tasks) for its session: epoch -2.
+        leave_epoch = STATIC_LEAVE_EPOCH if static else LEAVE_EPOCH
         req = StreamsGroupHeartbeatRequest(
-            GROUP_ID, member.member_id, LEAVE_EPOCH if leave else (0 if joining else member.epoch),
+            GROUP_ID, member.member_id, leave_epoch if leave else (0 if joining else member.epoch),
+            instance_id=member.name if static else None,
             rebalance_timeout_ms=self.sc.members.rebalance_timeout_ms if joining else -1,
             topology=self.topology if joining else None,
             active_tasks=_ids(member.active), standby_tasks=_ids(member.standby), warmup_tasks=_ids(member.warmup),
