@@ -24,7 +24,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from kgroup.lab.report import AGGREGATES, comparison, fmt_value, render, stop_quantiles
+from kgroup.lab.report import comparison, fmt_value, render, shown_columns, stop_quantiles
 import yaml
 
 from kgroup.lab.recorded import group_ids, recording
@@ -36,7 +36,8 @@ from kgroup.plugins import load_assignor_plugins
 from .errors import CliError
 
 _TABLE = ("variant", "groups", "rebalances_mean", "moved_mean", "min_moved_mean", "unowned_partition_s_mean",
-          "stop_s_total_mean", "converge_s_median", "double_ownership", "offset_regressions")
+          "stop_s_total_mean", "converge_s_median", "double_ownership", "offset_regressions",
+          "tasks_moved_mean", "restore_s_per_move_mean", "standby_promotions_mean", "standby_with_active")
 
 
 def run_lab(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -314,7 +315,7 @@ def _print_groups(summaries: list[dict[str, Any]], out: TextIO) -> None:
 
 
 def _print_table(rows: list[dict[str, Any]], out: TextIO) -> None:
-    cols = [c for c in _TABLE if c == "variant" or c in {a[0] for a in AGGREGATES}]
+    cols = [c for c in _TABLE if c == "variant" or c in shown_columns(rows)]
     cells = [[fmt_value(c, r.get(c)).replace("–", "-") for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     out.write("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip() + "\n")

@@ -37,7 +37,16 @@ AGGREGATES: tuple[tuple[str, str, str], ...] = (
     ("double_ownership", "sum", "double_ownership"),
     ("offset_regressions", "sum", "offset_regressions"),
     ("fatal_errors", "sum", "fatal_errors"),
+    # A Kafka Streams app's scenarios (lab/restore.py); empty for consumers.
+    ("tasks_moved_mean", "mean", "tasks_moved"),
+    ("restore_s_mean", "mean", "restore_s"),
+    ("restore_s_per_move_mean", "mean", "restore_s_per_move"),
+    ("standby_promotions_mean", "mean", "standby_promotions"),
+    ("standby_with_active", "sum", "standby_with_active"),
 )
+# Shown only when some variant has them (a streams app's sweep).
+STREAMS_COLUMNS = ("tasks_moved_mean", "restore_s_mean", "restore_s_per_move_mean", "standby_promotions_mean",
+                   "standby_with_active")
 INVARIANTS = ("double_ownership", "offset_regressions")
 
 # Column headings a reader understands at a glance (they wrap inside the cell).
@@ -49,11 +58,15 @@ LABELS = {
     "stop_s_max": "longest stop s", "converge_s_median": "converge s (median)", "converge_s_max": "converge s (max)",
     "duplicates_mean": "records read twice (mean)", "unconverged_events": "unconverged events",
     "double_ownership": "double ownership", "offset_regressions": "offsets going back", "fatal_errors": "fatal errors",
+    "tasks_moved_mean": "active tasks moved (mean)", "restore_s_mean": "restore s (mean)",
+    "restore_s_per_move_mean": "restore s per moved task (mean)",
+    "standby_promotions_mean": "moves restoring nothing (mean)", "standby_with_active": "standby with its active",
 }
 # Columns that count things (no decimals) and that hold bytes (with units).
 COUNTS = frozenset({"groups", "rebalances_mean", "moved_mean", "min_moved_mean", "duplicates_mean",
                     "unconverged_events", "double_ownership", "offset_regressions", "fatal_errors", "member",
-                    "moved", "min_moved", "rebalances", "members", "generation", "partitions"})
+                    "moved", "min_moved", "rebalances", "members", "generation", "partitions",
+                    "tasks_moved_mean", "standby_promotions_mean", "standby_with_active"})
 BYTES = frozenset({"state_bytes_moved_mean", "state_bytes_moved"})
 
 
@@ -88,6 +101,12 @@ def fmt_value(column: str, v: Any) -> str:
     if isinstance(v, float):
         return f"{v:,.2f}" if abs(v) < 100 else f"{v:,.1f}"
     return str(v)
+
+
+def shown_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The comparison's columns, the streams ones only where some row has them."""
+    return [a[0] for a in AGGREGATES
+            if a[0] not in STREAMS_COLUMNS or any(r.get(a[0]) is not None for r in rows)]
 
 
 def comparison(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -287,7 +306,7 @@ def render(title: str, summaries: list[dict[str, Any]], windows: list[dict[str, 
     if note:
         parts.append(f'<p class="note">{esc(note)}</p>')
     parts.append("<h2>Comparison</h2>")
-    parts.append(_table(rows, ["variant"] + [a[0] for a in AGGREGATES]))
+    parts.append(_table(rows, ["variant"] + shown_columns(rows)))
     parts.append("<h2>Ownership timeline</h2><p class='note'>One group per variant, each member a row; "
                  "shaded while it holds partitions (darker: more), blank while it holds none. Dashed "
                  "lines mark disruptions.</p>")

@@ -10,7 +10,7 @@ A scenario is plain data, usually read from YAML (see ``examples/lab/``):
     network: {delay_ms: 1, jitter_ms: 0, request_timeout_ms: 30000}
     members:
       count: 20
-      protocol: classic            # classic | consumer
+      protocol: classic            # classic | consumer | streams (a streams: section, below)
       assignor: range              # classic: a client assignor (or a list, preferred first);
                                    # consumer: the server assignor (uniform | range)
       static: false                # group.instance.id set (= the member's name)
@@ -23,6 +23,7 @@ A scenario is plain data, usually read from YAML (see ``examples/lab/``):
       auto_commit_interval_ms: 5000
       metadata_max_age_ms: 300000
       fatal_restart_ms: 10000      # a fatal group error kills the process; restarted after this
+    streams: {num_standby_replicas: 1}  # a Kafka Streams app: partitions are tasks (StreamsSettings)
     events:
       - rolling_bounce: {at_s: 120, down_s: 5, interval_s: 30}
       - crash: {at_s: 600, member: 3, restart_after_s: 60}
@@ -60,12 +61,16 @@ import yaml
 
 from kgroup.assignors import client_assignor_names, server_assignor_names
 from kgroup.core.config import GroupConfig
-from kgroup.group_types import CLASSIC, CONSUMER, GroupType, group_type
+from kgroup.group_types import CLASSIC, CONSUMER, STREAMS, GroupType, group_type
 
 # The kinds of the registry (kgroup/group_types.py) the lab simulates: those it has member
-# state machines for (kgroup.member: classic, consumer protocol).
-LAB_KINDS: tuple[GroupType, ...] = (CLASSIC, CONSUMER)
+# state machines for (kgroup.member: classic, consumer protocol), and streams groups, whose
+# members the lab drives itself (lab/streams_lab.py).
+LAB_KINDS: tuple[GroupType, ...] = (CLASSIC, CONSUMER, STREAMS)
 PROTOCOLS = tuple(kind.name for kind in LAB_KINDS)
+# What a streams scenario cannot take yet (lab/streams_lab.py drives members and
+# coordinator itself and has no partition growth or coordinator restarts).
+STREAMS_UNSUPPORTED = ("add_partitions", "coordinator_restart", "coordinator_failover", "network")
 
 
 class ScenarioError(ValueError):
@@ -101,6 +106,25 @@ class MemberSettings:
     def server_assignor(self) -> str | None:
         # A kind that moves by group epochs has the coordinator assign: the one it asks for.
         return self.assignor[0] if self.kind.by_epoch else None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsSettings:
+    """A Kafka Streams app instead of consumers (the ``streams:`` section): each topic is the
+    source of one subtopology, so its partitions are that subtopology's tasks; a stateful
+    subtopology has a changelog, whose state a task must restore wherever it becomes active.
+
+    Restore cost (lab/restore.py): a task that becomes active on another process than its
+    last one restores ``lag / restore_records_per_s`` seconds, the lag being the changelog's
+    end minus what that process has of it (0 for a caught-up standby or warm-up)."""
+
+    num_standby_replicas: int = 0
+    stateless_topics: tuple[str, ...] = ()
+    changelog_records: int = 1_000_000          # per task, when the scenario starts
+    write_records_per_s: int = 100              # per active task, into its changelog
+    restore_records_per_s: int = 50_000         # per task, while restoring
+    acceptable_recovery_lag: int = 10_000
+    num_warmup_replicas: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +187,8 @@ class Scenario:
     events: tuple[dict[str, Any], ...] = ()
     # Skip quiet stretches (every member Stable, nothing in flight) in one step; see engine.
     fast_forward: bool = True
+    # Tasks of a Kafka Streams app instead of partitions (None: consumers).
+    streams: StreamsSettings | None = None
 
     @property
     def duration_ms(self) -> int:
@@ -240,7 +266,7 @@ def parse_scenario(text: str, *, source: str = "scenario") -> Scenario:
 def scenario_from_dict(data: dict[str, Any], *, source: str = "scenario") -> Scenario:
     """A Scenario from already-parsed data (a sweep builds these from its base and overrides)."""
     known = {"name", "seed", "duration_s", "topics", "coordinator", "network", "members", "events",
-             "fast_forward"}
+             "fast_forward", "streams"}
     _no_unknown(data, known, source)
     sc = Scenario()
     name = str(data.get("name", sc.name))
@@ -265,7 +291,8 @@ def scenario_from_dict(data: dict[str, Any], *, source: str = "scenario") -> Sce
                 raise ScenarioError(f"{source}: events[{i}] ({ev['kind']}): {key} {ev[key]:g} is outside the "
                                     f"scenario, which runs 0 <= {key} < {duration:g} (duration_s)")
     fast = _typed(data, "fast_forward", bool, True, source)
-    sc = Scenario(name, seed, duration, topics, coordinator, network, members, checked, fast)
+    streams = _streams(data.get("streams"), members, topics, checked, f"{source}: streams")
+    sc = Scenario(name, seed, duration, topics, coordinator, network, members, checked, fast, streams)
     if not members.kind.by_epoch and not (coordinator.min_session_timeout_ms <= members.session_timeout_ms
                                           <= coordinator.max_session_timeout_ms):
         raise ScenarioError(f"{source}: members: session_timeout_ms {members.session_timeout_ms} is outside "
@@ -356,6 +383,32 @@ def _dataclass_from(cls: type, raw: Any, where: str) -> Any:
     return cls(**values)
 
 
+def _streams(raw: Any, members: MemberSettings, topics: tuple[tuple[str, int], ...],
+             events: tuple[dict[str, Any], ...], where: str) -> StreamsSettings | None:
+    if raw is None:
+        if members.kind is STREAMS:
+            raise ScenarioError(f"{where}: a streams-protocol scenario needs a streams section")
+        return None
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: must be a mapping of streams settings")
+    raw = dict(raw)
+    stateless = raw.pop("stateless_topics", None) or []
+    if not isinstance(stateless, list) or not all(t in dict(topics) for t in stateless):
+        raise ScenarioError(f"{where}: stateless_topics must list topics of the scenario")
+    spec = replace(_dataclass_from(StreamsSettings, raw, where), stateless_topics=tuple(stateless))
+    if spec.restore_records_per_s <= spec.write_records_per_s:
+        raise ScenarioError(f"{where}: restore_records_per_s must be above write_records_per_s "
+                            f"(a restore would never catch up)")
+    if min(spec.num_standby_replicas, spec.changelog_records, spec.write_records_per_s,
+           spec.acceptable_recovery_lag, spec.num_warmup_replicas) < 0:
+        raise ScenarioError(f"{where}: counts and rates must be >= 0")
+    if members.kind is STREAMS:
+        for ev in events:
+            if ev["kind"] in STREAMS_UNSUPPORTED:
+                raise ScenarioError(f"{where}: the lab's streams groups do not take {ev['kind']} events yet")
+    return spec
+
+
 def _members(raw: Any, where: str) -> MemberSettings:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where}: must be a mapping of member settings")
@@ -364,6 +417,11 @@ def _members(raw: Any, where: str) -> MemberSettings:
     spec = _dataclass_from(MemberSettings, {k: v for k, v in raw.items() if k != "assignor"}, where)
     if spec.protocol not in PROTOCOLS:
         raise ScenarioError(f"{where}: protocol must be {' or '.join(PROTOCOLS)}, not {spec.protocol!r}")
+    if spec.kind is STREAMS:
+        # The coordinator's task assignor (Kafka 4.4's only one, `sticky`).
+        if assignor not in (None, "sticky", ["sticky"]):
+            raise ScenarioError(f"{where}: a streams group's assignor is sticky, not {assignor!r}")
+        return replace(spec, assignor=("sticky",))
     # Classic members assign on the client; a kind that moves by group epochs, on the server.
     server_side = spec.kind.by_epoch
     if assignor is None:
