@@ -59,7 +59,7 @@ NORMALIZATIONS: dict[str, str] = {
                        "lists of partitions are compared in partition order",
     "name order": "Kafka builds lists of named entries (topics, configs, users, transactions) from hash maps: they are "
                   "compared in name order (per-topic results naming none, by id, first, then by error; "
-                  "a transaction's topics by topic)",
+                  "a transaction's topics and an election's results by topic)",
     "heartbeat timing": "in real-client scenarios a classic Heartbeat answered NONE or REBALANCE_IN_PROGRESS "
                         "is left out of a client's outcomes: which of the two a heartbeat gets depends on when "
                         "its timer fired (raw scenarios compare every heartbeat exactly; other errors are kept)",
@@ -137,8 +137,11 @@ class Normalizer:
                 value = sorted(value, key=lambda v: _field(v, "index"))     # Produce's partitions
             elif value and all(_has_str(v, "name") for v in value):
                 value = sorted(value, key=lambda v: _field(v, "name"))
-            elif value and all(_has_str(v, "topic") and _field(v, "partitions") is not None for v in value):
-                value = sorted(value, key=lambda v: _field(v, "topic"))    # DescribeTransactions' topics
+            elif value and all(_has_str(v, "topic") and (_field(v, "partitions") is not None
+                                                          or _field(v, "partition_result") is not None)
+                               for v in value):
+                # DescribeTransactions' topics, ElectLeaders' results
+                value = sorted(value, key=lambda v: _field(v, "topic"))
             elif value and all(_has_str(v, "name") or _has_none(v, "name") for v in value) and all(
                     _has_error(v) for v in value):
                 # per-topic results some of which name no topic (by id, or neither)
