@@ -225,15 +225,24 @@ def build_parser() -> Parser:
     serve.add_argument("--node-timeout-ms", metavar="MS", type=positive_int, default=None,
                        help="a node that stops renewing its lease this long loses its "
                        "partitions (default: 6000)")
+    serve.add_argument("--port-offset", metavar="N", type=non_negative_int, default=None,
+                       help="add N to the port of every listener the config file names ([[listeners]] "
+                       "address and advertised, http_listen, control_listen; not flags): node N "
+                       "of `kgroup cluster` gets N, so the nodes can share one file (default: 0)")
 
     # cluster
     cluster = sub.add_parser(
         "cluster", help="run a cluster of N nodes on this host, in the foreground",
         description="Start N `kgroup serve` nodes as child processes sharing one data dir, "
-        "print their addresses, and stop them all on Ctrl-C.")
+        "print their addresses, and stop them all on Ctrl-C. Every node reads the same --config "
+        "file, so it takes the same settings as `kgroup serve` (security included: [[listeners]], "
+        "[auth], inter_node_listener and its credentials); node i gets its own port for every "
+        "listener of the file: the file's port + i (`kgroup serve --port-offset i`), and "
+        "127.0.0.1:BASE+i for its PLAINTEXT listener. A file whose ports would meet (or that sets "
+        "listen/advertised, which BASE+i replaces) is refused before any node starts.")
     cluster.add_argument("--nodes", type=positive_int, default=3, help="how many nodes (default: 3)")
     cluster.add_argument("--base-port", type=port_number, default=9092,
-                         help="node i listens on 127.0.0.1:BASE+i (default: 9092)")
+                         help="node i's PLAINTEXT listener is 127.0.0.1:BASE+i (default: 9092)")
     _broker_storage_options(cluster, "./kgroup-cluster", "the data dir every node shares")
     cluster.add_argument("--control-base-port", type=port_number, default=None,
                          help="node i also serves the control API on 127.0.0.1:PORT+i, and node "
