@@ -45,6 +45,11 @@ def _serve_command(args: Any, node: int, cluster: str) -> list[str]:
         command += ["--fsync", args.fsync]
     if getattr(args, "control_base_port", None):
         command += ["--control-listen", f"127.0.0.1:{args.control_base_port + node}"]
+    if getattr(args, "group_events", None) is False:
+        command += ["--no-group-events"]
+    for flag in ("log_level", "log_format", "node_timeout_ms"):
+        if getattr(args, flag, None) is not None:
+            command += ["--" + flag.replace("_", "-"), str(getattr(args, flag))]
     return command
 
 
@@ -92,7 +97,13 @@ def _node_listeners(args: Any, cluster: str) -> list[list[Listener]]:
     every node is one line before any node starts."""
     from kgroup.broker.config import ConfigError, load_config, read_file
 
+    flags = {flag: getattr(args, flag, None)
+             for flag in ("fsync", "group_events", "log_level", "log_format", "node_timeout_ms")}
     if not args.config:
+        try:
+            load_config(None, node_id=0, cluster=cluster, data_dir=args.data_dir, **flags)
+        except ConfigError as exc:
+            raise CliError(str(exc), "fix the flag it names", code=2) from None
         return [[("PLAINTEXT", "PLAINTEXT", args.base_port + i, f"127.0.0.1:{args.base_port + i}")]
                 for i in range(args.nodes)]
     try:
@@ -108,7 +119,7 @@ def _node_listeners(args: Any, cluster: str) -> list[list[Listener]]:
     for i in range(args.nodes):
         try:
             config = load_config(args.config, node_id=i, cluster=cluster, data_dir=args.data_dir,
-                                 port_offset=i, control_listen=None)
+                                 port_offset=i, **flags)
         except ConfigError as exc:
             raise CliError(f"node {i}: {exc}", "fix the file given with --config", code=2) from None
         ports = [(lst.name, lst.protocol, lst.port, "%s:%d" % lst.advertised) for lst in config.listeners_to_open]
