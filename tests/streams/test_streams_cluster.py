@@ -2,8 +2,9 @@
 (issue 31's third acceptance point).
 
 The stateful count app (at_least_once, one standby per task) runs with two instances on a
-3-node kgroup cluster (exactly_once_v2 waits for cross-node transaction markers, which a
-kgroup cluster does not send yet: a transaction whose partitions span nodes stays undecided). The node that coordinates the app's streams group is killed mid-stream;
+3-node kgroup cluster (at_least_once: a Streams app under exactly_once_v2 on a kgroup cluster
+is not tested yet, though its transactions cross nodes as tests/interop/test_cluster_transactions.py
+shows for the Java producer). The node that coordinates the app's streams group is killed mid-stream;
 another node takes the group over from the group log. What must hold (Kafka's rules: a
 coordinator failover is no reason to rebalance):
 

@@ -726,6 +726,30 @@ def _read_toml(path: str, broker: dict[str, Any], group: dict[str, Any], logging
                 broker[key] = value
 
 
+def _shift_ports(broker: dict[str, Any], offset: int, path: str) -> None:
+    """`kgroup serve --port-offset N` (node N of `kgroup cluster`): N added to the port of every
+    listener the file names — each [[listeners]] address and advertised address, http_listen and
+    control_listen — so nodes sharing one file on one host each get their own ports. A flag
+    given on the command line is taken as it is."""
+    def shifted(port: int, where: str) -> int:
+        if port + offset > 65535:
+            raise ConfigError(f"{path}: {where} port {port} + --port-offset {offset} is above 65535")
+        return port + offset
+
+    listeners = []
+    for lst in broker.get("listeners", ()):
+        where = f"[[listeners]] {lst.name!r}"
+        advertised = (shifted(lst.advertised_port, f"{where} advertised")
+                      if lst.advertised_port is not None else None)
+        listeners.append(dataclasses.replace(lst, port=shifted(lst.port, f"{where} address"),
+                                             advertised_port=advertised))
+    if listeners:
+        broker["listeners"] = tuple(listeners)
+    for key in ("http_listen", "control_listen"):
+        if broker.get(f"{key}_port") is not None:
+            broker[f"{key}_port"] = shifted(broker[f"{key}_port"], key)
+
+
 def _flag_label(key: str, value: Any) -> str:
     """How a setting given to load_config (a `kgroup serve` flag, or a caller's override) is named."""
     if key in FLAG_KEYS:
@@ -780,8 +804,11 @@ def load_config(path: str | None = None, **overrides: Any) -> BrokerConfig:
     logging_: dict[str, Any] = {}
     txn: dict[str, Any] = {}
     given: Given = {}
+    port_offset = overrides.pop("port_offset", None)
     if path is not None:
         _read_toml(path, broker, group, logging_, txn, given)
+        if port_offset:
+            _shift_ports(broker, port_offset, path)
     for key, value in overrides.items():
         if value is None:
             continue

@@ -365,7 +365,8 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
 def serve_config(args: Any) -> BrokerConfig:
     """The config of `kgroup serve`: the file, then every flag given on the command line
     (a flag not given is None, so the file's value stands)."""
-    return load_config(getattr(args, "config", None), **{key: getattr(args, key, None) for key in FLAG_KEYS})
+    return load_config(getattr(args, "config", None), port_offset=getattr(args, "port_offset", None),
+                       **{key: getattr(args, key, None) for key in FLAG_KEYS})
 
 
 def serve_main(args: Any) -> int:

@@ -1,7 +1,10 @@
 """``kgroup cluster``: N `kgroup serve` nodes on this host, as child processes.
 
 Node i is `--node-id i` listening on 127.0.0.1:BASE+i; every node gets the same `--cluster`
-list and data dir. The addresses are printed once every node listens. Ctrl-C (or SIGTERM)
+list, data dir and `--config` file, with `--port-offset i`: every listener the file names
+([[listeners]], http_listen, control_listen) is at its port + i on node i, so secured
+listeners and the inter-node listener work as on `kgroup serve`. The file is loaded for
+every node before any starts, so a setting or a port clash that cannot work is one line. The addresses are printed once every node listens. Ctrl-C (or SIGTERM)
 stops them all with SIGTERM and waits. A node that exits on its own (say, killed with
 `kill -9` to watch its partitions move) is reported, and the others keep serving: restart
 it by hand with the `kgroup serve` command line printed for it.
@@ -36,10 +39,17 @@ def _serve_command(args: Any, node: int, cluster: str) -> list[str]:
                "--cluster", cluster, "--data-dir", args.data_dir]
     if args.config:
         command += ["--config", args.config]
+        if node:
+            command += ["--port-offset", str(node)]
     if args.fsync:
         command += ["--fsync", args.fsync]
     if getattr(args, "control_base_port", None):
         command += ["--control-listen", f"127.0.0.1:{args.control_base_port + node}"]
+    if getattr(args, "group_events", None) is False:
+        command += ["--no-group-events"]
+    for flag in ("log_level", "log_format", "node_timeout_ms"):
+        if getattr(args, flag, None) is not None:
+            command += ["--" + flag.replace("_", "-"), str(getattr(args, flag))]
     return command
 
 
@@ -76,6 +86,69 @@ def _listening(port: int) -> bool:
 
 DEFAULT_DATA_DIR = "./kgroup-cluster"
 
+# One listener of a node: (name, protocol, port it binds, address it is advertised as).
+Listener = tuple[str, str, int, str]
+
+
+def _node_listeners(args: Any, cluster: str) -> list[list[Listener]]:
+    """Each node's listeners as its `kgroup serve` will open them — (name, protocol, port), the
+    PLAINTEXT --cluster entry first, then the file's [[listeners]] at port + i, then its
+    http_listen / control_listen at port + i — checked now, so a file that cannot work for
+    every node is one line before any node starts."""
+    from kgroup.broker.config import ConfigError, load_config, read_file
+
+    flags = {flag: getattr(args, flag, None)
+             for flag in ("fsync", "group_events", "log_level", "log_format", "node_timeout_ms")}
+    if not args.config:
+        try:
+            load_config(None, node_id=0, cluster=cluster, data_dir=args.data_dir, **flags)
+        except ConfigError as exc:
+            raise CliError(str(exc), "fix the flag it names", code=2) from None
+        return [[("PLAINTEXT", "PLAINTEXT", args.base_port + i, f"127.0.0.1:{args.base_port + i}")]
+                for i in range(args.nodes)]
+    try:
+        raw = read_file(args.config)
+    except ConfigError as exc:
+        raise CliError(str(exc), "fix the file given with --config", code=2) from None
+    for key in ("listen", "advertised"):
+        if key in raw:
+            raise CliError(f"{args.config}: {key} cannot be used with kgroup cluster: node i's PLAINTEXT "
+                           "listener is 127.0.0.1:BASE+i", f"remove {key} from the file (or use "
+                           "[[listeners]]: node i gets the file's port + i)", code=2)
+    nodes = []
+    for i in range(args.nodes):
+        try:
+            config = load_config(args.config, node_id=i, cluster=cluster, data_dir=args.data_dir,
+                                 port_offset=i, **flags)
+        except ConfigError as exc:
+            raise CliError(f"node {i}: {exc}", "fix the file given with --config", code=2) from None
+        ports = [(lst.name, lst.protocol, lst.port, "%s:%d" % lst.advertised) for lst in config.listeners_to_open]
+        if config.http_listen_host is not None and config.http_listen_port is not None:
+            ports.append(("http_listen", "HTTP", config.http_listen_port,
+                          f"{config.http_listen_host}:{config.http_listen_port}"))
+        if config.control_listen and not getattr(args, "control_base_port", None):
+            ports.append(("control_listen", "HTTP", config.control_listen[1], "%s:%d" % config.control_listen))
+        nodes.append(ports)
+    return nodes
+
+
+def _check_ports(nodes: list[list[Listener]], controls: list[int]) -> list[int]:
+    """Every port the nodes will listen on, refused if two of them meet (one node's listener
+    on another's, say a [[listeners]] port within --nodes of --base-port)."""
+    owner: dict[int, str] = {}
+    named = [(p, f"node {i}'s {name} listener") for i, ports in enumerate(nodes) for name, _, p, _ in ports]
+    named += [(p, f"node {i}'s control API (--control-base-port)") for i, p in enumerate(controls)]
+    for port, who in named:
+        if port == 0:
+            continue
+        if port in owner:
+            raise CliError(f"port {port} would be both {owner[port]} and {who} (node i adds i to every "
+                           "port of the file and to --base-port)",
+                           "space the file's listener ports, --base-port and --control-base-port at "
+                           "least --nodes apart", code=2)
+        owner[port] = who
+    return list(owner)
+
 
 def _data_dir(args: Any) -> str:
     """--data-dir if given, else the config file's data_dir, else ./kgroup-cluster: every
@@ -94,6 +167,22 @@ def _data_dir(args: Any) -> str:
     return DEFAULT_DATA_DIR
 
 
+def _announce(args: Any, ports: list[int], listeners: list[list[Listener]], control: bool) -> None:
+    """The nodes' addresses: one line a node (each listener of the file beside the PLAINTEXT
+    port), then a bootstrap line for PLAINTEXT and one for each other listener."""
+    print(f"kgroup cluster: {args.nodes} nodes, data dir {os.path.abspath(args.data_dir)}")
+    for i, p in enumerate(ports):
+        extra = "".join(f", {name} ({protocol}) {address}" for name, protocol, _, address in listeners[i][1:])
+        api = f" (control API 127.0.0.1:{args.control_base_port + i})" if control else ""
+        print(f"  node {i}: 127.0.0.1:{p}{extra}{api}")
+    print(f"  bootstrap servers: {','.join(f'127.0.0.1:{p}' for p in ports)}")
+    for name, protocol, _, _ in listeners[0][1:]:
+        if protocol != "HTTP":
+            addresses = [address for node in listeners for n, _, _, address in node if n == name]
+            print(f"  {name} ({protocol}) bootstrap servers: {','.join(addresses)}")
+    sys.stdout.flush()
+
+
 def run_cluster(args: Any) -> int:
     """Run the nodes until Ctrl-C; returns the exit status."""
     args.data_dir = _data_dir(args)
@@ -101,19 +190,19 @@ def run_cluster(args: Any) -> int:
         raise CliError(f"--base-port {args.base_port} leaves no room for {args.nodes} nodes",
                        "pick a lower --base-port", code=2)
     ports = [args.base_port + i for i in range(args.nodes)]
+    controls: list[int] = []
     if getattr(args, "control_base_port", None):
         controls = [args.control_base_port + i for i in range(args.nodes)]
         if controls[-1] > 65535 or set(controls) & set(ports):
             raise CliError(f"--control-base-port {args.control_base_port} leaves no room for {args.nodes} "
                            "control ports beside the nodes' ports", "pick another --control-base-port", code=2)
-        ports_in_use = ports + controls
-    else:
-        ports_in_use = ports
+    cluster = ",".join(f"{i}=127.0.0.1:{p}" for i, p in enumerate(ports))
+    listeners = _node_listeners(args, cluster)
+    ports_in_use = _check_ports(listeners, controls)
     busy = [p for p in ports_in_use if _listening(p)]
     if busy:
         raise CliError(f"port {busy[0]} on 127.0.0.1 is already in use",
                        "stop what listens there or pick another --base-port")
-    cluster = ",".join(f"{i}=127.0.0.1:{p}" for i, p in enumerate(ports))
     stop = {"signal": None}
 
     def on_signal(signum, _frame):
@@ -147,12 +236,7 @@ def run_cluster(args: Any) -> int:
                 break
             if not announced and all(_listening(p) for p in ports):
                 announced = True
-                print(f"kgroup cluster: {args.nodes} nodes, data dir {os.path.abspath(args.data_dir)}")
-                for i, p in enumerate(ports):
-                    control = (f" (control API 127.0.0.1:{args.control_base_port + i})"
-                               if supervisor is not None else "")
-                    print(f"  node {i}: 127.0.0.1:{p}{control}")
-                print(f"  bootstrap servers: {','.join(f'127.0.0.1:{p}' for p in ports)}", flush=True)
+                _announce(args, ports, listeners, supervisor is not None)
             time.sleep(0.2)
     finally:
         if supervisor is not None:

@@ -182,6 +182,23 @@ def _broker_storage_options(p: argparse.ArgumentParser, data_dir: str, what: str
                    default=None, help="when to fsync appended data")
 
 
+def _node_options(p: argparse.ArgumentParser) -> None:
+    """Flags of `serve` that `cluster` hands every node as they are."""
+    p.add_argument("--no-group-events", dest="group_events", action="store_const", const=False,
+                   default=None, help="do not write group changes to the __kgroup_events topic")
+    p.add_argument("--log-level", default=None, type=str.upper,
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+                   help="logging level (default: INFO)")
+    p.add_argument("--log-format", default=None, choices=["text", "json"],
+                   help="log lines for people (text, the default) or one JSON object a line")
+
+
+def _lease_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--node-timeout-ms", metavar="MS", type=positive_int, default=None,
+                   help="a node that stops renewing its lease this long loses its "
+                   "partitions (default: 6000)")
+
+
 def build_parser() -> Parser:
     """The full ``kgroup`` parser."""
     root = Parser(
@@ -208,13 +225,7 @@ def build_parser() -> Parser:
                        help="serve the control API (faults on demand, group state and waits, "
                        "rebalance, expire, node and coordinator controls; for tests) here "
                        "(default: off)")
-    serve.add_argument("--no-group-events", dest="group_events", action="store_const", const=False,
-                       default=None, help="do not write group changes to the __kgroup_events topic")
-    serve.add_argument("--log-level", default=None, type=str.upper,
-                       choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-                       help="logging level (default: INFO)")
-    serve.add_argument("--log-format", default=None, choices=["text", "json"],
-                       help="log lines for people (text, the default) or one JSON object a line")
+    _node_options(serve)
     serve.add_argument("--http-listen", metavar="HOST:PORT", type=host_port, default=None,
                        help="serve the web console, /metrics and /api here (default: off)")
     serve.add_argument("--node-id", type=non_negative_int, default=None,
@@ -222,19 +233,28 @@ def build_parser() -> Parser:
     serve.add_argument("--cluster", metavar="ID=HOST:PORT,...", type=cluster_list, default=None,
                        help="every node of the cluster, the same list on each node; all share "
                        "--data-dir (one host, or a shared file system with POSIX locks)")
-    serve.add_argument("--node-timeout-ms", metavar="MS", type=positive_int, default=None,
-                       help="a node that stops renewing its lease this long loses its "
-                       "partitions (default: 6000)")
+    _lease_option(serve)
+    serve.add_argument("--port-offset", metavar="N", type=non_negative_int, default=None,
+                       help="add N to the port of every listener the config file names ([[listeners]] "
+                       "address and advertised, http_listen, control_listen; not flags): node N "
+                       "of `kgroup cluster` gets N, so the nodes can share one file (default: 0)")
 
     # cluster
     cluster = sub.add_parser(
         "cluster", help="run a cluster of N nodes on this host, in the foreground",
         description="Start N `kgroup serve` nodes as child processes sharing one data dir, "
-        "print their addresses, and stop them all on Ctrl-C.")
+        "print their addresses, and stop them all on Ctrl-C. Every node reads the same --config "
+        "file, so it takes the same settings as `kgroup serve` (security included: [[listeners]], "
+        "[auth], inter_node_listener and its credentials); node i gets its own port for every "
+        "listener of the file: the file's port + i (`kgroup serve --port-offset i`), and "
+        "127.0.0.1:BASE+i for its PLAINTEXT listener. A file whose ports would meet (or that sets "
+        "listen/advertised, which BASE+i replaces) is refused before any node starts.")
     cluster.add_argument("--nodes", type=positive_int, default=3, help="how many nodes (default: 3)")
     cluster.add_argument("--base-port", type=port_number, default=9092,
-                         help="node i listens on 127.0.0.1:BASE+i (default: 9092)")
+                         help="node i's PLAINTEXT listener is 127.0.0.1:BASE+i (default: 9092)")
     _broker_storage_options(cluster, "./kgroup-cluster", "the data dir every node shares")
+    _node_options(cluster)
+    _lease_option(cluster)
     cluster.add_argument("--control-base-port", type=port_number, default=None,
                          help="node i also serves the control API on 127.0.0.1:PORT+i, and node "
                          "controls (kill, stop, start, pause) sent to any of them are carried out "
