@@ -4,6 +4,7 @@ Kafka port is named in the broker's log."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -83,6 +84,8 @@ MISTAKES = [
     (["consume", "t-bad", "--format", "%k %x"], None, 2, "unknown placeholder '%x'"),
     (["produce", "t-bad", "--header", "novalue"], "x\n", 2, "invalid header"),
     (["topics", "describe", "nope"], None, 1, "does not exist"),
+    (["client-metrics", "--alter", "--name", "cm-bad", "--interval", "5"], None, 1,
+     "Invalid value 5 for interval.ms, interval must be between 100 and 3600000 (1 hour)) — --interval is 100"),
     (["lab", "run", "{late}", "--out", "{tmp}"], None, 2, "is outside the scenario, which runs 0 <= at_s < 100"),
 ]
 
@@ -132,6 +135,40 @@ def test_http_and_tls_clients_are_logged_as_not_kafka(broker):
     assert "not a Kafka client (an HTTP request (GET /metrics HTTP/1.1))" in log
     assert "not a Kafka client (a TLS handshake" in log
     assert "larger than" not in log and "frame of" not in log
+
+
+def test_client_metrics_subscriptions_as_kafka_client_metrics_prints_them(broker, capsys):
+    """`kgroup client-metrics` (kafka-client-metrics' options): made, listed, described in
+    Kafka's tool's words and as JSON, an empty value removing a key, deleted."""
+    from kgroup.cli.main import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        status = main(["client-metrics", "--bootstrap-server", broker.bootstrap, *argv])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    assert run("--alter", "--name", "cm-a", "--metrics", "org.apache.kafka.consumer.,org.apache.kafka.producer.",
+               "--interval", "1000", "--match", "client_id=cm-a.*") == (0, "Altered client metrics config for cm-a.\n", "")
+    status, out, _ = run("--alter", "--generate-name", "--metrics", "*", "--format", "json")
+    generated = json.loads(out)["client_metrics"][0]["name"]
+    assert status == 0 and len(generated) == 22                     # a UUID, base64 as Kafka prints it
+    assert run("--list")[1].split() == sorted(["cm-a", generated])
+    assert run("--describe", "--name", "cm-a")[1] == (
+        "Client metrics configs for cm-a are:\n  interval.ms=1000\n  match=client_id=cm-a.*\n"
+        "  metrics=org.apache.kafka.consumer.,org.apache.kafka.producer.\n")
+    assert run("--alter", "--name", "cm-a", "--match", "")[0] == 0  # empty: the key is removed
+    assert json.loads(run("--describe", "--format", "json")[1])["client_metrics"] == [
+        {"name": "cm-a", "configs": {"interval.ms": "1000", "match": "",
+                                     "metrics": "org.apache.kafka.consumer.,org.apache.kafka.producer."}},
+        {"name": generated, "configs": {"interval.ms": "300000", "match": "", "metrics": "*"}}]
+    status, _, err = run("--alter", "--name", "cm-a", "--match", "bogus=1")
+    assert status == 1 and "Illegal client matching pattern: bogus=1" in err and "client_source_port" in err
+    assert run("--delete")[0] == 2
+    for name in ("cm-a", generated):
+        assert run("--delete", "--name", name) == (0, f"Deleted client metrics config for {name}.\n", "")
+    assert run("--describe", "--name", "cm-a")[1] == (
+        "The client metric resource cm-a doesn't exist and doesn't have dynamic config.\n")
+    assert run("--list", "--format", "json")[1] == '{"client_metrics":[]}\n'
 
 
 # ---- Ctrl-C --------------------------------------------------------------------------------

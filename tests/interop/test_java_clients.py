@@ -20,6 +20,7 @@ import pytest
 
 from kgroup.testing.ports import free_port
 
+from tests.integration.cdp import Browser
 from tests.interop.helpers import eventually, no_partition_owned_twice, past_start, spread, values
 from tests.interop.java import JavaError
 
@@ -377,10 +378,11 @@ def test_java_producer_fenced_by_a_newer_instance(java, kgroup, admin, name):
 
 # ---- client telemetry (KIP-714) ---------------------------------------------------------------
 
-def test_java_consumer_pushes_its_metrics_into_metrics_and_groups_describe(java, kgroup, admin, name):
+def test_java_consumer_pushes_its_metrics_into_metrics_and_groups_describe(java, kgroup, admin, name, tmp_path):
     """A subscription made with Kafka's own kafka-client-metrics selects the consumer (by client
     id); the Java consumer (enable.metrics.push) fetches it and pushes its metrics, which show in
-    /metrics under its group and in `kgroup groups describe --members --verbose --telemetry`."""
+    /metrics under its group, in the web console's member panel (headless Chromium) and in
+    `kgroup groups describe --members --verbose --telemetry`."""
     topic, group, client = f"jt-{name}", f"jt-{name}", f"jt-{name}-client"
     http = KGROUP_SETTINGS["http_listen"]
     topic_with_records(java, topic, 1, 5)
@@ -407,6 +409,18 @@ def test_java_consumer_pushes_its_metrics_into_metrics_and_groups_describe(java,
         detail = json.load(urllib.request.urlopen(f"http://{http}/api/groups/{group}", timeout=5))
         assert [m["telemetry"]["client_instance_id"] for m in detail["members"]] == [mine[0]["client_instance_id"]]
         assert "poll-idle-ratio-avg" in detail["members"][0]["telemetry"]["key_metrics"]
+        # ... and the console shows them in the member's CLIENT METRICS cell.
+        browser = Browser(tmp_path / "chromium")
+        try:
+            browser.open(f"http://{http}/#group={group}", width=1280, height=800)
+            cell = browser.wait("(() => { const c = document.querySelector('#members tbody tr td:nth-child(9)');"
+                                " return c && c.innerText.includes('poll idle') && [c.innerText, c.title]; })()",
+                                "the member's pushed metrics in the console", timeout=30)
+            assert cell[1] == mine[0]["client_instance_id"], cell
+            assert browser.js("[...document.querySelectorAll('#members th')].map(th => th.innerText.trim())"
+                              ".indexOf('CLIENT METRICS')") == 8
+        finally:
+            browser.close()
         out = subprocess.run([str(Path(sys.executable).with_name("kgroup")), "groups", "describe", group,
                               "--bootstrap-server", kgroup.bootstrap, "--members", "--verbose",
                               "--telemetry", http], capture_output=True, text=True, timeout=60)

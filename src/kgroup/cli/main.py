@@ -1,5 +1,5 @@
 """``kgroup`` command line: ``serve``, ``cluster``, ``topics``, ``groups``, ``users``, ``acls``,
-``tokens``, ``produce``, ``consume``, ``control``, ``lab``.
+``tokens``, ``quotas``, ``client-metrics``, ``produce``, ``consume``, ``control``, ``lab``.
 
 ``main(argv)`` returns the exit status. Every mistake — bad arguments, a broker that cannot
 be reached, an unknown topic or group, a broker error code — prints exactly one line
@@ -68,6 +68,7 @@ async def _run_client(args: Any) -> int:
     from kgroup.client.admin import AdminClient
 
     asyncio.get_running_loop().set_exception_handler(_quiet_client_errors)
+    from .client_metrics import CLIENT_METRICS_COMMANDS
     from .commands import COMMANDS
     from .diagnosis import explained
     from .group_tools import GROUP_COMMANDS
@@ -78,7 +79,7 @@ async def _run_client(args: Any) -> int:
     from .tokens import TOKEN_COMMANDS
 
     command = {**COMMANDS, **GROUP_COMMANDS, **SECURITY_COMMANDS, **TOKEN_COMMANDS, **MOVES_COMMANDS,
-               **QUOTA_COMMANDS}[(args.command, getattr(args, "action", None))]
+               **QUOTA_COMMANDS, **CLIENT_METRICS_COMMANDS}[(args.command, getattr(args, "action", None))]
     config = read_command_config(args.command_config) if args.command_config else None
     try:
         admin = AdminClient(args.bootstrap_server, timeout=args.request_timeout_ms / 1000, config=config)

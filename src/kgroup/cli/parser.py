@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from .errors import UsageError
+from .client_metrics import add_client_metrics_commands
 from .ops_parser import (
     add_consume_options,
     add_group_tools,
@@ -403,6 +404,7 @@ def build_parser() -> Parser:
     add_security_commands(sub, client, Parser)
     add_token_commands(sub, client, Parser)
     add_quota_commands(sub, client, Parser)
+    add_client_metrics_commands(sub, client)
 
     # control
     _control_parser(sub)

@@ -74,6 +74,7 @@ _RANGES = (
     ApiRange(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0),
     ApiRange(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0),
     ApiRange(ApiKey.STREAMS_GROUP_DESCRIBE, 0, 1),
+    ApiRange(ApiKey.LIST_CONFIG_RESOURCES, 0, 1),
 )
 
 CLIENT_APIS: Mapping[int, ApiRange] = MappingProxyType({r.api_key: r for r in _RANGES})
