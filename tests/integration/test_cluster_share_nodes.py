@@ -91,6 +91,16 @@ def test_kip932_share_partitions_led_by_other_nodes_persist_at_the_coordinator(t
         assert "Traceback" not in node.log()
 
 
+def _set_group_config(bootstrap: str, group: str, name: str, value: str) -> None:
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    change = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.incremental_alter_configs([change]).values():
+        future.result(15)
+
+
 class _Feed:
     """A producer thread spreading records over the topic's partitions until stopped, so the
     share consumers are mid-consumption when a node is killed; what it got acknowledged is
@@ -146,10 +156,13 @@ def test_kip932_three_share_consumers_over_six_partitions_survive_kill_9_of_a_le
     consumers consume a steady feed. Every record is accepted exactly once (lag 0 at the
     end), a record whose acknowledgement the broker confirmed is never delivered again, and
     the records in flight are delivered again with their delivery counts kept."""
+    # The group's own lock (a dynamic group config at its coordinator, node 0), shorter than
+    # the brokers' (SHARE_SETTINGS): the leaders on nodes 1 and 2 ask node 0 for it.
     lock_ms = 2000
+    assert SHARE_SETTINGS["share_record_lock_duration_ms"] > lock_ms + 2000
     cluster = ClusterProcess(tmp_path, extra={"node_timeout_ms": 3000},
-                             group={**SHARE_SETTINGS, "share_record_lock_duration_ms": lock_ms,
-                                    "share_delivery_count_limit": 10, "initial_rebalance_delay_ms": 300}).start()
+                             group={**SHARE_SETTINGS, "share_delivery_count_limit": 10,
+                                    "initial_rebalance_delay_ms": 300}).start()
     topic, partitions = "chaos", 6
     group = group_coordinated_by(0, "chaos")
     procs: list[ShareProc] = []
@@ -157,6 +170,7 @@ def test_kip932_three_share_consumers_over_six_partitions_survive_kill_9_of_a_le
     try:
         create_topic(cluster.bootstrap, topic, partitions)
         assert coordinator_of(cluster.bootstrap, group) == 0
+        _set_group_config(cluster.bootstrap, group, "share.record.lock.duration.ms", str(lock_ms))
         leaders = _leaders(cluster.bootstrap, topic)
         assert sorted(leaders.values()) == [0, 0, 1, 1, 2, 2], leaders
         feed = _Feed(cluster.bootstrap, topic, partitions).start()
