@@ -5,6 +5,8 @@ Usage: python -m tests.integration.share_consumer_process CLIENT BOOTSTRAP GROUP
 
 CLIENT: confluent | kgroup. MODE: implicit | explicit. POLICY (explicit mode):
   accept          acknowledge every record ACCEPT and commit synchronously
+  slow            as accept, but each poll's records are held half a second first (printing
+                  {"event": "holding"}), so a test finds records in flight at any moment
   hold            take one non-empty poll, acknowledge nothing, then stop polling
   release         RELEASE every record (it comes back until the delivery limit archives it)
   reject          REJECT every record
@@ -13,7 +15,8 @@ In implicit mode every record is accepted by the next poll.
 
 Prints one JSON line per event: {"event": "record", "p": partition, "o": offset,
 "count": delivery count, "t": time}, {"event": "done", "type": "accept", "p": .., "offsets": [..]}
-once the broker confirmed an acknowledgement, {"event": "ready"} after subscribing. Stops at
+once the broker confirmed an acknowledgement (with its time "t"; "failed" when it did not),
+{"event": "ready"} after subscribing. Stops at
 SIGTERM (closing the consumer cleanly) or when its parent goes away.
 """
 
@@ -43,6 +46,8 @@ def choose(policy: str, count: int) -> str:
     """accept | release | reject for a record delivered `count` times."""
     if policy == "first-release":
         return "release" if count == 1 else "accept"
+    if policy == "slow":
+        return "accept"
     return policy
 
 
@@ -77,14 +82,17 @@ def run_confluent(bootstrap: str, group: str, topic: str, mode: str, policy: str
                 held = True
                 say(event="holding")
                 continue
+            if msgs and policy == "slow":
+                say(event="holding", t=time.time())
+                pace(0.5)
             if mode == "explicit" and decided:
                 results = consumer.commit_sync(30)
                 failed = {tp.partition for tp, err in results.items() if err is not None}
                 for (p, action), offsets in decided.items():
                     if p in failed:
-                        say(event="failed", type=action, p=p, offsets=offsets)
+                        say(event="failed", type=action, p=p, offsets=offsets, t=time.time())
                     else:
-                        say(event="done", type=action, p=p, offsets=offsets)
+                        say(event="done", type=action, p=p, offsets=offsets, t=time.time())
     finally:
         if not held:
             consumer.close()

@@ -14,11 +14,12 @@ share partition go one after another, in the order they were made, so a retried 
 state never lands after a newer one. FENCED_STATE_EPOCH (the state was reset meanwhile)
 is not retried: the leader reloads the partition, as it does locally.
 
-The group's configs (lock duration, delivery limit, ...) are the group coordinator's; on
-another node the share partition runs with the broker's settings for the group (its
-`[group.overrides]` and defaults) — dynamic group configs set with IncrementalAlterConfigs
-apply on the partitions the coordinator's node leads only (what is left of issue 32's
-item 3). Membership is the coordinator's too: on another node a share session opens for
+The group's configs (lock duration, delivery limit, ...) are the group coordinator's: its
+dynamic ones (set with IncrementalAlterConfigs, source GROUP_CONFIG) are asked of the owner
+with DescribeConfigs when a share partition loads here and again at most once a second
+while it runs (share_state.py), over the broker's settings for the group (its
+`[group.overrides]` and defaults), so a change reaches another node's leader within about a
+second. Membership is the coordinator's too: on another node a share session opens for
 the member id its ShareFetch names, without asking the coordinator.
 """
 
@@ -31,6 +32,7 @@ from typing import Any, Awaitable, Callable
 
 from kgroup.broker.cluster.peers import PeerUnavailable, Peers
 from kgroup.core.errors import ErrorCode, GroupError
+from kgroup.core.group_configs import ConfigSource
 from kgroup.core.records import ShareStateBatch, ShareStateValue
 from kgroup.core.share_protocol import delivery_complete
 from kgroup.wire import request_class
@@ -43,6 +45,8 @@ E = ErrorCode
 RETRY_FOR_S = 20.0
 _RETRIABLE = {E.NOT_COORDINATOR, E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE}
 READ_VERSION, INITIALIZE_VERSION, WRITE_VERSION = 0, 0, 1
+# DescribeConfigs of the group's configs (KIP-848's GROUP resource, type 32, from v4 on).
+DESCRIBE_CONFIGS_VERSION, GROUP_RESOURCE = 4, 32
 
 
 class MovedHere(Exception):
@@ -85,6 +89,26 @@ class RemoteShareState:
             log.info("share state of group %s at node %s: %s; retrying", group_id, node, code.name)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 0.5)
+
+    async def group_configs(self, group_id: str) -> tuple[tuple[str, str], ...] | None:
+        """The group's dynamic configs at its coordinator ((name, value) pairs); None if it
+        cannot be asked now (it moves, is unreachable or answers an error): keep what is known."""
+        node = self.owner_of(group_id)
+        if node is None or node == self.peers.node_id:
+            return None
+        cls = request_class(ApiKey.DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_VERSION)
+        request = build(cls, include_synonyms=False, include_documentation=False, resources=(
+            build(item(cls, "resources"), resource_type=GROUP_RESOURCE, resource_name=group_id,
+                  configuration_keys=None),))
+        try:
+            resp = await self.peers.request(node, ApiKey.DESCRIBE_CONFIGS, request)
+        except PeerUnavailable:
+            return None
+        (result,) = resp.results
+        if int(result.error_code) != 0:
+            return None
+        return tuple((c.name, c.value) for c in result.configs
+                     if int(c.config_source) == ConfigSource.GROUP_CONFIG and c.value is not None)
 
     async def read(self, group_id: str, topic_id: str, partition: int) -> ShareStateValue | None:
         cls = request_class(ApiKey.READ_SHARE_GROUP_STATE, READ_VERSION)

@@ -30,6 +30,8 @@ share partition.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -41,6 +43,10 @@ from kgroup.core.records import ShareStateValue
 from kgroup.core.share_messages import ShareStateKey, WriteShareStateRequest
 from kgroup.core.share_configs import ShareConfigs
 from kgroup.core.share_partition import ShareLimits
+
+# How often a share partition led here asks its group's coordinator on another node for the
+# group's dynamic configs (remote_share_state.py).
+CONFIGS_REFRESH_S = 1.0
 
 
 class ShareStateStore:
@@ -55,8 +61,13 @@ class ShareStateStore:
         self.remote = remote
         # A group coordinated elsewhere runs its share partitions here with the broker's
         # settings for it (remote_share_state.py says why).
+        # Its dynamic configs are the coordinator's, copied into `remote_configs` when a share
+        # partition loads and refreshed at most every CONFIGS_REFRESH_S while it runs.
+        self.remote_configs: dict[str, tuple[tuple[str, str], ...]] = {}
         self.configured = ShareConfigs(SimpleNamespace(config=config or GroupConfig(),
-                                                       stored=SimpleNamespace(group_configs={})))
+                                                       stored=SimpleNamespace(group_configs=self.remote_configs)))
+        self._configs_asked: dict[str, float] = {}
+        self._configs_tasks: set[asyncio.Task] = set()
 
     def _shard(self, group_id: str) -> Shard | None:
         """The group's shard, served here; None if another node owns it and its state is
@@ -81,6 +92,7 @@ class ShareStateStore:
         shard = self._shard(group_id)
         if shard is None:
             try:
+                await self._fetch_configs(group_id)
                 return await self.remote.read(group_id, topic_id, partition)
             except MovedHere:
                 raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) from None
@@ -119,7 +131,32 @@ class ShareStateStore:
 
     def _configs(self, group_id: str) -> ShareConfigs:
         shard = self._shard(group_id)
-        return self.configured if shard is None else shard.coordinator.share.configs
+        if shard is not None:
+            return shard.coordinator.share.configs
+        self._refresh_configs(group_id)
+        return self.configured
+
+    async def _fetch_configs(self, group_id: str) -> None:
+        """Copy the group's dynamic configs from its coordinator (kept as they were if it
+        cannot be asked now)."""
+        self._configs_asked[group_id] = time.monotonic()
+        found = await self.remote.group_configs(group_id)
+        if found is not None:
+            self.remote_configs[group_id] = found
+
+    def _refresh_configs(self, group_id: str) -> None:
+        """Ask again in the background once CONFIGS_REFRESH_S has passed since the last time:
+        the value read now is the one known, a change applies from the next read."""
+        if time.monotonic() - self._configs_asked.get(group_id, 0.0) < CONFIGS_REFRESH_S:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._configs_asked[group_id] = time.monotonic()
+        task = loop.create_task(self._fetch_configs(group_id))
+        self._configs_tasks.add(task)
+        task.add_done_callback(self._configs_tasks.discard)
 
     def limits(self, group_id: str) -> ShareLimits:
         return self._configs(group_id).limits(group_id)
