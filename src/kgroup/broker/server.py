@@ -199,9 +199,8 @@ class Server:
         connection = self._connection_ids
         out: list[bytes] = []  # responses not yet handed to the transport, in order
         opening = b""  # the connection's first bytes, until a frame has been read
-        # Fetch answers go out with sendfile on a plain TCP connection; through TLS (this
-        # listener's, started by `_start_tls`: the kernel cannot encrypt a file it sends)
-        # their records are read in and written as bytes.
+        # Fetch answers go out with sendfile on plain TCP; through TLS (`_start_tls`: the kernel
+        # cannot encrypt a file it sends) their records are read in and written as bytes.
         zero_copy = tls is None and writer.get_extra_info("socket") is not None
         try:
             while True:
@@ -363,10 +362,10 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
 
 
 def serve_config(args: Any) -> BrokerConfig:
-    """The config of `kgroup serve`: the file, then every flag given on the command line
-    (a flag not given is None, so the file's value stands)."""
-    return load_config(getattr(args, "config", None), port_offset=getattr(args, "port_offset", None),
-                       **{key: getattr(args, key, None) for key in FLAG_KEYS})
+    """The config of `kgroup serve`: the file (its ports shifted by --port-offset), then every
+    flag given on the command line (a flag not given is None, so the file's value stands)."""
+    flags = {key: getattr(args, key, None) for key in FLAG_KEYS}
+    return load_config(getattr(args, "config", None), port_offset=getattr(args, "port_offset", None), **flags)
 
 
 def serve_main(args: Any) -> int:
