@@ -6,17 +6,20 @@ by nodes 0, 1 and 2 (partition p by node p mod 3); the consumer group's coordina
 node 1. So every transaction needs WriteTxnMarkers from node 0 to nodes 1 and 2 (and to
 node 1 for the group's offsets), and the Java producer's Produce v12 (transaction.version
 2) on nodes 1 and 2 adds its partitions at node 0 with AddPartitionsToTxn v5; its
-TxnOffsetCommit v5 on node 1 asks node 0 too.
+TxnOffsetCommit v5 on node 1 asks node 0 too. The last test (issue 32's acceptance) runs
+two EOS apps while kill -9 hits each node in turn.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
 from kgroup.testing import Cluster
 from kgroup.wire import request_class
 from kgroup.wire.kio_build import build, item
-from tests.integration.cluster_process import call, group_coordinated_by
+from tests.integration.cluster_process import call, group_coordinated_by, metadata
 from tests.interop.helpers import eventually, spread, values
 
 pytestmark = pytest.mark.integration
@@ -172,3 +175,140 @@ def test_coordinator_killed_between_commit_and_markers_loses_nothing(java, clust
 
     assert write_marker(1, 1) == TRANSACTION_COORDINATOR_FENCED
     assert write_marker(2, 1) == NOT_LEADER_OR_FOLLOWER
+
+
+# ---- issue 32's acceptance: two EOS apps while kill -9 hits each node in turn ----------------
+
+
+def find_coordinator(cluster, key: str, key_type: int) -> int:
+    """FindCoordinator v4 (key type 0: a group, 1: a transactional id), asked of node 2."""
+    resp = call(cluster.nodes[2].port, 10, 4, key_type=key_type, coordinator_keys=(key,))
+    assert resp.coordinators[0].error_code == 0, resp
+    return resp.coordinators[0].node_id
+
+
+def leaders(cluster, topic: str) -> list[int]:
+    (t,) = metadata(cluster.nodes[1].port, topic).topics
+    return [p.leader_id for p in sorted(t.partitions, key=lambda p: p.partition_index)]
+
+
+def test_eos_apps_survive_kill_9_of_each_node_in_turn(java, cluster, admin, tmp_path):
+    """Issue 32's acceptance: the transaction coordinators on node 0, the input partitions and
+    the groups' coordinator on node 1, the output partitions on node 2 (four roles on three
+    nodes: every marker and every offset commit crosses nodes). Two consume-transform-produce
+    apps read the same input at once -- confluent-kafka (eos_app_process.py, TV1) and the Java
+    4.4 client (TV2) -- into their own outputs while input keeps arriving and node 0, 1, 2 are
+    killed with SIGKILL in turn, each started again before the next. Each output, read with
+    read_committed through every node, holds every input exactly once: nothing lost, nothing
+    aborted or torn visible, and all three readers agree."""
+    import collections
+    import threading
+
+    from confluent_kafka import Producer
+
+    from kgroup.client import AdminClient as Ours
+    from tests.integration.test_exactly_once_crashes import read_committed as read_all, start
+    from tests.integration.waits import pace
+
+    for n, node in enumerate(cluster.nodes):              # the test before killed node 0
+        if not node.alive():
+            cluster.start_node(n)
+    source, sinks = "xc-in", {"py": "xc-out-py", "java": "xc-out-java"}
+    py_txn = group_coordinated_by(0, "eos")                        # eos_app_process's id: eos-SLOT
+    py_group, java_group = group_coordinated_by(1, "xc-py"), group_coordinated_by(1, "xc-java")
+    java_txn = group_coordinated_by(0, "xc-txn")
+    for topic in (source, *sinks.values()):
+        assert java.call("admin.createTopics", name="admin", topics=[{"name": topic, "partitions": 2}]) == {topic: None}
+
+    async def move() -> None:
+        async with Ours(cluster.bootstrap) as ours:
+            targets = {(source, 0): [1], **{(s, p): [2] for s in sinks.values() for p in range(2)}}
+            assert all(r.error == 0 for r in (await ours.alter_partition_reassignments(targets)).values())
+
+    asyncio.run(move())
+    wanted = {"in": [1, 1], "out": [2, 2, 2, 2], "txn": [0, 0], "groups": [1, 1]}
+
+    def placement() -> dict:
+        return {"in": leaders(cluster, source), "out": leaders(cluster, sinks["py"]) + leaders(cluster, sinks["java"]),
+                "txn": [find_coordinator(cluster, t, 1) for t in (py_txn, java_txn)],
+                "groups": [find_coordinator(cluster, g, 0) for g in (py_group, java_group)]}
+
+    eventually(lambda: placement() == wanted, what=f"the placement {wanted}")
+
+    feeding, fed, failures = threading.Event(), collections.Counter(), []
+
+    def feed() -> None:
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+
+        def done(err, msg) -> None:
+            if err is None:
+                fed["acked"] += 1
+            else:
+                failures.append(err)
+        while feeding.is_set():                         # about 40 records/s, below what the apps do
+            for _ in range(4):
+                p.produce(source, f"in-{fed['sent']}".encode(), partition=fed["sent"] % 2, on_delivery=done)
+                fed["sent"] += 1
+            p.poll(0)
+            pace(0.1)
+        assert p.flush(60) == 0
+
+    def committed() -> int:
+        return sum(v[0] for g in (py_group, java_group)
+                   for tp, v in java.call("admin.listConsumerGroupOffsets", name="admin", group=g).items()
+                   if tp.startswith(f"{source}:"))
+
+    def progress(what: str, records: int = 40) -> None:
+        before = committed()
+        eventually(lambda: committed() >= before + records, what=f"both apps commit more {what}")
+
+    feeding.set()
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    app = start("tests.integration.eos_app_process", cluster.bootstrap, py_group, py_txn.split("-")[1], source,
+                sinks["py"], log=tmp_path / "py-app.log")
+    java.consumer("xc-java", {"bootstrap.servers": cluster.bootstrap, "group.id": java_group,
+                              "group.protocol": "classic", "auto.offset.reset": "earliest",
+                              "enable.auto.commit": "false", "isolation.level": "read_committed",
+                              "session.timeout.ms": "6000", "heartbeat.interval.ms": "500"},
+                  topics=[source], transform={"output": sinks["java"], "config": {
+                      "bootstrap.servers": cluster.bootstrap, "transactional.id": java_txn,
+                      "transaction.timeout.ms": "10000"}})
+    try:
+        progress("before the kills")
+        for node in (0, 1, 2):
+            cluster.kill_node(node)
+            progress(f"while node {node} is down")
+            cluster.start_node(node)
+            eventually(lambda: placement() == wanted, what=f"node {node} back in its place")
+            assert app.poll() is None, (tmp_path / "py-app.log").read_text()
+        feeding.clear()
+        feeder.join(60)
+        assert failures == [] and fed["acked"] == fed["sent"], (failures, fed)
+        try:
+            eventually(lambda: committed() == 2 * fed["sent"], timeout=60, what="both apps consumed every input")
+        except AssertionError:
+            state = {g: java.call("admin.listConsumerGroupOffsets", name="admin", group=g)
+                     for g in (py_group, java_group)}
+            logs = [line for text in cluster.logs().values() for line in text.splitlines()
+                    if "ERROR" in line or "WARN" in line or "Traceback" in line]
+            raise AssertionError((fed, state, java.of("xc-java", "aborted")[-3:], java.of("xc-java", "failed"),
+                                  (tmp_path / "py-app.log").read_text()[-1500:], logs[-40:]))
+        assert app.poll() is None, (tmp_path / "py-app.log").read_text()
+        assert java.of("xc-java", "failed") == []
+        for g in (py_group, java_group):                # offsets of the input only, by its name
+            assert sorted(java.call("admin.listConsumerGroupOffsets", name="admin", group=g)) \
+                == [f"{source}:0", f"{source}:1"], g
+    finally:
+        feeding.clear()
+        app.kill()
+        app.wait()
+        java.call("consumer.close", name="xc-java", leave=True)
+    expected = collections.Counter(f"IN-{i}" for i in range(fed["sent"]))
+    for app_name, sink in sinks.items():
+        per_node = [collections.Counter(m.value().decode() for m in read_all(cluster.node_bootstrap(n), sink, 2))
+                    for n in range(3)]
+        assert per_node[0] == expected, (app_name, len(expected), sum(per_node[0].values()),
+                                         list((expected - per_node[0]).items())[:5],
+                                         list((per_node[0] - expected).items())[:5])
+        assert per_node[1] == per_node[0] and per_node[2] == per_node[0], app_name

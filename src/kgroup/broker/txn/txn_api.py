@@ -231,6 +231,13 @@ class TxnApi:
         # stands as a name no topic can have, and its partitions are UNKNOWN_TOPIC_ID.
         named = [(t, name if name is not None else f"<unknown topic id {t.topic_id}>", name is None)
                  for t, name in request_names(req.topics, FIRST_BY_ID if v >= 6 else 0, shard_topics(shard))]
+        if shard_topics(shard) is None:
+            # Not this node's group (or still loading here): answered at once, as Kafka's
+            # group coordinator checks that first. Going on would be wrong, not just slow:
+            # a v6 topic id cannot be named without the shard's topics, and if the group's
+            # partition is taken over here while the awaits below run, the group would store
+            # the offsets under the id written out as a topic name.
+            return self._txn_offset_answer(header, named, {}, shard.error, {})
         errors = {(name, p.partition_index): E.UNKNOWN_TOPIC_ID for t, name, unknown in named if unknown
                   for p in t.partitions}
         partitions = tuple(
