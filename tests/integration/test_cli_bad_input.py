@@ -157,10 +157,12 @@ def test_client_metrics_subscriptions_as_kafka_client_metrics_prints_them(broker
         "Client metrics configs for cm-a are:\n  interval.ms=1000\n  match=client_id=cm-a.*\n"
         "  metrics=org.apache.kafka.consumer.,org.apache.kafka.producer.\n")
     assert run("--alter", "--name", "cm-a", "--match", "")[0] == 0  # empty: the key is removed
-    assert json.loads(run("--describe", "--format", "json")[1])["client_metrics"] == [
+    # Listed by name: the generated one sorts before or after cm-a as its random letters fall.
+    assert json.loads(run("--describe", "--format", "json")[1])["client_metrics"] == sorted([
         {"name": "cm-a", "configs": {"interval.ms": "1000", "match": "",
                                      "metrics": "org.apache.kafka.consumer.,org.apache.kafka.producer."}},
-        {"name": generated, "configs": {"interval.ms": "300000", "match": "", "metrics": "*"}}]
+        {"name": generated, "configs": {"interval.ms": "300000", "match": "", "metrics": "*"}}],
+        key=lambda entry: entry["name"])
     status, _, err = run("--alter", "--name", "cm-a", "--match", "bogus=1")
     assert status == 1 and "Illegal client matching pattern: bogus=1" in err and "client_source_port" in err
     assert run("--delete")[0] == 2
