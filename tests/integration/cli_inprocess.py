@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,14 +20,22 @@ __all__ = ["KGROUP", "kgroup_inprocess"]
 KGROUP = str(Path(sys.executable).with_name("kgroup"))
 
 
-def kgroup_inprocess(argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
-    """`kgroup *argv` with `stdin` as its input; the result as `subprocess.run` gives it."""
+def kgroup_inprocess(argv: list[str], stdin: str | None = None,
+                     env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`kgroup *argv` with `stdin` as its input and `env` added to the environment; the
+    result as `subprocess.run` gives it."""
     out, err = io.StringIO(), io.StringIO()
-    saved = sys.stdin
+    saved_stdin, saved_env = sys.stdin, {k: os.environ.get(k) for k in env or {}}
     sys.stdin = io.StringIO(stdin or "")
+    os.environ.update(env or {})
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             status = main(list(argv))
     finally:
-        sys.stdin = saved
+        sys.stdin = saved_stdin
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return subprocess.CompletedProcess([KGROUP, *argv], status, out.getvalue(), err.getvalue())
