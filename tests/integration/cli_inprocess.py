@@ -11,6 +11,7 @@ import io
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from kgroup.cli.main import main
@@ -18,12 +19,20 @@ from kgroup.cli.main import main
 __all__ = ["KGROUP", "kgroup_inprocess"]
 
 KGROUP = str(Path(sys.executable).with_name("kgroup"))
+# sys.stdin/stdout/stderr and os.environ are the process's: one command at a time (tests that
+# poll from two threads, e.g. one scenario on each broker, take turns; a command is ~10-50 ms).
+_ONE_AT_A_TIME = threading.Lock()
 
 
 def kgroup_inprocess(argv: list[str], stdin: str | None = None,
                      env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """`kgroup *argv` with `stdin` as its input and `env` added to the environment; the
     result as `subprocess.run` gives it."""
+    with _ONE_AT_A_TIME:
+        return _run(argv, stdin, env)
+
+
+def _run(argv: list[str], stdin: str | None, env: dict[str, str] | None) -> subprocess.CompletedProcess:
     out, err = io.StringIO(), io.StringIO()
     saved_stdin, saved_env = sys.stdin, {k: os.environ.get(k) for k in env or {}}
     sys.stdin = io.StringIO(stdin or "")
