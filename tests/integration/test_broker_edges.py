@@ -15,9 +15,18 @@ from kgroup.client import AdminClient
 from kgroup.client.connection import Connection
 from kgroup.wire import decode_response, encode_request, request_class
 from kgroup.wire.kio_build import build
+from tests.integration.broker_process import BrokerProcess
 from tests.integration.clients import create_topic, end_offsets
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One broker for the edges that leave it serving (the SIGTERM test stops its own)."""
+    proc = BrokerProcess(tmp_path_factory.mktemp("edges") / "data").start()
+    yield proc
+    proc.finish()
 
 
 def _read_frame(sock: socket.socket) -> bytes:
@@ -25,8 +34,8 @@ def _read_frame(sock: socket.socket) -> bytes:
     return sock.recv(size, socket.MSG_WAITALL)
 
 
-def test_too_new_api_versions_gets_a_v0_reply_and_the_connection_stays_open(broker):
-    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
+def test_too_new_api_versions_gets_a_v0_reply_and_the_connection_stays_open(shared):
+    with socket.create_connection(("127.0.0.1", shared.port), timeout=10) as s:
         body = struct.pack(">hhih", 18, 99, 7, -1)          # ApiVersions v99, null client id
         s.sendall(struct.pack(">i", len(body)) + body)
         correlation, reply = decode_response(18, 0, _read_frame(s))
@@ -43,24 +52,24 @@ def test_too_new_api_versions_gets_a_v0_reply_and_the_connection_stays_open(brok
         assert correlation == 8 and int(reply.error_code) == 0
 
 
-def test_a_frame_past_the_request_limit_closes_the_connection_at_once(broker):
-    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
+def test_a_frame_past_the_request_limit_closes_the_connection_at_once(shared):
+    with socket.create_connection(("127.0.0.1", shared.port), timeout=10) as s:
         # Only the size and a few bytes: the broker must not wait for (or buffer) 100 MiB.
         s.sendall(struct.pack(">i", 100 * 1024 * 1024 + 1) + b"\x00" * 16)
         try:
             assert s.recv(1) == b""
         except ConnectionResetError:
             pass
-    assert "exceeds the limit" in broker.log()
+    assert "exceeds the limit" in shared.log()
     # The broker goes on serving.
-    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
+    with socket.create_connection(("127.0.0.1", shared.port), timeout=10) as s:
         s.sendall(encode_request(18, 0, 1, "edge", build(request_class(18, 0))))
         assert decode_response(18, 0, _read_frame(s))[0] == 1
 
 
-def test_find_coordinator_v4_answers_every_key_of_a_batch(broker):
+def test_find_coordinator_v4_answers_every_key_of_a_batch(shared):
     async def go():
-        conn = await Connection.open("127.0.0.1", broker.port)
+        conn = await Connection.open("127.0.0.1", shared.port)
         try:
             resp = await conn.request(10, {"key_type": 0, "coordinator_keys": ["a", "b", "c"]}, version=4)
         finally:
@@ -71,7 +80,7 @@ def test_find_coordinator_v4_answers_every_key_of_a_batch(broker):
     assert [c.key for c in resp.coordinators] == ["a", "b", "c"]
     for c in resp.coordinators:
         assert int(c.error_code) == 0
-        assert (int(c.node_id), c.host, int(c.port)) == (1, "127.0.0.1", broker.port)
+        assert (int(c.node_id), c.host, int(c.port)) == (1, "127.0.0.1", shared.port)
 
 
 IN_FLIGHT = 50

@@ -22,6 +22,7 @@ import pytest
 
 from kgroup.testing.process import ChildProcess
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.cli_inprocess import kgroup_inprocess
 from tests.integration.waits import until, wait_for
 
 pytestmark = pytest.mark.integration
@@ -38,9 +39,18 @@ def broker(tmp_path_factory):
     proc.finish()
 
 
+def run(broker, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """`kgroup ARGS --bootstrap-server B`: a `consume` (what this module is about) as its own
+    process; the tools around it (topics, produce, groups describe, polled back to back
+    while the members rebalance) in this process, through the script's own `main`."""
+    argv = [*args, "--bootstrap-server", broker.bootstrap]
+    if args[0] == "consume":
+        return subprocess.run([KGROUP, *argv], input=stdin, capture_output=True, text=True, timeout=60)
+    return kgroup_inprocess(argv, stdin)
+
+
 def kgroup(broker, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    done = subprocess.run([KGROUP, *args, "--bootstrap-server", broker.bootstrap], input=stdin,
-                          capture_output=True, text=True, timeout=60)
+    done = run(broker, *args, stdin=stdin)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     return done
 
@@ -76,8 +86,7 @@ class ConsoleConsumer:
 def members(broker, group: str) -> list[int]:
     """The partition counts of the group's members, sorted; [] while it rebalances (as
     `groups describe --members` says then), has none or does not exist yet."""
-    done = subprocess.run([KGROUP, "groups", "describe", group, "--members", "--bootstrap-server",
-                           broker.bootstrap], capture_output=True, text=True, timeout=60)
+    done = run(broker, "groups", "describe", group, "--members")
     if done.returncode == 1 and "does not exist" in done.stderr:
         return []
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
@@ -170,8 +179,7 @@ def test_a_share_group_member_prints_and_acknowledges(broker):
     (["--group", "g-fb", "--group-protocol", "share", "--partition", "0"], "without --no-join, --partition"),
 ])
 def test_member_options_that_cannot_work_are_one_line_errors(broker, argv, says):
-    subprocess.run([KGROUP, "topics", "create", "queue-fb", "--bootstrap-server", broker.bootstrap],
-                   capture_output=True, timeout=60)                  # exists already after the first case
+    run(broker, "topics", "create", "queue-fb")                      # exists already after the first case
     done = subprocess.run([KGROUP, "consume", "queue-fb", *argv, "--bootstrap-server", broker.bootstrap],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr

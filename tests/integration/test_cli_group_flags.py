@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.cli_inprocess import kgroup_inprocess
 from tests.integration.clients import create_topic
 from tests.integration.test_cli_group_tools import committed as committed_offsets
 
@@ -32,8 +33,7 @@ def broker(tmp_path_factory):
 
 
 def kgroup(broker, *args: str, status: int = 0) -> subprocess.CompletedProcess:
-    done = subprocess.run([KGROUP, *args, "--bootstrap-server", broker.bootstrap],
-                          capture_output=True, text=True, timeout=60)
+    done = kgroup_inprocess([*args, "--bootstrap-server", broker.bootstrap])    # the script's main, in-process
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == status, (done.returncode, done.stdout, done.stderr)
     return done

@@ -1,6 +1,7 @@
 """The `kgroup` group tools against `kgroup serve`, each checked by what a real client then reads.
 
-Every command runs the real `kgroup` script in a subprocess. After a reset, a confluent-kafka
+`kgroup consume` runs as the real `kgroup` script in a subprocess; the other tools through the
+script's own `main` in this process (tests/integration/cli_inprocess.py). After a reset, a confluent-kafka
 consumer joins the group and the first offset it reads (or the offset it finds committed)
 must be the one the tool promised.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.cli_inprocess import kgroup_inprocess
 from tests.integration.clients import create_topic
 
 ck = pytest.importorskip("confluent_kafka")
@@ -34,8 +36,9 @@ def broker(tmp_path_factory):
 
 
 def kgroup(broker, *args: str, stdin: str | None = None, ok: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([KGROUP, *args, "--bootstrap-server", broker.bootstrap], input=stdin,
-                          capture_output=True, text=True, timeout=60)
+    argv = [*args, "--bootstrap-server", broker.bootstrap]
+    done = (subprocess.run([KGROUP, *argv], input=stdin, capture_output=True, text=True, timeout=60)
+            if args[0] == "consume" else kgroup_inprocess(argv, stdin))
     assert "Traceback" not in done.stderr, done.stderr
     if ok:
         assert done.returncode == 0, done.stderr

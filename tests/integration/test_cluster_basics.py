@@ -13,6 +13,7 @@ import pytest
 from kgroup.wire import request_class
 from kgroup.wire.kio_build import build, item
 from tests.integration.broker_process import KGROUP, free_port
+from tests.integration.cli_inprocess import kgroup_inprocess
 from tests.integration.clients import create_topic, produce_keyed, wait_for
 from tests.integration.cluster_process import ClusterProcess, call, coordinator_of, group_coordinated_by, metadata
 from tests.integration.cluster_workload import MemberProcess
@@ -31,8 +32,7 @@ def cluster(tmp_path_factory):
 
 
 def kgroup(cluster, *args: str) -> str:
-    out = subprocess.run([KGROUP, "--bootstrap-server", cluster.bootstrap, *args],
-                         capture_output=True, text=True, timeout=60)
+    out = kgroup_inprocess(["--bootstrap-server", cluster.bootstrap, *args])     # the script's main, in-process
     assert out.returncode == 0, out.stderr
     return out.stdout
 

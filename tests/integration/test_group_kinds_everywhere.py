@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import subprocess
 import sys
 import threading
 import urllib.request
@@ -36,6 +35,7 @@ from kgroup.testing import Broker, Cluster
 from kgroup.testing.ports import free_port
 from kgroup.wire.codec import request_class
 from kgroup.wire.kio_build import build, item
+from tests.integration.cli_inprocess import kgroup_inprocess
 from tests.integration.clients import produce_keyed
 from tests.integration.test_watch_terminal import TMUX, Tmux
 from tests.integration.testbed_support import CONSUMER_PROTOCOL_FAST
@@ -173,8 +173,7 @@ def broker(tmp_path_factory):
 
 
 def kgroup(broker, *args: str) -> str:
-    done = subprocess.run([KGROUP, *args, "--bootstrap-server", broker.bootstrap], capture_output=True, text=True,
-                          timeout=60)
+    done = kgroup_inprocess([*args, "--bootstrap-server", broker.bootstrap])    # the script's main, in-process
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     return done.stdout
 

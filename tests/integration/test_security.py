@@ -23,7 +23,8 @@ from kgroup.client.security import ClientSecurity
 from kgroup.error_codes import ErrorCode as E
 from kgroup.wire import decode_response, request_class
 from kgroup.wire.api_keys import ApiKey
-from tests.integration.broker_process import KGROUP, BrokerProcess, free_port
+from tests.integration.broker_process import BrokerProcess, free_port
+from tests.integration.cli_inprocess import kgroup_inprocess
 from tests.integration.clients import ConsumerThread, wait_for
 from tests.integration.security_setup import (
     ADMIN,
@@ -431,7 +432,7 @@ def test_confluent_admin_alters_and_describes_scram_credentials(sb):
 # -- the CLI ---------------------------------------------------------------------------------
 
 def _kgroup(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([KGROUP, *args], input=stdin, capture_output=True, text=True, timeout=60)
+    return kgroup_inprocess(list(args), stdin)     # the script's own main, without a process start
 
 
 def test_cli_acls_and_users_with_command_config(sb, tmp_path):

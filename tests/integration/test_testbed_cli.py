@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from kgroup.testing import Broker
+from tests.integration.cli_inprocess import kgroup_inprocess
 from tests.integration.clients import ConsumerThread, wait_for
 from tests.integration.testbed_support import names
 
@@ -24,13 +25,14 @@ def broker():
 
 
 def kgroup(broker, *args: str, env_control: bool = False) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    argv = [sys.executable, "-m", "kgroup", "control", *args]
+    """`kgroup control ARGS`, through the script's own `main` in this process."""
+    argv = ["control", *args]
+    env = {}
     if env_control:
         env["KGROUP_CONTROL"] = broker.control_address
     else:
         argv += ["--control", broker.control_address]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    return kgroup_inprocess(argv, env=env)
 
 
 def one_error_line(done: subprocess.CompletedProcess) -> str:

@@ -15,6 +15,7 @@ import pytest
 
 from kgroup.testing import Broker, Cluster, ControlClient, ControlError
 from tests.integration.broker_process import KGROUP, free_port
+from tests.integration.cli_inprocess import kgroup_inprocess
 from tests.integration.clients import ConsumerThread, produce_keyed, wait_for
 from tests.integration.cluster_process import coordinator_of as find_coordinator
 from tests.integration.testbed_support import CONSUMER_PROTOCOL_FAST, LostTracker, armed, hits, names
@@ -220,8 +221,7 @@ def test_a_single_broker_has_no_node_or_coordinator_controls(tmp_path) -> None:
 
 
 def kgroup_control(address: str, *args: str) -> str:
-    out = subprocess.run([KGROUP, "control", *args, "--control", address], capture_output=True, text=True,
-                         timeout=120)
+    out = kgroup_inprocess(["control", *args, "--control", address])     # the script's main, in-process
     assert out.returncode == 0, out.stderr
     return out.stdout
 

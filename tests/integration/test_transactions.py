@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import time
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.broker_process import KGROUP, BrokerProcess
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.cli_inprocess import kgroup_inprocess
 from tests.integration.test_group_events import read_events
 from tests.integration.txn_clients import KINDS, read, transactions
 from tests.integration.waits import until
@@ -293,14 +293,11 @@ def test_list_and_describe_transactions_and_producers_and_the_cli(broker):
     assert described.timeout_ms == 60_000 and described.start_ms > 0
     assert producers[0] == [] and [s.txn_start_offset for s in producers[1]] == [0]
     assert producers[1][0].producer_id == described.producer_id
-    run = subprocess.run([KGROUP, "transactions", "list", "--state", "Ongoing", "--bootstrap-server",
-                          broker.bootstrap], capture_output=True, text=True, timeout=30)
+    run = kgroup_inprocess(["transactions", "list", "--state", "Ongoing", "--bootstrap-server", broker.bootstrap])
     assert run.returncode == 0 and "tx-admin" in run.stdout and "Ongoing" in run.stdout, run.stderr
-    run = subprocess.run([KGROUP, "transactions", "describe", "tx-admin", "--bootstrap-server",
-                          broker.bootstrap], capture_output=True, text=True, timeout=30)
+    run = kgroup_inprocess(["transactions", "describe", "tx-admin", "--bootstrap-server", broker.bootstrap])
     assert run.returncode == 0 and "txn-admin-1" in run.stdout, run.stderr
-    run = subprocess.run([KGROUP, "transactions", "describe", "no-such-id", "--bootstrap-server",
-                          broker.bootstrap], capture_output=True, text=True, timeout=30)
+    run = kgroup_inprocess(["transactions", "describe", "no-such-id", "--bootstrap-server", broker.bootstrap])
     assert run.returncode == 1 and run.stderr.startswith("kgroup: error:") and "Traceback" not in run.stderr
     p.commit_transaction(30)
     (after,) = asyncio.run(_describe(broker.bootstrap, "tx-admin"))

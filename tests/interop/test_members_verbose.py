@@ -13,10 +13,8 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -24,10 +22,10 @@ from confluent_kafka import Consumer, Producer
 from kgroup.testing import Broker
 from kgroup.testing.reference import classpath, java_command, run_java
 
+from tests.integration.cli_inprocess import kgroup_inprocess
 from tests.interop.helpers import eventually
 
 pytestmark = pytest.mark.integration
-KGROUP = str(Path(sys.executable).with_name("kgroup"))
 CG = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 SG = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 TOPICS = {"mv-a": 2, "mv-b": 1, "mv-s": 3}
@@ -69,8 +67,8 @@ class Scenario:
                 c.poll(0.05)
 
     def describe(self, group: str) -> dict:
-        done = subprocess.run([KGROUP, "groups", "describe", group, "--members", "--format", "json",
-                               "--bootstrap-server", self.bootstrap], capture_output=True, text=True, timeout=60)
+        done = kgroup_inprocess(["groups", "describe", group, "--members", "--format", "json",
+                                 "--bootstrap-server", self.bootstrap])       # polled: no process start
         assert done.returncode == 0, done.stderr
         (doc,) = json.loads(done.stdout)["groups"]
         return doc
@@ -135,8 +133,7 @@ def _kafkas(tool: str, bootstrap: str, group: str, *options: str) -> list[str]:
 
 
 def _kgroups(bootstrap: str, group: str, *options: str) -> list[str]:
-    done = subprocess.run([KGROUP, "groups", "describe", group, *options, "--bootstrap-server", bootstrap],
-                          capture_output=True, text=True, timeout=60)
+    done = kgroup_inprocess(["groups", "describe", group, *options, "--bootstrap-server", bootstrap])
     assert done.returncode == 0, done.stderr
     return normalized(done.stdout)
 
