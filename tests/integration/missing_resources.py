@@ -362,7 +362,9 @@ def table_from(bootstrap: str) -> str:
     """The table, asked of the Kafka at `bootstrap` (versions: the highest both serve)."""
     theirs = broker_versions(bootstrap)
     ours = served()
-    versions = {k: min(hi, theirs[k][1]) for k, (_, lo, hi) in ours.items()}
+    # An API Kafka serves without advertising it (the telemetry pair, with no metrics
+    # reporter plug-in): asked at kgroup's newest version.
+    versions = {k: min(hi, theirs[k][1]) if k in theirs else hi for k, (_, lo, hi) in ours.items()}
     got = answers(bootstrap, versions)
     return format_table({k: (ours[k][0], versions[k], got[k]) for k in versions})
 
