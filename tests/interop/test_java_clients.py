@@ -380,7 +380,7 @@ def test_java_producer_fenced_by_a_newer_instance(java, kgroup, admin, name):
 
 def test_java_consumer_pushes_its_metrics_into_metrics_and_groups_describe(java, kgroup, admin, name, tmp_path):
     """A subscription made with Kafka's own kafka-client-metrics selects the consumer (by client
-    id); the Java consumer (enable.metrics.push) fetches it and pushes its metrics, which show in
+    id and by the software its ApiVersions named, KIP-511); the Java consumer (enable.metrics.push) fetches it and pushes its metrics, which show in
     /metrics under its group, in the web console's member panel (headless Chromium) and in
     `kgroup groups describe --members --verbose --telemetry`."""
     topic, group, client = f"jt-{name}", f"jt-{name}", f"jt-{name}-client"
@@ -388,7 +388,7 @@ def test_java_consumer_pushes_its_metrics_into_metrics_and_groups_describe(java,
     topic_with_records(java, topic, 1, 5)
     made = java.tool("org.apache.kafka.tools.ClientMetricsCommand", "--bootstrap-server", kgroup.bootstrap,
                      "--alter", "--name", f"jt-{name}", "--metrics", "org.apache.kafka.consumer.",
-                     "--interval", "500", "--match", f"client_id={client}")
+                     "--interval", "500", "--match", f"client_id={client},client_software_name=apache-kafka-java")
     assert made["exit"] == 0, made
     java.consumer("t1", {**consumer_config(kgroup, group, "consumer"), "client.id": client,
                          "enable.metrics.push": "true"}, topics=[topic], commit="sync")

@@ -1,17 +1,18 @@
 """kill -9 of the kgroup node that coordinates a running Kafka Streams app, in a 3-node cluster
 (issue 31's third acceptance point).
 
-The stateful count app (at_least_once, one standby per task) runs with two instances on a
-3-node kgroup cluster (at_least_once: a Streams app under exactly_once_v2 on a kgroup cluster
-is not tested yet, though its transactions cross nodes as tests/interop/test_cluster_transactions.py
-shows for the Java producer). The node that coordinates the app's streams group is killed mid-stream;
-another node takes the group over from the group log. What must hold (Kafka's rules: a
-coordinator failover is no reason to rebalance):
+The stateful count app (exactly_once_v2, one standby per task) runs with two instances on a
+3-node kgroup cluster: its transactions cross nodes (markers to the leaders and the group's
+coordinator on other nodes, tests/interop/test_cluster_transactions.py). The node that
+coordinates the app's streams group is killed mid-stream; another node takes the group over
+from the group log. What must hold (Kafka's rules: a coordinator failover is no reason to
+rebalance):
 
 - the app keeps its tasks: after the failover, as before, each instance runs the same active
   and standby tasks, at the same group and assignment epochs (StreamsGroupDescribe polled
   every 100 ms throughout; no task is ever active on two instances);
-- every word is counted, nothing lost (at least once: a count may only run ahead).
+- every word is counted exactly once, nothing lost (read_committed: the last count of each
+  word equals the words sent).
 
 Only kgroup runs it: the reference Kafka is a single node.
 """
@@ -50,8 +51,6 @@ def test_a_coordinator_killed_under_a_streams_app_moves_its_group_without_a_reba
     create_topics(bootstrap, **{src: PARTITIONS, out: 1})
     # A session long enough to outlive the failover (the new coordinator gives every member
     # a fresh session), heartbeats often.
-    # To the group's coordinator: a kgroup node answers NOT_COORDINATOR to a GROUP config it
-    # does not coordinate (Kafka's brokers take it anywhere), and Java's Admin picks any node.
     with Wire(bootstrap) as w:
         w.alter_group_configs(app, to_coordinator=True, streams_session_timeout_ms=10_000,
                               streams_heartbeat_interval_ms=300, streams_num_standby_replicas=1)
@@ -63,7 +62,7 @@ def test_a_coordinator_killed_under_a_streams_app_moves_its_group_without_a_reba
     for instance in names:
         jvm.start(instance + name, "stateful", {
             "bootstrap.servers": bootstrap, "application.id": app, "client.id": instance,
-            "state.dir": str(tmp_path / f"state-{instance}"), "processing.guarantee": "at_least_once",
+            "state.dir": str(tmp_path / f"state-{instance}"), "processing.guarantee": "exactly_once_v2",
             **APP_CONFIGS}, input=src, output=out)
     poller = Poller(bootstrap, app)
     try:
@@ -94,7 +93,7 @@ def test_a_coordinator_killed_under_a_streams_app_moves_its_group_without_a_reba
         for snapshot in after:
             assert snapshot == before, (before, snapshot)
         assert set(poller.epochs[seen_before:]) == {epochs_before}
-        assert counts and all(counts.get(w, 0) >= n for w, n in sent.items()), (counts, dict(sent))
+        assert counts == dict(sent), (counts, dict(sent))           # exactly once
         assert poller.overlaps == []
         assert not jvm.errors()
     finally:

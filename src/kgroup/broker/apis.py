@@ -71,22 +71,30 @@ class Api:
 
 class ApiVersions:
     """ApiVersions: the served ranges (and, v3+, the feature levels: admin/features.py),
-    open to every connection before anything else."""
+    open to every connection before anything else. `on_software` hears a v3+ client's
+    software name and version with its client id and host (KIP-511), for what matches on
+    them (KIP-714's client-metrics selectors)."""
 
     def __init__(self, ranges: Iterable[ApiRange], features: Any = None, cluster_id: str | None = None,
-                 node_id: int = -1) -> None:
+                 node_id: int = -1, on_software: Callable[[str | None, str, str, str], None] | None = None) -> None:
         self.ranges = tuple(ranges)
         self.features = features
         self.cluster_id, self.node_id = cluster_id, node_id
+        self.on_software = on_software
 
-    async def api_versions(self, header: Any, request: Any) -> Any:
+    async def api_versions(self, header: Any, request: Any, client_host: str = "") -> Any:
         # (v3+: INVALID_REQUEST when the client software name or version is not Kafka's form;
         # v5: REBOOTSTRAP_REQUIRED when the client meant another cluster or node.)
-        return api_versions_answer(header.api_version, request, ranges=self.ranges, features=self.features,
-                                   cluster_id=self.cluster_id, node_id=self.node_id)
+        answer = api_versions_answer(header.api_version, request, ranges=self.ranges, features=self.features,
+                                     cluster_id=self.cluster_id, node_id=self.node_id)
+        if self.on_software is not None and header.api_version >= 3 and not int(answer.error_code):
+            self.on_software(header.client_id, client_host, request.client_software_name,
+                             request.client_software_version)
+        return answer
 
 
-EDGE = (Api(ApiKey.API_VERSIONS, 0, 5, ApiVersions.api_versions, guard=None, edits=False),)
+EDGE = (Api(ApiKey.API_VERSIONS, 0, 5, ApiVersions.api_versions, guard=None, edits=False,
+            takes=Takes.CLIENT_HOST),)
 
 
 def served_ranges(tables: Iterable[Iterable[Api]]) -> Mapping[ApiKey, ApiRange]:

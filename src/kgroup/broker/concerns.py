@@ -190,7 +190,8 @@ class Node:
         # request path.
         self.quotas = ClientQuotas(cfg.data_dir)
         self.routes = gated(compile_apis(TABLES, [
-            ApiVersions(SERVED.values(), self.features, cfg.cluster_id, cfg.node_id), FeaturesApi(self.features), dp, groups, ConsumerGroupApi(groups),
+            ApiVersions(SERVED.values(), self.features, cfg.cluster_id, cfg.node_id, self.telemetry.note_software),
+            FeaturesApi(self.features), dp, groups, ConsumerGroupApi(groups),
             ShareGroupApi(groups, self.share_fetches), self.share_fetches, ShareStateApi(groups), StreamsGroupApi(groups, dp.create_topics),
             TxnApi(groups, dp.init_producer_id, remote_txn), ProducersApi(dp.ctx),
             WriteMarkersApi(data, dp.ctx.producers, durability, groups),

@@ -174,3 +174,37 @@ def test_silent_instances_are_forgotten_and_their_values_counted_out(tmp_path):
     assert len(t.pushing()) == 1                     # 60 s (the floor of 3 intervals) not yet past
     t.expire(1_000_001 + 60_001)
     assert (t.pushing(), t.points) == ([], 0)
+
+
+def test_kip714_software_selectors_match_what_the_clients_api_versions_named(tmp_path):
+    """A `match` on client_software_name/version selects the clients whose ApiVersions v3+
+    (KIP-511) gave that software, by client id and address, as Kafka matches them."""
+    import asyncio
+
+    from kio.schema.api_versions.v3.request import ApiVersionsRequest
+    from kio.schema.get_telemetry_subscriptions.v0.request import GetTelemetrySubscriptionsRequest
+
+    from kgroup.broker.apis import ApiVersions
+    from kgroup.broker.observe.telemetry_api import TelemetryApi
+    from kgroup.wire import RequestHeader
+
+    t = telemetry(tmp_path, metrics="org.apache.kafka.consumer.",
+                  match="client_software_name=apache-kafka-java,client_software_version=4\\..*")
+    versions = ApiVersions((), on_software=t.note_software)
+    api = TelemetryApi(t, clock=lambda: 1_000_000)
+
+    async def subscribed(client_id: str, host: str, software: tuple[str, str] | None) -> tuple[str, ...]:
+        if software is not None:
+            await versions.api_versions(RequestHeader(18, 3, 1, client_id, False),
+                                        ApiVersionsRequest(client_software_name=software[0],
+                                                           client_software_version=software[1]), host)
+        answer = await api.get_telemetry_subscriptions(
+            RequestHeader(71, 0, 2, client_id, False), GetTelemetrySubscriptionsRequest(client_instance_id=None), host)
+        return tuple(answer.requested_metrics)
+
+    async def go() -> None:
+        assert await subscribed("java-1", "/10.0.0.7", ("apache-kafka-java", "4.4.0")) == ("org.apache.kafka.consumer.",)
+        assert await subscribed("rdkafka-1", "/10.0.0.7", ("librdkafka", "2.16.0")) == ()
+        assert await subscribed("java-old", "/10.0.0.7", ("apache-kafka-java", "3.9.0")) == ()
+        assert await subscribed("java-1", "/10.0.0.8", None) == ()          # another host: not the same client
+    asyncio.run(go())

@@ -34,6 +34,7 @@ MAX_INSTANCES = 16384
 MAX_POINTS = 1000                 # latest values kept per client instance ...
 MAX_TOTAL_POINTS = 500_000        # ... and over all of them (a Java consumer pushes a few hundred)
 EXPIRY_MS = 60_000
+SOFTWARE_KEPT = 16384             # clients' software names remembered (by client id and host)
 # Kafka's accepted codecs, in its order: zstd, lz4, gzip, snappy.
 ACCEPTED_COMPRESSION = (4, 3, 1, 2)
 KNOWN_COMPRESSION = frozenset({0, 1, 2, 3, 4})
@@ -107,6 +108,23 @@ class ClientTelemetry:
         self.instances: OrderedDict[uuid.UUID, ClientInstance] = OrderedDict()
         self.points = 0                  # latest values kept, over every instance
         self.bad_payloads = 0
+        # (client id, host) -> (software name, version) from ApiVersions v3+ (KIP-511), the
+        # most recent SOFTWARE_KEPT: what the software selectors match on.
+        self.software: OrderedDict[tuple[str | None, str], tuple[str, str]] = OrderedDict()
+
+    def note_software(self, client_id: str | None, client_host: str, name: str, version: str) -> None:
+        """A connection's ApiVersions named its client software (apis.py's ApiVersions)."""
+        key = (client_id, client_host)
+        self.software[key] = (name, version)
+        self.software.move_to_end(key)
+        if len(self.software) > SOFTWARE_KEPT:
+            self.software.popitem(last=False)
+
+    def software_of(self, client_id: str | None, client_host: str) -> tuple[str | None, str | None]:
+        """The software name and version a client with this id and host last gave, or Nones.
+        (Kafka reads them from the same connection; two programs of different software
+        sharing a client id and a host are told apart here only by which connected last.)"""
+        return self.software.get((client_id, client_host), (None, None))
 
     # ---- the two requests -------------------------------------------------------------
 

@@ -25,11 +25,6 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _attributes(header: RequestHeader, client_host: str) -> dict[str, str | None]:
-    return {"client_id": header.client_id, "client_source_address": client_host.lstrip("/") or None,
-            "client_software_name": None, "client_software_version": None, "client_source_port": None}
-
-
 class TelemetryApi:
     """The two telemetry requests over the broker's ClientTelemetry."""
 
@@ -37,10 +32,15 @@ class TelemetryApi:
         self.telemetry = telemetry
         self.clock = clock
 
+    def _attributes(self, header: RequestHeader, client_host: str) -> dict[str, str | None]:
+        name, version = self.telemetry.software_of(header.client_id, client_host)
+        return {"client_id": header.client_id, "client_source_address": client_host.lstrip("/") or None,
+                "client_software_name": name, "client_software_version": version, "client_source_port": None}
+
     async def get_telemetry_subscriptions(self, header: RequestHeader, request: Any, client_host: str) -> Any:
         cls = response_class(header.api_key, header.api_version)
         try:
-            c = self.telemetry.get_subscriptions(request.client_instance_id, _attributes(header, client_host),
+            c = self.telemetry.get_subscriptions(request.client_instance_id, self._attributes(header, client_host),
                                                  self.clock())
         except TelemetryRefused as exc:
             return build(cls, throttle_time=0, error_code=exc.code, client_instance_id=ZERO, subscription_id=0,
@@ -55,7 +55,7 @@ class TelemetryApi:
         cls = response_class(header.api_key, header.api_version)
         try:
             self.telemetry.push(request.client_instance_id, int(request.subscription_id), bool(request.terminating),
-                                int(request.compression_type), request.metrics, _attributes(header, client_host),
+                                int(request.compression_type), request.metrics, self._attributes(header, client_host),
                                 self.clock())
             code = ErrorCode.NONE
         except TelemetryRefused as exc:
