@@ -185,10 +185,9 @@ def test_kafka_tools_move_a_partition_and_elect_its_preferred_leader_while_a_con
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from kgroup.testing.reference import reference_unavailable
+    from kgroup.testing.reference import require_reference
 
-    if reference_unavailable():
-        pytest.skip(reference_unavailable())
+    require_reference()
     topic = "moves"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)

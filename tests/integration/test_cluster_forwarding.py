@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from kgroup.testing.reference import reference_unavailable, run_java
+from kgroup.testing.reference import require_reference, run_java
 from kgroup.wire import request_class
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.kio_build import build, item
@@ -48,8 +48,7 @@ def _group_configs(port: int, group: str) -> dict[str, str]:
 
 
 def test_kafka_configs_on_a_node_that_does_not_coordinate_the_group(cluster):
-    if reference_unavailable():
-        pytest.skip(reference_unavailable())
+    require_reference()
     group = group_coordinated_by(2, "fwd-configs")
     assert coordinator_of(cluster.bootstrap, group) == 2
     other = cluster.nodes[0]

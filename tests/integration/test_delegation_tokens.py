@@ -17,7 +17,7 @@ import pytest
 from kgroup.cli.main import main as cli_main
 from kgroup.conformance.raw import RawClient
 from kgroup.conformance.sasl import scram_login
-from kgroup.testing.reference import reference_unavailable, run_java
+from kgroup.testing.reference import require_reference, run_java
 from tests.integration.broker_process import BrokerProcess, free_port
 from tests.integration.security_setup import add_user_offline
 
@@ -36,8 +36,7 @@ def _jaas(user: str, password: str, token: bool = False) -> str:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    if reference_unavailable():
-        pytest.skip(reference_unavailable())
+    require_reference()
     tmp = tmp_path_factory.mktemp("tokens")
     port = free_port()
     tables = f"""

@@ -161,15 +161,9 @@ def kafka_reference_side() -> Iterator[Any]:
     """The session's Apache Kafka 4.4 as a side of a differential comparison
     (`kgroup.conformance.target.Side`): the broker, and the recording proxy its RECORDED
     listener is advertised at (its PLAINTEXT listener stays direct)."""
-    import os
+    from kgroup.testing.reference import require_reference
 
-    from kgroup.testing.reference import REQUIRE_ENV, reference_unavailable
-
-    why = reference_unavailable()
-    if why:
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{why} ({REQUIRE_ENV}=1: the reference tests must run)", pytrace=False)
-        pytest.skip(why)
+    require_reference()
     from kgroup.conformance.sides import close_side, reference_side
 
     side = reference_side()

@@ -249,6 +249,20 @@ def reference_unavailable() -> str | None:
     return None
 
 
+def require_reference() -> None:
+    """In a test: skip when Apache Kafka cannot run here, or fail instead under
+    KGROUP_REQUIRE_REFERENCE=1 (as `make test` sets), so CI never skips a reference test."""
+    import os
+
+    import pytest
+
+    why = reference_unavailable()
+    if why:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{why} ({REQUIRE_ENV}=1: the reference tests must run)", pytrace=False)
+        pytest.skip(why)
+
+
 def classpath() -> str:
     lib = reference_lib()
     if lib is None:
