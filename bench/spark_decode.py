@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 from kgroup.client.fetcher import decode
 from kgroup.client.record_columns import decode_columns
@@ -54,21 +55,14 @@ def fetch_blobs(records: int, value_bytes: int, codec: Compression) -> list[tupl
     return blobs
 
 
-def per_record(blobs: list[tuple[int, bytes]], tp: TopicPartition) -> int:
+def to_arrow(blobs: list[tuple[int, bytes]], tp: TopicPartition, decoder: Any,
+             batch: Any) -> int:
+    """Rows of the Arrow batches made of ``blobs`` by ``decoder`` then ``batch``."""
     rows = 0
     for start, blob in blobs:
-        records, _ = decode(tp, blob, start)
+        records, _ = decoder(tp, blob, start)
         for i in range(0, len(records), _ROWS):
-            rows += records_to_arrow(records[i:i + _ROWS], tp.topic, tp.partition).num_rows
-    return rows
-
-
-def columnar(blobs: list[tuple[int, bytes]], tp: TopicPartition) -> int:
-    rows = 0
-    for start, blob in blobs:
-        columns, _ = decode_columns(tp, blob, start)
-        for i in range(0, len(columns), _ROWS):
-            rows += columns_to_arrow(columns[i:i + _ROWS], tp.topic, tp.partition).num_rows
+            rows += batch(records[i:i + _ROWS], tp.topic, tp.partition).num_rows
     return rows
 
 
@@ -82,12 +76,12 @@ def main() -> None:
     tp = TopicPartition("bench", 0)
     blobs = fetch_blobs(args.records, args.value_bytes, Compression[args.codec.upper()])
     arrow_schema()   # pyspark's schema conversion, once, outside the timing
-    ways = {"per record": per_record, "columnar": columnar}
+    ways = {"per record": (decode, records_to_arrow), "columnar": (decode_columns, columns_to_arrow)}
     times: dict[str, list[float]] = {w: [] for w in ways}
     for run in range(args.runs + 1):   # run 0 warms up, unmeasured
         for name in (list(ways) if run % 2 else list(reversed(ways))):
             t = time.process_time()
-            rows = ways[name](blobs, tp)
+            rows = to_arrow(blobs, tp, *ways[name])
             took = time.process_time() - t
             assert rows == args.records, (name, rows)
             if run:
