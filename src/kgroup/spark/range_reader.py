@@ -7,7 +7,9 @@ range's end are cut off. A range whose start is no longer in the log (deleted by
 retention) is data loss: an error with ``failOnDataLoss`` (the default), else reading
 starts at the earliest offset still there (checked once, when the task starts). Offsets that hold no record (control records,
 compaction) are skipped; a range ends once the high watermark is past its end and
-fetches come back empty.
+fetches come back empty. The consumer hands out columns, not records
+(``kgroup.client.record_columns``): fetched batches become Arrow batches without a Python
+object per record.
 
 Consumers are kept between tasks: Spark reuses its Python workers, so a worker that has
 read one range keeps its started consumer (and its connections) for the next task with the
