@@ -16,7 +16,7 @@ import inspect
 import sys
 from typing import Any
 
-from .kio_loading import kio_without_hypothesis
+from kgroup.client.kio_loading import kio_without_hypothesis
 
 kio_without_hypothesis()    # before anything below loads kio
 

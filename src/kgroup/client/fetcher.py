@@ -24,7 +24,7 @@ import collections
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import record_batch
@@ -69,6 +69,10 @@ class Fetcher:
         if level not in ("read_uncommitted", "read_committed"):
             raise ValueError(f"isolation.level must be read_uncommitted or read_committed, not {level!r}")
         self.isolation = 1 if level == "read_committed" else 0
+        # What a response's records blob becomes in the buffer: a list of ConsumerRecord,
+        # or what a reader puts here instead (``record_columns.read_as_columns``): anything
+        # with len(), slices, ``[-1].offset`` and ``+``.
+        self.decode: Callable[..., tuple[Any, int]] = decode
 
     def start(self) -> None:
         self._stopping = False
@@ -164,7 +168,7 @@ class Fetcher:
                 st.buffered -= 1
             if take:
                 if tp in out:
-                    out[tp].extend(take)
+                    out[tp] += take
                 else:
                     out[tp] = take
                 st.position = take[-1].offset + 1
@@ -293,7 +297,7 @@ class Fetcher:
         aborted = None
         if self.isolation:
             aborted = sorted((int(a.first_offset), int(a.producer_id)) for a in p.aborted_transactions or ())
-        records, after = decode(tp, bytes(p.records or b""), start, aborted)
+        records, after = self.decode(tp, bytes(p.records or b""), start, aborted)
         if after <= start:
             return False
         st.fetch_offset = after
@@ -305,17 +309,32 @@ class Fetcher:
 def decode(tp: TopicPartition, blob: bytes, start: int,
            aborted: list[tuple[int, int]] | None = None) -> tuple[list[ConsumerRecord], int]:
     """The records at or after ``start`` in a Fetch records blob, and the offset after its
-    last whole batch (``start`` if there is none). Control batches are skipped; with
-    ``aborted`` (read_committed: (first offset, producer id) of the aborted transactions
-    the broker named, sorted) so are the batches of aborted transactions.
+    last whole batch (``start`` if there is none). Which batches are read: ``data_batches``.
 
-    Batches are framed and CRC-checked by ``record_batch.split_batches``; records are then
-    read by ``_runs`` (whole runs of same-shaped records at once), else ``_records`` (one
-    record at a time, building ``ConsumerRecord`` directly), falling back to
-    ``record_batch.decode_records`` for anything neither expects.
+    Records are read by ``_runs`` (whole runs of same-shaped records at once), else
+    ``_records`` (one record at a time, building ``ConsumerRecord`` directly), falling back
+    to ``record_batch.decode_records`` for anything neither expects.
     """
     out: list[ConsumerRecord] = []
     topic, partition = tp
+    batches, after = data_batches(blob, start, aborted)
+    for batch, payload in batches:
+        decode_payload(out, batch, payload, topic, partition, start)
+    return out, after
+
+
+def data_batches(blob: bytes, start: int, aborted: list[tuple[int, int]] | None = None
+                 ) -> tuple[list[tuple[record_batch.RecordBatch, bytes]], int]:
+    """The batches of a Fetch records blob whose records a consumer hands out, each with its
+    decompressed payload (the records after the header), and the offset after the blob's
+    last whole batch (``start`` if there is none).
+
+    Batches are framed and CRC-checked by ``record_batch.split_batches``. Control batches
+    are skipped, and batches that end before ``start``; with ``aborted`` (read_committed:
+    (first offset, producer id) of the aborted transactions the broker named, sorted) so
+    are the batches of aborted transactions.
+    """
+    out: list[tuple[record_batch.RecordBatch, bytes]] = []
     after = start
     skipping: set[int] = set()
     for batch in record_batch.split_batches(record_batch.whole_batches(blob)):
@@ -335,20 +354,28 @@ def decode(tp: TopicPartition, blob: bytes, start: int,
                 continue
         if h.is_control or h.last_offset < start:
             continue
-        ts_type = int(h.timestamp_type)
         payload = batch.data[record_batch.BATCH_HEADER_SIZE:]
         if h.compression is not record_batch.Compression.NONE:
             payload = record_batch.decompress(h.compression, payload,
                                                record_batch.DEFAULT_MAX_UNCOMPRESSED)
-        try:
-            if not _runs(out, payload, h, topic, partition, ts_type, start):
-                _records(out, payload, h, topic, partition, ts_type, start)
-        except _MISFIT:
-            for r in record_batch.decode_records(batch):
-                if r.offset >= start:
-                    out.append(ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type,
-                                              r.key, r.value, r.headers))
+        out.append((batch, payload))
     return out, after
+
+
+def decode_payload(out: list[ConsumerRecord], batch: record_batch.RecordBatch, payload: bytes,
+                   topic: str, partition: int, start: int) -> None:
+    """Append the records at or after ``start`` of one batch (``payload``: its records,
+    decompressed) to ``out``; see ``decode``."""
+    h = batch.header
+    ts_type = int(h.timestamp_type)
+    try:
+        if not _runs(out, payload, h, topic, partition, ts_type, start):
+            _records(out, payload, h, topic, partition, ts_type, start)
+    except _MISFIT:
+        for r in record_batch.decode_records(batch):
+            if r.offset >= start:
+                out.append(ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type,
+                                          r.key, r.value, r.headers))
 
 
 # A zigzag varint of any length (the record format's); the fast paths read short ones inline.
@@ -496,24 +523,122 @@ def _varint_size(buf: bytes, pos: int) -> int:
     return n
 
 
+class Run(NamedTuple):
+    """Records ``index`` .. ``index + count - 1`` of a batch, of one shape, at a fixed
+    ``stride`` from ``pos`` in the payload. Within each record: the key (``key_len`` bytes,
+    -1: null) at ``key_at``, the value (``value_len`` bytes) at ``value_at``, the timestamp
+    delta (a varint of ``ts_size``, 1 or 2, bytes) at ``ts_at``."""
+
+    pos: int
+    index: int
+    count: int
+    stride: int
+    key_at: int
+    key_len: int
+    value_at: int
+    value_len: int
+    ts_at: int
+    ts_size: int
+
+
 def _runs(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, partition: int,
           ts_type: int, start: int) -> bool:
     """Append the records of one batch payload run by run; False (nothing appended) if the
     batch does not start with a long enough run of same-shaped records."""
-    mark = len(out)
-    try:
-        return _runs_from(out, payload, h, topic, partition, ts_type, start)
-    except _MISFIT:
-        del out[mark:]
-        raise
-
-
-def _runs_from(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, partition: int,
-               ts_type: int, start: int) -> bool:
-    count = h.record_count
+    runs = run_layout(payload, h)
+    if runs is None:
+        return False
     base_offset = h.base_offset
     base_ts = h.base_timestamp
     log_append = ts_type == 1
+    for run in runs:
+        k, stride, ts_at = run.count, run.stride, run.ts_at
+        seg = payload[run.pos:run.pos + k * stride]
+        first = base_offset + run.index
+        skip = start - first if start > first else 0
+        if skip >= k:
+            continue
+        span = range(skip * stride, k * stride, stride)
+        value_at, vlen = run.value_at, run.value_len
+        values = [seg[q + value_at:q + value_at + vlen] for q in span]
+        key_at, klen = run.key_at, run.key_len
+        if klen < 0:
+            keys: Any = repeat(None)
+        else:
+            keys = [seg[q + key_at:q + key_at + klen] for q in span]
+        if log_append:
+            stamps: Any = repeat(h.max_timestamp)
+        elif run.ts_size == 1:
+            stamps = [base_ts + _ZIGZAG1[b] for b in seg[ts_at + skip * stride::stride]]
+        else:
+            stamps = [base_ts + (((a & 0x7F) | (b << 7)) >> 1 ^ -(a & 1))
+                      for a, b in zip(seg[ts_at + skip * stride::stride],
+                                      seg[ts_at + 1 + skip * stride::stride])]
+        out.extend(map(ConsumerRecord, repeat(topic), repeat(partition),
+                       range(first + skip, first + k), stamps, repeat(ts_type), keys,
+                       values))
+    return True
+
+
+class Shape(NamedTuple):
+    """What every record of a run has in common with its first (offsets within a record):
+    its ``stride``; the bytes that must be the same in each (the length prefix, the key's
+    and value's length varints, the final header count, 0) at ``same``; the timestamp
+    delta's varint of ``ts_size`` bytes at ``ts_at``; the offset delta's of ``off_size``
+    bytes at ``off_at`` (equal to the record's index in the batch)."""
+
+    stride: int
+    same: tuple[int, ...]
+    ts_at: int
+    ts_size: int
+    off_at: int
+    off_size: int
+
+
+def run_extent(payload: bytes, pos: int, index: int, limit: int, shape: Shape) -> int:
+    """How many records from ``pos`` (the first, record ``index`` of its batch, parsed) up
+    to ``limit`` have ``shape``: the longest prefix that fits, found by doubling then
+    halving, each step checked with C-level bytes operations (a stride slice
+    ``seg[j::stride]`` holds byte j of every record)."""
+    stride, ts_at = shape.stride, shape.ts_at
+    same = [(j, payload[pos + j]) for j in shape.same]
+
+    def fits(k: int) -> bool:
+        seg = payload[pos:pos + k * stride]
+        for j, b in same:
+            if seg[j::stride].count(b) != k:
+                return False
+        if shape.ts_size == 1:
+            if not seg[ts_at::stride].isascii():
+                return False
+        elif seg[ts_at::stride].translate(None, _HIGH) or not seg[ts_at + 1::stride].isascii():
+            return False
+        cols = _offset_columns(index + k, shape.off_size)
+        for j in range(shape.off_size):
+            if seg[shape.off_at + j::stride] != cols[j][index:index + k]:
+                return False
+        return True
+
+    k = 1
+    while k < limit and fits(min(2 * k, limit)):
+        k = min(2 * k, limit)
+    step = k // 2
+    while step and k < limit:
+        if k + step <= limit and fits(k + step):
+            k += step
+        step //= 2
+    return k
+
+
+def run_layout(payload: bytes, h: Any,
+               extent: Callable[[bytes, int, int, int, Shape], int] = run_extent
+               ) -> list[Run] | None:
+    """The runs of same-shaped records that make up one batch payload, in order; None if
+    the batch does not start with a long enough run. Raises one of ``_MISFIT`` where a
+    record fits no run (the batch is then read another way). ``extent`` measures a run
+    (another way of checking the same, e.g. with numpy, may stand in for ``run_extent``)."""
+    count = h.record_count
+    runs: list[Run] = []
     pos = 0
     i = 0
     end = len(payload)
@@ -547,67 +672,15 @@ def _runs_from(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, pa
         limit = min(count, _OFFSET_LIMIT[ko]) - i
         if limit * stride > end - pos:
             limit = (end - pos) // stride
-        key_cols = payload[key_at:key_off + pos]
-        value_cols = payload[value_at:value_off + pos]
         ts_at = ls + 1
-        off_at = ts_at + kt
-
-        def fits(k: int) -> bool:
-            seg = payload[pos:pos + k * stride]
-            for j in range(ls):       # the same length prefix
-                if seg[j::stride].count(payload[pos + j]) != k:
-                    return False
-            if kt == 1:
-                if not seg[ts_at::stride].isascii():
-                    return False
-            elif seg[ts_at::stride].translate(None, _HIGH) or not seg[ts_at + 1::stride].isascii():
-                return False
-            cols = _offset_columns(i + k, ko)
-            for j in range(ko):
-                if seg[off_at + j::stride] != cols[j][i:i + k]:
-                    return False
-            for j, b in enumerate(key_cols):
-                if seg[key_off - len(key_cols) + j::stride].count(b) != k:
-                    return False
-            for j, b in enumerate(value_cols):
-                if seg[value_off - len(value_cols) + j::stride].count(b) != k:
-                    return False
-            return seg[stride - 1::stride].count(0) == k
-
-        # Longest run: double while it fits, then halve the step back.
-        k = 1
-        while k < limit and fits(min(2 * k, limit)):
-            k = min(2 * k, limit)
-        step = k // 2
-        while step and k < limit:
-            if k + step <= limit and fits(k + step):
-                k += step
-            step //= 2
+        same = (*range(ls), *range(key_at - pos, key_off), *range(value_at - pos, value_off),
+                stride - 1)
+        k = extent(payload, pos, i, limit, Shape(stride, same, ts_at, kt, ts_at + kt, ko))
         if i == 0 and k < min(_MIN_RUN, count):
-            return False
-        seg = payload[pos:pos + k * stride]
-        first = base_offset + i
-        skip = start - first if start > first else 0
-        if skip < k:
-            span = range(skip * stride, k * stride, stride)
-            values = [seg[q + value_off:q + value_off + vlen] for q in span]
-            if klen < 0:
-                keys: Any = repeat(None)
-            else:
-                keys = [seg[q + key_off:q + key_off + klen] for q in span]
-            if log_append:
-                stamps: Any = repeat(h.max_timestamp)
-            elif kt == 1:
-                stamps = [base_ts + _ZIGZAG1[b] for b in seg[ts_at + skip * stride::stride]]
-            else:
-                stamps = [base_ts + (((a & 0x7F) | (b << 7)) >> 1 ^ -(a & 1))
-                          for a, b in zip(seg[ts_at + skip * stride::stride],
-                                          seg[ts_at + 1 + skip * stride::stride])]
-            out.extend(map(ConsumerRecord, repeat(topic), repeat(partition),
-                           range(first + skip, first + k), stamps, repeat(ts_type), keys,
-                           values))
+            return None
+        runs.append(Run(pos, i, k, stride, key_off, klen, value_off, vlen, ts_at, kt))
         pos += k * stride
         i += k
     if pos != end:
         raise ValueError("bytes after the last record")
-    return True
+    return runs

@@ -23,6 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgroup.client.kio_loading import kio_without_hypothesis
+
+# Spark's Python workers import this package to unpickle our readers and writers; with
+# hypothesis installed, kio would register test-data strategies as it loads (most of a
+# worker's import time), for nothing a worker uses.
+kio_without_hypothesis()
+
 __all__ = ["register"]
 
 

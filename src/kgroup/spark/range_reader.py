@@ -7,7 +7,9 @@ range's end are cut off. A range whose start is no longer in the log (deleted by
 retention) is data loss: an error with ``failOnDataLoss`` (the default), else reading
 starts at the earliest offset still there (checked once, when the task starts). Offsets that hold no record (control records,
 compaction) are skipped; a range ends once the high watermark is past its end and
-fetches come back empty.
+fetches come back empty. The consumer hands out columns, not records
+(``kgroup.client.record_columns``): fetched batches become Arrow batches without a Python
+object per record.
 
 Consumers are kept between tasks: Spark reuses its Python workers, so a worker that has
 read one range keeps its started consumer (and its connections) for the next task with the
@@ -26,10 +28,11 @@ from typing import Any
 from kgroup.client import Consumer, TopicPartition
 from kgroup.client.blocking import LoopThread
 from kgroup.client.errors import KafkaClientError
+from kgroup.client.record_columns import RecordColumns, read_as_columns
 
 from .offsets import OffsetRange
 from .options import SourceOptions
-from .schema import records_to_arrow
+from .schema import columns_to_arrow
 
 # Records handed over per Arrow batch, and how long a poll waits.
 _BATCH = 20_000
@@ -69,6 +72,7 @@ def read_range(opts: SourceOptions, rng: OffsetRange) -> Iterator[Any]:
     if loop is None or consumer is None:
         loop = LoopThread("kgroup-spark-read")
         consumer = Consumer(settings)
+        read_as_columns(consumer)   # fetched batches straight to Arrow columns
     tp = TopicPartition(rng.topic, rng.partition)
     done = False
 
@@ -82,9 +86,9 @@ def read_range(opts: SourceOptions, rng: OffsetRange) -> Iterator[Any]:
         consumer.seek(tp, max(earliest, rng.start))
         return max(earliest, rng.start)
 
-    async def poll() -> list[Any]:
+    async def poll() -> RecordColumns:
         got = await consumer.getmany(tp, timeout_ms=_POLL_MS, max_records=_BATCH)
-        return got.get(tp, [])
+        return got.get(tp) or RecordColumns.empty()
 
     try:
         position = loop.run(start())
@@ -106,11 +110,11 @@ def read_range(opts: SourceOptions, rng: OffsetRange) -> Iterator[Any]:
                 continue
             empty = 0
             idle_since = time.monotonic()
-            if records[-1].offset >= rng.end:
-                records = [r for r in records if r.offset < rng.end]
-            if records:
-                position = records[-1].offset + 1
-                yield records_to_arrow(records, rng.topic, rng.partition)
+            if records.offsets[-1] >= rng.end:
+                records = records.before(rng.end)
+            if len(records):
+                position = int(records.offsets[-1]) + 1
+                yield columns_to_arrow(records, rng.topic, rng.partition)
         done = True
     finally:
         if not (done and _keep(key, loop, consumer)):

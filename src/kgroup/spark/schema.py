@@ -49,12 +49,41 @@ def arrow_schema() -> Any:
 
 
 def records_to_arrow(records: Sequence[Any], topic: str, partition: int) -> Any:
-    """One Arrow record batch of ``ConsumerRecord``s of one partition."""
+    """One Arrow record batch of ``ConsumerRecord``s of one partition (the per-record
+    path; the source reads ``columns_to_arrow``'s, which tests compare with this)."""
     n = len(records)
     return _arrow_batch(arrow_schema(), [r.key for r in records], [r.value for r in records],
                         [topic] * n, [partition] * n, [r.offset for r in records],
                         [r.timestamp for r in records], [r.timestamp_type for r in records],
                         [r.headers for r in records])
+
+
+def columns_to_arrow(columns: Any, topic: str, partition: int) -> Any:
+    """One Arrow record batch of ``RecordColumns`` (``kgroup.client.record_columns``) of one
+    partition: the fetched columns as they are, no Python object per record."""
+    import numpy as np
+    import pyarrow as pa
+
+    schema = arrow_schema()
+    n = len(columns)
+    name = topic.encode()
+    topics = pa.Array.from_buffers(pa.string(), n, [
+        None, pa.py_buffer(np.arange(n + 1, dtype=np.int32) * len(name)), pa.py_buffer(name * n)])
+    headers_type = schema.field("headers").type
+    if columns.headers is None:
+        header_column = pa.nulls(n, type=headers_type)
+    else:  # a record without headers has null headers, as in Spark's Kafka source
+        header_column = pa.array([[{"key": k, "value": v} for k, v in h] if h else None
+                                  for h in columns.headers], type=headers_type)
+    stamps = pa.array(columns.timestamps, type=pa.timestamp("ms", tz="UTC"))
+    return pa.RecordBatch.from_arrays([
+        columns.keys, columns.values, topics,
+        pa.array(np.full(n, partition, np.int32)),
+        pa.array(columns.offsets),
+        stamps.cast(schema.field("timestamp").type),
+        pa.array(columns.timestamp_types),
+        header_column,
+    ], schema=schema)
 
 
 def share_rows_to_arrow(rows: Sequence[tuple]) -> Any:

@@ -12,15 +12,11 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from kgroup.client.admin import EARLIEST, LATEST
-from kgroup.client.blocking import BlockingAdmin
-
 from .offsets import OffsetRange, split
 from .options import OptionError, check_batch, check_stream, sink_options, source_options
 from .range_reader import DataLossError, read_range
 from .schema import SOURCE_DDL, check_sink_schema
 from .stream import KgroupStreamReader, RangePartition
-from .topics import log_offsets, partitions, resolve
 
 
 class KgroupDataSource(DataSource):
@@ -72,6 +68,12 @@ class KgroupBatchReader(DataSourceReader):
         self.opts = opts
 
     def partitions(self) -> list[InputPartition]:
+        # Planning is the driver's: its modules are not loaded where a task unpickles this.
+        from kgroup.client.admin import EARLIEST, LATEST
+        from kgroup.client.blocking import BlockingAdmin
+
+        from .topics import log_offsets, partitions, resolve
+
         opts = self.opts
         with BlockingAdmin(opts.bootstrap, client_id="kgroup-spark-plan", config=opts.consumer) as admin:
             tps = partitions(admin, opts, must_exist=True)

@@ -1,4 +1,4 @@
-"""Loading kio without hypothesis's strategies, for the command line.
+"""Loading kio without hypothesis's strategies, for the command line and Spark's workers.
 
 When hypothesis is installed (as in the test set-up), kio registers test-data strategies
 for its types as they load: a third of a broker's start-up and ~0.2 s of every CLI command,
