@@ -162,3 +162,32 @@ async def security_client_quota_acls(t: Target) -> None:
         t.add(f"{who} alters (validate only)", altered(await raw.call(alter(
             1, ({"user": user}, [("producer_byte_rate", 1024.0, False)]),
             ({"client-id": user}, [("consumer_byte_rate", 1024.0, False)]), validate_only=True))))
+
+
+@scenario("admin", "client quotas: a consumer over its byte rate gets a throttled Fetch with no records (KIP-219)",
+          rule="a Fetch whose answer would take its client id past consumer_byte_rate is answered at once with "
+               "its throttle time and no partitions at all (Kafka's fetch context's throttled response): error "
+               "NONE, session id 0 for a full fetch, which opens no session; compared in whole seconds")
+async def admin_client_quota_fetch_throttle(t: Target) -> None:
+    raw = await t.raw()
+    topic, client = t.names.topic(), t.client_id("fetcher")
+    await observe.create_topic(raw, topic, 1)
+    await raw.call(request("Produce", 9, acks=-1, timeout_ms=30_000, topic_data=[
+        {"name": topic, "partition_data": [{"index": 0, "records": observe.batch([b"x" * 1000] * 20)}]}]))
+    await raw.call(alter(1, ({"client-id": client}, [("consumer_byte_rate", 1000.0, False)])))
+    try:
+        await settled(raw, describe(1, ("client-id", EXACT, client)), lambda r: bool(r.entries))
+        # One batch of about 20 kB (a fetch gets the first batch whole, whatever the quota):
+        # 2 kB/s over the first ten windows, twice the quota.
+        fetcher = await t.raw("fetcher")
+        r = await fetcher.call(request(
+            "Fetch", 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+            session_id=0, session_epoch=0, forgotten_topics_data=[], rack_id="", topics=[
+                {"topic": topic, "partitions": [{"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
+                                                 "last_fetched_epoch": -1, "log_start_offset": -1,
+                                                 "partition_max_bytes": 1 << 20}]}]))
+        t.add("the throttled fetch", {"error_code": r.error_code, "session_id": r.session_id,
+                                      "partitions answered": sum(len(x.partitions) for x in r.responses),
+                                      "throttle (whole seconds)": round(r.throttle_time.total_seconds())})
+    finally:
+        await raw.call(alter(1, ({"client-id": client}, [("consumer_byte_rate", 0.0, True)])))
