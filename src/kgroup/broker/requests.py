@@ -20,11 +20,12 @@ by API and error code when the console is on, and logged at DEBUG on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kgroup.broker.apis import Routes
@@ -105,6 +106,21 @@ class _FetchQuota:
                                                            time.thread_time_ns() - self.cpu))
         self.wait = wait
         return wait
+
+
+@contextlib.contextmanager
+def _fetch_quota(quotas: Any, header: RequestHeader, user: str, forced_ms: int) -> Iterator[_FetchQuota | None]:
+    """While a Fetch is served under a quota (or a throttle fault), its check, set for the
+    handler to ask before it builds the answer (FETCH_QUOTA); None for other requests."""
+    if header.api_key != _FETCH:
+        yield None
+        return
+    check = _FetchQuota(quotas, user, header.client_id, forced_ms)
+    token = FETCH_QUOTA.set(check)
+    try:
+        yield check
+    finally:
+        FETCH_QUOTA.reset(token)
 
 
 class RequestPath:
@@ -192,15 +208,8 @@ class RequestPath:
         """`handle` while a client quota is set: the request measured, the answer throttled
         (at least `forced_ms`: a fault's throttle)."""
         cpu = time.thread_time_ns()
-        fetch_quota = token = None
-        if header.api_key == _FETCH:        # decided by the handler, before the answer is built
-            fetch_quota = _FetchQuota(self.quotas, ANONYMOUS_USER, header.client_id, forced_ms)
-            token = FETCH_QUOTA.set(fetch_quota)
-        try:
+        with _fetch_quota(self.quotas, header, ANONYMOUS_USER, forced_ms) as fetch_quota:
             response = await self.call(header, request, client_host, connection)
-        finally:
-            if token is not None:
-                FETCH_QUOTA.reset(token)
         cpu = time.thread_time_ns() - cpu
         if self.count or self.debug:
             self.note_request(header, response, client_host)
@@ -344,15 +353,8 @@ class RequestPath:
         quoted = self.quotas.on or forced
         cpu = time.thread_time_ns() if quoted else 0
         user = (peer.principal.partition(":")[2] or peer.principal) if quoted else ""
-        fetch_quota = token = None
-        if quoted and header.api_key == _FETCH:   # decided by the handler, before the answer is built
-            fetch_quota = _FetchQuota(self.quotas, user, header.client_id, forced)
-            token = FETCH_QUOTA.set(fetch_quota)
-        try:
+        with _fetch_quota(self.quotas, header, user, forced) if quoted else contextlib.nullcontext() as fetch_quota:
             response = await self.secured_response(header, request, peer, connection)
-        finally:
-            if token is not None:
-                FETCH_QUOTA.reset(token)
         if quoted:
             response = self.throttle(header, frame, response, user, connection, time.thread_time_ns() - cpu, forced,
                                      fetch_quota)
