@@ -12,7 +12,6 @@ from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.scenarios.admin_raw import settled
-from kgroup.conformance.scenarios.fetch_raw import _fetch as fetch_request
 from kgroup.conformance.target import Target
 
 EXACT, DEFAULT, ANY = 0, 1, 2
@@ -194,7 +193,12 @@ async def admin_client_quota_fetch_throttle(t: Target) -> None:
         # One batch of about 20 kB (a fetch gets the first batch whole, whatever the quota):
         # 2 kB/s over the first ten windows, twice the quota.
         fetcher = await t.raw("fetcher")
-        r = await fetcher.call(fetch_request(topic, [(0, 0)], session_id=0, epoch=0))
+        r = await fetcher.call(request(
+            "Fetch", 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+            session_id=0, session_epoch=0, forgotten_topics_data=[], rack_id="", topics=[
+                {"topic": topic, "partitions": [{"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
+                                                 "last_fetched_epoch": -1, "log_start_offset": -1,
+                                                 "partition_max_bytes": 1 << 20}]}]))
         t.add("the throttled fetch", {"error_code": r.error_code, "session_id": r.session_id,
                                       "partitions answered": sum(len(x.partitions) for x in r.responses),
                                       "throttle (whole seconds)": round(r.throttle_time.total_seconds())})
