@@ -20,6 +20,20 @@ def spread(topic: str, count: int, partitions: int, prefix: str = "v", timestamp
              **({"timestamp": timestamp + i} if timestamp is not None else {})} for i in range(count)]
 
 
+def abort_transaction(java, bootstrap: str, transactional_id: str, records: list[dict]) -> None:
+    """A Java producer named "aborter" sends `records` in one transaction and aborts it (what
+    read_committed readers must never see), then closes."""
+    java.call("producer.new", name="aborter", config={"bootstrap.servers": bootstrap,
+                                                      "transactional.id": transactional_id})
+    try:
+        java.call("producer.initTransactions", name="aborter")
+        java.call("producer.beginTransaction", name="aborter")
+        java.call("producer.send", name="aborter", records=records)
+        java.call("producer.abortTransaction", name="aborter")
+    finally:
+        java.call("producer.close", name="aborter")
+
+
 def eventually(check: Callable[[], T], timeout: float = 60.0, interval: float = 0.2, what: str = "") -> T:
     """Call `check` until it returns a truthy value, taking an AssertionError it raises as
     "not yet" (tests/integration/waits.py's `until`, which waits on states, not on time)."""

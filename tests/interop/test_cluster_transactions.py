@@ -20,7 +20,7 @@ from kgroup.testing import Cluster
 from kgroup.wire import request_class
 from kgroup.wire.kio_build import build, item
 from tests.integration.cluster_process import call, group_coordinated_by, metadata
-from tests.interop.helpers import eventually, spread, values
+from tests.interop.helpers import abort_transaction, eventually, spread, values
 
 pytestmark = pytest.mark.integration
 
@@ -83,15 +83,8 @@ def test_java_eos_app_commits_and_aborts_across_three_nodes(java, cluster, admin
     finally:
         java.call("consumer.close", name="eos", leave=True)
     # An aborted transaction over the three leaders: never seen by read_committed readers.
-    java.call("producer.new", name="aborter", config={"bootstrap.servers": cluster.bootstrap,
-                                                      "transactional.id": group_coordinated_by(0, "xn-abort")})
-    try:
-        java.call("producer.initTransactions", name="aborter")
-        java.call("producer.beginTransaction", name="aborter")
-        java.call("producer.send", name="aborter", records=spread(sink, 6, 3, prefix="aborted-"))
-        java.call("producer.abortTransaction", name="aborter")
-    finally:
-        java.call("producer.close", name="aborter")
+    abort_transaction(java, cluster.bootstrap, group_coordinated_by(0, "xn-abort"),
+                      spread(sink, 6, 3, prefix="aborted-"))
     assert read_committed(java, cluster, sink, "xn-reader", 30) == sorted(v.upper() for v in values(30))
 
 

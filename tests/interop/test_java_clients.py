@@ -21,7 +21,8 @@ import pytest
 from kgroup.testing.ports import free_port
 
 from tests.integration.cdp import Browser
-from tests.interop.helpers import eventually, no_partition_owned_twice, past_start, spread, values
+from tests.interop.helpers import (abort_transaction, eventually, no_partition_owned_twice, past_start, spread,
+                                   values)
 from tests.interop.java import JavaError
 
 pytestmark = pytest.mark.integration
@@ -305,15 +306,7 @@ def test_java_transactional_consume_transform_produce(java, kgroup, admin, name)
     finally:
         close(java, "eos")
     # An aborted transaction on the same output is never seen by read_committed readers.
-    java.call("producer.new", name="aborter", config={"bootstrap.servers": kgroup.bootstrap,
-                                                      "transactional.id": f"abort-{name}"})
-    try:
-        java.call("producer.initTransactions", name="aborter")
-        java.call("producer.beginTransaction", name="aborter")
-        java.call("producer.send", name="aborter", records=spread(sink, 4, 2, prefix="aborted-"))
-        java.call("producer.abortTransaction", name="aborter")
-    finally:
-        java.call("producer.close", name="aborter")
+    abort_transaction(java, kgroup.bootstrap, f"abort-{name}", spread(sink, 4, 2, prefix="aborted-"))
     java.consumer("reader", consumer_config(kgroup, f"reader-{name}", "classic", **{"isolation.level": "read_committed"}),
                   topics=[sink])
     try:

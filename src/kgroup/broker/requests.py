@@ -20,16 +20,17 @@ by API and error code when the console is on, and logged at DEBUG on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kgroup.broker.apis import Routes
 from kgroup.broker.control.faults import FaultAction, Faults
-from kgroup.broker.data.fetch_api import FetchAnswer
+from kgroup.broker.data.fetch_api import FETCH_QUOTA, FetchAnswer
 from kgroup.broker.groups.shard import now_ms
 from kgroup.broker.observe.request_stats import RequestStats
 from kgroup.broker.security.authentication import Peer, illegal_state, sasl_answer, unframed_answer
@@ -85,6 +86,41 @@ class _Throttle:
 
     def __init__(self, ms: int) -> None:
         self.ms = ms
+
+
+class _FetchQuota:
+    """The quota check a Fetch's handler makes before its answer is built (data/fetch_api.py
+    `FETCH_QUOTA`): the throttle time it decided (`wait`), None while not asked."""
+
+    __slots__ = ("quotas", "user", "client_id", "forced", "cpu", "wait")
+
+    def __init__(self, quotas: Any, user: str, client_id: str | None, forced: int) -> None:
+        self.quotas, self.user, self.client_id, self.forced = quotas, user, client_id, forced
+        self.cpu = time.thread_time_ns()
+        self.wait: int | None = None
+
+    def __call__(self, size: int) -> int:
+        wait = self.forced
+        if self.quotas.on:
+            wait = max(wait, self.quotas.fetch_throttle_ms(self.user, self.client_id, size,
+                                                           time.thread_time_ns() - self.cpu))
+        self.wait = wait
+        return wait
+
+
+@contextlib.contextmanager
+def _fetch_quota(quotas: Any, header: RequestHeader, user: str, forced_ms: int) -> Iterator[_FetchQuota | None]:
+    """While a Fetch is served under a quota (or a throttle fault), its check, set for the
+    handler to ask before it builds the answer (FETCH_QUOTA); None for other requests."""
+    if header.api_key != _FETCH:
+        yield None
+        return
+    check = _FetchQuota(quotas, user, header.client_id, forced_ms)
+    token = FETCH_QUOTA.set(check)
+    try:
+        yield check
+    finally:
+        FETCH_QUOTA.reset(token)
 
 
 class RequestPath:
@@ -172,11 +208,12 @@ class RequestPath:
         """`handle` while a client quota is set: the request measured, the answer throttled
         (at least `forced_ms`: a fault's throttle)."""
         cpu = time.thread_time_ns()
-        response = await self.call(header, request, client_host, connection)
+        with _fetch_quota(self.quotas, header, ANONYMOUS_USER, forced_ms) as fetch_quota:
+            response = await self.call(header, request, client_host, connection)
         cpu = time.thread_time_ns() - cpu
         if self.count or self.debug:
             self.note_request(header, response, client_host)
-        response = self.throttle(header, frame, response, ANONYMOUS_USER, connection, cpu, forced_ms)
+        response = self.throttle(header, frame, response, ANONYMOUS_USER, connection, cpu, forced_ms, fetch_quota)
         if header.api_version < _KIP219_FROM.get(header.api_key, 0) and connection in self.muted:
             await self.unmuted(connection)      # before KIP-219: the answer itself waits
         if response is None or type(response) is FetchAnswer:
@@ -184,12 +221,15 @@ class RequestPath:
         return encode_response(header, response)
 
     def throttle(self, header: RequestHeader, frame: bytes, response: Any, user: str, connection: int,
-                 cpu_ns: int, forced_ms: int = 0) -> Any:
+                 cpu_ns: int, forced_ms: int = 0, fetch_quota: _FetchQuota | None = None) -> Any:
         """Record the request against its client's quotas; over one, the answer carries the
-        throttle time (KIP-219) and the connection is muted for it."""
+        throttle time (KIP-219) and the connection is muted for it. A Fetch whose handler
+        asked `fetch_quota` was recorded (and emptied, if throttled) there."""
         api = header.api_key
         wait = forced_ms
-        if api not in _QUOTA_EXEMPT and self.quotas.on:
+        if fetch_quota is not None and fetch_quota.wait is not None:
+            wait = fetch_quota.wait
+        elif api not in _QUOTA_EXEMPT and self.quotas.on:
             wait = max(wait, self.measured(header, frame, response, user, cpu_ns))
         if wait <= 0:
             return response
@@ -312,10 +352,12 @@ class RequestPath:
         header, request = decoded
         quoted = self.quotas.on or forced
         cpu = time.thread_time_ns() if quoted else 0
-        response = await self.secured_response(header, request, peer, connection)
+        user = (peer.principal.partition(":")[2] or peer.principal) if quoted else ""
+        with _fetch_quota(self.quotas, header, user, forced) if quoted else contextlib.nullcontext() as fetch_quota:
+            response = await self.secured_response(header, request, peer, connection)
         if quoted:
-            user = peer.principal.partition(":")[2] or peer.principal
-            response = self.throttle(header, frame, response, user, connection, time.thread_time_ns() - cpu, forced)
+            response = self.throttle(header, frame, response, user, connection, time.thread_time_ns() - cpu, forced,
+                                     fetch_quota)
             if header.api_version < _KIP219_FROM.get(header.api_key, 0) and connection in self.muted:
                 await self.unmuted(connection)
         if self.count or self.debug:
@@ -358,7 +400,12 @@ class RequestPath:
         # A Fetch whose answer a guard finishes (refused topics added) is built as kio objects
         # and read into memory; one with every topic allowed stays encoded for sendfile.
         response = await self.call(header, request, client_host, connection, kio=kio or finish is not None, peer=peer)
-        return finish(response) if finish is not None else response
+        if finish is None:
+            return response
+        fetch_quota = FETCH_QUOTA.get()
+        if fetch_quota is not None and getattr(fetch_quota, "wait", None):
+            return response       # a throttled Fetch answers nothing, refused topics neither (as Kafka)
+        return finish(response)
 
     @staticmethod
     def sasl_gate(gate: Gate, header: RequestHeader, request: Any, peer: Peer) -> Any:

@@ -68,7 +68,8 @@ and the value, absent for a tombstone, is [[name, value], ...] as compact UTF-8 
 Share-partition state (ShareStateRecord): the key is
     int16 version=25 | int16 group_len | int16 topic_id_len | group | topic id | int32 partition
 and the value, absent for a tombstone, is [state epoch, start offset, [[first, last, state,
-delivery count], ...]] as compact UTF-8 JSON: runs of offsets, never one entry per record.
+delivery count], ...]] as compact UTF-8 JSON: runs of offsets, never one entry per record;
+a fourth element, the leader epoch, follows where one is known (absent: -1).
 
 Decoding is the restart path (a log of millions of offset commits), so the offset-commit
 path is written for speed: precompiled `Struct`s, one unpack per key and per value, a
@@ -556,8 +557,11 @@ def _encode_share_state(record: ShareStateRecord) -> bytes:
     v = record.value
     if v is None:
         return key
-    return key + _json_bytes([v.state_epoch, v.start_offset,
-                              [[b.first_offset, b.last_offset, int(b.state), b.delivery_count] for b in v.batches]])
+    value = [v.state_epoch, v.start_offset,
+             [[b.first_offset, b.last_offset, int(b.state), b.delivery_count] for b in v.batches]]
+    if v.leader_epoch >= 0:
+        value.append(v.leader_epoch)
+    return key + _json_bytes(value)
 
 
 def _decode_share(payload: bytes, version: int, glen: int, mlen: int) -> Record:
@@ -574,10 +578,10 @@ def _decode_share(payload: bytes, version: int, glen: int, mlen: int) -> Record:
             (partition,) = _I32.unpack_from(payload, end - 4)
             if raw is None:
                 return ShareStateRecord(group, member, partition, None)
-            epoch, start, runs = raw
+            epoch, start, runs, *leader = raw
             return ShareStateRecord(group, member, partition, ShareStateValue(
                 int(epoch), int(start), tuple(ShareStateBatch(int(f), int(la), int(st), int(c))
-                                              for f, la, st, c in runs)))
+                                              for f, la, st, c in runs), int(leader[0]) if leader else -1))
         kind = _SHARE_BY_VERSION[version]
         shared = _decode_shared(kind, group, member, raw)
         if shared is not None:

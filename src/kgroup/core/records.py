@@ -330,11 +330,14 @@ class ShareStateBatch:
 class ShareStateValue:
     """A share partition's durable state: where its window starts and what is in it.
     `state_epoch` moves when the state is reset (AlterShareGroupOffsets), which fences
-    writes of the partition's old in-memory state."""
+    writes of the partition's old in-memory state. `leader_epoch` is the newest leader epoch
+    of the topic partition that wrote it (-1: none given), which fences a stale leader's
+    writes (FENCED_LEADER_EPOCH), as Kafka's share coordinator keeps it."""
 
     state_epoch: int
     start_offset: int
     batches: tuple[ShareStateBatch, ...] = ()
+    leader_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)

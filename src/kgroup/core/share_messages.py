@@ -65,7 +65,9 @@ class DescribedShareGroup:
 @dataclass(frozen=True, slots=True)
 class WriteShareStateRequest:
     """Persist the state of one share partition; refused with FENCED_STATE_EPOCH when its
-    state epoch is not the stored one (the state was reset meanwhile)."""
+    state epoch is not the stored one (the state was reset meanwhile), and with
+    FENCED_LEADER_EPOCH when `leader_epoch` is older than the stored one (a partition leader
+    that another node has replaced; -1: the writer names none, nothing to check)."""
 
     group_id: str
     topic_id: str
@@ -74,6 +76,7 @@ class WriteShareStateRequest:
     # InitializeShareGroupState (from a partition leader on another node): the state is
     # replaced if its state epoch is newer than the stored one, else FENCED_STATE_EPOCH.
     initialize: bool = False
+    leader_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)

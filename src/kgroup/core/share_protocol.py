@@ -24,6 +24,8 @@ and reset it. See broker/share/share_state.py for why it sits in the group's met
 
 from __future__ import annotations
 
+import dataclasses
+
 from kgroup.assignors.share_simple import SimpleShareAssignor
 from kgroup.assignors.spec import GroupSpec, MemberSpec
 from kgroup.core.errors import ErrorCode, GroupError
@@ -233,17 +235,23 @@ class ShareProtocol(ModernProtocol):
         return Result((), ((reply, value),))
 
     def write_state(self, req: WriteShareStateRequest, reply: ReplyTo, now_ms: int) -> Result:
-        """Persist a share partition's state unless its state epoch is stale."""
+        """Persist a share partition's state unless its leader epoch or state epoch is stale
+        (the newest leader epoch is kept with the state)."""
         stored = self.shard.stored.share_states.get(req.group_id, {}).get((req.topic_id, req.partition))
+        stored_leader = stored.leader_epoch if stored is not None else -1
+        if 0 <= req.leader_epoch < stored_leader:
+            raise GroupError(ErrorCode.FENCED_LEADER_EPOCH,
+                             f"leader epoch {req.leader_epoch} is older than the stored {stored_leader}")
         if req.initialize and stored is not None and stored.state_epoch >= req.value.state_epoch:
             raise GroupError(ErrorCode.FENCED_STATE_EPOCH,
                              f"state epoch {req.value.state_epoch} is not newer than the stored {stored.state_epoch}")
         if not req.initialize and stored is not None and stored.state_epoch != req.value.state_epoch:
             raise GroupError(ErrorCode.FENCED_STATE_EPOCH,
                              f"state epoch {req.value.state_epoch} is not the stored {stored.state_epoch}")
-        if stored == req.value:
+        value = dataclasses.replace(req.value, leader_epoch=max(req.leader_epoch, stored_leader))
+        if stored == value:
             return Result((), ((reply, None),))
-        return Result((ShareStateRecord(req.group_id, req.topic_id, req.partition, req.value),), ((reply, None),))
+        return Result((ShareStateRecord(req.group_id, req.topic_id, req.partition, value),), ((reply, None),))
 
     def delete_state(self, key: ShareStateKey, reply: ReplyTo, now_ms: int) -> Result:
         """Forget a share partition's state (DeleteShareGroupState); nothing to do without one."""

@@ -18,6 +18,7 @@ from kgroup.storage.errors import (
     InvalidBatchError,
     LogClosedError,
     LogFailedError,
+    LogHandedOverError,
     OffsetOutOfRangeError,
     StorageConfigError,
     StorageError,
@@ -32,6 +33,7 @@ from kgroup.storage.record_log import RecordLog
 __all__ = [
     "CorruptDataError", "DataDir", "DataDirLockedError", "FsyncPolicy",
     "GroupMetadataLog", "InvalidBatchError", "LogClosedError", "LogConfig", "LogFailedError",
+    "LogHandedOverError",
     "MetadataPartition", "OffsetOutOfRangeError", "PartitionLog", "RecordLog", "Replay",
     "StorageConfigError", "StorageError", "TopicError", "TopicExistsError", "TopicMeta", "java_string_hashcode",
     "partition_for_group",

@@ -513,7 +513,7 @@ class DataDir:
             else:
                 plog = self._logs.pop(key, None) or self._draining.pop(key, None)
                 if plog is not None:
-                    plog.close()
+                    plog.close(handed_over=True)   # another node serves it now
         if release and epoch is not None:
             self.table.release(slot, self.membership.index, epoch)
 

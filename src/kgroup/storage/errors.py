@@ -31,6 +31,12 @@ class LogClosedError(StorageError):
     """The log was used after `close()` or `delete()`."""
 
 
+class LogHandedOverError(LogClosedError):
+    """The log was closed because this node gave its unit up (a hand-over, or a unit lost
+    to another node): another node serves the partition now, so a write that was waiting on
+    it is answered NOT_LEADER_OR_FOLLOWER, not as a storage failure."""
+
+
 class LogFailedError(StorageError):
     """A write or fsync failed earlier; the log refuses further writes (the broker should
     stop: after a failed fsync the kernel may have dropped the dirty pages, so a retry that

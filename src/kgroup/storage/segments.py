@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgroup.storage.atomic_files import fsync_directory
-from kgroup.storage.errors import FencedError, LogClosedError, LogFailedError, StorageError
+from kgroup.storage.errors import FencedError, LogClosedError, LogFailedError, LogHandedOverError, StorageError
 from kgroup.storage.recovery_point import (
     CHECKPOINT_INTERVAL_BYTES,
     RecoveryPoint,
@@ -123,6 +123,7 @@ class SegmentedLog:
         self._durable_end = 0
         self._failed: str | None = None
         self._closed = False
+        self._handed_over = False  # closed because this node gave the unit up
         # The ownership fence (None: a log outside any cluster, e.g. a tool or a test).
         self.fence = None
         self._fenced: str | None = None
@@ -156,6 +157,8 @@ class SegmentedLog:
 
     def _check_writable(self) -> None:
         if self._closed:
+            if self._handed_over:
+                raise LogHandedOverError(f"log {self.directory} was handed over to another node")
             raise LogClosedError(f"log {self.directory} is closed")
         if self._failed is not None:
             raise LogFailedError(f"log {self.directory} failed earlier and refuses writes: {self._failed}")
@@ -490,11 +493,13 @@ class SegmentedLog:
             raise StorageError(f"cannot delete segment {segment.path}: {exc}") from exc
         self._dir_dirty = True
 
-    def close(self) -> None:
+    def close(self, handed_over: bool = False) -> None:
         """Flush buffered appends and close the files (no fsync: call `sync` first if the
-        policy asks for it). Idempotent."""
+        policy asks for it). Idempotent. `handed_over`: this node gave the log's unit up,
+        so later use raises LogHandedOverError (another node serves it)."""
         if self._closed:
             return
+        self._handed_over = handed_over
         point = None
         with self._lock:
             if (self._failed is None and self._fenced is None and self._segments

@@ -59,3 +59,45 @@ def test_topics_changed_hook_failure_is_logged_not_raised(tmp_path, caplog):
         assert "on_topics_changed" in caplog.text
 
     run(tmp_path, scenario)
+
+
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+def test_log_handed_over_while_waiting_for_fsync_is_not_leader(tmp_path):
+    """A produce appended, then waited for its fsync while the node handed the partition's
+    unit to another node (close_unit): the client must refresh metadata and retry, as Kafka
+    answers a write that lost its leader — not a storage error. A log closed any other way
+    stays KAFKA_STORAGE_ERROR (test_closed_log_answers_storage_error)."""
+    async def scenario(ctx: DataCtx):
+        ctx.data.create_topic("t", 2)
+        durable = ctx.durability.durable
+        handed = ctx.data.partition_log("t", 0)
+
+        async def hand_over_first(target, end):
+            if target is handed:
+                ctx.data.close_unit(ctx.data.unit_of("t", 0), release=True)
+            await durable(target, end)
+
+        ctx.durability.durable = hand_over_first
+        r = await ctx.produce(9, {"t": {0: batch(1), 1: batch(1)}}, acks=-1)
+        assert codes(r, PRODUCE) == [NOT_LEADER_OR_FOLLOWER, 0]
+
+    run(tmp_path, scenario)
+
+
+def test_log_handed_over_before_flush_is_not_leader(tmp_path):
+    """acks=1: the hand-over closes the log between the append and the flush."""
+    async def scenario(ctx: DataCtx):
+        ctx.data.create_topic("t", 1)
+        ring = ctx.dp.watch.ring
+
+        def hand_over_then_ring(key):
+            ctx.data.close_unit(ctx.data.unit_of(*key), release=True)
+            ring(key)
+
+        ctx.dp.watch.ring = hand_over_then_ring
+        r = await ctx.produce(9, {"t": {0: batch(1)}}, acks=1)
+        assert codes(r, PRODUCE) == [NOT_LEADER_OR_FOLLOWER]
+
+    run(tmp_path, scenario)

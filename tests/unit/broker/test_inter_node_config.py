@@ -13,6 +13,8 @@ from kgroup.broker.config import ConfigError, load_config
 from kgroup.client.security import ClientSecurity
 from kgroup.storage.node_listeners import NodeListeners, publish_listeners
 
+from .listener_tables import MTLS_LISTENER
+
 LISTENERS = '''
 [[listeners]]
 name = "SECURE"
@@ -22,16 +24,7 @@ sasl_mechanisms = ["SCRAM-SHA-256", "PLAIN"]
 ssl_certfile = "server.pem"
 ssl_keyfile = "server.key"
 ssl_cafile = "ca.pem"
-
-[[listeners]]
-name = "MTLS"
-address = "127.0.0.1:9094"
-protocol = "SSL"
-ssl_certfile = "server.pem"
-ssl_keyfile = "server.key"
-ssl_cafile = "ca.pem"
-ssl_client_auth = "required"
-
+''' + MTLS_LISTENER + '''
 [auth]
 authorizer = true
 super_users = ["User:broker"]

@@ -6,6 +6,8 @@ import pytest
 
 from kgroup.broker.config import ConfigError, load_config
 
+from .listener_tables import MTLS_LISTENER
+
 SECURE = '''
 [[listeners]]
 name = "SECURE"
@@ -15,16 +17,7 @@ protocol = "SASL_SSL"
 sasl_mechanisms = ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"]
 ssl_certfile = "server.pem"
 ssl_keyfile = "server.key"
-
-[[listeners]]
-name = "MTLS"
-address = "127.0.0.1:9094"
-protocol = "SSL"
-ssl_certfile = "server.pem"
-ssl_keyfile = "server.key"
-ssl_cafile = "ca.pem"
-ssl_client_auth = "required"
-
+''' + MTLS_LISTENER + '''
 [auth]
 authorizer = true
 super_users = ["User:admin", "User:CN=ops"]

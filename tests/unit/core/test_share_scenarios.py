@@ -149,6 +149,27 @@ def test_kip932_share_state_writes_are_fenced_by_the_state_epoch():
     assert [(o.topic_id, o.partition, o.start_offset) for o in described.offsets] == [("orders-id", 0, 43)]
 
 
+def test_kip932_share_state_writes_of_a_replaced_partition_leader_are_fenced():
+    """Kafka's share coordinator keeps the newest leader epoch a share partition's state was
+    written with and refuses an older one (FENCED_LEADER_EPOCH): a leader another node has
+    replaced cannot overwrite what the new leader wrote. A write naming no leader epoch (-1)
+    is not checked; the kept epoch survives a replay of the log."""
+    c = ctx()
+    write = lambda start, leader: c.call(c.coord.write_share_state, WriteShareStateRequest(  # noqa: E731
+        "sg", "orders-id", 0, ShareStateValue(0, start), leader_epoch=leader))
+    key = ShareStateKey("sg", "orders-id", 0)
+    assert write(5, 1).raised is None
+    assert write(6, 2).raised is None                               # the partition moved: a new leader
+    assert write(7, 1).raised is ErrorCode.FENCED_LEADER_EPOCH      # the old one, paused meanwhile
+    assert c.call(c.coord.read_share_state, key).response == ShareStateValue(0, 6, leader_epoch=2)
+    assert write(8, -1).raised is None
+    assert c.call(c.coord.read_share_state, key).response == ShareStateValue(0, 8, leader_epoch=2)
+    fresh = GroupCoordinatorShard(CONFIG)
+    for record in c.log:
+        fresh.replay(record)
+    assert fresh.stored.share_states == c.coord.stored.share_states
+
+
 def test_kip932_initialize_share_group_state_needs_a_newer_state_epoch_and_delete_forgets_the_state():
     """The persister's InitializeShareGroupState replaces a state only with a newer state
     epoch; DeleteShareGroupState forgets it (and is a no-op without one)."""
@@ -227,10 +248,16 @@ def test_share_records_round_trip_through_the_log_codec():
         ShareCurrentRecord("sg", "m1", ShareCurrentValue(3, 2, (("id-orders", (1,)),))),
         ShareCurrentRecord("sg", "m1", None),
         ShareStateRecord("sg", "id-orders", 1, ShareStateValue(2, 40, (ShareStateBatch(40, 49, 2, 1),))),
+        ShareStateRecord("sg", "id-orders", 1, ShareStateValue(2, 40, (ShareStateBatch(40, 49, 2, 1),), 7)),
         ShareStateRecord("sg", "id-orders", 1, None),
     ]
     for record in records:
         assert record_codec.decode(record_codec.encode(record)) == record
+    # A state written before leader epochs were kept reads back with none (-1), and one
+    # without a leader epoch is written as it always was.
+    plain = record_codec.encode(records[-3])
+    assert plain.endswith(b"[2,40,[[40,49,2,1]]]")
+    assert record_codec.decode(plain).value.leader_epoch == -1
     payload = record_codec.encode(records[-2])
     for cut in (4, len(payload) - 3):
         try:

@@ -14,7 +14,9 @@ producer_byte_rate, a Fetch answer's size against consumer_byte_rate, the CPU ti
 request took against request_percentage (100 = one thread's whole time) — on the rate of
 the entity whose quota applies, and answers how long the client must wait: the longest of
 the quotas it is over. The request path puts that time in the answer's throttle_time_ms and
-mutes the connection for it (KIP-219). `throttled` is the test bed's fault: a client id
+mutes the connection for it (KIP-219). A Fetch is decided before its answer is built
+(`fetch_throttle_ms`): when it is throttled its answer goes out empty and its bytes are
+taken back off the consumer rate, as Kafka does. `throttled` is the test bed's fault: a client id
 throttled for a given time on its next requests, with no quota set.
 """
 
@@ -131,4 +133,13 @@ class ClientQuotas:
             wait = max(wait, self._charge(PRODUCER_BYTE_RATE, user, client, produced, now))
         if fetched:
             wait = max(wait, self._charge(CONSUMER_BYTE_RATE, user, client, fetched, now))
+        return wait
+
+    def fetch_throttle_ms(self, user: str, client_id: str | None, fetched: int, cpu_ns: int) -> int:
+        """`throttle_ms` for a Fetch whose answer would carry `fetched` bytes; when it must
+        wait, the answer carries nothing, so those bytes are not counted (Kafka's
+        unrecordQuotaSensor)."""
+        wait = self.throttle_ms(user, client_id, 0, fetched, cpu_ns)
+        if wait > 0 and fetched:
+            self._charge(CONSUMER_BYTE_RATE, user, client_id or "", -fetched, self.clock())
         return wait

@@ -30,7 +30,7 @@ from kgroup.broker.durability import Durability
 from kgroup.broker.data.fetch_sessions import FetchSessionCache
 from kgroup.broker.data.producer_states import ProducerStates
 from kgroup.storage import DataDir
-from kgroup.storage.errors import FencedError, NotOwnedError
+from kgroup.storage.errors import FencedError, LogHandedOverError, NotOwnedError
 from kgroup.wire.kio_build import build, item
 
 log = logging.getLogger("kgroup.broker.data")
@@ -38,8 +38,9 @@ log = logging.getLogger("kgroup.broker.data")
 
 PartitionKey = tuple[str, int]
 
-# Storage errors that mean "this node does not (or no longer) serve this partition".
-NOT_LEADER = (NotOwnedError, FencedError)
+# Storage errors that mean "this node does not (or no longer) serve this partition" (a log
+# closed by a hand-over among them; a log closed or failed otherwise is a storage error).
+NOT_LEADER = (NotOwnedError, FencedError, LogHandedOverError)
 
 
 class ClusterView(Protocol):

@@ -35,6 +35,13 @@ fetch waits on `ArrivalWatch` for any partition it reads until max_wait has pass
 when the request arrived, then reads again; it answers with whatever there is at the
 deadline (or at once when the DataPath closes).
 
+Quotas (KIP-219, as Kafka's KafkaApis): while a client quota (or a test-bed throttle) applies,
+the request path sets `FETCH_QUOTA` to its check; the fetch calls it with the size of the
+records it would answer, before the session remembers anything. A throttled fetch is
+answered with no partitions at all — no records, its throttle time set by the request path
+— and the session is left as the fetch found it (`FetchSessionCache.throttled`); its bytes
+are not counted against the quota, so the client gets them on its next fetch.
+
 Zero copy: the broker answers with `fetch_answer`, which encodes the response directly
 (wire/fetch_response.py) and leaves every record range of at least SLICE_MIN_BYTES in its
 segment file (`RecordsSlice`, its own descriptor); the connection sends those with sendfile
@@ -51,7 +58,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from kgroup.batch_layout import BASE_AND_LENGTH, LAST_OFFSET_DELTA, LAST_OFFSET_DELTA_AT, LOG_OVERHEAD
@@ -69,6 +77,9 @@ from kgroup.error_codes import ErrorCode
 
 INT32_MAX = 2**31 - 1
 READ_COMMITTED = 1
+# The request path's quota check for the Fetch being served (None: no quota applies): given
+# the bytes of records the answer would carry, the throttle time (> 0: answer nothing).
+FETCH_QUOTA: ContextVar[Callable[[int], int] | None] = ContextVar("kgroup_fetch_quota", default=None)
 _UP_TO_LAST_DELTA = LAST_OFFSET_DELTA_AT + LAST_OFFSET_DELTA.size
 
 
@@ -173,7 +184,10 @@ async def _fetch(ctx: DataContext, version: int, request: Any,
     plan = ctx.fetch_sessions.plan(version, session_id, int(get(request, "session_epoch", FINAL_EPOCH)),
                                    _replica_id(request) >= 0, _asks(request, version),
                                    _forgotten(request, version), _now_ms())
+    quota = FETCH_QUOTA.get()
     if plan.kind is PlanKind.ERROR:
+        if quota is not None and quota(0) > 0:
+            return ErrorCode.NONE, INVALID_SESSION_ID, []
         return plan.error, INVALID_SESSION_ID, []
 
     # 2. An isolation level Kafka cannot read fails the whole fetch once it reads anything
@@ -196,7 +210,13 @@ async def _fetch(ctx: DataContext, version: int, request: Any,
         await ctx.watch.wait(keys, deadline - loop.time())
         names_by_id = ctx.data.names_by_id()
 
-    # 4. The answer: an incremental one lists only partitions with something new.
+    # 4. Over a quota: no partitions, the session as it was (see the module).
+    if quota is not None and quota(sum(_records_size(p) for _, _, _, p in entries)) > 0:
+        _close_slices(p for _, _, _, p in entries)
+        throttled = ctx.fetch_sessions.throttled(plan)
+        return throttled.error, throttled.session_id, []
+
+    # 5. The answer: an incremental one lists only partitions with something new.
     answer = ctx.fetch_sessions.answer(plan, [
         PartitionRead(key, p.error_code, p.high_watermark, p.log_start_offset, len(p.records) > 0)
         for key, _, _, p in entries], _now_ms())
@@ -206,6 +226,11 @@ async def _fetch(ctx: DataContext, version: int, request: Any,
         if kept:
             _add_topic(topics, name, topic_id, [p])
     return answer.error, answer.session_id, topics
+
+
+def _records_size(p: FetchPartition) -> int:
+    records = p.records
+    return 0 if records is None else records.size if isinstance(records, RecordsSlice) else len(records)
 
 
 def _replica_id(request: Any) -> int:

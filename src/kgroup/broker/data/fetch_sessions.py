@@ -24,6 +24,10 @@ the answer and with which session id. No I/O, no clock: the caller passes `now_m
   returned records moves to the end of the session, so the next fetch reads the others first
   (fair shares of max_bytes). If another fetch of the same session moved the epoch on while
   this one waited, this one is answered INVALID_FETCH_SESSION_EPOCH (with the session id).
+- A fetch throttled by a client quota (`throttled`) is answered with no partitions at all,
+  and its read changes nothing here: a full fetch opens no session (id 0), an incremental
+  one keeps what its session last answered (its epoch has moved on, as on arrival) and
+  names its session, or INVALID_FETCH_SESSION_EPOCH as above (Kafka's getThrottledResponse).
 
 The cache (Kafka's `max.incremental.fetch.session.cache.slots`, 1000) evicts when full, as
 Kafka's does: the least recently used session if unused for more than `eviction_ms` (two
@@ -209,6 +213,17 @@ class FetchSessionCache:
                 del session.partitions[o.key]
                 session.partitions[o.key] = cached
         return Answer(ErrorCode.NONE, session.id, tuple(keep))
+
+    @staticmethod
+    def throttled(plan: FetchPlan) -> Answer:
+        """The answer's error and session id when a quota throttles the fetch (no partitions,
+        nothing remembered; see the module)."""
+        session = plan.session
+        if plan.kind is not PlanKind.INCREMENTAL or session is None:
+            return Answer(ErrorCode.NONE, INVALID_SESSION_ID, ())
+        if session.epoch != plan.expected_epoch:
+            return Answer(ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.id, ())
+        return Answer(ErrorCode.NONE, session.id, ())
 
     @staticmethod
     def _changed(cached: CachedPartition, o: PartitionRead) -> bool:

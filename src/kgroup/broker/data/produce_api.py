@@ -9,8 +9,10 @@ names topics by id (KIP-516, `topic_names`): an id no topic has (the zero id too
 UNKNOWN_TOPIC_ID for each of its partitions, and the answer names topics by id.
 
 In a cluster only the partition's owner appends (NOT_LEADER_OR_FOLLOWER elsewhere); a write
-refused by the ownership fence, or one whose fsync completed after another node took the
-partition over, is answered NOT_LEADER_OR_FOLLOWER, never as a success.
+refused by the ownership fence, one whose fsync completed after another node took the
+partition over, or one whose log a hand-over closed while it waited (LogHandedOverError), is
+answered NOT_LEADER_OR_FOLLOWER, never as a success; a log that failed or was closed
+otherwise is KAFKA_STORAGE_ERROR.
 
 Per partition, in order: the topic must not be internal (`__kgroup_events`:
 INVALID_TOPIC_EXCEPTION, as Kafka answers a client's append to `__consumer_offsets`); the

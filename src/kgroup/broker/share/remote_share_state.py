@@ -12,7 +12,10 @@ backoff for up to RETRY_FOR_S, across a takeover of the coordinator (and, if the
 partition came to this node meanwhile, the write goes to the local shard). Writes of one
 share partition go one after another, in the order they were made, so a retried older
 state never lands after a newer one. FENCED_STATE_EPOCH (the state was reset meanwhile)
-is not retried: the leader reloads the partition, as it does locally.
+is not retried: the leader reloads the partition, as it does locally. Reads and writes carry
+the topic partition's leader epoch as this leader loaded it (share_fetch.py); the
+coordinator refuses a write older than the newest it keeps (FENCED_LEADER_EPOCH, final too):
+another node has led the partition since.
 
 The group's configs (lock duration, delivery limit, ...) are the group coordinator's: its
 dynamic ones (set with IncrementalAlterConfigs, source GROUP_CONFIG) are asked of the owner
@@ -110,11 +113,12 @@ class RemoteShareState:
         return tuple((c.name, c.value) for c in result.configs
                      if int(c.config_source) == ConfigSource.GROUP_CONFIG and c.value is not None)
 
-    async def read(self, group_id: str, topic_id: str, partition: int) -> ShareStateValue | None:
+    async def read(self, group_id: str, topic_id: str, partition: int,
+                   leader_epoch: int = -1) -> ShareStateValue | None:
         cls = request_class(ApiKey.READ_SHARE_GROUP_STATE, READ_VERSION)
         topic_cls = item(cls, "topics")
         request = build(cls, group_id=group_id, topics=(build(topic_cls, topic_id=uuid.UUID(topic_id), partitions=(
-            build(item(topic_cls, "partitions"), partition=partition, leader_epoch=0),)),))
+            build(item(topic_cls, "partitions"), partition=partition, leader_epoch=leader_epoch),)),))
         part = await self._send(group_id, ApiKey.READ_SHARE_GROUP_STATE, request)
         if int(part.state_epoch) < 0 or int(part.start_offset) < 0:
             return None                         # Kafka's uninitialized partition
@@ -130,14 +134,15 @@ class RemoteShareState:
                   start_offset=value.start_offset),)),))
         await self._send(group_id, ApiKey.INITIALIZE_SHARE_GROUP_STATE, request)
 
-    def write(self, group_id: str, topic_id: str, partition: int, value: ShareStateValue,
+    def write(self, group_id: str, topic_id: str, partition: int, value: ShareStateValue, leader_epoch: int,
               local: Callable[[], Awaitable[Any]]) -> asyncio.Task:
-        """Send the state after the partition's previous write; the task to await for it
-        (`local`: the write at this node's shard, if the group's partition came here)."""
+        """Send the state after the partition's previous write, with the leader epoch this
+        leader loaded the partition at (a later leader's write fences it); the task to await
+        for it (`local`: the write at this node's shard, if the group's partition came here)."""
         key = (group_id, topic_id, partition)
         previous = self._last_write.get(key)
         task = asyncio.get_running_loop().create_task(
-            self._write_after(previous, group_id, topic_id, partition, value, local))
+            self._write_after(previous, group_id, topic_id, partition, value, leader_epoch, local))
         self._last_write[key] = task
 
         def done(t: asyncio.Task) -> None:
@@ -150,7 +155,7 @@ class RemoteShareState:
         return task
 
     async def _write_after(self, previous: asyncio.Task | None, group_id: str, topic_id: str, partition: int,
-                           value: ShareStateValue, local: Callable[[], Awaitable[Any]]) -> None:
+                           value: ShareStateValue, leader_epoch: int, local: Callable[[], Awaitable[Any]]) -> None:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         cls = request_class(ApiKey.WRITE_SHARE_GROUP_STATE, WRITE_VERSION)
@@ -158,7 +163,7 @@ class RemoteShareState:
         part_cls = item(topic_cls, "partitions")
         batch_cls = item(part_cls, "state_batches")
         request = build(cls, group_id=group_id, topics=(build(topic_cls, topic_id=uuid.UUID(topic_id), partitions=(
-            build(part_cls, partition=partition, state_epoch=value.state_epoch, leader_epoch=0,
+            build(part_cls, partition=partition, state_epoch=value.state_epoch, leader_epoch=leader_epoch,
                   start_offset=value.start_offset, delivery_complete_count=delivery_complete(value),
                   state_batches=tuple(build(batch_cls, first_offset=b.first_offset, last_offset=b.last_offset,
                                             delivery_state=b.state, delivery_count=b.delivery_count)

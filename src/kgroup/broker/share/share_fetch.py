@@ -146,6 +146,10 @@ class ShareFetchService:
         # for read_committed share groups): the data path's, shared.
         self.producers = producers if producers is not None else ProducerStates(watch.ring)
         self.partitions: dict[ShareKey, SharePartition] = {}
+        # The leader epoch of its topic partition each share partition was loaded at: its
+        # state writes carry it, so once another node has led the partition and written, a
+        # write from here is fenced (FENCED_LEADER_EPOCH) instead of overwriting that state.
+        self.leader_epochs: dict[ShareKey, int] = {}
         self.sessions = ShareSessions()
         self._loading: dict[ShareKey, asyncio.Future] = {}
         self._background: set[asyncio.Task] = set()
@@ -153,6 +157,13 @@ class ShareFetchService:
         self._unsettled: dict[ShareKey, asyncio.Task] = {}     # the last write not yet durable
 
     # ---- topics and partitions ---------------------------------------------------------------
+
+    def _leader_epoch(self, name: str, partition: int) -> int:
+        """The partition's leader epoch now (a cluster's; -1 on a broker of its own)."""
+        meta = self.data.topics().get(name)
+        if self.cluster is None or meta is None or partition >= len(meta.slots):
+            return -1
+        return self.data.leader_epoch(meta.slots[partition])
 
     def _topics_by_id(self) -> dict[str, tuple[str, int]]:
         return {str(meta.topic_id): (name, meta.partitions) for name, meta in self.data.topics().items()}
@@ -202,7 +213,8 @@ class ShareFetchService:
                 raise _PartitionFailed(ErrorCode.UNKNOWN_SERVER_ERROR)
         loading = self._loading[key] = asyncio.get_running_loop().create_future()
         try:
-            value = await self.store.read(group_id, topic_id, partition)
+            leader_epoch = self._leader_epoch(name, partition)
+            value = await self.store.read(group_id, topic_id, partition, leader_epoch)
             if value is None:
                 plog = self.data.partition_log(name, partition)
                 start = reset_start_offset(self.store.auto_offset_reset(group_id), plog, _now_ms())
@@ -211,6 +223,7 @@ class ShareFetchService:
                 value = ShareStateValue(0, start)
                 await self.store.initialize(group_id, topic_id, partition, value)
             sp = self.partitions[key] = SharePartition.from_persisted(value, self.store.limits(group_id))
+            self.leader_epochs[key] = leader_epoch
             return sp
         except GroupError as exc:
             raise _PartitionFailed(exc.code) from None
@@ -253,10 +266,13 @@ class ShareFetchService:
             for pid, result in zip(waits, results):
                 if isinstance(result, GroupError):
                     # Not written at the share coordinator on another node (fenced, or not
-                    # reachable for long): the acknowledgement failed; reload the state.
+                    # reachable for long): the acknowledgement failed; reload the state. A
+                    # newer leader of the partition wrote (FENCED_LEADER_EPOCH): this node no
+                    # longer leads it, which a client hears as NOT_LEADER_OR_FOLLOWER.
                     log.info("share partition %s: state not written (%s); reloading it", pid, result.code.name)
                     self.partitions.pop((group_id, *pid), None)
-                    errors[pid] = result.code
+                    errors[pid] = (ErrorCode.NOT_LEADER_OR_FOLLOWER if result.code is ErrorCode.FENCED_LEADER_EPOCH
+                                   else result.code)
                 elif isinstance(result, BaseException):
                     raise result
         return errors
@@ -271,7 +287,8 @@ class ShareFetchService:
             if sp is None:
                 continue
             try:
-                waits.append(self.store.write(group_id, topic_id, partition, sp.persisted()))
+                waits.append(self.store.write(group_id, topic_id, partition, sp.persisted(),
+                                              self.leader_epochs.get(key, -1)))
                 sp.lapsed = False
                 if sp.dead_letters:
                     self._write_dead_letters(group_id, topic_id, partition, sp.take_dead_letters())

@@ -87,13 +87,15 @@ class ShareStateStore:
             raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         return shard
 
-    async def read(self, group_id: str, topic_id: str, partition: int) -> ShareStateValue | None:
-        """The persisted state (None: the share partition has none yet)."""
+    async def read(self, group_id: str, topic_id: str, partition: int,
+                   leader_epoch: int = -1) -> ShareStateValue | None:
+        """The persisted state (None: the share partition has none yet); `leader_epoch`: the
+        topic partition's, as this leader loads it (sent to another node's coordinator)."""
         shard = self._shard(group_id)
         if shard is None:
             try:
                 await self._fetch_configs(group_id)
-                return await self.remote.read(group_id, topic_id, partition)
+                return await self.remote.read(group_id, topic_id, partition, leader_epoch)
             except MovedHere:
                 raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) from None
         return await shard.call(shard.coordinator.read_share_state, ShareStateKey(group_id, topic_id, partition))
@@ -108,16 +110,19 @@ class ShareStateStore:
             return
         await self.write(group_id, topic_id, partition, value)
 
-    def write(self, group_id: str, topic_id: str, partition: int, value: ShareStateValue) -> Any:
+    def write(self, group_id: str, topic_id: str, partition: int, value: ShareStateValue,
+              leader_epoch: int = -1) -> Any:
         """Append the state now (in call order) and return what to await for its durability.
-        Raises GroupError (FENCED_STATE_EPOCH, COORDINATOR_LOAD_IN_PROGRESS) at once, here;
-        at another node's coordinator, from the awaitable."""
+        Raises GroupError (FENCED_STATE_EPOCH, FENCED_LEADER_EPOCH: `leader_epoch`, the one
+        this leader loaded the partition at, is older than a later leader's;
+        COORDINATOR_LOAD_IN_PROGRESS) at once, here; at another node's coordinator, from the
+        awaitable."""
         shard = self._shard(group_id)
         if shard is None:
-            return self.remote.write(group_id, topic_id, partition, value,
-                                     lambda: self.write(group_id, topic_id, partition, value))
+            return self.remote.write(group_id, topic_id, partition, value, leader_epoch,
+                                     lambda: self.write(group_id, topic_id, partition, value, leader_epoch))
         reply = shard.submit(shard.coordinator.write_share_state,
-                             WriteShareStateRequest(group_id, topic_id, partition, value))
+                             WriteShareStateRequest(group_id, topic_id, partition, value, leader_epoch=leader_epoch))
         return shard.wait(reply)
 
     def membership(self, group_id: str, member_id: str) -> ErrorCode:

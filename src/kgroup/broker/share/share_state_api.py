@@ -86,7 +86,8 @@ class ShareStateApi:
                 ShareStateBatch(int(b.first_offset), int(b.last_offset), int(b.delivery_state), int(b.delivery_count))
                 for b in p.state_batches))
             reply = shard.submit(shard.coordinator.write_share_state,
-                                 WriteShareStateRequest(req.group_id, topic_id, int(p.partition), value))
+                                 WriteShareStateRequest(req.group_id, topic_id, int(p.partition), value,
+                                                        leader_epoch=int(p.leader_epoch)))
             return _written(shard, reply)
         return await self._each(header, req, answer)
 

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from kgroup.conformance import observe
@@ -47,6 +49,25 @@ def entries(r: Any, names: set[str | None] | None = None) -> Any:
             continue
         found.append((entity, sorted((v.key, float(v.value)) for v in e.values)))
     return {"error_code": 0, "entries": sorted(found, key=repr)}
+
+
+
+@contextlib.asynccontextmanager
+async def client_quota(raw: Any, client: str, key: str, value: float = 1000.0) -> AsyncIterator[None]:
+    """`key` = `value` on client id `client` while the block runs: set, seen in force, removed."""
+    await raw.call(alter(1, ({"client-id": client}, [(key, value, False)])))
+    try:
+        await settled(raw, describe(1, ("client-id", EXACT, client)), lambda r: bool(r.entries))
+        yield
+    finally:
+        await raw.call(alter(1, ({"client-id": client}, [(key, 0.0, True)])))
+
+
+def produce_20kb(topic: str) -> Any:
+    """One batch of twenty 1000-byte records to partition 0 (twice a 1000 B/s quota over the
+    first ten windows)."""
+    return request("Produce", 9, acks=-1, timeout_ms=30_000, topic_data=[
+        {"name": topic, "partition_data": [{"index": 0, "records": observe.batch([b"x" * 1000] * 20)}]}])
 
 
 @scenario("admin", "client quotas: AlterClientQuotas validation and DescribeClientQuotas filters (KIP-546)",
@@ -134,19 +155,14 @@ async def admin_client_quota_throttle(t: Target) -> None:
     raw = await t.raw()
     topic, client = t.names.topic(), t.client_id("throttled")
     await observe.create_topic(raw, topic, 1)
-    await raw.call(alter(1, ({"client-id": client}, [("producer_byte_rate", 1000.0, False)])))
-    try:
-        await settled(raw, describe(1, ("client-id", EXACT, client)), lambda r: bool(r.entries))
+    async with client_quota(raw, client, "producer_byte_rate"):
         # About 20 kB at once: 2 kB/s over the first ten windows, twice the quota (its own
         # connection: after the answer it is muted for the throttle time).
         producer = await t.raw("throttled")
-        r = await producer.call(request("Produce", 9, acks=-1, timeout_ms=30_000, topic_data=[
-            {"name": topic, "partition_data": [{"index": 0, "records": observe.batch([b"x" * 1000] * 20)}]}]))
+        r = await producer.call(produce_20kb(topic))
         throttle = r.throttle_time.total_seconds()
         t.add("the throttled produce", {"error_code": r.responses[0].partition_responses[0].error_code,
                                         "throttle (whole seconds)": round(throttle)})
-    finally:
-        await raw.call(alter(1, ({"client-id": client}, [("producer_byte_rate", 0.0, True)])))
 
 
 @scenario("security", "client quotas need DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster", pair="secured",
@@ -162,3 +178,27 @@ async def security_client_quota_acls(t: Target) -> None:
         t.add(f"{who} alters (validate only)", altered(await raw.call(alter(
             1, ({"user": user}, [("producer_byte_rate", 1024.0, False)]),
             ({"client-id": user}, [("consumer_byte_rate", 1024.0, False)]), validate_only=True))))
+
+
+@scenario("admin", "client quotas: a consumer over its byte rate gets a throttled Fetch with no records (KIP-219)",
+          rule="a Fetch whose answer would take its client id past consumer_byte_rate is answered at once with "
+               "its throttle time and no partitions at all (Kafka's fetch context's throttled response): error "
+               "NONE, session id 0 for a full fetch, which opens no session; compared in whole seconds")
+async def admin_client_quota_fetch_throttle(t: Target) -> None:
+    raw = await t.raw()
+    topic, client = t.names.topic(), t.client_id("fetcher")
+    await observe.create_topic(raw, topic, 1)
+    await raw.call(produce_20kb(topic))
+    async with client_quota(raw, client, "consumer_byte_rate"):
+        # One batch of about 20 kB (a fetch gets the first batch whole, whatever the quota):
+        # 2 kB/s over the first ten windows, twice the quota.
+        fetcher = await t.raw("fetcher")
+        r = await fetcher.call(request(
+            "Fetch", 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+            session_id=0, session_epoch=0, forgotten_topics_data=[], rack_id="", topics=[
+                {"topic": topic, "partitions": [{"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
+                                                 "last_fetched_epoch": -1, "log_start_offset": -1,
+                                                 "partition_max_bytes": 1 << 20}]}]))
+        t.add("the throttled fetch", {"error_code": r.error_code, "session_id": r.session_id,
+                                      "partitions answered": sum(len(x.partitions) for x in r.responses),
+                                      "throttle (whole seconds)": round(r.throttle_time.total_seconds())})
