@@ -103,10 +103,10 @@ class Node:
 
 
 class Cluster:
-    def __init__(self, fsync: str) -> None:
+    def __init__(self, fsync: str, group_toml: str = "initial_rebalance_delay_ms = 0\n") -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="kgroup-failover-"))
         config = self.tmp / "node.toml"
-        config.write_text(f'fsync = "{fsync}"\nnode_timeout_ms = 3000\n[group]\ninitial_rebalance_delay_ms = 0\n')
+        config.write_text(f'fsync = "{fsync}"\nnode_timeout_ms = 3000\n[group]\n{group_toml}')
         ports = [free_port() for _ in range(NODES)]
         spec = ",".join(f"{i}=127.0.0.1:{p}" for i, p in enumerate(ports))
         self.nodes = [Node(i, p, spec, self.tmp / "data", config) for i, p in enumerate(ports)]
