@@ -27,7 +27,8 @@ server-side takeover: the floor a broker's failover adds to.
 
 Peer (`--peer kafka`): Apache Kafka 4.4 as a cluster (kgroup.testing.reference_cluster: one
 KRaft controller and three brokers, each its own JVM, topics and __consumer_offsets RF 3,
-min.insync.replicas 2, broker.session.timeout.ms 3000 as kgroup's node_timeout_ms), the same
+min.insync.replicas 2, broker.session.timeout.ms and replica.lag.time.max.ms 3000 as kgroup's
+node_timeout_ms), the same
 producer and the same group of kgroup consumers. Both clusters run at once and the runs
 alternate (kgroup, Kafka, kgroup, ...), the idle side's producer paused. Per Kafka run: kill
 -9 of the broker that coordinates the group then; takeover = until FindCoordinator names
@@ -131,6 +132,7 @@ class Producer(threading.Thread):
         self.acked: dict[int, list[tuple[float, int]]] = {p: [] for p in range(partitions)}
         self.stopped = threading.Event()
         self.paused = threading.Event()    # while another side's run is measured
+        self._scans: dict[float, dict[int, tuple[int, int]]] = {}
 
     def run(self) -> None:
         from confluent_kafka import Producer as Rd
@@ -162,8 +164,21 @@ class Producer(threading.Thread):
 
     def ends_at(self, t: float) -> dict[int, int]:
         """Per partition, the offset after the last acknowledged record produced before `t`
-        (recomputed on every call: an acknowledgement may come in after `t`)."""
-        return {p: max((o + 1 for at, o in list(acks) if at < t), default=0) for p, acks in self.acked.items()}
+        (brought up to date on every call: an acknowledgement may come in after `t`). Each
+        call reads only the acknowledgements that came since the last call for the same `t`:
+        the waits call it every 20 ms, and rescanning every acknowledgement of the run each
+        time held the GIL long enough to slow the producer thread beside it."""
+        scans = self._scans.setdefault(t, {})
+        ends = {}
+        for p, acks in self.acked.items():
+            seen, end = scans.get(p, (0, 0))
+            n = len(acks)
+            for at, o in acks[seen:n]:
+                if at < t and o + 1 > end:
+                    end = o + 1
+            scans[p] = (n, end)
+            ends[p] = end
+        return ends
 
 
 class Members:
@@ -353,7 +368,7 @@ class KafkaSide:
         self.producer = self.group_members = None
         self.failovers, self.rejoins, self.coordinator_moves = [], [], []
         try:
-            self.cluster.start()
+            self.cluster.start(timeout=240)   # four JVMs starting at once on a busy machine
             bootstrap = self.cluster.bootstrap
             self.partitions = max(12, members)
             create_topic(bootstrap, "moving", self.partitions, replication_factor=3)

@@ -25,4 +25,5 @@ def test_roles_quorum_and_replication():
         assert broker["min.insync.replicas"] == 2
         assert broker["log.dirs"] == f"/d/node-{node_id}"
         assert broker["x.y"] == 1
+        assert broker["broker.session.timeout.ms"] == broker["replica.lag.time.max.ms"] == 3000
     assert len({c["log.dirs"] for c in configs.values()}) == 4

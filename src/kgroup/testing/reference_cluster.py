@@ -14,8 +14,9 @@ broker is run; the other settings are `reference.REFERENCE_SETTINGS` and the coo
 numbers `reference.group_properties(group)`, as for the single-node reference.
 `node_timeout_ms` is how long the controller waits for a silent broker's heartbeat before
 it fences it and moves its leaderships (Kafka's `broker.session.timeout.ms`, 9 s by
-default): a benchmark sets it to kgroup's `node_timeout_ms` so both clusters notice a dead
-node after the same time.
+default) and how long a leader waits for a silent follower before it drops it from the ISR
+(`replica.lag.time.max.ms`, 30 s by default; acks=all writes wait for it): a benchmark sets
+it to kgroup's `node_timeout_ms` so both clusters give up on a dead node after the same time.
 
 `cluster_configs` builds every node's server.properties as a dict and is pure (no JVM),
 so its roles and quorum are unit-tested.
@@ -66,7 +67,8 @@ def cluster_configs(host: str, controller_port: int, broker_ports: list[int], da
     timeouts: dict[str, Any] = {}
     if node_timeout_ms is not None:
         timeouts = {"broker.session.timeout.ms": node_timeout_ms,
-                    "broker.heartbeat.interval.ms": max(100, node_timeout_ms // 3)}
+                    "broker.heartbeat.interval.ms": max(100, node_timeout_ms // 3),
+                    "replica.lag.time.max.ms": node_timeout_ms}
     configs: dict[int, dict[str, Any]] = {CONTROLLER_ID: {
         "process.roles": "controller", "node.id": CONTROLLER_ID, **common,
         "listeners": f"CONTROLLER://{host}:{controller_port}",
