@@ -56,6 +56,7 @@ import asyncio
 import contextlib
 import math
 import resource
+import signal
 import struct
 import sys
 import time
@@ -628,6 +629,9 @@ async def drive(which: str, args) -> list[dict[str, object]]:
 
 
 def main() -> None:
+    # SIGTERM (`timeout`, a CI job's end) unwinds like Ctrl-C, so the finally blocks stop
+    # the brokers and JVMs this run started (Kafka's run in sessions of their own).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--members", type=int, default=10_000, help="live members (the first step with --ramp)")
     p.add_argument("--group-size", type=int, default=100, help="members per group")

@@ -43,6 +43,7 @@ import asyncio
 import json
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -114,8 +115,12 @@ class Cluster:
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
         for node in self.nodes:
             node.start()
-        for node in self.nodes:
-            wait_port("127.0.0.1", node.port, proc=node.proc)
+        try:
+            for node in self.nodes:
+                wait_port("127.0.0.1", node.port, timeout=120, proc=node.proc)
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         for node in self.nodes:
@@ -515,6 +520,9 @@ def run_mock(members: int, runs: int) -> dict[str, object]:
 
 
 def main() -> None:
+    # SIGTERM (`timeout`, a CI job's end) unwinds like Ctrl-C, so the finally blocks stop
+    # the brokers and JVMs this run started (Kafka's run in sessions of their own).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="3 runs, 10 members, no 10,000 groups")
     p.add_argument("--runs", type=int, default=None, help="runs per configuration (default 10)")
