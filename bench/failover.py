@@ -281,14 +281,39 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor
                                   replication_factor=replication_factor)])[topic].result(30)
 
 
-class KgroupSide:
+class Side:
+    """A cluster under test with the producer and the group of a configuration."""
+
+    cluster = producer = group_members = None
+
+    def _start_group(self, bootstrap: str, group: str, members: int, partitions: int, timeout: float) -> None:
+        """The producer and the group on `bootstrap`, until the group consumes every
+        partition and has settled."""
+        self.producer = Producer(bootstrap, "moving", partitions)
+        self.producer.start()
+        self.group = group
+        self.group_members = Members(bootstrap, group, "moving", members)
+        begun = time.time() + 1
+        wait(lambda: self.group_members.past(self.producer.ends_at(begun)), timeout,
+             "the group consuming every partition")
+        self.settled = self.group_members.settle()
+
+    def close(self) -> None:
+        if self.group_members is not None:
+            self.group_members.close()
+        if self.producer is not None:
+            self.producer.stopped.set()
+            self.producer.join(30)
+        self.cluster.close()
+
+
+class KgroupSide(Side):
     """The 3-node kgroup cluster with its producer and group, ready for runs (`run`)."""
 
     name = "ours"
 
     def __init__(self, members: int, groups: int, fsync: str) -> None:
         self.cluster = Cluster(fsync)
-        self.producer = self.group_members = None
         self.takeovers, self.failovers, self.handbacks = [], [], []
         try:
             partitions = max(12, members)
@@ -296,14 +321,8 @@ class KgroupSide:
             if groups:
                 print(f"  {groups:,} groups x 100 commits on node {VICTIM}: "
                       f"{fill_groups(self.cluster.bootstrap, groups):.1f} s", flush=True)
-            self.producer = Producer(self.cluster.bootstrap, "moving", partitions)
-            self.producer.start()
-            (self.group,) = coordinated_by(VICTIM, f"moving-{members}")
-            self.group_members = Members(self.cluster.bootstrap, self.group, "moving", members)
-            begun = time.time() + 1
-            wait(lambda: self.group_members.past(self.producer.ends_at(begun)), 120,
-                 "the group consuming every partition")
-            self.settled = self.group_members.settle()
+            (group,) = coordinated_by(VICTIM, f"moving-{members}")
+            self._start_group(self.cluster.bootstrap, group, members, partitions, 120)
         except BaseException:
             self.close()
             raise
@@ -339,15 +358,6 @@ class KgroupSide:
                 "load records/s": records / seconds if seconds and records else None,
                 "rebalances": self.group_members.rebalances_since(self.settled)}
 
-    def close(self) -> None:
-        if self.group_members is not None:
-            self.group_members.close()
-        if self.producer is not None:
-            self.producer.stopped.set()
-            self.producer.join(30)
-        self.cluster.close()
-
-
 # A broker of the Kafka cluster sized for this benchmark (three of them and a controller
 # share the machine with the kgroup cluster).
 KAFKA_BROKER_JVM = ("-Xms512m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true")
@@ -355,7 +365,7 @@ KAFKA_CONTROLLER_JVM = ("-Xms256m", "-Xmx256m", "-XX:+UseG1GC", "-Djava.awt.head
 NODE_TIMEOUT_MS = 3000      # kgroup's node_timeout_ms in Cluster, Kafka's broker.session.timeout.ms
 
 
-class KafkaSide:
+class KafkaSide(Side):
     """Apache Kafka 4.4: 1 KRaft controller + 3 brokers (RF 3, min ISR 2, __consumer_offsets
     RF 3), the same producer and the same group of kgroup consumers. Per run: kill -9 of the
     broker that coordinates the group (whichever it is then); failover as for kgroup; then
@@ -370,21 +380,13 @@ class KafkaSide:
 
         self.cluster = ReferenceKafkaCluster(jvm_options=KAFKA_BROKER_JVM, controller_jvm_options=KAFKA_CONTROLLER_JVM,
                                              node_timeout_ms=NODE_TIMEOUT_MS)
-        self.producer = self.group_members = None
         self.failovers, self.rejoins, self.coordinator_moves = [], [], []
         try:
             self.cluster.start(timeout=240)   # four JVMs starting at once on a busy machine
             bootstrap = self.cluster.bootstrap
             self.partitions = max(12, members)
             create_topic(bootstrap, "moving", self.partitions, replication_factor=3)
-            self.producer = Producer(bootstrap, "moving", self.partitions)
-            self.producer.start()
-            self.group = f"moving-kafka-{members}"
-            self.group_members = Members(bootstrap, self.group, "moving", members)
-            begun = time.time() + 1
-            wait(lambda: self.group_members.past(self.producer.ends_at(begun)), 180,
-                 "the group consuming every partition")
-            self.settled = self.group_members.settle()
+            self._start_group(bootstrap, f"moving-kafka-{members}", members, self.partitions, 180)
         except BaseException:
             self.close()
             raise
@@ -423,15 +425,6 @@ class KafkaSide:
     def result(self) -> dict[str, object]:
         return {"takeover s": median(self.coordinator_moves), "failover s": median(self.failovers),
                 "rejoin s": median(self.rejoins), "rebalances": self.group_members.rebalances_since(self.settled)}
-
-    def close(self) -> None:
-        if self.group_members is not None:
-            self.group_members.close()
-        if self.producer is not None:
-            self.producer.stopped.set()
-            self.producer.join(30)
-        self.cluster.close()
-
 
 def in_sync(bootstrap: str, topics: list[str], replicas: int) -> bool:
     """Every partition of `topics` has a leader and `replicas` replicas in sync."""

@@ -24,7 +24,6 @@ so its roles and quorum are unit-tested.
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -140,21 +139,15 @@ class ClusterNode:
         return "\n".join("\n".join(parts).splitlines()[-lines:])
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.child is not None and self.child.alive()
 
     def kill(self) -> None:
-        if self.alive():
-            self.proc.kill()
-            self.proc.wait()
+        if self.child is not None:
+            self.child.kill()
 
     def stop(self, timeout: float = 30.0) -> None:
-        if self.alive():
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.child is not None:
+            self.child.stop(timeout)
 
 
 class ReferenceKafkaCluster(ServerHandle):
