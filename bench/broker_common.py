@@ -128,9 +128,13 @@ async def _member_loop(m: Member, stop: asyncio.Event, interval: float) -> None:
 
 
 async def build_group(host: str, port: int, group: str, n: int, interval: float = 0.2,
-                      timeout: float = 180.0, **kw) -> list[Member]:
-    """N members of `group`, Stable, each with its own connection; heartbeats stopped."""
-    members = list(await asyncio.gather(*(Member.open(host, port, group, **kw) for _ in range(n))))
+                      timeout: float = 180.0, conns: list[Connection] | None = None, **kw) -> list[Member]:
+    """N members of `group`, Stable, each with its own connection (or member i on `conns[i]`,
+    connections the caller keeps open and may reuse for the next group); heartbeats stopped."""
+    if conns is not None:
+        members = [Member(conn, group, **kw) for conn in conns[:n]]
+    else:
+        members = list(await asyncio.gather(*(Member.open(host, port, group, **kw) for _ in range(n))))
     stop = asyncio.Event()
     tasks = [asyncio.create_task(_member_loop(m, stop, interval)) for m in members]
     loop = asyncio.get_running_loop()

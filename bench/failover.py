@@ -2,7 +2,7 @@
 consumed again; hand-back after the node returns; load speed with 10,000 groups on it.
 
     .venv/bin/python bench/failover.py [--quick] [--runs 10] [--members 10,100]
-        [--groups 10000] [--fsync never] [--peer mock]
+        [--groups 10000] [--fsync never] [--peer mock|kafka]
 
 Set-up per configuration: three `kgroup serve` nodes sharing one data dir (node_timeout_ms
 3000, initial_rebalance_delay_ms 0), a topic of max(12, members) partitions, a producer
@@ -24,6 +24,16 @@ Peer (`--peer mock`): librdkafka's mock cluster (3 brokers, in process, steered 
 ctypes): the broker coordinating the group goes down and its group and partitions move to
 the others at once, so the time measured is the clients' own rediscovery alone, with no
 server-side takeover: the floor a broker's failover adds to.
+
+Peer (`--peer kafka`): Apache Kafka 4.4 as a cluster (kgroup.testing.reference_cluster: one
+KRaft controller and three brokers, each its own JVM, topics and __consumer_offsets RF 3,
+min.insync.replicas 2, broker.session.timeout.ms and replica.lag.time.max.ms 3000 as kgroup's
+node_timeout_ms), the same
+producer and the same group of kgroup consumers. Both clusters run at once and the runs
+alternate (kgroup, Kafka, kgroup, ...), the idle side's producer paused. Per Kafka run: kill
+-9 of the broker that coordinates the group then; takeover = until FindCoordinator names
+another broker (polled every 100 ms); failover as above; then the broker is started again
+and the run ends when every replica is in sync and every partition consumed again.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import asyncio
 import json
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -94,18 +105,22 @@ class Node:
 
 
 class Cluster:
-    def __init__(self, fsync: str) -> None:
+    def __init__(self, fsync: str, group_toml: str = "initial_rebalance_delay_ms = 0\n") -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="kgroup-failover-"))
         config = self.tmp / "node.toml"
-        config.write_text(f'fsync = "{fsync}"\nnode_timeout_ms = 3000\n[group]\ninitial_rebalance_delay_ms = 0\n')
+        config.write_text(f'fsync = "{fsync}"\nnode_timeout_ms = 3000\n[group]\n{group_toml}')
         ports = [free_port() for _ in range(NODES)]
         spec = ",".join(f"{i}=127.0.0.1:{p}" for i, p in enumerate(ports))
         self.nodes = [Node(i, p, spec, self.tmp / "data", config) for i, p in enumerate(ports)]
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
         for node in self.nodes:
             node.start()
-        for node in self.nodes:
-            wait_port("127.0.0.1", node.port, proc=node.proc)
+        try:
+            for node in self.nodes:
+                wait_port("127.0.0.1", node.port, timeout=120, proc=node.proc)
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         for node in self.nodes:
@@ -121,6 +136,8 @@ class Producer(threading.Thread):
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
         self.acked: dict[int, list[tuple[float, int]]] = {p: [] for p in range(partitions)}
         self.stopped = threading.Event()
+        self.paused = threading.Event()    # while another side's run is measured
+        self._scans: dict[float, dict[int, tuple[int, int]]] = {}
 
     def run(self) -> None:
         from confluent_kafka import Producer as Rd
@@ -135,6 +152,9 @@ class Producer(threading.Thread):
         i = 0
         pad = b"x" * 92
         while not self.stopped.is_set():
+            if self.paused.is_set():
+                rd.poll(0.05)
+                continue
             try:
                 rd.produce(self.topic, struct.pack(">d", time.time()) + pad, partition=i % self.partitions,
                            on_delivery=done)
@@ -149,8 +169,21 @@ class Producer(threading.Thread):
 
     def ends_at(self, t: float) -> dict[int, int]:
         """Per partition, the offset after the last acknowledged record produced before `t`
-        (recomputed on every call: an acknowledgement may come in after `t`)."""
-        return {p: max((o + 1 for at, o in list(acks) if at < t), default=0) for p, acks in self.acked.items()}
+        (brought up to date on every call: an acknowledgement may come in after `t`). Each
+        call reads only the acknowledgements that came since the last call for the same `t`:
+        the waits call it every 20 ms, and rescanning every acknowledgement of the run each
+        time held the GIL long enough to slow the producer thread beside it."""
+        scans = self._scans.setdefault(t, {})
+        ends = {}
+        for p, acks in self.acked.items():
+            seen, end = scans.get(p, (0, 0))
+            n = len(acks)
+            for at, o in acks[seen:n]:
+                if at < t and o + 1 > end:
+                    end = o + 1
+            scans[p] = (n, end)
+            ends[p] = end
+        return ends
 
 
 class Members:
@@ -208,12 +241,12 @@ def _logged_at(line: str) -> float:
     return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
-def wait(condition, timeout: float, what: str) -> None:
+def wait(condition, timeout: float, what: str, every: float = 0.02) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.02)
+        time.sleep(every)
 
 
 async def _admin(bootstrap: str, work) -> object:
@@ -240,64 +273,195 @@ def fill_groups(bootstrap: str, groups: int) -> float:
     return time.monotonic() - started
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int = 1) -> None:
     from confluent_kafka.admin import AdminClient as RdAdmin, NewTopic
 
     admin = RdAdmin({"bootstrap.servers": bootstrap})   # kept alive until the answer
-    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, num_partitions=partitions,
+                                  replication_factor=replication_factor)])[topic].result(30)
+
+
+class Side:
+    """A cluster under test with the producer and the group of a configuration."""
+
+    cluster = producer = group_members = None
+
+    def _start_group(self, bootstrap: str, group: str, members: int, partitions: int, timeout: float) -> None:
+        """The producer and the group on `bootstrap`, until the group consumes every
+        partition and has settled."""
+        self.producer = Producer(bootstrap, "moving", partitions)
+        self.producer.start()
+        self.group = group
+        self.group_members = Members(bootstrap, group, "moving", members)
+        begun = time.time() + 1
+        wait(lambda: self.group_members.past(self.producer.ends_at(begun)), timeout,
+             "the group consuming every partition")
+        self.settled = self.group_members.settle()
+
+    def close(self) -> None:
+        if self.group_members is not None:
+            self.group_members.close()
+        if self.producer is not None:
+            self.producer.stopped.set()
+            self.producer.join(30)
+        self.cluster.close()
+
+
+class KgroupSide(Side):
+    """The 3-node kgroup cluster with its producer and group, ready for runs (`run`)."""
+
+    name = "ours"
+
+    def __init__(self, members: int, groups: int, fsync: str) -> None:
+        self.cluster = Cluster(fsync)
+        self.takeovers, self.failovers, self.handbacks = [], [], []
+        try:
+            partitions = max(12, members)
+            create_topic(self.cluster.bootstrap, "moving", partitions)
+            if groups:
+                print(f"  {groups:,} groups x 100 commits on node {VICTIM}: "
+                      f"{fill_groups(self.cluster.bootstrap, groups):.1f} s", flush=True)
+            (group,) = coordinated_by(VICTIM, f"moving-{members}")
+            self._start_group(self.cluster.bootstrap, group, members, partitions, 120)
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, run: int) -> None:
+        cluster, producer, group_members, group = self.cluster, self.producer, self.group_members, self.group
+        victim = cluster.nodes[VICTIM]
+        seen = [len(node.lines) for node in cluster.nodes]
+        killed = time.time()
+        victim.kill9()
+        wait(lambda: group_members.past(producer.ends_at(killed)), 120, "every partition consumed after the kill")
+        self.failovers.append(time.time() - killed)
+        took = [_logged_at(line) for node, n in zip(cluster.nodes, seen) if node is not victim
+                for line in node.lines[n:] if "took " in line and f"from node {VICTIM} " in line]
+        self.takeovers.append(max(took) - killed if took else None)
+        restarted = time.time()
+        victim.start()
+        wait(lambda: coordinator(cluster.bootstrap, group) == VICTIM, 120, "the group handed back")
+        back = time.time()
+        wait(lambda: group_members.past(producer.ends_at(back)), 120, "every partition consumed after the hand-back")
+        self.handbacks.append(time.time() - restarted)
+        print(f"  kgroup run {run + 1}: takeover {self.takeovers[-1] or float('nan'):.2f} s, "
+              f"failover {self.failovers[-1]:.2f} s, hand-back {self.handbacks[-1]:.2f} s", flush=True)
+
+    def result(self) -> dict[str, object]:
+        runs = len(self.failovers)
+        loads = [(int(m.group(1)), float(m.group(2))) for node in self.cluster.nodes for line in node.lines
+                 if (m := TOOK.search(line)) and "from node 1 " in line]
+        records, seconds = sum(r for r, _ in loads), sum(s for _, s in loads)
+        return {"takeover s": median(self.takeovers), "failover s": median(self.failovers),
+                "hand-back s": median(self.handbacks),
+                "records loaded per takeover": records / runs if runs else None,
+                "load records/s": records / seconds if seconds and records else None,
+                "rebalances": self.group_members.rebalances_since(self.settled)}
+
+# A broker of the Kafka cluster sized for this benchmark (three of them and a controller
+# share the machine with the kgroup cluster).
+KAFKA_BROKER_JVM = ("-Xms512m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true")
+KAFKA_CONTROLLER_JVM = ("-Xms256m", "-Xmx256m", "-XX:+UseG1GC", "-Djava.awt.headless=true")
+NODE_TIMEOUT_MS = 3000      # kgroup's node_timeout_ms in Cluster, Kafka's broker.session.timeout.ms
+
+
+class KafkaSide(Side):
+    """Apache Kafka 4.4: 1 KRaft controller + 3 brokers (RF 3, min ISR 2, __consumer_offsets
+    RF 3), the same producer and the same group of kgroup consumers. Per run: kill -9 of the
+    broker that coordinates the group (whichever it is then); failover as for kgroup; then
+    the broker is started again and the run ends when every replica is back in sync and
+    every partition consumed again (Kafka moves no leadership back at once: its preferred
+    leader election runs every 300 s, so there is no hand-back to compare)."""
+
+    name = "kafka"
+
+    def __init__(self, members: int) -> None:
+        from kgroup.testing.reference_cluster import ReferenceKafkaCluster
+
+        self.cluster = ReferenceKafkaCluster(jvm_options=KAFKA_BROKER_JVM, controller_jvm_options=KAFKA_CONTROLLER_JVM,
+                                             node_timeout_ms=NODE_TIMEOUT_MS)
+        self.failovers, self.rejoins, self.coordinator_moves = [], [], []
+        try:
+            self.cluster.start(timeout=240)   # four JVMs starting at once on a busy machine
+            bootstrap = self.cluster.bootstrap
+            self.partitions = max(12, members)
+            create_topic(bootstrap, "moving", self.partitions, replication_factor=3)
+            self._start_group(bootstrap, f"moving-kafka-{members}", members, self.partitions, 180)
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, run: int) -> None:
+        cluster, producer, group_members = self.cluster, self.producer, self.group_members
+        victim = coordinator(cluster.bootstrap, self.group)
+        killed = time.time()
+        cluster.kill(victim)
+        moved = threading.Thread(target=self._coordinator_moved, args=(victim, killed), daemon=True)
+        moved.start()
+        wait(lambda: group_members.past(producer.ends_at(killed)), 120, "every partition consumed after the kill")
+        self.failovers.append(time.time() - killed)
+        moved.join(120)
+        restarted = time.time()
+        cluster.start_node(victim)
+        wait(lambda: in_sync(cluster.bootstrap, ["moving", "__consumer_offsets"], 3), 180,
+             "every replica back in sync", every=0.5)
+        back = time.time()
+        wait(lambda: group_members.past(producer.ends_at(back)), 120, "every partition consumed after the restart")
+        self.rejoins.append(time.time() - restarted)
+        print(f"  kafka run {run + 1} (coordinator was broker {victim}): coordinator moved "
+              f"{self.coordinator_moves[-1] if self.coordinator_moves else float('nan'):.2f} s, "
+              f"failover {self.failovers[-1]:.2f} s, restart -> in sync and consumed {self.rejoins[-1]:.2f} s",
+              flush=True)
+
+    def _coordinator_moved(self, victim: int, killed: float) -> None:
+        """Polls FindCoordinator until another broker names itself coordinator of the group."""
+        try:
+            wait(lambda: coordinator(self.cluster.bootstrap, self.group) != victim, 120, "a new coordinator",
+                 every=0.1)
+            self.coordinator_moves.append(time.time() - killed)
+        except RuntimeError:
+            pass
+
+    def result(self) -> dict[str, object]:
+        return {"takeover s": median(self.coordinator_moves), "failover s": median(self.failovers),
+                "rejoin s": median(self.rejoins), "rebalances": self.group_members.rebalances_since(self.settled)}
+
+def in_sync(bootstrap: str, topics: list[str], replicas: int) -> bool:
+    """Every partition of `topics` has a leader and `replicas` replicas in sync."""
+    from confluent_kafka.admin import AdminClient as RdAdmin
+
+    metadata = RdAdmin({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=10)
+    for topic in topics:
+        found = metadata.topics.get(topic)
+        if found is None or found.error is not None:
+            return False
+        if any(p.leader < 0 or len(p.isrs) < replicas for p in found.partitions.values()):
+            return False
+    return True
+
+
+def run_sides(make_sides, runs: int) -> list[dict[str, object]]:
+    """Set up every side, then their runs interleaved (A, B, A, B...), the idle side's
+    producer paused; each side's medians."""
+    sides = []
+    try:
+        for make in make_sides:
+            sides.append(make())
+        for run in range(runs):
+            for side in sides:
+                for other in sides:
+                    other.producer.paused.set() if other is not side else other.producer.paused.clear()
+                time.sleep(1.0)
+                side.run(run)
+        return [side.result() for side in sides]
+    finally:
+        for side in sides:
+            side.close()
 
 
 def run_kgroup(members: int, runs: int, groups: int, fsync: str) -> dict[str, object]:
-    cluster = Cluster(fsync)
-    partitions = max(12, members)
-    producer = None
-    group_members = None
-    try:
-        create_topic(cluster.bootstrap, "moving", partitions)
-        if groups:
-            print(f"  {groups:,} groups x 100 commits on node {VICTIM}: {fill_groups(cluster.bootstrap, groups):.1f} s",
-                  flush=True)
-        producer = Producer(cluster.bootstrap, "moving", partitions)
-        producer.start()
-        (group,) = coordinated_by(VICTIM, f"moving-{members}")
-        group_members = Members(cluster.bootstrap, group, "moving", members)
-        begun = time.time() + 1
-        wait(lambda: group_members.past(producer.ends_at(begun)), 120, "the group consuming every partition")
-        failovers, handbacks, takeovers = [], [], []
-        victim = cluster.nodes[VICTIM]
-        settled = group_members.settle()
-        for run in range(runs):
-            time.sleep(1.0)
-            seen = [len(node.lines) for node in cluster.nodes]
-            killed = time.time()
-            victim.kill9()
-            wait(lambda: group_members.past(producer.ends_at(killed)), 120, "every partition consumed after the kill")
-            failovers.append(time.time() - killed)
-            took = [_logged_at(line) for node, n in zip(cluster.nodes, seen) if node is not victim
-                    for line in node.lines[n:] if "took " in line and f"from node {VICTIM} " in line]
-            takeovers.append(max(took) - killed if took else None)
-            restarted = time.time()
-            victim.start()
-            wait(lambda: coordinator(cluster.bootstrap, group) == VICTIM, 120, "the group handed back")
-            back = time.time()
-            wait(lambda: group_members.past(producer.ends_at(back)), 120, "every partition consumed after the hand-back")
-            handbacks.append(time.time() - restarted)
-            print(f"  run {run + 1}: takeover {takeovers[-1] or float('nan'):.2f} s, failover {failovers[-1]:.2f} s, "
-                  f"hand-back {handbacks[-1]:.2f} s", flush=True)
-        loads = [(int(m.group(1)), float(m.group(2))) for node in cluster.nodes for line in node.lines
-                 if (m := TOOK.search(line)) and "from node 1 " in line]
-        records, seconds = sum(r for r, _ in loads), sum(s for _, s in loads)
-        return {"takeover s": median(takeovers), "failover s": median(failovers), "hand-back s": median(handbacks),
-                "records loaded per takeover": records / runs if runs else None,
-                "load records/s": records / seconds if seconds and records else None,
-                "rebalances": group_members.rebalances_since(settled)}
-    finally:
-        if group_members is not None:
-            group_members.close()
-        if producer is not None:
-            producer.stopped.set()
-            producer.join(30)
-        cluster.close()
+    (result,) = run_sides([lambda: KgroupSide(members, groups, fsync)], runs)
+    return result
 
 
 def run_mock(members: int, runs: int) -> dict[str, object]:
@@ -349,28 +513,40 @@ def run_mock(members: int, runs: int) -> dict[str, object]:
 
 
 def main() -> None:
+    # SIGTERM (`timeout`, a CI job's end) unwinds like Ctrl-C, so the finally blocks stop
+    # the brokers and JVMs this run started (Kafka's run in sessions of their own).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="3 runs, 10 members, no 10,000 groups")
     p.add_argument("--runs", type=int, default=None, help="runs per configuration (default 10)")
     p.add_argument("--members", default="10,100", help="group sizes, comma-separated")
     p.add_argument("--groups", type=int, default=None, help="also: this many groups on the dead node")
     p.add_argument("--fsync", default="never", help="the nodes' fsync policy")
-    p.add_argument("--peer", choices=["mock"], help="also measure librdkafka's mock cluster")
+    p.add_argument("--peer", choices=["mock", "kafka"],
+                   help="also measure librdkafka's mock cluster, or a 3-broker Apache Kafka 4.4 cluster")
     args = p.parse_args()
     runs = args.runs or (3 if args.quick else 10)
-    sizes = [10] if args.quick else [int(x) for x in args.members.split(",")]
+    sizes = [10] if args.quick and args.members == "10,100" else [int(x) for x in args.members.split(",")]
     groups = args.groups if args.groups is not None else (0 if args.quick else 10_000)
+    peer = args.peer
     rows = []
     for n in sizes:
         print(f"one group of {n} members, {runs} runs", flush=True)
-        ours = run_kgroup(n, runs, 0, args.fsync)
-        peer = run_mock(n, runs) if args.peer else {}
-        rows += [(f"{n} members: takeover s (kill -9 -> node 1's partitions all served elsewhere)",
-                  {"ours": ours["takeover s"]}),
+        makers = [lambda: KgroupSide(n, 0, args.fsync)]
+        if peer == "kafka":
+            makers.append(lambda: KafkaSide(n))
+        ours, *rest = run_sides(makers, runs)
+        other = rest[0] if rest else run_mock(n, runs) if peer == "mock" else {}
+        rows += [(f"{n} members: takeover s (kill -9 -> node 1's partitions all served elsewhere"
+                  + ("; Kafka: -> FindCoordinator names another broker" if peer == "kafka" else "") + ")",
+                  {"ours": ours["takeover s"], peer: other.get("takeover s")}),
                  (f"{n} members: failover s (kill -9 -> every partition consumed)",
-                  {"ours": ours["failover s"], "mock": peer.get("failover s")}),
+                  {"ours": ours["failover s"], peer: other.get("failover s")}),
                  (f"{n} members: hand-back s (restart -> back and consumed)", {"ours": ours["hand-back s"]}),
-                 (f"{n} members: rebalance callbacks", {"ours": ours["rebalances"], "mock": peer.get("rebalances")})]
+                 (f"{n} members: rebalance callbacks", {"ours": ours["rebalances"], peer: other.get("rebalances")})]
+        if peer == "kafka":
+            rows.append((f"{n} members: Kafka restart -> every replica in sync and consumed s",
+                         {"kafka": other.get("rejoin s")}))
     if groups:
         print(f"one group of 10 members with {groups:,} other groups on the dead node, {runs} runs", flush=True)
         ours = run_kgroup(10, runs, groups, args.fsync)
@@ -379,8 +555,9 @@ def main() -> None:
                  (f"{groups:,} groups: hand-back s", {"ours": ours["hand-back s"]}),
                  (f"{groups:,} groups: records loaded per takeover", {"ours": ours["records loaded per takeover"]}),
                  (f"{groups:,} groups: load records/s", {"ours": ours["load records/s"]})]
-    print_table(f"Failover of a 3-node kgroup cluster (fsync {args.fsync}), medians of {runs} runs",
-                rows, ["ours", "mock"] if args.peer else ["ours"], higher_is_better=False)
+    print_table(f"Failover of a 3-node kgroup cluster (fsync {args.fsync}), medians of {runs} runs"
+                f" (load average {peers.load_average()})",
+                rows, ["ours", peer] if peer else ["ours"], higher_is_better=False)
 
 
 if __name__ == "__main__":

@@ -503,3 +503,10 @@ def _read(sock: socket.socket, n: int) -> bytes:
             raise OSError("closed")
         data += chunk
     return data
+
+
+# What reference_cluster.py's nodes share with this single node: the properties writer,
+# the log set-up and the readiness probe.
+properties_text = _properties
+LOG4J2_TEMPLATE = _LOG4J2
+answers_api_versions = _answers_api_versions
