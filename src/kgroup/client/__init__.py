@@ -9,12 +9,12 @@ from kgroup.client.consumer import CommitFailedError, Consumer, ConsumerRebalanc
 from kgroup.client.leader_election import LeaderElection
 from kgroup.client.membership import GroupMember, Membership
 from kgroup.client.producer import Producer
-from kgroup.client.records import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
+from kgroup.client.records import BatchMetadata, ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
 from kgroup.client.share_consumer import AcknowledgeType, ShareConsumer, ShareConsumerError, ShareRecord
 from kgroup.client.task_assignment import TaskAssignment
 from kgroup.client.transactions import GroupMetadata, ProducerFenced, TransactionError
 
-__all__ = ["AcknowledgeType", "AdminClient", "ClusterClient", "CommitFailedError", "Consumer",
+__all__ = ["AcknowledgeType", "AdminClient", "BatchMetadata", "ClusterClient", "CommitFailedError", "Consumer",
            "ConsumerRebalanceListener", "ConsumerRecord", "GroupMember", "GroupMetadata", "LeaderElection",
            "Membership", "OffsetAndMetadata", "Producer", "ProducerFenced", "RecordMetadata", "ShareConsumer",
            "ShareConsumerError", "ShareRecord", "TaskAssignment", "TopicPartition", "TransactionError"]
