@@ -33,31 +33,10 @@ _SEED = 0x9747B28C
 def columns(array: Any) -> Column:
     """An Arrow binary/string array (or chunked array) as a ``Column``, without copying
     its bytes."""
-    import pyarrow as pa
-
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    t = array.type
-    if pa.types.is_string(t):
-        array = array.cast(pa.binary())
-    elif pa.types.is_large_string(t):
-        array = array.cast(pa.large_binary())
-    elif not (pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type)):
-        raise KafkaClientError(f"a column of {t} is not bytes (binary or string)")
-    n = len(array)
-    width = np.int64 if pa.types.is_large_binary(array.type) else np.int32
-    _, offsets_buf, data_buf = array.buffers()
-    if n == 0 or offsets_buf is None:
-        offsets = np.zeros(n + 1, np.int64)
-    else:
-        offsets = np.frombuffer(offsets_buf, width)[array.offset: array.offset + n + 1]
-        offsets = offsets.astype(np.int64)
-    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None and data_buf.size \
-        else np.zeros(0, np.uint8)
-    valid = None
-    if array.null_count:
-        valid = array.is_valid().to_numpy(zero_copy_only=False)
-    return Column(data, offsets, valid)
+    try:
+        return Column.from_arrow(array)
+    except TypeError as exc:
+        raise KafkaClientError(str(exc)) from None
 
 
 def headers_column(array: Any) -> Column | None:

@@ -1,47 +1,70 @@
-"""Records of a v2 batch encoded from columns with numpy: the producer's bulk path.
+"""Records of a v2 batch encoded from Arrow columns: the producer's bulk path.
 
-How this works: a column is its bytes laid end to end (``data``), where each row starts
-(``offsets``, one more than the rows) and which rows are null (``valid``, or None): the
-layout of an Arrow binary array. For the rows of one batch, every record's parts are sized
-at once (zigzag varints of the offset delta, the key and value lengths, -1 for null; the
-pre-encoded headers or the one byte of "no headers"), the record lengths summed into where
-each record starts, and each part written into one zeroed buffer by position: a varint
-byte by byte over all rows (at most five passes), the key and value bytes by one gather of
-every byte. Nothing is done per row in Python; ``frame_batch`` then puts the header and CRC
-around the result. Attributes and timestamp delta are 0 (one timestamp per batch), which
-the zeroed buffer already holds.
+How this works: a ``Column`` is an Arrow binary array with its row offsets and null mask
+read into numpy. For the rows of one batch, every record's framing is sized at once with
+numpy (zigzag varints of the record length, the offset delta, the key and value lengths,
+-1 for null) and written, byte position by byte position over all rows (at most five passes
+a varint), into two small Arrow columns: what comes before the key (length, attributes 0,
+timestamp delta 0, offset delta, key length) and what comes between key and value (value
+length). Arrow's ``binary_join_element_wise`` then lays each row's framing, key, framing,
+value and headers end to end in C++: the records section, with no Python per row and no
+per-byte index arrays. ``frame_batch`` puts the header and CRC around it. One timestamp per
+batch, so every timestamp delta is 0. Needs numpy and pyarrow (both come with pyspark).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["Column", "encode_records", "record_sizes", "zigzag", "varint_sizes"]
+
+_NO_HEADERS = pa.scalar(b"\x00", pa.binary())
 
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """Variable-length byte values: ``data[offsets[i]:offsets[i + 1]]`` is row i's, unless
-    ``valid`` says it is null."""
+    """Variable-length byte values: an Arrow binary array, and in numpy its bytes
+    (``data[offsets[i]:offsets[i + 1]]`` is row i's) and which rows are valid (None: all)."""
 
+    array: Any              # pyarrow binary array
     data: np.ndarray        # uint8
     offsets: np.ndarray     # int64, rows + 1
-    valid: np.ndarray | None = None   # bool per row; None: no nulls
+    valid: np.ndarray | None = None
 
     @classmethod
     def of(cls, values: list[bytes | None]) -> Column:
         """A column of Python values (tests; headers)."""
-        lengths = np.fromiter((len(v) if v is not None else 0 for v in values), np.int64,
-                              len(values))
-        offsets = np.zeros(len(values) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        data = np.frombuffer(b"".join(v for v in values if v is not None), np.uint8)
-        valid = None
-        if any(v is None for v in values):
-            valid = np.fromiter((v is not None for v in values), bool, len(values))
-        return cls(data, offsets, valid)
+        return cls.from_arrow(pa.array(values, pa.binary()))
+
+    @classmethod
+    def from_arrow(cls, array: Any) -> Column:
+        """An Arrow binary or string array (or chunked array), its bytes not copied (a large
+        one's are: record batches are far below 2 GiB)."""
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        t = array.type
+        if pa.types.is_large_string(t) or pa.types.is_large_binary(t):
+            array = array.cast(pa.binary())
+        elif pa.types.is_string(t):
+            array = array.cast(pa.binary())
+        elif not pa.types.is_binary(t):
+            raise TypeError(f"a column of {t} is not bytes (binary or string)")
+        n = len(array)
+        _, offsets_buf, data_buf = array.buffers()
+        if n == 0 or offsets_buf is None:
+            offsets = np.zeros(n + 1, np.int64)
+        else:
+            offsets = np.frombuffer(offsets_buf, np.int32)[array.offset: array.offset + n + 1]
+            offsets = offsets.astype(np.int64)
+        data = np.frombuffer(data_buf, np.uint8) if data_buf is not None and data_buf.size \
+            else np.zeros(0, np.uint8)
+        valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else None
+        return cls(array, data, offsets, valid)
 
     def lengths(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(start, length) of ``rows``' bytes; a null row has length -1."""
@@ -80,16 +103,6 @@ def _put_varints(out: np.ndarray, pos: np.ndarray, z: np.ndarray, sizes: np.ndar
             out[pos[some] + j] = part[some]
 
 
-def _put_bytes(out: np.ndarray, pos: np.ndarray, data: np.ndarray, start: np.ndarray,
-               length: np.ndarray) -> None:
-    length = np.maximum(length, 0)
-    total = int(length.sum())
-    if not total:
-        return
-    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(length) - length, length)
-    out[np.repeat(pos, length) + within] = data[np.repeat(start, length) + within]
-
-
 def record_sizes(rows: np.ndarray, value: Column, key: Column | None = None) -> np.ndarray:
     """What each row adds to its batch in the producer's batch.size accounting (as
     ``Producer.send`` counts it: 12 bytes and the key and value, headers not counted)."""
@@ -97,6 +110,25 @@ def record_sizes(rows: np.ndarray, value: Column, key: Column | None = None) -> 
     if key is not None:
         size += np.maximum(key.lengths(rows)[1], 0)
     return size
+
+
+def _varint_column(*fields: tuple[np.ndarray, np.ndarray], fixed: dict[int, int] | None = None
+                   ) -> Any:
+    """An Arrow binary column whose row i is the varints ``(z[i], size[i])`` of ``fields``
+    in order, with ``fixed`` zero bytes after the field at that index (attributes,
+    timestamp delta)."""
+    fixed = fixed or {}
+    width = sum(size for _, size in fields) + sum(fixed.values())
+    ends = np.cumsum(width)
+    out = np.zeros(int(ends[-1]), np.uint8)
+    pos = ends - width
+    for i, (z, size) in enumerate(fields):
+        _put_varints(out, pos, z, size)
+        pos = pos + size + fixed.get(i, 0)
+    offsets = np.zeros(len(ends) + 1, np.int32)
+    offsets[1:] = ends
+    return pa.Array.from_buffers(pa.binary(), len(ends), [None, pa.py_buffer(offsets),
+                                                          pa.py_buffer(out)])
 
 
 def encode_records(rows: np.ndarray, value: Column, key: Column | None = None,
@@ -107,14 +139,11 @@ def encode_records(rows: np.ndarray, value: Column, key: Column | None = None,
     record_batch's ``_headers_bytes``); None means no row has any."""
     n = len(rows)
     if key is None:
-        k_start, k_len = np.zeros(n, np.int64), np.full(n, -1, np.int64)
+        k_len = np.full(n, -1, np.int64)
     else:
-        k_start, k_len = key.lengths(rows)
-    v_start, v_len = value.lengths(rows)
-    if headers is None:
-        h_start, h_len = np.zeros(n, np.int64), np.ones(n, np.int64)   # one 0x00 byte
-    else:
-        h_start, h_len = headers.lengths(rows)
+        k_len = key.lengths(rows)[1]
+    v_len = value.lengths(rows)[1]
+    h_len = np.ones(n, np.int64) if headers is None else headers.lengths(rows)[1]
     od = zigzag(np.arange(n, dtype=np.int64))
     od_n = varint_sizes(od)
     kz, vz = zigzag(k_len), zigzag(v_len)
@@ -122,22 +151,13 @@ def encode_records(rows: np.ndarray, value: Column, key: Column | None = None,
     body = 2 + od_n + kz_n + np.maximum(k_len, 0) + vz_n + np.maximum(v_len, 0) + h_len
     bz = zigzag(body)
     bz_n = varint_sizes(bz)
-    ends = np.cumsum(bz_n + body)
-    out = np.zeros(int(ends[-1]) if n else 0, np.uint8)
-    pos = ends - (bz_n + body)
-    _put_varints(out, pos, bz, bz_n)
-    pos = pos + bz_n + 2                 # attributes and timestamp delta: 0
-    _put_varints(out, pos, od, od_n)
-    pos += od_n
-    _put_varints(out, pos, kz, kz_n)
-    pos += kz_n
+    take = pa.array(rows, pa.int64())
+    parts = [_varint_column((bz, bz_n), (od, od_n), (kz, kz_n), fixed={0: 2})]
     if key is not None:
-        _put_bytes(out, pos, key.data, k_start, k_len)
-        pos += np.maximum(k_len, 0)
-    _put_varints(out, pos, vz, vz_n)
-    pos += vz_n
-    _put_bytes(out, pos, value.data, v_start, v_len)
-    if headers is not None:
-        pos += np.maximum(v_len, 0)
-        _put_bytes(out, pos, headers.data, h_start, h_len)
-    return out.tobytes()
+        parts.append(key.array.take(take))
+    parts.append(_varint_column((vz, vz_n)))
+    parts.append(value.array.take(take))
+    parts.append(_NO_HEADERS if headers is None else headers.array.take(take))
+    joined = pc.binary_join_element_wise(*parts, b"", null_handling="skip")
+    total = int((bz_n + body).sum())
+    return joined.buffers()[2].slice(0, total).to_pybytes()
