@@ -132,6 +132,8 @@ def main() -> None:
             order = trees if run % 2 == 0 else trees[::-1]
             for tree in order:
                 results[tree].append(measure(tree, bootstrap, args.records))
+                print(f"run {run + 1}: {tree or 'this tree'} {results[tree][-1]:,.0f} rows/s",
+                      flush=True)
             loads.append(os.getloadavg()[0])
         if args.profile:
             measure(trees[0], bootstrap, args.records, args.profile)
