@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from kgroup.wire.columnar import Column, record_sizes
-from kgroup.wire.record_batch import _headers_bytes
+from kgroup.wire.record_batch import headers_bytes
 
 from .errors import KafkaClientError
 
@@ -52,7 +52,7 @@ def headers_column(array: Any) -> Column | None:
         return None
     parts = [b"\x00"] * len(array)
     for i, hs in zip(some.tolist(), array.take(some).to_pylist()):
-        parts[i] = _headers_bytes([(h["key"], h["value"].encode() if isinstance(h["value"], str)
+        parts[i] = headers_bytes([(h["key"], h["value"].encode() if isinstance(h["value"], str)
                                     else h["value"]) for h in hs])
     return Column.of(parts)
 

@@ -136,7 +136,7 @@ def encode_records(rows: np.ndarray, value: Column, key: Column | None = None,
     """The records section of one batch of ``rows`` (in order; offset deltas 0, 1, ...).
 
     ``headers`` holds each row's headers already encoded (count varint first, as
-    record_batch's ``_headers_bytes``); None means no row has any."""
+    record_batch's ``headers_bytes``); None means no row has any."""
     n = len(rows)
     if key is None:
         k_len = np.full(n, -1, np.int64)

@@ -309,6 +309,11 @@ def _headers_bytes(headers: Sequence[tuple[str | bytes, bytes | None]]) -> bytes
     return bytes(out)
 
 
+# What a record carries after its value, for encoders outside this module (the producer's
+# bulk path encodes each row's headers with it).
+headers_bytes = _headers_bytes
+
+
 def _read_bytes(buf: bytes, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
     length, pos = read_varint(buf, pos)
     if length < 0:
