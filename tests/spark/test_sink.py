@@ -87,3 +87,54 @@ def test_a_bad_sink_dataframe_is_named_in_the_error(spark, broker, columns, mess
     with pytest.raises(Exception) as info:
         writer.save()
     assert "OptionError: " + message in str(info.value)
+
+
+def test_the_write_path_is_read_back_exactly_by_confluent_kafka(any_broker):
+    """The sink's bulk path without Spark (its task's `write_batches`, idempotent): librdkafka
+    reads back every row, nulls and headers included, each on the partition Kafka's
+    partitioner picks, in order within it."""
+    import pyarrow as pa
+    from confluent_kafka import Consumer, TopicPartition
+
+    from kgroup.client.partitioner import partition_for_key
+    from kgroup.spark.options import SinkOptions
+    from kgroup.spark.sink import write_batches
+
+    side = "kgroup" if hasattr(any_broker, "console") else "kafka"
+    topic = f"sink-bulk-{side}"
+    create(any_broker.bootstrap, topic, 3)
+    rows = [(None if i % 5 == 0 else f"key-{i}", None if i % 11 == 0 and i % 5 else b"v%d" % i,
+             [("h", None), ("n", b"%d" % i)] if i % 4 == 0 else [],
+             i % 3 if i % 7 == 0 else None) for i in range(3000)]
+    schema = pa.schema([("key", pa.string()), ("value", pa.binary()),
+                        ("headers", pa.list_(pa.struct([("key", pa.string()),
+                                                        ("value", pa.binary())]))),
+                        ("partition", pa.int32())])
+    table = pa.Table.from_pylist([dict(zip(schema.names, (k, v, [{"key": a, "value": b}
+                                                                  for a, b in h], p)))
+                                  for k, v, h, p in rows], schema)
+    opts = SinkOptions(bootstrap=any_broker.bootstrap, topic=topic,
+                       producer={"enable.idempotence": True, "batch.size": 16_384})
+    assert write_batches(opts, iter(table.to_batches(max_chunksize=1000))).records == len(rows)
+
+    consumer = Consumer({"bootstrap.servers": any_broker.bootstrap, "group.id": topic,
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(3)])
+    got: dict[int, list[tuple]] = {0: [], 1: [], 2: []}
+    try:
+        while sum(map(len, got.values())) < len(rows):
+            messages = consumer.consume(1000, timeout=10)
+            assert messages, f"read {sum(map(len, got.values()))} of {len(rows)} rows"
+            for m in messages:
+                assert m.error() is None, m.error()
+                got[m.partition()].append((m.key(), m.value(), m.headers() or []))
+    finally:
+        consumer.close()
+    placed = {(k, v): p for p, recs in got.items() for k, v, _ in recs}
+    want: dict[int, list[tuple]] = {0: [], 1: [], 2: []}
+    for k, v, h, p in rows:
+        key = k.encode() if k is not None else None
+        if p is None and key is not None:
+            p = partition_for_key(key, 3)
+        want[placed[(key, v)] if p is None else p].append((key, v, h))
+    assert got == want

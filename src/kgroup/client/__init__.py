@@ -20,7 +20,7 @@ _WHERE = {
     "LeaderElection": "leader_election",
     "GroupMember": "membership", "Membership": "membership",
     "Producer": "producer",
-    "ConsumerRecord": "records", "OffsetAndMetadata": "records", "RecordMetadata": "records",
+    "BatchMetadata": "records", "ConsumerRecord": "records", "OffsetAndMetadata": "records", "RecordMetadata": "records",
     "TopicPartition": "records",
     "AcknowledgeType": "share_consumer", "ShareConsumer": "share_consumer",
     "ShareConsumerError": "share_consumer", "ShareRecord": "share_consumer",
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from kgroup.client.leader_election import LeaderElection
     from kgroup.client.membership import GroupMember, Membership
     from kgroup.client.producer import Producer
-    from kgroup.client.records import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
+    from kgroup.client.records import BatchMetadata, ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
     from kgroup.client.share_consumer import AcknowledgeType, ShareConsumer, ShareConsumerError, ShareRecord
     from kgroup.client.task_assignment import TaskAssignment
     from kgroup.client.transactions import GroupMetadata, ProducerFenced, TransactionError

@@ -30,14 +30,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kgroup.error_codes import ErrorCode
-from kgroup.wire.record_batch import Compression, build_batch
+from kgroup.wire.record_batch import Compression, build_batch, frame_batch
 from kgroup.wire.api_keys import ApiKey
 
 from .cluster import Backoff, ClusterClient, Recovery, build_request
 from .errors import BrokerError, KafkaClientError
 from .lifecycle import AsyncClient, cancel_and_wait
 from .partitioner import StickyPartitioner
-from .records import OffsetAndMetadata, RecordMetadata, TopicPartition
+from .records import BatchMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
 from .security import ClientSecurity
 from .settings import PRODUCER_DEFAULTS, resolve
 from .transactions import GroupMetadata, TransactionError, TransactionManager, ProducerTxnState
@@ -51,7 +51,8 @@ _Future = asyncio.Future
 
 
 class _Batch:
-    __slots__ = ("tp", "records", "futures", "size", "created", "attempts", "blob")
+    __slots__ = ("tp", "records", "futures", "size", "created", "attempts", "blob", "encoded",
+                 "count", "timestamp")
 
     def __init__(self, tp: TopicPartition, created: float) -> None:
         self.tp = tp
@@ -62,6 +63,11 @@ class _Batch:
         self.attempts = 0
         # The bytes sent, built once: an idempotent retry must be the same batch.
         self.blob: bytes | None = None
+        # A bulk batch (send_columns): its records already encoded, how many, their one
+        # timestamp; its one future resolves to a BatchMetadata.
+        self.encoded: bytes | None = None
+        self.count = 0
+        self.timestamp = -1
 
 
 class Producer(AsyncClient):
@@ -221,6 +227,76 @@ class Producer(AsyncClient):
                 await asyncio.sleep(0.001)
         return fut
 
+    async def send_columns(self, topic: str, values: Any, keys: Any = None, headers: Any = None,
+                           partitions: Any = None, *, timestamp_ms: int | None = None
+                           ) -> list[asyncio.Future[BatchMetadata]]:
+        """Queue many records at once from Arrow arrays of the same length (kgroup/client/
+        bulk.py): ``values`` and ``keys`` binary or string, ``headers`` list<struct<key,
+        value>>, ``partitions`` integers (None or null: the partitioner picks, as ``send``).
+        The records are encoded into batches here, without a Python object per record; one
+        timestamp for all. Returns a future per batch; each record's partition and order
+        within it are what ``send`` of the rows one by one would give (keyless rows:
+        sticky, moving on every ``batch.size`` bytes)."""
+        import numpy as np   # the bulk path's alone: the per-record path needs no numpy
+
+        from kgroup.wire.columnar import encode_records, record_sizes
+
+        from . import bulk
+
+        if self._closed:
+            raise KafkaClientError("the producer is closed")
+        if self.txn.transactional:
+            self.txn.require(ProducerTxnState.IN_TRANSACTION, action="send outside a transaction "
+                             "(call begin_transaction first)")
+        n = len(values)
+        for name, col in (("keys", keys), ("headers", headers), ("partitions", partitions)):
+            if col is not None and len(col) != n:
+                raise KafkaClientError(f"send_columns: {name} has {len(col)} rows, values {n}")
+        if not n:
+            return []
+        count = self._counts.get(topic)
+        if count is None:
+            count = await self.partitions_for(topic)
+        value = bulk.columns(values)
+        key = bulk.columns(keys) if keys is not None else None
+        head = bulk.headers_column(headers)
+
+        def sticky() -> int:
+            return self.partitioner.partition(topic, None, count)
+
+        def moved_on(p: int) -> None:
+            self.partitioner.batch_closed(topic, p, count)
+
+        part = bulk.plan(n, count, topic, value, key, partitions, self.batch_size, sticky,
+                         moved_on)
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        order = np.argsort(part, kind="stable")
+        cuts = np.flatnonzero(np.diff(part[order])) + 1
+        futures: list[asyncio.Future[BatchMetadata]] = []
+        now = time.monotonic()
+        loop = self._loop or asyncio.get_running_loop()
+        for rows in np.split(order, cuts):
+            tp = TopicPartition(topic, int(part[rows[0]]))
+            self._close_batch(tp)       # what send() queued for it goes first
+            for lo, hi in bulk.split(record_sizes(rows, value, key), self.batch_size):
+                batch = _Batch(tp, now)
+                batch.encoded = encode_records(rows[lo:hi], value, key, head)
+                batch.count = hi - lo
+                batch.timestamp = timestamp_ms
+                batch.size = len(batch.encoded) + 61
+                fut: asyncio.Future[BatchMetadata] = _Future(loop=loop)
+                batch.futures.append(fut)
+                futures.append(fut)
+                self._ready.append(batch)
+        self._pending += n
+        self._idle.clear()
+        self._wake.set()
+        if self._pending > 200_000:
+            while self._pending > 100_000:
+                await asyncio.sleep(0.001)
+        return futures
+
     async def send_and_wait(self, topic: str, value: bytes | None = None,
                             key: bytes | None = None, **kw: Any) -> RecordMetadata:
         return await (await self.send(topic, value, key, **kw))
@@ -347,7 +423,16 @@ class Producer(AsyncClient):
             self._wake.set()
 
     def _blob(self, batch: _Batch) -> bytes:
-        if batch.blob is None:
+        if batch.blob is None and batch.encoded is not None:
+            txn = self.txn
+            batch.blob = frame_batch(
+                batch.encoded, batch.count, batch.timestamp, batch.timestamp,
+                compression=self.compression,
+                producer_id=txn.producer_id if self.idempotent else -1,
+                producer_epoch=txn.epoch if self.idempotent else -1,
+                base_sequence=txn.next_sequence(batch.tp, batch.count) if self.idempotent else -1,
+                transactional=txn.transactional)
+        elif batch.blob is None:
             if self.idempotent:
                 txn = self.txn
                 batch.blob = build_batch(batch.records, compression=self.compression,
@@ -412,6 +497,13 @@ class Producer(AsyncClient):
 
     def _complete(self, batch: _Batch, base: int) -> None:
         topic, partition = batch.tp
+        if batch.encoded is not None:
+            fut = batch.futures[0]
+            if not fut.done():
+                fut.set_result(BatchMetadata(topic, partition, base, batch.count, batch.timestamp))
+            self._release(batch)
+            self._settled(batch.count)
+            return
         for i, (fut, rec) in enumerate(zip(batch.futures, batch.records)):
             if not fut.done():
                 fut.set_result(RecordMetadata(topic, partition, base + i if base >= 0 else -1,
@@ -440,7 +532,7 @@ class Producer(AsyncClient):
             if not fut.done():
                 fut.set_exception(exc)
         self._release(batch)
-        self._settled(len(batch.futures))
+        self._settled(batch.count if batch.encoded is not None else len(batch.futures))
 
     def _settled(self, n: int) -> None:
         self._pending -= n

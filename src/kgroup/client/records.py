@@ -36,3 +36,15 @@ class RecordMetadata:
     partition: int
     offset: int
     timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    """Where a batch of ``Producer.send_columns`` landed: ``count`` records from
+    ``base_offset`` on (-1 when not known: acks=0, or a duplicate the broker had stored)."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    count: int
+    timestamp: int

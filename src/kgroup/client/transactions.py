@@ -33,7 +33,8 @@ from typing import Any
 from kgroup.error_codes import ErrorCode
 from kgroup.wire.api_keys import ApiKey
 
-from .cluster import ClusterClient, first_partition_error, request_fields, transaction_key
+from .cluster import (ClusterClient, MovedError, Recovery, first_partition_error, request_fields,
+                      transaction_key)
 from .errors import BrokerError, KafkaClientError
 from .records import OffsetAndMetadata, TopicPartition
 
@@ -151,9 +152,18 @@ class TransactionManager:
     async def init(self) -> None:
         """InitProducerId: for the transactional id from its coordinator, else from any broker."""
         if not self.transactional:
-            resp = await self.cluster.retrying(lambda: self.cluster.request_any(
-                ApiKey.INIT_PRODUCER_ID, request_fields(transactional_id=None, transaction_timeout=self.timeout_ms,
-                                                 producer_id=-1, producer_epoch=-1)))
+            async def attempt() -> Any:
+                resp = await self.cluster.request_any(
+                    ApiKey.INIT_PRODUCER_ID, request_fields(
+                        transactional_id=None, transaction_timeout=self.timeout_ms,
+                        producer_id=-1, producer_epoch=-1))
+                if int(resp.error_code) == E.COORDINATOR_LOAD_IN_PROGRESS:
+                    # A Kafka broker just started has no producer ids yet: ask again, as
+                    # Kafka's producer does.
+                    raise MovedError(int(resp.error_code), Recovery.RETRY, "init producer id")
+                return resp
+
+            resp = await self.cluster.retrying(attempt)
             self._raise(int(resp.error_code), "init producer id")
         else:
             self.check_fenced()

@@ -171,22 +171,3 @@ def check_sink_schema(schema: Any, default_topic: str | None) -> None:
         if not ok:
             raise OptionError("column headers must be array<struct<key:string,value:binary>>, "
                               f"not {h.simpleString()}")
-
-
-def arrow_to_rows(batch: Any) -> list[tuple[Any, ...]]:
-    """(key, value, topic, partition, headers) per row of a sink batch, bytes encoded."""
-    n = batch.num_rows
-    names = batch.schema.names
-
-    def column(name: str) -> list[Any]:
-        return batch.column(name).to_pylist() if name in names else [None] * n
-
-    keys = [_bytes(v) for v in column("key")]
-    values = [_bytes(v) for v in column("value")]
-    headers = [tuple((h["key"], _bytes(h["value"])) for h in hs) if hs else ()
-               for hs in column("headers")]
-    return list(zip(keys, values, column("topic"), column("partition"), headers))
-
-
-def _bytes(value: Any) -> bytes | None:
-    return value.encode() if isinstance(value, str) else value

@@ -6,6 +6,8 @@ arrive: ``value``, and ``key``, ``headers`` and ``partition`` when the DataFrame
 to the row's ``topic`` column or else the ``topic`` option; without a partition the
 producer's partitioner picks one (murmur2 of the key, as Kafka's). While one batch is on
 its way the task sends the next, and waits for every acknowledgement before it reports.
+Rows become record batches in the producer's bulk path (``Producer.send_columns``: Arrow
+columns to Kafka batches with numpy, no Python object per row), one topic at a time.
 A task's commit message counts what it wrote per topic partition; a failed send fails the
 task (and Spark retries it: the sink is at-least-once, as Spark's Kafka sink is).
 """
@@ -21,11 +23,10 @@ from typing import Any
 from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrowWriter,
                                     WriterCommitMessage)
 
-from kgroup.client import Producer, RecordMetadata
+from kgroup.client import BatchMetadata, Producer
 from kgroup.client.blocking import LoopThread
 
 from .options import OptionError, SinkOptions
-from .schema import arrow_to_rows
 
 log = logging.getLogger(__name__)
 
@@ -59,27 +60,25 @@ def write_batches(opts: SinkOptions, batches: Iterator[Any]) -> SinkCommitMessag
     producer = Producer(settings)
     message = SinkCommitMessage()
 
-    async def send(rows: list[tuple[Any, ...]]) -> list[asyncio.Future[RecordMetadata]]:
+    async def send(batch: Any) -> list[asyncio.Future[BatchMetadata]]:
         futures = []
-        for key, value, topic, partition, headers in rows:
-            topic = topic or opts.topic
-            if topic is None:
-                raise OptionError("a row has no topic: its topic column is null and the sink "
-                                  "has no topic option")
-            futures.append(await producer.send(topic, value, key, partition=partition,
-                                               headers=headers))
+        for topic, rows in by_topic(batch, opts.topic):
+            names = rows.schema.names
+            futures += await producer.send_columns(
+                topic, rows.column("value"), *(rows.column(c) if c in names else None
+                                               for c in ("key", "headers", "partition")))
         return futures
 
-    async def settle(futures: list[asyncio.Future[RecordMetadata]]) -> None:
+    async def settle(futures: list[asyncio.Future[BatchMetadata]]) -> None:
         for md in await asyncio.gather(*futures):
             tp = (md.topic, md.partition)
-            message.counts[tp] = message.counts.get(tp, 0) + 1
+            message.counts[tp] = message.counts.get(tp, 0) + md.count
 
     try:
         loop.run(producer.start())
-        in_flight: list[asyncio.Future[RecordMetadata]] = []
+        in_flight: list[asyncio.Future[BatchMetadata]] = []
         for batch in batches:
-            sent = loop.run(send(arrow_to_rows(batch)))
+            sent = loop.run(send(batch))
             loop.run(settle(in_flight))
             in_flight = sent
         loop.run(producer.flush())
@@ -90,6 +89,26 @@ def write_batches(opts: SinkOptions, batches: Iterator[Any]) -> SinkCommitMessag
         finally:
             loop.close()
     return message
+
+
+def by_topic(batch: Any, default: str | None) -> list[tuple[str, Any]]:
+    """The rows of an Arrow batch per topic: its topic column's, null or absent: ``default``."""
+    if "topic" not in batch.schema.names:
+        if default is None:
+            raise OptionError("the sink has no topic option and the rows no topic column")
+        return [(default, batch)] if batch.num_rows else []
+    import pyarrow.compute as pc
+
+    topics = batch.column("topic")
+    if topics.null_count:
+        if default is None:
+            raise OptionError("a row has no topic: its topic column is null and the sink "
+                              "has no topic option")
+        topics = pc.fill_null(topics, default)
+    names = pc.unique(topics).to_pylist()
+    if len(names) == 1:
+        return [(names[0], batch)]
+    return [(name, batch.filter(pc.equal(topics, name))) for name in names]
 
 
 class KgroupWriter(DataSourceArrowWriter):

@@ -50,6 +50,7 @@ __all__ = [
     "validate_produce",
     "decode_records",
     "build_batch",
+    "frame_batch",
     "set_base_offset",
     "build_control_batch",
     "read_marker",
@@ -308,6 +309,11 @@ def _headers_bytes(headers: Sequence[tuple[str | bytes, bytes | None]]) -> bytes
     return bytes(out)
 
 
+# What a record carries after its value, for encoders outside this module (the producer's
+# bulk path encodes each row's headers with it).
+headers_bytes = _headers_bytes
+
+
 def _read_bytes(buf: bytes, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
     length, pos = read_varint(buf, pos)
     if length < 0:
@@ -556,7 +562,34 @@ def build_batch(
         body += k
         body += v
         body += h
-    payload = _compress(compression, bytes(body))
+    return frame_batch(bytes(body), len(items), base_ts, max_ts, base_offset, compression,
+                       producer_id=producer_id, producer_epoch=producer_epoch,
+                       base_sequence=base_sequence,
+                       partition_leader_epoch=partition_leader_epoch,
+                       transactional=transactional, timestamp_type=timestamp_type,
+                       control=control)
+
+
+def frame_batch(
+    records: bytes,
+    count: int,
+    base_ts: int,
+    max_ts: int,
+    base_offset: int = 0,
+    compression: Compression = Compression.NONE,
+    *,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    partition_leader_epoch: int = -1,
+    transactional: bool = False,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+    control: bool = False,
+) -> bytes:
+    """One v2 batch around ``count`` records already encoded (``records``, uncompressed):
+    compress them, lay out the header, set the CRC. ``build_batch`` encodes the records
+    one by one; the producer's bulk path (kgroup/wire/columnar.py) from columns."""
+    payload = _compress(compression, records)
     attributes = int(compression) | (int(timestamp_type) << 3)
     if transactional:
         attributes |= TRANSACTIONAL_BIT
@@ -566,13 +599,13 @@ def build_batch(
         struct.pack(
             ">hiqqqhii",
             attributes,
-            len(items) - 1,
+            count - 1,
             base_ts,
             max_ts,
             producer_id,
             producer_epoch,
             base_sequence,
-            len(items),
+            count,
         )
         + payload
     )
