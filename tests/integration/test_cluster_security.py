@@ -28,6 +28,7 @@ from kgroup.wire.kio_build import build, item
 from tests.integration.broker_process import BrokerProcess, free_port
 from tests.integration.cluster_process import group_coordinated_by
 from tests.integration.security_setup import ADMIN, ADMIN_PASSWORD, SUPER_CN, add_user_offline, make_certs, our_settings
+from tests.integration.waits import wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -305,7 +306,27 @@ def test_kill_9_of_a_node_keeps_the_secured_listener_serving(sc):
     from confluent_kafka.admin import AdminClient as ConfluentAdmin
 
     sc.nodes[2].kill9()          # the group's coordinator and a partition's leader
-    _produce_and_consume(sc, 1, group_coordinated_by(2, "secured-after-kill"), 3)
-    md = ConfluentAdmin(sc.confluent(0)).list_topics(timeout=30)
-    assert {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()} == {0: sc.address(0), 1: sc.address(1)}
-    assert {p.leader for p in md.topics[TOPIC].partitions.values()} <= {0, 1}
+    try:
+        _produce_and_consume(sc, 1, group_coordinated_by(2, "secured-after-kill"), 3)
+        md = ConfluentAdmin(sc.confluent(0)).list_topics(timeout=30)
+        assert {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()} == {0: sc.address(0), 1: sc.address(1)}
+        assert {p.leader for p in md.topics[TOPIC].partitions.values()} <= {0, 1}
+    finally:
+        sc.nodes[2].start()
+    # The other tests of the module need all three nodes, each leading its partitions and
+    # coordinating its groups again.
+    async def coordinator(group: str) -> int:
+        conn = await sc.connect(0)
+        try:
+            found = (await conn.request(ApiKey.FIND_COORDINATOR, request_fields(key_type=0, coordinator_keys=[group]),
+                                        max_version=4)).coordinators[0]
+            return found.node_id if int(found.error_code) == 0 else -1
+        finally:
+            await conn.close()
+
+    def whole() -> bool:
+        md = ConfluentAdmin(sc.confluent(0)).list_topics(timeout=10)
+        return ({b.id: f"{b.host}:{b.port}" for b in md.brokers.values()} == {i: sc.address(i) for i in range(3)}
+                and all({p.leader for p in md.topics[t].partitions.values()} == {0, 1, 2} for t in (TOPIC, TXN_TOPIC))
+                and asyncio.run(coordinator(group_coordinated_by(2, "secured"))) == 2)
+    wait_for(whole, 30, what="node 2 back, leading its partitions")

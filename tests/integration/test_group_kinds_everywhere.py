@@ -156,20 +156,53 @@ def broker(tmp_path_factory):
     b.create_topic(TOPIC, 2)
     produce_keyed(b.bootstrap, TOPIC, 20)
     b.members = {}
-    for kind in GROUP_TYPES:
-        if kind.name in RECIPES:
-            member = b.members[kind.name] = Member(kind, b.bootstrap, group_of(kind.name))
-            member.start()
     try:
-        for name, member in b.members.items():
-            b.wait_for_group(member.group, state="Stable", members=1, timeout_ms=30_000)
-            wait_for(lambda: member.read > 0, 30, what=f"the {name} group's member reads")
+        live(b, *(kind.name for kind in GROUP_TYPES if kind.name in RECIPES))
         yield b
     finally:
         for member in b.members.values():
             member.stopping.set()
         print(b.log()[-6000:])
         b.close()
+
+
+# Each test says what it needs of the module's groups -- `live` (a member, Stable) or `idle`
+# (there, no member) -- and gets it whatever ran before it: the tests run in any order
+# (`make stress` shuffles them), and some stop the members, restart the broker or delete a group.
+
+def live(broker, *names: str) -> None:
+    """The groups of these kinds each have their one live member, Stable: a member stopped
+    by an earlier test (or never started) is started anew, in the group it left."""
+    wanted = [name for name in names if name not in broker.members or broker.members[name].stopping.is_set()
+              or not broker.members[name].is_alive()]
+    if any(name in broker.members for name in wanted):
+        # A member that died surfaces its error here; the new members have records to read
+        # past the offsets the old ones committed or acknowledged.
+        for name in wanted:
+            if name in broker.members:
+                broker.members[name].stop()
+        produce_keyed(broker.bootstrap, TOPIC, 10)
+    started = []
+    for name in wanted:
+        m = broker.members[name] = Member(kind_named(name), broker.bootstrap, group_of(name))
+        m.start()
+        started.append(m)
+    for m in started:
+        broker.wait_for_group(m.group, state="Stable", members=1, timeout_ms=30_000)
+        wait_for(lambda m=m: m.read > 0, 30, what=f"the {m.kind.name} group's member reads")
+
+
+def idle(broker, *names: str) -> None:
+    """The groups of these kinds are there, Empty, with the offsets their members committed:
+    a deleted group is made again by a member first; live members are stopped."""
+    listed = {g["group"] for g in json.loads(kgroup(broker, "groups", "list", "--format", "json"))["groups"]}
+    live(broker, *(name for name in names if group_of(name) not in listed))
+    for name in names:
+        m = broker.members.get(name)
+        if m is not None and not m.stopping.is_set():
+            m.stop()
+    for name in names:
+        broker.wait_for_group(group_of(name), state="Empty", members=0, timeout_ms=30_000)
 
 
 def kgroup(broker, *args: str) -> str:
@@ -209,6 +242,7 @@ def events_of(bootstrap: str, group: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("name", KINDS)
 def test_the_test_bed_waits_for_a_group_of_every_kind(broker, name):
     kind = kind_named(name)
+    live(broker, name)
     view = broker.wait_for_group(group_of(name), state="Stable", members=1, timeout_ms=10_000)
     assert view["kind"] == kind.name and len(view["members"]) == 1
     assert (view["group_epoch"] if kind.by_epoch else view["generation"]) >= 1
@@ -217,6 +251,7 @@ def test_the_test_bed_waits_for_a_group_of_every_kind(broker, name):
 @pytest.mark.parametrize("name", KINDS)
 def test_groups_list_and_describe_show_every_kind(broker, name):
     kind, group = kind_named(name), group_of(name)
+    live(broker, name)
     listed = {g["group"]: g for g in json.loads(kgroup(broker, "groups", "list", "--format", "json"))["groups"]}
     assert listed[group]["type"] == kind.name and listed[group]["state"] == "Stable"
     by_type = json.loads(kgroup(broker, "groups", "list", "--type", kind.name, "--format", "json"))["groups"]
@@ -238,6 +273,7 @@ def test_groups_list_and_describe_show_every_kind(broker, name):
 @pytest.mark.parametrize("name", KINDS)
 def test_groups_watch_shows_every_kind(broker, name, tmp_path):
     kind, group = kind_named(name), group_of(name)
+    live(broker, name)
     unit = "EPOCH" if kind.by_epoch else "GENERATION"
     term = Tmux(f"kinds-watch-{tmp_path.name}"[:60], f"{KGROUP} groups watch {group} --bootstrap-server {broker.bootstrap} "
                                        f"--interval-ms 300; sleep 60")
@@ -261,6 +297,7 @@ def test_groups_watch_shows_every_kind(broker, name, tmp_path):
 @pytest.mark.parametrize("name", KINDS)
 def test_the_console_list_page_and_api_show_every_kind(broker, name):
     kind, group = kind_named(name), group_of(name)
+    live(broker, name)
     status, body = http_get(f"{broker.http}/api/groups")
     listed = {g["group"]: g for g in json.loads(body)["groups"]}
     assert status == 200 and listed[group]["kind"] == kind.name and listed[group]["members"] == 1
@@ -285,6 +322,7 @@ def test_the_console_list_page_and_api_show_every_kind(broker, name):
 @pytest.mark.parametrize("name", KINDS)
 def test_the_metrics_gauges_have_every_kind(broker, name):
     kind, group = kind_named(name), group_of(name)
+    live(broker, name)
     status, body = http_get(f"{broker.http}/metrics")
     samples = [s for f in text_string_to_metric_families(body.decode()) for s in f.samples]
     gauge = {(s.name, tuple(sorted(s.labels.items()))): s.value for s in samples}
@@ -305,6 +343,7 @@ OTHER_KIND_LABELS = {"protocol", "group_type", "type", "group_kind"}
 def test_the_metrics_follow_prometheus_conventions(broker):
     """The scrape of a broker with a group of every kind, parsed by prometheus_client: names
     by type, one label name (`kind`) for the group kind, every kind present under it."""
+    live(broker, *KINDS)
     status, body = http_get(f"{broker.http}/metrics")
     assert status == 200
     families = [f for f in text_string_to_metric_families(body.decode()) if f.name.startswith("kgroup_")]
@@ -343,6 +382,7 @@ def test_the_metrics_follow_prometheus_conventions(broker):
 @pytest.mark.parametrize("name", kinds_of("test_the_group_events_tell_of_every_kind"))
 def test_the_group_events_tell_of_every_kind(broker, name):
     kind, group = kind_named(name), group_of(name)
+    live(broker, name)
     events = events_of(broker.bootstrap, group)
     assert events and all(e["protocol"] == kind.name for e in events)
     kinds = [e["kind"] for e in events]
@@ -352,10 +392,7 @@ def test_the_group_events_tell_of_every_kind(broker, name):
 def test_a_restart_loads_every_kind_logs_them_and_tells_each_group_its_coordinator_loaded(broker):
     for name in KINDS:
         kind_named(name)
-    for member in broker.members.values():
-        member.stop()
-    for name in KINDS:
-        broker.wait_for_group(group_of(name), state="Empty", members=0, timeout_ms=30_000)
+    idle(broker, *KINDS)
     broker.restart()
     loaded = re.findall(r"coordinator loaded: records=\d+ groups=(\d+)", broker.log())
     # The load log counts every group the tools list, of every kind.
@@ -373,7 +410,7 @@ def test_a_restart_loads_every_kind_logs_them_and_tells_each_group_its_coordinat
 def test_reset_offsets_delete_offsets_and_delete_act_on_every_kind(broker, name):
     kind_named(name)
     group = group_of(name)
-    broker.wait_for_group(group, state="Empty", timeout_ms=30_000)
+    idle(broker, name)
     kgroup(broker, "groups", "reset-offsets", "--group", group, "--topic", TOPIC, "--to-earliest", "--execute")
     described, = json.loads(kgroup(broker, "groups", "describe", group, "--format", "json"))["groups"]
     at = {r["partition"]: r["start_offset"] if r["start_offset"] is not None else r["current_offset"]
