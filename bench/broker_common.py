@@ -137,14 +137,16 @@ async def coordinator_ready(conn: Connection, group: str, timeout: float = 60.0)
     deadline = loop.time() + timeout
     while True:
         resp = await conn.request(FIND_COORDINATOR, build(cls, key="", key_type=0, coordinator_keys=(group,)))
-        if int(resp.coordinators[0].error_code) == NONE:
+        code = int(resp.coordinators[0].error_code)
+        if code == NONE:
             # and until the group's partition is loaded (DescribeGroups answers the group)
             describe = await conn.request(DESCRIBE_GROUPS, build(request_class(DESCRIBE_GROUPS, 5), groups=(group,),
                                                                  include_authorized_operations=False))
-            if int(describe.groups[0].error_code) == NONE:
+            code = int(describe.groups[0].error_code)
+            if code == NONE:
                 return
         if loop.time() > deadline:
-            raise RuntimeError(f"no coordinator for {group} after {timeout}s")
+            raise RuntimeError(f"no coordinator for {group} after {timeout}s (last error code {code})")
         await asyncio.sleep(0.1)
 
 

@@ -210,7 +210,8 @@ def toml_config(fsync: str = "never", initial_rebalance_delay_ms: int = 0,
 
 
 def start_kgroup(config_text: str | None = None, data_dir: str | Path | None = None,
-                 wait_loaded: bool = True, echo: bool = False, kgroup: Path | None = None) -> Broker:
+                 wait_loaded: bool = True, echo: bool = False, kgroup: Path | None = None,
+                 listen_timeout: float = 120.0) -> Broker:
     """`kgroup serve` (this tree's, or the `kgroup` executable given) on a free loopback
     port in a temp dir (or `data_dir`)."""
     tmp = tempfile.mkdtemp(prefix="kgroup-bench-")
@@ -225,7 +226,7 @@ def start_kgroup(config_text: str | None = None, data_dir: str | Path | None = N
     b = Broker("kgroup", "127.0.0.1", port, proc, tmp, kind="kgroup")
     threading.Thread(target=_pump, args=(proc.stderr, b.stderr_lines, echo), daemon=True).start()
     try:
-        wait_port(b.host, port, proc=proc)
+        wait_port(b.host, port, timeout=listen_timeout, proc=proc)
         if wait_loaded:
             deadline = time.monotonic() + 120
             while not any("coordinator loaded" in line for line in b.stderr_lines):
