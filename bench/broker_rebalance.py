@@ -134,24 +134,10 @@ async def join_run(b: peers.Broker, n: int, partitions: int, heartbeat_s: float)
 def join_main(args) -> None:
     sizes = [int(x) for x in args.sizes.split(",")]
     runs = peers.runs(args)
-    figures = {(n, what): {side: [] for side in peers.sides(args)}
-               for n in sizes for what in ("to Stable", "every partition owned")}
     cfg = peers.toml_config(fsync="never", initial_rebalance_delay_ms=0)
     with peers.brokers(args, cfg) as brokers:
-        for r in range(runs):
-            for n in sizes:
-                for side, b in brokers.items():
-                    try:
-                        stable, owned = asyncio.run(join_run(b, n, args.partitions, args.heartbeat_ms / 1000))
-                    except Exception as exc:  # report the failure, go on
-                        print(f"  run {r + 1} {side}, {n} members: failed: {exc!r}", flush=True)
-                        continue
-                    figures[(n, "to Stable")][side].append(stable)
-                    figures[(n, "every partition owned")][side].append(owned)
-                    print(f"  run {r + 1} {side}, {n} members: Stable {stable:,.0f} ms, every partition "
-                          f"owned {owned:,.0f} ms; load {peers.load_average()}", flush=True)
-    rows = [(f"{n} members join, {what}, ms", {side: peers.median(xs) for side, xs in by_side.items()})
-            for (n, what), by_side in figures.items()]
+        rows = peers.join_rows(brokers, runs, sizes, lambda _side, b, n: asyncio.run(
+            join_run(b, n, args.partitions, args.heartbeat_ms / 1000)))
     peers.print_table(f"Classic protocol: N members join one empty group at once (JoinGroup v5 / SyncGroup v3, "
                       f"heartbeat every {args.heartbeat_ms} ms, {args.partitions} partitions dealt by the leader), "
                       f"{runs} runs (median, lower is better)", rows, peers.sides(args), higher_is_better=False)

@@ -403,7 +403,7 @@ async def tcp_setup(b: peers.Broker, members: int, groups: int, partitions: int,
 
 
 async def join_run(b: peers.Broker, n: int, topic: str, partitions: int, conns: int) -> tuple[float, float]:
-    """(ms to every partition owned, ms to Stable) of n members joining one empty group."""
+    """(ms to Stable, ms to every partition owned) of n members joining one empty group."""
     from broker_common import coordinator_ready
     from kgroup.client.connection import Connection
     pool = [await Connection.open(b.host, b.port, client_id="kgroup-bench", timeout=300) for _ in range(conns)]
@@ -430,7 +430,7 @@ async def join_run(b: peers.Broker, n: int, topic: str, partitions: int, conns: 
         epochs = {m.epoch for m in sims}
         if len(epochs) != 1 or owned_at is None:
             raise RuntimeError(f"not settled: epochs {sorted(epochs)[:5]}, every partition owned: {owned_at is not None}")
-        return (owned_at - t0) * 1000, (now - t0) * 1000
+        return (now - t0) * 1000, (owned_at - t0) * 1000
     finally:
         await asyncio.gather(*(c.close() for c in pool), return_exceptions=True)
 
@@ -454,29 +454,14 @@ def join(args) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
     sizes = [int(x) for x in (args.sizes or "100,1000").split(",")]
     n_runs = peers.runs(args)
-    figures = {(n, what): {side: [] for side in peers.sides(args)}
-               for n in sizes for what in ("to Stable", "every partition owned")}
     with tcp_brokers(args) as brokers:
         topics = {}
         for side, b in brokers.items():
             topics[side] = f"cg-join-{time.time_ns()}"
             admin = AdminClient({"bootstrap.servers": b.bootstrap})
             admin.create_topics([NewTopic(topics[side], args.join_partitions, 1)])[topics[side]].result(60)
-        for r in range(n_runs):
-            for n in sizes:
-                for side, b in brokers.items():
-                    try:
-                        owned, stable = asyncio.run(join_run(b, n, topics[side], args.join_partitions,
-                                                             min(args.connections, n)))
-                    except Exception as exc:  # report the failure, go on
-                        print(f"  run {r + 1} {side}, {n} members: failed: {exc!r}", flush=True)
-                        continue
-                    figures[(n, "to Stable")][side].append(stable)
-                    figures[(n, "every partition owned")][side].append(owned)
-                    print(f"  run {r + 1} {side}, {n} members: every partition owned {owned:,.0f} ms, "
-                          f"Stable {stable:,.0f} ms; load {peers.load_average()}", flush=True)
-    rows = [(f"{n} members join, {what}, ms", {side: peers.median(xs) for side, xs in by_side.items()})
-            for (n, what), by_side in figures.items()]
+        rows = peers.join_rows(brokers, n_runs, sizes, lambda side, b, n: asyncio.run(
+            join_run(b, n, topics[side], args.join_partitions, min(args.connections, n))))
     peers.print_table(f"Consumer protocol (KIP-848): N members join one empty group at once "
                       f"(ConsumerGroupHeartbeat v1 in rounds, {args.join_partitions} partitions, "
                       f"{min(args.connections, max(sizes))} connections), {n_runs} runs (median, lower is better)",

@@ -59,6 +59,18 @@ KAFKA_LOADED = re.compile(r"Finished loading of metadata from __consumer_offsets
 IN_FLIGHT = 8
 
 
+def commit_request(group: str, topic: str, offsets: dict[int, int]):
+    """OffsetCommit v8 of a simple group (generation -1): partition -> offset of `topic`."""
+    return build(CommitReq, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                 group_instance_id=None, topics=(build(CommitTopic, name=topic, partitions=tuple(
+                     build(CommitPartition, partition_index=p, committed_offset=o, committed_leader_epoch=-1,
+                           committed_metadata="") for p, o in offsets.items())),))
+
+
+def commit_errors(resp) -> set[int]:
+    return {int(p.error_code) for t in resp.topics for p in t.partitions} - {0}
+
+
 def group_name(g: int) -> str:
     return f"load-group-{g}"
 
@@ -73,13 +85,10 @@ async def write_commits(b: peers.Broker, commits: int, groups: int, partitions: 
     async def one(i: int) -> None:
         g = i % groups
         base = (i // groups) * partitions
-        req = build(CommitReq, group_id=group_name(g), generation_id_or_member_epoch=-1, member_id="",
-                    group_instance_id=None, topics=(build(CommitTopic, name=TOPIC, partitions=tuple(
-                        build(CommitPartition, partition_index=p, committed_offset=base + p,
-                              committed_leader_epoch=-1, committed_metadata="") for p in range(partitions))),))
+        req = commit_request(group_name(g), TOPIC, {p: base + p for p in range(partitions)})
         try:
             resp = await conn.request(COMMIT, req)
-            bad = {int(p.error_code) for t in resp.topics for p in t.partitions} - {0}
+            bad = commit_errors(resp)
             if bad:
                 errors.append(f"group {g}: error codes {sorted(bad)}")
         finally:

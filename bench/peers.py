@@ -402,6 +402,28 @@ def brokers(args, config_text: str | None = None, kafka: dict | None = None, gro
         yield started
 
 
+def join_rows(brokers: dict, runs_: int, sizes: list[int], measure) -> list[tuple[str, dict]]:
+    """Rows for a join benchmark: `measure(side, broker, n)` -> (ms to Stable, ms to every
+    partition owned), for every run, size and side in turn (the sides alternate); a
+    failed measurement is reported and left out of the medians."""
+    whats = ("to Stable", "every partition owned")
+    figures = {(n, what): {side: [] for side in brokers} for n in sizes for what in whats}
+    for r in range(runs_):
+        for n in sizes:
+            for side, b in brokers.items():
+                try:
+                    got = measure(side, b, n)
+                except Exception as exc:  # report the failure, go on
+                    print(f"  run {r + 1} {side}, {n} members: failed: {exc!r}", flush=True)
+                    continue
+                for what, ms in zip(whats, got):
+                    figures[(n, what)][side].append(ms)
+                print(f"  run {r + 1} {side}, {n} members: Stable {got[0]:,.0f} ms, every partition owned "
+                      f"{got[1]:,.0f} ms; load {load_average()}", flush=True)
+    return [(f"{n} members join, {what}, ms", {side: median(xs) for side, xs in by_side.items()})
+            for (n, what), by_side in figures.items()]
+
+
 def sides(args) -> list[str]:
     return ["ours"] + ([args.peer] if args.peer else [])
 
