@@ -176,7 +176,7 @@ class Side:
                 extra = {} if self.cleaner else {"log.cleaner.enable": False}
                 self.ref = ReferenceKafka(peers.kafka_settings(extra=extra), jvm_options=peers.KAFKA_JVM,
                                           directory=self.dir)
-            self.ref.start(timeout=600)
+            self.ref.start(timeout=max(600, peers.KAFKA_READY_TIMEOUT))
             self.b = peers.Broker("kafka", self.ref.host, self.ref.port, self.ref.proc, kind="kafka")
         return self.b
 

@@ -311,6 +311,10 @@ def kafka_settings(fsync: str = "never", extra: dict | None = None) -> dict:
     return settings
 
 
+# A JVM with a 1 GiB heap on a loaded 2-core machine can take minutes to be ready.
+KAFKA_READY_TIMEOUT = 300.0
+
+
 @contextlib.contextmanager
 def start_kafka(settings: dict | None = None, group=None, directory: str | Path | None = None):
     """Apache Kafka 4.4 (single-node KRaft, the differential suite's settings under
@@ -318,12 +322,16 @@ def start_kafka(settings: dict | None = None, group=None, directory: str | Path 
     GroupConfig `group`) as a Broker whose process CPU time and memory can be read."""
     from kgroup.testing.reference import ReferenceKafka
 
-    with ReferenceKafka(kafka_settings() if settings is None else settings, jvm_options=KAFKA_JVM,
-                        group=group, directory=directory) as kafka:
+    kafka = ReferenceKafka(kafka_settings() if settings is None else settings, jvm_options=KAFKA_JVM,
+                           group=group, directory=directory)
+    try:
+        kafka.start(timeout=KAFKA_READY_TIMEOUT)
         host, _, port = kafka.bootstrap.rpartition(":")
         b = Broker("kafka", host, int(port), kafka.proc, kind="kafka")
         b.reference = kafka
         yield b
+    finally:
+        kafka.close()
 
 
 def group_toml(settings: dict) -> str:
