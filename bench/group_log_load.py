@@ -67,8 +67,16 @@ def commit_request(group: str, topic: str, offsets: dict[int, int]):
                            committed_metadata="") for p, o in offsets.items())),))
 
 
-def commit_errors(resp) -> set[int]:
-    return {int(p.error_code) for t in resp.topics for p in t.partitions} - {0}
+async def send_commit(conn: Connection, group: str, topic: str, offsets: dict[int, int], errors: list[str],
+                      sem: asyncio.Semaphore) -> None:
+    """One OffsetCommit; a partition's error is added to `errors`; `sem` released."""
+    try:
+        resp = await conn.request(COMMIT, commit_request(group, topic, offsets))
+        bad = {int(p.error_code) for t in resp.topics for p in t.partitions} - {0}
+        if bad:
+            errors.append(f"{group}: error codes {sorted(bad)}")
+    finally:
+        sem.release()
 
 
 def group_name(g: int) -> str:
@@ -82,18 +90,6 @@ async def write_commits(b: peers.Broker, commits: int, groups: int, partitions: 
     sem = asyncio.Semaphore(IN_FLIGHT)
     errors: list[str] = []
 
-    async def one(i: int) -> None:
-        g = i % groups
-        base = (i // groups) * partitions
-        req = commit_request(group_name(g), TOPIC, {p: base + p for p in range(partitions)})
-        try:
-            resp = await conn.request(COMMIT, req)
-            bad = commit_errors(resp)
-            if bad:
-                errors.append(f"group {g}: error codes {sorted(bad)}")
-        finally:
-            sem.release()
-
     try:
         await coordinator_ready(conn, group_name(0))
         requests = -(-commits // partitions)
@@ -103,7 +99,9 @@ async def write_commits(b: peers.Broker, commits: int, groups: int, partitions: 
             await sem.acquire()
             if errors:
                 raise RuntimeError(f"OffsetCommit failed: {errors[0]}")
-            tasks.append(asyncio.create_task(one(i)))
+            base = (i // groups) * partitions
+            tasks.append(asyncio.create_task(send_commit(conn, group_name(i % groups), TOPIC,
+                                                         {p: base + p for p in range(partitions)}, errors, sem)))
             last[i % groups] = (i // groups) * partitions
             if len(tasks) >= 1024:
                 await asyncio.gather(*tasks)

@@ -33,7 +33,7 @@ import time
 import peers
 from broker_common import coordinator_ready
 from consumer_protocol import TCP_GROUP, tcp_setup
-from group_log_load import COMMIT, commit_errors, commit_request
+from group_log_load import send_commit
 from kgroup.client.connection import Connection
 from kgroup.core.config import GroupConfig
 
@@ -66,22 +66,13 @@ async def commit_groups(b: peers.Broker, prefix: str, groups: int, topic: str, o
     sem = asyncio.Semaphore(16)
     errors: list[str] = []
 
-    async def one(g: int) -> None:
-        try:
-            resp = await conn.request(COMMIT, commit_request(f"{prefix}-{g}", topic,
-                                                             {p: 1000 + p for p in range(offsets)}))
-            bad = commit_errors(resp)
-            if bad:
-                errors.append(f"{prefix}-{g}: {sorted(bad)}")
-        finally:
-            sem.release()
-
     try:
         await coordinator_ready(conn, f"{prefix}-0")
         tasks = []
         for g in range(groups):
             await sem.acquire()
-            tasks.append(asyncio.create_task(one(g)))
+            tasks.append(asyncio.create_task(send_commit(conn, f"{prefix}-{g}", topic,
+                                                         {p: 1000 + p for p in range(offsets)}, errors, sem)))
         await asyncio.gather(*tasks)
     finally:
         await conn.close()
