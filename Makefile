@@ -11,7 +11,7 @@ SPARK_STAMP := $(VENV)/.installed-spark
 NODE := $(shell command -v node 2>/dev/null)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: run test bench clean chromium tmux kcat spark reference schema stress stress-ng explore java-clients go-clients clients-doc
+.PHONY: run test bench bench-java bench-kafka clean chromium tmux kcat spark reference schema stress stress-ng explore java-clients go-clients clients-doc
 
 # Headless Chromium: a test opens the rebalance lab's HTML report in it. Debian's package,
 # installed once (as root, or through sudo).
@@ -108,6 +108,17 @@ $(JAVA_STAMP): $(JAVA_SRC) $(REF_STAMP)
 
 java-clients: $(JAVA_STAMP)
 
+# The benchmarks' Java clients (bench/java: Kafka 4.4's producer and consumer for
+# bench/broker_throughput.py --java-producers / --java-consumers), built the same way.
+BENCH_JAVA_SRC := $(wildcard bench/java/*.java)
+BENCH_JAVA_STAMP := build/bench-java/.compiled
+$(BENCH_JAVA_STAMP): $(BENCH_JAVA_SRC) $(REF_STAMP)
+	rm -rf build/bench-java && mkdir -p build/bench-java
+	javac -nowarn -encoding UTF-8 -d build/bench-java -cp 'reference/lib/*' $(BENCH_JAVA_SRC)
+	touch $(BENCH_JAVA_STAMP)
+
+bench-java: $(BENCH_JAVA_STAMP)
+
 GO_SRC := $(wildcard tests/go/*.go) tests/go/go.mod tests/go/go.sum
 GO_STAMP := build/go/.built
 $(GO_STAMP): $(GO_SRC)
@@ -145,5 +156,10 @@ explore: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
 
+# kgroup beside Apache Kafka 4.4 on this machine (issue 35): every figure, --runs 3, as
+# markdown tables for bench/README.md. ARGS=--quick runs everything tiny.
+bench-kafka: $(STAMP) reference bench-java
+	$(BIN)/python bench/kafka_side_by_side.py $(ARGS)
+
 clean:
-	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis .stress node_modules reference/lib build/java build/go spark/lib
+	rm -rf $(VENV) kgroup-data .pytest_cache .hypothesis .stress node_modules reference/lib build/java build/bench-java build/go spark/lib

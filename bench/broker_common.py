@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 
 from peers import ROOT  # noqa: F401  (puts src/ on sys.path)
 
@@ -21,7 +22,7 @@ from kgroup.wire.kio_build import build, item
 from kgroup.client.connection import Connection
 from kgroup.wire import request_class
 
-JOIN, HEARTBEAT, SYNC, LEAVE = 11, 12, 14, 13
+JOIN, HEARTBEAT, SYNC, LEAVE, FIND_COORDINATOR, DESCRIBE_GROUPS = 11, 12, 14, 13, 10, 15
 JOIN_V, SYNC_V, HB_V = 5, 3, 3
 NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, MEMBER_ID_REQUIRED = 0, 27, 25, 22, 79
 
@@ -36,9 +37,15 @@ SUBSCRIPTION = struct.pack(">hi h5s i", 0, 1, 5, b"bench", -1)
 ASSIGNMENT = struct.pack(">hi h5s i i i", 0, 1, 5, b"bench", 1, 0, -1)
 
 
+def assignment(partitions: list[int]) -> bytes:
+    """ConsumerProtocol assignment v0 of these partitions of topic "bench"."""
+    return (struct.pack(">hi h5s i", 0, 1, 5, b"bench", len(partitions))
+            + struct.pack(f">{len(partitions)}i", *partitions) + struct.pack(">i", -1))
+
+
 class Member:
     def __init__(self, conn: Connection, group: str, session_ms: int = 30_000,
-                 rebalance_ms: int = 60_000) -> None:
+                 rebalance_ms: int = 60_000, partitions: int = 0) -> None:
         self.conn = conn
         self.group = group
         self.member_id = ""
@@ -48,6 +55,11 @@ class Member:
         self.synced_generation = -1
         self.session_ms = session_ms
         self.rebalance_ms = rebalance_ms
+        # partitions > 0: the leader deals partitions 0..P-1 of "bench" round robin over the
+        # members (else every member gets partition 0); synced_at: when the last SyncGroup
+        # answer without error came (perf_counter)
+        self.partitions = partitions
+        self.synced_at = 0.0
 
     @classmethod
     async def open(cls, host: str, port: int, group: str, **kw) -> Member:
@@ -81,8 +93,16 @@ class Member:
             return err
 
     def sync_request(self):
-        assignments = tuple(build(SyncAssignment, member_id=mid, assignment=ASSIGNMENT)
-                            for mid in self._join_members) if self.leader else ()
+        if not self.leader:
+            assignments = ()
+        elif self.partitions:
+            n = len(self._join_members)
+            assignments = tuple(build(SyncAssignment, member_id=mid,
+                                      assignment=assignment(list(range(i, self.partitions, n))))
+                                for i, mid in enumerate(self._join_members))
+        else:
+            assignments = tuple(build(SyncAssignment, member_id=mid, assignment=ASSIGNMENT)
+                                for mid in self._join_members)
         return build(SyncReq, group_id=self.group, generation_id=self.generation,
                      member_id=self.member_id, group_instance_id=None,
                      protocol_type="consumer", protocol_name="range", assignments=assignments)
@@ -92,6 +112,7 @@ class Member:
         err = int(resp.error_code)
         if err == NONE:
             self.synced_generation = self.generation
+            self.synced_at = time.perf_counter()
         return err
 
     def heartbeat_request(self):
@@ -104,6 +125,29 @@ class Member:
 
     async def close(self) -> None:
         await self.conn.close()
+
+
+async def coordinator_ready(conn: Connection, group: str, timeout: float = 60.0) -> None:
+    """FindCoordinator for `group` until the broker names one: Apache Kafka creates its
+    `__consumer_offsets` on the first FindCoordinator and answers NOT_COORDINATOR to group
+    requests until its partitions are loaded (a single node is every group's coordinator,
+    so the members' connections stay as they are)."""
+    cls = request_class(FIND_COORDINATOR, 4)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        resp = await conn.request(FIND_COORDINATOR, build(cls, key="", key_type=0, coordinator_keys=(group,)))
+        code = int(resp.coordinators[0].error_code)
+        if code == NONE:
+            # and until the group's partition is loaded (DescribeGroups answers the group)
+            describe = await conn.request(DESCRIBE_GROUPS, build(request_class(DESCRIBE_GROUPS, 5), groups=(group,),
+                                                                 include_authorized_operations=False))
+            code = int(describe.groups[0].error_code)
+            if code == NONE:
+                return
+        if loop.time() > deadline:
+            raise RuntimeError(f"no coordinator for {group} after {timeout}s (last error code {code})")
+        await asyncio.sleep(0.1)
 
 
 async def _member_loop(m: Member, stop: asyncio.Event, interval: float) -> None:
@@ -135,6 +179,15 @@ async def build_group(host: str, port: int, group: str, n: int, interval: float 
         members = [Member(conn, group, **kw) for conn in conns[:n]]
     else:
         members = list(await asyncio.gather(*(Member.open(host, port, group, **kw) for _ in range(n))))
+    await coordinator_ready(members[0].conn, group)
+    return await stabilize(members, group, interval, timeout)
+
+
+async def stabilize(members: list[Member], group: str, interval: float = 0.2,
+                    timeout: float = 180.0) -> list[Member]:
+    """Run the members (join, sync, heartbeat every `interval` s, rejoin when told) until
+    all hold a SyncGroup answer for one generation whose leader saw them all; then stop."""
+    n = len(members)
     stop = asyncio.Event()
     tasks = [asyncio.create_task(_member_loop(m, stop, interval)) for m in members]
     loop = asyncio.get_running_loop()

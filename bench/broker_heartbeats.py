@@ -1,7 +1,7 @@
 """Heartbeats/s over TCP: a Stable classic group of N members, Heartbeat pipelined on C connections.
 
     .venv/bin/python bench/broker_heartbeats.py [--quick] [--runs N] [--members 100]
-        [--connections 16] [--window 64] [--seconds 5] [--bootstrap HOST:PORT] [--peer tansu]
+        [--connections 16] [--window 64] [--seconds 5] [--bootstrap HOST:PORT] [--peer tansu|kafka]
     .venv/bin/python bench/broker_heartbeats.py --console-ab [--members 1000] [--runs N]
         [--console-pages 1] [--scrape-ms 5000]
     .venv/bin/python bench/broker_heartbeats.py --control-ab [--members 100] [--runs N]
@@ -10,7 +10,8 @@ The group is built with raw JoinGroup/SyncGroup (bench/broker_common.py, one con
 per member). Then C further connections each keep `window` Heartbeat v3 requests in flight
 for T seconds, cycling over the members (pre-encoded frames: the client only counts
 response frames and checks their error code, so it stays cheap). Prints the median of
-heartbeats/s over the runs; any non-zero error code is counted and shown.
+heartbeats/s over the runs; any non-zero error code is counted and shown. With --peer both
+brokers run at once and the runs alternate between them.
 Without --bootstrap it starts `kgroup serve` (fsync=never, initial_rebalance_delay_ms=0).
 
 --console-ab measures what the web console costs: two brokers side by side, A plain and B
@@ -80,20 +81,31 @@ async def one_run(b: peers.Broker, frames: list[bytes], conns: int, window: int,
 
 async def measure(b: peers.Broker, members_n: int, conns: int, window: int,
                   seconds: float, runs: int) -> tuple[list[float], list[float], int]:
-    members, frames = await prepare(b, f"hb-bench-{time.time_ns()}", members_n)
-    rates = []
-    per_cpu = []
-    errors = 0
+    """(heartbeats/s per run, per broker CPU-second per run, error responses) on `b`."""
+    return (await measure_all({b.name: b}, members_n, conns, window, seconds, runs))[b.name]
+
+
+async def measure_all(brokers: dict, members_n: int, conns: int, window: int,
+                      seconds: float, runs: int) -> dict[str, tuple[list[float], list[float], int]]:
+    """{side: (heartbeats/s per run, per broker CPU-second per run, error responses)}: a
+    group prepared on every broker, then the runs alternate between them."""
+    prepared = {}
+    out = {side: ([], [], 0) for side in brokers}
     try:
+        for side, b in brokers.items():
+            prepared[side] = await prepare(b, f"hb-bench-{time.time_ns()}", members_n)
         for _ in range(runs):
-            rate, cpu, bad = await one_run(b, frames, conns, window, seconds)
-            rates.append(rate)
-            if cpu:
-                per_cpu.append(cpu)
-            errors += bad
+            for side, b in brokers.items():
+                rate, cpu, bad = await one_run(b, prepared[side][1], conns, window, seconds)
+                rates, per_cpu, errors = out[side]
+                rates.append(rate)
+                if cpu:
+                    per_cpu.append(cpu)
+                out[side] = (rates, per_cpu, errors + bad)
     finally:
-        await asyncio.gather(*(m.close() for m in members), return_exceptions=True)
-    return rates, per_cpu, errors
+        await asyncio.gather(*(m.close() for members, _ in prepared.values() for m in members),
+                             return_exceptions=True)
+    return out
 
 
 # ---- the console's cost ------------------------------------------------------------------
@@ -230,11 +242,9 @@ def main() -> None:
     errs: dict[str, object] = {}
     cpu: dict[str, object] = {}
     cfg = peers.toml_config(fsync="never", initial_rebalance_delay_ms=0)
-    for side in peers.sides(args):
-        print(f"{side}:", flush=True)
-        with peers.broker(args, side, cfg) as b:
-            rates, per_cpu, errors = asyncio.run(measure(b, args.members, args.connections,
-                                                args.window, seconds, n))
+    with peers.brokers(args, cfg) as brokers:
+        measured = asyncio.run(measure_all(brokers, args.members, args.connections, args.window, seconds, n))
+    for side, (rates, per_cpu, errors) in measured.items():
         results[side] = peers.median(rates)
         errs[side] = str(errors)
         cpu[side] = peers.median(per_cpu)

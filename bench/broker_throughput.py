@@ -1,8 +1,10 @@
-"""Produce and consume msg/s and broker CPU with confluent-kafka (librdkafka), 100-byte values.
+"""Produce and consume msg/s and broker CPU with confluent-kafka (librdkafka) and Kafka's Java
+clients, 100-byte (or --record-bytes) values.
 
     .venv/bin/python bench/broker_throughput.py [--quick] [--runs N] [--messages N]
         [--partitions 6] [--producers 1] [--consumers 2] [--raw-consumers N] [--fsync always]
-        [--peer tansu] [--bootstrap HOST:PORT[,HOST:PORT...]]
+        [--record-bytes 100] [--acks-all-only] [--java-producers N] [--java-consumers N]
+        [--peer kafka|tansu] [--bootstrap HOST:PORT[,HOST:PORT...]]
 
 Per run and per broker: two fresh topics with P partitions (AdminClient); produce N messages
 (linger.ms=5, batch.size 1 MB, batch.num.messages 100k) with acks=1 into one and acks=all
@@ -18,7 +20,16 @@ on a blocking socket, records counted from the batch headers, nothing decoded pe
 a confluent-kafka consumer spends more CPU per record than either broker, so on a small
 machine only light clients make the broker, not the client, the limit (single node only).
 
-With --peer tansu both brokers run at once and the runs alternate (ours, Tansu, ours, ...),
+--java-producers N adds a run of N processes of Kafka 4.4's Java producer (acks=all, the
+same linger and batch size; bench/java/ThroughputClient.java, built by `make bench-java`)
+into a third topic, and --java-consumers N reads the topic once more with N Java consumers
+(KafkaConsumer, assigned partitions, every record's value touched).
+
+--peer kafka starts Apache Kafka 4.4 (bench/peers.py: production JVM options; with --fsync
+always, log.flush.interval.messages=1, an fsync after every append). Peak RSS is each
+broker process's VmHWM at the end (the maximum over the whole session).
+
+With --peer tansu (or kafka) both brokers run at once and the runs alternate (ours, Tansu, ours, ...),
 so machine load hits both alike; the table gives medians and ours/peer ratios. Broker
 CPU-seconds (user+system, all threads, from /proc) per million messages are measured per
 phase (produce acks=1 + acks=all; consume) — on a shared machine the steadiest measure of
@@ -33,6 +44,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
+import subprocess
 import time
 import uuid
 
@@ -57,24 +69,86 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     raise RuntimeError(f"topic {name} not visible after creation")
 
 
-def produce(bootstrap: str, topic: str, n: int, acks: str, processes: int = 1) -> float:
+def produce(bootstrap: str, topic: str, n: int, acks: str, processes: int = 1, size: int = 100) -> float:
     """msg/s of `processes` producers writing n messages between them: n over the time from
     the first one's first produce() to the last one's last delivery report."""
     if processes <= 1:
-        start, end = _produce(bootstrap, topic, n, acks)
+        start, end = _produce(bootstrap, topic, n, acks, size=size)
         return n / (end - start)
     ctx = mp.get_context("fork")
     ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     shares = [n // processes + (1 if i < n % processes else 0) for i in range(processes)]
-    procs = [ctx.Process(target=_producer_process, args=(bootstrap, topic, share, acks, ready, go, results))
+    procs = [ctx.Process(target=_producer_process, args=(bootstrap, topic, share, acks, ready, go, results, size))
              for share in shares]
     outcomes = _together(procs, ready, go, results)
     return n / (max(o[1] for o in outcomes) - min(o[0] for o in outcomes))
 
 
-def _producer_process(bootstrap: str, topic: str, n: int, acks: str, ready, go, results) -> None:
+JAVA_CLASSES = peers.ROOT / "build" / "bench-java"
+
+
+def java_clients(argvs: list[list[str]]) -> list[tuple[float, float, int]]:
+    """Run ThroughputClient processes (one per argv), let them go together once all are
+    ready; returns each one's (start s, end s, count)."""
+    from kgroup.testing.reference import classpath, java_command
+
+    if not (JAVA_CLASSES / "ThroughputClient.class").exists():
+        raise RuntimeError("the Java bench client is not built: run `make bench-java`")
+    cmd = [java_command(), "-Xms256m", "-Xmx1g", "-XX:+UseG1GC",
+           "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+           "-cp", f"{classpath()}:{JAVA_CLASSES}", "ThroughputClient"]
+    procs = [subprocess.Popen(cmd + argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True) for argv in argvs]
     try:
-        results.put(_produce(bootstrap, topic, n, acks, ready, go))
+        for proc in procs:
+            line = proc.stdout.readline().strip()
+            if line != "ready":
+                raise RuntimeError(f"a Java client said {line!r} instead of ready")
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        out = []
+        for proc in procs:
+            line = proc.stdout.readline().split()
+            if not line or line[0] != "done":
+                raise RuntimeError(f"a Java client failed: {' '.join(line)}")
+            out.append((int(line[1]) / 1000, int(line[2]) / 1000, int(line[3])))
+        return out
+    finally:
+        for proc in procs:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def java_produce(bootstrap: str, topic: str, n: int, processes: int, size: int) -> float:
+    """msg/s of `processes` Java producers (acks=all) writing n messages between them."""
+    shares = [n // processes + (1 if i < n % processes else 0) for i in range(processes)]
+    outcomes = java_clients([["produce", bootstrap, topic, str(share), str(size), "all"] for share in shares])
+    return n / (max(o[1] for o in outcomes) - min(o[0] for o in outcomes))
+
+
+def java_consume(bootstrap: str, topic: str, partitions: int, n: int, processes: int) -> float:
+    """msg/s of `processes` Java consumers reading the topic's partitions between them to
+    their end (n records in all)."""
+    processes = max(1, min(processes, partitions))
+    shares = [[p for p in range(partitions) if p % processes == i] for i in range(processes)]
+    outcomes = java_clients([["consume", bootstrap, topic, ",".join(map(str, share)), "0"] for share in shares])
+    got = sum(o[2] for o in outcomes)
+    if got < n:
+        raise RuntimeError(f"the Java consumers read {got} of {n}")
+    return n / (max(o[1] for o in outcomes) - min(o[0] for o in outcomes))
+
+
+def _producer_process(bootstrap: str, topic: str, n: int, acks: str, ready, go, results, size: int = 100) -> None:
+    try:
+        results.put(_produce(bootstrap, topic, n, acks, ready, go, size))
     except BaseException as exc:  # reported to the parent, which fails the run
         results.put(("error", repr(exc)))
 
@@ -100,7 +174,8 @@ def _together(procs: list, ready, go, results) -> list:
     return outcomes
 
 
-def _produce(bootstrap: str, topic: str, n: int, acks: str, ready=None, go=None) -> tuple[float, float]:
+def _produce(bootstrap: str, topic: str, n: int, acks: str, ready=None, go=None,
+             size: int = 100) -> tuple[float, float]:
     """(wall-clock start, end) of producing n messages."""
     p = Producer({
         "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
@@ -116,7 +191,7 @@ def _produce(bootstrap: str, topic: str, n: int, acks: str, ready=None, go=None)
             failed[0] += 1
         done[0] += 1
 
-    value = b"v" * 100
+    value = b"v" * size
     p.list_topics(topic, timeout=10)  # connect and learn leaders before the clock starts
     if ready is not None:
         ready.put(os.getpid())
@@ -278,72 +353,113 @@ def main() -> None:
     peers.add_args(p)
     p.add_argument("--messages", type=int, default=None, help="per run (default 1,000,000; 500,000 with --quick)")
     p.add_argument("--partitions", type=int, default=6)
+    p.add_argument("--record-bytes", type=int, default=100, help="value size (default 100)")
     p.add_argument("--consumers", type=int, default=2, help="consumer processes (default 2)")
     p.add_argument("--producers", type=int, default=1, help="producer processes (default 1)")
+    p.add_argument("--acks-all-only", action="store_true",
+                   help="produce acks=all only (no acks=1 topic); consumers read the acks=all topic")
     p.add_argument("--raw-consumers", type=int, default=0,
                    help="also read the topic with this many light Fetch processes that count "
                         "records from batch headers (the broker, not the client, is the limit); "
                         "single-node brokers only")
-    p.add_argument("--fsync", default="never", help="kgroup fsync policy when we start it (default never)")
+    p.add_argument("--java-producers", type=int, default=0,
+                   help="also produce acks=all with this many Java producer processes (make bench-java)")
+    p.add_argument("--java-consumers", type=int, default=0,
+                   help="also read the topic with this many Java consumer processes")
+    p.add_argument("--no-warmup", action="store_true",
+                   help="skip the untimed warm-up pass (200,000 records) on each broker")
+    p.add_argument("--fsync", default="never",
+                   help="kgroup fsync policy when we start it (default never); for --peer kafka, "
+                        "always = log.flush.interval.messages=1")
     args = p.parse_args()
     n = args.messages or (500_000 if args.quick else 1_000_000)
     runs = peers.runs(args)
-    keys = ("produce acks=1 msg/s", "produce acks=all msg/s", "consume msg/s",
-            "consume msg/s, light Fetch clients",
+    keys = ("produce acks=1 msg/s", "produce acks=all msg/s", "produce acks=all msg/s, Java producer",
+            "consume msg/s", "consume msg/s, light Fetch clients", "consume msg/s, Java consumer",
             "broker CPU-s per 1M produced",
             "broker CPU-s per 1M consumed", "broker CPU-s per 1M produced and consumed")
     figures = {side: {k: [] for k in keys} for side in peers.sides(args)}
     node_cpu: dict[str, list[float]] = {}
     cfg = peers.toml_config(fsync=args.fsync, initial_rebalance_delay_ms=0)
+    kafka = peers.kafka_settings(args.fsync) if args.peer == "kafka" else None
+    size = args.record_bytes
+    rss: dict[str, object] = {}
     print(f"load average before: {peers.load_average()}", flush=True)
-    with peers.brokers(args, cfg) as brokers:
+    with peers.brokers(args, cfg, kafka) as brokers:
+        if not args.no_warmup:
+            # Untimed: a JVM runs interpreted until its JIT has compiled the hot paths, and
+            # a production broker is measured warm (kgroup gets the same pass).
+            for side, b in brokers.items():
+                tw = f"tpw-{uuid.uuid4().hex[:8]}"
+                create_topic(b.bootstrap, tw, args.partitions)
+                warm = min(n, 200_000)
+                produce(b.bootstrap, tw, warm, "all", 1, size)
+                consume(b.bootstrap, tw, args.partitions, warm, 1)
+                print(f"  warmed up {side} ({warm:,} records produced and consumed)", flush=True)
         for r in range(runs):
             for side, b in brokers.items():
-                t1, ta = f"tp1-{uuid.uuid4().hex[:8]}", f"tpa-{uuid.uuid4().hex[:8]}"
-                create_topic(b.bootstrap, t1, args.partitions)
+                t1, ta, tj = (f"tp1-{uuid.uuid4().hex[:8]}", f"tpa-{uuid.uuid4().hex[:8]}",
+                              f"tpj-{uuid.uuid4().hex[:8]}")
+                if not args.acks_all_only:
+                    create_topic(b.bootstrap, t1, args.partitions)
                 create_topic(b.bootstrap, ta, args.partitions)
                 cpu0 = b.cpu_by_node()
-                r1 = produce(b.bootstrap, t1, n, "1", args.producers)
-                ra = produce(b.bootstrap, ta, n, "all", args.producers)
+                r1 = None if args.acks_all_only else produce(b.bootstrap, t1, n, "1", args.producers, size)
+                ra = produce(b.bootstrap, ta, n, "all", args.producers, size)
                 cpu1 = b.cpu_by_node()
-                rc = consume(b.bootstrap, t1, args.partitions, n, args.consumers)
+                read = ta if args.acks_all_only else t1
+                rc = consume(b.bootstrap, read, args.partitions, n, args.consumers)
                 cpu2 = b.cpu_by_node()
-                rr = consume(b.bootstrap, t1, args.partitions, n, args.raw_consumers, raw=True) \
+                rr = consume(b.bootstrap, read, args.partitions, n, args.raw_consumers, raw=True) \
                     if args.raw_consumers else None
+                rjc = java_consume(b.bootstrap, read, args.partitions, n, args.java_consumers) \
+                    if args.java_consumers else None
+                rj = None
+                if args.java_producers:
+                    create_topic(b.bootstrap, tj, args.partitions)
+                    rj = java_produce(b.bootstrap, tj, n, args.java_producers, size)
                 f = figures[side]
-                f[keys[0]].append(r1)
-                f[keys[1]].append(ra)
-                f[keys[2]].append(rc)
-                line = (f"  run {r + 1} {side}: produce acks=1 {r1:,.0f}/s, acks=all {ra:,.0f}/s, "
-                        f"consume {rc:,.0f}/s")
-                if rr is not None:
-                    f[keys[3]].append(rr)
-                    line += f", light Fetch clients {rr:,.0f}/s"
+                line = f"  run {r + 1} {side}:"
+                for key, value, label in ((keys[0], r1, "produce acks=1"), (keys[1], ra, "acks=all"),
+                                          (keys[2], rj, "Java acks=all"), (keys[3], rc, "consume"),
+                                          (keys[4], rr, "light Fetch clients"), (keys[5], rjc, "Java consume")):
+                    if value is not None:
+                        f[key].append(value)
+                        line += f" {label} {value:,.0f}/s,"
                 if cpu0 and cpu1 and cpu2:
                     per_m = 1_000_000 / n
-                    prod = (sum(cpu1.values()) - sum(cpu0.values())) * per_m / 2
+                    prod = (sum(cpu1.values()) - sum(cpu0.values())) * per_m / (1 if args.acks_all_only else 2)
                     cons = (sum(cpu2.values()) - sum(cpu1.values())) * per_m
-                    f[keys[4]].append(prod)
-                    f[keys[5]].append(cons)
-                    f[keys[6]].append(prod + cons)
-                    line += f", broker CPU per 1M: produce {prod:.2f}s, consume {cons:.2f}s"
+                    f[keys[6]].append(prod)
+                    f[keys[7]].append(cons)
+                    f[keys[8]].append(prod + cons)
+                    line += f" broker CPU per 1M: produce {prod:.2f}s, consume {cons:.2f}s"
                     if len(cpu2) > 1:
                         for node in cpu2:
                             node_cpu.setdefault(node, []).append((cpu2[node] - cpu0[node]) * per_m)
                         line += " (per node, all phases: " + ", ".join(
                             f"{node} {(cpu2[node] - cpu0[node]) * per_m:.2f}s" for node in cpu2) + ")"
                 print(line + f"; load {peers.load_average()}", flush=True)
-    shown = keys[:4] if args.raw_consumers else keys[:3]
+        for side, b in brokers.items():
+            peak = b.peak_rss_mb()
+            rss[side] = peak
+    shown = [k for k in keys[:6] if any(figures[side][k] for side in figures)]
     rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in shown]
-    cpu_rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in keys[4:]]
-    title = (f"confluent-kafka, {n:,} x 100-byte messages, {args.partitions} partitions, {args.producers} "
+    cpu_rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in keys[6:]]
+    title = (f"{n:,} x {size}-byte messages, {args.partitions} partitions, {args.producers} confluent-kafka "
              f"producer and {args.consumers} consumer processes"
              + (f" (then {args.raw_consumers} light Fetch clients)" if args.raw_consumers else "")
-             + f", kgroup fsync={args.fsync if not args.bootstrap else '(as running)'}, "
-             f"{runs} runs (median)")
+             + (f" ({args.java_producers} Java producers)" if args.java_producers else "")
+             + (f" ({args.java_consumers} Java consumers)" if args.java_consumers else "")
+             + f", kgroup fsync={args.fsync if not args.bootstrap else '(as running)'}"
+             + (", Kafka log.flush.interval.messages=1" if args.peer == "kafka" and args.fsync == "always" else "")
+             + f", {runs} runs (median)")
     peers.print_table(title, rows, peers.sides(args))
     peers.print_table("broker CPU-seconds per million messages (lower is better: ours/peer <= 1 wins)",
-                      cpu_rows, peers.sides(args))
+                      cpu_rows, peers.sides(args), higher_is_better=False)
+    if any(v is not None for v in rss.values()):
+        peers.print_table("broker peak RSS, MiB (VmHWM over the session; lower is better)",
+                          [("peak RSS MiB", rss)], peers.sides(args), higher_is_better=False)
     if node_cpu:
         print("\nper node (ours), CPU-s per 1M messages, all phases: "
               + ", ".join(f"{node} {peers.median(xs):.2f}" for node, xs in node_cpu.items()))

@@ -3,6 +3,9 @@
     .venv/bin/python bench/consumer_protocol.py --convergence [--runs N] [--interval-ms 1000]
     .venv/bin/python bench/consumer_protocol.py --heartbeats [--runs N] [--members 10000]
         [--groups 1,100] [--tcp-groups 100] [--connections 16] [--window 64] [--seconds 5]
+        [--peer kafka] [--core-only]
+    .venv/bin/python bench/consumer_protocol.py --join [--sizes 100,1000] [--join-partitions 1000]
+        [--runs N] [--peer kafka]
     (--quick: fewer runs / shorter runs; --echo-broker: copy the broker's stderr)
 
 --convergence  10 confluent-kafka consumers (`group.protocol=consumer`, one thread each,
@@ -29,13 +32,29 @@
                    flight), then --connections raw sockets each keep --window pre-encoded
                    heartbeat v1 frames in flight for --seconds, cycling over the members
                    (the client only reads the error code). Broker CPU-seconds are printed.
-               Target: >= 20,000 heartbeats/s.
+               Target: >= 20,000 heartbeats/s. With --peer kafka the TCP part runs on
+               Apache Kafka 4.4 too (both brokers up at once, the runs alternating), with
+               the same session settings on both, and heartbeats per broker CPU-second
+               are compared.
+
+--join         N simulated members (ConsumerGroupHeartbeat v1 over --connections pipelined
+               connections, opened before the clock starts) join one empty group on a
+               topic of --join-partitions partitions at the same moment t0, then
+               heartbeat in rounds (every member once per round, owning at once what it
+               was last given: an instant reconciliation) until a round changes nothing.
+               "every partition owned" = t0 -> the end of the first round after which
+               every partition is held by exactly one member; "to Stable" = t0 -> the end
+               of the first round in which nothing changed (every member acknowledged its
+               target at the group epoch: the group is Stable). The same client, settings
+               (assignment interval 0, uniform assignor, long sessions) and rounds on
+               both brokers; --peer kafka alternates the runs (ours, Kafka, ours, ...).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import random
 import statistics
@@ -224,7 +243,10 @@ REPLY = _Token()
 
 
 def core_heartbeats(members: int, groups: int, partitions: int, seconds: float) -> dict:
-    cfg = GroupConfig(initial_rebalance_delay_ms=0, consumer_session_timeout_ms=600_000,
+    # assignment interval 0: targets computed within the heartbeat (KIP-1263's default
+    # interval would leave groups Assigning while the manual clock stands still)
+    cfg = GroupConfig(initial_rebalance_delay_ms=0, consumer_assignment_interval_ms=0,
+                      consumer_session_timeout_ms=600_000,
                       consumer_max_session_timeout_ms=600_000)
     coord = GroupCoordinatorShard(cfg)
     now = 0
@@ -380,11 +402,85 @@ async def tcp_setup(b: peers.Broker, members: int, groups: int, partitions: int,
     return sims, pool, join_s, settle_s
 
 
-async def tcp_heartbeats(b: peers.Broker, members: int, groups: int, partitions: int, conns: int,
-                         window: int, seconds: float, runs: int) -> dict:
+async def join_run(b: peers.Broker, n: int, topic: str, partitions: int, conns: int) -> tuple[float, float]:
+    """(ms to Stable, ms to every partition owned) of n members joining one empty group."""
+    from broker_common import coordinator_ready
+    from kgroup.client.connection import Connection
+    pool = [await Connection.open(b.host, b.port, client_id="kgroup-bench", timeout=300) for _ in range(conns)]
+    group = f"cg-join-{n}-{time.time_ns()}"
+    try:
+        await coordinator_ready(pool[0], group)
+        sims = [SimMember(group, pool[i % conns]) for i in range(n)]
+        t0 = time.perf_counter()
+        await _bounded((_one(m, True, topic) for m in sims), 1024)
+        owned_at = None
+        rounds = 0
+        while True:
+            rounds += 1
+            changed = sum(await _bounded((_one(m, False, topic) for m in sims), 1024))
+            now = time.perf_counter()
+            if owned_at is None:
+                held = [p for m in sims for _t, ps in m.owned for p in ps]
+                if len(held) == partitions and len(set(held)) == partitions:
+                    owned_at = now
+            if not changed:
+                break
+            if rounds > 100:
+                raise RuntimeError(f"{n} members did not settle in 100 rounds")
+        epochs = {m.epoch for m in sims}
+        if len(epochs) != 1 or owned_at is None:
+            raise RuntimeError(f"not settled: epochs {sorted(epochs)[:5]}, every partition owned: {owned_at is not None}")
+        return (now - t0) * 1000, (owned_at - t0) * 1000
+    finally:
+        await asyncio.gather(*(c.close() for c in pool), return_exceptions=True)
+
+
+# The same group settings on both brokers: sessions long enough for 10,000 simulated
+# members, target assignments at once (Kafka's group.consumer.assignment.interval.ms = 0).
+TCP_GROUP = {"initial_rebalance_delay_ms": 0, "consumer_min_session_timeout_ms": 45_000,
+             "consumer_session_timeout_ms": 300_000, "consumer_max_session_timeout_ms": 600_000,
+             "consumer_assignment_interval_ms": 0}
+
+
+@contextlib.contextmanager
+def tcp_brokers(args):
+    """Every side's broker with TCP_GROUP (kgroup serve; Kafka 4.4 with --peer kafka)."""
+    cfg = 'fsync = "never"\n[group]\n' + peers.group_toml(TCP_GROUP)
+    with peers.brokers(args, cfg, group=GroupConfig(**TCP_GROUP)) as brokers:
+        yield brokers
+
+
+def join(args) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+    sizes = [int(x) for x in (args.sizes or "100,1000").split(",")]
+    n_runs = peers.runs(args)
+    with tcp_brokers(args) as brokers:
+        topics = {}
+        for side, b in brokers.items():
+            topics[side] = f"cg-join-{time.time_ns()}"
+            admin = AdminClient({"bootstrap.servers": b.bootstrap})
+            admin.create_topics([NewTopic(topics[side], args.join_partitions, 1)])[topics[side]].result(60)
+        rows = peers.join_rows(brokers, n_runs, sizes, lambda side, b, n: asyncio.run(
+            join_run(b, n, topics[side], args.join_partitions, min(args.connections, n))))
+    peers.print_table(f"Consumer protocol (KIP-848): N members join one empty group at once "
+                      f"(ConsumerGroupHeartbeat v1 in rounds, {args.join_partitions} partitions, "
+                      f"{min(args.connections, max(sizes))} connections), {n_runs} runs (median, lower is better)",
+                      rows, peers.sides(args), higher_is_better=False)
+
+
+async def tcp_prepare(b: peers.Broker, members: int, groups: int, partitions: int, conns: int):
+    """Members joined and settled on `b`; (pre-encoded steady heartbeat frames, the setup
+    connections, join s, settle s)."""
     from kgroup.wire.kio_build import build
     from kgroup.wire import encode_request, request_class
+    from broker_common import coordinator_ready
+    from kgroup.client.connection import Connection
     topic = f"hb-topic-{time.time_ns()}"
+    probe = await Connection.open(b.host, b.port, client_id="kgroup-bench", timeout=300)
+    try:
+        await coordinator_ready(probe, f"hb-probe-{time.time_ns()}")
+    finally:
+        await probe.close()
     sims, pool, join_s, settle_s = await tcp_setup(b, members, groups, partitions, conns, topic)
     cls = request_class(CG_HEARTBEAT, 1)
     frames = []
@@ -408,38 +504,62 @@ async def tcp_heartbeats(b: peers.Broker, members: int, groups: int, partitions:
     writer.close()
     if got != [110, 0]:
         raise RuntimeError(f"error-code offset check failed: {got}")
-    rates, per_cpu, errors, codes = [], [], 0, {}
+    return frames, pool, join_s, settle_s
+
+
+async def tcp_run(b: peers.Broker, frames: list[bytes], conns: int, window: int, seconds: float,
+                  label: str) -> dict:
+    """One timed run: conns raw connections x window heartbeats in flight for `seconds`."""
+    counts = {"ok": 0, "bad": 0, "codes": {}}
+    start = asyncio.Event()
+    order = list(range(len(frames)))
+    random.shuffle(order)
+    shuffled = [frames[i] for i in order]
+    tasks = [asyncio.create_task(pipeline(b.host, b.port, shuffled[c::conns], window, seconds, counts, start, _ERR_AT))
+             for c in range(conns)]
+    await asyncio.sleep(0.3)
+    cpu0 = b.cpu_seconds()
+    t0 = time.perf_counter()
+    start.set()
+    await asyncio.gather(*tasks)
+    dt = time.perf_counter() - t0
+    cpu1 = b.cpu_seconds()
+    cpu = (cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None
+    rate = counts["ok"] / dt
+    print(f"  {label}: {rate:,.0f} heartbeats/s ({counts['ok']:,} ok, {counts['bad']:,} errors "
+          f"{counts['codes'] or ''}, {dt:.2f}s, broker CPU {cpu if cpu is not None else float('nan'):.2f}s)",
+          flush=True)
+    return {"rate": rate, "per_cpu": counts["ok"] / cpu if cpu else None, "bad": counts["bad"],
+            "codes": counts["codes"]}
+
+
+async def tcp_heartbeats(brokers: dict, members: int, groups: int, partitions: int, conns: int,
+                         window: int, seconds: float, runs: int) -> dict:
+    """{side: figures} of steady heartbeats on every broker, the runs alternating."""
+    prepared, out = {}, {}
     try:
+        for side, b in brokers.items():
+            print(f"  {side}:", flush=True)
+            prepared[side] = await tcp_prepare(b, members, groups, partitions, conns)
+            out[side] = {"rates": [], "per_cpu": [], "errors": 0, "codes": {},
+                         "join_s": prepared[side][2], "settle_s": prepared[side][3]}
+        for side, b in brokers.items():   # untimed: a JVM's JIT compiles the hot path first
+            await tcp_run(b, prepared[side][0], conns, window, seconds, f"warm-up {side}")
         for r in range(runs):
-            counts = {"ok": 0, "bad": 0, "codes": {}}
-            start = asyncio.Event()
-            order = list(range(len(frames)))
-            random.shuffle(order)
-            shuffled = [frames[i] for i in order]
-            tasks = [asyncio.create_task(pipeline(b.host, b.port, shuffled[c::conns], window, seconds, counts, start, _ERR_AT))
-                     for c in range(conns)]
-            await asyncio.sleep(0.3)
-            cpu0 = b.cpu_seconds()
-            t0 = time.perf_counter()
-            start.set()
-            await asyncio.gather(*tasks)
-            dt = time.perf_counter() - t0
-            cpu1 = b.cpu_seconds()
-            cpu = (cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None
-            rate = counts["ok"] / dt
-            rates.append(rate)
-            if cpu:
-                per_cpu.append(counts["ok"] / cpu)
-            errors += counts["bad"]
-            for c, k in counts["codes"].items():
-                codes[c] = codes.get(c, 0) + k
-            print(f"  tcp run {r + 1}: {rate:,.0f} heartbeats/s ({counts['ok']:,} ok, {counts['bad']:,} errors "
-                  f"{counts['codes'] or ''}, {dt:.2f}s, broker CPU {cpu if cpu is not None else float('nan'):.2f}s)",
-                  flush=True)
+            for side, b in brokers.items():
+                x = await tcp_run(b, prepared[side][0], conns, window, seconds, f"tcp run {r + 1} {side}")
+                o = out[side]
+                o["rates"].append(x["rate"])
+                if x["per_cpu"]:
+                    o["per_cpu"].append(x["per_cpu"])
+                o["errors"] += x["bad"]
+                for c, k in x["codes"].items():
+                    o["codes"][c] = o["codes"].get(c, 0) + k
     finally:
-        await asyncio.gather(*(c.close() for c in pool), return_exceptions=True)
-    return {"rate": med(rates), "per_cpu": med(per_cpu), "errors": errors, "codes": codes,
-            "join_s": join_s, "settle_s": settle_s, "rates": rates}
+        await asyncio.gather(*(c.close() for p in prepared.values() for c in p[1]), return_exceptions=True)
+    for o in out.values():
+        o["rate"], o["per_cpu"] = med(o["rates"]), med(o["per_cpu"])
+    return out
 
 
 def heartbeats(args) -> None:
@@ -448,7 +568,7 @@ def heartbeats(args) -> None:
     members = args.members
     partitions = args.partitions or members
     rows = []
-    for g in [int(x) for x in args.groups.split(",")]:
+    for g in [] if args.tcp_only else [int(x) for x in args.groups.split(",")]:
         res = []
         for r in range(n):
             x = core_heartbeats(members, g, partitions, seconds)
@@ -460,25 +580,30 @@ def heartbeats(args) -> None:
                      med([x["join_s"] for x in res]), sum(x["errors"] for x in res)))
     tcp = None
     if not args.core_only:
-        cfg = ('fsync = "never"\n[group]\ninitial_rebalance_delay_ms = 0\n'
-               "consumer_min_session_timeout_ms = 45000\nconsumer_session_timeout_ms = 300000\n"
-               "consumer_max_session_timeout_ms = 600000\n")
-        with peers.broker(args, "ours", cfg) as b:
-            tcp = asyncio.run(tcp_heartbeats(b, members, args.tcp_groups, partitions, args.connections,
+        with tcp_brokers(args) as brokers:
+            tcp = asyncio.run(tcp_heartbeats(brokers, members, args.tcp_groups, partitions, args.connections,
                                              args.window, seconds, n))
-        rows.append((f"TCP, {args.tcp_groups} groups, {args.connections} conns x {args.window} in flight",
-                     tcp["rate"], tcp["per_cpu"], tcp["join_s"], tcp["errors"]))
+        for side, x in tcp.items():
+            rows.append((f"TCP, {side}, {args.tcp_groups} groups, {args.connections} conns x {args.window} in flight",
+                         x["rate"], x["per_cpu"], x["join_s"], x["errors"]))
     print(f"\nConsumerGroupHeartbeat throughput, {members:,} members, topic of {partitions:,} partitions, "
           f"{seconds:g}s x {n} runs (median)")
     print("| path | heartbeats/s | per broker CPU-s | join of all members (s) | errors |")
     print("|---|---:|---:|---:|---:|")
-    for label, rate, cpu, join, err in rows:
-        print(f"| {label} | {peers.fmt(rate)} | {peers.fmt(cpu)} | {peers.fmt(join)} | {err} |")
+    for label, rate, cpu, join_s, err in rows:
+        print(f"| {label} | {peers.fmt(rate)} | {peers.fmt(cpu)} | {peers.fmt(join_s)} | {err} |")
     if tcp is not None:
-        if tcp["codes"]:
-            print(f"error codes: {tcp['codes']}")
-        print(f"target >= 20,000/s over TCP: {'met' if tcp['rate'] >= 20_000 else 'NOT met'} "
-              f"(runs: {', '.join(f'{x:,.0f}' for x in tcp['rates'])})")
+        for side, x in tcp.items():
+            if x["codes"]:
+                print(f"error codes ({side}): {x['codes']}")
+        if len(tcp) == 2:
+            peers.print_table("ConsumerGroupHeartbeat over TCP, medians", [
+                ("heartbeats/s", {side: x["rate"] for side, x in tcp.items()}),
+                ("heartbeats per broker CPU-second", {side: x["per_cpu"] for side, x in tcp.items()})],
+                peers.sides(args))
+        ours = tcp["ours"]
+        print(f"target >= 20,000/s over TCP: {'met' if ours['rate'] >= 20_000 else 'NOT met'} "
+              f"(runs: {', '.join(f'{x:,.0f}' for x in ours['rates'])})")
 
 
 def main() -> None:
@@ -496,11 +621,19 @@ def main() -> None:
     p.add_argument("--window", type=int, default=64)
     p.add_argument("--seconds", type=float, default=None)
     p.add_argument("--core-only", action="store_true", help="--heartbeats: skip the TCP part")
+    p.add_argument("--tcp-only", action="store_true", help="--heartbeats: skip the pure-core part")
+    p.add_argument("--join", action="store_true", help="N members join one empty group at once")
+    p.add_argument("--sizes", default=None, help="--join: group sizes (default 100,1000)")
+    p.add_argument("--join-partitions", type=int, default=1000, help="--join: partitions of the topic")
     args = p.parse_args()
-    if args.peer:
-        p.error("--peer: no peer is measured here")
-    if not (args.convergence or args.heartbeats):
-        p.error("say --convergence and/or --heartbeats")
+    if args.peer and args.peer != "kafka":
+        p.error("--peer: only kafka is measured here")
+    if args.peer and args.convergence:
+        p.error("--convergence measures kgroup alone")
+    if not (args.convergence or args.heartbeats or args.join):
+        p.error("say --convergence, --heartbeats and/or --join")
+    if args.join:
+        join(args)
     if args.convergence:
         convergence(args)
     if args.heartbeats:

