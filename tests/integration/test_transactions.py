@@ -176,21 +176,26 @@ def test_kip447_offsets_commit_with_the_transaction_and_are_unstable_until_then(
     from kgroup.client.cluster import request_fields
     from kgroup.wire.api_keys import ApiKey
 
+    # Its own topic: TxnOffsetCommit for a topic the broker does not know is refused with
+    # UNKNOWN_TOPIC_OR_PARTITION (as Kafka's KafkaApis does), so it must not borrow another
+    # test's topic, which random order may not have created yet.
+    create(broker.bootstrap, "txn-offsets-in", 2)
+
     async def scenario() -> None:
         async with Ours({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-offsets"}) as p, \
                 Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "eos-offsets"}) as c:
             async def fetch_stable() -> tuple[int, int]:
                 resp = await p.cluster.call_coordinator("eos-offsets", ApiKey.OFFSET_FETCH, request_fields(
                     group_id="eos-offsets", require_stable=True,
-                    topics=[{"name": "txn-in", "partition_indexes": [1]}]), max_version=7)
+                    topics=[{"name": "txn-offsets-in", "partition_indexes": [1]}]), max_version=7)
                 (part,) = resp.topics[0].partitions
                 return int(part.committed_offset), int(part.error_code)
 
             await p.init_transactions()
             p.begin_transaction()
-            await p.send_offsets_to_transaction({TopicPartition("txn-in", 1): 17}, c.group_metadata())
+            await p.send_offsets_to_transaction({TopicPartition("txn-offsets-in", 1): 17}, c.group_metadata())
             assert await fetch_stable() == (-1, 88)          # UNSTABLE_OFFSET_COMMIT
-            assert await c.committed(TopicPartition("txn-in", 1)) is None
+            assert await c.committed(TopicPartition("txn-offsets-in", 1)) is None
             await p.commit_transaction()
             for _ in range(50):                              # the markers are written after EndTxn
                 if await fetch_stable() == (17, 0):
@@ -198,7 +203,7 @@ def test_kip447_offsets_commit_with_the_transaction_and_are_unstable_until_then(
                 await asyncio.sleep(0.05)
             assert await fetch_stable() == (17, 0)
             p.begin_transaction()
-            await p.send_offsets_to_transaction({TopicPartition("txn-in", 1): 99}, "eos-offsets")
+            await p.send_offsets_to_transaction({TopicPartition("txn-offsets-in", 1): 99}, "eos-offsets")
             await p.abort_transaction()
             await asyncio.sleep(0.3)
             assert await fetch_stable() == (17, 0)
@@ -208,7 +213,7 @@ def test_kip447_offsets_commit_with_the_transaction_and_are_unstable_until_then(
     # the aborted one made nothing visible).
     events = [value for key, value in read_events(broker.bootstrap) if key == b"eos-offsets"]
     assert [(e["kind"], e["partitions"]) for e in events if e["kind"] == "txn_offsets_committed"] == \
-        [("txn_offsets_committed", [["txn-in", 1]])]
+        [("txn_offsets_committed", [["txn-offsets-in", 1]])]
 
 
 @kgroup_only
