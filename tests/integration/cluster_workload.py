@@ -154,6 +154,10 @@ def read_topic(bootstrap: str, topic: str, partitions: int) -> dict[int, dict[in
         consumer.close()
 
 
-def missing_acknowledged(producer: AckedProducer, kept: dict[int, dict[int, bytes]]) -> list:
-    """Acknowledged records the cluster does not have (at their offset, with their value)."""
-    return [(p, o, v) for _, p, o, v in producer.acked if kept.get(p, {}).get(o) != v]
+def missing_acknowledged(producer: AckedProducer, kept: dict[int, dict[int, bytes]],
+                         before: float | None = None) -> list:
+    """Acknowledged records the cluster does not have (at their offset, with their value);
+    with `before`, those acknowledged before that time only (the producer may still run:
+    read the topic after `before`, and every record acknowledged by then is below its end)."""
+    return [(p, o, v) for at, p, o, v in list(producer.acked)
+            if (before is None or at < before) and kept.get(p, {}).get(o) != v]
