@@ -134,6 +134,23 @@ class AckedProducer(threading.Thread):
         return ends
 
 
+def _high_watermark(consumer, tp) -> int:
+    """The partition's end, asked of its leader. NOT_LEADER_FOR_PARTITION is retriable (the
+    leader moved, e.g. a hand-back in progress): librdkafka's watermark query does not
+    refresh its metadata and ask again as a fetch would, so do that here, for 20 s at most."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return consumer.get_watermark_offsets(tp, timeout=20)[1]
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.NOT_LEADER_FOR_PARTITION or time.monotonic() > deadline:
+                raise
+            consumer.list_topics(tp.topic, timeout=10)       # refresh who leads it
+            pace(0.1)
+
+
 def read_topic(bootstrap: str, topic: str, partitions: int) -> dict[int, dict[int, bytes]]:
     """Every record of `topic` up to the end: partition -> {offset: value}."""
     from confluent_kafka import Consumer, TopicPartition
@@ -141,7 +158,7 @@ def read_topic(bootstrap: str, topic: str, partitions: int) -> dict[int, dict[in
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cluster-test-reader",
                          "enable.auto.commit": False})
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=20)[1] for p in range(partitions)}
+        ends = {p: _high_watermark(consumer, TopicPartition(topic, p)) for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         got: dict[int, dict[int, bytes]] = {p: {} for p in range(partitions)}
         deadline = time.monotonic() + 60
@@ -154,6 +171,10 @@ def read_topic(bootstrap: str, topic: str, partitions: int) -> dict[int, dict[in
         consumer.close()
 
 
-def missing_acknowledged(producer: AckedProducer, kept: dict[int, dict[int, bytes]]) -> list:
-    """Acknowledged records the cluster does not have (at their offset, with their value)."""
-    return [(p, o, v) for _, p, o, v in producer.acked if kept.get(p, {}).get(o) != v]
+def missing_acknowledged(producer: AckedProducer, kept: dict[int, dict[int, bytes]],
+                         before: float | None = None) -> list:
+    """Acknowledged records the cluster does not have (at their offset, with their value);
+    with `before`, those acknowledged before that time only (the producer may still run:
+    read the topic after `before`, and every record acknowledged by then is below its end)."""
+    return [(p, o, v) for at, p, o, v in list(producer.acked)
+            if (before is None or at < before) and kept.get(p, {}).get(o) != v]

@@ -176,7 +176,9 @@ def test_kip447_offsets_commit_with_the_transaction_and_are_unstable_until_then(
     from kgroup.client.cluster import request_fields
     from kgroup.wire.api_keys import ApiKey
 
-    # Its own topic: TxnOffsetCommit refuses offsets of a topic that does not exist.
+    # Its own topic: TxnOffsetCommit for a topic the broker does not know is refused with
+    # UNKNOWN_TOPIC_OR_PARTITION (as Kafka's KafkaApis does), so it must not borrow another
+    # test's topic, which random order may not have created yet.
     create(broker.bootstrap, "txn-offsets-in", 2)
 
     async def scenario() -> None:
