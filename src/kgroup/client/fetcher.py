@@ -371,7 +371,7 @@ def decode_payload(out: list[ConsumerRecord], batch: record_batch.RecordBatch, p
     try:
         if not _runs(out, payload, h, topic, partition, ts_type, start):
             _records(out, payload, h, topic, partition, ts_type, start)
-    except _MISFIT:
+    except MISFIT:
         for r in record_batch.decode_records(batch):
             if r.offset >= start:
                 out.append(ConsumerRecord(topic, partition, r.offset, r.timestamp, ts_type,
@@ -381,7 +381,7 @@ def decode_payload(out: list[ConsumerRecord], batch: record_batch.RecordBatch, p
 # A zigzag varint of any length (the record format's); the fast paths read short ones inline.
 _varint = record_batch.read_varint
 # What makes a fast path give up on a batch (decode() then reads it the general way).
-_MISFIT = (IndexError, ValueError, CorruptRecord)
+MISFIT = (IndexError, ValueError, CorruptRecord)
 
 
 def _records(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, partition: int,
@@ -471,7 +471,7 @@ def _records(out: list[ConsumerRecord], payload: bytes, h: Any, topic: str, part
                                       ts_type, key, value))
         if pos != len(payload):
             raise ValueError("bytes after the last record")
-    except _MISFIT:
+    except MISFIT:
         del out[mark:]
         raise
 
@@ -492,7 +492,7 @@ _ZIGZAG1 = [(b >> 1) ^ -(b & 1) for b in range(0x80)]
 _MIN_RUN = 16   # shorter first runs: records vary, leave the batch to ``_records``
 
 
-def _offset_columns(hi: int, size: int) -> list[bytes]:
+def offset_columns(hi: int, size: int) -> list[bytes]:
     """Byte columns of the varint offset deltas 0..hi-1 written in ``size`` bytes (meaningful
     only where that is their size), cached and grown to a power of two as batches need."""
     cols = _OFFSET_COLS.get(size)
@@ -613,7 +613,7 @@ def run_extent(payload: bytes, pos: int, index: int, limit: int, shape: Shape) -
                 return False
         elif seg[ts_at::stride].translate(None, _HIGH) or not seg[ts_at + 1::stride].isascii():
             return False
-        cols = _offset_columns(index + k, shape.off_size)
+        cols = offset_columns(index + k, shape.off_size)
         for j in range(shape.off_size):
             if seg[shape.off_at + j::stride] != cols[j][index:index + k]:
                 return False
@@ -634,7 +634,7 @@ def run_layout(payload: bytes, h: Any,
                extent: Callable[[bytes, int, int, int, Shape], int] = run_extent
                ) -> list[Run] | None:
     """The runs of same-shaped records that make up one batch payload, in order; None if
-    the batch does not start with a long enough run. Raises one of ``_MISFIT`` where a
+    the batch does not start with a long enough run. Raises one of ``MISFIT`` where a
     record fits no run (the batch is then read another way). ``extent`` measures a run
     (another way of checking the same, e.g. with numpy, may stand in for ``run_extent``)."""
     count = h.record_count

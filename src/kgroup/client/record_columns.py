@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from kgroup.wire import record_batch
 
-from .fetcher import _MISFIT, Shape, _offset_columns, data_batches, decode_payload, run_layout
+from .fetcher import MISFIT, Shape, offset_columns, data_batches, decode_payload, run_layout
 from .records import ConsumerRecord, TopicPartition
 
 __all__ = ["RecordColumns", "decode_columns", "read_as_columns"]
@@ -122,7 +122,7 @@ def decode_columns(tp: TopicPartition, blob: bytes, start: int,
         h = batch.header
         try:
             runs = run_layout(payload, h, _numpy_extent)
-        except _MISFIT:
+        except MISFIT:
             runs = None
         if runs is None:
             records: list[ConsumerRecord] = []
@@ -145,7 +145,7 @@ def _numpy_extent(payload: bytes, pos: int, index: int, limit: int, shape: Shape
         bad |= ts >= 0x80
     else:
         bad |= (ts < 0x80) | (rows[:, shape.ts_at + 1] >= 0x80)
-    cols = _offset_columns(index + limit, shape.off_size)
+    cols = offset_columns(index + limit, shape.off_size)
     for j in range(shape.off_size):
         bad |= rows[:, shape.off_at + j] != np.frombuffer(cols[j], np.uint8, limit, index)
     first_bad = int(bad.argmax())
