@@ -136,8 +136,11 @@ class AckedProducer(threading.Thread):
 
 def _high_watermark(consumer, tp) -> int:
     """The partition's end, asked of its leader. NOT_LEADER_FOR_PARTITION is retriable (the
-    leader moved, e.g. a hand-back in progress): librdkafka's watermark query does not
-    refresh its metadata and ask again as a fetch would, so do that here, for 20 s at most."""
+    leader moved, e.g. a hand-back in progress), and so is librdkafka's local _UNKNOWN_PARTITION:
+    while a partition is being handed over, Metadata answers it LEADER_NOT_AVAILABLE with leader
+    -1 (as Kafka does for a leaderless partition) and librdkafka's watermark query then knows no
+    leader to ask. That query does not refresh its metadata and ask again as a fetch would, so
+    do that here, for 20 s at most."""
     from confluent_kafka import KafkaError, KafkaException
 
     deadline = time.monotonic() + 20
@@ -145,7 +148,8 @@ def _high_watermark(consumer, tp) -> int:
         try:
             return consumer.get_watermark_offsets(tp, timeout=20)[1]
         except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.NOT_LEADER_FOR_PARTITION or time.monotonic() > deadline:
+            if (exc.args[0].code() not in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError._UNKNOWN_PARTITION)
+                    or time.monotonic() > deadline):
                 raise
             consumer.list_topics(tp.topic, timeout=10)       # refresh who leads it
             pace(0.1)
