@@ -118,7 +118,7 @@ CONFIGS = [
     cmd(CF, "--describe --entity-type topics --entity-name nope-{n}"),
     cmd(CF, "--describe --entity-type brokers --entity-name 1"),
     cmd(CF, "--alter --entity-type brokers --entity-name 1 --add-config log.cleaner.backoff.ms=20000"),
-    cmd(CF, "--describe --entity-type brokers --entity-name 1"),
+    cmd(CF, "--describe --entity-type brokers --entity-name 1", settle=10.0),
     cmd(CF, "--alter --entity-type brokers --entity-name 1 --delete-config log.cleaner.backoff.ms"),
     cmd(CF, "--describe --entity-type groups --entity-name gb-{n}"),
     cmd(CF, "--alter --entity-type groups --entity-name gb-{n} --add-config consumer.session.timeout.ms=50000"),

@@ -26,7 +26,10 @@ these tables (`python -m tests.interop.docs`).
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
+
+from tests.integration.waits import pace
 
 MAIN = {
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
@@ -71,6 +74,11 @@ class Command:
     known: str | None = None         # why kgroup's output differs (asserted to still differ)
     note: str = ""                   # for docs/tools.md: what the row shows
     timeout: float = 60.0
+    # Seconds Kafka may take to show a change it already acknowledged: a broker's dynamic
+    # config is applied from the metadata log after AlterConfigs answers, so a describe right
+    # after it can still show the old value. Kafka's side is asked again until it matches or
+    # this runs out; a difference that outlasts it still fails.
+    settle: float = 0.0
 
     @property
     def text(self) -> str:
@@ -129,6 +137,11 @@ def compare(java, commands: list[Command], sides: dict[str, str], suffix: str, v
         ours = run(java, command, sides["kgroup"], suffix, values)
         theirs = run(java, command, sides["kafka"], suffix, values)
         same = ours.key() == theirs.key()
+        deadline = time.monotonic() + command.settle
+        while not same and time.monotonic() < deadline:
+            pace(0.5)
+            theirs = run(java, command, sides["kafka"], suffix, values)
+            same = ours.key() == theirs.key()
         if command.known is None and not same:
             problems.append(f"`{command.text}` differs:\n--- kgroup (exit {ours.exit})\n{ours.stdout}\n"
                             f"{ours.stderr}\n--- Kafka 4.4 (exit {theirs.exit})\n{theirs.stdout}\n{theirs.stderr}")
