@@ -6,11 +6,10 @@ does not, also when the partition's state was written while it was under way."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
-from kgroup.testing.reference import REQUIRE_ENV, ReferenceKafka, reference_unavailable
+from kgroup.testing.reference import ReferenceKafka, require_reference
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.share_crash_counts import AFTER_THE_CRASH, delivery_counts_across_a_crash
 from tests.integration.waits import hold
@@ -20,11 +19,7 @@ pytestmark = pytest.mark.integration
 
 def _own_reference() -> ReferenceKafka:
     """A Kafka of this test's own (it is killed), with the 1 s lock minimum kgroup has."""
-    why = reference_unavailable()
-    if why:
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{why} ({REQUIRE_ENV}=1: the reference tests must run)", pytrace=False)
-        pytest.skip(why)
+    require_reference()
     return ReferenceKafka({"group.share.min.record.lock.duration.ms": 1000})
 
 
