@@ -85,7 +85,7 @@ class MemberProcess:
 
     def describe(self) -> str:
         return (f"{self.name} ({self.kind}, group {self.group}): "
-                + json.dumps(self.events[-12:]) + " stderr: " + "".join(self._stderr[-20:]))
+                + json.dumps(self.events[-12:]) + " stderr: " + "".join(self._stderr[-60:]))
 
 
 class AckedProducer(threading.Thread):

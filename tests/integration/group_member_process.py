@@ -152,6 +152,20 @@ class Member:
         from kgroup.testing.kafka_python_pending_join import count_pending_join_as_rejoin
 
         member = self
+        # kafka-python's own account of its coordinator, joins and heartbeats goes to stderr
+        # (the test shows its tail when this member fails to make progress); every request
+        # too, into a file, with KGROUP_MEMBER_DEBUG_DIR set.
+        import logging
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s"))
+        handler.setLevel(logging.INFO)
+        logging.getLogger("kafka").addHandler(handler)
+        logging.getLogger("kafka").setLevel(logging.INFO)
+        if os.environ.get("KGROUP_MEMBER_DEBUG_DIR"):
+            debug = logging.FileHandler(os.path.join(os.environ["KGROUP_MEMBER_DEBUG_DIR"], f"{self.name}.log"))
+            debug.setFormatter(handler.formatter)
+            logging.getLogger("kafka").addHandler(debug)
+            logging.getLogger("kafka").setLevel(logging.DEBUG)
 
         class Listener(ConsumerRebalanceListener):
             def on_partitions_revoked(self, revoked):
@@ -193,6 +207,20 @@ class Member:
         from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
         member = self
+        # kafka-python's own account of its coordinator, joins and heartbeats goes to stderr
+        # (the test shows its tail when this member fails to make progress); every request
+        # too, into a file, with KGROUP_MEMBER_DEBUG_DIR set.
+        import logging
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s"))
+        handler.setLevel(logging.INFO)
+        logging.getLogger("kafka").addHandler(handler)
+        logging.getLogger("kafka").setLevel(logging.INFO)
+        if os.environ.get("KGROUP_MEMBER_DEBUG_DIR"):
+            debug = logging.FileHandler(os.path.join(os.environ["KGROUP_MEMBER_DEBUG_DIR"], f"{self.name}.log"))
+            debug.setFormatter(handler.formatter)
+            logging.getLogger("kafka").addHandler(debug)
+            logging.getLogger("kafka").setLevel(logging.DEBUG)
 
         class Listener(ConsumerRebalanceListener):
             def on_partitions_revoked(self, revoked):
@@ -227,6 +255,20 @@ class Member:
         from kgroup.client import Consumer, ConsumerRebalanceListener, TopicPartition
 
         member = self
+        # kafka-python's own account of its coordinator, joins and heartbeats goes to stderr
+        # (the test shows its tail when this member fails to make progress); every request
+        # too, into a file, with KGROUP_MEMBER_DEBUG_DIR set.
+        import logging
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s"))
+        handler.setLevel(logging.INFO)
+        logging.getLogger("kafka").addHandler(handler)
+        logging.getLogger("kafka").setLevel(logging.INFO)
+        if os.environ.get("KGROUP_MEMBER_DEBUG_DIR"):
+            debug = logging.FileHandler(os.path.join(os.environ["KGROUP_MEMBER_DEBUG_DIR"], f"{self.name}.log"))
+            debug.setFormatter(handler.formatter)
+            logging.getLogger("kafka").addHandler(debug)
+            logging.getLogger("kafka").setLevel(logging.DEBUG)
 
         class Listener(ConsumerRebalanceListener):
             def on_partitions_revoked(self, revoked):

@@ -164,7 +164,11 @@ def test_twenty_random_kill_9_restart_cycles_lose_nothing_and_never_double_own(t
         wait_for(lambda: _converged(cluster, GROUPS), 60, what="the cluster settling after the last cycle")
         settled = time.time()
         for m in members:
-            wait_for(lambda m=m: m.of("committed", after=settled), 60, what=f"{m.name} committing after the chaos")
+            try:
+                wait_for(lambda m=m: m.of("committed", after=settled), 60, what=f"{m.name} committing after the chaos")
+            except AssertionError as exc:
+                # What the member last did and printed: the client's side of the story.
+                raise AssertionError(f"{exc}; {m.describe()}") from None
     finally:
         sampler.stop()
         producer.stop()
