@@ -276,11 +276,6 @@ class ConsumerProtocol(ModernProtocol):
                now_ms: int, out: ResultBuilder) -> tuple[SubscribedTopics, bool]:
         """A new regex counts none of its topics and moves no epoch until it is resolved, just
         after this heartbeat (`regex_resolved`)."""
-        if not joined.meta.subscribed_topic_regex:
-            # Every other member's regex is the one it had in the group, so only this
-            # member's can be new: without one, nothing is unresolved (and a steady
-            # heartbeat costs no walk over the group's members).
-            return subscribed, bump
         members = joined.members_of(group)
         unresolved = self._unresolved(group, members)
         if not unresolved:
@@ -332,36 +327,22 @@ class ConsumerProtocol(ModernProtocol):
             raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"no server assignor {name}") from None
         by_name = {n: tid for n, tid, _ in subscribed}
         unresolved = self._unresolved(group, members)
-        # Members mostly share a subscription: its topic ids are worked out once per
-        # assignment, not once per member (a join of N members assigns N times).
-        topic_ids: dict[tuple, frozenset[str]] = {}
-
-        def ids_of(meta: ConsumerMemberValue) -> frozenset[str]:
-            key = (meta.subscribed_topic_names, meta.subscribed_topic_regex)
-            ids = topic_ids.get(key)
-            if ids is None:
-                ids = topic_ids[key] = frozenset(by_name[n] for n in self.topics_of(meta, unresolved) if n in by_name)
-            return ids
-
-        no_target: Partitions = ()
         spec = GroupSpec(members={
-            mid: MemberSpec(mid, ids_of(m.meta), m.meta.instance_id, m.meta.rack_id,
-                            dict(targets.get(mid, no_target)))   # (topic, sorted partitions) pairs
+            mid: MemberSpec(
+                member_id=mid,
+                subscribed_topics=frozenset(by_name[n] for n in self.topics_of(m.meta, unresolved) if n in by_name),
+                instance_id=m.meta.instance_id,
+                rack_id=m.meta.rack_id,
+                assignment={t: tuple(ps) for t, ps in targets.get(mid, ())},
+            )
             for mid, m in sorted(members.items())
         })
         result = assignor.assign(spec, {tid: count for _, tid, count in subscribed})
         new_targets: dict[str, Partitions] = {}
         for mid in sorted(members):
-            got = result.get(mid, {})
-            old = targets.get(mid)
-            if old is not None and dict(old) == got:
-                # Unchanged (most members, when one joins or leaves): the old target is
-                # already in canonical form (sorted, no empty topic), keep it as it is.
-                new_targets[mid] = old
-                continue
-            assigned = tuple(sorted((t, tuple(sorted(ps))) for t, ps in got.items() if ps))
+            assigned = tuple(sorted((t, tuple(sorted(ps))) for t, ps in result.get(mid, {}).items() if ps))
             new_targets[mid] = assigned
-            if old != assigned:
+            if targets.get(mid) != assigned:
                 out.record(ConsumerTargetRecord(group.group_id, mid, assigned))
         return new_targets
 
