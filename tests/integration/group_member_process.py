@@ -38,6 +38,24 @@ PROGRESS_EVERY_S = 0.2
 _lock = threading.Lock()
 
 
+def log_client(logger: str, name: str) -> None:
+    """The client library's own account of its coordinator, joins and heartbeats (its INFO
+    lines) goes to stderr, whose tail a test shows when this member stops making progress;
+    every request too, into DIR/<name>.log, with KGROUP_MEMBER_DEBUG_DIR=DIR set."""
+    import logging
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s"))
+    handler.setLevel(logging.INFO)
+    log = logging.getLogger(logger)
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    if os.environ.get("KGROUP_MEMBER_DEBUG_DIR"):
+        debug = logging.FileHandler(os.path.join(os.environ["KGROUP_MEMBER_DEBUG_DIR"], f"{name}.log"))
+        debug.setFormatter(handler.formatter)
+        log.addHandler(debug)
+        log.setLevel(logging.DEBUG)
+
+
 def say(event: str, **fields) -> None:
     line = json.dumps({"e": event, "t": time.time(), **fields})
     with _lock:
@@ -152,20 +170,7 @@ class Member:
         from kgroup.testing.kafka_python_pending_join import count_pending_join_as_rejoin
 
         member = self
-        # kafka-python's own account of its coordinator, joins and heartbeats goes to stderr
-        # (the test shows its tail when this member fails to make progress); every request
-        # too, into a file, with KGROUP_MEMBER_DEBUG_DIR set.
-        import logging
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s"))
-        handler.setLevel(logging.INFO)
-        logging.getLogger("kafka").addHandler(handler)
-        logging.getLogger("kafka").setLevel(logging.INFO)
-        if os.environ.get("KGROUP_MEMBER_DEBUG_DIR"):
-            debug = logging.FileHandler(os.path.join(os.environ["KGROUP_MEMBER_DEBUG_DIR"], f"{self.name}.log"))
-            debug.setFormatter(handler.formatter)
-            logging.getLogger("kafka").addHandler(debug)
-            logging.getLogger("kafka").setLevel(logging.DEBUG)
+        log_client("kafka", self.name)
 
         class Listener(ConsumerRebalanceListener):
             def on_partitions_revoked(self, revoked):
@@ -207,20 +212,7 @@ class Member:
         from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
         member = self
-        # kafka-python's own account of its coordinator, joins and heartbeats goes to stderr
-        # (the test shows its tail when this member fails to make progress); every request
-        # too, into a file, with KGROUP_MEMBER_DEBUG_DIR set.
-        import logging
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s"))
-        handler.setLevel(logging.INFO)
-        logging.getLogger("kafka").addHandler(handler)
-        logging.getLogger("kafka").setLevel(logging.INFO)
-        if os.environ.get("KGROUP_MEMBER_DEBUG_DIR"):
-            debug = logging.FileHandler(os.path.join(os.environ["KGROUP_MEMBER_DEBUG_DIR"], f"{self.name}.log"))
-            debug.setFormatter(handler.formatter)
-            logging.getLogger("kafka").addHandler(debug)
-            logging.getLogger("kafka").setLevel(logging.DEBUG)
+        log_client("aiokafka", self.name)
 
         class Listener(ConsumerRebalanceListener):
             def on_partitions_revoked(self, revoked):
@@ -255,20 +247,7 @@ class Member:
         from kgroup.client import Consumer, ConsumerRebalanceListener, TopicPartition
 
         member = self
-        # kafka-python's own account of its coordinator, joins and heartbeats goes to stderr
-        # (the test shows its tail when this member fails to make progress); every request
-        # too, into a file, with KGROUP_MEMBER_DEBUG_DIR set.
-        import logging
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s"))
-        handler.setLevel(logging.INFO)
-        logging.getLogger("kafka").addHandler(handler)
-        logging.getLogger("kafka").setLevel(logging.INFO)
-        if os.environ.get("KGROUP_MEMBER_DEBUG_DIR"):
-            debug = logging.FileHandler(os.path.join(os.environ["KGROUP_MEMBER_DEBUG_DIR"], f"{self.name}.log"))
-            debug.setFormatter(handler.formatter)
-            logging.getLogger("kafka").addHandler(debug)
-            logging.getLogger("kafka").setLevel(logging.DEBUG)
+        log_client("kgroup.client", self.name)
 
         class Listener(ConsumerRebalanceListener):
             def on_partitions_revoked(self, revoked):
