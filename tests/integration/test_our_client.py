@@ -257,9 +257,16 @@ def test_one_group_with_kafka_python_and_confluent_kafka(broker):
 def test_shares_a_group_with_confluent_kafka_on_librdkafka_mock_cluster():
     holder, bootstrap, topic, partitions = mock_cluster_with_topic(100)
     group = "mock-group"
-    ours = OurConsumerThread(bootstrap, group, topic, "ours", **{"session.timeout.ms": 10000})
+    # Our client leads, so the assignment librdkafka installs is ours. It must: the mock
+    # completes a sync as soon as the leader's SyncGroup arrives and answers a follower's
+    # later SyncGroup INVALID_REQUEST (state Up), which a real broker never does; with
+    # confluent-kafka leading, our (slower, Python) follower lost that race under load and
+    # each lost round cost a rebalance of ~9 s. The mock elects the member with the
+    # smallest group.instance.id when every member has one.
+    ours = OurConsumerThread(bootstrap, group, topic, "ours", **{"session.timeout.ms": 10000,
+                                                                 "group.instance.id": "a-ours"})
     ck = ConsumerThread("confluent-kafka", bootstrap, group, topic, "ck",
-                        **{"session.timeout.ms": 10000})
+                        **{"session.timeout.ms": 10000, "group.instance.id": "b-ck"})
     ours.start()
     ck.start()
     try:

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from contextlib import contextmanager
+from contextvars import ContextVar
 import typing
 from collections.abc import Callable
 from datetime import timedelta
@@ -58,6 +60,7 @@ __all__ = [
     "has_tagged_fields",
     "kio_check",
     "read_entity",
+    "reading_null_as_empty",
     "unwrap",
 ]
 
@@ -76,6 +79,24 @@ class KafkaDecodeError(ValueError):
 
 
 Reader = Callable[[Any, int], tuple[Any, int]]   # (buffer, offset) -> (value, new offset)
+
+# Set by a client that reads a broker's answer leniently (``reading_null_as_empty``); read
+# only where a null meets a field that is not nullable, so the usual path never looks.
+_NULL_AS_EMPTY: ContextVar[bool] = ContextVar("kgroup_null_as_empty", default=False)
+
+
+@contextmanager
+def reading_null_as_empty():
+    """Within: a null where the field is not nullable reads as empty (b"", "", ()) instead of
+    raising. For a client reading answers only — librdkafka's mock cluster writes a null
+    SyncGroup ``assignment`` and a null LeaveGroup ``members`` in its error answers, and the
+    error code in front of them is what the client needs. Never for requests: a broker
+    answers Kafka's way (``KafkaDecodeError``)."""
+    token = _NULL_AS_EMPTY.set(True)
+    try:
+        yield
+    finally:
+        _NULL_AS_EMPTY.reset(token)
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
@@ -162,12 +183,15 @@ def _take(buf: Any, pos: int, n: int) -> bytes:
 def _sized(name: str, count: Reader, nullable: bool,
            body: Callable[[Any, int, int], tuple[Any, int]]) -> Reader:
     """A field that starts with its length or count: negative is null (an error where the
-    field is not nullable), otherwise ``body(buf, pos, n)`` reads the rest."""
+    field is not nullable, or empty within ``reading_null_as_empty``), otherwise
+    ``body(buf, pos, n)`` reads the rest."""
     def read(buf: Any, pos: int) -> tuple[Any, int]:
         n, pos = count(buf, pos)
         if n < 0:
             if nullable:
                 return None, pos
+            if _NULL_AS_EMPTY.get():
+                return body(buf, pos, 0)
             raise KafkaDecodeError(f"non-nullable field {name} was serialized as null")
         return body(buf, pos, n)
 

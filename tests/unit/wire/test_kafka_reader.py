@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.serial import entity_reader, entity_writer
 
-from kgroup.wire.codec import decode_request, encode_request, request_class
-from kgroup.wire.errors import MalformedRequest
+from kgroup.wire.codec import decode_request, decode_response, encode_request, request_class
+from kgroup.wire.errors import MalformedRequest, MalformedResponse
 from kgroup.wire.kafka_reader import (
     LIMITS_NEED_BYTES,
     MAX_COLLECTION,
@@ -20,6 +20,7 @@ from kgroup.wire.kafka_reader import (
     KafkaDecodeError,
     read_entity,
     read_uvarint,
+    reading_null_as_empty,
 )
 from kgroup.broker import concerns
 from kgroup.wire.versions import is_flexible
@@ -176,6 +177,19 @@ def test_null_where_an_array_is_not_nullable_is_refused():
         decode_request(LIST_GROUPS_V4 + b"\x00\x00", concerns.SERVED)
     with pytest.raises(MalformedRequest, match="non-nullable field states_filter element"):
         decode_request(LIST_GROUPS_V4 + b"\x02\x00\x00", concerns.SERVED)
+
+
+def test_a_client_reads_a_null_it_was_not_promised_as_empty_and_keeps_the_error_code():
+    # librdkafka's mock cluster answers a SyncGroup v3 it refuses with INVALID_REQUEST (42)
+    # and a null assignment: correlation id, throttle, error code, bytes length -1.
+    frame = struct.pack(">iihi", 7, 0, 42, -1)
+    with pytest.raises(MalformedResponse, match="non-nullable field assignment was serialized as null"):
+        decode_response(14, 3, frame)
+    with reading_null_as_empty():
+        corr, resp = decode_response(14, 3, frame)
+    assert (corr, int(resp.error_code), bytes(resp.assignment)) == (7, 42, b"")
+    with pytest.raises(MalformedResponse):           # only within the block
+        decode_response(14, 3, frame)
 
 
 def test_strings_longer_than_32767_bytes_are_refused():
