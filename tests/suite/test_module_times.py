@@ -6,6 +6,10 @@ import re
 
 pytest_plugins = ["pytester"]
 
+# The nested sessions run in this process: without `-p no:kgroup` the kgroup plugin's
+# sessionfinish would reap every child of the outer session too (its shared brokers and
+# the reference Kafka), which broke every later module of that pytest-xdist worker.
+
 
 def test_the_slowest_modules_are_listed_slowest_first_with_their_test_counts(pytester):
     pytester.makepyfile(
@@ -17,7 +21,7 @@ def test_the_slowest_modules_are_listed_slowest_first_with_their_test_counts(pyt
                   "def test_b(slow_setup):\n    time.sleep(0.2)\n",
         test_quick="def test_c():\n    pass\n",
         test_skipped="import pytest\n@pytest.mark.skip\ndef test_d():\n    pass\n")
-    result = pytester.runpytest("-p", "tests.plugins.module_times")
+    result = pytester.runpytest("-p", "tests.plugins.module_times", "-p", "no:kgroup")
     result.assert_outcomes(passed=3, skipped=1)
     out = result.stdout.str()
     assert re.search(r"slowest 3 of 3 modules \(wall time of their tests, [0-9.]+ min in all\)", out), out
@@ -31,7 +35,7 @@ def test_the_slowest_modules_are_listed_slowest_first_with_their_test_counts(pyt
 def test_only_the_slowest_fifteen_are_shown(pytester):
     for i in range(17):
         pytester.makepyfile(**{f"test_m{i:02d}": "def test_x():\n    pass\n"})
-    result = pytester.runpytest("-p", "tests.plugins.module_times")
+    result = pytester.runpytest("-p", "tests.plugins.module_times", "-p", "no:kgroup")
     result.assert_outcomes(passed=17)
     assert "slowest 15 of 17 modules" in result.stdout.str()
     assert len(re.findall(r"\d+ tests\s+test_m\d\d\.py", result.stdout.str())) == 15

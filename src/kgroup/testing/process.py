@@ -135,10 +135,12 @@ def forget_ended() -> None:
         _children[:] = [c for c in _children if c.returncode is None]
 
 
-def reap_all(timeout: float = 10.0) -> list[str]:
+def reap_all(timeout: float = 10.0, since: "Mark | None" = None) -> list[str]:
     """Stop every child still running (SIGTERM, SIGKILL after `timeout`); returns their names.
-    Children a test or fixture forgot are ended here, never left behind."""
-    left = [c for c in children() if c.alive()]
+    Children a test or fixture forgot are ended here, never left behind. `since` (a
+    `mark()`): only the children registered after it, so a test of this very helper never
+    ends the brokers its session shares with the tests after it."""
+    left = [c for c in children() if c.alive() and (since is None or id(c) not in since.sizes)]
     for child in left:
         child.resume()
         child.terminate()
