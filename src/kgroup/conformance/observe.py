@@ -9,6 +9,7 @@ anything: only the state they end on is compared.
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 import uuid
 from typing import Any, Callable
@@ -30,14 +31,17 @@ _LOADING = (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDIN
 
 
 async def coordinator(raw: RawClient, key: str, key_type: int = 0, timeout: float = 30.0) -> None:
-    """Wait until the broker coordinates `key` — a group (key type 0) or a transactional id
-    (1) — and has loaded its partition of the internal topic. Kafka creates its internal
+    """Wait until the broker coordinates `key` — a group (key type 0), a transactional id
+    (1) or a share partition ("group:topic id:partition", 2) — and has loaded its partition
+    of the internal topic. Kafka creates its internal
     topics lazily and loads each partition in the background: until then FindCoordinator
     says COORDINATOR_NOT_AVAILABLE and the coordinator NOT_COORDINATOR."""
     deadline = time.monotonic() + timeout
     code = -1
     while time.monotonic() < deadline:
-        r = await raw.call(request("FindCoordinator", 4, key_type=key_type, coordinator_keys=[key]))
+        # Share-partition keys are FindCoordinator v6's (KIP-932).
+        r = await raw.call(request("FindCoordinator", 6 if key_type == 2 else 4, key_type=key_type,
+                                   coordinator_keys=[key]))
         code = int(r.coordinators[0].error_code)
         if code == NONE:
             if key_type == 0:
@@ -46,10 +50,20 @@ async def coordinator(raw: RawClient, key: str, key_type: int = 0, timeout: floa
             elif key_type == 1:
                 probe = await raw.call(request("DescribeTransactions", 0, transactional_ids=[key]))
                 code = int(probe.transaction_states[0].error_code)
+            elif key_type == 2:
+                group, topic_id, partition = key.rsplit(":", 2)
+                probe = await raw.call(request("ReadShareGroupStateSummary", 0, group_id=group, topics=[
+                    {"topic_id": _uuid_of(topic_id), "partitions": [{"partition": int(partition), "leader_epoch": 0}]}]))
+                code = int(probe.results[0].partitions[0].error_code)
             if code not in _LOADING:
                 return
         await asyncio.sleep(0.1)
     raise AssertionError(f"no coordinator for {key!r}: error {code}")
+
+
+def _uuid_of(text: str) -> uuid.UUID:
+    """A topic id as Kafka prints it (22 characters of url-safe base64)."""
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
 
 
 async def producer_ids_ready(raw: RawClient, timeout: float = 30.0) -> None:

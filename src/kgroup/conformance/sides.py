@@ -228,14 +228,17 @@ def pair_of(kafka: Side, kgroup: Side, warm: bool = True) -> Pair:
 
 
 def warm_up(side: Side, timeout: float = 60.0) -> None:
-    """Have the broker create its internal topics for groups and transactions, and Kafka
-    fetch its first block of producer ids, now, once, rather than in the first scenario that
-    needs them (Kafka answers COORDINATOR_LOAD_IN_PROGRESS until then)."""
+    """Have the broker create its internal topics for groups, transactions and share-group
+    state, and Kafka fetch its first block of producer ids, now, once, rather than in the
+    first scenario that needs them (Kafka answers COORDINATOR_LOAD_IN_PROGRESS, or the share
+    coordinator NOT_COORDINATOR, until then: the wire checks of the share-state APIs saw
+    that when no share scenario had run before them on the same reference)."""
     async def go() -> None:
         client = await RawClient.open(side.direct, "kgroup-conformance")
         try:
             await observe.coordinator(client, "kgroup-conformance-warm-up", 0, timeout)
             await observe.coordinator(client, "kgroup-conformance-warm-up", 1, timeout)
+            await observe.coordinator(client, "kgroup-conformance-warm-up:AAAAAAAAAAAAAAAAAAAAAA:0", 2, timeout)
             await observe.producer_ids_ready(client, timeout)
         finally:
             await client.close()
