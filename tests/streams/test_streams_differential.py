@@ -485,9 +485,22 @@ def sc_streams_group_configs(run: Run) -> None:
                 item(res_cls, "configs"), name=name, config_operation=0, value=str(value)),)),))
         run.note("alter", name, value, [(int(x.error_code), x.error_message) for x in r.responses])
     cls = request_class(32, 4)
-    r = run.wire.call(None, 32, 4, include_synonyms=False, include_documentation=False, resources=(build(
-        item(cls, "resources"), resource_type=GROUP_RESOURCE, resource_name=group, configuration_keys=None),))
-    (res,) = r.results
+
+    def describe() -> Any:
+        r = run.wire.call(None, 32, 4, include_synonyms=False, include_documentation=False, resources=(build(
+            item(cls, "resources"), resource_type=GROUP_RESOURCE, resource_name=group, configuration_keys=None),))
+        return r.results[0]
+
+    # Kafka 4.4 applies a group config from its metadata log after IncrementalAlterConfigs
+    # answers: on a loaded machine a describe at once showed the last accepted value (offload
+    # true) still at its default. Its configs apply in order, so waiting for the last one
+    # waits for all; a difference that outlasts 15 s still shows in the transcript.
+    deadline = time.monotonic() + 15
+    res = describe()
+    while time.monotonic() < deadline and not any(
+            c.name == "streams.assignor.offload.enable" and c.value == "true" for c in res.configs):
+        time.sleep(0.2)
+        res = describe()
     run.note("described", int(res.error_code), sorted(
         (c.name, c.value, c.read_only, int(c.config_source)) for c in res.configs if c.name.startswith("streams.")))
 
