@@ -212,6 +212,55 @@ def test_kip98_deleted_records_take_their_aborted_transactions_and_idle_producer
     assert p.state.producers == {}
 
 
+def test_kip890_a_batch_cannot_overtake_a_lower_sequence_that_failed_verification():
+    # The first batch of a transaction here (sequences 0-4) failed verification with a
+    # retriable error; the producer's next batch (5-7) was verified: it waits for 0-4, as in
+    # Kafka, or the partition would start the producer at 5 and refuse 0-4 for good.
+    p = Partition()
+    p.state.begin_verification(1, 0, 0, now_ms=0)          # 0-4: verification failed
+    p.state.begin_verification(1, 0, 5, now_ms=1)          # 5-7: verified
+    with pytest.raises(ProducerStateError) as refused:
+        p.produce(1, 0, 5, count=3, txn=True)
+    assert refused.value.code == E.OUT_OF_ORDER_SEQUENCE_NUMBER
+    p.state.begin_verification(1, 0, 0, now_ms=2)          # 0-4 retried, verified
+    assert p.produce(1, 0, 0, count=5, txn=True) == 0
+    assert p.state.verifying == {}                          # the transaction's first batch clears it
+    assert p.produce(1, 0, 5, count=3, txn=True) == 5
+
+
+def test_kip890_the_lowest_sequence_under_verification_starts_over_at_a_new_epoch():
+    p = Partition()
+    p.state.begin_verification(1, 0, 3, now_ms=0)
+    p.state.begin_verification(1, 0, 1, now_ms=0)          # lower, same epoch: the new lowest
+    p.state.begin_verification(1, 0, 7, now_ms=0)          # higher: kept at 1
+    assert p.state.verifying[1].lowest_sequence == 1
+    p.state.begin_verification(1, 2, 4, now_ms=0)          # a bumped epoch: its own sequence
+    assert (p.state.verifying[1].epoch, p.state.verifying[1].lowest_sequence) == (2, 4)
+    assert p.produce(1, 2, 4, txn=True) == 0
+
+
+def test_kip890_no_guard_once_the_transaction_is_open_here_and_an_end_marker_clears_it():
+    p = Partition()
+    p.produce(1, 0, 0, txn=True)
+    p.state.begin_verification(1, 0, 1, now_ms=0)          # open here at this epoch: nothing kept
+    assert p.state.verifying == {}
+    p.marker(1, 0, commit=True)
+    p.state.begin_verification(1, 1, 0, now_ms=0)          # the next transaction, verification failed
+    p.marker(1, 1, commit=False)                            # the coordinator aborted it
+    assert p.state.verifying == {}
+
+
+def test_kip890_a_guard_left_behind_expires_with_idle_producers_and_stays_out_of_snapshots():
+    p = Partition()
+    p.state.begin_verification(7, 0, 3, now_ms=1_000)
+    assert p.state.to_snapshot() == PartitionProducers().to_snapshot()
+    p.state.expire(now_ms=1_000 + 59_999, expiration_ms=60_000)
+    assert 7 in p.state.verifying
+    p.state.expire(now_ms=1_000 + 60_000, expiration_ms=60_000)
+    assert p.state.verifying == {}
+    assert p.produce(7, 0, 3, txn=True) == 0               # an unknown producer starts anywhere again
+
+
 def test_a_snapshot_round_trips_and_a_malformed_one_is_refused():
     p = Partition()
     p.produce(1, 0, 0, count=4)

@@ -39,6 +39,7 @@ acks=-1 waits for the fsync policy (`Durability.durable`).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -80,13 +81,16 @@ def max_message_bytes(ctx: DataContext, configs: dict[str, str] | Any) -> int:
 class PartitionFailure(Exception):
     """One partition of a produce fails with `code`."""
 
-    def __init__(self, code: int, message: str, *, answered: bool = True) -> None:
+    def __init__(self, code: int, message: str, *, answered: bool = True, log_start: int = -1) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         # Whether the answer carries the message: Kafka's does for a batch it refuses to
         # append, not for a producer's epoch or sequence refused (it logs those).
         self.answered = answered
+        # The partition's log start offset, which Kafka's answer carries when the log itself
+        # refused the batch (its producer state), and not for a check made before the log.
+        self.log_start = log_start
 
 
 def _validate(ctx: DataContext, topic: str, partition: int, records: bytes | None
@@ -148,12 +152,16 @@ def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, 
     """Append batches that carry a producer id (or several batches) after checking them
     against the partition's producer state; the base offset to answer (a duplicate's
     original one)."""
-    # 1. Transactional batches: the transaction must hold this partition now (KIP-890).
+    # 1. Transactional batches: the transaction must hold this partition now (KIP-890). The
+    #    sequence under verification is remembered first, whatever the coordinator answers:
+    #    a later batch must not overtake one that failed verification with a retriable error.
+    state = ctx.producers.of(key, plog)
     txn = next((b.header for b in batches if b.header.is_transactional), None)
     if txn is not None:
         if not transactional_id:
             raise PartitionFailure(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                    "transactional records need the request's transactional id")
+        state.begin_verification(txn.producer_id, txn.producer_epoch, txn.base_sequence, int(time.time() * 1000))
         verdict = ctx.verify_txn(transactional_id, txn.producer_id, txn.producer_epoch, (key,)) \
             if ctx.verify_txn is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
         if verdict != ErrorCode.NONE:
@@ -166,12 +174,11 @@ def _append_checked(ctx: DataContext, key: tuple[str, int], plog: PartitionLog, 
             raise PartitionFailure(code, f"transaction {transactional_id}: {verdict.name}",
                                    answered=code == ErrorCode.INVALID_TXN_STATE)
     # 2. Sequence numbers and epochs, for all batches before any is stored.
-    state = ctx.producers.of(key, plog)
     infos = [batch_info(b.header) for b in batches]
     try:
         verdicts = state.check(infos)
     except ProducerStateError as exc:
-        raise PartitionFailure(exc.code, exc.message, answered=False) from None
+        raise PartitionFailure(exc.code, exc.message, answered=False, log_start=plog.log_start_offset) from None
     # 3. Append what is new; a duplicate is answered where it landed before.
     base = -1
     for batch, info, earlier in zip(batches, infos, verdicts):
@@ -283,7 +290,7 @@ def _append_one(ctx: DataContext, name: str, p: Any, transactional_id: str | Non
         return plog, base
     except PartitionFailure as exc:
         log.debug("produce to %s-%d refused: %s", name, p.index, exc.message)
-        return answer(p.index, exc.code, message=exc.message if exc.answered else None)
+        return answer(p.index, exc.code, log_start=exc.log_start, message=exc.message if exc.answered else None)
     except InvalidBatchError as exc:
         log.warning("produce to %s-%d: storage refused a batch: %s", name, p.index, exc)
         return answer(p.index, ErrorCode.CORRUPT_MESSAGE, message=str(exc))

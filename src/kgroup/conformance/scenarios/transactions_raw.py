@@ -217,3 +217,23 @@ async def txn_invalid(t: Target) -> None:
     # (DescribeTransactions of an unknown id is left out: Kafka answers TransactionStartTimeMs
     # -1, which kio 0.6.5 cannot read — see docs/conformance.md.)
     t.add("list", await state(raw, txn_id))
+
+
+@scenario("transactions", "KIP-890: a later batch waits for a lower sequence that failed verification",
+          rule="a transaction's first batch in a partition that fails verification leaves its sequence "
+               "behind: a later batch of the same producer and epoch, verified, is OUT_OF_ORDER_SEQUENCE_NUMBER "
+               "until the lower one is written; then both are taken in order")
+async def txn_verification_keeps_the_lowest_sequence(t: Target) -> None:
+    raw, txn_id, topic = await txn_ready(t)
+    p = TxnProducer(t, raw, txn_id)
+    await p.init()
+    await p.produce(topic, [b"a", b"b"], "sequences 0-1 before the partition is added (refused)")
+    await p.add_partitions(topic, [0], "add the partition")
+    p.seq = 2
+    await p.produce(topic, [b"c"], "sequence 2 overtaking 0-1")
+    p.seq = 0
+    await p.produce(topic, [b"a", b"b"], "sequences 0-1 again")
+    await p.produce(topic, [b"c"], "sequence 2 again")
+    await p.end(True, "commit")
+    await until_settled(raw, txn_id)
+    await read(t, raw, topic, "committed")

@@ -15,6 +15,17 @@ storage put it, and `append_marker` an end-of-transaction control batch, which c
 producer's open transaction here (an abort joins the aborted index) and takes the marker's
 epoch, so the fenced producer's late batches are refused.
 
+A transaction's first batch in a partition is verified with its coordinator first (KIP-890
+part 1), and verification can fail with a retriable error while the producer's later
+batches, sent in the same flight, pass it. Kafka then keeps the lowest sequence it saw
+under verification (its VerificationStateEntry) and refuses a higher one as
+OUT_OF_ORDER_SEQUENCE_NUMBER until that batch is written: otherwise a partition that does
+not know the producer yet would take the later batch as the producer's start, and the
+retried lower one would be out of order for good. `begin_verification` records it before
+the coordinator answers (so a failed verification leaves it behind, by design), `check`
+applies it, and the producer's first transactional batch or an end marker here clears it;
+`expire` drops one left behind by a producer that never came back.
+
 The last stable offset is the first offset of the earliest open transaction, or the high
 watermark when none is open: read_committed consumers read below it, and get the aborted
 transactions overlapping what they read so they can drop those records. Nothing here
@@ -116,6 +127,15 @@ class ProducerEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class Verifying:
+    """A producer whose first transactional batch here is being, or failed to be, verified."""
+
+    epoch: int
+    lowest_sequence: int
+    since_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class AbortedTxn:
     producer_id: int
     first_offset: int
@@ -137,7 +157,7 @@ class ActiveProducer:
 class PartitionProducers:
     """Producer state of one partition (see the module docstring)."""
 
-    __slots__ = ("producers", "ongoing", "aborted", "_aborted_ends")
+    __slots__ = ("producers", "ongoing", "aborted", "_aborted_ends", "verifying")
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
@@ -146,8 +166,24 @@ class PartitionProducers:
         # aborted transactions in the order of their markers (so by last offset)
         self.aborted: list[AbortedTxn] = []
         self._aborted_ends: list[int] = []
+        # producer id -> the lowest sequence seen under verification (runtime only: never in a
+        # snapshot, as Kafka keeps its verification state in memory)
+        self.verifying: dict[int, Verifying] = {}
 
     # ---- produce ----------------------------------------------------------------------------
+
+    def begin_verification(self, producer_id: int, epoch: int, sequence: int, now_ms: int) -> None:
+        """A transactional batch is about to be verified: unless the producer's transaction
+        is open here already at this epoch, remember the lowest sequence seen (a higher
+        epoch starts over), whatever the coordinator answers."""
+        entry = self.producers.get(producer_id)
+        if producer_id in self.ongoing and entry is not None and entry.epoch == epoch:
+            return
+        seen = self.verifying.get(producer_id)
+        if seen is None:
+            self.verifying[producer_id] = Verifying(epoch, sequence, now_ms)
+        elif epoch > seen.epoch or (epoch == seen.epoch and sequence < seen.lowest_sequence):
+            self.verifying[producer_id] = Verifying(epoch, sequence, seen.since_ms)
 
     def check(self, batches: Sequence[BatchInfo]) -> list[Appended | None]:
         """Validate one produce's batches in order, as if each before was appended: per
@@ -162,6 +198,7 @@ class PartitionProducers:
                 continue
             entry = scratch.get(pid)
             if entry is None:
+                self._check_verifying(batch)
                 known = self.producers.get(pid)
                 entry = known.copy() if known is not None else None
             if entry is not None:
@@ -180,6 +217,14 @@ class PartitionProducers:
             scratch[pid] = entry
             verdicts.append(None)
         return verdicts
+
+    def _check_verifying(self, batch: BatchInfo) -> None:
+        """Refuse a transactional batch beyond the lowest sequence still awaiting verification."""
+        seen = self.verifying.get(batch.producer_id) if batch.transactional else None
+        if seen is not None and batch.base_sequence > seen.lowest_sequence:
+            raise ProducerStateError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                     f"producer {batch.producer_id}: sequence {batch.base_sequence} is past "
+                                     f"{seen.lowest_sequence}, the earliest seen under verification")
 
     @staticmethod
     def _validate(entry: ProducerEntry | None, batch: BatchInfo) -> None:
@@ -209,8 +254,10 @@ class PartitionProducers:
         if entry is None:
             entry = self.producers[pid] = ProducerEntry(pid)
         _record(entry, batch, base_offset, last_offset)
-        if batch.transactional and pid not in self.ongoing:
-            self.ongoing[pid] = entry.txn_first_offset
+        if batch.transactional:
+            self.verifying.pop(pid, None)
+            if pid not in self.ongoing:
+                self.ongoing[pid] = entry.txn_first_offset
 
     # ---- markers ------------------------------------------------------------------------------
 
@@ -235,6 +282,7 @@ class PartitionProducers:
         if entry is None:
             entry = self.producers[producer_id] = ProducerEntry(producer_id)
         aborted = None
+        self.verifying.pop(producer_id, None)
         first = self.ongoing.pop(producer_id, None)
         if first is not None and not commit:
             aborted = AbortedTxn(producer_id, first, offset)
@@ -279,6 +327,8 @@ class PartitionProducers:
                 if e.txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
         for pid in gone:
             del self.producers[pid]
+        for pid in [pid for pid, v in self.verifying.items() if now_ms - v.since_ms >= expiration_ms]:
+            del self.verifying[pid]
         return gone
 
     def truncate_head(self, log_start: int) -> None:
