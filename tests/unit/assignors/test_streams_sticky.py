@@ -237,14 +237,18 @@ def test_every_task_once_active_a_process_never_holds_a_task_twice(subtopologies
 @SETTINGS
 @given(subtopology_sets, st.integers(0, 2), events)
 def test_nothing_moves_without_a_reason(subtopologies, standbys, script):
-    # Once members hold their targets, assigning again moves no active task. (Standbys may
-    # trade places between processes on a re-run: Kafka 4.4's placement does that too, and
-    # tests/reference/test_streams_assignor.py holds us to its choices.)
+    # Once members hold their targets, assigning again settles: at most one more round moves
+    # active tasks, and from then on none moves. (Kafka 4.4's StickyTaskAssignor does move an
+    # active task once after a leave with standbys: a process left with three actives while
+    # another has one gives one up on the next run, when the previous owners are its input;
+    # tests/reference/test_streams_assignor.py holds us to its choices, and did for the
+    # example hypothesis found: [(1, F), (2, F), (8, T)], one standby, five processes joining,
+    # two leaving. Standbys may trade places between processes on a re-run too.)
     config = TaskAssignmentConfig(num_standby_replicas=standbys)
     for group, target in drive(subtopologies, config, script):
-        settled = carry(target, group)
-        again = assign_sticky(subtopologies, settled, config)
-        assert actives(again) == actives(target)
+        again = assign_sticky(subtopologies, carry(target, group), config)
+        settled = assign_sticky(subtopologies, carry(again, group), config)
+        assert actives(settled) == actives(again)
         if not standbys:
             assert again == target
 
