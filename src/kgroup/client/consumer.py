@@ -45,6 +45,7 @@ from kgroup.member import (
     Close,
     CommitAnswered,
     CommitOffsets,
+    Failed,
     Fatal,
     MemberConfig,
     MetadataUpdated,
@@ -130,6 +131,7 @@ class Consumer(AsyncClient):
         self._started = False
         self._closed = False
         self._fatal: Fatal | None = None
+        self._failed: Failed | None = None
         self._metadata_task: asyncio.Task[None] | None = None
         self._next_auto_commit = 0.0
         self._commits: set[asyncio.Task[Any]] = set()
@@ -251,6 +253,10 @@ class Consumer(AsyncClient):
             await self._commit_positions(tps, swallow=True,
                                          member=(action.generation, action.member_id))
             return
+        if isinstance(action, Failed):
+            self._failed = action           # raised from the next poll only; the member rejoins
+            self.fetcher.interrupt()
+            return
         if isinstance(action, Fatal):
             self._fatal = action
             self.fetcher.set_assignment(())
@@ -318,6 +324,9 @@ class Consumer(AsyncClient):
         if self._fatal is not None:
             raise BrokerError(self._fatal.error, f"group {self.settings['group.id']!r}",
                               self._fatal.message)
+        if self._failed is not None:
+            failed, self._failed = self._failed, None
+            raise BrokerError(failed.error, f"group {self.settings['group.id']!r}", failed.message)
         if self.fetcher.error is not None:
             raise self.fetcher.error
 

@@ -30,6 +30,7 @@ from kgroup.member import (
     CommitOffsets,
     ConsumerMemberMachine,
     CoordinatorFound,
+    Failed,
     Fatal,
     FindCoordinator,
     MemberConfig,
@@ -54,7 +55,7 @@ from .lifecycle import cancel_and_wait
 _MAX_BACKOFF_MS = 1_000
 # Actions the driver's owner performs: callbacks, commits, the leader's assignment.
 _OWNER_ACTIONS = (CommitOffsets, RunRevoked, RunAssigned, RunLost, RunOnAssignment, RunAssign,
-                  RunOpaqueAssigned, RunOpaqueRevoked, RunOpaqueLost)
+                  RunOpaqueAssigned, RunOpaqueRevoked, RunOpaqueLost, Failed)
 # Versions every classic-group broker we know speaks (librdkafka's own ceiling).
 _FALLBACK = {ApiKey.JOIN_GROUP: 5, ApiKey.SYNC_GROUP: 3, ApiKey.HEARTBEAT: 3, ApiKey.LEAVE_GROUP: 1}
 

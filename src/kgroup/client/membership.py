@@ -47,6 +47,7 @@ from typing import Any
 from kgroup.assignors import COOPERATIVE, EAGER
 from kgroup.member import (
     AssignmentsComputed,
+    Failed,
     Fatal,
     MemberConfig,
     Rejoin,
@@ -132,6 +133,7 @@ class Membership(AsyncClient):
         self.assignment: bytes | None = None
         self.generation = -1
         self.fatal: Fatal | None = None
+        self.failed: Failed | None = None
         self._changed: asyncio.Condition | None = None
         self._started = False
         self._closed = False
@@ -230,6 +232,9 @@ class Membership(AsyncClient):
         if self.fatal is not None:
             raise BrokerError(self.fatal.error, f"group {self.config.group_id!r}",
                               self.fatal.message)
+        if self.failed is not None:
+            failed, self.failed = self.failed, None
+            raise BrokerError(failed.error, f"group {self.config.group_id!r}", failed.message)
         if self._closed:
             raise KafkaClientError("the membership is closed")
 
@@ -254,6 +259,9 @@ class Membership(AsyncClient):
         elif isinstance(action, RunOpaqueLost):
             self.assignment = None
             await run_callback("on_lost", self._on_lost or self._on_revoked)
+        elif isinstance(action, Failed):
+            self.failed = action            # raised from the next wait only; the member rejoins
+            log.warning("group %r: %s (%s)", self.config.group_id, action.message, action.error.name)
         elif isinstance(action, Fatal):
             self.fatal = action
             log.error("group %r: %s (%s)", self.config.group_id, action.message, action.error.name)

@@ -8,6 +8,7 @@ the consumer-protocol member (ConsumerGroupHeartbeat, KIP-848) sits beside it in
 
 from kgroup.member.actions import (
     CommitOffsets,
+    Failed,
     Fatal,
     FindCoordinator,
     Partitions,
@@ -61,7 +62,7 @@ __all__ = [
     "ClassicMemberMachine", "ClassicState", "Close", "CommitOffsets", "CommitAnswered",
     "ConsumerGroupHeartbeatAnswered", "ConsumerMemberMachine", "ConsumerState",
     "RefreshTopicNames", "SendConsumerGroupHeartbeat", "TopicNames",
-    "CoordinatorFound", "CoordinatorLost", "Fatal", "FindCoordinator", "HeartbeatAnswered",
+    "CoordinatorFound", "CoordinatorLost", "Failed", "Fatal", "FindCoordinator", "HeartbeatAnswered",
     "IllegalMemberTransition", "JoinGroupAnswered", "JoinedMember", "MemberConfig",
     "MetadataUpdated", "Partitions", "Poll", "RequestFailed", "RunAssigned", "RunLost",
     "RunRevoked", "SendHeartbeat", "SendJoinGroup", "SendLeaveGroup", "SendSyncGroup",

@@ -63,6 +63,16 @@ class RunLost:
 
 
 @dataclass(frozen=True, slots=True)
+class Failed:
+    """A rebalance failed with an error the member does not expect; it rejoins by itself.
+    Raise ``error`` to the user once (Kafka's consumer raises it from one ``poll()`` and
+    rejoins on the next)."""
+
+    error: ErrorCode
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Fatal:
     """The member cannot continue (e.g. FENCED_INSTANCE_ID); raise ``error`` to the user."""
 

@@ -17,6 +17,7 @@ from kgroup.assignors import Assignment
 from kgroup.error_codes import ErrorCode
 from kgroup.member.actions import (
     CommitOffsets,
+    Failed,
     Fatal,
     FindCoordinator,
     RunAssigned,
@@ -265,5 +266,5 @@ class RunOpaqueLost:
 
 
 Action = (SendJoinGroup | SendSyncGroup | SendHeartbeat | SendLeaveGroup | FindCoordinator
-          | CommitOffsets | RunRevoked | RunAssigned | RunLost | Fatal | RunOnAssignment | RunAssign
+          | CommitOffsets | RunRevoked | RunAssigned | RunLost | Failed | Fatal | RunOnAssignment | RunAssign
           | RunOpaqueAssigned | RunOpaqueRevoked | RunOpaqueLost)

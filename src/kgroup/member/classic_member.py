@@ -14,6 +14,7 @@ States (one transition table, ``_TRANSITIONS``; an illegal move raises and chang
     SYNCING / STABLE --REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
                        subscription or (leader) metadata change, Rejoin--> JOINING
     any      --poll timeout (max.poll.interval.ms)--> UNJOINED (partitions lost, leave)
+    SYNCING  --an unexpected SyncGroup error--> JOINING (the error raised once: Failed)
     any      --FENCED_INSTANCE_ID or a non-retriable error--> FATAL
     any      --close--> LEFT
 
@@ -69,6 +70,7 @@ from kgroup.assignors.consumer_protocol import ConsumerProtocolError, encode_sti
 from kgroup.error_codes import ErrorCode
 from kgroup.member.actions import (
     CommitOffsets,
+    Failed,
     Fatal,
     FindCoordinator,
     Partitions,
@@ -451,8 +453,15 @@ class ClassicMemberMachine:
                 self._retry_at = ev.now_ms + self.config.retry_backoff_ms
             else:
                 self._coordinator_gone(out)
+        elif err is ErrorCode.FENCED_INSTANCE_ID:
+            self._fatal(err, "SyncGroup: another member uses this group.instance.id", out)
         else:
-            self._fatal(err, "SyncGroup failed", out)
+            # Kafka's consumer asks to rejoin and raises the error from this poll only: the
+            # member keeps its id and generation and joins again (an INVALID_REQUEST from a
+            # broker that answered a late follower's SyncGroup is not the end of the member).
+            self._to(S.JOINING)
+            self._send_join(out)
+            out.append(Failed(err, f"SyncGroup failed: {err.name}"))
 
     def _on_HeartbeatAnswered(self, ev: HeartbeatAnswered, out: list[Action]) -> None:
         if self._heartbeat is None or self._heartbeat[0] != ev.request_id:

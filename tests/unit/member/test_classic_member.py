@@ -148,6 +148,19 @@ def test_fenced_instance_on_sync_is_fatal_and_loses_nothing_new():
     assert kinds(out) == ["Fatal"] and ctx.state == "FATAL"
 
 
+@pytest.mark.parametrize("error", [E.INVALID_REQUEST, E.UNKNOWN_SERVER_ERROR, E.GROUP_AUTHORIZATION_FAILED])
+def test_an_unexpected_sync_error_is_raised_once_and_the_member_rejoins_as_itself(error):
+    # Kafka's consumer: requestRejoin, the error raised from this poll, JoinGroup on the next.
+    ctx = MemberCtx()
+    ctx.subscribe("t")
+    ctx.join_ok()
+    out = ctx.sync_error(error)
+    assert kinds(out) == ["SendJoinGroup", "Failed"] and ctx.state == "JOINING"
+    assert out[0].member_id == "m1" and out[1].error == error
+    ctx.join_ok()
+    assert ctx.state == "SYNCING"
+
+
 def test_stale_responses_are_ignored():
     ctx = MemberCtx()
     ctx.subscribe("t")
