@@ -101,6 +101,25 @@ def _set_group_config(bootstrap: str, group: str, name: str, value: str) -> None
         future.result(15)
 
 
+def _missing(missing: set[tuple[int, int]], procs: list[ShareProc]) -> str:
+    """What a failure needs to say of the records never accepted: per partition how many,
+    their offsets, and what the consumers saw of them (deliveries with their counts,
+    acknowledgements sent but not confirmed)."""
+    by_partition: dict[int, list[int]] = {}
+    for p, o in sorted(missing):
+        by_partition.setdefault(p, []).append(o)
+    seen = {}
+    for i, proc in enumerate(procs):
+        for e in proc.records():
+            if (e["p"], e["o"]) in missing:
+                seen.setdefault((e["p"], e["o"]), []).append((i, e["count"], round(e["t"], 2)))
+    unconfirmed = set().union(*(p.unconfirmed() for p in procs)) & missing
+    return (f"{len(missing)} never accepted: "
+            + "; ".join(f"partition {p}: {len(os)} from {os[0]} to {os[-1]}" for p, os in by_partition.items())
+            + f"; delivered: {dict(list(seen.items())[:10])}; {len(seen)} of them delivered at all"
+            + f"; acknowledged without confirmation: {sorted(unconfirmed)[:10]}")
+
+
 class _Feed:
     """A producer thread spreading records over the topic's partitions until stopped, so the
     share consumers are mid-consumption when a node is killed; what it got acknowledged is
@@ -207,7 +226,10 @@ def test_kip932_three_share_consumers_over_six_partitions_survive_kill_9_of_a_le
             victim.start()
         sent = feed.stop()
         assert not feed.errors, feed.errors[:5]
-        wait_for(lambda: accepted() >= sent, 90, what="every record produced accepted")
+        try:
+            wait_for(lambda: accepted() >= sent, 90, what="every record produced accepted")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {_missing(sent - accepted(), procs)}") from None
         view = KgroupCluster(cluster.nodes[2])
         wait_for(lambda: view.lags(group) == {(topic, p): 0 for p in range(partitions)}, 30,
                  what="lag 0 on every share partition")
