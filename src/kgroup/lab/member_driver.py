@@ -33,7 +33,7 @@ from kgroup.lab.loop import EngineEvent, EventLoop
 from kgroup.lab.metrics import Metrics
 from kgroup.lab.process import GROUP_ID, Partition, Process
 from kgroup.lab.scenario import Action, ActionKind, Scenario
-from kgroup.member.actions import CommitOffsets, Fatal, FindCoordinator, RunAssigned, RunLost, RunRevoked
+from kgroup.member.actions import CommitOffsets, Failed, Fatal, FindCoordinator, RunAssigned, RunLost, RunRevoked
 from kgroup.member.classic_events import (
     Close, CommitAnswered, CoordinatorFound, HeartbeatAnswered, JoinedMember, JoinGroupAnswered,
     MetadataUpdated, Poll, RequestFailed, RunAssign, RunOnAssignment, RunOpaqueAssigned, RunOpaqueLost,
@@ -124,6 +124,9 @@ class MemberDriver:
             FindCoordinator: self._find_coordinator,
             RefreshTopicNames: self._refresh_topic_names,
             Fatal: self._fatal,
+            # An unexpected SyncGroup error: the application sees it raised from one poll and
+            # polls on; the member has already sent its JoinGroup again.
+            Failed: _nothing,
             # A built-in assignor has no on_assignment callback, and the lab runs none of a
             # plug-in's (nothing the lab measures depends on it).
             RunOnAssignment: _nothing,
