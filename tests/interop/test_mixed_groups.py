@@ -84,9 +84,10 @@ def test_java_confluent_and_kgroup_share_consumers_each_record_once(java, kgroup
             p.wait_ready()
         # Three members, each at the group's epoch: a member still on an older assignment
         # fetches a partition it is about to give up and forgets it from its share session a
-        # moment later; kgroup releases what it had acquired there, and the next member gets
-        # it again (delivery count 2; seen once on a loaded machine, Java's member at epoch 3
-        # of 5). At-least-once allows it; this test is about the steady state.
+        # moment later. kgroup used to release what it had acquired there, so the next member
+        # got it again (delivery count 2; seen once on a loaded machine); it now keeps those
+        # records acquired until they are acknowledged or their lock runs out, as Kafka 4.4
+        # does (scenario share_forget_partition). This test is about the steady state.
         def settled() -> bool:
             described = java.call("admin.describeShareGroups", name="admin", groups=[group])[group]
             members = described.get("members", ())

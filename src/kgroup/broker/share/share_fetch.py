@@ -14,7 +14,10 @@ coordinator persisted (share_state.py; a partition with no state starts where th
    partition, and persists the partitions they changed: their records are appended to the
    group's metadata log in the order the changes were made, and the answer waits until they
    are durable, so an acknowledged record is never delivered again after `kill -9`;
-3. forgets the partitions it names (releasing what the member held there);
+3. forgets the partitions it names: they leave the session, and what the member holds
+   there stays acquired until it acknowledges it or its lock runs out (Kafka 4.4 releases
+   only the partitions still in a session when the session closes; differential scenario
+   `share_forget_partition`);
 4. unless the session closes, acquires records for the member from the session's
    partitions (starting one further each time so none starves), reading whole batches from
    the partition log and handing back the batches with the acquired offset ranges; with
@@ -495,11 +498,9 @@ class ShareFetchService:
         topics = self._topics_by_id()
         # 2. Acknowledgements.
         ack_errors = await self._acknowledge(group_id, member_id, acks, topics, renew) if acks else {}
-        # 3. Forgotten partitions.
+        # 3. Forgotten partitions leave the session; their acquired records stay the member's.
         for pid in forgotten:
             session.partitions.pop(pid, None)
-        if forgotten:
-            self._release(group_id, member_id, forgotten)
         if epoch == FINAL_EPOCH:
             self._close(session)
             return self._fetch_response(cls, {}, {}, ack_errors, list(ack_errors), limits)

@@ -241,3 +241,27 @@ async def share_heartbeat_errors(t: Target) -> None:
     t.add("describe", await observe.share_describe(raw, group))
     t.add("describe a group that does not exist", await observe.share_describe(raw, t.names.group("missing")))
     t.add("describe it with the classic API", await observe.describe(raw, group))
+
+
+@scenario("share", "a partition forgotten from a share session, and a late acknowledgement",
+          rule="KIP-932 share sessions: a member that forgets a partition from its share session (ShareFetch "
+               "forgotten_topics_data) while it holds acquired records of it; what another member of the group "
+               "fetches next, and what the first member's late ACCEPT of those records is answered")
+async def share_forget_partition(t: Target) -> None:
+    raw, group, topic, tid = await share_ready(t, values=4)
+    a = RawShareMember(t, raw, group, "A", tid)
+    b = RawShareMember(t, await t.raw("raw-b"), group, "B", tid)
+    await a.join([topic])
+    await b.join([topic])
+    await a.fetch("A fetches", wait_for=4)
+    r = await a.raw.call(request(
+        "ShareFetch", 1, group_id=group, member_id=a.member, share_session_epoch=a.session_epoch,
+        max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500, topics=[],
+        forgotten_topics_data=[{"topic_id": tid, "partitions": [0]}]))
+    a.session_epoch += 1
+    t.add("A forgets the partition (ShareFetch v1)", {"error_code": r.error_code, **delivered(r)})
+    await b.fetch("B fetches")
+    await a.acknowledge("A accepts what it held, late", [(0, 3, ACCEPT)])
+    await b.fetch("B fetches again")
+    await a.close()
+    await b.close()
