@@ -140,6 +140,17 @@ async def member_a_joined(t: Target, values: int = 4, member: type[RawShareMembe
     return raw, group, topic, a
 
 
+async def a_holds_four_beside_b(t: Target) -> tuple[Any, str, str, Any, RawShareMember, RawShareMember]:
+    """Members A and B on the one partition of four records, A holding all four."""
+    raw, group, topic, tid = await share_ready(t, values=4)
+    a = RawShareMember(t, raw, group, "A", tid)
+    b = RawShareMember(t, await t.raw("raw-b"), group, "B", tid)
+    await a.join([topic])
+    await b.join([topic])
+    await a.fetch("A fetches", wait_for=4)
+    return raw, group, topic, tid, a, b
+
+
 @scenario("share", "acquire and accept",
           rule="a share member's ShareFetch acquires records (delivery count 1) under a lock; accepting them "
                "archives them: they are not delivered again and the start offset moves past them")
@@ -206,12 +217,7 @@ async def share_delivery_limit(t: Target) -> None:
           rule="the share assignor gives one partition to several members; a record acquired by one is not "
                "delivered to another until released")
 async def share_two_members(t: Target) -> None:
-    raw, group, topic, tid = await share_ready(t, values=4)
-    a = RawShareMember(t, raw, group, "A", tid)
-    b = RawShareMember(t, await t.raw("raw-b"), group, "B", tid)
-    await a.join([topic])
-    await b.join([topic])
-    await a.fetch("A fetches", wait_for=4)
+    raw, group, topic, tid, a, b = await a_holds_four_beside_b(t)
     await b.fetch("B fetches while A holds everything")
     await a.acknowledge("A releases 2-3, accepts 0-1", [(0, 1, ACCEPT), (2, 3, RELEASE)])
     await b.fetch("B fetches the released", wait_for=2)
@@ -248,12 +254,7 @@ async def share_heartbeat_errors(t: Target) -> None:
                "forgotten_topics_data) while it holds acquired records of it; what another member of the group "
                "fetches next, and what the first member's late ACCEPT of those records is answered")
 async def share_forget_partition(t: Target) -> None:
-    raw, group, topic, tid = await share_ready(t, values=4)
-    a = RawShareMember(t, raw, group, "A", tid)
-    b = RawShareMember(t, await t.raw("raw-b"), group, "B", tid)
-    await a.join([topic])
-    await b.join([topic])
-    await a.fetch("A fetches", wait_for=4)
+    raw, group, topic, tid, a, b = await a_holds_four_beside_b(t)
     r = await a.raw.call(request(
         "ShareFetch", 1, group_id=group, member_id=a.member, share_session_epoch=a.session_epoch,
         max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500, topics=[],
