@@ -4,6 +4,8 @@ test's report carries what each child printed while it ran."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -124,3 +126,51 @@ def test_a_failing_test_shows_what_its_children_printed(pytester, monkeypatch):
     failing = out.split("kgroup child shared")[1].split("kgroup child crasher")[0]
     assert "in the failing test" in failing and "in the passing test" not in failing
     assert "kgroup: stopped 1 child process(es) left running at the end: leaked" in out
+
+
+def test_a_session_ended_by_sigterm_still_reaps_its_children(pytester, monkeypatch, tmp_path):
+    """A CI timeout or `kill` sends pytest SIGTERM: its children (each in a session of its
+    own, out of reach of a signal to pytest's process group) must not outlive it."""
+    from tests.integration.waits import wait_for
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+    pid_file = tmp_path / "child.pid"
+    pytester.makepyfile(test_terminated=f"""
+        import sys, time
+        from pathlib import Path
+        from kgroup.testing.process import ChildProcess
+
+        def test_waits_to_be_terminated():
+            child = ChildProcess([sys.executable, "-c", "import time; time.sleep(600)"],
+                                 name="survivor", new_session=True).start()
+            Path({str(pid_file)!r}).write_text(str(child.proc.pid))
+            time.sleep(600)
+    """)
+    session = pytester.popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        wait_for(pid_file.exists, 60, what="the test's child to start")
+        child_pid = int(pid_file.read_text())
+        session.terminate()
+        session.wait(60)
+        out = session.stdout.read()
+        survived = _running(child_pid)
+    finally:
+        if session.poll() is None:
+            session.kill()
+        if pid_file.exists() and _running(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)      # never left behind by this test
+    assert session.returncode != 0
+    text = out.decode(errors="replace")
+    assert "KeyboardInterrupt" in text and "SIGTERM" in text
+    assert "kgroup: stopped 1 child process(es) left running at the end: survivor" in text
+    assert not survived
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie is not: it has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"

@@ -23,12 +23,16 @@ Settings for the per-test fixtures come from the `kgroup` marker:
 Every process these fixtures start (and any other started through
 `kgroup.testing.process.ChildProcess`) is watched: a failing test's report shows what each
 of them printed while the test ran (the last lines of it, and whether it is still running
-or how it ended), and whatever is still running when the session ends is stopped.
+or how it ended), and whatever is still running when the session ends is stopped — also
+when the session is ended by SIGTERM (a CI timeout, `kill`), which pytest would otherwise
+die of at once, leaving every child (each in a session of its own) running.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from typing import Any, Iterator
 
 import pytest
@@ -39,9 +43,24 @@ _REAPED = pytest.StashKey[list]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _interrupt_on_sigterm()
     config.addinivalue_line(
         "markers", "kgroup(settings=None, group=None, nodes=3): settings of the kgroup_broker / "
         "kgroup_cluster fixtures for this test (TOML settings, the [group] table, cluster size)")
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM ends the session as Ctrl-C does (KeyboardInterrupt: fixtures torn down,
+    `pytest_sessionfinish` reaps the children), unless someone else handles SIGTERM here."""
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _sigterm)
+
+
+def _sigterm(signum: int, frame: Any) -> None:
+    # Once only: a second SIGTERM during the teardown ends the process the default way.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise KeyboardInterrupt(f"signal {signum} (SIGTERM)")
 
 
 def _children() -> Any:
