@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from kgroup.testing.process import ChildProcess
 from kgroup.testing.reference import classpath, java_command
+from tests.integration.waits import pace
 
 # The worker's JVM: small, quick to start (C1 only), one per group of scenarios.
 JVM_OPTIONS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
@@ -158,7 +159,7 @@ class JavaWorker:
                 raise RuntimeError(f"{name} failed: {failed[-1]['error']}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{name} polled {len(got)} of {count} records within {timeout} s")
-            time.sleep(0.05)
+            pace(0.05)
 
     def owned(self, name: str) -> set[tuple[str, int]]:
         """The partitions consumer `name` owns now, by its rebalance listener's events."""

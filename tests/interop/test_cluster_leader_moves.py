@@ -8,7 +8,6 @@ with resets forbidden (auto.offset.reset none / error), so a reset would fail th
 from __future__ import annotations
 
 import threading
-import time
 import urllib.request
 
 import pytest
@@ -18,6 +17,7 @@ from kgroup.wire.kio_build import build, item
 from tests.integration.broker_process import free_port
 from tests.integration.clients import create_topic, wait_for
 from tests.integration.cluster_process import ClusterProcess, call
+from tests.integration.waits import hold
 
 pytestmark = pytest.mark.integration
 
@@ -143,7 +143,7 @@ def test_java_and_librdkafka_consumers_resume_without_a_reset_after_a_leader_mov
         java.call("producer.send", name="moves-producer", records=_records(PER_ROUND))
         java.wait_records("moves-java", 2 * PER_ROUND, timeout=90)
         wait_for(lambda: len(rdkafka.read) >= 2 * PER_ROUND, 90, what="librdkafka reading the second round")
-        time.sleep(1)      # anything read twice would show now
+        hold(1, "anything read twice would show now")
 
         per_partition = 2 * PER_ROUND // PARTITIONS
         java_read = [(p, o) for _, p, o, *_ in java.records("moves-java")]

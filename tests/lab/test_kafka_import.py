@@ -36,6 +36,7 @@ from kgroup.lab.recorded import recording
 from kgroup.lab.results import simulate
 from kgroup.lab.scenario import scenario_from_dict
 from kgroup.wire.api_keys import ApiKey
+from tests.integration.waits import hold, pace
 
 pytestmark = pytest.mark.integration
 
@@ -121,7 +122,7 @@ def settled(bootstrap: str, members: int, protocol: str, timeout: float = 60.0) 
         if done and sum(len(parts) for _, _, parts in d["members"].values()) == 4:
             return d
         assert time.monotonic() < deadline, f"the group did not settle: {d}"
-        time.sleep(0.2)
+        pace(0.2)
 
 
 def generations(*members: Member) -> dict[str, int]:
@@ -143,7 +144,7 @@ def test_kafka_group_history_imports_exactly_and_replays(kafka_reference, tmp_pa
     def step(members: int, protocol: str, *live: Member) -> None:
         d = settled(bootstrap, members, protocol)
         steps.append(d)
-        time.sleep(0.3)
+        hold(0.3, "the live members report the generation the settled group gave them")
         if protocol == "classic":                # (a classic member of a consumer group is
             for member, gen in generations(*live).items():   # given its member epoch instead)
                 seen_generations.setdefault(member, set()).add(gen)

@@ -18,7 +18,7 @@ from kgroup.spark.share_source import share_options
 from kgroup.spark.options import OptionError
 from kgroup.client import Producer
 from tests.integration.share_clients import KgroupCluster
-from tests.integration.waits import until
+from tests.integration.waits import hold, pace, until, wait_for
 from tests.spark.topics import create, record
 
 N = 300
@@ -103,8 +103,8 @@ def test_two_queries_share_one_partition_and_a_killed_batch_is_delivered_again(s
     b = start_query(spark, bootstrap, topic, group, out_b, tmp_path / "ck-b")
     try:
         deadline = time.monotonic() + 120
-        while a.isActive and time.monotonic() < deadline:
-            time.sleep(0.5)
+        wait_for(lambda: not a.isActive, max(deadline - time.monotonic(), 1), 0.5,
+                 what="query a to fail with its killed task")
         assert not a.isActive and a.exception() is not None       # the killed task failed the query
         killed = int(seen.read_text())
         # Query A again from its checkpoint: the batch it had planned re-runs empty.
@@ -113,8 +113,8 @@ def test_two_queries_share_one_partition_and_a_killed_batch_is_delivered_again(s
             if len(committed_rows(spark, out_a, out_b)) >= N:
                 break
             assert a.isActive and b.isActive, (a.exception(), b.exception())
-            time.sleep(1)
-        time.sleep(2)                                                # nothing more arrives
+            pace(1)
+        hold(2, "nothing more arrives")
         rows = committed_rows(spark, out_a, out_b)
     finally:
         for q in (a, b):

@@ -37,6 +37,7 @@ from kgroup.wire.kio_build import build, item
 from tests.streams.raw import Member, normalized_status, topology
 from tests.streams.support import create_topics, partition_counts, produce_words, topic_configs
 from tests.streams.wire import GROUP_RESOURCE, Wire
+from tests.integration.waits import pace
 
 pytestmark = pytest.mark.integration
 
@@ -77,7 +78,7 @@ class Run:
             if int(r.error_code) == 0 and not any(int(s.status_code) == 1 for s in r.status or ()):
                 break
             assert time.monotonic() < deadline, f"the coordinator does not see {sorted(partitions)}: {r}"
-            time.sleep(0.1)
+            pace(0.1)
         probe.leave()
 
 
@@ -126,7 +127,7 @@ def converge(run: Run, members: list[Member], *, rounds: int = 12, settle: float
         if [(m.epoch, m.active, m.standby, m.warmup) for m in members] == before:
             return
         if settle:
-            time.sleep(settle)
+            pace(settle)
     raise AssertionError(f"no convergence in {rounds} rounds")
 
 
@@ -145,7 +146,7 @@ def join_until_assigned(run: Run, m: Member, timeout: float = 20.0) -> None:
             seen.append(a[5])
         if not a[5] or time.monotonic() > deadline:
             break
-        time.sleep(0.2)
+        pace(0.2)
         r = m.heartbeat()
     run.note(m.member_id, "statuses", seen)
 
@@ -223,7 +224,7 @@ def sc_missing_source_then_created(run: Run) -> None:
         a = answer(m.heartbeat())
         if a[0] == "ok" and not a[5] and a[2]:
             break
-        time.sleep(0.2)
+        pace(0.2)
     run.note("after the topic exists", a)
     converge(run, [m])
     run.note("described", described(run.describe(group)))
@@ -304,7 +305,7 @@ def sc_placement_with_standbys(run: Run) -> None:
     while time.monotonic() < deadline and any(m.member_id == crashed.member_id
                                               for m in run.describe(app).members):
         members[0].heartbeat()
-        time.sleep(0.2)
+        pace(0.2)
     converge(run, members)
     run.note("m2 crashed", described(run.describe(app)))
     members.append(run.member(app, 3, topo, process=2))
@@ -499,7 +500,7 @@ def sc_streams_group_configs(run: Run) -> None:
     res = describe()
     while time.monotonic() < deadline and not any(
             c.name == "streams.assignor.offload.enable" and c.value == "true" for c in res.configs):
-        time.sleep(0.2)
+        pace(0.2)
         res = describe()
     run.note("described", int(res.error_code), sorted(
         (c.name, c.value, c.read_only, int(c.config_source)) for c in res.configs if c.name.startswith("streams.")))

@@ -15,6 +15,7 @@ from typing import Any
 
 from kgroup.wire.codec import decode_response, encode_request, request_class
 from kgroup.wire.kio_build import build, item
+from tests.integration.waits import pace
 
 FIND_COORDINATOR, STREAMS_HEARTBEAT, STREAMS_DESCRIBE, INCREMENTAL_ALTER_CONFIGS = 10, 88, 89, 44
 GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
@@ -79,7 +80,7 @@ class Wire:
                 # Kafka answers COORDINATOR_NOT_AVAILABLE while it creates __consumer_offsets.
                 if int(c.error_code) not in _RETRIABLE or time.monotonic() > deadline:
                     raise RuntimeError(f"FindCoordinator {group_id}: {c.error_code}")
-                time.sleep(0.1)
+                pace(0.1)
             self._coordinators[group_id] = (c.host, c.port)
         return self._coordinators[group_id]
 
@@ -97,7 +98,7 @@ class Wire:
             if code not in _RETRIABLE or time.monotonic() > deadline:
                 return r
             self.coordinator(group, refresh=True)
-            time.sleep(0.1)
+            pace(0.1)
 
     def describe_streams_group(self, group_id: str, version: int = 1) -> Any:
         """The group as StreamsGroupDescribe answers it (its `groups[0]`)."""

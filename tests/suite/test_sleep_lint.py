@@ -1,7 +1,9 @@
-"""Integration tests wait on states, not on time: `time.sleep` is refused everywhere under
-tests/integration except in the named helper, tests/integration/waits.py (`wait_for` /
-`until` for a state, `hold` for a window that is the point of a check, `pace` for a
-workload's rhythm)."""
+"""Tests wait on states, not on time: `time.sleep` is refused everywhere under tests/ (the
+integration tests, and the Spark, Streams, lab, interop, Java, Go and reference ones that
+start real processes too) except in the named helper, tests/integration/waits.py
+(`wait_for` / `until` for a state, `hold` for a window that is the point of a check, `pace`
+for a workload's rhythm). Code a test runs in another process (a string it writes to a
+script) is that program's own business."""
 
 from __future__ import annotations
 
@@ -9,8 +11,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCOPE = ROOT / "tests" / "integration"
-HELPER = SCOPE / "waits.py"
+SCOPE = ROOT / "tests"
+HELPER = SCOPE / "integration" / "waits.py"
 
 
 def sleeps(source: str) -> list[int]:
@@ -32,10 +34,10 @@ def sleeps(source: str) -> list[int]:
     return lines
 
 
-def test_no_integration_test_sleeps_outside_the_named_helper():
+def test_no_test_sleeps_outside_the_named_helper():
     found = [f"{path.relative_to(ROOT)}:{line}" for path in sorted(SCOPE.rglob("*.py")) if path != HELPER
              for line in sleeps(path.read_text())]
-    assert not found, ("time.sleep in integration tests: wait for the state you need with "
+    assert not found, ("time.sleep in tests: wait for the state you need with "
                        "tests/integration/waits.py's wait_for/until, or say why time must pass "
                        "with hold(seconds, why) / pace(seconds):\n  " + "\n  ".join(found))
 

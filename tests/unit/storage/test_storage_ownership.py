@@ -16,6 +16,7 @@ from kgroup.storage.epoch_table import DELETED, EpochTable
 from kgroup.storage.errors import FencedError, StorageError
 from kgroup.storage.node_registry import NodeLockedError, NodeRegistry
 from kgroup.storage.ownership import OwnershipRecords
+from tests.integration.waits import hold, pace, wait_for
 
 SRC = str(Path(__file__).resolve().parents[3] / "src")
 
@@ -173,16 +174,21 @@ def test_a_stopped_node_keeps_its_lock_but_its_lease_goes_stale(tmp_path: Path) 
     peer = NodeRegistry(tmp_path, [0, 1], 1)
     try:
         os.kill(child.pid, signal.SIGSTOP)
-        time.sleep(0.05)                       # let a renewal in progress finish
+        wait_for(lambda: _state(child.pid) == "T", 10, 0.01, what="the node stopped")
         before = peer.lease(0).time_ms
-        time.sleep(0.3)
+        hold(0.3, "a running node renews its lease more often than this")
         assert peer.lease(0).time_ms == before  # no renewal while stopped
         assert not peer.lock_free(0)            # but the lock is held
         os.kill(child.pid, signal.SIGCONT)
         deadline = time.monotonic() + 10
         while peer.lease(0).time_ms == before:
             assert time.monotonic() < deadline, "no renewal after SIGCONT"
-            time.sleep(0.01)
+            pace(0.01)
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from /proc (T: stopped by a signal)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
