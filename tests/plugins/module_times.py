@@ -2,7 +2,9 @@
 
 A module's time is the sum of its tests' setup, call and teardown: fixtures of module scope
 count in its first test's setup and last test's teardown, and a session fixture (a shared
-broker, the reference Kafka) in the module that first asked for it.
+broker, the reference Kafka) in the module that first asked for it. Under pytest-xdist the
+modules run side by side, so the total is summed over the workers (and says so): the run's
+own wall time is pytest's last line.
 """
 
 from __future__ import annotations
@@ -18,10 +20,14 @@ class ModuleTimes:
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.tests: dict[str, int] = defaultdict(int)
+        self.workers: set[str] = set()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         module = report.nodeid.split("::", 1)[0]
         self.seconds[module] += report.duration
+        node = getattr(report, "node", None)        # pytest-xdist: the worker that ran it
+        if node is not None:
+            self.workers.add(str(getattr(getattr(node, "gateway", None), "id", node)))
         if report.when == "call" or (report.when == "setup" and report.skipped):
             self.tests[module] += 1
 
@@ -30,8 +36,9 @@ class ModuleTimes:
             return
         total = sum(self.seconds.values())
         slowest = sorted(self.seconds.items(), key=lambda kv: -kv[1])[:SHOWN]
+        summed = f", summed over {len(self.workers)} workers" if len(self.workers) > 1 else ""
         terminalreporter.write_sep("=", f"slowest {len(slowest)} of {len(self.seconds)} modules "
-                                        f"(wall time of their tests, {total / 60:.1f} min in all)")
+                                        f"(wall time of their tests, {total / 60:.1f} min in all{summed})")
         for module, seconds in slowest:
             terminalreporter.write_line(f"{seconds:8.1f}s {self.tests[module]:5d} tests  {module}")
 

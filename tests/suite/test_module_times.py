@@ -39,3 +39,12 @@ def test_only_the_slowest_fifteen_are_shown(pytester):
     result.assert_outcomes(passed=17)
     assert "slowest 15 of 17 modules" in result.stdout.str()
     assert len(re.findall(r"\d+ tests\s+test_m\d\d\.py", result.stdout.str())) == 15
+
+
+def test_with_workers_the_total_says_it_sums_them(pytester):
+    for i in range(4):
+        pytester.makepyfile(**{f"test_w{i}": "def test_x():\n    pass\n"})
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "tests.plugins.module_times", "-p", "no:kgroup")
+    result.assert_outcomes(passed=4)
+    assert re.search(r"slowest 4 of 4 modules \(wall time of their tests, [0-9.]+ min in all, "
+                     r"summed over 2 workers\)", result.stdout.str()), result.stdout.str()
