@@ -23,7 +23,6 @@ injected `Downgrade`'s business.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -62,6 +61,7 @@ from kgroup.core.modern_group import SubscribedTopics
 from kgroup.core.modern_protocol import HeartbeatStep, Joined, ModernProtocol
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
+from kgroup.core.topic_regex import InvalidRegex, full_matcher
 from kgroup.core.timers import TimerKind, TimerOp, consumer_regex_key, consumer_revoke_key, consumer_session_key
 
 if TYPE_CHECKING:
@@ -189,8 +189,8 @@ class ConsumerProtocol(ModernProtocol):
                 raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request")
         if req.subscribed_topic_regex is not None:
             try:
-                re.compile(req.subscribed_topic_regex)
-            except re.error as exc:
+                full_matcher(req.subscribed_topic_regex)
+            except InvalidRegex as exc:
                 raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION,
                                  f"SubscribedTopicRegex {req.subscribed_topic_regex!r} is invalid: {exc}") from None
         if req.server_assignor is not None and req.server_assignor not in self.config.consumer_assignors:
@@ -307,8 +307,13 @@ class ConsumerProtocol(ModernProtocol):
         not `unresolved`)."""
         names = {n for n in meta.subscribed_topic_names if n in self.shard.topics}
         if meta.subscribed_topic_regex and meta.subscribed_topic_regex not in unresolved:
-            pattern = re.compile(meta.subscribed_topic_regex)
-            names.update(n for n in self.shard.topics if pattern.fullmatch(n))
+            try:
+                matches = full_matcher(meta.subscribed_topic_regex)
+            except InvalidRegex:
+                # Stored by a kgroup that checked regexes with Python's re: it matches nothing,
+                # as Kafka would never have let the member subscribe with it.
+                return names
+            names.update(n for n in self.shard.topics if matches(n))
         return names
 
     def assign(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember], targets: dict[str, Partitions],

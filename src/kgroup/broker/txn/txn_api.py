@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import re2
 
 from kgroup.broker.groups.group_api import GroupApi
 from kgroup.broker.groups.offset_topics import shard_topics, unknown_partitions
@@ -40,15 +39,13 @@ from kgroup.broker.data.producer_id_api import half_named
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.transactions import messages as tm
+from kgroup.core.topic_regex import InvalidRegex, full_matcher
 from kgroup.core.transactions.txn_state import TxnState
 from kgroup.storage.group_hash import java_string_hashcode
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, get, item, ms
 
 E = ErrorCode
-# RE2 logs every pattern it refuses to stderr unless told not to; a refusal is an answer here.
-_QUIET_RE2 = re2.Options()
-_QUIET_RE2.log_errors = False
 OFFSETS_TOPIC = "__consumer_offsets"
 KNOWN_STATES = frozenset(s.value for s in TxnState)
 # Errors the broker answers before asking the transaction coordinator (Kafka's KafkaApis).
@@ -355,8 +352,8 @@ class TxnApi:
         # pattern RE2 does not compile (Kafka uses RE2/J) fails the request.
         pattern = get(req, "transactional_id_pattern", None)
         try:
-            matcher = re2.compile(pattern, _QUIET_RE2).fullmatch if pattern else None
-        except re2.error:
+            matcher = full_matcher(pattern) if pattern else None
+        except InvalidRegex:
             return build(cls, throttle_time=0, error_code=E.INVALID_REGULAR_EXPRESSION, unknown_state_filters=(),
                          transaction_states=())
         listed: list[tm.ListedTxn] = []

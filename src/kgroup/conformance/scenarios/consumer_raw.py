@@ -227,6 +227,25 @@ async def consumer_invalid_requests(t: Target) -> None:
     t.add("describe", await observe.consumer_describe(raw, group))
 
 
+# Patterns on which RE2 (Kafka's RE2/J) and Python's re disagree, each way.
+RE2_REFUSES = ("(?=t)t", "(t)\\1", "t++", "t{1001}")
+RE2_TAKES = ("t\\z", "\\pL+", "\\Qt.t\\E")
+
+
+@scenario("consumer", "a subscription regex is RE2, as Kafka reads it",
+          rule="SubscribedTopicRegex is compiled as RE2 (KIP-848; Kafka uses RE2/J): lookarounds, "
+               "backreferences, possessive quantifiers and repetitions over 1000 are "
+               "INVALID_REGULAR_EXPRESSION; \\z, \\pL and \\Q...\\E are taken")
+async def consumer_regex_syntax(t: Target) -> None:
+    raw, group, _ = await set_up(t, 1)
+    for i, pattern in enumerate(RE2_REFUSES + RE2_TAKES):
+        member = member_id(t, f"rx{i}")
+        r = await t.ask(raw, f"join with {pattern!r}", hb(group, member, 0, regex=pattern, owned=[]))
+        if int(r.error_code) == 0:
+            await raw.call(hb(group, member, -1))          # leaves: the next one joins alone
+    t.add("describe", await observe.consumer_describe(raw, group))
+
+
 @scenario("consumer", "session timeout fences a silent member",
           rule="a consumer-protocol member that stops heartbeating is removed after its group's "
                "consumer.session.timeout.ms (a group config, here 1.5 s; timing within 2 s)")
