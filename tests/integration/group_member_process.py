@@ -10,6 +10,7 @@ Prints one JSON line per event, with the wall-clock time `t`:
   {"e": "progress", "pos": {partition: next offset}}      (every 200 ms, when it moved)
   {"e": "committed", "offsets": {partition: offset}}       (a synchronous commit that succeeded)
   {"e": "commit_failed", "error": "..."}
+  {"e": "poll_error", "error": "..."}   (a client's transient error out of poll; it goes on)
   {"e": "error", "error": "..."}
 It consumes from the earliest offset, commits its positions every second, and on end of
 stdin (or SIGTERM) commits once more, closes (leaving the group) and prints {"e": "closed"}.
@@ -165,6 +166,7 @@ class Member:
 
     def run_kafka_python(self) -> None:
         from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
+        from kafka.errors import KafkaError, UnknownBrokerIdError
         from kafka.structs import OffsetAndMetadata
 
         from kgroup.testing.kafka_python_pending_join import count_pending_join_as_rejoin
@@ -198,7 +200,19 @@ class Member:
                 say("commit_failed", error=f"{type(exc).__name__}: {exc}")
 
         while not self.stop.is_set():
-            for tp, records in consumer.poll(timeout_ms=200).items():
+            try:
+                polled = consumer.poll(timeout_ms=200)
+            except (UnknownBrokerIdError, KafkaError) as exc:
+                # kafka-python 3.0 raises out of poll() when a node it was about to send to
+                # left the metadata meanwhile (a kill -9: kgroup drops a node whose lock is
+                # free at once): UnknownBrokerIdError, not retriable by its class, though the
+                # consumer goes on fine at the next poll, as an application's loop would.
+                # Any other error that is not retriable still ends the member.
+                if not (isinstance(exc, UnknownBrokerIdError) or exc.retriable):
+                    raise
+                say("poll_error", error=f"{type(exc).__name__}: {exc}")
+                continue
+            for tp, records in polled.items():
                 for r in records:
                     self.record(tp.partition, r.offset)
             if self.tick():
