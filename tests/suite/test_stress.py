@@ -66,3 +66,15 @@ def test_a_test_failing_in_one_pass_of_two_is_reported_and_the_exit_status_says_
     assert "  1/2  " in done.stdout and "::test_flaky  [pass 1 (seed 7)]" in done.stdout
     assert "test_steady" not in done.stdout.split("stress: 2 pass(es)")[1]
     assert (out / "pass-1.log").exists() and (out / "pass-2.xml").exists()
+
+
+def test_the_named_flaky_tests_still_exist():
+    """`make stress-named` runs tests/stress_named.txt's node ids: a renamed test would
+    drop out of it silently, so each must still be collected, once."""
+    ids = [line for line in (ROOT / "tests" / "stress_named.txt").read_text().splitlines()
+           if line.strip() and not line.startswith("#")]
+    assert len(ids) == 6
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly", *ids],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    collected = [line for line in done.stdout.splitlines() if "::" in line]
+    assert done.returncode == 0 and sorted(collected) == sorted(ids), done.stdout[-2000:] + done.stderr[-2000:]
