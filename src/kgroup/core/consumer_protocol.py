@@ -61,8 +61,8 @@ from kgroup.core.modern_group import SubscribedTopics
 from kgroup.core.modern_protocol import HeartbeatStep, Joined, ModernProtocol
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
-from kgroup.core.topic_regex import InvalidRegex, full_matcher
 from kgroup.core.timers import TimerKind, TimerOp, consumer_regex_key, consumer_revoke_key, consumer_session_key
+from kgroup.core.topic_regex import InvalidRegex, full_matcher
 
 if TYPE_CHECKING:
     from kgroup.core.migration import Downgrade
