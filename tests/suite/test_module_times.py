@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 pytest_plugins = ["pytester"]
 
@@ -41,7 +42,9 @@ def test_only_the_slowest_fifteen_are_shown(pytester):
     assert len(re.findall(r"\d+ tests\s+test_m\d\d\.py", result.stdout.str())) == 15
 
 
-def test_with_workers_the_total_says_it_sums_them(pytester):
+def test_with_workers_the_total_says_it_sums_them(pytester, monkeypatch):
+    # The subprocess imports the plugin from this repo's `tests` package.
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
     for i in range(4):
         pytester.makepyfile(**{f"test_w{i}": "def test_x():\n    pass\n"})
     result = pytester.runpytest_subprocess("-n", "2", "-p", "tests.plugins.module_times", "-p", "no:kgroup")
