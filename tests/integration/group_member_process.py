@@ -202,7 +202,7 @@ class Member:
         while not self.stop.is_set():
             try:
                 polled = consumer.poll(timeout_ms=200)
-            except (UnknownBrokerIdError, KafkaError) as exc:
+            except KafkaError as exc:
                 # kafka-python 3.0 raises out of poll() when a node it was about to send to
                 # left the metadata meanwhile (a kill -9: kgroup drops a node whose lock is
                 # free at once): UnknownBrokerIdError, not retriable by its class, though the
