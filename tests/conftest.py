@@ -1,4 +1,6 @@
 """The whole suite's own plug-ins: hypothesis profiles (`ci` for `make test`, `explore` for
-`make explore`) and the slowest modules' wall time at the end of a run."""
+`make explore`), the slowest modules' wall time at the end of a run, and the backstop that
+ends a test pytest-timeout could not."""
 
-pytest_plugins = ["tests.plugins.hypothesis_profiles", "tests.plugins.module_times"]
+pytest_plugins = ["tests.plugins.hypothesis_profiles", "tests.plugins.module_times",
+                  "tests.plugins.hang_backstop"]
