@@ -64,6 +64,11 @@ _REAUTH_AT = 0.85
 RequestBody = Any | Mapping[str, Any] | Callable[[type], Any]
 
 
+def _retrieved(fut: asyncio.Future[bytes]) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
 class Connection:
     """An open, version-negotiated connection; create it with ``await Connection.open``."""
 
@@ -309,6 +314,10 @@ class Connection:
         fut: asyncio.Future[bytes] | None = None
         if expect:
             fut = asyncio.get_running_loop().create_future()
+            # A caller cancelled while it waited leaves `fut` behind (the shield below); if
+            # the connection then fails, nobody reads its exception, which asyncio would log
+            # at exit as "Future exception was never retrieved".
+            fut.add_done_callback(_retrieved)
             self._pending[corr] = fut
         try:
             self._writer.write(frame)
