@@ -271,8 +271,12 @@ def test_shares_a_group_with_confluent_kafka_on_librdkafka_mock_cluster():
     ck.start()
     try:
         owners = [lambda: set(ours.assigned), lambda: set(ck.tally.assigned)]
-        wait_for(lambda: _stable(owners, partitions) and all(o() for o in owners), 60,
-                 what="a disjoint, complete assignment on the mock cluster")
+        try:
+            wait_for(lambda: _stable(owners, partitions) and all(o() for o in owners), 60,
+                     what="a disjoint, complete assignment on the mock cluster")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; ours: events {ours.events} error {ours.error!r}; "
+                                 f"confluent-kafka: events {ck.tally.events} error {ck.tally.error!r}") from None
         assert ours.error is None and ck.tally.error is None
     finally:
         ours.stop()
