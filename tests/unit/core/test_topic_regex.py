@@ -23,6 +23,7 @@ def test_kip848_patterns_re2_refuses_are_invalid(pattern):
     ("orders-[0-9]", "orders-1", True),
     ("orders-[0-9]", "orders-12", False),        # the whole name, not a prefix
     ("rders", "orders", False),                  # nor a part of it
+    ("(?<kind>orders)-[0-9]", "orders-1", True),  # RE2/J 1.8, Kafka 4.4's, takes it too
 ])
 def test_kip848_patterns_match_whole_topic_names(pattern, name, matches):
     assert bool(full_matcher(pattern)(name)) is matches

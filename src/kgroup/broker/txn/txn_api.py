@@ -31,15 +31,14 @@ from __future__ import annotations
 
 from typing import Any
 
-
+from kgroup.broker.data.producer_id_api import half_named
 from kgroup.broker.groups.group_api import GroupApi
 from kgroup.broker.groups.offset_topics import shard_topics, unknown_partitions
 from kgroup.broker.groups.topic_ids import FIRST_BY_ID, request_names, topic_key
-from kgroup.broker.data.producer_id_api import half_named
 from kgroup.core import messages as m
 from kgroup.core.errors import ErrorCode, GroupError
-from kgroup.core.transactions import messages as tm
 from kgroup.core.topic_regex import InvalidRegex, full_matcher
+from kgroup.core.transactions import messages as tm
 from kgroup.core.transactions.txn_state import TxnState
 from kgroup.storage.group_hash import java_string_hashcode
 from kgroup.wire import RequestHeader, response_class
