@@ -51,15 +51,16 @@ def _timeout(item: pytest.Item) -> float:
 
 def _end(item: pytest.Item, after: float) -> None:
     nodeid = item.nodeid
+    out = errs = ""
     capture = item.config.pluginmanager.getplugin("capturemanager")
     if capture is not None:
         try:                        # fd 2 back from the capture file, and what the test wrote
             capture.suspend_global_capture(in_=True)
             out, errs = capture.read_global_capture()
         except Exception:
-            out = errs = ""
+            pass
     err = sys.__stderr__
-    for title, text in (("stdout", out), ("stderr", errs)) if capture is not None else ():
+    for title, text in (("stdout", out), ("stderr", errs)):
         if text:
             err.write(f"\n+++ {nodeid}: captured {title} +++\n{text}")
     err.write(f"\n+++ kgroup hang backstop: {nodeid} still running {after:g}s after it began, "
