@@ -393,8 +393,14 @@ def test_a_restart_loads_every_kind_logs_them_and_tells_each_group_its_coordinat
     for name in KINDS:
         kind_named(name)
     idle(broker, *KINDS)
+    load_line = r"coordinator loaded: records=\d+ groups=(\d+)"
+    before = len(re.findall(load_line, broker.log()))     # the log goes on across restarts
     broker.restart()
-    loaded = re.findall(r"coordinator loaded: records=\d+ groups=(\d+)", broker.log())
+    # restart() returns once the broker listens; the load may log a moment later (under
+    # load, a second), and the first start's "groups=0" line is still the last one till then.
+    wait_for(lambda: len(re.findall(load_line, broker.log())) > before, 30,
+             what="the restarted broker's coordinator load line")
+    loaded = re.findall(load_line, broker.log())
     # The load log counts every group the tools list, of every kind.
     listed = {g["group"] for g in json.loads(kgroup(broker, "groups", "list", "--format", "json"))["groups"]}
     assert {group_of(name) for name in KINDS} <= listed
