@@ -12,7 +12,8 @@ import pytest
 
 from kgroup.wire import request_class
 from kgroup.wire.kio_build import build, item
-from tests.integration.broker_process import KGROUP, free_port
+from kgroup.testing.ports import free_run
+from tests.integration.broker_process import KGROUP
 from tests.integration.cli_inprocess import kgroup_inprocess
 from tests.integration.clients import create_topic, produce_keyed, wait_for
 from tests.integration.cluster_process import ClusterProcess, call, coordinator_of, group_coordinated_by, metadata
@@ -138,7 +139,7 @@ def test_groups_describe_names_the_coordinator(cluster) -> None:
 
 
 def test_kgroup_cluster_runs_n_nodes_and_stops_them_on_ctrl_c(tmp_path) -> None:
-    base = _free_run(3)
+    base = free_run(3)
     proc = subprocess.Popen([KGROUP, "cluster", "--nodes", "3", "--base-port", str(base),
                              "--data-dir", str(tmp_path / "c")], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -158,13 +159,6 @@ def test_kgroup_cluster_runs_n_nodes_and_stops_them_on_ctrl_c(tmp_path) -> None:
     assert "Traceback" not in err
 
 
-def _free_run(n: int) -> int:
-    """A port p with p..p+n-1 all free."""
-    for _ in range(50):
-        base = free_port()
-        if base + n < 65535 and all(_free(base + i) for i in range(n)):
-            return base
-    raise AssertionError("no run of free ports")
 
 
 def _free(port: int) -> bool:

@@ -14,7 +14,8 @@ import subprocess
 import pytest
 
 from kgroup.testing import Broker, Cluster, ControlClient, ControlError
-from tests.integration.broker_process import KGROUP, free_port
+from kgroup.testing.ports import free_run
+from tests.integration.broker_process import KGROUP
 from tests.integration.cli_inprocess import kgroup_inprocess
 from tests.integration.clients import ConsumerThread, produce_keyed, wait_for
 from tests.integration.cluster_process import coordinator_of as find_coordinator
@@ -261,9 +262,7 @@ def test_the_kgroup_cluster_fixture_and_a_stop_through_the_control_api(kgroup_cl
 
 
 def test_kgroup_cluster_supervises_its_nodes_for_the_control_api(tmp_path) -> None:
-    base, control_base = _free_run(2), None
-    while control_base is None or {control_base, control_base + 1} & {base, base + 1}:
-        control_base = _free_run(2)
+    base, control_base = free_run(2), free_run(2)      # held runs never overlap
     proc = subprocess.Popen([KGROUP, "cluster", "--nodes", "2", "--base-port", str(base), "--control-base-port",
                              str(control_base), "--data-dir", str(tmp_path / "c")], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -290,19 +289,4 @@ def _answers(control: ControlClient) -> bool:
         return False
 
 
-def _free_run(n: int) -> int:
-    """A port p with p..p+n-1 all free."""
-    import socket
-
-    for _ in range(50):
-        base = free_port()
-        if base + n < 65535:
-            try:
-                for i in range(n):
-                    with socket.socket() as s:
-                        s.bind(("127.0.0.1", base + i))
-                return base
-            except OSError:
-                continue
-    raise AssertionError("no run of free ports")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_readme import blocks_of, script
-from tests.integration.test_testbed_cluster import _free_run
+from kgroup.testing.ports import free_run
 from tests.integration.waits import wait_for
 
 pytestmark = pytest.mark.integration
@@ -32,9 +32,7 @@ CLONE = (".venv", "examples", "tests", "pyproject.toml", "package.json", "packag
 
 def _ports() -> dict[str, str]:
     """The doc's ports -> free ones: a run of three for the brokers, one for the controls."""
-    brokers, controls = _free_run(3), None
-    while controls is None or set(range(controls, controls + 3)) & set(range(brokers, brokers + 3)):
-        controls = _free_run(3)
+    brokers, controls = free_run(3), free_run(3)       # held runs never overlap
     return {str(9092 + i): str(brokers + i) for i in range(3)} | {str(9192 + i): str(controls + i) for i in range(3)}
 
 

@@ -47,6 +47,36 @@ def test_another_process_never_gets_a_port_this_one_holds(tmp_path, monkeypatch)
         ports.release(port)
 
 
+def test_every_port_of_a_run_is_held_so_another_process_never_gets_one(tmp_path, monkeypatch):
+    # A run once held only its first port: another suite's free_port took base + 1 and a
+    # broker failed with "the port is in use" beside a `kgroup cluster --base-port` test.
+    monkeypatch.setenv(ports.DIR_ENV, str(tmp_path))
+    bases = [ports.free_run(3) for _ in range(10)]
+    mine = {base + i for base in bases for i in range(3)}
+    assert len(mine) == 30 and mine <= ports.held()           # ten runs, none overlapping
+    script = textwrap.dedent("""
+        import json
+        from kgroup.testing import ports
+        print(json.dumps(ports.free_ports(300)))
+    """)
+    theirs = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                            env={**os.environ, ports.DIR_ENV: str(tmp_path)}, timeout=60)
+    assert not mine & set(__import__("json").loads(theirs.stdout))
+    for port in mine:
+        ports.release(port)
+
+
+def test_a_run_skips_a_port_that_cannot_be_bound(monkeypatch, tmp_path):
+    monkeypatch.setenv(ports.DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(ports, "port_range", lambda: range(40000, 40006))
+    monkeypatch.setattr(ports, "_bindable", lambda host, port: port != 40002)
+    base = ports.free_run(3)
+    assert base == 40003                          # the only run of three without 40002
+    assert 40002 not in ports.held() and 40000 not in ports.held()   # a failed try holds nothing
+    for port in range(base, base + 3):
+        ports.release(port)
+
+
 def test_a_port_something_listens_on_is_not_handed_out(monkeypatch):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -63,23 +63,38 @@ def port_dir() -> Path:
 def free_port(host: str = "127.0.0.1") -> int:
     """A port on `host` no other test process on this machine holds, bindable now; held
     by this process until it exits (or `release`)."""
+    return free_run(1, host)
+
+
+def free_run(count: int, host: str = "127.0.0.1") -> int:
+    """The first of `count` consecutive ports, every one held as `free_port` holds one: for
+    a command given a base port that counts up from it (`kgroup cluster --base-port`). A
+    run checked only by binding its ports leaves all but the first free for another
+    process's `free_port`, and both then start a broker on the same port."""
     candidates = port_range()
     directory = port_dir()
     with _lock:
         start = random.randrange(len(candidates))
         for i in range(len(candidates)):
-            port = candidates[(start + i) % len(candidates)]
-            if port in _held:
+            first = candidates[(start + i) % len(candidates)]
+            run = range(first, first + count)
+            if run.stop > candidates.stop or any(p in _held for p in run):
                 continue
-            fd = _try_lock(directory / str(port))
-            if fd is None:
-                continue
-            if _bindable(host, port):
-                _held[port] = fd
-                return port
-            os.close(fd)
-    raise NoFreePort(f"no free port in {candidates.start}-{candidates.stop - 1} on {host} "
-                     f"(locks in {directory})")
+            fds: list[int] = []
+            for port in run:
+                fd = _try_lock(directory / str(port))
+                if fd is None:
+                    break
+                fds.append(fd)
+                if not _bindable(host, port):
+                    break
+            else:
+                _held.update(zip(run, fds))
+                return run.start
+            for fd in fds:
+                os.close(fd)
+    raise NoFreePort(f"no {count} free port(s) in a row in {candidates.start}-{candidates.stop - 1} "
+                     f"on {host} (locks in {directory})")
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
