@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -54,6 +55,18 @@ def junit_failures(path: Path) -> tuple[int, dict[str, str]]:
                 message = (node.get("message") or node.text or outcome).strip().splitlines()
                 failed.setdefault(name, f"{outcome}: {message[0][:200] if message else ''}")
     return tests, failed
+
+
+# pytest's last line: "2 failed, 730 passed, 219 warnings in 3141.89s (0:52:21)".
+_SUMMARY = re.compile(r"\b(passed|failed|errors?|skipped|no tests ran)\b.* in [0-9.]+s")
+
+
+def pytest_summary(log_text: str) -> str:
+    """The pass's pytest summary line: the last one that looks like it (a child's output,
+    say a librdkafka log line, may come after it), else the last line."""
+    lines = log_text.strip().splitlines()
+    found = [line for line in lines if _SUMMARY.search(line) and not line.startswith(("%", " "))]
+    return (found or lines or [""])[-1]
 
 
 def _test_id(classname: str, name: str) -> str:
@@ -112,9 +125,9 @@ def run_pass(number: int, seed: int, out: Path, pytest_args: list[str], timeout:
     if status not in (0, 1) and not result.failed:
         # The run itself broke (a timeout, an internal error, a crash): count it as a failure.
         result.failed[f"<pass {number}>"] = f"pytest exited with {status}, see {log}"
-    tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+    summary = pytest_summary(log.read_text(errors="replace")) if log.exists() else ""
     print(f"pass {number}: {result.tests} tests, {len(result.failed)} failed, {result.seconds:.0f} s"
-          f"{' — ' + tail[0] if tail else ''}", flush=True)
+          f"{' — ' + summary if summary else ''}", flush=True)
     return result
 
 

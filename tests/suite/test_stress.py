@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.stress import PassResult, junit_failures, report
+from tests.stress import PassResult, junit_failures, pytest_summary, report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,3 +78,13 @@ def test_the_named_flaky_tests_still_exist():
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     collected = [line for line in done.stdout.splitlines() if "::" in line]
     assert done.returncode == 0 and sorted(collected) == sorted(ids), done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_the_pass_line_quotes_pytests_summary_even_when_a_child_printed_after_it():
+    # Seen in make stress: pass 2's line quoted a librdkafka log line written after pytest's.
+    log = ("FAILED tests/a.py::test_x\n"
+           "2 failed, 730 passed, 219 warnings in 3141.89s (0:52:21)\n"
+           "%3|1795989443.040|FAIL|rdkafka#producer-532| [thrd:127.0.0.1:24183/bootstrap]: "
+           "Connect to ipv4#127.0.0.1:24183 failed: Connection refused (after 0ms in state CONNECT)\n")
+    assert pytest_summary(log) == "2 failed, 730 passed, 219 warnings in 3141.89s (0:52:21)"
+    assert pytest_summary("no summary here\n") == "no summary here"
