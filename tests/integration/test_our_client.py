@@ -261,6 +261,27 @@ def test_one_group_with_kafka_python_and_confluent_kafka(broker):
 # -- against librdkafka's mock cluster -----------------------------------------------------
 
 
+def _mock_members(bootstrap: str, group: str, topic: str) -> tuple[OurConsumerThread, ConsumerThread]:
+    """Ours and a confluent-kafka consumer, both static; ours leads (the mock elects the
+    smallest group.instance.id when every member has one)."""
+    ours = OurConsumerThread(bootstrap, group, topic, "ours", **{"session.timeout.ms": 10000,
+                                                                 "group.instance.id": "a-ours"})
+    ck = ConsumerThread("confluent-kafka", bootstrap, group, topic, "ck",
+                        **{"session.timeout.ms": 10000, "group.instance.id": "b-ck"})
+    return ours, ck
+
+
+def _wait_split(ours: OurConsumerThread, ck: ConsumerThread, partitions: int, what: str) -> None:
+    """Until the two own every partition between them, each some; a timeout names both
+    members' assignment events and errors."""
+    owners = [lambda: set(ours.assigned), lambda: set(ck.tally.assigned)]
+    try:
+        wait_for(lambda: _stable(owners, partitions) and all(o() for o in owners), 60, what=what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; ours: events {ours.events} error {ours.error!r}; "
+                             f"confluent-kafka: events {ck.tally.events} error {ck.tally.error!r}") from None
+
+
 def test_shares_a_group_with_confluent_kafka_on_librdkafka_mock_cluster():
     holder, bootstrap, topic, partitions = mock_cluster_with_topic(100)
     group = "mock-group"
@@ -270,20 +291,11 @@ def test_shares_a_group_with_confluent_kafka_on_librdkafka_mock_cluster():
     # confluent-kafka leading, our (slower, Python) follower lost that race under load and
     # each lost round cost a rebalance of ~9 s. The mock elects the member with the
     # smallest group.instance.id when every member has one.
-    ours = OurConsumerThread(bootstrap, group, topic, "ours", **{"session.timeout.ms": 10000,
-                                                                 "group.instance.id": "a-ours"})
-    ck = ConsumerThread("confluent-kafka", bootstrap, group, topic, "ck",
-                        **{"session.timeout.ms": 10000, "group.instance.id": "b-ck"})
+    ours, ck = _mock_members(bootstrap, group, topic)
     ours.start()
     ck.start()
     try:
-        owners = [lambda: set(ours.assigned), lambda: set(ck.tally.assigned)]
-        try:
-            wait_for(lambda: _stable(owners, partitions) and all(o() for o in owners), 60,
-                     what="a disjoint, complete assignment on the mock cluster")
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}; ours: events {ours.events} error {ours.error!r}; "
-                                 f"confluent-kafka: events {ck.tally.events} error {ck.tally.error!r}") from None
+        _wait_split(ours, ck, partitions, "a disjoint, complete assignment on the mock cluster")
         assert ours.error is None and ck.tally.error is None
     finally:
         ours.stop()
@@ -315,22 +327,13 @@ def test_a_commit_refused_by_a_rebalance_does_not_end_our_consumer_on_the_mock_c
     feeder = threading.Thread(target=produce, daemon=True)
     feeder.start()
     group = "mock-commit-group"
-    ours = OurConsumerThread(bootstrap, group, topic, "ours", **{"session.timeout.ms": 10000,
-                                                                 "group.instance.id": "a-ours"})
-    ck = ConsumerThread("confluent-kafka", bootstrap, group, topic, "ck",
-                        **{"session.timeout.ms": 10000, "group.instance.id": "b-ck"})
+    ours, ck = _mock_members(bootstrap, group, topic)
     ours.start()
     try:
         wait_for(lambda: ours.assigned and len(ours.consumed) > 50 or ours.error, 30,
                  what="our consumer reading and committing alone")
         ck.start()
-        owners = [lambda: set(ours.assigned), lambda: set(ck.tally.assigned)]
-        try:
-            wait_for(lambda: _stable(owners, partitions) and all(o() for o in owners), 60,
-                     what="a disjoint, complete assignment after the join")
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}; ours: events {ours.events} error {ours.error!r}; "
-                                 f"confluent-kafka: events {ck.tally.events} error {ck.tally.error!r}") from None
+        _wait_split(ours, ck, partitions, "a disjoint, complete assignment after the join")
     finally:
         flowing.set()
         ours.stop()
