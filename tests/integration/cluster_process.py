@@ -69,9 +69,10 @@ def coordinator_of(bootstrap: str, group: str) -> int:
 
 
 def call(port: int, api_key: int, version: int, **fields):
-    """One request to one node; the decoded response."""
+    """One request to one node; the decoded response. Waits as long as Kafka's Admin client
+    does by default (request.timeout.ms, 30 s): a node may wait for a moving coordinator."""
     cls = request_class(api_key, version)
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         s.sendall(encode_request(api_key, version, 1, "basics", build(cls, **fields)))
         head = s.recv(4, socket.MSG_WAITALL)
         body = s.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)

@@ -110,8 +110,8 @@ class ConfigsApi:
                 elif rtype == BROKER:
                     entries = [entry(d.name, d.value, d.source, d.read_only, d.type, d.synonyms, None, d.sensitive)
                                for d in self._broker_call(self.dynamic.describe, name)]
-                elif rtype == GROUP and (node := self.forwarding.node_of(header, name)) is not None:
-                    forwarded = await self.forwarding.one(node, header, request, resource, "results")
+                elif rtype == GROUP and (forwarded := await self.forwarding.forwarded(
+                        header, request, resource, "results")) is not None:
                     if int(forwarded.error_code):
                         raise ResourceError(int(forwarded.error_code), forwarded.error_message or "")
                     entries = list(forwarded.configs)
@@ -174,8 +174,8 @@ class ConfigsApi:
                 # 2. Per resource type.
                 if rtype == TOPIC:
                     self._alter_topic(name, changes, incremental, validate_only)
-                elif rtype == GROUP and (node := self.forwarding.node_of(header, name)) is not None:
-                    forwarded = await self.forwarding.one(node, header, request, resource, "responses")
+                elif rtype == GROUP and (forwarded := await self.forwarding.forwarded(
+                        header, request, resource, "responses")) is not None:
                     if int(forwarded.error_code):
                         raise ResourceError(int(forwarded.error_code), forwarded.error_message)
                 elif rtype == GROUP:
