@@ -18,6 +18,8 @@ a few independent sections, `LANES`, in turn on threads of their own beside the 
   and once it has drawn the group, ``q`` is pressed and it must exit 0.
 The broker's address replaces 127.0.0.1:9092 in the blocks and is KGROUP_BOOTSTRAP for the
 commands that default to it, so a broker on 9092 elsewhere on the machine is never touched.
+The README's other brokers (a cluster on 19092-19094, a SASL_SSL broker on 9093) get ports
+the test holds in their place (`FIXED_PORTS`), so two suites on one machine never meet there.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import yaml
 from kgroup.broker.config import load_config
 from kgroup.lab.scenario import parse_scenario
 from kgroup.lab.sweep import parse_sweep
+from kgroup.testing.ports import free_port, free_run
 from tests.integration.broker_process import BrokerProcess
 
 pytestmark = pytest.mark.integration
@@ -216,9 +219,20 @@ def lane_of(block: Block) -> Lane | None:
     return next((lane for lane in LANES if any(mark in block.text for mark in lane.marks)), None)
 
 
-def _run_block(block: Block, broker, work: Path, env: dict, tmp_path: Path) -> str | None:
+# The fixed ports of the README's own cluster and secure broker, as a user would type them.
+FIXED_PORTS = re.compile(r"\b(19092|19093|19094|9093)\b")
+
+
+def _held_ports() -> dict[str, str]:
+    """A port this test holds for each of `FIXED_PORTS` (the cluster's three in a row, as
+    `kgroup cluster --base-port` counts up from the first)."""
+    cluster, secure = free_run(3), free_port()
+    return {"19092": str(cluster), "19093": str(cluster + 1), "19094": str(cluster + 2), "9093": str(secure)}
+
+
+def _run_block(block: Block, broker, work: Path, env: dict, tmp_path: Path, ports: dict[str, str]) -> str | None:
     """Run or check one block; its stdout if it ran as a program."""
-    text = block.text.replace("127.0.0.1:9092", broker.bootstrap)
+    text = FIXED_PORTS.sub(lambda m: ports[m.group(1)], block.text.replace("127.0.0.1:9092", broker.bootstrap))
     if block.lang in ("toml", "json", "yaml"):
         _check_data(block, text, tmp_path)
         return None
@@ -240,6 +254,15 @@ def _run_block(block: Block, broker, work: Path, env: dict, tmp_path: Path) -> s
     return done.stdout
 
 
+def test_every_port_a_block_listens_on_or_dials_is_the_brokers_or_held_by_the_test():
+    """A fixed port the README adds later must join `FIXED_PORTS`, or two suites meet on it."""
+    named = re.compile(r"(?:127\.0\.0\.1:|--base-port |--control-base-port )(\d+)")
+    fixed = {port for b in ALL_BLOCKS if b.lang in ("sh", "python") for port in named.findall(b.text)}
+    assert fixed, "no block names a port: the pattern is stale"
+    assert fixed - {"9092"} <= {"19092", "19093", "19094", "9093"}, fixed
+    assert all(FIXED_PORTS.fullmatch(p) for p in fixed - {"9092"})
+
+
 def test_every_lane_has_blocks_and_starts_where_it_says():
     for lane in LANES:
         mine = [i for i, b in enumerate(ALL_BLOCKS) if lane_of(b) == lane]
@@ -252,6 +275,7 @@ def test_every_lane_has_blocks_and_starts_where_it_says():
 @pytest.mark.timeout(1800)      # every example: Spark, a lab sweep, the membership demos
 def test_every_block_runs_in_order(broker, tmp_path):
     work = _scratch(tmp_path)
+    ports = _held_ports()
     env = dict(os.environ, KGROUP_BOOTSTRAP=broker.bootstrap)
     for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
         env.pop(key, None)                         # as a user has it: register() must cope
@@ -262,7 +286,7 @@ def test_every_block_runs_in_order(broker, tmp_path):
     def run_lane(blocks: list[Block]) -> None:
         try:
             for block in blocks:
-                out = _run_block(block, broker, work, env, tmp_path)
+                out = _run_block(block, broker, work, env, tmp_path, ports)
                 if out is not None:
                     outputs[str(block)] = out
         except BaseException as exc:               # noqa: BLE001 — raised again after the join
@@ -282,7 +306,7 @@ def test_every_block_runs_in_order(broker, tmp_path):
                 continue
             if failures:
                 break
-            out = _run_block(block, broker, work, env, tmp_path)
+            out = _run_block(block, broker, work, env, tmp_path, ports)
             if out is not None:
                 outputs[str(block)] = out
             for lane in LANES:
