@@ -138,6 +138,15 @@ class KgroupCluster:
             return 0 if described is None else sum(1 for m in described.members if m.assignment)
         return self._admin(count)
 
+    def members_told_latest(self, group: str) -> int:
+        """How many members were last told their partitions at the group's epoch (their epoch
+        is the group's) and have some: the broker has sent them the latest assignment, not an
+        earlier one they would still fetch by."""
+        async def count(admin) -> int:
+            d = await admin.describe_share_group(group)
+            return 0 if d is None else sum(1 for m in d.members if m.assignment and m.member_epoch == d.epoch)
+        return self._admin(count)
+
     def start_offsets(self, group: str) -> dict[tuple[str, int], int]:
         return self._admin(lambda admin: admin.list_share_group_offsets(group))
 
