@@ -131,20 +131,14 @@ class KgroupCluster:
             return 0 if described is None else len(described.members)
         return self._admin(count)
 
-    def assigned_members(self, group: str) -> int:
-        """How many members of the share group have partitions assigned (ShareGroupDescribe)."""
-        async def count(admin) -> int:
-            described = await admin.describe_share_group(group)
-            return 0 if described is None else sum(1 for m in described.members if m.assignment)
-        return self._admin(count)
-
-    def members_told_latest(self, group: str) -> int:
-        """How many members were last told their partitions at the group's epoch (their epoch
-        is the group's) and have some: the broker has sent them the latest assignment, not an
-        earlier one they would still fetch by."""
+    def assigned_members(self, group: str, latest: bool = False) -> int:
+        """How many members of the share group have partitions assigned (ShareGroupDescribe);
+        with `latest`, only those told them at the group's epoch (their epoch is the group's):
+        not an earlier assignment they would still fetch by."""
         async def count(admin) -> int:
             d = await admin.describe_share_group(group)
-            return 0 if d is None else sum(1 for m in d.members if m.assignment and m.member_epoch == d.epoch)
+            return 0 if d is None else sum(1 for m in d.members
+                                           if m.assignment and (not latest or m.member_epoch == d.epoch))
         return self._admin(count)
 
     def start_offsets(self, group: str) -> dict[tuple[str, int], int]:

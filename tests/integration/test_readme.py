@@ -259,8 +259,7 @@ def test_every_port_a_block_listens_on_or_dials_is_the_brokers_or_held_by_the_te
     named = re.compile(r"(?:127\.0\.0\.1:|--base-port |--control-base-port )(\d+)")
     fixed = {port for b in ALL_BLOCKS if b.lang in ("sh", "python") for port in named.findall(b.text)}
     assert fixed, "no block names a port: the pattern is stale"
-    assert fixed - {"9092"} <= {"19092", "19093", "19094", "9093"}, fixed
-    assert all(FIXED_PORTS.fullmatch(p) for p in fixed - {"9092"})
+    assert all(FIXED_PORTS.fullmatch(p) for p in fixed - {"9092"}), fixed
 
 
 def test_every_lane_has_blocks_and_starts_where_it_says():

@@ -78,7 +78,7 @@ def test_kip932_three_members_on_two_partitions_take_every_record_once(kgroup_br
         # still holding its assignment of an earlier epoch fetched there, and under load the
         # others drained all 10,000 records before one member had fetched at all (stress pass
         # 3, seed 401058: [0, 8000, 2000]).
-        wait_for(lambda: cluster.members_told_latest(group) == 3, 30,
+        wait_for(lambda: cluster.assigned_members(group, latest=True) == 3, 30,
                  what="three members told their partitions at the group's epoch")
         # Records until each member has some: the two members sharing a partition both get
         # some, however slowly one of them fetches. A member never given any fails below.
