@@ -53,7 +53,7 @@ LOAD_WAIT_S = 20.0
 PEER_LOAD_WAIT_S = 4.0
 # How often a waiting request looks again (a takeover's load takes milliseconds to seconds),
 # and how long it waits before asking a coordinator again that could not be reached or had
-# moved on (each failed ask is logged by the node-to-node client).
+# moved on (the node-to-node client logs a peer's loss and return once, not each failed ask).
 LOAD_POLL_S = 0.05
 ASK_AGAIN_S = 0.25
 # What the asked coordinator answers when the group moved on meanwhile (it lost the partition,

@@ -56,6 +56,10 @@ class Peers:
         self.timeout_s = timeout_s
         self._conns: dict[int, Connection] = {}
         self._opening: dict[int, asyncio.Lock] = {}
+        # The peers `ask` last found unreachable: a wait that asks a dead node again every
+        # quarter second (admin/group_forwarding.py) logs its loss and its return once, not
+        # each attempt.
+        self._unreachable: set[int] = set()
         self.requests = 0
 
     async def _connection(self, node: int) -> Connection:
@@ -100,10 +104,16 @@ class Peers:
         """`request`, or None if the node cannot be reached (what a concern that may not
         import this module is given: admin/group_forwarding.py)."""
         try:
-            return await self.request(node, api_key, body)
+            answer = await self.request(node, api_key, body)
         except PeerUnavailable as exc:
-            log.info("node %s: %s", self.node_id, exc)
+            first = node not in self._unreachable
+            self._unreachable.add(node)
+            log.log(logging.INFO if first else logging.DEBUG, "node %s: %s", self.node_id, exc)
             return None
+        if node in self._unreachable:
+            self._unreachable.discard(node)
+            log.info("node %s: node %s answers again", self.node_id, node)
+        return answer
 
     async def _drop(self, node: int) -> None:
         conn = self._conns.pop(node, None)
