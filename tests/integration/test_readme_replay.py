@@ -58,6 +58,11 @@ def check_figures(rows: dict[str, dict[str, float]], generations_after_forming: 
     assert 3 + 1 <= recorded["rebalances_mean"] <= generations_after_forming
     assert recorded["unowned_partition_s_mean"] > 0 and recorded["stop_s_total_mean"] > 0
     # Static members back within the session timeout: no rebalance, far less unowned time.
+    # (A static member that stops holds its partitions until its session ends or the group
+    # empties: the README's program stops its three members together, so that charge stays
+    # near 0. Stopped one after another, each stop could wait up to a heartbeat for a
+    # rebalance in progress, and under load that charge alone once passed half the
+    # recorded figure: 7.33 against 14.61.)
     assert static["rebalances_mean"] == 0
     assert static["unowned_partition_s_mean"] < recorded["unowned_partition_s_mean"] / 2
     # Cooperative: the same rebalances (a dynamic member leaves, so its partitions must move),
