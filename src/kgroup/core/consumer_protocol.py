@@ -276,6 +276,11 @@ class ConsumerProtocol(ModernProtocol):
                now_ms: int, out: ResultBuilder) -> tuple[SubscribedTopics, bool]:
         """A new regex counts none of its topics and moves no epoch until it is resolved, just
         after this heartbeat (`regex_resolved`)."""
+        if not joined.meta.subscribed_topic_regex:
+            # Every other member's regex is the one it had in the group, so only this
+            # member's can be new: without one, nothing is unresolved (and a steady
+            # heartbeat costs no walk over the group's members).
+            return subscribed, bump
         members = joined.members_of(group)
         unresolved = self._unresolved(group, members)
         if not unresolved:

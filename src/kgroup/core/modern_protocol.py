@@ -253,9 +253,12 @@ class ModernProtocol:
         #    target (a new member: nothing, at that target's epoch), and a later heartbeat
         #    computes the target of whatever epoch the group has reached by then.
         target_epoch = group.target_epoch
-        targets = dict(group.target)
+        # Read only (the kind's next_current and assign only read it): copied when changed,
+        # so a steady heartbeat costs no copy of the group's targets.
+        targets = group.target
         replaced, member_id = joined.replaced, joined.member_id
         if replaced is not None and replaced.member_id in targets:
+            targets = dict(targets)
             targets[member_id] = targets.pop(replaced.member_id)
             out.record(self.records.target(group.group_id, member_id, targets[member_id]))
         interval = self.assignment_interval(group.group_id)

@@ -195,14 +195,15 @@ class Ownership:
             return
         live = self.liveness.live()
         grace = self.liveness.mono() - self.started_ms < STARTUP_GRACE_MS
+        moves = self.moves.current()  # once a round, not once a unit (a stat each)
         for slot, index in sorted(self.data.units().items()):
             if slot not in self._queued:
-                self._decide(slot, index, live, grace)
+                self._decide(slot, index, live, grace, moves)
         if self._work.empty() and not self._queued:
             self._first_round.set()
 
-    def _decide(self, slot: int, index: int, live: set[int], grace: bool) -> None:
-        desired = self.desired(slot, index, live)
+    def _decide(self, slot: int, index: int, live: set[int], grace: bool, moves: dict[int, int]) -> None:
+        desired = self.desired(slot, index, live, moves)
         state = self.units.get(slot)
         if state is not None:
             if (state is UnitState.SERVING and desired is not None and desired != self.me
@@ -235,11 +236,11 @@ class Ownership:
             return  # its node may just be starting
         self._enqueue("take", slot)
 
-    def desired(self, slot: int, index: int, live: set[int]) -> int | None:
+    def desired(self, slot: int, index: int, live: set[int], moves: dict[int, int] | None = None) -> int | None:
         """Where unit `slot` (placement index `index`) should live, given the live nodes:
         where the control API moved it while that node is live (and is not this node on
-        its way out), else where the placement puts it."""
-        moved = self.moves.current().get(slot)
+        its way out), else where the placement puts it. `moves`: the round's, if read."""
+        moved = (self.moves.current() if moves is None else moves).get(slot)
         if moved is not None and moved in live and not (moved == self.me and self._stopping):
             return moved
         return desired_owner(index, self.nodes, live)
