@@ -337,22 +337,36 @@ class ConsumerProtocol(ModernProtocol):
             raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"no server assignor {name}") from None
         by_name = {n: tid for n, tid, _ in subscribed}
         unresolved = self._unresolved(group, members)
+        # Members mostly share a subscription: its topic ids are worked out once per
+        # assignment, not once per member (a join of N members assigns N times).
+        topic_ids: dict[tuple, frozenset[str]] = {}
+
+        def ids_of(meta: ConsumerMemberValue) -> frozenset[str]:
+            key = (meta.subscribed_topic_names, meta.subscribed_topic_regex)
+            ids = topic_ids.get(key)
+            if ids is None:
+                ids = topic_ids[key] = frozenset(by_name[n] for n in self.topics_of(meta, unresolved) if n in by_name)
+            return ids
+
+        no_target: Partitions = ()
         spec = GroupSpec(members={
-            mid: MemberSpec(
-                member_id=mid,
-                subscribed_topics=frozenset(by_name[n] for n in self.topics_of(m.meta, unresolved) if n in by_name),
-                instance_id=m.meta.instance_id,
-                rack_id=m.meta.rack_id,
-                assignment={t: tuple(ps) for t, ps in targets.get(mid, ())},
-            )
+            mid: MemberSpec(mid, ids_of(m.meta), m.meta.instance_id, m.meta.rack_id,
+                            dict(targets.get(mid, no_target)))   # (topic, sorted partitions) pairs
             for mid, m in sorted(members.items())
         })
         result = assignor.assign(spec, {tid: count for _, tid, count in subscribed})
         new_targets: dict[str, Partitions] = {}
         for mid in sorted(members):
-            assigned = tuple(sorted((t, tuple(sorted(ps))) for t, ps in result.get(mid, {}).items() if ps))
+            got = result.get(mid, {})
+            old = targets.get(mid)
+            if old is not None and dict(old) == got:
+                # Unchanged (most members, when one joins or leaves): the old target is
+                # already in canonical form (sorted, no empty topic), keep it as it is.
+                new_targets[mid] = old
+                continue
+            assigned = tuple(sorted((t, tuple(sorted(ps))) for t, ps in got.items() if ps))
             new_targets[mid] = assigned
-            if targets.get(mid) != assigned:
+            if old != assigned:
                 out.record(ConsumerTargetRecord(group.group_id, mid, assigned))
         return new_targets
 
