@@ -91,17 +91,27 @@ class OwnershipRecords:
 
     def prune(self, slot: int, below: int) -> None:
         """Forget the records of `slot` older than epoch `below` (the owner of a newer
-        epoch calls this; nothing reads them any more)."""
-        for s, e in self._list():
-            if s == slot and e < below:
-                try:
-                    os.unlink(self._path(s, e))
-                except FileNotFoundError:
-                    pass
-                except OSError as exc:
-                    if exc.errno != errno.ENOENT:
-                        raise StorageError(f"cannot prune {self._path(s, e)}: {exc}") from exc
-                self._owners.pop((s, e), None)
+        epoch calls this; nothing reads them any more).
+
+        A unit's records are a run of consecutive epochs (claims are consecutive, and every
+        prune removes a run's bottom), so they are found walking down from `below - 1` to
+        the first epoch without one, without listing the directory: a listing per unit
+        taken made opening a topic of 5,000 partitions cost 5,000 listings of every record
+        (minutes of a node's CPU)."""
+        epoch = below - 1
+        while epoch >= 1:
+            path = self._path(slot, epoch)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                break
+            except OSError as exc:
+                if exc.errno != errno.ENOENT:
+                    raise StorageError(f"cannot prune {path}: {exc}") from exc
+                break
+            finally:
+                self._owners.pop((slot, epoch), None)
+            epoch -= 1
 
     def forget(self, slots: set[int]) -> None:
         """Remove every record of `slots` (a deleted topic's units)."""

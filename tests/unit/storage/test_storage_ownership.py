@@ -110,6 +110,23 @@ def test_latest_probes_past_a_stale_hint_and_lists_when_the_hint_was_pruned(tmp_
     assert r.latest(2) == 0
 
 
+
+def test_prune_removes_the_run_below_an_epoch_and_nothing_of_other_units(tmp_path: Path) -> None:
+    r = OwnershipRecords(tmp_path / "owners")
+    for slot in (7, 8):
+        for epoch in range(1, 7):
+            assert r.claim(slot, epoch, node=0)
+    r.prune(7, below=5)                       # what the owner of epoch 6 does
+    assert [e for e in range(1, 7) if r.exists(7, e)] == [5, 6]
+    assert [e for e in range(1, 7) if r.exists(8, e)] == [1, 2, 3, 4, 5, 6]
+    assert r.owner(7, 3) is None and r.owner(7, 5) == 0
+    assert r.claim(7, 7, node=1)
+    r.prune(7, below=6)                       # the next owner: only the run's new bottom goes
+    assert [e for e in range(1, 8) if r.exists(7, e)] == [6, 7]
+    r.prune(7, below=6)                       # again: nothing left to remove, no error
+    assert sorted(os.listdir(tmp_path / "owners")) == sorted(
+        [f"7@{e}" for e in (6, 7)] + [f"8@{e}" for e in range(1, 7)])
+
 # -- node liveness files ----------------------------------------------------------------------
 
 def test_a_node_lock_is_exclusive_and_released_on_close(tmp_path: Path) -> None:
