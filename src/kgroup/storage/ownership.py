@@ -15,7 +15,6 @@ the epoch table (epoch_table.py) only after that, and only then writes.
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 from pathlib import Path
@@ -94,24 +93,25 @@ class OwnershipRecords:
         epoch calls this; nothing reads them any more).
 
         A unit's records are a run of consecutive epochs (claims are consecutive, and every
-        prune removes a run's bottom), so they are found walking down from `below - 1` to
-        the first epoch without one, without listing the directory: a listing per unit
-        taken made opening a topic of 5,000 partitions cost 5,000 listings of every record
-        (minutes of a node's CPU)."""
-        epoch = below - 1
-        while epoch >= 1:
+        prune removes a run's bottom), so the run below `below` is found walking down from
+        `below - 1` to the first epoch without a record, without listing the directory: a
+        listing per unit taken made opening a topic of 5,000 partitions cost 5,000 listings
+        of every record (minutes of a node's CPU). The run is then removed from its bottom
+        up, so a prune cut short (kill -9) leaves a shorter run still joined to the newer
+        epochs, which the next prune finds; removed top down it would leave a gap that no
+        later walk gets past, and the records under it would stay for good."""
+        bottom = below
+        while bottom > 1 and self.exists(slot, bottom - 1):
+            bottom -= 1
+        for epoch in range(bottom, below):
             path = self._path(slot, epoch)
+            self._owners.pop((slot, epoch), None)
             try:
                 os.unlink(path)
             except FileNotFoundError:
-                break
+                pass   # another owner's prune (of an older epoch) got here first
             except OSError as exc:
-                if exc.errno != errno.ENOENT:
-                    raise StorageError(f"cannot prune {path}: {exc}") from exc
-                break
-            finally:
-                self._owners.pop((slot, epoch), None)
-            epoch -= 1
+                raise StorageError(f"cannot prune {path}: {exc}") from exc
 
     def forget(self, slots: set[int]) -> None:
         """Remove every record of `slots` (a deleted topic's units)."""

@@ -110,7 +110,6 @@ def test_latest_probes_past_a_stale_hint_and_lists_when_the_hint_was_pruned(tmp_
     assert r.latest(2) == 0
 
 
-
 def test_prune_removes_the_run_below_an_epoch_and_nothing_of_other_units(tmp_path: Path) -> None:
     r = OwnershipRecords(tmp_path / "owners")
     for slot in (7, 8):
@@ -126,6 +125,28 @@ def test_prune_removes_the_run_below_an_epoch_and_nothing_of_other_units(tmp_pat
     r.prune(7, below=6)                       # again: nothing left to remove, no error
     assert sorted(os.listdir(tmp_path / "owners")) == sorted(
         [f"7@{e}" for e in (6, 7)] + [f"8@{e}" for e in range(1, 7)])
+
+def test_a_prune_cut_short_leaves_a_run_the_next_prune_removes(tmp_path: Path, monkeypatch) -> None:
+    """kill -9 in the middle of a prune: what it left is still found and removed later."""
+    r = OwnershipRecords(tmp_path / "owners")
+    for epoch in range(1, 7):
+        assert r.claim(3, epoch, node=0)
+    unlink, done = os.unlink, []
+
+    def killed_after_two(path):
+        if len(done) == 2:
+            raise KeyboardInterrupt   # the process dies here
+        unlink(path)
+        done.append(path)
+
+    monkeypatch.setattr(os, "unlink", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        r.prune(3, below=5)
+    monkeypatch.setattr(os, "unlink", unlink)
+    assert [e for e in range(1, 7) if r.exists(3, e)] == [3, 4, 5, 6]   # the bottom went first
+    OwnershipRecords(tmp_path / "owners").prune(3, below=6)              # the next owner, restarted
+    assert sorted(os.listdir(tmp_path / "owners")) == ["3@6"]
+
 
 # -- node liveness files ----------------------------------------------------------------------
 
