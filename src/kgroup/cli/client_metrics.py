@@ -12,13 +12,13 @@ subscription without ``--name``); ``--alter --name N | --generate-name`` sets ``
 from __future__ import annotations
 
 import argparse
-import base64
-import uuid
+import os
 from typing import Any, TextIO
 
 from kgroup.client.admin import CONFIG_DELETE, CONFIG_SET, AdminClient
 from kgroup.client.client_metrics_admin import CLIENT_METRICS_RESOURCE, list_client_metrics
 from kgroup.client.errors import BrokerError
+from kgroup.kafka_uuid import random_uuid_text
 
 from .errors import CliError
 from .ops_parser import format_option
@@ -105,8 +105,7 @@ async def _alter(args: Any, admin: AdminClient, out: TextIO) -> int:
     if (args.name is None) == (not args.generate_name):
         raise CliError("one of --name or --generate-name must be given with --alter", "name the subscription once",
                        code=2)
-    name = args.name if args.name is not None else \
-        base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")  # as Kafka's Uuid prints
+    name = args.name if args.name is not None else random_uuid_text(os.urandom)   # as kafka-client-metrics names it
     changes = [(key, CONFIG_SET, value) if value else (key, CONFIG_DELETE, None)
                for option, key in _KEYS if (value := getattr(args, option)) is not None]
     try:

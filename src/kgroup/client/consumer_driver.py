@@ -16,11 +16,12 @@ across fencing and rejoins.
 
 from __future__ import annotations
 
-import base64
+import os
 import uuid
 from typing import Any
 
 from kgroup.error_codes import ErrorCode
+from kgroup.kafka_uuid import random_uuid_text
 from kgroup.member import (
     ConsumerGroupHeartbeatAnswered,
     ConsumerMemberMachine,
@@ -42,7 +43,7 @@ _LEAVE_TIMEOUT_S = 5.0
 
 def new_member_id() -> str:
     """A random member id as Kafka's clients make it (Uuid.randomUuid().toString())."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    return random_uuid_text(os.urandom)
 
 
 class ConsumerGroupDriver(GroupDriver):

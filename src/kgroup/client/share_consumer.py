@@ -18,8 +18,8 @@ sends only what ``acknowledge`` decided, and a poll with records still undecided
 from __future__ import annotations
 
 import asyncio
-import base64
 import enum
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -32,6 +32,7 @@ from kgroup.client.lifecycle import AsyncClient
 from kgroup.client.records import TopicPartition
 from kgroup.client.records_admin import FetchedRecord
 from kgroup.client.security import ClientSecurity
+from kgroup.kafka_uuid import random_uuid_text
 from kgroup.error_codes import ErrorCode
 from kgroup.member.actions import Fatal
 from kgroup.member.classic_events import Close, Subscribe, Tick
@@ -93,7 +94,7 @@ class ShareConsumer(AsyncClient):
         self.cluster = ClusterClient(str(config.get("bootstrap.servers", "127.0.0.1:9092")),
                                client_id=str(config.get("client.id", "kgroup-share")),
                                security=ClientSecurity.from_settings(config))
-        member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        member_id = random_uuid_text(os.urandom)
         self.member = ShareMemberMachine(member_id, int(config.get("retry.backoff.ms", 100)))
         self.acks = ShareAcks()
         self._sessions: dict[int, _Session] = {}

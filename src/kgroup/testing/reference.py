@@ -32,11 +32,10 @@ import socket
 import struct
 import subprocess
 import time
-import uuid
-import base64
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from kgroup.kafka_uuid import random_uuid_text
 from kgroup.testing.lifecycle import ServerHandle
 from kgroup.testing.process import ChildProcess, free_port
 
@@ -307,10 +306,7 @@ logger.state.level = warn
 def cluster_id() -> str:
     """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding, never starting
     with "-" (as Kafka's Uuid.randomUuid: kafka-storage would read such an id as an option)."""
-    while True:
-        value = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not value.startswith("-"):
-            return value
+    return random_uuid_text(os.urandom)
 
 
 class ReferenceKafka(ServerHandle):

@@ -24,12 +24,12 @@ import base64
 import hashlib
 import hmac as hmac_lib
 import os
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kgroup.error_codes import ErrorCode
+from kgroup.kafka_uuid import random_uuid_text
 from kgroup.storage.errors import CorruptDataError
 from kgroup.storage.shared_file import SharedJsonFile
 from kgroup.wire.scram import MIN_ITERATIONS, ScramCredential, ScramMechanism, make_credential
@@ -152,9 +152,8 @@ class TokenStore:
         """Kafka's token id: a random (version 4) UUID in URL-safe base64 without padding (its
         Uuid.toString), never the zero one, never starting with '-'."""
         while True:
-            raw = uuid.UUID(bytes=self.random_bytes(16), version=4)
-            text = base64.urlsafe_b64encode(raw.bytes).decode().rstrip("=")
-            if raw.int > 1 and not text.startswith("-") and text not in self.tokens:
+            text = random_uuid_text(self.random_bytes)
+            if text not in self.tokens:
                 return text
 
     def _by(self, hmac: bytes) -> Token:
