@@ -376,6 +376,13 @@ async def _bounded(coros, limit: int):
     return await asyncio.gather(*(run(c) for c in coros))
 
 
+def _every_group_owns_all(sims: list[SimMember], partitions: int) -> bool:
+    owned: dict[str, list[int]] = {}
+    for m in sims:
+        owned.setdefault(m.group, []).extend(p for _t, ps in m.owned for p in ps)
+    return all(len(ps) == partitions and len(set(ps)) == partitions for ps in owned.values())
+
+
 async def tcp_setup(b: peers.Broker, members: int, groups: int, partitions: int, conns: int, topic: str):
     from kgroup.client.connection import Connection
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -390,13 +397,20 @@ async def tcp_setup(b: peers.Broker, members: int, groups: int, partitions: int,
     print(f"  joined {members:,} members in {groups} groups over {conns} connections: {join_s:.1f}s", flush=True)
     t0 = time.perf_counter()
     rounds = 0
+    # Settled: a round changes nothing AND every group owns every partition. Kafka's group
+    # coordinator may not see a topic created a moment before (its metadata image lags the
+    # CreateTopics answer): the members then settle owning nothing (metadata hash 0), and
+    # at the group's metadata refresh a few seconds later every group's epoch moves, which
+    # fenced all the steady frames below. Keep heartbeating until the partitions are owned.
     while True:
         rounds += 1
         changed = sum(await _bounded((_one(m, False, topic) for m in sims), 1024))
-        if not changed:
+        if not changed and _every_group_owns_all(sims, partitions):
             break
-        if rounds > 30:
-            raise RuntimeError("groups did not settle over TCP in 30 rounds")
+        if time.perf_counter() - t0 > 120:
+            raise RuntimeError(f"groups did not settle over TCP in 120 s ({rounds} rounds)")
+        if not changed:
+            await asyncio.sleep(0.5)
     settle_s = time.perf_counter() - t0
     print(f"  settled in {rounds} rounds, {settle_s:.1f}s", flush=True)
     return sims, pool, join_s, settle_s
