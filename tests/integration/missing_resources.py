@@ -21,9 +21,9 @@ broker and kgroup's version ranges.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import datetime
+import os
 import re
 import socket
 import struct
@@ -36,6 +36,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64, i64Timedelta
 
+from kgroup.kafka_uuid import random_uuid_text
 from kgroup.wire.codec import decode_response, encode_request, request_class
 from kgroup.wire.record_batch import build_batch
 from kgroup.broker.concerns import SERVED
@@ -65,7 +66,7 @@ class Names:
         tag = f"{api_key}-{uuid.uuid4().hex[:10]}"
         # A member id as Kafka makes them (a Uuid in URL-safe base64): the consumer and share
         # group APIs refuse other shapes before they look for the member.
-        member = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        member = random_uuid_text(os.urandom)
         return cls(f"missing-topic-{tag}", f"missing-group-{tag}", f"missing-txn-{tag}",
                    member, f"missing-user-{tag}", uuid.uuid4())
 

@@ -32,8 +32,8 @@ from kgroup.client.lifecycle import AsyncClient
 from kgroup.client.records import TopicPartition
 from kgroup.client.records_admin import FetchedRecord
 from kgroup.client.security import ClientSecurity
-from kgroup.kafka_uuid import random_uuid_text
 from kgroup.error_codes import ErrorCode
+from kgroup.kafka_uuid import random_uuid_text
 from kgroup.member.actions import Fatal
 from kgroup.member.classic_events import Close, Subscribe, Tick
 from kgroup.member.share_member import (
