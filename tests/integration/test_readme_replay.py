@@ -11,6 +11,7 @@ sample output the README shows has the same shape.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from tests.integration.test_readme import ROOT, Block, blocks_of
 
 pytestmark = pytest.mark.integration
 GROUP = "billing-rolling"
+PARTITIONS_PER_MEMBER = 2            # the program's 6 partitions of orders over its 3 members
 VARIANTS = ["recorded", "static=true", "assignor=cooperative-sticky", "protocol=consumer,assignor=uniform"]
 
 
@@ -45,9 +47,20 @@ def table(text: str) -> dict[str, dict[str, float]]:
     return rows
 
 
-def check_figures(rows: dict[str, dict[str, float]], generations_after_forming: int) -> None:
+def restart_gaps_s(replayed: str) -> float:
+    """The seconds, summed over every restart, between a member leaving and its replacement
+    joining, from the replay's story line ("m000 ran 1-8.1 s (left), 8.4-17.1 s (left), ...")."""
+    gaps = 0.0
+    for runs in re.findall(r"m\d+ ran (.*?)(?:, then gone|;|$)", replayed, re.M):
+        spans = [(float(a), float(b)) for a, b in re.findall(r"([\d.]+)-([\d.]+) s", runs)]
+        gaps += sum(nxt[0] - prev[1] for prev, nxt in zip(spans, spans[1:]))
+    return gaps
+
+
+def check_figures(rows: dict[str, dict[str, float]], generations_after_forming: int, restart_gaps: float) -> None:
     """``generations_after_forming``: the generations the broker went through after the
-    group first formed."""
+    group first formed; ``restart_gaps``: the seconds, over all restarts, between a member
+    leaving and the new process joining (see below)."""
     recorded, static = rows["recorded"], rows["static=true"]
     cooperative, consumer = rows["assignor=cooperative-sticky"], rows["protocol=consumer,assignor=uniform"]
     assert list(rows) == VARIANTS
@@ -63,15 +76,29 @@ def check_figures(rows: dict[str, dict[str, float]], generations_after_forming: 
     # near 0. Stopped one after another, each stop could wait up to a heartbeat for a
     # rebalance in progress, and under load that charge alone once passed half the
     # recorded figure: 7.33 against 14.61.)
+    # The seconds between a process closing and its replacement joining leave that member's
+    # partitions unowned whatever the settings (the static member's own partitions, and a
+    # consumer-protocol member's until the others' next heartbeat): under load a new
+    # kafka-python process took seconds to start (21.17 s static against 13.07 recorded,
+    # on CI), where the eager rebalance's charge does not grow. That charge is taken out
+    # before comparing: what the settings save, not how fast a process starts.
+    gap_charge = PARTITIONS_PER_MEMBER * restart_gaps
     assert static["rebalances_mean"] == 0
-    assert static["unowned_partition_s_mean"] < recorded["unowned_partition_s_mean"] / 2
+    assert static["unowned_partition_s_mean"] - gap_charge < recorded["unowned_partition_s_mean"] / 2
     # Cooperative: the same rebalances (a dynamic member leaves, so its partitions must move),
     # the others keep theirs, so no more stopped time than eager.
     assert cooperative["rebalances_mean"] == recorded["rebalances_mean"]
     assert cooperative["stop_s_total_mean"] <= recorded["stop_s_total_mean"]
     assert cooperative["unowned_partition_s_mean"] != recorded["unowned_partition_s_mean"]
-    # The consumer protocol hands the partitions over within a heartbeat.
-    assert consumer["unowned_partition_s_mean"] < recorded["unowned_partition_s_mean"] / 2
+    # The consumer protocol hands the partitions over within a heartbeat and never stops
+    # the world. How many partition-seconds that leaves depends on where the members'
+    # heartbeats (5 s apart) fall around each restart: 0.71 in the README's sample, 8.01
+    # against 15.14 recorded in a run on a loaded machine, where a member's heartbeat fell
+    # in the 0.2 s between a leave and the next join, took the leaver's partitions, and the
+    # newcomer waited a heartbeat for them to be revoked. So its unowned time is compared
+    # with the recorded time whole; the stopped time is the robust difference.
+    assert consumer["stop_s_total_mean"] < recorded["stop_s_total_mean"] / 2
+    assert consumer["unowned_partition_s_mean"] - gap_charge < recorded["unowned_partition_s_mean"]
     for variant in VARIANTS[1:]:
         assert rows[variant] != recorded, f"{variant} shows the recorded figures"
     for row in rows.values():
@@ -86,7 +113,7 @@ def check_replay_run(work: Path, replayed: str) -> None:
     mine = [e for e in events if e.get("group") == GROUP]
     formed = min(e["generation"] for e in mine if e["kind"] == "rebalance_completed")
     last = max(e["generation"] for e in mine if e.get("generation") is not None)
-    check_figures(table(replayed), last - formed)
+    check_figures(table(replayed), last - formed, restart_gaps_s(replayed))
     assert sum(e["kind"] == "member_left" for e in mine) == 6              # 3 restarts, 3 closes at the end
     assert "3 members (3 joins taken as restarts)" in replayed
     assert replayed.count("then gone") == 3
@@ -95,7 +122,7 @@ def check_replay_run(work: Path, replayed: str) -> None:
 
 def test_the_readmes_sample_output_is_one_such_run():
     _, _, sample = replay_blocks()
-    check_figures(table(sample.text), 4)
+    check_figures(table(sample.text), 4, restart_gaps_s(sample.text))
     assert all(line in sample.text for line in ("3 members (3 joins taken as restarts)", "then gone"))
 
 
