@@ -37,15 +37,20 @@ from kgroup.assignors.passes import drain
 Parts = tuple[int, ...]
 
 
-def _claims_valid(plist: list[Parts], n_t: int) -> bool:
-    """Whether the claims on a topic are non-empty tuples of distinct partitions < n_t."""
+def _claimed_set(plist: list[Parts], n_t: int) -> set[int] | None:
+    """The partitions claimed on a topic, if the claims are valid (non-empty tuples of
+    distinct partitions in range), else None. The set is built once here and used again for
+    the topic's free partitions (`_free_partitions`)."""
     try:
         lens = list(map(tuple.__len__, plist))  # TypeError unless all are tuples
     except TypeError:
-        return False
-    if not min(lens) or min(map(min, plist)) < 0 or max(map(max, plist)) >= n_t:
-        return False
-    return len(set(chain.from_iterable(plist))) == sum(lens)
+        return None
+    if not min(lens):
+        return None
+    taken = set(chain.from_iterable(plist))
+    if len(taken) != sum(lens) or min(taken) < 0 or max(taken) >= n_t:
+        return None
+    return taken
 
 
 def _clean_claims(t: str, n_t: int, who: list[int], held: list[dict[str, Parts]]) -> None:
@@ -92,10 +97,10 @@ def place(
     pass members in a defined order. Returns one topic -> sorted partitions dict per member.
     """
     classes = _Classes(subscriptions, counts)
-    held, hold_idx, hold_parts = _valid_holdings(classes, current, counts)
+    held, hold_idx, hold_parts, taken = _valid_holdings(classes, current, counts)
     alloc, topic_classes, claimed, class_held = _allocate(classes, hold_idx, hold_parts, counts)
     quota, kept_total, kept_class, dropped = _keep(classes, held, hold_parts, alloc, class_held)
-    pools = _free_partitions(topic_classes, counts, claimed, dropped, hold_parts)
+    pools = _free_partitions(topic_classes, counts, claimed, dropped, taken)
     _deal(classes, held, alloc, quota, kept_total, kept_class, pools)
     return held
 
@@ -129,9 +134,9 @@ class _Classes:
 
 
 def _valid_holdings(classes: _Classes, current: Sequence[Mapping[str, Sequence[int]]], counts: Mapping[str, int],
-                    ) -> tuple[list[dict[str, Parts]], dict[str, list[int]], dict[str, list[Parts]]]:
+                    ) -> tuple[list[dict[str, Parts]], dict[str, list[int]], dict[str, list[Parts]], dict[str, set[int]]]:
     """2. Valid current holdings: subscribed, existing partitions, each held once; with
-    topic -> holders and topic -> their claims.
+    topic -> holders, topic -> their claims and topic -> the set of claimed partitions.
 
     The members' dicts are copied and turned around to topic -> holders at C speed; each
     topic is then checked as a whole, and only a topic with invalid claims (out of range,
@@ -140,8 +145,9 @@ def _valid_holdings(classes: _Classes, current: Sequence[Mapping[str, Sequence[i
     member_class = classes.member_class
     hold_idx: dict[str, list[int]] = {}
     hold_parts: dict[str, list[Parts]] = {}
+    taken: dict[str, set[int]] = {}
     if not any(current):  # a fresh group: nothing to check
-        return [{} for _ in range(n_members)], hold_idx, hold_parts
+        return [{} for _ in range(n_members)], hold_idx, hold_parts, taken
     held = list(map(dict, current))
     fits = list(map(le, map(dict.keys, held), map(classes.topic_sets.__getitem__, member_class)))
     if not all(fits):
@@ -156,11 +162,16 @@ def _valid_holdings(classes: _Classes, current: Sequence[Mapping[str, Sequence[i
     drain(map(list.append, map(hold_parts.__getitem__, chain.from_iterable(held)),
                chain.from_iterable(map(dict.values, held))))
     for t, plist in hold_parts.items():
-        if plist and not _claims_valid(plist, counts[t]):
+        if not plist:
+            continue
+        claims = _claimed_set(plist, counts[t])
+        if claims is None:
             _clean_claims(t, counts[t], hold_idx[t], held)
             hold_idx[t] = [i for i in hold_idx[t] if t in held[i]]
             hold_parts[t] = [held[i][t] for i in hold_idx[t]]
-    return held, hold_idx, hold_parts
+            claims = set(chain.from_iterable(hold_parts[t]))
+        taken[t] = claims
+    return held, hold_idx, hold_parts, taken
 
 
 def _allocate(classes: _Classes, hold_idx: dict[str, list[int]], hold_parts: dict[str, list[Parts]],
@@ -304,8 +315,10 @@ def _keep_within_budget(members: list[int], held: list[dict[str, Parts]], quota:
 
 
 def _free_partitions(topic_classes: dict[str, list[int]], counts: Mapping[str, int], claimed: dict[str, int],
-                     dropped: dict[str, list[int]], hold_parts: dict[str, list[Parts]]) -> dict[str, Sequence[int]]:
-    """5. The free partitions of each topic, in order."""
+                     dropped: dict[str, list[int]], taken: dict[str, set[int]]) -> dict[str, Sequence[int]]:
+    """5. The free partitions of each topic, in order. When every partition was claimed (a
+    member joining a settled group), they are exactly the dropped ones: no pass over the
+    whole topic."""
     pools: dict[str, Sequence[int]] = {}
     for t in topic_classes:
         n_t = counts[t]
@@ -315,11 +328,13 @@ def _free_partitions(topic_classes: dict[str, list[int]], counts: Mapping[str, i
             continue
         if not k:
             pools[t] = range(n_t)
+        elif claimed[t] == n_t:
+            pools[t] = sorted(drop)   # type: ignore[arg-type]  (k < n_t: some were dropped)
         else:
-            taken = set(chain.from_iterable(hold_parts[t]))
+            free = set(range(n_t)).difference(taken[t])
             if drop:
-                taken.difference_update(drop)
-            pools[t] = sorted(set(range(n_t)).difference(taken))
+                free.update(drop)
+            pools[t] = sorted(free)
     return pools
 
 
