@@ -196,7 +196,16 @@ class Ownership:
         live = self.liveness.live()
         grace = self.liveness.mono() - self.started_ms < STARTUP_GRACE_MS
         moves = self.moves.current()  # once a round, not once a unit (a stat each)
-        for slot, index in sorted(self.data.units().items()):
+        units = self.data.units()
+        if len(self.nodes) == 1:
+            # A single node hands nothing over, so a unit it holds (in any state) needs no
+            # decision: only the ones it does not hold yet. With thousands of partitions the
+            # full pass, five times a second, cost a tenth of the broker's CPU.
+            held = self.units
+            todo = sorted((slot, index) for slot, index in units.items() if slot not in held)
+        else:
+            todo = sorted(units.items())
+        for slot, index in todo:
             if slot not in self._queued:
                 self._decide(slot, index, live, grace, moves)
         if self._work.empty() and not self._queued:
