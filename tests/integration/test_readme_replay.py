@@ -14,6 +14,7 @@ import json
 import re
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.integration.test_readme import ROOT, Block, blocks_of
@@ -21,6 +22,7 @@ from tests.integration.test_readme import ROOT, Block, blocks_of
 pytestmark = pytest.mark.integration
 GROUP = "billing-rolling"
 PARTITIONS_PER_MEMBER = 2            # the program's 6 partitions of orders over its 3 members
+CONSUMER_HEARTBEAT_S = 5.0           # group.consumer.heartbeat.interval.ms, Kafka's default
 VARIANTS = ["recorded", "static=true", "assignor=cooperative-sticky", "protocol=consumer,assignor=uniform"]
 
 
@@ -90,15 +92,14 @@ def check_figures(rows: dict[str, dict[str, float]], generations_after_forming: 
     assert cooperative["rebalances_mean"] == recorded["rebalances_mean"]
     assert cooperative["stop_s_total_mean"] <= recorded["stop_s_total_mean"]
     assert cooperative["unowned_partition_s_mean"] != recorded["unowned_partition_s_mean"]
-    # The consumer protocol hands the partitions over within a heartbeat and never stops
-    # the world. How many partition-seconds that leaves depends on where the members'
-    # heartbeats (5 s apart) fall around each restart: 0.71 in the README's sample, 8.01
-    # against 15.14 recorded in a run on a loaded machine, where a member's heartbeat fell
-    # in the 0.2 s between a leave and the next join, took the leaver's partitions, and the
-    # newcomer waited a heartbeat for them to be revoked. So its unowned time is compared
-    # with the recorded time whole; the stopped time is the robust difference.
+    # The consumer protocol never stops the world. How many partition-seconds it leaves
+    # unowned depends on where the members' heartbeats (5 s apart) fall around each
+    # restart, not on the settings compared: 0.71 in the README's sample, 8.01 against
+    # 15.14 recorded in a run on a loaded machine, where a member's heartbeat fell in the
+    # 0.2 s between a leave and the next join, took the leaver's partitions, and the
+    # newcomer waited for them to be revoked at their holder's next heartbeat. So that sum
+    # is not compared; how long one partition can wait is (check_replay_run).
     assert consumer["stop_s_total_mean"] < recorded["stop_s_total_mean"] / 2
-    assert consumer["unowned_partition_s_mean"] - gap_charge < recorded["unowned_partition_s_mean"]
     for variant in VARIANTS[1:]:
         assert rows[variant] != recorded, f"{variant} shows the recorded figures"
     for row in rows.values():
@@ -113,7 +114,14 @@ def check_replay_run(work: Path, replayed: str) -> None:
     mine = [e for e in events if e.get("group") == GROUP]
     formed = min(e["generation"] for e in mine if e["kind"] == "rebalance_completed")
     last = max(e["generation"] for e in mine if e.get("generation") is not None)
-    check_figures(table(replayed), last - formed, restart_gaps_s(replayed))
+    gaps = restart_gaps_s(replayed)
+    check_figures(table(replayed), last - formed, gaps)
+    # The consumer protocol hands a partition over within its holder's next heartbeat and
+    # the new owner's next one: no partition waits longer than two heartbeat intervals
+    # (Kafka's 5 s default, the lab's too), plus the time no process was running.
+    windows = pq.read_table(work / "lab-replay" / "windows.parquet").to_pylist()
+    longest = max((w["max_unowned_s"] for w in windows if w["variant"] == VARIANTS[3]), default=0.0)
+    assert longest <= 2 * CONSUMER_HEARTBEAT_S + gaps + 1, (longest, gaps)
     assert sum(e["kind"] == "member_left" for e in mine) == 6              # 3 restarts, 3 closes at the end
     assert "3 members (3 joins taken as restarts)" in replayed
     assert replayed.count("then gone") == 3
