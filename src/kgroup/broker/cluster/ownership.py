@@ -3,7 +3,7 @@
 How this works: every `poll_ms` the loop renews this node's lease (liveness.py), looks at
 its peers and at topics.json, checks that every unit it holds is still its own, and then
 decides per unit (storage/data_dir.py) from the epoch table and the desired owner
-(placement.py):
+(placement.py) — on a single node only per unit it does not hold yet, as it hands nothing over:
 
 - a unit it holds whose desired owner is another node that has been live for
   `HAND_BACK_DELAY_MS` is handed over (`hand_over`: the holder stops accepting, lets
