@@ -1,6 +1,6 @@
 """The whole suite's own plug-ins: hypothesis profiles (`ci` for `make test`, `explore` for
-`make explore`), the slowest modules' wall time at the end of a run, and the backstop that
-ends a test pytest-timeout could not."""
+`make explore`), the slowest modules' wall time at the end of a run, the backstop that ends
+a test pytest-timeout could not, and kgroup compiled to bytecode before the run."""
 
 pytest_plugins = ["tests.plugins.hypothesis_profiles", "tests.plugins.module_times",
-                  "tests.plugins.hang_backstop"]
+                  "tests.plugins.hang_backstop", "tests.plugins.bytecode"]
