@@ -52,3 +52,22 @@ def test_a_record_produced_to_the_reference_is_consumed_in_a_group(kafka_referen
         assert message is not None and message.value() == b"hello"
     finally:
         consumer.close()
+
+
+def test_a_tool_run_twice_maps_the_class_archive_its_first_run_wrote(kafka_reference):
+    """run_java's class-data-sharing archive (src/kgroup/testing/reference.py): the first run
+    of a tool writes it, the next one uses it and prints the same as a run without it."""
+    from kgroup.testing.reference import class_archive, java_command, run_java
+
+    main = "org.apache.kafka.tools.TopicCommand"
+    archive = class_archive(java_command(), main)
+    assert archive is not None
+    args = ("--bootstrap-server", kafka_reference.bootstrap, "--list")
+    first = run_java(main, *args)
+    assert first.returncode == 0, first.stderr
+    assert archive.is_file() and archive.stat().st_size > 1 << 20
+    second = run_java(main, *args, jvm_options=("-Xlog:cds=info",))   # after ours: says what it mapped
+    assert second.returncode == 0, second.stderr
+    assert "Opened archive" in second.stdout and str(archive) in second.stdout, second.stdout[-2000:]
+    listed = [line for line in second.stdout.splitlines() if not line.startswith("[")]
+    assert listed == first.stdout.splitlines()
