@@ -47,6 +47,12 @@ def has(cls: type, field_name: str) -> bool:
     return field_name in _fields(cls)
 
 
+def hint(cls: type, field_name: str) -> Any:
+    """The type of field `field_name` of `cls`, as its annotation says (resolved once per
+    class: `typing.get_type_hints` on every request was 3% of a consumer join's CPU)."""
+    return _fields(cls)[field_name][0]
+
+
 def _convert(hint: Any, value: Any) -> Any:
     if hint is i32Timedelta or hint is i64Timedelta:
         if isinstance(value, int):

@@ -14,12 +14,13 @@ while it moves). ListGroups lists the groups this node coordinates, as in Kafka.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import replace
 from typing import Any, Callable
 
 from kgroup.acl_bindings import ResourceType
-from kgroup.wire.kio_build import build, get, item, ms
+from kgroup.wire.kio_build import build, get, hint, item, ms
 from kgroup.broker.security.authorized_operations import if_asked
 from kgroup.broker.groups.offset_topics import shard_topics, unknown_partitions
 from kgroup.broker.groups.shard import Shard
@@ -579,12 +580,13 @@ def described_assignment(member_cls: type) -> Callable[[Any, dict[str, str]], An
     return assignment
 
 
+@functools.cache
 def field_class(cls: type, name: str) -> type:
     """The entity class of a single (non-tuple, maybe optional) entity field."""
     import typing
 
-    hint = typing.get_type_hints(cls)[name]
-    for candidate in (hint, *typing.get_args(hint)):
+    annotated = hint(cls, name)
+    for candidate in (annotated, *typing.get_args(annotated)):
         if isinstance(candidate, type) and hasattr(candidate, "__dataclass_fields__"):
             return candidate
     raise TypeError(f"{cls.__name__}.{name} is not an entity field")

@@ -6,7 +6,6 @@ Topics are named by id in ShareFetch and ShareAcknowledge.
 
 from __future__ import annotations
 
-import typing
 from typing import Any
 
 from kgroup.acl_bindings import AclOperation as Op
@@ -15,7 +14,7 @@ from kgroup.broker.security.authorization import (GROUP, TOPIC, Access, Admissio
     admit_items, admit_topics, cluster_guard, plain_refusal)
 from kgroup.error_codes import ErrorCode
 from kgroup.wire import RequestHeader, response_class
-from kgroup.wire.kio_build import build, get, item
+from kgroup.wire.kio_build import build, get, hint, item
 
 E = ErrorCode
 
@@ -28,7 +27,7 @@ describe_share_group_offsets = describe_group_offsets(
 
 def _no_leader(part_cls: type) -> Any:
     """ShareFetch/ShareAcknowledge partitions carry a leader struct, never null on the wire."""
-    return build(typing.get_type_hints(part_cls)["current_leader"], leader_id=-1, leader_epoch=-1)
+    return build(hint(part_cls, "current_leader"), leader_id=-1, leader_epoch=-1)
 
 
 _SHARE_TOPICS = TopicList(response="responses", failed={"current_leader": _no_leader})

@@ -88,7 +88,7 @@ from kgroup.core.share_sessions import FINAL_EPOCH, OPEN_EPOCH, SharePartitionId
 from kgroup.storage import DataDir, StorageError
 from kgroup.storage.errors import TopicError
 from kgroup.wire import RequestHeader, response_class
-from kgroup.wire.kio_build import build, item, ms
+from kgroup.wire.kio_build import build, hint, item, ms
 
 log = logging.getLogger("kgroup.broker.share")
 
@@ -760,6 +760,4 @@ class _Leaders:
 
 
 def _leader_class(part_cls: type) -> type:
-    import typing
-
-    return typing.get_type_hints(part_cls)["current_leader"]
+    return hint(part_cls, "current_leader")

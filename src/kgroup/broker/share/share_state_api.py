@@ -25,7 +25,7 @@ from kgroup.core.records import ShareStateBatch, ShareStateValue
 from kgroup.core.share_messages import ShareStateKey, WriteShareStateRequest
 from kgroup.core.share_protocol import delivery_complete
 from kgroup.wire import RequestHeader, response_class
-from kgroup.wire.kio_build import build, item
+from kgroup.wire.kio_build import build, has, item
 
 E = ErrorCode
 
@@ -126,15 +126,12 @@ async def _read(shard: Shard, key: ShareStateKey, summary: bool) -> dict:
 
 def _partition(part_cls: type, partition: int, fields: dict) -> Any:
     """One partition of an answer, with the fields its version has."""
-    import typing
-
-    hints = typing.get_type_hints(part_cls)
     kwargs: dict = {"partition": partition}
     for name in ("error_code", "error_message", "state_epoch", "start_offset", "leader_epoch",
                  "delivery_complete_count"):
-        if name in hints:
+        if has(part_cls, name):
             kwargs[name] = fields.get(name, -1 if name != "error_message" else None)
-    if "state_batches" in hints:
+    if has(part_cls, "state_batches"):
         batch_cls = item(part_cls, "state_batches")
         kwargs["state_batches"] = tuple(build(batch_cls, first_offset=b.first_offset, last_offset=b.last_offset,
                                               delivery_state=b.state, delivery_count=b.delivery_count)
