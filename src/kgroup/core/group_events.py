@@ -29,11 +29,11 @@ assignment). The JSON layout is the shared contract of the `__kgroup_events` top
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from kgroup.core import compact_json
 from kgroup.core.result import Departure
 from kgroup.group_types import DEAD, STABLE
 
@@ -110,11 +110,7 @@ class GroupEvent:
 
     def to_json(self) -> bytes:
         """Compact UTF-8 JSON with sorted keys: the record value."""
-        return _ENCODE(self.as_dict()).encode()
-
-
-# One encoder for all events (json.dumps with options builds a new one per call).
-_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+        return compact_json.dumps(self.as_dict(), sort_keys=True)
 
 
 # ---- what a change did to a group -----------------------------------------------------------

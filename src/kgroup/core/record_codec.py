@@ -82,7 +82,7 @@ UnicodeDecodeError; a record that cannot be written raises `RecordEncodeError`.
 
 from __future__ import annotations
 
-import json as _json
+from . import compact_json as _json
 from dataclasses import fields
 from struct import Struct
 from struct import error as StructError
@@ -475,7 +475,7 @@ def _encode_txn(record) -> bytes:
     key = _OC_KEY_HEAD.pack(_TXN_KEY_VERSIONS[kind], len(first), len(second)) + first + second
     if value is None:
         return key
-    return key + _json.dumps(value, separators=(",", ":")).encode()
+    return key + _json.dumps(value)
 
 
 def _decode_txn(payload: bytes, version: int, alen: int, blen: int) -> Record:
@@ -513,7 +513,7 @@ def _encode_group_config(record: GroupConfigRecord) -> bytes:
         _utf8(name, "config name")
         _utf8(value, "config value")
     pairs = [[name, value] for name, value in record.configs]
-    return key + _json.dumps(pairs, separators=(",", ":")).encode()
+    return key + _json.dumps(pairs)
 
 
 def _decode_group_config(payload: bytes, glen: int, mlen: int) -> GroupConfigRecord:
@@ -546,7 +546,7 @@ def _share_value(record) -> object | None:
 
 
 def _json_bytes(value: object) -> bytes:
-    return _json.dumps(value, separators=(",", ":")).encode()
+    return _json.dumps(value)
 
 
 def _encode_share_state(record: ShareStateRecord) -> bytes:

@@ -25,7 +25,7 @@ compact UTF-8 JSON. Key versions:
 
 from __future__ import annotations
 
-import json
+from . import compact_json as json
 from struct import Struct
 
 from kgroup.core.streams_records import (
@@ -97,7 +97,7 @@ def encode(record) -> bytes:
         raise ValueError("group or member id too long for a key")
     key = _HEAD.pack(KEY_VERSIONS[type(record)], len(group), len(member)) + group + member
     value = _value(record)
-    return key if value is None else key + json.dumps(value, separators=(",", ":")).encode()
+    return key if value is None else key + json.dumps(value)
 
 
 def _tasks(raw) -> tuple:
