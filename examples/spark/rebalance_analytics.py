@@ -118,6 +118,14 @@ def analyse(spark, bootstrap: str):
     return rebalances, groups
 
 
+def write(spark, bootstrap: str, out: str):
+    """``analyse`` written to ``out``/rebalances.parquet and ``out``/groups.parquet; the groups."""
+    rebalances, groups = analyse(spark, bootstrap)
+    rebalances.write.mode("overwrite").parquet(os.path.join(out, "rebalances.parquet"))
+    groups.write.mode("overwrite").parquet(os.path.join(out, "groups.parquet"))
+    return groups
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Per-group rebalance timelines from __kgroup_events.")
     parser.add_argument("--bootstrap", default=os.environ.get("KGROUP_BOOTSTRAP", "127.0.0.1:9092"),
@@ -133,10 +141,7 @@ def main(argv: list[str] | None = None) -> int:
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        rebalances, groups = analyse(spark, args.bootstrap)
-        rebalances.write.mode("overwrite").parquet(os.path.join(args.out, "rebalances.parquet"))
-        groups.write.mode("overwrite").parquet(os.path.join(args.out, "groups.parquet"))
-        groups.orderBy("group").show(50, truncate=False)
+        write(spark, args.bootstrap, args.out).orderBy("group").show(50, truncate=False)
     finally:
         spark.stop()
     print(f"wrote {args.out}/rebalances.parquet and {args.out}/groups.parquet")

@@ -17,6 +17,23 @@ import os
 import sys
 
 
+def copy(spark, bootstrap: str, topic: str, group: str, out: str, max_per_batch: int = 10_000) -> int:
+    """Copy what is new in ``topic`` to ``out``/data in ``spark``; how many records it holds."""
+    import kgroup.spark
+
+    kgroup.spark.register(spark)
+    records = (spark.readStream.format("kgroup").option("kafka.bootstrap.servers", bootstrap)
+               .option("subscribe", topic).option("startingOffsets", "earliest")
+               .option("maxOffsetsPerTrigger", max_per_batch).option("group.id", group).load())
+    query = (records.selectExpr("partition", "offset", "timestamp", "cast(key as string) as key",
+                                "cast(value as string) as value")
+             .writeStream.format("parquet").option("path", os.path.join(out, "data"))
+             .option("checkpointLocation", os.path.join(out, "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    return spark.read.parquet(os.path.join(out, "data")).count()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", default=os.environ.get("KGROUP_BOOTSTRAP", "127.0.0.1:9092"),
@@ -30,23 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    import kgroup.spark
-
     spark = (SparkSession.builder.master("local[*]").appName("kgroup-topic-to-parquet")
              .config("spark.ui.enabled", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    kgroup.spark.register(spark)
     try:
-        records = (spark.readStream.format("kgroup").option("kafka.bootstrap.servers", args.bootstrap)
-                   .option("subscribe", args.topic).option("startingOffsets", "earliest")
-                   .option("maxOffsetsPerTrigger", args.max_per_batch).option("group.id", args.group).load())
-        query = (records.selectExpr("partition", "offset", "timestamp", "cast(key as string) as key",
-                                    "cast(value as string) as value")
-                 .writeStream.format("parquet").option("path", os.path.join(args.out, "data"))
-                 .option("checkpointLocation", os.path.join(args.out, "checkpoint"))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-        count = spark.read.parquet(os.path.join(args.out, "data")).count()
+        count = copy(spark, args.bootstrap, args.topic, args.group, args.out, args.max_per_batch)
     finally:
         spark.stop()
     print(f"{args.out}/data holds {count} records of {args.topic}; progress committed to group {args.group}")

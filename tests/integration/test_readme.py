@@ -321,6 +321,13 @@ def test_every_block_runs_in_order(broker, tmp_path):
     assert any("records in orders-upper" in out for out in outputs.values())
     assert (work / "lab-run" / "report.html").is_file() and (work / "lab-replay" / "report.html").is_file()
     assert (work / "plan.csv").read_text().startswith("orders,")
+    # The Spark examples, run as the README shows them (tests/spark/test_examples.py checks
+    # what their functions compute, in a session of its own).
+    copied = [re.search(r"orders-parquet/data holds (\d+) records of orders", out) for out in outputs.values()]
+    assert any(m and int(m.group(1)) > 0 for m in copied), "topic_to_parquet.py copied nothing"
+    import pyarrow.parquet as pq
+    assert pq.read_table(work / "rebalance-analytics" / "groups.parquet").num_rows > 0
+    assert pq.read_table(work / "rebalance-analytics" / "rebalances.parquet").num_rows > 0
     # The rolling restart's replay (README's lab section), its figures checked against what
     # the broker recorded (tests/integration/test_readme_replay.py).
     from tests.integration.test_readme_replay import check_replay_run, replay_blocks

@@ -1,14 +1,14 @@
-"""The shipped Spark examples, run as the README shows them (one command each), against a
-real `kgroup serve`: rebalance analytics counts the rebalances the broker gave the members;
-topic_to_parquet copies a topic once and commits to its group."""
+"""The shipped Spark examples against a real `kgroup serve`, in this suite's Spark session:
+rebalance analytics counts the rebalances the broker gave the members; topic_to_parquet
+copies a topic once and commits to its group. Each runs its script's own function
+(`write`, `copy`) rather than the script, which would start a Spark of its own: the scripts
+run as one command each, as a user types them, in tests/integration/test_readme.py (the
+README's Spark examples), which checks what they wrote."""
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -26,12 +26,6 @@ def example(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def run(script: str, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
-    return subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True,
-                          timeout=300, env=env)
 
 
 def test_rebalance_analytics_counts_the_rebalances_the_broker_gave_the_members(spark, broker, tmp_path):
@@ -67,25 +61,23 @@ def test_rebalance_analytics_counts_the_rebalances_the_broker_gave_the_members(s
     assert summary["unowned_partition_s"] >= 0
 
     out = tmp_path / "analytics"
-    done = run("rebalance_analytics.py", "--bootstrap", broker.bootstrap, "--out", str(out), "--master", "local[2]")
-    assert done.returncode == 0, done.stderr[-3000:]
+    example("rebalance_analytics").write(spark, broker.bootstrap, str(out))
     rows = {r["group"]: r for r in pq.read_table(out / "groups.parquet").to_pylist()}
     assert rows[group]["rebalances"] == len(completed)
+    written = pq.read_table(out / "rebalances.parquet").to_pylist()
+    assert sorted(r["generation"] for r in written if r["group"] == group) == completed
 
 
-def test_topic_to_parquet_copies_each_record_once_and_commits_to_its_group(broker, tmp_path):
+def test_topic_to_parquet_copies_each_record_once_and_commits_to_its_group(spark, broker, tmp_path):
     create(broker.bootstrap, "copied", 3)
     produce(broker.bootstrap, "copied", 3, 0, 3000)
-    out = tmp_path / "copy"
-    args = ("--bootstrap", broker.bootstrap, "--topic", "copied", "--group", "copier", "--out", str(out),
-            "--max-per-batch", "1000")
-    done = run("topic_to_parquet.py", *args)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "holds 3000 records" in done.stdout
+    out = str(tmp_path / "copy")
+    copy = example("topic_to_parquet").copy
+    assert copy(spark, broker.bootstrap, "copied", "copier", out, max_per_batch=1000) == 3000
     produce(broker.bootstrap, "copied", 3, 3000, 600)
-    again = run("topic_to_parquet.py", *args)             # from the checkpoint: only the new ones
-    assert again.returncode == 0 and "holds 3600 records" in again.stdout, again.stderr[-3000:]
-    rows = pq.read_table(out / "data").to_pylist()
+    # From the checkpoint: only the new ones.
+    assert copy(spark, broker.bootstrap, "copied", "copier", out, max_per_batch=1000) == 3600
+    rows = pq.read_table(tmp_path / "copy" / "data").to_pylist()
     assert len({(r["partition"], r["offset"]) for r in rows}) == len(rows) == 3600
     with BlockingAdmin(broker.bootstrap) as admin:
         assert admin.group_offsets("copier", {"copied": [0, 1, 2]}) == {("copied", p): 1200 for p in range(3)}
