@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import os
 import shutil
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import peers
 from kgroup.client import AdminClient, Producer
@@ -175,6 +177,11 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3, help="measured runs per figure (medians)")
     args = parser.parse_args()
+    # Spark starts Python processes for our source (the stream reader's, the tasks'); each
+    # imports kgroup. Where bytecode may not be written (PYTHONDONTWRITEBYTECODE, as on our
+    # CI machines, with kgroup installed editable) each would compile it from source again,
+    # which a user's `pip install` (it compiles on install) never does: compile it first.
+    compileall.compile_dir(Path(__file__).resolve().parents[1] / "src" / "kgroup", quiet=1)
     spark = session()
     scratch = tempfile.mkdtemp(prefix="kgroup-spark-io-")
     results: dict[str, dict[str, dict[str, float]]] = {}
