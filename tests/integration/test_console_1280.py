@@ -114,8 +114,13 @@ def test_at_1280_every_column_shows_offsets_per_partition_and_lag_per_member(bro
         assert len(shown) == PARTITIONS
 
         # The lag chart: a line per member (2), each the sum of its partitions' lag (15); per topic, one line.
+        # The chart shows the console's lag samples (one every SAMPLE_S, 2 s, pushed to the
+        # page), not the lag at this moment as the offsets table does: the latest sample can
+        # predate the late records (lag 0), so wait for the one that has them.
         browser.wait("document.querySelector('#lag-chart').dataset.series === '2'", "one lag line per member")
-        legend = browser.js("[...document.querySelectorAll('#lag-legend span[data-key]')].map(s => s.innerText)")
+        legend = browser.wait(
+            "(() => { const l = [...document.querySelectorAll('#lag-legend span[data-key]')].map(s => s.innerText);"
+            " return l.length === 2 && l.every(t => t.endsWith(': 15')) && l; })()", "each member's lag 15 in the legend")
         assert len(legend) == 2 and all(text.endswith(": 15") for text in legend), legend
         browser.js("(() => { const s = document.querySelector('#lag-by'); s.value = 'topic';"
                    " s.dispatchEvent(new Event('change')); })()")
