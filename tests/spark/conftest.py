@@ -35,6 +35,7 @@ def broker(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark():
+    from pyspark.java_gateway import ensure_callback_server_started
     from pyspark.sql import SparkSession
 
     import kgroup.spark
@@ -48,6 +49,9 @@ def spark():
                .config("spark.driver.bindAddress", "127.0.0.1")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
+    # py4j's callback server (foreachBatch, listeners) waits on select(), which fails for
+    # a descriptor past 1023: open its socket now, while the worker holds few.
+    ensure_callback_server_started(session.sparkContext._gateway)
     kgroup.spark.register(session)
     yield session
     session.stop()
