@@ -170,6 +170,12 @@ CONSUMER_SESSION_TIMEOUT = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
 CONSUMER_ASSIGNMENT_INTERVAL = "consumer.assignment.interval.ms"
 
+def overridden_groups(config: GroupConfig) -> frozenset[str]:
+    """The groups a `[group.overrides]` row names: only theirs inherit anything but the
+    broker's setting (`_override` reads those rows, every other config `_no_override`)."""
+    return frozenset(row[0] for row in config.consumer_group_overrides)
+
+
 def _no_override(config: GroupConfig, group_id: str) -> None:
     return None
 
@@ -416,6 +422,10 @@ class GroupConfigs:
 
     def __init__(self, shard: ShardState) -> None:
         self.shard = shard
+        # What a group without a `[group.overrides]` row inherits, per config name, for the
+        # config the shard runs with (it is read on every heartbeat): (config, the groups
+        # with a row, name -> value). Rebuilt when the shard's config object changes.
+        self._inherits: tuple[GroupConfig, frozenset[str], dict[str, int | str]] | None = None
 
     # ---- what a group runs with -------------------------------------------------------
 
@@ -476,7 +486,16 @@ class GroupConfigs:
         return Result((GroupConfigRecord(req.group_id, value),), ((reply, None),))
 
     def _inherited(self, group_id: str, name: str) -> int | str:
-        return configured_value(self.shard.config, group_id, name)
+        config = self.shard.config
+        memo = self._inherits
+        if memo is None or memo[0] is not config:
+            memo = self._inherits = (config, overridden_groups(config), {})
+        if group_id in memo[1]:
+            return configured_value(config, group_id, name)
+        value = memo[2].get(name)
+        if value is None:
+            value = memo[2][name] = configured_value(config, group_id, name)
+        return value
 
     # ---- DescribeConfigs --------------------------------------------------------------
 

@@ -71,6 +71,23 @@ def test_dynamic_configs_are_layered_over_the_toml_override_and_the_default():
     assert ctx.log[-1] == GroupConfigRecord("cg", None)
 
 
+def test_inherited_values_follow_the_override_rows_dynamic_configs_and_a_new_config():
+    # GroupConfigs remembers what groups without a `[group.overrides]` row inherit; that
+    # memo must not leak one group's row to another, hide a dynamic config, or outlive the
+    # shard's config.
+    ctx = GroupContext(GroupConfig(consumer_group_overrides=(("cg", 55_000, 7_000),)))
+    configs = ctx.coord.group_configs
+    assert configs.value("other", SESSION) == 45_000
+    assert configs.value("cg", SESSION) == 55_000
+    assert configs.value("other", SESSION) == 45_000
+    assert alter(ctx, "other", (SESSION, SET, "50000")).raised is None
+    assert configs.value("other", SESSION) == 50_000
+    assert configs.value("third", SESSION) == 45_000
+    ctx.coord.shard.config = GroupConfig(consumer_session_timeout_ms=48_000)
+    assert configs.value("third", SESSION) == 48_000
+    assert configs.value("cg", SESSION) == 48_000
+
+
 def test_a_broker_setting_changed_in_the_toml_is_described_as_static_broker_config():
     """Kafka reports a group config that falls back to a broker default set in
     server.properties as STATIC_BROKER_CONFIG, its synonyms followed by the built-in default;
