@@ -1,4 +1,4 @@
-"""Files a test left open in its own `tmp_path`, closed after it and listed at the end.
+"""Files tests left open in their own `tmp_path`, closed after their module and listed at the end.
 
 Storage objects (segment logs, lock and lease files, epoch tables) hold raw descriptors
 and have no finalizer, so a test that drops one without `close()` -- often on purpose, to
@@ -7,22 +7,23 @@ them pile up in one pytest-xdist worker, and past descriptor 1023 anything that 
 `select()` breaks far from the cause: py4j's callback server, which runs Spark's
 `foreachBatch`, cannot accept a connection, and a Spark test times out.
 
-So after each test that had a `tmp_path`, every regular file opened during the test, still
-open, and lying inside that directory is closed. Nothing outside the test's own directory
-is touched (session and module brokers live elsewhere), and only descriptors that did not
-exist before the test started. The summary names the modules that left files behind, for
-whoever next tidies them.
+So at the end of each module, every regular file still open inside the `tmp_path` of one
+of its tests is closed, after a garbage collection has let objects with a finalizer close
+theirs (closing one of those here would free its number for reuse, and the finalizer would
+later close another test's file). Nothing outside those directories is touched: session and
+module fixtures keep their files elsewhere, and a test's `tmp_path` is its own. The summary
+names the modules that left files behind, for whoever next tidies them.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 from collections import Counter
 
 import pytest
 
 FD_DIR = "/proc/self/fd"
-BEFORE = pytest.StashKey[dict]()
 
 
 def _open_files() -> dict[int, str]:
@@ -45,23 +46,27 @@ KEY = "files_left_open"
 class OpenFiles:
     def __init__(self) -> None:
         self.closed: Counter[str] = Counter()
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_setup(self, item: pytest.Item):
-        item.stash[BEFORE] = _open_files()
-        yield
+        self.dirs: list[str] = []            # the tmp_paths of this module's tests so far
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem):
         yield                       # the test's fixtures are finalized by now
         tmp = getattr(item, "funcargs", {}).get("tmp_path")
-        before = item.stash.get(BEFORE, {})
-        if tmp is None:
+        if tmp is not None:
+            self.dirs.append(str(tmp).rstrip("/") + "/")
+        module = item.nodeid.split("::", 1)[0]
+        if nextitem is not None and nextitem.nodeid.split("::", 1)[0] == module:
+            return                  # once per module: the collection below is not free
+        dirs, self.dirs = tuple(self.dirs), []
+        if not dirs or not any(target.startswith(dirs) for target in _open_files().values()):
             return
-        inside = str(tmp).rstrip("/") + "/"
+        # Objects with a finalizer (Python file objects, sockets) close their descriptor
+        # when collected. Collect them first: closing such a descriptor here would free the
+        # number for reuse, and the finalizer would later close another test's file.
+        gc.collect()
         closed = 0
         for fd, target in _open_files().items():
-            if before.get(fd) == target or not target.startswith(inside):
+            if not target.startswith(dirs):
                 continue
             try:
                 os.close(fd)
