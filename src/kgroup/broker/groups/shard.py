@@ -277,7 +277,14 @@ class Shard:
         if self.closed:
             return
         deadline = self.coordinator.next_deadline()
-        if deadline == self._timer_deadline:
+        armed = self._timer_deadline
+        if deadline == armed:
+            return
+        # A later deadline keeps the timer set for the earlier one: it fires early, finds
+        # nothing due and arms for what is earliest then. Heartbeats push the earliest
+        # session deadline later on nearly every call, and re-arming each time cancelled and
+        # scheduled an asyncio timer per heartbeat.
+        if self._timer is not None and deadline is not None and armed is not None and deadline > armed:
             return
         if self._timer is not None:
             self._timer.cancel()
