@@ -7,12 +7,13 @@ them pile up in one pytest-xdist worker, and past descriptor 1023 anything that 
 `select()` breaks far from the cause: py4j's callback server, which runs Spark's
 `foreachBatch`, cannot accept a connection, and a Spark test times out.
 
-So at the end of each module, every regular file still open inside the `tmp_path` of one
-of its tests is closed, after a garbage collection has let objects with a finalizer close
-theirs (closing one of those here would free its number for reuse, and the finalizer would
-later close another test's file). Nothing outside those directories is touched: session and
-module fixtures keep their files elsewhere, and a test's `tmp_path` is its own. The summary
-names the modules that left files behind, for whoever next tidies them.
+So at the end of each module, every descriptor still open on a path inside the
+`tmp_path` of one of its tests is closed, after a garbage collection has let objects with
+a finalizer close theirs (closing one of those here would free its number for reuse, and
+the finalizer would later close another test's file). Nothing outside those directories
+is touched: session and module fixtures keep their files elsewhere, and a test's
+`tmp_path` is its own. The summary names the modules that left files behind, for whoever
+next tidies them.
 """
 
 from __future__ import annotations
