@@ -69,5 +69,7 @@ class ServerAssignor(Protocol):
     def assign(
         self, spec: GroupSpec, topics: Mapping[str, int]
     ) -> dict[str, dict[str, tuple[int, ...]]]:
-        """Target assignment: member id -> topic key -> sorted partitions."""
+        """Target assignment: member id -> topic key -> sorted partitions. `spec` is read
+        only: the coordinator hands the same MemberSpecs (and their `assignment` dicts) to
+        the next assignment of the group."""
         ...

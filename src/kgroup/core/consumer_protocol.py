@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from itertools import compress, repeat
+from operator import and_, attrgetter, is_, itemgetter, ne, not_, or_
 from typing import TYPE_CHECKING
 
 from kgroup.assignors import GroupSpec, MemberSpec, UnknownAssignor, get_server_assignor
@@ -258,8 +260,10 @@ class ConsumerProtocol(ModernProtocol):
             meta = replace(meta, classic_protocols=classic[0], classic_session_timeout_ms=classic[1])
         return meta
 
-    def subscription(self, meta: ConsumerMemberValue) -> tuple:
-        return (meta.subscribed_topic_names, meta.subscribed_topic_regex, meta.server_assignor)
+    # (topic names, regex, server assignor), read at C speed: the group's subscribed topics
+    # are worked out per distinct subscription at every join.
+    subscription = staticmethod(attrgetter("subscribed_topic_names", "subscribed_topic_regex",
+                                           "server_assignor"))
 
     # ---- regular expressions resolved after the heartbeat ----------------------------------
 
@@ -268,6 +272,8 @@ class ConsumerProtocol(ModernProtocol):
         """Regexes of `members` (the group as a heartbeat leaves it) that no member already in
         the group subscribed with: new to the group, so Kafka resolves them in the background
         (REGEX_UPDATED; one a member of the group had is REGEX_UPDATED_AND_RESOLVED)."""
+        if not any(map(_REGEX, members.values())):
+            return frozenset()      # mostly: no member subscribes by regex (a scan at C speed)
         resolved = {group.members[mid].meta.subscribed_topic_regex for mid in members if mid in group.members}
         return frozenset(r for m in members.values()
                          if (r := m.meta.subscribed_topic_regex) and r not in resolved)
@@ -324,7 +330,7 @@ class ConsumerProtocol(ModernProtocol):
     def assign(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember], targets: dict[str, Partitions],
                subscribed: SubscribedTopics, out: ResultBuilder) -> dict[str, Partitions]:
         """Run the server assignor most members ask for; record what changes."""
-        votes = Counter(m.meta.server_assignor for m in members.values() if m.meta.server_assignor)
+        votes = Counter(filter(None, map(_SERVER_ASSIGNOR, members.values())))
         preferred = self.config.consumer_assignors
         if votes:
             best = max(votes.values())
@@ -348,23 +354,45 @@ class ConsumerProtocol(ModernProtocol):
                 ids = topic_ids[key] = frozenset(by_name[n] for n in self.topics_of(meta, unresolved) if n in by_name)
             return ids
 
+        # Each member's spec is kept from the last assignment while its metadata and target
+        # are the same objects and so is what its topic ids are worked out from (the
+        # broker's topics, replaced whole when they change, the group's subscribed topics
+        # and unresolved regexes): a join of N members builds N specs, not N * N / 2.
+        # (Server assignors must not change their input.)
         no_target: Partitions = ()
-        spec = GroupSpec(members={
-            mid: MemberSpec(mid, ids_of(m.meta), m.meta.instance_id, m.meta.rack_id,
-                            dict(targets.get(mid, no_target)))   # (topic, sorted partitions) pairs
-            for mid, m in sorted(members.items())
-        })
-        result = assignor.assign(spec, {tid: count for _, tid, count in subscribed})
-        new_targets: dict[str, Partitions] = {}
-        for mid in sorted(members):
-            got = result.get(mid, {})
-            old = targets.get(mid)
-            if old is not None and dict(old) == got:
-                # Unchanged (most members, when one joins or leaves): the old target is
-                # already in canonical form (sorted, no empty topic), keep it as it is.
-                new_targets[mid] = old
-                continue
-            assigned = tuple(sorted((t, tuple(sorted(ps))) for t, ps in got.items() if ps))
+        context = (subscribed, unresolved)
+        kept = group.assignor_inputs
+        if not isinstance(kept, _AssignorInputs) or kept.topics is not self.shard.topics \
+                or kept.context != context:
+            kept = group.assignor_inputs = _AssignorInputs(self.shard.topics, context)
+        known = kept.specs
+        # Which members' kept entries still hold, worked out at C speed; only the others
+        # are visited in Python (at a join: the joiner and the members whose target moved).
+        mids = sorted(members)
+        metas = list(map(_META, map(members.__getitem__, mids)))
+        olds = list(map(targets.get, mids))
+        wanted = [no_target if t is None else t for t in olds] if None in olds else olds
+        entries = list(map(known.get, mids, repeat(_NO_ENTRY)))
+        fresh = list(map(not_, map(and_, map(is_, map(_FIRST, entries), metas),
+                                   map(is_, map(_SECOND, entries), wanted))))
+        for i in compress(range(len(mids)), fresh):
+            meta, target = metas[i], wanted[i]
+            entries[i] = known[mids[i]] = (meta, target, MemberSpec(
+                mids[i], ids_of(meta), meta.instance_id, meta.rack_id,
+                dict(target)))      # (topic, sorted partitions) pairs
+        if len(known) > len(mids):
+            for mid in known.keys() - members.keys():
+                del known[mid]
+        specs = dict(zip(mids, map(_THIRD, entries)))
+        result = assignor.assign(GroupSpec(members=specs), {tid: count for _, tid, count in subscribed})
+        # Unchanged (most members, when one joins or leaves): the old target is already in
+        # canonical form (sorted, no empty topic) and is kept as it is. Found at C speed.
+        gots = list(map(result.get, mids, repeat(_NOTHING)))
+        new_targets: dict[str, Partitions] = dict(zip(mids, olds))
+        moved = map(or_, map(ne, map(_ASSIGNMENT, specs.values()), gots), map(is_, olds, repeat(None)))
+        for i in compress(range(len(mids)), moved):
+            mid, old = mids[i], olds[i]
+            assigned = tuple(sorted((t, tuple(sorted(ps))) for t, ps in gots[i].items() if ps))
             new_targets[mid] = assigned
             if old != assigned:
                 out.record(ConsumerTargetRecord(group.group_id, mid, assigned))
@@ -451,6 +479,29 @@ class ConsumerProtocol(ModernProtocol):
     def assignor_of(self, group: ConsumerGroup) -> str:
         """The server assignor the group's members ask for most (the default if none asks)."""
         return group.assignor_name(self.config)
+
+
+class _AssignorInputs:
+    """What `ConsumerProtocol.assign` handed the server assignor last time, per member:
+    member id -> (metadata, target, MemberSpec), valid for one `topics` object (the
+    broker's) and `context` (the group's subscribed topics and unresolved regexes): what
+    a member's topic ids are worked out from."""
+
+    __slots__ = ("topics", "context", "specs")
+
+    def __init__(self, topics: dict, context: tuple) -> None:
+        self.topics = topics
+        self.context = context
+        self.specs: dict[str, tuple[ConsumerMemberValue, Partitions, MemberSpec]] = {}
+
+
+_SERVER_ASSIGNOR = attrgetter("meta.server_assignor")
+_META = attrgetter("meta")
+_ASSIGNMENT = attrgetter("assignment")
+_FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
+_NO_ENTRY = (None, None, None)
+_NOTHING: dict = {}
+_REGEX = attrgetter("meta.subscribed_topic_regex")
 
 
 def _subset(owned: Partitions, assigned: Partitions) -> bool:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from operator import attrgetter
 from typing import Any, Callable, ClassVar, Iterator, NamedTuple
 
 # ((topic name, topic id, partitions), ...): what a group subscribes to at its epoch.
@@ -220,9 +221,16 @@ class ModernGroup:
         """Hook: replay one of the kind's MORE_RECORDS."""
         raise TypeError(f"not a {type(self).__name__} record: {record!r}")
 
+    @classmethod
+    def unconverged_among(cls, currents: list[Any], target_epoch: int) -> int:
+        """How many of these current values have not reached a target of `target_epoch`
+        (a kind may count faster: this runs over the whole group at every new target)."""
+        converged = cls.is_converged
+        return sum(1 for c in currents if not converged(c, target_epoch))
+
     def _recount(self) -> None:
-        converged = self.converged
-        self.unconverged = sum(1 for m in self.members.values() if not converged(m.current))
+        self.unconverged = self.unconverged_among(list(map(_CURRENT_OF, self.members.values())),
+                                                  self.target_epoch)
 
     @classmethod
     def apply(cls, groups: dict[str, "ModernGroup"], record: Any) -> bool:
@@ -279,6 +287,9 @@ KIND_OF_RECORD: dict[type, type] = {}
 def role_of(record: Any) -> int:
     """Which of its kind's records `record` is (EPOCH, MEMBER, ..., MORE)."""
     return _ROLES[KIND_OF_RECORD[type(record)]][type(record)]
+
+
+_CURRENT_OF = attrgetter("current")
 
 
 def register_records(cls: type[ModernGroup]) -> type[ModernGroup]:
