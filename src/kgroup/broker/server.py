@@ -379,12 +379,9 @@ def serve_main(args: Any) -> int:
     # A cluster node says which node it is on every line.
     configure_logging(config.log.level, config.log.format, config.node_id if config.cluster else None)
     try:
-        import uvloop  # type: ignore[import-not-found]
-        runner = uvloop.run
-    except ImportError:
-        runner = asyncio.run
-    try:
-        status = runner(run_broker(config))
+        # The standard event loop, always: uvloop, picked up here whenever it happened to be
+        # installed, was never tested and measured no faster (bench/README.md, "uvloop").
+        status = asyncio.run(run_broker(config))
     except (StorageError, ListenError) as exc:
         print(f"kgroup: error: {exc}", file=sys.stderr)
         return 1
