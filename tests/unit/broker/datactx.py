@@ -28,6 +28,8 @@ from kgroup.wire import (
 )
 from kgroup.wire.record_batch import build_batch
 
+from tests.unit.closing import closed_after_test
+
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 
@@ -47,10 +49,17 @@ class DataCtx:
     def __init__(self, path: Path, fsync: str = "always", **config: Any) -> None:
         self.config = BrokerConfig(data_dir=str(path), **config)
         self.data = DataDir(path)
+        closed_after_test(self)      # scenarios drop contexts to stand for kill -9
         self.durability = Durability(FsyncPolicy.parse(fsync))
         self.changes = 0
         self.dp = DataPath(self.config, self.data, self.durability, on_topics_changed=self._changed)
         self._corr = itertools.count(1)
+
+    def close(self) -> None:
+        """As kill -9 once everything reached the kernel: wake long polls, close the files
+        (no producer-state snapshot). Idempotent."""
+        self.dp.watch.close()
+        self.data.close()
 
     def _changed(self) -> None:
         self.changes += 1

@@ -8,6 +8,8 @@ from pathlib import Path
 from kgroup.broker.cluster.liveness import Liveness, PeerStatus
 from kgroup.storage.node_registry import NodeRegistry
 
+from tests.unit.closing import closed_after_test
+
 TIMEOUT = 6000
 
 
@@ -22,7 +24,7 @@ class Clock:
 def pair(tmp_path: Path):
     """Nodes 0 and 1 on real registry files, sharing one manual clock."""
     clock = Clock()
-    regs = [NodeRegistry(tmp_path, [0, 1], i) for i in (0, 1)]
+    regs = [closed_after_test(NodeRegistry(tmp_path, [0, 1], i)) for i in (0, 1)]
     for r in regs:
         r.lock_self()
     views = [Liveness(regs[i], [0, 1], i, TIMEOUT, wall=clock, mono=clock) for i in (0, 1)]
@@ -105,9 +107,9 @@ def test_freshness_lasts_half_the_timeout(tmp_path: Path) -> None:
 
 def test_a_node_with_its_lock_but_no_lease_is_starting(tmp_path: Path) -> None:
     clock = Clock()
-    reg = NodeRegistry(tmp_path, [0, 1], 0)
+    reg = closed_after_test(NodeRegistry(tmp_path, [0, 1], 0))
     reg.lock_self()
-    peer = NodeRegistry(tmp_path, [0, 1], 1)
+    peer = closed_after_test(NodeRegistry(tmp_path, [0, 1], 1))
     peer.lock_self()                            # locked, not renewed yet
     view = Liveness(reg, [0, 1], 0, TIMEOUT, wall=clock, mono=clock)
     view.poll()

@@ -12,6 +12,8 @@ from kgroup.core.share_partition import DeadLetter, DeadLetterReason
 from kgroup.storage import DataDir
 from kgroup.wire.record_batch import build_batch, decode_records, split_batches
 
+from tests.unit.closing import closed_after_test
+
 LETTERS = [DeadLetter(1, 1, DeadLetterReason.REJECTED), DeadLetter(2, 5, DeadLetterReason.DELIVERY_LIMIT)]
 
 
@@ -21,7 +23,7 @@ def records(data: DataDir, topic: str) -> list:
 
 
 def source(tmp_path) -> DataDir:
-    data = DataDir(tmp_path / "d", metadata_partitions=1)
+    data = closed_after_test(DataDir(tmp_path / "d", metadata_partitions=1))
     data.create_topic("src", 1)
     data.partition_log("src", 0).append(build_batch([(None, f"v{i}".encode(), (), 1_000) for i in range(3)]))
     return data

@@ -16,11 +16,14 @@ from kgroup.storage.data_dir import DataDir, NodeMembership
 from kgroup.storage.epoch_dirs import epoch_dir_name
 from kgroup.storage.errors import CorruptDataError
 
+from tests.unit.closing import closed_after_test
+
 NODES = (0, 1, 2)
 
 
 def node(path: Path, me: int) -> DataDir:
-    return DataDir(path, metadata_partitions=4, membership=NodeMembership(NODES, me, exclusive=False))
+    # closed after the test: scenarios drop nodes to stand for kill -9
+    return closed_after_test(DataDir(path, metadata_partitions=4, membership=NodeMembership(NODES, me, exclusive=False)))
 
 
 def take(d: DataDir, slot: int) -> int:

@@ -22,11 +22,14 @@ from kgroup.storage.data_dir import DataDir, NodeMembership
 from kgroup.storage.errors import FencedError, NotOwnedError, TopicError
 from kgroup.storage.record_log import RecordLog
 
+from tests.unit.closing import closed_after_test
+
 NODES = (0, 1, 2)
 
 
 def node(path: Path, me: int, **kw) -> DataDir:
-    return DataDir(path, metadata_partitions=4, membership=NodeMembership(NODES, me, exclusive=False), **kw)
+    # closed after the test: scenarios drop nodes to stand for kill -9
+    return closed_after_test(DataDir(path, metadata_partitions=4, membership=NodeMembership(NODES, me, exclusive=False), **kw))
 
 
 def take(d: DataDir, slot: int) -> int:
