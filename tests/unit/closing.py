@@ -1,5 +1,5 @@
 """Objects a unit test opened and drops without closing (often on purpose, to stand for
-kill -9), closed after the test by an autouse fixture (tests/unit/broker/conftest.py).
+kill -9), closed after the test by an autouse fixture (tests/unit/conftest.py).
 
 Storage objects hold raw file descriptors and have no finalizer: left open, they stay open
 for the rest of the pytest worker's life (see docs/testing.md, "Descriptors stay few").

@@ -48,18 +48,12 @@ def batch(n: int, ts: int = 1_000, tag: bytes = b"v") -> bytes:
 class DataCtx:
     def __init__(self, path: Path, fsync: str = "always", **config: Any) -> None:
         self.config = BrokerConfig(data_dir=str(path), **config)
-        self.data = DataDir(path)
-        closed_after_test(self)      # scenarios drop contexts to stand for kill -9
+        self.data = closed_after_test(DataDir(path))   # scenarios drop contexts to stand for kill -9
         self.durability = Durability(FsyncPolicy.parse(fsync))
         self.changes = 0
         self.dp = DataPath(self.config, self.data, self.durability, on_topics_changed=self._changed)
+        closed_after_test(self.dp.watch)
         self._corr = itertools.count(1)
-
-    def close(self) -> None:
-        """As kill -9 once everything reached the kernel: wake long polls, close the files
-        (no producer-state snapshot). Idempotent."""
-        self.dp.watch.close()
-        self.data.close()
 
     def _changed(self) -> None:
         self.changes += 1
