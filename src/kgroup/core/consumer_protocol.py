@@ -371,7 +371,7 @@ class ConsumerProtocol(ModernProtocol):
         mids = sorted(members)
         metas = list(map(_META, map(members.__getitem__, mids)))
         olds = list(map(targets.get, mids))
-        wanted = [no_target if t is None else t for t in olds] if None in olds else olds
+        wanted = list(map(targets.get, mids, repeat(no_target)))   # a joiner has no target yet
         entries = list(map(known.get, mids, repeat(_NO_ENTRY)))
         fresh = list(map(not_, map(and_, map(is_, map(_FIRST, entries), metas),
                                    map(is_, map(_SECOND, entries), wanted))))
