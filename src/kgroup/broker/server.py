@@ -54,6 +54,10 @@ class Server:
         self.connections: set[asyncio.Task] = set()
         self._connection_ids = 0
         self._stopping = asyncio.Event()
+        # Set once stop() waits for the connections: a connection whose task first runs after
+        # that (accepted just before the listeners closed) is closed unanswered, so no request
+        # is ever served by a node that is closing or closed.
+        self._draining = False
         self.exit_status, self.interrupted = 0, False
         self.console: Any = None                   # the HTTP listeners, when configured
         self.control: Any = None
@@ -159,12 +163,18 @@ class Server:
             if self.config.cluster:
                 withdraw_control_address(self.node.data.path, self.config.node_id)
             await self.control.close()
-        if self.connections:
-            # Requests already being served get a moment; parked joins are cut off.
-            _, pending = await asyncio.wait(self.connections, timeout=1.0)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+        self._draining = True
+        # Requests already being served get a moment; parked joins are cut off. The set is
+        # read again after every wait: an accepted connection's task joins it when it first
+        # runs, which may be after an earlier look.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 1.0
+        while self.connections and (left := deadline - loop.time()) > 0:
+            await asyncio.wait(set(self.connections), timeout=left)
+        pending = set(self.connections)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
         await self.node.close()
         log.info("stopped cleanly")
 
@@ -184,6 +194,9 @@ class Server:
 
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                                 listener: ListenerConfig | None = None, tls: ssl.SSLContext | None = None) -> None:
+        if self._draining:
+            writer.close()
+            return
         task = asyncio.current_task()
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
