@@ -30,7 +30,8 @@ KRaft controller and three brokers, each its own JVM, topics and __consumer_offs
 min.insync.replicas 2, broker.session.timeout.ms and replica.lag.time.max.ms 3000 as kgroup's
 node_timeout_ms), the same
 producer and the same group of kgroup consumers. Both clusters run at once and the runs
-alternate (kgroup, Kafka, kgroup, ...), the idle side's producer paused. Per Kafka run: kill
+alternate (kgroup, Kafka, kgroup, ...), the idle side's producer paused; `--sequential` runs
+one cluster at a time instead (kgroup's runs, then Kafka's). Per Kafka run: kill
 -9 of the broker that coordinates the group then; takeover = until FindCoordinator names
 another broker (polled every 100 ms); failover as above; then the broker is started again
 and the run ends when every replica is in sync and every partition consumed again.
@@ -50,6 +51,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from datetime import datetime
 from pathlib import Path
 
@@ -128,13 +130,22 @@ class Cluster:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+# Records/s the producer offers (--rate); every figure depends on the cluster keeping up.
+RATE = 2_000
+# An acknowledgement later than this after its send, in the 2 s before a kill, means the
+# cluster (or the machine) is not keeping up: the run then measures a backlog, not a failover.
+BACKLOG_WARN_S = 0.5
+
+
 class Producer(threading.Thread):
-    """acks=all to every partition, round robin; remembers when each offset was acknowledged."""
+    """acks=all to every partition, round robin, at RATE records/s; remembers when each
+    offset was acknowledged and how long each acknowledgement took."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
         super().__init__(daemon=True)
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
         self.acked: dict[int, list[tuple[float, int]]] = {p: [] for p in range(partitions)}
+        self.latencies: deque[tuple[float, float]] = deque(maxlen=100_000)  # (acked at, seconds after the send)
         self.stopped = threading.Event()
         self.paused = threading.Event()    # while another side's run is measured
         self._scans: dict[float, dict[int, tuple[int, int]]] = {}
@@ -147,13 +158,18 @@ class Producer(threading.Thread):
 
         def done(err, msg) -> None:
             if err is None:   # remembered by when it was produced (written in its value)
-                self.acked[msg.partition()].append((struct.unpack_from(">d", msg.value())[0], msg.offset()))
+                sent = struct.unpack_from(">d", msg.value())[0]
+                self.acked[msg.partition()].append((sent, msg.offset()))
+                now = time.time()
+                self.latencies.append((now, now - sent))
 
         i = 0
         pad = b"x" * 92
+        due = time.monotonic()
         while not self.stopped.is_set():
             if self.paused.is_set():
                 rd.poll(0.05)
+                due = time.monotonic()
                 continue
             try:
                 rd.produce(self.topic, struct.pack(">d", time.time()) + pad, partition=i % self.partitions,
@@ -163,9 +179,25 @@ class Producer(threading.Thread):
                 continue
             i += 1
             rd.poll(0)
-            if i % 20 == 0:          # about 2,000 records/s, whatever the partition count
-                time.sleep(0.01)
+            if i % 20 == 0:          # RATE records/s, whatever the partition count
+                due += 20 / RATE
+                ahead = due - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+                elif ahead < -1:     # fell behind (paused by the GIL): do not burst to catch up
+                    due = time.monotonic()
         rd.flush(30)
+
+    def caught_up(self, timeout: float = 30.0) -> None:
+        """Wait (up to `timeout`) until the last 2 s of acknowledgements were prompt, so a
+        run starts from a steady state, not from the tail of the previous run's moves."""
+        deadline = time.time() + timeout
+        while self.lag_before(time.time()) > BACKLOG_WARN_S and time.time() < deadline:
+            time.sleep(0.2)
+
+    def lag_before(self, t: float, window: float = 2.0) -> float:
+        """The longest acknowledgement in the `window` seconds before `t` (0 if none)."""
+        return max((lat for at, lat in list(self.latencies) if t - window <= at < t), default=0.0)
 
     def ends_at(self, t: float) -> dict[int, int]:
         """Per partition, the offset after the last acknowledged record produced before `t`
@@ -234,6 +266,16 @@ class Members:
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def backlog_note(producer: Producer, killed: float, lags: list[float]) -> str:
+    """Remember the producer's acknowledgement lag before the kill; a warning if it was
+    behind (then the run's failover includes draining its backlog)."""
+    lag = producer.lag_before(killed)
+    lags.append(lag)
+    if lag > BACKLOG_WARN_S:
+        return f" [producer behind by {lag:.1f} s before the kill: not keeping up at {RATE:,} records/s]"
+    return ""
 
 
 def _logged_at(line: str) -> float:
@@ -314,7 +356,7 @@ class KgroupSide(Side):
 
     def __init__(self, members: int, groups: int, fsync: str) -> None:
         self.cluster = Cluster(fsync)
-        self.takeovers, self.failovers, self.handbacks = [], [], []
+        self.takeovers, self.failovers, self.handbacks, self.lags = [], [], [], []
         try:
             partitions = max(12, members)
             create_topic(self.cluster.bootstrap, "moving", partitions)
@@ -344,8 +386,9 @@ class KgroupSide(Side):
         back = time.time()
         wait(lambda: group_members.past(producer.ends_at(back)), 120, "every partition consumed after the hand-back")
         self.handbacks.append(time.time() - restarted)
+        note = backlog_note(producer, killed, self.lags)
         print(f"  kgroup run {run + 1}: takeover {self.takeovers[-1] or float('nan'):.2f} s, "
-              f"failover {self.failovers[-1]:.2f} s, hand-back {self.handbacks[-1]:.2f} s", flush=True)
+              f"failover {self.failovers[-1]:.2f} s, hand-back {self.handbacks[-1]:.2f} s{note}", flush=True)
 
     def result(self) -> dict[str, object]:
         runs = len(self.failovers)
@@ -356,7 +399,8 @@ class KgroupSide(Side):
                 "hand-back s": median(self.handbacks),
                 "records loaded per takeover": records / runs if runs else None,
                 "load records/s": records / seconds if seconds and records else None,
-                "rebalances": self.group_members.rebalances_since(self.settled)}
+                "rebalances": self.group_members.rebalances_since(self.settled),
+                "ack lag s": max(self.lags, default=None)}
 
 # A broker of the Kafka cluster sized for this benchmark (three of them and a controller
 # share the machine with the kgroup cluster).
@@ -380,7 +424,7 @@ class KafkaSide(Side):
 
         self.cluster = ReferenceKafkaCluster(jvm_options=KAFKA_BROKER_JVM, controller_jvm_options=KAFKA_CONTROLLER_JVM,
                                              node_timeout_ms=NODE_TIMEOUT_MS)
-        self.failovers, self.rejoins, self.coordinator_moves = [], [], []
+        self.failovers, self.rejoins, self.coordinator_moves, self.lags = [], [], [], []
         try:
             self.cluster.start(timeout=240)   # four JVMs starting at once on a busy machine
             bootstrap = self.cluster.bootstrap
@@ -408,9 +452,10 @@ class KafkaSide(Side):
         back = time.time()
         wait(lambda: group_members.past(producer.ends_at(back)), 120, "every partition consumed after the restart")
         self.rejoins.append(time.time() - restarted)
+        note = backlog_note(producer, killed, self.lags)
         print(f"  kafka run {run + 1} (coordinator was broker {victim}): coordinator moved "
               f"{self.coordinator_moves[-1] if self.coordinator_moves else float('nan'):.2f} s, "
-              f"failover {self.failovers[-1]:.2f} s, restart -> in sync and consumed {self.rejoins[-1]:.2f} s",
+              f"failover {self.failovers[-1]:.2f} s, restart -> in sync and consumed {self.rejoins[-1]:.2f} s{note}",
               flush=True)
 
     def _coordinator_moved(self, victim: int, killed: float) -> None:
@@ -424,7 +469,8 @@ class KafkaSide(Side):
 
     def result(self) -> dict[str, object]:
         return {"takeover s": median(self.coordinator_moves), "failover s": median(self.failovers),
-                "rejoin s": median(self.rejoins), "rebalances": self.group_members.rebalances_since(self.settled)}
+                "rejoin s": median(self.rejoins), "rebalances": self.group_members.rebalances_since(self.settled),
+                "ack lag s": max(self.lags, default=None)}
 
 def in_sync(bootstrap: str, topics: list[str], replicas: int) -> bool:
     """Every partition of `topics` has a leader and `replicas` replicas in sync."""
@@ -440,9 +486,13 @@ def in_sync(bootstrap: str, topics: list[str], replicas: int) -> bool:
     return True
 
 
-def run_sides(make_sides, runs: int) -> list[dict[str, object]]:
+def run_sides(make_sides, runs: int, sequential: bool = False) -> list[dict[str, object]]:
     """Set up every side, then their runs interleaved (A, B, A, B...), the idle side's
-    producer paused; each side's medians."""
+    producer paused; each side's medians. `sequential`: one side at a time, set up, run and
+    closed before the next is set up (two clusters, four JVMs and two groups of consumers
+    at once load 2 cores past what either side alone would see)."""
+    if sequential:
+        return [run_sides([make], runs)[0] for make in make_sides]
     sides = []
     try:
         for make in make_sides:
@@ -452,6 +502,7 @@ def run_sides(make_sides, runs: int) -> list[dict[str, object]]:
                 for other in sides:
                     other.producer.paused.set() if other is not side else other.producer.paused.clear()
                 time.sleep(1.0)
+                side.producer.caught_up()
                 side.run(run)
         return [side.result() for side in sides]
     finally:
@@ -524,7 +575,14 @@ def main() -> None:
     p.add_argument("--fsync", default="never", help="the nodes' fsync policy")
     p.add_argument("--peer", choices=["mock", "kafka"],
                    help="also measure librdkafka's mock cluster, or a 3-broker Apache Kafka 4.4 cluster")
+    p.add_argument("--rate", type=int, default=2_000,
+                   help="records/s the producer offers (default 2,000; lower it where the machine cannot "
+                        "keep up with the members: each run says when the producer was behind)")
+    p.add_argument("--sequential", action="store_true",
+                   help="with --peer kafka: measure one cluster at a time instead of both at once, interleaved")
     args = p.parse_args()
+    global RATE  # noqa: PLW0603 (read by every Producer this run starts)
+    RATE = args.rate
     runs = args.runs or (3 if args.quick else 10)
     sizes = [10] if args.quick and args.members == "10,100" else [int(x) for x in args.members.split(",")]
     groups = args.groups if args.groups is not None else (0 if args.quick else 10_000)
@@ -535,7 +593,7 @@ def main() -> None:
         makers = [lambda: KgroupSide(n, 0, args.fsync)]
         if peer == "kafka":
             makers.append(lambda: KafkaSide(n))
-        ours, *rest = run_sides(makers, runs)
+        ours, *rest = run_sides(makers, runs, args.sequential)
         other = rest[0] if rest else run_mock(n, runs) if peer == "mock" else {}
         rows += [(f"{n} members: takeover s (kill -9 -> node 1's partitions all served elsewhere"
                   + ("; Kafka: -> FindCoordinator names another broker" if peer == "kafka" else "") + ")",
@@ -544,6 +602,9 @@ def main() -> None:
                   {"ours": ours["failover s"], peer: other.get("failover s")}),
                  (f"{n} members: hand-back s (restart -> back and consumed)", {"ours": ours["hand-back s"]}),
                  (f"{n} members: rebalance callbacks", {"ours": ours["rebalances"], peer: other.get("rebalances")})]
+        rows.append((f"{n} members: the producer's slowest acknowledgement in the 2 s before a kill, s "
+                     f"(the worst run; above {BACKLOG_WARN_S} s the machine was not keeping up)",
+                     {"ours": ours["ack lag s"], peer: other.get("ack lag s")}))
         if peer == "kafka":
             rows.append((f"{n} members: Kafka restart -> every replica in sync and consumed s",
                          {"kafka": other.get("rejoin s")}))
@@ -555,7 +616,8 @@ def main() -> None:
                  (f"{groups:,} groups: hand-back s", {"ours": ours["hand-back s"]}),
                  (f"{groups:,} groups: records loaded per takeover", {"ours": ours["records loaded per takeover"]}),
                  (f"{groups:,} groups: load records/s", {"ours": ours["load records/s"]})]
-    print_table(f"Failover of a 3-node kgroup cluster (fsync {args.fsync}), medians of {runs} runs"
+    print_table(f"Failover of a 3-node kgroup cluster (fsync {args.fsync}, {RATE:,} records/s"
+                f"{', one cluster at a time' if args.sequential else ''}), medians of {runs} runs"
                 f" (load average {peers.load_average()})",
                 rows, ["ours", peer] if peer else ["ours"], higher_is_better=False)
 
