@@ -60,7 +60,7 @@ from kgroup.core.records import (
     Partitions,
 )
 from kgroup.core.modern_group import SubscribedTopics
-from kgroup.core.modern_protocol import HeartbeatStep, Joined, ModernProtocol
+from kgroup.core.modern_protocol import META_OF, HeartbeatStep, Joined, ModernProtocol
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
 from kgroup.core.timers import TimerKind, TimerOp, consumer_regex_key, consumer_revoke_key, consumer_session_key
@@ -369,7 +369,7 @@ class ConsumerProtocol(ModernProtocol):
         # Which members' kept entries still hold, worked out at C speed; only the others
         # are visited in Python (at a join: the joiner and the members whose target moved).
         mids = sorted(members)
-        metas = list(map(_META, map(members.__getitem__, mids)))
+        metas = list(map(META_OF, map(members.__getitem__, mids)))
         olds = list(map(targets.get, mids))
         wanted = list(map(targets.get, mids, repeat(no_target)))   # a joiner has no target yet
         entries = list(map(known.get, mids, repeat(_NO_ENTRY)))
@@ -496,7 +496,6 @@ class _AssignorInputs:
 
 
 _SERVER_ASSIGNOR = attrgetter("meta.server_assignor")
-_META = attrgetter("meta")
 _ASSIGNMENT = attrgetter("assignment")
 _FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
 _NO_ENTRY = (None, None, None)

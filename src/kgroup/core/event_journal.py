@@ -27,7 +27,6 @@ one pass over the members, to count who is not at it yet).
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Any
 
 from kgroup.assignors.consumer_protocol import ConsumerProtocolError, decode_assignment
@@ -59,7 +58,6 @@ from kgroup.group_types import STABLE
 AWAY_EPOCH = -2
 # The classic protocol type whose assignments are ConsumerProtocol bytes.
 CONSUMER_PROTOCOL_TYPE = "consumer"
-_CURRENT_OF = attrgetter("current")
 
 
 def status_of(group: Any) -> GroupStatus:
@@ -325,7 +323,7 @@ class EventJournal:
             # Over the whole group (the kind's count, at C speed for a consumer group), then
             # the few members the records touch: their old values out, their new ones in.
             count_of = cls.unconverged_among
-            unconverged = count_of(list(map(_CURRENT_OF, old.values())), target_epoch)
+            unconverged = cls.unconverged_in(old, target_epoch)
             unconverged -= count_of([old[mid].current for mid in touched if mid in old], target_epoch)
             unconverged += count_of([current for present, _, current in touched.values() if present],
                                     target_epoch)

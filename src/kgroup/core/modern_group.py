@@ -228,9 +228,13 @@ class ModernGroup:
         converged = cls.is_converged
         return sum(1 for c in currents if not converged(c, target_epoch))
 
+    @classmethod
+    def unconverged_in(cls, members: dict[str, Any], target_epoch: int) -> int:
+        """How many of these members (id -> member) have not reached `target_epoch`."""
+        return cls.unconverged_among(list(map(_CURRENT_OF, members.values())), target_epoch)
+
     def _recount(self) -> None:
-        self.unconverged = self.unconverged_among(list(map(_CURRENT_OF, self.members.values())),
-                                                  self.target_epoch)
+        self.unconverged = self.unconverged_in(self.members, self.target_epoch)
 
     @classmethod
     def apply(cls, groups: dict[str, "ModernGroup"], record: Any) -> bool:

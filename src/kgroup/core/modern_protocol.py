@@ -47,7 +47,8 @@ from kgroup.core.state import ShardState
 from kgroup.core.timers import TimerKind, TimerOp
 
 
-_META_OF = attrgetter("meta")
+# A member's metadata, read at C speed over whole groups (here and by the kinds' protocols).
+META_OF = attrgetter("meta")
 
 
 def may_assign(last_ms: int, interval_ms: int, now_ms: int) -> bool:
@@ -285,7 +286,7 @@ class ModernProtocol:
         # Once per distinct subscription, not per member: this runs at every join, and
         # members mostly share one (the members' `subscription` keys read at C speed when
         # the kind's `subscription` is an attrgetter).
-        metas = list(map(_META_OF, members.values()))
+        metas = list(map(META_OF, members.values()))
         names: set[str] = set()
         for meta in dict(zip(map(self.subscription, metas), metas)).values():
             names |= self.topics_of(meta)
