@@ -441,3 +441,39 @@ def with_throttle(header: RequestHeader, response: Any, wait_ms: int) -> Any:
     if held is None or held >= datetime.timedelta(milliseconds=wait_ms):
         return response
     return dataclasses.replace(response, throttle_time=datetime.timedelta(milliseconds=wait_ms))
+
+
+class Resume:
+    """Await the rest of a coroutine whose first step already ran and yielded `first`.
+
+    The connection loop (server.py) runs a handler's first step itself, since most requests
+    complete without suspending; one that suspends is awaited from there through this.
+
+    Equivalent to having awaited the coroutine from the start: whatever it yields (a future
+    it blocks on) is passed up to the task unchanged, and the task's wake-up value or
+    exception (a cancellation) is passed back down.
+    """
+
+    __slots__ = ("coro", "first")
+
+    def __init__(self, coro: Any, first: Any) -> None:
+        self.coro = coro
+        self.first = first
+
+    def __await__(self):
+        coro = self.coro
+        yielded = self.first
+        self.first = None
+        while True:
+            try:
+                value = yield yielded
+            except BaseException as exc:  # noqa: BLE001 (handed to the coroutine, as await does)
+                try:
+                    yielded = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    yielded = coro.send(value)
+                except StopIteration as done:
+                    return done.value

@@ -31,7 +31,7 @@ from kgroup.broker.config import FLAG_KEYS, BrokerConfig, ConfigError, ListenerC
 from kgroup.broker.data.fetch_api import send_answer
 from kgroup.broker.observe.group_view import GroupViews
 from kgroup.broker.observe.log_format import configure_logging
-from kgroup.broker.requests import CloseConnection, RequestPath
+from kgroup.broker.requests import CloseConnection, RequestPath, Resume
 from kgroup.broker.security.authentication import Peer
 from kgroup.broker.security.listeners import ANONYMOUS, ListenError, listen_problem, server_ssl_context, tls_principal
 from kgroup.storage import FsyncPolicy, StorageError
@@ -71,7 +71,7 @@ class Server:
             tls = server_ssl_context(listener) if listener.ssl else None
             try:
                 server = await asyncio.start_server(
-                    functools.partial(self._serve_connection, listener=listener, tls=tls),
+                    functools.partial(self._accept, listener=listener, tls=tls),
                     listener.host, listener.port, reuse_address=True, start_serving=False)
             except OSError as exc:
                 raise ListenError(listen_problem(listener.host, listener.port, exc)) from None
@@ -192,11 +192,16 @@ class Server:
             listener, peer[0] if peer else "", principal, security.sasl_session(listener) if listener.sasl else None,
             splitter, self.config.max_request_bytes, advertised)
 
-    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                                listener: ListenerConfig | None = None, tls: ssl.SSLContext | None = None) -> None:
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      listener: ListenerConfig | None = None, tls: ssl.SSLContext | None = None) -> None:
+        """A new connection, served unless stop() is draining (then closed unanswered)."""
         if self._draining:
             writer.close()
             return
+        await self._serve_connection(reader, writer, listener, tls)
+
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                                listener: ListenerConfig | None, tls: ssl.SSLContext | None) -> None:
         task = asyncio.current_task()
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
@@ -245,7 +250,7 @@ class Server:
                             self._may_answer(losses, out)
                             transport.write(b"".join(out))
                             out.clear()
-                        response = await _Resume(coro, yielded)
+                        response = await Resume(coro, yielded)
                     if response is None:
                         continue
                     if type(response) is bytes:
@@ -318,39 +323,6 @@ def _closing(exc: Exception, peer: Any, opening: bytes | None, out: list[bytes])
         log.info("closing connection from %s: this node lost partitions while answering it", peer)
     elif not isinstance(exc, (ConnectionError, asyncio.IncompleteReadError)):
         log.error("closing connection from %s after an internal error", peer, exc_info=exc)
-
-
-class _Resume:
-    """Await the rest of a coroutine whose first step already ran and yielded `first`.
-
-    Equivalent to having awaited the coroutine from the start: whatever it yields (a future
-    it blocks on) is passed up to the task unchanged, and the task's wake-up value or
-    exception (a cancellation) is passed back down.
-    """
-
-    __slots__ = ("coro", "first")
-
-    def __init__(self, coro: Any, first: Any) -> None:
-        self.coro = coro
-        self.first = first
-
-    def __await__(self):
-        coro = self.coro
-        yielded = self.first
-        self.first = None
-        while True:
-            try:
-                value = yield yielded
-            except BaseException as exc:  # noqa: BLE001 (handed to the coroutine, as await does)
-                try:
-                    yielded = coro.throw(exc)
-                except StopIteration as done:
-                    return done.value
-            else:
-                try:
-                    yielded = coro.send(value)
-                except StopIteration as done:
-                    return done.value
 
 
 class _OwnershipLost(Exception):

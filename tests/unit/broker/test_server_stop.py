@@ -41,7 +41,7 @@ async def _late_connection_during_stop(data_dir: Path) -> tuple[bool, bytes]:
     # Listeners closed, stop() is waiting: a connection accepted at the last moment starts now.
     ours, theirs = socket.socketpair()
     reader, writer = await asyncio.open_connection(sock=ours)
-    late = asyncio.ensure_future(server._serve_connection(reader, writer))
+    late = asyncio.ensure_future(server._accept(reader, writer))
     await stopping
     idle.close()
     ended = late.done()
