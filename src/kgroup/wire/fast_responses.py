@@ -2,8 +2,9 @@
 
 kio's generic writer walks a schema per field in Python; for a response sent thousands of
 times a second that is most of the broker's cost. ConsumerGroupHeartbeat (v0 and v1 share
-one layout) is written here directly. tests/unit/wire/test_fast_responses.py checks every
-byte against kio's own writer.
+one layout) and the classic Heartbeat (v0-v4: an error code, a throttle time from v1, tagged
+fields from v4) are written here directly. tests/unit/wire/test_fast_responses.py checks
+every byte against kio's own writer.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from typing import Any
 _HEAD = struct.Struct(">iBih")          # size placeholder excluded: corr, header tags, throttle, error
 _I32 = struct.Struct(">i")
 _TWO_I32 = struct.Struct(">ii")
+# Heartbeat frames, size prefix included: v0 corr + error; v1-v3 corr + throttle + error;
+# v4 (flexible) corr + header tags + throttle + error + body tags.
+_HEARTBEAT_V0 = struct.Struct(">iih")
+_HEARTBEAT_V1 = struct.Struct(">iiih")
+_HEARTBEAT_V4 = struct.Struct(">iiBihB")
 
 
 _MILLISECOND = timedelta(milliseconds=1)
@@ -67,3 +73,14 @@ def encode_consumer_group_heartbeat_response(correlation_id: int, response: Any)
     parts.append(b"\x00")
     body = b"".join(parts)
     return _I32.pack(len(body)) + body
+
+
+def encode_heartbeat_response(correlation_id: int, version: int, response: Any) -> bytes:
+    """A size-prefixed Heartbeat v0-v4 response frame."""
+    error = int(response.error_code)
+    if version == 0:
+        return _HEARTBEAT_V0.pack(6, correlation_id, error)
+    throttle_ms = _ms(response.throttle_time)
+    if version < 4:
+        return _HEARTBEAT_V1.pack(10, correlation_id, throttle_ms, error)
+    return _HEARTBEAT_V4.pack(12, correlation_id, 0, throttle_ms, error, 0)

@@ -241,7 +241,7 @@ class GroupApi:
             error = resp.error
         except GroupError as exc:
             error = exc.code
-        return build(response_class(header.api_key, header.api_version), error_code=error)
+        return _heartbeat_answer(header.api_key, header.api_version, int(error))
 
     # ---- LeaveGroup -----------------------------------------------------------------------
 
@@ -578,6 +578,14 @@ def described_assignment(member_cls: type) -> Callable[[Any, dict[str, str]], An
             build(tp_cls, topic_id=uuid.UUID(t), topic_name=names.get(t, ""), partitions=ps)
             for t, ps in partitions))
     return assignment
+
+
+@functools.cache
+def _heartbeat_answer(api_key: int, version: int, error: int) -> Any:
+    """A Heartbeat answer holds only its error (and a zero throttle time): one shared
+    instance per version and error instead of one built per heartbeat (kio's entities are
+    frozen; a throttle makes a new one with `replace`)."""
+    return build(response_class(api_key, version), error_code=error)
 
 
 @functools.cache
