@@ -20,6 +20,12 @@ on a blocking socket, records counted from the batch headers, nothing decoded pe
 a confluent-kafka consumer spends more CPU per record than either broker, so on a small
 machine only light clients make the broker, not the client, the limit (single node only).
 
+--fixed-batches makes the consume phases read a topic written, untimed, by one producer with
+linger.ms 100 (whole 1 MB batches on both brokers). Without it they read the timed topic,
+whose batches follow each broker's pace: a broker that acknowledges sooner gets smaller
+batches (kgroup ~750 KB against Kafka's ~1 MB on 2026-11-30), and more batches per MB cost a
+librdkafka consumer more.
+
 --java-producers N adds a run of N processes of Kafka 4.4's Java producer (acks=all, the
 same linger and batch size; bench/java/ThroughputClient.java, built by `make bench-java`)
 into a third topic, and --java-consumers N reads the topic once more with N Java consumers
@@ -175,10 +181,10 @@ def _together(procs: list, ready, go, results) -> list:
 
 
 def _produce(bootstrap: str, topic: str, n: int, acks: str, ready=None, go=None,
-             size: int = 100) -> tuple[float, float]:
+             size: int = 100, linger_ms: int = 5) -> tuple[float, float]:
     """(wall-clock start, end) of producing n messages."""
     p = Producer({
-        "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
+        "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": linger_ms,
         "batch.size": 1_000_000, "batch.num.messages": 100_000,
         "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
         "compression.type": "none", "enable.idempotence": False,
@@ -366,6 +372,10 @@ def main() -> None:
                    help="also produce acks=all with this many Java producer processes (make bench-java)")
     p.add_argument("--java-consumers", type=int, default=0,
                    help="also read the topic with this many Java consumer processes")
+    p.add_argument("--fixed-batches", action="store_true",
+                   help="the consume phases read a topic written (untimed) by one producer with "
+                        "linger.ms 100, so both brokers hold the same whole 1 MB batches, instead "
+                        "of the timed producers' topic, whose batching follows each broker's pace")
     p.add_argument("--no-warmup", action="store_true",
                    help="skip the untimed warm-up pass (200,000 records) on each broker")
     p.add_argument("--fsync", default="never",
@@ -408,6 +418,14 @@ def main() -> None:
                 ra = produce(b.bootstrap, ta, n, "all", args.producers, size)
                 cpu1 = b.cpu_by_node()
                 read = ta if args.acks_all_only else t1
+                consumed_from = cpu1
+                if args.fixed_batches:
+                    # The producer runs ahead of either broker here (linger 100 ms), so
+                    # batch.size/batch.num.messages decide the batches, not the acks' pace.
+                    read = f"tpf-{uuid.uuid4().hex[:8]}"
+                    create_topic(b.bootstrap, read, args.partitions)
+                    _produce(b.bootstrap, read, n, "1", size=size, linger_ms=100)
+                    consumed_from = b.cpu_by_node()
                 rc = consume(b.bootstrap, read, args.partitions, n, args.consumers)
                 cpu2 = b.cpu_by_node()
                 rr = consume(b.bootstrap, read, args.partitions, n, args.raw_consumers, raw=True) \
@@ -429,7 +447,7 @@ def main() -> None:
                 if cpu0 and cpu1 and cpu2:
                     per_m = 1_000_000 / n
                     prod = (sum(cpu1.values()) - sum(cpu0.values())) * per_m / (1 if args.acks_all_only else 2)
-                    cons = (sum(cpu2.values()) - sum(cpu1.values())) * per_m
+                    cons = (sum(cpu2.values()) - sum(consumed_from.values())) * per_m
                     f[keys[6]].append(prod)
                     f[keys[7]].append(cons)
                     f[keys[8]].append(prod + cons)
@@ -451,6 +469,7 @@ def main() -> None:
              + (f" (then {args.raw_consumers} light Fetch clients)" if args.raw_consumers else "")
              + (f" ({args.java_producers} Java producers)" if args.java_producers else "")
              + (f" ({args.java_consumers} Java consumers)" if args.java_consumers else "")
+             + (", consumed from fixed 1 MB batches" if args.fixed_batches else "")
              + f", kgroup fsync={args.fsync if not args.bootstrap else '(as running)'}"
              + (", Kafka log.flush.interval.messages=1" if args.peer == "kafka" and args.fsync == "always" else "")
              + f", {runs} runs (median)")
