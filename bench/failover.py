@@ -130,20 +130,20 @@ class Cluster:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-# Records/s the producer offers (--rate); every figure depends on the cluster keeping up.
-RATE = 2_000
+# Records/s the producer offers by default (--rate); every figure depends on the cluster keeping up.
+DEFAULT_RATE = 2_000
 # An acknowledgement later than this after its send, in the 2 s before a kill, means the
 # cluster (or the machine) is not keeping up: the run then measures a backlog, not a failover.
 BACKLOG_WARN_S = 0.5
 
 
 class Producer(threading.Thread):
-    """acks=all to every partition, round robin, at RATE records/s; remembers when each
+    """acks=all to every partition, round robin, at `rate` records/s; remembers when each
     offset was acknowledged and how long each acknowledgement took."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: int = DEFAULT_RATE) -> None:
         super().__init__(daemon=True)
-        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.bootstrap, self.topic, self.partitions, self.rate = bootstrap, topic, partitions, rate
         self.acked: dict[int, list[tuple[float, int]]] = {p: [] for p in range(partitions)}
         self.latencies: deque[tuple[float, float]] = deque(maxlen=100_000)  # (acked at, seconds after the send)
         self.stopped = threading.Event()
@@ -179,8 +179,8 @@ class Producer(threading.Thread):
                 continue
             i += 1
             rd.poll(0)
-            if i % 20 == 0:          # RATE records/s, whatever the partition count
-                due += 20 / RATE
+            if i % 20 == 0:          # `rate` records/s, whatever the partition count
+                due += 20 / self.rate
                 ahead = due - time.monotonic()
                 if ahead > 0:
                     time.sleep(ahead)
@@ -274,7 +274,7 @@ def backlog_note(producer: Producer, killed: float, lags: list[float]) -> str:
     lag = producer.lag_before(killed)
     lags.append(lag)
     if lag > BACKLOG_WARN_S:
-        return f" [producer behind by {lag:.1f} s before the kill: not keeping up at {RATE:,} records/s]"
+        return f" [producer behind by {lag:.1f} s before the kill: not keeping up at {producer.rate:,} records/s]"
     return ""
 
 
@@ -327,11 +327,12 @@ class Side:
     """A cluster under test with the producer and the group of a configuration."""
 
     cluster = producer = group_members = None
+    rate = DEFAULT_RATE
 
     def _start_group(self, bootstrap: str, group: str, members: int, partitions: int, timeout: float) -> None:
         """The producer and the group on `bootstrap`, until the group consumes every
         partition and has settled."""
-        self.producer = Producer(bootstrap, "moving", partitions)
+        self.producer = Producer(bootstrap, "moving", partitions, self.rate)
         self.producer.start()
         self.group = group
         self.group_members = Members(bootstrap, group, "moving", members)
@@ -354,7 +355,8 @@ class KgroupSide(Side):
 
     name = "ours"
 
-    def __init__(self, members: int, groups: int, fsync: str) -> None:
+    def __init__(self, members: int, groups: int, fsync: str, rate: int = DEFAULT_RATE) -> None:
+        self.rate = rate
         self.cluster = Cluster(fsync)
         self.takeovers, self.failovers, self.handbacks, self.lags = [], [], [], []
         try:
@@ -419,7 +421,8 @@ class KafkaSide(Side):
 
     name = "kafka"
 
-    def __init__(self, members: int) -> None:
+    def __init__(self, members: int, rate: int = DEFAULT_RATE) -> None:
+        self.rate = rate
         from kgroup.testing.reference_cluster import ReferenceKafkaCluster
 
         self.cluster = ReferenceKafkaCluster(jvm_options=KAFKA_BROKER_JVM, controller_jvm_options=KAFKA_CONTROLLER_JVM,
@@ -510,19 +513,19 @@ def run_sides(make_sides, runs: int, sequential: bool = False) -> list[dict[str,
             side.close()
 
 
-def run_kgroup(members: int, runs: int, groups: int, fsync: str) -> dict[str, object]:
-    (result,) = run_sides([lambda: KgroupSide(members, groups, fsync)], runs)
+def run_kgroup(members: int, runs: int, groups: int, fsync: str, rate: int) -> dict[str, object]:
+    (result,) = run_sides([lambda: KgroupSide(members, groups, fsync, rate)], runs)
     return result
 
 
-def run_mock(members: int, runs: int) -> dict[str, object]:
+def run_mock(members: int, runs: int, rate: int) -> dict[str, object]:
     from tests.integration.rdkafka_mock import MockCluster
 
     mock = MockCluster(3)
     partitions = max(12, members)
     mock.create_topic("moving", partitions)
     group = f"moving-mock-{members}"
-    producer = Producer(mock.bootstrap, "moving", partitions)
+    producer = Producer(mock.bootstrap, "moving", partitions, rate)
     producer.start()
     group_members = None
     try:
@@ -575,14 +578,13 @@ def main() -> None:
     p.add_argument("--fsync", default="never", help="the nodes' fsync policy")
     p.add_argument("--peer", choices=["mock", "kafka"],
                    help="also measure librdkafka's mock cluster, or a 3-broker Apache Kafka 4.4 cluster")
-    p.add_argument("--rate", type=int, default=2_000,
+    p.add_argument("--rate", type=int, default=DEFAULT_RATE,
                    help="records/s the producer offers (default 2,000; lower it where the machine cannot "
                         "keep up with the members: each run says when the producer was behind)")
     p.add_argument("--sequential", action="store_true",
                    help="with --peer kafka: measure one cluster at a time instead of both at once, interleaved")
     args = p.parse_args()
-    global RATE  # noqa: PLW0603 (read by every Producer this run starts)
-    RATE = args.rate
+    rate = args.rate
     runs = args.runs or (3 if args.quick else 10)
     sizes = [10] if args.quick and args.members == "10,100" else [int(x) for x in args.members.split(",")]
     groups = args.groups if args.groups is not None else (0 if args.quick else 10_000)
@@ -590,11 +592,11 @@ def main() -> None:
     rows = []
     for n in sizes:
         print(f"one group of {n} members, {runs} runs", flush=True)
-        makers = [lambda: KgroupSide(n, 0, args.fsync)]
+        makers = [lambda: KgroupSide(n, 0, args.fsync, rate)]
         if peer == "kafka":
-            makers.append(lambda: KafkaSide(n))
+            makers.append(lambda: KafkaSide(n, rate))
         ours, *rest = run_sides(makers, runs, args.sequential)
-        other = rest[0] if rest else run_mock(n, runs) if peer == "mock" else {}
+        other = rest[0] if rest else run_mock(n, runs, rate) if peer == "mock" else {}
         rows += [(f"{n} members: takeover s (kill -9 -> node 1's partitions all served elsewhere"
                   + ("; Kafka: -> FindCoordinator names another broker" if peer == "kafka" else "") + ")",
                   {"ours": ours["takeover s"], peer: other.get("takeover s")}),
@@ -610,13 +612,13 @@ def main() -> None:
                          {"kafka": other.get("rejoin s")}))
     if groups:
         print(f"one group of 10 members with {groups:,} other groups on the dead node, {runs} runs", flush=True)
-        ours = run_kgroup(10, runs, groups, args.fsync)
+        ours = run_kgroup(10, runs, groups, args.fsync, rate)
         rows += [(f"{groups:,} groups: takeover s", {"ours": ours["takeover s"]}),
                  (f"{groups:,} groups: failover s", {"ours": ours["failover s"]}),
                  (f"{groups:,} groups: hand-back s", {"ours": ours["hand-back s"]}),
                  (f"{groups:,} groups: records loaded per takeover", {"ours": ours["records loaded per takeover"]}),
                  (f"{groups:,} groups: load records/s", {"ours": ours["load records/s"]})]
-    print_table(f"Failover of a 3-node kgroup cluster (fsync {args.fsync}, {RATE:,} records/s"
+    print_table(f"Failover of a 3-node kgroup cluster (fsync {args.fsync}, {rate:,} records/s"
                 f"{', one cluster at a time' if args.sequential else ''}), medians of {runs} runs"
                 f" (load average {peers.load_average()})",
                 rows, ["ours", peer] if peer else ["ours"], higher_is_better=False)

@@ -41,7 +41,7 @@ from kio.static.primitive import i16, i32
 from . import request_rules
 from .count_guard import guard
 from .errors import MalformedRequest, MalformedResponse, UnsupportedVersion
-from .fast_responses import encode_consumer_group_heartbeat_response, encode_heartbeat_response
+from .fast_responses import HAND_WRITTEN
 from .kafka_reader import LIMITS_NEED_BYTES, has_tagged_fields, kio_check, read_entity
 from .schemas import load_request_schema, load_response_schema
 from .versions import ApiRange, is_flexible
@@ -62,8 +62,6 @@ _SIZE = struct.Struct(">i")
 _CORR = struct.Struct(">i")
 _ERROR16 = struct.Struct(">h")
 _API_VERSIONS = 18
-_CONSUMER_GROUP_HEARTBEAT = 68
-_HEARTBEAT = 12
 _UNSUPPORTED_VERSION = 35
 
 
@@ -258,10 +256,9 @@ def encode_response(header: RequestHeader, response: Any) -> bytes:
     Raises ValueError if the response's api key/version do not match the request.
     """
     _check_payload(response, header.api_key, header.api_version, "response")
-    if header.api_key == _CONSUMER_GROUP_HEARTBEAT:
-        return encode_consumer_group_heartbeat_response(header.correlation_id, response)
-    if header.api_key == _HEARTBEAT and header.api_version <= 4:
-        return encode_heartbeat_response(header.correlation_id, header.api_version, response)
+    hand = HAND_WRITTEN.get(header.api_key)
+    if hand is not None and header.api_version <= hand[0]:
+        return hand[1](header.correlation_id, header.api_version, response)
     buf = _Buffer()
     header_cls = response.__header_schema__
     if header_cls is _resp_h1.ResponseHeader:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from datetime import timedelta
-from typing import Any
+from typing import Any, Callable
 
 _HEAD = struct.Struct(">iBih")          # size placeholder excluded: corr, header tags, throttle, error
 _I32 = struct.Struct(">i")
@@ -47,8 +47,8 @@ def _compact_nullable_string(value: str | None) -> bytes:
     return uvarint(len(data) + 1) + data
 
 
-def encode_consumer_group_heartbeat_response(correlation_id: int, response: Any) -> bytes:
-    """A size-prefixed ConsumerGroupHeartbeat v0/v1 response frame."""
+def encode_consumer_group_heartbeat_response(correlation_id: int, version: int, response: Any) -> bytes:
+    """A size-prefixed ConsumerGroupHeartbeat v0/v1 response frame (both share one layout)."""
     throttle_ms = _ms(response.throttle_time)
     interval_ms = _ms(response.heartbeat_interval)
     parts = [
@@ -84,3 +84,11 @@ def encode_heartbeat_response(correlation_id: int, version: int, response: Any) 
     if version < 4:
         return _HEARTBEAT_V1.pack(10, correlation_id, throttle_ms, error)
     return _HEARTBEAT_V4.pack(12, correlation_id, 0, throttle_ms, error, 0)
+
+
+# api_key -> (highest version written here, encoder). A version above it — one a later kio
+# might add — falls back to kio's generic writer rather than being written in an old layout.
+HAND_WRITTEN: dict[int, tuple[int, Callable[[int, int, Any], bytes]]] = {
+    12: (4, encode_heartbeat_response),                    # Heartbeat
+    68: (1, encode_consumer_group_heartbeat_response),     # ConsumerGroupHeartbeat
+}

@@ -28,16 +28,23 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+async def _until(condition, what: str, turns: int = 100_000) -> None:
+    """Yield to the loop (no timer) until `condition` holds; fail clearly instead of hanging."""
+    for _ in range(turns):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"never happened: {what}")
+
+
 async def _late_connection_during_stop(data_dir: Path) -> tuple[bool, bytes]:
     server = Server(BrokerConfig(data_dir=str(data_dir), listen_port=_free_port()))
     await server.start()
     # An idle client keeps stop() waiting for its connection for a moment.
     _, idle = await asyncio.open_connection(*server.bound)
-    while not server.connections:
-        await asyncio.sleep(0)
+    await _until(lambda: server.connections, "the idle connection registered")
     stopping = asyncio.ensure_future(server.stop())
-    while server.servers[0].is_serving():
-        await asyncio.sleep(0)
+    await _until(lambda: not server.servers[0].is_serving(), "stop() closed the listeners")
     # Listeners closed, stop() is waiting: a connection accepted at the last moment starts now.
     ours, theirs = socket.socketpair()
     reader, writer = await asyncio.open_connection(sock=ours)
