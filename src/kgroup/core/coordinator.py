@@ -568,6 +568,11 @@ class GroupCoordinatorShard:
         """When `expire` next has work to do, or None."""
         return self.shard.timers.next_deadline()
 
+    def take_earliest_armed(self) -> int | None:
+        """A deadline armed since the last call that may come before the one `next_deadline`
+        gave then (None: none did); see Timers.take_earliest_armed."""
+        return self.shard.timers.take_earliest_armed()
+
     def expire(self, now_ms: int) -> Result | None:
         """Run the earliest timer operation due at `now_ms`; None when none is due.
 

@@ -218,7 +218,7 @@ class ModernProtocol:
                                        replaced.current if replaced is not None else self.GROUP.NEW_CURRENT)
         if replaced is not None:
             self._remove_records(group, replaced.member_id, out)
-        if meta != old_meta or replaced is not None:
+        if replaced is not None or (meta is not old_meta and meta != old_meta):
             out.record(self.records.member(group.group_id, member_id, meta))
         return Joined(member_id, member, old_meta, meta, replaced)
 

@@ -129,12 +129,16 @@ class TimerOp:
 class Timers:
     """A set of keyed deadlines; the earliest due ones are popped in deadline order."""
 
-    __slots__ = ("_current", "_heap", "_seq")
+    __slots__ = ("_current", "_heap", "_seq", "_armed_low")
 
     def __init__(self) -> None:
         self._current: dict[Hashable, tuple[int, int, TimerOp]] = {}
         self._heap: list[tuple[int, int, Hashable]] = []
         self._seq = 0
+        # The earliest deadline armed earlier than a key's previous one since the last
+        # `take_earliest_armed` (None: none): whoever keeps a wake-up for the earliest
+        # deadline needs to look again only when this is before it.
+        self._armed_low: int | None = None
 
     def schedule(self, key: Hashable, deadline_ms: int, op: TimerOp) -> None:
         """Arm `key` to run `op` at `deadline_ms`, replacing any earlier arming of it."""
@@ -143,6 +147,7 @@ class Timers:
         self._current[key] = (deadline_ms, self._seq, op)
         if old is None or deadline_ms < old[0]:
             heapq.heappush(self._heap, (deadline_ms, self._seq, key))
+            self._lower(deadline_ms)
         # else: the heap already holds an entry for this key that is no later; it will be
         # re-pushed with the new deadline when it surfaces.
 
@@ -157,7 +162,21 @@ class Timers:
         self._current[key] = (deadline_ms, self._seq, old[2])
         if deadline_ms < old[0]:
             heapq.heappush(self._heap, (deadline_ms, self._seq, key))
+            self._lower(deadline_ms)
         return True
+
+    def _lower(self, deadline_ms: int) -> None:
+        low = self._armed_low
+        if low is None or deadline_ms < low:
+            self._armed_low = deadline_ms
+
+    def take_earliest_armed(self) -> int | None:
+        """The earliest deadline that may have become the earliest since the last call (None:
+        every deadline armed since is no earlier than the key's previous one), and forget it.
+        A wake-up set for `next_deadline()` stays right while this is None or not before it:
+        a deadline that only moved later makes it early, never late."""
+        low, self._armed_low = self._armed_low, None
+        return low
 
     def cancel(self, key: Hashable) -> None:
         self._current.pop(key, None)

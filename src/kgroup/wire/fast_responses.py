@@ -26,9 +26,21 @@ _HEARTBEAT_V4 = struct.Struct(">iiBihB")
 _MILLISECOND = timedelta(milliseconds=1)
 
 
+# The few durations answers carry (throttle 0, the heartbeat intervals), remembered: the
+# division makes objects on every answer. Bounded, in case a client-driven value varies.
+_MS_OF: dict[timedelta, int] = {}
+
+
 def _ms(value: Any) -> int:
     """Whole milliseconds of a kio duration, exactly as kio writes it (no float rounding)."""
-    return value // _MILLISECOND if isinstance(value, timedelta) else int(value)
+    if type(value) is not timedelta:
+        return value // _MILLISECOND if isinstance(value, timedelta) else int(value)
+    ms = _MS_OF.get(value)
+    if ms is None:
+        ms = value // _MILLISECOND
+        if len(_MS_OF) < 1024:
+            _MS_OF[value] = ms
+    return ms
 
 
 def uvarint(n: int) -> bytes:
@@ -44,33 +56,32 @@ def _compact_nullable_string(value: str | None) -> bytes:
     if value is None:
         return b"\x00"
     data = value.encode()
-    return uvarint(len(data) + 1) + data
+    n = len(data) + 1
+    return (_ONE_BYTE[n] if n < 0x80 else uvarint(n)) + data
+
+
+_ONE_BYTE = [bytes((n,)) for n in range(0x80)]
 
 
 def encode_consumer_group_heartbeat_response(correlation_id: int, version: int, response: Any) -> bytes:
     """A size-prefixed ConsumerGroupHeartbeat v0/v1 response frame (both share one layout)."""
-    throttle_ms = _ms(response.throttle_time)
-    interval_ms = _ms(response.heartbeat_interval)
-    parts = [
-        _HEAD.pack(correlation_id, 0, throttle_ms, int(response.error_code)),
+    head = b"".join((
+        _HEAD.pack(correlation_id, 0, _ms(response.throttle_time), response.error_code),
         _compact_nullable_string(response.error_message),
         _compact_nullable_string(response.member_id),
-        _TWO_I32.pack(int(response.member_epoch), interval_ms),
-    ]
+        _TWO_I32.pack(response.member_epoch, _ms(response.heartbeat_interval)),
+    ))
     assignment = response.assignment
-    if assignment is None:
-        parts.append(b"\xff")
-    else:
-        parts.append(b"\x01")
-        topics = assignment.topic_partitions
-        parts.append(uvarint(len(topics) + 1))
-        for tp in topics:
-            parts.append(tp.topic_id.bytes if tp.topic_id is not None else bytes(16))
-            parts.append(uvarint(len(tp.partitions) + 1))
-            parts.append(b"".join(_I32.pack(p) for p in tp.partitions))
-            parts.append(b"\x00")
+    if assignment is None:      # a steady heartbeat's answer: no assignment, no tagged fields
+        return _I32.pack(len(head) + 2) + head + b"\xff\x00"
+    topics = assignment.topic_partitions
+    parts = [head, b"\x01", uvarint(len(topics) + 1)]
+    for tp in topics:
+        parts.append(tp.topic_id.bytes if tp.topic_id is not None else bytes(16))
+        parts.append(uvarint(len(tp.partitions) + 1))
+        parts.append(b"".join(_I32.pack(p) for p in tp.partitions))
         parts.append(b"\x00")
-    parts.append(b"\x00")
+    parts.append(b"\x00\x00")        # the assignment's tagged fields, then the body's
     body = b"".join(parts)
     return _I32.pack(len(body)) + body
 
@@ -84,6 +95,7 @@ def encode_heartbeat_response(correlation_id: int, version: int, response: Any) 
     if version < 4:
         return _HEARTBEAT_V1.pack(10, correlation_id, throttle_ms, error)
     return _HEARTBEAT_V4.pack(12, correlation_id, 0, throttle_ms, error, 0)
+
 
 
 # api_key -> (highest version written here, encoder). A version above it — one a later kio

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from datetime import datetime, timedelta, timezone
-from functools import cache
+from functools import cache, lru_cache
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,6 +64,19 @@ def _convert(hint: Any, value: Any) -> Any:
             # A code newer than kio's list (Kafka 4.4's 134-136): kio writes any `.value`.
             return value
     return value
+
+
+@cache
+def kio_error(code: int) -> Any:
+    """kio's error code for `code` exactly as `build` converts it (for a hot path that makes
+    its kio entity directly)."""
+    return _convert(KioErrorCode, code)
+
+
+@lru_cache(maxsize=256)
+def duration(milliseconds: int) -> timedelta:
+    """The timedelta kio holds for a whole number of milliseconds, as `build` converts it."""
+    return timedelta(milliseconds=milliseconds)
 
 
 def build(cls: type, **values: Any) -> Any:

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from kgroup.acl_bindings import ResourceType
-from kgroup.wire.kio_build import build, get, hint, item, ms
+from kgroup.wire.kio_build import build, duration, get, hint, item, kio_error, ms
 from kgroup.broker.security.authorized_operations import if_asked
 from kgroup.broker.groups.offset_topics import shard_topics, unknown_partitions
 from kgroup.broker.groups.shard import Shard
@@ -58,6 +58,7 @@ def commit_answer_topics(cls: type, topics: list[tuple[Any, str | None]], errors
             for p in t.partitions)
     return tuple(build(topic_cls, **{key: k}, partitions=tuple(parts))
                  for k, (name, parts) in by_key.items() if parts or name not in known)
+
 
 class _NoHandlers:
     """Any core handler of a shard that is not here (the call never runs it)."""
@@ -507,9 +508,8 @@ class ConsumerGroupApi:
             tp_cls = item(asg_cls, "topic_partitions")
             assignment = build(asg_cls, topic_partitions=tuple(
                 build(tp_cls, topic_id=t, partitions=ps) for t, ps in _uuid_partitions(resp.assignment)))
-        return build(cls, error_code=resp.error, error_message=resp.error_message, member_id=resp.member_id,
-                     member_epoch=resp.member_epoch, heartbeat_interval=resp.heartbeat_interval_ms,
-                     assignment=assignment)
+        return consumer_heartbeat_answer(cls, resp.error, resp.error_message, resp.member_id, resp.member_epoch,
+                                         resp.heartbeat_interval_ms, assignment)
 
     async def describe(self, header: RequestHeader, req: Any) -> Any:
         def topic_names(shard: Any) -> dict[str, str]:
@@ -578,6 +578,19 @@ def described_assignment(member_cls: type) -> Callable[[Any, dict[str, str]], An
             build(tp_cls, topic_id=uuid.UUID(t), topic_name=names.get(t, ""), partitions=ps)
             for t, ps in partitions))
     return assignment
+
+
+_NO_THROTTLE = duration(0)
+
+
+def consumer_heartbeat_answer(cls: type, error: int, message: str | None, member_id: str | None, epoch: int,
+                              interval_ms: int, assignment: Any) -> Any:
+    """A ConsumerGroupHeartbeat answer (v0 and v1 have these fields), made directly: `build`
+    by name was ~10% of a steady heartbeat's CPU. test_consumer_heartbeat_answer checks it equals
+    `build`'s."""
+    return cls(throttle_time=_NO_THROTTLE, error_code=kio_error(int(error)), error_message=message,
+               member_id=member_id, member_epoch=epoch, heartbeat_interval=duration(interval_ms),
+               assignment=assignment)
 
 
 @functools.cache
