@@ -2,8 +2,9 @@
 
 kio's generic writer walks a schema per field in Python; for a response sent thousands of
 times a second that is most of the broker's cost. ConsumerGroupHeartbeat (v0 and v1 share
-one layout) and the classic Heartbeat (v0-v4: an error code, a throttle time from v1, tagged
-fields from v4) are written here directly. tests/unit/wire/test_fast_responses.py checks
+one layout), the classic Heartbeat (v0-v4: an error code, a throttle time from v1, tagged
+fields from v4) and OffsetCommit (v2-v10: a thousand partitions' errors per answer of a
+large commit) are written here directly. tests/unit/wire/test_fast_responses.py checks
 every byte against kio's own writer.
 """
 
@@ -97,10 +98,51 @@ def encode_heartbeat_response(correlation_id: int, version: int, response: Any) 
     return _HEARTBEAT_V4.pack(12, correlation_id, 0, throttle_ms, error, 0)
 
 
+_I16 = struct.Struct(">h")
+_PARTITION = struct.Struct(">ih")           # partition index, error code
+_PARTITION_FLEX = struct.Struct(">ihB")     # ... and no tagged fields
+
+
+def _string(value: str, flexible: bool) -> bytes:
+    data = value.encode()
+    return (uvarint(len(data) + 1) if flexible else _I16.pack(len(data))) + data
+
+
+def encode_offset_commit_response(correlation_id: int, version: int, response: Any) -> bytes:
+    """A size-prefixed OffsetCommit v2-v10 response frame: a throttle time from v3, the
+    flexible encoding from v8, topics by id from v10. An answer to a 1,000-offset commit is
+    a thousand (partition, error) pairs, which kio's writer walked field by field."""
+    flexible = version >= 8
+    parts = [_I32.pack(correlation_id)]
+    if flexible:
+        parts.append(b"\x00")
+    if version >= 3:
+        parts.append(_I32.pack(_ms(response.throttle_time)))
+    topics = response.topics
+    parts.append(uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics)))
+    pack = _PARTITION_FLEX.pack if flexible else _PARTITION.pack
+    for topic in topics:
+        if version >= 10:
+            parts.append(topic.topic_id.bytes if topic.topic_id is not None else bytes(16))
+        else:
+            parts.append(_string(topic.name, flexible))
+        partitions = topic.partitions
+        parts.append(uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions)))
+        if flexible:
+            parts.append(b"".join([pack(p.partition_index, p.error_code, 0) for p in partitions]))
+            parts.append(b"\x00")
+        else:
+            parts.append(b"".join([pack(p.partition_index, p.error_code) for p in partitions]))
+    if flexible:
+        parts.append(b"\x00")
+    body = b"".join(parts)
+    return _I32.pack(len(body)) + body
+
 
 # api_key -> (highest version written here, encoder). A version above it — one a later kio
 # might add — falls back to kio's generic writer rather than being written in an old layout.
 HAND_WRITTEN: dict[int, tuple[int, Callable[[int, int, Any], bytes]]] = {
     12: (4, encode_heartbeat_response),                    # Heartbeat
+    8: (10, encode_offset_commit_response),                # OffsetCommit
     68: (1, encode_consumer_group_heartbeat_response),     # ConsumerGroupHeartbeat
 }

@@ -70,3 +70,29 @@ def test_every_served_version_under_a_ceiling_is_one_kio_knows():
         for version in range(served.min_version, min(highest, served.max_version) + 1):
             assert response_class(api_key, version).__api_key__ == api_key
 
+
+commit_topics = st.lists(st.tuples(st.text(max_size=12), st.uuids(),
+                                   st.lists(st.tuples(st.integers(0, 2**31 - 1),
+                                                      st.sampled_from([0, 3, 25, 22, 27, 100])), max_size=30)),
+                         max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(version=st.integers(2, 10), corr=st.integers(-2**31, 2**31 - 1), throttle=st.integers(0, 2**31 - 1),
+       topics=commit_topics)
+def test_fast_offset_commit_encoder_matches_kio(version, corr, throttle, topics):
+    from kgroup.wire.fast_responses import encode_offset_commit_response
+    from kgroup.wire.kio_build import item
+
+    cls = response_class(8, version)
+    topic_cls = item(cls, "topics")
+    part_cls = item(topic_cls, "partitions")
+    key = "topic_id" if version >= 10 else "name"
+    built = tuple(build(topic_cls, **{key: topic_id if version >= 10 else name},
+                        partitions=tuple(build(part_cls, partition_index=p, error_code=e) for p, e in parts))
+                  for name, topic_id, parts in topics)
+    response = build(cls, topics=built, **({"throttle_time": throttle} if version >= 3 else {}))
+    expected = kio_frame(corr, response, header_tags=version >= 8)
+    assert encode_offset_commit_response(corr, version, response) == expected
+    header = RequestHeader(api_key=8, api_version=version, correlation_id=corr, client_id="c", flexible=version >= 8)
+    assert encode_response(header, response) == expected

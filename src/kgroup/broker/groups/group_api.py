@@ -53,11 +53,18 @@ def commit_answer_topics(cls: type, topics: list[tuple[Any, str | None]], errors
     by_key: dict[Any, tuple[str | None, list]] = {}
     for t, name in topics:
         by_key.setdefault(getattr(t, key), (name, []))[1].extend(
-            build(part_cls, partition_index=p.partition_index,
-                  error_code=ErrorCode.UNKNOWN_TOPIC_ID if name is None else errors[(name, p.partition_index)])
+            _commit_partition(part_cls, p.partition_index,
+                              int(ErrorCode.UNKNOWN_TOPIC_ID if name is None else errors[(name, p.partition_index)]))
             for p in t.partitions)
     return tuple(build(topic_cls, **{key: k}, partitions=tuple(parts))
                  for k, (name, parts) in by_key.items() if parts or name not in known)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _commit_partition(part_cls: type, index: int, error: int) -> Any:
+    """One partition's entry of an OffsetCommit answer. kio's entities are frozen, so the
+    answers share them: building a thousand per commit was a large part of its CPU."""
+    return build(part_cls, partition_index=index, error_code=error)
 
 
 class _NoHandlers:
