@@ -29,12 +29,24 @@ and friends at C speed; Python-level loops only visit members that lose or gain 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from functools import partial
 from itertools import chain, compress, repeat
-from operator import gt, le, lt, not_
+from operator import gt, is_not, le, lt, not_
 
 from kgroup.assignors.passes import drain
 
 Parts = tuple[int, ...]
+
+
+_DICT = {dict}
+_IS_SOME = partial(is_not, None)
+
+
+def _own(held: list[dict[str, Parts]], i: int) -> dict[str, Parts]:
+    """Member i's holdings as a dict of place()'s own, to change in place (`held` starts
+    out holding the caller's mappings)."""
+    mine = held[i] = dict(held[i])
+    return mine
 
 
 def _claimed_set(plist: list[Parts], n_t: int) -> set[int] | None:
@@ -94,7 +106,9 @@ def place(
     `subscriptions[i]` is member i's subscribed topics as a hashable collection (frozenset
     or sorted tuple); `current[i]` is what member i holds now (topic -> sorted partitions),
     which may be stale or overlap other members'. Member order breaks every tie, so callers
-    pass members in a defined order. Returns one topic -> sorted partitions dict per member.
+    pass members in a defined order. Returns one topic -> sorted partitions dict per member:
+    for a member whose holdings stand, the very dict it came with (so callers find who moved
+    by identity, and must not change the result in place when they keep their input).
     """
     classes = _Classes(subscriptions, counts)
     held, hold_idx, hold_parts, taken = _valid_holdings(classes, current, counts)
@@ -127,9 +141,14 @@ class _Classes:
                 self.topics.append(topics)
                 self.members.append([])
             class_of_sub[sub] = c
-        self.member_class = list(map(class_of_sub.__getitem__, subscriptions))
-        for i, c in enumerate(self.member_class):
-            self.members[c].append(i)
+        if len(self.topics) == 1:
+            # One class (members share a subscription, the usual case): no pass in Python.
+            self.member_class = [0] * len(subscriptions)
+            self.members[0] = list(range(len(subscriptions)))
+        else:
+            self.member_class = list(map(class_of_sub.__getitem__, subscriptions))
+            for i, c in enumerate(self.member_class):
+                self.members[c].append(i)
         self.topic_sets = [frozenset(ts) for ts in self.topics]
 
 
@@ -138,9 +157,10 @@ def _valid_holdings(classes: _Classes, current: Sequence[Mapping[str, Sequence[i
     """2. Valid current holdings: subscribed, existing partitions, each held once; with
     topic -> holders, topic -> their claims and topic -> the set of claimed partitions.
 
-    The members' dicts are copied and turned around to topic -> holders at C speed; each
-    topic is then checked as a whole, and only a topic with invalid claims (out of range,
-    overlapping, empty or not tuples) is cleaned up holder by holder."""
+    The members' dicts are turned around to topic -> holders at C speed (one class on one
+    topic: just that topic's claims); each topic is then checked as a whole, and only a topic
+    with invalid claims (out of range, overlapping, empty or not tuples) is cleaned up holder
+    by holder."""
     n_members = len(classes.member_class)
     member_class = classes.member_class
     hold_idx: dict[str, list[int]] = {}
@@ -148,30 +168,55 @@ def _valid_holdings(classes: _Classes, current: Sequence[Mapping[str, Sequence[i
     taken: dict[str, set[int]] = {}
     if not any(current):  # a fresh group: nothing to check
         return [{} for _ in range(n_members)], hold_idx, hold_parts, taken
-    held = list(map(dict, current))
-    fits = list(map(le, map(dict.keys, held), map(classes.topic_sets.__getitem__, member_class)))
-    if not all(fits):
-        for i in compress(range(n_members), map(not_, fits)):
-            allowed = classes.topic_sets[member_class[i]]
-            held[i] = {t: p for t, p in held[i].items() if t in allowed}
-    hold_idx = {t: [] for t in chain.from_iterable(classes.topics)}
-    hold_parts = {t: [] for t in hold_idx}
-    lens_per_member = list(map(len, held))
-    drain(map(list.append, map(hold_idx.__getitem__, chain.from_iterable(held)),
-               chain.from_iterable(map(repeat, range(n_members), lens_per_member))))
-    drain(map(list.append, map(hold_parts.__getitem__, chain.from_iterable(held)),
-               chain.from_iterable(map(dict.values, held))))
+    # The members' own mappings, not copies: every step that changes a member's holdings
+    # replaces its entry with a new dict (`_own` before a change in place), so a member
+    # whose holdings stand is given back the very mapping it came with.
+    held = list(current) if set(map(type, current)) <= _DICT else list(map(dict, current))
+    one_class = len(classes.topics) == 1
+    hold_parts = _one_topic_claims(classes, held) if one_class and len(classes.topics[0]) == 1 else None
+    if hold_parts is None:
+        allowed = map(classes.topic_sets.__getitem__, member_class) if not one_class \
+            else repeat(classes.topic_sets[0])
+        fits = list(map(le, map(dict.keys, held), allowed))
+        if not all(fits):
+            for i in compress(range(n_members), map(not_, fits)):
+                allowed = classes.topic_sets[member_class[i]]
+                held[i] = {t: p for t, p in held[i].items() if t in allowed}
+        hold_parts = {t: [] for t in chain.from_iterable(classes.topics)}
+        if not one_class:
+            # Who holds each topic: only several classes need it (`_allocate`).
+            hold_idx = {t: [] for t in hold_parts}
+            lens_per_member = list(map(len, held))
+            drain(map(list.append, map(hold_idx.__getitem__, chain.from_iterable(held)),
+                       chain.from_iterable(map(repeat, range(n_members), lens_per_member))))
+        drain(map(list.append, map(hold_parts.__getitem__, chain.from_iterable(held)),
+                   chain.from_iterable(map(dict.values, held))))
     for t, plist in hold_parts.items():
         if not plist:
             continue
         claims = _claimed_set(plist, counts[t])
         if claims is None:
+            if t not in hold_idx:
+                hold_idx[t] = [i for i in range(n_members) if t in held[i]]
+            for i in hold_idx[t]:
+                _own(held, i)
             _clean_claims(t, counts[t], hold_idx[t], held)
             hold_idx[t] = [i for i in hold_idx[t] if t in held[i]]
             hold_parts[t] = [held[i][t] for i in hold_idx[t]]
             claims = set(chain.from_iterable(hold_parts[t]))
         taken[t] = claims
     return held, hold_idx, hold_parts, taken
+
+
+def _one_topic_claims(classes: _Classes, held: list[dict[str, Parts]]) -> dict[str, list[Parts]] | None:
+    """Topic -> claims when every member subscribes to the same single topic (a consumer
+    group's usual shape) and holds nothing else, else None: two passes instead of a
+    turn-around of every member's dict."""
+    t = classes.topics[0][0]
+    claims = list(filter(_IS_SOME, map(dict.get, held, repeat(t))))
+    if len(claims) != sum(map(len, held)):
+        return None     # someone holds another topic: the general path drops it
+    return {t: claims}
 
 
 def _allocate(classes: _Classes, hold_idx: dict[str, list[int]], hold_parts: dict[str, list[Parts]],
@@ -222,8 +267,13 @@ def _keep(classes: _Classes, held: list[dict[str, Parts]], hold_parts: dict[str,
     kept_total = [0] * n_members
     kept_class: list[dict[str, int]] = [{} for _ in range(len(classes.topics))]
     dropped: dict[str, list[int]] = {}
-    haves = list(map(sum, map(map, repeat(len), map(dict.values, held)))) if hold_parts \
-        else [0] * n_members
+    if not hold_parts:
+        haves = [0] * n_members
+    elif len(hold_parts) == 1:
+        # One topic (see `_one_topic_claims`): what each holds of it is all it holds.
+        haves = list(map(len, map(dict.get, held, repeat(next(iter(hold_parts))), repeat(()))))
+    else:
+        haves = list(map(sum, map(map, repeat(len), map(dict.values, held))))
     for c, members in enumerate(classes.members):
         total = sum(alloc[c].values())
         if not total:
@@ -247,9 +297,13 @@ def _quotas(members: list[int], total: int, haves: list[int], quota: list[int]) 
     """Every member of a class gets floor or ceil of the class total; members that already
     hold more than the floor get the extra ones first."""
     q, extra = divmod(total, len(members))
-    drain(map(quota.__setitem__, members, repeat(q)))
+    everyone = len(members) == len(quota)   # one class: members are 0..n-1
+    if everyone:
+        quota[:] = repeat(q, len(quota))
+    else:
+        drain(map(quota.__setitem__, members, repeat(q)))
     if extra:
-        for i in compress(members, map(q.__lt__, map(haves.__getitem__, members))):
+        for i in compress(members, map(q.__lt__, haves if everyone else map(haves.__getitem__, members))):
             quota[i] = q + 1
             extra -= 1
             if not extra:
@@ -267,9 +321,13 @@ def _keep_within_quota(members: list[int], held: list[dict[str, Parts]], haves: 
                        kept_total: list[int], here: dict[str, int], dropped: dict[str, list[int]]) -> None:
     """The class budget cannot run out: everyone keeps all it holds up to its quota, so only
     members over quota are looked at (`here` starts as all the class holds)."""
-    my_haves = list(map(haves.__getitem__, members))
-    my_quotas = list(map(quota.__getitem__, members))
-    drain(map(kept_total.__setitem__, members, map(min, my_haves, my_quotas)))
+    if len(members) == len(quota):   # one class: members are 0..n-1
+        my_haves, my_quotas = haves, quota
+        kept_total[:] = map(min, haves, quota)
+    else:
+        my_haves = list(map(haves.__getitem__, members))
+        my_quotas = list(map(quota.__getitem__, members))
+        drain(map(kept_total.__setitem__, members, map(min, my_haves, my_quotas)))
     for i in compress(members, map(gt, my_haves, my_quotas)):
         room = quota[i]
         mine = held[i]
@@ -354,7 +412,7 @@ def _deal(classes: _Classes, held: list[dict[str, Parts]], alloc: list[dict[str,
         for i in compress(members, map(lt, map(kept_total.__getitem__, members),
                                        map(quota.__getitem__, members))):
             short = quota[i] - kept_total[i]
-            mine = held[i]
+            mine = _own(held, i)
             while short > 0:
                 while t_left == 0:
                     ti += 1
