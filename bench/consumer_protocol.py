@@ -425,6 +425,7 @@ async def join_run(b: peers.Broker, n: int, topic: str, partitions: int, conns: 
     try:
         await coordinator_ready(pool[0], group)
         sims = [SimMember(group, pool[i % conns]) for i in range(n)]
+        cpu0 = b.cpu_seconds()
         t0 = time.perf_counter()
         await _bounded((_one(m, True, topic) for m in sims), 1024)
         owned_at = None
@@ -444,6 +445,9 @@ async def join_run(b: peers.Broker, n: int, topic: str, partitions: int, conns: 
         epochs = {m.epoch for m in sims}
         if len(epochs) != 1 or owned_at is None:
             raise RuntimeError(f"not settled: epochs {sorted(epochs)[:5]}, every partition owned: {owned_at is not None}")
+        cpu1 = b.cpu_seconds()
+        cpu = f", broker CPU {cpu1 - cpu0:.2f} s" if cpu0 is not None and cpu1 is not None else ""
+        print(f"    {b.name}, {n} members: {rounds} rounds{cpu}", flush=True)
         return (now - t0) * 1000, (owned_at - t0) * 1000
     finally:
         await asyncio.gather(*(c.close() for c in pool), return_exceptions=True)
