@@ -131,6 +131,11 @@ class MetadataPartition:
             return Replay(0, iter(()), self.log.read_chunks(0))
         return Replay(offset, self.snapshots.payloads(offset), self.log.read_chunks(offset))
 
+    def roll(self) -> bool:
+        """A new segment from the log end on (see `SegmentedLog.roll`); call it when taking
+        the cut of a snapshot, so the snapshot's offset is a segment's base."""
+        return self.log.roll()
+
     def write_snapshot(self, offset: int, payloads: Iterable[bytes]) -> Path:
         """Persist a snapshot for `offset` (the payloads rebuild the state after records
         0..offset-1), keep the newest `snapshots_retained`, delete segments below the oldest

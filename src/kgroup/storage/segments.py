@@ -370,6 +370,18 @@ class SegmentedLog:
 
     # -- writing -------------------------------------------------------------------------
 
+    def roll(self) -> bool:
+        """Start a new segment at the end offset now (False: the active one is still
+        empty, nothing to do). A group shard rolls as it takes a snapshot: a restart then
+        reads the log from the segment the snapshot begins, and the segments below the
+        older retained snapshot can be deleted, however small they are."""
+        with self._lock:
+            self._check_writable()
+            if self._segments[-1].size == 0:
+                return False
+            self._roll_locked()
+            return True
+
     def _roll_locked(self) -> None:
         """Start a new active segment at the end offset (lock held)."""
         self._flush_locked()

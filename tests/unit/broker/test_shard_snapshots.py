@@ -66,3 +66,24 @@ def test_a_large_live_state_is_snapshotted_after_as_many_records_as_it_holds(tmp
     assert snapshot == live
     assert tail <= live                     # due after as many records as the snapshot holds
     assert snapshot + tail <= 2 * live + SNAPSHOT_MIN_EVERY
+
+
+def test_a_snapshot_begins_a_segment_so_old_records_go_and_a_restart_reads_only_the_tail(tmp_path):
+    # The shard rolls its group-log segment as it takes a snapshot's cut: the segments below
+    # the older retained snapshot are deleted (without the roll one segment of 100 MB kept
+    # every commit ever written), and a restart reads the log from the snapshot's segment
+    # instead of splitting the whole segment up to it.
+    data = DataDir(tmp_path / "d", metadata_partitions=1)
+    live = 500
+    asyncio.run(_commit(live, rounds=100, data=data))         # 50,000 records, 500 live offsets
+    part = data.metadata_log.partition(0)
+    written = part.log_end_offset
+    bases = sorted(int(p.name.split(".")[0]) for p in part.log.directory.glob("*.log"))
+    replay = part.load()
+    tail = sum(len(chunk) for chunk in replay.tail_chunks)
+    data.close()
+    assert written == 50_000                                  # every commit, one record each
+    assert replay.snapshot_offset in bases                    # the snapshot begins a segment
+    assert bases[0] >= written - 3 * SNAPSHOT_MIN_EVERY       # older segments were deleted
+    assert len(bases) <= 3
+    assert tail == written - replay.snapshot_offset

@@ -64,6 +64,7 @@ ops = st.lists(
         st.tuples(st.just("append"), st.integers(1, 30), st.integers(1, 60)),
         st.tuples(st.just("sync")),
         st.tuples(st.just("flush")),
+        st.tuples(st.just("roll")),        # as a group shard does when it takes a snapshot
         st.tuples(st.just("crash"), st.floats(0, 1), st.binary(max_size=24)),
     ),
     max_size=40,
@@ -101,6 +102,8 @@ def test_synced_records_survive_torn_tails(tmp_path_factory, operations) -> None
             synced_sizes = {p.name: p.stat().st_size for p in directory.glob("*.log")}
         elif op[0] == "flush":
             log.flush()
+        elif op[0] == "roll":
+            log.roll()
         else:
             _, fraction, garbage = op
             _abandon(log)

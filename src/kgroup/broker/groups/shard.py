@@ -333,6 +333,10 @@ class Shard:
             offset = self.partition.log_end_offset
             records = self.coordinator.snapshot_records()
             cut = self._since_snapshot      # records appended while it is written count on
+            # The snapshot's offset begins a segment: a restart reads the log from there
+            # (not the whole segment, split and thrown away up to it), and the segments
+            # below the older retained snapshot are deleted once this one is written.
+            self.partition.roll()
 
             def write() -> int:
                 payloads = [record_codec.encode(r) for r in records]
