@@ -14,10 +14,13 @@ record is a live update), 8 requests in flight on one connection. Not timed.
 Then, --runs times, alternating between the brokers: stop the broker (SIGTERM) and start
 it again on the same data, and time from the process launch until an OffsetFetch v8
 for every group answers with each group's last committed offsets ("groups answer").
-Also printed: the broker's own load time (kgroup's "coordinator loaded ... seconds=" line;
-for Kafka the longest "Finished loading of metadata from __consumer_offsets-N ... in X ms"
-of the restart, the partitions load in parallel), how many records each read at load, and
-the restarted process's peak RSS (VmHWM: the memory the load needed).
+Also printed: the group coordinator's own load time (kgroup's "coordinator loaded ...
+shards_seconds=": its group shards, from the first one's open to the last one loaded; for
+Kafka the longest "Finished loading of metadata from __consumer_offsets-N ... in X ms" of
+the restart, time in the loader's queue included, the partitions load in parallel), for
+kgroup also the time until every log was open (`seconds=`: the data partitions' logs, which
+it opens after the group shards and Kafka before its coordinator starts), how many records
+each read at load, and the restarted process's peak RSS (VmHWM: the memory the load needed).
 
 What each replays is what it is built to keep: kgroup writes a snapshot of its live state
 every 100,000 group-log records per shard and replays snapshot + tail; Kafka's log cleaner
@@ -53,7 +56,8 @@ FetchGroup = item(FetchReq, "groups")
 FetchTopic = item(FetchGroup, "topics")
 TOPIC = "load"
 
-KGROUP_LOADED = re.compile(r"coordinator loaded: records=(\d+) groups=(\d+) seconds=([0-9.]+)")
+KGROUP_LOADED = re.compile(r"coordinator loaded: records=(\d+) groups=(\d+) seconds=([0-9.]+)"
+                           r"(?: shards_seconds=([0-9.]+))?")
 KAFKA_LOADED = re.compile(r"Finished loading of metadata from __consumer_offsets-\d+ with epoch \d+ in (\d+)ms"
                           r".*?Loaded (\d+) records")
 IN_FLIGHT = 8
@@ -184,20 +188,26 @@ class Side:
         elif self.ref is not None:
             self.ref.stop()
 
-    def loaded(self, since_line: int) -> tuple[float | None, int | None]:
-        """(the broker's own load seconds, records read at load) of the latest start."""
+    def loaded(self, since_line: int) -> tuple[float | None, int | None, float | None]:
+        """(the group coordinator's own load seconds, records read at load, seconds until
+        every log was open) of the latest start. kgroup: its group shards from the first
+        one's open to the last one loaded (`shards_seconds`; before it was logged, the whole
+        start), and every unit (`seconds`: the data partitions' logs too). Kafka: the longest
+        `__consumer_offsets` load (its time in the loader's queue included: the partitions
+        are scheduled together), its logs being open before it starts (not measured)."""
         if self.name == "ours":
             for line in self.b.stderr_lines:
                 m = KGROUP_LOADED.search(line)
                 if m:
-                    return float(m.group(3)), int(m.group(1))
-            return None, None
+                    every = float(m.group(3))
+                    return float(m.group(4) or every), int(m.group(1)), every
+            return None, None, None
         lines = self.ref.log_path.read_text(errors="replace").splitlines()[since_line:]
         found = [KAFKA_LOADED.search(line) for line in lines]
         found = [m for m in found if m]
         if not found:
-            return None, None
-        return max(int(m.group(1)) for m in found) / 1000, sum(int(m.group(2)) for m in found)
+            return None, None, None
+        return max(int(m.group(1)) for m in found) / 1000, sum(int(m.group(2)) for m in found), None
 
     def log_lines(self) -> int:
         if self.name == "ours" or self.ref is None or not self.ref.log_path.exists():
@@ -218,11 +228,11 @@ def measure_restart(side: Side, last: dict[int, int], timeout: float) -> dict:
     asyncio.run(groups_answer(b, last, t0 + timeout))
     answer = time.monotonic() - t0
     deadline = time.monotonic() + 30
-    own, records = side.loaded(mark)
+    own, records, every = side.loaded(mark)
     while own is None and time.monotonic() < deadline:   # the log line may trail the answer
         time.sleep(0.1)
-        own, records = side.loaded(mark)
-    return {"answer_s": answer, "own_s": own, "records": records, "peak_mb": b.peak_rss_mb()}
+        own, records, every = side.loaded(mark)
+    return {"answer_s": answer, "own_s": own, "records": records, "every_s": every, "peak_mb": b.peak_rss_mb()}
 
 
 def create_topic(b: peers.Broker, partitions: int) -> None:
@@ -273,7 +283,8 @@ def main() -> None:
                     x = measure_restart(side, last[name], args.timeout)
                     figures[name].append(x)
                     print(f"  {n:,} commits, run {r + 1} {name}: groups answer {x['answer_s']:.2f}s after launch, "
-                          f"own load {peers.fmt(x['own_s'])}s, {peers.fmt(x['records'])} records read, "
+                          f"own load {peers.fmt(x['own_s'])}s (every log open {peers.fmt(x['every_s'])}s), "
+                          f"{peers.fmt(x['records'])} records read, "
                           f"peak RSS {peers.fmt(x['peak_mb'])} MiB; load {peers.load_average()}", flush=True)
         finally:
             for side in sides.values():
@@ -283,7 +294,8 @@ def main() -> None:
             return {name: peers.median([x[key] for x in xs]) for name, xs in figures.items()}
         answer = med("answer_s")
         rows += [(f"{n:,} commits: launch -> every group answers its offsets, s", answer),
-                 (f"{n:,} commits: broker's own load time, s", med("own_s")),
+                 (f"{n:,} commits: group coordinator's own load time, s", med("own_s")),
+                 (f"{n:,} commits: kgroup: every log open (data partitions too), s", med("every_s")),
                  (f"{n:,} commits: records read at load", med("records")),
                  (f"{n:,} commits: peak RSS after load, MiB", med("peak_mb"))]
         rates.append((f"{n:,} commits: commits written per second of launch -> answer",

@@ -138,6 +138,10 @@ class Node:
         self._build_concerns()
         self._replayed = 0
         self._started = 0.0
+        # The group shards' own load at start-up: from the first one's open to the last one
+        # loaded (the data partitions' logs open after them, and count only in `seconds`).
+        self._shards_from: float | None = None
+        self._shards_to = 0.0
         self._background: list[asyncio.Task] = []
 
     def _build_concerns(self) -> None:
@@ -298,6 +302,9 @@ class Node:
         records = shard.load(self.ownership.keepalive)
         shard.update_topics(image)
         self._replayed += records
+        if self._shards_from is None:
+            self._shards_from = started
+        self._shards_to = time.monotonic()
         self.events.coordinator_loaded(shard, self.config.node_id, previous_node,
                                        int((time.monotonic() - started) * 1000), now_ms())
         return f"records={records} groups={count_groups(shard.coordinator.shard)}"
@@ -352,8 +359,9 @@ class Node:
     async def _report_loaded(self) -> None:
         await self.ownership.first_round_done()
         groups = sum(count_groups(s.coordinator.shard) for s in self.shards if s is not None)
-        log.info("coordinator loaded: records=%d groups=%d seconds=%.3f", self._replayed, groups,
-                 time.monotonic() - self._started)
+        shards_s = self._shards_to - self._shards_from if self._shards_from is not None else 0.0
+        log.info("coordinator loaded: records=%d groups=%d seconds=%.3f shards_seconds=%.3f", self._replayed, groups,
+                 time.monotonic() - self._started, shards_s)
 
     async def _retention(self) -> None:
         interval = self.config.log_retention_check_interval_ms / 1000
