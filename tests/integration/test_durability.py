@@ -12,13 +12,14 @@ from tests.integration.waits import hold
 pytestmark = pytest.mark.integration
 
 
-def _committer(bootstrap: str, acked: dict, sent: dict, stop: threading.Event) -> None:
+def _committer(bootstrap: str, acked: dict, sent: dict, stop: threading.Event,
+               topic: str = "t", count: int = 3, group: str = "durable") -> None:
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="durable", enable_auto_commit=False,
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
                              request_timeout_ms=3000)
-    partitions = [TopicPartition("t", p) for p in range(3)]
+    partitions = [TopicPartition(topic, p) for p in range(count)]
     consumer.assign(partitions)
     n = 0
     try:
@@ -86,3 +87,29 @@ def test_group_offsets_survive_kill_9_and_the_live_group_resumes(broker):
     hold(1, "a record beyond the new 100 would arrive by now")
     second.stop(commit=False)
     assert len(second.tally.consumed) == 100
+
+
+def test_acknowledged_commits_survive_kill_9_while_the_group_log_snapshots_and_rolls(broker):
+    # 1,000 offsets a commit, all in one group's shard: a snapshot (and with it a new log
+    # segment, and old segments deleted) every 10,000 records, so the kill lands among them.
+    from kafka import KafkaConsumer, TopicPartition
+    create_topic(broker.bootstrap, "wide", 1000)
+    acked: dict[int, int] = {}
+    sent: dict[int, int] = {}
+    stop = threading.Event()
+    worker = threading.Thread(target=_committer, args=(broker.bootstrap, acked, sent, stop, "wide", 1000, "rolling"),
+                              daemon=True)
+    worker.start()
+    wait_for(lambda: broker.log().count("snapshot of") >= 3, timeout=120, what="three snapshots of the group log")
+    broker.kill9()
+    stop.set()
+    worker.join(30)
+    last_acked = dict(acked)
+    broker.start()
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="rolling", enable_auto_commit=False)
+    try:
+        for p in range(1000):
+            committed = consumer.committed(TopicPartition("wide", p))
+            assert committed is not None and last_acked[p] <= committed <= sent[p], (p, last_acked[p], committed)
+    finally:
+        consumer.close()
