@@ -23,11 +23,12 @@ it opens after the group shards and Kafka before its coordinator starts), how ma
 each read at load, and the restarted process's peak RSS (VmHWM: the memory the load needed).
 
 What each replays is what it is built to keep: kgroup writes a snapshot of its live state
-every 100,000 group-log records per shard and replays snapshot + tail; Kafka's log cleaner
-compacts closed `__consumer_offsets` segments (100 MB) in the background. --kafka-cleaner
-off (log.cleaner.enable=false) makes Kafka read every commit written instead. The time
-from launch includes each runtime's start (a JVM; Python imports): the broker's own load
-time is the figure without it.
+once the records since the last reach the larger of 10,000 and the last snapshot's size
+(per shard; it starts a new log segment there and deletes the ones below the older snapshot
+kept) and replays snapshot + tail; Kafka's log cleaner compacts closed `__consumer_offsets`
+segments (100 MB) in the background. --kafka-cleaner off (log.cleaner.enable=false) makes
+Kafka read every commit written instead. The time from launch includes each runtime's
+start (a JVM; Python imports): the own load time is the figure without it.
 """
 
 from __future__ import annotations
