@@ -267,8 +267,10 @@ class ModernProtocol:
             targets = dict(targets)
             targets[member_id] = targets.pop(replaced.member_id)
             out.record(self.records.target(group.group_id, member_id, targets[member_id]))
+        if epoch <= target_epoch:
+            return targets, target_epoch     # a steady heartbeat: not even a config look-up
         interval = self.assignment_interval(group.group_id)
-        if epoch > target_epoch and may_assign(group.target_timestamp, interval, now_ms):
+        if may_assign(group.target_timestamp, interval, now_ms):
             targets = self.assign(group, joined.members_of(group), targets, subscribed, out)
             target_epoch = epoch
             # Stamped when an interval applies (never 0, which means "at once").
