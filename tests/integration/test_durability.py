@@ -40,30 +40,36 @@ def _committer(bootstrap: str, acked: dict, sent: dict, stop: threading.Event,
             pass
 
 
-def test_acknowledged_commits_survive_kill_9_and_the_group_resumes(broker):
-    create_topic(broker.bootstrap, "t", 3)
+def _kill_9_mid_commits(broker, topic: str, count: int, group: str, enough, what: str) -> None:
+    """Commit `count` partitions of `topic` over and over, kill -9 the broker once `enough(acked)`
+    holds, restart it: every answered commit is there, at most the one in flight went further."""
+    from kafka import KafkaConsumer, TopicPartition
+    create_topic(broker.bootstrap, topic, count)
     acked: dict[int, int] = {}
     sent: dict[int, int] = {}
     stop = threading.Event()
-    worker = threading.Thread(target=_committer, args=(broker.bootstrap, acked, sent, stop), daemon=True)
+    worker = threading.Thread(target=_committer, args=(broker.bootstrap, acked, sent, stop, topic, count, group),
+                              daemon=True)
     worker.start()
-    wait_for(lambda: len(acked) == 3 and min(acked.values()) > 200, timeout=60, what="some commits")
+    wait_for(lambda: enough(acked), timeout=120, what=what)
     broker.kill9()                              # mid-stream, no warning
     stop.set()
     worker.join(30)
     last_acked = dict(acked)
     broker.start()
-
-    from kafka import KafkaConsumer, TopicPartition
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="durable", enable_auto_commit=False)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False)
     try:
-        for p in range(3):
-            committed = consumer.committed(TopicPartition("t", p))
+        for p in range(count):
+            committed = consumer.committed(TopicPartition(topic, p))
             assert committed is not None
-            # Every answered commit is there; at most the one in flight went further.
             assert last_acked[p] <= committed <= sent[p], (p, last_acked[p], committed, sent[p])
     finally:
         consumer.close()
+
+
+def test_acknowledged_commits_survive_kill_9_and_the_group_resumes(broker):
+    _kill_9_mid_commits(broker, "t", 3, "durable", lambda acked: len(acked) == 3 and min(acked.values()) > 200,
+                        "some commits")
 
 
 def test_group_offsets_survive_kill_9_and_the_live_group_resumes(broker):
@@ -92,24 +98,5 @@ def test_group_offsets_survive_kill_9_and_the_live_group_resumes(broker):
 def test_acknowledged_commits_survive_kill_9_while_the_group_log_snapshots_and_rolls(broker):
     # 1,000 offsets a commit, all in one group's shard: a snapshot (and with it a new log
     # segment, and old segments deleted) every 10,000 records, so the kill lands among them.
-    from kafka import KafkaConsumer, TopicPartition
-    create_topic(broker.bootstrap, "wide", 1000)
-    acked: dict[int, int] = {}
-    sent: dict[int, int] = {}
-    stop = threading.Event()
-    worker = threading.Thread(target=_committer, args=(broker.bootstrap, acked, sent, stop, "wide", 1000, "rolling"),
-                              daemon=True)
-    worker.start()
-    wait_for(lambda: broker.log().count("snapshot of") >= 3, timeout=120, what="three snapshots of the group log")
-    broker.kill9()
-    stop.set()
-    worker.join(30)
-    last_acked = dict(acked)
-    broker.start()
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="rolling", enable_auto_commit=False)
-    try:
-        for p in range(1000):
-            committed = consumer.committed(TopicPartition("wide", p))
-            assert committed is not None and last_acked[p] <= committed <= sent[p], (p, last_acked[p], committed)
-    finally:
-        consumer.close()
+    _kill_9_mid_commits(broker, "wide", 1000, "rolling", lambda acked: broker.log().count("snapshot of") >= 3,
+                        "three snapshots of the group log")
