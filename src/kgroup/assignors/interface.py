@@ -29,8 +29,8 @@ from one owner to another in one rebalance (leave it out; the next round assigns
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from kgroup.assignors.spec import Assignment, ClientMember, GroupSpec
 
@@ -72,4 +72,23 @@ class ServerAssignor(Protocol):
         """Target assignment: member id -> topic key -> sorted partitions. `spec` is read
         only: the coordinator hands the same MemberSpecs (and their `assignment` dicts) to
         the next assignment of the group."""
+        ...
+
+
+@runtime_checkable
+class JoinFollower(Protocol):
+    """A server assignor that can also work out one member's join from its last result,
+    without going over every member (optional; the coordinator keeps the state between
+    assignments and checks that nothing else changed)."""
+
+    def settled(self, spec: GroupSpec, topics: Mapping[str, int],
+                result: Mapping[str, Mapping[str, tuple[int, ...]]]) -> Any:
+        """The state after `result` (this assignor's answer to `spec`), or None when joins
+        cannot be followed from it."""
+        ...
+
+    def join(self, settled: Any, joiner: str, subscribed: frozenset[str],
+             holdings: Callable[[str], Mapping[str, tuple[int, ...]]]) -> tuple[Any, dict] | None:
+        """(new state, member -> new holdings of each member that changes) when `joiner`
+        joins holding nothing, exactly as `assign` would place it; None: run `assign`."""
         ...

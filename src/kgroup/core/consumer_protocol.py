@@ -23,13 +23,17 @@ injected `Downgrade`'s business.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from itertools import compress, repeat
 from operator import and_, attrgetter, is_, itemgetter, ne, not_, or_
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kgroup.assignors import GroupSpec, MemberSpec, UnknownAssignor, get_server_assignor
+from kgroup.assignors import (
+    GroupSpec, JoinFollower, MemberSpec, ServerAssignor, UnknownAssignor, get_server_assignor,
+)
 from kgroup.core.assignment_epochs import at_epoch, stamp
 from kgroup.core.consumer_group import (
     ConsumerGroup,
@@ -368,17 +372,28 @@ class ConsumerProtocol(ModernProtocol):
                 ids = topic_ids[key] = frozenset(by_name[n] for n in self.topics_of(meta, unresolved) if n in by_name)
             return ids
 
+        context = (subscribed, unresolved)
+        kept = group.assignor_inputs
+        if not isinstance(kept, _AssignorInputs) or kept.topics is not self.shard.topics \
+                or kept.context != context:
+            kept = group.assignor_inputs = _AssignorInputs(self.shard.topics, context)
+        followed = self._follow_join(group, kept.followed, assignor, members, targets, ids_of, out)
+        if followed is not None:
+            kept.followed, new_targets = followed
+            return new_targets
+        return self._assign_all(group, kept, assignor, members, targets, subscribed, ids_of, out)
+
+    def _assign_all(self, group: ConsumerGroup, kept: _AssignorInputs, assignor: ServerAssignor,
+                    members: dict[str, ConsumerGroupMember], targets: dict[str, Partitions],
+                    subscribed: SubscribedTopics, ids_of: Callable[[ConsumerMemberValue], frozenset[str]],
+                    out: ResultBuilder) -> dict[str, Partitions]:
+        """The assignor over every member (what `_follow_join` cannot work out)."""
         # Each member's spec is kept from the last assignment while its metadata and target
         # are the same objects and so is what its topic ids are worked out from (the
         # broker's topics, replaced whole when they change, the group's subscribed topics
         # and unresolved regexes): a join of N members builds N specs, not N * N / 2.
         # (Server assignors must not change their input.)
         no_target: Partitions = ()
-        context = (subscribed, unresolved)
-        kept = group.assignor_inputs
-        if not isinstance(kept, _AssignorInputs) or kept.topics is not self.shard.topics \
-                or kept.context != context:
-            kept = group.assignor_inputs = _AssignorInputs(self.shard.topics, context)
         known = kept.specs
         # Which members' kept entries still hold, worked out at C speed; only the others
         # are visited in Python (at a join: the joiner and the members whose target moved).
@@ -398,7 +413,9 @@ class ConsumerProtocol(ModernProtocol):
             for mid in known.keys() - members.keys():
                 del known[mid]
         specs = dict(zip(mids, map(_THIRD, entries)))
-        result = assignor.assign(GroupSpec(members=specs), {tid: count for _, tid, count in subscribed})
+        counts = {tid: count for _, tid, count in subscribed}
+        spec = GroupSpec(members=specs)
+        result = assignor.assign(spec, counts)
         # Unchanged (most members, when one joins or leaves): the old target is already in
         # canonical form (sorted, no empty topic) and is kept as it is. Found at C speed.
         gots = list(map(result.get, mids, repeat(_NOTHING)))
@@ -410,7 +427,49 @@ class ConsumerProtocol(ModernProtocol):
             new_targets[mid] = assigned
             if old != assigned:
                 out.record(ConsumerTargetRecord(group.group_id, mid, assigned))
+        settled = assignor.settled(spec, counts, result) if isinstance(assignor, JoinFollower) else None
+        kept.followed = None if settled is None else _Followed(
+            assignor, tuple(mids), tuple(metas), tuple(map(new_targets.__getitem__, mids)), settled)
         return new_targets
+
+    def _follow_join(self, group: ConsumerGroup, followed: _Followed | None, assignor: ServerAssignor,
+                     members: dict[str, ConsumerGroupMember], targets: dict[str, Partitions],
+                     ids_of: Callable[[ConsumerMemberValue], frozenset[str]], out: ResultBuilder,
+                     ) -> tuple[_Followed, dict[str, Partitions]] | None:
+        """The new targets when all that changed since the last assignment is one member
+        joining, worked out by the assignor from the members that give it partitions (a join
+        of N members would otherwise run the assignor N times over up to N members); None
+        when anything else changed or the assignor cannot follow this join."""
+        if followed is None or followed.assignor is not assignor or len(members) != len(followed.ids) + 1:
+            return None
+        ids = followed.ids
+        # Every member of the last assignment is still here with the same metadata and
+        # target (checked by identity, at C speed), and the one member left over is new.
+        if not all(map(is_, map(targets.get, ids), followed.targets)):
+            return None
+        joiner = next(reversed(members))        # a heartbeat's member comes last (`members_of`)
+        if joiner in targets:
+            return None
+        try:
+            others = list(map(members.__getitem__, ids))
+        except KeyError:
+            return None
+        if not all(map(is_, map(META_OF, others), followed.metas)):
+            return None
+        meta = members[joiner].meta
+        got = assignor.join(followed.settled, joiner, ids_of(meta), lambda mid: dict(targets[mid]))
+        if got is None:
+            return None
+        settled, changes = got
+        new_targets = dict(targets)
+        for mid in sorted(changes):
+            assigned = tuple(sorted((t, ps) for t, ps in changes[mid].items() if ps))
+            new_targets[mid] = assigned
+            out.record(ConsumerTargetRecord(group.group_id, mid, assigned))
+        at = bisect_left(ids, joiner)
+        new_ids = ids[:at] + (joiner,) + ids[at:]
+        return _Followed(assignor, new_ids, tuple(map(META_OF, map(members.__getitem__, new_ids))),
+                         tuple(map(new_targets.__getitem__, new_ids)), settled), new_targets
 
     # ---- leaving and fencing --------------------------------------------------------------
 
@@ -501,12 +560,26 @@ class _AssignorInputs:
     broker's) and `context` (the group's subscribed topics and unresolved regexes): what
     a member's topic ids are worked out from."""
 
-    __slots__ = ("topics", "context", "specs")
+    __slots__ = ("topics", "context", "specs", "followed")
 
     def __init__(self, topics: dict, context: tuple) -> None:
         self.topics = topics
         self.context = context
         self.specs: dict[str, tuple[ConsumerMemberValue, Partitions, MemberSpec]] = {}
+        self.followed: _Followed | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Followed:
+    """What the last assignment left for a `JoinFollower` to work the next join out from: the
+    members it placed (`ids`, sorted) with the metadata and target each had, and the
+    assignor's own state (`settled`)."""
+
+    assignor: ServerAssignor
+    ids: tuple[str, ...]
+    metas: tuple[ConsumerMemberValue, ...]
+    targets: tuple[Partitions, ...]
+    settled: Any
 
 
 _SERVER_ASSIGNOR = attrgetter("meta.server_assignor")

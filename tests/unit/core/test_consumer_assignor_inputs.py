@@ -111,20 +111,22 @@ def test_kept_assignor_inputs_write_what_fresh_ones_write(seed):
 
 def test_a_join_rebuilds_only_the_joining_members_spec():
     ctx = GroupContext(CONFIG)
-    ctx.set_topics(t=8)
+    ctx.set_topics(t=8, u=2)
+    # Two subscriptions: every join runs the assignor over everyone (one subscription would
+    # be followed join by join, without specs: the next test).
     for i in range(4):
-        assert not ctx.cg_heartbeat(f"m{i}", 0, topics=("t",)).error
+        assert not ctx.cg_heartbeat(f"m{i}", 0, topics=("t",) if i % 2 else ("t", "u")).error
     group = ctx.cgroup()
     specs = {mid: entry[2] for mid, entry in group.assignor_inputs.specs.items()}
     assert set(specs) == {"m0", "m1", "m2", "m3"}
+    targets_before = dict(group.target)
     assert not ctx.cg_heartbeat("m4", 0, topics=("t",)).error
     now = {mid: entry[2] for mid, entry in group.assignor_inputs.specs.items()}
-    # The three members whose target the fifth one's join did not change keep their specs;
-    # the joiner and any member that gave up a partition get new ones.
+    # Members whose target did not change since the last assignment keep their specs (the
+    # assignor's input: the target each held before this join); the joiner gets a new one.
     moved = {mid for mid in specs if now[mid] is not specs[mid]}
     assert "m4" in now and len(moved) < 4
-    assert all(now[mid].assignment == dict(group.target.get(mid, ())) or mid in moved or mid == "m4"
-               for mid in now)
+    assert all(now[mid].assignment == dict(targets_before.get(mid, ())) for mid in now if mid != "m4")
     # A change of the broker's topics drops them all.
     ctx.set_topics(t=9)
     assert not ctx.cg_heartbeat("m0", group.members["m0"].current.member_epoch).error
@@ -133,3 +135,48 @@ def test_a_join_rebuilds_only_the_joining_members_spec():
     assert not ctx.cg_heartbeat("m1", -1).error
     assert not ctx.cg_heartbeat("m0", group.members["m0"].current.member_epoch).error
     assert "m1" not in group.assignor_inputs.specs
+
+
+def test_a_join_storm_on_one_subscription_is_followed_join_by_join(monkeypatch):
+    """Members joining one at a time with the group's subscription: once the group is large
+    enough that a join moves at most one partition per member's share, the coordinator works
+    each join out from the last target (`JoinFollower`) instead of running the assignor over
+    every member, and writes exactly what the assignor over everyone would; a leave, a new
+    subscription or a change of topics goes back to the assignor over everyone."""
+    from kgroup.assignors.uniform import UniformAssignor
+
+    calls = []
+    full = UniformAssignor.assign
+    monkeypatch.setattr(UniformAssignor, "assign", lambda self, spec, topics: calls.append(1) or full(self, spec, topics))
+    kept, fresh = GroupContext(CONFIG), GroupContext(CONFIG)
+    for ctx in (kept, fresh):
+        ctx.set_topics(t=100, u=7)
+    rnd = random.Random(7)
+    steps = [("join", f"m{rnd.randrange(10**6):06d}") for _ in range(60)]
+    steps[30:30] = [("leave", None), ("join", "zz-last"), ("regex", "m-regex"), ("topics", None)]
+    steps += [("join", f"n{i}") for i in range(10)]
+    followed = 0
+    for op, member in steps:
+        before = len(calls)
+        if op == "topics":
+            for ctx in (kept, fresh):
+                ctx.set_topics(t=101, u=7)
+            member = next(iter(kept.cgroup().members))
+            args = (member, kept.cgroup().members[member].current.member_epoch)
+            kwargs = {}
+        elif op == "leave":
+            member = sorted(kept.cgroup().members)[5]
+            args, kwargs = (member, -1), {}
+        elif op == "regex":
+            args, kwargs = (member, 0), dict(topics=(), regex="t")
+        else:
+            args, kwargs = (member, 0), dict(topics=("t",))
+        a = kept.cg_heartbeat(*args, **kwargs)
+        followed += op == "join" and len(calls) == before
+        forget(fresh)
+        b = fresh.cg_heartbeat(*args, **kwargs)
+        assert answer(a) == answer(b), (op, member)
+        assert kept.log == fresh.log, (op, member)
+    # 100 partitions: from about 10 members on a join takes at most one of each share.
+    assert followed >= 50, followed
+    assert len(kept.cgroup().members) == 71      # 72 joined, one left
