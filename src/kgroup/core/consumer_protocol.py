@@ -462,14 +462,15 @@ class ConsumerProtocol(ModernProtocol):
             return None
         settled, changes = got
         new_targets = dict(targets)
-        for mid in sorted(changes):
-            assigned = tuple(sorted((t, ps) for t, ps in changes[mid].items() if ps))
-            new_targets[mid] = assigned
-            out.record(ConsumerTargetRecord(group.group_id, mid, assigned))
         at = bisect_left(ids, joiner)
         new_ids = ids[:at] + (joiner,) + ids[at:]
-        return _Followed(assignor, new_ids, tuple(map(META_OF, map(members.__getitem__, new_ids))),
-                         tuple(map(new_targets.__getitem__, new_ids)), settled), new_targets
+        kept_targets = [*followed.targets[:at], None, *followed.targets[at:]]
+        for mid in sorted(changes):
+            assigned = tuple(sorted((t, ps) for t, ps in changes[mid].items() if ps))
+            new_targets[mid] = kept_targets[bisect_left(new_ids, mid)] = assigned
+            out.record(ConsumerTargetRecord(group.group_id, mid, assigned))
+        return _Followed(assignor, new_ids, (*followed.metas[:at], meta, *followed.metas[at:]),
+                         tuple(kept_targets), settled), new_targets
 
     # ---- leaving and fencing --------------------------------------------------------------
 

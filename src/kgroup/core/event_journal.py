@@ -323,7 +323,7 @@ class EventJournal:
             # Over the whole group (the kind's count, at C speed for a consumer group), then
             # the few members the records touch: their old values out, their new ones in.
             count_of = cls.unconverged_among
-            unconverged = cls.unconverged_in(old, target_epoch)
+            unconverged = same.unconverged_at(target_epoch) if same is not None else 0
             unconverged -= count_of([old[mid].current for mid in touched if mid in old], target_epoch)
             unconverged += count_of([current for present, _, current in touched.values() if present],
                                     target_epoch)

@@ -105,6 +105,12 @@ class ModernGroup:
     # (the group events' "settled": a rebalance completes at a later epoch). Not durable: a
     # group loaded from the log starts from what it is.
     settled: int = field(default=-1, compare=False)
+    # Not state: what the last `subscribed_metadata` over its members found (the protocol's
+    # to keep and check), so a join does not go over every member's subscription again.
+    subscription_inputs: Any = field(default=None, compare=False, repr=False)
+    # No member's epoch is above it (None: not known yet, found by a scan): a new target's
+    # epoch above it is one no member has reached, so the count after it is every member.
+    epoch_high: int | None = field(default=None, compare=False, repr=False)
 
     # What a kind says: its records, its member class and a new member's current value.
     RECORDS: ClassVar[ModernRecords]
@@ -201,6 +207,8 @@ class ModernGroup:
         self.unconverged += (not self.converged(value)) - (not self.converged(member.current))
         self._holds(member, value)
         member.current = value
+        if self.epoch_high is not None and value.member_epoch > self.epoch_high:
+            self.epoch_high = value.member_epoch
 
     def _holds(self, member: Any, value: Any) -> None:
         """Hook: `member`'s current value becomes `value` (None: it goes); for indexes."""
@@ -234,7 +242,16 @@ class ModernGroup:
         return cls.unconverged_among(list(map(_CURRENT_OF, members.values())), target_epoch)
 
     def _recount(self) -> None:
-        self.unconverged = self.unconverged_in(self.members, self.target_epoch)
+        self.unconverged = self.unconverged_at(self.target_epoch)
+
+    def unconverged_at(self, target_epoch: int) -> int:
+        """How many of its members have not reached a target of `target_epoch`: all of them
+        when it is above every member's epoch (a growing group's every join), else counted."""
+        if self.epoch_high is None:
+            self.epoch_high = max(map(_MEMBER_EPOCH, map(_CURRENT_OF, self.members.values())), default=0)
+        if target_epoch > self.epoch_high:
+            return len(self.members)
+        return self.unconverged_in(self.members, target_epoch)
 
     @classmethod
     def apply(cls, groups: dict[str, "ModernGroup"], record: Any) -> bool:
@@ -264,6 +281,8 @@ class ModernGroup:
             else:
                 member = members[record.member_id] = cls.MEMBER(record.member_id, record.value, cls.NEW_CURRENT)
                 group.unconverged += not group.converged(member.current)
+                if group.epoch_high is not None and member.current.member_epoch > group.epoch_high:
+                    group.epoch_high = member.current.member_epoch
                 group._holds(member, member.current)
         elif role == _TARGET:
             if record.partitions is None:
@@ -294,6 +313,7 @@ def role_of(record: Any) -> int:
 
 
 _CURRENT_OF = attrgetter("current")
+_MEMBER_EPOCH = attrgetter("member_epoch")
 
 
 def register_records(cls: type[ModernGroup]) -> type[ModernGroup]:

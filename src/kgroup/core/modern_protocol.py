@@ -35,7 +35,7 @@ every kind and are not meant to be overridden.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Any, Callable, ClassVar
 
 from kgroup.core.errors import ErrorCode, GroupError
@@ -232,7 +232,7 @@ class ModernProtocol:
         old_subscribed = group.subscribed
         resubscribed = old_meta is not None and self.subscription(old_meta) != self.subscription(meta)
         if old_meta is None or replaced is not None or is_new_group or resubscribed:
-            subscribed = self.subscribed_metadata(joined.members_of(group))
+            subscribed = self.subscribed_metadata(joined.members_of(group), group)
         else:
             subscribed = old_subscribed
         bump = (old_meta is None and replaced is None) or subscribed != old_subscribed or resubscribed
@@ -283,16 +283,32 @@ class ModernProtocol:
         `<kind>.assignment.interval.ms`); 0 assigns at every change."""
         return 0
 
-    def subscribed_metadata(self, members: dict[str, Any]) -> SubscribedTopics:
-        """What `members` subscribe to: (name, topic id, partitions) of each existing topic."""
+    def subscribed_metadata(self, members: dict[str, Any], group: ModernGroup | None = None) -> SubscribedTopics:
+        """What `members` subscribe to: (name, topic id, partitions) of each existing topic.
+        With `group` (`members` being its members and maybe a joiner after them), what the
+        last such call over the same members found is kept on the group and reused."""
         # Once per distinct subscription, not per member: this runs at every join, and
         # members mostly share one (the members' `subscription` keys read at C speed when
         # the kind's `subscription` is an attrgetter).
         metas = list(map(META_OF, members.values()))
-        names: set[str] = set()
-        for meta in dict(zip(map(self.subscription, metas), metas)).values():
-            names |= self.topics_of(meta)
         topics = self.shard.topics
+        kept = group.subscription_inputs if group is not None else None
+        # The same members in the same order with the same metadata (by identity) under the
+        # same topics: only the members after them (a joiner) are looked at.
+        if kept is not None and kept[0] is topics and len(metas) >= len(kept[1]) \
+                and all(map(is_, metas, kept[1])):
+            keys, names, new = kept[2], kept[3], metas[len(kept[1]):]
+        else:
+            keys, names, new = frozenset(), frozenset(), metas
+        distinct = dict(zip(map(self.subscription, new), new))
+        if not distinct.keys() <= keys:
+            names = set(names)
+            for key, meta in distinct.items():
+                if key not in keys:
+                    names |= self.topics_of(meta)
+            keys, names = keys.union(distinct), frozenset(names)
+        if group is not None:
+            group.subscription_inputs = (topics, metas, keys, names)
         return tuple(sorted((n, *topics[n]) for n in names))
 
     # ---- sessions -------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The server assignor's inputs kept between assignments (`ConsumerGroup.assignor_inputs`).
+"""The server assignor's inputs kept between assignments (`ConsumerGroup.assignor_inputs`),
+and what the group's members subscribe to (`ModernGroup.subscription_inputs`).
 
 At every join the coordinator hands the assignor one MemberSpec per member. It keeps them
 from one assignment to the next and rebuilds only those whose metadata or target changed,
@@ -27,6 +28,7 @@ SUBSCRIPTIONS = [dict(topics=("t",)), dict(topics=("t",)), dict(topics=("t", "u"
 def forget(ctx: GroupContext) -> None:
     for group in ctx.coord.consumer_groups.values():
         group.assignor_inputs = None
+        group.subscription_inputs = None
 
 
 def set_topics(ctx: GroupContext, topics: dict[str, tuple[str, int]]) -> None:

@@ -47,6 +47,10 @@ class Checked(EventScenario):
         for groups in (self.coord.consumer_groups, self.coord.share_groups):
             for group in groups.values():
                 assert group.phase() is _phase_by_looking(group), group.group_id
+                assert group.unconverged == sum(not group.converged(m.current) for m in group.members.values())
+                # The bound behind "a new target's epoch is one no member has reached".
+                assert group.epoch_high is None or all(
+                    m.current.member_epoch <= group.epoch_high for m in group.members.values())
                 if isinstance(group, ConsumerGroup):
                     assert group.owners == _owners_by_looking(group)
 
