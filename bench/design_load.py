@@ -3,7 +3,7 @@ groups, for a while, and how far a broker goes before the first member expires.
 
     .venv/bin/python bench/design_load.py [--members 10000] [--group-size 100]
         [--protocol consumer|classic] [--duration 600] [--interval 3]
-        [--target single|cluster] [--peer kafka] [--bootstrap HOST:PORT[,...]]
+        [--target single|cluster] [--peer kafka [--peer-only]] [--bootstrap HOST:PORT[,...]]
     .venv/bin/python bench/design_load.py --ramp [--members 10000] [--step 10000]
         [--step-seconds 60] [--max-members 1000000] ...
 
@@ -36,7 +36,9 @@ as "late". Joins are paced at `--join-rate` members/s.
 Targets: `single` (one `kgroup serve`, fsync never), `cluster` (three `kgroup serve` nodes
 sharing a data dir, as bench/failover.py; each member talks to its group's coordinator);
 `--peer kafka` also measures Apache Kafka 4.4, single node (kgroup.testing.reference, heap
-`--kafka-heap`), the same way after kgroup; `--bootstrap` measures a running broker instead
+`--kafka-heap`), the same way after kgroup, or with `--target cluster` a Kafka cluster of
+three brokers and a KRaft controller (kgroup.testing.reference_cluster: `__consumer_offsets`
+replicated 3 ways, min.insync.replicas 2; each broker's heap `--kafka-heap`); `--bootstrap` measures a running broker instead
 (no RSS/CPU then unless its processes are on this machine).
 
 Reported per measurement: members and groups live; expiries; other error answers by code;
@@ -442,6 +444,19 @@ def start_side(which: str, args):
         with ReferenceKafka(settings, jvm_options=jvm, group=group_config(interval_ms)) as kafka:
             host, _, port = kafka.bootstrap.rpartition(":")
             yield Side("kafka", [kafka.proc.pid], {1: (host, int(port))}, kafka.bootstrap, lambda: None)
+    elif which == "kafka-cluster":
+        from kgroup.testing.reference_cluster import ReferenceKafkaCluster
+
+        settings = {"group.consumer.assignment.interval.ms": 1_000, "group.consumer.assignor.offload.enable": True}
+        jvm = ("-Xms512m", f"-Xmx{args.kafka_heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true")
+        cluster = ReferenceKafkaCluster(settings=settings, jvm_options=jvm, group=group_config(interval_ms))
+        try:
+            cluster.start(timeout=240)      # four JVMs starting at once
+            yield Side("kafka cluster", [n.proc.pid for n in cluster.nodes.values()],
+                       {i: (cluster.host, n.port) for i, n in cluster.brokers.items()}, cluster.bootstrap,
+                       lambda: None)
+        finally:
+            cluster.stop()
     else:
         raise ValueError(which)
 
@@ -646,16 +661,22 @@ def main() -> None:
     p.add_argument("--target", choices=["single", "cluster"], default="single",
                    help="one kgroup node, or three sharing a data dir")
     p.add_argument("--bootstrap", help="a running broker or cluster instead (HOST:PORT[,...])")
-    p.add_argument("--peer", choices=["kafka"], help="then Apache Kafka 4.4, single node, the same way")
+    p.add_argument("--peer", choices=["kafka"],
+                   help="then Apache Kafka 4.4 the same way: one node, or with --target cluster three brokers")
     p.add_argument("--kafka-heap", default="4g", help="Kafka's -Xmx")
+    p.add_argument("--peer-only", action="store_true", help="with --peer: measure only the peer")
     p.add_argument("--per-connection", type=int, default=1_000, help="members pipelined on one connection")
     p.add_argument("--join-rate", type=float, default=2_000.0, help="consumer-protocol joins per second")
     p.add_argument("--join-lanes", type=int, default=4, help="classic groups built at once")
     args = p.parse_args()
     args.step = args.step or args.members
-    which = ["external" if args.bootstrap else args.target] + ([args.peer] if args.peer else [])
+    # --peer kafka beside --target cluster: a Kafka cluster (three brokers and a controller).
+    peer = "kafka-cluster" if args.peer == "kafka" and args.target == "cluster" and not args.bootstrap else args.peer
+    which = ["external" if args.bootstrap else args.target] + ([peer] if peer else [])
+    if args.peer_only:
+        which = which[1:]
     results = {w: asyncio.run(drive(w, args)) for w in which}
-    labels = {"external": "ours", "single": "ours", "cluster": "ours", "kafka": "kafka"}
+    labels = {"external": "ours", "single": "ours", "cluster": "ours", "kafka": "kafka", "kafka-cluster": "kafka"}
     if args.ramp:
         for w, rs in results.items():
             ok = [r["members"] for r in rs if not r["expiries"]]
