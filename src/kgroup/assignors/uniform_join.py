@@ -16,10 +16,11 @@ up, in order, to the only member short of its quota: the joiner. So:
 
 - q' == q: the members holding q + 1 keep it while the extras last; the last q of them (in
   id order) give up one partition each, and nothing else moves.
-- q' == q - 1: the first e' members in id order keep q' + 1 (a member holding q + 1 of them
-  gives up one), every member after them keeps q' (giving up one, or two if it held q + 1).
-- anything else (a small group gaining a large share of it): `None`, and the caller runs
-  place() over everyone.
+- q' < q: every member holds more than q', so the first e' members in id order keep
+  q' + 1 and every member after them keeps q'; each gives up the rest (with q' == q - 1 a
+  member holding q + 1 of the first e' gives up one, one after them one or two). A floor that
+  drops by more than one only happens in a small group (N below about the square root of P),
+  which is the one case that goes over every member.
 
 Members' order is the sorted member ids, as `UniformAssignor` passes them to place().
 `tests/unit/assignors/test_uniform_join.py` holds `join` to place() over random groups and
@@ -64,8 +65,8 @@ def join(state: Balanced, joiner: str, holdings: Callable[[str], Holdings],
     """What place() gives when `joiner` (holding nothing) joins the group `state` describes:
     the new state and the new holdings of every member whose holdings change (the joiner
     always among them). `holdings(member)` is a member's current topic -> sorted partitions;
-    it is asked only of the members that give partitions up. None when the join is not one
-    this module follows (see the module)."""
+    it is asked only of the members that give partitions up. None for a member already
+    placed or a group of none."""
     ids, high, total = state.ids, state.high, state.total
     at = bisect_left(ids, joiner)
     if not ids or (at < len(ids) and ids[at] == joiner):
@@ -81,7 +82,15 @@ def join(state: Balanced, joiner: str, holdings: Callable[[str], Holdings],
             gives[member] = gives.get(member, 0) + 1
         new_high = ids[:extra]
     else:
-        return None
+        # A small group gaining a large share: every member gives, down to the new floor (the
+        # first `extra` in id order to one more); few members, so one pass over them.
+        highs = set(high)
+        gives = {}
+        for rank, member in enumerate(ids):
+            k = q + (member in highs) - floor - (rank < extra)
+            if k:
+                gives[member] = k
+        new_high = ids[:extra]
     given: dict[str, list[int]] = {}
     changes = {member: _give_up(holdings(member), k, given) for member, k in gives.items()}
     changes[joiner] = {t: tuple(sorted(given[t])) for t in sorted(given)}

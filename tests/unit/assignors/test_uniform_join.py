@@ -31,6 +31,8 @@ def sizes_of(holdings: dict[str, dict], ids) -> list[int]:
 def groups(draw):
     topics = draw(st.lists(st.sampled_from(TOPICS), min_size=1, max_size=3, unique=True))
     counts = {t: draw(st.integers(1, 30)) for t in topics}
+    if draw(st.booleans()):
+        counts[topics[0]] = draw(st.integers(100, 400))   # a small group on many partitions
     ids = draw(st.lists(member_ids, min_size=1, max_size=25, unique=True))
     joiners = draw(st.lists(member_ids.filter(lambda m: m not in ids), min_size=1, max_size=6, unique=True))
     # Settled by joins one at a time (the order members came in) or all at once.
@@ -60,12 +62,6 @@ def test_a_chain_of_joins_places_as_place_does(group) -> None:
 
         before = {m: dict(h) for m, h in holdings.items()}
         got = join(state, joiner, holdings_of)
-        q = total // len(holdings)
-        if q - total // (len(holdings) + 1) > 1:
-            assert got is None      # a large share moves: place() over everyone instead
-            holdings = expected
-            state = balanced(sorted(holdings), sizes_of(holdings, sorted(holdings)), total)
-            continue
         assert got is not None
         state, changes = got
         assert holdings == before, "join changed the holdings it was given"
@@ -102,3 +98,17 @@ def test_a_join_of_1000_partitions_moves_only_what_the_joiner_takes() -> None:
     # 400 members hold 2 or 3; at 401 the floor stays 2: the joiner takes 2 from 2 members.
     assert len(changes) == 3 and sum(map(len, changes["m0200x"].values())) == 2
     assert changes == {m: h for m, h in placed([*ids, "m0200x"], counts, holdings).items() if m in changes}
+
+
+def test_a_small_group_on_many_partitions_is_followed_too() -> None:
+    """A join that lowers every member's share by more than one (3 -> 4 members on 5,000
+    partitions): everyone gives, the first ones in id order keep one more."""
+    counts = {"t": 5000}
+    ids = ["a", "b", "c"]
+    holdings = placed(ids, counts, {})
+    got = join(balanced(ids, sizes_of(holdings, ids), 5000), "ab", holdings.__getitem__)
+    assert got is not None
+    state, changes = got
+    assert set(changes) == {"a", "ab", "b", "c"}
+    assert changes == {m: h for m, h in placed([*ids, "ab"], counts, holdings).items()}
+    assert state.high == () and sum(map(len, changes["ab"].values())) == 1250
