@@ -25,7 +25,7 @@ from typing import Any, Awaitable, Callable
 
 from kgroup.conformance.errors import summary
 from kgroup.conformance.proxy import RecordingProxy, Watch
-from kgroup.conformance.messages import api_name
+from kgroup.conformance.messages import api_name, request
 from kgroup.conformance.raw import ConnectionClosed, RawClient
 from kgroup.conformance.transcript import Comparison, Transcript, compare
 from kgroup.broker.concerns import SERVED as SUPPORTED_APIS
@@ -174,6 +174,27 @@ class Target:
         for client in self._raws:
             await client.close()
         self.side.proxy.unwatch(self._watch)
+        await self._delete_groups()
+
+    async def _delete_groups(self) -> None:
+        """Delete, where the broker lets it, every group this run created (its names carry
+        the run's prefix). Brokers are shared by many scenarios and tests: a group left
+        behind in a state no client would leave it in (a JoinGroup with an empty protocol
+        type) made `kafka-consumer-groups --describe --all-groups` fail as a whole on the
+        shared reference Kafka. Best effort, unrecorded: a group that still has members
+        (NON_EMPTY_GROUP) expires as usual."""
+        try:
+            async with asyncio.timeout(5):
+                client = await RawClient.open(self.side.direct, "kgroup-conformance-cleanup")
+                try:
+                    listed = await client.call(request("ListGroups", 5, states_filter=[], types_filter=[]))
+                    mine = [g.group_id for g in listed.groups if g.group_id.startswith(self.names.prefix + "-")]
+                    if mine:
+                        await client.call(request("DeleteGroups", 2, groups_names=mine))
+                finally:
+                    await client.close()
+        except Exception:  # noqa: BLE001 (a cleanup must never turn a comparison into a failure)
+            pass            # a broker that is gone or refuses keeps its groups
 
 
 ScenarioFn = Callable[[Target], Awaitable[None]]
