@@ -40,7 +40,10 @@ from kgroup.wire import FramingError, FrameSplitter, not_kafka
 
 log = logging.getLogger("kgroup.broker")
 
-READ_CHUNK = 256 * 1024
+READ_CHUNK = 1 << 20
+# The StreamReader stops reading a socket past twice this (asyncio's default, 64 KiB, paused
+# and resumed it -- two epoll_ctl calls -- several times for every 1 MB Produce).
+READ_LIMIT = 1 << 20
 # A client that connects to a TLS listener and does not finish the handshake is dropped.
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 # SIGTERM: how long a cluster node spends handing its partitions over before it exits.
@@ -72,7 +75,7 @@ class Server:
             try:
                 server = await asyncio.start_server(
                     functools.partial(self._accept, listener=listener, tls=tls),
-                    listener.host, listener.port, reuse_address=True, start_serving=False)
+                    listener.host, listener.port, reuse_address=True, start_serving=False, limit=READ_LIMIT)
             except OSError as exc:
                 raise ListenError(listen_problem(listener.host, listener.port, exc)) from None
             self.servers.append(server)

@@ -21,10 +21,14 @@ _SIZE = struct.Struct(">i")
 class FrameSplitter:
     """Accumulates bytes and yields complete frame payloads."""
 
-    __slots__ = ("_buf", "_max", "_need", "_broken")
+    __slots__ = ("_parts", "_held", "_max", "_need", "_broken")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
-        self._buf = bytearray()
+        # The bytes of a frame in progress, as they came: a large frame (a 1 MB Produce
+        # arrives in several reads) is copied once, when its last piece comes, not once per
+        # piece into a growing buffer and once more out of it.
+        self._parts: list[bytes | memoryview] = []
+        self._held = 0                 # bytes in _parts
         self._max = max_frame_size
         self._need: int | None = None  # body size of the frame in progress, once known
         self._broken: FramingError | None = None
@@ -42,7 +46,7 @@ class FrameSplitter:
     @property
     def buffered(self) -> int:
         """Bytes held that do not yet form a complete frame."""
-        return len(self._buf)
+        return self._held
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         """Add bytes from the peer; return the frames they complete, in order.
@@ -51,14 +55,20 @@ class FrameSplitter:
         """
         if self._broken is not None:
             raise self._broken
-        # Frames are cut from the bytes as they came when nothing is held back (one copy per
-        # frame, none at all for a chunk that is exactly one frame); only a partial frame's
-        # bytes wait in the buffer.
-        if self._buf:
-            self._buf += data
-            buf: bytes | bytearray = self._buf
+        if type(data) is not bytes:
+            data = bytes(data)      # a caller's buffer may change after the call; ours are kept
+        if self._parts:
+            self._parts.append(data)
+            self._held += len(data)
+            if self._need is not None and self._held < self._need:
+                return []           # the body is still incomplete: nothing copied yet
+            buf = b"".join(self._parts)
+            self._parts = []
+            self._held = 0
         else:
-            buf = data if isinstance(data, bytes) else bytes(data)
+            buf = data
+        # Frames are cut from the bytes as they came: one copy per frame, none at all for a
+        # piece that is exactly one frame (or that completes one begun in earlier pieces).
         frames: list[bytes] = []
         view = memoryview(buf)
         pos = 0
@@ -79,7 +89,7 @@ class FrameSplitter:
                     self._need = size
                 if end - pos < self._need:
                     break
-                if pos == 0 and self._need == end and type(buf) is bytes:
+                if pos == 0 and self._need == end:
                     frames.append(buf)
                 else:
                     frames.append(view[pos : pos + self._need].tobytes())
@@ -87,11 +97,11 @@ class FrameSplitter:
                 self._need = None
         finally:
             view.release()
-        if buf is self._buf:
-            if pos:
-                del self._buf[:pos]
-        elif pos < end:
-            self._buf += buf[pos:]
+        if pos < end:
+            # The start of a frame: kept as a view of the piece (bytes, never changed), so
+            # only the join at its end copies it.
+            self._parts.append(memoryview(buf)[pos:] if pos else buf)
+            self._held = end - pos
         return frames
 
 
