@@ -28,7 +28,7 @@ librdkafka consumer more.
 
 --java-producers N adds a run of N processes of Kafka 4.4's Java producer (acks=all, the
 same linger and batch size; bench/java/ThroughputClient.java, built by `make bench-java`)
-into a third topic, and --java-consumers N reads the topic once more with N Java consumers
+into a third topic (its broker CPU counted on its own), and --java-consumers N reads the topic once more with N Java consumers
 (KafkaConsumer, assigned partitions, every record's value touched).
 
 --peer kafka starts Apache Kafka 4.4 (bench/peers.py: production JVM options; with --fsync
@@ -39,7 +39,10 @@ With --peer tansu (or kafka) both brokers run at once and the runs alternate (ou
 so machine load hits both alike; the table gives medians and ours/peer ratios. Broker
 CPU-seconds (user+system, all threads, from /proc) per million messages are measured per
 phase (produce acks=1 + acks=all; consume) — on a shared machine the steadiest measure of
-the broker itself. Without --bootstrap it starts `kgroup serve` (fsync per --fsync, default
+the broker itself. With --acks-all-only (and for the Java producer) it also prints the cores
+each broker kept busy while the producers wrote (near 1.0 is one saturated thread), the
+CPU its producing clients spent per million records (this process's finished children), and
+what the broker not being measured spent meanwhile. Without --bootstrap it starts `kgroup serve` (fsync per --fsync, default
 never). With --bootstrap (one node, or a whole kgroup cluster with every node's address
 listed) it measures the running brokers and reads each node's CPU from /proc when its
 process runs on this machine (found by its listening port), printing per-node figures.
@@ -88,6 +91,13 @@ def produce(bootstrap: str, topic: str, n: int, acks: str, processes: int = 1, s
              for share in shares]
     outcomes = _together(procs, ready, go, results)
     return n / (max(o[1] for o in outcomes) - min(o[0] for o in outcomes))
+
+
+def _client_cpu() -> float:
+    """CPU-seconds of this process and its finished children (the producer processes, the
+    Java clients): how much the clients spent, to set beside the broker's."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 JAVA_CLASSES = peers.ROOT / "build" / "bench-java"
@@ -387,7 +397,14 @@ def main() -> None:
     keys = ("produce acks=1 msg/s", "produce acks=all msg/s", "produce acks=all msg/s, Java producer",
             "consume msg/s", "consume msg/s, light Fetch clients", "consume msg/s, Java consumer",
             "broker CPU-s per 1M produced",
-            "broker CPU-s per 1M consumed", "broker CPU-s per 1M produced and consumed")
+            "broker CPU-s per 1M consumed", "broker CPU-s per 1M produced and consumed",
+            "broker CPU-s per 1M produced, Java producer",
+            "client CPU-s per 1M produced", "client CPU-s per 1M produced, Java producer")
+    # Cores a broker keeps busy while producers write (its CPU-seconds over the phase's
+    # timed seconds): a broker near 1.0 is held by one thread, so a gap there is its
+    # event loop's ceiling rather than clients or disks.
+    busy_keys = ("produce acks=all", "Java producer")
+    busy = {side: {k: [] for k in busy_keys} for side in peers.sides(args)}
     figures = {side: {k: [] for k in keys} for side in peers.sides(args)}
     node_cpu: dict[str, list[float]] = {}
     cfg = peers.toml_config(fsync=args.fsync, initial_rebalance_delay_ms=0)
@@ -414,9 +431,15 @@ def main() -> None:
                     create_topic(b.bootstrap, t1, args.partitions)
                 create_topic(b.bootstrap, ta, args.partitions)
                 cpu0 = b.cpu_by_node()
+                # What the broker not being measured spends meanwhile (an idle JVM's
+                # threads, or nothing): CPU the measured side's clients cannot have.
+                idle0 = {o: sum(ob.cpu_by_node().values()) for o, ob in brokers.items() if o != side}
+                phases0 = time.monotonic()
+                clients0 = _client_cpu()
                 r1 = None if args.acks_all_only else produce(b.bootstrap, t1, n, "1", args.producers, size)
                 ra = produce(b.bootstrap, ta, n, "all", args.producers, size)
                 cpu1 = b.cpu_by_node()
+                produced_by_clients = _client_cpu() - clients0
                 read = ta if args.acks_all_only else t1
                 consumed_from = cpu1
                 if args.fixed_batches:
@@ -433,10 +456,18 @@ def main() -> None:
                 rjc = java_consume(b.bootstrap, read, args.partitions, n, args.java_consumers) \
                     if args.java_consumers else None
                 rj = None
+                f = figures[side]
                 if args.java_producers:
                     create_topic(b.bootstrap, tj, args.partitions)
+                    cpu_j = b.cpu_by_node()
+                    java0 = _client_cpu()
                     rj = java_produce(b.bootstrap, tj, n, args.java_producers, size)
-                f = figures[side]
+                    f[keys[11]].append((_client_cpu() - java0) * 1_000_000 / n)
+                    cpu_j1 = b.cpu_by_node()
+                    if cpu_j and cpu_j1:
+                        java_cpu = sum(cpu_j1.values()) - sum(cpu_j.values())
+                        f[keys[9]].append(java_cpu * 1_000_000 / n)
+                        busy[side]["Java producer"].append(java_cpu * rj / n)
                 line = f"  run {r + 1} {side}:"
                 for key, value, label in ((keys[0], r1, "produce acks=1"), (keys[1], ra, "acks=all"),
                                           (keys[2], rj, "Java acks=all"), (keys[3], rc, "consume"),
@@ -451,19 +482,26 @@ def main() -> None:
                     f[keys[6]].append(prod)
                     f[keys[7]].append(cons)
                     f[keys[8]].append(prod + cons)
+                    f[keys[10]].append(produced_by_clients * per_m / (1 if args.acks_all_only else 2))
+                    if args.acks_all_only:
+                        busy[side]["produce acks=all"].append(prod * ra / 1_000_000)
                     line += f" broker CPU per 1M: produce {prod:.2f}s, consume {cons:.2f}s"
                     if len(cpu2) > 1:
                         for node in cpu2:
                             node_cpu.setdefault(node, []).append((cpu2[node] - cpu0[node]) * per_m)
                         line += " (per node, all phases: " + ", ".join(
                             f"{node} {(cpu2[node] - cpu0[node]) * per_m:.2f}s" for node in cpu2) + ")"
+                idle = sum(sum(brokers[o].cpu_by_node().values()) - c for o, c in idle0.items())
+                if idle0:
+                    line += f"; the other broker meanwhile {idle / (time.monotonic() - phases0):.2f} cores"
                 print(line + f"; load {peers.load_average()}", flush=True)
         for side, b in brokers.items():
             peak = b.peak_rss_mb()
             rss[side] = peak
     shown = [k for k in keys[:6] if any(figures[side][k] for side in figures)]
     rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in shown]
-    cpu_rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in keys[6:]]
+    cpu_rows = [(k, {side: peers.median(figures[side][k]) for side in figures}) for k in keys[6:]
+                if any(figures[side][k] for side in figures)]
     title = (f"{n:,} x {size}-byte messages, {args.partitions} partitions, {args.producers} confluent-kafka "
              f"producer and {args.consumers} consumer processes"
              + (f" (then {args.raw_consumers} light Fetch clients)" if args.raw_consumers else "")
@@ -474,8 +512,15 @@ def main() -> None:
              + (", Kafka log.flush.interval.messages=1" if args.peer == "kafka" and args.fsync == "always" else "")
              + f", {runs} runs (median)")
     peers.print_table(title, rows, peers.sides(args))
-    peers.print_table("broker CPU-seconds per million messages (lower is better: ours/peer <= 1 wins)",
+    peers.print_table("CPU-seconds per million messages: the broker's, and the producing clients' "
+                      "against it (lower is better: ours/peer <= 1 wins)",
                       cpu_rows, peers.sides(args), higher_is_better=False)
+    busy_rows = [(f"cores busy, {k}", {side: peers.median(busy[side][k]) for side in busy})
+                 for k in busy_keys if any(busy[side][k] for side in busy)]
+    if busy_rows:
+        peers.print_table("cores each broker kept busy while the producers wrote (CPU-s over the "
+                          "timed seconds; 1.0 is one core saturated)", busy_rows, peers.sides(args),
+                          higher_is_better=False)
     if any(v is not None for v in rss.values()):
         peers.print_table("broker peak RSS, MiB (VmHWM over the session; lower is better)",
                           [("peak RSS MiB", rss)], peers.sides(args), higher_is_better=False)
