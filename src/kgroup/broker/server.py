@@ -1,9 +1,9 @@
 """`kgroup serve`: the asyncio broker process, its listeners and its connection loop.
 
-How this works: one asyncio server per listener accepts connections; each connection reads
-frames (FrameSplitter, bounded by the maximum request size) and answers them one at a time
-in order, as Kafka does (a parked JoinGroup holds its connection's later requests until it
-is answered). What a frame becomes is requests.py's business (decode, faults, SASL,
+How this works: one asyncio server per listener accepts connections; each connection
+(connection.py) reads frames (FrameSplitter, bounded by the maximum request size) and
+answers them one at a time in order, as Kafka does (a parked JoinGroup holds its
+connection's later requests until it is answered). What a frame becomes is requests.py's business (decode, faults, SASL,
 authorization, the handler its API's table entry names); what serves it, the node's
 (concerns.py: every concern built and wired at start). Bytes we cannot frame or decode close
 the connection, never the broker. SIGTERM/SIGINT stop accepting, let in-flight requests
@@ -28,15 +28,15 @@ from typing import Any
 
 from kgroup.broker.concerns import Node
 from kgroup.broker.config import FLAG_KEYS, BrokerConfig, ConfigError, ListenerConfig, load_config
-from kgroup.broker.data.fetch_api import send_answer
+from kgroup.broker.connection import ServedConnection
 from kgroup.broker.observe.group_view import GroupViews
 from kgroup.broker.observe.log_format import configure_logging
-from kgroup.broker.requests import CloseConnection, RequestPath, Resume
+from kgroup.broker.requests import RequestPath
 from kgroup.broker.security.authentication import Peer
 from kgroup.broker.security.listeners import ANONYMOUS, ListenError, listen_problem, server_ssl_context, tls_principal
 from kgroup.storage import FsyncPolicy, StorageError
 from kgroup.storage.control_files import publish_control_address, withdraw_control_address
-from kgroup.wire import FramingError, FrameSplitter, not_kafka
+from kgroup.wire import FrameSplitter
 
 log = logging.getLogger("kgroup.broker")
 
@@ -54,7 +54,7 @@ class Server:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.servers: list[asyncio.AbstractServer] = []
-        self.connections: set[asyncio.Task] = set()
+        self.connections: set[ServedConnection] = set()
         self._connection_ids = 0
         self._stopping = asyncio.Event()
         # Set once stop() waits for the connections: a connection whose task first runs after
@@ -69,13 +69,19 @@ class Server:
         cfg = self.config
         # Bind first, so a wrong --listen is reported before the data dir is touched (clients wait).
         for listener in cfg.listeners_to_open:
-            # TLS is started by the connection itself (not start_server's ssl=), so a failed
-            # handshake is logged with its reason instead of vanishing.
+            # Plain connections are Protocols (connection.py). TLS is started by the
+            # connection itself (not start_server's ssl=), so a failed handshake is logged
+            # with its reason instead of vanishing; it is then served from its stream.
             tls = server_ssl_context(listener) if listener.ssl else None
             try:
-                server = await asyncio.start_server(
-                    functools.partial(self._accept, listener=listener, tls=tls),
-                    listener.host, listener.port, reuse_address=True, start_serving=False, limit=READ_LIMIT)
+                if tls is None:
+                    server = await asyncio.get_running_loop().create_server(
+                        functools.partial(ServedConnection, self, listener),
+                        listener.host, listener.port, reuse_address=True, start_serving=False)
+                else:
+                    server = await asyncio.start_server(
+                        functools.partial(self._accept, listener=listener, tls=tls),
+                        listener.host, listener.port, reuse_address=True, start_serving=False, limit=READ_LIMIT)
             except OSError as exc:
                 raise ListenError(listen_problem(listener.host, listener.port, exc)) from None
             self.servers.append(server)
@@ -167,21 +173,22 @@ class Server:
                 withdraw_control_address(self.node.data.path, self.config.node_id)
             await self.control.close()
         self._draining = True
-        # Requests already being served get a moment; parked joins are cut off. The set is
-        # read again after every wait: an accepted connection's task joins it when it first
-        # runs, which may be after an earlier look.
+        # Requests already being served get a moment; parked joins are cut off, idle
+        # connections closed. The busy set is read again after every wait: a connection
+        # accepted late joins it when it first runs, which may be after an earlier look.
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 1.0
-        while self.connections and (left := deadline - loop.time()) > 0:
-            await asyncio.wait(set(self.connections), timeout=left)
-        pending = set(self.connections)
-        for task in pending:
-            task.cancel()
+        while (busy := {c.busy for c in self.connections if c.busy is not None}) \
+                and (left := deadline - loop.time()) > 0:
+            await asyncio.wait(busy, timeout=left)
+        pending: set[asyncio.Task] = set()
+        for connection in list(self.connections):
+            pending |= connection.abandon()
         await asyncio.gather(*pending, return_exceptions=True)
         await self.node.close()
         log.info("stopped cleanly")
 
-    def _path_for(self, listener: ListenerConfig | None, writer: asyncio.StreamWriter, peer: Any,
+    def _path_for(self, listener: ListenerConfig | None, transport: asyncio.BaseTransport, peer: Any,
                   splitter: FrameSplitter) -> tuple[Any, Any]:
         """The request path of a new connection and what it is called with: the plain one
         with the client's host, or the secured one with the connection's `Peer`."""
@@ -190,107 +197,21 @@ class Server:
                                     != "none" or listener.advertised != self.config.advertised):
             return self.requests.handle, (f"/{peer[0]}" if peer else "")
         advertised = listener.advertised if listener.advertised != self.config.advertised else None
-        principal = tls_principal(writer) if listener.ssl else ANONYMOUS
+        principal = tls_principal(transport) if listener.ssl else ANONYMOUS
         return self.requests.handle_secured, Peer(
             listener, peer[0] if peer else "", principal, security.sasl_session(listener) if listener.sasl else None,
             splitter, self.config.max_request_bytes, advertised)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                       listener: ListenerConfig | None = None, tls: ssl.SSLContext | None = None) -> None:
-        """A new connection, served unless stop() is draining (then closed unanswered)."""
+        """A new connection of a TLS listener: its handshake, then served from its stream
+        (connection.py), unless stop() is draining (then closed unanswered)."""
         if self._draining:
             writer.close()
             return
-        await self._serve_connection(reader, writer, listener, tls)
-
-    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                                listener: ListenerConfig | None, tls: ssl.SSLContext | None) -> None:
-        task = asyncio.current_task()
-        self.connections.add(task)
-        peer = writer.get_extra_info("peername")
-        if tls is not None and not await self._start_tls(writer, tls, peer, listener):
-            self.connections.discard(task)
+        if tls is not None and not await self._start_tls(writer, tls, writer.get_extra_info("peername"), listener):
             return
-        splitter = FrameSplitter(self.config.max_request_bytes)
-        transport = writer.transport
-        # Decided once per connection: the secured path only where it has work to do.
-        handle, context = self._path_for(listener, writer, peer, splitter)
-        own = self.node.ownership
-        self._connection_ids += 1
-        connection = self._connection_ids
-        out: list[bytes] = []  # responses not yet handed to the transport, in order
-        opening = b""  # the connection's first bytes, until a frame has been read
-        # Fetch answers go out with sendfile on plain TCP; through TLS (`_start_tls`: the kernel
-        # cannot encrypt a file it sends) their records are read in and written as bytes.
-        zero_copy = tls is None and writer.get_extra_info("socket") is not None
-        try:
-            while True:
-                chunk = await reader.read(READ_CHUNK)
-                if not chunk:
-                    return
-                if opening is not None and len(opening) < 64:
-                    opening += chunk[:64]
-                frames = splitter.feed(chunk)
-                if frames:
-                    opening = None
-                # Answers computed before this node learnt it lost partitions (it was paused
-                # in between) are not sent: the connection closes and the client rediscovers.
-                losses = own.losses
-                for frame in frames:
-                    # Most requests (heartbeats, commits with fsync=never, fetches with data)
-                    # complete without ever suspending: run the handler's first step here and
-                    # collect its response, so one read chunk of pipelined requests costs one
-                    # send() instead of one per response. A handler that does suspend (a
-                    # parked JoinGroup, a long-poll Fetch, an fsync wait) first releases the
-                    # responses collected so far, then is awaited as usual.
-                    coro = handle(frame, context, connection)
-                    try:
-                        yielded = coro.send(None)
-                    except StopIteration as done:
-                        response = done.value
-                    else:
-                        if out:
-                            self._may_answer(losses, out)
-                            transport.write(b"".join(out))
-                            out.clear()
-                        response = await Resume(coro, yielded)
-                    if response is None:
-                        continue
-                    if type(response) is bytes:
-                        out.append(response)
-                    elif response.zero_copy:
-                        self._may_answer(losses, out)
-                        await send_answer(writer, out, response, zero_copy)
-                        out.clear()
-                        if transport.get_write_buffer_size() > (1 << 20):
-                            await writer.drain()  # a read-in (TLS) answer may be large
-                    else:
-                        out.append(response.parts[0])
-                if out:
-                    self._may_answer(losses, out)
-                    transport.write(b"".join(out) if len(out) > 1 else out[0])
-                    out.clear()
-                    if transport.get_write_buffer_size() > (1 << 20):
-                        await writer.drain()
-        except asyncio.CancelledError:
-            pass
-        except Exception as exc:  # noqa: BLE001 (each kind is logged as it deserves, nothing escapes)
-            _closing(exc, peer, opening, out)
-        finally:
-            self.connections.discard(task)
-            self.node.connection_closed(connection)
-            if out and not transport.is_closing():
-                transport.write(b"".join(out))  # answers to the requests before the bad one
-            writer.close()
-
-    def _may_answer(self, losses: int, out: list[bytes]) -> None:
-        """Before answers go out: renew first if this node was paused (one clock read when
-        not), and refuse to send them if it lost partitions since they were computed."""
-        own = self.node.ownership
-        own.gate()
-        if own.losses != losses:
-            out.clear()
-            raise _OwnershipLost()
+        await ServedConnection(self, listener, tls=tls is not None).serve_stream(reader, writer, READ_CHUNK)
 
     async def _start_tls(self, writer: asyncio.StreamWriter, tls: ssl.SSLContext, peer: Any,
                          listener: ListenerConfig | None) -> bool:
@@ -308,28 +229,6 @@ class Server:
             pass
         writer.transport.abort()
         return False
-
-
-def _closing(exc: Exception, peer: Any, opening: bytes | None, out: list[bytes]) -> None:
-    """Log why a connection closes; a failed authentication's last answer goes out first."""
-    if isinstance(exc, FramingError):
-        other = not_kafka(opening) if opening is not None else None
-        if other is not None:
-            log.warning("closing connection from %s: not a Kafka client (%s)", peer, other)
-        else:
-            log.warning("closing connection from %s: %s", peer, exc)
-    elif isinstance(exc, CloseConnection):
-        log.warning("closing connection from %s: %s", peer, exc)
-        if exc.last_response is not None:
-            out.append(exc.last_response)
-    elif isinstance(exc, _OwnershipLost):
-        log.info("closing connection from %s: this node lost partitions while answering it", peer)
-    elif not isinstance(exc, (ConnectionError, asyncio.IncompleteReadError)):
-        log.error("closing connection from %s after an internal error", peer, exc_info=exc)
-
-
-class _OwnershipLost(Exception):
-    """Drop this connection: answers computed for partitions this node lost must not go out."""
 
 
 # ---- entry point --------------------------------------------------------------------------

@@ -92,7 +92,7 @@ def test_an_answer_goes_through_a_socket_with_sendfile_or_read_in(tmp_path):
             async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
                 answer = await ctx.dp.fetch_answer(header, request)
                 assert isinstance(answer, FetchAnswer) and answer.zero_copy
-                await send_answer(writer, [b"before"], answer, zero_copy)
+                await send_answer(writer.transport, [b"before"], answer, zero_copy)
                 writer.close()
 
             async def client(port: int) -> None:

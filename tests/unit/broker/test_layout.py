@@ -13,7 +13,7 @@ BROKER = Path(__file__).resolve().parents[3] / "src" / "kgroup" / "broker"
 
 # The ground every concern may stand on, and the modules that put the concerns together.
 GROUND = {"config", "internal_topics", "durability", "http_server", "apis"}
-ASSEMBLY = {"concerns", "requests", "server"}
+ASSEMBLY = {"concerns", "requests", "server", "connection"}
 # Which concern may import which (each may import itself and the ground). What is not listed
 # reaches sideways or up: a group kind's handlers never import the data path's internals, the
 # data path never imports a group coordinator, and nothing imports the assembly.

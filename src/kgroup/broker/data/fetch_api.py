@@ -125,11 +125,10 @@ class FetchAnswer:
                 part.close()
 
 
-async def send_answer(writer: asyncio.StreamWriter, before: list[bytes], answer: FetchAnswer,
+async def send_answer(transport: asyncio.WriteTransport, before: list[bytes], answer: FetchAnswer,
                       zero_copy: bool) -> None:
     """Write the responses `before`, then `answer`: its bytes through the transport and its
     record slices with sendfile (`zero_copy`), or everything read in (TLS)."""
-    transport = writer.transport
     if not zero_copy:
         before.append(answer.frame())
         transport.write(b"".join(before))

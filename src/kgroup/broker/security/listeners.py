@@ -74,9 +74,9 @@ def distinguished_name(cert: dict[str, Any]) -> str:
     return ",".join(rdns)
 
 
-def tls_principal(writer: Any) -> str:
+def tls_principal(transport: Any) -> str:
     """The principal of a TLS connection: its client certificate's subject, if any."""
-    cert = writer.get_extra_info("peercert")
+    cert = transport.get_extra_info("peercert")
     if cert and cert.get("subject"):
         return "User:" + distinguished_name(cert)
     return ANONYMOUS
