@@ -1,13 +1,14 @@
-"""`kgroup serve`: the asyncio broker process, its listeners and its connection loop.
+"""`kgroup serve`: the asyncio broker process and its listeners.
 
 How this works: one asyncio server per listener accepts connections; each connection
 (connection.py) reads frames (FrameSplitter, bounded by the maximum request size) and
 answers them one at a time in order, as Kafka does (a parked JoinGroup holds its
-connection's later requests until it is answered). What a frame becomes is requests.py's business (decode, faults, SASL,
-authorization, the handler its API's table entry names); what serves it, the node's
-(concerns.py: every concern built and wired at start). Bytes we cannot frame or decode close
-the connection, never the broker. SIGTERM/SIGINT stop accepting, let in-flight requests
-finish briefly, sync every log and exit 0.
+connection's later requests until it is answered). What a frame becomes is requests.py's
+business (decode, faults, SASL, authorization, the handler its API's table entry names);
+what serves it, the node's (concerns.py: every concern built and wired at start). Bytes we
+cannot frame or decode close the connection, never the broker. SIGTERM/SIGINT stop
+accepting, let in-flight requests finish briefly, close idle connections, sync every log
+and exit 0.
 
 A connection is served by one of two request paths, chosen when it is accepted (`_path_for`):
 the plain one, or the secured one (SASL, authorization, a listener's own address), so the
