@@ -106,6 +106,10 @@ def _script(java, side: str, bootstrap: str, n: str, t0: int) -> dict:
     got["features"] = {part: {k: v for k, v in features[part].items() if k in shared} for part in features}
     got["featuresOthers"] = {part: {k: v for k, v in features[part].items() if k not in shared} for part in features}
     got["users"] = call("alterUserScramCredentials", upserts=[[f"u-{n}", "SCRAM-SHA-256", 4096, "pw"]])
+    # Kafka answers the alteration once its controller committed it; its broker serves the
+    # credential once the metadata log reached it (a fresh clone's run once described none):
+    # wait until it is there, as for the transaction markers above.
+    eventually(lambda: f"u-{n}" in call("describeUserScramCredentials"), timeout=30)
     got["describeUsers"] = {u: v for u, v in call("describeUserScramCredentials").items() if u.endswith(n)}
     java.call("producer.close", name=p)
     java.call("admin.close", name=a)
