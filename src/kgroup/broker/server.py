@@ -42,8 +42,9 @@ from kgroup.wire import FrameSplitter
 log = logging.getLogger("kgroup.broker")
 
 READ_CHUNK = 1 << 20
-# The StreamReader stops reading a socket past twice this (asyncio's default, 64 KiB, paused
-# and resumed it -- two epoll_ctl calls -- several times for every 1 MB Produce).
+# A TLS connection's StreamReader (plain ones are Protocols: connection.py) stops reading
+# past twice this; asyncio's default, 64 KiB, paused and resumed it -- two epoll_ctl calls --
+# several times for every 1 MB Produce.
 READ_LIMIT = 1 << 20
 # A client that connects to a TLS listener and does not finish the handshake is dropped.
 TLS_HANDSHAKE_TIMEOUT_S = 10.0

@@ -8,20 +8,9 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from kgroup.core.modern_group import ModernGroup, Phase
-
 from tests.unit.core.groupctx import GroupContext
+from tests.unit.core.test_modern_group import _phase_by_looking
 from tests.unit.core.test_streams_scenarios import Streams, SESSION, set_topics
-
-
-def _phase_by_looking(group: ModernGroup) -> Phase:
-    if not group.members:
-        return Phase.EMPTY
-    if group.epoch > group.target_epoch:
-        return Phase.ASSIGNING
-    if any(not group.converged(m.current) for m in group.members.values()):
-        return Phase.RECONCILING
-    return Phase.STABLE
 
 
 class Checked(GroupContext):
