@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kgroup.assignors.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from kgroup.error_codes import ErrorCode
 from kgroup.group_types import CLASSIC, CONSUMER, GROUP_TYPES, SHARE, STREAMS, DescribeApi, GroupType
-from kgroup.member.config import CONSUMER_PROTOCOL_TYPE
 from kgroup.wire.api_keys import ApiKey
 
 from .cluster import BrokerInfo, ClusterClient, request_fields

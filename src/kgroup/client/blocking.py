@@ -23,16 +23,20 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kgroup.error_codes import ErrorCode
 
 from .admin import LATEST, AdminClient
 from .cluster import ClusterMetadata
 from .connection import DEFAULT_TIMEOUT
-from .leader_election import LeaderElection
-from .membership import Membership
-from .task_assignment import TaskAssignment
+
+if TYPE_CHECKING:
+    # Loaded by the classes that wrap them: a user of BlockingAdmin alone (Spark's stream
+    # reader process, on every query's start) does not load group membership.
+    from .leader_election import LeaderElection
+    from .membership import Membership
+    from .task_assignment import TaskAssignment
 
 __all__ = ["BlockingAdmin", "BlockingLeaderElection", "BlockingMembership",
            "BlockingTaskAssignment", "LoopThread"]
@@ -177,6 +181,8 @@ class BlockingMembership(_BlockingGroup):
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, *,
                  loop: LoopThread | None = None, **kwargs: Any) -> None:
+        from .membership import Membership
+
         super().__init__(Membership(config, **kwargs), loop, "membership")
 
     @property
@@ -212,6 +218,8 @@ class BlockingLeaderElection(_BlockingGroup):
 
     def __init__(self, group: str, config: Mapping[str, Any] | None = None, /, *,
                  loop: LoopThread | None = None, **kwargs: Any) -> None:
+        from .leader_election import LeaderElection
+
         super().__init__(LeaderElection(group, config, **kwargs), loop, "leader-election")
 
     @property
@@ -234,6 +242,8 @@ class BlockingTaskAssignment(_BlockingGroup):
 
     def __init__(self, group: str, tasks: Iterable[str], config: Mapping[str, Any] | None = None,
                  /, *, loop: LoopThread | None = None, **kwargs: Any) -> None:
+        from .task_assignment import TaskAssignment
+
         super().__init__(TaskAssignment(group, tasks, config, **kwargs), loop, "task-assignment")
 
     @property

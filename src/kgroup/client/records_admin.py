@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kgroup.error_codes import ErrorCode
-from kgroup.wire import record_batch
 from kgroup.wire.api_keys import ApiKey
 
 from .cluster import Recovery, Route, recovery, request_fields
@@ -103,6 +102,8 @@ class RecordsAdmin:
 
         Returns the base offset (-1 with acks=0, which gets no answer).
         """
+        from kgroup.wire import record_batch  # see _records
+
         now = int(time.time() * 1000)
         rows = [r if len(r) == 4 else (r[0], r[1], (), now) for r in records]
         batch = record_batch.build_batch(rows)  # type: ignore[arg-type]
@@ -226,6 +227,11 @@ class RecordsAdmin:
 
 
 def _records(topic: str, partition: int, blob: bytes, start: int) -> list[FetchedRecord]:
+    # Imported here: the record codec (and crc32c, which loads importlib.metadata) is most of
+    # what the admin client would load, and an admin that only lists offsets (Spark's stream
+    # reader process, on every query's start) never builds or reads a batch.
+    from kgroup.wire import record_batch
+
     out: list[FetchedRecord] = []
     for batch in record_batch.split_batches(record_batch.whole_batches(blob)):
         if batch.header.is_control:

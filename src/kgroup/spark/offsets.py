@@ -14,7 +14,9 @@ the group has just assigned to this query, which continues from the group's comm
 offset. Keeping that in the end offset makes ``partitions(start, end)`` a function of the
 two offsets alone, as Spark needs when it re-runs a batch after a restart.
 
-Everything here is pure: offsets in, offsets out.
+Everything here is pure: offsets in, offsets out. ``DataLossError`` lives here too, so
+that the driver's planners raise it without importing the task side's reader (numpy,
+Arrow, the consumer).
 """
 
 from __future__ import annotations
@@ -23,11 +25,20 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from kgroup.client.errors import KafkaClientError
+
 TP = tuple[str, int]
 
 # Without minPartitions / maxRecordsPerPartition a Spark task reads at most this many
 # offsets, so that one big partition still spreads over the cores.
 DEFAULT_MAX_RECORDS_PER_TASK = 50_000
+
+
+class DataLossError(KafkaClientError):
+    """Offsets a batch was planned to read are no longer in the log."""
+
+    hint = ("the records were deleted (retention) before the query read them; restart from "
+            "newer offsets, or set failOnDataLoss=false to skip what is gone")
 
 
 @dataclass(frozen=True, slots=True)

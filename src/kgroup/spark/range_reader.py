@@ -30,7 +30,7 @@ from kgroup.client.blocking import LoopThread
 from kgroup.client.errors import KafkaClientError
 from kgroup.client.record_columns import RecordColumns, read_as_columns
 
-from .offsets import OffsetRange
+from .offsets import DataLossError, OffsetRange
 from .options import SourceOptions
 from .schema import columns_to_arrow
 
@@ -43,13 +43,6 @@ _EMPTY_POLLS = 3
 _KEEP = 2
 _idle: dict[tuple, list[tuple[LoopThread, Consumer]]] = {}
 _idle_lock = threading.Lock()
-
-
-class DataLossError(KafkaClientError):
-    """Offsets a batch was planned to read are no longer in the log."""
-
-    hint = ("the records were deleted (retention) before the query read them; restart from "
-            "newer offsets, or set failOnDataLoss=false to skip what is gone")
 
 
 def consumer_settings(opts: SourceOptions, client_id: str) -> dict[str, Any]:

@@ -12,9 +12,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from .offsets import OffsetRange, split
+from .offsets import DataLossError, OffsetRange, split
 from .options import OptionError, check_batch, check_stream, sink_options, source_options
-from .range_reader import DataLossError, read_range
 from .schema import SOURCE_DDL, check_sink_schema
 from .stream import KgroupStreamReader, RangePartition
 
@@ -102,4 +101,6 @@ class KgroupBatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Any:
         if not isinstance(partition.value, OffsetRange):  # no ranges: Spark's one empty task
             return iter(())
+        from .range_reader import read_range  # the task's side: numpy, Arrow, the consumer
+
         return read_range(self.opts, partition.value)

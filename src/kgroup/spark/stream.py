@@ -34,7 +34,6 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from .driver_side import DriverSide
 from .offsets import ranges_between, split
 from .options import SourceOptions
-from .range_reader import read_range
 
 if TYPE_CHECKING:
     from .stream_planner import StreamPlanner
@@ -80,6 +79,11 @@ class KgroupStreamReader(DriverSide["StreamPlanner"], DataSourceStreamReader, Su
         return [RangePartition(r) for r in pieces]
 
     def read(self, partition: InputPartition) -> Any:
+        # Imported here: the reader's driver side (the process Spark starts for every
+        # streaming query) never reads, and numpy, Arrow and the consumer would be most of
+        # its import time, paid before the query's first micro-batch.
+        from .range_reader import read_range
+
         return read_range(self.opts, partition.value)
 
     def commit(self, end: dict) -> None:

@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 
@@ -20,11 +21,12 @@ from kgroup.client.admin import EARLIEST, LATEST
 from kgroup.client.blocking import BlockingAdmin, LoopThread
 from kgroup.client.errors import GroupNotEmpty, KafkaClientError
 
-from .membership import QueryMember
-from .offsets import TP, admit, positions_of, stream_offset
+from .offsets import TP, DataLossError, admit, positions_of, stream_offset
 from .options import SourceOptions
-from .range_reader import DataLossError
 from .topics import log_offsets, partitions, resolve
+
+if TYPE_CHECKING:
+    from .membership import QueryMember
 
 # How long latestOffset waits for the member: to join at first, later for a rebalance.
 _JOIN_WAIT_S = 60.0
@@ -44,6 +46,10 @@ class StreamPlanner:
         self.member: QueryMember | None = None
         self._views = 0
         if opts.group_member:
+            # Only here: group membership's modules are most of what this module would
+            # load, on the critical path of every query's start.
+            from .membership import QueryMember
+
             self.member = QueryMember(opts, self.loop, str(opts.starting or "latest"))
             self.member.start()
             _leave_on_sigterm()
