@@ -156,15 +156,9 @@ class ServedConnection(asyncio.Protocol):
                 else:
                     self._go_busy(frames, i + 1, self._resume(coro, yielded), losses)
                     return
-                if response is None:
-                    continue
-                if type(response) is bytes:
-                    out.append(response)
-                elif response.zero_copy:
+                if response is not None and not self._queued(response):
                     self._go_busy(frames, i + 1, self._given(response), losses)
                     return
-                else:
-                    out.append(response.parts[0])
             if out:
                 self._send(losses)
                 if self.transport.get_write_buffer_size() > WRITE_BACKLOG:
@@ -239,21 +233,27 @@ class ServedConnection(asyncio.Protocol):
         elif self.driver is None:
             self.transport.resume_reading()
 
-    async def _give(self, response: Any, losses: int) -> None:
-        if response is None:
-            return
+    def _queued(self, response: Any) -> bool:
+        """Queue an answer's bytes behind the others; False for one that goes out with
+        sendfile (not queued: it must be awaited)."""
         if type(response) is bytes:
             self.out.append(response)
         elif response.zero_copy:
-            self._may_answer(losses)
-            if self.closed:
-                response.close()
-            else:
-                await send_answer(self.transport, self.out, response, self.zero_copy)
-            self.out.clear()
-            await self._drain()
+            return False
         else:
             self.out.append(response.parts[0])
+        return True
+
+    async def _give(self, response: Any, losses: int) -> None:
+        if response is None or self._queued(response):
+            return
+        self._may_answer(losses)
+        if self.closed:
+            response.close()
+        else:
+            await send_answer(self.transport, self.out, response, self.zero_copy)
+        self.out.clear()
+        await self._drain()
 
     def _send(self, losses: int) -> None:
         self._may_answer(losses)
