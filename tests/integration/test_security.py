@@ -567,14 +567,23 @@ def test_sessions_expire_and_clients_re_authenticate_kip368(tmp_path):
             sec = ClientSecurity.from_settings(admin_settings)
             conn = await Connection.open("127.0.0.1", proc.port, "old-client", 10, security=sec)
             conn._reauth_at = None  # a client that does not re-authenticate
+            port = conn._writer.get_extra_info("sockname")[1]
             await asyncio.sleep(1.7)
             with pytest.raises(KafkaConnectionError):
                 await conn.request(ApiKey.METADATA, request_fields(topics=[]))
             await conn.close()
-        run(expired_session_closes())
-        log = proc.log()
-        assert "session expired without re-authentication" in log
-        assert log.count("session expired") == 1  # only the client that did not re-authenticate
+            return port
+        old_port = run(expired_session_closes())
+        closed = [line for line in proc.log().splitlines() if "session expired without re-authentication" in line]
+        assert any(f"', {old_port}):" in line for line in closed), closed
+        # The clients that re-authenticate: a broker that did not extend their sessions would
+        # close each of their connections about every 1.5 s (3+ times each over the 5 s run).
+        # A client's re-authentication is due at 85-95% of the lifetime, 75-225 ms before it
+        # ends; a client stalled longer than that on a loaded machine sends its next request
+        # late and is closed, as Kafka closes it (SocketServer: an expired session's non-SASL
+        # request closes the channel). One such miss in the run is tolerated.
+        others = [line for line in closed if f"', {old_port}):" not in line]
+        assert len(others) <= 1, closed
     finally:
         proc.finish()
 
