@@ -24,11 +24,22 @@ def rows(path: Path) -> list[dict]:
     return sorted(pq.read_table(path).to_pylist(), key=lambda r: (r["group"], r.get("start_s") or 0))
 
 
-def test_a_sweep_gives_identical_numbers_on_one_core_and_on_two(tmp_path):
+def test_a_sweep_gives_identical_numbers_on_one_core_and_on_two(spark, tmp_path, monkeypatch, capsys):
+    """One core: `kgroup lab sweep --master local[1]`, a process and a Spark of its own.
+    Two: the same command in this process on the tests' shared local[2] session (a second
+    Spark of its own per run cost ~45 s of the suite for the same comparison)."""
+    from kgroup.cli import lab as lab_cli
+    from kgroup.cli.main import main
+
     one = sweep("local[1]", tmp_path / "one")
     assert one.returncode == 0, one.stderr[-3000:]
-    two = sweep("local[2]", tmp_path / "two [2]")      # glob characters in --out are just a name
-    assert two.returncode == 0, two.stderr[-3000:]
+    monkeypatch.setattr(lab_cli, "_spark_session", lambda master: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)        # the session outlives the command
+    assert spark.sparkContext.defaultParallelism == 2
+    capsys.readouterr()
+    assert main(["lab", "sweep", str(EXAMPLES / "crash-sweep.yaml"), "--out", str(tmp_path / "two [2]"),
+                 "--master", "local[2]", "--partitions", "5"]) == 0   # glob characters in --out are just a name
+    assert "lab: 12/12 groups simulated" in capsys.readouterr().err
     # Progress was shown while it ran, and the comparison table printed at the end.
     assert "lab: 12/12 groups simulated" in one.stderr
     assert "consumer-protocol" in one.stdout and "double_ownership" in one.stdout
@@ -46,7 +57,7 @@ def test_a_replay_of_many_groups_on_spark_gives_the_rows_of_the_replay_here(spar
     """`kgroup lab replay --master`: every group of a recording, each as recorded and as a
     variant, simulated in Spark tasks — the same rows as the replay without Spark. In this
     process, on the tests' own SparkSession (a Spark of its own per run costs ~45 s; the
-    sweep test above runs `--master` in a process of its own)."""
+    sweep test above runs one `--master` in a process of its own)."""
     import json
 
     from kgroup.cli import lab as lab_cli
