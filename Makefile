@@ -139,8 +139,9 @@ clients-doc: $(STAMP) reference java-clients go-clients $(if $(NODE),$(NODE_STAM
 # module-scoped brokers with it; each worker has its own session brokers and reference
 # Kafka). Most integration time is waiting on brokers and clients, so two workers on two
 # cores took the suite from ~45 to ~32 minutes.
+TEST_WORKERS ?= 2
 test: $(STAMP) reference spark java-clients go-clients chromium tmux kcat $(if $(NODE),$(NODE_STAMP))
-	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q --hypothesis-profile=ci -n 2 --dist loadfile
+	KGROUP_REQUIRE_REFERENCE=1 $(BIN)/python -m pytest -q --hypothesis-profile=ci -n $(TEST_WORKERS) --dist loadfile
 
 # `make stress`: the flake hunt (tests/stress.py). PASSES runs of STRESS_TESTS in random
 # order with stress-ng keeping STRESS_LOAD cores busy; lists each test that failed at least
