@@ -114,6 +114,15 @@ class Member:
 
     def revoked(self, partitions, event: str = "revoked") -> None:
         self.owned -= set(partitions)
+        # What it read while it owned them is history: if one comes back, its position is
+        # what it reads then (the client resumes from the group's commit). Kept, a member
+        # given back a partition it read long ago committed that old position over the
+        # newer commits of the members in between, if it closed before reading from it
+        # again (test_cluster_chaos, 2026-12-01: a kafka-python member's final commit put
+        # 52 and 56 over the 3,033 and 3,031 another member had committed; the broker
+        # rightly took a commit of the partitions' owner).
+        for p in partitions:
+            self.positions.pop(p, None)
         say(event, p=sorted(partitions))
 
     # ---- confluent-kafka -----------------------------------------------------------------
