@@ -17,13 +17,17 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from kgroup.core.config import GroupConfig
+from kgroup.lab.scenario import MemberSettings
 from tests.integration.test_readme import ROOT, Block, blocks_of
 
 pytestmark = pytest.mark.integration
 GROUP = "billing-rolling"
 PARTITIONS_PER_MEMBER = 2            # the program's 6 partitions of orders over its 3 members
-CONSUMER_HEARTBEAT_S = 5.0           # group.consumer.heartbeat.interval.ms, Kafka's default
-CLASSIC_HEARTBEAT_S = 3.0            # heartbeat.interval.ms: kafka-python's default, the lab's
+# group.consumer.heartbeat.interval.ms as the replay's coordinator has it (Kafka's default)
+CONSUMER_HEARTBEAT_S = GroupConfig().consumer_heartbeat_interval_ms / 1000
+# heartbeat.interval.ms of the lab's simulated classic members (kafka-python's default too)
+CLASSIC_HEARTBEAT_S = MemberSettings().heartbeat_interval_ms / 1000
 VARIANTS = ["recorded", "static=true", "assignor=cooperative-sticky", "protocol=consumer,assignor=uniform"]
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "lab"
 
@@ -24,18 +25,26 @@ def rows(path: Path) -> list[dict]:
     return sorted(pq.read_table(path).to_pylist(), key=lambda r: (r["group"], r.get("start_s") or 0))
 
 
-def test_a_sweep_gives_identical_numbers_on_one_core_and_on_two(spark, tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def lab_on_shared_spark(spark, monkeypatch):
+    """`kgroup lab ... --master` run in this process gets the tests' shared local[2] session
+    instead of a Spark of its own (~45 s each), and leaves it running when the command ends."""
+    from kgroup.cli import lab as lab_cli
+
+    monkeypatch.setattr(lab_cli, "_spark_session", lambda master: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    return spark
+
+
+def test_a_sweep_gives_identical_numbers_on_one_core_and_on_two(lab_on_shared_spark, tmp_path, capsys):
     """One core: `kgroup lab sweep --master local[1]`, a process and a Spark of its own.
     Two: the same command in this process on the tests' shared local[2] session (a second
     Spark of its own per run cost ~45 s of the suite for the same comparison)."""
-    from kgroup.cli import lab as lab_cli
     from kgroup.cli.main import main
 
     one = sweep("local[1]", tmp_path / "one")
     assert one.returncode == 0, one.stderr[-3000:]
-    monkeypatch.setattr(lab_cli, "_spark_session", lambda master: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)        # the session outlives the command
-    assert spark.sparkContext.defaultParallelism == 2
+    assert lab_on_shared_spark.sparkContext.defaultParallelism == 2
     capsys.readouterr()
     assert main(["lab", "sweep", str(EXAMPLES / "crash-sweep.yaml"), "--out", str(tmp_path / "two [2]"),
                  "--master", "local[2]", "--partitions", "5"]) == 0   # glob characters in --out are just a name
@@ -53,19 +62,16 @@ def test_a_sweep_gives_identical_numbers_on_one_core_and_on_two(spark, tmp_path,
     assert (tmp_path / "one" / "report.html").read_text().count('<svg class="plot"') >= 6
 
 
-def test_a_replay_of_many_groups_on_spark_gives_the_rows_of_the_replay_here(spark, tmp_path, monkeypatch, capsys):
+def test_a_replay_of_many_groups_on_spark_gives_the_rows_of_the_replay_here(lab_on_shared_spark, tmp_path, capsys):
     """`kgroup lab replay --master`: every group of a recording, each as recorded and as a
     variant, simulated in Spark tasks — the same rows as the replay without Spark. In this
     process, on the tests' own SparkSession (a Spark of its own per run costs ~45 s; the
     sweep test above runs one `--master` in a process of its own)."""
     import json
 
-    from kgroup.cli import lab as lab_cli
     from kgroup.cli.main import main
     from tests.lab.test_recorded import rolling_restart_recording
 
-    monkeypatch.setattr(lab_cli, "_spark_session", lambda master: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)        # the session outlives the command
     events = tmp_path / "events.jsonl"
     events.write_text("".join(json.dumps(e) + "\n" for g in ("billing", "shipping", "audit")
                               for e in rolling_restart_recording(g))
