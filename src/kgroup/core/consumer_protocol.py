@@ -118,6 +118,34 @@ class ConsumerProtocol(ModernProtocol):
             ErrorCode.NONE, None, done.member_id, after.member_epoch,
             self.group_configs.consumer_heartbeat_interval(group.group_id), after.assigned if (full or changed) else None))
 
+    def steady(self, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, reply: ReplyTo,
+               now_ms: int) -> Result | None:
+        """A settled member's heartbeat: known, at its own epoch, which is the group's and
+        its target's, STABLE, nothing in the request that its metadata lacks, no revocation
+        timer. Then every step keeps what is: `member_for` finds it (a static member by an
+        instance id that is its own, which no other member holds), `merge` keeps its metadata,
+        the group epoch and the target stay, `reconcile` keeps a STABLE member at the target
+        epoch whatever it reports owning, and the answer carries no assignment (not asked in
+        full: no rebalance timeout; nothing changed). Only the session moves on. This is most
+        of a settled group's traffic, and it skips building the steps' objects for it
+        (tests/unit/core/test_consumer_steady_heartbeat.py holds it to the steps' answers)."""
+        member = group.members.get(req.member_id)
+        if member is None:
+            return None
+        current, epoch = member.current, req.member_epoch
+        if (epoch <= JOIN_EPOCH or epoch != current.member_epoch or current.state is not MemberState.STABLE
+                or epoch != group.target_epoch or epoch != group.epoch or not _keeps_metadata(member.meta, req)):
+            return None
+        group_id, member_id = group.group_id, member.member_id
+        if consumer_revoke_key(group_id, member_id) in self.timers:
+            return None              # step 7 would cancel it: a change, left to the steps
+        configs = self.group_configs
+        response = ConsumerGroupHeartbeatResponse(ErrorCode.NONE, None, member_id, epoch,
+                                                  configs.consumer_heartbeat_interval(group_id), None)
+        # Last, as the steps arm it at build(): nothing above changed anything.
+        self._session(group_id, member_id, now_ms + configs.consumer_session_timeout(group_id))
+        return Result((), ((reply, response),)) if reply is not None else EMPTY_RESULT
+
     def assignment_interval(self, group_id: str) -> int:
         return self.group_configs.int_value(group_id, CONSUMER_ASSIGNMENT_INTERVAL)
 
@@ -242,12 +270,7 @@ class ConsumerProtocol(ModernProtocol):
 
     def merge(self, old: ConsumerMemberValue | None, req: ConsumerGroupHeartbeatRequest,
               classic: ClassicJoin | None) -> ConsumerMemberValue:
-        if (old is not None and classic is None and req.rebalance_timeout_ms == -1
-                and req.subscribed_topic_names is None and req.subscribed_topic_regex is None
-                and req.instance_id is None and req.rack_id is None and req.server_assignor is None
-                and req.client_id in ("", old.client_id) and req.client_host in ("", old.client_host)
-                and old.classic_protocols is None and old.classic_session_timeout_ms == -1
-                and old.subscribed_topic_regex != ""):
+        if old is not None and classic is None and _keeps_metadata(old, req):
             # A steady heartbeat (group, member and epoch only) leaves the metadata as it was;
             # the general fold below would build an equal value at ~5% of the heartbeat's CPU.
             return old
@@ -589,6 +612,19 @@ _FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
 _NO_ENTRY = (None, None, None)
 _NOTHING: dict = {}
 _REGEX = attrgetter("meta.subscribed_topic_regex")
+
+
+def _keeps_metadata(old: ConsumerMemberValue, req: ConsumerGroupHeartbeatRequest) -> bool:
+    """Whether folding `req` into a consumer member's metadata `old` gives `old` again: the
+    request sets none of its fields but the static member's own instance id and its own
+    client id and host (left out means "as before"), and `old` is not a classic member's
+    (whose fold is another). `subscribed_topic_regex` "" in `old` would fold to None."""
+    return (req.rebalance_timeout_ms == -1 and req.subscribed_topic_names is None
+            and req.subscribed_topic_regex is None and req.rack_id is None and req.server_assignor is None
+            and (req.instance_id is None or req.instance_id == old.instance_id)
+            and req.client_id in ("", old.client_id) and req.client_host in ("", old.client_host)
+            and old.classic_protocols is None and old.classic_session_timeout_ms == -1
+            and old.subscribed_topic_regex != "")
 
 
 def _subset(owned: Partitions, assigned: Partitions) -> bool:
