@@ -43,7 +43,7 @@ from kgroup.core.records import (
     ShareStateValue,
     ShareTargetRecord,
 )
-from kgroup.core.result import ReplyTo, Result, ResultBuilder
+from kgroup.core.result import EMPTY_RESULT, ReplyTo, Result, ResultBuilder
 from kgroup.core.share_configs import ShareConfigs
 from kgroup.core.share_partition import RecordState
 from kgroup.core.share_group import NEW_SHARE_MEMBER, ShareGroup, ShareGroupMember
@@ -194,6 +194,33 @@ class ShareProtocol(ModernProtocol):
         out.reply(reply, ShareGroupHeartbeatResponse(
             ErrorCode.NONE, None, req.member_id, after.member_epoch,
             self.configs.heartbeat_interval(group.group_id), after.assigned if full else None))
+
+    def steady(self, group: ShareGroup, req: ShareGroupHeartbeatRequest, reply: ReplyTo,
+               now_ms: int) -> Result | None:
+        """A settled member's heartbeat (`ModernProtocol.steady`): known, at its own epoch,
+        which is the group's and its target's, holding its target, and nothing in the request
+        that its metadata lacks (no subscription; its own rack, client id and host at most).
+        Then every step keeps what is: `merge` folds to an equal value, so the group epoch
+        and the target stay (and every subscribed topic is already initialized: no `settle`
+        timer), `next_current` keeps the member's value, and the answer has no assignment.
+        Only the session moves on. tests/unit/core/test_share_steady_heartbeat.py holds it to
+        the steps' answers."""
+        member = group.members.get(req.member_id)
+        if member is None:
+            return None
+        current, epoch, meta = member.current, req.member_epoch, member.meta
+        if (epoch <= SHARE_JOIN_EPOCH or epoch != current.member_epoch or epoch != group.target_epoch
+                or epoch != group.epoch or req.subscribed_topic_names is not None
+                or req.rack_id not in (None, meta.rack_id) or req.client_id not in ("", meta.client_id)
+                or req.client_host not in ("", meta.client_host)
+                or current.assigned != group.target.get(member.member_id, ())):
+            return None
+        group_id, member_id = group.group_id, member.member_id
+        response = ShareGroupHeartbeatResponse(ErrorCode.NONE, None, req.member_id, epoch,
+                                               self.configs.heartbeat_interval(group_id), None)
+        # Last, as the steps arm it at build(): nothing above changed anything.
+        self._session(group_id, member_id, now_ms + self.configs.session_timeout(group_id))
+        return Result((), ((reply, response),)) if reply is not None else EMPTY_RESULT
 
     # ---- leaving and expiry -----------------------------------------------------------------
 

@@ -11,7 +11,6 @@ the same answers and errors, and hold the same groups, stored state and timers.
 
 from __future__ import annotations
 
-from collections import Counter
 from unittest.mock import patch
 
 from hypothesis import given
@@ -20,69 +19,29 @@ from kgroup.core.consumer_group import GroupState
 from kgroup.core.consumer_protocol import ConsumerProtocol
 from kgroup.core.errors import ErrorCode
 from kgroup.core.timers import consumer_revoke_key, consumer_session_key
-from tests.unit.core.groupctx import GroupContext, Pending
+from tests.unit.core.groupctx import Pending
+from tests.unit.core.steady_twins import Recording, Twins
 from tests.unit.core.test_consumer_properties import CONFIG, G, PROPERTY_SETTINGS, Run, note, scenarios
 
-ORIGINAL = ConsumerProtocol.steady
+
+def step(run: Run, op: tuple) -> None:
+    run.apply(op)
+    run.learn_from_replies()
 
 
-class Recording(GroupContext):
-    """A GroupContext that keeps every request's reply slot, in order."""
-
-    def __post_init__(self) -> None:
-        self.pendings: list[Pending] = []
-        super().__post_init__()
-
-    def call(self, method, request, *args) -> Pending:
-        pending = super().call(method, request, *args)
-        self.pendings.append(pending)
-        return pending
-
-
-def no_steady_path(self, group, req, reply, now_ms):
-    return None
-
-
-class Twins:
-    """The same operations on a coordinator with the steady path and one without."""
+class ConsumerTwins(Twins):
+    """The consumer protocol's twins; also checks what the static member lookup rests on."""
 
     def __init__(self) -> None:
-        self.fast, self.slow = Run(ctx=Recording(CONFIG)), Run(ctx=Recording(CONFIG))
-        self.answered = Counter()            # what the steady path did, by outcome
-
-    def counted(self, protocol, group, req, reply, now_ms):
-        result = ORIGINAL(protocol, group, req, reply, now_ms)
-        self.answered["answered" if result is not None else "stepped"] += 1
-        return result
-
-    def apply(self, op: tuple) -> None:
-        twins = self
-
-        def fast_steady(protocol, group, req, reply, now_ms):
-            return twins.counted(protocol, group, req, reply, now_ms)
-
-        with patch.object(ConsumerProtocol, "steady", fast_steady):
-            self.fast.apply(op)
-            self.fast.learn_from_replies()
-        with patch.object(ConsumerProtocol, "steady", no_steady_path):
-            self.slow.apply(op)
-            self.slow.learn_from_replies()
-        self.same(op)
+        super().__init__(ConsumerProtocol, "consumer_groups", Run(ctx=Recording(CONFIG)), Run(ctx=Recording(CONFIG)),
+                         step)
 
     def same(self, op: tuple) -> None:
-        fast, slow = self.fast.ctx, self.slow.ctx
-        assert fast.log == slow.log, op
-        answers = [[(p.response, p.raised, p.message, p.replies) for p in c.pendings] for c in (fast, slow)]
-        assert answers[0] == answers[1], op
-        assert fast.coord.consumer_groups == slow.coord.consumer_groups, op
-        assert fast.coord.stored == slow.coord.stored, op
-        assert fast.coord.shard.topics == slow.coord.shard.topics, op
-        timers = [(dict(c.coord.shard.timers._current), c.coord.shard.timers._seq) for c in (fast, slow)]
-        assert timers[0] == timers[1], op
-        group = fast.coord.consumer_groups.get(G)
+        super().same(op)
+        group = self.fast.ctx.coord.consumer_groups.get(G)
         if group is not None:
-            # What the steady path's static member lookup rests on: no instance id is two
-            # members' (else Kafka's lookup by instance id could find another member).
+            # No instance id is two members' (else Kafka's lookup by instance id could find
+            # another member than the steady path's lookup by member id).
             ids = [m.meta.instance_id for m in group.members.values() if m.meta.instance_id is not None]
             assert len(ids) == len(set(ids)), ids
 
@@ -90,7 +49,7 @@ class Twins:
 @PROPERTY_SETTINGS
 @given(scenarios)
 def test_the_steady_path_answers_exactly_as_the_heartbeat_steps_over_random_interleavings(ops):
-    twins = Twins()
+    twins = ConsumerTwins()
     for op in ops:
         twins.apply(op)
         twins.fast.check()
@@ -193,7 +152,7 @@ def test_a_group_whose_epoch_moved_takes_the_steps_until_the_member_is_settled_a
 
 
 def test_the_twins_reach_the_steady_path_and_agree():
-    twins = Twins()
+    twins = ConsumerTwins()
     ops = [("cg_join", 0, None, ("t",), None), ("cg_join", 1, "inst-0", ("t",), None), ("advance", 1_000),
            ("cg_all",), ("cg_all",), ("cg_all",), ("cg_beat", 1, "good"), ("advance", 5_000), ("cg_all",)]
     for op in ops:
