@@ -69,6 +69,7 @@ from pathlib import Path
 import peers
 from peers import ROOT, median, print_table  # noqa: F401  (ROOT puts src/ on sys.path)
 
+from kgroup.client.errors import RequestTimeout
 from kgroup.core.config import GroupConfig
 from kgroup.wire import decode_response, encode_request, request_class
 from kgroup.wire.kio_build import build, item
@@ -619,10 +620,19 @@ async def drive(which: str, args) -> list[dict[str, object]]:
                 new_groups = [f"load-{which}-{i}" for i in range(made, math.ceil(target / args.group_size))]
                 made += len(new_groups)
                 t = time.monotonic()
-                if args.protocol == "consumer":
-                    await add_consumer_groups(load, side, new_groups, args.group_size, args.join_rate)
-                else:
-                    await add_classic_groups(load, side, new_groups, args.group_size, args.join_lanes)
+                try:
+                    if args.protocol == "consumer":
+                        await add_consumer_groups(load, side, new_groups, args.group_size, args.join_rate)
+                    else:
+                        await add_classic_groups(load, side, new_groups, args.group_size, args.join_lanes)
+                except (RequestTimeout, TimeoutError) as exc:
+                    if not results:
+                        raise
+                    # A ramp goes until the broker cannot keep up: past that, a new
+                    # connection's first request may wait longer than the client's timeout.
+                    print(f"  stopped: adding members up to {target:,} failed, the broker did not answer "
+                          f"in time ({exc}); the last step above is the most it served", flush=True)
+                    break
                 await settle(load, max(120.0, 20 * args.interval))
                 print(f"  {side.name}: {len(load.members):,} members joined and settled in "
                       f"{time.monotonic() - t:.1f} s; measuring {args.step_seconds if args.ramp else args.duration:.0f} s",
