@@ -158,3 +158,29 @@ def test_the_twins_reach_the_steady_path_and_agree():
     for op in ops:
         twins.apply(op)
     assert twins.answered["answered"] >= 4 and twins.answered["stepped"] >= 4, twins.answered
+
+
+def test_a_member_subscribed_by_regex_gets_the_same_answer_on_the_steady_path_as_from_the_steps():
+    """The driver above joins by topic names only; a member whose subscription is a regular
+    expression (resolved by a timer just after its join) is checked here, side by side."""
+    contexts = [Recording(CONFIG), Recording(CONFIG)]
+    for ctx, steady, steps_expected in zip(contexts, (ConsumerProtocol.steady, lambda self, *args: None), (0, 1)):
+        with patch.object(ConsumerProtocol, "steady", steady):
+            ctx.set_topics(t=4, u=2)
+            ctx.cg_heartbeat("m0", 0, group=G, regex="t|u")
+            ctx.cg_heartbeat("m1", 0, group=G, topics=["t"])
+            ctx.advance(0)                                   # the regex is resolved
+            for _ in range(4):
+                for mid in ("m0", "m1"):
+                    m = ctx.cgroup(G).members[mid]
+                    ctx.cg_heartbeat(mid, m.epoch, group=G, owned=m.current.assigned)
+            ctx.now += 2_000
+            m0 = ctx.cgroup(G).members["m0"]
+            _, steps = steps_taken(ctx, lambda: ctx.cg_heartbeat("m0", m0.epoch, group=G))
+            assert steps == steps_expected
+    fast, slow = contexts
+    assert fast.cgroup(G).state() is GroupState.STABLE and fast.cgroup(G).members["m0"].current.assigned
+    assert fast.log == slow.log
+    assert [(p.response, p.raised) for p in fast.pendings] == [(p.response, p.raised) for p in slow.pendings]
+    assert fast.coord.consumer_groups == slow.coord.consumer_groups
+    assert dict(fast.coord.shard.timers._current) == dict(slow.coord.shard.timers._current)
