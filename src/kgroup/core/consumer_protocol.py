@@ -13,7 +13,9 @@ full, its assignment.
 A regular expression no member of the group subscribed with before is resolved right after
 the heartbeat that brought it (a timer at once), as Kafka resolves one in the background:
 that heartbeat counts none of its topics and moves no epoch for it; the resolution bumps
-the group epoch if the topics the group subscribes to changed.
+the group epoch if the topics the group subscribes to changed, or if a new regex matched
+any topic (as Kafka does when a regex's resolved topics change: its member is then given
+partitions even of topics the group already subscribed to by name).
 
 These handlers see consumer groups (and "no group yet"); the coordinator routes a
 heartbeat for a classic group to migration.py, which converts it into records and hands
@@ -332,8 +334,11 @@ class ConsumerProtocol(ModernProtocol):
         unresolved = self._unresolved(group, members)
         if not unresolved:
             return subscribed, bump
-        out.then(self.timers.schedule, consumer_regex_key(group.group_id), now_ms,
-                 TimerOp(TimerKind.CONSUMER_REGEX, group.group_id))
+        # Kafka moves the group epoch when a regex's resolved topics change: a new regex that
+        # matches any topic moves it at its resolution, even when the group already subscribes
+        # to those topics by name (its member must be given some of them).
+        matched = any(self._matches_a_topic(regex) for regex in unresolved)
+        out.then(self._arm_resolution, group.group_id, now_ms, matched)
         names: set[str] = set()
         for m in members.values():
             names |= self.topics_of(m.meta, unresolved)
@@ -350,9 +355,34 @@ class ConsumerProtocol(ModernProtocol):
             return subscribed, False
         return subscribed, bump
 
+    def _matches_a_topic(self, regex: str) -> bool:
+        try:
+            matches = full_matcher(regex)
+        except InvalidRegex:
+            return False
+        return any(map(matches, self.shard.topics))
+
+    def _arm_resolution(self, group_id: str, now_ms: int, matched: bool) -> None:
+        """Arm the resolution of a group's new regexes (`generation` 1: one of them matched a
+        topic); another new regex of the group may be waiting for it already."""
+        key = consumer_regex_key(group_id)
+        armed = self.timers.operation(key)
+        matched = matched or (armed is not None and armed.generation == _REGEX_MATCHED)
+        self.timers.schedule(key, now_ms, TimerOp(TimerKind.CONSUMER_REGEX, group_id,
+                                                  generation=_REGEX_MATCHED if matched else -1))
+
     def regex_resolved(self, op: TimerOp, now_ms: int) -> Result:
-        """A new regex is resolved: the group epoch moves if what the group subscribes to changed."""
-        return self.recount(op, now_ms, "regular expression resolved")
+        """New regexes are resolved: the group epoch moves if what the group subscribes to
+        changed, or if one of them matched a topic (its resolved topics went from none to
+        some, which moves Kafka's group epoch even when the group already subscribed to those
+        topics by name: differential scenario consumer_regex_of_a_subscribed_topic)."""
+        group = self.groups.get(op.group_id)
+        if op.generation != _REGEX_MATCHED or group is None or not group.members:
+            return self.recount(op, now_ms, "regular expression resolved")
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        out.changed(group.group_id, "regular expression resolved")
+        out.record(self.records.epoch(group.group_id, group.epoch + 1, self.subscribed_metadata(group.members)))
+        return out.build()
 
     def topics_of(self, meta: ConsumerMemberValue, unresolved: frozenset[str] = frozenset()) -> set[str]:
         """Names of existing topics the member subscribes to (by name, or by a regex that is
@@ -612,6 +642,8 @@ _FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
 _NO_ENTRY = (None, None, None)
 _NOTHING: dict = {}
 _REGEX = attrgetter("meta.subscribed_topic_regex")
+# A regex resolution's TimerOp.generation when a new regex matched a topic (the epoch moves).
+_REGEX_MATCHED = 1
 
 
 def _keeps_metadata(old: ConsumerMemberValue, req: ConsumerGroupHeartbeatRequest) -> bool:

@@ -185,6 +185,11 @@ class Timers:
         entry = self._current.get(key)
         return None if entry is None else entry[0]
 
+    def operation(self, key: Hashable) -> TimerOp | None:
+        """The operation armed under `key` (None: nothing armed)."""
+        entry = self._current.get(key)
+        return None if entry is None else entry[2]
+
     def __contains__(self, key: Hashable) -> bool:
         return key in self._current
 

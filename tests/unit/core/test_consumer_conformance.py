@@ -118,6 +118,36 @@ def test_a_regex_matching_nothing_new_moves_no_epoch_when_resolved():
     assert ctx.cgroup().epoch == epoch
 
 
+def test_a_regex_matching_a_topic_the_group_already_subscribes_to_moves_the_epoch_when_resolved():
+    # Differential scenario consumer_regex_of_a_subscribed_topic: Kafka 4.4 gives B half of
+    # t; kgroup compared only the group's subscribed topics, which did not change, and B
+    # stayed without partitions for good.
+    ctx = GroupContext()
+    ctx.set_topics(t=4)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    settle(ctx, ["a"])
+    epoch = ctx.cgroup().epoch
+    r = ctx.cg_heartbeat("b", 0, regex="t").response
+    assert r.member_epoch == epoch and ctx.cgroup().epoch == epoch     # no bump until resolved
+    ctx.advance(0)
+    assert ctx.cgroup().epoch == epoch + 1
+    settle(ctx, ["a", "b"])
+    held = {mid: sum(len(ps) for _, ps in m.current.assigned) for mid, m in ctx.cgroup().members.items()}
+    assert held == {"a": 2, "b": 2}
+
+
+def test_two_new_regexes_before_their_resolution_move_the_epoch_if_either_matched():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    settle(ctx, ["a"])
+    epoch = ctx.cgroup().epoch
+    ctx.cg_heartbeat("b", 0, regex="t")
+    ctx.cg_heartbeat("c", 0, regex="nothing-.*")          # the same resolution, matching nothing
+    ctx.advance(0)
+    assert ctx.cgroup().epoch == epoch + 1
+
+
 SUB1 = encode_subscription(Subscription(("t",)), 1)
 
 

@@ -301,3 +301,32 @@ async def consumer_migration(t: Target) -> None:
     t.add("describe after the downgrade", await observe.describe(raw, group))
     await t.ask(classic, "classic member heartbeat after the downgrade",
                 heartbeat(3, group, int(rj.generation_id) if rj is not None else gen, c))
+
+
+@scenario("consumer", "a regular expression that matches a topic the group already subscribes to",
+          rule="a member joining with a regular expression whose topics another member already subscribes "
+               "to by name is given some of their partitions once the expression is resolved")
+async def consumer_regex_of_a_subscribed_topic(t: Target) -> None:
+    raw, group, topic = await set_up(t, 4)
+    a, b = member_id(t, "m30"), member_id(t, "m31")
+    a_epoch, a_owned = await joined(t, raw, group, a, topic, label="A joins by name", owns="A owns its assignment")
+    r = await t.ask(raw, "B joins with a regex matching only that topic", hb(group, b, 0, regex=topic, owned=[]))
+    b_epoch, b_owned = int(r.member_epoch), owned_of(r)
+
+    async def b_owns_some() -> bool:
+        nonlocal a_epoch, a_owned, b_epoch, b_owned
+        ra = await raw.call(hb(group, a, a_epoch, owned=a_owned))
+        a_epoch = int(ra.member_epoch)
+        if ra.assignment is not None:
+            a_owned = owned_of(ra)
+        rb = await raw.call(hb(group, b, b_epoch, owned=b_owned))
+        b_epoch = int(rb.member_epoch)
+        if rb.assignment is not None:
+            b_owned = owned_of(rb)
+        return bool(b_owned) and sum(len(ps) for _, ps in a_owned + b_owned) == 4
+    try:
+        await observe.until(b_owns_some, "B owns some of the topic's partitions", timeout=20.0)
+        t.add("B given partitions within 20 s", True)
+    except AssertionError:
+        t.add("B given partitions within 20 s", False)
+    t.add("partitions owned by A and by B", (sum(len(ps) for _, ps in a_owned), sum(len(ps) for _, ps in b_owned)))
