@@ -14,7 +14,7 @@ After every step:
   same consumer groups (replaying the log gives the live state);
 - no partition is held (assigned or pending revocation) by two members of a consumer group;
 - a consumer group that is Stable assigns every partition of its subscribed topics exactly
-  once.
+  once, and evenly when all its members subscribe to the same topics.
 """
 
 from __future__ import annotations
@@ -311,6 +311,23 @@ class Run:
             assigned = sorted((t, p) for m in group.members.values() for t, ps in m.current.assigned for p in ps)
             wanted = sorted((tid, p) for _, tid, count in group.subscribed for p in range(count))
             assert assigned == wanted
+            self.check_balance(group)
+
+    def check_balance(self, group) -> None:
+        """Members that all subscribe to the same topics share them evenly: the uniform
+        assignor's counts differ by at most one, the range assignor's do on every topic."""
+        topics = {mid: frozenset(self.ctx.coord.consumer.topics_of(m.meta)) for mid, m in group.members.items()}
+        if len(set(topics.values())) != 1 or not next(iter(topics.values())):
+            return
+        note("consumer group Stable, one subscription")
+        counts = {mid: dict((t, len(ps)) for t, ps in m.current.assigned) for mid, m in group.members.items()}
+        if group.assignor_name(CONFIG) == "uniform":
+            totals = [sum(c.values()) for c in counts.values()]
+            assert max(totals) - min(totals) <= 1, counts
+        else:
+            for _, tid, _ in group.subscribed:
+                each = [c.get(tid, 0) for c in counts.values()]
+                assert max(each) - min(each) <= 1, (tid, counts)
 
 
 def play(ops: list[tuple]) -> Run:
