@@ -56,10 +56,13 @@ NORMALIZATIONS: dict[str, str] = {
     "group order": "Kafka answers a request naming several groups shard by shard, and lists groups from hash "
                    "maps: lists of groups are compared in group-id order",
     "partition order": "Kafka answers partitions from hash maps (committed offsets, a produce's results): "
-                       "lists of partitions are compared in partition order",
+                       "lists of partitions are compared in partition order, and so are a topic's partition "
+                       "numbers in an assignment (a set in Kafka: a member still revoking some is described "
+                       "with them after the ones it keeps)",
     "name order": "Kafka builds lists of named entries (topics, configs, users, transactions) from hash maps: they are "
                   "compared in name order (per-topic results naming none, by id, first, then by error; "
-                  "a transaction's topics and an election's results by topic)",
+                  "a transaction's topics and an election's results by topic; a member's subscribed topic "
+                  "names, a hash set in Kafka)",
     "heartbeat timing": "in real-client scenarios a classic Heartbeat answered NONE or REBALANCE_IN_PROGRESS "
                         "is left out of a client's outcomes: which of the two a heartbeat gets depends on when "
                         "its timer fired (raw scenarios compare every heartbeat exactly; other errors are kept)",
@@ -87,6 +90,8 @@ _PRODUCER_KEYS = frozenset({"producer_id"})
 _SESSION_KEYS = frozenset({"session_id"})
 _SUBSCRIPTION_KEYS = frozenset({"subscription_id"})
 _MESSAGE_KEYS = frozenset({"error_message"})
+_NAME_SET_KEYS = frozenset({"subscribed_topic_names"})
+_PARTITION_SET_KEYS = frozenset({"partitions"})
 _THROTTLE_KEYS = frozenset({"throttle_time", "throttle_time_ms"})
 _CLUSTER_KEYS = frozenset({"cluster_id"})
 _LOG_DIR_KEYS = frozenset({"log_dir"})
@@ -217,6 +222,11 @@ class Normalizer:
             return value if isinstance(value, int) and value < 0 else "TIME"
         if key == "session_lifetime" and isinstance(value, timedelta):
             return 0 if not value else "LIFETIME"
+        if key in _NAME_SET_KEYS and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return sorted(value)
+        if (key in _PARTITION_SET_KEYS and isinstance(value, (list, tuple)) and value
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+            return sorted(value)
         if key in _MESSAGE_KEYS:
             return "MESSAGE" if isinstance(value, str) and value else value
         if key in _PRODUCER_KEYS and isinstance(value, int):

@@ -8,10 +8,17 @@ its own target one heartbeat at a time (`reconcile`):
 
 - partitions in both its current and target assignment stay;
 - partitions it holds but the target does not are *pending revocation*: the member keeps
-  its epoch and stays UNREVOKED_PARTITIONS until a heartbeat shows it no longer owns them;
+  its epoch and stays UNREVOKED_PARTITIONS until a heartbeat shows it no longer owns them
+  (no such step when the heartbeat that brings the target already shows that);
 - partitions the target adds are handed over only when no other member still holds them
   (else UNRELEASED_PARTITIONS, at the target epoch);
 - with nothing to revoke and nothing unreleased the member is STABLE at the target epoch.
+
+Every step that changes the member records the epoch it left as its previous epoch (a
+heartbeat at that epoch is forgiven: the member missed an answer). A rejoin (epoch 0) is
+such a step from where the member stands, not a reset. These are the rules of Kafka 4.4's
+CurrentAssignmentBuilder, checked by random heartbeat sequences run on both brokers
+(scenario `consumer_random_sequences`).
 
 Each held partition keeps the epoch at which it was assigned (KIP-1251, assignment_epochs.py):
 a partition kept keeps it, a new one takes the epoch the step moves the member to.
@@ -167,9 +174,8 @@ class ConsumerGroup(ModernGroup):
         return sum(1 for c in currents if not converged(c, target_epoch))
 
     def assignor_name(self, config: GroupConfig) -> str:
-        """The server assignor its members ask for most (the coordinator's first if none asks)."""
-        votes = Counter(m.meta.server_assignor for m in self.members.values() if m.meta.server_assignor)
-        return votes.most_common(1)[0][0] if votes else config.consumer_assignors[0]
+        """The server assignor its members ask for most (`preferred_assignor`)."""
+        return preferred_assignor(self.members.values(), config.consumer_assignors)
 
     def _holds(self, member: ConsumerGroupMember, value: ConsumerCurrentValue | None) -> None:
         """Keep `owners` in step: a partition is owned while assigned or pending revocation."""
@@ -189,6 +195,19 @@ class ConsumerGroup(ModernGroup):
 
 
 _MEMBER_EPOCH = attrgetter("member_epoch")
+_SERVER_ASSIGNOR = attrgetter("meta.server_assignor")
+
+
+def preferred_assignor(members, assignors: tuple[str, ...]) -> str:
+    """The server assignor `members` ask for most; the coordinator's first (of `assignors`,
+    its configured ones) if none asks, and of two asked for as often the one it lists first
+    (Kafka 4.4 breaks such a tie by hash order, which for its two default assignors puts
+    uniform first; docs/protocol.md says what else a tie does there)."""
+    votes = Counter(filter(None, map(_SERVER_ASSIGNOR, members)))
+    if not votes:
+        return assignors[0]
+    best = max(votes.values())
+    return next((a for a in assignors if votes.get(a) == best), None) or max(votes, key=votes.__getitem__)
 
 _STATES = {Phase.EMPTY: GroupState.EMPTY, Phase.ASSIGNING: GroupState.ASSIGNING,
            Phase.RECONCILING: GroupState.RECONCILING, Phase.STABLE: GroupState.STABLE}
@@ -196,14 +215,17 @@ _STATES = {Phase.EMPTY: GroupState.EMPTY, Phase.ASSIGNING: GroupState.ASSIGNING,
 
 def reconcile(member_id: str, current: ConsumerCurrentValue, target: Partitions, target_epoch: int,
               owners: dict[tuple[str, int], str], owned_reported: Partitions | None) -> ConsumerCurrentValue:
-    """The member's next step towards its target (Kafka's CurrentAssignmentBuilder)."""
+    """The member's next step towards its target (Kafka's CurrentAssignmentBuilder).
+
+    `owned_reported` is what the heartbeat says the member owns (None: not said, so it may
+    own anything it holds). A partition to revoke that the member already reports not owning
+    needs no revocation step; a partition the target adds is handed over only when no other
+    member holds it. Every step that changes the member records its epoch before
+    the step as the previous epoch (a heartbeat at that epoch is still accepted)."""
     state = current.state
     if state is MemberState.UNREVOKED_PARTITIONS:
         # Stay until the member shows it let go of everything pending revocation.
-        if owned_reported is None:
-            return current
-        still = as_dict(owned_reported)
-        if any(still.get(t, set()) & set(ps) for t, ps in current.pending_revocation):
+        if _still_owns(current.pending_revocation, owned_reported):
             return current
     elif state is MemberState.STABLE and current.member_epoch == target_epoch:
         return current
@@ -224,27 +246,29 @@ def reconcile(member_id: str, current: ConsumerCurrentValue, target: Partitions,
                 keep[topic].add(p)
             else:
                 unreleased = True
-    if revoke:
-        # Revocation first: the member keeps its epoch and gets nothing new until it has
-        # given up what moves, so no partition is ever owned twice.
-        nxt = ConsumerCurrentValue(current.member_epoch, current.previous_member_epoch,
-                                   MemberState.UNREVOKED_PARTITIONS,
-                                   as_tuple({t: held[t] & wanted.get(t, set()) for t in held}),
-                                   as_tuple(revoke))
-    elif unreleased:
-        nxt = ConsumerCurrentValue(target_epoch, current.member_epoch,
-                                   MemberState.UNRELEASED_PARTITIONS, as_tuple(keep), ())
+    if revoke and _still_owns(as_tuple(revoke), owned_reported):
+        # Revocation first: the member gets nothing new until it has given up what moves,
+        # so no partition is ever owned twice.
+        nxt = ConsumerCurrentValue(current.member_epoch, current.member_epoch, MemberState.UNREVOKED_PARTITIONS,
+                                   as_tuple({t: held[t] & wanted.get(t, set()) for t in held}), as_tuple(revoke))
     else:
-        nxt = ConsumerCurrentValue(target_epoch, current.member_epoch, MemberState.STABLE,
+        nxt = ConsumerCurrentValue(target_epoch, current.member_epoch,
+                                   MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE,
                                    as_tuple(keep), ())
     check_member_transition(current, nxt, target_epoch)
-    if (nxt.member_epoch == current.member_epoch and nxt.state == current.state
-            and nxt.assigned == current.assigned and nxt.pending_revocation == current.pending_revocation):
+    if (nxt.member_epoch == current.member_epoch and nxt.previous_member_epoch == current.previous_member_epoch
+            and nxt.state == current.state and nxt.assigned == current.assigned
+            and nxt.pending_revocation == current.pending_revocation):
         return current
-    if nxt.member_epoch == current.member_epoch:
-        nxt = ConsumerCurrentValue(nxt.member_epoch, current.previous_member_epoch, nxt.state,
-                                   nxt.assigned, nxt.pending_revocation)
     return stamp(nxt, current)
+
+
+def _still_owns(partitions: Partitions, owned_reported: Partitions | None) -> bool:
+    """Whether the member may still own any of `partitions` (unreported: it may)."""
+    if owned_reported is None:
+        return True
+    owned = as_dict(owned_reported)
+    return any(owned.get(t, set()) & set(ps) for t, ps in partitions)
 
 
 def apply_consumer_record(groups: dict[str, ConsumerGroup], record) -> bool:

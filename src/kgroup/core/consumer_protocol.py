@@ -26,7 +26,6 @@ injected `Downgrade`'s business.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import compress, repeat
@@ -44,6 +43,7 @@ from kgroup.core.consumer_group import (
     NEW_MEMBER,
     as_dict,
     as_tuple,
+    preferred_assignor,
     reconcile,
 )
 from kgroup.core.errors import ErrorCode, GroupError
@@ -160,8 +160,12 @@ class ConsumerProtocol(ModernProtocol):
         if replaced is not None:
             owners = {k: (member_id if v == replaced.member_id else v) for k, v in owners.items()}
         current = member.current
-        if req.member_epoch == JOIN_EPOCH and replaced is None and current is not NEW_MEMBER:
-            current = NEW_MEMBER  # a rejoin after being fenced starts from nothing
+        if replaced is not None or (req.member_epoch == JOIN_EPOCH and current.member_epoch == STATIC_LEAVE_EPOCH):
+            # A static member taking a departed one's place (or its own, under the same id)
+            # starts from its assignment at epoch 0, as Kafka copies the member. A rejoin
+            # (epoch 0) of a known member is not reset: the partitions its join reports not
+            # owning (all of them) need no revocation step.
+            current = replace(current, member_epoch=0, previous_member_epoch=0)
         if classic is not None and req.owned is not None and current is not NEW_MEMBER:
             # A classic member revokes before it rejoins: what it no longer reports is released.
             # (An eager member reports nothing: it gave everything up.) Then recompute in full,
@@ -239,6 +243,12 @@ class ConsumerProtocol(ModernProtocol):
         """(the member, or None if new; a static member it replaces, or None)."""
         static = group.static_member(req.instance_id)
         if req.member_epoch == JOIN_EPOCH:
+            if (static is not None and static.member_id == member_id and static.epoch != STATIC_LEAVE_EPOCH
+                    and not static.meta.is_classic):
+                # Kafka 4.4 refuses a consumer-protocol static member's rejoin while its
+                # instance has not left (-2), even under the same member id (after a fence).
+                raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
+                                 f"static member {req.instance_id} is still in use by {static.member_id}")
             if static is not None and static.member_id != member_id:
                 if static.epoch != STATIC_LEAVE_EPOCH:
                     raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
@@ -303,10 +313,10 @@ class ConsumerProtocol(ModernProtocol):
             meta = replace(meta, classic_protocols=classic[0], classic_session_timeout_ms=classic[1])
         return meta
 
-    # (topic names, regex, server assignor), read at C speed: the group's subscribed topics
-    # are worked out per distinct subscription at every join.
-    subscription = staticmethod(attrgetter("subscribed_topic_names", "subscribed_topic_regex",
-                                           "server_assignor"))
+    # (topic names, regex), read at C speed: the group's subscribed topics are worked out per
+    # distinct subscription at every join. A member's server assignor is not part of it: a
+    # change moves the epoch only if it changes the group's preferred assignor (`settle`).
+    subscription = staticmethod(attrgetter("subscribed_topic_names", "subscribed_topic_regex"))
 
     # ---- regular expressions resolved after the heartbeat ----------------------------------
 
@@ -324,7 +334,10 @@ class ConsumerProtocol(ModernProtocol):
     def settle(self, group: ConsumerGroup, joined: Joined, subscribed: SubscribedTopics, bump: bool,
                now_ms: int, out: ResultBuilder) -> tuple[SubscribedTopics, bool]:
         """A new regex counts none of its topics and moves no epoch until it is resolved, just
-        after this heartbeat (`regex_resolved`)."""
+        after this heartbeat (`regex_resolved`). A change of the member's server assignor
+        moves the epoch when it changes the group's preferred one, as in Kafka 4.4."""
+        moved = self._assignor_moved(group, joined)
+        bump = bump or moved
         if not joined.meta.subscribed_topic_regex:
             # Every other member's regex is the one it had in the group, so only this
             # member's can be new: without one, nothing is unresolved (and a steady
@@ -349,11 +362,20 @@ class ConsumerProtocol(ModernProtocol):
         before = joined.old_meta if joined.old_meta is not None else (
             joined.replaced.meta if joined.replaced is not None else None)
         names_before = before.subscribed_topic_names if before is not None else ()
-        assignor_before = before.server_assignor if before is not None else None
-        meta = joined.meta
-        if names_before == meta.subscribed_topic_names and assignor_before == meta.server_assignor:
-            return subscribed, False
+        if names_before == joined.meta.subscribed_topic_names:
+            return subscribed, moved
         return subscribed, bump
+
+    def _assignor_moved(self, group: ConsumerGroup, joined: Joined) -> bool:
+        """Whether the heartbeat changes the group's preferred server assignor (only one that
+        changes the member's own can)."""
+        before = joined.old_meta if joined.old_meta is not None else (
+            joined.replaced.meta if joined.replaced is not None else None)
+        if (before.server_assignor if before is not None else None) == joined.meta.server_assignor:
+            return False
+        assignors = self.config.consumer_assignors
+        return (preferred_assignor(group.members.values(), assignors)
+                != preferred_assignor(joined.members_of(group).values(), assignors))
 
     def _matches_a_topic(self, regex: str) -> bool:
         try:
@@ -401,13 +423,7 @@ class ConsumerProtocol(ModernProtocol):
     def assign(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember], targets: dict[str, Partitions],
                subscribed: SubscribedTopics, out: ResultBuilder) -> dict[str, Partitions]:
         """Run the server assignor most members ask for; record what changes."""
-        votes = Counter(filter(None, map(_SERVER_ASSIGNOR, members.values())))
-        preferred = self.config.consumer_assignors
-        if votes:
-            best = max(votes.values())
-            name = next(a for a in preferred if votes.get(a) == best)
-        else:
-            name = preferred[0]
+        name = preferred_assignor(members.values(), self.config.consumer_assignors)
         try:
             assignor = get_server_assignor(name)
         except UnknownAssignor:
@@ -533,11 +549,12 @@ class ConsumerProtocol(ModernProtocol):
             raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"instance {req.instance_id} is not {req.member_id}'s")
         if req.member_epoch == STATIC_LEAVE_EPOCH:
             # A static member steps out for a restart: it keeps its assignment (and the group
-            # its epoch) until its session runs out; its assignment epochs drop to 0, so its
-            # next incarnation may commit for what it holds (KIP-1251, as Kafka does).
+            # its epoch) until its session runs out, but not what it was revoking (it let go
+            # of everything); its assignment epochs drop to 0, so its next incarnation may
+            # commit for what it holds (KIP-1251). As Kafka 4.4 does.
             cur = member.current
             out.record(ConsumerCurrentRecord(group.group_id, member.member_id, at_epoch(ConsumerCurrentValue(
-                STATIC_LEAVE_EPOCH, cur.previous_member_epoch, cur.state, cur.assigned, cur.pending_revocation), 0)))
+                STATIC_LEAVE_EPOCH, cur.previous_member_epoch, cur.state, cur.assigned, ()), 0)))
             self.arm_session(group.group_id, member.member_id,
                              now_ms + self.group_configs.consumer_session_timeout(group.group_id), out)
         else:
@@ -636,7 +653,6 @@ class _Followed:
     settled: Any
 
 
-_SERVER_ASSIGNOR = attrgetter("meta.server_assignor")
 _ASSIGNMENT = attrgetter("assignment")
 _FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
 _NO_ENTRY = (None, None, None)

@@ -531,11 +531,11 @@ class StreamsProtocol(ModernProtocol):
             out.then(setattr, group, "shutdown_requested_by", member.member_id)
         if req.member_epoch == STATIC_LEAVE_EPOCH:
             # A static member steps out for a restart: it keeps its tasks (and the group its
-            # epoch) until its session runs out.
+            # epoch) until its session runs out, but not those it was revoking (it let go of
+            # everything), as Kafka 4.4 does.
             cur = member.current
             out.record(self.records.current(group.group_id, member.member_id, StreamsCurrentValue(
-                STATIC_LEAVE_EPOCH, cur.previous_member_epoch, cur.state, cur.active, cur.standby, cur.warmup,
-                cur.pending_active, cur.pending_standby, cur.pending_warmup)))
+                STATIC_LEAVE_EPOCH, cur.previous_member_epoch, cur.state, cur.active, cur.standby, cur.warmup)))
             self.arm_session(group.group_id, member.member_id,
                              now_ms + self.configs.session_timeout(group.group_id), out)
         else:

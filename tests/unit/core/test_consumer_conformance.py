@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kgroup.assignors import Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription
 from kgroup.core.classic_group import ClassicGroupState as S
+from kgroup.core.config import GroupConfig
 from kgroup.core.consumer_group import MemberState
 from kgroup.core.errors import ErrorCode as E
 
@@ -244,3 +245,97 @@ def test_a_share_heartbeat_with_a_member_id_longer_than_36_characters_is_invalid
             ctx.coord.share_group_heartbeat(ShareGroupHeartbeatRequest("sg", member, 0), None, ctx.now)
         assert (raised.value.code, raised.value.message) == (E.INVALID_REQUEST, message)
     assert "sg" not in ctx.coord.share_groups
+
+
+# ---- KIP-848 reconciliation as Kafka 4.4's CurrentAssignmentBuilder does it ------------------
+# Found by random ConsumerGroupHeartbeat sequences run on Kafka 4.4 and kgroup side by side;
+# each has a differential scenario in kgroup.conformance.scenarios.consumer_raw.
+
+def test_kip848_a_member_that_reports_not_owning_what_moves_skips_the_revocation_step():
+    ctx = GroupContext()
+    ctx.set_topics(t=4)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    settle(ctx, ["a"])
+    ctx.cg_heartbeat("b", 0, topics=["t"])
+    a = ctx.cgroup().members["a"]
+    epoch = a.epoch
+    r = ctx.cg_heartbeat("a", epoch, owned=[]).response     # it has let go of everything already
+    a = ctx.cgroup().members["a"]
+    assert (r.member_epoch, a.state) == (ctx.cgroup().target_epoch, MemberState.STABLE)
+    assert a.current.previous_member_epoch == epoch and len(a.current.assigned[0][1]) == 2
+
+
+def test_kip848_a_member_that_does_not_say_what_it_owns_is_still_asked_to_revoke():
+    ctx = GroupContext()
+    ctx.set_topics(t=4)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    settle(ctx, ["a"])
+    ctx.cg_heartbeat("b", 0, topics=["t"])
+    epoch = ctx.cgroup().members["a"].epoch
+    r = ctx.cg_heartbeat("a", epoch).response                # owned not sent: it may own them
+    a = ctx.cgroup().members["a"]
+    assert (r.member_epoch, a.state) == (epoch, MemberState.UNREVOKED_PARTITIONS)
+    assert a.current.previous_member_epoch == epoch          # every step records the epoch it left
+
+
+def test_kip848_a_rejoin_keeps_the_epoch_it_had_as_previous_so_a_lost_answer_is_forgiven():
+    ctx = GroupContext()
+    ctx.set_topics(t=4, u=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    settle(ctx, ["a"])
+    before = ctx.cgroup().members["a"].epoch
+    r = ctx.cg_heartbeat("a", 0, topics=["t", "u"]).response   # rejoins (after a fence, say)
+    assert r.member_epoch == before + 1
+    assert ctx.cgroup().members["a"].current.previous_member_epoch == before
+    # A heartbeat at the epoch before, owning what it was given, is answered (not fenced).
+    owned = ctx.cgroup().members["a"].current.assigned
+    assert ctx.cg_heartbeat("a", before, owned=owned).error is E.NONE
+
+
+def test_kip848_a_static_member_cannot_rejoin_under_its_own_id_before_it_left():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"], instance="i-a")
+    settle(ctx, ["a"])
+    assert ctx.cg_heartbeat("a", 0, topics=["t"], instance="i-a").error is E.UNRELEASED_INSTANCE_ID
+    ctx.cg_heartbeat("a", -2, instance="i-a")
+    r = ctx.cg_heartbeat("a", 0, topics=["t"], instance="i-a")
+    assert r.error is E.NONE and ctx.cgroup().members["a"].current.previous_member_epoch == 0
+
+
+def test_kip848_a_tie_between_server_assignors_goes_to_the_one_the_coordinator_lists_first():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"], assignor="range")
+    ctx.cg_heartbeat("b", 0, topics=["t"], assignor="uniform")
+    assert ctx.cgroup().assignor_name(GroupConfig()) == "uniform"
+    ctx.cg_heartbeat("c", 0, topics=["t"], assignor="range")
+    assert ctx.cgroup().assignor_name(GroupConfig()) == "range"
+
+
+def test_kip848_a_static_member_leaving_while_it_revokes_lets_go_of_what_it_was_revoking():
+    ctx = GroupContext()
+    ctx.set_topics(t=4)
+    ctx.cg_heartbeat("a", 0, topics=["t"], instance="i-a")
+    settle(ctx, ["a"])
+    ctx.cg_heartbeat("b", 0, topics=["t"])
+    ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch, instance="i-a")     # told to revoke
+    assert ctx.cgroup().members["a"].current.pending_revocation
+    ctx.cg_heartbeat("a", -2, instance="i-a")
+    a = ctx.cgroup().members["a"].current
+    assert a.pending_revocation == () and len(a.assigned[0][1]) == 2
+    r = ctx.cg_heartbeat("b", ctx.cgroup().members["b"].epoch, owned=[]).response
+    assert len(r.assignment[0][1]) == 2                                       # no longer waiting
+
+
+def test_kip848_a_member_changing_its_server_assignor_moves_the_epoch_only_if_the_groups_changes():
+    ctx = GroupContext()
+    ctx.set_topics(t=2)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    settle(ctx, ["a"])
+    epoch = ctx.cgroup().epoch
+    # Naming the assignor the group uses anyway (uniform, the default) changes nothing.
+    ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch, assignor="uniform")
+    assert ctx.cgroup().epoch == epoch
+    ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch, assignor="range")
+    assert ctx.cgroup().epoch == epoch + 1 and ctx.cgroup().assignor_name(GroupConfig()) == "range"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 import uuid
 
@@ -330,3 +331,173 @@ async def consumer_regex_of_a_subscribed_topic(t: Target) -> None:
     except AssertionError:
         t.add("B given partitions within 20 s", False)
     t.add("partitions owned by A and by B", (sum(len(ps) for _, ps in a_owned), sum(len(ps) for _, ps in b_owned)))
+
+
+@scenario("consumer", "a member that reports not owning what moves skips the revocation step",
+          rule="when a new target takes partitions from a member whose heartbeat reports owning none of them, "
+               "the member goes straight to the new epoch with what it keeps (no UNREVOKED_PARTITIONS step)")
+async def consumer_revocation_not_owned(t: Target) -> None:
+    raw, group, topic = await set_up(t, 4)
+    a, b = member_id(t, "m40"), member_id(t, "m41")
+    a_epoch, _ = await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment")
+    await t.ask(raw, "B joins", hb(group, b, 0, topics=[topic], owned=[]))
+    await t.ask(raw, "A heartbeat owning nothing", hb(group, a, a_epoch, owned=[]))
+    t.add("describe", await observe.consumer_describe(raw, group))
+
+
+@scenario("consumer", "a rejoin keeps the epoch it had as the previous epoch",
+          rule="a known member rejoining with epoch 0 is not reset: its epoch before the rejoin becomes its "
+               "previous epoch, so a later heartbeat at that epoch owning only what it was given is answered "
+               "(a lost answer), and one further behind is fenced")
+async def consumer_rejoin_previous_epoch(t: Target) -> None:
+    group, topic, other = t.names.group(), t.names.topic(), t.names.topic("u")
+    raw = await ready(t, group, 4, more={other: 2})
+    a = member_id(t, "m43")
+    a_epoch, a_owned = await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment")
+    r = await t.ask(raw, "A rejoins with epoch 0, subscribing to another topic too",
+                    hb(group, a, 0, topics=[topic, other], owned=[]))
+    owned = owned_of(r)
+    await t.ask(raw, "A heartbeat at its epoch before the rejoin", hb(group, a, a_epoch, owned=owned))
+    await t.ask(raw, "A heartbeat one epoch further behind", hb(group, a, a_epoch - 1, owned=owned))
+
+
+@scenario("consumer", "a static member rejoining under its own member id before it left",
+          rule="a static member (consumer protocol) sending epoch 0 again under the same member id and instance "
+               "id is refused UNRELEASED_INSTANCE_ID until it has left with epoch -2; after that it rejoins "
+               "under that id and is given its partitions again")
+async def consumer_static_rejoin_same_id(t: Target) -> None:
+    raw, group, topic = await set_up(t, 2)
+    a = member_id(t, "m44")
+    a_epoch, _ = await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment", instance="i-a")
+    await t.ask(raw, "A rejoins with epoch 0 under the same id",
+                hb(group, a, 0, topics=[topic], owned=[], instance="i-a"))
+    await t.ask(raw, "A leaves with epoch -2", hb(group, a, -2, instance="i-a"))
+    await t.ask(raw, "A rejoins after leaving", hb(group, a, 0, topics=[topic], owned=[], instance="i-a"))
+    t.add("describe", await observe.consumer_describe(raw, group))
+
+
+@scenario("consumer", "the range assignor splits by member order, not by who holds what",
+          rule="the server range assignor gives each topic's subscribers contiguous runs in their order "
+               "(static members first by instance id, then member ids) whatever they hold: a static member "
+               "joining a dynamic one that holds every partition takes the first run, and the holder is "
+               "asked to revoke it")
+async def consumer_range_not_sticky(t: Target) -> None:
+    raw, group, topic = await set_up(t, 4)
+    a, b = member_id(t, "m45"), member_id(t, "m46")
+    r = await t.ask(raw, "A joins with the range assignor",
+                    hb(group, a, 0, topics=[topic], owned=[], assignor="range"))
+    a_epoch, a_owned = int(r.member_epoch), owned_of(r)
+    await t.ask(raw, "A owns its assignment", hb(group, a, a_epoch, owned=a_owned))
+    await t.ask(raw, "B joins, static, with the range assignor",
+                hb(group, b, 0, topics=[topic], owned=[], assignor="range", instance="i-b"))
+    await t.ask(raw, "A heartbeat: told to revoke", hb(group, a, a_epoch, owned=a_owned))
+    t.add("describe", await observe.consumer_describe(raw, group))
+
+
+@scenario("consumer", "a member changing its server assignor",
+          rule="a heartbeat naming a server assignor moves the group epoch only if that changes the assignor "
+               "the group uses: naming uniform (the default) in a group that asks for none changes nothing, "
+               "naming range then moves the epoch")
+async def consumer_assignor_change(t: Target) -> None:
+    raw, group, topic = await set_up(t, 2)
+    a = member_id(t, "m49")
+    a_epoch, a_owned = await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment")
+    r = await t.ask(raw, "A names uniform", hb(group, a, a_epoch, owned=a_owned, assignor="uniform"))
+    r = await t.ask(raw, "A names range", hb(group, a, int(r.member_epoch), owned=a_owned, assignor="range"))
+    t.add("describe", await observe.consumer_describe(raw, group))
+
+
+@scenario("consumer", "a static member leaving while it revokes",
+          rule="a static member that leaves with epoch -2 while asked to revoke keeps what it is assigned but no "
+               "longer holds the partitions it was revoking: they go to their new owner at its next heartbeat")
+async def consumer_static_leave_while_revoking(t: Target) -> None:
+    raw, group, topic = await set_up(t, 4)
+    a, b = member_id(t, "m47"), member_id(t, "m48")
+    a_epoch, a_owned = await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment",
+                                    instance="i-a")
+    rb = await t.ask(raw, "B joins", hb(group, b, 0, topics=[topic], owned=[]))
+    await t.ask(raw, "A heartbeat not saying what it owns: told to revoke", hb(group, a, a_epoch, instance="i-a"))
+    await t.ask(raw, "A leaves with epoch -2", hb(group, a, -2, instance="i-a"))
+    t.add("describe", await observe.consumer_describe(raw, group))
+    await t.ask(raw, "B heartbeat", hb(group, b, int(rb.member_epoch), owned=[]))
+    t.add("describe after B's heartbeat", await observe.consumer_describe(raw, group))
+
+
+# ---- random heartbeat sequences ---------------------------------------------------------------
+# Seeded sequences of joins, steady heartbeats, heartbeats that report owning nothing or do not
+# say, full heartbeats that change the subscription, stale epochs, leaves and static leaves, by
+# four members of one group over two topics. Every member asks for the range assignor: Kafka
+# 4.4's is deterministic (members in order), whereas its uniform assignor walks members and
+# topics in hash-map order of their random ids, which no second broker can reproduce. A member
+# is static (instance id of its own) or not for the whole sequence. How such sequences were
+# run side by side on Kafka 4.4 is how the rules of the scenarios above were found.
+
+RANDOM_SEQUENCES = tuple(range(12))
+_RANDOM_MEMBERS = 4
+
+
+def random_sequence(seed: int, length: int = 18) -> list[tuple]:
+    """The operations of sequence `seed` (the same on both brokers)."""
+    rng = random.Random(seed)
+    static = [rng.random() < 0.5 for _ in range(_RANDOM_MEMBERS)]
+    ops: list[tuple] = []
+    for _ in range(length):
+        kind = rng.choice(["join", "beat", "beat", "beat", "stale", "leave", "full", "lazy", "empty"])
+        i = rng.randrange(_RANDOM_MEMBERS)
+        if kind == "join":
+            ops.append(("join", i, rng.choice([("T",), ("T",), ("T", "U"), ("U",)]), static[i]))
+        else:
+            ops.append((kind, i))
+    return ops
+
+
+async def _play(t: Target, raw, seed: int) -> None:
+    group = t.names.group(f"s{seed}")
+    names = {"T": t.names.topic(), "U": t.names.topic("u")}
+    state: dict[int, dict] = {}      # member -> epoch, owned, instance (None: not in the group)
+    for n, op in enumerate(random_sequence(seed)):
+        kind, i = op[0], op[1]
+        mid = member_id(t, f"r{seed}-{i}")
+        st = state.get(i)
+        if kind == "join":
+            st = state[i] = {"epoch": 0, "owned": [], "instance": f"i{seed}-{i}" if op[3] else None}
+            req = hb(group, mid, 0, topics=[names[x] for x in op[2]], owned=[], assignor="range",
+                     instance=st["instance"])
+        elif st is None:
+            continue
+        elif kind == "beat":        # owning what it was last given
+            req = hb(group, mid, st["epoch"], owned=st["owned"], instance=st["instance"])
+        elif kind == "lazy":        # not saying what it owns
+            req = hb(group, mid, st["epoch"], instance=st["instance"])
+        elif kind == "empty":       # owning nothing
+            req = hb(group, mid, st["epoch"], owned=[], instance=st["instance"])
+        elif kind == "full":        # every field, subscribed to T only
+            req = hb(group, mid, st["epoch"], owned=st["owned"], instance=st["instance"], topics=[names["T"]])
+        elif kind == "stale":       # the epoch before (or one ahead of a first epoch)
+            epoch = st["epoch"] - 1 if st["epoch"] > 1 else st["epoch"] + 5
+            req = hb(group, mid, epoch, owned=st["owned"], instance=st["instance"])
+        else:                       # leave: -2 if static, else -1
+            req = hb(group, mid, -2 if st["instance"] else -1, instance=st["instance"])
+        r = await t.ask(raw, f"sequence {seed} step {n} {kind} m{i}", req)
+        if r is None:
+            continue
+        if r.error_code != 0 or kind == "leave":
+            if kind == "join" or kind == "leave" or int(r.error_code) in (25, 110):   # unknown, fenced
+                state.pop(i, None)
+            continue
+        st["epoch"] = int(r.member_epoch)
+        if r.assignment is not None:
+            st["owned"] = owned_of(r)
+    t.add(f"sequence {seed}: describe", await observe.consumer_describe(raw, group))
+
+
+@scenario("consumer", "random heartbeat sequences of four members",
+          rule="seeded random sequences of joins (static or not, one or two topics), heartbeats owning what they "
+               "were given, nothing, or not saying, full heartbeats changing the subscription, stale epochs and "
+               "leaves get the same answer at every step and leave the same group, with the range assignor",
+          timeout=120.0)
+async def consumer_random_sequences(t: Target) -> None:
+    group = t.names.group("s0")
+    raw = await ready(t, group, 4, more={t.names.topic("u"): 3})
+    for seed in RANDOM_SEQUENCES:
+        await _play(t, raw, seed)
