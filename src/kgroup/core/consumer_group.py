@@ -267,8 +267,9 @@ def _still_owns(partitions: Partitions, owned_reported: Partitions | None) -> bo
     """Whether the member may still own any of `partitions` (unreported: it may)."""
     if owned_reported is None:
         return True
-    owned = as_dict(owned_reported)
-    return any(owned.get(t, set()) & set(ps) for t, ps in partitions)
+    mine = as_dict(partitions)
+    # Every entry counts: a request may name a topic twice (as_dict would keep the last).
+    return any(not mine.get(t, set()).isdisjoint(ps) for t, ps in owned_reported)
 
 
 def apply_consumer_record(groups: dict[str, ConsumerGroup], record) -> bool:

@@ -339,3 +339,15 @@ def test_kip848_a_member_changing_its_server_assignor_moves_the_epoch_only_if_th
     assert ctx.cgroup().epoch == epoch
     ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch, assignor="range")
     assert ctx.cgroup().epoch == epoch + 1 and ctx.cgroup().assignor_name(GroupConfig()) == "range"
+
+
+def test_kip848_a_topic_named_twice_in_the_owned_partitions_counts_both_times():
+    ctx = GroupContext()
+    ctx.set_topics(t=4)
+    ctx.cg_heartbeat("a", 0, topics=["t"])
+    settle(ctx, ["a"])
+    ctx.cg_heartbeat("b", 0, topics=["t"])
+    epoch = ctx.cgroup().members["a"].epoch
+    # Owns all four, then names t again with one partition: it still owns what must move.
+    r = ctx.cg_heartbeat("a", epoch, owned=[(T, (0, 1, 2, 3)), (T, (0,))]).response
+    assert (r.member_epoch, ctx.cgroup().members["a"].state) == (epoch, MemberState.UNREVOKED_PARTITIONS)

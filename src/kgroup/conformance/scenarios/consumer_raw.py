@@ -407,6 +407,20 @@ async def consumer_assignor_change(t: Target) -> None:
     t.add("describe", await observe.consumer_describe(raw, group))
 
 
+@scenario("consumer", "owned partitions naming a topic twice",
+          rule="a heartbeat whose owned partitions name a topic twice is read entry by entry: a member told to "
+               "revoke that still names what it must give up, in the first entry, stays revoking")
+async def consumer_owned_topic_twice(t: Target) -> None:
+    raw, group, topic = await set_up(t, 4)
+    a, b = member_id(t, "m50"), member_id(t, "m51")
+    a_epoch, a_owned = await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment")
+    await t.ask(raw, "B joins", hb(group, b, 0, topics=[topic], owned=[]))
+    tid = a_owned[0][0]
+    await t.ask(raw, "A heartbeat naming its topic twice, all four partitions first",
+                hb(group, a, a_epoch, owned=[(tid, [0, 1, 2, 3]), (tid, [0])]))
+    t.add("describe", await observe.consumer_describe(raw, group))
+
+
 @scenario("consumer", "a static member leaving while it revokes",
           rule="a static member that leaves with epoch -2 while asked to revoke keeps what it is assigned but no "
                "longer holds the partitions it was revoking: they go to their new owner at its next heartbeat")
@@ -424,15 +438,16 @@ async def consumer_static_leave_while_revoking(t: Target) -> None:
 
 
 # ---- random heartbeat sequences ---------------------------------------------------------------
-# Seeded sequences of joins, steady heartbeats, heartbeats that report owning nothing or do not
-# say, full heartbeats that change the subscription, stale epochs, leaves and static leaves, by
-# four members of one group over two topics. Every member asks for the range assignor: Kafka
+# Seeded sequences of joins, steady heartbeats, heartbeats that report owning nothing, half of
+# what they hold, a partition twice or do not say, heartbeats that change the subscription,
+# stale epochs, leaves and static leaves, by four members of one group over two topics.
+# Every member asks for the range assignor: Kafka
 # 4.4's is deterministic (members in order), whereas its uniform assignor walks members and
 # topics in hash-map order of their random ids, which no second broker can reproduce. A member
 # is static (instance id of its own) or not for the whole sequence. How such sequences were
 # run side by side on Kafka 4.4 is how the rules of the scenarios above were found.
 
-RANDOM_SEQUENCES = tuple(range(12))
+RANDOM_SEQUENCES = tuple(range(24))
 _RANDOM_MEMBERS = 4
 
 
@@ -442,7 +457,8 @@ def random_sequence(seed: int, length: int = 18) -> list[tuple]:
     static = [rng.random() < 0.5 for _ in range(_RANDOM_MEMBERS)]
     ops: list[tuple] = []
     for _ in range(length):
-        kind = rng.choice(["join", "beat", "beat", "beat", "stale", "leave", "full", "lazy", "empty"])
+        kind = rng.choice(["join", "beat", "beat", "beat", "stale", "leave", "full", "lazy", "empty", "some",
+                           "extra", "resub"])
         i = rng.randrange(_RANDOM_MEMBERS)
         if kind == "join":
             ops.append(("join", i, rng.choice([("T",), ("T",), ("T", "U"), ("U",)]), static[i]))
@@ -451,7 +467,7 @@ def random_sequence(seed: int, length: int = 18) -> list[tuple]:
     return ops
 
 
-async def _play(t: Target, raw, seed: int) -> None:
+async def _play(t: Target, raw, seed: int, ids: dict[str, object]) -> None:
     group = t.names.group(f"s{seed}")
     names = {"T": t.names.topic(), "U": t.names.topic("u")}
     state: dict[int, dict] = {}      # member -> epoch, owned, instance (None: not in the group)
@@ -471,8 +487,15 @@ async def _play(t: Target, raw, seed: int) -> None:
             req = hb(group, mid, st["epoch"], instance=st["instance"])
         elif kind == "empty":       # owning nothing
             req = hb(group, mid, st["epoch"], owned=[], instance=st["instance"])
+        elif kind == "some":        # owning half of what it was given
+            half = [(tid, ps[:(len(ps) + 1) // 2]) for tid, ps in st["owned"]]
+            req = hb(group, mid, st["epoch"], owned=half, instance=st["instance"])
+        elif kind == "extra":       # naming T's partition 3 again, whether it was given it or not
+            req = hb(group, mid, st["epoch"], owned=st["owned"] + [(ids["T"], [3])], instance=st["instance"])
         elif kind == "full":        # every field, subscribed to T only
             req = hb(group, mid, st["epoch"], owned=st["owned"], instance=st["instance"], topics=[names["T"]])
+        elif kind == "resub":       # subscribed to both topics, not saying what it owns
+            req = hb(group, mid, st["epoch"], instance=st["instance"], topics=[names["T"], names["U"]])
         elif kind == "stale":       # the epoch before (or one ahead of a first epoch)
             epoch = st["epoch"] - 1 if st["epoch"] > 1 else st["epoch"] + 5
             req = hb(group, mid, epoch, owned=st["owned"], instance=st["instance"])
@@ -493,11 +516,13 @@ async def _play(t: Target, raw, seed: int) -> None:
 
 @scenario("consumer", "random heartbeat sequences of four members",
           rule="seeded random sequences of joins (static or not, one or two topics), heartbeats owning what they "
-               "were given, nothing, or not saying, full heartbeats changing the subscription, stale epochs and "
-               "leaves get the same answer at every step and leave the same group, with the range assignor",
+               "were given, half of it, nothing, a partition twice or not saying, heartbeats changing the "
+               "subscription, stale epochs and leaves get the same answer at every step and leave the same "
+               "group, with the range assignor",
           timeout=120.0)
 async def consumer_random_sequences(t: Target) -> None:
     group = t.names.group("s0")
     raw = await ready(t, group, 4, more={t.names.topic("u"): 3})
+    ids = {"T": await observe.topic_id(raw, t.names.topic()), "U": await observe.topic_id(raw, t.names.topic("u"))}
     for seed in RANDOM_SEQUENCES:
-        await _play(t, raw, seed)
+        await _play(t, raw, seed, ids)
