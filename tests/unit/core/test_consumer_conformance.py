@@ -22,6 +22,17 @@ def settle(ctx: GroupContext, members) -> None:
                 ctx.cg_heartbeat(mid, m.epoch, owned=m.current.assigned)
 
 
+def b_joins_a_settled_on_four(instance: str | None = None) -> GroupContext:
+    """Member a settled alone on t's four partitions (static with `instance`), then b joins:
+    a's next heartbeat is where it is told to give two of them up."""
+    ctx = GroupContext()
+    ctx.set_topics(t=4)
+    ctx.cg_heartbeat("a", 0, topics=["t"], instance=instance)
+    settle(ctx, ["a"])
+    ctx.cg_heartbeat("b", 0, topics=["t"])
+    return ctx
+
+
 def test_a_new_consumer_group_starts_at_epoch_one_so_its_first_member_joins_at_two():
     ctx = GroupContext()
     ctx.set_topics(t=2)
@@ -62,11 +73,7 @@ def test_the_old_member_id_of_a_replaced_static_member_is_fenced_instance_id():
 
 
 def test_a_new_epoch_without_new_partitions_is_answered_without_an_assignment():
-    ctx = GroupContext()
-    ctx.set_topics(t=4)
-    ctx.cg_heartbeat("a", 0, topics=["t"])
-    settle(ctx, ["a"])
-    ctx.cg_heartbeat("b", 0, topics=["t"])
+    ctx = b_joins_a_settled_on_four()
     told = ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch).response      # revoke two
     kept = told.assignment
     moved = ctx.cg_heartbeat("a", told.member_epoch, owned=kept).response
@@ -74,11 +81,7 @@ def test_a_new_epoch_without_new_partitions_is_answered_without_an_assignment():
 
 
 def test_describe_shows_a_revoking_members_pending_partitions_in_its_assignment():
-    ctx = GroupContext()
-    ctx.set_topics(t=4)
-    ctx.cg_heartbeat("a", 0, topics=["t"])
-    settle(ctx, ["a"])
-    ctx.cg_heartbeat("b", 0, topics=["t"])
+    ctx = b_joins_a_settled_on_four()
     ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch)
     assert ctx.cgroup().members["a"].state is MemberState.UNREVOKED_PARTITIONS
     (described,) = ctx.call(ctx.coord.consumer_group_describe, ("cg",)).response
@@ -252,11 +255,7 @@ def test_a_share_heartbeat_with_a_member_id_longer_than_36_characters_is_invalid
 # each has a differential scenario in kgroup.conformance.scenarios.consumer_raw.
 
 def test_kip848_a_member_that_reports_not_owning_what_moves_skips_the_revocation_step():
-    ctx = GroupContext()
-    ctx.set_topics(t=4)
-    ctx.cg_heartbeat("a", 0, topics=["t"])
-    settle(ctx, ["a"])
-    ctx.cg_heartbeat("b", 0, topics=["t"])
+    ctx = b_joins_a_settled_on_four()
     a = ctx.cgroup().members["a"]
     epoch = a.epoch
     r = ctx.cg_heartbeat("a", epoch, owned=[]).response     # it has let go of everything already
@@ -266,11 +265,7 @@ def test_kip848_a_member_that_reports_not_owning_what_moves_skips_the_revocation
 
 
 def test_kip848_a_member_that_does_not_say_what_it_owns_is_still_asked_to_revoke():
-    ctx = GroupContext()
-    ctx.set_topics(t=4)
-    ctx.cg_heartbeat("a", 0, topics=["t"])
-    settle(ctx, ["a"])
-    ctx.cg_heartbeat("b", 0, topics=["t"])
+    ctx = b_joins_a_settled_on_four()
     epoch = ctx.cgroup().members["a"].epoch
     r = ctx.cg_heartbeat("a", epoch).response                # owned not sent: it may own them
     a = ctx.cgroup().members["a"]
@@ -314,11 +309,7 @@ def test_kip848_a_tie_between_server_assignors_goes_to_the_one_the_coordinator_l
 
 
 def test_kip848_a_static_member_leaving_while_it_revokes_lets_go_of_what_it_was_revoking():
-    ctx = GroupContext()
-    ctx.set_topics(t=4)
-    ctx.cg_heartbeat("a", 0, topics=["t"], instance="i-a")
-    settle(ctx, ["a"])
-    ctx.cg_heartbeat("b", 0, topics=["t"])
+    ctx = b_joins_a_settled_on_four(instance="i-a")
     ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch, instance="i-a")     # told to revoke
     assert ctx.cgroup().members["a"].current.pending_revocation
     ctx.cg_heartbeat("a", -2, instance="i-a")
@@ -342,11 +333,7 @@ def test_kip848_a_member_changing_its_server_assignor_moves_the_epoch_only_if_th
 
 
 def test_kip848_a_topic_named_twice_in_the_owned_partitions_counts_both_times():
-    ctx = GroupContext()
-    ctx.set_topics(t=4)
-    ctx.cg_heartbeat("a", 0, topics=["t"])
-    settle(ctx, ["a"])
-    ctx.cg_heartbeat("b", 0, topics=["t"])
+    ctx = b_joins_a_settled_on_four()
     epoch = ctx.cgroup().members["a"].epoch
     # Owns all four, then names t again with one partition: it still owns what must move.
     r = ctx.cg_heartbeat("a", epoch, owned=[(T, (0, 1, 2, 3)), (T, (0,))]).response
