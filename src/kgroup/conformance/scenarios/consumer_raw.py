@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 import uuid
@@ -451,36 +452,47 @@ RANDOM_SEQUENCES = tuple(range(24))
 _RANDOM_MEMBERS = 4
 
 
-def random_sequence(seed: int, length: int = 18) -> list[tuple]:
-    """The operations of sequence `seed` (the same on both brokers)."""
+def random_sequence(seed: int, length: int = 18, regex: bool = False) -> list[tuple]:
+    """The operations of sequence `seed` (the same on both brokers); with `regex`, joins and
+    heartbeats that subscribe by regular expression too."""
     rng = random.Random(seed)
     static = [rng.random() < 0.5 for _ in range(_RANDOM_MEMBERS)]
+    kinds = ["join", "beat", "beat", "beat", "stale", "leave", "full", "lazy", "empty", "some", "extra", "resub"]
+    if regex:
+        kinds += ["regex-join", "regex-join", "regex-sub"]
     ops: list[tuple] = []
     for _ in range(length):
-        kind = rng.choice(["join", "beat", "beat", "beat", "stale", "leave", "full", "lazy", "empty", "some",
-                           "extra", "resub"])
+        kind = rng.choice(kinds)
         i = rng.randrange(_RANDOM_MEMBERS)
         if kind == "join":
             ops.append(("join", i, rng.choice([("T",), ("T",), ("T", "U"), ("U",)]), static[i]))
+        elif kind.startswith("regex"):
+            ops.append((kind, i, rng.choice(["T", "U", "TU"]), static[i]))
         else:
             ops.append((kind, i))
     return ops
 
 
-async def _play(t: Target, raw, seed: int, ids: dict[str, object]) -> None:
+async def play_random_sequence(t: Target, raw, seed: int, ids: dict[str, object], assignor: str | None = "range",
+                               regex: bool = False) -> None:
+    """Play sequence `seed` on its own group, each answer into the transcript; its group described
+    at the end. `ids`: the topic ids of T and U (`consumer_random_sequences` sets them up)."""
     group = t.names.group(f"s{seed}")
     names = {"T": t.names.topic(), "U": t.names.topic("u")}
+    patterns = {"T": names["T"], "U": names["U"], "TU": t.names.prefix + "-[tu]"}
     state: dict[int, dict] = {}      # member -> epoch, owned, instance (None: not in the group)
-    for n, op in enumerate(random_sequence(seed)):
+    for n, op in enumerate(random_sequence(seed, regex=regex)):
         kind, i = op[0], op[1]
         mid = member_id(t, f"r{seed}-{i}")
         st = state.get(i)
-        if kind == "join":
+        if kind in ("join", "regex-join"):
             st = state[i] = {"epoch": 0, "owned": [], "instance": f"i{seed}-{i}" if op[3] else None}
-            req = hb(group, mid, 0, topics=[names[x] for x in op[2]], owned=[], assignor="range",
-                     instance=st["instance"])
+            by = {"regex": patterns[op[2]]} if kind == "regex-join" else {"topics": [names[x] for x in op[2]]}
+            req = hb(group, mid, 0, owned=[], assignor=assignor, instance=st["instance"], **by)
         elif st is None:
             continue
+        elif kind == "regex-sub":   # subscribing by regex instead, owning what it was given
+            req = hb(group, mid, st["epoch"], owned=st["owned"], instance=st["instance"], regex=patterns[op[2]])
         elif kind == "beat":        # owning what it was last given
             req = hb(group, mid, st["epoch"], owned=st["owned"], instance=st["instance"])
         elif kind == "lazy":        # not saying what it owns
@@ -502,10 +514,12 @@ async def _play(t: Target, raw, seed: int, ids: dict[str, object]) -> None:
         else:                       # leave: -2 if static, else -1
             req = hb(group, mid, -2 if st["instance"] else -1, instance=st["instance"])
         r = await t.ask(raw, f"sequence {seed} step {n} {kind} m{i}", req)
+        if kind.startswith("regex"):
+            await asyncio.sleep(0.3)   # Kafka resolves a regex in the background
         if r is None:
             continue
         if r.error_code != 0 or kind == "leave":
-            if kind == "join" or kind == "leave" or int(r.error_code) in (25, 110):   # unknown, fenced
+            if kind in ("join", "regex-join", "leave") or int(r.error_code) in (25, 110):   # unknown, fenced
                 state.pop(i, None)
             continue
         st["epoch"] = int(r.member_epoch)
@@ -525,4 +539,4 @@ async def consumer_random_sequences(t: Target) -> None:
     raw = await ready(t, group, 4, more={t.names.topic("u"): 3})
     ids = {"T": await observe.topic_id(raw, t.names.topic()), "U": await observe.topic_id(raw, t.names.topic("u"))}
     for seed in RANDOM_SEQUENCES:
-        await _play(t, raw, seed, ids)
+        await play_random_sequence(t, raw, seed, ids)
