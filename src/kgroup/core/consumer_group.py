@@ -209,6 +209,7 @@ def preferred_assignor(members, assignors: tuple[str, ...]) -> str:
     best = max(votes.values())
     return next((a for a in assignors if votes.get(a) == best), None) or max(votes, key=votes.__getitem__)
 
+
 _STATES = {Phase.EMPTY: GroupState.EMPTY, Phase.ASSIGNING: GroupState.ASSIGNING,
            Phase.RECONCILING: GroupState.RECONCILING, Phase.STABLE: GroupState.STABLE}
 

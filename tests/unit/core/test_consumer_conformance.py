@@ -22,13 +22,20 @@ def settle(ctx: GroupContext, members) -> None:
                 ctx.cg_heartbeat(mid, m.epoch, owned=m.current.assigned)
 
 
+def a_settled_on_t(partitions: int, instance: str | None = None) -> tuple[GroupContext, int]:
+    """Member a settled alone on topic t (static with `instance`): the context and the
+    group epoch it settled at."""
+    ctx = GroupContext()
+    ctx.set_topics(t=partitions)
+    ctx.cg_heartbeat("a", 0, topics=["t"], instance=instance)
+    settle(ctx, ["a"])
+    return ctx, ctx.cgroup().epoch
+
+
 def b_joins_a_settled_on_four(instance: str | None = None) -> GroupContext:
     """Member a settled alone on t's four partitions (static with `instance`), then b joins:
     a's next heartbeat is where it is told to give two of them up."""
-    ctx = GroupContext()
-    ctx.set_topics(t=4)
-    ctx.cg_heartbeat("a", 0, topics=["t"], instance=instance)
-    settle(ctx, ["a"])
+    ctx, _ = a_settled_on_t(4, instance)
     ctx.cg_heartbeat("b", 0, topics=["t"])
     return ctx
 
@@ -112,11 +119,7 @@ def test_a_regex_already_resolved_for_the_group_counts_at_once():
 
 
 def test_a_regex_matching_nothing_new_moves_no_epoch_when_resolved():
-    ctx = GroupContext()
-    ctx.set_topics(t=2)
-    ctx.cg_heartbeat("a", 0, topics=["t"])
-    settle(ctx, ["a"])
-    epoch = ctx.cgroup().epoch
+    ctx, epoch = a_settled_on_t(2)
     ctx.cg_heartbeat("b", 0, regex="nothing-.*")
     ctx.advance(0)
     assert ctx.cgroup().epoch == epoch
@@ -126,11 +129,7 @@ def test_a_regex_matching_a_topic_the_group_already_subscribes_to_moves_the_epoc
     # Differential scenario consumer_regex_of_a_subscribed_topic: Kafka 4.4 gives B half of
     # t; kgroup compared only the group's subscribed topics, which did not change, and B
     # stayed without partitions for good.
-    ctx = GroupContext()
-    ctx.set_topics(t=4)
-    ctx.cg_heartbeat("a", 0, topics=["t"])
-    settle(ctx, ["a"])
-    epoch = ctx.cgroup().epoch
+    ctx, epoch = a_settled_on_t(4)
     r = ctx.cg_heartbeat("b", 0, regex="t").response
     assert r.member_epoch == epoch and ctx.cgroup().epoch == epoch     # no bump until resolved
     ctx.advance(0)
