@@ -126,6 +126,27 @@ async def until(check: Callable[[], Any], what: str, timeout: float = 30.0, inte
         await asyncio.sleep(interval)
 
 
+async def settled(raw, req, done) -> None:
+    """Poll `req` (unrecorded) until `done(answer)`: Kafka applies config and credential
+    changes through its controller, so a describe right after an alter may still show the
+    old state ("eventually consistent admin state"); kgroup is there at once."""
+    async def check() -> bool:
+        return bool(done(await raw.call(req)))
+    await until(check, "the change is visible")
+
+
+async def group_configs_visible(raw: RawClient, group: str, **configs: Any) -> None:
+    """Wait until DescribeConfigs of `group` shows every value (share_auto_offset_reset ->
+    share.auto.offset.reset). Kafka applies a group config through its controller, so a
+    heartbeat right after the alter may still run under the broker default: under load that
+    made a 1.5 s session timeout last the default 10 s on Kafka only."""
+    wanted = {name.replace("_", "."): str(value) for name, value in configs.items()}
+    await settled(raw, request("DescribeConfigs", 4, include_synonyms=False, include_documentation=False,
+                               resources=[{"resource_type": 32, "resource_name": group,
+                                           "configuration_keys": list(wanted)}]),
+                  lambda r: {c.name: c.value for c in r.results[0].configs if c.name in wanted} == wanted)
+
+
 async def describe(raw: RawClient, group: str, version: int = 5) -> Any:
     """DescribeGroups of one classic group."""
     r = await raw.call(request("DescribeGroups", version, groups=[group], include_authorized_operations=False))

@@ -7,6 +7,7 @@ import hashlib
 import hmac
 
 from kgroup.conformance import observe
+from kgroup.conformance.observe import settled
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.scenarios.classic_raw import coordinated, ready, stable_member
@@ -16,15 +17,6 @@ from kgroup.conformance.scenarios.share_raw import set_group_configs, share_hb
 from kgroup.conformance.target import Target
 
 TOPIC, GROUP, BROKER = 2, 32, 4
-
-
-async def settled(raw, req, done) -> None:
-    """Poll `req` (unrecorded) until `done(answer)`: Kafka applies config and credential
-    changes through its controller, so a describe right after an alter may still show the
-    old state ("eventually consistent admin state"); kgroup is there at once."""
-    async def check() -> bool:
-        return bool(done(await raw.call(req)))
-    await observe.until(check, "the change is visible")
 
 
 def ours(listed, names: set[str]) -> list:

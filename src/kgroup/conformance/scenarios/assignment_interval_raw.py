@@ -9,7 +9,7 @@ from __future__ import annotations
 from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
-from kgroup.conformance.scenarios.admin_raw import settled
+from kgroup.conformance.observe import settled
 from kgroup.conformance.scenarios.classic_raw import coordinated
 from kgroup.conformance.scenarios.consumer_raw import hb, member_id, owned_of, ready
 from kgroup.conformance.target import Target

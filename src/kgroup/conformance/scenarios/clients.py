@@ -194,6 +194,7 @@ async def clients_confluent_share(t: Target) -> None:
     raw = await t.raw()
     await observe.group_topics(raw, group, {topic: 1})
     await t.ask(raw, "group configs", set_group_configs(group, share_auto_offset_reset="earliest"))
+    await observe.group_configs_visible(raw, group, share_auto_offset_reset="earliest")
     await observe.produce(raw, topic, 0, [f"v{i}".encode() for i in range(6)])
 
     def policy(m: Any) -> str:

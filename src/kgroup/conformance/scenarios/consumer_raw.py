@@ -257,6 +257,7 @@ async def consumer_session_timeout(t: Target) -> None:
         "IncrementalAlterConfigs", 1, validate_only=False, resources=[{
             "resource_type": 32, "resource_name": group, "configs": [
                 {"name": "consumer.session.timeout.ms", "config_operation": 0, "value": "1500"}]}]))
+    await observe.group_configs_visible(raw, group, consumer_session_timeout_ms=1500)
     a = member_id(t, "m18")
     epoch, _ = await joined(t, raw, group, a, topic)
     last = time.monotonic()

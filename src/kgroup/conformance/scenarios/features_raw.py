@@ -9,7 +9,7 @@ from typing import Any
 from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
-from kgroup.conformance.scenarios.admin_raw import settled
+from kgroup.conformance.observe import settled
 from kgroup.conformance.scenarios.consumer_raw import hb
 from kgroup.conformance.scenarios.share_raw import share_hb
 from kgroup.conformance.target import Target

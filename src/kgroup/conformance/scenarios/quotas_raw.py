@@ -11,7 +11,7 @@ from typing import Any
 from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
-from kgroup.conformance.scenarios.admin_raw import settled
+from kgroup.conformance.observe import settled
 from kgroup.conformance.target import Target
 
 EXACT, DEFAULT, ANY = 0, 1, 2

@@ -9,7 +9,7 @@ from typing import Any
 from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
-from kgroup.conformance.scenarios.admin_raw import settled
+from kgroup.conformance.observe import settled
 from kgroup.conformance.scenarios.classic_raw import coordinated
 from kgroup.conformance.scenarios.share_raw import ACCEPT, RELEASE, RawShareMember, member_a_joined, share_ready
 from kgroup.conformance.target import Target

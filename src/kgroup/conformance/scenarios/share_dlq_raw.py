@@ -71,6 +71,7 @@ async def share_dlq_value_and_refusals(t: Target) -> None:
     await a.acknowledge("reject 0", [(0, 0, REJECT)])
     t.add("the DLQ topic", await dlq_records(raw, dlq, 1, before))
     await t.ask(raw, "point the group at a topic without the DLQ flag", set_dlq(group, closed))
+    await observe.group_configs_visible(raw, group, errors_deadletterqueue_topic_name=closed)
     await a.acknowledge("reject 1", [(1, 1, REJECT)])
     t.add("that topic", await dlq_records(raw, closed, 1, before, timeout=3.0))
     await t.ask(raw, "a DLQ topic name without the dlq. prefix", set_dlq(group, t.names.topic("np")))

@@ -126,6 +126,7 @@ async def share_ready(t: Target, values: int = 4, **configs: Any) -> tuple[Any, 
     tid = await observe.topic_id(raw, topic)
     t.add("topic ids", {topic: tid})
     await t.ask(raw, "group configs", set_group_configs(group, share_auto_offset_reset="earliest", **configs))
+    await observe.group_configs_visible(raw, group, share_auto_offset_reset="earliest", **configs)
     if values:
         await observe.produce(raw, topic, 0, [f"v{i}".encode() for i in range(values)])
     return raw, group, topic, tid
