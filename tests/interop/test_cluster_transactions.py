@@ -185,6 +185,20 @@ def leaders(cluster, topic: str) -> list[int]:
     return [p.leader_id for p in sorted(t.partitions, key=lambda p: p.partition_index)]
 
 
+def group_view(cluster, group: str) -> dict:
+    """What a stalled consumer of `group` would be waiting on: the group's state and members
+    (DescribeGroups v5) and the stable offsets a read_committed consumer asks for (OffsetFetch
+    v8, require_stable: UNSTABLE_OFFSET_COMMIT while transactional offsets are pending)."""
+    port = cluster.nodes[find_coordinator(cluster, group, 0)].port
+    (described,) = call(port, 15, 5, groups=(group,), include_authorized_operations=False).groups
+    cls = request_class(9, 8)
+    fetched = call(port, 9, 8, groups=(build(item(cls, "groups"), group_id=group, topics=None),),
+                   require_stable=True).groups[0]
+    return {"state": described.group_state, "members": [(m.member_id, m.group_instance_id) for m in described.members],
+            "stable offsets": (fetched.error_code, [(t.name, p.partition_index, p.committed_offset, p.error_code)
+                                                    for t in fetched.topics for p in t.partitions])}
+
+
 def test_eos_apps_survive_kill_9_of_each_node_in_turn(java, cluster, admin, tmp_path):
     """Issue 32's acceptance: the transaction coordinators on node 0, the input partitions and
     the groups' coordinator on node 1, the output partitions on node 2 (four roles on three
@@ -283,10 +297,12 @@ def test_eos_apps_survive_kill_9_of_each_node_in_turn(java, cluster, admin, tmp_
         except AssertionError:
             state = {g: java.call("admin.listConsumerGroupOffsets", name="admin", group=g)
                      for g in (py_group, java_group)}
-            logs = [line for text in cluster.logs().values() for line in text.splitlines()
-                    if "ERROR" in line or "WARN" in line or "Traceback" in line]
+            lines = [line for text in cluster.logs().values() for line in text.splitlines()]
+            logs = [line for line in lines if "ERROR" in line or "WARN" in line or "Traceback" in line]
+            mentions = [line for line in lines if py_group in line or py_txn in line]
             raise AssertionError((fed, state, java.of("xc-java", "aborted")[-3:], java.of("xc-java", "failed"),
-                                  (tmp_path / "py-app.log").read_text()[-1500:], logs[-40:]))
+                                  (tmp_path / "py-app.log").read_text()[-1500:], logs[-40:],
+                                  group_view(cluster, py_group), mentions[-30:]))
         assert app.poll() is None, (tmp_path / "py-app.log").read_text()
         assert java.of("xc-java", "failed") == []
         for g in (py_group, java_group):                # offsets of the input only, by its name
