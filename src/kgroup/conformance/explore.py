@@ -15,9 +15,12 @@ What differs today, and why (2026-12-02):
 - `--assignor uniform` or `--assignor none`: Kafka's uniform assignor walks members and
   topics in hash-map order of their random ids; which member gets an extra partition and
   which partitions a member keeps then differ.
-- `--regex`: Kafka 4.4 resolves a group's regular expressions in the background at most once
-  every 10 s (a heartbeat after that window starts it); kgroup resolves a new regex right
-  after the heartbeat that brings it. See the closing notes of 2026-12-02.
+- `--regex`: regexes are resolved as Kafka 4.4 resolves them (at most once per 10 s, scenario
+  `consumer_regex_batch_window`). Two Kafka behaviours remain that kgroup does not share:
+  a member whose regex changes without a new target gives up at once the partitions of
+  topics it no longer subscribes to (CurrentAssignmentBuilder's subscription-changed path),
+  and a member joining without moving the epoch makes Kafka assign with the group's
+  subscription type from before it joined (which can give every member nothing).
 """
 
 from __future__ import annotations

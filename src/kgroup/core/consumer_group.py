@@ -48,10 +48,12 @@ from kgroup.core.records import (
     ConsumerGroupEpochRecord,
     ConsumerMemberRecord,
     ConsumerMemberValue,
+    ConsumerRegexRecord,
     ConsumerTargetEpochRecord,
     ConsumerTargetRecord,
     MemberState,
     Partitions,
+    ResolvedRegex,
 )
 from kgroup.core.modern_group import ModernGroup, ModernMember, ModernRecords, Phase, register_records
 from kgroup.group_types import CONSUMER, GroupType
@@ -143,10 +145,17 @@ class ConsumerGroup(ModernGroup):
     # so the next one reuses it (consumer_protocol.ConsumerProtocol.assign checks each entry
     # against the member's metadata and target by identity before reusing it).
     assignor_inputs: object = field(default=None, compare=False, repr=False)
+    # The subscribed regular expressions as last resolved (ConsumerRegexRecord): a member
+    # subscribed by regex is counted for these topics only, never for a regex not resolved
+    # yet. Replaced whole on a change.
+    regexes: dict[str, ResolvedRegex] = field(default_factory=dict)
+    # Not state: how many members subscribe with each regex (kept by replay).
+    regex_counts: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     RECORDS: ClassVar[ModernRecords] = ModernRecords(
         ConsumerGroupEpochRecord, ConsumerMemberRecord, ConsumerTargetRecord, ConsumerTargetEpochRecord,
         ConsumerCurrentRecord)
+    MORE_RECORDS: ClassVar[tuple[type, ...]] = (ConsumerRegexRecord,)
     TYPE: ClassVar[GroupType] = CONSUMER
     MEMBER: ClassVar[type] = ConsumerGroupMember
     NEW_CURRENT: ClassVar[ConsumerCurrentValue] = NEW_MEMBER
@@ -177,6 +186,53 @@ class ConsumerGroup(ModernGroup):
         """The server assignor its members ask for most (`preferred_assignor`)."""
         return preferred_assignor(self.members.values(), config.consumer_assignors)
 
+    # ---- regular expressions -------------------------------------------------------------
+
+    @property
+    def last_regex_refresh_ms(self) -> int | None:
+        """When its regexes were last resolved (None: none is)."""
+        return max((r.timestamp_ms for r in self.regexes.values()), default=None)
+
+    @property
+    def regex_version(self) -> int:
+        """The version of the broker's topics its regexes were last resolved against."""
+        latest = max(self.regexes.values(), key=_TIMESTAMP, default=None)
+        return latest.version if latest is not None else 0
+
+    def apply_more(self, record: ConsumerRegexRecord) -> None:
+        regexes = dict(self.regexes)
+        if record.value is None:
+            regexes.pop(record.regex, None)
+        else:
+            regexes[record.regex] = record.value
+        self.regexes = regexes
+        self.subscription_inputs = None         # what a regex member subscribes to moved
+
+    def snapshot(self) -> list:
+        out = ModernGroup.snapshot(self)
+        out[1:1] = [ConsumerRegexRecord(self.group_id, r, v) for r, v in sorted(self.regexes.items())]
+        return out
+
+    def _count_regex(self, regex: str | None, by: int) -> None:
+        if regex:
+            n = self.regex_counts.get(regex, 0) + by
+            if n > 0:
+                self.regex_counts[regex] = n
+            else:
+                self.regex_counts.pop(regex, None)
+
+    def _added(self, member: ConsumerGroupMember) -> None:
+        self._count_regex(member.meta.subscribed_topic_regex, 1)
+
+    def _meta(self, member: ConsumerGroupMember, value: ConsumerMemberValue) -> None:
+        if value.subscribed_topic_regex != member.meta.subscribed_topic_regex:
+            self._count_regex(member.meta.subscribed_topic_regex, -1)
+            self._count_regex(value.subscribed_topic_regex, 1)
+        member.meta = value
+
+    def _removed(self, member: ConsumerGroupMember) -> None:
+        self._count_regex(member.meta.subscribed_topic_regex, -1)
+
     def _holds(self, member: ConsumerGroupMember, value: ConsumerCurrentValue | None) -> None:
         """Keep `owners` in step: a partition is owned while assigned or pending revocation."""
         member_id = member.member_id
@@ -195,6 +251,7 @@ class ConsumerGroup(ModernGroup):
 
 
 _MEMBER_EPOCH = attrgetter("member_epoch")
+_TIMESTAMP = attrgetter("timestamp_ms")
 _SERVER_ASSIGNOR = attrgetter("meta.server_assignor")
 
 

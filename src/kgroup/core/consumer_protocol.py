@@ -10,12 +10,17 @@ the target (consumer_group.reconcile), with the rebalance timeout armed while th
 owes a revocation; and the answer, with its epoch and, when it changed or was asked for in
 full, its assignment.
 
-A regular expression no member of the group subscribed with before is resolved right after
-the heartbeat that brought it (a timer at once), as Kafka resolves one in the background:
-that heartbeat counts none of its topics and moves no epoch for it; the resolution bumps
-the group epoch if the topics the group subscribes to changed, or if a new regex matched
-any topic (as Kafka does when a regex's resolved topics change: its member is then given
-partitions even of topics the group already subscribed to by name).
+A member subscribed by regular expression counts only the topics its group last resolved
+the regex to (`ConsumerGroup.regexes`, durable as ConsumerRegexRecords), as in Kafka 4.4:
+a group's regexes are resolved in the background (here a timer at once), one resolution at
+a time and at most once per 10 s. After that, a heartbeat starts one if a member brought a
+regex not resolved yet, topics were created since the last, or the last is older than the
+refresh interval (10 min). A resolution records every subscribed regex with what it
+matches now and bumps the group epoch if any of them matches something else, or the
+group's subscribed topics changed. A heartbeat that switches to a regex the group has
+resolved, or drops its regex, bumps at once; one bringing a new regex waits for its
+resolution (a second new regex within 10 s of the last resolution waits for a heartbeat
+after them). A regex goes (a tombstone) with its last member.
 
 These handlers see consumer groups (and "no group yet"); the coordinator routes a
 heartbeat for a classic group to migration.py, which converts it into records and hands
@@ -26,6 +31,7 @@ injected `Downgrade`'s business.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import compress, repeat
@@ -62,15 +68,17 @@ from kgroup.core.records import (
     ConsumerCurrentRecord,
     ConsumerCurrentValue,
     ConsumerMemberValue,
+    ConsumerRegexRecord,
     ConsumerTargetRecord,
     Partitions,
+    ResolvedRegex,
 )
 from kgroup.core.modern_group import SubscribedTopics
 from kgroup.core.modern_protocol import META_OF, HeartbeatStep, Joined, ModernProtocol
 from kgroup.core.result import EMPTY_RESULT, Departure, ReplyTo, Result, ResultBuilder
 from kgroup.core.state import ShardState
 from kgroup.core.timers import TimerKind, TimerOp, consumer_regex_key, consumer_revoke_key, consumer_session_key
-from kgroup.core.topic_regex import InvalidRegex, full_matcher
+from kgroup.core.topic_regex import InvalidRegex, full_matcher, regex_topics
 
 if TYPE_CHECKING:
     from kgroup.core.migration import Downgrade
@@ -92,6 +100,9 @@ class ConsumerProtocol(ModernProtocol):
         # Session timeout and heartbeat interval per group: dynamic, TOML override, default.
         self.group_configs = GroupConfigs(shard)
         self.downgrade = downgrade
+        # group id -> the regexes its armed resolution resolves (what Kafka hands its
+        # executor). Not durable: a resolution lost with a restart is asked for again.
+        self._resolving: dict[str, frozenset[str]] = {}
 
     # ======================================================================================
     # ConsumerGroupHeartbeat: the kind's parts of modern_protocol.py's steps
@@ -144,7 +155,11 @@ class ConsumerProtocol(ModernProtocol):
         configs = self.group_configs
         response = ConsumerGroupHeartbeatResponse(ErrorCode.NONE, None, member_id, epoch,
                                                   configs.consumer_heartbeat_interval(group_id), None)
-        # Last, as the steps arm it at build(): nothing above changed anything.
+        # Last, as the steps arm them at build(): nothing above changed anything.
+        if group.regex_counts:
+            regexes = self._refresh_due(group, None, None, False, now_ms)
+            if regexes:
+                self._arm_resolution(group_id, regexes, now_ms)
         self._session(group_id, member_id, now_ms + configs.consumer_session_timeout(group_id))
         return Result((), ((reply, response),)) if reply is not None else EMPTY_RESULT
 
@@ -318,53 +333,36 @@ class ConsumerProtocol(ModernProtocol):
     # change moves the epoch only if it changes the group's preferred assignor (`settle`).
     subscription = staticmethod(attrgetter("subscribed_topic_names", "subscribed_topic_regex"))
 
-    # ---- regular expressions resolved after the heartbeat ----------------------------------
-
-    @staticmethod
-    def _unresolved(group: ConsumerGroup, members: dict[str, ConsumerGroupMember]) -> frozenset[str]:
-        """Regexes of `members` (the group as a heartbeat leaves it) that no member already in
-        the group subscribed with: new to the group, so Kafka resolves them in the background
-        (REGEX_UPDATED; one a member of the group had is REGEX_UPDATED_AND_RESOLVED)."""
-        if not any(map(_REGEX, members.values())):
-            return frozenset()      # mostly: no member subscribes by regex (a scan at C speed)
-        resolved = {group.members[mid].meta.subscribed_topic_regex for mid in members if mid in group.members}
-        return frozenset(r for m in members.values()
-                         if (r := m.meta.subscribed_topic_regex) and r not in resolved)
+    # ---- regular expressions, resolved in batches as Kafka 4.4 resolves them --------------
 
     def settle(self, group: ConsumerGroup, joined: Joined, subscribed: SubscribedTopics, bump: bool,
                now_ms: int, out: ResultBuilder) -> tuple[SubscribedTopics, bool]:
-        """A new regex counts none of its topics and moves no epoch until it is resolved, just
-        after this heartbeat (`regex_resolved`). A change of the member's server assignor
-        moves the epoch when it changes the group's preferred one, as in Kafka 4.4."""
+        """A member's regex counts only once the group resolved it (`group.regexes`). A
+        heartbeat changing it moves the epoch only if the new one is resolved already, or the
+        member gave its regex up (Kafka's REGEX_UPDATED_AND_RESOLVED); a regex new to the
+        group waits for a resolution. A change of the member's server assignor moves the
+        epoch when it changes the group's preferred one, as in Kafka 4.4."""
         moved = self._assignor_moved(group, joined)
-        bump = bump or moved
-        if not joined.meta.subscribed_topic_regex:
-            # Every other member's regex is the one it had in the group, so only this
-            # member's can be new: without one, nothing is unresolved (and a steady
-            # heartbeat costs no walk over the group's members).
-            return subscribed, bump
-        members = joined.members_of(group)
-        unresolved = self._unresolved(group, members)
-        if not unresolved:
-            return subscribed, bump
-        # Kafka moves the group epoch when a regex's resolved topics change: a new regex that
-        # matches any topic moves it at its resolution, even when the group already subscribes
-        # to those topics by name (its member must be given some of them).
-        matched = any(self._matches_a_topic(regex) for regex in unresolved)
-        out.then(self._arm_resolution, group.group_id, now_ms, matched)
-        names: set[str] = set()
-        for m in members.values():
-            names |= self.topics_of(m.meta, unresolved)
-        subscribed = tuple(sorted((n, *self.shard.topics[n]) for n in names))
-        if subscribed != group.subscribed:
-            return subscribed, True
-        # Only a regex not resolved yet changed: nothing to bump for until it is.
+        regex = joined.meta.subscribed_topic_regex or None
         before = joined.old_meta if joined.old_meta is not None else (
             joined.replaced.meta if joined.replaced is not None else None)
+        old_regex = (before.subscribed_topic_regex if before is not None else None) or None
+        if regex == old_regex:
+            if group.regex_counts:
+                self._stage_refresh(group, None, None, False, now_ms, out)
+            return subscribed, bump or moved
+        counts, resolved = group.regex_counts, group.regexes
+        if old_regex in resolved and counts.get(old_regex) == 1:
+            out.record(ConsumerRegexRecord(group.group_id, old_regex, None))      # its last member
+        self._stage_refresh(group, old_regex, regex, bool(regex) and not counts.get(regex), now_ms, out)
+        if regex is None or regex in resolved:
+            return subscribed, True
+        # The new regex counts none of its topics until it is resolved: only what else the
+        # heartbeat changed moves the epoch (a subscription that lost a resolved regex's
+        # topics is caught up with by the resolution, which compares the group's topics).
         names_before = before.subscribed_topic_names if before is not None else ()
-        if names_before == joined.meta.subscribed_topic_names:
-            return subscribed, moved
-        return subscribed, bump
+        forced = joined.replaced is not None and joined.member_id in group.members
+        return subscribed, names_before != joined.meta.subscribed_topic_names or moved or forced
 
     def _assignor_moved(self, group: ConsumerGroup, joined: Joined) -> bool:
         """Whether the heartbeat changes the group's preferred server assignor (only one that
@@ -377,48 +375,116 @@ class ConsumerProtocol(ModernProtocol):
         return (preferred_assignor(group.members.values(), assignors)
                 != preferred_assignor(joined.members_of(group).values(), assignors))
 
-    def _matches_a_topic(self, regex: str) -> bool:
-        try:
-            matches = full_matcher(regex)
-        except InvalidRegex:
-            return False
-        return any(map(matches, self.shard.topics))
+    def _stage_refresh(self, group: ConsumerGroup, old_regex: str | None, regex: str | None, required: bool,
+                       now_ms: int, out: ResultBuilder) -> None:
+        regexes = self._refresh_due(group, old_regex, regex, required, now_ms)
+        if regexes:
+            out.then(self._arm_resolution, group.group_id, regexes, now_ms)
 
-    def _arm_resolution(self, group_id: str, now_ms: int, matched: bool) -> None:
-        """Arm the resolution of a group's new regexes (`generation` 1: one of them matched a
-        topic); another new regex of the group may be waiting for it already."""
-        key = consumer_regex_key(group_id)
-        armed = self.timers.operation(key)
-        matched = matched or (armed is not None and armed.generation == _REGEX_MATCHED)
-        self.timers.schedule(key, now_ms, TimerOp(TimerKind.CONSUMER_REGEX, group_id,
-                                                  generation=_REGEX_MATCHED if matched else -1))
+    def _refresh_due(self, group: ConsumerGroup, old_regex: str | None, regex: str | None, required: bool,
+                     now_ms: int) -> frozenset[str]:
+        """The regexes to resolve after a heartbeat that moves a member from `old_regex` to
+        `regex` (nothing: no resolution now). Kafka 4.4 resolves a group's regexes in the
+        background, one resolution at a time and at most once per 10 s: after that, a
+        heartbeat starts one if a regex is not resolved yet, topics were created since the
+        last, or the last is older than the refresh interval."""
+        if not required and not group.regex_counts:
+            return frozenset()
+        if consumer_regex_key(group.group_id) in self.timers:
+            return frozenset()                           # one is under way
+        last = group.last_regex_refresh_ms
+        if last is not None and now_ms <= last + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
+            return frozenset()
+        after = dict(group.regex_counts)
+        if old_regex:
+            after[old_regex] -= 1
+            if not after[old_regex]:
+                del after[old_regex]
+        if regex:
+            after[regex] = after.get(regex, 0) + 1
+        required = (required or len(after) != len(group.regexes)
+                    or group.regex_version < self.shard.new_topics_version
+                    or last is None or now_ms > last + REGEX_REFRESH_INTERVAL_MS)
+        return frozenset(after) if required else frozenset()
+
+    def _arm_resolution(self, group_id: str, regexes: frozenset[str], now_ms: int) -> None:
+        """Resolve `regexes` of the group just after this heartbeat (Kafka's executor)."""
+        self._resolving[group_id] = regexes
+        self.timers.schedule(consumer_regex_key(group_id), now_ms, TimerOp(TimerKind.CONSUMER_REGEX, group_id))
 
     def regex_resolved(self, op: TimerOp, now_ms: int) -> Result:
-        """New regexes are resolved: the group epoch moves if what the group subscribes to
-        changed, or if one of them matched a topic (its resolved topics went from none to
-        some, which moves Kafka's group epoch even when the group already subscribed to those
-        topics by name: differential scenario consumer_regex_of_a_subscribed_topic)."""
+        """Resolve the regexes the heartbeat asked for against the broker's topics now: each
+        still subscribed is recorded with what it matches, and the group epoch moves if what
+        any of them matches changed or the group's subscribed topics did."""
+        regexes = self._resolving.pop(op.group_id, frozenset())
         group = self.groups.get(op.group_id)
-        if op.generation != _REGEX_MATCHED or group is None or not group.members:
-            return self.recount(op, now_ms, "regular expression resolved")
+        if group is None:
+            return EMPTY_RESULT
         out = ResultBuilder(EventJournal(self.shard, now_ms))
+        resolved = dict(group.regexes)
+        changed = False
+        for regex in sorted(regexes):
+            if not group.regex_counts.get(regex):
+                continue                                 # no member subscribes with it any more
+            value = ResolvedRegex(tuple(sorted(regex_topics(regex, self.shard.topics))),
+                                  self.shard.topics_version, now_ms)
+            old = resolved.get(regex)
+            changed = changed or (old.topics if old is not None else ()) != value.topics
+            resolved[regex] = value
+            out.record(ConsumerRegexRecord(group.group_id, regex, value))
+        if not out.records:
+            return EMPTY_RESULT
+        subscribed = self._subscribed_with(group, resolved)
         out.changed(group.group_id, "regular expression resolved")
-        out.record(self.records.epoch(group.group_id, group.epoch + 1, self.subscribed_metadata(group.members)))
+        if changed or subscribed != group.subscribed:
+            out.record(self.records.epoch(group.group_id, group.epoch + 1, subscribed))
         return out.build()
 
-    def topics_of(self, meta: ConsumerMemberValue, unresolved: frozenset[str] = frozenset()) -> set[str]:
-        """Names of existing topics the member subscribes to (by name, or by a regex that is
-        not `unresolved`)."""
-        names = {n for n in meta.subscribed_topic_names if n in self.shard.topics}
-        if meta.subscribed_topic_regex and meta.subscribed_topic_regex not in unresolved:
-            try:
-                matches = full_matcher(meta.subscribed_topic_regex)
-            except InvalidRegex:
-                # Stored by a kgroup that checked regexes with Python's re: it matches nothing,
-                # as Kafka would never have let the member subscribe with it.
-                return names
-            names.update(n for n in self.shard.topics if matches(n))
+    def _subscribed_with(self, group: ConsumerGroup, resolved: dict[str, ResolvedRegex]) -> SubscribedTopics:
+        """What the group's members subscribe to with its regexes resolved as `resolved`."""
+        topics = self.shard.topics
+        names: set[str] = set()
+        for names_of, regex in {self.subscription(m.meta) for m in group.members.values()}:
+            names.update(n for n in names_of if n in topics)
+            if regex and regex in resolved:
+                names.update(n for n in resolved[regex].topics if n in topics)
+        return tuple(sorted((n, *topics[n]) for n in names))
+
+    def topics_of(self, meta: ConsumerMemberValue, group: ConsumerGroup) -> set[str]:
+        """Names of existing topics a member of `group` subscribes to: by name, and by its
+        regex as the group last resolved it (a regex not resolved yet: none)."""
+        topics = self.shard.topics
+        names = {n for n in meta.subscribed_topic_names if n in topics}
+        resolved = group.regexes.get(meta.subscribed_topic_regex) if meta.subscribed_topic_regex else None
+        if resolved is not None:
+            names.update(n for n in resolved.topics if n in topics)
         return names
+
+    def remove_members(self, group: ConsumerGroup, member_ids: list[str], out: ResultBuilder, now_ms: int) -> None:
+        """Remove members and bump the group epoch so the others get their partitions; a
+        resolved regex whose every member goes goes with them.
+
+        If that leaves only classic-protocol members, the group turns classic again: every
+        member's records and the group's go, and a classic group takes its place.
+        """
+        if not self.downgrade.wanted(group, member_ids):
+            gone = Counter(r for mid in member_ids if mid in group.members
+                           and (r := group.members[mid].meta.subscribed_topic_regex))
+            for regex in sorted(gone):
+                if regex in group.regexes and group.regex_counts.get(regex) == gone[regex]:
+                    out.record(ConsumerRegexRecord(group.group_id, regex, None))
+            super().remove_members(group, member_ids, out, now_ms)
+            return
+        for member_id in group.members:
+            self._remove_records(group, member_id, out)
+        self._remove_group_records(group, out)
+        self.downgrade.to_classic(group, member_ids, out, now_ms)
+
+    def _remove_group_records(self, group: ConsumerGroup, out: ResultBuilder) -> None:
+        """The group's resolved regexes go before the group itself."""
+        for regex in sorted(group.regexes):
+            out.record(ConsumerRegexRecord(group.group_id, regex, None))
+        super()._remove_group_records(group, out)
 
     def assign(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember], targets: dict[str, Partitions],
                subscribed: SubscribedTopics, out: ResultBuilder) -> dict[str, Partitions]:
@@ -429,7 +495,6 @@ class ConsumerProtocol(ModernProtocol):
         except UnknownAssignor:
             raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"no server assignor {name}") from None
         by_name = {n: tid for n, tid, _ in subscribed}
-        unresolved = self._unresolved(group, members)
         # Members mostly share a subscription: its topic ids are worked out once per
         # assignment, not once per member (a join of N members assigns N times).
         topic_ids: dict[tuple, frozenset[str]] = {}
@@ -438,10 +503,10 @@ class ConsumerProtocol(ModernProtocol):
             key = (meta.subscribed_topic_names, meta.subscribed_topic_regex)
             ids = topic_ids.get(key)
             if ids is None:
-                ids = topic_ids[key] = frozenset(by_name[n] for n in self.topics_of(meta, unresolved) if n in by_name)
+                ids = topic_ids[key] = frozenset(by_name[n] for n in self.topics_of(meta, group) if n in by_name)
             return ids
 
-        context = (subscribed, unresolved)
+        context = (subscribed, group.regexes)
         kept = group.assignor_inputs
         if not isinstance(kept, _AssignorInputs) or kept.topics is not self.shard.topics \
                 or kept.context != context:
@@ -460,7 +525,7 @@ class ConsumerProtocol(ModernProtocol):
         # Each member's spec is kept from the last assignment while its metadata and target
         # are the same objects and so is what its topic ids are worked out from (the
         # broker's topics, replaced whole when they change, the group's subscribed topics
-        # and unresolved regexes): a join of N members builds N specs, not N * N / 2.
+        # and resolved regexes): a join of N members builds N specs, not N * N / 2.
         # (Server assignors must not change their input.)
         no_target: Partitions = ()
         known = kept.specs
@@ -566,20 +631,6 @@ class ConsumerProtocol(ModernProtocol):
         super().cancel_timers(group_id, member_id, out)
         out.then(self.timers.cancel, consumer_revoke_key(group_id, member_id))
 
-    def remove_members(self, group: ConsumerGroup, member_ids: list[str], out: ResultBuilder, now_ms: int) -> None:
-        """Remove members and bump the group epoch so the others get their partitions.
-
-        If that leaves only classic-protocol members, the group turns classic again: every
-        member's records and the group's go, and a classic group takes its place.
-        """
-        if not self.downgrade.wanted(group, member_ids):
-            super().remove_members(group, member_ids, out, now_ms)
-            return
-        for member_id in group.members:
-            self._remove_records(group, member_id, out)
-        self._remove_group_records(group, out)
-        self.downgrade.to_classic(group, member_ids, out, now_ms)
-
     fence = remove_members
 
     def revoke_expired(self, op: TimerOp, now_ms: int) -> Result:
@@ -628,7 +679,7 @@ class ConsumerProtocol(ModernProtocol):
 class _AssignorInputs:
     """What `ConsumerProtocol.assign` handed the server assignor last time, per member:
     member id -> (metadata, target, MemberSpec), valid for one `topics` object (the
-    broker's) and `context` (the group's subscribed topics and unresolved regexes): what
+    broker's) and `context` (the group's subscribed topics and resolved regexes): what
     a member's topic ids are worked out from."""
 
     __slots__ = ("topics", "context", "specs", "followed")
@@ -657,9 +708,11 @@ _ASSIGNMENT = attrgetter("assignment")
 _FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
 _NO_ENTRY = (None, None, None)
 _NOTHING: dict = {}
-_REGEX = attrgetter("meta.subscribed_topic_regex")
-# A regex resolution's TimerOp.generation when a new regex matched a topic (the epoch moves).
-_REGEX_MATCHED = 1
+# Kafka 4.4's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS: a group's regexes are resolved at most
+# once per 10 s, and its group.consumer.regex.refresh.interval.ms default: at least every 10
+# minutes while members heartbeat.
+REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
+REGEX_REFRESH_INTERVAL_MS = 600_000
 
 
 def _keeps_metadata(old: ConsumerMemberValue, req: ConsumerGroupHeartbeatRequest) -> bool:

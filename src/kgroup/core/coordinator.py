@@ -336,8 +336,15 @@ class GroupCoordinatorShard:
         A topic that is gone, or whose name now belongs to another topic id (deleted and
         created again), takes its committed offsets with it, as Kafka's coordinator deletes
         the offsets of deleted partitions: a new topic of the same name starts with none."""
-        deleted = deleted_topics(self.shard.topics, topics)
-        self.shard.topics = dict(topics)
+        before, shard = self.shard.topics, self.shard
+        deleted = deleted_topics(before, topics)
+        shard.topics_version = max(now_ms, shard.topics_version + 1)
+        # The first update (at load) counts as new topics: what changed while this shard
+        # was not served is looked at again.
+        if shard.new_topics_version < 0 or any(before.get(name, (None,))[0] != meta[0]
+                                                for name, meta in topics.items()):
+            shard.new_topics_version = shard.topics_version
+        shard.topics = dict(topics)
         return (self.offsets.topics_deleted(deleted, now_ms) + self.consumer.topics_changed(now_ms)
                 + self.share.topics_changed(now_ms) + self.streams.topics_changed(now_ms))
 

@@ -222,6 +222,9 @@ class ModernGroup:
         """Hook: an existing member's metadata becomes `value`."""
         member.meta = value
 
+    def _added(self, member: Any) -> None:
+        """Hook: `member` joined the group (for what a kind keeps of it beside the records)."""
+
     def _removed(self, member: Any) -> None:
         """Hook: `member` left the group (for what a kind keeps of it beside the records)."""
 
@@ -264,6 +267,8 @@ class ModernGroup:
             groups.pop(record.group_id, None)
             return False
         created = group is None
+        if created and role == _MORE and getattr(record, "value", True) is None:
+            return False            # a tombstone of a kind's own record never makes a group
         if created:
             group = groups[record.group_id] = cls(record.group_id)
         if role == _EPOCH:
@@ -280,6 +285,7 @@ class ModernGroup:
                 group._meta(members[record.member_id], record.value)
             else:
                 member = members[record.member_id] = cls.MEMBER(record.member_id, record.value, cls.NEW_CURRENT)
+                group._added(member)
                 group.unconverged += not group.converged(member.current)
                 if group.epoch_high is not None and member.current.member_epoch > group.epoch_high:
                     group.epoch_high = member.current.member_epoch

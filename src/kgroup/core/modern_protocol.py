@@ -126,8 +126,8 @@ class ModernProtocol:
         kind's `topics_of` reads nothing else)."""
         raise NotImplementedError
 
-    def topics_of(self, meta: Any) -> set[str]:
-        """The kind's: names of existing topics the member subscribes to."""
+    def topics_of(self, meta: Any, group: ModernGroup) -> set[str]:
+        """The kind's: names of existing topics a member of `group` subscribes to."""
         raise NotImplementedError
 
     def max_size(self) -> int:
@@ -242,7 +242,7 @@ class ModernProtocol:
         old_subscribed = group.subscribed
         resubscribed = old_meta is not None and self.subscription(old_meta) != self.subscription(meta)
         if old_meta is None or replaced is not None or is_new_group or resubscribed:
-            subscribed = self.subscribed_metadata(joined.members_of(group), group)
+            subscribed = self.subscribed_metadata(joined.members_of(group), group, remember=True)
         else:
             subscribed = old_subscribed
         bump = (old_meta is None and replaced is None) or subscribed != old_subscribed or resubscribed
@@ -293,16 +293,18 @@ class ModernProtocol:
         `<kind>.assignment.interval.ms`); 0 assigns at every change."""
         return 0
 
-    def subscribed_metadata(self, members: dict[str, Any], group: ModernGroup | None = None) -> SubscribedTopics:
-        """What `members` subscribe to: (name, topic id, partitions) of each existing topic.
-        With `group` (`members` being its members and maybe a joiner after them), what the
-        last such call over the same members found is kept on the group and reused."""
+    def subscribed_metadata(self, members: dict[str, Any], group: ModernGroup,
+                            remember: bool = False) -> SubscribedTopics:
+        """What `members` of `group` subscribe to: (name, topic id, partitions) of each
+        existing topic. With `remember` (`members` being its members and maybe a joiner after
+        them), what the last such call over the same members found is kept on the group and
+        reused (a kind drops it when what its `topics_of` reads of the group changes)."""
         # Once per distinct subscription, not per member: this runs at every join, and
         # members mostly share one (the members' `subscription` keys read at C speed when
         # the kind's `subscription` is an attrgetter).
         metas = list(map(META_OF, members.values()))
         topics = self.shard.topics
-        kept = group.subscription_inputs if group is not None else None
+        kept = group.subscription_inputs if remember else None
         # The same members in the same order with the same metadata (by identity) under the
         # same topics: only the members after them (a joiner) are looked at.
         if kept is not None and kept[0] is topics and len(metas) >= len(kept[1]) \
@@ -315,9 +317,9 @@ class ModernProtocol:
             names = set(names)
             for key, meta in distinct.items():
                 if key not in keys:
-                    names |= self.topics_of(meta)
+                    names |= self.topics_of(meta, group)
             keys, names = keys.union(distinct), frozenset(names)
-        if group is not None:
+        if remember:
             group.subscription_inputs = (topics, metas, keys, names)
         return tuple(sorted((n, *topics[n]) for n in names))
 
@@ -401,7 +403,7 @@ class ModernProtocol:
     def subscribed_after(self, group: ModernGroup, members: dict[str, Any]) -> SubscribedTopics:
         """What `group` subscribes to with `members` only (a kind whose subscription is the
         group's, not its members', keeps the group's)."""
-        return self.subscribed_metadata(members)
+        return self.subscribed_metadata(members, group)
 
     # ---- topics ---------------------------------------------------------------------------
 
@@ -411,7 +413,7 @@ class ModernProtocol:
         group = self.groups.get(op.group_id)
         if group is None:
             return EMPTY_RESULT
-        subscribed = self.subscribed_metadata(group.members)
+        subscribed = self.subscribed_metadata(group.members, group)
         if subscribed == group.subscribed:
             return EMPTY_RESULT
         out = ResultBuilder(EventJournal(self.shard, now_ms))
@@ -424,7 +426,7 @@ class ModernProtocol:
         out = ResultBuilder(EventJournal(self.shard, now_ms))
         for group_id in sorted(self.groups):
             group = self.groups[group_id]
-            subscribed = self.subscribed_metadata(group.members)
+            subscribed = self.subscribed_metadata(group.members, group)
             if subscribed != group.subscribed:
                 out.changed(group_id, "topic metadata changed")
                 out.record(self.records.epoch(group_id, group.epoch + 1, subscribed))

@@ -94,6 +94,7 @@ from kgroup.core.records import (
     ConsumerCurrentValue,
     ConsumerGroupEpochRecord,
     ConsumerMemberRecord,
+    ConsumerRegexRecord,
     ConsumerMemberValue,
     ConsumerTargetEpochRecord,
     ConsumerTargetRecord,
@@ -104,6 +105,7 @@ from kgroup.core.records import (
     MemberState,
     OffsetCommitValue,
     Record,
+    ResolvedRegex,
     ShareCurrentRecord,
     ShareCurrentValue,
     ShareGroupEpochRecord,
@@ -314,7 +316,7 @@ def _encode_group_value(value: ClassicGroupValue) -> bytes:
 
 _CONSUMER_KEY_VERSIONS = {
     ConsumerGroupEpochRecord: 3, ConsumerMemberRecord: 4, ConsumerTargetRecord: 5,
-    ConsumerTargetEpochRecord: 6, ConsumerCurrentRecord: 7,
+    ConsumerTargetEpochRecord: 6, ConsumerCurrentRecord: 7, ConsumerRegexRecord: 12,
 }
 _CONSUMER_BY_VERSION = {v: k for k, v in _CONSUMER_KEY_VERSIONS.items()}
 
@@ -360,7 +362,9 @@ def _encode_member_keyed(record, versions: dict[type, int], value_of) -> bytes:
     """A consumer- or share-group record: its key (version, group id, member id) and its
     JSON value (``value_of``), none for a tombstone."""
     group = _str16(record.group_id, "group id")
-    member = _str16(getattr(record, "member_id", ""), "member id")
+    # A resolved regex is keyed by the regex where a member's records have the member id.
+    second = record.regex if type(record) is ConsumerRegexRecord else getattr(record, "member_id", "")
+    member = _str16(second, "member id")
     key = _OC_KEY_HEAD.pack(versions[type(record)], len(group), len(member)) + group + member
     value = _shared_value(record)
     if value is _NOT_SHARED:
@@ -373,6 +377,8 @@ def _consumer_value(record) -> object | None:
     value = record.value
     if value is None:
         return None
+    if kind is ConsumerRegexRecord:
+        return [list(value.topics), value.version, value.timestamp_ms]
     if kind is ConsumerMemberRecord:
         fields = [value.instance_id, value.rack_id, value.client_id, value.client_host,
                   list(value.subscribed_topic_names), value.subscribed_topic_regex, value.server_assignor,
@@ -430,6 +436,12 @@ def _decode_consumer(payload: bytes, version: int, glen: int, mlen: int) -> Reco
         shared = _decode_shared(kind, group, member, raw)
         if shared is not None:
             return shared
+        if kind is ConsumerRegexRecord:
+            if raw is None:
+                return ConsumerRegexRecord(group, member, None)
+            topics, version, timestamp = raw
+            return ConsumerRegexRecord(group, member, ResolvedRegex(
+                tuple(str(t) for t in topics), int(version), int(timestamp)))
         if kind is ConsumerMemberRecord:
             if raw is None:
                 return ConsumerMemberRecord(group, member, None)

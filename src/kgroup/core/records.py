@@ -168,8 +168,29 @@ class ConsumerCurrentRecord:
     value: ConsumerCurrentValue | None
 
 
+@dataclass(frozen=True, slots=True)
+class ResolvedRegex:
+    """What a subscribed regular expression matched when the group last resolved it: the
+    topic names (sorted), the version of the broker's topics it was resolved against (see
+    `ShardState.topics_version`) and when (Kafka 4.4's ResolvedRegularExpression)."""
+
+    topics: tuple[str, ...]
+    version: int
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRegexRecord:
+    """A group's resolved regular expression (None: no member subscribes with it any more),
+    Kafka 4.4's ConsumerGroupRegularExpression record."""
+
+    group_id: str
+    regex: str
+    value: ResolvedRegex | None
+
+
 ConsumerRecord = (ConsumerGroupEpochRecord | ConsumerMemberRecord | ConsumerTargetRecord
-                  | ConsumerTargetEpochRecord | ConsumerCurrentRecord)
+                  | ConsumerTargetEpochRecord | ConsumerCurrentRecord | ConsumerRegexRecord)
 
 
 # ---- transactions (KIP-98, KIP-447) -------------------------------------------------------

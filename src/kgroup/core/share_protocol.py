@@ -128,7 +128,7 @@ class ShareProtocol(ModernProtocol):
     # The topic names, read at C speed (see ModernProtocol.subscribed_metadata).
     subscription = staticmethod(attrgetter("subscribed_topic_names"))
 
-    def topics_of(self, meta: ShareMemberValue) -> set[str]:
+    def topics_of(self, meta: ShareMemberValue, group: ShareGroup) -> set[str]:
         topics = self.shard.topics
         return {n for n in meta.subscribed_topic_names if n in topics}
 

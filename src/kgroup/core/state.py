@@ -89,6 +89,13 @@ class ShardState:
     # The broker's topics: name -> (topic id, partition count). Pure input, set by the
     # broker through GroupCoordinatorShard.update_topics.
     topics: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # The version of `topics`, moved by every update (at least to the update's time, so a
+    # version from before a restart is older than any after), and the version at which
+    # topics were last created (-1: no update yet). A group whose regexes were resolved
+    # against a version older than that resolves them again (Kafka 4.4 compares metadata
+    # image offsets the same way).
+    topics_version: int = 0
+    new_topics_version: int = -1
     # The maps above of every kind, in the registry's order (kinds.py fills it on first use;
     # the maps are never replaced).
     group_maps: tuple[dict[str, Any], ...] = ()

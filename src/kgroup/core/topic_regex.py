@@ -34,3 +34,14 @@ def full_matcher(pattern: str) -> Callable[[str], object]:
         return re2.compile(pattern, _QUIET).fullmatch
     except re2.error as exc:
         raise InvalidRegex(str(exc)) from None
+
+
+def regex_topics(pattern: str, names) -> set[str]:
+    """The names among `names` that `pattern` matches whole; none if it is not RE2 (a regex
+    stored by a kgroup that checked them with Python's `re`: Kafka would never have let a
+    member subscribe with it)."""
+    try:
+        matches = full_matcher(pattern)
+    except InvalidRegex:
+        return set()
+    return {n for n in names if matches(n)}

@@ -7,7 +7,9 @@ from kgroup.assignors import Assignment, Subscription, decode_assignment, encode
 from kgroup.core.classic_group import ClassicGroupState as S
 from kgroup.core.config import GroupConfig
 from kgroup.core.consumer_group import MemberState
+from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode as E
+from kgroup.core.records import ConsumerRegexRecord
 
 from tests.unit.core.groupctx import GroupContext
 
@@ -149,6 +151,86 @@ def test_two_new_regexes_before_their_resolution_move_the_epoch_if_either_matche
     ctx.cg_heartbeat("c", 0, regex="nothing-.*")          # the same resolution, matching nothing
     ctx.advance(0)
     assert ctx.cgroup().epoch == epoch + 1
+
+
+def regex_group() -> tuple[GroupContext, int]:
+    """Member a subscribed by regex logs-.* (resolved at 0 to logs-a), topics logs-a and
+    metrics-a: the context and the group epoch after the resolution."""
+    ctx = GroupContext()
+    ctx.set_topics(**{"logs-a": 2, "metrics-a": 2})
+    ctx.cg_heartbeat("a", 0, regex="logs-.*")
+    ctx.advance(0)
+    settle(ctx, ["a"])
+    return ctx, ctx.cgroup().epoch
+
+
+def test_a_second_new_regex_within_10s_of_a_resolution_waits_for_a_heartbeat_after_them():
+    # Kafka 4.4 resolves a group's regexes at most once per 10 s
+    # (REGEX_BATCH_REFRESH_MIN_INTERVAL_MS); differential scenario consumer_regex_batch_window.
+    ctx, epoch = regex_group()
+    ctx.advance(5_000)
+    b = ctx.cg_heartbeat("b", 0, regex="metrics-.*").response
+    ctx.advance(0)
+    assert "metrics-.*" not in ctx.cgroup().regexes and ctx.cgroup().epoch == epoch
+    ctx.advance(5_000)                                      # 10 s after the resolution: still in
+    ctx.cg_heartbeat("b", b.member_epoch)
+    ctx.advance(0)
+    assert "metrics-.*" not in ctx.cgroup().regexes
+    ctx.advance(1)
+    ctx.cg_heartbeat("b", b.member_epoch)                   # after the window: resolved
+    ctx.advance(0)
+    group = ctx.cgroup()
+    assert group.regexes["metrics-.*"].topics == ("metrics-a",) and group.epoch == epoch + 1
+    assert group.regexes["metrics-.*"].timestamp_ms == group.regexes["logs-.*"].timestamp_ms == ctx.now
+
+
+def test_a_regex_resolved_again_with_the_same_topics_moves_no_epoch():
+    ctx, epoch = regex_group()
+    ctx.set_topics(**{"logs-a": 2, "metrics-a": 2, "other": 1})    # a topic is created
+    ctx.advance(10_001)
+    ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch)
+    ctx.advance(0)
+    assert ctx.cgroup().regexes["logs-.*"].timestamp_ms == ctx.now and ctx.cgroup().epoch == epoch
+
+
+def test_no_resolution_without_a_reason_until_the_refresh_interval():
+    ctx, _ = regex_group()
+    resolved = ctx.cgroup().regexes["logs-.*"]
+    for _ in range(20):                                          # nothing new for 600 s
+        ctx.advance(30_000)
+        ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch)
+        ctx.advance(0)
+        assert ctx.cgroup().regexes["logs-.*"] == resolved
+    ctx.advance(1)                                               # the 10-minute refresh interval
+    ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch)
+    ctx.advance(0)
+    assert ctx.cgroup().regexes["logs-.*"].timestamp_ms == ctx.now == 600_001
+
+
+def test_dropping_a_regex_moves_the_epoch_at_once_and_its_last_member_deletes_it():
+    ctx, epoch = regex_group()
+    ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch, regex="", topics=["metrics-a"])
+    assert ctx.cgroup().epoch == epoch + 1 and ctx.cgroup().regexes == {}
+    assert ConsumerRegexRecord("cg", "logs-.*", None) in ctx.log
+
+
+def test_a_resolved_regex_goes_with_its_last_member_and_comes_back_from_the_log():
+    ctx, _ = regex_group()
+    ctx.cg_heartbeat("b", 0, regex="logs-.*")
+    ctx.cg_heartbeat("c", 0, topics=["metrics-a"])
+    fresh = GroupCoordinatorShard(ctx.config)
+    for record in ctx.log:
+        fresh.replay(record)
+    again = GroupCoordinatorShard(ctx.config)
+    for record in ctx.coord.snapshot_records():
+        again.replay(record)
+    assert fresh.consumer_groups == again.consumer_groups == ctx.coord.consumer_groups
+    assert fresh.consumer_groups["cg"].regexes == {"logs-.*": ctx.cgroup().regexes["logs-.*"]}
+    ctx.cg_heartbeat("a", -1)
+    assert "logs-.*" in ctx.cgroup().regexes                # b still subscribes with it
+    ctx.cg_heartbeat("b", -1)
+    assert ctx.cgroup().regexes == {} and ctx.log[-1] != ConsumerRegexRecord("cg", "logs-.*", None)
+    assert ConsumerRegexRecord("cg", "logs-.*", None) in ctx.log
 
 
 SUB1 = encode_subscription(Subscription(("t",)), 1)

@@ -32,7 +32,6 @@ from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode
 from kgroup.core.messages import LeavingMember
 from kgroup.core.record_codec import decode, encode
-from kgroup.core.timers import consumer_regex_key
 
 from tests.unit.core.groupctx import GroupContext, Pending, shard_view
 
@@ -302,21 +301,26 @@ class Run:
                     assert (t, p) not in holders, f"{(t, p)} held by {holders[(t, p)]} and {mid}"
                     holders[(t, p)] = mid
         assert holders == group.owners
-        # A Stable group assigns every subscribed partition exactly once, unless a regular
-        # expression a member joined with is still to be resolved: that join moved no epoch
-        # (as in Kafka), so a group it converted from classic still has its classic members'
-        # assignment, which may leave out partitions added since; the resolution moves it.
-        if group.state() is GroupState.STABLE and consumer_regex_key(G) not in ctx.coord.shard.timers:
+        # A Stable group assigns every partition its members subscribe to exactly once, unless
+        # a member's regular expression is not resolved yet: bringing it moved no epoch (as in
+        # Kafka), so the last target stands (a group it converted from classic still has its
+        # classic members' assignment, which may leave out partitions added since) until the
+        # resolution moves the epoch.
+        unresolved = any(m.meta.subscribed_topic_regex and m.meta.subscribed_topic_regex not in group.regexes
+                         for m in group.members.values())
+        if group.state() is GroupState.STABLE and not unresolved:
             note("consumer group Stable")
             assigned = sorted((t, p) for m in group.members.values() for t, ps in m.current.assigned for p in ps)
-            wanted = sorted((tid, p) for _, tid, count in group.subscribed for p in range(count))
+            topics = ctx.coord.shard.topics
+            names = set().union(*(ctx.coord.consumer.topics_of(m.meta, group) for m in group.members.values()))
+            wanted = sorted((topics[n][0], p) for n in names for p in range(topics[n][1]))
             assert assigned == wanted
             self.check_balance(group)
 
     def check_balance(self, group) -> None:
         """Members that all subscribe to the same topics share them evenly: the uniform
         assignor's counts differ by at most one, the range assignor's do on every topic."""
-        topics = {mid: frozenset(self.ctx.coord.consumer.topics_of(m.meta)) for mid, m in group.members.items()}
+        topics = {mid: frozenset(self.ctx.coord.consumer.topics_of(m.meta, group)) for mid, m in group.members.items()}
         if len(set(topics.values())) != 1 or not next(iter(topics.values())):
             return
         note("consumer group Stable, one subscription")

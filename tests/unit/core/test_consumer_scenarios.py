@@ -241,11 +241,22 @@ def test_deleting_a_subscribed_topic_bumps_the_epoch_and_takes_its_partitions_aw
     assert owned(ctx, "a") | owned(ctx, "b") == {0, 1}
 
 
-def test_regex_subscription_matches_topics_created_later():
+def test_regex_subscription_matches_topics_created_later_from_the_first_heartbeat_after_10s():
+    # Kafka 4.4 resolves a group's regexes at most once per 10 s: a topic created within the
+    # window waits for a heartbeat after it (REGEX_BATCH_REFRESH_MIN_INTERVAL_MS).
     ctx = GroupContext()
     ctx.set_topics(**{"logs-a": 2})
     ctx.cg_heartbeat("a", 0, regex="logs-.*")
+    ctx.advance(0)
     ctx.set_topics(**{"logs-a": 2, "logs-b": 1, "other": 3})
+    settle(ctx, ["a"])
+    assert {t for t, _ in ctx.cgroup().members["a"].current.assigned} == {"id-logs-a"}
+    ctx.advance(10_000)
+    settle(ctx, ["a"])                      # at 10 s exactly: still within the window
+    assert {t for t, _ in ctx.cgroup().members["a"].current.assigned} == {"id-logs-a"}
+    ctx.advance(1)
+    ctx.cg_heartbeat("a", ctx.cgroup().members["a"].epoch)
+    ctx.advance(0)
     settle(ctx, ["a"])
     assert {t for t, _ in ctx.cgroup().members["a"].current.assigned} == {"id-logs-a", "id-logs-b"}
 

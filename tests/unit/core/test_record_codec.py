@@ -19,10 +19,12 @@ from kgroup.core.record_codec import (
 )
 from kgroup.core.records import (
     ClassicGroupRecord,
+    ConsumerRegexRecord,
     ClassicGroupValue,
     ClassicMemberValue,
     GroupConfigRecord,
     OffsetCommitRecord,
+    ResolvedRegex,
     OffsetCommitValue,
     TxnOffsetCommitRecord,
     TxnOffsetMarkerRecord,
@@ -73,6 +75,13 @@ EXAMPLES = [
         member(member_id="ç-☃", client_id="", client_host="", subscription=bytes(range(256))),
     ))),
     ClassicGroupRecord("グループ", group_value(protocol="cooperative-sticky", leader="ü")),
+]
+
+# A group's resolved regex (Kafka's ConsumerGroupRegularExpression), keyed by the regex.
+REGEX_EXAMPLES = [
+    ConsumerRegexRecord("g", "logs-.*", ResolvedRegex(("logs-a", "logs-b"), 17, 1_700_000_000_000)),
+    ConsumerRegexRecord("grüppe-☃", "^t[0-9]+$", ResolvedRegex((), 0, 0)),
+    ConsumerRegexRecord("g", "logs-.*", None),
 ]
 
 TXN_EXAMPLES = [
@@ -360,3 +369,13 @@ def test_every_strict_prefix_is_rejected_or_shorter_record(record, data):
     # The only prefix that decodes is the key alone: the record's tombstone.
     assert _value(decoded) is None and _value(record) is not None
     assert encode(decoded) == payload[:cut]
+
+
+@pytest.mark.parametrize("record", REGEX_EXAMPLES, ids=lambda r: type(r).__name__)
+def test_resolved_regex_records_round_trip(record):
+    decoded = decode(encode(record))
+    assert decoded == record and type(decoded) is type(record)
+    assert struct.unpack_from(">h", encode(record))[0] == 12
+    # A tombstone is the key alone: version, both lengths, the group, the regex.
+    assert (len(encode(record)) == 6 + len(record.group_id.encode()) + len(record.regex.encode())) \
+        is (record.value is None)

@@ -41,6 +41,25 @@ def owned_of(response) -> list[tuple[object, list[int]]]:
     return [(tp.topic_id, sorted(int(p) for p in tp.partitions)) for tp in response.assignment.topic_partitions]
 
 
+async def until_owning(raw, group: str, member: str, epoch: int, owned: list, count: int, what: str, *,
+                       timeout: float = 30.0, beside=None) -> tuple[int, list]:
+    """Heartbeat `member` (unrecorded, owning what it was given; `beside`, a coroutine
+    function, runs after each: another member's heartbeat) until it owns `count`
+    partitions: its epoch and what it owns then."""
+    state = [epoch, owned]
+
+    async def check() -> bool:
+        r = await raw.call(hb(group, member, state[0], owned=state[1]))
+        state[0] = int(r.member_epoch)
+        if r.assignment is not None:
+            state[1] = owned_of(r)
+        if beside is not None:
+            await beside()
+        return sum(len(ps) for _, ps in state[1]) == count
+    await observe.until(check, what, timeout)
+    return state[0], state[1]
+
+
 async def take(t: Target, raw, group: str, member: str, label: str, req, owns: str, *,
                instance: str | None = None) -> tuple[int, list[tuple[object, list[int]]]]:
     """Ask `req` (a heartbeat of `member` that owns nothing yet), then heartbeat owning the
@@ -126,16 +145,8 @@ async def consumer_regex(t: Target) -> None:
                       more={t.names.topic("r2"): 2, t.names.topic("other"): 1})
     a = member_id(t, "m4")
     r = await t.ask(raw, "join with a regex", hb(group, a, 0, regex=f"{t.names.topic('r')}[0-9]", owned=[]))
-    epoch, owned = int(r.member_epoch), owned_of(r)
-
-    async def assigned() -> bool:
-        nonlocal epoch, owned
-        response = await raw.call(hb(group, a, epoch, owned=owned))
-        epoch = int(response.member_epoch)
-        if response.assignment is not None:
-            owned = owned_of(response)
-        return sum(len(ps) for _, ps in owned) == 3
-    await observe.until(assigned, "the regex is resolved and assigned")
+    epoch, owned = await until_owning(raw, group, a, int(r.member_epoch), owned_of(r), 3,
+                                      "the regex is resolved and assigned")
     await raw.call(hb(group, a, epoch, owned=owned))
     t.add("assigned partitions", sorted(len(ps) for _, ps in owned))
     t.add("describe", await observe.consumer_describe(raw, group))
@@ -333,6 +344,36 @@ async def consumer_regex_of_a_subscribed_topic(t: Target) -> None:
     except AssertionError:
         t.add("B given partitions within 20 s", False)
     t.add("partitions owned by A and by B", (sum(len(ps) for _, ps in a_owned), sum(len(ps) for _, ps in b_owned)))
+
+
+@scenario("consumer", "regular expressions are resolved at most once per 10 s",
+          rule="a group's regular expressions are resolved in the background at most once per 10 s "
+               "(Kafka 4.4's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS): a second new regex brought within 10 s of "
+               "the last resolution counts nothing and moves no epoch until a heartbeat after the window "
+               "starts the next resolution", timeout=60.0)
+async def consumer_regex_batch_window(t: Target) -> None:
+    group, topic, other = t.names.group(), t.names.topic(), t.names.topic("u")
+    raw = await ready(t, group, 2, more={other: 2})
+    a, b = member_id(t, "m40"), member_id(t, "m41")
+    ra = await t.ask(raw, "A joins with a regex of one topic", hb(group, a, 0, regex=topic, owned=[]))
+    started = time.monotonic()
+    a_epoch, a_owned = await until_owning(raw, group, a, int(ra.member_epoch), owned_of(ra), 2,
+                                          "A's regex is resolved and A owns the topic", timeout=5.0)
+    t.add("A owns", a_owned)
+    rb = await t.ask(raw, "B joins with a regex of the other topic, within the window",
+                     hb(group, b, 0, regex=other, owned=[]))
+    b_epoch = int(rb.member_epoch)
+    await asyncio.sleep(2.0)
+    await t.ask(raw, "B heartbeats 2 s later: nothing yet", hb(group, b, b_epoch, owned=[]))
+    t.add("describe within the window", await observe.consumer_describe(raw, group))
+    await asyncio.sleep(max(0.0, started + 10.5 - time.monotonic()))
+
+    async def a_stays() -> None:
+        await raw.call(hb(group, a, a_epoch, owned=a_owned))
+    _, b_owned = await until_owning(raw, group, b, b_epoch, [], 2, "B's regex is resolved after the window",
+                                    timeout=10.0, beside=a_stays)
+    t.add("B owns after the window", b_owned)
+    t.add("describe after", await observe.consumer_describe(raw, group))
 
 
 @scenario("consumer", "a member that reports not owning what moves skips the revocation step",
