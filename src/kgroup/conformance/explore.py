@@ -16,11 +16,13 @@ What differs today, and why (2026-12-02):
   topics in hash-map order of their random ids; which member gets an extra partition and
   which partitions a member keeps then differ.
 - `--regex`: regexes are resolved as Kafka 4.4 resolves them (at most once per 10 s, scenario
-  `consumer_regex_batch_window`). Two Kafka behaviours remain that kgroup does not share:
-  a member whose regex changes without a new target gives up at once the partitions of
-  topics it no longer subscribes to (CurrentAssignmentBuilder's subscription-changed path),
-  and a member joining without moving the epoch makes Kafka assign with the group's
-  subscription type from before it joined (which can give every member nothing).
+  `consumer_regex_batch_window`), and a member whose subscription changes without a new
+  target gives up what it no longer subscribes to at once (`consumer_regex_switch_revokes`).
+  About 1 in 8 sequences still differ, each by a Kafka defect kgroup does not copy: a member
+  joining without moving the epoch (its regex not resolved yet) makes Kafka compute the
+  pending target with the group's subscription type from before it joined; when that was
+  homogeneous, the assignor gives every member what one member subscribes to, which can be
+  nothing (docs/protocol.md).
 """
 
 from __future__ import annotations

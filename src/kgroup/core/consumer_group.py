@@ -272,23 +272,29 @@ _STATES = {Phase.EMPTY: GroupState.EMPTY, Phase.ASSIGNING: GroupState.ASSIGNING,
 
 
 def reconcile(member_id: str, current: ConsumerCurrentValue, target: Partitions, target_epoch: int,
-              owners: dict[tuple[str, int], str], owned_reported: Partitions | None) -> ConsumerCurrentValue:
+              owners: dict[tuple[str, int], str], owned_reported: Partitions | None,
+              subscribed: frozenset[str] | None = None, resubscribed: bool = False) -> ConsumerCurrentValue:
     """The member's next step towards its target (Kafka's CurrentAssignmentBuilder).
 
     `owned_reported` is what the heartbeat says the member owns (None: not said, so it may
     own anything it holds). A partition to revoke that the member already reports not owning
     needs no revocation step; a partition the target adds is handed over only when no other
     member holds it. Every step that changes the member records its epoch before
-    the step as the previous epoch (a heartbeat at that epoch is still accepted)."""
+    the step as the previous epoch (a heartbeat at that epoch is still accepted).
+
+    `subscribed` is the ids of the topics the member subscribes to now (None: whatever the
+    target holds): the target's partitions of other topics are not handed over. When its
+    subscription changed (`resubscribed`) but there is no new target for it to walk to, the
+    partitions it holds of topics it no longer subscribes to are revoked at once."""
     state = current.state
     if state is MemberState.UNREVOKED_PARTITIONS:
         # Stay until the member shows it let go of everything pending revocation.
         if _still_owns(current.pending_revocation, owned_reported):
-            return current
+            return _unsubscribed_revoked(current, subscribed, owned_reported) if resubscribed else current
     elif state is MemberState.STABLE and current.member_epoch == target_epoch:
-        return current
+        return _unsubscribed_revoked(current, subscribed, owned_reported) if resubscribed else current
     held = as_dict(current.assigned)
-    wanted = as_dict(target)
+    wanted = as_dict(target if subscribed is None else tuple(tp for tp in target if tp[0] in subscribed))
     keep: dict[str, set[int]] = {}
     revoke: dict[str, set[int]] = {}
     unreleased = False
@@ -318,6 +324,35 @@ def reconcile(member_id: str, current: ConsumerCurrentValue, target: Partitions,
             and nxt.state == current.state and nxt.assigned == current.assigned
             and nxt.pending_revocation == current.pending_revocation):
         return current
+    return stamp(nxt, current)
+
+
+def _unsubscribed_revoked(current: ConsumerCurrentValue, subscribed: frozenset[str] | None,
+                          owned_reported: Partitions | None) -> ConsumerCurrentValue:
+    """A member whose subscription changed without a new target to walk to: what it holds of
+    topics it no longer subscribes to goes to pending revocation at once, at its epoch (all
+    of it when it subscribes to nothing), as Kafka 4.4's updateCurrentAssignment does."""
+    if subscribed is None:
+        return current
+    if not subscribed and not current.pending_revocation:
+        kept: Partitions = ()
+        pending = current.assigned
+    else:
+        kept = tuple((t, ps) for t, ps in current.assigned if t in subscribed)
+        gone = tuple((t, ps) for t, ps in current.assigned if t not in subscribed)
+        pending = current.pending_revocation
+        if gone:
+            merged = as_dict(pending)
+            for t, ps in gone:
+                merged.setdefault(t, set()).update(ps)
+            pending = as_tuple(merged)
+    if kept == current.assigned:
+        return current
+    epoch = current.member_epoch
+    if pending and _still_owns(pending, owned_reported):
+        nxt = ConsumerCurrentValue(epoch, epoch, MemberState.UNREVOKED_PARTITIONS, kept, pending)
+    else:
+        nxt = ConsumerCurrentValue(epoch, epoch, current.state, kept, current.pending_revocation)
     return stamp(nxt, current)
 
 

@@ -189,7 +189,10 @@ class ConsumerProtocol(ModernProtocol):
             current = stamp(ConsumerCurrentValue(
                 current.member_epoch, current.previous_member_epoch, MemberState.UNRELEASED_PARTITIONS,
                 as_tuple({t: set(ps) & still.get(t, set()) for t, ps in current.assigned}), ()), current)
-        nxt = reconcile(member_id, current, targets.get(member_id, ()), target_epoch, owners, req.owned)
+        topics = self.shard.topics
+        subscribed = frozenset(topics[n][0] for n in self.topics_of(joined.meta, group))
+        nxt = reconcile(member_id, current, targets.get(member_id, ()), target_epoch, owners, req.owned,
+                        subscribed, self._resubscribed(joined))
         if nxt != member.current or replaced is not None or member_id not in group.members:
             out.record(ConsumerCurrentRecord(group.group_id, member_id, nxt))
         return nxt
@@ -363,6 +366,17 @@ class ConsumerProtocol(ModernProtocol):
         names_before = before.subscribed_topic_names if before is not None else ()
         forced = joined.replaced is not None and joined.member_id in group.members
         return subscribed, names_before != joined.meta.subscribed_topic_names or moved or forced
+
+    @staticmethod
+    def _resubscribed(joined: Joined) -> bool:
+        """Whether the heartbeat changed the member's topic names or its regex (Kafka's
+        hasSubscriptionChanged: topic names compared as a set)."""
+        before = joined.old_meta if joined.old_meta is not None else (
+            joined.replaced.meta if joined.replaced is not None else None)
+        if before is None:
+            return bool(joined.meta.subscribed_topic_names or joined.meta.subscribed_topic_regex)
+        return ((before.subscribed_topic_regex or None) != (joined.meta.subscribed_topic_regex or None)
+                or set(before.subscribed_topic_names) != set(joined.meta.subscribed_topic_names))
 
     def _assignor_moved(self, group: ConsumerGroup, joined: Joined) -> bool:
         """Whether the heartbeat changes the group's preferred server assignor (only one that

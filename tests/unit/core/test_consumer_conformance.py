@@ -233,6 +233,44 @@ def test_a_resolved_regex_goes_with_its_last_member_and_comes_back_from_the_log(
     assert ConsumerRegexRecord("cg", "logs-.*", None) in ctx.log
 
 
+def test_a_member_switching_to_a_regex_not_resolved_yet_gives_up_its_partitions_at_once():
+    # Kafka 4.4's CurrentAssignmentBuilder.updateCurrentAssignment (subscription changed, no
+    # new target); differential scenario consumer_regex_switch_revokes.
+    ctx, epoch = regex_group()
+    owned = ctx.cgroup().members["a"].current.assigned
+    r = ctx.cg_heartbeat("a", epoch, regex="metrics-.*", owned=owned).response
+    a = ctx.cgroup().members["a"]
+    assert (r.member_epoch, r.assignment, a.state) == (epoch, (), MemberState.UNREVOKED_PARTITIONS)
+    assert a.current.pending_revocation == owned and ctx.cgroup().epoch == epoch     # no new target
+    ctx.cg_heartbeat("a", epoch, owned=[])
+    assert ctx.cgroup().members["a"].state is MemberState.STABLE and not ctx.cgroup().owners
+
+
+def test_a_member_that_reports_not_owning_what_it_unsubscribed_from_skips_the_revocation_step():
+    ctx, epoch = regex_group()
+    ctx.cg_heartbeat("a", epoch, regex="metrics-.*", owned=[])
+    a = ctx.cgroup().members["a"]
+    assert (a.state, a.current.assigned, a.current.pending_revocation) == (MemberState.STABLE, (), ())
+
+
+def test_within_the_assignment_interval_a_topic_dropped_is_given_up_at_once_and_not_handed_over():
+    # KIP-1263: the new target waits for the interval, but the member's subscription counts
+    # at once, both for what it holds and for the (older) target it walks to.
+    ctx = GroupContext(GroupConfig(consumer_assignment_interval_ms=5_000), assign_at_once=False)
+    ctx.set_topics(t=2, u=2)
+    ctx.now = 10_000
+    r = ctx.cg_heartbeat("a", 0, topics=["t", "u"]).response
+    epoch, owned = r.member_epoch, r.assignment
+    ctx.cg_heartbeat("a", epoch, owned=owned)
+    ctx.advance(100)
+    ctx.cg_heartbeat("a", epoch, topics=["u"], owned=owned)
+    group = ctx.cgroup()
+    assert group.target_epoch < group.epoch                                 # no new target yet
+    assert group.members["a"].current.pending_revocation == (("id-t", (0, 1)),)
+    ctx.cg_heartbeat("a", epoch, owned=[("id-u", [0, 1])])
+    assert ctx.cgroup().members["a"].current.assigned == (("id-u", (0, 1)),)
+
+
 SUB1 = encode_subscription(Subscription(("t",)), 1)
 
 

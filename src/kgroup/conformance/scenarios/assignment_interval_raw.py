@@ -93,3 +93,26 @@ async def consumer_assignment_interval(t: Target) -> None:
     ra = await t.ask(raw, "A gave them up", hb(group, a, int(moved[0].member_epoch), owned=a_owned))
     await t.ask(raw, "B takes its share", hb(group, b, int(rb.member_epoch), owned=[]))
     t.add("describe after", await observe.consumer_describe(raw, group))
+
+
+@scenario("consumer", "KIP-1263: a topic dropped within the assignment interval is given up at once",
+          rule="with consumer.assignment.interval.ms set, a member that stops subscribing to a topic within "
+               "the interval gets no new target yet, but what it holds of that topic goes to pending "
+               "revocation at once (Kafka 4.4's subscription-changed step), and it keeps the rest")
+async def consumer_assignment_interval_unsubscribe(t: Target) -> None:
+    group, topic, other = t.names.group(), t.names.topic(), t.names.topic("u")
+    raw = await ready(t, group, 2, more={other: 2})
+    await t.ask(raw, "set consumer.assignment.interval.ms",
+                alter(group, 0, consumer_assignment_interval_ms=str(INTERVAL_MS)))
+    await settled(raw, describe(group),
+                  lambda r: value_of(r, "consumer.assignment.interval.ms") == str(INTERVAL_MS))
+    a = member_id(t, "i3")
+    ra = await t.ask(raw, "A joins both topics: assigned at once", hb(group, a, 0, topics=[topic, other], owned=[]))
+    epoch, owned = int(ra.member_epoch), owned_of(ra)
+    await t.ask(raw, "A owns its assignment", hb(group, a, epoch, owned=owned))
+    r = await t.ask(raw, "A drops the first topic within the interval", hb(group, a, epoch, topics=[other], owned=owned))
+    t.add("describe after the drop", await observe.consumer_describe(raw, group))
+    kept = [(tid, ps) for tid, ps in owned if tid in {tp.topic_id for tp in r.assignment.topic_partitions}] \
+        if r.assignment is not None else owned
+    await t.ask(raw, "A reports what it kept", hb(group, a, int(r.member_epoch), owned=kept))
+    t.add("describe after", await observe.consumer_describe(raw, group))

@@ -60,6 +60,16 @@ async def until_owning(raw, group: str, member: str, epoch: int, owned: list, co
     return state[0], state[1]
 
 
+async def owns_by_regex(t: Target, raw, group: str, member: str, topic: str) -> tuple[int, list]:
+    """`member` joins with a regex naming `topic` (two partitions) and heartbeats until the
+    regex is resolved and it owns the topic: its epoch and what it owns (recorded)."""
+    r = await t.ask(raw, "A joins with a regex of one topic", hb(group, member, 0, regex=topic, owned=[]))
+    epoch, owned = await until_owning(raw, group, member, int(r.member_epoch), owned_of(r), 2,
+                                      "A's regex is resolved and A owns the topic", timeout=5.0)
+    t.add("A owns", owned)
+    return epoch, owned
+
+
 async def take(t: Target, raw, group: str, member: str, label: str, req, owns: str, *,
                instance: str | None = None) -> tuple[int, list[tuple[object, list[int]]]]:
     """Ask `req` (a heartbeat of `member` that owns nothing yet), then heartbeat owning the
@@ -355,11 +365,8 @@ async def consumer_regex_batch_window(t: Target) -> None:
     group, topic, other = t.names.group(), t.names.topic(), t.names.topic("u")
     raw = await ready(t, group, 2, more={other: 2})
     a, b = member_id(t, "m40"), member_id(t, "m41")
-    ra = await t.ask(raw, "A joins with a regex of one topic", hb(group, a, 0, regex=topic, owned=[]))
     started = time.monotonic()
-    a_epoch, a_owned = await until_owning(raw, group, a, int(ra.member_epoch), owned_of(ra), 2,
-                                          "A's regex is resolved and A owns the topic", timeout=5.0)
-    t.add("A owns", a_owned)
+    a_epoch, a_owned = await owns_by_regex(t, raw, group, a, topic)
     rb = await t.ask(raw, "B joins with a regex of the other topic, within the window",
                      hb(group, b, 0, regex=other, owned=[]))
     b_epoch = int(rb.member_epoch)
@@ -373,6 +380,22 @@ async def consumer_regex_batch_window(t: Target) -> None:
     _, b_owned = await until_owning(raw, group, b, b_epoch, [], 2, "B's regex is resolved after the window",
                                     timeout=10.0, beside=a_stays)
     t.add("B owns after the window", b_owned)
+    t.add("describe after", await observe.consumer_describe(raw, group))
+
+
+@scenario("consumer", "a member switching to a regex not resolved yet gives up its partitions at once",
+          rule="a heartbeat that changes a member's subscription without a new target (a regex the group has "
+               "not resolved) moves what the member holds of topics it no longer subscribes to to pending "
+               "revocation at once, at its epoch; once it reports them gone it holds nothing")
+async def consumer_regex_switch_revokes(t: Target) -> None:
+    group, topic, other = t.names.group(), t.names.topic(), t.names.topic("u")
+    raw = await ready(t, group, 2, more={other: 2})
+    a = member_id(t, "m42")
+    epoch, owned = await owns_by_regex(t, raw, group, a, topic)
+    r = await t.ask(raw, "A switches to a regex of the other topic, still owning the first",
+                    hb(group, a, epoch, regex=other, owned=owned))
+    t.add("describe after the switch", await observe.consumer_describe(raw, group))
+    await t.ask(raw, "A reports owning nothing", hb(group, a, int(r.member_epoch), owned=[]))
     t.add("describe after", await observe.consumer_describe(raw, group))
 
 
