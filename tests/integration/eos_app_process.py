@@ -33,7 +33,13 @@ def main() -> int:
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"eos-{slot}", "linger.ms": 5,
                          "transaction.timeout.ms": 10_000})
     producer.init_transactions(60)
-    consumer.subscribe([source])
+    # What the group gives and takes, and every error the consumer hands back, go to the log:
+    # a test that finds the app stalled then says whether it lost its partitions or kept
+    # getting an error (consume() hands errors back as messages, skipped below).
+    def said(what: str):
+        return lambda _, partitions: print(f"{what}: {sorted((p.topic, p.partition) for p in partitions)}",
+                                           flush=True)
+    consumer.subscribe([source], on_assign=said("assigned"), on_revoke=said("revoked"), on_lost=said("lost"))
     parent = os.getppid()
     deadline = time.monotonic() + 300                  # never outlive a test run
 
@@ -45,7 +51,12 @@ def main() -> int:
             consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
 
     while os.getppid() == parent and time.monotonic() < deadline:
-        msgs = [m for m in consumer.consume(num_messages=10, timeout=0.5) if m.error() is None]
+        msgs = []
+        for m in consumer.consume(num_messages=10, timeout=0.5):
+            if m.error() is None:
+                msgs.append(m)
+            else:
+                print(f"consumer error: {m.error()}", flush=True)
         if not msgs:
             continue
         producer.begin_transaction()
