@@ -368,6 +368,30 @@ def sc_epochs_and_fencing(run: Run) -> None:
              _fetch(run, app, "mx", 1, src))
 
 
+def sc_previous_epoch_of_a_revoking_member(run: Run) -> None:
+    """A member told to give tasks back keeps its epoch and records it as its previous epoch
+    (Kafka 4.4 records the epoch a step leaves on every step): a heartbeat at the epoch before
+    is then fenced, not taken as a lost answer. Members join one at a time until every
+    member reached its epoch from the one before; the next join makes some of them revoke."""
+    src = run.name("prev")
+    run.create_topics(**{src: 4})
+    app, topo = run.name("prev"), topology({"id": "0", "sources": [src]})
+    members = [run.member(app, i, topo) for i in range(4)]
+    join_until_assigned(run, members[0])
+    converge(run, members[:1])
+    for i in (1, 2):
+        run.note(members[i].member_id, "joins", answer(members[i].heartbeat()))
+        converge(run, members[:i + 1])
+    before = {m.member_id: m.epoch for m in members[:3]}
+    run.note(members[3].member_id, "joins", answer(members[3].heartbeat()))
+    for m in members[:3]:
+        run.note(m.member_id, "after the join", answer(m.heartbeat()))
+    for m in members[:3]:
+        stale = Member(run.wire, app, m.member_id, m.process_id, topo)    # reports no tasks
+        run.note(m.member_id, "the epoch before", answer(stale.heartbeat(epoch=before[m.member_id] - 1)))
+    converge(run, members)
+
+
 def _commit(run: Run, group: str, member: str, epoch: int, topic: str, parts: list[int]) -> list:
     cls = request_class(8, 9)
     t_cls = item(cls, "topics")
@@ -519,6 +543,7 @@ SCENARIOS: dict[str, Callable[[Run], None]] = {
     "placement_with_standbys": sc_placement_with_standbys,
     "static_members": sc_static_members,
     "epochs_and_fencing": sc_epochs_and_fencing,
+    "previous_epoch_of_a_revoking_member": sc_previous_epoch_of_a_revoking_member,
     "other_apis_on_a_streams_group": sc_other_apis_on_a_streams_group,
     "kafka_streams_groups_tool": sc_kafka_streams_groups_tool,
     "streams_group_configs": sc_streams_group_configs,

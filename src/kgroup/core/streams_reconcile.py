@@ -17,7 +17,10 @@ should hold. Each step compares the two per kind of task:
   task is granted, then turns into it in place (KAFKA-9501: the client recycles the store).
 
 The member reaches the target epoch as soon as it has nothing left to revoke; it is STABLE
-when nothing it wants is held elsewhere. `MEMBER_TRANSITIONS` is the table of those moves;
+when nothing it wants is held elsewhere. Every step records the epoch it leaves as the
+previous epoch, even a step that keeps it (told to revoke, still waiting for a task), as
+Kafka 4.4 does: only a heartbeat at that previous epoch is forgiven as a lost answer
+(differential scenario previous_epoch_of_a_revoking_member). `MEMBER_TRANSITIONS` is the table of those moves;
 `reconcile` checks every step against it. Pure.
 """
 
@@ -197,8 +200,10 @@ class _Step:
             epoch = self.target_epoch
             assigned_a, assigned_s, assigned_w = {**keep_a, **pend_a}, keep_s | pend_s, keep_w | pend_w
             pending = ({}, set(), set())
-        previous = cur.member_epoch if epoch != cur.member_epoch else cur.previous_member_epoch
-        return StreamsCurrentValue(epoch, previous, state, active_tasks(assigned_a), task_ids(assigned_s),
+        # Every step records the epoch it leaves as the previous one, even a step that keeps
+        # the epoch (told to revoke, still waiting for a task), as Kafka 4.4's
+        # updateMemberEpoch does: a heartbeat at the epoch before that is fenced.
+        return StreamsCurrentValue(epoch, cur.member_epoch, state, active_tasks(assigned_a), task_ids(assigned_s),
                                    task_ids(assigned_w), active_tasks(pending[0]), task_ids(pending[1]),
                                    task_ids(pending[2]))
 

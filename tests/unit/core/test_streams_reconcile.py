@@ -73,6 +73,20 @@ def test_a_task_moves_only_after_its_owner_revoked_it():
     assert (b.state, b.active) == (S.STABLE, (("0", 1, 3),))
 
 
+def test_a_member_told_to_revoke_keeps_its_epoch_and_records_it_as_its_previous_epoch():
+    # Kafka 4.4's StreamsGroupMember.Builder.updateMemberEpoch on every step: the epoch before
+    # the step becomes the previous one even when the step keeps it, so a heartbeat at the
+    # epoch before that is fenced (differential scenario sc_previous_epoch_of_a_revoking_member).
+    g = Group(a="p1", b="p2")
+    g.step("a", TaskTuple(active=(X, Y)), 2)
+    a = g.step("a", TaskTuple(active=(X,)), 3)
+    assert (a.state, a.member_epoch, a.previous_member_epoch) == (S.UNREVOKED_TASKS, 2, 2)
+    b = g.step("b", TaskTuple(active=(Y,)), 3)
+    assert (b.state, b.member_epoch, b.previous_member_epoch) == (S.UNRELEASED_TASKS, 3, 0)
+    b = g.step("b", TaskTuple(active=(Y,)), 3)                # still waiting: a step all the same
+    assert (b.state, b.member_epoch, b.previous_member_epoch) == (S.UNRELEASED_TASKS, 3, 3)
+
+
 def test_without_a_report_of_its_tasks_a_member_keeps_waiting_to_revoke():
     g = Group(a="p1")
     g.step("a", TaskTuple(active=(X, Y)), 2)
