@@ -295,12 +295,16 @@ class StreamsProtocol(ModernProtocol):
         if req.instance_id is None:
             return group.members.get(req.member_id), None
         static = group.static_member(req.instance_id)
-        if static is None or static.member_id == req.member_id:
+        if static is None:
             return group.members.get(req.member_id), None
         if static.epoch != STATIC_LEAVE_EPOCH:
+            # Even under its own member id (Kafka 4.4's throwIfInstanceIdIsUnreleased): a
+            # static member rejoins only once it has left for a while (-2).
             raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
                              f"Static member {req.member_id} with instance id {req.instance_id} cannot join the "
                              f"group because the instance id is owned by {static.member_id} member.")
+        if static.member_id == req.member_id:
+            return static, None
         return None, static
 
     # ---- steps 3 and 4: the topology and its configuration --------------------------------

@@ -212,9 +212,11 @@ def test_kip1071_a_static_member_keeps_its_tasks_across_a_restart():
     r = app.hb("a2", instance="i-a", process="pa").response
     assert r.error_code is ErrorCode.NONE and set(r.active_tasks) == before
     assert app.group_().epoch == epoch and "a1" not in app.group_().members
-    # While a2 is in, the instance id is taken.
+    # While a2 is in, the instance id is taken, even to a join under a2's own id (Kafka 4.4's
+    # throwIfInstanceIdIsUnreleased; differential scenario streams_static_rejoin_same_id).
     dup = app.hb("a3", instance="i-a", process="px")
     assert dup.raised is ErrorCode.UNRELEASED_INSTANCE_ID
+    assert app.hb("a2", epoch=0, instance="i-a", process="pa").raised is ErrorCode.UNRELEASED_INSTANCE_ID
 
 
 def test_kip1071_epochs_are_checked_as_kafka_checks_them():

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kgroup.conformance.target import SCENARIO_TIMEOUT, ScenarioFn
 
-AREAS = ("classic", "consumer", "offsets", "share", "transactions", "data", "admin", "security")
+AREAS = ("classic", "consumer", "offsets", "share", "streams", "transactions", "data", "admin", "security")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from kgroup.conformance import observe
 from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.scenarios.offsets_raw import fetch
+from kgroup.conformance.scenarios.streams_random import described
 from kgroup.conformance.scenarios.security import (
     GROUP_RESOURCE, LITERAL, PREFIXED, READ, TOPIC_RESOURCE, until_allowed, acl)
 from kgroup.conformance.scenarios.transactions_raw import TxnProducer, txn_ready, until_settled
@@ -24,7 +25,7 @@ MISSING_SOURCE_TOPICS = 1
 
 
 def heartbeat(group: str, member: str, epoch: int, topic: str | None = None, *, active: Any = None,
-              process: str = "p0", changelog: str | None = None) -> Any:
+              process: str = "p0", changelog: str | None = None, instance: str | None = None) -> Any:
     """A StreamsGroupHeartbeat v0: a join (epoch 0) sends a one-subtopology topology reading
     `topic`; later beats report the active tasks held (`active`: [(subtopology, [partitions])])."""
     joining = epoch == 0
@@ -35,7 +36,7 @@ def heartbeat(group: str, member: str, epoch: int, topic: str | None = None, *, 
         "repartition_sink_topics": [], "repartition_source_topics": [], "copartition_groups": []}]}
     tasks = [{"subtopology_id": s, "partitions": ps} for s, ps in (active or [])]
     return request("StreamsGroupHeartbeat", 0, group_id=group, member_id=member, member_epoch=epoch,
-                   endpoint_information_epoch=-1, instance_id=None, rack_id=None,
+                   endpoint_information_epoch=-1, instance_id=instance, rack_id=None,
                    rebalance_timeout=30_000 if joining else -1, topology=topology if joining else None,
                    active_tasks=tasks, standby_tasks=[], warmup_tasks=[],
                    process_id=process if joining else None, user_endpoint=None,
@@ -51,14 +52,15 @@ def seen(r: Any) -> dict:
             "status": None if r.status is None else sorted((int(s.status_code), s.status_detail) for s in r.status)}
 
 
-async def assigned_member(t: Target, raw, group: str, topic: str, member: str = "m0") -> tuple[int, list]:
+async def assigned_member(t: Target, raw, group: str, topic: str, member: str = "m0",
+                          instance: str | None = None) -> tuple[int, list]:
     """Join until the coordinator sees the topic (Kafka's coordinator learns of a new topic
     from its metadata image a moment after it is served: the beats before are unrecorded),
     then beat until the member holds its tasks; the answers from the join on are recorded."""
     async def joined() -> Any:
-        r = await raw.call(heartbeat(group, member, 0, topic))
+        r = await raw.call(heartbeat(group, member, 0, topic, instance=instance))
         if int(r.error_code) == 0 and any(int(s.status_code) == MISSING_SOURCE_TOPICS for s in r.status or ()):
-            await raw.call(heartbeat(group, member, -1))         # leave, join again
+            await raw.call(heartbeat(group, member, -1, instance=instance))      # leave, join again
             return None
         return r
     r = await observe.until(joined, f"the coordinator of {group} sees {topic}")
@@ -70,7 +72,7 @@ async def assigned_member(t: Target, raw, group: str, topic: str, member: str = 
         if active and int(r.member_epoch) == epoch and i:
             break
         epoch = int(r.member_epoch)
-        r = await raw.call(heartbeat(group, member, epoch, active=active))
+        r = await raw.call(heartbeat(group, member, epoch, active=active, instance=instance))
         t.add(f"heartbeat {i + 1}", seen(r))
     return int(r.member_epoch), active
 
@@ -116,6 +118,26 @@ async def txn_offset_commit_streams_group(t: Target) -> None:
     await t.ask(raw, "fetch after the commit", fetch(8, group, {topic: [0, 1]}, require_stable=True))
     for m in ("m0", "m1"):
         await raw.call(heartbeat(group, m, -1))
+
+
+@scenario("streams", "a static member rejoining under its own member id before it left",
+          rule="a StreamsGroupHeartbeat joining (epoch 0) with the instance id of a live static member is "
+               "UNRELEASED_INSTANCE_ID even under that member's own id; once it left for a while (-2) the same "
+               "join takes its place again")
+async def streams_static_rejoin_same_id(t: Target) -> None:
+    group, topic = t.names.group(), t.names.topic()
+    raw = await t.raw()
+    await observe.group_topics(raw, group, {topic: 2})
+    epoch, active = await assigned_member(t, raw, group, topic, instance="i0")
+    r = await raw.call(heartbeat(group, "m0", 0, topic, instance="i0"))
+    t.add("rejoin under its own id while in use", seen(r))
+    r = await raw.call(heartbeat(group, "m0", -2, instance="i0"))
+    t.add("leaves for a while (-2)", seen(r))
+    r = await raw.call(heartbeat(group, "m0", 0, topic, instance="i0"))
+    t.add("rejoins under its own id", seen(r))
+    t.add("describe", described(await raw.call(
+        request("StreamsGroupDescribe", 0, group_ids=[group], include_authorized_operations=False))))
+    await raw.call(heartbeat(group, "m0", -1, instance="i0"))
 
 
 async def _second_member(raw, group: str, topic: str) -> bool:

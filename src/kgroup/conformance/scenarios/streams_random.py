@@ -1,0 +1,153 @@
+"""Random StreamsGroupHeartbeat sequences: the streams counterpart of the consumer protocol's
+random sequences (`python -m kgroup.conformance.explore --kind streams`).
+
+Four members of one streams group, on three processes (two members may share one, so the
+rule that a process runs a task once is exercised), with one topology of two stateless
+subtopologies (topics T, 4 partitions, and U, 3: seven active tasks, no internal topics to
+create). Each step is a join (static or not), a heartbeat reporting what the member was
+given, half of it, nothing, a task it was not given, or nothing said, a stale epoch, or a
+leave. Every answer (epoch, tasks, error) goes into the transcript, and the group's
+description at the end. A member whose heartbeat is refused as unknown or fenced, or that
+left, joins again only by a later join step.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from kgroup.conformance.messages import request
+from kgroup.conformance.scenarios import scenario
+from kgroup.conformance.scenarios.consumer_raw import ready
+from kgroup.conformance.target import Target
+
+_MEMBERS = 4
+# Kafka's error codes that end a membership: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH.
+_GONE = (25, 110)
+
+
+def random_streams_sequence(seed: int, length: int = 18) -> list[tuple]:
+    """The operations of sequence `seed`: (kind, member) and, for a join, whether the member
+    is static; each member's process is drawn once per sequence."""
+    rng = random.Random(seed)
+    static = [rng.random() < 0.5 for _ in range(_MEMBERS)]
+    kinds = ["join", "join", "beat", "beat", "beat", "stale", "leave", "lazy", "empty", "some", "extra"]
+    ops: list[tuple] = []
+    for _ in range(length):
+        kind, i = rng.choice(kinds), rng.randrange(_MEMBERS)
+        ops.append((kind, i, static[i]) if kind == "join" else (kind, i))
+    return ops
+
+
+def processes(seed: int) -> list[str]:
+    """Each member's process id in sequence `seed` (three processes for four members)."""
+    rng = random.Random(seed * 7919 + 1)
+    return [f"p{rng.randrange(3)}" for _ in range(_MEMBERS)]
+
+
+def _topology(t: str, u: str) -> dict:
+    def sub(sid: str, topic: str) -> dict:
+        return {"subtopology_id": sid, "source_topics": [topic], "source_topic_regex": [],
+                "state_changelog_topics": [], "repartition_sink_topics": [], "repartition_source_topics": [],
+                "copartition_groups": []}
+    return {"epoch": 0, "subtopologies": [sub("0", t), sub("1", u)]}
+
+
+def _heartbeat(group: str, member: str, epoch: int, *, topology: dict | None = None, process: str | None = None,
+               instance: str | None = None, active: list | None = None) -> Any:
+    """A StreamsGroupHeartbeat v0; `active` None says nothing of the tasks held."""
+    joining = epoch == 0
+    return request("StreamsGroupHeartbeat", 0, group_id=group, member_id=member, member_epoch=epoch,
+                   endpoint_information_epoch=-1, instance_id=instance, rack_id=None,
+                   rebalance_timeout=30_000 if joining else -1, topology=topology if joining else None,
+                   active_tasks=None if active is None else [{"subtopology_id": s, "partitions": ps}
+                                                             for s, ps in active],
+                   standby_tasks=None if active is None else [], warmup_tasks=None if active is None else [],
+                   process_id=process if joining else None, user_endpoint=None,
+                   client_tags=[] if joining else None, task_offsets=[] if joining else None,
+                   task_end_offsets=[] if joining else None, shutdown_application=False)
+
+
+def _tasks(ids: Any) -> list | None:
+    return None if ids is None else sorted((x.subtopology_id, sorted(int(p) for p in x.partitions)) for x in ids)
+
+
+def _seen(r: Any) -> dict:
+    return {"error_code": int(r.error_code), "member_epoch": int(r.member_epoch), "active_tasks": _tasks(r.active_tasks),
+            "standby_tasks": _tasks(r.standby_tasks), "warmup_tasks": _tasks(r.warmup_tasks)}
+
+
+def described(r: Any) -> dict:
+    g = r.groups[0]
+    return {"error_code": int(g.error_code), "state": g.group_state, "group_epoch": int(g.group_epoch),
+            "assignment_epoch": int(g.assignment_epoch), "members": sorted(
+                (m.member_id, int(m.member_epoch), m.process_id, m.instance_id,
+                 _tasks(m.assignment.active_tasks), _tasks(m.target_assignment.active_tasks))
+                for m in g.members)}
+
+
+async def streams_ready(t: Target) -> tuple[Any, str, str]:
+    """A raw connection with topics T (4 partitions) and U (3) known to the coordinators."""
+    t_name, u_name = t.names.topic(), t.names.topic("u")
+    raw = await ready(t, t.names.group("s0"), 4, more={u_name: 3})
+    return raw, t_name, u_name
+
+
+async def play_random_streams_sequence(t: Target, raw, seed: int, t_name: str, u_name: str) -> None:
+    """Play sequence `seed` on its own streams group; each answer into the transcript, the
+    group described at the end."""
+    group = t.names.group(f"st{seed}")
+    topology = _topology(t_name, u_name)
+    procs = processes(seed)
+    state: dict[int, dict] = {}         # member -> epoch, owned, instance (absent: not in the group)
+    for n, op in enumerate(random_streams_sequence(seed)):
+        kind, i = op[0], op[1]
+        mid = f"sm{seed}-{i}"
+        st = state.get(i)
+        if kind == "join":
+            st = state[i] = {"epoch": 0, "owned": [], "instance": f"si{seed}-{i}" if op[2] else None}
+            req = _heartbeat(group, mid, 0, topology=topology, process=procs[i], instance=st["instance"], active=[])
+        elif st is None:
+            continue
+        elif kind == "beat":
+            req = _heartbeat(group, mid, st["epoch"], instance=st["instance"], active=st["owned"])
+        elif kind == "lazy":
+            req = _heartbeat(group, mid, st["epoch"], instance=st["instance"])
+        elif kind == "empty":
+            req = _heartbeat(group, mid, st["epoch"], instance=st["instance"], active=[])
+        elif kind == "some":
+            req = _heartbeat(group, mid, st["epoch"], instance=st["instance"],
+                             active=[(s, ps[:(len(ps) + 1) // 2]) for s, ps in st["owned"]])
+        elif kind == "extra":           # task 0_3 too, given or not
+            req = _heartbeat(group, mid, st["epoch"], instance=st["instance"], active=st["owned"] + [("0", [3])])
+        elif kind == "stale":
+            epoch = st["epoch"] - 1 if st["epoch"] > 1 else st["epoch"] + 5
+            req = _heartbeat(group, mid, epoch, instance=st["instance"], active=st["owned"])
+        else:                           # leave: -2 if static, else -1
+            req = _heartbeat(group, mid, -2 if st["instance"] else -1, instance=st["instance"])
+        r = await raw.call(req)
+        t.add(f"sequence {seed} step {n} {kind} m{i}", _seen(r))
+        if int(r.error_code) != 0 or kind == "leave":
+            if kind in ("join", "leave") or int(r.error_code) in _GONE:
+                state.pop(i, None)
+            continue
+        st["epoch"] = int(r.member_epoch)
+        if r.active_tasks is not None:
+            st["owned"] = _tasks(r.active_tasks)
+    t.add(f"sequence {seed}: describe", described(await raw.call(
+        request("StreamsGroupDescribe", 0, group_ids=[group], include_authorized_operations=False))))
+
+
+# Seeds whose sequences agree (`explore --kind streams --seeds 0:20`; the others differ only
+# in which member of a process gets which of the process's tasks: docs/protocol.md).
+RANDOM_SEQUENCES = (0, 1, 2, 3, 4, 5, 6, 9, 10, 11)
+
+
+@scenario("streams", "random heartbeat sequences of four members on three processes",
+          rule="seeded random sequences of StreamsGroupHeartbeat joins (static or not), heartbeats reporting "
+               "what the member was given, half, nothing, an extra task or nothing said, stale epochs and "
+               "leaves get the same answer at every step and leave the same group", timeout=120.0)
+async def streams_random_sequences(t: Target) -> None:
+    raw, t_name, u_name = await streams_ready(t)
+    for seed in RANDOM_SEQUENCES:
+        await play_random_streams_sequence(t, raw, seed, t_name, u_name)
