@@ -48,9 +48,9 @@ def test_an_assignor_that_moves_partitions_between_owners_in_one_round_is_caught
 def test_a_coordinator_that_assigns_before_the_old_owner_revoked_is_caught(monkeypatch):
     real = consumer_protocol.reconcile
 
-    def no_wait(member_id, current, target, target_epoch, owners, owned_reported):
+    def no_wait(member_id, current, target, target_epoch, owners, owned_reported, *rest):
         # BROKEN on purpose: ignores who still owns a partition.
-        return real(member_id, current, target, target_epoch, {}, owned_reported)
+        return real(member_id, current, target, target_epoch, {}, owned_reported, *rest)
 
     members = {"protocol": "consumer", "assignor": "uniform", "processing_ms": 500}
     clean = run(scenario(members=members, events=SCALE)).summary
