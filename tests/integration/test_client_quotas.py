@@ -128,3 +128,35 @@ def test_a_throttled_answer_goes_out_at_once_and_the_connection_waits_after_it(k
     assert throttle == 0.8 and next_waited >= 0.75
     throttle, held, _ = asyncio.run(produce_then_metadata(5))
     assert throttle == 0.8 and held >= 0.75
+
+
+def test_a_long_poll_fetch_under_a_quota_is_answered_and_its_connection_serves_on(kgroup_broker_session, kgroup):
+    """A Fetch served under a client quota that waits for data (a long poll) suspends, and the
+    rest of it runs in the connection's task: its quota check, set before it suspended, must
+    still be there after (found by the README walk-through: resetting it raised there, and
+    the broker closed the connection with a traceback)."""
+    import asyncio
+
+    from kgroup.conformance import observe
+    from kgroup.conformance.messages import request
+    from kgroup.conformance.raw import RawClient
+
+    bootstrap = kgroup_broker_session.bootstrap
+    topic, client_id = (f"lp-{uuid.uuid4().hex[:8]}-{s}" for s in ("t", "c"))
+    kgroup(bootstrap, "topics", "create", topic, "--partitions", "1")
+    kgroup(bootstrap, "quotas", "alter", "--client", client_id, "--add-config", "consumer_byte_rate=1000000")
+
+    async def long_poll_then_metadata() -> tuple[int, int]:
+        raw = await RawClient.open(bootstrap, client_id)
+        try:
+            started = time.monotonic()
+            fetched = await observe.fetch(raw, topic, max_wait_ms=300)      # nothing there: it waits
+            assert time.monotonic() - started >= 0.25
+            meta = await raw.call(request("Metadata", 9, topics=[{"name": topic}], allow_auto_topic_creation=False))
+            return int(fetched.error_code), int(meta.topics[0].error_code)
+        finally:
+            await raw.close()
+    try:
+        assert asyncio.run(long_poll_then_metadata()) == (0, 0)
+    finally:
+        kgroup(bootstrap, "quotas", "alter", "--client", client_id, "--delete-config", "consumer_byte_rate")

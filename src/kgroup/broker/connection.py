@@ -28,6 +28,7 @@ one go out first.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections import deque
 from typing import Any
@@ -60,6 +61,10 @@ class ServedConnection(asyncio.Protocol):
         self.busy: asyncio.Future | None = None  # set while a suspended request is awaited
         self.pending: tuple[Any, int] | None = None  # what the worker is to await next
         self.worker: asyncio.Task | None = None  # the connection's own task
+        # The context a handler's first step runs in here, and the rest of it, if it
+        # suspends, in the worker: a context variable a handler sets before it suspends (the
+        # fetch quota's check) is then there after it, and resetting it works.
+        self.vars = contextvars.copy_context()
         self.driver: asyncio.Task | None = None  # the StreamReader loop of a TLS connection
         self._wake: asyncio.Future | None = None
         self.writer: asyncio.StreamWriter | None = None
@@ -150,11 +155,11 @@ class ServedConnection(asyncio.Protocol):
             for i, frame in enumerate(frames):
                 coro = handle(frame, context, cid)
                 try:
-                    yielded = coro.send(None)
+                    yielded = self.vars.run(coro.send, None)
                 except StopIteration as done:
                     response = done.value
                 else:
-                    self._go_busy(frames, i + 1, self._resume(coro, yielded), losses)
+                    self._go_busy(frames, i + 1, self._resume(coro, yielded, self.vars), losses)
                     return
                 if response is not None and not self._queued(response):
                     self._go_busy(frames, i + 1, self._given(response), losses)
@@ -187,8 +192,8 @@ class ServedConnection(asyncio.Protocol):
             await self._catch_up(first, losses)
 
     @staticmethod
-    async def _resume(coro: Any, yielded: Any) -> Any:
-        return await Resume(coro, yielded)
+    async def _resume(coro: Any, yielded: Any, context: contextvars.Context) -> Any:
+        return await Resume(coro, yielded, context)
 
     @staticmethod
     async def _given(response: Any) -> Any:

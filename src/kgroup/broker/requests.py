@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import datetime
 import logging
@@ -454,14 +455,17 @@ class Resume:
     exception (a cancellation) is passed back down.
     """
 
-    __slots__ = ("coro", "first")
+    __slots__ = ("coro", "first", "context")
 
-    def __init__(self, coro: Any, first: Any) -> None:
+    def __init__(self, coro: Any, first: Any, context: contextvars.Context | None = None) -> None:
         self.coro = coro
         self.first = first
+        # The context the first step ran in (None: the awaiting task's, as it was): the rest
+        # runs there too, as a task runs every step of its coroutine in one context.
+        self.context = context
 
     def __await__(self):
-        coro = self.coro
+        coro, context = self.coro, self.context
         yielded = self.first
         self.first = None
         while True:
@@ -469,11 +473,11 @@ class Resume:
                 value = yield yielded
             except BaseException as exc:  # noqa: BLE001 (handed to the coroutine, as await does)
                 try:
-                    yielded = coro.throw(exc)
+                    yielded = coro.throw(exc) if context is None else context.run(coro.throw, exc)
                 except StopIteration as done:
                     return done.value
             else:
                 try:
-                    yielded = coro.send(value)
+                    yielded = coro.send(value) if context is None else context.run(coro.send, value)
                 except StopIteration as done:
                     return done.value
