@@ -1,9 +1,9 @@
 """kgroup's streams task assignor against Kafka 4.4's own (the group coordinator's
 StickyTaskAssignor class, run by tests/java/StreamsAssignorOracle.java in one JVM).
 
-Kafka iterates its members and processes in hash-map order; with ids like "m0".."m9" and
-"p0".."p<k-1>" for k processes (consecutive hash codes, fewer than the map's buckets) that
-order is the sorted order kgroup uses, so the two must agree task for task: active and standby placement, through joins, leaves and crashes,
+Kafka iterates its members and processes in hash-map order, and so does kgroup
+(kgroup/java_hash.py), so the two must agree task for task, with ids like "m0".."m9" and
+"p0".."p<k-1>" and with random ones: active and standby placement, through joins, leaves and crashes,
 threads sharing a process, restarted members reporting state, and standbys (0-2). The
 previous assignment of each round is the one Kafka computed, so the rounds follow Kafka's
 own history. Warm-ups stay out: Kafka 4.4 assigns none (its refiner is a no-op), and they
@@ -80,15 +80,16 @@ def oracle() -> Iterator[Oracle]:
         o.close()
 
 
-def _history(rng: random.Random):
-    """A random group's life: (subtopologies, standbys, [group of each round])."""
+def _history(rng: random.Random, names: bool = False):
+    """A random group's life: (subtopologies, standbys, [group of each round]); with `names`,
+    member and process ids as clients make them (random), not "m0".."m9"."""
     subtopologies = tuple(TaskSubtopology(str(i), rng.randint(1, 8), rng.random() < 0.6)
                           for i in range(rng.randint(1, 3)))
     standbys = rng.choice([0, 0, 1, 1, 2])
     rounds = []
     present: dict[str, str] = {}          # member id -> process id
-    free = [f"m{i}" for i in range(10)]
-    processes = [f"p{i}" for i in range(10)]
+    free = [f"{rng.getrandbits(64):016x}" if names else f"m{i}" for i in range(10)]
+    processes = [f"proc-{rng.getrandbits(32):08x}" if names else f"p{i}" for i in range(10)]
     for _ in range(rng.randint(2, 7)):
         action = rng.random()
         if action < 0.55 or not present:
@@ -107,18 +108,21 @@ def _history(rng: random.Random):
     return subtopologies, standbys, rounds
 
 
-def test_kafka_and_kgroup_place_every_task_the_same(oracle):
+@pytest.mark.parametrize("names", [False, True], ids=["m0-m9", "random-ids"])
+def test_kafka_and_kgroup_place_every_task_the_same(oracle, names):
+    # With random ids Kafka's HashMaps walk members and processes in no sorted order:
+    # kgroup walks them in the same order (kgroup/java_hash.py).
     rng = random.Random(31)
     compared = 0
     for case in range(CASES):
-        subtopologies, standbys, rounds = _history(rng)
+        subtopologies, standbys, rounds = _history(rng, names)
         config = TaskAssignmentConfig(num_standby_replicas=standbys)
         held: dict[str, Tasks] = {}
         for present in rounds:
             group = {}
             # p0.. in order: Kafka sizes its process map by the member count, and ids past it
             # would share buckets (then Kafka's order is no longer the sorted one).
-            rank = {p: f"p{i}" for i, p in enumerate(sorted(set(present.values())))}
+            rank = {p: p if names else f"p{i}" for i, p in enumerate(sorted(set(present.values())))}
             for m, process in present.items():
                 process = rank[process]
                 # A member new to the group may bring state of tasks it ran before.

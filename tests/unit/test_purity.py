@@ -103,10 +103,11 @@ ALLOWED_LAYERS = {
 # vocabulary (kgroup/acl_bindings.py), the record batch header's layout (kgroup/batch_layout.py),
 # the registry of group kinds (kgroup/group_types.py), TOML's spelling of a value
 # (kgroup/toml_values.py), the offset-reset rule the CLI and the console share
-# (kgroup/offset_reset.py) and Kafka's Uuid text (kgroup/kafka_uuid.py: a pure layer may
-# print a Uuid, and draws one only with randomness it is given).
+# (kgroup/offset_reset.py), Kafka's Uuid text (kgroup/kafka_uuid.py: a pure layer may
+# print a Uuid, and draws one only with randomness it is given) and Java's hash codes and
+# HashMap order (kgroup/java_hash.py: where Kafka's JVM walks a hash map, kgroup must too).
 LEAVES = {"error_codes", "acl_bindings", "batch_layout", "group_types", "toml_values", "offset_reset",
-          "kafka_uuid"}
+          "kafka_uuid", "java_hash"}
 
 
 def test_leaf_modules_import_nothing_of_kgroup_and_do_no_io() -> None:

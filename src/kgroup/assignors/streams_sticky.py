@@ -24,12 +24,14 @@ How this works (Kafka 4.4's StickyTaskAssignor, step for step):
    (after the others) to the least loaded process that does not hold it. Too few processes:
    fewer standbys (Kafka logs a warning; so does nothing here, the result says it).
 
-Where Kafka 4.4 iterates hash maps (the member ids, the processes), this module iterates in
-sorted order, so equal inputs always give equal outputs; its priority queues break ties as
-Java's do, and the counts, the quotas and the order of the passes are Kafka's. So where
-Kafka's hash order is the sorted order (ids like "m0".."m9", whose hash codes are
-consecutive), the placement is Kafka's to the task (tests/reference/test_streams_assignor.py
-runs Kafka's own class on the same inputs). Warm-up tasks are added by
+Where Kafka 4.4 iterates hash maps (the members, the processes, a process's members), this
+module iterates in the same order (kgroup/java_hash.py: the maps' capacities and insert
+calls as Kafka's), and its priority queues break ties as Java's do; the counts, the quotas
+and the order of the passes are Kafka's. So the placement is Kafka's to the task, for ids
+as clients make them (tests/reference/test_streams_assignor.py runs Kafka's own class on
+the same inputs, with "m0".."m9" and with random ids). One thing is assumed: Kafka fills
+its member map from the group's members in the order kgroup holds them (join order), which
+matters only when two member ids share a bucket. Warm-up tasks are added by
 `assignors.streams_warmups` after this. Pure: no I/O, no clock.
 """
 
@@ -45,6 +47,7 @@ from kgroup.assignors.streams_spec import (
     TaskSubtopology,
 )
 from kgroup.assignors.streams_warmups import add_warmups
+from kgroup.java_hash import java_hash_order
 
 def _per_member(tasks: int, members: int) -> int:
     return -(-tasks // members) if members else 0
@@ -142,7 +145,8 @@ class _Process:
         if len(self.counts) == 1:
             return self._add(next(iter(self.counts)), task, active)
         if self.by_count is None:
-            self.by_count = _Queue(([m, c] for m, c in self.counts.items()), _COUNT)
+            # Kafka's memberToTaskCounts: a HashMap of the process's members, walked into the queue.
+            self.by_count = _Queue(([m, self.counts[m]] for m in java_hash_order(self.counts)), _COUNT)
         entry = self.by_count.poll()
         entry[1] = count = self._add(entry[0], task, active)
         self.by_count.offer(entry)
@@ -168,14 +172,15 @@ class _Placement:
         self.stateful_tasks = [(s.subtopology_id, p) for s in subs if s.stateful for p in range(s.tasks)]
         self.total_active = len(self.active_tasks)
         self.total = self.total_active + len(self.stateful_tasks) * self.standbys
-        self.active_capacity = self.task_capacity = len(members)
+        self.active_capacity = self.task_capacity = self.members = len(members)
         self.active_quota = _per_member(self.total_active, self.active_capacity)
         self.task_quota = _per_member(self.total, self.task_capacity)
         self.processes: dict[str, _Process] = {}
         self.process_of: dict[str, str] = {}
         self.prev_active: dict[TaskId, str] = {}
         candidates: dict[TaskId, list[tuple[int, int, str]]] = {}
-        for member_id in sorted(members):
+        # Kafka puts the members in a HashMap (TargetAssignmentBuilder) and walks it.
+        for member_id in java_hash_order(members):
             member = members[member_id]
             self.processes.setdefault(member.process_id, _Process(member.process_id)).add_member(member_id)
             self.process_of[member_id] = member.process_id
@@ -230,7 +235,10 @@ class _Placement:
         return best
 
     def _by_load(self) -> _Queue:
-        return _Queue((self.processes[pid] for pid in sorted(self.processes)), _LOAD)
+        # Kafka's processIdToState: a HashMap sized by the member count and filled with
+        # computeIfAbsent, walked into the queue.
+        order = java_hash_order(self.processes, initial_capacity=self.members, computed=True)
+        return _Queue((self.processes[pid] for pid in order), _LOAD)
 
     # ---- active tasks --------------------------------------------------------------------
 

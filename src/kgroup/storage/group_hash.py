@@ -7,14 +7,9 @@ signed wraparound, and `Utils.abs(n)` is `n & 0x7fffffff` (so Integer.MIN_VALUE 
 
 from __future__ import annotations
 
+from kgroup.java_hash import java_string_hashcode
 
-def java_string_hashcode(text: str) -> int:
-    """Java's `String.hashCode()` of `text` (a signed 32-bit int)."""
-    units = text.encode("utf-16-be", errors="surrogatepass")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
-    return h - 0x1_0000_0000 if h & 0x8000_0000 else h
+__all__ = ["java_string_hashcode", "partition_for_group"]
 
 
 def partition_for_group(group_id: str, num_partitions: int) -> int:

@@ -31,7 +31,7 @@ from kgroup.broker.txn.txn_markers import OFFSETS_TOPIC, append_markers
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.transactions.messages import TxnOffsetsMarker
 from kgroup.storage import DataDir
-from kgroup.storage.group_hash import java_string_hashcode
+from kgroup.java_hash import java_hash_order, java_string_hashcode
 from kgroup.wire import RequestHeader, response_class
 from kgroup.wire.kio_build import build, item
 
@@ -41,19 +41,6 @@ E = ErrorCode
 def _int32(v: int) -> int:
     v &= 0xFFFFFFFF
     return v - (1 << 32) if v >= 1 << 31 else v
-
-
-def java_hash_order(keys: list, hash_code) -> list:
-    """`keys` (distinct, in insertion order) in the iteration order of a java.util.HashMap
-    (or a ConcurrentHashMap, which is laid out alike) holding them: by bucket of the spread
-    hash in a table grown from 16 at a load of 0.75, insertion order within a bucket."""
-    capacity = 16
-    while len(keys) > capacity * 3 // 4:
-        capacity *= 2
-    def bucket(k) -> int:
-        h = hash_code(k) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-    return sorted(keys, key=bucket)          # sorted() is stable: insertion order within a bucket
 
 
 def _long_hash(v: int) -> int:

@@ -138,9 +138,9 @@ async def play_random_streams_sequence(t: Target, raw, seed: int, t_name: str, u
         request("StreamsGroupDescribe", 0, group_ids=[group], include_authorized_operations=False))))
 
 
-# Seeds whose sequences agree (`explore --kind streams --seeds 0:20`; the others differ only
-# in which member of a process gets which of the process's tasks: docs/protocol.md).
-RANDOM_SEQUENCES = (0, 1, 2, 3, 4, 5, 6, 9, 10, 11)
+# Seeds the differential suite plays (`explore --kind streams --seeds 0:40` finds one other
+# differing, seed 23: Kafka 4.4 answers UNKNOWN_SERVER_ERROR there; docs/protocol.md).
+RANDOM_SEQUENCES = tuple(range(12))
 
 
 @scenario("streams", "random heartbeat sequences of four members on three processes",
