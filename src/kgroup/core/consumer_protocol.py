@@ -347,8 +347,7 @@ class ConsumerProtocol(ModernProtocol):
         epoch when it changes the group's preferred one, as in Kafka 4.4."""
         moved = self._assignor_moved(group, joined)
         regex = joined.meta.subscribed_topic_regex or None
-        before = joined.old_meta if joined.old_meta is not None else (
-            joined.replaced.meta if joined.replaced is not None else None)
+        before = joined.before
         old_regex = (before.subscribed_topic_regex if before is not None else None) or None
         if regex == old_regex:
             if group.regex_counts:
@@ -371,8 +370,7 @@ class ConsumerProtocol(ModernProtocol):
     def _resubscribed(joined: Joined) -> bool:
         """Whether the heartbeat changed the member's topic names or its regex (Kafka's
         hasSubscriptionChanged: topic names compared as a set)."""
-        before = joined.old_meta if joined.old_meta is not None else (
-            joined.replaced.meta if joined.replaced is not None else None)
+        before = joined.before
         if before is None:
             return bool(joined.meta.subscribed_topic_names or joined.meta.subscribed_topic_regex)
         return ((before.subscribed_topic_regex or None) != (joined.meta.subscribed_topic_regex or None)
@@ -381,8 +379,7 @@ class ConsumerProtocol(ModernProtocol):
     def _assignor_moved(self, group: ConsumerGroup, joined: Joined) -> bool:
         """Whether the heartbeat changes the group's preferred server assignor (only one that
         changes the member's own can)."""
-        before = joined.old_meta if joined.old_meta is not None else (
-            joined.replaced.meta if joined.replaced is not None else None)
+        before = joined.before
         if (before.server_assignor if before is not None else None) == joined.meta.server_assignor:
             return False
         assignors = self.config.consumer_assignors

@@ -78,6 +78,14 @@ class Joined:
     meta: Any
     replaced: Any                   # a static member whose place it takes, or None
 
+    @property
+    def before(self) -> Any:
+        """The member's metadata before this request: its own, else that of the static
+        member it replaces; None for a member new to the group."""
+        if self.old_meta is not None:
+            return self.old_meta
+        return self.replaced.meta if self.replaced is not None else None
+
     def members_of(self, group: ModernGroup) -> dict[str, Any]:
         """The group's members once this one is in (and the one it replaced is out)."""
         members = dict(group.members)

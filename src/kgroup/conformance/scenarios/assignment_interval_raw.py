@@ -11,7 +11,7 @@ from kgroup.conformance.messages import request
 from kgroup.conformance.scenarios import scenario
 from kgroup.conformance.observe import settled
 from kgroup.conformance.scenarios.classic_raw import coordinated
-from kgroup.conformance.scenarios.consumer_raw import hb, member_id, owned_of, ready
+from kgroup.conformance.scenarios.consumer_raw import hb, member_id, owned_of, ready, two_topics
 from kgroup.conformance.target import Target
 
 GROUP = 32
@@ -100,8 +100,7 @@ async def consumer_assignment_interval(t: Target) -> None:
                "the interval gets no new target yet, but what it holds of that topic goes to pending "
                "revocation at once (Kafka 4.4's subscription-changed step), and it keeps the rest")
 async def consumer_assignment_interval_unsubscribe(t: Target) -> None:
-    group, topic, other = t.names.group(), t.names.topic(), t.names.topic("u")
-    raw = await ready(t, group, 2, more={other: 2})
+    raw, group, topic, other = await two_topics(t, 2)
     await t.ask(raw, "set consumer.assignment.interval.ms",
                 alter(group, 0, consumer_assignment_interval_ms=str(INTERVAL_MS)))
     await settled(raw, describe(group),

@@ -115,6 +115,13 @@ async def set_up(t: Target, partitions: int = 4):
     return await ready(t, group, partitions), group, t.names.topic()
 
 
+async def two_topics(t: Target, partitions: int, others: int = 2):
+    """`set_up` with a second topic (named with "u") for subscription changes:
+    (raw, group, topic, other)."""
+    group, topic, other = t.names.group(), t.names.topic(), t.names.topic("u")
+    return await ready(t, group, partitions, more={other: others}), group, topic, other
+
+
 @scenario("consumer", "a member joins: epoch 1, every partition, Stable",
           rule="a ConsumerGroupHeartbeat with epoch 0 joins: the group epoch and the member epoch become 1, "
                "the uniform assignor gives a lone member every subscribed partition, and the group is Stable "
@@ -362,8 +369,7 @@ async def consumer_regex_of_a_subscribed_topic(t: Target) -> None:
                "the last resolution counts nothing and moves no epoch until a heartbeat after the window "
                "starts the next resolution", timeout=60.0)
 async def consumer_regex_batch_window(t: Target) -> None:
-    group, topic, other = t.names.group(), t.names.topic(), t.names.topic("u")
-    raw = await ready(t, group, 2, more={other: 2})
+    raw, group, topic, other = await two_topics(t, 2)
     a, b = member_id(t, "m40"), member_id(t, "m41")
     started = time.monotonic()
     a_epoch, a_owned = await owns_by_regex(t, raw, group, a, topic)
@@ -388,8 +394,7 @@ async def consumer_regex_batch_window(t: Target) -> None:
                "not resolved) moves what the member holds of topics it no longer subscribes to to pending "
                "revocation at once, at its epoch; once it reports them gone it holds nothing")
 async def consumer_regex_switch_revokes(t: Target) -> None:
-    group, topic, other = t.names.group(), t.names.topic(), t.names.topic("u")
-    raw = await ready(t, group, 2, more={other: 2})
+    raw, group, topic, other = await two_topics(t, 2)
     a = member_id(t, "m42")
     epoch, owned = await owns_by_regex(t, raw, group, a, topic)
     r = await t.ask(raw, "A switches to a regex of the other topic, still owning the first",
@@ -419,8 +424,7 @@ async def consumer_revocation_not_owned(t: Target) -> None:
                "previous epoch, so a later heartbeat at that epoch owning only what it was given is answered "
                "(a lost answer), and one further behind is fenced")
 async def consumer_rejoin_previous_epoch(t: Target) -> None:
-    group, topic, other = t.names.group(), t.names.topic(), t.names.topic("u")
-    raw = await ready(t, group, 4, more={other: 2})
+    raw, group, topic, other = await two_topics(t, 4)
     a = member_id(t, "m43")
     a_epoch, a_owned = await joined(t, raw, group, a, topic, label="A joins", owns="A owns its assignment")
     r = await t.ask(raw, "A rejoins with epoch 0, subscribing to another topic too",
