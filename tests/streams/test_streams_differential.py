@@ -8,8 +8,8 @@ messages, the statuses of the topology, the epochs and tasks of every answer, wh
 StreamsGroupDescribe says, the internal topics created), once on kgroup and once on Kafka; the
 two transcripts must be equal. Nothing is left to tolerance: Kafka 4.4's task assignor is
 deterministic once process ids sort as Kafka's hash maps iterate them (`p0` … `p9`), and
-warm-ups are never given by 4.4 (its assignment refiner is a no-op; kgroup gives none either
-when it knows no end offsets, which hand-written members never report).
+warm-ups are never given by 4.4 (its assignment refiner is a no-op; nor by kgroup unless the
+broker sets `streams_assign_warmups`, which the test broker does not).
 
 Where the two differ by design, the scenario normalizes before writing: client hosts, the
 order Kafka lists missing internal topics in (a hash set's), the members' `client_id`, the
@@ -36,7 +36,7 @@ from kgroup.wire.codec import request_class
 from kgroup.wire.kio_build import build, item
 from tests.streams.raw import Member, normalized_status, topology
 from tests.streams.support import create_topics, partition_counts, produce_words, topic_configs
-from tests.streams.wire import GROUP_RESOURCE, Wire
+from tests.streams.wire import GROUP_RESOURCE, STREAMS_HEARTBEAT, Wire
 from tests.integration.waits import pace
 
 pytestmark = pytest.mark.integration
@@ -392,6 +392,51 @@ def sc_previous_epoch_of_a_revoking_member(run: Run) -> None:
     converge(run, members)
 
 
+def _offsets(**by_task: int) -> tuple:
+    """TaskOffset items from {"0_2": 900, ...}."""
+    cls = item(request_class(STREAMS_HEARTBEAT, 1), "task_offsets")
+    return tuple(build(cls, subtopology_id=k.split("_")[0], partition=int(k.split("_")[1]), offset=v)
+                 for k, v in sorted(by_task.items()))
+
+
+def _reported(d: Any) -> list:
+    """Each member's reported task offsets and end offsets, as StreamsGroupDescribe gives them."""
+    return [(m.member_id, [(o.subtopology_id, o.partition, o.offset) for o in m.task_offsets],
+             [(o.subtopology_id, o.partition, o.offset) for o in m.task_end_offsets])
+            for m in sorted(d.members, key=lambda m: m.member_id)]
+
+
+def sc_task_offsets_and_lagging_moves(run: Run) -> None:
+    """Members report their changelog offsets (task offsets) and ends, as Kafka Streams
+    clients do: Kafka 4.4 ranks standby candidates by reported offsets and, its assignment
+    refiner being a no-op, moves a stateful task to a member that lags far behind its end at
+    once (no warm-up). StreamsGroupDescribe returns what each member last reported; a report
+    that names a task twice is refused."""
+    app, topo = _stateful(run)
+    run.group_configs(app, **{"streams.num.standby.replicas": 1})
+    a = run.member(app, 0, topo)
+    join_until_assigned(run, a)
+    converge(run, [a])
+    ends = {f"0_{p}": 50_000 for p in range(4)}
+    run.note("a reports", answer(a.heartbeat(task_offsets=_offsets(**ends), task_end_offsets=_offsets(**ends))))
+    # b has old state of 0_1 (lagging by far more than the acceptable 10,000), c recent
+    # state of 0_1 and some of 0_3: c ranks first for a standby of 0_1.
+    b = run.member(app, 1, topo)
+    run.note("b joins", answer(b.heartbeat(task_offsets=_offsets(**{"0_1": 100}))))
+    c = run.member(app, 2, topo)
+    run.note("c joins", answer(c.heartbeat(task_offsets=_offsets(**{"0_1": 45_000, "0_3": 7}))))
+    converge(run, [a, b, c])
+    d = run.describe(app)
+    run.note("after", described(d), _reported(d))
+    run.note("b reports again, its end offsets only",
+             answer(b.heartbeat(task_end_offsets=_offsets(**{"0_1": 50_000}))))
+    run.note("reported", _reported(run.describe(app)))
+    run.note("a task named twice", answer(b.heartbeat(
+        task_offsets=_offsets(**{"0_1": 5}) + _offsets(**{"0_1": 6}))))
+    converge(run, [a, b, c])
+    run.note("end", described(run.describe(app)))
+
+
 def _commit(run: Run, group: str, member: str, epoch: int, topic: str, parts: list[int]) -> list:
     cls = request_class(8, 9)
     t_cls = item(cls, "topics")
@@ -544,6 +589,7 @@ SCENARIOS: dict[str, Callable[[Run], None]] = {
     "static_members": sc_static_members,
     "epochs_and_fencing": sc_epochs_and_fencing,
     "previous_epoch_of_a_revoking_member": sc_previous_epoch_of_a_revoking_member,
+    "task_offsets_and_lagging_moves": sc_task_offsets_and_lagging_moves,
     "other_apis_on_a_streams_group": sc_other_apis_on_a_streams_group,
     "kafka_streams_groups_tool": sc_kafka_streams_groups_tool,
     "streams_group_configs": sc_streams_group_configs,

@@ -5,7 +5,9 @@ costs. Moving a stateful task to a process that lacks its state stops the task u
 owner has restored its stores from the changelog. Kafka Streams' answer (KIP-441, carried
 into streams groups by KIP-1071) is the warm-up task: the task stays active where its state
 is, and the process it is meant for gets it as a warm-up (a standby that restores) until it
-has caught up; then the next assignment moves it.
+has caught up; then the next assignment moves it. Kafka 4.4 has none of this yet (its
+assignment refiner is a no-op): the coordinator asks for warm-ups only with the broker's
+`[group] streams_assign_warmups`, and otherwise passes a budget of 0.
 
 How this works, for each stateful task whose target active owner is on another process
 than the member running it now:

@@ -176,6 +176,7 @@ _GROUP = [
     *_ints("group", 1, INT64, "offsets_retention_ms", "offsets_retention_check_interval_ms"),
     Key("group", "consumer_assignors", "names", low=1),
     Key("group", "consumer_migration_policy", "choice", choices=MIGRATION_POLICIES),
+    Key("group", "streams_assign_warmups", "bool"),
     *_KIND_KEYS,
 ]
 

@@ -104,6 +104,11 @@ class GroupConfig:
     streams_max_assignment_interval_ms: int = 15_000
     # group.streams.max.size
     streams_max_size: int = 2_147_483_647
+    # Not Kafka's: hand out KIP-441 warm-up tasks by reported lag (assignors/streams_warmups).
+    # Kafka 4.4's assignment refiner is a no-op, so by default a stateful task moves to a
+    # lagging process at once, as there; streams.num.warmup.replicas and
+    # streams.acceptable.recovery.lag apply only with this on.
+    streams_assign_warmups: bool = False
     # Per-group overrides of the consumer session timeout and heartbeat interval (Kafka's
     # group-level configs): ((group id, session timeout ms, heartbeat interval ms), ...).
     # What a group runs with is core/group_configs.py's to say (`GroupConfigs.value`, or

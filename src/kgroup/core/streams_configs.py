@@ -48,9 +48,11 @@ class StreamsConfigs(KindConfigs):
         """What the target is computed with, as stored with the group epoch."""
         return tuple((name, str(self.configs.int_value(group_id, config))) for name, config in ASSIGNMENT_CONFIGS)
 
-    @staticmethod
-    def for_assignor(configs: tuple[tuple[str, str], ...]) -> TaskAssignmentConfig:
+    def for_assignor(self, configs: tuple[tuple[str, str], ...]) -> TaskAssignmentConfig:
+        """The assignor's settings from the stored assignment configs. Warm-ups only with the
+        broker's `streams_assign_warmups` (Kafka 4.4 gives none whatever num.warmup.replicas says)."""
         values = dict(configs)
+        warmups = int(values.get("num.warmup.replicas", 0)) if self.configs.shard.config.streams_assign_warmups else 0
         return TaskAssignmentConfig(num_standby_replicas=int(values.get("num.standby.replicas", 0)),
-                                    num_warmup_replicas=int(values.get("num.warmup.replicas", 0)),
+                                    num_warmup_replicas=warmups,
                                     acceptable_recovery_lag=int(values.get("acceptable.recovery.lag", 10_000)))

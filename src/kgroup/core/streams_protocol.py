@@ -235,7 +235,7 @@ class StreamsProtocol(ModernProtocol):
             out.record(self.records.epoch(gid, epoch, subscribed, validated, configs))
         # 5. The target assignment.
         delayed = self._initial_delay(group, was_empty, now_ms, out)
-        targets, target_epoch = self._target(group, member, configured, epoch, configs, delayed, out)
+        targets, target_epoch = self._target(group, member, configured, epoch, configs, delayed, offsets, out)
         if epoch > group.target_epoch and delayed:
             status.append((TopologyStatus.ASSIGNMENT_DELAYED,
                            "Assignment delayed due to the configured initial rebalance delay."))
@@ -349,9 +349,8 @@ class StreamsProtocol(ModernProtocol):
             return None
         old = group.task_offsets.get(member_id, TaskOffsets())
         new = TaskOffsets(
-            {(s, p): o for s, p, o in req.task_offsets} if req.task_offsets is not None else dict(old.offsets),
-            {(s, p): o for s, p, o in req.task_end_offsets} if req.task_end_offsets is not None
-            else dict(old.end_offsets))
+            _by_task(req.task_offsets) if req.task_offsets is not None else dict(old.offsets),
+            _by_task(req.task_end_offsets) if req.task_end_offsets is not None else dict(old.end_offsets))
         out.then(group.task_offsets.__setitem__, member_id, new)
         return new
 
@@ -361,8 +360,7 @@ class StreamsProtocol(ModernProtocol):
         then moves the task)."""
         if not any(t.warmup for t in group.target.values()):
             return False
-        members = self._task_members(group, {member.member_id: (member.meta, member.current)},
-                                     {member.member_id: offsets})
+        members = self._task_members(group, _view(group, member), {member.member_id: offsets})
         targets = {m: _tasks(t) for m, t in group.target.items()}
         return bool(caught_up_warmups(members, targets, self.configs.for_assignor(configs)))
 
@@ -383,7 +381,7 @@ class StreamsProtocol(ModernProtocol):
         return False
 
     def _target(self, group: StreamsGroup, member: _Member, configured: ConfiguredTopology, epoch: int,
-                configs: tuple[tuple[str, str], ...], delayed: bool,
+                configs: tuple[tuple[str, str], ...], delayed: bool, offsets: TaskOffsets | None,
                 out: ResultBuilder) -> tuple[dict[str, TaskTuple], int]:
         targets = dict(group.target)
         if member.replaced is not None and member.replaced.member_id in targets:
@@ -394,21 +392,24 @@ class StreamsProtocol(ModernProtocol):
             # Kafka: during the initial delay the member reconciles to nothing, at the
             # target epoch it had (at least 1).
             return {member.member_id: NO_TASKS}, max(1, group.target_epoch)
-        members = {m.member_id: (m.meta, m.current) for m in group.members.values()
-                   if member.replaced is None or m.member_id != member.replaced.member_id}
-        members[member.member_id] = (member.meta, member.current)
-        targets = self.assign(group, members, configured, targets, configs, out)
+        members = _view(group, member)
+        # What this request reports counts already (Kafka updates a member's task offsets
+        # before it computes the target).
+        reported = {member.member_id: offsets} if offsets is not None else None
+        targets = self.assign(group, members, configured, targets, configs, out, reported)
         out.record(self.records.target_epoch(group.group_id, epoch))
         return targets, epoch
 
     def assign(self, group: StreamsGroup, members: dict[str, tuple[StreamsMemberValue, StreamsCurrentValue]],
                configured: ConfiguredTopology, targets: dict[str, TaskTuple],
-               configs: tuple[tuple[str, str], ...], out: ResultBuilder) -> dict[str, TaskTuple]:
-        """Run the task assignor over `members`; record the targets that change."""
+               configs: tuple[tuple[str, str], ...], out: ResultBuilder,
+               offsets: dict[str, TaskOffsets] | None = None) -> dict[str, TaskTuple]:
+        """Run the task assignor over `members` (all of them: a static member replaced is not
+        among them); record the targets that change."""
         if configured.ready:
             subtopologies = [TaskSubtopology(s.subtopology_id, s.tasks, s.stateful)
                              for s in configured.subtopologies or ()]
-            result = self.assignor.assign(subtopologies, self._task_members(group, members),
+            result = self.assignor.assign(subtopologies, self._task_members(group, members, offsets),
                                           self.configs.for_assignor(configs))
         else:
             result = {}
@@ -421,13 +422,10 @@ class StreamsProtocol(ModernProtocol):
                 out.record(self.records.target(group.group_id, mid, value))
         return new
 
-    def _task_members(self, group: StreamsGroup,
-                      overrides: dict[str, tuple[StreamsMemberValue, StreamsCurrentValue]] | None = None,
+    def _task_members(self, group: StreamsGroup, view: dict[str, tuple[StreamsMemberValue, StreamsCurrentValue]],
                       offsets: dict[str, TaskOffsets] | None = None) -> dict[str, TaskMember]:
-        """The assignor's view of the members: process, what each holds, reported offsets.
-        `overrides` replace (or add) members as this request leaves them."""
-        view = {m.member_id: (m.meta, m.current) for m in group.members.values()}
-        view.update(overrides or {})
+        """The assignor's view of the members in `view`: process, what each holds, reported
+        offsets (`offsets` first, then what the group keeps)."""
         out = {}
         for mid, (meta, current) in view.items():
             reported = (offsets or {}).get(mid) or group.task_offsets.get(mid) or TaskOffsets()
@@ -750,6 +748,27 @@ def _check_epoch(member: StreamsGroupMember, req: StreamsGroupHeartbeatRequest) 
                              f"The streams group member has a smaller member epoch ({req.member_epoch}) than the one "
                              f"known by the group coordinator ({member.epoch}). The member must abandon all its "
                              f"partitions and rejoin.")
+
+
+
+def _view(group: StreamsGroup, member: _Member) -> dict[str, tuple[StreamsMemberValue, StreamsCurrentValue]]:
+    """The group's members as this request leaves them: the member as it is now, without the
+    static member it replaces."""
+    members = {m.member_id: (m.meta, m.current) for m in group.members.values()
+               if member.replaced is None or m.member_id != member.replaced.member_id}
+    members[member.member_id] = (member.meta, member.current)
+    return members
+
+
+def _by_task(reported) -> dict[tuple[str, int], int]:
+    """Reported (subtopology, partition, offset) entries by task; one task twice is refused,
+    as Kafka 4.4 refuses it (the same words for task offsets and end offsets)."""
+    out: dict[tuple[str, int], int] = {}
+    for s, p, o in reported:
+        if (s, p) in out:
+            raise _invalid(f"Task offsets contain a duplicate entry for subtopology {s} and partition {p}.")
+        out[s, p] = o
+    return out
 
 
 def _check_tasks(configured: ConfiguredTopology, tasks) -> None:

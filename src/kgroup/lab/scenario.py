@@ -350,6 +350,9 @@ def _topics(raw: Any, where: str) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(out))
 
 
+_BOOL_SETTINGS = {f.name for f in fields(GroupConfig) if f.type in (bool, "bool")}
+
+
 def _coordinator(raw: Any, where: str) -> GroupConfig:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where}: must be a mapping of coordinator settings")
@@ -364,7 +367,7 @@ def _coordinator(raw: Any, where: str) -> GroupConfig:
         elif key == "consumer_migration_policy":
             values[key] = str(value)
         else:
-            values[key] = _typed(raw, key, int, None, where)
+            values[key] = _typed(raw, key, bool if key in _BOOL_SETTINGS else int, None, where)
     try:
         return GroupConfig(**values)
     except ValueError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kgroup.core import record_codec
+from kgroup.core.config import GroupConfig
 from kgroup.core.coordinator import GroupCoordinatorShard
 from kgroup.core.errors import ErrorCode
 from kgroup.core.group_configs import AlterGroupConfigsRequest, ConfigOp
@@ -354,3 +355,39 @@ def test_kip1071_replaying_the_log_rebuilds_every_streams_group():
     ctx.compact()
     restart()
     assert ctx.coord.streams_groups == {g: grp for g, (grp, _) in before.items()}
+
+
+def _lagging_move(config: GroupConfig) -> tuple[set, set]:
+    """a runs every task and reports its state of the stateful tasks (subtopology 1) at the
+    changelogs' ends; b, with no state, joins: what b is given at once (active, warm-up)."""
+    ctx = GroupContext(config=config)
+    ready_topics(ctx)
+    app = Streams(ctx)
+    app.settle("a")
+    ends = tuple(("1", p, 50_000) for p in range(4))
+    assert app.hb("a", task_offsets=ends, task_end_offsets=ends).raised is None
+    app.settle("a", "b")
+    _, _, warmup = app.held["b"]
+    return set(app.active()["b"]), set(warmup)
+
+
+def test_kip1071_a_stateful_task_moves_to_a_lagging_process_at_once_as_in_kafka_4_4():
+    # Kafka 4.4's assignment refiner is a no-op: no warm-ups, whatever num.warmup.replicas says.
+    active, warmup = _lagging_move(GroupConfig())
+    assert {s for s, _ in active} == {"0", "1"} and len(active) == 4 and warmup == set()
+
+
+def test_kip441_warmups_hold_a_stateful_task_back_when_the_broker_assigns_them():
+    active, warmup = _lagging_move(GroupConfig(streams_assign_warmups=True))
+    assert {s for s, _ in active} == {"0"} and {s for s, _ in warmup} == {"1"} and warmup
+
+
+def test_kip1071_task_offsets_naming_a_task_twice_are_refused_and_change_nothing():
+    ctx = GroupContext()
+    ready_topics(ctx)
+    app = Streams(ctx)
+    app.settle("a")
+    pending = app.hb("a", task_offsets=(("1", 0, 5), ("1", 0, 6)))
+    assert pending.raised is ErrorCode.INVALID_REQUEST
+    assert pending.message == "Task offsets contain a duplicate entry for subtopology 1 and partition 0."
+    assert app.group_().task_offsets.get("a") is None
