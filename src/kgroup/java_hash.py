@@ -13,6 +13,7 @@ for `computeIfAbsent`. (A bucket of eight or more keys turns into a tree; not mo
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterable
 
 
@@ -22,7 +23,39 @@ def java_string_hashcode(text: str) -> int:
     h = 0
     for i in range(0, len(units), 2):
         h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
-    return h - 0x1_0000_0000 if h & 0x8000_0000 else h
+    return _signed32(h)
+
+
+def java_uuid_hashcode(text: str) -> int:
+    """Kafka's `Uuid.hashCode()` of a Uuid given as its text (URL-safe base64): the two
+    64-bit halves XORed, then the high and low 32 bits of that XORed. Text that is no Uuid
+    (a test's made-up topic id) hashes as a String."""
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)) if len(text) == 22 else b""
+    except ValueError:
+        raw = b""
+    if len(raw) != 16:
+        return java_string_hashcode(text)
+    h = int.from_bytes(raw[:8], "big") ^ int.from_bytes(raw[8:], "big")
+    return _signed32((h >> 32) ^ h)
+
+
+def java_int_hashcode(value: int) -> int:
+    """`Integer.hashCode()`: the value itself."""
+    return _signed32(value)
+
+
+def java_record_hashcode(*component_hashes: int) -> int:
+    """A Java record's `hashCode()` from its components' hash codes (31 * h + c, from 0)."""
+    h = 0
+    for c in component_hashes:
+        h = (31 * h + c) & 0xFFFFFFFF
+    return _signed32(h)
+
+
+def _signed32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - 0x1_0000_0000 if value & 0x8000_0000 else value
 
 
 def _table_size_for(capacity: int) -> int:
@@ -32,36 +65,115 @@ def _table_size_for(capacity: int) -> int:
     return size
 
 
+class JavaHashMap:
+    """A java.util.HashMap (or, holding None values, a HashSet) as far as iteration order
+    goes: the same table, growth and bucket order for the same sequence of inserts and
+    removals. `initial_capacity` as given to `new HashMap<>(n)` (None: `new HashMap<>()`).
+    Iterating while removing what was just visited (Java's `iterator.remove()`) is safe:
+    iterate over `keys()`, a snapshot."""
+
+    __slots__ = ("_hash", "_capacity", "_threshold", "_bins", "_values", "_spread")
+
+    def __init__(self, hash_code: Callable = java_string_hashcode, initial_capacity: int | None = None) -> None:
+        self._hash = hash_code
+        # The table is made on the first insert, at the constructor's size (Java's lazy table).
+        self._capacity = 16 if initial_capacity is None else _table_size_for(max(initial_capacity, 1))
+        self._threshold = int(self._capacity * 0.75)
+        self._bins: list[list] | None = None
+        self._values: dict = {}
+        self._spread: dict = {}
+
+    @classmethod
+    def set_of(cls, keys: Iterable, hash_code: Callable = java_string_hashcode) -> "JavaHashMap":
+        """`new HashSet<>(collection)`: sized for the collection (at least 16), then each added."""
+        keys = list(keys)
+        out = cls(hash_code, max(int(len(keys) / 0.75) + 1, 16))
+        for k in keys:
+            out.put(k)
+        return out
+
+    def _resize(self) -> None:
+        if self._bins is None:
+            self._bins = [[] for _ in range(self._capacity)]
+            return
+        self._capacity *= 2
+        self._threshold = int(self._capacity * 0.75)
+        grown: list[list] = [[] for _ in range(self._capacity)]
+        for b in self._bins:                  # a split keeps each bucket's order
+            for k in b:
+                grown[self._spread[k] & (self._capacity - 1)].append(k)
+        self._bins = grown
+
+    def _bin(self, key) -> list:
+        spread = self._spread.get(key)
+        if spread is None:
+            h = self._hash(key) & 0xFFFFFFFF
+            spread = self._spread[key] = h ^ (h >> 16)
+        return self._bins[spread & (self._capacity - 1)]
+
+    def put(self, key, value=None) -> None:
+        """`put` (a HashSet's `add`): a new key goes last in its bucket; the table grows
+        after the insert that takes the size past three quarters."""
+        if key in self._values:
+            self._values[key] = value
+            return
+        if self._bins is None:
+            self._resize()
+        self._bin(key).append(key)
+        self._values[key] = value
+        if len(self._values) > self._threshold:
+            self._resize()
+
+    def compute_if_absent(self, key, factory: Callable):
+        """`computeIfAbsent`: a new key goes first in its bucket; the table grows before an
+        insert into a map already past three quarters."""
+        if key in self._values:
+            return self._values[key]
+        if self._bins is None or len(self._values) > self._threshold:
+            self._resize()
+        value = factory()
+        self._bin(key).insert(0, key)
+        self._values[key] = value
+        return value
+
+    def remove(self, key) -> bool:
+        if key not in self._values:
+            return False
+        del self._values[key]
+        self._bin(key).remove(key)
+        return True
+
+    def get(self, key, default=None):
+        return self._values.get(key, default)
+
+    def __contains__(self, key) -> bool:
+        return key in self._values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def keys(self) -> list:
+        """The keys in iteration order (a snapshot)."""
+        return [k for b in self._bins or () for k in b]
+
+    def items(self) -> list:
+        return [(k, self._values[k]) for k in self.keys()]
+
+
 def java_hash_order(keys: Iterable, hash_code: Callable = java_string_hashcode,
                     initial_capacity: int | None = None, computed: bool = False) -> list:
     """`keys` (distinct, in insertion order) in the iteration order of a java.util.HashMap
     (or a ConcurrentHashMap, laid out alike) they were put into; `initial_capacity` as given
     to `new HashMap<>(n)` (None: the default constructor's); `computed`: inserted with
     computeIfAbsent, which puts a new key at the head of its bucket (put: at the tail)."""
-    capacity = 16 if initial_capacity is None else _table_size_for(initial_capacity)
-    threshold = int(capacity * 0.75)
-    bins: list[list] = [[] for _ in range(capacity)]
-    spread = {}
-
-    def resize() -> None:
-        nonlocal capacity, threshold, bins
-        capacity, threshold = capacity * 2, int(capacity * 2 * 0.75)
-        grown: list[list] = [[] for _ in range(capacity)]
-        for b in bins:                       # a split keeps each bucket's order
-            for k in b:
-                grown[spread[k] & (capacity - 1)].append(k)
-        bins = grown
-
-    for size, k in enumerate(keys):
-        h = hash_code(k) & 0xFFFFFFFF
-        spread[k] = h ^ (h >> 16)
-        if computed and size > threshold:
-            resize()
-        b = bins[spread[k] & (capacity - 1)]
+    table = JavaHashMap(hash_code, initial_capacity)
+    for k in keys:
         if computed:
-            b.insert(0, k)
+            table.compute_if_absent(k, _none)
         else:
-            b.append(k)
-            if size + 1 > threshold:
-                resize()
-    return [k for b in bins for k in b]
+            table.put(k)
+    return table.keys()
+
+
+def _none() -> None:
+    return None

@@ -10,9 +10,6 @@ import org.apache.kafka.coordinator.group.streams.assignor.GroupSpecImpl;
 import org.apache.kafka.coordinator.group.streams.assignor.MemberMetadataAndStateImpl;
 import org.apache.kafka.coordinator.group.streams.assignor.StickyTaskAssignor;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -38,35 +35,21 @@ import java.util.TreeSet;
  * (or {"error": "..."}). The members are put in a HashMap, as the coordinator's are.
  */
 public final class StreamsAssignorOracle {
-    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ObjectMapper JSON = OracleLoop.JSON;
 
     private StreamsAssignorOracle() {
     }
 
     public static void main(String[] args) throws Exception {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         StickyTaskAssignor assignor = new StickyTaskAssignor();
-        String line;
-        while ((line = in.readLine()) != null) {
-            if (line.isBlank()) {
-                continue;
+        OracleLoop.serve((c, out) -> {
+            GroupAssignment result = assignor.assign(groupSpec(c), describer(c.get("subtopologies")));
+            for (Map.Entry<String, MemberAssignment> e : new TreeMap<>(result.members()).entrySet()) {
+                ObjectNode m = out.putObject(e.getKey());
+                m.set("active", JSON.valueToTree(sorted(e.getValue().activeTasks())));
+                m.set("standby", JSON.valueToTree(sorted(e.getValue().standbyTasks())));
             }
-            ObjectNode out = JSON.createObjectNode();
-            try {
-                JsonNode c = JSON.readTree(line);
-                GroupAssignment result = assignor.assign(groupSpec(c), describer(c.get("subtopologies")));
-                for (Map.Entry<String, MemberAssignment> e : new TreeMap<>(result.members()).entrySet()) {
-                    ObjectNode m = out.putObject(e.getKey());
-                    m.set("active", JSON.valueToTree(sorted(e.getValue().activeTasks())));
-                    m.set("standby", JSON.valueToTree(sorted(e.getValue().standbyTasks())));
-                }
-            } catch (Exception e) {
-                out.removeAll();
-                out.put("error", e.getClass().getSimpleName() + ": " + e.getMessage());
-            }
-            System.out.println(JSON.writeValueAsString(out));
-            System.out.flush();
-        }
+        });
     }
 
     private static GroupSpecImpl groupSpec(JsonNode c) {

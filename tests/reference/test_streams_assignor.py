@@ -12,28 +12,21 @@ are kgroup's addition, compared with Kafka 4.4's outcome in the streams scenario
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
 from typing import Iterator
 
 import pytest
 
 from kgroup.assignors.streams_spec import TaskAssignmentConfig, TaskMember, Tasks, TaskSubtopology
 from kgroup.assignors.streams_sticky import assign_sticky
-from kgroup.testing.reference import classpath, java_command
-from tests.interop.toolchain import build
+from tests.reference.java_oracle import JsonOracle
 
 CASES = 300
 
 
-class Oracle:
+class Oracle(JsonOracle):
     def __init__(self) -> None:
-        folder = build("java")
-        self.proc = subprocess.Popen(
-            [java_command(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{folder}:{classpath()}",
-             "StreamsAssignorOracle"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        super().__init__("StreamsAssignorOracle")
 
     def assign(self, subtopologies, group: dict[str, TaskMember], standbys: int) -> dict[str, Tasks]:
         case = {"subtopologies": [{"id": s.subtopology_id, "tasks": s.tasks, "stateful": s.stateful}
@@ -42,15 +35,8 @@ class Oracle:
                 "members": {m: {"process": t.process_id, "active": _by_sub(t.current.active),
                                 "standby": _by_sub(t.current.standby),
                                 "offsets": _offsets(t.task_offsets)} for m, t in group.items()}}
-        self.proc.stdin.write(json.dumps(case) + "\n")
-        self.proc.stdin.flush()
-        answer = json.loads(self.proc.stdout.readline())
-        assert "error" not in answer, answer
+        answer = self.ask(case)
         return {m: Tasks(_tasks(v["active"]), _tasks(v["standby"])) for m, v in answer.items()}
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=10)
 
 
 def _by_sub(tasks) -> dict[str, list[int]]:
@@ -73,11 +59,8 @@ def _tasks(by_sub) -> frozenset:
 
 @pytest.fixture(scope="module")
 def oracle() -> Iterator[Oracle]:
-    o = Oracle()
-    try:
+    with Oracle() as o:
         yield o
-    finally:
-        o.close()
 
 
 def _history(rng: random.Random, names: bool = False):

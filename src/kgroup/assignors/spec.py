@@ -69,11 +69,17 @@ class GroupSpec:
     """Everything a server-side assignor needs besides partition counts.
 
     `partition_racks`, when known, maps a topic key to one frozenset of replica racks per
-    partition; assignors that are not rack-aware ignore it.
+    partition; assignors that are not rack-aware ignore it. The share assignor also reads
+    `homogeneous` and `topic_names`.
     """
 
     members: Mapping[str, MemberSpec]
     partition_racks: Mapping[str, tuple[frozenset[str], ...]] | None = None
+    # Kafka's subscription type (HOMOGENEOUS: every member subscribes to the same topic
+    # names, existing or not); None: the assignor judges by `subscribed_topics`.
+    homogeneous: bool | None = None
+    # topic key -> topic name, for assignors that walk topics in Kafka's name order.
+    topic_names: Mapping[str, str] | None = None
 
 
 def topic_lists(members: Sequence[ClientMember]) -> tuple[list[tuple[str, ...]], list[int]]:

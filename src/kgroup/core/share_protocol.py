@@ -160,10 +160,13 @@ class ShareProtocol(ModernProtocol):
                subscribed: SubscribedTopics, out: ResultBuilder) -> dict[str, Partitions]:
         """Run the share assignor; record the targets that change."""
         by_name = {n: tid for n, tid, _ in subscribed}
+        # The assignor is sticky: each member's current target is where it starts from.
         spec = GroupSpec(members={
             mid: MemberSpec(mid, frozenset(by_name[n] for n in m.meta.subscribed_topic_names if n in by_name),
-                            rack_id=m.meta.rack_id)
-            for mid, m in sorted(members.items())})
+                            rack_id=m.meta.rack_id, assignment=dict(targets.get(mid, ())))
+            for mid, m in sorted(members.items())},
+            homogeneous=len({frozenset(m.meta.subscribed_topic_names) for m in members.values()}) <= 1,
+            topic_names={tid: n for n, tid in by_name.items()})
         result = ASSIGNOR.assign(spec, {tid: count for _, tid, count in subscribed})
         new_targets: dict[str, Partitions] = {}
         for mid in sorted(members):

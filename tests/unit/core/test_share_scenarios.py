@@ -64,8 +64,10 @@ def test_kip932_more_members_than_partitions_share_partitions():
         assert hb(c, m, c.coord.share_groups["sg"].members[m].epoch).response.member_epoch == 5
     group = c.coord.share_groups["sg"]
     assigned = {m: [p for _, ps in group.members[m].current.assigned for p in ps] for m in group.members}
-    assert sorted(p for ps in assigned.values() for p in ps) == [0, 0, 1]
-    assert all(len(ps) == 1 for ps in assigned.values()), assigned
+    # Kafka 4.4's simple assignor: every partition goes to ceil(3/2) = 2 members, and the
+    # four slots are spread 2, 1, 1.
+    assert sorted(p for ps in assigned.values() for p in ps) == [0, 0, 1, 1]
+    assert sorted(len(ps) for ps in assigned.values()) == [1, 1, 2], assigned
 
 
 def test_kip932_a_full_share_group_refuses_a_new_member():
@@ -230,6 +232,21 @@ def test_kip932_the_simple_share_assignor_gives_every_partition_and_balances_mem
         assert max(sharing) - min(sharing) <= 1 and min(per_member) == 1
     else:
         assert sorted(owned) == list(range(count)), "a partition has two members while others have none"
+
+
+def test_kip932_the_simple_share_assignor_is_sticky_when_a_member_leaves_or_joins():
+    # Kafka 4.4's SimpleAssignor starts from the current targets: a member that leaves hands
+    # on only what it held; a member that joins takes only what the others must give up.
+    def assign(members, held):
+        spec = GroupSpec({m: MemberSpec(m, frozenset({"t"}), assignment=held.get(m, {})) for m in members})
+        return SimpleShareAssignor().assign(spec, {"t": 12})
+    first = assign(["a", "b", "c", "d"], {})
+    after_leave = assign(["a", "b", "c"], first)
+    for m in ("a", "b", "c"):
+        assert set(first[m]["t"]) <= set(after_leave[m]["t"]), (m, first, after_leave)
+    after_join = assign(["a", "b", "c", "e"], after_leave)
+    kept = sum(len(set(after_leave[m]["t"]) & set(after_join[m]["t"])) for m in ("a", "b", "c"))
+    assert kept == 12 - len(after_join["e"]["t"]) and len(after_join["e"]["t"]) == 3
 
 
 def test_share_records_round_trip_through_the_log_codec():

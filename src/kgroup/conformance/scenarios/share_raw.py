@@ -267,3 +267,43 @@ async def share_forget_partition(t: Target) -> None:
     await b.fetch("B fetches again")
     await a.close()
     await b.close()
+
+
+@scenario("share", "the simple share assignor is sticky",
+          rule="Kafka 4.4's simple share assignor starts from the current targets: when members join, a member "
+               "keeps as many of its partitions as its share allows, and when one leaves the others keep all "
+               "they had (compared as how many partitions each member holds and keeps: which ones follows the "
+               "topic's id, random on each broker)", timeout=90.0)
+async def share_assignor_sticky(t: Target) -> None:
+    group, topic = t.names.group(), t.names.topic()
+    raw = await t.raw()
+    await observe.group_topics(raw, group, {topic: 6})
+    names = ["A", "B", "C", "D"]
+    ids = {n: member_id(t, f"s{n}") for n in names}
+    epochs: dict[str, int] = {}
+    before: dict[str, set[int]] = {}
+
+    async def settle(step: str) -> None:
+        async def steady() -> Any:
+            for n in list(epochs):
+                r = await raw.call(share_hb(group, ids[n], epochs[n]))
+                epochs[n] = int(r.member_epoch)
+            d = await observe.share_describe(raw, group)
+            held = {m.member_id: {p for tp in m.assignment.topic_partitions for p in tp.partitions} for m in d.members}
+            ok = (d.group_epoch == d.assignment_epoch and all(m.member_epoch == d.assignment_epoch for m in d.members)
+                  and sum(map(len, held.values())) == 6)
+            return held if ok else None
+        held = await observe.until(steady, f"the share group settles after {step}")
+        now = {n: held[ids[n]] for n in epochs}
+        t.add(f"after {step}: held and kept per member",
+              {n: (len(ps), len(ps & before.get(n, set()))) for n, ps in sorted(now.items())})
+        before.clear()
+        before.update(now)
+
+    for n in names:
+        r = await raw.call(share_hb(group, ids[n], 0, [topic]))
+        epochs[n] = int(r.member_epoch)
+        await settle(f"{n} joins")
+    await raw.call(share_hb(group, ids["B"], -1))
+    del epochs["B"]
+    await settle("B leaves")
