@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 
+@lru_cache(maxsize=1 << 16)
 def java_string_hashcode(text: str) -> int:
     """Java's `String.hashCode()` of `text` (a signed 32-bit int)."""
     units = text.encode("utf-16-be", errors="surrogatepass")
@@ -26,6 +28,7 @@ def java_string_hashcode(text: str) -> int:
     return _signed32(h)
 
 
+@lru_cache(maxsize=1 << 16)
 def java_uuid_hashcode(text: str) -> int:
     """Kafka's `Uuid.hashCode()` of a Uuid given as its text (URL-safe base64): the two
     64-bit halves XORed, then the high and low 32 bits of that XORed. Text that is no Uuid
@@ -79,7 +82,7 @@ class JavaHashMap:
         # The table is made on the first insert, at the constructor's size (Java's lazy table).
         self._capacity = 16 if initial_capacity is None else _table_size_for(max(initial_capacity, 1))
         self._threshold = int(self._capacity * 0.75)
-        self._bins: list[list] | None = None
+        self._bins: dict[int, list] | None = None   # bucket index -> its keys (empty ones left out)
         self._values: dict = {}
         self._spread: dict = {}
 
@@ -94,22 +97,23 @@ class JavaHashMap:
 
     def _resize(self) -> None:
         if self._bins is None:
-            self._bins = [[] for _ in range(self._capacity)]
+            self._bins = {}
             return
         self._capacity *= 2
         self._threshold = int(self._capacity * 0.75)
-        grown: list[list] = [[] for _ in range(self._capacity)]
-        for b in self._bins:                  # a split keeps each bucket's order
-            for k in b:
-                grown[self._spread[k] & (self._capacity - 1)].append(k)
+        grown: dict[int, list] = {}
+        mask = self._capacity - 1
+        for i in sorted(self._bins):          # a split keeps each bucket's order
+            for k in self._bins[i]:
+                grown.setdefault(self._spread[k] & mask, []).append(k)
         self._bins = grown
 
-    def _bin(self, key) -> list:
+    def _index(self, key) -> int:
         spread = self._spread.get(key)
         if spread is None:
             h = self._hash(key) & 0xFFFFFFFF
             spread = self._spread[key] = h ^ (h >> 16)
-        return self._bins[spread & (self._capacity - 1)]
+        return spread & (self._capacity - 1)
 
     def put(self, key, value=None) -> None:
         """`put` (a HashSet's `add`): a new key goes last in its bucket; the table grows
@@ -119,7 +123,7 @@ class JavaHashMap:
             return
         if self._bins is None:
             self._resize()
-        self._bin(key).append(key)
+        self._bins.setdefault(self._index(key), []).append(key)
         self._values[key] = value
         if len(self._values) > self._threshold:
             self._resize()
@@ -132,7 +136,7 @@ class JavaHashMap:
         if self._bins is None or len(self._values) > self._threshold:
             self._resize()
         value = factory()
-        self._bin(key).insert(0, key)
+        self._bins.setdefault(self._index(key), []).insert(0, key)
         self._values[key] = value
         return value
 
@@ -140,7 +144,11 @@ class JavaHashMap:
         if key not in self._values:
             return False
         del self._values[key]
-        self._bin(key).remove(key)
+        i = self._index(key)
+        b = self._bins[i]
+        b.remove(key)
+        if not b:
+            del self._bins[i]
         return True
 
     def get(self, key, default=None):
@@ -154,7 +162,10 @@ class JavaHashMap:
 
     def keys(self) -> list:
         """The keys in iteration order (a snapshot)."""
-        return [k for b in self._bins or () for k in b]
+        bins = self._bins
+        if not bins:
+            return []
+        return [k for i in sorted(bins) for k in bins[i]]
 
     def items(self) -> list:
         return [(k, self._values[k]) for k in self.keys()]
