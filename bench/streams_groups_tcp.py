@@ -61,7 +61,6 @@ MISSING_SOURCE_TOPICS = 1
 def kgroup_config() -> str:
     """The [group] settings of the differential suite (the reference runs with the same)."""
     rows = [f"{k} = {v}" for k, v in COMPARABLE_GROUP_SETTINGS.items()]
-    rows.append("streams_initial_rebalance_delay_ms = 0")
     return 'fsync = "never"\n[group]\n' + "\n".join(rows) + "\n"
 
 
