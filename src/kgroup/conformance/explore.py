@@ -31,6 +31,12 @@ What differs today, and why (2026-12-02):
   (seed 23): Kafka 4.4 answers a heartbeat that reports a task the member was not given,
   after the member's assignment moved on, with UNKNOWN_SERVER_ERROR (an exception in its
   coordinator); kgroup answers it. Not copied (docs/protocol.md).
+- `--kind share`: `share_random.random_share_sequence(seed)` (four members over two
+  one-partition topics and a missing one; joins, rejoins, heartbeats, subscription changes,
+  stale and future epochs, leaves); the suite plays eight (`share_random_sequences`).
+  0 of 80 differ, once kgroup kept a share group's initialized topics while nobody
+  subscribes to them, answered the assignment only when it changed or was asked for, and
+  stepped a rejoining member on from its epoch (all three differed before).
 - `--kind streams --stateful`: subtopology 0 keeps a store, one standby per stateful task,
   members report their standbys and, in some steps, task offsets and changelog ends; the
   suite plays eight (`streams_random_stateful_sequences`). 2 of 40 differ (seeds 23 and
@@ -44,6 +50,7 @@ import sys
 
 from kgroup.conformance import observe
 from kgroup.conformance.scenarios.consumer_raw import play_random_sequence, ready
+from kgroup.conformance.scenarios.share_random import play_random_share_sequence, share_sequences_ready
 from kgroup.conformance.scenarios.streams_random import play_random_streams_sequence, streams_ready
 from kgroup.conformance.sides import close_pair, start_pair
 from kgroup.conformance.target import Target
@@ -72,8 +79,15 @@ def _streams_sequence(seed: int, args: argparse.Namespace):
     return fn
 
 
+def _share_sequence(seed: int, args: argparse.Namespace):
+    async def fn(t: Target) -> None:
+        raw, names = await share_sequences_ready(t)
+        await play_random_share_sequence(t, raw, seed, names)
+    return fn
+
+
 # --kind: the heartbeat the sequences speak -> the scenario function of one seed.
-SEQUENCES = {"consumer": _consumer_sequence, "streams": _streams_sequence}
+SEQUENCES = {"consumer": _consumer_sequence, "streams": _streams_sequence, "share": _share_sequence}
 
 
 def main(argv: list[str] | None = None) -> int:

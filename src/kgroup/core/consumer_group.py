@@ -55,7 +55,7 @@ from kgroup.core.records import (
     Partitions,
     ResolvedRegex,
 )
-from kgroup.core.modern_group import ModernGroup, ModernMember, ModernRecords, Phase, register_records
+from kgroup.core.modern_group import ModernGroup, ModernMember, ModernRecords, Phase, register_records, replaced
 from kgroup.group_types import CONSUMER, GroupType
 
 
@@ -200,12 +200,7 @@ class ConsumerGroup(ModernGroup):
         return latest.version if latest is not None else 0
 
     def apply_more(self, record: ConsumerRegexRecord) -> None:
-        regexes = dict(self.regexes)
-        if record.value is None:
-            regexes.pop(record.regex, None)
-        else:
-            regexes[record.regex] = record.value
-        self.regexes = regexes
+        self.regexes = replaced(self.regexes, record.regex, record.value)
         self.subscription_inputs = None         # what a regex member subscribes to moved
 
     def snapshot(self) -> list:

@@ -120,7 +120,7 @@ assert tuple(TYPES.values()) == GROUP_TYPES, "a GroupKind for every kind of the 
 
 _NONE, _CLASSIC, _CONSUMER, _SHARE = GroupKind.NONE, GroupKind.CLASSIC, GroupKind.CONSUMER, GroupKind.SHARE
 _STREAMS = GroupKind.STREAMS
-_SHARE_RECORDS = frozenset(ShareGroup.RECORDS)
+_SHARE_RECORDS = frozenset((*ShareGroup.RECORDS, *ShareGroup.MORE_RECORDS))
 
 
 class MembershipApi(Enum):

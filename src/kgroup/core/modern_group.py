@@ -310,6 +310,17 @@ class ModernGroup:
 # kind class -> record class -> role, and record class -> kind class, filled by
 # `register_records`.
 _ROLES: dict[type, dict[type, int]] = {}
+def replaced(mapping: dict, key, value) -> dict:
+    """A copy of `mapping` with `key` set to `value`, or without it when `value` is None (a
+    kind's MORE_RECORDS state is replaced whole on a change, never mutated in place)."""
+    out = dict(mapping)
+    if value is None:
+        out.pop(key, None)
+    else:
+        out[key] = value
+    return out
+
+
 KIND_OF_RECORD: dict[type, type] = {}
 
 

@@ -9,6 +9,7 @@ record type from the key version alone and the value layout from the value versi
     key version 2        classic group metadata
     key versions 3-7     consumer-group records (epoch, member, target member, target
                          epoch, current member), see "Consumer-group records" below
+    key version 12       a consumer group's resolved regular expression (group, regex)
     key versions 8-10    transaction records (a transactional id's state, a pending
                          transactional offset, a producer's end-of-transaction marker), see
                          "Transaction records" below
@@ -19,6 +20,8 @@ record type from the key version alone and the value layout from the value versi
     key versions 26-31   streams-group records (epoch, topology, member, target, target
                          epoch, current), laid out as the consumer-group records
                          (streams_codec.py says how)
+    key version 32       a topic a share group has initialized (group, topic id; value
+                         [name, partitions])
 
 All integers are big-endian. `str16` is an int16 byte length then UTF-8 (identifiers, as
 Kafka limits them); `str32`/`bytes32` an int32 length then the bytes; a length of -1 is
@@ -100,6 +103,7 @@ from kgroup.core.records import (
     ConsumerTargetRecord,
     ClassicGroupValue,
     GroupConfigRecord,
+    InitializedTopic,
     ClassicMemberValue,
     OffsetCommitRecord,
     MemberState,
@@ -109,6 +113,7 @@ from kgroup.core.records import (
     ShareCurrentRecord,
     ShareCurrentValue,
     ShareGroupEpochRecord,
+    ShareInitRecord,
     ShareMemberRecord,
     ShareMemberValue,
     ShareStateBatch,
@@ -362,8 +367,9 @@ def _encode_member_keyed(record, versions: dict[type, int], value_of) -> bytes:
     """A consumer- or share-group record: its key (version, group id, member id) and its
     JSON value (``value_of``), none for a tombstone."""
     group = _str16(record.group_id, "group id")
-    # A resolved regex is keyed by the regex where a member's records have the member id.
-    second = record.regex if type(record) is ConsumerRegexRecord else getattr(record, "member_id", "")
+    # A resolved regex is keyed by the regex, an initialized topic by its id, where a
+    # member's records have the member id.
+    second = getattr(record, _SECOND_KEY.get(type(record), "member_id"), "")
     member = _str16(second, "member id")
     key = _OC_KEY_HEAD.pack(versions[type(record)], len(group), len(member)) + group + member
     value = _shared_value(record)
@@ -540,9 +546,11 @@ def _decode_group_config(payload: bytes, glen: int, mlen: int) -> GroupConfigRec
         raise RecordDecodeError(f"malformed group config record value: {exc}") from None
 _SHARE_KEY_VERSIONS = {
     ShareGroupEpochRecord: 20, ShareMemberRecord: 21, ShareTargetRecord: 22,
-    ShareTargetEpochRecord: 23, ShareCurrentRecord: 24,
+    ShareTargetEpochRecord: 23, ShareCurrentRecord: 24, ShareInitRecord: 32,
 }
 _SHARE_BY_VERSION = {v: k for k, v in _SHARE_KEY_VERSIONS.items()}
+# Records keyed by something other than a member id (the key's second string).
+_SECOND_KEY = {ConsumerRegexRecord: "regex", ShareInitRecord: "topic_id"}
 SHARE_STATE_KEY_VERSION = 25
 _I32 = Struct(">i")
 
@@ -552,6 +560,8 @@ def _share_value(record) -> object | None:
     value = record.value
     if value is None:
         return None
+    if kind is ShareInitRecord:
+        return [value.name, value.partitions]
     if kind is ShareMemberRecord:
         return [value.rack_id, value.client_id, value.client_host, list(value.subscribed_topic_names)]
     return [value.member_epoch, value.previous_member_epoch, [[t, list(ps)] for t, ps in value.assigned]]
@@ -598,6 +608,11 @@ def _decode_share(payload: bytes, version: int, glen: int, mlen: int) -> Record:
         shared = _decode_shared(kind, group, member, raw)
         if shared is not None:
             return shared
+        if kind is ShareInitRecord:
+            if raw is None:
+                return ShareInitRecord(group, member, None)
+            name, partitions = raw
+            return ShareInitRecord(group, member, InitializedTopic(str(name), int(partitions)))
         if kind is ShareMemberRecord:
             if raw is None:
                 return ShareMemberRecord(group, member, None)

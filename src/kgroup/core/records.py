@@ -371,8 +371,27 @@ class ShareStateRecord:
     value: ShareStateValue | None
 
 
+@dataclass(frozen=True, slots=True)
+class InitializedTopic:
+    """A topic whose share partitions 0..partitions-1 a share group has initialized: they
+    stay assignable while no member subscribes to the topic (Kafka 4.4's
+    ShareGroupStatePartitionMetadata, its initialized topics)."""
+
+    name: str
+    partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareInitRecord:
+    """One topic a share group has initialized (None: no longer, its state deleted)."""
+
+    group_id: str
+    topic_id: str
+    value: InitializedTopic | None
+
+
 ShareRecord = (ShareGroupEpochRecord | ShareMemberRecord | ShareTargetRecord | ShareTargetEpochRecord
-               | ShareCurrentRecord)
+               | ShareCurrentRecord | ShareInitRecord)
 
 
 Record = (OffsetCommitRecord | ClassicGroupRecord | ConsumerRecord | TxnRecordKind | GroupConfigRecord

@@ -9,6 +9,11 @@ members at once (records, not partitions, are what members hold, one at a time, 
 share partitions), so a member simply takes its target, and the target epoch, on its next
 heartbeat. A share group is Empty without members and Stable with them.
 
+A subscribed topic's partitions are assignable once the group has initialized their share
+state; the topics initialized stay so (`initialized`, ShareInitRecords) while no member
+subscribes to them, until their state is deleted (DeleteShareGroupOffsets, the topic's
+deletion), as Kafka 4.4 keeps its initialized topics.
+
 The whole aggregate is durable: only `apply_share_record` (replay) changes it; the handlers
 in share_protocol.py compute records. What share groups share with the other modern kinds
 (epochs, members, the target assignment, replay) is modern_group.py's.
@@ -23,16 +28,18 @@ from typing import ClassVar
 from kgroup.assignors.share_simple import SimpleShareAssignor
 from kgroup.core.config import GroupConfig
 from kgroup.core.records import (
+    InitializedTopic,
     Partitions,
     ShareCurrentRecord,
     ShareCurrentValue,
     ShareGroupEpochRecord,
+    ShareInitRecord,
     ShareMemberRecord,
     ShareMemberValue,
     ShareTargetEpochRecord,
     ShareTargetRecord,
 )
-from kgroup.core.modern_group import ModernGroup, ModernMember, ModernRecords, Phase, register_records
+from kgroup.core.modern_group import ModernGroup, ModernMember, ModernRecords, Phase, register_records, replaced
 from kgroup.group_types import SHARE, GroupType
 
 NEW_SHARE_MEMBER = ShareCurrentValue(0, 0, ())
@@ -58,9 +65,13 @@ class ShareGroupMember(ModernMember):
 class ShareGroup(ModernGroup):
     members: dict[str, ShareGroupMember] = field(default_factory=dict)
     target: dict[str, Partitions] = field(default_factory=dict)
+    # topic id -> the topic's partitions whose share state the group has initialized.
+    # Replaced whole on a change.
+    initialized: dict[str, InitializedTopic] = field(default_factory=dict)
 
     RECORDS: ClassVar[ModernRecords] = ModernRecords(
         ShareGroupEpochRecord, ShareMemberRecord, ShareTargetRecord, ShareTargetEpochRecord, ShareCurrentRecord)
+    MORE_RECORDS: ClassVar[tuple[type, ...]] = (ShareInitRecord,)
     TYPE: ClassVar[GroupType] = SHARE
     MEMBER: ClassVar[type] = ShareGroupMember
     NEW_CURRENT: ClassVar[ShareCurrentValue] = NEW_SHARE_MEMBER
@@ -71,6 +82,14 @@ class ShareGroup(ModernGroup):
     def assignor_name(self, config: GroupConfig) -> str:
         """The share assignor (there is one, `simple`)."""
         return SHARE_ASSIGNOR
+
+    def apply_more(self, record: ShareInitRecord) -> None:
+        self.initialized = replaced(self.initialized, record.topic_id, record.value)
+
+    def snapshot(self) -> list:
+        out = ModernGroup.snapshot(self)
+        out[1:1] = [ShareInitRecord(self.group_id, t, v) for t, v in sorted(self.initialized.items())]
+        return out
 
     @classmethod
     def state_of(cls, phase: Phase) -> ShareGroupState:

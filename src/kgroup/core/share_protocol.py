@@ -35,9 +35,11 @@ from kgroup.core.kinds import find_group
 from kgroup.core.modern_group import SubscribedTopics
 from kgroup.core.modern_protocol import HeartbeatStep, Joined, ModernProtocol
 from kgroup.core.records import (
+    InitializedTopic,
     Partitions,
     ShareCurrentRecord,
     ShareCurrentValue,
+    ShareInitRecord,
     ShareMemberValue,
     ShareStateRecord,
     ShareStateValue,
@@ -134,18 +136,42 @@ class ShareProtocol(ModernProtocol):
 
     def settle(self, group: ShareGroup, joined: Joined, subscribed: SubscribedTopics, bump: bool,
                now_ms: int, out: ResultBuilder) -> tuple[SubscribedTopics, bool]:
-        """New topics are assignable once initialized, just after this heartbeat (`topics_initialized`)."""
-        initialized = {name for name, _, _ in group.subscribed}
-        if all(name in initialized for name, _, _ in subscribed):
+        """Topics are assignable once initialized: at once if the group initialized them
+        before (`ShareGroup.initialized`, kept while nobody subscribes to them), else just
+        after this heartbeat (`topics_initialized`). A topic the group counts already but
+        has no ShareInitRecord for (a data dir from before them) gets one now."""
+        ready = []
+        for entry in subscribed:
+            name, topic_id, count = entry
+            known = group.initialized.get(topic_id)
+            if known is not None and known.partitions >= count:
+                ready.append(entry)
+            elif entry in group.subscribed:
+                out.record(ShareInitRecord(group.group_id, topic_id, InitializedTopic(name, count)))
+                ready.append(entry)
+        if len(ready) == len(subscribed):
             return subscribed, bump
         out.then(self.timers.schedule, share_init_key(group.group_id), now_ms,
                  TimerOp(TimerKind.SHARE_INIT, group.group_id))
-        return tuple(entry for entry in subscribed if entry[0] in initialized), bump
+        return tuple(ready), bump
 
     def topics_initialized(self, op: TimerOp, now_ms: int) -> Result:
         """The share partitions of the topics a group newly subscribed to are initialized:
-        the group epoch moves with them in, so the next heartbeats assign them."""
-        return self.recount(op, now_ms, "share partitions initialized")
+        each is recorded as such, and the group epoch moves with them in, so the next
+        heartbeats assign them."""
+        group = self.groups.get(op.group_id)
+        if group is None:
+            return EMPTY_RESULT
+        subscribed = self.subscribed_metadata(group.members, group)
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
+        for name, topic_id, count in subscribed:
+            known = group.initialized.get(topic_id)
+            if known is None or known.partitions < count:
+                out.record(ShareInitRecord(group.group_id, topic_id, InitializedTopic(name, count)))
+        if subscribed != group.subscribed:
+            out.record(self.records.epoch(group.group_id, group.epoch + 1, subscribed))
+            out.changed(group.group_id, "share partitions initialized")
+        return out.build()
 
     def max_size(self) -> int:
         return self.shard.config.share_max_size
@@ -179,9 +205,10 @@ class ShareProtocol(ModernProtocol):
     def next_current(self, group: ShareGroup, joined: Joined, req: ShareGroupHeartbeatRequest,
                      targets: dict[str, Partitions], target_epoch: int, out: ResultBuilder,
                      extra: None) -> ShareCurrentValue:
-        # 6. The member takes its target (no revocation to wait for in a share group); a
-        #    member that (re)joins starts from nothing.
-        current = NEW_SHARE_MEMBER if req.member_epoch == SHARE_JOIN_EPOCH else joined.member.current
+        # 6. The member takes its target (no revocation to wait for in a share group). A
+        #    known member rejoining (epoch 0) steps on from where it stands, as Kafka 4.4's
+        #    does: its epoch becomes its previous one, and with nothing changed it keeps both.
+        current = joined.member.current if joined.old_meta is not None else NEW_SHARE_MEMBER
         target = targets.get(joined.member_id, ())
         if current.member_epoch == target_epoch and current.assigned == target and joined.old_meta is not None:
             return current
@@ -191,9 +218,12 @@ class ShareProtocol(ModernProtocol):
 
     def answer(self, group: ShareGroup, req: ShareGroupHeartbeatRequest, reply: ReplyTo, done: HeartbeatStep,
                out: ResultBuilder) -> None:
-        # 8. Answer; the assignment only when it changed or the member (re)joined.
+        # 8. Answer; the assignment when the member (re)joined, the request was a full one (it
+        #    named the subscription) or the partitions changed, as Kafka 4.4 answers: an epoch
+        #    that moves on with the same partitions says nothing of them.
         after = done.after
-        full = req.member_epoch == SHARE_JOIN_EPOCH or after is not done.before
+        full = (req.member_epoch == SHARE_JOIN_EPOCH or req.subscribed_topic_names is not None
+                or done.before is None or after.assigned != done.before.assigned)
         out.reply(reply, ShareGroupHeartbeatResponse(
             ErrorCode.NONE, None, req.member_id, after.member_epoch,
             self.configs.heartbeat_interval(group.group_id), after.assigned if full else None))
@@ -296,7 +326,7 @@ class ShareProtocol(ModernProtocol):
         states = self.shard.stored.share_states.get(req.group_id, {})
         keys = sorted(states) if req.partitions is None else list(req.partitions)
         group = self.shard.share_groups.get(req.group_id)
-        initialized = {tid for _, tid, _ in group.subscribed} if group is not None else set()
+        initialized = set(group.initialized) if group is not None else set()
         offsets = tuple(ShareOffset(t, p, states[(t, p)].start_offset,
                                     delivery_complete=delivery_complete(states[(t, p)]), initialized=True)
                         if (t, p) in states else ShareOffset(t, p, -1, initialized=t in initialized)
@@ -347,13 +377,19 @@ class ShareProtocol(ModernProtocol):
             if topic_id in req.topic_ids:
                 out.record(ShareStateRecord(req.group_id, topic_id, partition, None))
                 gone.append(ShareOffset(topic_id, partition))
+        group = self.shard.share_groups.get(req.group_id)
+        for topic_id in sorted(set(group.initialized if group is not None else ()) & set(req.topic_ids)):
+            out.record(ShareInitRecord(req.group_id, topic_id, None))     # initialized again when next subscribed
         out.reply(reply, ShareOffsetsResponse(ErrorCode.NONE, tuple(gone)))
         return out.build()
 
     def delete_progress(self, group: ShareGroup, out: ResultBuilder) -> None:
-        """A deleted share group's share-partition states go with it."""
+        """A deleted share group's share-partition states go with it, and what it initialized
+        (tombstones, so no record of the group outlives it in a compacted log)."""
         for topic_id, partition in sorted(self.shard.stored.share_states.get(group.group_id, {})):
             out.record(ShareStateRecord(group.group_id, topic_id, partition, None))
+        for topic_id in sorted(group.initialized):
+            out.record(ShareInitRecord(group.group_id, topic_id, None))
 
 
 def replay_share_state(shard: ShardState, record: ShareStateRecord) -> None:

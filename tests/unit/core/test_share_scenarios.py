@@ -234,6 +234,39 @@ def test_kip932_the_simple_share_assignor_gives_every_partition_and_balances_mem
         assert sorted(owned) == list(range(count)), "a partition has two members while others have none"
 
 
+def test_kip932_a_topic_stays_initialized_while_nobody_subscribes_to_it():
+    # Kafka 4.4 keeps a share group's initialized topics (ShareGroupStatePartitionMetadata):
+    # after the last member left, a new one is given the topic's partitions at once, with no
+    # initialization step (and no epoch bump for it).
+    c = ctx()
+    hb(c, "m1", 0, ("orders",))
+    c.advance(0)                                   # initialized: epoch 3
+    group = c.coord.share_groups["sg"]
+    assert set(group.initialized) == {"id-orders"}
+    assert hb(c, "m1", -1).error is ErrorCode.NONE  # the group is empty: epoch 4
+    r = hb(c, "m2", 0, ("orders",)).response
+    assert r.member_epoch == 5 and sorted(partitions(r)) == [0, 1]
+    c.advance(0)
+    assert c.coord.share_groups["sg"].epoch == 5   # nothing left to initialize
+    # A snapshot keeps it.
+    assert any(type(rec).__name__ == "ShareInitRecord" for rec in c.coord.snapshot_records())
+
+
+def test_kip932_a_known_member_rejoining_keeps_its_epoch_and_its_previous_one():
+    # Kafka 4.4 steps a rejoining member (epoch 0) on from where it stands: with nothing
+    # changed it keeps its epoch, and a heartbeat at the epoch before is still answered.
+    c = ctx()
+    hb(c, "m1", 0, ("orders",))
+    c.advance(0)
+    hb(c, "m2", 0, ("orders",))
+    epoch = hb(c, "m1", c.coord.share_groups["sg"].members["m1"].epoch).response.member_epoch
+    previous = c.coord.share_groups["sg"].members["m1"].current.previous_member_epoch
+    assert previous < epoch
+    r = hb(c, "m1", 0, ("orders",)).response
+    assert r.member_epoch == epoch and r.assignment is not None
+    assert hb(c, "m1", previous).error is ErrorCode.NONE
+
+
 def test_kip932_the_simple_share_assignor_is_sticky_when_a_member_leaves_or_joins():
     # Kafka 4.4's SimpleAssignor starts from the current targets: a member that leaves hands
     # on only what it held; a member that joins takes only what the others must give up.
@@ -253,7 +286,8 @@ def test_share_records_round_trip_through_the_log_codec():
     from kgroup.core import record_codec
     from kgroup.core.records import (
         ShareCurrentRecord, ShareCurrentValue, ShareGroupEpochRecord, ShareMemberRecord, ShareMemberValue,
-        ShareStateBatch, ShareStateRecord, ShareTargetEpochRecord, ShareTargetRecord,
+        InitializedTopic, ShareInitRecord, ShareStateBatch, ShareStateRecord, ShareTargetEpochRecord,
+        ShareTargetRecord,
     )
 
     records = [
@@ -264,6 +298,7 @@ def test_share_records_round_trip_through_the_log_codec():
         ShareTargetEpochRecord("sg", 3), ShareTargetEpochRecord("sg", None),
         ShareCurrentRecord("sg", "m1", ShareCurrentValue(3, 2, (("id-orders", (1,)),))),
         ShareCurrentRecord("sg", "m1", None),
+        ShareInitRecord("sg", "id-orders", InitializedTopic("orders", 2)), ShareInitRecord("sg", "id-orders", None),
         ShareStateRecord("sg", "id-orders", 1, ShareStateValue(2, 40, (ShareStateBatch(40, 49, 2, 1),))),
         ShareStateRecord("sg", "id-orders", 1, ShareStateValue(2, 40, (ShareStateBatch(40, 49, 2, 1),), 7)),
         ShareStateRecord("sg", "id-orders", 1, None),
