@@ -344,9 +344,11 @@ class GroupCoordinatorShard:
         if shard.new_topics_version < 0 or any(before.get(name, (None,))[0] != meta[0]
                                                 for name, meta in topics.items()):
             shard.new_topics_version = shard.topics_version
+        gone_ids = frozenset(before[name][0] for name in deleted)
         shard.topics = dict(topics)
-        return (self.offsets.topics_deleted(deleted, now_ms) + self.consumer.topics_changed(now_ms)
-                + self.share.topics_changed(now_ms) + self.streams.topics_changed(now_ms))
+        return (self.offsets.topics_deleted(deleted, now_ms) + self.share.topics_deleted(gone_ids, now_ms)
+                + self.consumer.topics_changed(now_ms) + self.share.topics_changed(now_ms)
+                + self.streams.topics_changed(now_ms))
 
     # ---- share groups (KIP-932) ---------------------------------------------------------------
 

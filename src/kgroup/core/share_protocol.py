@@ -383,6 +383,17 @@ class ShareProtocol(ModernProtocol):
         out.reply(reply, ShareOffsetsResponse(ErrorCode.NONE, tuple(gone)))
         return out.build()
 
+    def topics_deleted(self, topic_ids: frozenset[str], now_ms: int) -> Result:
+        """Topics deleted (or deleted and created again under a new id) are no longer
+        initialized in any group: a topic of that name is initialized anew when subscribed."""
+        if not topic_ids:
+            return EMPTY_RESULT
+        out = ResultBuilder()
+        for group_id in sorted(self.groups):
+            for topic_id in sorted(topic_ids & set(self.groups[group_id].initialized)):
+                out.record(ShareInitRecord(group_id, topic_id, None))
+        return out.build()
+
     def delete_progress(self, group: ShareGroup, out: ResultBuilder) -> None:
         """A deleted share group's share-partition states go with it, and what it initialized
         (tombstones, so no record of the group outlives it in a compacted log)."""

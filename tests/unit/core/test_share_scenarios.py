@@ -248,8 +248,10 @@ def test_kip932_a_topic_stays_initialized_while_nobody_subscribes_to_it():
     assert r.member_epoch == 5 and sorted(partitions(r)) == [0, 1]
     c.advance(0)
     assert c.coord.share_groups["sg"].epoch == 5   # nothing left to initialize
-    # A snapshot keeps it.
+    # A snapshot keeps it; the topic's deletion ends it (and its offsets).
     assert any(type(rec).__name__ == "ShareInitRecord" for rec in c.coord.snapshot_records())
+    c.set_topics()
+    assert c.coord.share_groups["sg"].initialized == {}
 
 
 def test_kip932_a_known_member_rejoining_keeps_its_epoch_and_its_previous_one():
