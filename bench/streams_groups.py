@@ -136,7 +136,8 @@ class StreamsBench:
 
     def assignor_ms(self, standbys: int, full: bool) -> float:
         group = self.coord.streams_groups["app"]
-        members = self.coord.streams._task_members(group)
+        members = self.coord.streams._task_members(
+            group, {m.member_id: (m.meta, m.current) for m in group.members.values()})
         if full:
             members = {m: type(v)(v.process_id) for m, v in members.items()}
         (sub,) = group.configured.subtopologies
