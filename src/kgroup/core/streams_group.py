@@ -118,6 +118,9 @@ class StreamsGroup(ModernGroup):
     # ---- runtime, not durable (rebuilt on load, as Kafka keeps it in memory) ----
     configured: ConfiguredTopology | None = field(default=None, compare=False)
     configured_for: tuple = field(default=(), compare=False)
+    # (topology, the broker's topics map, the topology's topics that exist): what
+    # `StreamsProtocol._subscribed` worked out last, for the same two objects.
+    subscribed_for: tuple = field(default=(), compare=False)
     task_offsets: dict[str, TaskOffsets] = field(default_factory=dict, compare=False)
     shutdown_requested_by: str | None = field(default=None, compare=False)
     endpoint_epoch: int = field(default=0, compare=False)

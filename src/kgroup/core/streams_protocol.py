@@ -213,7 +213,7 @@ class StreamsProtocol(ModernProtocol):
                            f"The member's topology epoch {member.meta.topology_epoch} is behind the group's "
                            f"topology epoch {topology.epoch}."))
         # 4. Configure it against the topics; what else moves the group epoch.
-        subscribed = self._subscribed(topology)
+        subscribed = self._subscribed(group, topology)
         configured = self._configured(group, topology, subscribed, out)
         if subscribed != group.subscribed or group.topology is None:
             bump = True
@@ -325,9 +325,18 @@ class StreamsProtocol(ModernProtocol):
             raise _invalid("Topology updates are not supported yet.")
         return kept
 
-    def _subscribed(self, topology: StreamsTopology) -> tuple[tuple[str, str, int], ...]:
+    def _subscribed(self, group: StreamsGroup, topology: StreamsTopology) -> tuple[tuple[str, str, int], ...]:
+        """The topology's topics that exist, with their ids and partition counts. Worked out
+        again only for another topology or another topics map (the broker replaces the map
+        whole when a topic changes): most heartbeats of a group ask the same. The cache is
+        derived from inputs alone, so setting it changes no state even if the request fails."""
         topics = self.shard.topics
-        return tuple(sorted((n, *topics[n]) for n in topology.required_topics() if n in topics))
+        cached = group.subscribed_for
+        if cached and cached[0] is topology and cached[1] is topics:
+            return cached[2]
+        subscribed = tuple(sorted((n, *topics[n]) for n in topology.required_topics() if n in topics))
+        group.subscribed_for = (topology, topics, subscribed)
+        return subscribed
 
     def _configured(self, group: StreamsGroup, topology: StreamsTopology, subscribed: tuple,
                     out: ResultBuilder) -> ConfiguredTopology:
@@ -603,7 +612,7 @@ class StreamsProtocol(ModernProtocol):
             group = self.groups[group_id]
             if group.topology is None:
                 continue
-            subscribed = self._subscribed(group.topology)
+            subscribed = self._subscribed(group, group.topology)
             if subscribed == group.subscribed:
                 continue
             out.changed(group_id, "topic metadata changed", group=group)
