@@ -351,10 +351,13 @@ class ShareProtocol(ModernProtocol):
         gid = req.group_id
         if not gid:
             raise GroupError(ErrorCode.INVALID_GROUP_ID, "The group id is invalid.")
-        if gid not in self.shard.share_groups and not self.shard.stored.share_states.get(gid):
+        group = self.shard.share_groups.get(gid)
+        if group is None and not self.shard.stored.share_states.get(gid):
             if find_group(self.shard, gid) is not None:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"{gid} is not a share group")
-            out.record(self.records.epoch(gid, 0, ()))
+            # As Kafka 4.4 makes it: at epoch 1, its (empty) target at epoch 1.
+            out.record(self.records.epoch(gid, self.NEW_GROUP_EPOCH, ()))
+            out.record(self.records.target_epoch(gid, self.NEW_GROUP_EPOCH))
             out.changed(gid, "AlterShareGroupOffsets")
         else:
             self._empty_group(gid)
@@ -363,6 +366,17 @@ class ShareProtocol(ModernProtocol):
             old = states.get((topic_id, partition))
             epoch = old.state_epoch + 1 if old is not None else 0
             out.record(ShareStateRecord(req.group_id, topic_id, partition, ShareStateValue(epoch, offset)))
+        # A topic whose every partition now has a state is initialized, as Kafka marks the
+        # topics it alters: a member subscribing to it is given it at once.
+        initialized = group.initialized if group is not None else {}
+        altered: dict[str, set[int]] = {}
+        for topic_id, partition, _ in req.offsets:
+            altered.setdefault(topic_id, set()).add(partition)
+        for name, (topic_id, count) in sorted(self.shard.topics.items()):
+            known = initialized.get(topic_id)
+            if topic_id in altered and altered[topic_id] >= set(range(count)) and (
+                    known is None or known.partitions < count):
+                out.record(ShareInitRecord(gid, topic_id, InitializedTopic(name, count)))
         out.reply(reply, ShareOffsetsResponse(ErrorCode.NONE, tuple(
             ShareOffset(t, p, o) for t, p, o in req.offsets)))
         return out.build()

@@ -254,6 +254,19 @@ def test_kip932_a_topic_stays_initialized_while_nobody_subscribes_to_it():
     assert c.coord.share_groups["sg"].initialized == {}
 
 
+def test_kip932_a_topic_altered_whole_is_initialized_and_assigned_at_the_first_join():
+    # Kafka 4.4 marks the topics AlterShareGroupOffsets sets as initialized, and makes a new
+    # group at epoch 1: the first member's join (epoch 2) is given every partition at once.
+    c = ctx()
+    altered = c.call(c.coord.alter_share_offsets, AlterShareOffsetsRequest(
+        "sg", (("id-orders", 0, 0), ("id-orders", 1, 0))))
+    assert altered.raised is None
+    group = c.coord.share_groups["sg"]
+    assert (group.epoch, group.target_epoch, set(group.initialized)) == (1, 1, {"id-orders"})
+    r = hb(c, "m1", 0, ("orders",)).response
+    assert r.member_epoch == 2 and sorted(partitions(r)) == [0, 1]
+
+
 def test_kip932_a_known_member_rejoining_keeps_its_epoch_and_its_previous_one():
     # Kafka 4.4 steps a rejoining member (epoch 0) on from where it stands: with nothing
     # changed it keeps its epoch, and a heartbeat at the epoch before is still answered.
@@ -378,10 +391,10 @@ def test_kip932_offsets_of_a_share_group_that_does_not_exist_as_kafka_answers_th
     assert "nowhere" not in c.coord.share_groups
     altered = c.call(c.coord.alter_share_offsets, AlterShareOffsetsRequest("nowhere", (("orders-id", 0, 7),)))
     assert altered.raised is None
-    assert c.coord.share_groups["nowhere"].members == {} and c.coord.share_groups["nowhere"].epoch == 0
+    assert c.coord.share_groups["nowhere"].members == {} and c.coord.share_groups["nowhere"].epoch == 1  # as Kafka 4.4
     described = c.call(c.coord.describe_share_offsets, DescribeShareOffsetsRequest("nowhere", None)).response
     assert [(o.topic_id, o.partition, o.start_offset) for o in described.offsets] == [("orders-id", 0, 7)]
-    assert hb(c, "m1", 0, ("orders",), group="nowhere").response.member_epoch == 1
+    assert hb(c, "m1", 0, ("orders",), group="nowhere").response.member_epoch == 2
     c.join_new("classic")
     refused = c.call(c.coord.alter_share_offsets, AlterShareOffsetsRequest("classic", (("orders-id", 0, 1),)))
     assert refused.raised is ErrorCode.GROUP_ID_NOT_FOUND and "classic" not in c.coord.share_groups
