@@ -30,6 +30,7 @@ now, expire a member: group_control.py) are routed by kind the same way, in `ope
 from __future__ import annotations
 
 from enum import Enum, IntEnum
+from functools import partial
 import itertools
 from typing import Any, Callable
 
@@ -37,7 +38,7 @@ from kgroup.core.admin import Admin
 from kgroup.core.classic_group import ClassicGroup
 from kgroup.core.classic_protocol import ClassicProtocol
 from kgroup.core.config import GroupConfig
-from kgroup.core.consumer_group import ConsumerGroup, apply_consumer_record
+from kgroup.core.consumer_group import ConsumerGroup
 from kgroup.core.consumer_protocol import ConsumerProtocol
 from kgroup.core.group_control import ClassicControl, ModernControl, missing_group
 from kgroup.core.messages import (
@@ -54,7 +55,9 @@ from kgroup.core.messages import (
     SyncGroupRequest,
 )
 from kgroup.core.group_configs import AlterGroupConfigsRequest, GroupConfigs, replay_group_config
+from kgroup.core.kinds import KINDS
 from kgroup.core.migration import Downgrade, Migration
+from kgroup.core.modern_group import KIND_OF_RECORD, ModernGroup
 from kgroup.core.offsets import Offsets, deleted_topics
 from kgroup.core.records import (
     ShareStateRecord,
@@ -69,7 +72,7 @@ from kgroup.core.records import (
 )
 from kgroup.core.result import EMPTY_RESULT, ReplyTo, Result
 from kgroup.core.errors import ErrorCode, GroupError
-from kgroup.core.share_group import ShareGroup, apply_share_record
+from kgroup.core.share_group import ShareGroup
 from kgroup.core.share_messages import (
     AlterShareOffsetsRequest,
     DeleteShareOffsetsRequest,
@@ -80,7 +83,6 @@ from kgroup.core.share_messages import (
 )
 from kgroup.core.share_protocol import ShareProtocol, replay_share_state
 from kgroup.core.state import ShardState, StoredState, counter_member_ids, drop_entry
-from kgroup.core.streams_codec import KEY_VERSIONS as _STREAMS_RECORD_KINDS
 from kgroup.core.streams_control import StreamsControl
 from kgroup.core.streams_group import StreamsGroup
 from kgroup.core.streams_messages import StreamsGroupHeartbeatRequest, TopologyDescriptionUpdate
@@ -120,7 +122,10 @@ assert tuple(TYPES.values()) == GROUP_TYPES, "a GroupKind for every kind of the 
 
 _NONE, _CLASSIC, _CONSUMER, _SHARE = GroupKind.NONE, GroupKind.CLASSIC, GroupKind.CONSUMER, GroupKind.SHARE
 _STREAMS = GroupKind.STREAMS
-_SHARE_RECORDS = frozenset((*ShareGroup.RECORDS, *ShareGroup.MORE_RECORDS))
+# The modern kinds a classic group of the same id may become (online migration): replaying
+# such a group's creation drops the classic one. A share group is never made over a classic
+# group (its APIs refuse a classic group's id).
+_FROM_CLASSIC = frozenset((ConsumerGroup, StreamsGroup))
 
 
 class MembershipApi(Enum):
@@ -251,12 +256,22 @@ class GroupCoordinatorShard:
             TimerKind.STREAMS_REVOKE: streams.revoke_expired,
             TimerKind.STREAMS_INITIAL_DELAY: streams.initial_delay_expired,
         }
-        # Record kind -> how it is replayed, for the kinds past the group records.
-        self._replay_txn: dict[type, Callable[[Any], None]] = {
+        # Record kind -> how it is replayed, for every kind but a plain offset commit (the
+        # first branch of `replay`, the hot one). A modern kind's records are found through
+        # the kind that registered them (modern_group.KIND_OF_RECORD), so a record a kind adds
+        # is replayed without a line here.
+        self._replay_of: dict[type, Callable[[Any], None]] = {
+            ClassicGroupRecord: self._replay_classic,
+            GroupConfigRecord: lambda record: replay_group_config(shard, record),
+            ShareStateRecord: lambda record: replay_share_state(shard, record),
             TxnRecord: self._replay_transaction,
             TxnOffsetCommitRecord: txn_offsets.replay_pending,
             TxnOffsetMarkerRecord: txn_offsets.replay_marker,
         }
+        modern = {binding.group_class: binding.groups(shard) for binding in KINDS.values()}
+        for record_kind, group_class in KIND_OF_RECORD.items():
+            self._replay_of[record_kind] = partial(
+                self._replay_modern, group_class, modern[group_class], group_class in _FROM_CLASSIC)
 
     def kind_of(self, group_id: str) -> GroupKind:
         """Which kind of group `group_id` names here (a group id is of one kind at a time)."""
@@ -497,27 +512,14 @@ class GroupCoordinatorShard:
                 if group_offsets is None:
                     group_offsets = offsets[record.group_id] = {}
                 group_offsets[(record.topic, record.partition)] = record.value
-        elif type(record) is ClassicGroupRecord:
-            if record.value is None:
-                self.shard.stored.classic_groups.pop(record.group_id, None)
-            else:
-                self.shard.stored.classic_groups[record.group_id] = record.value
-        elif type(record) is GroupConfigRecord:
-            replay_group_config(self.shard, record)
-        elif type(record) is ShareStateRecord:
-            replay_share_state(self.shard, record)
-        elif type(record) in _SHARE_RECORDS:
-            apply_share_record(self.shard.share_groups, record)
-        elif type(record) in _STREAMS_RECORD_KINDS:
-            if StreamsGroup.apply(self.shard.streams_groups, record):
-                # A group id is of one kind: a new streams group replaces the classic one.
-                self.shard.groups.pop(record.group_id, None)
         else:
-            replay = self._replay_txn.get(type(record))
-            if replay is not None:
-                replay(record)
-            else:
-                self._replay_consumer(record)
+            self._replay_of[type(record)](record)
+
+    def _replay_classic(self, record: ClassicGroupRecord) -> None:
+        if record.value is None:
+            self.shard.stored.classic_groups.pop(record.group_id, None)
+        else:
+            self.shard.stored.classic_groups[record.group_id] = record.value
 
     def _replay_transaction(self, record: TxnRecord) -> None:
         if record.value is None:
@@ -525,9 +527,11 @@ class GroupCoordinatorShard:
         else:
             self.shard.stored.transactions[record.transactional_id] = record.value
 
-    def _replay_consumer(self, record: Record) -> None:
-        if apply_consumer_record(self.shard.consumer_groups, record):
-            # A group id is of one type: a new consumer group replaces the classic one.
+    def _replay_modern(self, group_class: type[ModernGroup], groups: dict[str, ModernGroup],
+                       from_classic: bool, record: Record) -> None:
+        if group_class.apply(groups, record) and from_classic:
+            # A group id is of one kind: a new consumer or streams group replaces the classic
+            # group it was made from.
             self.shard.groups.pop(record.group_id, None)
 
     def load_complete(self, now_ms: int) -> Result:

@@ -14,7 +14,7 @@ state; the topics initialized stay so (`initialized`, ShareInitRecords) while no
 subscribes to them, until their state is deleted (DeleteShareGroupOffsets, the topic's
 deletion), as Kafka 4.4 keeps its initialized topics.
 
-The whole aggregate is durable: only `apply_share_record` (replay) changes it; the handlers
+The whole aggregate is durable: only `ShareGroup.apply` (replay) changes it; the handlers
 in share_protocol.py compute records. What share groups share with the other modern kinds
 (epochs, members, the target assignment, replay) is modern_group.py's.
 """
@@ -95,8 +95,3 @@ class ShareGroup(ModernGroup):
     def state_of(cls, phase: Phase) -> ShareGroupState:
         # No reconciliation: a share group is Stable as soon as it has members.
         return ShareGroupState.EMPTY if phase is Phase.EMPTY else ShareGroupState.STABLE
-
-
-def apply_share_record(groups: dict[str, ShareGroup], record) -> bool:
-    """Replay one share-group record into `groups`; True if it created the group."""
-    return ShareGroup.apply(groups, record)

@@ -13,7 +13,7 @@ share partitions are initialized, right after the heartbeat that brought it (`se
 timer at once, as Kafka initializes them through its share coordinator in the background):
 that heartbeat's epoch counts the member, the initialization bumps the epoch again with the
 topic in. Everything durable comes out as records that replay
-(share_group.apply_share_record) applies.
+(`ShareGroup.apply`, through modern_group's record registry) applies.
 
 The share-partition state lives here too, as Kafka's share coordinator keeps it: the
 in-memory share partition (acquisitions, locks) runs where its topic partition is served
