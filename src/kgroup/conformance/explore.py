@@ -1,6 +1,7 @@
-"""`python -m kgroup.conformance.explore`: random ConsumerGroupHeartbeat (or, with `--kind
-streams`, StreamsGroupHeartbeat) sequences on Apache Kafka 4.4 and kgroup side by side, to
-look for behaviour the scenarios do not pin yet.
+"""`python -m kgroup.conformance.explore`: random ConsumerGroupHeartbeat sequences (or, with
+`--kind`, StreamsGroupHeartbeat, ShareGroupHeartbeat, or the classic protocol's JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup and OffsetCommit) on Apache Kafka 4.4 and kgroup side by
+side, to look for behaviour the scenarios do not pin yet.
 
 Each seed plays `consumer_raw.random_sequence(seed)` (four members of one group over two
 topics: joins static or not, heartbeats owning what they were given, half of it, nothing, a
@@ -37,6 +38,14 @@ What differs today, and why (2026-12-02):
   0 of 80 differ, once kgroup kept a share group's initialized topics while nobody
   subscribes to them, answered the assignment only when it changed or was asked for, and
   stepped a rejoining member on from its epoch (all three differed before).
+- `--kind classic`: `classic_random.random_classic_sequence(seed)` (two dynamic and two
+  static members, each on its own connection: joins, rejoins with other protocols, syncs,
+  heartbeats and syncs at the generation before, commits, leaves, static restarts; held
+  joins and syncs written once the group's state says they must have been answered); the
+  suite plays eight (`classic_random_sequences`). 0 of 200 differ. Not compared, by
+  construction: which member leads after the leader leaves two or more behind (Kafka's
+  hash order of random ids), and a held SyncGroup of a member that leaves (Kafka never
+  answers it; docs/protocol.md).
 - `--kind streams --stateful`: subtopology 0 keeps a store, one standby per stateful task,
   members report their standbys and, in some steps, task offsets and changelog ends; the
   suite plays eight (`streams_random_stateful_sequences`). 2 of 40 differ (seeds 23 and
@@ -49,6 +58,7 @@ import argparse
 import sys
 
 from kgroup.conformance import observe
+from kgroup.conformance.scenarios.classic_random import classic_sequences_ready, play_random_classic_sequence
 from kgroup.conformance.scenarios.consumer_raw import play_random_sequence, ready
 from kgroup.conformance.scenarios.share_random import play_random_share_sequence, share_sequences_ready
 from kgroup.conformance.scenarios.streams_random import play_random_streams_sequence, streams_ready
@@ -86,8 +96,16 @@ def _share_sequence(seed: int, args: argparse.Namespace):
     return fn
 
 
-# --kind: the heartbeat the sequences speak -> the scenario function of one seed.
-SEQUENCES = {"consumer": _consumer_sequence, "streams": _streams_sequence, "share": _share_sequence}
+def _classic_sequence(seed: int, args: argparse.Namespace):
+    async def fn(t: Target) -> None:
+        control, topic, other = await classic_sequences_ready(t)
+        await play_random_classic_sequence(t, control, seed, topic, other)
+    return fn
+
+
+# --kind: the protocol the sequences speak -> the scenario function of one seed.
+SEQUENCES = {"consumer": _consumer_sequence, "streams": _streams_sequence, "share": _share_sequence,
+             "classic": _classic_sequence}
 
 
 def main(argv: list[str] | None = None) -> int:
