@@ -129,12 +129,13 @@ class JavaHashMap:
             self._resize()
 
     def compute_if_absent(self, key, factory: Callable):
-        """`computeIfAbsent`: a new key goes first in its bucket; the table grows before an
-        insert into a map already past three quarters."""
-        if key in self._values:
-            return self._values[key]
+        """`computeIfAbsent`: a new key goes first in its bucket; a map already past three
+        quarters grows first, even when the key is there (Java checks the size before it
+        looks for the key)."""
         if self._bins is None or len(self._values) > self._threshold:
             self._resize()
+        if key in self._values:
+            return self._values[key]
         value = factory()
         self._bins.setdefault(self._index(key), []).insert(0, key)
         self._values[key] = value

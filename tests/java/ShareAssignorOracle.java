@@ -32,7 +32,8 @@ import java.util.TreeSet;
  * One JSON case a line on stdin:
  *   {"homogeneous": true,
  *    "topics": {"<uuid>": {"name": "t0", "partitions": 4}, ...},
- *    "members": {"m0": {"subscribed": ["t0", ...], "assignment": {"<uuid>": [0, 1]}}, ...}}
+ *    "members": {"m0": {"subscribed": ["t0", ...], "assignment": {"<uuid>": [0, 1]}}, ...},
+ *    "assignable": {"<uuid>": [0, 1], ...}}   (optional: the partitions that may be assigned)
  * and one JSON line back per case: {"m0": {"<uuid>": [0, 1]}, ...} (or {"error": "..."}).
  * As in the coordinator: members go into a HashMap in the order given, a member's
  * subscription is a HashSet of topic names resolved to ids in its iteration order (Kafka's
@@ -88,7 +89,22 @@ public final class ShareAssignorOracle {
         }
         SubscriptionType type = c.get("homogeneous").asBoolean() ? SubscriptionType.HOMOGENEOUS
                 : SubscriptionType.HETEROGENEOUS;
-        return new GroupSpecImpl(members, type, Map.of());
+        return new GroupSpecImpl(members, type, Map.of(), assignable(c.get("assignable")));
+    }
+
+    /** The partitions that may be assigned (a share group's initialized ones), if given. */
+    private static Optional<Map<Uuid, Set<Integer>>> assignable(JsonNode given) {
+        if (given == null || given.isNull()) {
+            return Optional.empty();
+        }
+        Map<Uuid, Set<Integer>> allowed = new HashMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = given.properties().iterator(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> e = it.next();
+            Set<Integer> partitions = new HashSet<>();
+            e.getValue().forEach(p -> partitions.add(p.asInt()));
+            allowed.put(Uuid.fromString(e.getKey()), partitions);
+        }
+        return Optional.of(allowed);
     }
 
     private static SubscribedTopicDescriber describer(JsonNode topics) {

@@ -5,8 +5,10 @@ Kafka's assignor is sticky and walks its hash maps and sets in the order of the 
 the topics' Uuids and the partitions; kgroup simulates those tables (kgroup/java_hash.py),
 so the two must agree partition for partition for the same ids: random member ids (as
 clients make them) and random topic Uuids, through joins, leaves and subscription changes,
-with members subscribed alike (HOMOGENEOUS) and not. Each round starts from the targets
-Kafka computed the round before, so the rounds follow Kafka's own history.
+with members subscribed alike (HOMOGENEOUS) and not, and in half the cases only some
+partitions assignable at first (a share group's initialized ones: a topic that grew, offsets
+altered for some partitions), more of them initialized as the rounds go. Each round starts from the targets Kafka computed the round before, so the
+rounds follow Kafka's own history.
 
 One named normalization: with members subscribed differently, Kafka 4.4 never visits a
 topic no member subscribes to any more and leaves its partitions in the targets of the
@@ -35,8 +37,9 @@ class Oracle(JsonOracle):
         super().__init__("ShareAssignorOracle")
 
     def assign(self, topics: dict[str, tuple[str, int]], members: dict[str, tuple[list[str], dict]],
-               homogeneous: bool) -> dict:
+               homogeneous: bool, assignable: dict[str, frozenset[int]] | None = None) -> dict:
         case = {"homogeneous": homogeneous,
+                "assignable": None if assignable is None else {t: sorted(ps) for t, ps in assignable.items()},
                 "topics": {tid: {"name": name, "partitions": n} for tid, (name, n) in topics.items()},
                 # In id order, as kgroup puts a current target's topics (Kafka's follow the map
                 # they came from: the two differ only where two topic ids share a bucket).
@@ -87,19 +90,47 @@ def _history(rng: random.Random, large: bool = False):
     return topics, rounds
 
 
+def _initialized(rng: random.Random, topics: dict[str, tuple[str, int]]) -> dict[str, frozenset[int]] | None:
+    """The partitions a share group has initialized when a case starts: all (None) in half
+    the cases; else, per topic, all of them, the first few (a topic that grew), a random few
+    (offsets altered for some) or none (the topic left out of the map, as Kafka's)."""
+    if rng.random() < 0.5:
+        return None
+    out = {}
+    for tid, (_, n) in topics.items():
+        shape = rng.random()
+        if shape < 0.3:
+            out[tid] = frozenset(range(n))
+        elif shape < 0.6:
+            out[tid] = frozenset(range(rng.randint(0, n)))
+        elif shape < 0.85:
+            out[tid] = frozenset(rng.sample(range(n), rng.randint(0, n)))
+    return out
+
+
+def _initialize_more(rng: random.Random, topics: dict[str, tuple[str, int]],
+                     initialized: dict[str, frozenset[int]] | None) -> dict[str, frozenset[int]] | None:
+    """Between rounds, sometimes the rest of a topic is initialized (it never goes back)."""
+    if initialized is None or rng.random() < 0.5:
+        return initialized
+    tid = rng.choice(sorted(topics))
+    return {**initialized, tid: frozenset(range(topics[tid][1]))}
+
+
 @pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
 def test_kafka_and_kgroup_share_every_partition_the_same(oracle, large):
     rng = random.Random(932 + large)
     by_name = {}
-    compared = homogeneous_rounds = 0
+    compared = homogeneous_rounds = partial_rounds = 0
     for case in range(CASES):
         topics, rounds = _history(rng, large)
         by_name = {name: tid for tid, (name, _) in topics.items()}
         held: dict[str, dict[str, list[int]]] = {}
+        assignable = _initialized(rng, topics)
         for present in rounds:
             homogeneous = len({frozenset(s) for s in present.values()}) == 1
             members = {m: (subs, held.get(m, {})) for m, subs in present.items()}
-            kafka = oracle.assign(topics, members, homogeneous)
+            kafka = oracle.assign(topics, members, homogeneous, assignable)
             union = {by_name[n] for subs in present.values() for n in subs}
             expected = {m: {t: tuple(ps) for t, ps in sorted(a.items()) if ps and t in union}
                         for m, a in kafka.items()}
@@ -107,12 +138,15 @@ def test_kafka_and_kgroup_share_every_partition_the_same(oracle, large):
                 members={m: MemberSpec(m, frozenset(by_name[n] for n in subs),
                                        assignment={t: tuple(ps) for t, ps in held.get(m, {}).items()})
                          for m, subs in present.items()},
-                homogeneous=homogeneous, topic_names={tid: name for tid, (name, _) in topics.items()})
+                homogeneous=homogeneous, topic_names={tid: name for tid, (name, _) in topics.items()},
+                assignable=assignable)
             ours = SimpleShareAssignor().assign(spec, {tid: n for tid, (_, n) in topics.items()})
             ours = {m: a for m, a in ours.items()}
             assert ours == {m: expected.get(m, {}) for m in present}, (
                 f"case {case}: topics {topics}, homogeneous {homogeneous}, members {members}")
             compared += 1
             homogeneous_rounds += homogeneous
+            partial_rounds += assignable is not None
             held = {m: {t: list(ps) for t, ps in a.items()} for m, a in kafka.items()}
-    assert compared > CASES and 0 < homogeneous_rounds < compared
+            assignable = _initialize_more(rng, topics, assignable)
+    assert compared > CASES and 0 < homogeneous_rounds < compared and 0 < partial_rounds < compared

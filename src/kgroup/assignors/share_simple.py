@@ -24,6 +24,10 @@ as Strings, topic ids as Kafka Uuids, member indexes and partitions as Integers,
 partition as the record (Uuid, int)). Given the same ids, the placement is Kafka's
 (tests/reference/test_share_assignor.py holds it to Kafka's own class).
 
+Only the assignable partitions (`GroupSpec.assignable`: the share partitions the group has
+initialized) are placed; a partition a member holds stays with it while its topic is
+subscribed, assignable or not, as in Kafka.
+
 One Kafka 4.4 defect is not copied: with members subscribed differently, a topic no member
 subscribes to any more is never visited, so Kafka leaves its partitions in the targets of
 the members that held them; here they are dropped.
@@ -73,7 +77,8 @@ class SimpleShareAssignor:
         self, spec: GroupSpec, topics: Mapping[str, int]
     ) -> dict[str, dict[str, tuple[int, ...]]]:
         """Target assignment: member id -> topic key -> sorted partitions. A member's
-        `assignment` is its current target; `topics` holds the assignable topics."""
+        `assignment` is its current target; `topics` holds the subscribed topics that
+        exist, and `spec.assignable` which of their partitions may be placed."""
         if not spec.members:
             return {}
         # GroupSpecImpl's members: a HashMap<String, ...> the builder puts them in.
@@ -83,9 +88,9 @@ class SimpleShareAssignor:
         homogeneous = spec.homogeneous if spec.homogeneous is not None else len(
             {frozenset(s) for s in subs}) == 1
         if homogeneous:
-            new = _Homogeneous(subs[0], topics, old).build()
+            new = _Homogeneous(subs[0], spec, topics, old).build()
         else:
-            new = _heterogeneous(subs, topics, old)
+            new = _heterogeneous(subs, spec, topics, old)
         return {mid: {t: tuple(sorted(ps)) for t, ps in sorted(new[i].items()) if ps}
                 for i, mid in enumerate(ids)}
 
@@ -192,11 +197,11 @@ class _Builder:
 class _Homogeneous(_Builder):
     """SimpleHomogeneousAssignmentBuilder: all partitions of the shared subscription at once."""
 
-    def __init__(self, subscribed: list[str], topics: Mapping[str, int],
+    def __init__(self, subscribed: list[str], spec: GroupSpec, topics: Mapping[str, int],
                  old: list[list[tuple[str, list[int]]]]) -> None:
         n = len(old)
         self.subscribed = subscribed
-        self.targets = [(t, p) for t in subscribed for p in range(topics.get(t, 0))]
+        self.targets = [(t, p) for t in subscribed for p in spec.partitions(t, topics.get(t, 0))]
         sharing = 0 if not self.targets else (n + len(self.targets) - 1) // len(self.targets)
         super().__init__(old, {}, sharing, _desired_counts(sharing, len(self.targets), n), _partition_hash,
                          len(self.targets), n)
@@ -277,7 +282,7 @@ class _Cycle:
         self.members.remove(self.current)
 
 
-def _heterogeneous(subs: list[list[str]], topics: Mapping[str, int],
+def _heterogeneous(subs: list[list[str]], spec: GroupSpec, topics: Mapping[str, int],
                    old: list[list[tuple[str, list[int]]]]) -> list[Assignment]:
     """SimpleHeterogeneousAssignmentBuilder: topic by topic, over its subscribers."""
     n = len(old)
@@ -288,7 +293,7 @@ def _heterogeneous(subs: list[list[str]], topics: Mapping[str, int],
     new: dict[int, Assignment] = {}
     for topic in union.keys():
         subscribers = [i for i, s in enumerate(subs) if topic in s]
-        _TopicBuilder(topic, n, list(range(topics.get(topic, 0))), subscribers, old, new).build()
+        _TopicBuilder(topic, n, spec.partitions(topic, topics.get(topic, 0)), subscribers, old, new).build()
     out = [new[i] if i in new else _copy(old[i]) for i in range(n)]
     for a in out:                     # Kafka's defect, not copied: topics nobody subscribes to
         for t in [t for t in a if t not in union]:

@@ -80,6 +80,16 @@ class GroupSpec:
     homogeneous: bool | None = None
     # topic key -> topic name, for assignors that walk topics in Kafka's name order.
     topic_names: Mapping[str, str] | None = None
+    # topic key -> the partitions that may be assigned (Kafka's isPartitionAssignable: a
+    # share group's initialized partitions); None: every partition of every topic.
+    assignable: Mapping[str, frozenset[int]] | None = None
+
+    def partitions(self, topic: str, count: int) -> list[int]:
+        """The assignable partitions of `topic` (of `count`), in partition order."""
+        if self.assignable is None:
+            return list(range(count))
+        allowed = self.assignable.get(topic, frozenset())
+        return [p for p in range(count) if p in allowed]
 
 
 def topic_lists(members: Sequence[ClientMember]) -> tuple[list[tuple[str, ...]], list[int]]:

@@ -21,7 +21,8 @@ record type from the key version alone and the value layout from the value versi
                          epoch, current), laid out as the consumer-group records
                          (streams_codec.py says how)
     key version 32       a topic a share group has initialized (group, topic id; value
-                         [name, partitions])
+                         [name, [[first, last], ...]], the partitions initialized as runs;
+                         [name, n], as written before, reads as 0..n-1)
 
 All integers are big-endian. `str16` is an int16 byte length then UTF-8 (identifiers, as
 Kafka limits them); `str32`/`bytes32` an int32 length then the bytes; a length of -1 is
@@ -561,10 +562,35 @@ def _share_value(record) -> object | None:
     if value is None:
         return None
     if kind is ShareInitRecord:
-        return [value.name, value.partitions]
+        return [value.name, _runs(value.partitions)]
     if kind is ShareMemberRecord:
         return [value.rack_id, value.client_id, value.client_host, list(value.subscribed_topic_names)]
     return [value.member_epoch, value.previous_member_epoch, [[t, list(ps)] for t, ps in value.assigned]]
+
+
+def _runs(partitions: frozenset[int]) -> list[list[int]]:
+    """Partitions as [first, last] runs: a topic's are mostly all of 0..n-1, one run."""
+    runs: list[list[int]] = []
+    for p in sorted(partitions):
+        if runs and runs[-1][1] == p - 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    return runs
+
+
+# More partitions than any topic has: a malformed value must not make a load build more.
+_MAX_INITIALIZED = 1 << 20
+
+
+def _from_runs(raw) -> frozenset[int]:
+    """`_runs` read back; a count (written before partial initialization was kept) is all of
+    0..count-1."""
+    runs = [(0, raw - 1)] if type(raw) is int else [(int(first), int(last)) for first, last in raw]
+    if any(first < 0 or last < first - 1 for first, last in runs) or sum(
+            last - first + 1 for first, last in runs) > _MAX_INITIALIZED:
+        raise ValueError(f"initialized partitions out of range: {raw!r}"[:200])
+    return frozenset(p for first, last in runs for p in range(first, last + 1))
 
 
 def _json_bytes(value: object) -> bytes:
@@ -612,7 +638,7 @@ def _decode_share(payload: bytes, version: int, glen: int, mlen: int) -> Record:
             if raw is None:
                 return ShareInitRecord(group, member, None)
             name, partitions = raw
-            return ShareInitRecord(group, member, InitializedTopic(str(name), int(partitions)))
+            return ShareInitRecord(group, member, InitializedTopic(str(name), _from_runs(partitions)))
         if kind is ShareMemberRecord:
             if raw is None:
                 return ShareMemberRecord(group, member, None)

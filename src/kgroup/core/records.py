@@ -7,7 +7,7 @@ both live and when a coordinator loads a log after a restart.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from kgroup.core.transactions.txn_state import TxnState
@@ -373,12 +373,25 @@ class ShareStateRecord:
 
 @dataclass(frozen=True, slots=True)
 class InitializedTopic:
-    """A topic whose share partitions 0..partitions-1 a share group has initialized: they
-    stay assignable while no member subscribes to the topic (Kafka 4.4's
+    """The partitions of a topic whose share state a share group has initialized: only they
+    are assignable (a topic that grew has its new partitions initialized after), and they
+    stay initialized while no member subscribes to the topic (Kafka 4.4's
     ShareGroupStatePartitionMetadata, its initialized topics)."""
 
     name: str
-    partitions: int
+    partitions: frozenset[int]
+    # How many partitions from 0 on are initialized (every heartbeat asks `covers`).
+    prefix: int = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        prefix = 0
+        while prefix in self.partitions:
+            prefix += 1
+        object.__setattr__(self, "prefix", prefix)
+
+    def covers(self, count: int) -> bool:
+        """Whether every partition of a topic of `count` partitions is initialized."""
+        return self.prefix >= count
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,13 @@ modern_protocol.py's; this module fills in the share group's: validation; the ep
 (epoch 0 joins, -1 leaves; otherwise the epoch must be the member's, or its previous one
 when our last answer was lost); the metadata (topic names); the `simple` share assignor;
 the member taking its target (and the target epoch) at once, as there is nothing to revoke;
-and the answer. A topic the group did not subscribe to before is assigned only once its
-share partitions are initialized, right after the heartbeat that brought it (`settle`: a
-timer at once, as Kafka initializes them through its share coordinator in the background):
-that heartbeat's epoch counts the member, the initialization bumps the epoch again with the
-topic in. Everything durable comes out as records that replay
+and the answer. Only initialized share partitions are assigned (`ShareGroup.initialized`).
+A topic the group did not subscribe to before is assigned once its share partitions are
+initialized, right after the heartbeat that brought it (`settle`: a timer at once, as Kafka
+initializes them through its share coordinator in the background): that heartbeat's epoch
+counts the member, the initialization bumps the epoch again with the topic in. A topic that
+grew keeps its initialized partitions assigned meanwhile, and its new ones come in the same
+way. Everything durable comes out as records that replay
 (`ShareGroup.apply`, through modern_group's record registry) applies.
 
 The share-partition state lives here too, as Kafka's share coordinator keeps it: the
@@ -136,42 +138,56 @@ class ShareProtocol(ModernProtocol):
 
     def settle(self, group: ShareGroup, joined: Joined, subscribed: SubscribedTopics, bump: bool,
                now_ms: int, out: ResultBuilder) -> tuple[SubscribedTopics, bool]:
-        """Topics are assignable once initialized: at once if the group initialized them
-        before (`ShareGroup.initialized`, kept while nobody subscribes to them), else just
-        after this heartbeat (`topics_initialized`). A topic the group counts already but
-        has no ShareInitRecord for (a data dir from before them) gets one now."""
-        ready = []
-        for entry in subscribed:
-            name, topic_id, count = entry
-            known = group.initialized.get(topic_id)
-            if known is not None and known.partitions >= count:
-                ready.append(entry)
-            elif entry in group.subscribed:
-                out.record(ShareInitRecord(group.group_id, topic_id, InitializedTopic(name, count)))
-                ready.append(entry)
-        if len(ready) == len(subscribed):
-            return subscribed, bump
-        out.then(self.timers.schedule, share_init_key(group.group_id), now_ms,
-                 TimerOp(TimerKind.SHARE_INIT, group.group_id))
-        return tuple(ready), bump
+        """Only initialized partitions are assigned (`assign`); a subscribed partition not
+        initialized yet is initialized just after this heartbeat (`topics_initialized`), as
+        Kafka's share coordinator does in the background. The group's metadata stays what
+        the topics are, so the epoch moves once for it and once for the initialization."""
+        if self._uninitialized(group, subscribed):
+            key = share_init_key(group.group_id)
+            if key not in self.timers:      # right after the first heartbeat that needs it
+                out.then(self.timers.schedule, key, now_ms, TimerOp(TimerKind.SHARE_INIT, group.group_id))
+        return subscribed, bump
+
+    @staticmethod
+    def _uninitialized(group: ShareGroup, subscribed: SubscribedTopics) -> bool:
+        """Whether some subscribed partition is not initialized."""
+        initialized = group.initialized
+        for _, topic_id, count in subscribed:
+            known = initialized.get(topic_id)
+            if known is None or not known.covers(count):
+                return True
+        return False
 
     def topics_initialized(self, op: TimerOp, now_ms: int) -> Result:
-        """The share partitions of the topics a group newly subscribed to are initialized:
-        each is recorded as such, and the group epoch moves with them in, so the next
-        heartbeats assign them."""
+        """The share partitions a group subscribes to and had not initialized are: each
+        topic's are recorded, and the group epoch moves on, so the next heartbeats assign
+        them (Kafka's next heartbeat finds its target short of the initialized partitions
+        and bumps the epoch)."""
         group = self.groups.get(op.group_id)
         if group is None:
             return EMPTY_RESULT
         subscribed = self.subscribed_metadata(group.members, group)
         out = ResultBuilder(EventJournal(self.shard, now_ms))
+        initialized = False
         for name, topic_id, count in subscribed:
             known = group.initialized.get(topic_id)
-            if known is None or known.partitions < count:
-                out.record(ShareInitRecord(group.group_id, topic_id, InitializedTopic(name, count)))
-        if subscribed != group.subscribed:
+            if known is None or not known.covers(count):
+                have = known.partitions if known is not None else frozenset()
+                value = InitializedTopic(name, have | frozenset(range(count)))
+                out.record(ShareInitRecord(group.group_id, topic_id, value))
+                initialized = True
+        if initialized or subscribed != group.subscribed:
             out.record(self.records.epoch(group.group_id, group.epoch + 1, subscribed))
             out.changed(group.group_id, "share partitions initialized")
         return out.build()
+
+    def loaded(self, now_ms: int) -> None:
+        """Sessions, as every kind; and an initialization that had not run when the
+        coordinator stopped runs now (a member's steady heartbeats would never ask again)."""
+        super().loaded(now_ms)
+        for group_id, group in self.groups.items():
+            if self._uninitialized(group, group.subscribed):
+                self.timers.schedule(share_init_key(group_id), now_ms, TimerOp(TimerKind.SHARE_INIT, group_id))
 
     def max_size(self) -> int:
         return self.shard.config.share_max_size
@@ -186,13 +202,16 @@ class ShareProtocol(ModernProtocol):
                subscribed: SubscribedTopics, out: ResultBuilder) -> dict[str, Partitions]:
         """Run the share assignor; record the targets that change."""
         by_name = {n: tid for n, tid, _ in subscribed}
+        initialized = group.initialized
+        assignable = {tid: initialized[tid].partitions if tid in initialized else frozenset()
+                      for _, tid, _ in subscribed}
         # The assignor is sticky: each member's current target is where it starts from.
         spec = GroupSpec(members={
             mid: MemberSpec(mid, frozenset(by_name[n] for n in m.meta.subscribed_topic_names if n in by_name),
                             rack_id=m.meta.rack_id, assignment=dict(targets.get(mid, ())))
             for mid, m in sorted(members.items())},
             homogeneous=len({frozenset(m.meta.subscribed_topic_names) for m in members.values()}) <= 1,
-            topic_names={tid: n for n, tid in by_name.items()})
+            topic_names={tid: n for n, tid in by_name.items()}, assignable=assignable)
         result = ASSIGNOR.assign(spec, {tid: count for _, tid, count in subscribed})
         new_targets: dict[str, Partitions] = {}
         for mid in sorted(members):
@@ -326,10 +345,11 @@ class ShareProtocol(ModernProtocol):
         states = self.shard.stored.share_states.get(req.group_id, {})
         keys = sorted(states) if req.partitions is None else list(req.partitions)
         group = self.shard.share_groups.get(req.group_id)
-        initialized = set(group.initialized) if group is not None else set()
+        initialized = group.initialized if group is not None else {}
         offsets = tuple(ShareOffset(t, p, states[(t, p)].start_offset,
                                     delivery_complete=delivery_complete(states[(t, p)]), initialized=True)
-                        if (t, p) in states else ShareOffset(t, p, -1, initialized=t in initialized)
+                        if (t, p) in states else ShareOffset(t, p, -1, initialized=(
+                            t in initialized and p in initialized[t].partitions))
                         for t, p in keys)
         return Result((), ((reply, ShareOffsetsResponse(ErrorCode.NONE, offsets)),))
 
@@ -366,17 +386,20 @@ class ShareProtocol(ModernProtocol):
             old = states.get((topic_id, partition))
             epoch = old.state_epoch + 1 if old is not None else 0
             out.record(ShareStateRecord(req.group_id, topic_id, partition, ShareStateValue(epoch, offset)))
-        # A topic whose every partition now has a state is initialized, as Kafka marks the
-        # topics it alters: a member subscribing to it is given it at once.
+        # The partitions altered are initialized, as Kafka marks them: a member subscribing
+        # to their topic is given them at once.
         initialized = group.initialized if group is not None else {}
         altered: dict[str, set[int]] = {}
         for topic_id, partition, _ in req.offsets:
             altered.setdefault(topic_id, set()).add(partition)
         for name, (topic_id, count) in sorted(self.shard.topics.items()):
+            if topic_id not in altered:
+                continue
             known = initialized.get(topic_id)
-            if topic_id in altered and altered[topic_id] >= set(range(count)) and (
-                    known is None or known.partitions < count):
-                out.record(ShareInitRecord(gid, topic_id, InitializedTopic(name, count)))
+            have = known.partitions if known is not None else frozenset()
+            more = have | frozenset(p for p in altered[topic_id] if 0 <= p < count)
+            if more != have:
+                out.record(ShareInitRecord(gid, topic_id, InitializedTopic(name, more)))
         out.reply(reply, ShareOffsetsResponse(ErrorCode.NONE, tuple(
             ShareOffset(t, p, o) for t, p, o in req.offsets)))
         return out.build()

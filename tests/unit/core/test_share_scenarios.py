@@ -267,6 +267,61 @@ def test_kip932_a_topic_altered_whole_is_initialized_and_assigned_at_the_first_j
     assert r.member_epoch == 2 and sorted(partitions(r)) == [0, 1]
 
 
+def test_kip932_partitions_altered_alone_are_assigned_at_once_and_the_rest_once_initialized():
+    # Kafka 4.4 marks the partitions AlterShareGroupOffsets sets as initialized, and assigns
+    # only initialized partitions: a join is given the altered one at once, the other once
+    # its share state is initialized (an epoch later).
+    c = ctx()
+    assert c.call(c.coord.alter_share_offsets, AlterShareOffsetsRequest("sg", (("id-orders", 1, 0),))).raised is None
+    assert c.coord.share_groups["sg"].initialized["id-orders"].partitions == frozenset({1})
+    r = hb(c, "m1", 0, ("orders",)).response
+    assert r.member_epoch == 2 and sorted(partitions(r)) == [1]
+    c.advance(0)
+    assert c.coord.share_groups["sg"].initialized["id-orders"].covers(2)
+    r = hb(c, "m1", 2).response
+    assert r.member_epoch == 3 and sorted(partitions(r)) == [0, 1]
+
+
+def _grown_to_four(c: GroupContext):
+    """m1 holds both partitions of orders; orders grows to four and m1 heartbeats: (its
+    epoch before the growth, the answer)."""
+    hb(c, "m1", 0, ("orders",))
+    c.advance(0)
+    epoch = hb(c, "m1", c.coord.share_groups["sg"].members["m1"].epoch).response.member_epoch
+    c.set_topics(orders=4)
+    return epoch, hb(c, "m1", epoch).response
+
+
+def test_kip932_a_topic_that_grows_keeps_its_initialized_partitions_assigned():
+    # Kafka 4.4 assigns a share group's initialized partitions only: when a subscribed topic
+    # grows, the old partitions stay with their member (the new metadata is an epoch) and the
+    # new ones come once initialized (another epoch).
+    c = ctx()
+    epoch, r = _grown_to_four(c)
+    assert r.member_epoch == epoch + 1
+    assert c.coord.share_groups["sg"].target["m1"] == (("id-orders", (0, 1)),)
+    c.advance(0)
+    r = hb(c, "m1", r.member_epoch).response
+    assert r.member_epoch == epoch + 2 and sorted(partitions(r)) == [0, 1, 2, 3]
+
+
+def test_kip932_an_initialization_cut_short_by_a_restart_runs_after_the_load():
+    # The new partitions of a grown topic were to be initialized right after the heartbeat
+    # that saw them; the coordinator restarted first. Its member's heartbeats are steady
+    # (at the group's epoch, holding its target), so the load itself must start it again.
+    from kgroup.core.coordinator import GroupCoordinatorShard
+    c = ctx()
+    epoch = _grown_to_four(c)[1].member_epoch
+    topics = dict(c.coord.shard.topics)
+    c.reload(GroupCoordinatorShard(c.config))
+    c.apply(c.coord.update_topics(topics, c.now))
+    c.apply(c.coord.load_complete(c.now))
+    assert c.coord.share_groups["sg"].target["m1"] == (("id-orders", (0, 1)),)
+    c.advance(0)
+    r = hb(c, "m1", epoch).response
+    assert r.member_epoch == epoch + 1 and sorted(partitions(r)) == [0, 1, 2, 3]
+
+
 def test_kip932_a_known_member_rejoining_keeps_its_epoch_and_its_previous_one():
     # Kafka 4.4 steps a rejoining member (epoch 0) on from where it stands: with nothing
     # changed it keeps its epoch, and a heartbeat at the epoch before is still answered.
@@ -313,7 +368,9 @@ def test_share_records_round_trip_through_the_log_codec():
         ShareTargetEpochRecord("sg", 3), ShareTargetEpochRecord("sg", None),
         ShareCurrentRecord("sg", "m1", ShareCurrentValue(3, 2, (("id-orders", (1,)),))),
         ShareCurrentRecord("sg", "m1", None),
-        ShareInitRecord("sg", "id-orders", InitializedTopic("orders", 2)), ShareInitRecord("sg", "id-orders", None),
+        ShareInitRecord("sg", "id-orders", InitializedTopic("orders", frozenset({0, 1}))),
+        ShareInitRecord("sg", "id-orders", InitializedTopic("orders", frozenset({0, 2, 3, 7}))),
+        ShareInitRecord("sg", "id-orders", None),
         ShareStateRecord("sg", "id-orders", 1, ShareStateValue(2, 40, (ShareStateBatch(40, 49, 2, 1),))),
         ShareStateRecord("sg", "id-orders", 1, ShareStateValue(2, 40, (ShareStateBatch(40, 49, 2, 1),), 7)),
         ShareStateRecord("sg", "id-orders", 1, None),
@@ -325,6 +382,16 @@ def test_share_records_round_trip_through_the_log_codec():
     plain = record_codec.encode(records[-3])
     assert plain.endswith(b"[2,40,[[40,49,2,1]]]")
     assert record_codec.decode(plain).value.leader_epoch == -1
+    # Initialized partitions are written as runs; a bare count, as written before partial
+    # initialization was kept, reads as every partition up to it.
+    runs = record_codec.encode(records[-5])
+    assert runs.endswith(b'["orders",[[0,0],[2,3],[7,7]]]')
+    old = runs[:-len(b'["orders",[[0,0],[2,3],[7,7]]]')] + b'["orders",3]'
+    assert record_codec.decode(old).value.partitions == frozenset({0, 1, 2})
+    # A malformed value is refused, never expanded into billions of partitions.
+    for bad in (b'["orders",[[0,10000000000]]]', b'["orders",[[5,2]]]', b'["orders",-3]'):
+        with pytest.raises(record_codec.RecordDecodeError):
+            record_codec.decode(runs[:-len(b'["orders",[[0,0],[2,3],[7,7]]]')] + bad)
     payload = record_codec.encode(records[-2])
     for cut in (4, len(payload) - 3):
         try:

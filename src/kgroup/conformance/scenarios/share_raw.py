@@ -311,3 +311,71 @@ async def share_assignor_sticky(t: Target) -> None:
     await raw.call(share_hb(group, ids["B"], -1))
     del epochs["B"]
     await settle("B leaves")
+
+
+@scenario("share", "a subscribed topic grows: its initialized partitions stay assigned",
+          rule="when a topic a share group consumes gains partitions, the group keeps assigning the partitions "
+               "whose share state is initialized while the new ones are initialized, then assigns them too: a "
+               "member never loses the topic in between (compared: the assignments the member goes through, "
+               "and its epoch moved on by two, one for the new metadata and one for the initialization)",
+          timeout=90.0)
+async def share_topic_grows_keeps_initialized_partitions(t: Target) -> None:
+    group, topic = t.names.group(), t.names.topic()
+    raw = await t.raw()
+    await observe.group_topics(raw, group, {topic: 2})
+    member = member_id(t, "grows")
+    held: list[int] = []
+    epoch = [0]
+    seen: list[list[int]] = []
+
+    async def beat(partitions: int, names: list[str] | None = None) -> bool:
+        r = await raw.call(share_hb(group, member, epoch[0], names))
+        assert int(r.error_code) == 0, r
+        epoch[0] = int(r.member_epoch)
+        if r.assignment is not None:
+            held[:] = sorted(p for tp in r.assignment.topic_partitions for p in tp.partitions)
+        if not seen or seen[-1] != held:
+            seen.append(list(held))
+        return len(held) == partitions
+    if not await beat(2, [topic]):
+        await observe.until(lambda: beat(2), "the member holds both partitions")
+    before = epoch[0]
+    await t.ask(raw, "grow to 4 partitions", request("CreatePartitions", 3, timeout_ms=30_000, validate_only=False,
+                                                     topics=[{"name": topic, "count": 4, "assignments": None}]))
+    await observe.until(lambda: beat(4), "the member holds all four partitions", interval=0.05)
+    t.add("assignments the member went through", seen)
+    t.add("epochs moved on", epoch[0] - before)
+
+
+@scenario("share", "a topic a share member subscribed to before it existed is created",
+          rule="a share member may subscribe to a topic that does not exist yet; when it is created, the group's "
+               "metadata moves the epoch on and, once the new topic's share partitions are initialized, the "
+               "epoch moves again and the member is given them (compared: the assignments the member goes "
+               "through and how far its epoch moved)", timeout=90.0)
+async def share_subscribed_topic_created_later(t: Target) -> None:
+    group, topic, later = t.names.group(), t.names.topic(), t.names.topic("later")
+    raw = await t.raw()
+    await observe.group_topics(raw, group, {topic: 1})
+    member = member_id(t, "later")
+    held: list[tuple[str, int]] = []
+    epoch = [0]
+    seen: list[list[tuple[str, int]]] = []
+    names = {await observe.topic_id(raw, topic): "T"}
+
+    async def beat(partitions: int, subscribe: list[str] | None = None) -> bool:
+        r = await raw.call(share_hb(group, member, epoch[0], subscribe))
+        assert int(r.error_code) == 0, r
+        epoch[0] = int(r.member_epoch)
+        if r.assignment is not None:
+            held[:] = sorted((names.get(tp.topic_id, "L"), p) for tp in r.assignment.topic_partitions
+                             for p in tp.partitions)
+        if not seen or seen[-1] != held:
+            seen.append(list(held))
+        return len(held) == partitions
+    if not await beat(1, [topic, later]):
+        await observe.until(lambda: beat(1), "the member holds the first topic")
+    before = epoch[0]
+    await observe.create_topic(raw, later, 2)
+    await observe.until(lambda: beat(3), "the member holds the new topic's partitions too", interval=0.05)
+    t.add("assignments the member went through", seen)
+    t.add("epochs moved on", epoch[0] - before)
