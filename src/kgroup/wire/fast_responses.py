@@ -2,7 +2,7 @@
 
 kio's generic writer walks a schema per field in Python; for a response sent thousands of
 times a second that is most of the broker's cost. ConsumerGroupHeartbeat (v0 and v1 share
-one layout), the classic Heartbeat (v0-v4: an error code, a throttle time from v1, tagged
+one layout), StreamsGroupHeartbeat (v0 and v1), the classic Heartbeat (v0-v4: an error code, a throttle time from v1, tagged
 fields from v4) and OffsetCommit (v2-v10: a thousand partitions' errors per answer of a
 large commit) are written here directly. tests/unit/wire/test_fast_responses.py checks
 every byte against kio's own writer.
@@ -139,10 +139,88 @@ def encode_offset_commit_response(correlation_id: int, version: int, response: A
     return _I32.pack(len(body)) + body
 
 
+_I8 = struct.Struct(">b")
+_I64 = struct.Struct(">q")
+_U16 = struct.Struct(">H")
+_STREAMS_EPOCHS = struct.Struct(">ii")          # member epoch, heartbeat interval
+
+
+def _compact_string(value: str) -> bytes:
+    data = value.encode()
+    n = len(data) + 1
+    return (_ONE_BYTE[n] if n < 0x80 else uvarint(n)) + data
+
+
+def _compact_length(items: Any) -> bytes:
+    """A compact (nullable) array's length: 0 for null, else the count + 1."""
+    if items is None:
+        return b"\x00"
+    n = len(items) + 1
+    return _ONE_BYTE[n] if n < 0x80 else uvarint(n)
+
+
+def _int32s(values: Any) -> bytes:
+    return _compact_length(values) + b"".join([_I32.pack(v) for v in values])
+
+
+def _task_ids(tasks: Any) -> bytes:
+    if tasks is None:
+        return b"\x00"
+    return _compact_length(tasks) + b"".join([
+        _compact_string(t.subtopology_id) + _int32s(t.partitions) + b"\x00" for t in tasks])
+
+
+def _topic_partitions(items: Any) -> bytes:
+    return _compact_length(items) + b"".join([
+        _compact_string(tp.topic) + _int32s(tp.partitions) + b"\x00" for tp in items])
+
+
+def encode_streams_group_heartbeat_response(correlation_id: int, version: int, response: Any) -> bytes:
+    """A size-prefixed StreamsGroupHeartbeat v0/v1 response frame (KIP-1071): v0 carries an
+    int32 recovery lag (AcceptableRecoveryLagLegacy), v1 the int64 AcceptableRecoveryLag and
+    TopologyDescriptionRequired. A steady heartbeat's answer is mostly nulls; kio's writer
+    walked every field of the schema for it."""
+    parts = [
+        _HEAD.pack(correlation_id, 0, _ms(response.throttle_time), response.error_code),
+        _compact_nullable_string(response.error_message),
+        _compact_string(response.member_id),
+        _STREAMS_EPOCHS.pack(response.member_epoch, _ms(response.heartbeat_interval)),
+    ]
+    if version == 0:                    # kio's v0 names the int32 AcceptableRecoveryLagLegacy so
+        parts.append(_I32.pack(response.acceptable_recovery_lag))
+    parts.append(_I32.pack(_ms(response.task_offset_interval)))
+    if version >= 1:
+        parts.append(_I64.pack(response.acceptable_recovery_lag))
+    status = response.status
+    parts.append(_compact_length(status))
+    if status:
+        parts.append(b"".join([_I8.pack(st.status_code) + _compact_string(st.status_detail) + b"\x00"
+                               for st in status]))
+    parts.append(_task_ids(response.active_tasks))
+    parts.append(_task_ids(response.standby_tasks))
+    parts.append(_task_ids(response.warmup_tasks))
+    if version >= 1:
+        parts.append(b"\x01" if response.topology_description_required else b"\x00")
+    parts.append(_I32.pack(response.endpoint_information_epoch))
+    endpoints = response.partitions_by_user_endpoint
+    parts.append(_compact_length(endpoints))
+    if endpoints:
+        for e in endpoints:
+            ep = e.user_endpoint
+            parts.append(_compact_string(ep.host) + _U16.pack(ep.port) + b"\x00")
+            parts.append(_topic_partitions(e.active_partitions))
+            parts.append(_topic_partitions(e.standby_partitions))
+            parts.append(b"\x00")
+    parts.append(b"\x00")              # the body's tagged fields
+    body = b"".join(parts)
+    return _I32.pack(len(body)) + body
+
+
 # api_key -> (highest version written here, encoder). A version above it — one a later kio
 # might add — falls back to kio's generic writer rather than being written in an old layout.
 HAND_WRITTEN: dict[int, tuple[int, Callable[[int, int, Any], bytes]]] = {
     12: (4, encode_heartbeat_response),                    # Heartbeat
     8: (10, encode_offset_commit_response),                # OffsetCommit
     68: (1, encode_consumer_group_heartbeat_response),     # ConsumerGroupHeartbeat
+    88: (1, encode_streams_group_heartbeat_response),      # StreamsGroupHeartbeat
 }

@@ -96,3 +96,49 @@ def test_fast_offset_commit_encoder_matches_kio(version, corr, throttle, topics)
     assert encode_offset_commit_response(corr, version, response) == expected
     header = RequestHeader(api_key=8, api_version=version, correlation_id=corr, client_id="c", flexible=version >= 8)
     assert encode_response(header, response) == expected
+
+
+texts = st.text(max_size=12)
+int32s = st.lists(st.integers(-2**31, 2**31 - 1), max_size=6)
+task_lists = st.one_of(st.none(), st.lists(st.tuples(texts, int32s), max_size=4))
+topic_partitions = st.lists(st.tuples(texts, int32s), max_size=3)
+endpoint_lists = st.one_of(st.none(), st.lists(
+    st.tuples(texts, st.integers(0, 65_535), topic_partitions, topic_partitions), max_size=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(version=st.sampled_from([0, 1]), corr=st.integers(-2**31, 2**31 - 1),
+       error=st.sampled_from([0, 25, 110, 113]), message=st.one_of(st.none(), st.text(max_size=30)),
+       member=st.text(max_size=40), epoch=st.integers(-2, 2**31 - 1), intervals=st.tuples(
+           st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1)), lag=st.integers(-1, 2**63 - 1),
+       status=st.one_of(st.none(), st.lists(st.tuples(st.integers(-128, 127), texts), max_size=3)),
+       tasks=st.tuples(task_lists, task_lists, task_lists), required=st.booleans(),
+       endpoint_epoch=st.integers(-2**31, 2**31 - 1), endpoints=endpoint_lists)
+def test_fast_streams_heartbeat_encoder_matches_kio(version, corr, error, message, member, epoch, intervals, lag,
+                                                   status, tasks, required, endpoint_epoch, endpoints):
+    from kgroup.broker.groups.group_api import field_class
+    cls = response_class(88, version)
+    status_cls, tasks_cls = item(cls, "status"), item(cls, "active_tasks")
+    e_cls = item(cls, "partitions_by_user_endpoint")
+    ep_cls, tp_cls = field_class(e_cls, "user_endpoint"), item(e_cls, "active_partitions")
+
+    def task_ids(given):
+        return None if given is None else tuple(build(tasks_cls, subtopology_id=s, partitions=tuple(ps))
+                                                for s, ps in given)
+
+    def tps(given):
+        return tuple(build(tp_cls, topic=t, partitions=tuple(ps)) for t, ps in given)
+    response = build(
+        cls, throttle_time=0, error_code=error, error_message=message, member_id=member, member_epoch=epoch,
+        heartbeat_interval=intervals[0], task_offset_interval=intervals[1],
+        acceptable_recovery_lag=lag if version >= 1 else min(lag, 2**31 - 1),
+        status=None if status is None else tuple(build(status_cls, status_code=c, status_detail=d)
+                                                 for c, d in status),
+        active_tasks=task_ids(tasks[0]), standby_tasks=task_ids(tasks[1]), warmup_tasks=task_ids(tasks[2]),
+        topology_description_required=required, endpoint_information_epoch=endpoint_epoch,
+        partitions_by_user_endpoint=None if endpoints is None else tuple(
+            build(e_cls, user_endpoint=build(ep_cls, host=h, port=p), active_partitions=tps(a),
+                  standby_partitions=tps(sb)) for h, p, a, sb in endpoints))
+    expected = kio_frame(corr, response)
+    header = RequestHeader(api_key=88, api_version=version, correlation_id=corr, client_id="c", flexible=True)
+    assert encode_response(header, response) == expected
