@@ -417,6 +417,9 @@ def known_names() -> str:
     return ", ".join(sorted(GROUP_CONFIGS))
 
 
+_UNSET = object()       # a config the group has no dynamic value for
+
+
 class GroupConfigs:
     """The group configs of one shard: lookups for the protocols, and the admin handlers."""
 
@@ -426,6 +429,10 @@ class GroupConfigs:
         # config the shard runs with (it is read on every heartbeat): (config, the groups
         # with a row, name -> value). Rebuilt when the shard's config object changes.
         self._inherits: tuple[GroupConfig, frozenset[str], dict[str, int | str]] | None = None
+        # A group's dynamic configs as typed values, looked up by name on every heartbeat:
+        # group id -> (the stored tuple they were parsed from, name -> value or _UNSET). The
+        # stored tuple is replaced whole on a change, so its identity says when to parse again.
+        self._parsed: dict[str, tuple[tuple, dict[str, object]]] = {}
 
     # ---- what a group runs with -------------------------------------------------------
 
@@ -433,9 +440,15 @@ class GroupConfigs:
         """The effective value of config ``name`` for ``group_id``, typed (int, or str)."""
         dynamic = self.shard.stored.group_configs.get(group_id)
         if dynamic:
-            for key, raw in dynamic:
-                if key == name:
-                    return GROUP_CONFIGS[name].parse(raw)
+            parsed = self._parsed.get(group_id)
+            if parsed is None or parsed[0] is not dynamic:
+                parsed = self._parsed[group_id] = (dynamic, {})
+            value = parsed[1].get(name)
+            if value is None:
+                value = next((GROUP_CONFIGS[name].parse(raw) for key, raw in dynamic if key == name), _UNSET)
+                parsed[1][name] = value
+            if value is not _UNSET:
+                return value  # type: ignore[return-value]
         return self._inherited(group_id, name)
 
     def int_value(self, group_id: str, name: str) -> int:

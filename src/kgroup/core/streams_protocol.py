@@ -25,6 +25,9 @@ How this works (numbered steps in `_heartbeat`), as Kafka 4.4's GroupMetadataMan
    the member joined, the endpoints of the others when the member's view is old; and, for
    the broker, the internal topics to create.
 
+Most heartbeats of a settled group change nothing but their member's session: `steady`
+answers those without steps 2-8, exactly as the steps would (a twin test holds it to them).
+
 Everything durable comes out as records (streams_records.py) that replay
 (modern_group.ModernGroup.apply) applies; runtime changes (timers, the configured topology
 cache, reported task offsets, the shutdown request) are staged on the ResultBuilder and
@@ -140,8 +143,12 @@ class StreamsProtocol(ModernProtocol):
     def heartbeat(self, req: StreamsGroupHeartbeatRequest, reply: ReplyTo, now_ms: int) -> Result:
         """One StreamsGroupHeartbeat for a streams group, or a group that does not exist yet."""
         self.validate(req)                                                              # 1
-        out = ResultBuilder(EventJournal(self.shard, now_ms))
         group = self.groups.get(req.group_id)
+        if group is not None and req.member_epoch > JOIN_EPOCH:
+            answered = self.steady(group, req, reply, now_ms)
+            if answered is not None:
+                return answered
+        out = ResultBuilder(EventJournal(self.shard, now_ms))
         if req.member_epoch in self.LEAVE_EPOCHS:
             self._leave(group, req, reply, now_ms, out)
         else:
@@ -151,6 +158,55 @@ class StreamsProtocol(ModernProtocol):
             # group is as it was, as only replay changes it.
             out.changed(req.group_id, self.API)
         return out.build()
+
+    def steady(self, group: StreamsGroup, req: StreamsGroupHeartbeatRequest, reply: ReplyTo,
+               now_ms: int) -> Result | None:
+        """A settled member's heartbeat (`ModernProtocol.steady`): known, at its own epoch,
+        which is the group's and its target's, Stable with nothing to revoke, and nothing in
+        the request its metadata lacks (no topology, tasks, offsets, process, endpoint or
+        client tags; its own instance, rack, client id and host, rebalance timeout at most),
+        its endpoint view current, the group's topology configured as the group last saw
+        it with nothing missing, its assignment configs unchanged and no shutdown asked for.
+        Then steps 2-7 change nothing (no record, no epoch, reconcile keeps the member, no
+        revocation timer) but the session, and the answer has no status, tasks or
+        endpoints. tests/unit/core/test_streams_steady_heartbeat.py holds it to the steps'
+        answers."""
+        member = group.members.get(req.member_id)
+        if member is None:
+            return None
+        meta, current, epoch, topology = member.meta, member.current, req.member_epoch, group.topology
+        if (epoch != current.member_epoch or epoch != group.epoch or epoch != group.target_epoch
+                or current.state is not StreamsMemberState.STABLE or topology is None
+                or meta.topology_epoch != topology.epoch or req.topology is not None
+                or req.active_tasks is not None or req.task_offsets is not None
+                or req.task_end_offsets is not None or req.shutdown_application
+                or group.shutdown_requested_by is not None or req.client_tags is not None
+                or req.instance_id not in (None, meta.instance_id) or req.rack_id not in (None, meta.rack_id)
+                or req.client_id not in ("", meta.client_id) or req.client_host not in ("", meta.client_host)
+                or req.rebalance_timeout_ms not in (-1, meta.rebalance_timeout_ms)
+                or req.process_id not in (None, meta.process_id)
+                or req.user_endpoint not in (None, meta.user_endpoint)
+                or req.endpoint_information_epoch != group.endpoint_epoch):
+            return None
+        gid, mid = group.group_id, member.member_id
+        if req.instance_id is not None and group.static_member(req.instance_id) is not member:
+            return None
+        subscribed = self._subscribed(group, topology)
+        configured = group.configured
+        if (subscribed != group.subscribed or configured is None or group.configured_for != (topology, subscribed)
+                or configured.status is not None
+                or (topology.epoch if configured.ready else -1) != group.validated_topology_epoch
+                or streams_revoke_key(gid, mid) in self.timers):
+            return None
+        configs = self.configs
+        if configs.assignment_configs(gid) != group.assignment_configs:
+            return None
+        response = StreamsGroupHeartbeatResponse(
+            ErrorCode.NONE, None, mid, epoch, configs.heartbeat_interval(gid), configs.task_offset_interval(gid),
+            configs.acceptable_recovery_lag(gid), (), None, None, None, group.endpoint_epoch, None, ())
+        # Last, as the steps arm it at build(): nothing above changed anything.
+        self._session(gid, mid, now_ms + configs.session_timeout(gid))
+        return Result((), ((reply, response),)) if reply is not None else EMPTY_RESULT
 
     def validate(self, req: StreamsGroupHeartbeatRequest) -> None:
         """Raise unless the request is well formed (Kafka's checks before the coordinator)."""

@@ -40,6 +40,12 @@ class Twins:
         self.original = protocol.steady
         self.answered: Counter = Counter()      # what the steady path did, by outcome
 
+    def play(self, ops) -> "Twins":
+        """`apply` each of `ops` in turn."""
+        for op in ops:
+            self.apply(op)
+        return self
+
     def apply(self, op: tuple) -> None:
         original, answered = self.original, self.answered
 

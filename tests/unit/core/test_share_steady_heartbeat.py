@@ -119,16 +119,12 @@ def twins() -> Twins:
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios)
 def test_the_share_steady_path_answers_exactly_as_the_heartbeat_steps_over_random_interleavings(ops):
-    pair = twins()
-    for op in ops:
-        pair.apply(op)
+    twins().play(ops)
 
 
 def test_the_share_twins_reach_the_steady_path_and_agree():
-    pair = twins()
-    for op in [("join", 0, ("orders",)), ("join", 1, ("orders",)), ("advance", 0), ("all",), ("all",),
-               ("all",), ("beat", 0, "same topics"), ("beat", 1, "rack"), ("advance", 4_000), ("all",)]:
-        pair.apply(op)
+    pair = twins().play([("join", 0, ("orders",)), ("join", 1, ("orders",)), ("advance", 0), ("all",), ("all",),
+                         ("all",), ("beat", 0, "same topics"), ("beat", 1, "rack"), ("advance", 4_000), ("all",)])
     assert pair.answered["answered"] >= 4 and pair.answered["stepped"] >= 4, pair.answered
 
 
