@@ -55,9 +55,11 @@ def _per_member(tasks: int, members: int) -> int:
 
 class _Queue:
     """A binary heap that breaks ties as java.util.PriorityQueue does (elements offered one by
-    one, sifted up and down with the same comparisons), keyed by a function read at compare
-    time. With the same elements offered in the same order it polls in Kafka's order, so
-    equal loads go where Kafka sends them."""
+    one, sifted up and down with the same comparisons), keyed by a function. With the same
+    elements offered in the same order it polls in Kafka's order, so equal loads go where
+    Kafka sends them. An element's key is read once, when it is offered: the assignor only
+    changes an element (a process's load, a member's count) between its poll and its next
+    offer. Entries are (key, element) pairs compared on the key alone."""
 
     __slots__ = ("items", "key")
 
@@ -71,44 +73,46 @@ class _Queue:
         return bool(self.items)
 
     def offer(self, x) -> None:
-        items, key = self.items, self.key
-        items.append(x)
-        k, kx = len(items) - 1, key(x)
+        items = self.items
+        kx = self.key(x)
+        entry = (kx, x)
+        items.append(entry)
+        k = len(items) - 1
         while k > 0:
             parent = (k - 1) >> 1
             e = items[parent]
-            if kx >= key(e):
+            if kx >= e[0]:
                 break
             items[k] = e
             k = parent
-        items[k] = x
+        items[k] = entry
 
     def poll(self):
-        items, key = self.items, self.key
-        result = items[0]
-        x = items.pop()
+        items = self.items
+        result = items[0][1]
+        last = items.pop()
         n = len(items)
         if n:
-            k, kx, half = 0, key(x), n >> 1
+            k, kx, half = 0, last[0], n >> 1
             while k < half:
                 child = 2 * k + 1
                 c = items[child]
                 right = child + 1
-                if right < n and key(c) > key(items[right]):
+                if right < n and c[0] > items[right][0]:
                     child = right
                     c = items[child]
-                if kx <= key(c):
+                if kx <= c[0]:
                     break
                 items[k] = c
                 k = child
-            items[k] = x
+            items[k] = last
         return result
 
 
 class _Process:
     """One process's members and what the assignment gave them so far (Kafka's ProcessState)."""
 
-    __slots__ = ("process_id", "counts", "active", "standby", "held", "load", "by_count")
+    __slots__ = ("process_id", "counts", "active", "standby", "held", "load", "given", "by_count")
 
     def __init__(self, process_id: str) -> None:
         self.process_id = process_id
@@ -117,6 +121,7 @@ class _Process:
         self.standby: dict[str, set[TaskId]] = {}
         self.held: set[TaskId] = set()
         self.load = 0.0
+        self.given = 0                          # the sum of `counts`
         self.by_count: _Queue | None = None     # [member id, count] entries, built when needed
 
     def add_member(self, member_id: str) -> None:
@@ -126,7 +131,7 @@ class _Process:
         self._reload()
 
     def _reload(self) -> None:
-        self.load = sum(self.counts.values()) / len(self.counts)
+        self.load = self.given / len(self.counts)
 
     def add(self, member_id: str, task: TaskId, active: bool) -> int:
         """Give `task` to `member_id`; its new task count."""
@@ -138,7 +143,8 @@ class _Process:
             self.held.add(task)
             (self.active if active else self.standby)[member_id].add(task)
         count = self.counts[member_id] = self.counts[member_id] + 1
-        self._reload()
+        self.given += 1
+        self.load = self.given / len(self.counts)
         return count
 
     def add_to_least_loaded(self, task: TaskId, active: bool) -> int:
@@ -259,12 +265,15 @@ class _Placement:
             else:
                 rest.append(task)
         queue = self._by_load()
+        poll, offer = queue.poll, queue.offer
         for task in sorted(rest):                                     # (c) the least loaded
-            process = queue.poll()
+            process = poll()
             count = process.add_to_least_loaded(task, True)
-            self._active_reached(count)
-            self._total_reached(count)
-            queue.offer(process)
+            if count == self.active_quota:
+                self._active_reached(count)
+            if count == self.task_quota:
+                self._total_reached(count)
+            offer(process)
 
     # ---- standby tasks -------------------------------------------------------------------
 
