@@ -612,3 +612,55 @@ async def consumer_random_sequences(t: Target) -> None:
     ids = {"T": await observe.topic_id(raw, t.names.topic()), "U": await observe.topic_id(raw, t.names.topic("u"))}
     for seed in RANDOM_SEQUENCES:
         await play_random_sequence(t, raw, seed, ids)
+
+
+
+async def _owning_through(raw, group: str, member: str, state: list, count: int, letters: dict,
+                          what: str) -> list[list]:
+    """Heartbeat `member` from `state` ([epoch, owned], updated) owning what it was given
+    until it owns `count` partitions: the distinct holdings it went through, topics by
+    letter (their ids differ between brokers)."""
+    seen: list[list] = []
+
+    async def check() -> bool:
+        r = await raw.call(hb(group, member, state[0], owned=state[1]))
+        state[0] = int(r.member_epoch)
+        if r.assignment is not None:
+            state[1] = owned_of(r)
+        held = sorted((letters.get(tid, "?"), p) for tid, ps in state[1] for p in ps)
+        if not seen or seen[-1] != held:
+            seen.append(held)
+        return len(held) == count
+    await observe.until(check, what, interval=0.05)
+    return seen
+
+
+@scenario("consumer", "a topic a member subscribed to before it existed is created, then grows",
+          rule="a member may subscribe to a topic that does not exist yet: when it is created the group epoch "
+               "moves and the member is given its partitions; when a subscribed topic gains partitions the "
+               "epoch moves again and the member is given the new ones, once the coordinator knows of the change "
+               "(compared: the holdings the member goes through and how far its epoch moved each time)",
+          timeout=90.0)
+async def consumer_topic_created_later_and_grown(t: Target) -> None:
+    group, topic, later = t.names.group(), t.names.topic(), t.names.topic("l")
+    raw = await ready(t, group, 1)
+    letters = {await observe.topic_id(raw, topic): "T"}
+    member = member_id(t, "later")
+    r = await raw.call(hb(group, member, 0, topics=[topic, later], owned=[]))
+    state = [int(r.member_epoch), owned_of(r)]
+    await _owning_through(raw, group, member, state, 1, letters, "the member owns the first topic's partition")
+    for step, change, count in (("created", None, 3), ("grown", 4, 5)):
+        before = state[0]
+        if change is None:
+            await observe.create_topic(raw, later, 2)
+            letters[await observe.topic_id(raw, later)] = "L"
+        else:
+            await t.ask(raw, "grow the new topic to 4 partitions", request(
+                "CreatePartitions", 3, timeout_ms=30_000, validate_only=False,
+                topics=[{"name": later, "count": change, "assignments": None}]))
+        # Kafka's coordinator learns of the change from its metadata image a moment later.
+        await observe.coordinator_sees(raw, group, {topic: 1, later: count - 1})
+        seen = await _owning_through(raw, group, member, state, count, letters,
+                                     f"the member owns every partition once the topic is {step}")
+        t.add(f"holdings the member went through once the topic was {step}", seen)
+        t.add(f"epochs moved once the topic was {step}", state[0] - before)
