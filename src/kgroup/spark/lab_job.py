@@ -42,16 +42,32 @@ def session(master: str = "local[*]", app: str = "kgroup-lab") -> Any:
     """A SparkSession for the lab (quiet logs, no web UI); SparkSetupError without Java 17."""
     local_environment()
     require_java()
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(master).appName(app)
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "8")
-             .config("spark.driver.bindAddress", os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"))
-             .getOrCreate())
+    conf = SparkConf().setMaster(master).setAppName(app).setAll([
+        ("spark.ui.enabled", "false"), ("spark.ui.showConsoleProgress", "false"),
+        ("spark.sql.shuffle.partitions", "8"),
+        ("spark.driver.bindAddress", os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"))])
+    _gateway_of_its_own(conf)
+    spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _gateway_of_its_own(conf: Any) -> None:
+    """Start Spark's JVM (unless one runs) in a session of its own, so that Ctrl-C at the
+    terminal reaches kgroup alone. In the terminal's process group every PySpark worker
+    gets the SIGINT too, and PySpark's workers restore Python's default handler on purpose:
+    each running one printed a KeyboardInterrupt traceback. kgroup cancels the jobs itself
+    (cli/lab.py), and the JVM still exits with kgroup (PySpark's gateway ends when its
+    parent's pipe closes). SparkContext then finds this gateway instead of launching one."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is None:
+        SparkContext._gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
+        SparkContext._jvm = SparkContext._gateway.jvm
 
 
 def simulate_spec(spec: dict[str, Any]) -> dict[str, Any]:
