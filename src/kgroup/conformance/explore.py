@@ -37,7 +37,7 @@ What differs today, and why (2026-12-02, session 31):
 - `--kind share`: `share_random.random_share_sequence(seed)` (four members over two
   one-partition topics and a missing one; joins, rejoins, heartbeats, subscription changes,
   stale and future epochs, leaves); the suite plays eight (`share_random_sequences`).
-  0 of 280 differ (seeds 0-79, 200-399), once kgroup kept a share group's initialized
+  0 of 480 differ (seeds 0-79, 200-599), once kgroup kept a share group's initialized
   topics while nobody subscribes to them, answered the assignment only when it changed or
   was asked for, and stepped a rejoining member on from its epoch (all three differed
   before), and assigned only initialized partitions (session 31).
@@ -45,7 +45,7 @@ What differs today, and why (2026-12-02, session 31):
   static members, each on its own connection: joins, rejoins with other protocols, syncs,
   heartbeats and syncs at the generation before, commits, leaves, static restarts; held
   joins and syncs written once the group's state says they must have been answered); the
-  suite plays eight (`classic_random_sequences`). 0 of 500 differ. Not compared, by
+  suite plays eight (`classic_random_sequences`). 0 of 800 differ. Not compared, by
   construction: which member leads after the leader leaves two or more behind (Kafka's
   hash order of random ids), and a held SyncGroup of a member that leaves (Kafka never
   answers it; docs/protocol.md).

@@ -19,7 +19,7 @@ import logging
 from contextvars import ContextVar
 from typing import Any, Awaitable, Callable
 
-from kgroup.broker.groups.group_api import GroupApi, field_class, group_operations
+from kgroup.broker.groups.group_api import NO_THROTTLE, GroupApi, field_class, group_operations
 from kgroup.core.errors import ErrorCode, GroupError
 from kgroup.core.streams_messages import (
     DescribedStreamsGroup,
@@ -72,9 +72,6 @@ def _by_subtopology(cls: type, tasks: tuple[tuple[str, int], ...] | None) -> tup
     return tuple(build(cls, subtopology_id=s, partitions=tuple(sorted(ps))) for s, ps in sorted(out.items()))
 
 
-_NO_THROTTLE = duration(0)
-
-
 def streams_heartbeat_answer(cls: type, version: int, error: int, message: str | None, member_id: str,
                              epoch: int, interval_ms: int, offsets_interval_ms: int, lag: int, status: tuple,
                              active: tuple | None, standby: tuple | None, warmup: tuple | None,
@@ -83,7 +80,7 @@ def streams_heartbeat_answer(cls: type, version: int, error: int, message: str |
     heartbeat's CPU). v0's recovery lag is an int32 (its AcceptableRecoveryLagLegacy); v1
     adds TopologyDescriptionRequired. tests/unit/broker/test_streams_heartbeat_answer.py
     checks it equals `build`'s."""
-    fields = dict(throttle_time=_NO_THROTTLE, error_code=kio_error(int(error)), error_message=message,
+    fields = dict(throttle_time=NO_THROTTLE, error_code=kio_error(int(error)), error_message=message,
                   member_id=member_id, member_epoch=epoch, heartbeat_interval=duration(interval_ms),
                   task_offset_interval=duration(offsets_interval_ms),
                   acceptable_recovery_lag=lag if version >= 1 else min(lag, 2 ** 31 - 1), status=status,
